@@ -1,0 +1,442 @@
+//! The loop (S2): ask the model, pass each tool call through the gate, run what is allowed,
+//! feed every result back, until the model stops or a limit does; then the task's checks.
+//! One orchestrator: the gate decides, the tools act, nothing else does either.
+
+mod checks;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+
+pub use checks::millis;
+
+use crate::exit::ExitCode;
+use crate::model::{ContentBlock, Message, ModelRequest, Provider, Role, ToolSpec};
+use crate::policy::{
+    self, Decision, PermissionContext, PermissionDecision, PermissionMode, RuleSet, Workspace,
+};
+use crate::results::ResultStore;
+use crate::task::{Check, Task};
+use crate::tools::{AbortReason, AbortSignal, FileStateCache, Tool, ToolContext, ToolLimits};
+use crate::transcript::{
+    CheckOutcome, Event, ModelSummary, Outcome, PolicySummary, ResultStatus, RunCounts,
+    TaskSummary, Transcript,
+};
+
+/// Everything a run needs, resolved and validated before the first model call.
+pub struct RunSpec {
+    pub run_id: String,
+    pub task: Task,
+    pub mode: PermissionMode,
+    pub rules: RuleSet,
+    pub policy_summary: PolicySummary,
+    pub workspace: Arc<Workspace>,
+    pub tools: Vec<Arc<dyn Tool>>,
+    pub out_dir: PathBuf,
+    pub max_turns: u32,
+    pub limits: ToolLimits,
+}
+
+/// A refused call, as reports list it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Denial {
+    pub id: String,
+    pub tool: String,
+    pub input: Value,
+    pub decision: PermissionDecision,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckRecord {
+    pub check: Check,
+    pub outcome: CheckOutcome,
+}
+
+/// What a finished run tells the reports and the CLI.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    pub run_id: String,
+    pub task_name: String,
+    pub model: ModelSummary,
+    pub mode: PermissionMode,
+    pub outcome: Outcome,
+    pub exit_code: ExitCode,
+    pub counts: RunCounts,
+    pub denials: Vec<Denial>,
+    pub checks: Vec<CheckRecord>,
+    pub final_message: Option<String>,
+    pub error: Option<String>,
+    pub duration_ms: u64,
+    pub transcript: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("cannot write the transcript {path}: {source}")]
+    Transcript {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+const SYSTEM_PROMPT: &str = "You are a coding agent run by tollgate, unattended, in a CI job. \
+Nobody is present to answer questions or approve actions. Work inside the working directory {workdir}. \
+Every tool call passes a permission policy; a refused call comes back as an error result that says why. \
+Do not repeat a refused call: find an allowed way, or stop and explain what you could not do. \
+When the task is done, reply with a short summary of what you did and make no tool call.";
+
+impl Outcome {
+    pub fn exit_code(self) -> ExitCode {
+        match self {
+            Outcome::Success => ExitCode::Success,
+            Outcome::ChecksFailed | Outcome::MaxTurns => ExitCode::TaskFailed,
+            Outcome::ProviderError => ExitCode::ProviderError,
+            Outcome::Interrupted => ExitCode::Interrupted,
+            Outcome::Terminated => ExitCode::Terminated,
+        }
+    }
+}
+
+fn interrupted(reason: AbortReason) -> Outcome {
+    match reason {
+        AbortReason::Interrupt => Outcome::Interrupted,
+        AbortReason::Terminate => Outcome::Terminated,
+    }
+}
+
+struct Loop<'a> {
+    spec: &'a RunSpec,
+    transcript: Transcript,
+    ctx: ToolContext,
+    results: ResultStore,
+    counts: RunCounts,
+    denials: Vec<Denial>,
+}
+
+impl Loop<'_> {
+    fn emit(&mut self, event: Event) -> Result<(), AgentError> {
+        self.transcript
+            .emit(&event)
+            .map_err(|source| AgentError::Transcript {
+                path: self.transcript.path().to_path_buf(),
+                source,
+            })
+    }
+}
+
+/// Runs the task. Every tool_use gets exactly one tool_result, whatever happens.
+pub async fn run(
+    spec: RunSpec,
+    mut provider: Provider,
+    abort: AbortSignal,
+) -> Result<RunReport, AgentError> {
+    let started = Instant::now();
+    let transcript_path = spec.out_dir.join("transcript.jsonl");
+    let transcript =
+        Transcript::create(&transcript_path).map_err(|source| AgentError::Transcript {
+            path: transcript_path.clone(),
+            source,
+        })?;
+    let ctx = ToolContext {
+        workspace: spec.workspace.clone(),
+        limits: spec.limits,
+        abort: abort.clone(),
+        files: FileStateCache::default(),
+    };
+    let model = ModelSummary {
+        provider: spec.task.model.provider.to_string(),
+        name: spec.task.model.name.clone(),
+    };
+    let mut run = Loop {
+        spec: &spec,
+        transcript,
+        ctx,
+        results: ResultStore::new(spec.out_dir.join("results")),
+        counts: RunCounts::default(),
+        denials: Vec::new(),
+    };
+    run.emit(Event::RunStarted {
+        run_id: spec.run_id.clone(),
+        tollgate_version: env!("CARGO_PKG_VERSION").to_string(),
+        task: TaskSummary {
+            name: spec.task.name.clone(),
+            file: spec.task.file.clone(),
+        },
+        mode: spec.mode,
+        policy: spec.policy_summary.clone(),
+        model: model.clone(),
+        workdir: spec.workspace.workdir.clone(),
+        tools: spec
+            .tools
+            .iter()
+            .map(|tool| tool.name().to_string())
+            .collect(),
+        max_turns: spec.max_turns,
+    })?;
+
+    let (mut outcome, final_message, error) = conversation(&mut run, &mut provider, &abort).await?;
+
+    let mut checks = Vec::new();
+    if matches!(outcome, Outcome::Success | Outcome::MaxTurns) {
+        for check in &spec.task.checks {
+            let result = checks::run_check(check, &spec.workspace.workdir, &abort).await;
+            if result.passed {
+                run.counts.checks_passed += 1;
+            } else {
+                run.counts.checks_failed += 1;
+            }
+            run.emit(Event::CheckResult {
+                name: check.name.clone(),
+                run: check.run.clone(),
+                outcome: result.clone(),
+            })?;
+            checks.push(CheckRecord {
+                check: check.clone(),
+                outcome: result,
+            });
+        }
+        if let Some(reason) = abort.reason() {
+            outcome = interrupted(reason);
+        } else if outcome == Outcome::Success && run.counts.checks_failed > 0 {
+            outcome = Outcome::ChecksFailed;
+        }
+    }
+    let duration_ms = millis(started);
+    let exit_code = outcome.exit_code();
+    run.emit(Event::RunFinished {
+        outcome,
+        exit_code: exit_code.code(),
+        counts: run.counts,
+        duration_ms,
+        error: error.clone(),
+        final_message: final_message.clone(),
+    })?;
+    Ok(RunReport {
+        run_id: spec.run_id.clone(),
+        task_name: spec.task.name.clone(),
+        model,
+        mode: spec.mode,
+        outcome,
+        exit_code,
+        counts: run.counts,
+        denials: run.denials,
+        checks,
+        final_message,
+        error,
+        duration_ms,
+        transcript: transcript_path,
+    })
+}
+
+/// The model ↔ tools exchange. Returns how it ended, the model's last words and any error.
+async fn conversation(
+    run: &mut Loop<'_>,
+    provider: &mut Provider,
+    abort: &AbortSignal,
+) -> Result<(Outcome, Option<String>, Option<String>), AgentError> {
+    let spec = run.spec;
+    let system = SYSTEM_PROMPT.replace("{workdir}", &spec.workspace.workdir.display().to_string());
+    let tool_specs: Vec<ToolSpec> = spec
+        .tools
+        .iter()
+        .map(|tool| ToolSpec {
+            name: tool.name().to_string(),
+            description: tool.description().to_string(),
+            input_schema: tool.input_schema(),
+        })
+        .collect();
+    let tool_names: Vec<String> = tool_specs.iter().map(|t| t.name.clone()).collect();
+    let mut messages = vec![Message::user_text(spec.task.prompt.clone())];
+    loop {
+        if let Some(reason) = abort.reason() {
+            return Ok((interrupted(reason), None, None));
+        }
+        if run.counts.turns >= spec.max_turns {
+            return Ok((
+                Outcome::MaxTurns,
+                None,
+                Some(format!("stopped after max_turns = {}", spec.max_turns)),
+            ));
+        }
+        run.counts.turns += 1;
+        let turn = run.counts.turns;
+        run.emit(Event::ModelRequest {
+            turn,
+            messages: messages.len(),
+            tools: tool_names.clone(),
+        })?;
+        let request = ModelRequest {
+            system: &system,
+            messages: &messages,
+            tools: &tool_specs,
+            max_tokens: spec.task.model.max_tokens,
+        };
+        let response = tokio::select! {
+            response = provider.complete(&request) => response,
+            reason = abort.aborted() => return Ok((interrupted(reason), None, None)),
+        };
+        let response = match response {
+            Ok(response) => response,
+            Err(err) => return Ok((Outcome::ProviderError, None, Some(err.to_string()))),
+        };
+        run.counts.usage.add(&response.usage);
+        run.emit(Event::AssistantMessage {
+            turn,
+            content: response.content.clone(),
+            stop_reason: response.stop_reason,
+            usage: response.usage,
+        })?;
+        let assistant = Message {
+            role: Role::Assistant,
+            content: response.content,
+        };
+        let calls: Vec<(String, String, Value)> = assistant
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::ToolUse { id, name, input } => {
+                    Some((id.clone(), name.clone(), input.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let text = assistant.text();
+        messages.push(assistant);
+        if calls.is_empty() {
+            return Ok((Outcome::Success, Some(text), None));
+        }
+        let mut results = Vec::with_capacity(calls.len());
+        for (id, name, input) in calls {
+            let (content, is_error) = execute(run, &id, &name, input).await?;
+            results.push(ContentBlock::ToolResult {
+                tool_use_id: id,
+                content,
+                is_error,
+            });
+        }
+        messages.push(Message {
+            role: Role::User,
+            content: results,
+        });
+    }
+}
+
+/// One call through validation, the gate and the tool. Always yields exactly one result.
+async fn execute(
+    run: &mut Loop<'_>,
+    id: &str,
+    name: &str,
+    input: Value,
+) -> Result<(String, bool), AgentError> {
+    run.counts.tool_calls += 1;
+    run.emit(Event::ToolCall {
+        id: id.to_string(),
+        tool: name.to_string(),
+        input: input.clone(),
+    })?;
+    let started = Instant::now();
+    let tool = run
+        .spec
+        .tools
+        .iter()
+        .find(|tool| tool.name().to_string() == name)
+        .cloned();
+    let (status, content) = match tool {
+        _ if run.ctx.abort.is_aborted() => (
+            ResultStatus::Cancelled,
+            "[Request interrupted by user]".to_string(),
+        ),
+        None => {
+            let decision = PermissionDecision {
+                decision: Decision::Deny,
+                step: policy::Step::Pool,
+                layer: policy::Layer::Tool,
+                rule: None,
+                reason: format!(
+                    "No such tool available: {name}. Available tools: {}",
+                    available(run)
+                ),
+                updated_input: None,
+            };
+            record_decision(run, id, name, &input, decision.clone())?;
+            (ResultStatus::Denied, decision.reason)
+        }
+        Some(tool) => match tool.validate_input(&input) {
+            Err(err) => (ResultStatus::Error, err.0),
+            Ok(()) => {
+                let ctx = PermissionContext {
+                    mode: run.spec.mode,
+                    rules: &run.spec.rules,
+                    workspace: &run.spec.workspace,
+                };
+                let decision = policy::decide(tool.as_ref(), &input, &ctx);
+                record_decision(run, id, name, &input, decision.clone())?;
+                if decision.is_allow() {
+                    let input = decision.updated_input.unwrap_or(input);
+                    match tool.call(input, &run.ctx).await {
+                        Ok(output) => (
+                            ResultStatus::Success,
+                            run.results.fit(id, output.content, tool.max_result_chars()),
+                        ),
+                        Err(err) => (
+                            ResultStatus::Error,
+                            run.results.fit(id, err.0, tool.max_result_chars()),
+                        ),
+                    }
+                } else {
+                    (
+                        ResultStatus::Denied,
+                        format!("Permission denied: {}", decision.reason),
+                    )
+                }
+            }
+        },
+    };
+    let is_error = status != ResultStatus::Success;
+    if status == ResultStatus::Error {
+        run.counts.tool_errors += 1;
+    }
+    run.emit(Event::ToolResult {
+        id: id.to_string(),
+        tool: name.to_string(),
+        status,
+        is_error,
+        content: content.clone(),
+        duration_ms: millis(started),
+    })?;
+    Ok((content, is_error))
+}
+
+fn record_decision(
+    run: &mut Loop<'_>,
+    id: &str,
+    name: &str,
+    input: &Value,
+    decision: PermissionDecision,
+) -> Result<(), AgentError> {
+    if decision.decision != Decision::Allow {
+        run.counts.denials += 1;
+        run.denials.push(Denial {
+            id: id.to_string(),
+            tool: name.to_string(),
+            input: input.clone(),
+            decision: decision.clone(),
+        });
+    }
+    run.emit(Event::PermissionDecision {
+        id: id.to_string(),
+        tool: name.to_string(),
+        decision,
+    })
+}
+
+fn available(run: &Loop<'_>) -> String {
+    run.spec
+        .tools
+        .iter()
+        .map(|tool| tool.name().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

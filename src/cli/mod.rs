@@ -1,0 +1,118 @@
+//! The command line: parses arguments, sets up logging, hands each subcommand its typed
+//! options and turns its result into the process exit code. `anyhow` lives here only.
+
+mod check;
+mod run;
+mod setup;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::exit::ExitCode;
+use crate::policy::PermissionMode;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tollgate",
+    version,
+    about = "A headless runner for LLM coding agents: every tool call passes a permission gate.",
+    long_about = None,
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a task: drive the model through the tool loop, then the task's checks.
+    #[command(
+        after_help = "Example:\n  tollgate run examples/quickstart.yaml --out /tmp/run1\n\n\
+Writes transcript.jsonl and junit.xml to the output folder and prints a summary.\n\
+Exit codes: 0 success, 1 task failed (check or limit), 2 usage/config error,\n\
+3 stopped by the permission policy, 4 provider error, 130/143 interrupted."
+    )]
+    Run(RunArgs),
+    /// Decide one tool call under a policy and print the decision as JSON; runs nothing.
+    #[command(
+        after_help = "Example:\n  tollgate check --policy policies/read-only.yaml --tool Write \\\n    --input '{\"file_path\":\"a\",\"content\":\"x\"}' --mode dontAsk\n\n\
+Prints one JSON line: {\"decision\",\"step\",\"layer\",\"rule\",\"source\",\"reason\"}."
+    )]
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// The task file (YAML).
+    task: PathBuf,
+    /// The managed policy file (YAML or JSON); it outranks the task's own policy.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Permission mode; overrides the task and the policies.
+    #[arg(long, value_name = "MODE")]
+    mode: Option<PermissionMode>,
+    /// Where the transcript and reports go [default: .tollgate/runs/<run-id>/].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// The folder the agent works in; overrides the task's `workdir`.
+    #[arg(long, value_name = "DIR")]
+    workdir: Option<PathBuf>,
+    /// Overrides the task's `limits.max_turns`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_turns: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+struct CheckArgs {
+    /// The policy file (YAML or JSON).
+    #[arg(long, value_name = "FILE")]
+    policy: PathBuf,
+    /// The tool's name, e.g. Bash, Read, Write.
+    #[arg(long, value_name = "NAME")]
+    tool: String,
+    /// The tool call's input as JSON.
+    #[arg(long, value_name = "JSON")]
+    input: String,
+    /// Permission mode [default: the policy's default_mode, else dontAsk].
+    #[arg(long, value_name = "MODE")]
+    mode: Option<PermissionMode>,
+    /// The workspace the call is judged against [default: the current folder].
+    #[arg(long, value_name = "DIR")]
+    workdir: Option<PathBuf>,
+}
+
+pub fn main() -> std::process::ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() {
+                ExitCode::ConfigError.into()
+            } else {
+                ExitCode::Success.into()
+            };
+        }
+    };
+    init_logging();
+    let result = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Check(args) => check::check(args),
+    };
+    match result {
+        Ok(code) => code.into(),
+        Err(err) => {
+            eprintln!("tollgate: error: {err:#}");
+            ExitCode::ConfigError.into()
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

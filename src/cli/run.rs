@@ -1,0 +1,170 @@
+//! `tollgate run`: set up the run from the task, policies and flags, drive the agent with
+//! SIGINT/SIGTERM wired to its abort, then write the reports and print the summary.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, anyhow};
+
+use super::RunArgs;
+use super::setup::{
+    additional_directories, canonical_dir, dangerous_allow_rules, home_dir, load_policy, load_task,
+};
+use crate::agent::{self, RunSpec};
+use crate::exit::ExitCode;
+use crate::model::{Provider, ScriptedModel};
+use crate::policy::{PermissionMode, RuleKind, RuleRef, RuleSet, Workspace};
+use crate::report::{junit_xml, text_summary};
+use crate::tools::{AbortHandle, AbortReason, ToolLimits, builtin};
+use crate::transcript::PolicySummary;
+
+/// Headless, an ask is never answered; `dontAsk` says so in every refusal.
+const DEFAULT_MODE: PermissionMode = PermissionMode::DontAsk;
+
+pub fn run(args: RunArgs) -> Result<ExitCode> {
+    let spec = prepare(&args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(execute(spec))
+}
+
+fn prepare(args: &RunArgs) -> Result<RunSpec> {
+    let task = load_task(&args.task)?;
+    let home = home_dir();
+    let managed = args
+        .policy
+        .as_deref()
+        .map(|path| load_policy(path, home.as_deref()))
+        .transpose()?;
+    let task_policy = task
+        .policy
+        .as_deref()
+        .map(|path| load_policy(path, home.as_deref()))
+        .transpose()?;
+    let others: Vec<_> = task_policy.iter().collect();
+    let rules = RuleSet::merge(managed.as_ref(), &others);
+    let policies: Vec<_> = managed.iter().chain(task_policy.iter()).collect();
+
+    let mode = args
+        .mode
+        .or(task.mode)
+        .or_else(|| policies.iter().find_map(|policy| policy.default_mode))
+        .unwrap_or(DEFAULT_MODE);
+    if let Some(policy) = policies
+        .iter()
+        .find(|policy| policy.disable_bypass && mode == PermissionMode::BypassPermissions)
+    {
+        return Err(anyhow!(
+            "bypassPermissions mode is disabled by {}",
+            policy.file.display()
+        ));
+    }
+
+    let workdir = match (&args.workdir, &task.workdir) {
+        (Some(dir), _) | (None, Some(dir)) => canonical_dir(dir, "workdir")?,
+        (None, None) => canonical_dir(Path::new("."), "workdir")?,
+    };
+    let run_id = new_run_id();
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(".tollgate/runs").join(&run_id));
+    std::fs::create_dir_all(&out_dir)
+        .with_context(|| format!("cannot create the output folder {}", out_dir.display()))?;
+    let out_dir = out_dir
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", out_dir.display()))?;
+
+    let mut workspace = Workspace::new(workdir, additional_directories(&policies)?, home);
+    workspace.read_only_roots.push(out_dir.join("results"));
+
+    // The pool a model sees: the task's tools less those a whole-tool deny rule removes (S1).
+    let tools = task
+        .tools
+        .iter()
+        .filter(|name| rules.whole_tool(RuleKind::Deny, name).is_none())
+        .filter_map(builtin)
+        .collect();
+    let warnings = dangerous_allow_rules(&rules);
+    for warning in &warnings {
+        tracing::warn!("{warning}");
+    }
+    let policy_summary = PolicySummary {
+        files: policies.iter().map(|policy| policy.file.clone()).collect(),
+        managed_only: managed.as_ref().is_some_and(|policy| policy.managed_only),
+        rules: rules.rules().len(),
+        ignored_rules: rules.ignored().iter().map(RuleRef::from).collect(),
+        warnings,
+    };
+    let max_turns = args.max_turns.unwrap_or(task.limits.max_turns);
+    Ok(RunSpec {
+        run_id,
+        task,
+        mode,
+        rules,
+        policy_summary,
+        workspace: Arc::new(workspace),
+        tools,
+        out_dir,
+        max_turns,
+        limits: ToolLimits::default(),
+    })
+}
+
+async fn execute(spec: RunSpec) -> Result<ExitCode> {
+    let out_dir = spec.out_dir.clone();
+    let provider = Provider::Scripted(ScriptedModel::new(spec.task.model.script.clone()));
+    let (handle, abort) = AbortHandle::new();
+    tokio::spawn(forward_signals(handle));
+    let report = agent::run(spec, provider, abort).await?;
+    let junit_path = out_dir.join("junit.xml");
+    let xml = junit_xml(&report).map_err(|err| anyhow!("cannot render the JUnit report: {err}"))?;
+    std::fs::write(&junit_path, xml)
+        .with_context(|| format!("cannot write {}", junit_path.display()))?;
+    print!("{}", text_summary(&report, &[("junit", &junit_path)]));
+    Ok(report.exit_code)
+}
+
+/// The first SIGINT/SIGTERM stops the run gracefully (reports are still written); a second
+/// one exits at once — the transcript is already on disk, line by line.
+async fn forward_signals(handle: AbortHandle) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        tracing::warn!(
+            "cannot listen for SIGINT/SIGTERM; an interrupted run will not write its reports"
+        );
+        return;
+    };
+    let mut first = None;
+    loop {
+        let reason = tokio::select! {
+            _ = interrupt.recv() => AbortReason::Interrupt,
+            _ = terminate.recv() => AbortReason::Terminate,
+        };
+        match first {
+            None => {
+                first = Some(reason);
+                handle.abort(reason);
+            }
+            Some(first) => {
+                let code = match first {
+                    AbortReason::Interrupt => ExitCode::Interrupted,
+                    AbortReason::Terminate => ExitCode::Terminated,
+                };
+                std::process::exit(i32::from(code.code()));
+            }
+        }
+    }
+}
+
+/// Sortable by start time, unique enough for parallel runs on one machine.
+fn new_run_id() -> String {
+    let now = chrono::Utc::now();
+    let entropy = now.timestamp_subsec_nanos() ^ std::process::id().rotate_left(16);
+    format!("{}-{:08x}", now.format("%Y%m%dT%H%M%SZ"), entropy)
+}

@@ -1,0 +1,16 @@
+//! tollgate: a headless runner for LLM coding agents. A task drives a model through the
+//! tool-calling loop; every tool call passes the permission gate; the run leaves a transcript,
+//! reports and an exit code that says what happened.
+
+pub mod agent;
+pub mod bash;
+pub mod cli;
+pub mod config;
+pub mod exit;
+pub mod model;
+pub mod policy;
+pub mod report;
+pub mod results;
+pub mod task;
+pub mod tools;
+pub mod transcript;

@@ -1,0 +1,5 @@
+//! The `tollgate` binary: everything lives in the library; this only hands over the exit code.
+
+fn main() -> std::process::ExitCode {
+    tollgate::cli::main()
+}

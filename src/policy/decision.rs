@@ -1,0 +1,128 @@
+//! The gate's answers: what a tool's own check says (`ToolCheck`) and what the gate finally
+//! decides (`PermissionDecision`), each carrying the step, layer, rule and reason behind it.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::rule::Rule;
+use crate::config::SourceLocation;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Allow,
+    Deny,
+    Ask,
+}
+
+/// The pipeline step (S4) that produced the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Step {
+    /// The tool is not in this run's pool, or its input is malformed.
+    #[serde(rename = "0")]
+    Pool,
+    #[serde(rename = "1a")]
+    WholeToolDeny,
+    #[serde(rename = "1b")]
+    WholeToolAsk,
+    #[serde(rename = "1c")]
+    ToolCheck,
+    #[serde(rename = "1d")]
+    ToolDeny,
+    #[serde(rename = "1e")]
+    RequiresInteraction,
+    #[serde(rename = "1f")]
+    ContentAsk,
+    #[serde(rename = "1g")]
+    Guardrail,
+    #[serde(rename = "2a")]
+    Bypass,
+    #[serde(rename = "2b")]
+    WholeToolAllow,
+    #[serde(rename = "3")]
+    Passthrough,
+}
+
+/// Which of the independent places that can stop a call had the last word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// A whole-tool or content rule from a policy.
+    Rule,
+    /// The tool's own check (workspace confinement, unproven Bash).
+    Tool,
+    /// A hard-coded safety guardrail.
+    Guardrail,
+    /// The tool needs a person.
+    Interaction,
+    /// The permission mode (dontAsk, headless default, plan, auto's fast path).
+    Mode,
+}
+
+/// A rule as decisions cite it: its text and where it was written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuleRef {
+    pub rule: String,
+    pub source: SourceLocation,
+}
+
+impl From<&Rule> for RuleRef {
+    fn from(rule: &Rule) -> Self {
+        RuleRef {
+            rule: rule.text.clone(),
+            source: rule.source.clone(),
+        }
+    }
+}
+
+/// Why a tool's own check wants a person to answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AskCause {
+    /// Not proven safe; bypassPermissions or an allow rule may still allow it.
+    Unproven,
+    /// A content-level ask rule matched (immune to bypass, step 1f).
+    ContentRule(RuleRef),
+    /// A safety guardrail matched (immune to bypass, step 1g).
+    Guardrail(&'static str),
+}
+
+/// A tool's answer for one input (step 1c).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolCheck {
+    Allow {
+        reason: String,
+        rule: Option<RuleRef>,
+        updated_input: Option<Value>,
+    },
+    Deny {
+        reason: String,
+        rule: Option<RuleRef>,
+    },
+    Ask {
+        reason: String,
+        cause: AskCause,
+    },
+    /// The tool takes no position; `reason` says what an allow would have needed.
+    Passthrough {
+        reason: String,
+    },
+}
+
+/// The gate's final, headless answer for one call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PermissionDecision {
+    pub decision: Decision,
+    pub step: Step,
+    pub layer: Layer,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<RuleRef>,
+    pub reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_input: Option<Value>,
+}
+
+impl PermissionDecision {
+    pub fn is_allow(&self) -> bool {
+        self.decision == Decision::Allow
+    }
+}

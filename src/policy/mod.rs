@@ -1,0 +1,34 @@
+//! The permission layer (S4): rules and their sources, modes, guardrails and the gate's
+//! pipeline. Pure: takes values, returns decisions; never reads files or runs anything.
+
+mod decision;
+mod file;
+mod file_access;
+mod gate;
+mod guardrail;
+mod mode;
+mod path_pattern;
+mod rule;
+mod rule_set;
+mod tool_name;
+mod workspace;
+
+pub use decision::{AskCause, Decision, Layer, PermissionDecision, RuleRef, Step, ToolCheck};
+pub use file::Policy;
+pub use file_access::{Access, check_path};
+pub use gate::decide;
+pub use guardrail::{read_guardrail, write_guardrail};
+pub use mode::{PermissionMode, UnknownMode};
+pub use path_pattern::{PathBases, PathPattern, normalize_lexically};
+pub use rule::{DomainPattern, Rule, RuleContent, RuleError, RuleKind};
+pub use rule_set::RuleSet;
+pub use tool_name::ToolName;
+pub use workspace::Workspace;
+
+/// What a tool's own permission check may consult: the mode, the rules and the workspace.
+#[derive(Debug, Clone, Copy)]
+pub struct PermissionContext<'a> {
+    pub mode: PermissionMode,
+    pub rules: &'a RuleSet,
+    pub workspace: &'a Workspace,
+}

@@ -1,0 +1,213 @@
+//! Path rule content for Read/Edit/Write (`Read(./src/**)`), in gitignore syntax with Claude
+//! Code's anchors: `//abs`, `~/home`, `/policy-dir`, `x` and `./x` (the workdir).
+
+use std::path::{Component, Path, PathBuf};
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+/// Where a path pattern is rooted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Anchor {
+    /// `//abs/path`: the filesystem root.
+    Root,
+    /// `~/x`: the home folder.
+    Home,
+    /// `/x`: the folder of the policy file that holds the rule.
+    PolicyDir(PathBuf),
+    /// `x`, `./x`: the run's working directory.
+    Workdir,
+}
+
+/// The bases the anchors resolve to for one run.
+#[derive(Debug, Clone)]
+pub struct PathBases<'a> {
+    pub workdir: &'a Path,
+    pub home: Option<&'a Path>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PathPattern {
+    text: String,
+    anchor: Anchor,
+    globs: GlobSet,
+}
+
+impl PartialEq for PathPattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text && self.anchor == other.anchor
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathPatternError {
+    #[error("empty path pattern")]
+    Empty,
+    #[error("invalid path pattern `{text}`: {message}")]
+    Glob { text: String, message: String },
+}
+
+impl PathPattern {
+    /// `policy_dir` anchors patterns that start with a single `/`.
+    pub fn parse(text: &str, policy_dir: &Path) -> Result<PathPattern, PathPatternError> {
+        let (anchor, rest) = if let Some(rest) = text.strip_prefix("//") {
+            (Anchor::Root, rest)
+        } else if let Some(rest) = text.strip_prefix("~/") {
+            (Anchor::Home, rest)
+        } else if text == "~" {
+            (Anchor::Home, "")
+        } else if let Some(rest) = text.strip_prefix('/') {
+            (Anchor::PolicyDir(policy_dir.to_path_buf()), rest)
+        } else if let Some(rest) = text.strip_prefix("./") {
+            (Anchor::Workdir, rest)
+        } else {
+            (Anchor::Workdir, text)
+        };
+        if text.trim().is_empty() {
+            return Err(PathPatternError::Empty);
+        }
+        let globs = compile(text, rest)?;
+        Ok(PathPattern {
+            text: text.to_string(),
+            anchor,
+            globs,
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether `path` (absolute, normalised, symlinks resolved) is matched.
+    pub fn matches(&self, path: &Path, bases: &PathBases) -> bool {
+        let base: &Path = match &self.anchor {
+            Anchor::Root => Path::new("/"),
+            Anchor::Home => match bases.home {
+                Some(home) => home,
+                None => return false,
+            },
+            Anchor::PolicyDir(dir) => dir,
+            Anchor::Workdir => bases.workdir,
+        };
+        match path.strip_prefix(base) {
+            Ok(relative) => self.globs.is_match(relative),
+            Err(_) => false,
+        }
+    }
+}
+
+/// gitignore semantics: a pattern with no inner `/` matches at any depth below its anchor
+/// (unless it was explicitly anchored with `./`, `/`, `//` or `~/`); a pattern that names a
+/// folder also matches everything inside it.
+fn compile(text: &str, rest: &str) -> Result<GlobSet, PathPatternError> {
+    let explicit_anchor = text != rest;
+    let trimmed = rest.trim_end_matches('/');
+    let floating = !explicit_anchor && !trimmed.contains('/');
+    let body = if trimmed.is_empty() {
+        "**".to_string()
+    } else if floating {
+        format!("**/{trimmed}")
+    } else {
+        trimmed.to_string()
+    };
+    let mut set = GlobSetBuilder::new();
+    for glob in [body.clone(), format!("{body}/**")] {
+        let glob = GlobBuilder::new(&glob)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map_err(|err| PathPatternError::Glob {
+                text: text.to_string(),
+                message: err.kind().to_string(),
+            })?;
+        set.add(glob);
+    }
+    set.build().map_err(|err| PathPatternError::Glob {
+        text: text.to_string(),
+        message: err.to_string(),
+    })
+}
+
+/// Resolves `.` and `..` without touching the filesystem. `..` at the root stays at the root,
+/// as the kernel does.
+pub fn normalize_lexically(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("/");
+                }
+                if out.as_os_str().is_empty() {
+                    out.push("/");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bases() -> PathBases<'static> {
+        PathBases {
+            workdir: Path::new("/ws"),
+            home: Some(Path::new("/home/u")),
+        }
+    }
+
+    fn matches(pattern: &str, path: &str) -> bool {
+        PathPattern::parse(pattern, Path::new("/etc/tollgate"))
+            .unwrap()
+            .matches(Path::new(path), &bases())
+    }
+
+    #[test]
+    fn anchors_and_gitignore_semantics() {
+        let cases = [
+            ("src/**", "/ws/src/a/b.rs", true),
+            ("src/**", "/ws/other/src/a.rs", false),
+            ("./src/**", "/ws/src/a.rs", true),
+            ("src", "/ws/src/deep/file", true),
+            ("*.env", "/ws/a/b/prod.env", true),
+            ("./*.env", "/ws/a/prod.env", false),
+            ("src/*.rs", "/ws/src/a/b.rs", false),
+            ("//etc/passwd", "/etc/passwd", true),
+            ("//tmp/**", "/tmp/x/y", true),
+            ("~/.ssh/**", "/home/u/.ssh/id_rsa", true),
+            ("~/.ssh/**", "/ws/.ssh/id_rsa", false),
+            ("/secrets/**", "/etc/tollgate/secrets/a", true),
+            ("/secrets/**", "/ws/secrets/a", false),
+            (".git", "/ws/.git/config", true),
+            ("**", "/ws/anything", true),
+            ("**", "/elsewhere", false),
+        ];
+        for (pattern, path, expected) in cases {
+            assert_eq!(matches(pattern, path), expected, "{pattern} vs {path}");
+        }
+    }
+
+    #[test]
+    fn bad_globs_are_errors() {
+        assert!(PathPattern::parse("src/[a", Path::new("/")).is_err());
+        assert_eq!(
+            PathPattern::parse(" ", Path::new("/")),
+            Err(PathPatternError::Empty)
+        );
+    }
+
+    #[test]
+    fn lexical_normalisation() {
+        assert_eq!(
+            normalize_lexically(Path::new("/ws/a/../b/./c")),
+            PathBuf::from("/ws/b/c")
+        );
+        assert_eq!(
+            normalize_lexically(Path::new("/ws/../../..")),
+            PathBuf::from("/")
+        );
+    }
+}

@@ -1,0 +1,161 @@
+//! Tool names as the gate knows them: built-ins, MCP tools and names tollgate does not have.
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ToolName {
+    Bash,
+    Read,
+    Write,
+    Edit,
+    Glob,
+    Grep,
+    WebFetch,
+    TodoWrite,
+    ToolSearch,
+    Agent,
+    /// `mcp__server__tool`; a rule may name a whole server (`tool: None`).
+    Mcp {
+        server: String,
+        tool: Option<String>,
+    },
+    /// A syntactically valid name that is no tool of tollgate's (a Claude Code settings file may
+    /// name `WebSearch` or `NotebookEdit`). A rule for it loads but can never match.
+    Other(String),
+}
+
+impl ToolName {
+    /// The built-in tools; the order is the order they are offered to the model.
+    pub const BUILTINS: [ToolName; 10] = [
+        ToolName::Read,
+        ToolName::Write,
+        ToolName::Edit,
+        ToolName::Glob,
+        ToolName::Grep,
+        ToolName::Bash,
+        ToolName::WebFetch,
+        ToolName::TodoWrite,
+        ToolName::ToolSearch,
+        ToolName::Agent,
+    ];
+
+    /// Parses a tool name; `None` when it is not a plausible name at all.
+    pub fn parse(name: &str) -> Option<ToolName> {
+        let plain = |part: &str| {
+            !part.is_empty()
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        };
+        let without_server_wildcard = name.strip_suffix("__*").unwrap_or(name);
+        if !plain(without_server_wildcard) {
+            return None;
+        }
+        if let Some(rest) = name.strip_prefix("mcp__") {
+            let (server, tool) = match rest.split_once("__") {
+                Some((server, "*")) => (server, None),
+                Some((server, tool)) => (server, Some(tool.to_string())),
+                None => (rest, None),
+            };
+            if server.is_empty() || tool.as_deref() == Some("") {
+                return None;
+            }
+            return Some(ToolName::Mcp {
+                server: server.to_string(),
+                tool,
+            });
+        }
+        Some(
+            ToolName::BUILTINS
+                .into_iter()
+                .find(|builtin| builtin.to_string() == name)
+                .unwrap_or_else(|| ToolName::Other(name.to_string())),
+        )
+    }
+
+    /// Whether a rule naming `self` covers a call of `tool` (`mcp__server` covers all of the
+    /// server's tools).
+    pub fn covers(&self, tool: &ToolName) -> bool {
+        match (self, tool) {
+            (
+                ToolName::Mcp {
+                    server: rule_server,
+                    tool: None,
+                },
+                ToolName::Mcp { server, .. },
+            ) => rule_server == server,
+            _ => self == tool,
+        }
+    }
+
+    /// File tools whose path rules follow Claude Code: Edit rules cover every writing tool,
+    /// Read rules every reading one.
+    pub fn is_file_writer(&self) -> bool {
+        matches!(self, ToolName::Write | ToolName::Edit)
+    }
+
+    pub fn is_file_reader(&self) -> bool {
+        matches!(self, ToolName::Read | ToolName::Glob | ToolName::Grep)
+    }
+}
+
+impl fmt::Display for ToolName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            ToolName::Bash => "Bash",
+            ToolName::Read => "Read",
+            ToolName::Write => "Write",
+            ToolName::Edit => "Edit",
+            ToolName::Glob => "Glob",
+            ToolName::Grep => "Grep",
+            ToolName::WebFetch => "WebFetch",
+            ToolName::TodoWrite => "TodoWrite",
+            ToolName::ToolSearch => "ToolSearch",
+            ToolName::Agent => "Agent",
+            ToolName::Mcp { server, tool } => {
+                return match tool {
+                    Some(tool) => write!(f, "mcp__{server}__{tool}"),
+                    None => write!(f, "mcp__{server}"),
+                };
+            }
+            ToolName::Other(name) => name,
+        };
+        f.write_str(name)
+    }
+}
+
+impl Serialize for ToolName {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_builtins_mcp_and_others() {
+        assert_eq!(ToolName::parse("Bash"), Some(ToolName::Bash));
+        assert_eq!(
+            ToolName::parse("mcp__github__create_issue"),
+            Some(ToolName::Mcp {
+                server: "github".into(),
+                tool: Some("create_issue".into())
+            })
+        );
+        let server = ToolName::parse("mcp__github__*").unwrap();
+        assert_eq!(server, ToolName::parse("mcp__github").unwrap());
+        assert!(server.covers(&ToolName::parse("mcp__github__x").unwrap()));
+        assert!(!server.covers(&ToolName::parse("mcp__gitlab__x").unwrap()));
+        assert_eq!(
+            ToolName::parse("WebSearch"),
+            Some(ToolName::Other("WebSearch".into()))
+        );
+        assert_eq!(ToolName::parse("Bash x"), None);
+        assert_eq!(ToolName::parse(""), None);
+        assert_eq!(ToolName::parse("mcp__"), None);
+    }
+}

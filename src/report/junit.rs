@@ -1,0 +1,109 @@
+//! The JUnit report: a testsuite per task, a testcase for the agent run and one per check,
+//! with the run's figures as properties and the denials and final message in system-out.
+
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+
+use super::input_summary;
+use crate::agent::RunReport;
+use crate::transcript::Outcome;
+
+pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeError> {
+    let mut suite = TestSuite::new(report.task_name.as_str());
+    suite.set_time(Duration::from_millis(report.duration_ms));
+    let counts = &report.counts;
+    let properties = [
+        ("run_id", report.run_id.clone()),
+        ("outcome", serde_plain(&report.outcome)),
+        ("exit_code", report.exit_code.code().to_string()),
+        ("provider", report.model.provider.clone()),
+        ("model", report.model.name.clone()),
+        ("mode", report.mode.to_string()),
+        ("turns", counts.turns.to_string()),
+        ("tool_calls", counts.tool_calls.to_string()),
+        ("tool_errors", counts.tool_errors.to_string()),
+        ("denials", counts.denials.to_string()),
+        ("input_tokens", counts.usage.input_tokens.to_string()),
+        ("output_tokens", counts.usage.output_tokens.to_string()),
+    ];
+    suite.add_properties(
+        properties
+            .into_iter()
+            .map(|(name, value)| Property::new(name, value)),
+    );
+
+    let agent_status = match report.outcome {
+        Outcome::Success | Outcome::ChecksFailed => TestCaseStatus::success(),
+        other => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            status.set_type(serde_plain(&other));
+            status.set_message(report.error.clone().unwrap_or_else(|| serde_plain(&other)));
+            status
+        }
+    };
+    let mut agent = TestCase::new("agent run", agent_status);
+    agent.set_classname(report.task_name.as_str());
+    if let Some(message) = &report.final_message {
+        agent.set_system_out(message.as_str());
+    }
+    suite.add_test_case(agent);
+
+    for record in &report.checks {
+        let outcome = &record.outcome;
+        let status = if outcome.passed {
+            TestCaseStatus::success()
+        } else {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            status.set_type("check_failed");
+            status.set_message(match outcome.exit_code {
+                Some(code) => format!("exit code {code}, expected {}", outcome.expect_exit),
+                None => format!(
+                    "did not exit by itself, expected exit code {}",
+                    outcome.expect_exit
+                ),
+            });
+            status
+        };
+        let mut case = TestCase::new(format!("check: {}", record.check.name), status);
+        case.set_classname(report.task_name.as_str());
+        case.set_time(Duration::from_millis(outcome.duration_ms));
+        case.set_system_out(format!("$ {}\n{}", record.check.run, outcome.output));
+        suite.add_test_case(case);
+    }
+
+    let mut system_out = String::new();
+    if let Some(message) = &report.final_message {
+        system_out.push_str(&format!("Final message:\n{message}\n"));
+    }
+    if !report.denials.is_empty() {
+        system_out.push_str("\nDenied calls:\n");
+        for denial in &report.denials {
+            system_out.push_str(&format!(
+                "- {} {} [step {}, {}]: {}\n",
+                denial.tool,
+                input_summary(&denial.tool, &denial.input),
+                serde_plain(&denial.decision.step),
+                serde_plain(&denial.decision.layer),
+                denial.decision.reason
+            ));
+        }
+    }
+    if !system_out.is_empty() {
+        suite.set_system_out(system_out);
+    }
+
+    let mut junit = Report::new("tollgate");
+    junit.set_time(Duration::from_millis(report.duration_ms));
+    junit.add_test_suite(suite);
+    junit.to_string()
+}
+
+/// A unit enum's serde name (`max_turns`, `1a`).
+fn serde_plain<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(text)) => text,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}

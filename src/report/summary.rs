@@ -1,0 +1,56 @@
+//! The short human summary `tollgate run` prints on stdout.
+
+use std::path::Path;
+
+use super::input_summary;
+use crate::agent::RunReport;
+
+pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
+    let counts = &report.counts;
+    let outcome = serde_json::to_value(report.outcome)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let mut out = format!(
+        "tollgate: {} — {outcome} (exit {})\n  {} turns · {} tool calls · {} denied · {} tool errors\n",
+        report.task_name,
+        report.exit_code.code(),
+        counts.turns,
+        counts.tool_calls,
+        counts.denials,
+        counts.tool_errors
+    );
+    if let Some(error) = &report.error {
+        out.push_str(&format!("  stopped: {error}\n"));
+    }
+    for denial in &report.denials {
+        let rule = denial
+            .decision
+            .rule
+            .as_ref()
+            .map(|rule| format!(" [{} at {}]", rule.rule, rule.source))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "  denied {} `{}`{rule}\n",
+            denial.tool,
+            input_summary(&denial.tool, &denial.input)
+        ));
+    }
+    for record in &report.checks {
+        let verdict = if record.outcome.passed {
+            "passed"
+        } else {
+            "FAILED"
+        };
+        out.push_str(&format!("  check {}: {verdict}\n", record.check.name));
+    }
+    if let Some(message) = report.final_message.as_deref().filter(|m| !m.is_empty()) {
+        let first = message.lines().next().unwrap_or_default();
+        out.push_str(&format!("  model: {first}\n"));
+    }
+    out.push_str(&format!("  transcript: {}\n", report.transcript.display()));
+    for (name, path) in reports {
+        out.push_str(&format!("  {name}: {}\n", path.display()));
+    }
+    out
+}

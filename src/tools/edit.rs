@@ -1,0 +1,163 @@
+//! Edit: replaces an exact, unique string in a file (or every occurrence with `replace_all`).
+//! Like Write, it needs a prior Read of the file's current version.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::path::{check_file_access, resolve_path};
+use super::{
+    Tool, ToolContext, ToolError, ToolFuture, ToolOutput, invalid_input_check, parse_input,
+};
+use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EditInput {
+    file_path: String,
+    old_string: String,
+    new_string: String,
+    #[serde(default)]
+    replace_all: bool,
+}
+
+pub struct EditTool;
+
+impl Tool for EditTool {
+    fn name(&self) -> ToolName {
+        ToolName::Edit
+    }
+
+    fn description(&self) -> &'static str {
+        "Replaces old_string with new_string in a file. old_string must occur exactly once unless replace_all is true. Read the file first."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "Path to the file, absolute or relative to the workdir"},
+                "old_string": {"type": "string", "description": "Exact text to replace"},
+                "new_string": {"type": "string", "description": "Replacement text"},
+                "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)"}
+            },
+            "required": ["file_path", "old_string", "new_string"],
+            "additionalProperties": false
+        })
+    }
+
+    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
+        let edit: EditInput = parse_input(&self.name(), input)?;
+        if edit.old_string.is_empty() {
+            return Err(ToolError::new(
+                "old_string is empty; use Write to create a file",
+            ));
+        }
+        if edit.old_string == edit.new_string {
+            return Err(ToolError::new(
+                "old_string and new_string are the same; nothing to change",
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_permissions(&self, input: &Value, ctx: &PermissionContext) -> ToolCheck {
+        match parse_input::<EditInput>(&self.name(), input) {
+            Ok(edit) => check_file_access(ctx, &self.name(), &edit.file_path, Access::Write),
+            Err(err) => invalid_input_check(err),
+        }
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            self.validate_input(&input)?;
+            let edit: EditInput = parse_input(&self.name(), &input)?;
+            let path = resolve_path(
+                &edit.file_path,
+                &ctx.workspace.workdir,
+                ctx.workspace.home.as_deref(),
+            );
+            let text = tokio::fs::read_to_string(&path)
+                .await
+                .map_err(|err| ToolError::new(format!("cannot edit {}: {err}", path.display())))?;
+            ctx.files.check_fresh(&path).map_err(ToolError::new)?;
+            let updated = apply_edit(&text, &edit.old_string, &edit.new_string, edit.replace_all)?;
+            tokio::fs::write(&path, updated.text.as_bytes())
+                .await
+                .map_err(|err| ToolError::new(format!("cannot write {}: {err}", path.display())))?;
+            ctx.files.record(&path);
+            Ok(ToolOutput::new(format!(
+                "Edited {}: {} replacement{}",
+                path.display(),
+                updated.replacements,
+                if updated.replacements == 1 { "" } else { "s" }
+            )))
+        })
+    }
+}
+
+#[derive(Debug)]
+struct Edited {
+    text: String,
+    replacements: usize,
+}
+
+fn apply_edit(text: &str, old: &str, new: &str, replace_all: bool) -> Result<Edited, ToolError> {
+    let count = text.matches(old).count();
+    match (count, replace_all) {
+        (0, _) => Err(ToolError::new(
+            "old_string was not found in the file; Read it again and copy the text exactly",
+        )),
+        (1, _) | (_, true) => Ok(Edited {
+            text: text.replace(old, new),
+            replacements: count,
+        }),
+        (n, false) => Err(ToolError::new(format!(
+            "old_string occurs {n} times; add surrounding context to make it unique, or set replace_all"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edits_need_a_unique_match_unless_replace_all() {
+        assert_eq!(apply_edit("a b a", "b", "c", false).unwrap().text, "a c a");
+        assert!(
+            apply_edit("a b a", "a", "c", false)
+                .unwrap_err()
+                .0
+                .contains("2 times")
+        );
+        let all = apply_edit("a b a", "a", "c", true).unwrap();
+        assert_eq!((all.text.as_str(), all.replacements), ("c b c", 2));
+        assert!(
+            apply_edit("a", "z", "c", true)
+                .unwrap_err()
+                .0
+                .contains("not found")
+        );
+    }
+
+    #[test]
+    fn validation_rejects_no_op_edits() {
+        let tool = EditTool;
+        assert!(
+            tool.validate_input(&json!({"file_path": "a", "old_string": "x", "new_string": "x"}))
+                .is_err()
+        );
+        assert!(
+            tool.validate_input(&json!({"file_path": "a", "old_string": "", "new_string": "x"}))
+                .is_err()
+        );
+        assert!(
+            tool.validate_input(&json!({"file_path": "a", "old_string": "x"}))
+                .is_err()
+        );
+        assert!(
+            tool.validate_input(&json!({"file_path": "a", "old_string": "x", "new_string": "y"}))
+                .is_ok()
+        );
+    }
+}

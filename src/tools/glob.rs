@@ -1,0 +1,135 @@
+//! Glob: files matching a glob pattern below a folder, gitignore-aware, sorted by path.
+
+use globset::GlobBuilder;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::path::{check_file_access, resolve_path};
+use super::walk::files_under;
+use super::{
+    InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, invalid_input_check,
+    parse_input,
+};
+use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
+
+const MAX_MATCHES: usize = 1000;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GlobInput {
+    pattern: String,
+    path: Option<String>,
+}
+
+pub struct GlobTool;
+
+impl Tool for GlobTool {
+    fn name(&self) -> ToolName {
+        ToolName::Glob
+    }
+
+    fn description(&self) -> &'static str {
+        "Lists files matching a glob pattern (e.g. `src/**/*.rs`) relative to path (default: the workdir). Honours .gitignore; sorted by path."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Glob pattern relative to path; `**` crosses folders, `*` does not"},
+                "path": {"type": "string", "description": "Folder to search (default: the workdir)"}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        })
+    }
+
+    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
+        let glob: GlobInput = parse_input(&self.name(), input)?;
+        compile(&glob.pattern).map(drop)
+    }
+
+    fn is_read_only(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn is_destructive(&self, _input: &Value) -> bool {
+        false
+    }
+
+    fn interrupt_behavior(&self) -> InterruptBehavior {
+        InterruptBehavior::Cancel
+    }
+
+    fn check_permissions(&self, input: &Value, ctx: &PermissionContext) -> ToolCheck {
+        match parse_input::<GlobInput>(&self.name(), input) {
+            Ok(glob) => check_file_access(
+                ctx,
+                &self.name(),
+                glob.path.as_deref().unwrap_or("."),
+                Access::Read,
+            ),
+            Err(err) => invalid_input_check(err),
+        }
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let glob: GlobInput = parse_input(&self.name(), &input)?;
+            let matcher = compile(&glob.pattern)?;
+            let base = resolve_path(
+                glob.path.as_deref().unwrap_or("."),
+                &ctx.workspace.workdir,
+                ctx.workspace.home.as_deref(),
+            );
+            if !base.is_dir() {
+                return Err(ToolError::new(format!(
+                    "{} is not a folder",
+                    base.display()
+                )));
+            }
+            let walk_base = base.clone();
+            let files = tokio::task::spawn_blocking(move || files_under(&walk_base))
+                .await
+                .map_err(|err| ToolError::new(format!("the file walk failed: {err}")))?;
+            let matches: Vec<String> = files
+                .iter()
+                .filter_map(|path| path.strip_prefix(&base).ok())
+                .filter(|relative| matcher.is_match(relative))
+                .map(|relative| relative.display().to_string())
+                .collect();
+            if matches.is_empty() {
+                return Ok(ToolOutput::new(format!(
+                    "No files match {} in {}",
+                    glob.pattern,
+                    base.display()
+                )));
+            }
+            let mut out: Vec<String> = matches.iter().take(MAX_MATCHES).cloned().collect();
+            if matches.len() > MAX_MATCHES {
+                out.push(format!(
+                    "({} more not shown; narrow the pattern)",
+                    matches.len() - MAX_MATCHES
+                ));
+            }
+            Ok(ToolOutput::new(out.join("\n")))
+        })
+    }
+}
+
+fn compile(pattern: &str) -> Result<globset::GlobMatcher, ToolError> {
+    if pattern.starts_with('/') {
+        return Err(ToolError::new(
+            "pattern must be relative; give the folder as `path`",
+        ));
+    }
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map(|glob| glob.compile_matcher())
+        .map_err(|err| ToolError::new(format!("invalid glob pattern `{pattern}`: {}", err.kind())))
+}

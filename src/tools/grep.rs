@@ -1,0 +1,256 @@
+//! Grep: a regex search over files below a folder, gitignore-aware, with content,
+//! files-with-matches and count output modes.
+
+use std::path::Path;
+
+use globset::GlobBuilder;
+use grep_regex::RegexMatcherBuilder;
+use grep_searcher::sinks::UTF8;
+use grep_searcher::{BinaryDetection, SearcherBuilder};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::path::{check_file_access, resolve_path};
+use super::walk::files_under;
+use super::{
+    InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, invalid_input_check,
+    parse_input,
+};
+use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
+
+const DEFAULT_HEAD_LIMIT: usize = 500;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum OutputMode {
+    Content,
+    #[default]
+    FilesWithMatches,
+    Count,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GrepInput {
+    pattern: String,
+    path: Option<String>,
+    /// Only files whose path (relative to `path`) or name matches this glob.
+    glob: Option<String>,
+    #[serde(default)]
+    output_mode: OutputMode,
+    #[serde(default, rename = "-i")]
+    case_insensitive: bool,
+    #[serde(rename = "-n")]
+    line_numbers: Option<bool>,
+    head_limit: Option<usize>,
+}
+
+pub struct GrepTool;
+
+impl Tool for GrepTool {
+    fn name(&self) -> ToolName {
+        ToolName::Grep
+    }
+
+    fn description(&self) -> &'static str {
+        "Searches file contents with a regular expression (Rust regex syntax) below path (default: the workdir). \
+         output_mode: files_with_matches (default), content (matching lines), or count. Honours .gitignore."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Regular expression"},
+                "path": {"type": "string", "description": "File or folder to search (default: the workdir)"},
+                "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.rs`"},
+                "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"]},
+                "-i": {"type": "boolean", "description": "Case-insensitive"},
+                "-n": {"type": "boolean", "description": "Line numbers in content mode (default true)"},
+                "head_limit": {"type": "integer", "minimum": 1, "description": "At most this many output lines (default 500)"}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        })
+    }
+
+    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
+        let grep: GrepInput = parse_input(&self.name(), input)?;
+        matcher(&grep).map(drop)?;
+        grep.glob.as_deref().map(compile_glob).transpose().map(drop)
+    }
+
+    fn is_read_only(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn is_destructive(&self, _input: &Value) -> bool {
+        false
+    }
+
+    fn interrupt_behavior(&self) -> InterruptBehavior {
+        InterruptBehavior::Cancel
+    }
+
+    fn check_permissions(&self, input: &Value, ctx: &PermissionContext) -> ToolCheck {
+        match parse_input::<GrepInput>(&self.name(), input) {
+            Ok(grep) => check_file_access(
+                ctx,
+                &self.name(),
+                grep.path.as_deref().unwrap_or("."),
+                Access::Read,
+            ),
+            Err(err) => invalid_input_check(err),
+        }
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let grep: GrepInput = parse_input(&self.name(), &input)?;
+            let base = resolve_path(
+                grep.path.as_deref().unwrap_or("."),
+                &ctx.workspace.workdir,
+                ctx.workspace.home.as_deref(),
+            );
+            if !base.exists() {
+                return Err(ToolError::new(format!("{} does not exist", base.display())));
+            }
+            tokio::task::spawn_blocking(move || search(&grep, &base))
+                .await
+                .map_err(|err| ToolError::new(format!("the search failed: {err}")))?
+        })
+    }
+}
+
+fn matcher(grep: &GrepInput) -> Result<grep_regex::RegexMatcher, ToolError> {
+    RegexMatcherBuilder::new()
+        .case_insensitive(grep.case_insensitive)
+        .build(&grep.pattern)
+        .map_err(|err| ToolError::new(format!("invalid regular expression: {err}")))
+}
+
+fn compile_glob(glob: &str) -> Result<globset::GlobMatcher, ToolError> {
+    GlobBuilder::new(glob)
+        .literal_separator(true)
+        .build()
+        .map(|glob| glob.compile_matcher())
+        .map_err(|err| ToolError::new(format!("invalid glob `{glob}`: {}", err.kind())))
+}
+
+fn search(grep: &GrepInput, base: &Path) -> Result<ToolOutput, ToolError> {
+    let matcher = matcher(grep)?;
+    let filter = grep.glob.as_deref().map(compile_glob).transpose()?;
+    let mut searcher = SearcherBuilder::new()
+        .binary_detection(BinaryDetection::quit(0))
+        .line_number(true)
+        .build();
+    let show_numbers = grep.line_numbers.unwrap_or(true);
+    let limit = grep.head_limit.unwrap_or(DEFAULT_HEAD_LIMIT);
+    let mut lines: Vec<String> = Vec::new();
+    let mut total = 0usize;
+    for path in files_under(base) {
+        let relative = path.strip_prefix(base).unwrap_or(&path);
+        if let Some(filter) = &filter {
+            let name_matches = path.file_name().is_some_and(|name| filter.is_match(name));
+            if !name_matches && !filter.is_match(relative) {
+                continue;
+            }
+        }
+        let shown = if relative.as_os_str().is_empty() {
+            path.display().to_string()
+        } else {
+            relative.display().to_string()
+        };
+        let mut hits: Vec<(u64, String)> = Vec::new();
+        let sink = UTF8(|number, line| {
+            hits.push((number, line.trim_end_matches(['\n', '\r']).to_string()));
+            Ok(true)
+        });
+        if searcher.search_path(&matcher, &path, sink).is_err() || hits.is_empty() {
+            continue;
+        }
+        match grep.output_mode {
+            OutputMode::FilesWithMatches => {
+                total += 1;
+                lines.push(shown);
+            }
+            OutputMode::Count => {
+                total += 1;
+                lines.push(format!("{shown}:{}", hits.len()));
+            }
+            OutputMode::Content => {
+                total += hits.len();
+                lines.extend(hits.into_iter().map(|(number, line)| {
+                    if show_numbers {
+                        format!("{shown}:{number}:{line}")
+                    } else {
+                        format!("{shown}:{line}")
+                    }
+                }));
+            }
+        }
+    }
+    if lines.is_empty() {
+        return Ok(ToolOutput::new(format!(
+            "No matches for /{}/",
+            grep.pattern
+        )));
+    }
+    let omitted = lines.len().saturating_sub(limit);
+    lines.truncate(limit);
+    if omitted > 0 {
+        lines.push(format!(
+            "({omitted} more lines not shown of {total}; raise head_limit or narrow the search)"
+        ));
+    }
+    Ok(ToolOutput::new(lines.join("\n")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grep(input: Value, base: &Path) -> String {
+        let grep: GrepInput = serde_json::from_value(input).unwrap();
+        search(&grep, base).unwrap().content
+    }
+
+    #[test]
+    fn output_modes() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join("src")).unwrap();
+        std::fs::write(root.join("src/a.rs"), "fn main() {}\nfn helper() {}\n").unwrap();
+        std::fs::write(root.join("b.txt"), "FN upper\n").unwrap();
+        std::fs::write(root.join("bin.dat"), b"fn\0binary").unwrap();
+        assert_eq!(grep(json!({"pattern": "fn "}), root), "src/a.rs");
+        assert_eq!(
+            grep(json!({"pattern": "fn ", "-i": true}), root),
+            "b.txt\nsrc/a.rs"
+        );
+        assert_eq!(
+            grep(json!({"pattern": "fn", "output_mode": "count"}), root),
+            "src/a.rs:2"
+        );
+        assert_eq!(
+            grep(json!({"pattern": "helper", "output_mode": "content"}), root),
+            "src/a.rs:2:fn helper() {}"
+        );
+        assert_eq!(
+            grep(json!({"pattern": "fn", "glob": "*.txt", "-i": true}), root),
+            "b.txt"
+        );
+        assert_eq!(
+            grep(
+                json!({"pattern": "fn", "output_mode": "content", "head_limit": 1}),
+                root
+            ),
+            "src/a.rs:1:fn main() {}\n(1 more lines not shown of 2; raise head_limit or narrow the search)"
+        );
+        assert!(grep(json!({"pattern": "zzz"}), root).starts_with("No matches"));
+    }
+}

@@ -1,0 +1,175 @@
+//! Read: a text file's lines, numbered, within a range and a size cap; binary files refused.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::path::{check_file_access, resolve_path};
+use super::text::{clip_line, looks_binary};
+use super::{
+    InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, invalid_input_check,
+    parse_input,
+};
+use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
+
+const DEFAULT_LINE_LIMIT: usize = 2000;
+const MAX_LINE_CHARS: usize = 2000;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadInput {
+    file_path: String,
+    /// 1-based first line.
+    offset: Option<usize>,
+    limit: Option<usize>,
+}
+
+pub struct ReadTool;
+
+impl Tool for ReadTool {
+    fn name(&self) -> ToolName {
+        ToolName::Read
+    }
+
+    fn description(&self) -> &'static str {
+        "Reads a text file in the workspace and returns its lines numbered like `cat -n`. \
+         Use offset (1-based line) and limit for large files. Binary files are refused."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "Path to the file, absolute or relative to the workdir"},
+                "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)"},
+                "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read (default 2000)"}
+            },
+            "required": ["file_path"],
+            "additionalProperties": false
+        })
+    }
+
+    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
+        parse_input::<ReadInput>(&self.name(), input).map(drop)
+    }
+
+    fn is_read_only(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn is_destructive(&self, _input: &Value) -> bool {
+        false
+    }
+
+    fn interrupt_behavior(&self) -> InterruptBehavior {
+        InterruptBehavior::Cancel
+    }
+
+    fn check_permissions(&self, input: &Value, ctx: &PermissionContext) -> ToolCheck {
+        match parse_input::<ReadInput>(&self.name(), input) {
+            Ok(read) => check_file_access(ctx, &self.name(), &read.file_path, Access::Read),
+            Err(err) => invalid_input_check(err),
+        }
+    }
+
+    /// Read results are never offloaded (S8): offloading would make the model read the
+    /// offloaded file, forever. Its own caps bound it instead.
+    fn max_result_chars(&self) -> usize {
+        usize::MAX
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let read: ReadInput = parse_input(&self.name(), &input)?;
+            let path = resolve_path(
+                &read.file_path,
+                &ctx.workspace.workdir,
+                ctx.workspace.home.as_deref(),
+            );
+            let metadata = tokio::fs::metadata(&path)
+                .await
+                .map_err(|err| ToolError::new(format!("cannot read {}: {err}", path.display())))?;
+            if metadata.is_dir() {
+                return Err(ToolError::new(format!(
+                    "{} is a directory; use Glob to list it",
+                    path.display()
+                )));
+            }
+            let ranged = read.offset.is_some() || read.limit.is_some();
+            let cap = ctx.limits.max_read_bytes;
+            if metadata.len() > cap.saturating_mul(if ranged { 16 } else { 1 }) {
+                return Err(ToolError::new(format!(
+                    "{} is {} bytes, over the {cap}-byte read limit; read a range with offset and limit, or search it with Grep",
+                    path.display(),
+                    metadata.len()
+                )));
+            }
+            let bytes = tokio::fs::read(&path)
+                .await
+                .map_err(|err| ToolError::new(format!("cannot read {}: {err}", path.display())))?;
+            if looks_binary(&bytes) {
+                return Err(ToolError::new(format!(
+                    "{} is a binary file; Read only shows text",
+                    path.display()
+                )));
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            ctx.files.record(&path);
+            Ok(ToolOutput::new(number_lines(
+                &text,
+                read.offset.unwrap_or(1),
+                read.limit.unwrap_or(DEFAULT_LINE_LIMIT),
+            )))
+        })
+    }
+}
+
+fn number_lines(text: &str, first: usize, limit: usize) -> String {
+    if text.is_empty() {
+        return "(the file is empty)".into();
+    }
+    let first = first.max(1);
+    let total = text.lines().count();
+    if first > total {
+        return format!("(the file has {total} lines; offset {first} is past the end)");
+    }
+    let mut out = String::new();
+    for (index, line) in text.lines().enumerate().skip(first - 1).take(limit) {
+        out.push_str(&format!(
+            "{:>6}\t{}\n",
+            index + 1,
+            clip_line(line, MAX_LINE_CHARS)
+        ));
+    }
+    let last = (first - 1 + limit).min(total);
+    if last < total {
+        out.push_str(&format!(
+            "(lines {first}-{last} of {total}; use offset {} to read on)\n",
+            last + 1
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_lines_within_a_range() {
+        let text = "a\nb\nc\nd\n";
+        assert_eq!(
+            number_lines(text, 1, 2000),
+            "     1\ta\n     2\tb\n     3\tc\n     4\td\n"
+        );
+        assert_eq!(
+            number_lines(text, 2, 2),
+            "     2\tb\n     3\tc\n(lines 2-3 of 4; use offset 4 to read on)\n"
+        );
+        assert!(number_lines(text, 9, 1).contains("past the end"));
+        assert_eq!(number_lines("", 1, 5), "(the file is empty)");
+    }
+}

@@ -1,0 +1,234 @@
+//! Running a shell command the way tollgate always does: `bash -c` in a folder, in its own
+//! process group that is killed when the command ends, times out or the run is aborted.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use super::context::AbortSignal;
+
+/// Output kept per stream; the rest is drained and counted.
+const CAPTURE_BYTES: usize = 1024 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShellEnding {
+    /// Exit code, or `None` when a signal ended it.
+    Exited(Option<i32>),
+    TimedOut,
+    Aborted,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellRun {
+    pub ending: ShellEnding,
+    /// stdout then stderr.
+    pub output: String,
+}
+
+/// Names of environment variables that look like credentials; the model's commands do not
+/// inherit them (the task author's checks do).
+pub fn is_secret_env_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["_KEY", "_TOKEN", "_SECRET", "_SECRETS", "_CREDENTIALS"]
+        .iter()
+        .any(|suffix| upper.ends_with(suffix))
+        || upper.contains("PASSWORD")
+        || upper.contains("API_KEY")
+}
+
+/// Runs `command`. `Err` only when bash could not be started.
+pub async fn run_shell(
+    command: &str,
+    cwd: &Path,
+    timeout: Duration,
+    abort: &AbortSignal,
+    scrub_secrets: bool,
+) -> std::io::Result<ShellRun> {
+    let mut cmd = tokio::process::Command::new("bash");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if scrub_secrets {
+        for (name, _) in std::env::vars_os() {
+            if name.to_str().is_some_and(is_secret_env_name) {
+                cmd.env_remove(&name);
+            }
+        }
+    }
+    let mut child = cmd.spawn()?;
+    let group = child.id();
+    let stdout = tokio::spawn(read_capped(child.stdout.take()));
+    let stderr = tokio::spawn(read_capped(child.stderr.take()));
+    let ending = tokio::select! {
+        status = child.wait() => ShellEnding::Exited(status?.code()),
+        _ = tokio::time::sleep(timeout) => ShellEnding::TimedOut,
+        _ = abort.aborted() => ShellEnding::Aborted,
+    };
+    // Whatever the command left running in the background goes too: nothing outlives a call,
+    // and its pipes close so the readers below finish.
+    if let Some(group) = group {
+        kill_group(group);
+    }
+    child.wait().await?;
+    let mut output = stdout.await.unwrap_or_default();
+    let stderr = stderr.await.unwrap_or_default();
+    if !stderr.is_empty() {
+        if !output.is_empty() && !output.ends_with('\n') {
+            output.push('\n');
+        }
+        output.push_str(&stderr);
+    }
+    Ok(ShellRun { ending, output })
+}
+
+fn kill_group(group: u32) {
+    let Ok(pid) = libc::pid_t::try_from(group) else {
+        return;
+    };
+    // SAFETY: killpg only sends a signal. The group id is our child's pid, and the child is
+    // not reaped until after this call, so the id cannot have been reused by another group.
+    unsafe {
+        libc::killpg(pid, libc::SIGKILL);
+    }
+}
+
+async fn read_capped<R: AsyncRead + Unpin>(stream: Option<R>) -> String {
+    let Some(mut stream) = stream else {
+        return String::new();
+    };
+    let mut kept = Vec::new();
+    let mut dropped = 0usize;
+    let mut buffer = [0u8; 8192];
+    loop {
+        match stream.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let room = CAPTURE_BYTES.saturating_sub(kept.len());
+                kept.extend_from_slice(&buffer[..n.min(room)]);
+                dropped += n.saturating_sub(room);
+            }
+        }
+    }
+    let mut text = String::from_utf8_lossy(&kept).into_owned();
+    if dropped > 0 {
+        text.push_str(&format!("\n… [{dropped} more bytes not captured]"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{AbortHandle, AbortReason};
+
+    #[tokio::test]
+    async fn captures_both_streams_and_the_exit_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_handle, abort) = AbortHandle::new();
+        let run = run_shell(
+            "pwd; echo err >&2; exit 3",
+            dir.path(),
+            Duration::from_secs(10),
+            &abort,
+            true,
+        )
+        .await
+        .unwrap();
+        assert_eq!(run.ending, ShellEnding::Exited(Some(3)));
+        let name = dir.path().file_name().unwrap().to_str().unwrap();
+        assert!(
+            run.output.contains(name) && run.output.ends_with("err\n"),
+            "{:?}",
+            run.output
+        );
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_handle, abort) = AbortHandle::new();
+        let run = run_shell(
+            "(sleep 2; touch late) & sleep 30",
+            dir.path(),
+            Duration::from_millis(300),
+            &abort,
+            true,
+        )
+        .await
+        .unwrap();
+        assert_eq!(run.ending, ShellEnding::TimedOut);
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        assert!(
+            !dir.path().join("late").exists(),
+            "a background child outlived the timeout"
+        );
+    }
+
+    #[tokio::test]
+    async fn abort_stops_a_running_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let (handle, abort) = AbortHandle::new();
+        handle.abort(AbortReason::Terminate);
+        let run = run_shell(
+            "sleep 30",
+            dir.path(),
+            Duration::from_secs(60),
+            &abort,
+            true,
+        )
+        .await
+        .unwrap();
+        assert_eq!(run.ending, ShellEnding::Aborted);
+    }
+
+    #[tokio::test]
+    async fn secrets_are_not_inherited_when_scrubbed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_handle, abort) = AbortHandle::new();
+        // The test binary's own environment: set a variable only this test reads.
+        unsafe { std::env::set_var("TOLLGATE_TEST_SECRET_TOKEN", "hunter2") };
+        let scrubbed = run_shell(
+            "echo \"[$TOLLGATE_TEST_SECRET_TOKEN]\"",
+            dir.path(),
+            Duration::from_secs(5),
+            &abort,
+            true,
+        )
+        .await
+        .unwrap();
+        assert_eq!(scrubbed.output, "[]\n");
+        let kept = run_shell(
+            "echo \"[$TOLLGATE_TEST_SECRET_TOKEN]\"",
+            dir.path(),
+            Duration::from_secs(5),
+            &abort,
+            false,
+        )
+        .await
+        .unwrap();
+        assert_eq!(kept.output, "[hunter2]\n");
+    }
+
+    #[test]
+    fn secret_names() {
+        for name in [
+            "ANTHROPIC_API_KEY",
+            "GITHUB_TOKEN",
+            "AWS_SECRET",
+            "DB_PASSWORD",
+            "OPENAI_API_KEY",
+        ] {
+            assert!(is_secret_env_name(name), "{name}");
+        }
+        for name in ["PATH", "HOME", "KEYBOARD", "CI"] {
+            assert!(!is_secret_env_name(name), "{name}");
+        }
+    }
+}

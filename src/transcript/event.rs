@@ -1,0 +1,143 @@
+//! Transcript events. One enum, tagged by `type`, so the transcript's schema is this file.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::model::{ContentBlock, StopReason, Usage};
+use crate::policy::{PermissionDecision, PermissionMode, RuleRef};
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    RunStarted {
+        run_id: String,
+        tollgate_version: String,
+        task: TaskSummary,
+        mode: PermissionMode,
+        policy: PolicySummary,
+        model: ModelSummary,
+        workdir: PathBuf,
+        tools: Vec<String>,
+        max_turns: u32,
+    },
+    ModelRequest {
+        turn: u32,
+        messages: usize,
+        tools: Vec<String>,
+    },
+    AssistantMessage {
+        turn: u32,
+        content: Vec<ContentBlock>,
+        stop_reason: StopReason,
+        usage: Usage,
+    },
+    ToolCall {
+        id: String,
+        tool: String,
+        input: Value,
+    },
+    PermissionDecision {
+        id: String,
+        tool: String,
+        #[serde(flatten)]
+        decision: PermissionDecision,
+    },
+    ToolResult {
+        id: String,
+        tool: String,
+        status: ResultStatus,
+        is_error: bool,
+        content: String,
+        duration_ms: u64,
+    },
+    CheckResult {
+        name: String,
+        run: String,
+        #[serde(flatten)]
+        outcome: CheckOutcome,
+    },
+    RunFinished {
+        outcome: Outcome,
+        exit_code: u8,
+        #[serde(flatten)]
+        counts: RunCounts,
+        duration_ms: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        final_message: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskSummary {
+    pub name: String,
+    pub file: PathBuf,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicySummary {
+    pub files: Vec<PathBuf>,
+    pub managed_only: bool,
+    pub rules: usize,
+    /// Rules dropped because the managed policy is managed-only.
+    pub ignored_rules: Vec<RuleRef>,
+    /// Allow rules that hand out more than they seem to.
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelSummary {
+    pub provider: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultStatus {
+    Success,
+    Error,
+    Denied,
+    Cancelled,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckOutcome {
+    /// `None` when the check did not exit by itself (timeout, signal, could not start).
+    pub exit_code: Option<i32>,
+    pub expect_exit: i32,
+    pub passed: bool,
+    pub output: String,
+    pub duration_ms: u64,
+}
+
+/// How a run ended. The exit code follows from it (see `Outcome::exit_code`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The model finished and every check passed.
+    Success,
+    /// The model finished but a check failed.
+    ChecksFailed,
+    /// `limits.max_turns` stopped the loop.
+    MaxTurns,
+    /// The provider failed.
+    ProviderError,
+    /// SIGINT.
+    Interrupted,
+    /// SIGTERM.
+    Terminated,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RunCounts {
+    pub turns: u32,
+    pub tool_calls: u32,
+    pub denials: u32,
+    pub tool_errors: u32,
+    pub checks_passed: u32,
+    pub checks_failed: u32,
+    pub usage: Usage,
+}
