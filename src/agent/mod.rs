@@ -2,24 +2,33 @@
 //! feed every result back, until the model stops or a limit does; then the task's checks.
 //! One orchestrator: the gate decides, the tools act, nothing else does either.
 
+mod budget;
 mod checks;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration;
 
 use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
 
+use budget::Budget;
 pub use checks::millis;
 
 use crate::exit::ExitCode;
-use crate::model::{ContentBlock, Message, ModelRequest, Provider, Role, ToolSpec};
+use crate::model::{
+    ContentBlock, Message, ModelRequest, ModelResponse, Provider, ProviderEvent, Role, StopReason,
+    ToolSpec,
+};
 use crate::policy::{
     self, Decision, PermissionContext, PermissionDecision, PermissionMode, RuleSet, Workspace,
 };
 use crate::results::ResultStore;
 use crate::task::{Check, Task};
-use crate::tools::{AbortReason, AbortSignal, FileStateCache, Tool, ToolContext, ToolLimits};
+use crate::tools::{
+    AbortReason, AbortSignal, FileStateCache, Tool, ToolContext, ToolError, ToolLimits,
+};
 use crate::transcript::{
     CheckOutcome, Event, ModelSummary, Outcome, PolicySummary, ResultStatus, RunCounts,
     TaskSummary, Transcript,
@@ -68,6 +77,8 @@ pub struct RunReport {
     pub checks: Vec<CheckRecord>,
     pub final_message: Option<String>,
     pub error: Option<String>,
+    /// `None` when the model's price is unknown.
+    pub total_cost_usd: Option<f64>,
     pub duration_ms: u64,
     pub transcript: PathBuf,
 }
@@ -91,7 +102,13 @@ impl Outcome {
     pub fn exit_code(self) -> ExitCode {
         match self {
             Outcome::Success => ExitCode::Success,
-            Outcome::ChecksFailed | Outcome::MaxTurns => ExitCode::TaskFailed,
+            Outcome::ChecksFailed
+            | Outcome::MaxTurns
+            | Outcome::MaxBudgetUsd
+            | Outcome::MaxInputTokens
+            | Outcome::MaxOutputTokens
+            | Outcome::Timeout
+            | Outcome::Refusal => ExitCode::TaskFailed,
             Outcome::ProviderError => ExitCode::ProviderError,
             Outcome::Interrupted => ExitCode::Interrupted,
             Outcome::Terminated => ExitCode::Terminated,
@@ -113,6 +130,9 @@ struct Loop<'a> {
     results: ResultStore,
     counts: RunCounts,
     denials: Vec<Denial>,
+    budget: Budget,
+    /// When `limits.timeout` runs out.
+    deadline: Option<Instant>,
 }
 
 impl Loop<'_> {
@@ -156,6 +176,12 @@ pub async fn run(
         results: ResultStore::new(spec.out_dir.join("results")),
         counts: RunCounts::default(),
         denials: Vec::new(),
+        budget: Budget::new(
+            spec.task.limits,
+            spec.task.model.pricing,
+            spec.task.model.max_tokens,
+        ),
+        deadline: spec.task.limits.timeout.map(|limit| started + limit),
     };
     run.emit(Event::RunStarted {
         run_id: spec.run_id.clone(),
@@ -179,7 +205,17 @@ pub async fn run(
     let (mut outcome, final_message, error) = conversation(&mut run, &mut provider, &abort).await?;
 
     let mut checks = Vec::new();
-    if matches!(outcome, Outcome::Success | Outcome::MaxTurns) {
+    // After a limit the checks still say where the work stands; after the wall clock ran
+    // out there is no time left for them.
+    if matches!(
+        outcome,
+        Outcome::Success
+            | Outcome::MaxTurns
+            | Outcome::MaxBudgetUsd
+            | Outcome::MaxInputTokens
+            | Outcome::MaxOutputTokens
+            | Outcome::Refusal
+    ) {
         for check in &spec.task.checks {
             let result = checks::run_check(check, &spec.workspace.workdir, &abort).await;
             if result.passed {
@@ -203,12 +239,14 @@ pub async fn run(
             outcome = Outcome::ChecksFailed;
         }
     }
-    let duration_ms = millis(started);
+    let duration_ms = millis(started.into_std());
     let exit_code = outcome.exit_code();
+    let total_cost_usd = run.budget.total_cost_usd();
     run.emit(Event::RunFinished {
         outcome,
         exit_code: exit_code.code(),
         counts: run.counts,
+        total_cost_usd,
         duration_ms,
         error: error.clone(),
         final_message: final_message.clone(),
@@ -225,17 +263,20 @@ pub async fn run(
         checks,
         final_message,
         error,
+        total_cost_usd,
         duration_ms,
         transcript: transcript_path,
     })
 }
+
+type Ending = (Outcome, Option<String>, Option<String>);
 
 /// The model ↔ tools exchange. Returns how it ended, the model's last words and any error.
 async fn conversation(
     run: &mut Loop<'_>,
     provider: &mut Provider,
     abort: &AbortSignal,
-) -> Result<(Outcome, Option<String>, Option<String>), AgentError> {
+) -> Result<Ending, AgentError> {
     let spec = run.spec;
     let system = SYSTEM_PROMPT.replace("{workdir}", &spec.workspace.workdir.display().to_string());
     let tool_specs: Vec<ToolSpec> = spec
@@ -248,10 +289,17 @@ async fn conversation(
         })
         .collect();
     let tool_names: Vec<String> = tool_specs.iter().map(|t| t.name.clone()).collect();
+    let fixed_bytes = system.len() + serde_json::to_vec(&tool_specs).map_or(0, |b| b.len());
     let mut messages = vec![Message::user_text(spec.task.prompt.clone())];
     loop {
         if let Some(reason) = abort.reason() {
             return Ok((interrupted(reason), None, None));
+        }
+        if run
+            .deadline
+            .is_some_and(|deadline| Instant::now() >= deadline)
+        {
+            return Ok(timed_out(spec));
         }
         if run.counts.turns >= spec.max_turns {
             return Ok((
@@ -260,6 +308,11 @@ async fn conversation(
                 Some(format!("stopped after max_turns = {}", spec.max_turns)),
             ));
         }
+        let prompt_bytes = fixed_bytes + serde_json::to_vec(&messages).map_or(0, |b| b.len());
+        let max_tokens = match run.budget.admit(prompt_bytes) {
+            Ok(max_tokens) => max_tokens,
+            Err(limit) => return Ok((limit.outcome, None, Some(limit.reason))),
+        };
         run.counts.turns += 1;
         let turn = run.counts.turns;
         run.emit(Event::ModelRequest {
@@ -271,26 +324,30 @@ async fn conversation(
             system: &system,
             messages: &messages,
             tools: &tool_specs,
-            max_tokens: spec.task.model.max_tokens,
+            max_tokens,
         };
-        let response = tokio::select! {
-            response = provider.complete(&request) => response,
-            reason = abort.aborted() => return Ok((interrupted(reason), None, None)),
-        };
-        let response = match response {
+        let response = match request_once(run, provider, &request, turn, abort).await? {
             Ok(response) => response,
-            Err(err) => return Ok((Outcome::ProviderError, None, Some(err.to_string()))),
+            Err(ending) => return Ok(ending),
         };
         run.counts.usage.add(&response.usage);
+        let cost_usd = run.budget.record(&response.usage, prompt_bytes);
         run.emit(Event::AssistantMessage {
             turn,
             content: response.content.clone(),
             stop_reason: response.stop_reason,
             usage: response.usage,
+            cost_usd,
         })?;
+        let ModelResponse {
+            content,
+            stop_reason,
+            malformed_inputs,
+            ..
+        } = response;
         let assistant = Message {
             role: Role::Assistant,
-            content: response.content,
+            content,
         };
         let calls: Vec<(String, String, Value)> = assistant
             .content
@@ -305,11 +362,32 @@ async fn conversation(
         let text = assistant.text();
         messages.push(assistant);
         if calls.is_empty() {
-            return Ok((Outcome::Success, Some(text), None));
+            match stop_reason {
+                StopReason::Refusal => {
+                    return Ok((
+                        Outcome::Refusal,
+                        Some(text),
+                        Some("the model declined the task (stop reason: refusal)".into()),
+                    ));
+                }
+                // A server-side pause: sending the turn back as it is lets the model go on.
+                StopReason::PauseTurn => continue,
+                StopReason::MaxTokens => {
+                    messages.push(Message::user_text(CUT_OFF));
+                    continue;
+                }
+                StopReason::EndTurn | StopReason::StopSequence | StopReason::ToolUse => {
+                    return Ok((Outcome::Success, Some(text), None));
+                }
+            }
         }
         let mut results = Vec::with_capacity(calls.len());
         for (id, name, input) in calls {
-            let (content, is_error) = execute(run, &id, &name, input).await?;
+            let malformed = malformed_inputs
+                .iter()
+                .find(|bad| bad.id == id)
+                .map(|bad| bad.message.as_str());
+            let (content, is_error) = execute(run, &id, &name, input, malformed).await?;
             results.push(ContentBlock::ToolResult {
                 tool_use_id: id,
                 content,
@@ -323,12 +401,68 @@ async fn conversation(
     }
 }
 
+/// What the model is told when its answer hit `max_tokens` with no tool call in it.
+const CUT_OFF: &str = "Your last response was cut off at the max_tokens limit. \
+Continue where it stopped; keep each response and tool input short.";
+
+fn timed_out(spec: &RunSpec) -> Ending {
+    let limit = spec.task.limits.timeout.unwrap_or_default();
+    (
+        Outcome::Timeout,
+        None,
+        Some(format!(
+            "stopped: limits.timeout = {}s of wall clock ran out",
+            limit.as_secs_f64()
+        )),
+    )
+}
+
+/// Resolves when `deadline` passes; never, without one.
+async fn deadline_passed(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// One model request, raced against the abort and the run's deadline; the provider's retry
+/// notices become `api_retry` events as they happen. `Err` inside ends the run.
+async fn request_once(
+    run: &mut Loop<'_>,
+    provider: &mut Provider,
+    request: &ModelRequest<'_>,
+    turn: u32,
+    abort: &AbortSignal,
+) -> Result<Result<ModelResponse, Ending>, AgentError> {
+    let (sink, mut notices) = mpsc::unbounded_channel();
+    let call = provider.complete(request, &sink);
+    tokio::pin!(call);
+    let deadline = deadline_passed(run.deadline);
+    tokio::pin!(deadline);
+    let result = loop {
+        tokio::select! {
+            biased;
+            Some(ProviderEvent::Retry(retry)) = notices.recv() => {
+                run.emit(Event::ApiRetry { turn, retry })?;
+            }
+            result = &mut call => break result,
+            reason = abort.aborted() => return Ok(Err((interrupted(reason), None, None))),
+            () = &mut deadline => return Ok(Err(timed_out(run.spec))),
+        }
+    };
+    while let Ok(ProviderEvent::Retry(retry)) = notices.try_recv() {
+        run.emit(Event::ApiRetry { turn, retry })?;
+    }
+    Ok(result.map_err(|err| (Outcome::ProviderError, None, Some(err.to_string()))))
+}
+
 /// One call through validation, the gate and the tool. Always yields exactly one result.
 async fn execute(
     run: &mut Loop<'_>,
     id: &str,
     name: &str,
     input: Value,
+    malformed: Option<&str>,
 ) -> Result<(String, bool), AgentError> {
     run.counts.tool_calls += 1;
     run.emit(Event::ToolCall {
@@ -363,35 +497,12 @@ async fn execute(
             record_decision(run, id, name, &input, decision.clone())?;
             (ResultStatus::Denied, decision.reason)
         }
-        Some(tool) => match tool.validate_input(&input) {
-            Err(err) => (ResultStatus::Error, err.0),
-            Ok(()) => {
-                let ctx = PermissionContext {
-                    mode: run.spec.mode,
-                    rules: &run.spec.rules,
-                    workspace: &run.spec.workspace,
-                };
-                let decision = policy::decide(tool.as_ref(), &input, &ctx);
-                record_decision(run, id, name, &input, decision.clone())?;
-                if decision.is_allow() {
-                    let input = decision.updated_input.unwrap_or(input);
-                    match tool.call(input, &run.ctx).await {
-                        Ok(output) => (
-                            ResultStatus::Success,
-                            run.results.fit(id, output.content, tool.max_result_chars()),
-                        ),
-                        Err(err) => (
-                            ResultStatus::Error,
-                            run.results.fit(id, err.0, tool.max_result_chars()),
-                        ),
-                    }
-                } else {
-                    (
-                        ResultStatus::Denied,
-                        format!("Permission denied: {}", decision.reason),
-                    )
-                }
-            }
+        // A garbled input from the model is answered like a schema violation: an error
+        // result that says what was wrong, and the run goes on.
+        Some(tool) => match (malformed, tool.validate_input(&input)) {
+            (Some(problem), _) => (ResultStatus::Error, problem.to_string()),
+            (None, Err(err)) => (ResultStatus::Error, err.0),
+            (None, Ok(())) => gate_and_call(run, id, name, tool, input).await?,
         },
     };
     let is_error = status != ResultStatus::Success;
@@ -404,9 +515,65 @@ async fn execute(
         status,
         is_error,
         content: content.clone(),
-        duration_ms: millis(started),
+        duration_ms: millis(started.into_std()),
     })?;
     Ok((content, is_error))
+}
+
+/// The gate's decision, then the call if it allows, bounded by `limits.tool_timeout` and by
+/// what is left of the run's wall clock.
+async fn gate_and_call(
+    run: &mut Loop<'_>,
+    id: &str,
+    name: &str,
+    tool: Arc<dyn Tool>,
+    input: Value,
+) -> Result<(ResultStatus, String), AgentError> {
+    let ctx = PermissionContext {
+        mode: run.spec.mode,
+        rules: &run.spec.rules,
+        workspace: &run.spec.workspace,
+    };
+    let decision = policy::decide(tool.as_ref(), &input, &ctx);
+    record_decision(run, id, name, &input, decision.clone())?;
+    if !decision.is_allow() {
+        return Ok((
+            ResultStatus::Denied,
+            format!("Permission denied: {}", decision.reason),
+        ));
+    }
+    let input = decision.updated_input.unwrap_or(input);
+    let limits = run.spec.task.limits;
+    let tool_deadline = limits.tool_timeout.map(|limit| Instant::now() + limit);
+    let (deadline, why, limit) = match (tool_deadline, run.deadline) {
+        (Some(tool), Some(whole)) if whole < tool => {
+            (Some(whole), "the run's limits.timeout", limits.timeout)
+        }
+        (Some(tool), _) => (Some(tool), "limits.tool_timeout", limits.tool_timeout),
+        (None, whole) => (whole, "the run's limits.timeout", limits.timeout),
+    };
+    let call = tool.call(input, &run.ctx);
+    let result = match deadline {
+        None => call.await,
+        Some(deadline) => tokio::time::timeout_at(deadline, call)
+            .await
+            .unwrap_or_else(|_| {
+                Err(ToolError::new(format!(
+                    "The tool call was stopped: {why} = {}s ran out",
+                    limit.map_or(0.0, |limit: Duration| limit.as_secs_f64())
+                )))
+            }),
+    };
+    Ok(match result {
+        Ok(output) => (
+            ResultStatus::Success,
+            run.results.fit(id, output.content, tool.max_result_chars()),
+        ),
+        Err(err) => (
+            ResultStatus::Error,
+            run.results.fit(id, err.0, tool.max_result_chars()),
+        ),
+    })
 }
 
 fn record_decision(

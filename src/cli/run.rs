@@ -12,9 +12,13 @@ use super::setup::{
 };
 use crate::agent::{self, RunSpec};
 use crate::exit::ExitCode;
-use crate::model::{Provider, ScriptedModel};
+use crate::model::{
+    ANTHROPIC_DEFAULT_BASE_URL, AnthropicModel, ApiKey, HttpSettings, OPENAI_DEFAULT_BASE_URL,
+    OpenAiModel, Provider, ScriptedModel,
+};
 use crate::policy::{PermissionMode, RuleKind, RuleRef, RuleSet, Workspace};
 use crate::report::{junit_xml, text_summary};
+use crate::task::{ModelSpec, ProviderKind};
 use crate::tools::{AbortHandle, AbortReason, ToolLimits, builtin};
 use crate::transcript::PolicySummary;
 
@@ -23,11 +27,69 @@ const DEFAULT_MODE: PermissionMode = PermissionMode::DontAsk;
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = prepare(&args)?;
+    let provider = provider(&spec.task.model)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(execute(spec))
+    runtime.block_on(execute(spec, provider))
+}
+
+/// The model's provider, with its key and base URL from the task and the environment. A
+/// missing key is a configuration error here, before any request; the key's value is never
+/// part of a message.
+fn provider(model: &ModelSpec) -> Result<Provider> {
+    let (base_env, default_base) = match model.provider {
+        ProviderKind::Scripted => {
+            return Ok(Provider::Scripted(ScriptedModel::new(model.script.clone())));
+        }
+        ProviderKind::Anthropic => ("ANTHROPIC_BASE_URL", ANTHROPIC_DEFAULT_BASE_URL),
+        ProviderKind::Openai => ("OPENAI_BASE_URL", OPENAI_DEFAULT_BASE_URL),
+    };
+    let api_key = match model.api_key_variable() {
+        None => None,
+        Some((name, required)) => match std::env::var(name) {
+            Ok(key) if !key.trim().is_empty() => Some(ApiKey::new(key.trim())),
+            _ if required => {
+                return Err(anyhow!(
+                    "the {} provider needs an API key: set the environment variable {name}{}",
+                    model.provider,
+                    if model.api_key_env.is_some() {
+                        " (named by model.api_key_env)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            _ => None,
+        },
+    };
+    let base_url = model
+        .base_url
+        .clone()
+        .or_else(|| {
+            std::env::var(base_env)
+                .ok()
+                .map(|url| url.trim().trim_end_matches('/').to_string())
+                .filter(|url| !url.is_empty())
+        })
+        .unwrap_or_else(|| default_base.to_string());
+    let settings = HttpSettings {
+        base_url,
+        api_key,
+        timeouts: model.timeouts,
+        retries: model.retries,
+    };
+    Ok(match model.provider {
+        ProviderKind::Anthropic => Provider::Anthropic(AnthropicModel::new(
+            settings,
+            model.name.clone(),
+            model.thinking_budget,
+        )?),
+        ProviderKind::Openai | ProviderKind::Scripted => {
+            Provider::OpenAi(OpenAiModel::new(settings, model.name.clone())?)
+        }
+    })
 }
 
 fn prepare(args: &RunArgs) -> Result<RunSpec> {
@@ -99,6 +161,12 @@ fn prepare(args: &RunArgs) -> Result<RunSpec> {
         warnings,
     };
     let max_turns = args.max_turns.unwrap_or(task.limits.max_turns);
+    let mut limits = ToolLimits::default();
+    if let Some(tool_timeout) = task.limits.tool_timeout {
+        // Bash ends its whole process group at its own timeout; the loop's bound on the
+        // call is then only a backstop.
+        limits.bash_timeout = tool_timeout;
+    }
     Ok(RunSpec {
         run_id,
         task,
@@ -109,13 +177,12 @@ fn prepare(args: &RunArgs) -> Result<RunSpec> {
         tools,
         out_dir,
         max_turns,
-        limits: ToolLimits::default(),
+        limits,
     })
 }
 
-async fn execute(spec: RunSpec) -> Result<ExitCode> {
+async fn execute(spec: RunSpec, provider: Provider) -> Result<ExitCode> {
     let out_dir = spec.out_dir.clone();
-    let provider = Provider::Scripted(ScriptedModel::new(spec.task.model.script.clone()));
     let (handle, abort) = AbortHandle::new();
     tokio::spawn(forward_signals(handle));
     let report = agent::run(spec, provider, abort).await?;

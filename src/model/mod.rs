@@ -1,12 +1,26 @@
 //! The model side of the loop: the conversation's message types, tool specs, and the
 //! providers that turn a request into an assistant response.
 
+mod anthropic;
+mod http;
+mod openai;
+pub mod pricing;
+mod retry;
 mod scripted;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use anthropic::AnthropicModel;
+pub use http::{ApiKey, HttpSettings, Timeouts, install_crypto_provider};
+pub use openai::OpenAiModel;
+pub use pricing::Pricing;
+pub use retry::{FailureCategory, RetryPolicy};
 pub use scripted::{ScriptedBlock, ScriptedModel};
+
+/// Default base URLs, used when neither the task nor the environment names one.
+pub const ANTHROPIC_DEFAULT_BASE_URL: &str = anthropic::DEFAULT_BASE_URL;
+pub const OPENAI_DEFAULT_BASE_URL: &str = openai::DEFAULT_BASE_URL;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -32,6 +46,14 @@ pub enum ContentBlock {
         content: String,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
+    },
+    /// Extended thinking; the Messages API needs it sent back unchanged with its signature.
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    RedactedThinking {
+        data: String,
     },
 }
 
@@ -106,15 +128,65 @@ impl Usage {
     }
 }
 
+impl Usage {
+    /// Every prompt token, cached or not.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+    }
+}
+
+/// A tool_use whose input the model garbled (not JSON, not an object). The block keeps an
+/// empty input so the history stays valid; the loop answers it with this message as an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MalformedInput {
+    pub id: String,
+    pub message: String,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelResponse {
     pub content: Vec<ContentBlock>,
     pub stop_reason: StopReason,
     pub usage: Usage,
+    pub malformed_inputs: Vec<MalformedInput>,
 }
+
+/// A retry the provider is about to make, for the transcript's `api_retry` event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RetryNotice {
+    /// 1 for the first retry.
+    pub attempt: u32,
+    pub max: u32,
+    pub delay_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    pub category: FailureCategory,
+    pub message: String,
+}
+
+/// What a provider tells the loop while a request is in flight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProviderEvent {
+    Retry(RetryNotice),
+}
+
+pub type EventSink = tokio::sync::mpsc::UnboundedSender<ProviderEvent>;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProviderError {
+    /// The request failed for good: a non-retryable answer, or the retries ran out. The
+    /// message is the API's own, with the API key scrubbed from it.
+    #[error("{provider} request failed after {attempts} attempt(s): {}{message}", status.map(|s| format!("HTTP {s}: ")).unwrap_or_default())]
+    Failed {
+        provider: &'static str,
+        attempts: u32,
+        category: FailureCategory,
+        status: Option<u16>,
+        message: String,
+    },
+    /// The provider could not be set up (HTTP client, header values).
+    #[error("{0}")]
+    Setup(String),
     /// The request broke the protocol the API enforces (a real API would answer 400).
     #[error("protocol error: {0}")]
     Protocol(String),
@@ -130,15 +202,21 @@ pub enum ProviderError {
 #[derive(Debug)]
 pub enum Provider {
     Scripted(ScriptedModel),
+    Anthropic(AnthropicModel),
+    OpenAi(OpenAiModel),
 }
 
 impl Provider {
+    /// One request. Retries happen inside and are announced on `events` as they start.
     pub async fn complete(
         &mut self,
         request: &ModelRequest<'_>,
+        events: &EventSink,
     ) -> Result<ModelResponse, ProviderError> {
         match self {
             Provider::Scripted(model) => model.complete(request),
+            Provider::Anthropic(model) => model.complete(request, events).await,
+            Provider::OpenAi(model) => model.complete(request, events).await,
         }
     }
 }

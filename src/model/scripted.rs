@@ -67,6 +67,7 @@ impl ScriptedModel {
             content,
             stop_reason,
             usage: Usage::default(),
+            malformed_inputs: Vec::new(),
         })
     }
 }

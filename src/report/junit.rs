@@ -26,6 +26,22 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
         ("denials", counts.denials.to_string()),
         ("input_tokens", counts.usage.input_tokens.to_string()),
         ("output_tokens", counts.usage.output_tokens.to_string()),
+        (
+            "cache_creation_input_tokens",
+            counts.usage.cache_creation_input_tokens.to_string(),
+        ),
+        (
+            "cache_read_input_tokens",
+            counts.usage.cache_read_input_tokens.to_string(),
+        ),
+        // Empty when the model's price is unknown, rather than a misleading 0.
+        (
+            "total_cost_usd",
+            report
+                .total_cost_usd
+                .map(|cost| format!("{cost:.6}"))
+                .unwrap_or_default(),
+        ),
     ];
     suite.add_properties(
         properties

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use crate::config::{self, ConfigError};
-use crate::model::ScriptedBlock;
+use crate::model::{Pricing, RetryPolicy, ScriptedBlock, Timeouts, pricing};
 use crate::policy::{PermissionMode, ToolName, normalize_lexically};
 use crate::tools::implemented_builtins;
 
@@ -37,15 +37,48 @@ struct TaskFile {
 #[serde(deny_unknown_fields)]
 struct ModelFile {
     provider: Spanned<ProviderKind>,
-    name: Option<String>,
-    max_tokens: Option<u32>,
+    name: Option<Spanned<String>>,
+    max_tokens: Option<Spanned<u32>>,
     script: Option<Vec<Vec<ScriptedBlock>>>,
+    base_url: Option<Spanned<String>>,
+    api_key_env: Option<Spanned<String>>,
+    thinking_budget: Option<Spanned<u32>>,
+    pricing: Option<Pricing>,
+    timeouts: Option<TimeoutsFile>,
+    retries: Option<RetriesFile>,
+}
+
+/// Seconds; fractions allowed (tests use milliseconds).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TimeoutsFile {
+    connect: Option<Spanned<f64>>,
+    first_event: Option<Spanned<f64>>,
+    idle: Option<Spanned<f64>>,
+    request: Option<Spanned<f64>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetriesFile {
+    max: Option<u32>,
+    /// Seconds.
+    base_delay: Option<Spanned<f64>>,
+    /// Seconds.
+    max_delay: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LimitsFile {
     max_turns: Option<Spanned<u32>>,
+    max_cost_usd: Option<Spanned<f64>>,
+    max_input_tokens: Option<Spanned<u64>>,
+    max_output_tokens: Option<Spanned<u64>>,
+    /// Seconds of wall clock for the whole run.
+    timeout: Option<Spanned<f64>>,
+    /// Seconds for one tool call.
+    tool_timeout: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -83,11 +116,43 @@ pub struct ModelSpec {
     pub name: String,
     pub max_tokens: u32,
     pub script: Vec<Vec<ScriptedBlock>>,
+    /// The task's base URL; the environment's (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`) and
+    /// the vendor's apply when it is `None`.
+    pub base_url: Option<String>,
+    /// The variable holding the API key, when the task names one.
+    pub api_key_env: Option<String>,
+    /// Anthropic extended thinking: the budget in tokens.
+    pub thinking_budget: Option<u32>,
+    /// The task's override, else the price table's; `None` when neither knows the model.
+    pub pricing: Option<Pricing>,
+    pub timeouts: Timeouts,
+    pub retries: RetryPolicy,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+impl ModelSpec {
+    /// The variable the API key is read from, and whether the run needs it. A local
+    /// OpenAI-compatible server (a `base_url` and no `api_key_env`) may need no key.
+    pub fn api_key_variable(&self) -> Option<(&str, bool)> {
+        match (self.provider, self.api_key_env.as_deref()) {
+            (ProviderKind::Scripted, _) => None,
+            (_, Some(name)) => Some((name, true)),
+            (ProviderKind::Anthropic, None) => Some(("ANTHROPIC_API_KEY", true)),
+            (ProviderKind::Openai, None) => Some(("OPENAI_API_KEY", self.base_url.is_none())),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Limits {
     pub max_turns: u32,
+    pub max_cost_usd: Option<f64>,
+    /// Prompt tokens over the run, cached or not.
+    pub max_input_tokens: Option<u64>,
+    pub max_output_tokens: Option<u64>,
+    /// Wall clock for the whole run.
+    pub timeout: Option<Duration>,
+    /// Wall clock for one tool call.
+    pub tool_timeout: Option<Duration>,
 }
 
 /// A command the task author runs after the agent stops; not gated (it is the author's).
@@ -159,17 +224,7 @@ impl Task {
                 })
                 .collect::<Result<_, _>>()?,
         };
-        let max_turns = match raw.limits.max_turns {
-            None => DEFAULT_MAX_TURNS,
-            Some(spanned) if spanned.value == 0 => {
-                return Err(at(
-                    spanned.referenced.line(),
-                    spanned.referenced.column(),
-                    "max_turns must be at least 1".into(),
-                ));
-            }
-            Some(spanned) => spanned.value,
-        };
+        let limits = limits(raw.limits, &model, &at)?;
         let mut checks: Vec<Check> = Vec::new();
         for check in raw.checks {
             if checks.iter().any(|seen| seen.name == check.name.value) {
@@ -196,48 +251,254 @@ impl Task {
             policy: raw.policy.map(|p| normalize_lexically(&dir.join(p))),
             workdir: raw.workdir.map(|w| normalize_lexically(&dir.join(w))),
             tools,
-            limits: Limits { max_turns },
+            limits,
             checks,
         })
     }
 }
 
-fn model_spec(
-    raw: ModelFile,
-    at: &dyn Fn(u64, u64, String) -> ConfigError,
-) -> Result<ModelSpec, ConfigError> {
+type At<'a> = &'a dyn Fn(u64, u64, String) -> ConfigError;
+
+fn located<T>(spanned: &Spanned<T>, at: At<'_>, message: String) -> ConfigError {
+    at(
+        spanned.referenced.line(),
+        spanned.referenced.column(),
+        message,
+    )
+}
+
+/// A positive, finite number of seconds.
+fn seconds(
+    value: Option<Spanned<f64>>,
+    key: &str,
+    at: At<'_>,
+) -> Result<Option<Duration>, ConfigError> {
+    let Some(spanned) = value else {
+        return Ok(None);
+    };
+    Duration::try_from_secs_f64(spanned.value)
+        .ok()
+        .filter(|duration| !duration.is_zero())
+        .map(Some)
+        .ok_or_else(|| {
+            located(
+                &spanned,
+                at,
+                format!("{key} must be a positive number of seconds"),
+            )
+        })
+}
+
+fn model_spec(raw: ModelFile, at: At<'_>) -> Result<ModelSpec, ConfigError> {
     let provider = raw.provider.value;
-    let loc = raw.provider.referenced;
     let script = match (provider, raw.script) {
         (ProviderKind::Scripted, Some(script)) if !script.is_empty() => script,
         (ProviderKind::Scripted, _) => {
-            return Err(at(
-                loc.line(),
-                loc.column(),
+            return Err(located(
+                &raw.provider,
+                at,
                 "the scripted provider needs a non-empty `script:` (a list of assistant turns)"
                     .into(),
             ));
         }
         (other, Some(_)) => {
-            return Err(at(
-                loc.line(),
-                loc.column(),
+            return Err(located(
+                &raw.provider,
+                at,
                 format!("`script:` is only for the scripted provider, not {other}"),
             ));
         }
+        (_, None) => Vec::new(),
+    };
+    let name = match (provider, raw.name) {
+        (_, Some(name)) => name.value,
+        (ProviderKind::Scripted, None) => provider.to_string(),
         (other, None) => {
-            return Err(at(
-                loc.line(),
-                loc.column(),
-                format!("provider `{other}` is not yet supported by this tollgate; use `scripted`"),
+            return Err(located(
+                &raw.provider,
+                at,
+                format!(
+                    "the {other} provider needs `name:` (the model, e.g. {})",
+                    example_model(other)
+                ),
             ));
         }
     };
+    let max_tokens = match raw.max_tokens {
+        Some(spanned) if spanned.value == 0 => {
+            return Err(located(
+                &spanned,
+                at,
+                "max_tokens must be at least 1".into(),
+            ));
+        }
+        Some(spanned) => spanned.value,
+        None => DEFAULT_MAX_TOKENS,
+    };
+    let real_only = |key: &str, line_of: Option<(u64, u64)>| match (provider, line_of) {
+        (ProviderKind::Scripted, Some((line, column))) => Err(at(
+            line,
+            column,
+            format!("`{key}:` is for the anthropic and openai providers, not scripted"),
+        )),
+        _ => Ok(()),
+    };
+    let position = |spanned: &Option<Spanned<String>>| {
+        spanned
+            .as_ref()
+            .map(|s| (s.referenced.line(), s.referenced.column()))
+    };
+    real_only("base_url", position(&raw.base_url))?;
+    real_only("api_key_env", position(&raw.api_key_env))?;
+    let base_url = raw
+        .base_url
+        .map(|url| {
+            let trimmed = url.value.trim_end_matches('/').to_string();
+            if trimmed.starts_with("http://") || trimmed.starts_with("https://") {
+                Ok(trimmed)
+            } else {
+                Err(located(
+                    &url,
+                    at,
+                    format!(
+                        "base_url `{}` must start with http:// or https://",
+                        url.value
+                    ),
+                ))
+            }
+        })
+        .transpose()?;
+    let api_key_env = raw
+        .api_key_env
+        .map(|name| {
+            if !name.value.is_empty()
+                && name
+                    .value
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
+            {
+                Ok(name.value)
+            } else {
+                Err(located(
+                    &name,
+                    at,
+                    format!(
+                        "api_key_env must name an environment variable, not `{}`",
+                        name.value
+                    ),
+                ))
+            }
+        })
+        .transpose()?;
+    let thinking_budget = match raw.thinking_budget {
+        None => None,
+        Some(budget) if provider != ProviderKind::Anthropic => {
+            return Err(located(
+                &budget,
+                at,
+                "thinking_budget is for the anthropic provider".into(),
+            ));
+        }
+        // The API's own bounds: at least 1024, and below max_tokens.
+        Some(budget) if budget.value < 1024 || budget.value >= max_tokens => {
+            return Err(located(
+                &budget,
+                at,
+                format!(
+                    "thinking_budget must be at least 1024 and below max_tokens ({max_tokens})"
+                ),
+            ));
+        }
+        Some(budget) => Some(budget.value),
+    };
+    let pricing = match provider {
+        ProviderKind::Scripted => Some(Pricing::FREE),
+        _ => raw.pricing.or_else(|| pricing::lookup(&name)),
+    };
+    let timeouts_file = raw.timeouts.unwrap_or_default();
+    let defaults = Timeouts::default();
+    let timeouts = Timeouts {
+        connect: seconds(timeouts_file.connect, "timeouts.connect", at)?
+            .unwrap_or(defaults.connect),
+        first_event: seconds(timeouts_file.first_event, "timeouts.first_event", at)?
+            .unwrap_or(defaults.first_event),
+        idle: seconds(timeouts_file.idle, "timeouts.idle", at)?.unwrap_or(defaults.idle),
+        request: seconds(timeouts_file.request, "timeouts.request", at)?
+            .unwrap_or(defaults.request),
+    };
+    let retries_file = raw.retries.unwrap_or_default();
+    let defaults = RetryPolicy::default();
+    let retries = RetryPolicy {
+        max: retries_file.max.unwrap_or(defaults.max),
+        base_delay: seconds(retries_file.base_delay, "retries.base_delay", at)?
+            .unwrap_or(defaults.base_delay),
+        max_delay: seconds(retries_file.max_delay, "retries.max_delay", at)?
+            .unwrap_or(defaults.max_delay),
+    };
     Ok(ModelSpec {
         provider,
-        name: raw.name.unwrap_or_else(|| provider.to_string()),
-        max_tokens: raw.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        name,
+        max_tokens,
         script,
+        base_url,
+        api_key_env,
+        thinking_budget,
+        pricing,
+        timeouts,
+        retries,
+    })
+}
+
+fn example_model(provider: ProviderKind) -> &'static str {
+    match provider {
+        ProviderKind::Anthropic => "claude-sonnet-4-5",
+        ProviderKind::Openai | ProviderKind::Scripted => "gpt-4.1",
+    }
+}
+
+fn limits(raw: LimitsFile, model: &ModelSpec, at: At<'_>) -> Result<Limits, ConfigError> {
+    let max_turns = match raw.max_turns {
+        None => DEFAULT_MAX_TURNS,
+        Some(spanned) if spanned.value == 0 => {
+            return Err(located(&spanned, at, "max_turns must be at least 1".into()));
+        }
+        Some(spanned) => spanned.value,
+    };
+    let max_cost_usd = match raw.max_cost_usd {
+        None => None,
+        Some(spanned) if !(spanned.value.is_finite() && spanned.value > 0.0) => {
+            return Err(located(
+                &spanned,
+                at,
+                "max_cost_usd must be a positive number".into(),
+            ));
+        }
+        // A budget that cannot be priced cannot be enforced; say so before spending.
+        Some(spanned) if model.pricing.is_none() => {
+            return Err(located(
+                &spanned,
+                at,
+                format!(
+                    "max_cost_usd needs a price for model `{}`, which the price table does not know; add model.pricing: {{input: …, output: …}} (USD per million tokens)",
+                    model.name
+                ),
+            ));
+        }
+        Some(spanned) => Some(spanned.value),
+    };
+    let positive = |value: Option<Spanned<u64>>, key: &str| match value {
+        Some(spanned) if spanned.value == 0 => {
+            Err(located(&spanned, at, format!("{key} must be at least 1")))
+        }
+        other => Ok(other.map(|spanned| spanned.value)),
+    };
+    Ok(Limits {
+        max_turns,
+        max_cost_usd,
+        max_input_tokens: positive(raw.max_input_tokens, "max_input_tokens")?,
+        max_output_tokens: positive(raw.max_output_tokens, "max_output_tokens")?,
+        timeout: seconds(raw.timeout, "limits.timeout", at)?,
+        tool_timeout: seconds(raw.tool_timeout, "limits.tool_timeout", at)?,
     })
 }
 
@@ -246,6 +507,8 @@ mod tests {
     use super::*;
 
     const MINIMAL: &str = "version: 1\nname: t\nprompt: do it\nmodel:\n  provider: scripted\n  script:\n    - - text: done\n";
+
+    const REAL: &str = "version: 1\nname: t\nprompt: do it\nmodel:\n  provider: openai\n  name: my-local-model\n  base_url: http://127.0.0.1:1/v1/\n";
 
     fn parse(text: &str) -> Result<Task, ConfigError> {
         Task::parse(text, Path::new("task.yaml"), Path::new("/tasks"))
@@ -278,6 +541,44 @@ mod tests {
     }
 
     #[test]
+    fn real_providers_get_their_settings() {
+        let task = parse(&format!(
+            "{REAL}  api_key_env: LOCAL_KEY\n  pricing: {{input: 1, output: 2}}\n  timeouts: {{connect: 0.5, idle: 2}}\n  retries: {{max: 2, base_delay: 0.01}}\nlimits:\n  max_cost_usd: 0.5\n  max_output_tokens: 1000\n  timeout: 60\n  tool_timeout: 1.5\n"
+        ))
+        .unwrap();
+        let model = &task.model;
+        assert_eq!(model.base_url.as_deref(), Some("http://127.0.0.1:1/v1"));
+        assert_eq!(model.api_key_variable(), Some(("LOCAL_KEY", true)));
+        assert_eq!(model.pricing.map(|p| p.output), Some(2.0));
+        assert_eq!(model.timeouts.connect, Duration::from_millis(500));
+        assert_eq!(model.timeouts.first_event, Timeouts::default().first_event);
+        assert_eq!(model.retries.max, 2);
+        assert_eq!(model.retries.base_delay, Duration::from_millis(10));
+        assert_eq!(task.limits.max_cost_usd, Some(0.5));
+        assert_eq!(task.limits.max_output_tokens, Some(1000));
+        assert_eq!(task.limits.max_input_tokens, None);
+        assert_eq!(task.limits.timeout, Some(Duration::from_secs(60)));
+        assert_eq!(task.limits.tool_timeout, Some(Duration::from_millis(1500)));
+
+        let local = parse(REAL).unwrap();
+        assert_eq!(
+            local.model.api_key_variable(),
+            Some(("OPENAI_API_KEY", false))
+        );
+        assert_eq!(local.model.pricing, None);
+        let claude = parse(
+            "version: 1\nname: t\nprompt: p\nmodel:\n  provider: anthropic\n  name: claude-sonnet-4-5-20250929\n",
+        )
+        .unwrap();
+        assert_eq!(
+            claude.model.api_key_variable(),
+            Some(("ANTHROPIC_API_KEY", true))
+        );
+        assert_eq!(claude.model.pricing.map(|p| p.input), Some(3.0));
+        assert_eq!(parse(MINIMAL).unwrap().model.pricing, Some(Pricing::FREE));
+    }
+
+    #[test]
     fn errors_are_located() {
         let cases = [
             (
@@ -302,7 +603,40 @@ mod tests {
                     .replace("provider: scripted", "provider: anthropic")
                     .replace("  script:\n    - - text: done\n", ""),
                 5,
-                "not yet supported",
+                "needs `name:`",
+            ),
+            (
+                MINIMAL.replace(
+                    "provider: scripted",
+                    "provider: scripted\n  base_url: http://x",
+                ),
+                6,
+                "not scripted",
+            ),
+            (
+                format!("{MINIMAL}limits:\n  timeout: -1\n"),
+                9,
+                "positive number of seconds",
+            ),
+            (
+                format!("{REAL}limits:\n  max_cost_usd: 1\n"),
+                9,
+                "does not know",
+            ),
+            (
+                REAL.replace("name: my-local-model", "name: m\n  thinking_budget: 10"),
+                7,
+                "thinking_budget is for the anthropic provider",
+            ),
+            (
+                format!("{REAL}  timeouts: {{idle: 0}}\n"),
+                8,
+                "timeouts.idle must be a positive",
+            ),
+            (
+                format!("{REAL}  retries: {{maximum: 3}}\n"),
+                8,
+                "unknown field `maximum`",
             ),
             (
                 MINIMAL.replace("text: done", "txt: done"),

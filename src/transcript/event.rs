@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::{ContentBlock, StopReason, Usage};
+use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
 use crate::policy::{PermissionDecision, PermissionMode, RuleRef};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -27,11 +27,19 @@ pub enum Event {
         messages: usize,
         tools: Vec<String>,
     },
+    /// A model request failed transiently and is about to be retried after `delay_ms`.
+    ApiRetry {
+        turn: u32,
+        #[serde(flatten)]
+        retry: RetryNotice,
+    },
     AssistantMessage {
         turn: u32,
         content: Vec<ContentBlock>,
         stop_reason: StopReason,
         usage: Usage,
+        /// This request's cost; `None` when the model's price is unknown.
+        cost_usd: Option<f64>,
     },
     ToolCall {
         id: String,
@@ -63,6 +71,8 @@ pub enum Event {
         exit_code: u8,
         #[serde(flatten)]
         counts: RunCounts,
+        /// `None` when the model's price is unknown.
+        total_cost_usd: Option<f64>,
         duration_ms: u64,
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
@@ -123,6 +133,16 @@ pub enum Outcome {
     ChecksFailed,
     /// `limits.max_turns` stopped the loop.
     MaxTurns,
+    /// `limits.max_cost_usd` stopped the loop before a request that could exceed it.
+    MaxBudgetUsd,
+    /// `limits.max_input_tokens` stopped the loop.
+    MaxInputTokens,
+    /// `limits.max_output_tokens` stopped the loop.
+    MaxOutputTokens,
+    /// `limits.timeout`, the run's wall clock, ran out.
+    Timeout,
+    /// The model declined the task (stop reason `refusal` or a content filter).
+    Refusal,
     /// The provider failed.
     ProviderError,
     /// SIGINT.

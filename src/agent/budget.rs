@@ -1,0 +1,203 @@
+//! The run's spend: tokens and cost per request and in total, and the token and cost limits,
+//! checked before each request against that request's worst case so a run never overshoots.
+
+use crate::model::{Pricing, Usage};
+use crate::task::Limits;
+use crate::transcript::Outcome;
+
+/// A limit that stops the run before the next request, and why, in words for the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LimitReached {
+    pub outcome: Outcome,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Budget {
+    limits: Limits,
+    pricing: Option<Pricing>,
+    max_tokens: u32,
+    total: Usage,
+    cost: Option<f64>,
+    /// The last request's prompt: tokens as the API counted them, and its size in bytes.
+    last_prompt: Option<(u64, usize)>,
+}
+
+/// Without a tokenizer, new prompt text is counted at one token per two bytes: more than any
+/// of the vendors' tokenizers yields for text or code, so the estimate errs high.
+const BYTES_PER_TOKEN: usize = 2;
+
+impl Budget {
+    pub fn new(limits: Limits, pricing: Option<Pricing>, max_tokens: u32) -> Budget {
+        Budget {
+            limits,
+            pricing,
+            max_tokens,
+            total: Usage::default(),
+            cost: pricing.map(|_| 0.0),
+            last_prompt: None,
+        }
+    }
+
+    /// The most tokens a prompt of `bytes` can be: the last prompt's exact count plus the
+    /// estimate for what was added since.
+    fn prompt_estimate(&self, bytes: usize) -> u64 {
+        let (known, known_bytes) = self.last_prompt.unwrap_or((0, 0));
+        let added = bytes.saturating_sub(known_bytes).div_ceil(BYTES_PER_TOKEN);
+        known + u64::try_from(added).unwrap_or(u64::MAX)
+    }
+
+    /// Before a request whose prompt is `prompt_bytes` long: the `max_tokens` to ask for
+    /// (lowered to what `max_output_tokens` leaves), or the limit that ends the run here.
+    pub fn admit(&self, prompt_bytes: usize) -> Result<u32, LimitReached> {
+        let prompt = self.prompt_estimate(prompt_bytes);
+        if let Some(limit) = self.limits.max_input_tokens {
+            let used = self.total.prompt_tokens();
+            if used + prompt > limit {
+                return Err(LimitReached {
+                    outcome: Outcome::MaxInputTokens,
+                    reason: format!(
+                        "stopped before a request of up to {prompt} prompt tokens: {used} of max_input_tokens = {limit} used"
+                    ),
+                });
+            }
+        }
+        let mut max_tokens = self.max_tokens;
+        if let Some(limit) = self.limits.max_output_tokens {
+            let left = limit.saturating_sub(self.total.output_tokens);
+            if left == 0 {
+                return Err(LimitReached {
+                    outcome: Outcome::MaxOutputTokens,
+                    reason: format!("stopped: max_output_tokens = {limit} used up"),
+                });
+            }
+            max_tokens = max_tokens.min(u32::try_from(left).unwrap_or(u32::MAX));
+        }
+        if let (Some(limit), Some(pricing), Some(spent)) =
+            (self.limits.max_cost_usd, self.pricing, self.cost)
+        {
+            let worst = pricing.worst_case(prompt, u64::from(max_tokens));
+            if spent + worst > limit {
+                return Err(LimitReached {
+                    outcome: Outcome::MaxBudgetUsd,
+                    reason: format!(
+                        "stopped before a request that could cost ${worst:.4}: ${spent:.4} of max_cost_usd = ${limit} spent"
+                    ),
+                });
+            }
+        }
+        Ok(max_tokens)
+    }
+
+    /// After a response to a prompt of `prompt_bytes`: adds its usage; returns its cost.
+    pub fn record(&mut self, usage: &Usage, prompt_bytes: usize) -> Option<f64> {
+        self.total.add(usage);
+        // A provider that reports no usage (the scripted one) leaves the estimate to bytes.
+        if usage.prompt_tokens() > 0 {
+            self.last_prompt = Some((usage.prompt_tokens(), prompt_bytes));
+        }
+        let cost = self.pricing.map(|pricing| pricing.cost(usage));
+        if let (Some(total), Some(cost)) = (self.cost.as_mut(), cost) {
+            *total += cost;
+        }
+        cost
+    }
+
+    pub fn total_cost_usd(&self) -> Option<f64> {
+        self.cost
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> Limits {
+        Limits {
+            max_turns: 50,
+            max_cost_usd: None,
+            max_input_tokens: None,
+            max_output_tokens: None,
+            timeout: None,
+            tool_timeout: None,
+        }
+    }
+
+    fn usage(input: u64, output: u64) -> Usage {
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+            ..Usage::default()
+        }
+    }
+
+    #[test]
+    fn the_budget_stops_before_a_request_that_could_overshoot() {
+        // $10 and $20 per million: 1000 in + 500 out costs $0.02.
+        let pricing = Pricing::new(10.0, 20.0, 10.0, 1.0);
+        let mut budget = Budget::new(
+            Limits {
+                max_cost_usd: Some(0.06),
+                ..limits()
+            },
+            Some(pricing),
+            1000,
+        );
+        // First request: 2000 bytes ≈ 1000 tokens ($0.01) + 1000 output ($0.02) ≤ $0.06.
+        assert_eq!(budget.admit(2000), Ok(1000));
+        assert_eq!(budget.record(&usage(1000, 500), 2000), Some(0.02));
+        // Second: 1000 known + 100 new tokens ($0.011) + $0.02 + $0.02 spent ≤ $0.06.
+        assert_eq!(budget.admit(2200), Ok(1000));
+        budget.record(&usage(1100, 500), 2200);
+        // Third: $0.04 spent + $0.0112 + $0.02 > $0.06.
+        let stop = budget.admit(2400).unwrap_err();
+        assert_eq!(stop.outcome, Outcome::MaxBudgetUsd);
+        assert!(budget.total_cost_usd().unwrap() <= 0.06);
+    }
+
+    #[test]
+    fn output_limit_lowers_max_tokens_then_stops() {
+        let mut budget = Budget::new(
+            Limits {
+                max_output_tokens: Some(1500),
+                ..limits()
+            },
+            None,
+            1000,
+        );
+        assert_eq!(budget.admit(10), Ok(1000));
+        budget.record(&usage(10, 1000), 10);
+        assert_eq!(budget.admit(10), Ok(500));
+        budget.record(&usage(10, 500), 10);
+        assert_eq!(
+            budget.admit(10).unwrap_err().outcome,
+            Outcome::MaxOutputTokens
+        );
+        assert_eq!(budget.total_cost_usd(), None);
+    }
+
+    #[test]
+    fn input_limit_counts_cached_tokens_too() {
+        let mut budget = Budget::new(
+            Limits {
+                max_input_tokens: Some(3000),
+                ..limits()
+            },
+            None,
+            100,
+        );
+        budget.record(
+            &Usage {
+                input_tokens: 100,
+                cache_read_input_tokens: 1900,
+                ..Usage::default()
+            },
+            4000,
+        );
+        // 2000 used; the next prompt is at least the last one's 2000 tokens.
+        assert_eq!(
+            budget.admit(4000).unwrap_err().outcome,
+            Outcome::MaxInputTokens
+        );
+    }
+}

@@ -1,0 +1,509 @@
+//! The Anthropic Messages API over SSE: the request body (with prompt-cache breakpoints) and
+//! the event stream assembled into one response. HTTP, retries and timeouts are `http.rs`'s.
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Value, json};
+
+use super::http::{Failure, HttpSettings, HttpTransport, SseParser};
+use super::retry::FailureCategory;
+use super::{
+    ContentBlock, EventSink, MalformedInput, ModelRequest, ModelResponse, ProviderError,
+    StopReason, Usage,
+};
+
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub const API_VERSION: &str = "2023-06-01";
+
+#[derive(Debug)]
+pub struct AnthropicModel {
+    transport: HttpTransport,
+    model: String,
+    thinking_budget: Option<u32>,
+}
+
+impl AnthropicModel {
+    pub fn new(
+        settings: HttpSettings,
+        model: String,
+        thinking_budget: Option<u32>,
+    ) -> Result<AnthropicModel, ProviderError> {
+        let mut headers = HeaderMap::new();
+        headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
+        let auth = settings.api_key.as_ref().map(|key| {
+            (
+                HeaderName::from_static("x-api-key"),
+                key.expose().to_string(),
+            )
+        });
+        Ok(AnthropicModel {
+            transport: HttpTransport::new("anthropic", settings, headers, auth)?,
+            model,
+            thinking_budget,
+        })
+    }
+
+    pub async fn complete(
+        &mut self,
+        request: &ModelRequest<'_>,
+        events: &EventSink,
+    ) -> Result<ModelResponse, ProviderError> {
+        let body = request_body(&self.model, request, self.thinking_budget);
+        let url = self.transport.url("/v1/messages");
+        self.transport
+            .stream(&url, &body, AnthropicStream::default, events)
+            .await
+    }
+}
+
+const CACHE: fn() -> Value = || json!({"type": "ephemeral"});
+
+/// Three of the four allowed cache breakpoints: after the system prompt, after the tools
+/// (both fixed for the run), and on the newest message, so each request reads the previous
+/// one's prefix from the cache and writes its own.
+pub fn request_body(model: &str, request: &ModelRequest<'_>, thinking: Option<u32>) -> Value {
+    let mut tools: Vec<Value> = request
+        .tools
+        .iter()
+        .map(|tool| {
+            json!({
+                "name": tool.name,
+                "description": tool.description,
+                "input_schema": tool.input_schema,
+            })
+        })
+        .collect();
+    if let Some(Value::Object(last)) = tools.last_mut() {
+        last.insert("cache_control".into(), CACHE());
+    }
+    let mut messages: Vec<Value> = request
+        .messages
+        .iter()
+        .map(|message| serde_json::to_value(message).unwrap_or(Value::Null))
+        .collect();
+    if let Some(Value::Object(block)) = messages
+        .last_mut()
+        .and_then(|message| message.get_mut("content"))
+        .and_then(Value::as_array_mut)
+        .and_then(|blocks| blocks.last_mut())
+    {
+        block.insert("cache_control".into(), CACHE());
+    }
+    let mut body = json!({
+        "model": model,
+        "max_tokens": request.max_tokens,
+        "stream": true,
+        "system": [{"type": "text", "text": request.system, "cache_control": CACHE()}],
+        "messages": messages,
+    });
+    if !tools.is_empty() {
+        body["tools"] = Value::Array(tools);
+    }
+    if let Some(budget) = thinking {
+        body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+    }
+    body
+}
+
+#[derive(Debug)]
+enum PartialBlock {
+    Text(String),
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    RedactedThinking(String),
+    /// A block type this tollgate does not send back (server tools are never enabled).
+    Ignored,
+}
+
+/// The Messages stream's state: blocks by index, usage, stop reason.
+#[derive(Debug, Default)]
+pub struct AnthropicStream {
+    blocks: Vec<(u64, PartialBlock)>,
+    usage: Usage,
+    stop_reason: Option<StopReason>,
+}
+
+fn text_of(value: &Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+impl AnthropicStream {
+    fn block(&mut self, index: u64) -> Option<&mut PartialBlock> {
+        self.blocks
+            .iter_mut()
+            .find(|(i, _)| *i == index)
+            .map(|(_, block)| block)
+    }
+
+    fn start_block(&mut self, index: u64, block: &Value) {
+        let partial = match block.get("type").and_then(Value::as_str) {
+            Some("text") => PartialBlock::Text(text_of(block, "text")),
+            Some("tool_use") => PartialBlock::ToolUse {
+                id: text_of(block, "id"),
+                name: text_of(block, "name"),
+                json: String::new(),
+            },
+            Some("thinking") => PartialBlock::Thinking {
+                thinking: text_of(block, "thinking"),
+                signature: text_of(block, "signature"),
+            },
+            Some("redacted_thinking") => PartialBlock::RedactedThinking(text_of(block, "data")),
+            _ => PartialBlock::Ignored,
+        };
+        self.blocks.push((index, partial));
+    }
+
+    fn delta(&mut self, index: u64, delta: &Value) -> Result<(), Failure> {
+        let kind = delta
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let Some(block) = self.block(index) else {
+            return Err(malformed(format!(
+                "a delta for block {index}, never started"
+            )));
+        };
+        match (block, kind) {
+            (PartialBlock::Text(text), "text_delta") => text.push_str(&text_of(delta, "text")),
+            (PartialBlock::ToolUse { json, .. }, "input_json_delta") => {
+                json.push_str(&text_of(delta, "partial_json"))
+            }
+            (PartialBlock::Thinking { thinking, .. }, "thinking_delta") => {
+                thinking.push_str(&text_of(delta, "thinking"))
+            }
+            (PartialBlock::Thinking { signature, .. }, "signature_delta") => {
+                signature.push_str(&text_of(delta, "signature"))
+            }
+            (PartialBlock::Ignored, _) => {}
+            (_, kind) => {
+                return Err(malformed(format!(
+                    "a {kind} delta for block {index} of another type"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Usage arrives in `message_start` and (cumulatively) in `message_delta`; a field a later
+    /// event carries replaces the earlier count.
+    fn usage(&mut self, usage: &Value) {
+        let field = |name: &str| usage.get(name).and_then(Value::as_u64);
+        if let Some(n) = field("input_tokens") {
+            self.usage.input_tokens = n;
+        }
+        if let Some(n) = field("output_tokens") {
+            self.usage.output_tokens = n;
+        }
+        if let Some(n) = field("cache_creation_input_tokens") {
+            self.usage.cache_creation_input_tokens = n;
+        }
+        if let Some(n) = field("cache_read_input_tokens") {
+            self.usage.cache_read_input_tokens = n;
+        }
+    }
+
+    fn finish(&mut self) -> ModelResponse {
+        let mut blocks = std::mem::take(&mut self.blocks);
+        blocks.sort_by_key(|(index, _)| *index);
+        let mut content = Vec::new();
+        let mut malformed = Vec::new();
+        for (_, block) in blocks {
+            match block {
+                PartialBlock::Text(text) if text.is_empty() => {}
+                PartialBlock::Text(text) => content.push(ContentBlock::Text { text }),
+                PartialBlock::ToolUse { id, name, json } => {
+                    let input = match tool_input(&json) {
+                        Ok(input) => input,
+                        Err(problem) => {
+                            malformed.push(MalformedInput {
+                                id: id.clone(),
+                                message: problem,
+                            });
+                            Value::Object(Default::default())
+                        }
+                    };
+                    content.push(ContentBlock::ToolUse { id, name, input });
+                }
+                PartialBlock::Thinking {
+                    thinking,
+                    signature,
+                } => content.push(ContentBlock::Thinking {
+                    thinking,
+                    signature,
+                }),
+                PartialBlock::RedactedThinking(data) => {
+                    content.push(ContentBlock::RedactedThinking { data })
+                }
+                PartialBlock::Ignored => {}
+            }
+        }
+        let has_tool_use = content
+            .iter()
+            .any(|block| matches!(block, ContentBlock::ToolUse { .. }));
+        let stop_reason = self.stop_reason.unwrap_or(if has_tool_use {
+            StopReason::ToolUse
+        } else {
+            StopReason::EndTurn
+        });
+        ModelResponse {
+            content,
+            stop_reason,
+            usage: self.usage,
+            malformed_inputs: malformed,
+        }
+    }
+}
+
+/// A tool's input: the assembled `input_json_delta`s must make one JSON object. When they do
+/// not, the reason (with the text as received) goes back to the model as an error result.
+pub fn tool_input(json: &str) -> Result<Value, String> {
+    if json.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    match serde_json::from_str::<Value>(json) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(other) => Err(format!(
+            "The tool input must be a JSON object, got: {}",
+            crate::tools::truncate_middle(&other.to_string(), 2000)
+        )),
+        Err(err) => Err(format!(
+            "The tool input is not valid JSON ({err}); it was: {}",
+            crate::tools::truncate_middle(json, 2000)
+        )),
+    }
+}
+
+fn malformed(message: String) -> Failure {
+    Failure::new(
+        FailureCategory::StreamCut,
+        format!("malformed stream: {message}"),
+    )
+}
+
+pub fn stop_reason(reason: &str) -> StopReason {
+    match reason {
+        "tool_use" => StopReason::ToolUse,
+        "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
+        "stop_sequence" => StopReason::StopSequence,
+        "pause_turn" => StopReason::PauseTurn,
+        "refusal" => StopReason::Refusal,
+        _ => StopReason::EndTurn,
+    }
+}
+
+impl SseParser for AnthropicStream {
+    fn event(&mut self, data: &str) -> Result<Option<ModelResponse>, Failure> {
+        let event: Value = serde_json::from_str(data)
+            .map_err(|err| malformed(format!("an event that is not JSON ({err})")))?;
+        let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
+        // Dispatch on the data's `type` rather than the SSE `event:` line, which some
+        // proxies drop; unknown types are skipped as the API's versioning policy asks.
+        match event
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+        {
+            "message_start" => {
+                if let Some(usage) = event.pointer("/message/usage") {
+                    self.usage(usage);
+                }
+            }
+            "content_block_start" => {
+                let block = event.get("content_block").cloned().unwrap_or(Value::Null);
+                self.start_block(index, &block);
+            }
+            "content_block_delta" => {
+                let delta = event.get("delta").cloned().unwrap_or(Value::Null);
+                self.delta(index, &delta)?;
+            }
+            "message_delta" => {
+                if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop_reason = Some(stop_reason(reason));
+                }
+                if let Some(usage) = event.get("usage") {
+                    self.usage(usage);
+                }
+            }
+            "message_stop" => return Ok(Some(self.finish())),
+            "error" => {
+                let error = event.get("error").cloned().unwrap_or(Value::Null);
+                let kind = text_of(&error, "type");
+                return Err(Failure::new(
+                    FailureCategory::from_error_type(&kind),
+                    format!("{kind}: {}", text_of(&error, "message")),
+                ));
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    fn end(self) -> Result<ModelResponse, Failure> {
+        Err(Failure::new(
+            FailureCategory::StreamCut,
+            "the stream ended before message_stop",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+    use crate::model::{Message, Role, ToolSpec};
+
+    fn feed(events: &[Value]) -> Result<Option<ModelResponse>, Failure> {
+        let mut stream = AnthropicStream::default();
+        let mut last = None;
+        for event in events {
+            last = stream.event(&event.to_string())?;
+        }
+        Ok(last)
+    }
+
+    #[test]
+    fn assembles_text_tool_input_thinking_and_usage() {
+        let response = feed(&[
+            json!({"type":"message_start","message":{"usage":{"input_tokens":10,"cache_creation_input_tokens":5,"cache_read_input_tokens":100,"output_tokens":1}}}),
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig"}}),
+            json!({"type":"content_block_stop","index":0}),
+            json!({"type":"ping"}),
+            json!({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}),
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Let me "}}),
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"look."}}),
+            json!({"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"Read","input":{}}}),
+            json!({"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"file_"}}),
+            json!({"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"path\": \"a.rs\"}"}}),
+            json!({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":42}}),
+            json!({"type":"message_stop"}),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            response,
+            ModelResponse {
+                content: vec![
+                    ContentBlock::Thinking {
+                        thinking: "hmm".into(),
+                        signature: "sig".into()
+                    },
+                    ContentBlock::Text {
+                        text: "Let me look.".into()
+                    },
+                    ContentBlock::ToolUse {
+                        id: "toolu_1".into(),
+                        name: "Read".into(),
+                        input: json!({"file_path": "a.rs"})
+                    },
+                ],
+                stop_reason: StopReason::ToolUse,
+                usage: Usage {
+                    input_tokens: 10,
+                    output_tokens: 42,
+                    cache_creation_input_tokens: 5,
+                    cache_read_input_tokens: 100,
+                },
+                malformed_inputs: vec![],
+            }
+        );
+    }
+
+    #[test]
+    fn invalid_tool_json_is_kept_as_a_malformed_input() {
+        let response = feed(&[
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t1","name":"Bash","input":{}}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"command\": \"ls"}}),
+            json!({"type":"message_delta","delta":{"stop_reason":"max_tokens"}}),
+            json!({"type":"message_stop"}),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(response.stop_reason, StopReason::MaxTokens);
+        assert_eq!(response.malformed_inputs.len(), 1);
+        assert_eq!(response.malformed_inputs[0].id, "t1");
+        assert!(
+            response.malformed_inputs[0]
+                .message
+                .contains("not valid JSON")
+        );
+        assert!(
+            matches!(&response.content[0], ContentBlock::ToolUse { input, .. } if input == &json!({}))
+        );
+    }
+
+    #[test]
+    fn errors_and_cuts_are_failures() {
+        let err = feed(&[
+            json!({"type":"message_start","message":{"usage":{}}}),
+            json!({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}),
+        ])
+        .unwrap_err();
+        assert_eq!(err.category, FailureCategory::Overloaded);
+        let mut stream = AnthropicStream::default();
+        stream
+            .event(&json!({"type":"message_start","message":{}}).to_string())
+            .unwrap();
+        assert_eq!(
+            stream.end().unwrap_err().category,
+            FailureCategory::StreamCut
+        );
+    }
+
+    #[test]
+    fn the_body_carries_cache_breakpoints() {
+        let messages = vec![
+            Message::user_text("go"),
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::Text { text: "ok".into() }],
+            },
+            Message::user_text("more"),
+        ];
+        let tools = vec![
+            ToolSpec {
+                name: "Read".into(),
+                description: "reads".into(),
+                input_schema: json!({"type": "object"}),
+            },
+            ToolSpec {
+                name: "Bash".into(),
+                description: "runs".into(),
+                input_schema: json!({"type": "object"}),
+            },
+        ];
+        let body = request_body(
+            "claude-x",
+            &ModelRequest {
+                system: "sys",
+                messages: &messages,
+                tools: &tools,
+                max_tokens: 100,
+            },
+            Some(2048),
+        );
+        assert_eq!(body["system"][0]["cache_control"], CACHE());
+        assert_eq!(body["tools"][1]["cache_control"], CACHE());
+        assert!(body["tools"][0].get("cache_control").is_none());
+        assert_eq!(body["messages"][2]["content"][0]["cache_control"], CACHE());
+        assert!(
+            body["messages"][0]["content"][0]
+                .get("cache_control")
+                .is_none()
+        );
+        assert_eq!(body["thinking"]["budget_tokens"], 2048);
+        assert_eq!(body["stream"], true);
+    }
+}

@@ -1,0 +1,381 @@
+//! The HTTP side shared by the real providers: one streaming POST with its timeouts (connect,
+//! first event, idle gap, whole request), retried as `retry.rs` says; the API's SSE events go
+//! to a per-API parser. The API key is held here and never printed.
+
+use std::fmt;
+use std::time::Duration;
+
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+use tokio::time::{Instant, timeout_at};
+
+use super::retry::{FailureCategory, RetryPolicy, retry_after};
+use super::{EventSink, ModelResponse, ProviderError, ProviderEvent, RetryNotice};
+
+/// An API key. Its `Debug` hides it; only the request header sees the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(key: impl Into<String>) -> ApiKey {
+        ApiKey(key.into())
+    }
+
+    /// The key itself, for the request header and nothing else.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// `text` with every occurrence of the key replaced, for messages that echo what a
+    /// server said (a misconfigured gateway may quote the header back).
+    pub fn scrub(&self, text: &str) -> String {
+        if self.0.is_empty() {
+            text.to_string()
+        } else {
+            text.replace(&self.0, "[REDACTED]")
+        }
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey([REDACTED])")
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timeouts {
+    /// To open the connection (TCP and TLS).
+    pub connect: Duration,
+    /// From sending the request to the first SSE event (headers and prompt processing).
+    pub first_event: Duration,
+    /// The longest gap between two events; Anthropic pings well inside the default.
+    pub idle: Duration,
+    /// The whole request, first byte to last event.
+    pub request: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            // Reasoning models may think for minutes before their first streamed token.
+            first_event: Duration::from_secs(300),
+            idle: Duration::from_secs(120),
+            request: Duration::from_secs(900),
+        }
+    }
+}
+
+/// Where and how a real provider connects, resolved from the task and the environment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpSettings {
+    /// Without a trailing slash; the provider appends its endpoint path.
+    pub base_url: String,
+    /// `None` for a local server that needs none.
+    pub api_key: Option<ApiKey>,
+    pub timeouts: Timeouts,
+    pub retries: RetryPolicy,
+}
+
+/// How one attempt failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub category: FailureCategory,
+    pub status: Option<u16>,
+    pub message: String,
+    pub retry_after: Option<Duration>,
+}
+
+impl Failure {
+    pub fn new(category: FailureCategory, message: impl Into<String>) -> Failure {
+        Failure {
+            category,
+            status: None,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+}
+
+/// Assembles one response from an API's SSE events. A response is only ever returned whole:
+/// a half-received message is a `Failure` and the request is retried from the start.
+pub trait SseParser {
+    /// `Some` once the message is complete; the rest of the stream is not read.
+    fn event(&mut self, data: &str) -> Result<Option<ModelResponse>, Failure>;
+    /// The stream ended without the API's end marker.
+    fn end(self) -> Result<ModelResponse, Failure>;
+}
+
+/// A reqwest client plus the settings and auth header of one provider.
+#[derive(Debug)]
+pub struct HttpTransport {
+    client: reqwest::Client,
+    settings: HttpSettings,
+    headers: HeaderMap,
+    provider: &'static str,
+}
+
+impl HttpTransport {
+    /// `auth` turns the key into its header (`x-api-key: …` or `authorization: Bearer …`).
+    pub fn new(
+        provider: &'static str,
+        settings: HttpSettings,
+        mut headers: HeaderMap,
+        auth: Option<(HeaderName, String)>,
+    ) -> Result<HttpTransport, ProviderError> {
+        install_crypto_provider();
+        if let Some((name, value)) = auth {
+            let mut value = HeaderValue::from_str(&value).map_err(|_| {
+                ProviderError::Setup(format!(
+                    "the {provider} API key contains characters a header cannot carry"
+                ))
+            })?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        headers.insert(
+            reqwest::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        headers.insert(
+            reqwest::header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        let client = reqwest::Client::builder()
+            .connect_timeout(settings.timeouts.connect)
+            .user_agent(concat!("tollgate/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|err| ProviderError::Setup(format!("cannot build the HTTP client: {err}")))?;
+        Ok(HttpTransport {
+            client,
+            settings,
+            headers,
+            provider,
+        })
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.settings.base_url)
+    }
+
+    /// POSTs `body` to `url` and parses the stream, retrying transient failures; each retry
+    /// is announced on `events` before its wait.
+    pub async fn stream<P: SseParser>(
+        &self,
+        url: &str,
+        body: &Value,
+        new_parser: impl Fn() -> P,
+        events: &EventSink,
+    ) -> Result<ModelResponse, ProviderError> {
+        let body = serde_json::to_vec(body)
+            .map_err(|err| ProviderError::Setup(format!("cannot encode the request: {err}")))?;
+        let policy = self.settings.retries;
+        let mut attempt = 0;
+        loop {
+            let failure = match self.attempt(url, &body, new_parser()).await {
+                Ok(response) => return Ok(response),
+                Err(failure) => self.scrubbed(failure),
+            };
+            if !failure.category.is_retryable() || attempt >= policy.max {
+                return Err(ProviderError::Failed {
+                    provider: self.provider,
+                    attempts: attempt + 1,
+                    category: failure.category,
+                    status: failure.status,
+                    message: failure.message,
+                });
+            }
+            attempt += 1;
+            let delay = policy.delay(attempt, failure.retry_after);
+            // The receiver may be gone if the loop stopped listening; the retry happens anyway.
+            let _ = events.send(ProviderEvent::Retry(RetryNotice {
+                attempt,
+                max: policy.max,
+                delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                status: failure.status,
+                category: failure.category,
+                message: failure.message,
+            }));
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    fn scrubbed(&self, mut failure: Failure) -> Failure {
+        if let Some(key) = &self.settings.api_key {
+            failure.message = key.scrub(&failure.message);
+        }
+        failure
+    }
+
+    async fn attempt<P: SseParser>(
+        &self,
+        url: &str,
+        body: &[u8],
+        parser: P,
+    ) -> Result<ModelResponse, Failure> {
+        let timeouts = self.settings.timeouts;
+        let started = Instant::now();
+        let whole = self.exchange(url, body, parser, started + timeouts.first_event);
+        match timeout_at(started + timeouts.request, whole).await {
+            Ok(result) => result,
+            Err(_) => Err(Failure::new(
+                FailureCategory::RequestTimeout,
+                format!(
+                    "the request took longer than timeouts.request = {}s",
+                    timeouts.request.as_secs_f64()
+                ),
+            )),
+        }
+    }
+
+    async fn exchange<P: SseParser>(
+        &self,
+        url: &str,
+        body: &[u8],
+        mut parser: P,
+        first_deadline: Instant,
+    ) -> Result<ModelResponse, Failure> {
+        let timeouts = self.settings.timeouts;
+        let first_event_timeout = || {
+            Failure::new(
+                FailureCategory::FirstEventTimeout,
+                format!(
+                    "no response within timeouts.first_event = {}s",
+                    timeouts.first_event.as_secs_f64()
+                ),
+            )
+        };
+        let request = self
+            .client
+            .post(url)
+            .headers(self.headers.clone())
+            .body(body.to_vec())
+            .send();
+        let response = timeout_at(first_deadline, request)
+            .await
+            .map_err(|_| first_event_timeout())?
+            .map_err(|err| Failure::new(FailureCategory::Connect, error_chain(&err)))?;
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = retry_after(response.headers());
+            let text = timeout_at(Instant::now() + timeouts.idle, response.text())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            return Err(Failure {
+                category: FailureCategory::from_status(status.as_u16()),
+                status: Some(status.as_u16()),
+                message: api_message(&text).unwrap_or_else(|| {
+                    format!(
+                        "HTTP {status}: {}",
+                        crate::tools::truncate_middle(&text, 500)
+                    )
+                }),
+                retry_after,
+            });
+        }
+        let mut events = response.bytes_stream().eventsource();
+        let mut deadline = first_deadline;
+        let mut seen_event = false;
+        loop {
+            let next = match timeout_at(deadline, events.next()).await {
+                Ok(next) => next,
+                Err(_) if !seen_event => return Err(first_event_timeout()),
+                Err(_) => {
+                    return Err(Failure::new(
+                        FailureCategory::IdleTimeout,
+                        format!(
+                            "the stream was silent for timeouts.idle = {}s",
+                            timeouts.idle.as_secs_f64()
+                        ),
+                    ));
+                }
+            };
+            seen_event = true;
+            deadline = Instant::now() + timeouts.idle;
+            match next {
+                None => return parser.end(),
+                Some(Err(err)) => {
+                    return Err(Failure::new(
+                        FailureCategory::StreamCut,
+                        format!("the stream broke off: {err}"),
+                    ));
+                }
+                Some(Ok(event)) => {
+                    if let Some(response) = parser.event(&event.data)? {
+                        return Ok(response);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// rustls without a bundled provider needs one chosen once per process; ring keeps the build
+/// free of C toolchains beyond a compiler (no aws-lc, no OpenSSL).
+pub fn install_crypto_provider() {
+    // Err means a provider is already installed, which is what we want.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// The error message of an API error body (`{"error": {"type", "message"}}` in both APIs).
+pub fn api_message(body: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(body).ok()?;
+    let error = value.get("error")?;
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .or_else(|| error.as_str())?;
+    match error.get("type").and_then(Value::as_str) {
+        Some(kind) if !kind.is_empty() => Some(format!("{kind}: {message}")),
+        _ => Some(message.to_string()),
+    }
+}
+
+/// reqwest's top-level message says little ("error sending request"); the causes say why.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_never_shows() {
+        let key = ApiKey::new("sk-secret-123");
+        assert_eq!(format!("{key:?}"), "ApiKey([REDACTED])");
+        assert_eq!(
+            key.scrub("bad key sk-secret-123 given"),
+            "bad key [REDACTED] given"
+        );
+    }
+
+    #[test]
+    fn api_messages_are_read_from_either_shape() {
+        assert_eq!(
+            api_message(
+                r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#
+            ),
+            Some("authentication_error: invalid x-api-key".into())
+        );
+        assert_eq!(
+            api_message(
+                r#"{"error":{"message":"Incorrect API key","type":"invalid_request_error","code":"invalid_api_key"}}"#
+            ),
+            Some("invalid_request_error: Incorrect API key".into())
+        );
+        assert_eq!(api_message("<html>bad gateway</html>"), None);
+    }
+}

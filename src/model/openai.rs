@@ -1,0 +1,407 @@
+//! OpenAI-compatible Chat Completions over SSE (OpenAI, vLLM, Ollama, OpenRouter, LiteLLM):
+//! the conversation mapped to chat messages, and streamed tool-call deltas assembled by index.
+
+use std::collections::BTreeMap;
+
+use reqwest::header::{AUTHORIZATION, HeaderMap};
+use serde_json::{Value, json};
+
+use super::anthropic::tool_input;
+use super::http::{Failure, HttpSettings, HttpTransport, SseParser};
+use super::retry::FailureCategory;
+use super::{
+    ContentBlock, EventSink, MalformedInput, Message, ModelRequest, ModelResponse, ProviderError,
+    Role, StopReason, Usage,
+};
+
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+#[derive(Debug)]
+pub struct OpenAiModel {
+    transport: HttpTransport,
+    model: String,
+    max_tokens_field: &'static str,
+}
+
+impl OpenAiModel {
+    pub fn new(settings: HttpSettings, model: String) -> Result<OpenAiModel, ProviderError> {
+        // OpenAI's own reasoning models refuse `max_tokens`; most compatible servers only
+        // know `max_tokens`.
+        let max_tokens_field = if settings.base_url.starts_with("https://api.openai.com") {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        let auth = settings
+            .api_key
+            .as_ref()
+            .map(|key| (AUTHORIZATION, format!("Bearer {}", key.expose())));
+        Ok(OpenAiModel {
+            transport: HttpTransport::new("openai", settings, HeaderMap::new(), auth)?,
+            model,
+            max_tokens_field,
+        })
+    }
+
+    pub async fn complete(
+        &mut self,
+        request: &ModelRequest<'_>,
+        events: &EventSink,
+    ) -> Result<ModelResponse, ProviderError> {
+        let body = request_body(&self.model, request, self.max_tokens_field);
+        let url = self.transport.url("/chat/completions");
+        self.transport
+            .stream(&url, &body, OpenAiStream::default, events)
+            .await
+    }
+}
+
+pub fn request_body(model: &str, request: &ModelRequest<'_>, max_tokens_field: &str) -> Value {
+    let mut messages = vec![json!({"role": "system", "content": request.system})];
+    for message in request.messages {
+        chat_messages(message, &mut messages);
+    }
+    let mut body = json!({
+        "model": model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    body[max_tokens_field] = json!(request.max_tokens);
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({"type": "function", "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.input_schema,
+                }})
+            })
+            .collect();
+    }
+    body
+}
+
+/// One conversation message as chat messages: tool results become `tool` messages, which must
+/// come straight after the assistant's `tool_calls`, so a user's text follows them. Thinking
+/// blocks are Anthropic's and are not sent.
+fn chat_messages(message: &Message, out: &mut Vec<Value>) {
+    let text = message.text();
+    match message.role {
+        Role::Assistant => {
+            let calls: Vec<Value> = message
+                .content
+                .iter()
+                .filter_map(|block| match block {
+                    ContentBlock::ToolUse { id, name, input } => Some(json!({
+                        "id": id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": input.to_string()},
+                    })),
+                    _ => None,
+                })
+                .collect();
+            let mut chat = json!({"role": "assistant", "content": text});
+            if !calls.is_empty() {
+                if text.is_empty() {
+                    chat["content"] = Value::Null;
+                }
+                chat["tool_calls"] = Value::Array(calls);
+            }
+            out.push(chat);
+        }
+        Role::User => {
+            for block in &message.content {
+                if let ContentBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                } = block
+                {
+                    // Chat Completions has no error flag; the model reads it from the text.
+                    let content = if *is_error {
+                        format!("Error: {content}")
+                    } else {
+                        content.clone()
+                    };
+                    out.push(
+                        json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}),
+                    );
+                }
+            }
+            if !text.is_empty() {
+                out.push(json!({"role": "user", "content": text}));
+            }
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// The chat stream's state: text, tool calls by index, finish reason, usage.
+#[derive(Debug, Default)]
+pub struct OpenAiStream {
+    text: String,
+    calls: BTreeMap<u64, PartialCall>,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
+}
+
+fn string_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
+    value.pointer(pointer).and_then(Value::as_str)
+}
+
+impl OpenAiStream {
+    fn chunk(&mut self, chunk: &Value) {
+        if let Some(usage) = chunk.get("usage").filter(|usage| usage.is_object()) {
+            let count = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64);
+            let prompt = count("/prompt_tokens").unwrap_or(0);
+            // Cached prompt tokens are part of prompt_tokens; they are billed apart.
+            let cached = count("/prompt_tokens_details/cached_tokens").unwrap_or(0);
+            self.usage = Some(Usage {
+                input_tokens: prompt.saturating_sub(cached),
+                output_tokens: count("/completion_tokens").unwrap_or(0),
+                cache_creation_input_tokens: 0,
+                cache_read_input_tokens: cached,
+            });
+        }
+        let Some(choice) = chunk.pointer("/choices/0") else {
+            return;
+        };
+        if let Some(text) = string_at(choice, "/delta/content") {
+            self.text.push_str(text);
+        }
+        for call in choice
+            .pointer("/delta/tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+            let partial = self.calls.entry(index).or_default();
+            if let Some(id) = string_at(call, "/id").filter(|id| !id.is_empty()) {
+                partial.id = id.to_string();
+            }
+            if let Some(name) = string_at(call, "/function/name") {
+                partial.name.push_str(name);
+            }
+            if let Some(arguments) = string_at(call, "/function/arguments") {
+                partial.arguments.push_str(arguments);
+            }
+        }
+        if let Some(reason) = string_at(choice, "/finish_reason") {
+            self.finish_reason = Some(reason.to_string());
+        }
+    }
+
+    fn finish(&mut self) -> ModelResponse {
+        let mut content = Vec::new();
+        let text = std::mem::take(&mut self.text);
+        if !text.is_empty() {
+            content.push(ContentBlock::Text { text });
+        }
+        let mut malformed = Vec::new();
+        for (index, call) in std::mem::take(&mut self.calls) {
+            // Some local servers leave ids out; every tool_use needs one to be answered.
+            let id = if call.id.is_empty() {
+                format!("call_{index}")
+            } else {
+                call.id
+            };
+            let input = match tool_input(&call.arguments) {
+                Ok(input) => input,
+                Err(message) => {
+                    malformed.push(MalformedInput {
+                        id: id.clone(),
+                        message,
+                    });
+                    Value::Object(Default::default())
+                }
+            };
+            content.push(ContentBlock::ToolUse {
+                id,
+                name: call.name,
+                input,
+            });
+        }
+        let has_calls = content
+            .iter()
+            .any(|block| matches!(block, ContentBlock::ToolUse { .. }));
+        let stop_reason = match self.finish_reason.as_deref() {
+            Some("length") => StopReason::MaxTokens,
+            Some("content_filter") => StopReason::Refusal,
+            Some("tool_calls" | "function_call") => StopReason::ToolUse,
+            _ if has_calls => StopReason::ToolUse,
+            _ => StopReason::EndTurn,
+        };
+        ModelResponse {
+            content,
+            stop_reason,
+            usage: self.usage.unwrap_or_default(),
+            malformed_inputs: malformed,
+        }
+    }
+}
+
+impl SseParser for OpenAiStream {
+    fn event(&mut self, data: &str) -> Result<Option<ModelResponse>, Failure> {
+        if data.trim() == "[DONE]" {
+            return Ok(Some(self.finish()));
+        }
+        let chunk: Value = serde_json::from_str(data).map_err(|err| {
+            Failure::new(
+                FailureCategory::StreamCut,
+                format!("malformed stream: a chunk that is not JSON ({err})"),
+            )
+        })?;
+        if let Some(error) = chunk.get("error") {
+            let kind = string_at(error, "/type")
+                .or_else(|| string_at(error, "/code"))
+                .unwrap_or_default();
+            let message = string_at(error, "/message").unwrap_or_default();
+            return Err(Failure::new(
+                FailureCategory::from_error_type(kind),
+                format!("{kind}: {message}"),
+            ));
+        }
+        self.chunk(&chunk);
+        Ok(None)
+    }
+
+    /// Servers that omit `[DONE]` are accepted once the finish reason and the usage are in;
+    /// before that the message may be incomplete and its cost unknown.
+    fn end(mut self) -> Result<ModelResponse, Failure> {
+        if self.finish_reason.is_some() && self.usage.is_some() {
+            Ok(self.finish())
+        } else {
+            Err(Failure::new(
+                FailureCategory::StreamCut,
+                "the stream ended before the final chunk",
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    #[test]
+    fn assembles_tool_calls_by_index_and_reads_usage() {
+        let mut stream = OpenAiStream::default();
+        let chunks = [
+            json!({"choices":[{"index":0,"delta":{"role":"assistant","content":"Checking"}}]}),
+            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"Read","arguments":""}}]}}]}),
+            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"Glob","arguments":"{\"pattern\":"}}]}}]}),
+            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"file_path\":\"a\"}"}}]}}]}),
+            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"\"*.rs\"}"}}]}}]}),
+            json!({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}),
+            json!({"choices":[],"usage":{"prompt_tokens":120,"completion_tokens":30,"prompt_tokens_details":{"cached_tokens":100}}}),
+        ];
+        for chunk in chunks {
+            assert_eq!(stream.event(&chunk.to_string()).unwrap(), None);
+        }
+        let response = stream.event("[DONE]").unwrap().unwrap();
+        assert_eq!(
+            response,
+            ModelResponse {
+                content: vec![
+                    ContentBlock::Text {
+                        text: "Checking".into()
+                    },
+                    ContentBlock::ToolUse {
+                        id: "call_a".into(),
+                        name: "Read".into(),
+                        input: json!({"file_path": "a"})
+                    },
+                    ContentBlock::ToolUse {
+                        id: "call_b".into(),
+                        name: "Glob".into(),
+                        input: json!({"pattern": "*.rs"})
+                    },
+                ],
+                stop_reason: StopReason::ToolUse,
+                usage: Usage {
+                    input_tokens: 20,
+                    output_tokens: 30,
+                    cache_creation_input_tokens: 0,
+                    cache_read_input_tokens: 100
+                },
+                malformed_inputs: vec![],
+            }
+        );
+    }
+
+    #[test]
+    fn a_cut_stream_is_a_failure() {
+        let mut stream = OpenAiStream::default();
+        stream
+            .event(&json!({"choices":[{"index":0,"delta":{"content":"hi"}}]}).to_string())
+            .unwrap();
+        assert_eq!(
+            stream.end().unwrap_err().category,
+            FailureCategory::StreamCut
+        );
+    }
+
+    #[test]
+    fn results_follow_their_calls_and_text_follows_results() {
+        let messages = vec![
+            Message::user_text("go"),
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::ToolUse {
+                    id: "c1".into(),
+                    name: "Read".into(),
+                    input: json!({"file_path": "a"}),
+                }],
+            },
+            Message {
+                role: Role::User,
+                content: vec![
+                    ContentBlock::ToolResult {
+                        tool_use_id: "c1".into(),
+                        content: "nope".into(),
+                        is_error: true,
+                    },
+                    ContentBlock::Text {
+                        text: "continue".into(),
+                    },
+                ],
+            },
+        ];
+        let body = request_body(
+            "m",
+            &ModelRequest {
+                system: "sys",
+                messages: &messages,
+                tools: &[],
+                max_tokens: 7,
+            },
+            "max_tokens",
+        );
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "system", "content": "sys"},
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "Read", "arguments": "{\"file_path\":\"a\"}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "c1", "content": "Error: nope"},
+                {"role": "user", "content": "continue"},
+            ])
+        );
+        assert_eq!(body["max_tokens"], 7);
+        assert!(body.get("tools").is_none());
+    }
+}

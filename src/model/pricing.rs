@@ -1,0 +1,156 @@
+//! What tokens cost: a price table for current Anthropic and OpenAI models, the task's
+//! override, and the cost of a request's usage. Pure data; prices are USD per million tokens.
+
+use serde::{Deserialize, Serialize};
+
+use super::Usage;
+
+/// USD per million tokens. OpenAI has no cache-write price (caching is automatic and writes
+/// cost the input price), so its table entries repeat the input price there.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pricing {
+    pub input: f64,
+    pub output: f64,
+    /// Defaults to the input price when a task's override leaves it out.
+    #[serde(default)]
+    pub cache_write: Option<f64>,
+    /// Defaults to the input price when a task's override leaves it out.
+    #[serde(default)]
+    pub cache_read: Option<f64>,
+}
+
+const PER_TOKEN: f64 = 1e-6;
+
+impl Pricing {
+    pub const FREE: Pricing = Pricing::new(0.0, 0.0, 0.0, 0.0);
+
+    pub const fn new(input: f64, output: f64, cache_write: f64, cache_read: f64) -> Pricing {
+        Pricing {
+            input,
+            output,
+            cache_write: Some(cache_write),
+            cache_read: Some(cache_read),
+        }
+    }
+
+    fn cache_write(&self) -> f64 {
+        self.cache_write.unwrap_or(self.input)
+    }
+
+    fn cache_read(&self) -> f64 {
+        self.cache_read.unwrap_or(self.input)
+    }
+
+    /// The cost of `usage` in USD.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        PER_TOKEN
+            * (usage.input_tokens as f64 * self.input
+                + usage.output_tokens as f64 * self.output
+                + usage.cache_creation_input_tokens as f64 * self.cache_write()
+                + usage.cache_read_input_tokens as f64 * self.cache_read())
+    }
+
+    /// The most `input_tokens` prompt tokens plus `output_tokens` generated tokens can cost:
+    /// every prompt token at the dearest of the input prices.
+    pub fn worst_case(&self, input_tokens: u64, output_tokens: u64) -> f64 {
+        let input = self.input.max(self.cache_write()).max(self.cache_read());
+        PER_TOKEN * (input_tokens as f64 * input + output_tokens as f64 * self.output)
+    }
+}
+
+/// Model-name prefixes and their prices, as published by Anthropic and OpenAI (standard
+/// tier; Anthropic cache writes at the 5-minute rate). The longest matching prefix wins, so
+/// dated snapshots (`claude-sonnet-4-5-20250929`) and `-latest` aliases find their family.
+const TABLE: &[(&str, Pricing)] = &[
+    // Anthropic
+    ("claude-opus-4-5", Pricing::new(5.0, 25.0, 6.25, 0.50)),
+    ("claude-opus-4", Pricing::new(15.0, 75.0, 18.75, 1.50)),
+    ("claude-3-opus", Pricing::new(15.0, 75.0, 18.75, 1.50)),
+    ("claude-sonnet-4", Pricing::new(3.0, 15.0, 3.75, 0.30)),
+    ("claude-3-7-sonnet", Pricing::new(3.0, 15.0, 3.75, 0.30)),
+    ("claude-3-5-sonnet", Pricing::new(3.0, 15.0, 3.75, 0.30)),
+    ("claude-haiku-4-5", Pricing::new(1.0, 5.0, 1.25, 0.10)),
+    ("claude-3-5-haiku", Pricing::new(0.80, 4.0, 1.0, 0.08)),
+    ("claude-3-haiku", Pricing::new(0.25, 1.25, 0.30, 0.03)),
+    // OpenAI
+    ("gpt-5-nano", Pricing::new(0.05, 0.40, 0.05, 0.005)),
+    ("gpt-5-mini", Pricing::new(0.25, 2.0, 0.25, 0.025)),
+    ("gpt-5", Pricing::new(1.25, 10.0, 1.25, 0.125)),
+    ("gpt-4.1-nano", Pricing::new(0.10, 0.40, 0.10, 0.025)),
+    ("gpt-4.1-mini", Pricing::new(0.40, 1.60, 0.40, 0.10)),
+    ("gpt-4.1", Pricing::new(2.0, 8.0, 2.0, 0.50)),
+    ("gpt-4o-mini", Pricing::new(0.15, 0.60, 0.15, 0.075)),
+    ("gpt-4o", Pricing::new(2.50, 10.0, 2.50, 1.25)),
+    ("o4-mini", Pricing::new(1.10, 4.40, 1.10, 0.275)),
+    ("o3-mini", Pricing::new(1.10, 4.40, 1.10, 0.55)),
+    ("o3", Pricing::new(2.0, 8.0, 2.0, 0.50)),
+];
+
+/// The table's price for `model`, if it knows the model. Gateways often prefix the vendor
+/// (`anthropic/claude-…`, `openai/gpt-…`); that prefix is ignored.
+pub fn lookup(model: &str) -> Option<Pricing> {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    TABLE
+        .iter()
+        .filter(|(prefix, _)| name.starts_with(prefix))
+        .max_by_key(|(prefix, _)| prefix.len())
+        .map(|(_, pricing)| *pricing)
+}
+
+/// The price table as rows for documentation: (model prefix, pricing).
+pub fn table() -> &'static [(&'static str, Pricing)] {
+    TABLE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn longest_prefix_wins() {
+        assert_eq!(
+            lookup("claude-opus-4-5-20251101"),
+            Some(Pricing::new(5.0, 25.0, 6.25, 0.50))
+        );
+        assert_eq!(
+            lookup("claude-opus-4-1-20250805"),
+            Some(Pricing::new(15.0, 75.0, 18.75, 1.50))
+        );
+        assert_eq!(
+            lookup("gpt-4o-mini-2024-07-18").map(|p| p.input),
+            Some(0.15)
+        );
+        assert_eq!(lookup("openai/gpt-4o").map(|p| p.input), Some(2.50));
+        assert_eq!(lookup("llama3.1:8b"), None);
+    }
+
+    #[test]
+    fn cost_counts_every_kind_of_token() {
+        let pricing = Pricing::new(3.0, 15.0, 3.75, 0.30);
+        let usage = Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 100_000,
+            cache_creation_input_tokens: 200_000,
+            cache_read_input_tokens: 1_000_000,
+        };
+        let cost = pricing.cost(&usage);
+        assert!((cost - (3.0 + 1.5 + 0.75 + 0.30)).abs() < 1e-9, "{cost}");
+        assert!((pricing.worst_case(1_000_000, 1_000_000) - 18.75).abs() < 1e-9);
+    }
+
+    #[test]
+    fn an_override_without_cache_prices_uses_the_input_price() {
+        let pricing = Pricing {
+            input: 2.0,
+            output: 4.0,
+            cache_write: None,
+            cache_read: None,
+        };
+        let usage = Usage {
+            cache_read_input_tokens: 500_000,
+            ..Usage::default()
+        };
+        assert!((pricing.cost(&usage) - 1.0).abs() < 1e-9);
+    }
+}

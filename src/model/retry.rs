@@ -1,0 +1,223 @@
+//! Which failures of a model request are worth another attempt, and how long to wait first:
+//! exponential backoff with jitter, or what the server asked for in `retry-after(-ms)`.
+
+use std::hash::{BuildHasher, Hasher};
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt; 0 means one attempt only.
+    pub max: u32,
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max: 6,
+            base_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A server's `retry-after` longer than this is not waited for: the backoff applies instead,
+/// as the vendors' SDKs do, so a misconfigured gateway cannot park a CI job for an hour.
+const RETRY_AFTER_CAP: Duration = Duration::from_secs(60);
+
+impl RetryPolicy {
+    /// The wait before retry number `attempt` (1-based).
+    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(wait) = retry_after.filter(|wait| *wait <= RETRY_AFTER_CAP) {
+            return wait;
+        }
+        let exponent = attempt.saturating_sub(1).min(20);
+        let backoff = self
+            .base_delay
+            .saturating_mul(1 << exponent)
+            .min(self.max_delay);
+        // Up to a quarter off, so runs that failed together do not retry in lockstep.
+        backoff.mul_f64(1.0 - 0.25 * unit_random())
+    }
+}
+
+/// A number in [0, 1) from the standard library's per-process random hash keys.
+fn unit_random() -> f64 {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0),
+    );
+    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// `retry-after-ms` (milliseconds, Anthropic and OpenAI) wins over `retry-after` (seconds; the
+/// HTTP-date form is not honoured and falls back to the backoff).
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
+    let millis = value("retry-after-ms").map(|ms| ms / 1000.0);
+    millis
+        .or_else(|| value("retry-after"))
+        .filter(|secs| secs.is_finite() && *secs >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+/// What went wrong with one attempt, as `api_retry` events and error messages name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureCategory {
+    /// The connection could not be made (refused, DNS, TLS, connect timeout).
+    Connect,
+    /// No event arrived within `timeouts.first_event`.
+    FirstEventTimeout,
+    /// No event arrived within `timeouts.idle` of the previous one.
+    IdleTimeout,
+    /// The whole request took longer than `timeouts.request`.
+    RequestTimeout,
+    /// The response broke off before the message was complete.
+    StreamCut,
+    /// HTTP 408.
+    ServerTimeout,
+    /// HTTP 409.
+    Conflict,
+    /// HTTP 429.
+    RateLimited,
+    /// HTTP 500, 502, 503, 504.
+    ServerError,
+    /// HTTP 529, or an `overloaded_error` event mid-stream.
+    Overloaded,
+    /// HTTP 400, or an `invalid_request_error` event.
+    InvalidRequest,
+    /// HTTP 401.
+    Authentication,
+    /// HTTP 403.
+    Permission,
+    /// HTTP 404.
+    NotFound,
+    /// Any other HTTP status, or an error event of a kind not listed here.
+    Other,
+}
+
+impl FailureCategory {
+    /// Exhaustive on purpose: a new category must be classed as transient or not.
+    pub fn is_retryable(self) -> bool {
+        match self {
+            FailureCategory::Connect
+            | FailureCategory::FirstEventTimeout
+            | FailureCategory::IdleTimeout
+            | FailureCategory::RequestTimeout
+            | FailureCategory::StreamCut
+            | FailureCategory::ServerTimeout
+            | FailureCategory::Conflict
+            | FailureCategory::RateLimited
+            | FailureCategory::ServerError
+            | FailureCategory::Overloaded => true,
+            FailureCategory::InvalidRequest
+            | FailureCategory::Authentication
+            | FailureCategory::Permission
+            | FailureCategory::NotFound
+            | FailureCategory::Other => false,
+        }
+    }
+
+    pub fn from_status(status: u16) -> FailureCategory {
+        match status {
+            400 | 413 | 422 => FailureCategory::InvalidRequest,
+            401 => FailureCategory::Authentication,
+            403 => FailureCategory::Permission,
+            404 => FailureCategory::NotFound,
+            408 => FailureCategory::ServerTimeout,
+            409 => FailureCategory::Conflict,
+            429 => FailureCategory::RateLimited,
+            500 | 502 | 503 | 504 => FailureCategory::ServerError,
+            529 => FailureCategory::Overloaded,
+            _ => FailureCategory::Other,
+        }
+    }
+
+    /// The category of an error event's `type` (Anthropic's error types; OpenAI's `code`s
+    /// that mean the same).
+    pub fn from_error_type(kind: &str) -> FailureCategory {
+        match kind {
+            "overloaded_error" => FailureCategory::Overloaded,
+            "rate_limit_error" | "rate_limit_exceeded" => FailureCategory::RateLimited,
+            "api_error" | "server_error" => FailureCategory::ServerError,
+            "timeout_error" => FailureCategory::ServerTimeout,
+            "invalid_request_error" => FailureCategory::InvalidRequest,
+            "authentication_error" => FailureCategory::Authentication,
+            "permission_error" => FailureCategory::Permission,
+            "not_found_error" => FailureCategory::NotFound,
+            _ => FailureCategory::Other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use reqwest::header::HeaderValue;
+
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap_with_at_most_a_quarter_of_jitter() {
+        let policy = RetryPolicy {
+            max: 10,
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(1000),
+        };
+        for (attempt, full) in [(1, 100), (2, 200), (3, 400), (4, 800), (5, 1000), (9, 1000)] {
+            let delay = policy.delay(attempt, None).as_millis();
+            assert!(
+                delay <= full && delay >= full * 3 / 4,
+                "attempt {attempt}: {delay}ms"
+            );
+        }
+    }
+
+    #[test]
+    fn retry_after_is_honoured_unless_absurd() {
+        let policy = RetryPolicy::default();
+        assert_eq!(
+            policy.delay(1, Some(Duration::from_secs(7))),
+            Duration::from_secs(7)
+        );
+        assert!(policy.delay(1, Some(Duration::from_secs(3600))) <= policy.base_delay);
+    }
+
+    #[test]
+    fn retry_after_headers() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(retry_after(&headers), None);
+        headers.insert("retry-after", HeaderValue::from_static("3"));
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(3)));
+        headers.insert("retry-after-ms", HeaderValue::from_static("250"));
+        assert_eq!(retry_after(&headers), Some(Duration::from_millis(250)));
+        headers.insert(
+            "retry-after-ms",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn statuses_are_classed() {
+        for status in [408, 409, 429, 500, 502, 503, 504, 529] {
+            assert!(
+                FailureCategory::from_status(status).is_retryable(),
+                "{status}"
+            );
+        }
+        for status in [400, 401, 403, 404, 418] {
+            assert!(
+                !FailureCategory::from_status(status).is_retryable(),
+                "{status}"
+            );
+        }
+    }
+}
