@@ -257,7 +257,15 @@ impl HttpTransport {
         let response = timeout_at(first_deadline, request)
             .await
             .map_err(|_| first_event_timeout())?
-            .map_err(|err| Failure::new(FailureCategory::Connect, error_chain(&err)))?;
+            .map_err(|err| {
+                // Past the connect phase, a failed send means the server dropped the exchange.
+                let category = if err.is_connect() {
+                    FailureCategory::Connect
+                } else {
+                    FailureCategory::StreamCut
+                };
+                Failure::new(category, error_chain(&err))
+            })?;
         let status = response.status();
         if !status.is_success() {
             let retry_after = retry_after(response.headers());

@@ -1,0 +1,3 @@
+//! End-to-end suites, one module per area.
+
+mod providers;

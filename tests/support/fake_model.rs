@@ -1,0 +1,669 @@
+//! A fake model server on 127.0.0.1 speaking real HTTP + SSE for the Anthropic Messages and
+//! OpenAI Chat Completions APIs: it replays scripted replies (turns or faults), records every
+//! request, and rejects what the real APIs reject (an unanswered tool_use, wrong roles).
+
+use std::collections::{HashSet, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::Response;
+use axum::routing::post;
+use futures_util::StreamExt;
+use futures_util::stream;
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    Anthropic,
+    OpenAi,
+}
+
+/// One block of a scripted assistant turn.
+#[derive(Debug, Clone)]
+pub enum Block {
+    Text(String),
+    Tool {
+        name: String,
+        input: Value,
+    },
+    /// A tool call whose input text is sent as is (to send invalid JSON).
+    RawTool {
+        name: String,
+        json: String,
+    },
+}
+
+pub fn text(text: &str) -> Block {
+    Block::Text(text.into())
+}
+
+pub fn tool(name: &str, input: Value) -> Block {
+    Block::Tool {
+        name: name.into(),
+        input,
+    }
+}
+
+/// Token counts as the Anthropic API reports them; the OpenAI side reports
+/// `prompt_tokens = input + cache_read` with `cached_tokens = cache_read`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tokens {
+    pub input: u64,
+    pub output: u64,
+    pub cache_write: u64,
+    pub cache_read: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Turn {
+    pub blocks: Vec<Block>,
+    pub tokens: Tokens,
+}
+
+pub fn turn(blocks: Vec<Block>, tokens: Tokens) -> Turn {
+    Turn { blocks, tokens }
+}
+
+#[derive(Debug, Clone)]
+pub enum Reply {
+    Turn(Turn),
+    /// An HTTP error with these headers; the body is the API's error shape.
+    Status {
+        status: u16,
+        headers: Vec<(&'static str, &'static str)>,
+        kind: &'static str,
+        message: String,
+    },
+    /// The turn's first `events` events, then the connection breaks.
+    CutAfter {
+        turn: Turn,
+        events: usize,
+    },
+    /// The turn's first `events` events, then silence until the client gives up.
+    StallAfter {
+        turn: Turn,
+        events: usize,
+    },
+    /// Anthropic: `message_start`, then an `overloaded_error` event.
+    OverloadedEvent,
+    /// A 401 whose message quotes the key it was sent, as a careless gateway might.
+    EchoKey,
+    /// `reply` after `delay` (a slow first byte; a model's think time in benchmarks).
+    Delayed {
+        delay: Duration,
+        reply: Box<Reply>,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub api: Api,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+#[derive(Debug, Default)]
+struct Log {
+    replies: VecDeque<Reply>,
+    requests: Vec<Recorded>,
+    violations: Vec<String>,
+}
+
+#[derive(Clone)]
+struct Shared {
+    log: Arc<Mutex<Log>>,
+    key: String,
+}
+
+pub struct FakeModel {
+    addr: SocketAddr,
+    log: Arc<Mutex<Log>>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl FakeModel {
+    /// Serves `replies` in order to requests carrying `key`.
+    pub async fn start(key: &str, replies: Vec<Reply>) -> FakeModel {
+        let log = Arc::new(Mutex::new(Log {
+            replies: replies.into(),
+            ..Log::default()
+        }));
+        let shared = Shared {
+            log: log.clone(),
+            key: key.to_string(),
+        };
+        let app = Router::new()
+            .route("/v1/messages", post(handle))
+            .route("/v1/chat/completions", post(handle))
+            .with_state(shared);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        FakeModel { addr, log, server }
+    }
+
+    /// The `base_url` a task sets: Anthropic's has no `/v1`, OpenAI's does, as in the SDKs.
+    pub fn base_url(&self, api: Api) -> String {
+        match api {
+            Api::Anthropic => format!("http://{}", self.addr),
+            Api::OpenAi => format!("http://{}/v1", self.addr),
+        }
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.log.lock().unwrap().requests.clone()
+    }
+
+    pub fn violations(&self) -> Vec<String> {
+        self.log.lock().unwrap().violations.clone()
+    }
+
+    pub fn replies_left(&self) -> usize {
+        self.log.lock().unwrap().replies.len()
+    }
+}
+
+impl Drop for FakeModel {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+async fn handle(
+    State(shared): State<Shared>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let api = if uri.path().ends_with("/messages") {
+        Api::Anthropic
+    } else {
+        Api::OpenAi
+    };
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let (reply, number) = {
+        let mut log = shared.log.lock().unwrap();
+        log.requests.push(Recorded {
+            api,
+            headers: headers.clone(),
+            body: body.clone(),
+        });
+        let number = log.requests.len();
+        let problem = authenticate(api, &headers, &shared.key).err().or_else(|| {
+            match api {
+                Api::Anthropic => check_anthropic(&body),
+                Api::OpenAi => check_openai(&body),
+            }
+            .err()
+        });
+        if let Some(problem) = problem {
+            log.violations.push(format!("request {number}: {problem}"));
+            return error_response(api, 400, &[], "invalid_request_error", &problem);
+        }
+        match log.replies.pop_front() {
+            Some(reply) => (reply, number),
+            None => {
+                let problem = format!("request {number}: no scripted reply left");
+                log.violations.push(problem.clone());
+                return error_response(api, 400, &[], "invalid_request_error", &problem);
+            }
+        }
+    };
+    let reply = match reply {
+        Reply::Delayed { delay, reply } => {
+            tokio::time::sleep(delay).await;
+            *reply
+        }
+        reply => reply,
+    };
+    match reply {
+        Reply::Turn(turn) => sse(events(api, &turn, number), Ending::Clean),
+        Reply::CutAfter { turn, events: n } => sse(
+            events(api, &turn, number).into_iter().take(n).collect(),
+            Ending::Break,
+        ),
+        Reply::StallAfter { turn, events: n } => sse(
+            events(api, &turn, number).into_iter().take(n).collect(),
+            Ending::Stall,
+        ),
+        Reply::OverloadedEvent => sse(
+            vec![
+                anthropic_event(
+                    "message_start",
+                    json!({"type": "message_start", "message": message_shell(number, Tokens::default())}),
+                ),
+                anthropic_event(
+                    "error",
+                    json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+                ),
+            ],
+            Ending::Clean,
+        ),
+        Reply::Status {
+            status,
+            headers,
+            kind,
+            message,
+        } => error_response(api, status, &headers, kind, &message),
+        Reply::EchoKey => {
+            let sent = match api {
+                Api::Anthropic => headers.get("x-api-key"),
+                Api::OpenAi => headers.get("authorization"),
+            }
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+            error_response(
+                api,
+                401,
+                &[],
+                "authentication_error",
+                &format!("invalid x-api-key: {sent}"),
+            )
+        }
+        Reply::Delayed { .. } => error_response(api, 500, &[], "api_error", "nested delay"),
+    }
+}
+
+fn authenticate(api: Api, headers: &HeaderMap, key: &str) -> Result<(), String> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    match api {
+        Api::Anthropic => {
+            if header("anthropic-version").is_empty() {
+                return Err("missing anthropic-version header".into());
+            }
+            if header("x-api-key") != key {
+                return Err("wrong or missing x-api-key".into());
+            }
+        }
+        Api::OpenAi => {
+            if header("authorization") != format!("Bearer {key}") {
+                return Err("wrong or missing authorization".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn error_response(
+    api: Api,
+    status: u16,
+    headers: &[(&str, &str)],
+    kind: &str,
+    message: &str,
+) -> Response {
+    let body = match api {
+        Api::Anthropic => json!({"type": "error", "error": {"type": kind, "message": message}}),
+        Api::OpenAi => json!({"error": {"message": message, "type": kind, "code": null}}),
+    };
+    let mut response = Response::builder()
+        .status(StatusCode::from_u16(status).unwrap())
+        .header("content-type", "application/json");
+    for (name, value) in headers {
+        response = response.header(*name, *value);
+    }
+    response.body(Body::from(body.to_string())).unwrap()
+}
+
+enum Ending {
+    Clean,
+    Break,
+    Stall,
+}
+
+fn sse(events: Vec<String>, ending: Ending) -> Response {
+    let head = stream::iter(events.into_iter().map(Ok::<_, std::io::Error>));
+    let body = match ending {
+        Ending::Clean => Body::from_stream(head),
+        // An error from the body stream makes the server drop the connection mid-response.
+        // Yielding first lets hyper flush what was sent, so the client has half a message.
+        Ending::Break => Body::from_stream(head.chain(stream::once(async {
+            tokio::task::yield_now().await;
+            Err(std::io::Error::other("connection reset"))
+        }))),
+        Ending::Stall => Body::from_stream(head.chain(stream::pending())),
+    };
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(body)
+        .unwrap()
+}
+
+/// Splits a string in two, so deltas really arrive in pieces.
+fn halves(text: &str) -> Vec<String> {
+    let mid = text
+        .char_indices()
+        .nth(text.chars().count() / 2)
+        .map_or(text.len(), |(i, _)| i);
+    [&text[..mid], &text[mid..]]
+        .into_iter()
+        .filter(|piece| !piece.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn tool_json(block: &Block) -> Option<(String, String)> {
+    match block {
+        Block::Text(_) => None,
+        Block::Tool { name, input } => Some((name.clone(), input.to_string())),
+        Block::RawTool { name, json } => Some((name.clone(), json.clone())),
+    }
+}
+
+fn events(api: Api, turn: &Turn, number: usize) -> Vec<String> {
+    match api {
+        Api::Anthropic => anthropic_events(turn, number),
+        Api::OpenAi => openai_events(turn, number),
+    }
+}
+
+fn anthropic_event(name: &str, data: Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+fn message_shell(number: usize, tokens: Tokens) -> Value {
+    json!({
+        "id": format!("msg_{number:04}"), "type": "message", "role": "assistant",
+        "model": "fake", "content": [], "stop_reason": null, "stop_sequence": null,
+        "usage": {
+            "input_tokens": tokens.input,
+            "cache_creation_input_tokens": tokens.cache_write,
+            "cache_read_input_tokens": tokens.cache_read,
+            "output_tokens": 1,
+        },
+    })
+}
+
+fn anthropic_events(turn: &Turn, number: usize) -> Vec<String> {
+    let mut out = vec![anthropic_event(
+        "message_start",
+        json!({"type": "message_start", "message": message_shell(number, turn.tokens)}),
+    )];
+    let mut has_tool = false;
+    for (index, block) in turn.blocks.iter().enumerate() {
+        let (start, deltas) = match tool_json(block) {
+            None => {
+                let Block::Text(text) = block else {
+                    unreachable!()
+                };
+                let deltas = halves(text)
+                    .into_iter()
+                    .map(|piece| json!({"type": "text_delta", "text": piece}))
+                    .collect::<Vec<_>>();
+                (json!({"type": "text", "text": ""}), deltas)
+            }
+            Some((name, json_text)) => {
+                has_tool = true;
+                let deltas = halves(&json_text)
+                    .into_iter()
+                    .map(|piece| json!({"type": "input_json_delta", "partial_json": piece}))
+                    .collect::<Vec<_>>();
+                (
+                    json!({"type": "tool_use", "id": format!("toolu_{number:02}_{index}"), "name": name, "input": {}}),
+                    deltas,
+                )
+            }
+        };
+        out.push(anthropic_event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": start}),
+        ));
+        if index == 0 {
+            out.push(anthropic_event("ping", json!({"type": "ping"})));
+        }
+        for delta in deltas {
+            out.push(anthropic_event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index, "delta": delta}),
+            ));
+        }
+        out.push(anthropic_event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+    }
+    let stop = if has_tool { "tool_use" } else { "end_turn" };
+    out.push(anthropic_event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": turn.tokens.output}}),
+    ));
+    out.push(anthropic_event(
+        "message_stop",
+        json!({"type": "message_stop"}),
+    ));
+    out
+}
+
+fn openai_chunk(number: usize, delta: Value, finish: Value) -> String {
+    let chunk = json!({
+        "id": format!("chatcmpl-{number}"), "object": "chat.completion.chunk", "created": 0, "model": "fake",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    });
+    format!("data: {chunk}\n\n")
+}
+
+fn openai_events(turn: &Turn, number: usize) -> Vec<String> {
+    let mut out = vec![openai_chunk(
+        number,
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    let mut call = 0;
+    for block in &turn.blocks {
+        match tool_json(block) {
+            None => {
+                let Block::Text(text) = block else {
+                    unreachable!()
+                };
+                for piece in halves(text) {
+                    out.push(openai_chunk(number, json!({"content": piece}), Value::Null));
+                }
+            }
+            Some((name, arguments)) => {
+                out.push(openai_chunk(
+                    number,
+                    json!({"tool_calls": [{"index": call, "id": format!("call_{number:02}_{call}"), "type": "function", "function": {"name": name, "arguments": ""}}]}),
+                    Value::Null,
+                ));
+                for piece in halves(&arguments) {
+                    out.push(openai_chunk(
+                        number,
+                        json!({"tool_calls": [{"index": call, "function": {"arguments": piece}}]}),
+                        Value::Null,
+                    ));
+                }
+                call += 1;
+            }
+        }
+    }
+    let finish = if call > 0 { "tool_calls" } else { "stop" };
+    out.push(openai_chunk(number, json!({}), json!(finish)));
+    let usage = json!({
+        "id": format!("chatcmpl-{number}"), "object": "chat.completion.chunk", "created": 0, "model": "fake",
+        "choices": [],
+        "usage": {
+            "prompt_tokens": turn.tokens.input + turn.tokens.cache_read,
+            "completion_tokens": turn.tokens.output,
+            "total_tokens": turn.tokens.input + turn.tokens.cache_read + turn.tokens.output,
+            "prompt_tokens_details": {"cached_tokens": turn.tokens.cache_read},
+        },
+    });
+    out.push(format!("data: {usage}\n\n"));
+    out.push("data: [DONE]\n\n".to_string());
+    out
+}
+
+/// What the Messages API rejects with a 400.
+fn check_anthropic(body: &Value) -> Result<(), String> {
+    if body["stream"] != json!(true) {
+        return Err("stream must be true".into());
+    }
+    if !body["max_tokens"].is_u64() || body["model"].as_str().is_none_or(str::is_empty) {
+        return Err("model and max_tokens are required".into());
+    }
+    let messages = body["messages"]
+        .as_array()
+        .ok_or("messages must be a list")?;
+    let mut expected_role = "user";
+    let mut pending: HashSet<String> = HashSet::new();
+    for (index, message) in messages.iter().enumerate() {
+        let role = message["role"].as_str().unwrap_or_default();
+        if role != expected_role {
+            return Err(format!(
+                "messages.{index}: expected role {expected_role}, got {role:?}"
+            ));
+        }
+        let blocks = message["content"]
+            .as_array()
+            .ok_or(format!("messages.{index}: content must be a list"))?;
+        if blocks.is_empty() && index + 1 < messages.len() {
+            return Err(format!("messages.{index}: content must be non-empty"));
+        }
+        let mut answered = HashSet::new();
+        let mut seen_other = false;
+        for block in blocks {
+            match (role, block["type"].as_str().unwrap_or_default()) {
+                (_, "text") if block["text"].as_str().is_none_or(str::is_empty) => {
+                    return Err(format!(
+                        "messages.{index}: text content blocks must be non-empty"
+                    ));
+                }
+                (_, "text") => seen_other = true,
+                ("assistant", "tool_use") => {
+                    if !block["input"].is_object() {
+                        return Err(format!(
+                            "messages.{index}: tool_use.input must be an object"
+                        ));
+                    }
+                    pending.insert(block["id"].as_str().unwrap_or_default().to_string());
+                }
+                ("assistant", "thinking" | "redacted_thinking") => {}
+                ("user", "tool_result") => {
+                    if seen_other {
+                        return Err(format!(
+                            "messages.{index}: tool_result blocks must come first"
+                        ));
+                    }
+                    let id = block["tool_use_id"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string();
+                    if !pending.remove(&id) || !answered.insert(id.clone()) {
+                        return Err(format!(
+                            "messages.{index}: unexpected tool_use_id {id} in tool_result"
+                        ));
+                    }
+                }
+                (role, kind) => {
+                    return Err(format!(
+                        "messages.{index}: a {role} message cannot hold {kind}"
+                    ));
+                }
+            }
+        }
+        if role == "user" && !pending.is_empty() {
+            return Err(format!(
+                "messages.{index}: tool_use ids were found without tool_result blocks immediately after: {pending:?}"
+            ));
+        }
+        expected_role = if role == "user" { "assistant" } else { "user" };
+    }
+    if pending.is_empty() {
+        Ok(())
+    } else {
+        Err("the last assistant message has unanswered tool_use blocks".into())
+    }
+}
+
+/// What Chat Completions rejects with a 400.
+fn check_openai(body: &Value) -> Result<(), String> {
+    if body["stream"] != json!(true) || body["stream_options"]["include_usage"] != json!(true) {
+        return Err("stream and stream_options.include_usage must be true".into());
+    }
+    let messages = body["messages"]
+        .as_array()
+        .ok_or("messages must be a list")?;
+    let mut pending: HashSet<String> = HashSet::new();
+    for (index, message) in messages.iter().enumerate() {
+        let role = message["role"].as_str().unwrap_or_default();
+        if role != "tool" && !pending.is_empty() {
+            return Err(format!(
+                "messages.{index}: an assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'; missing {pending:?}"
+            ));
+        }
+        match role {
+            "system" if index == 0 => {}
+            "user" => {
+                if message["content"].as_str().is_none_or(str::is_empty) {
+                    return Err(format!(
+                        "messages.{index}: user content must be a non-empty string"
+                    ));
+                }
+            }
+            "assistant" => {
+                for call in message["tool_calls"].as_array().into_iter().flatten() {
+                    let arguments = call["function"]["arguments"]
+                        .as_str()
+                        .ok_or(format!("messages.{index}: arguments must be a string"))?;
+                    if serde_json::from_str::<Value>(arguments).is_err() {
+                        return Err(format!("messages.{index}: arguments are not JSON"));
+                    }
+                    pending.insert(call["id"].as_str().unwrap_or_default().to_string());
+                }
+            }
+            "tool" => {
+                let id = message["tool_call_id"].as_str().unwrap_or_default();
+                if !pending.remove(id) {
+                    return Err(format!(
+                        "messages.{index}: messages with role 'tool' must be a response to a preceding message with 'tool_calls' ({id})"
+                    ));
+                }
+            }
+            other => return Err(format!("messages.{index}: invalid role {other:?}")),
+        }
+    }
+    if pending.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("tool_calls without responses: {pending:?}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checks_reject_an_unanswered_tool_use_and_wrong_roles() {
+        let orphan = json!({"stream": true, "model": "m", "max_tokens": 5, "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "go"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]},
+            {"role": "user", "content": [{"type": "text", "text": "no result"}]},
+        ]});
+        assert!(check_anthropic(&orphan).is_err());
+        let roles = json!({"stream": true, "model": "m", "max_tokens": 5, "messages": [
+            {"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
+        ]});
+        assert!(check_anthropic(&roles).is_err());
+        let orphan_call = json!({"stream": true, "stream_options": {"include_usage": true}, "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "Read", "arguments": "{}"}}]},
+            {"role": "user", "content": "no result"},
+        ]});
+        assert!(check_openai(&orphan_call).is_err());
+    }
+}
