@@ -278,10 +278,15 @@ impl HttpTransport {
                 category: FailureCategory::from_status(status.as_u16()),
                 status: Some(status.as_u16()),
                 message: api_message(&text).unwrap_or_else(|| {
-                    format!(
-                        "HTTP {status}: {}",
-                        crate::tools::truncate_middle(&text, 500)
-                    )
+                    let text = text.trim();
+                    if text.is_empty() {
+                        status
+                            .canonical_reason()
+                            .unwrap_or("no message")
+                            .to_string()
+                    } else {
+                        crate::tools::truncate_middle(text, 500)
+                    }
                 }),
                 retry_after,
             });

@@ -44,6 +44,8 @@ impl Run {
 
     /// Every file the run wrote, and its stdout and stderr, are free of the key.
     fn assert_key_absent(&self) {
+        // The trace-level log really covers the HTTP exchange, so its silence means something.
+        assert!(self.stderr.contains("127.0.0.1"), "{}", self.stderr);
         assert!(!self.stdout.contains(KEY), "stdout has the key");
         assert!(!self.stderr.contains(KEY), "stderr has the key");
         let mut files = 0;
@@ -591,4 +593,28 @@ async fn the_gateway_base_url_comes_from_the_environment() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(server.requests().len(), 1);
     run.assert_key_absent();
+}
+
+#[tokio::test]
+async fn a_cut_off_answer_is_continued_and_a_refusal_ends_the_run() {
+    for api in [Api::Anthropic, Api::OpenAi] {
+        let mut cut = turn(vec![text("The notes say the")], tokens(100, 1000, 0, 0));
+        cut.stop = Some("max_tokens");
+        let mut refusal = turn(vec![text("I can't help with that.")], tokens(100, 5, 0, 0));
+        refusal.stop = Some("refusal");
+        let server = FakeModel::start(KEY, vec![Reply::Turn(cut), Reply::Turn(refusal)]).await;
+        let run = run_task(&model_block(api, &server, ""), "", &[]).await;
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert_eq!(server.violations(), Vec::<String>::new());
+        let finished = run.finished();
+        assert_eq!(finished["outcome"], "refusal");
+        assert_eq!(finished["final_message"], "I can't help with that.");
+        // The second request carried the cut-off answer and asked the model to go on.
+        let second = server.requests()[1].body.to_string();
+        assert!(second.contains("The notes say the"), "{second}");
+        assert!(
+            second.contains("cut off at the max_tokens limit"),
+            "{second}"
+        );
+    }
 }

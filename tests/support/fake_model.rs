@@ -63,10 +63,17 @@ pub struct Tokens {
 pub struct Turn {
     pub blocks: Vec<Block>,
     pub tokens: Tokens,
+    /// Anthropic's stop reason (mapped to a finish_reason for OpenAI); by default
+    /// `tool_use` when the turn calls a tool, else `end_turn`.
+    pub stop: Option<&'static str>,
 }
 
 pub fn turn(blocks: Vec<Block>, tokens: Tokens) -> Turn {
-    Turn { blocks, tokens }
+    Turn {
+        blocks,
+        tokens,
+        stop: None,
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -436,7 +443,9 @@ fn anthropic_events(turn: &Turn, number: usize) -> Vec<String> {
             json!({"type": "content_block_stop", "index": index}),
         ));
     }
-    let stop = if has_tool { "tool_use" } else { "end_turn" };
+    let stop = turn
+        .stop
+        .unwrap_or(if has_tool { "tool_use" } else { "end_turn" });
     out.push(anthropic_event(
         "message_delta",
         json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": turn.tokens.output}}),
@@ -490,7 +499,12 @@ fn openai_events(turn: &Turn, number: usize) -> Vec<String> {
             }
         }
     }
-    let finish = if call > 0 { "tool_calls" } else { "stop" };
+    let finish = match turn.stop {
+        Some("max_tokens") => "length",
+        Some("refusal") => "content_filter",
+        _ if call > 0 => "tool_calls",
+        _ => "stop",
+    };
     out.push(openai_chunk(number, json!({}), json!(finish)));
     let usage = json!({
         "id": format!("chatcmpl-{number}"), "object": "chat.completion.chunk", "created": 0, "model": "fake",
