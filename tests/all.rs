@@ -1,7 +1,7 @@
-//! The one integration-test binary: end-to-end suites in `suite/`, helpers in `support/`.
+//! The one integration-test binary: end-to-end suites in `suite/`, shared helpers in
+//! `support/`.
 
-// clippy.toml allows these inside #[test] functions only; the helpers the tests share
-// panic on a broken fixture just as the tests do.
+// Test helpers panic on the unexpected: that is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod suite;

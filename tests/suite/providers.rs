@@ -618,3 +618,56 @@ async fn a_cut_off_answer_is_continued_and_a_refusal_ends_the_run() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_fake_server_rejects_what_the_apis_reject() {
+    tollgate::model::install_crypto_provider();
+    let server = FakeModel::start(KEY, vec![]).await;
+    let client = reqwest::Client::new();
+    let orphan_tool_use = json!({"stream": true, "model": "m", "max_tokens": 5, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "go"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]},
+        {"role": "user", "content": [{"type": "text", "text": "no result"}]},
+    ]});
+    let assistant_first = json!({"stream": true, "model": "m", "max_tokens": 5, "messages": [
+        {"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
+    ]});
+    let orphan_call = json!({"stream": true, "stream_options": {"include_usage": true}, "messages": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "Read", "arguments": "{}"}}
+        ]},
+        {"role": "user", "content": "no result"},
+    ]});
+    let anthropic = format!("{}/v1/messages", server.base_url(Api::Anthropic));
+    let openai = format!("{}/chat/completions", server.base_url(Api::OpenAi));
+    for (url, body) in [
+        (&anthropic, orphan_tool_use),
+        (&anthropic, assistant_first),
+        (&openai, orphan_call),
+    ] {
+        let response = client
+            .post(url)
+            .header("x-api-key", KEY)
+            .header("anthropic-version", "2023-06-01")
+            .bearer_auth(KEY)
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400);
+    }
+    let violations = server.violations();
+    assert_eq!(violations.len(), 3, "{violations:?}");
+    assert!(
+        violations[0].contains("without tool_result"),
+        "{}",
+        violations[0]
+    );
+    assert!(
+        violations[1].contains("expected role user"),
+        "{}",
+        violations[1]
+    );
+    assert!(violations[2].contains("tool_call_id"), "{}", violations[2]);
+}
