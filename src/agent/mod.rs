@@ -64,6 +64,8 @@ pub struct RunReport {
     pub outcome: Outcome,
     pub exit_code: ExitCode,
     pub counts: RunCounts,
+    /// Calls per tool name, in first-call order.
+    pub calls_by_tool: Vec<(String, u32)>,
     pub denials: Vec<Denial>,
     pub checks: Vec<CheckRecord>,
     pub final_message: Option<String>,
@@ -112,6 +114,7 @@ struct Loop<'a> {
     ctx: ToolContext,
     results: ResultStore,
     counts: RunCounts,
+    calls_by_tool: Vec<(String, u32)>,
     denials: Vec<Denial>,
 }
 
@@ -155,6 +158,7 @@ pub async fn run(
         ctx,
         results: ResultStore::new(spec.out_dir.join("results")),
         counts: RunCounts::default(),
+        calls_by_tool: Vec::new(),
         denials: Vec::new(),
     };
     run.emit(Event::RunStarted {
@@ -221,6 +225,7 @@ pub async fn run(
         outcome,
         exit_code,
         counts: run.counts,
+        calls_by_tool: run.calls_by_tool,
         denials: run.denials,
         checks,
         final_message,
@@ -331,6 +336,10 @@ async fn execute(
     input: Value,
 ) -> Result<(String, bool), AgentError> {
     run.counts.tool_calls += 1;
+    match run.calls_by_tool.iter_mut().find(|(tool, _)| tool == name) {
+        Some((_, count)) => *count += 1,
+        None => run.calls_by_tool.push((name.to_string(), 1)),
+    }
     run.emit(Event::ToolCall {
         id: id.to_string(),
         tool: name.to_string(),

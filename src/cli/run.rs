@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use super::RunArgs;
 use super::setup::{
@@ -117,7 +118,9 @@ async fn execute(spec: RunSpec) -> Result<ExitCode> {
     let out_dir = spec.out_dir.clone();
     let provider = Provider::Scripted(ScriptedModel::new(spec.task.model.script.clone()));
     let (handle, abort) = AbortHandle::new();
-    tokio::spawn(forward_signals(handle));
+    // Listen before the first model call, so no signal can arrive unheard.
+    let signals = listen_for_signals();
+    tokio::spawn(forward_signals(signals, handle));
     let report = agent::run(spec, provider, abort).await?;
     let junit_path = out_dir.join("junit.xml");
     let xml = junit_xml(&report).map_err(|err| anyhow!("cannot render the JUnit report: {err}"))?;
@@ -129,12 +132,8 @@ async fn execute(spec: RunSpec) -> Result<ExitCode> {
 
 /// The first SIGINT/SIGTERM stops the run gracefully (reports are still written); a second
 /// one exits at once — the transcript is already on disk, line by line.
-async fn forward_signals(handle: AbortHandle) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
+async fn forward_signals(signals: Option<(Signal, Signal)>, handle: AbortHandle) {
+    let Some((mut interrupt, mut terminate)) = signals else {
         tracing::warn!(
             "cannot listen for SIGINT/SIGTERM; an interrupted run will not write its reports"
         );
@@ -160,6 +159,12 @@ async fn forward_signals(handle: AbortHandle) {
             }
         }
     }
+}
+
+fn listen_for_signals() -> Option<(Signal, Signal)> {
+    let interrupt = signal(SignalKind::interrupt()).ok()?;
+    let terminate = signal(SignalKind::terminate()).ok()?;
+    Some((interrupt, terminate))
 }
 
 /// Sortable by start time, unique enough for parallel runs on one machine.

@@ -254,3 +254,382 @@ fn allow(step: Step, layer: Layer, rule: Option<RuleRef>, reason: String) -> Per
         updated_input: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::policy::{Policy, RuleSet, Workspace};
+    use crate::tools::{ToolContext, ToolError, ToolFuture};
+
+    /// A tool whose own check answers what the test says, to pin the pipeline's order.
+    struct Probe {
+        check: ToolCheck,
+        read_only: bool,
+        interactive: bool,
+    }
+
+    impl Tool for Probe {
+        fn name(&self) -> crate::policy::ToolName {
+            crate::policy::ToolName::Bash
+        }
+        fn description(&self) -> &'static str {
+            "probe"
+        }
+        fn input_schema(&self) -> Value {
+            json!({})
+        }
+        fn validate_input(&self, _input: &Value) -> Result<(), ToolError> {
+            Ok(())
+        }
+        fn is_read_only(&self, _input: &Value) -> bool {
+            self.read_only
+        }
+        fn requires_user_interaction(&self) -> bool {
+            self.interactive
+        }
+        fn check_permissions(&self, _input: &Value, _ctx: &PermissionContext) -> ToolCheck {
+            self.check.clone()
+        }
+        fn call<'a>(&'a self, _input: Value, _ctx: &'a ToolContext) -> ToolFuture<'a> {
+            Box::pin(async { Err(ToolError::new("the gate test never runs a tool")) })
+        }
+    }
+
+    fn rule_ref() -> RuleRef {
+        RuleRef {
+            rule: "Bash(x)".into(),
+            source: crate::config::SourceLocation {
+                file: "p.yaml".into(),
+                line: 1,
+            },
+        }
+    }
+
+    fn check(kind: &str) -> ToolCheck {
+        let reason = format!("probe says {kind}");
+        match kind {
+            "allow" => ToolCheck::Allow {
+                reason,
+                rule: None,
+                updated_input: Some(json!({"normalised": true})),
+            },
+            "deny" => ToolCheck::Deny { reason, rule: None },
+            "ask" => ToolCheck::Ask {
+                reason,
+                cause: AskCause::Unproven,
+            },
+            "ask-rule" => ToolCheck::Ask {
+                reason,
+                cause: AskCause::ContentRule(rule_ref()),
+            },
+            "guardrail" => ToolCheck::Ask {
+                reason,
+                cause: AskCause::Guardrail("probe guardrail"),
+            },
+            _ => ToolCheck::Passthrough { reason },
+        }
+    }
+
+    fn rules(yaml: &str) -> RuleSet {
+        RuleSet::merge(
+            Some(&Policy::parse(yaml, Path::new("p.yaml"), Path::new("/"), None).unwrap()),
+            &[],
+        )
+    }
+
+    #[test]
+    fn pipeline_steps_and_immunities() {
+        let none = "permissions: {}\n";
+        let deny_bash = "permissions:\n  deny: [Bash]\n  allow: [Bash]\n";
+        let ask_bash = "permissions:\n  ask: [Bash]\n";
+        let allow_bash = "permissions:\n  allow: [Bash]\n";
+        use PermissionMode::*;
+        // (rules, tool check, interactive, read-only, mode, expected decision, step, layer)
+        let table = [
+            // 1a: a whole-tool deny wins over everything, even an allow rule and bypass.
+            (
+                deny_bash,
+                "allow",
+                false,
+                false,
+                BypassPermissions,
+                Decision::Deny,
+                Step::WholeToolDeny,
+                Layer::Rule,
+            ),
+            // 1b: a whole-tool ask is answered by nobody, and bypass cannot override it.
+            (
+                ask_bash,
+                "allow",
+                false,
+                false,
+                BypassPermissions,
+                Decision::Deny,
+                Step::WholeToolAsk,
+                Layer::Rule,
+            ),
+            // 1c: the tool's own allow, with its rewritten input.
+            (
+                none,
+                "allow",
+                false,
+                false,
+                DontAsk,
+                Decision::Allow,
+                Step::ToolCheck,
+                Layer::Tool,
+            ),
+            // 1d: the tool's own deny beats an allow rule and bypass.
+            (
+                allow_bash,
+                "deny",
+                false,
+                false,
+                BypassPermissions,
+                Decision::Deny,
+                Step::ToolDeny,
+                Layer::Tool,
+            ),
+            // 1e: requires interaction: bypass cannot override.
+            (
+                allow_bash,
+                "ask",
+                true,
+                false,
+                BypassPermissions,
+                Decision::Deny,
+                Step::RequiresInteraction,
+                Layer::Interaction,
+            ),
+            // 1f: a content ask rule: bypass and allow rules cannot override.
+            (
+                allow_bash,
+                "ask-rule",
+                false,
+                false,
+                BypassPermissions,
+                Decision::Deny,
+                Step::ContentAsk,
+                Layer::Rule,
+            ),
+            // 1g: a guardrail: bypass and allow rules cannot override.
+            (
+                allow_bash,
+                "guardrail",
+                false,
+                false,
+                BypassPermissions,
+                Decision::Deny,
+                Step::Guardrail,
+                Layer::Guardrail,
+            ),
+            // 2a: bypass turns a plain ask or a passthrough into allow.
+            (
+                none,
+                "ask",
+                false,
+                false,
+                BypassPermissions,
+                Decision::Allow,
+                Step::Bypass,
+                Layer::Mode,
+            ),
+            (
+                none,
+                "passthrough",
+                false,
+                false,
+                BypassPermissions,
+                Decision::Allow,
+                Step::Bypass,
+                Layer::Mode,
+            ),
+            // 2b: a whole-tool allow rule turns a plain ask or passthrough into allow.
+            (
+                allow_bash,
+                "ask",
+                false,
+                false,
+                DontAsk,
+                Decision::Allow,
+                Step::WholeToolAllow,
+                Layer::Rule,
+            ),
+            (
+                allow_bash,
+                "passthrough",
+                false,
+                false,
+                Default,
+                Decision::Allow,
+                Step::WholeToolAllow,
+                Layer::Rule,
+            ),
+            // 3: passthrough asks; headless, every mode denies it.
+            (
+                none,
+                "passthrough",
+                false,
+                false,
+                DontAsk,
+                Decision::Deny,
+                Step::Passthrough,
+                Layer::Mode,
+            ),
+            (
+                none,
+                "passthrough",
+                false,
+                false,
+                Default,
+                Decision::Deny,
+                Step::Passthrough,
+                Layer::Mode,
+            ),
+            (
+                none,
+                "passthrough",
+                false,
+                false,
+                AcceptEdits,
+                Decision::Deny,
+                Step::Passthrough,
+                Layer::Mode,
+            ),
+            (
+                none,
+                "ask",
+                false,
+                false,
+                Auto,
+                Decision::Deny,
+                Step::ToolCheck,
+                Layer::Mode,
+            ),
+            // plan: only read-only calls, whatever allowed them.
+            (
+                allow_bash,
+                "passthrough",
+                false,
+                false,
+                Plan,
+                Decision::Deny,
+                Step::WholeToolAllow,
+                Layer::Mode,
+            ),
+            (
+                allow_bash,
+                "passthrough",
+                false,
+                true,
+                Plan,
+                Decision::Allow,
+                Step::WholeToolAllow,
+                Layer::Rule,
+            ),
+        ];
+        let workspace = Workspace::new("/ws".into(), vec![], None);
+        for (index, (policy, tool_check, interactive, read_only, mode, decision, step, layer)) in
+            table.into_iter().enumerate()
+        {
+            let rules = rules(policy);
+            let ctx = PermissionContext {
+                mode,
+                rules: &rules,
+                workspace: &workspace,
+            };
+            let probe = Probe {
+                check: check(tool_check),
+                read_only,
+                interactive,
+            };
+            let got = decide(&probe, &json!({}), &ctx);
+            assert_eq!(
+                (got.decision, got.step, got.layer),
+                (decision, step, layer),
+                "row {index}: {tool_check} in {mode}: {}",
+                got.reason
+            );
+        }
+    }
+
+    #[test]
+    fn allow_keeps_the_rewritten_input_and_asks_explain_the_mode() {
+        let rules = rules("permissions: {}\n");
+        let workspace = Workspace::new("/ws".into(), vec![], None);
+        let ctx = PermissionContext {
+            mode: PermissionMode::DontAsk,
+            rules: &rules,
+            workspace: &workspace,
+        };
+        let allowed = decide(
+            &Probe {
+                check: check("allow"),
+                read_only: false,
+                interactive: false,
+            },
+            &json!({}),
+            &ctx,
+        );
+        assert_eq!(allowed.updated_input, Some(json!({"normalised": true})));
+        let denied = decide(
+            &Probe {
+                check: check("passthrough"),
+                read_only: false,
+                interactive: false,
+            },
+            &json!({}),
+            &ctx,
+        );
+        assert!(
+            denied
+                .reason
+                .contains("dontAsk mode turns every ask into a deny"),
+            "{}",
+            denied.reason
+        );
+    }
+
+    #[test]
+    fn auto_fast_path_allows_reads_and_workspace_edits_only() {
+        let rules = rules("permissions: {}\n");
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let workspace = Workspace::new(root.clone(), vec![], None);
+        let ctx = PermissionContext {
+            mode: PermissionMode::Auto,
+            rules: &rules,
+            workspace: &workspace,
+        };
+        let write = crate::tools::WriteTool;
+        let inside = decide(
+            &write,
+            &json!({"file_path": "src/a.rs", "content": ""}),
+            &ctx,
+        );
+        assert_eq!(
+            (inside.decision, inside.layer),
+            (Decision::Allow, Layer::Mode),
+            "{}",
+            inside.reason
+        );
+        let guarded = decide(
+            &write,
+            &json!({"file_path": ".git/config", "content": ""}),
+            &ctx,
+        );
+        assert_eq!(
+            (guarded.decision, guarded.step),
+            (Decision::Deny, Step::Guardrail)
+        );
+        let outside = decide(&write, &json!({"file_path": "/etc/x", "content": ""}), &ctx);
+        assert_eq!(
+            (outside.decision, outside.step),
+            (Decision::Deny, Step::ToolDeny)
+        );
+    }
+}

@@ -1,0 +1,4 @@
+//! End-to-end suites: each runs the real `tollgate` binary.
+
+mod check_cli;
+mod run_cli;
