@@ -94,6 +94,7 @@ impl Outcome {
         match self {
             Outcome::Success => ExitCode::Success,
             Outcome::ChecksFailed | Outcome::MaxTurns => ExitCode::TaskFailed,
+            Outcome::DenialLimit => ExitCode::PolicyStop,
             Outcome::ProviderError => ExitCode::ProviderError,
             Outcome::Interrupted => ExitCode::Interrupted,
             Outcome::Terminated => ExitCode::Terminated,
@@ -116,6 +117,8 @@ struct Loop<'a> {
     counts: RunCounts,
     calls_by_tool: Vec<(String, u32)>,
     denials: Vec<Denial>,
+    /// Refusals since the last allowed call.
+    consecutive_denials: u32,
 }
 
 impl Loop<'_> {
@@ -160,6 +163,7 @@ pub async fn run(
         counts: RunCounts::default(),
         calls_by_tool: Vec::new(),
         denials: Vec::new(),
+        consecutive_denials: 0,
     };
     run.emit(Event::RunStarted {
         run_id: spec.run_id.clone(),
@@ -313,19 +317,77 @@ async fn conversation(
             return Ok((Outcome::Success, Some(text), None));
         }
         let mut results = Vec::with_capacity(calls.len());
+        let mut stopped: Option<String> = None;
         for (id, name, input) in calls {
-            let (content, is_error) = execute(run, &id, &name, input).await?;
+            let (content, is_error) = match &stopped {
+                // The run is over, but every tool_use still gets its one result.
+                Some(why) => skip(run, &id, &name, input, why)?,
+                None => execute(run, &id, &name, input).await?,
+            };
             results.push(ContentBlock::ToolResult {
                 tool_use_id: id,
                 content,
                 is_error,
             });
+            if stopped.is_none() {
+                stopped = denial_limit(run);
+            }
         }
         messages.push(Message {
             role: Role::User,
             content: results,
         });
+        if let Some(why) = stopped {
+            return Ok((Outcome::DenialLimit, None, Some(why)));
+        }
     }
+}
+
+/// Whether the run's refusals have reached a limit: a model that keeps hitting the gate is
+/// going nowhere, and every further turn only burns budget.
+fn denial_limit(run: &Loop<'_>) -> Option<String> {
+    let limits = &run.spec.task.limits;
+    if let Some(max) = limits.max_denials.filter(|max| run.counts.denials >= *max) {
+        return Some(format!(
+            "stopped after {} refused calls (limits.max_denials = {max})",
+            run.counts.denials
+        ));
+    }
+    if let Some(max) = limits
+        .max_consecutive_denials
+        .filter(|max| run.consecutive_denials >= *max)
+    {
+        return Some(format!(
+            "stopped after {} refused calls in a row (limits.max_consecutive_denials = {max})",
+            run.consecutive_denials
+        ));
+    }
+    None
+}
+
+/// A call the run will not make because it has stopped.
+fn skip(
+    run: &mut Loop<'_>,
+    id: &str,
+    name: &str,
+    input: Value,
+    why: &str,
+) -> Result<(String, bool), AgentError> {
+    run.emit(Event::ToolCall {
+        id: id.to_string(),
+        tool: name.to_string(),
+        input,
+    })?;
+    let content = format!("[not run: {why}]");
+    run.emit(Event::ToolResult {
+        id: id.to_string(),
+        tool: name.to_string(),
+        status: ResultStatus::Cancelled,
+        is_error: true,
+        content: content.clone(),
+        duration_ms: 0,
+    })?;
+    Ok((content, true))
 }
 
 /// One call through validation, the gate and the tool. Always yields exactly one result.
@@ -368,6 +430,7 @@ async fn execute(
                     available(run)
                 ),
                 updated_input: None,
+                asked: false,
             };
             record_decision(run, id, name, &input, decision.clone())?;
             (ResultStatus::Denied, decision.reason)
@@ -425,8 +488,12 @@ fn record_decision(
     input: &Value,
     decision: PermissionDecision,
 ) -> Result<(), AgentError> {
-    if decision.decision != Decision::Allow {
+    if decision.decision == Decision::Allow {
+        run.consecutive_denials = 0;
+    } else {
+        run.consecutive_denials += 1;
         run.counts.denials += 1;
+        run.counts.denials_by_layer.count(decision.layer);
         run.denials.push(Denial {
             id: id.to_string(),
             tool: name.to_string(),

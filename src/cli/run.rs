@@ -8,19 +8,18 @@ use anyhow::{Context, Result, anyhow};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use super::RunArgs;
+use super::policy::require_self_tests;
 use super::setup::{
-    additional_directories, canonical_dir, dangerous_allow_rules, home_dir, load_policy, load_task,
+    SourceFlags, additional_directories, canonical_dir, dangerous_allow_rules, home_dir,
+    load_sources, load_task, resolve_mode,
 };
 use crate::agent::{self, RunSpec};
 use crate::exit::ExitCode;
 use crate::model::{Provider, ScriptedModel};
-use crate::policy::{PermissionMode, RuleKind, RuleRef, RuleSet, Workspace};
+use crate::policy::{RuleKind, RuleRef, RuleSet, SourceKind, Workspace};
 use crate::report::{junit_xml, text_summary};
 use crate::tools::{AbortHandle, AbortReason, ToolLimits, builtin};
 use crate::transcript::PolicySummary;
-
-/// Headless, an ask is never answered; `dontAsk` says so in every refusal.
-const DEFAULT_MODE: PermissionMode = PermissionMode::DontAsk;
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = prepare(&args)?;
@@ -32,41 +31,22 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
 }
 
 fn prepare(args: &RunArgs) -> Result<RunSpec> {
-    let task = load_task(&args.task)?;
     let home = home_dir();
-    let managed = args
-        .policy
-        .as_deref()
-        .map(|path| load_policy(path, home.as_deref()))
-        .transpose()?;
-    let task_policy = task
-        .policy
-        .as_deref()
-        .map(|path| load_policy(path, home.as_deref()))
-        .transpose()?;
-    let others: Vec<_> = task_policy.iter().collect();
-    let rules = RuleSet::merge(managed.as_ref(), &others);
-    let policies: Vec<_> = managed.iter().chain(task_policy.iter()).collect();
-
-    let mode = args
-        .mode
-        .or(task.mode)
-        .or_else(|| policies.iter().find_map(|policy| policy.default_mode))
-        .unwrap_or(DEFAULT_MODE);
-    if let Some(policy) = policies
-        .iter()
-        .find(|policy| policy.disable_bypass && mode == PermissionMode::BypassPermissions)
-    {
-        return Err(anyhow!(
-            "bypassPermissions mode is disabled by {}",
-            policy.file.display()
-        ));
-    }
-
+    let task = load_task(&args.task, home.as_deref())?;
     let workdir = match (&args.workdir, &task.workdir) {
         (Some(dir), _) | (None, Some(dir)) => canonical_dir(dir, "workdir")?,
         (None, None) => canonical_dir(Path::new("."), "workdir")?,
     };
+    let flags = SourceFlags {
+        policy: args.policy.as_deref(),
+        allow: &args.allow,
+        deny: &args.deny,
+        ask: &args.ask,
+    };
+    let sources = load_sources(flags, Some(&task), &workdir, home.as_deref())?;
+    let rules = RuleSet::from_sources(&sources);
+    let mode = resolve_mode(args.mode, task.mode, &sources)?;
+
     let run_id = new_run_id();
     let out_dir = args
         .out
@@ -78,7 +58,9 @@ fn prepare(args: &RunArgs) -> Result<RunSpec> {
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", out_dir.display()))?;
 
-    let mut workspace = Workspace::new(workdir, additional_directories(&policies)?, home);
+    let mut workspace = Workspace::new(workdir, additional_directories(&sources)?, home);
+    let policies: Vec<_> = sources.iter().map(|source| &source.policy).collect();
+    require_self_tests(&policies, &workspace)?;
     workspace.read_only_roots.push(out_dir.join("results"));
 
     // The pool a model sees: the task's tools less those a whole-tool deny rule removes (S1).
@@ -93,8 +75,13 @@ fn prepare(args: &RunArgs) -> Result<RunSpec> {
         tracing::warn!("{warning}");
     }
     let policy_summary = PolicySummary {
-        files: policies.iter().map(|policy| policy.file.clone()).collect(),
-        managed_only: managed.as_ref().is_some_and(|policy| policy.managed_only),
+        sources: sources
+            .iter()
+            .map(|source| (source.kind, source.policy.file.clone()))
+            .collect(),
+        managed_only: sources
+            .iter()
+            .any(|source| source.kind == SourceKind::Managed && source.policy.managed_only),
         rules: rules.rules().len(),
         ignored_rules: rules.ignored().iter().map(RuleRef::from).collect(),
         warnings,

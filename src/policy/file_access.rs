@@ -130,12 +130,10 @@ mod tests {
     fn file_access_table() {
         let policy = Policy::parse(
             "permissions:\n  allow: ['Edit(src/**)', 'Read(//opt/docs/**)']\n  deny: ['Read(.env)', 'Edit(src/generated/**)']\n  ask: ['Edit(src/api/**)']\n",
-            Path::new("p.yaml"),
-            Path::new("/etc/tg"),
-            None,
+            crate::policy::PolicyOrigin { file: Path::new("p.yaml"), dir: Path::new("/etc/tg"), home: None },
         )
         .unwrap();
-        let rules = RuleSet::merge(Some(&policy), &[]);
+        let rules = RuleSet::from_policy(&policy);
         let mut workspace =
             Workspace::new("/ws".into(), vec!["/shared".into()], Some("/home/u".into()));
         workspace.read_only_roots.push("/runs/r1/results".into());

@@ -1,4 +1,5 @@
 //! End-to-end suites: each runs the real `tollgate` binary.
 
 mod check_cli;
+mod gate_cli;
 mod run_cli;
