@@ -120,6 +120,8 @@ mod tests {
             max_output_tokens: None,
             timeout: None,
             tool_timeout: None,
+            max_denials: None,
+            max_consecutive_denials: None,
         }
     }
 

@@ -73,6 +73,8 @@ pub struct RunReport {
     pub outcome: Outcome,
     pub exit_code: ExitCode,
     pub counts: RunCounts,
+    /// Calls per tool name, in first-call order.
+    pub calls_by_tool: Vec<(String, u32)>,
     pub denials: Vec<Denial>,
     pub checks: Vec<CheckRecord>,
     pub final_message: Option<String>,
@@ -109,6 +111,7 @@ impl Outcome {
             | Outcome::MaxOutputTokens
             | Outcome::Timeout
             | Outcome::Refusal => ExitCode::TaskFailed,
+            Outcome::DenialLimit => ExitCode::PolicyStop,
             Outcome::ProviderError => ExitCode::ProviderError,
             Outcome::Interrupted => ExitCode::Interrupted,
             Outcome::Terminated => ExitCode::Terminated,
@@ -129,10 +132,13 @@ struct Loop<'a> {
     ctx: ToolContext,
     results: ResultStore,
     counts: RunCounts,
+    calls_by_tool: Vec<(String, u32)>,
     denials: Vec<Denial>,
     budget: Budget,
     /// When `limits.timeout` runs out.
     deadline: Option<Instant>,
+    /// Refusals since the last allowed call.
+    consecutive_denials: u32,
 }
 
 impl Loop<'_> {
@@ -175,6 +181,7 @@ pub async fn run(
         ctx,
         results: ResultStore::new(spec.out_dir.join("results")),
         counts: RunCounts::default(),
+        calls_by_tool: Vec::new(),
         denials: Vec::new(),
         budget: Budget::new(
             spec.task.limits,
@@ -182,6 +189,7 @@ pub async fn run(
             spec.task.model.max_tokens,
         ),
         deadline: spec.task.limits.timeout.map(|limit| started + limit),
+        consecutive_denials: 0,
     };
     run.emit(Event::RunStarted {
         run_id: spec.run_id.clone(),
@@ -259,6 +267,7 @@ pub async fn run(
         outcome,
         exit_code,
         counts: run.counts,
+        calls_by_tool: run.calls_by_tool,
         denials: run.denials,
         checks,
         final_message,
@@ -382,22 +391,33 @@ async fn conversation(
             }
         }
         let mut results = Vec::with_capacity(calls.len());
+        let mut stopped: Option<String> = None;
         for (id, name, input) in calls {
             let malformed = malformed_inputs
                 .iter()
                 .find(|bad| bad.id == id)
                 .map(|bad| bad.message.as_str());
-            let (content, is_error) = execute(run, &id, &name, input, malformed).await?;
+            let (content, is_error) = match &stopped {
+                // The run is over, but every tool_use still gets its one result.
+                Some(why) => skip(run, &id, &name, input, why)?,
+                None => execute(run, &id, &name, input, malformed).await?,
+            };
             results.push(ContentBlock::ToolResult {
                 tool_use_id: id,
                 content,
                 is_error,
             });
+            if stopped.is_none() {
+                stopped = denial_limit(run);
+            }
         }
         messages.push(Message {
             role: Role::User,
             content: results,
         });
+        if let Some(why) = stopped {
+            return Ok((Outcome::DenialLimit, None, Some(why)));
+        }
     }
 }
 
@@ -456,6 +476,53 @@ async fn request_once(
     Ok(result.map_err(|err| (Outcome::ProviderError, None, Some(err.to_string()))))
 }
 
+/// Whether the run's refusals have reached a limit: a model that keeps hitting the gate is
+/// going nowhere, and every further turn only burns budget.
+fn denial_limit(run: &Loop<'_>) -> Option<String> {
+    let limits = &run.spec.task.limits;
+    if let Some(max) = limits.max_denials.filter(|max| run.counts.denials >= *max) {
+        return Some(format!(
+            "stopped after {} refused calls (limits.max_denials = {max})",
+            run.counts.denials
+        ));
+    }
+    if let Some(max) = limits
+        .max_consecutive_denials
+        .filter(|max| run.consecutive_denials >= *max)
+    {
+        return Some(format!(
+            "stopped after {} refused calls in a row (limits.max_consecutive_denials = {max})",
+            run.consecutive_denials
+        ));
+    }
+    None
+}
+
+/// A call the run will not make because it has stopped.
+fn skip(
+    run: &mut Loop<'_>,
+    id: &str,
+    name: &str,
+    input: Value,
+    why: &str,
+) -> Result<(String, bool), AgentError> {
+    run.emit(Event::ToolCall {
+        id: id.to_string(),
+        tool: name.to_string(),
+        input,
+    })?;
+    let content = format!("[not run: {why}]");
+    run.emit(Event::ToolResult {
+        id: id.to_string(),
+        tool: name.to_string(),
+        status: ResultStatus::Cancelled,
+        is_error: true,
+        content: content.clone(),
+        duration_ms: 0,
+    })?;
+    Ok((content, true))
+}
+
 /// One call through validation, the gate and the tool. Always yields exactly one result.
 async fn execute(
     run: &mut Loop<'_>,
@@ -465,6 +532,10 @@ async fn execute(
     malformed: Option<&str>,
 ) -> Result<(String, bool), AgentError> {
     run.counts.tool_calls += 1;
+    match run.calls_by_tool.iter_mut().find(|(tool, _)| tool == name) {
+        Some((_, count)) => *count += 1,
+        None => run.calls_by_tool.push((name.to_string(), 1)),
+    }
     run.emit(Event::ToolCall {
         id: id.to_string(),
         tool: name.to_string(),
@@ -493,6 +564,7 @@ async fn execute(
                     available(run)
                 ),
                 updated_input: None,
+                asked: false,
             };
             record_decision(run, id, name, &input, decision.clone())?;
             (ResultStatus::Denied, decision.reason)
@@ -583,8 +655,12 @@ fn record_decision(
     input: &Value,
     decision: PermissionDecision,
 ) -> Result<(), AgentError> {
-    if decision.decision != Decision::Allow {
+    if decision.decision == Decision::Allow {
+        run.consecutive_denials = 0;
+    } else {
+        run.consecutive_denials += 1;
         run.counts.denials += 1;
+        run.counts.denials_by_layer.count(decision.layer);
         run.denials.push(Denial {
             id: id.to_string(),
             tool: name.to_string(),

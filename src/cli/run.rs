@@ -5,10 +5,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use super::RunArgs;
+use super::policy::require_self_tests;
 use super::setup::{
-    additional_directories, canonical_dir, dangerous_allow_rules, home_dir, load_policy, load_task,
+    SourceFlags, additional_directories, canonical_dir, dangerous_allow_rules, home_dir,
+    load_sources, load_task, resolve_mode,
 };
 use crate::agent::{self, RunSpec};
 use crate::exit::ExitCode;
@@ -16,14 +19,11 @@ use crate::model::{
     ANTHROPIC_DEFAULT_BASE_URL, AnthropicModel, ApiKey, HttpSettings, OPENAI_DEFAULT_BASE_URL,
     OpenAiModel, Provider, ScriptedModel,
 };
-use crate::policy::{PermissionMode, RuleKind, RuleRef, RuleSet, Workspace};
+use crate::policy::{RuleKind, RuleRef, RuleSet, SourceKind, Workspace};
 use crate::report::{junit_xml, text_summary};
 use crate::task::{ModelSpec, ProviderKind};
 use crate::tools::{AbortHandle, AbortReason, ToolLimits, builtin};
 use crate::transcript::PolicySummary;
-
-/// Headless, an ask is never answered; `dontAsk` says so in every refusal.
-const DEFAULT_MODE: PermissionMode = PermissionMode::DontAsk;
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let spec = prepare(&args)?;
@@ -93,41 +93,22 @@ fn provider(model: &ModelSpec) -> Result<Provider> {
 }
 
 fn prepare(args: &RunArgs) -> Result<RunSpec> {
-    let task = load_task(&args.task)?;
     let home = home_dir();
-    let managed = args
-        .policy
-        .as_deref()
-        .map(|path| load_policy(path, home.as_deref()))
-        .transpose()?;
-    let task_policy = task
-        .policy
-        .as_deref()
-        .map(|path| load_policy(path, home.as_deref()))
-        .transpose()?;
-    let others: Vec<_> = task_policy.iter().collect();
-    let rules = RuleSet::merge(managed.as_ref(), &others);
-    let policies: Vec<_> = managed.iter().chain(task_policy.iter()).collect();
-
-    let mode = args
-        .mode
-        .or(task.mode)
-        .or_else(|| policies.iter().find_map(|policy| policy.default_mode))
-        .unwrap_or(DEFAULT_MODE);
-    if let Some(policy) = policies
-        .iter()
-        .find(|policy| policy.disable_bypass && mode == PermissionMode::BypassPermissions)
-    {
-        return Err(anyhow!(
-            "bypassPermissions mode is disabled by {}",
-            policy.file.display()
-        ));
-    }
-
+    let task = load_task(&args.task, home.as_deref())?;
     let workdir = match (&args.workdir, &task.workdir) {
         (Some(dir), _) | (None, Some(dir)) => canonical_dir(dir, "workdir")?,
         (None, None) => canonical_dir(Path::new("."), "workdir")?,
     };
+    let flags = SourceFlags {
+        policy: args.policy.as_deref(),
+        allow: &args.allow,
+        deny: &args.deny,
+        ask: &args.ask,
+    };
+    let sources = load_sources(flags, Some(&task), &workdir, home.as_deref())?;
+    let rules = RuleSet::from_sources(&sources);
+    let mode = resolve_mode(args.mode, task.mode, &sources)?;
+
     let run_id = new_run_id();
     let out_dir = args
         .out
@@ -139,7 +120,9 @@ fn prepare(args: &RunArgs) -> Result<RunSpec> {
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", out_dir.display()))?;
 
-    let mut workspace = Workspace::new(workdir, additional_directories(&policies)?, home);
+    let mut workspace = Workspace::new(workdir, additional_directories(&sources)?, home);
+    let policies: Vec<_> = sources.iter().map(|source| &source.policy).collect();
+    require_self_tests(&policies, &workspace)?;
     workspace.read_only_roots.push(out_dir.join("results"));
 
     // The pool a model sees: the task's tools less those a whole-tool deny rule removes (S1).
@@ -154,8 +137,13 @@ fn prepare(args: &RunArgs) -> Result<RunSpec> {
         tracing::warn!("{warning}");
     }
     let policy_summary = PolicySummary {
-        files: policies.iter().map(|policy| policy.file.clone()).collect(),
-        managed_only: managed.as_ref().is_some_and(|policy| policy.managed_only),
+        sources: sources
+            .iter()
+            .map(|source| (source.kind, source.policy.file.clone()))
+            .collect(),
+        managed_only: sources
+            .iter()
+            .any(|source| source.kind == SourceKind::Managed && source.policy.managed_only),
         rules: rules.rules().len(),
         ignored_rules: rules.ignored().iter().map(RuleRef::from).collect(),
         warnings,
@@ -184,7 +172,9 @@ fn prepare(args: &RunArgs) -> Result<RunSpec> {
 async fn execute(spec: RunSpec, provider: Provider) -> Result<ExitCode> {
     let out_dir = spec.out_dir.clone();
     let (handle, abort) = AbortHandle::new();
-    tokio::spawn(forward_signals(handle));
+    // Listen before the first model call, so no signal can arrive unheard.
+    let signals = listen_for_signals();
+    tokio::spawn(forward_signals(signals, handle));
     let report = agent::run(spec, provider, abort).await?;
     let junit_path = out_dir.join("junit.xml");
     let xml = junit_xml(&report).map_err(|err| anyhow!("cannot render the JUnit report: {err}"))?;
@@ -196,12 +186,8 @@ async fn execute(spec: RunSpec, provider: Provider) -> Result<ExitCode> {
 
 /// The first SIGINT/SIGTERM stops the run gracefully (reports are still written); a second
 /// one exits at once — the transcript is already on disk, line by line.
-async fn forward_signals(handle: AbortHandle) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
+async fn forward_signals(signals: Option<(Signal, Signal)>, handle: AbortHandle) {
+    let Some((mut interrupt, mut terminate)) = signals else {
         tracing::warn!(
             "cannot listen for SIGINT/SIGTERM; an interrupted run will not write its reports"
         );
@@ -227,6 +213,12 @@ async fn forward_signals(handle: AbortHandle) {
             }
         }
     }
+}
+
+fn listen_for_signals() -> Option<(Signal, Signal)> {
+    let interrupt = signal(SignalKind::interrupt()).ok()?;
+    let terminate = signal(SignalKind::terminate()).ok()?;
+    Some((interrupt, terminate))
 }
 
 /// Sortable by start time, unique enough for parallel runs on one machine.

@@ -48,6 +48,13 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
             .into_iter()
             .map(|(name, value)| Property::new(name, value)),
     );
+    suite.add_properties(
+        counts
+            .denials_by_layer
+            .by_name()
+            .into_iter()
+            .map(|(layer, count)| Property::new(format!("denials_{layer}"), count.to_string())),
+    );
 
     let agent_status = match report.outcome {
         Outcome::Success | Outcome::ChecksFailed => TestCaseStatus::success(),

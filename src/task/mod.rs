@@ -9,7 +9,9 @@ use serde_saphyr::Spanned;
 
 use crate::config::{self, ConfigError};
 use crate::model::{Pricing, RetryPolicy, ScriptedBlock, Timeouts, pricing};
-use crate::policy::{PermissionMode, ToolName, normalize_lexically};
+use crate::policy::{
+    PermissionMode, PermissionsBlock, Policy, PolicyOrigin, ToolName, normalize_lexically,
+};
 use crate::tools::implemented_builtins;
 
 pub const DEFAULT_MAX_TURNS: u32 = 50;
@@ -25,6 +27,7 @@ struct TaskFile {
     model: ModelFile,
     mode: Option<PermissionMode>,
     policy: Option<String>,
+    permissions: Option<PermissionsBlock>,
     workdir: Option<String>,
     tools: Option<Vec<Spanned<String>>>,
     #[serde(default)]
@@ -79,6 +82,8 @@ struct LimitsFile {
     timeout: Option<Spanned<f64>>,
     /// Seconds for one tool call.
     tool_timeout: Option<Spanned<f64>>,
+    max_denials: Option<u32>,
+    max_consecutive_denials: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -153,6 +158,10 @@ pub struct Limits {
     pub timeout: Option<Duration>,
     /// Wall clock for one tool call.
     pub tool_timeout: Option<Duration>,
+    /// Refused calls in the whole run before it stops with exit 3.
+    pub max_denials: Option<u32>,
+    /// Refused calls in a row before it stops with exit 3.
+    pub max_consecutive_denials: Option<u32>,
 }
 
 /// A command the task author runs after the agent stops; not gated (it is the author's).
@@ -173,6 +182,9 @@ pub struct Task {
     pub mode: Option<PermissionMode>,
     /// Resolved against the task file's folder.
     pub policy: Option<PathBuf>,
+    /// The task's own `permissions:` block; it ranks below the managed policy and the
+    /// command line, and a managed-only policy ignores its allow and ask rules.
+    pub permissions: Option<Policy>,
     /// Resolved against the task file's folder.
     pub workdir: Option<PathBuf>,
     pub tools: Vec<ToolName>,
@@ -181,8 +193,14 @@ pub struct Task {
 }
 
 impl Task {
-    /// `file` names the task in messages; `dir` (its folder) resolves relative paths.
-    pub fn parse(text: &str, file: &Path, dir: &Path) -> Result<Task, ConfigError> {
+    /// `file` names the task in messages; `dir` (its folder, absolute) resolves relative
+    /// paths; `home` expands `~/` in its permissions.
+    pub fn parse(
+        text: &str,
+        file: &Path,
+        dir: &Path,
+        home: Option<&Path>,
+    ) -> Result<Task, ConfigError> {
         let raw: TaskFile = config::parse(text, file)?;
         let at =
             |line: u64, column: u64, message: String| ConfigError::new(file, line, column, message);
@@ -242,8 +260,13 @@ impl Task {
                 timeout: Duration::from_secs(check.timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT_SECS)),
             });
         }
+        let permissions = raw
+            .permissions
+            .map(|block| Policy::from_block(block, PolicyOrigin { file, dir, home }))
+            .transpose()?;
         Ok(Task {
             file: file.to_path_buf(),
+            permissions,
             name: raw.name,
             prompt: raw.prompt,
             model,
@@ -499,6 +522,8 @@ fn limits(raw: LimitsFile, model: &ModelSpec, at: At<'_>) -> Result<Limits, Conf
         max_output_tokens: positive(raw.max_output_tokens, "max_output_tokens")?,
         timeout: seconds(raw.timeout, "limits.timeout", at)?,
         tool_timeout: seconds(raw.tool_timeout, "limits.tool_timeout", at)?,
+        max_denials: raw.max_denials,
+        max_consecutive_denials: raw.max_consecutive_denials,
     })
 }
 
@@ -511,7 +536,7 @@ mod tests {
     const REAL: &str = "version: 1\nname: t\nprompt: do it\nmodel:\n  provider: openai\n  name: my-local-model\n  base_url: http://127.0.0.1:1/v1/\n";
 
     fn parse(text: &str) -> Result<Task, ConfigError> {
-        Task::parse(text, Path::new("task.yaml"), Path::new("/tasks"))
+        Task::parse(text, Path::new("task.yaml"), Path::new("/tasks"), None)
     }
 
     #[test]
@@ -533,6 +558,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(task.mode, Some(PermissionMode::DontAsk));
+        assert_eq!(task.permissions, None);
         assert_eq!(task.policy, Some(PathBuf::from("/p.yaml")));
         assert_eq!(task.workdir, Some(PathBuf::from("/tasks/ws")));
         assert_eq!(task.tools, vec![ToolName::Read, ToolName::Bash]);
@@ -576,6 +602,19 @@ mod tests {
         );
         assert_eq!(claude.model.pricing.map(|p| p.input), Some(3.0));
         assert_eq!(parse(MINIMAL).unwrap().model.pricing, Some(Pricing::FREE));
+    }
+
+    #[test]
+    fn permissions_block_becomes_a_policy() {
+        let task = parse(&format!(
+            "{MINIMAL}permissions:\n  allow: [Bash]\n  deny: ['Bash(rm:*)']\n"
+        ))
+        .unwrap();
+        let permissions = task.permissions.unwrap();
+        assert_eq!(permissions.rules.len(), 2);
+        assert_eq!(permissions.rules[0].source.line, 10);
+        let err = parse(&format!("{MINIMAL}permissions:\n  allow: ['Bash(']\n")).unwrap_err();
+        assert_eq!(err.line, 9);
     }
 
     #[test]

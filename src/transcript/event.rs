@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
-use crate::policy::{PermissionDecision, PermissionMode, RuleRef};
+use crate::policy::{DenialCounts, PermissionDecision, PermissionMode, RuleRef, SourceKind};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -89,7 +89,8 @@ pub struct TaskSummary {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PolicySummary {
-    pub files: Vec<PathBuf>,
+    /// Every policy source in force, highest precedence first.
+    pub sources: Vec<(SourceKind, PathBuf)>,
     pub managed_only: bool,
     pub rules: usize,
     /// Rules dropped because the managed policy is managed-only.
@@ -143,6 +144,9 @@ pub enum Outcome {
     Timeout,
     /// The model declined the task (stop reason `refusal` or a content filter).
     Refusal,
+    /// `limits.max_denials` or `limits.max_consecutive_denials` stopped the run: it was
+    /// going nowhere.
+    DenialLimit,
     /// The provider failed.
     ProviderError,
     /// SIGINT.
@@ -155,7 +159,9 @@ pub enum Outcome {
 pub struct RunCounts {
     pub turns: u32,
     pub tool_calls: u32,
+    /// Every refused call, from whichever layer refused it.
     pub denials: u32,
+    pub denials_by_layer: DenialCounts,
     pub tool_errors: u32,
     pub checks_passed: u32,
     pub checks_failed: u32,

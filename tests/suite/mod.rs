@@ -1,3 +1,6 @@
-//! End-to-end suites, one module per area.
+//! End-to-end suites: each runs the real `tollgate` binary.
 
+mod check_cli;
+mod gate_cli;
 mod providers;
+mod run_cli;
