@@ -139,6 +139,23 @@ mod tests {
         assert!((pricing.worst_case(1_000_000, 1_000_000) - 18.75).abs() < 1e-9);
     }
 
+    /// The README's price table is this table; a price changed in one place only fails here.
+    #[test]
+    fn the_readme_lists_the_table() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        for (prefix, pricing) in table() {
+            let row = format!(
+                "| `{prefix}` | {} | {} | {} | {} |",
+                pricing.input,
+                pricing.output,
+                pricing.cache_write(),
+                pricing.cache_read()
+            );
+            assert!(readme.contains(&row), "README.md lacks the row {row}");
+        }
+    }
+
     #[test]
     fn an_override_without_cache_prices_uses_the_input_price() {
         let pricing = Pricing {
