@@ -39,13 +39,23 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
 /// missing key is a configuration error here, before any request; the key's value is never
 /// part of a message.
 fn provider(model: &ModelSpec) -> Result<Provider> {
-    let (base_env, default_base) = match model.provider {
-        ProviderKind::Scripted => {
-            return Ok(Provider::Scripted(ScriptedModel::new(model.script.clone())));
-        }
-        ProviderKind::Anthropic => ("ANTHROPIC_BASE_URL", ANTHROPIC_DEFAULT_BASE_URL),
-        ProviderKind::Openai => ("OPENAI_BASE_URL", OPENAI_DEFAULT_BASE_URL),
-    };
+    Ok(match model.provider {
+        ProviderKind::Scripted => Provider::Scripted(ScriptedModel::new(model.script.clone())),
+        ProviderKind::Anthropic => Provider::Anthropic(AnthropicModel::new(
+            http_settings(model, "ANTHROPIC_BASE_URL", ANTHROPIC_DEFAULT_BASE_URL)?,
+            model.name.clone(),
+            model.thinking_budget,
+        )?),
+        ProviderKind::Openai => Provider::OpenAi(OpenAiModel::new(
+            http_settings(model, "OPENAI_BASE_URL", OPENAI_DEFAULT_BASE_URL)?,
+            model.name.clone(),
+        )?),
+    })
+}
+
+/// The key, base URL, timeouts and retries of a real provider. The base URL is the task's,
+/// else the environment's (a gateway), else the vendor's.
+fn http_settings(model: &ModelSpec, base_env: &str, default_base: &str) -> Result<HttpSettings> {
     let api_key = match model.api_key_variable() {
         None => None,
         Some((name, required)) => match std::env::var(name) {
@@ -74,21 +84,11 @@ fn provider(model: &ModelSpec) -> Result<Provider> {
                 .filter(|url| !url.is_empty())
         })
         .unwrap_or_else(|| default_base.to_string());
-    let settings = HttpSettings {
+    Ok(HttpSettings {
         base_url,
         api_key,
         timeouts: model.timeouts,
         retries: model.retries,
-    };
-    Ok(match model.provider {
-        ProviderKind::Anthropic => Provider::Anthropic(AnthropicModel::new(
-            settings,
-            model.name.clone(),
-            model.thinking_budget,
-        )?),
-        ProviderKind::Openai | ProviderKind::Scripted => {
-            Provider::OpenAi(OpenAiModel::new(settings, model.name.clone())?)
-        }
     })
 }
 
