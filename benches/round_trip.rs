@@ -4,7 +4,7 @@
 //! Overhead per round trip = (wall time − the server's scripted delay) / round trips, for a
 //! 20-turn run (19 Read calls and a final answer) and a 1-turn run; the difference between
 //! the two is the marginal cost of one more turn without process start-up. Peak RSS is the
-//! child's `ru_maxrss`.
+//! children's `ru_maxrss`. Prints README table rows.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -19,10 +19,11 @@ use fake_model::{Api, FakeModel, Reply, Tokens, text, tool, turn};
 use serde_json::json;
 
 const KEY: &str = "bench-key";
-const DELAY: Duration = Duration::from_millis(20);
+/// No think time (the whole wall time is tollgate's and the fake's), and a model-like one.
+const DELAYS: [Duration; 2] = [Duration::ZERO, Duration::from_millis(20)];
 const RUNS: usize = 7;
 
-fn replies(turns: usize) -> Vec<Reply> {
+fn replies(turns: usize, delay: Duration) -> Vec<Reply> {
     let tokens = Tokens {
         input: 1000,
         output: 100,
@@ -40,7 +41,7 @@ fn replies(turns: usize) -> Vec<Reply> {
                 vec![text("Done.")]
             };
             Reply::Delayed {
-                delay: DELAY,
+                delay,
                 reply: Box::new(Reply::Turn(turn(blocks, tokens))),
             }
         })
@@ -48,8 +49,8 @@ fn replies(turns: usize) -> Vec<Reply> {
 }
 
 /// One run of the binary; returns its wall time and the peak RSS of the children so far (KiB).
-async fn run_once(api: Api, turns: usize) -> (Duration, i64) {
-    let server = FakeModel::start(KEY, replies(turns)).await;
+async fn run_once(api: Api, turns: usize, delay: Duration) -> (Duration, i64) {
+    let server = FakeModel::start(KEY, replies(turns, delay)).await;
     let dir = tempfile::TempDir::new().unwrap();
     let ws = dir.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
@@ -96,28 +97,28 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 #[tokio::main]
 async fn main() {
-    println!(
-        "scripted server delay {}ms per reply; median of {RUNS} runs",
-        DELAY.as_millis()
-    );
-    for api in [Api::Anthropic, Api::OpenAi] {
-        let mut one = Vec::new();
-        let mut twenty = Vec::new();
-        let mut rss = 0;
-        for _ in 0..RUNS {
-            let (wall, _) = run_once(api, 1).await;
-            one.push(wall.as_secs_f64() * 1000.0 - DELAY.as_secs_f64() * 1000.0);
-            let (wall, peak) = run_once(api, 20).await;
-            twenty.push(wall.as_secs_f64() * 1000.0 - 20.0 * DELAY.as_secs_f64() * 1000.0);
-            rss = rss.max(peak);
+    println!("median of {RUNS} runs; overhead = wall time - the server's scripted delay");
+    for delay in DELAYS {
+        let ms = delay.as_secs_f64() * 1000.0;
+        for api in [Api::Anthropic, Api::OpenAi] {
+            let mut one = Vec::new();
+            let mut twenty = Vec::new();
+            let mut rss = 0;
+            for _ in 0..RUNS {
+                let (wall, _) = run_once(api, 1, delay).await;
+                one.push(wall.as_secs_f64() * 1000.0 - ms);
+                let (wall, peak) = run_once(api, 20, delay).await;
+                twenty.push(wall.as_secs_f64() * 1000.0 - 20.0 * ms);
+                rss = rss.max(peak);
+            }
+            let one = median(one);
+            let twenty = median(twenty);
+            println!(
+                "| {api:?} | {ms:.0} ms | {one:.1} ms | {twenty:.1} ms | {:.2} ms | {:.2} ms | {:.1} MiB |",
+                twenty / 20.0,
+                (twenty - one) / 19.0,
+                rss as f64 / 1024.0
+            );
         }
-        let one = median(one);
-        let twenty = median(twenty);
-        println!(
-            "{api:?}: 1-turn run overhead {one:.1} ms; 20-turn run overhead {twenty:.1} ms = {:.2} ms per round trip; marginal turn {:.2} ms; peak RSS {:.1} MiB",
-            twenty / 20.0,
-            (twenty - one) / 19.0,
-            rss as f64 / 1024.0
-        );
     }
 }

@@ -81,14 +81,21 @@ fn model_block(api: Api, server: &FakeModel, extra: &str) -> String {
     )
 }
 
+const READ_ONLY: &str = "mode: dontAsk\ntools: [Read, Glob, Grep]\n";
+
 /// Runs the binary on a task with `model` and `limits` blocks; the key is in the environment.
 async fn run_task(model: &str, limits: &str, env: &[(&str, &str)]) -> Run {
+    run_task_with(READ_ONLY, model, limits, env).await
+}
+
+/// As `run_task`, with `preamble` for the task's mode and tools.
+async fn run_task_with(preamble: &str, model: &str, limits: &str, env: &[(&str, &str)]) -> Run {
     let dir = TempDir::new().unwrap();
     let ws = dir.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
     std::fs::write(ws.join("notes.txt"), "the build is green\n").unwrap();
     let task = format!(
-        "version: 1\nname: providers\nprompt: Read notes.txt and summarise it.\nworkdir: ws\nmode: dontAsk\ntools: [Read, Glob, Grep]\n{model}{limits}"
+        "version: 1\nname: providers\nprompt: Read notes.txt and summarise it.\nworkdir: ws\n{preamble}{model}{limits}"
     );
     let task_path = dir.path().join("task.yaml");
     std::fs::write(&task_path, task).unwrap();
@@ -670,4 +677,41 @@ async fn the_fake_server_rejects_what_the_apis_reject() {
         violations[1]
     );
     assert!(violations[2].contains("tool_call_id"), "{}", violations[2]);
+}
+
+#[tokio::test]
+async fn tool_calls_are_bounded_by_the_tool_and_run_timeouts() {
+    let sleeper = || {
+        Reply::Turn(turn(
+            vec![tool("Bash", json!({"command": "sleep 5"}))],
+            tokens(100, 20, 0, 0),
+        ))
+    };
+    let preamble = "mode: bypassPermissions\ntools: [Bash]\n";
+
+    // tool_timeout: the call fails, the model hears why, the run goes on.
+    let server = FakeModel::start(KEY, vec![sleeper(), done_turn()]).await;
+    let model = model_block(Api::Anthropic, &server, "");
+    let run = run_task_with(preamble, &model, "limits: {tool_timeout: 0.2}\n", &[]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let result = run.of_type("tool_result")[0];
+    assert_eq!(result["is_error"], true);
+    assert!(result["duration_ms"].as_u64().unwrap() < 4000, "{result}");
+    assert_eq!(server.violations(), Vec::<String>::new());
+
+    // The run's own clock cuts a call in flight and ends the run.
+    let server = FakeModel::start(KEY, vec![sleeper(), done_turn()]).await;
+    let model = model_block(Api::Anthropic, &server, "");
+    let run = run_task_with(preamble, &model, "limits: {timeout: 0.5}\n", &[]).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.finished()["outcome"], "timeout");
+    let result = run.of_type("tool_result")[0];
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("limits.timeout"),
+        "{result}"
+    );
+    assert_eq!(server.requests().len(), 1);
 }
