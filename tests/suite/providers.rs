@@ -13,7 +13,7 @@ use crate::support::fake_model::{Api, Block, FakeModel, Reply, Tokens, text, too
 const KEY: &str = "sk-planted-5f3a9c1e-never-print-me";
 
 /// Fast timeouts and retries so fault tests take milliseconds.
-const FAST: &str = "  timeouts: {connect: 2, first_event: 2, idle: 0.3, request: 10}
+const FAST: &str = "  timeouts: {connect: 2, first_event: 2, idle: 0.5, request: 10}
   retries: {max: 3, base_delay: 0.005, max_delay: 0.02}
 ";
 
@@ -507,11 +507,11 @@ async fn the_budget_stops_the_run_before_it_is_overshot() {
 #[tokio::test]
 async fn a_slow_first_byte_hits_the_first_event_timeout_and_is_retried() {
     let slow = Reply::Delayed {
-        delay: Duration::from_secs(2),
+        delay: Duration::from_secs(5),
         reply: Box::new(done_turn()),
     };
     let server = FakeModel::start(KEY, vec![slow, done_turn()]).await;
-    let model = model_block(Api::OpenAi, &server, "").replace("first_event: 2", "first_event: 0.2");
+    let model = model_block(Api::OpenAi, &server, "").replace("first_event: 2", "first_event: 0.5");
     let run = run_task(&model, "", &[]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(
@@ -702,7 +702,7 @@ async fn tool_calls_are_bounded_by_the_tool_and_run_timeouts() {
     // The run's own clock cuts a call in flight and ends the run.
     let server = FakeModel::start(KEY, vec![sleeper(), done_turn()]).await;
     let model = model_block(Api::Anthropic, &server, "");
-    let run = run_task_with(preamble, &model, "limits: {timeout: 0.5}\n", &[]).await;
+    let run = run_task_with(preamble, &model, "limits: {timeout: 1.5}\n", &[]).await;
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(run.finished()["outcome"], "timeout");
     let result = run.of_type("tool_result")[0];
