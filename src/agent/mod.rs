@@ -3,6 +3,7 @@
 //! One orchestrator: the gate decides, the tools act, nothing else does either.
 
 mod checks;
+mod hooks;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use serde_json::Value;
 pub use checks::millis;
 
 use crate::exit::ExitCode;
+use crate::hooks::Hook;
 use crate::model::{ContentBlock, Message, ModelRequest, Provider, Role, ToolSpec};
 use crate::policy::{
     self, Decision, PermissionContext, PermissionDecision, PermissionMode, RuleSet, Workspace,
@@ -37,6 +39,8 @@ pub struct RunSpec {
     pub out_dir: PathBuf,
     pub max_turns: u32,
     pub limits: ToolLimits,
+    /// PreToolUse / PostToolUse hooks in force, managed policy's first.
+    pub hooks: Vec<Hook>,
 }
 
 /// A refused call, as reports list it.
@@ -444,19 +448,16 @@ async fn execute(
                     workspace: &run.spec.workspace,
                 };
                 let decision = policy::decide(tool.as_ref(), &input, &ctx);
+                let (decision, input) = hooks::pre_tool_use(run, id, tool.as_ref(), input, decision).await?;
                 record_decision(run, id, name, &input, decision.clone())?;
                 if decision.is_allow() {
-                    let input = decision.updated_input.unwrap_or(input);
-                    match tool.call(input, &run.ctx).await {
-                        Ok(output) => (
-                            ResultStatus::Success,
-                            run.results.fit(id, output.content, tool.max_result_chars()),
-                        ),
-                        Err(err) => (
-                            ResultStatus::Error,
-                            run.results.fit(id, err.0, tool.max_result_chars()),
-                        ),
-                    }
+                    let input = decision.updated_input.clone().unwrap_or(input);
+                    let (status, content) = match tool.call(input.clone(), &run.ctx).await {
+                        Ok(output) => (ResultStatus::Success, output.content),
+                        Err(err) => (ResultStatus::Error, err.0),
+                    };
+                    let (status, content) = hooks::post_tool_use(run, id, name, &input, status, content).await?;
+                    (status, run.results.fit(id, content, tool.max_result_chars()))
                 } else {
                     (
                         ResultStatus::Denied,

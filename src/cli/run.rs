@@ -16,7 +16,8 @@ use super::setup::{
 use crate::agent::{self, RunSpec};
 use crate::exit::ExitCode;
 use crate::model::{Provider, ScriptedModel};
-use crate::policy::{RuleKind, RuleRef, RuleSet, SourceKind, Workspace};
+use crate::hooks::{Hook, merge_hooks};
+use crate::policy::{PolicySource, RuleKind, RuleRef, RuleSet, SourceKind, Workspace};
 use crate::report::{junit_xml, text_summary};
 use crate::tools::{AbortHandle, AbortReason, ToolLimits, builtin};
 use crate::transcript::PolicySummary;
@@ -98,7 +99,20 @@ fn prepare(args: &RunArgs) -> Result<RunSpec> {
         out_dir,
         max_turns,
         limits: ToolLimits::default(),
+        hooks: hooks_in_force(&sources),
     })
+}
+
+/// The managed policies' hooks first; the others' only if no managed policy says
+/// `managed_hooks_only`.
+fn hooks_in_force(sources: &[PolicySource]) -> Vec<Hook> {
+    let (managed, others): (Vec<&PolicySource>, Vec<&PolicySource>) =
+        sources.iter().partition(|source| source.kind == SourceKind::Managed);
+    let managed_only = managed.iter().any(|source| source.policy.managed_hooks_only);
+    let collect = |list: &[&PolicySource]| -> Vec<Hook> {
+        list.iter().flat_map(|source| source.policy.hooks.iter().cloned()).collect()
+    };
+    merge_hooks(&collect(&managed), managed_only, &collect(&others))
 }
 
 async fn execute(spec: RunSpec) -> Result<ExitCode> {

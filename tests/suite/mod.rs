@@ -2,4 +2,5 @@
 
 mod check_cli;
 mod gate_cli;
+mod hooks_cli;
 mod run_cli;
