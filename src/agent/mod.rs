@@ -4,6 +4,7 @@
 
 mod budget;
 mod checks;
+mod hooks;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use budget::Budget;
 pub use checks::millis;
 
 use crate::exit::ExitCode;
+use crate::hooks::Hook;
 use crate::model::{
     ContentBlock, Message, ModelRequest, ModelResponse, Provider, ProviderEvent, Role, StopReason,
     ToolSpec,
@@ -46,6 +48,8 @@ pub struct RunSpec {
     pub out_dir: PathBuf,
     pub max_turns: u32,
     pub limits: ToolLimits,
+    /// PreToolUse / PostToolUse hooks in force, managed policy's first.
+    pub hooks: Vec<Hook>,
 }
 
 /// A refused call, as reports list it.
@@ -592,8 +596,8 @@ async fn execute(
     Ok((content, is_error))
 }
 
-/// The gate's decision, then the call if it allows, bounded by `limits.tool_timeout` and by
-/// what is left of the run's wall clock.
+/// The gate's decision and the PreToolUse hooks, then the call if they allow, bounded by
+/// `limits.tool_timeout` and by what is left of the run's wall clock; then PostToolUse.
 async fn gate_and_call(
     run: &mut Loop<'_>,
     id: &str,
@@ -607,6 +611,7 @@ async fn gate_and_call(
         workspace: &run.spec.workspace,
     };
     let decision = policy::decide(tool.as_ref(), &input, &ctx);
+    let (decision, input) = hooks::pre_tool_use(run, id, tool.as_ref(), input, decision).await?;
     record_decision(run, id, name, &input, decision.clone())?;
     if !decision.is_allow() {
         return Ok((
@@ -614,7 +619,7 @@ async fn gate_and_call(
             format!("Permission denied: {}", decision.reason),
         ));
     }
-    let input = decision.updated_input.unwrap_or(input);
+    let input = decision.updated_input.clone().unwrap_or(input);
     let limits = run.spec.task.limits;
     let tool_deadline = limits.tool_timeout.map(|limit| Instant::now() + limit);
     let (deadline, why, limit) = match (tool_deadline, run.deadline) {
@@ -624,7 +629,7 @@ async fn gate_and_call(
         (Some(tool), _) => (Some(tool), "limits.tool_timeout", limits.tool_timeout),
         (None, whole) => (whole, "the run's limits.timeout", limits.timeout),
     };
-    let call = tool.call(input, &run.ctx);
+    let call = tool.call(input.clone(), &run.ctx);
     let result = match deadline {
         None => call.await,
         Some(deadline) => tokio::time::timeout_at(deadline, call)
@@ -636,16 +641,15 @@ async fn gate_and_call(
                 )))
             }),
     };
-    Ok(match result {
-        Ok(output) => (
-            ResultStatus::Success,
-            run.results.fit(id, output.content, tool.max_result_chars()),
-        ),
-        Err(err) => (
-            ResultStatus::Error,
-            run.results.fit(id, err.0, tool.max_result_chars()),
-        ),
-    })
+    let (status, content) = match result {
+        Ok(output) => (ResultStatus::Success, output.content),
+        Err(err) => (ResultStatus::Error, err.0),
+    };
+    let (status, content) = hooks::post_tool_use(run, id, name, &input, status, content).await?;
+    Ok((
+        status,
+        run.results.fit(id, content, tool.max_result_chars()),
+    ))
 }
 
 fn record_decision(

@@ -15,11 +15,12 @@ use super::setup::{
 };
 use crate::agent::{self, RunSpec};
 use crate::exit::ExitCode;
+use crate::hooks::{Hook, merge_hooks};
 use crate::model::{
     ANTHROPIC_DEFAULT_BASE_URL, AnthropicModel, ApiKey, HttpSettings, OPENAI_DEFAULT_BASE_URL,
     OpenAiModel, Provider, ScriptedModel,
 };
-use crate::policy::{RuleKind, RuleRef, RuleSet, SourceKind, Workspace};
+use crate::policy::{PolicySource, RuleKind, RuleRef, RuleSet, SourceKind, Workspace};
 use crate::report::{junit_xml, text_summary};
 use crate::task::{ModelSpec, ProviderKind};
 use crate::tools::{AbortHandle, AbortReason, ToolLimits, builtin};
@@ -166,7 +167,25 @@ fn prepare(args: &RunArgs) -> Result<RunSpec> {
         out_dir,
         max_turns,
         limits,
+        hooks: hooks_in_force(&sources),
     })
+}
+
+/// The managed policies' hooks first; the others' only if no managed policy says
+/// `managed_hooks_only`.
+fn hooks_in_force(sources: &[PolicySource]) -> Vec<Hook> {
+    let (managed, others): (Vec<&PolicySource>, Vec<&PolicySource>) = sources
+        .iter()
+        .partition(|source| source.kind == SourceKind::Managed);
+    let managed_only = managed
+        .iter()
+        .any(|source| source.policy.managed_hooks_only);
+    let collect = |list: &[&PolicySource]| -> Vec<Hook> {
+        list.iter()
+            .flat_map(|source| source.policy.hooks.iter().cloned())
+            .collect()
+    };
+    merge_hooks(&collect(&managed), managed_only, &collect(&others))
 }
 
 async fn execute(spec: RunSpec, provider: Provider) -> Result<ExitCode> {

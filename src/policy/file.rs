@@ -11,6 +11,7 @@ use super::decision::Decision;
 use super::mode::PermissionMode;
 use super::rule::{Rule, RuleKind};
 use crate::config::{self, ConfigError, SourceLocation};
+use crate::hooks::{Hook, HookList};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -26,6 +27,11 @@ struct PolicyFile {
     disable_auto_mode: bool,
     #[serde(default)]
     tests: Vec<Spanned<PolicyTestFile>>,
+    #[serde(default)]
+    hooks: HookList,
+    /// Claude Code's `allowManagedHooksOnly`.
+    #[serde(default, alias = "allowManagedHooksOnly")]
+    managed_hooks_only: bool,
 }
 
 /// A `permissions:` block, in a policy file or a task file.
@@ -90,6 +96,9 @@ pub struct Policy {
     pub disable_bypass: bool,
     pub disable_auto: bool,
     pub tests: Vec<PolicyTest>,
+    pub hooks: Vec<Hook>,
+    /// Only the managed policy's hooks run (meaningful in a managed policy only).
+    pub managed_hooks_only: bool,
 }
 
 impl Policy {
@@ -99,6 +108,16 @@ impl Policy {
         policy.managed_only = parsed.managed_only;
         policy.disable_bypass |= parsed.disable_bypass_mode;
         policy.disable_auto = parsed.disable_auto_mode;
+        policy.managed_hooks_only = parsed.managed_hooks_only;
+        policy.hooks = parsed
+            .hooks
+            .0
+            .into_iter()
+            .map(|spec| Hook {
+                spec,
+                source: origin.file.to_path_buf(),
+            })
+            .collect();
         policy.tests = parsed
             .tests
             .into_iter()
@@ -188,6 +207,8 @@ impl Policy {
             disable_bypass,
             disable_auto: false,
             tests: Vec::new(),
+            hooks: Vec::new(),
+            managed_hooks_only: false,
         })
     }
 
@@ -221,6 +242,8 @@ impl Policy {
             disable_bypass: false,
             disable_auto: false,
             tests: Vec::new(),
+            hooks: Vec::new(),
+            managed_hooks_only: false,
         })
     }
 }
@@ -318,6 +341,19 @@ mod tests {
         assert_eq!(policy.tests[1].mode, Some(PermissionMode::Plan));
         let err = parse("tests:\n  - tool: Bash\n    expect: maybe\n").unwrap_err();
         assert_eq!(err.line, 3, "{err}");
+    }
+
+    #[test]
+    fn hooks_load_in_both_forms() {
+        let policy = parse("managed_hooks_only: true\nhooks:\n  - {event: PreToolUse, matcher: Bash, command: ./check.sh}\n").unwrap();
+        assert!(policy.managed_hooks_only);
+        assert_eq!(policy.hooks.len(), 1);
+        assert_eq!(policy.hooks[0].source, PathBuf::from("p.yaml"));
+        let claude = r#"{"hooks": {"PostToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "fmt.sh"}]}]}, "allowManagedHooksOnly": false}"#;
+        assert_eq!(parse(claude).unwrap().hooks.len(), 1);
+        let err =
+            parse("hooks:\n  - {event: PreToolUse, matcher: 'Bash(x)', command: a}\n").unwrap_err();
+        assert_eq!(err.line, 2, "{err}");
     }
 
     #[test]

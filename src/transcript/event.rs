@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::hooks::{HookEvent, HookReport};
 use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
 use crate::policy::{DenialCounts, PermissionDecision, PermissionMode, RuleRef, SourceKind};
 
@@ -51,6 +52,14 @@ pub enum Event {
         tool: String,
         #[serde(flatten)]
         decision: PermissionDecision,
+    },
+    /// Hooks that ran for a call, each with its answer.
+    HookRun {
+        id: String,
+        tool: String,
+        event: HookEvent,
+        #[serde(flatten)]
+        report: HookReport,
     },
     ToolResult {
         id: String,

@@ -2,5 +2,6 @@
 
 mod check_cli;
 mod gate_cli;
+mod hooks_cli;
 mod providers;
 mod run_cli;
