@@ -26,23 +26,39 @@ pub(super) async fn pre_tool_use(
     let name = tool.name().to_string();
     let report = hooks(run, HookEvent::PreToolUse, id, &name, &input, None).await?;
     let mut decision = policy::apply_hook_verdict(decision, &report.verdict);
-    let Some(rewritten) = decision.updated_input.take().filter(|_| decision.is_allow()) else {
+    let Some(rewritten) = decision
+        .updated_input
+        .take()
+        .filter(|_| decision.is_allow())
+    else {
         return Ok((decision, input));
     };
     if let Err(err) = tool.validate_input(&rewritten) {
         let reason = format!("a PreToolUse hook rewrote the input into one {name} rejects: {err}");
         return Ok((refusal(decision, reason), input));
     }
-    let ctx = PermissionContext { mode: run.spec.mode, rules: &run.spec.rules, workspace: &run.spec.workspace };
+    let ctx = PermissionContext {
+        mode: run.spec.mode,
+        rules: &run.spec.rules,
+        workspace: &run.spec.workspace,
+    };
     let kept_verdict = match &report.verdict {
-        HookVerdict::Allow { reason, .. } => HookVerdict::Allow { reason: reason.clone(), updated_input: None },
-        _ => HookVerdict::NoOpinion { updated_input: None },
+        HookVerdict::Allow { reason, .. } => HookVerdict::Allow {
+            reason: reason.clone(),
+            updated_input: None,
+        },
+        _ => HookVerdict::NoOpinion {
+            updated_input: None,
+        },
     };
     let recheck = policy::apply_hook_verdict(policy::decide(tool, &rewritten, &ctx), &kept_verdict);
     if recheck.is_allow() {
         Ok((decision, rewritten))
     } else {
-        let reason = format!("the input a PreToolUse hook rewrote is refused: {}", recheck.reason);
+        let reason = format!(
+            "the input a PreToolUse hook rewrote is refused: {}",
+            recheck.reason
+        );
         Ok((PermissionDecision { reason, ..recheck }, input))
     }
 }
@@ -60,11 +76,20 @@ pub(super) async fn post_tool_use(
         return Ok((status, content));
     }
     let response = json!({"content": content, "is_error": status != ResultStatus::Success});
-    let report = hooks(run, HookEvent::PostToolUse, id, name, input, Some(&response)).await?;
+    let report = hooks(
+        run,
+        HookEvent::PostToolUse,
+        id,
+        name,
+        input,
+        Some(&response),
+    )
+    .await?;
     match report.verdict {
-        HookVerdict::Deny { reason } | HookVerdict::Ask { reason } => {
-            Ok((ResultStatus::Error, format!("[the result was withheld: {reason}]")))
-        }
+        HookVerdict::Deny { reason } | HookVerdict::Ask { reason } => Ok((
+            ResultStatus::Error,
+            format!("[the result was withheld: {reason}]"),
+        )),
         _ => Ok((status, content)),
     }
 }

@@ -448,7 +448,8 @@ async fn execute(
                     workspace: &run.spec.workspace,
                 };
                 let decision = policy::decide(tool.as_ref(), &input, &ctx);
-                let (decision, input) = hooks::pre_tool_use(run, id, tool.as_ref(), input, decision).await?;
+                let (decision, input) =
+                    hooks::pre_tool_use(run, id, tool.as_ref(), input, decision).await?;
                 record_decision(run, id, name, &input, decision.clone())?;
                 if decision.is_allow() {
                     let input = decision.updated_input.clone().unwrap_or(input);
@@ -456,8 +457,12 @@ async fn execute(
                         Ok(output) => (ResultStatus::Success, output.content),
                         Err(err) => (ResultStatus::Error, err.0),
                     };
-                    let (status, content) = hooks::post_tool_use(run, id, name, &input, status, content).await?;
-                    (status, run.results.fit(id, content, tool.max_result_chars()))
+                    let (status, content) =
+                        hooks::post_tool_use(run, id, name, &input, status, content).await?;
+                    (
+                        status,
+                        run.results.fit(id, content, tool.max_result_chars()),
+                    )
                 } else {
                     (
                         ResultStatus::Denied,

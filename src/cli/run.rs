@@ -15,8 +15,8 @@ use super::setup::{
 };
 use crate::agent::{self, RunSpec};
 use crate::exit::ExitCode;
-use crate::model::{Provider, ScriptedModel};
 use crate::hooks::{Hook, merge_hooks};
+use crate::model::{Provider, ScriptedModel};
 use crate::policy::{PolicySource, RuleKind, RuleRef, RuleSet, SourceKind, Workspace};
 use crate::report::{junit_xml, text_summary};
 use crate::tools::{AbortHandle, AbortReason, ToolLimits, builtin};
@@ -106,11 +106,16 @@ fn prepare(args: &RunArgs) -> Result<RunSpec> {
 /// The managed policies' hooks first; the others' only if no managed policy says
 /// `managed_hooks_only`.
 fn hooks_in_force(sources: &[PolicySource]) -> Vec<Hook> {
-    let (managed, others): (Vec<&PolicySource>, Vec<&PolicySource>) =
-        sources.iter().partition(|source| source.kind == SourceKind::Managed);
-    let managed_only = managed.iter().any(|source| source.policy.managed_hooks_only);
+    let (managed, others): (Vec<&PolicySource>, Vec<&PolicySource>) = sources
+        .iter()
+        .partition(|source| source.kind == SourceKind::Managed);
+    let managed_only = managed
+        .iter()
+        .any(|source| source.policy.managed_hooks_only);
     let collect = |list: &[&PolicySource]| -> Vec<Hook> {
-        list.iter().flat_map(|source| source.policy.hooks.iter().cloned()).collect()
+        list.iter()
+            .flat_map(|source| source.policy.hooks.iter().cloned())
+            .collect()
     };
     merge_hooks(&collect(&managed), managed_only, &collect(&others))
 }

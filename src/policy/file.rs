@@ -351,7 +351,8 @@ mod tests {
         assert_eq!(policy.hooks[0].source, PathBuf::from("p.yaml"));
         let claude = r#"{"hooks": {"PostToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "fmt.sh"}]}]}, "allowManagedHooksOnly": false}"#;
         assert_eq!(parse(claude).unwrap().hooks.len(), 1);
-        let err = parse("hooks:\n  - {event: PreToolUse, matcher: 'Bash(x)', command: a}\n").unwrap_err();
+        let err =
+            parse("hooks:\n  - {event: PreToolUse, matcher: 'Bash(x)', command: a}\n").unwrap_err();
         assert_eq!(err.line, 2, "{err}");
     }
 

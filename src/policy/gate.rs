@@ -392,24 +392,46 @@ fn enforce_plan(
 /// Folds the PreToolUse hooks' verdict into the gate's decision. A hook can always stop a
 /// call; it can allow one only where nothing but the mode stood in the way — never past a
 /// deny, an ask rule, an interaction requirement or a guardrail.
-pub fn apply_hook_verdict(decision: PermissionDecision, verdict: &HookVerdict) -> PermissionDecision {
+pub fn apply_hook_verdict(
+    decision: PermissionDecision,
+    verdict: &HookVerdict,
+) -> PermissionDecision {
     match verdict {
-        HookVerdict::Deny { reason } => deny(decision.step, Layer::Hook, decision.rule, reason.clone()),
-        HookVerdict::Ask { reason } if decision.is_allow() || hook_may_allow(&decision) => PermissionDecision {
-            asked: true,
-            ..deny(decision.step, Layer::Hook, decision.rule, format!("{reason}; nobody is present to approve it in a headless run"))
-        },
-        HookVerdict::Allow { reason, updated_input } if hook_may_allow(&decision) => PermissionDecision {
+        HookVerdict::Deny { reason } => {
+            deny(decision.step, Layer::Hook, decision.rule, reason.clone())
+        }
+        HookVerdict::Ask { reason } if decision.is_allow() || hook_may_allow(&decision) => {
+            PermissionDecision {
+                asked: true,
+                ..deny(
+                    decision.step,
+                    Layer::Hook,
+                    decision.rule,
+                    format!("{reason}; nobody is present to approve it in a headless run"),
+                )
+            }
+        }
+        HookVerdict::Allow {
+            reason,
+            updated_input,
+        } if hook_may_allow(&decision) => PermissionDecision {
             decision: Decision::Allow,
             step: decision.step,
             layer: Layer::Hook,
             rule: decision.rule,
-            reason: reason.clone().unwrap_or_else(|| "allowed by a PreToolUse hook".into()),
+            reason: reason
+                .clone()
+                .unwrap_or_else(|| "allowed by a PreToolUse hook".into()),
             updated_input: updated_input.clone(),
             asked: true,
         },
-        HookVerdict::Allow { updated_input, .. } | HookVerdict::NoOpinion { updated_input } if decision.is_allow() => {
-            PermissionDecision { updated_input: updated_input.clone().or(decision.updated_input), ..decision }
+        HookVerdict::Allow { updated_input, .. } | HookVerdict::NoOpinion { updated_input }
+            if decision.is_allow() =>
+        {
+            PermissionDecision {
+                updated_input: updated_input.clone().or(decision.updated_input),
+                ..decision
+            }
         }
         _ => decision,
     }
@@ -418,7 +440,9 @@ pub fn apply_hook_verdict(decision: PermissionDecision, verdict: &HookVerdict) -
 /// A refusal that only the mode made, from an ask nobody was bound to answer (steps 1c and
 /// 3): the one kind of deny a hook's allow may lift.
 fn hook_may_allow(decision: &PermissionDecision) -> bool {
-    decision.decision == Decision::Deny && decision.asked && matches!(decision.step, Step::ToolCheck | Step::Passthrough)
+    decision.decision == Decision::Deny
+        && decision.asked
+        && matches!(decision.step, Step::ToolCheck | Step::Passthrough)
 }
 
 fn deny(step: Step, layer: Layer, rule: Option<RuleRef>, reason: String) -> PermissionDecision {
@@ -832,12 +856,35 @@ mod tests {
     fn hooks_stop_anything_but_allow_only_what_the_mode_refused() {
         let rules = rules("permissions: {}\n");
         let workspace = Workspace::new("/ws".into(), vec![], None);
-        let ctx = PermissionContext { mode: PermissionMode::DontAsk, rules: &rules, workspace: &workspace };
-        let decided = |kind: &str| decide(&Probe { check: check(kind), read_only: false, interactive: false }, &json!({}), &ctx);
-        let allow = HookVerdict::Allow { reason: Some("hook ok".into()), updated_input: Some(json!({"x": 1})) };
-        let deny_verdict = HookVerdict::Deny { reason: "hook says no".into() };
-        let ask = HookVerdict::Ask { reason: "hook asks".into() };
-        let none = HookVerdict::NoOpinion { updated_input: None };
+        let ctx = PermissionContext {
+            mode: PermissionMode::DontAsk,
+            rules: &rules,
+            workspace: &workspace,
+        };
+        let decided = |kind: &str| {
+            decide(
+                &Probe {
+                    check: check(kind),
+                    read_only: false,
+                    interactive: false,
+                },
+                &json!({}),
+                &ctx,
+            )
+        };
+        let allow = HookVerdict::Allow {
+            reason: Some("hook ok".into()),
+            updated_input: Some(json!({"x": 1})),
+        };
+        let deny_verdict = HookVerdict::Deny {
+            reason: "hook says no".into(),
+        };
+        let ask = HookVerdict::Ask {
+            reason: "hook asks".into(),
+        };
+        let none = HookVerdict::NoOpinion {
+            updated_input: None,
+        };
         // (tool check, verdict, final decision, layer)
         let table = [
             ("allow", &deny_verdict, Decision::Deny, Layer::Hook),
@@ -853,7 +900,12 @@ mod tests {
         ];
         for (kind, verdict, expected, layer) in table {
             let got = apply_hook_verdict(decided(kind), verdict);
-            assert_eq!((got.decision, got.layer), (expected, layer), "{kind} + {verdict:?}: {}", got.reason);
+            assert_eq!(
+                (got.decision, got.layer),
+                (expected, layer),
+                "{kind} + {verdict:?}: {}",
+                got.reason
+            );
         }
         let rewritten = apply_hook_verdict(decided("passthrough"), &allow);
         assert_eq!(rewritten.updated_input, Some(json!({"x": 1})));

@@ -193,7 +193,7 @@ fn bad_tool_calls_become_error_results_and_the_run_goes_on() {
     sandbox.write(
         "t.yaml",
         &format!(
-            "{TASK_HEAD}workdir: ws\nmodel:\n  provider: scripted\n  script:\n    - - tool_use: {{name: Read, input: {{path: a.txt}}}}\n      - tool_use: {{name: Teleport, input: {{}}}}\n      - tool_use: {{name: Read, input: {{file_path: /etc/hostname}}}}\n      - tool_use: {{name: Bash, input: {{command: 'echo $(id)'}}}}\n    - - text: done\n"
+            "{TASK_HEAD}workdir: ws\nmodel:\n  provider: scripted\n  script:\n    - - tool_use: {{name: Read, input: {{path: a.txt}}}}\n      - tool_use: {{name: Teleport, input: {{}}}}\n      - tool_use: {{name: Read, input: {{file_path: /etc/hostname}}}}\n      - tool_use: {{name: Bash, input: {{command: 'echo $(touch x)'}}}}\n    - - text: done\n"
         ),
     );
     let output = sandbox.tollgate(&["run", "t.yaml", "--out", "out"]);

@@ -164,3 +164,4 @@ pub fn junit(path: &Path) -> Junit {
         system_out,
     }
 }
+pub mod bash;
