@@ -9,6 +9,7 @@ pub mod config;
 pub mod exit;
 pub mod model;
 pub mod policy;
+pub mod redact;
 pub mod report;
 pub mod results;
 pub mod task;

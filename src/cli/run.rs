@@ -6,32 +6,46 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 
-use super::RunArgs;
 use super::setup::{
     additional_directories, canonical_dir, dangerous_allow_rules, home_dir, load_policy, load_task,
 };
+use super::{FailOnArg, ReportFormat, RunArgs};
 use crate::agent::{self, RunSpec};
 use crate::exit::ExitCode;
 use crate::model::{Provider, ScriptedModel};
 use crate::policy::{PermissionMode, RuleKind, RuleRef, RuleSet, Workspace};
-use crate::report::{junit_xml, text_summary};
+use crate::redact::Redactor;
+use crate::report::github::{self, GithubEnv, ReportPaths};
+use crate::report::{junit_xml, sarif_json, text_summary};
+use crate::task::FailOnSet;
 use crate::tools::{AbortHandle, AbortReason, ToolLimits, builtin};
 use crate::transcript::PolicySummary;
 
 /// Headless, an ask is never answered; `dontAsk` says so in every refusal.
 const DEFAULT_MODE: PermissionMode = PermissionMode::DontAsk;
 
-pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let spec = prepare(&args)?;
+pub fn run(args: RunArgs, redactor: Arc<Redactor>) -> Result<ExitCode> {
+    let spec = prepare(&args, redactor)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(execute(spec))
+    runtime.block_on(execute(spec, &args.reports))
 }
 
-fn prepare(args: &RunArgs) -> Result<RunSpec> {
+fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
     let task = load_task(&args.task)?;
+    redactor.add_env_names(&task.redact_env);
+    let fail_on = match &args.fail_on {
+        None => task.fail_on.clone(),
+        Some(values) => values
+            .iter()
+            .filter_map(|value| match value {
+                FailOnArg::Kind(kind) => Some(*kind),
+                FailOnArg::None => None,
+            })
+            .collect::<FailOnSet>(),
+    };
     let home = home_dir();
     let managed = args
         .policy
@@ -110,20 +124,54 @@ fn prepare(args: &RunArgs) -> Result<RunSpec> {
         out_dir,
         max_turns,
         limits: ToolLimits::default(),
+        fail_on,
+        redactor,
     })
 }
 
-async fn execute(spec: RunSpec) -> Result<ExitCode> {
+async fn execute(spec: RunSpec, formats: &[ReportFormat]) -> Result<ExitCode> {
     let out_dir = spec.out_dir.clone();
+    let redactor = spec.redactor.clone();
     let provider = Provider::Scripted(ScriptedModel::new(spec.task.model.script.clone()));
     let (handle, abort) = AbortHandle::new();
     tokio::spawn(forward_signals(handle));
     let report = agent::run(spec, provider, abort).await?;
-    let junit_path = out_dir.join("junit.xml");
-    let xml = junit_xml(&report).map_err(|err| anyhow!("cannot render the JUnit report: {err}"))?;
-    std::fs::write(&junit_path, xml)
-        .with_context(|| format!("cannot write {}", junit_path.display()))?;
-    print!("{}", text_summary(&report, &[("junit", &junit_path)]));
+
+    let mut paths = ReportPaths {
+        transcript: report.transcript.clone(),
+        ..ReportPaths::default()
+    };
+    for format in formats {
+        let (path, text) = match format {
+            ReportFormat::Junit => (
+                out_dir.join("junit.xml"),
+                junit_xml(&report)
+                    .map_err(|err| anyhow!("cannot render the JUnit report: {err}"))?,
+            ),
+            ReportFormat::Sarif => (
+                out_dir.join("tollgate.sarif"),
+                sarif_json(&report)
+                    .map_err(|err| anyhow!("cannot render the SARIF report: {err}"))?,
+            ),
+        };
+        std::fs::write(&path, redactor.redact(&text))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        match format {
+            ReportFormat::Junit => paths.junit = Some(path),
+            ReportFormat::Sarif => paths.sarif = Some(path),
+        }
+    }
+    // Annotations go to stdout before the summary, as the runner reads them line by line.
+    let commands = github::publish(&report, &paths, &GithubEnv::from_env(), &redactor)
+        .context("cannot write the GitHub step summary or outputs")?;
+    for line in commands {
+        println!("{line}");
+    }
+    let written: Vec<(&str, &Path)> = [("junit", &paths.junit), ("sarif", &paths.sarif)]
+        .into_iter()
+        .filter_map(|(name, path)| path.as_deref().map(|path| (name, path)))
+        .collect();
+    print!("{}", redactor.redact(&text_summary(&report, &written)));
     Ok(report.exit_code)
 }
 

@@ -5,9 +5,31 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::input_summary;
+use super::{input_summary, serde_plain};
 use crate::agent::RunReport;
+use crate::policy::Layer;
 use crate::transcript::Outcome;
+
+/// Layers reported even when nothing was refused there, so a dashboard sees a zero.
+const LAYERS: [Layer; 5] = [
+    Layer::Rule,
+    Layer::Tool,
+    Layer::Guardrail,
+    Layer::Interaction,
+    Layer::Mode,
+];
+
+/// Refused calls per layer, by the layer's serde name.
+pub(super) fn denials_by_layer(report: &RunReport) -> std::collections::BTreeMap<String, usize> {
+    let mut by_layer: std::collections::BTreeMap<String, usize> =
+        LAYERS.iter().map(|layer| (serde_plain(layer), 0)).collect();
+    for denial in &report.denials {
+        *by_layer
+            .entry(serde_plain(&denial.decision.layer))
+            .or_default() += 1;
+    }
+    by_layer
+}
 
 pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeError> {
     let mut suite = TestSuite::new(report.task_name.as_str());
@@ -32,9 +54,26 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
             .into_iter()
             .map(|(name, value)| Property::new(name, value)),
     );
+    // Issue 7's properties, kept apart from the list above so other additions merge cleanly.
+    suite.add_property(Property::new("fail_on", report.fail_on.to_string()));
+    suite.add_properties(
+        denials_by_layer(report)
+            .into_iter()
+            .map(|(layer, count)| Property::new(format!("denials_{layer}"), count.to_string())),
+    );
 
     let agent_status = match report.outcome {
         Outcome::Success | Outcome::ChecksFailed => TestCaseStatus::success(),
+        Outcome::PolicyDenied => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            status.set_type(serde_plain(&report.outcome));
+            status.set_message(format!(
+                "{} tool call(s) refused by the permission policy (fail_on: {})",
+                report.denials.len(),
+                report.fail_on
+            ));
+            status
+        }
         other => {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
             status.set_type(serde_plain(&other));
@@ -65,7 +104,13 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
             });
             status
         };
-        let mut case = TestCase::new(format!("check: {}", record.check.name), status);
+        // Each attempt of a retried check is a testcase of its own.
+        let name = if record.check.retry.max_attempts > 1 {
+            format!("check: {} (attempt {})", record.check.name, record.attempt)
+        } else {
+            format!("check: {}", record.check.name)
+        };
+        let mut case = TestCase::new(name, status);
         case.set_classname(report.task_name.as_str());
         case.set_time(Duration::from_millis(outcome.duration_ms));
         case.set_system_out(format!("$ {}\n{}", record.check.run, outcome.output));
@@ -97,13 +142,4 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
     junit.set_time(Duration::from_millis(report.duration_ms));
     junit.add_test_suite(suite);
     junit.to_string()
-}
-
-/// A unit enum's serde name (`max_turns`, `1a`).
-fn serde_plain<T: serde::Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(text)) => text,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    }
 }

@@ -1,9 +1,14 @@
-//! Reports a CI system reads after the run: JUnit XML (and the text summary on stdout).
+//! Reports a CI system reads after the run: JUnit XML, SARIF, the GitHub step summary,
+//! outputs and annotations (and the text summary on stdout). They read a `RunReport`; the
+//! caller redacts what they return before writing it.
 
+pub mod github;
 mod junit;
+mod sarif;
 mod summary;
 
 pub use junit::junit_xml;
+pub use sarif::sarif_json;
 pub use summary::text_summary;
 
 use serde_json::Value;
@@ -26,5 +31,14 @@ pub fn input_summary(tool: &str, input: &Value) -> String {
     match one_line.char_indices().nth(120) {
         Some((end, _)) => format!("{}…", &one_line[..end]),
         None => one_line,
+    }
+}
+
+/// A unit enum's serde name (`max_turns`, `1a`).
+pub(crate) fn serde_plain<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(text)) => text,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
     }
 }
