@@ -68,6 +68,7 @@ pub(super) async fn run_round(
     let mut failed: Vec<&CheckRecord> = Vec::new();
     let first_new = records.len();
     for check in &spec.task.checks {
+        let first_attempt = last_attempt(records, &check.name) + 1;
         loop {
             let attempt = last_attempt(records, &check.name) + 1;
             let outcome = run_check(check, &spec.workspace.workdir, abort).await;
@@ -83,9 +84,11 @@ pub(super) async fn run_round(
                 attempt,
                 outcome,
             });
+            // Without feedback, `max_attempts` is a budget per round: the model changed
+            // nothing between these attempts.
             let rerun_now = !passed
                 && !check.retry.feed_back
-                && attempt < check.retry.max_attempts
+                && attempt - first_attempt + 1 < check.retry.max_attempts
                 && !abort.is_aborted();
             if !rerun_now {
                 break;

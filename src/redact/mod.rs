@@ -18,15 +18,20 @@ const TOKEN_SHAPES: [(&str, &str); 6] = [
         "private_key",
         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----",
     ),
-    ("github_token", r"\bgh[pousr]_[A-Za-z0-9]{36,}"),
-    ("github_token", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
-    ("anthropic_api_key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}"),
+    ("github_token", r"gh[pousr]_[A-Za-z0-9]{36,}"),
+    ("github_token", r"github_pat_[A-Za-z0-9_]{22,}"),
+    ("anthropic_api_key", r"sk-ant-[A-Za-z0-9_\-]{20,}"),
     (
         "openai_api_key",
-        r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
+        r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
     ),
-    ("aws_access_key_id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("aws_access_key_id", r"(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
 ];
+
+/// What may stand before a token: the start, a non-word character, or a JSON escape such
+/// as `\n` (a serialised line has `\nsk-ant-…` where the text had a line break). The regex
+/// crate has no look-behind, so the prefix is captured and put back.
+const TOKEN_PREFIX: &str = r"(?P<pre>^|[^A-Za-z0-9_]|\\[nrt])";
 
 /// A value to replace, and the name it is replaced by.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +62,11 @@ impl Redactor {
     pub fn with_vars(vars: impl IntoIterator<Item = (String, String)>) -> Redactor {
         let shapes = TOKEN_SHAPES
             .iter()
-            .filter_map(|(name, pattern)| Regex::new(pattern).ok().map(|re| (*name, re)))
+            .filter_map(|(name, pattern)| {
+                Regex::new(&format!("{TOKEN_PREFIX}(?:{pattern})"))
+                    .ok()
+                    .map(|re| (*name, re))
+            })
             .collect();
         let redactor = Redactor {
             secrets: RwLock::new(Vec::new()),
@@ -122,7 +131,8 @@ impl Redactor {
             let hits = shape.find_iter(&out).count();
             if hits > 0 {
                 replaced += hits as u64;
-                out = shape.replace_all(&out, label(name).as_str()).into_owned();
+                let replacement = format!("${{pre}}{}", label(name));
+                out = shape.replace_all(&out, replacement.as_str()).into_owned();
             }
         }
         self.count.fetch_add(replaced, Ordering::Relaxed);
@@ -190,11 +200,19 @@ mod tests {
                 "task-shaped words like sk-8 stay",
                 "task-shaped words like sk-8 stay",
             ),
+            (
+                "no-task-abcdefghijklmnopqrstuvwxyz",
+                "no-task-abcdefghijklmnopqrstuvwxyz",
+            ),
+            (
+                r#""a\nsk-ant-abcdefghijklmnopqrstuvwxyz""#,
+                r#""a\n[REDACTED:anthropic_api_key]""#,
+            ),
         ];
         for (input, expected) in cases {
             assert_eq!(redactor.redact(input), expected, "{input}");
         }
-        assert_eq!(redactor.count(), 7);
+        assert_eq!(redactor.count(), 8);
     }
 
     #[test]

@@ -1,0 +1,5 @@
+//! Integration suites, one module per area.
+
+mod action;
+mod redaction;
+mod reports;

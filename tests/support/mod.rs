@@ -1,0 +1,3 @@
+//! Helpers shared by the integration suites.
+
+pub mod runs;
