@@ -289,19 +289,17 @@ fn location(report: &RunReport, path: &Path, line: Option<u64>) -> Location {
             .build(),
         _ => ArtifactLocation::builder().uri(file_uri(&absolute)).build(),
     };
-    let physical = match line.filter(|line| *line > 0) {
-        Some(line) => PhysicalLocation::builder()
-            .artifact_location(artifact)
-            .region(
-                Region::builder()
-                    .start_line(i64::try_from(line).unwrap_or(i64::MAX))
-                    .build(),
-            )
-            .build(),
-        None => PhysicalLocation::builder()
-            .artifact_location(artifact)
-            .build(),
-    };
+    // A whole-file finding (a file a tool tried to touch) starts at line 1: code-scanning
+    // UIs and the Multitool want a region on every location.
+    let line = line.filter(|line| *line > 0).unwrap_or(1);
+    let physical = PhysicalLocation::builder()
+        .artifact_location(artifact)
+        .region(
+            Region::builder()
+                .start_line(i64::try_from(line).unwrap_or(i64::MAX))
+                .build(),
+        )
+        .build();
     Location::builder().physical_location(physical).build()
 }
 

@@ -128,8 +128,11 @@ fn a_needed_denied_call_exits_3_and_every_report_says_why() {
     assert_eq!(results[0]["properties"]["step"], "1d");
     assert_eq!(results[0]["properties"]["layer"], "rule");
     assert_eq!(
-        results[1]["locations"][0]["physicalLocation"]["artifactLocation"],
-        json!({"uri": ".github/workflows/ci.yml", "uriBaseId": "WORKDIR"})
+        results[1]["locations"][0]["physicalLocation"],
+        json!({
+            "artifactLocation": {"uri": ".github/workflows/ci.yml", "uriBaseId": "WORKDIR"},
+            "region": {"startLine": 1}
+        })
     );
     assert_eq!(
         sarif_run["originalUriBaseIds"]["WORKDIR"]["uri"],
