@@ -368,7 +368,76 @@ fn code(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use pretty_assertions::assert_eq;
+
     use super::*;
+    use crate::report::sample_report;
+
+    fn paths() -> ReportPaths {
+        ReportPaths {
+            transcript: PathBuf::from("/out/transcript.jsonl"),
+            junit: Some(PathBuf::from("/out/junit.xml")),
+            sarif: None,
+        }
+    }
+
+    #[test]
+    fn step_summary_of_a_denied_run() {
+        assert_eq!(
+            step_summary(&sample_report(), &paths()),
+            "### ❌ tollgate: fix\\|tests — `policy_denied` (exit 3)
+
+| | |
+|---|---|
+| Model | scripted / m |
+| Turns | 4 |
+| Tool calls | 6 (1 denied, 0 errors) |
+| Tokens | 0 in, 0 out |
+| Fails on | `denial,classifier_denial,check,limit` |
+
+#### Denied calls (1)
+
+| Tool | Input | Layer | Step | Rule | Reason |
+|---|---|---|---|---|---|
+| Bash | `rm -rf build` | rule | 1d | `Bash(rm:*)` (/repo/policies/ci.yaml:14) | `rm -rf build` is denied by rule Bash(rm:*) |
+
+#### Checks
+
+| Check | Attempt | Result | Exit code |
+|---|---|---|---|
+| tests | 1 | **failed** | 101 |
+| tests | 2 | **failed** | 101 |
+
+<details><summary>Final message</summary>
+
+Could not &lt;clean> up.
+
+</details>
+
+Transcript: `/out/transcript.jsonl`
+
+"
+        );
+    }
+
+    #[test]
+    fn outputs_always_name_every_key() {
+        assert_eq!(
+            outputs(&sample_report(), &paths()),
+            "outcome=policy_denied\nexit_code=3\ntranscript=/out/transcript.jsonl\njunit=/out/junit.xml\nsarif=\ndenials=1\ncost=\n"
+        );
+    }
+
+    #[test]
+    fn annotations_for_the_denial_and_the_last_failed_attempt() {
+        assert_eq!(
+            workflow_commands(&sample_report(), Some(Path::new("/repo"))),
+            [
+                "::error file=policies/ci.yaml,line=14,title=tollgate denied Bash::Denied Bash `rm -rf build`: `rm -rf build` is denied by rule Bash(rm:*)",
+                "::error file=task.yaml,line=12,title=tollgate check tests failed::Check tests (`cargo test`) exited 101, expected 0 (attempt 2).%0Atest a ... FAILED%0A50%25 | done",
+            ]
+        );
+    }
 
     #[test]
     fn escaping_follows_the_runner() {

@@ -362,6 +362,56 @@ fn encode_path(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::sample_report;
+    use crate::task::FailOnSet;
+
+    #[test]
+    fn a_result_per_denial_and_per_failed_check_valid_against_the_schema() {
+        let schema: Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/sarif-2.1.0.json")).unwrap();
+        let validator = jsonschema::options()
+            .should_validate_formats(true)
+            .build(&schema)
+            .unwrap();
+        let mut report = sample_report();
+        let log: Value = serde_json::from_str(&sarif_json(&report).unwrap()).unwrap();
+        assert!(validator.is_valid(&log));
+        let run = &log["runs"][0];
+        let rules: Vec<&Value> = run["tool"]["driver"]["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r["id"])
+            .collect();
+        assert_eq!(rules, [&json!("policy/Bash(rm:*)"), &json!("check/tests")]);
+        let results = run["results"].as_array().unwrap();
+        assert_eq!(
+            results.len(),
+            2,
+            "one finding for the check, not one per attempt"
+        );
+        assert_eq!(
+            results[0]["locations"][0]["physicalLocation"]["artifactLocation"],
+            json!({"uri": "policies/ci.yaml", "uriBaseId": "WORKDIR"})
+        );
+        assert_eq!(
+            results[1]["locations"][0]["physicalLocation"]["region"]["startLine"],
+            12
+        );
+        assert_eq!(
+            results[1]["message"]["text"],
+            "Check tests failed after 2 attempt(s): `cargo test` exited 101, expected 0."
+        );
+        assert_eq!(
+            (results[0]["level"].clone(), results[1]["level"].clone()),
+            (json!("error"), json!("error"))
+        );
+
+        report.fail_on = FailOnSet::none();
+        let lenient: Value = serde_json::from_str(&sarif_json(&report).unwrap()).unwrap();
+        assert_eq!(lenient["runs"][0]["results"][0]["level"], "warning");
+        assert_eq!(lenient["runs"][0]["results"][1]["level"], "warning");
+    }
 
     #[test]
     fn paths_become_valid_uris() {
