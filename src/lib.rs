@@ -7,6 +7,7 @@ pub mod bash;
 pub mod cli;
 pub mod config;
 pub mod exit;
+pub mod hooks;
 pub mod model;
 pub mod policy;
 pub mod redact;

@@ -3,6 +3,7 @@
 //! One orchestrator: the gate decides, the tools act, nothing else does either.
 
 mod checks;
+mod hooks;
 pub mod verdict;
 
 use std::path::PathBuf;
@@ -14,6 +15,7 @@ use serde_json::Value;
 pub use checks::millis;
 
 use crate::exit::ExitCode;
+use crate::hooks::Hook;
 use crate::model::{ContentBlock, Message, ModelRequest, Provider, Role, ToolSpec};
 use crate::policy::{
     self, Decision, PermissionContext, PermissionDecision, PermissionMode, RuleSet, Workspace,
@@ -39,6 +41,8 @@ pub struct RunSpec {
     pub out_dir: PathBuf,
     pub max_turns: u32,
     pub limits: ToolLimits,
+    /// PreToolUse / PostToolUse hooks in force, managed policy's first.
+    pub hooks: Vec<Hook>,
     /// The task's `fail_on`, or `--fail-on`.
     pub fail_on: FailOnSet,
     /// Applied to everything the run writes.
@@ -72,6 +76,8 @@ pub struct RunReport {
     pub outcome: Outcome,
     pub exit_code: ExitCode,
     pub counts: RunCounts,
+    /// Calls per tool name, in first-call order.
+    pub calls_by_tool: Vec<(String, u32)>,
     pub denials: Vec<Denial>,
     pub checks: Vec<CheckRecord>,
     pub final_message: Option<String>,
@@ -103,7 +109,7 @@ impl Outcome {
         match self {
             Outcome::Success => ExitCode::Success,
             Outcome::ChecksFailed | Outcome::MaxTurns => ExitCode::TaskFailed,
-            Outcome::PolicyDenied => ExitCode::PolicyStop,
+            Outcome::DenialLimit | Outcome::PolicyDenied => ExitCode::PolicyStop,
             Outcome::ProviderError => ExitCode::ProviderError,
             Outcome::Interrupted => ExitCode::Interrupted,
             Outcome::Terminated => ExitCode::Terminated,
@@ -124,7 +130,10 @@ struct Loop<'a> {
     ctx: ToolContext,
     results: ResultStore,
     counts: RunCounts,
+    calls_by_tool: Vec<(String, u32)>,
     denials: Vec<Denial>,
+    /// Refusals since the last allowed call.
+    consecutive_denials: u32,
 }
 
 impl Loop<'_> {
@@ -168,7 +177,9 @@ pub async fn run(
         ctx,
         results: ResultStore::new(spec.out_dir.join("results")).redacting(spec.redactor.clone()),
         counts: RunCounts::default(),
+        calls_by_tool: Vec::new(),
         denials: Vec::new(),
+        consecutive_denials: 0,
     };
     run.emit(Event::RunStarted {
         run_id: spec.run_id.clone(),
@@ -237,6 +248,7 @@ pub async fn run(
         outcome,
         exit_code,
         counts: run.counts,
+        calls_by_tool: run.calls_by_tool,
         denials: run.denials,
         checks,
         final_message,
@@ -327,19 +339,77 @@ async fn conversation(
             return Ok((Outcome::Success, Some(text), None));
         }
         let mut results = Vec::with_capacity(calls.len());
+        let mut stopped: Option<String> = None;
         for (id, name, input) in calls {
-            let (content, is_error) = execute(run, &id, &name, input).await?;
+            let (content, is_error) = match &stopped {
+                // The run is over, but every tool_use still gets its one result.
+                Some(why) => skip(run, &id, &name, input, why)?,
+                None => execute(run, &id, &name, input).await?,
+            };
             results.push(ContentBlock::ToolResult {
                 tool_use_id: id,
                 content,
                 is_error,
             });
+            if stopped.is_none() {
+                stopped = denial_limit(run);
+            }
         }
         messages.push(Message {
             role: Role::User,
             content: results,
         });
+        if let Some(why) = stopped {
+            return Ok((Outcome::DenialLimit, None, Some(why)));
+        }
     }
+}
+
+/// Whether the run's refusals have reached a limit: a model that keeps hitting the gate is
+/// going nowhere, and every further turn only burns budget.
+fn denial_limit(run: &Loop<'_>) -> Option<String> {
+    let limits = &run.spec.task.limits;
+    if let Some(max) = limits.max_denials.filter(|max| run.counts.denials >= *max) {
+        return Some(format!(
+            "stopped after {} refused calls (limits.max_denials = {max})",
+            run.counts.denials
+        ));
+    }
+    if let Some(max) = limits
+        .max_consecutive_denials
+        .filter(|max| run.consecutive_denials >= *max)
+    {
+        return Some(format!(
+            "stopped after {} refused calls in a row (limits.max_consecutive_denials = {max})",
+            run.consecutive_denials
+        ));
+    }
+    None
+}
+
+/// A call the run will not make because it has stopped.
+fn skip(
+    run: &mut Loop<'_>,
+    id: &str,
+    name: &str,
+    input: Value,
+    why: &str,
+) -> Result<(String, bool), AgentError> {
+    run.emit(Event::ToolCall {
+        id: id.to_string(),
+        tool: name.to_string(),
+        input,
+    })?;
+    let content = format!("[not run: {why}]");
+    run.emit(Event::ToolResult {
+        id: id.to_string(),
+        tool: name.to_string(),
+        status: ResultStatus::Cancelled,
+        is_error: true,
+        content: content.clone(),
+        duration_ms: 0,
+    })?;
+    Ok((content, true))
 }
 
 /// One call through validation, the gate and the tool. Always yields exactly one result.
@@ -350,6 +420,10 @@ async fn execute(
     input: Value,
 ) -> Result<(String, bool), AgentError> {
     run.counts.tool_calls += 1;
+    match run.calls_by_tool.iter_mut().find(|(tool, _)| tool == name) {
+        Some((_, count)) => *count += 1,
+        None => run.calls_by_tool.push((name.to_string(), 1)),
+    }
     run.emit(Event::ToolCall {
         id: id.to_string(),
         tool: name.to_string(),
@@ -378,6 +452,7 @@ async fn execute(
                     available(run)
                 ),
                 updated_input: None,
+                asked: false,
             };
             record_decision(run, id, name, &input, decision.clone())?;
             (ResultStatus::Denied, decision.reason)
@@ -391,19 +466,21 @@ async fn execute(
                     workspace: &run.spec.workspace,
                 };
                 let decision = policy::decide(tool.as_ref(), &input, &ctx);
+                let (decision, input) =
+                    hooks::pre_tool_use(run, id, tool.as_ref(), input, decision).await?;
                 record_decision(run, id, name, &input, decision.clone())?;
                 if decision.is_allow() {
-                    let input = decision.updated_input.unwrap_or(input);
-                    match tool.call(input, &run.ctx).await {
-                        Ok(output) => (
-                            ResultStatus::Success,
-                            run.results.fit(id, output.content, tool.max_result_chars()),
-                        ),
-                        Err(err) => (
-                            ResultStatus::Error,
-                            run.results.fit(id, err.0, tool.max_result_chars()),
-                        ),
-                    }
+                    let input = decision.updated_input.clone().unwrap_or(input);
+                    let (status, content) = match tool.call(input.clone(), &run.ctx).await {
+                        Ok(output) => (ResultStatus::Success, output.content),
+                        Err(err) => (ResultStatus::Error, err.0),
+                    };
+                    let (status, content) =
+                        hooks::post_tool_use(run, id, name, &input, status, content).await?;
+                    (
+                        status,
+                        run.results.fit(id, content, tool.max_result_chars()),
+                    )
                 } else {
                     (
                         ResultStatus::Denied,
@@ -435,8 +512,12 @@ fn record_decision(
     input: &Value,
     decision: PermissionDecision,
 ) -> Result<(), AgentError> {
-    if decision.decision != Decision::Allow {
+    if decision.decision == Decision::Allow {
+        run.consecutive_denials = 0;
+    } else {
+        run.consecutive_denials += 1;
         run.counts.denials += 1;
+        run.counts.denials_by_layer.count(decision.layer);
         run.denials.push(Denial {
             id: id.to_string(),
             tool: name.to_string(),

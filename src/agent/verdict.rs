@@ -11,9 +11,13 @@ use crate::transcript::Outcome;
 /// (the auto-mode classifier) must say whether it is a `classifier_denial`.
 pub fn denial_kind(decision: &PermissionDecision) -> FailOn {
     match decision.layer {
-        Layer::Rule | Layer::Tool | Layer::Guardrail | Layer::Interaction | Layer::Mode => {
-            FailOn::Denial
-        }
+        Layer::Classifier => FailOn::ClassifierDenial,
+        Layer::Rule
+        | Layer::Tool
+        | Layer::Guardrail
+        | Layer::Interaction
+        | Layer::Mode
+        | Layer::Hook => FailOn::Denial,
     }
 }
 
@@ -24,7 +28,8 @@ pub fn counts(fail_on: &FailOnSet, kind: FailOn) -> bool {
 
 /// The final outcome and exit code. Precedence, strongest first:
 /// 1. an interruption (130/143) and a provider failure (4): the run did not finish, so no
-///    other verdict about it can be trusted;
+///    other verdict about it can be trusted; a denial limit (`limits.max_denials`, 3)
+///    stopped it the same way;
 /// 2. a refused call whose kind is in `fail_on` (3, outcome `policy_denied`): the work the
 ///    task needed may not have happened, whatever the checks say;
 /// 3. a failed check or a limit in `fail_on` (1);
@@ -35,6 +40,7 @@ pub fn decide(outcome: Outcome, denials: &[Denial], fail_on: &FailOnSet) -> (Out
         Outcome::Interrupted
         | Outcome::Terminated
         | Outcome::ProviderError
+        | Outcome::DenialLimit
         | Outcome::PolicyDenied => return (outcome, outcome.exit_code()),
         Outcome::Success | Outcome::ChecksFailed | Outcome::MaxTurns => {}
     }
@@ -75,6 +81,7 @@ mod tests {
                 rule: None,
                 reason: "denied".into(),
                 updated_input: None,
+                asked: false,
             },
         }
     }
@@ -85,7 +92,39 @@ mod tests {
         let only_checks: FailOnSet = [FailOn::Check].into_iter().collect();
         let none = FailOnSet::none();
         let denied = [denial()];
-        let cases: [(Outcome, &[Denial], &FailOnSet, Outcome, u8); 12] = [
+        let mut classified = denial();
+        classified.decision.layer = Layer::Classifier;
+        let classified = [classified];
+        let no_classifier: FailOnSet = [FailOn::Denial, FailOn::Check].into_iter().collect();
+        let cases: [(Outcome, &[Denial], &FailOnSet, Outcome, u8); 16] = [
+            (
+                Outcome::Success,
+                &classified,
+                &all,
+                Outcome::PolicyDenied,
+                3,
+            ),
+            (
+                Outcome::Success,
+                &classified,
+                &no_classifier,
+                Outcome::Success,
+                0,
+            ),
+            (
+                Outcome::Success,
+                &denied,
+                &no_classifier,
+                Outcome::PolicyDenied,
+                3,
+            ),
+            (
+                Outcome::DenialLimit,
+                &denied,
+                &none,
+                Outcome::DenialLimit,
+                3,
+            ),
             (Outcome::Success, &[], &all, Outcome::Success, 0),
             (Outcome::Success, &denied, &all, Outcome::PolicyDenied, 3),
             (

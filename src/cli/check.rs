@@ -1,74 +1,272 @@
-//! `tollgate check`: one tool call decided under a policy, printed as one JSON line. It
-//! never executes a tool.
+//! `tollgate check`: decisions without execution — one call (optionally explained step by
+//! step), or a JSONL stream of calls decided in one process.
 
+use std::collections::HashMap;
+use std::io::{BufRead, BufWriter, Write};
 use std::path::Path;
+use std::sync::Arc;
 
-use anyhow::{Context, Result};
-use serde::Serialize;
+use anyhow::{Context, Result, anyhow};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::CheckArgs;
-use super::setup::{additional_directories, canonical_dir, home_dir, load_policy};
+use super::setup::{
+    SourceFlags, additional_directories, canonical_dir, home_dir, load_sources, resolve_mode,
+};
 use crate::exit::ExitCode;
 use crate::policy::{
-    self, Decision, Layer, PermissionContext, PermissionDecision, PermissionMode, RuleSet, Step,
-    ToolName, Workspace,
+    self, Decision, Layer, PermissionContext, PermissionDecision, PolicySource, RuleSet, Step,
+    ToolName, TraceStep, Workspace,
 };
-use crate::tools::builtin;
+use crate::tools::{Tool, builtin};
 
 #[derive(Debug, Serialize)]
-struct CheckLine {
+struct DecisionLine<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool: Option<&'a str>,
     decision: Decision,
     step: Step,
     layer: Layer,
-    rule: Option<String>,
+    rule: Option<&'a str>,
     source: Option<String>,
-    reason: String,
+    reason: &'a str,
+}
+
+impl<'a> DecisionLine<'a> {
+    fn new(decision: &'a PermissionDecision, id: Option<&'a Value>, tool: Option<&'a str>) -> Self {
+        DecisionLine {
+            id,
+            tool,
+            decision: decision.decision,
+            step: decision.step,
+            layer: decision.layer,
+            rule: decision.rule.as_ref().map(|rule| rule.rule.as_str()),
+            source: decision.rule.as_ref().map(|rule| rule.source.to_string()),
+            reason: &decision.reason,
+        }
+    }
+}
+
+/// One call of a `--calls` stream.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallLine {
+    id: Option<Value>,
+    tool: String,
+    #[serde(default)]
+    input: Value,
 }
 
 pub fn check(args: CheckArgs) -> Result<ExitCode> {
     let home = home_dir();
-    let policy = load_policy(&args.policy, home.as_deref())?;
-    let input: Value = serde_json::from_str(&args.input).context("--input is not valid JSON")?;
     let workdir = canonical_dir(args.workdir.as_deref().unwrap_or(Path::new(".")), "workdir")?;
-    let workspace = Workspace::new(workdir, additional_directories(&[&policy])?, home);
-    let rules = RuleSet::merge(Some(&policy), &[]);
-    let mode = args
-        .mode
-        .or(policy.default_mode)
-        .unwrap_or(PermissionMode::DontAsk);
+    let flags = SourceFlags {
+        policy: args.policy.as_deref(),
+        allow: &args.allow,
+        deny: &args.deny,
+        ask: &args.ask,
+    };
+    let sources = load_sources(flags, None, &workdir, home.as_deref())?;
+    let rules = RuleSet::from_sources(&sources);
+    let mode = resolve_mode(args.mode, None, &sources)?;
+    let workspace = Workspace::new(workdir, additional_directories(&sources)?, home);
     let ctx = PermissionContext {
         mode,
         rules: &rules,
         workspace: &workspace,
     };
-    let decision = decide(&args.tool, &input, &ctx);
-    let line = CheckLine {
-        decision: decision.decision,
-        step: decision.step,
-        layer: decision.layer,
-        source: decision.rule.as_ref().map(|rule| rule.source.to_string()),
-        rule: decision.rule.map(|rule| rule.rule),
-        reason: decision.reason,
+    let mut tools = ToolCache::default();
+    if let Some(calls) = &args.calls {
+        return decide_stream(calls, &ctx, &mut tools);
+    }
+    let (Some(tool), Some(input)) = (&args.tool, &args.input) else {
+        return Err(anyhow!("give --tool and --input, or --calls FILE"));
     };
-    println!("{}", serde_json::to_string(&line)?);
+    let input: Value = serde_json::from_str(input).context("--input is not valid JSON")?;
+    if args.explain {
+        print!("{}", explain(tool, &input, &ctx, &sources, &mut tools));
+        return Ok(ExitCode::Success);
+    }
+    let decision = decide(tool, &input, &ctx, &mut tools);
+    println!(
+        "{}",
+        serde_json::to_string(&DecisionLine::new(&decision, None, None))?
+    );
     Ok(ExitCode::Success)
 }
 
-fn decide(tool: &str, input: &Value, ctx: &PermissionContext) -> PermissionDecision {
-    let refuse = |reason: String| PermissionDecision {
+/// Built-in tools by name, made once per stream.
+#[derive(Default)]
+struct ToolCache(HashMap<String, Option<Arc<dyn Tool>>>);
+
+impl ToolCache {
+    fn get(&mut self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.0
+            .entry(name.to_string())
+            .or_insert_with(|| ToolName::parse(name).as_ref().and_then(builtin))
+            .clone()
+    }
+}
+
+fn refusal(reason: String) -> PermissionDecision {
+    PermissionDecision {
         decision: Decision::Deny,
         step: Step::Pool,
         layer: Layer::Tool,
         rule: None,
         reason,
         updated_input: None,
-    };
-    let Some(tool) = ToolName::parse(tool).as_ref().and_then(builtin) else {
-        return refuse(format!("No such tool available: {tool}"));
-    };
-    match tool.validate_input(input) {
-        Ok(()) => policy::decide(tool.as_ref(), input, ctx),
-        Err(err) => refuse(err.0),
+        asked: false,
     }
+}
+
+fn decide(
+    tool: &str,
+    input: &Value,
+    ctx: &PermissionContext,
+    tools: &mut ToolCache,
+) -> PermissionDecision {
+    let Some(found) = tools.get(tool) else {
+        return refusal(format!("No such tool available: {tool}"));
+    };
+    match found.validate_input(input) {
+        Ok(()) => policy::decide(found.as_ref(), input, ctx),
+        Err(err) => refusal(err.0),
+    }
+}
+
+/// Decides every line of `path` (`-` is stdin), writing one decision a line. A line that is
+/// not a call is answered with a deny saying why, so the output stays one line per input.
+fn decide_stream(path: &Path, ctx: &PermissionContext, tools: &mut ToolCache) -> Result<ExitCode> {
+    let reader: Box<dyn BufRead> = if path == Path::new("-") {
+        Box::new(std::io::stdin().lock())
+    } else {
+        let file =
+            std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+        Box::new(std::io::BufReader::new(file))
+    };
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    for (index, line) in reader.lines().enumerate() {
+        let line =
+            line.with_context(|| format!("cannot read line {} of {}", index + 1, path.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let written = match serde_json::from_str::<CallLine>(&line) {
+            Ok(call) => {
+                let decision = decide(&call.tool, &call.input, ctx, tools);
+                serde_json::to_writer(
+                    &mut out,
+                    &DecisionLine::new(&decision, call.id.as_ref(), Some(&call.tool)),
+                )
+            }
+            Err(err) => {
+                let decision = refusal(format!(
+                    "line {} is not a call {{\"id\"?, \"tool\", \"input\"}}: {err}",
+                    index + 1
+                ));
+                serde_json::to_writer(&mut out, &DecisionLine::new(&decision, None, None))
+            }
+        };
+        written.context("cannot write a decision")?;
+        out.write_all(b"\n").context("cannot write a decision")?;
+    }
+    out.flush().context("cannot write the decisions")?;
+    Ok(ExitCode::Success)
+}
+
+/// The `--explain` text: the sources in force, then every pipeline step with what it saw.
+fn explain(
+    tool: &str,
+    input: &Value,
+    ctx: &PermissionContext,
+    sources: &[PolicySource],
+    tools: &mut ToolCache,
+) -> String {
+    let mut out = format!("call: {tool} {input}\nmode: {}\n", ctx.mode);
+    out.push_str("policy sources (highest precedence first):\n");
+    if sources.is_empty() {
+        out.push_str("  (none: no rules)\n");
+    }
+    let mut ordered: Vec<&PolicySource> = sources.iter().collect();
+    ordered.sort_by_key(|source| source.kind);
+    for source in ordered {
+        let kind = serde_json::to_value(source.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "  {kind:<12} {} ({} rules)\n",
+            source.policy.file.display(),
+            source.policy.rules.len()
+        ));
+    }
+    for rule in ctx.rules.ignored() {
+        out.push_str(&format!(
+            "  ignored: {} rule {} at {} (the managed policy is managed_only)\n",
+            rule.kind, rule.text, rule.source
+        ));
+    }
+    let (decision, trace): (PermissionDecision, Vec<TraceStep>) = match tools.get(tool) {
+        None => (
+            refusal(format!("No such tool available: {tool}")),
+            Vec::new(),
+        ),
+        Some(found) => match found.validate_input(input) {
+            Err(err) => (refusal(err.0), Vec::new()),
+            Ok(()) => {
+                let (decision, mut trace) = policy::explain(found.as_ref(), input, ctx);
+                let details = found.explain_permissions(input, ctx);
+                if let Some(index) = trace.iter().position(|step| step.step == "1c") {
+                    for (offset, detail) in details.into_iter().enumerate() {
+                        trace.insert(
+                            index + 1 + offset,
+                            TraceStep {
+                                step: "",
+                                saw: detail,
+                                outcome: String::new(),
+                            },
+                        );
+                    }
+                }
+                (decision, trace)
+            }
+        },
+    };
+    out.push_str("pipeline:\n");
+    for step in &trace {
+        if step.step.is_empty() {
+            out.push_str(&format!("         · {}\n", step.saw));
+        } else {
+            out.push_str(&format!(
+                "  {:<5} {:<9} {}\n",
+                step.step, step.outcome, step.saw
+            ));
+        }
+    }
+    let line = DecisionLine::new(&decision, None, None);
+    let step = serde_json::to_value(line.step)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let layer = serde_json::to_value(line.layer)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let decided = serde_json::to_value(line.decision)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    out.push_str(&format!(
+        "decision: {decided} (step {step}, layer {layer})\nreason: {}\n",
+        decision.reason
+    ));
+    if let Some(rule) = &decision.rule {
+        out.push_str(&format!("rule: {} at {}\n", rule.rule, rule.source));
+    }
+    out
 }

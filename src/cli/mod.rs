@@ -2,6 +2,8 @@
 //! options and turns its result into the process exit code. `anyhow` lives here only.
 
 mod check;
+mod policy;
+mod replay;
 mod run;
 mod setup;
 
@@ -40,12 +42,75 @@ Exit codes: 0 success, 1 task failed (check or limit), 2 usage/config error,\n\
 Which problems fail the run is the task's `fail_on` (default: all), or --fail-on."
     )]
     Run(RunArgs),
-    /// Decide one tool call under a policy and print the decision as JSON; runs nothing.
+    /// Decide tool calls under the policies and print the decisions; runs nothing.
     #[command(
         after_help = "Example:\n  tollgate check --policy policies/read-only.yaml --tool Write \\\n    --input '{\"file_path\":\"a\",\"content\":\"x\"}' --mode dontAsk\n\n\
-Prints one JSON line: {\"decision\",\"step\",\"layer\",\"rule\",\"source\",\"reason\"}."
+Prints one JSON line: {\"decision\",\"step\",\"layer\",\"rule\",\"source\",\"reason\"}.\n\n\
+Many calls in one process (JSONL in, JSONL out):\n  tollgate check --policy P --calls calls.jsonl\n\n\
+Every step of the pipeline:\n  tollgate check --policy P --tool Bash --input '{\"command\":\"ls\"}' --explain"
     )]
     Check(CheckArgs),
+    /// Test or lint a policy file.
+    #[command(
+        after_help = "Examples:\n  tollgate policy test policies/ci-default.yaml\n  tollgate policy lint policies/ci-default.yaml\n\n\
+`test` runs the policy's own `tests:` (exit 1 if one fails); `lint` warns about dangerous\n\
+allow rules and rules that can never match (exit 1 if there is a warning)."
+    )]
+    Policy(PolicyArgs),
+    /// Re-decide every tool call of a transcript under another policy; print what changes.
+    #[command(
+        after_help = "Example:\n  tollgate replay .tollgate/runs/RUN/transcript.jsonl --policy policies/new.yaml\n\n\
+Prints one JSON line per call whose decision changes (stdout) and a short table (stderr).\n\
+Exits 1 if a call that was denied would now be allowed, so it can guard policy changes in CI."
+    )]
+    Replay(ReplayArgs),
+}
+
+#[derive(Debug, Args)]
+struct ReplayArgs {
+    /// The transcript (transcript.jsonl) of an earlier run.
+    transcript: PathBuf,
+    /// The policy to decide under, as the managed policy.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Permission mode [default: the run's].
+    #[arg(long, value_name = "MODE")]
+    mode: Option<PermissionMode>,
+    /// The workspace [default: the run's workdir if it still exists, else the current folder].
+    #[arg(long, value_name = "DIR")]
+    workdir: Option<PathBuf>,
+    /// An allow rule; repeatable.
+    #[arg(long, value_name = "RULE")]
+    allow: Vec<String>,
+    /// A deny rule; repeatable.
+    #[arg(long, value_name = "RULE")]
+    deny: Vec<String>,
+    /// An ask rule; repeatable.
+    #[arg(long, value_name = "RULE")]
+    ask: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct PolicyArgs {
+    #[command(subcommand)]
+    command: PolicyCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum PolicyCommand {
+    /// Run the policy's `tests:` and report each.
+    Test {
+        /// The policy file.
+        file: PathBuf,
+        /// The workspace the tests' paths are judged against [default: the current folder].
+        #[arg(long, value_name = "DIR")]
+        workdir: Option<PathBuf>,
+    },
+    /// Warn about dangerous allow rules and rules that can never match.
+    Lint {
+        /// The policy file.
+        file: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -79,6 +144,15 @@ struct RunArgs {
     /// comma-separated. Overrides the task's `fail_on` [default: all four].
     #[arg(long, value_name = "KINDS", value_delimiter = ',', value_parser = parse_fail_on)]
     fail_on: Option<Vec<FailOnArg>>,
+    /// An allow rule, e.g. 'Bash(npm test:*)'; repeatable. Ranks below the managed policy.
+    #[arg(long, value_name = "RULE")]
+    allow: Vec<String>,
+    /// A deny rule; repeatable.
+    #[arg(long, value_name = "RULE")]
+    deny: Vec<String>,
+    /// An ask rule; repeatable.
+    #[arg(long, value_name = "RULE")]
+    ask: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -105,21 +179,42 @@ fn parse_fail_on(text: &str) -> Result<FailOnArg, String> {
 
 #[derive(Debug, Args)]
 struct CheckArgs {
-    /// The policy file (YAML or JSON).
+    /// The managed policy file (YAML or JSON) [default: /etc/tollgate/policy.yaml and policy.d/].
     #[arg(long, value_name = "FILE")]
-    policy: PathBuf,
+    policy: Option<PathBuf>,
     /// The tool's name, e.g. Bash, Read, Write.
-    #[arg(long, value_name = "NAME")]
-    tool: String,
+    #[arg(
+        long,
+        value_name = "NAME",
+        required_unless_present = "calls",
+        requires = "input"
+    )]
+    tool: Option<String>,
     /// The tool call's input as JSON.
-    #[arg(long, value_name = "JSON")]
-    input: String,
-    /// Permission mode [default: the policy's default_mode, else dontAsk].
+    #[arg(long, value_name = "JSON", requires = "tool")]
+    input: Option<String>,
+    /// Decide every call of a JSONL file (`-` for stdin), lines {"id"?, "tool", "input"};
+    /// writes one decision a line.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["tool", "input", "explain"])]
+    calls: Option<PathBuf>,
+    /// Print every pipeline step with what it saw and decided.
+    #[arg(long)]
+    explain: bool,
+    /// Permission mode [default: the policies' default_mode, else dontAsk].
     #[arg(long, value_name = "MODE")]
     mode: Option<PermissionMode>,
     /// The workspace the call is judged against [default: the current folder].
     #[arg(long, value_name = "DIR")]
     workdir: Option<PathBuf>,
+    /// An allow rule; repeatable.
+    #[arg(long, value_name = "RULE")]
+    allow: Vec<String>,
+    /// A deny rule; repeatable.
+    #[arg(long, value_name = "RULE")]
+    deny: Vec<String>,
+    /// An ask rule; repeatable.
+    #[arg(long, value_name = "RULE")]
+    ask: Vec<String>,
 }
 
 pub fn main() -> std::process::ExitCode {
@@ -140,6 +235,8 @@ pub fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(args, redactor.clone()),
         Command::Check(args) => check::check(args),
+        Command::Policy(args) => policy::policy(args),
+        Command::Replay(args) => replay::replay(args),
     };
     match result {
         Ok(code) => code.into(),

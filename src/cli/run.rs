@@ -5,24 +5,25 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use super::policy::require_self_tests;
 use super::setup::{
-    additional_directories, canonical_dir, dangerous_allow_rules, home_dir, load_policy, load_task,
+    SourceFlags, additional_directories, canonical_dir, dangerous_allow_rules, home_dir,
+    load_sources, load_task, resolve_mode,
 };
 use super::{FailOnArg, ReportFormat, RunArgs};
 use crate::agent::{self, RunSpec};
 use crate::exit::ExitCode;
+use crate::hooks::{Hook, merge_hooks};
 use crate::model::{Provider, ScriptedModel};
-use crate::policy::{PermissionMode, RuleKind, RuleRef, RuleSet, Workspace};
+use crate::policy::{PolicySource, RuleKind, RuleRef, RuleSet, SourceKind, Workspace};
 use crate::redact::Redactor;
 use crate::report::github::{self, GithubEnv, ReportPaths};
 use crate::report::{junit_xml, sarif_json, text_summary};
 use crate::task::FailOnSet;
 use crate::tools::{AbortHandle, AbortReason, ToolLimits, builtin};
 use crate::transcript::PolicySummary;
-
-/// Headless, an ask is never answered; `dontAsk` says so in every refusal.
-const DEFAULT_MODE: PermissionMode = PermissionMode::DontAsk;
 
 pub fn run(args: RunArgs, redactor: Arc<Redactor>) -> Result<ExitCode> {
     let spec = prepare(&args, redactor)?;
@@ -34,7 +35,8 @@ pub fn run(args: RunArgs, redactor: Arc<Redactor>) -> Result<ExitCode> {
 }
 
 fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
-    let task = load_task(&args.task)?;
+    let home = home_dir();
+    let task = load_task(&args.task, home.as_deref())?;
     redactor.add_env_names(&task.redact_env);
     let fail_on = match &args.fail_on {
         None => task.fail_on.clone(),
@@ -46,40 +48,20 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
             })
             .collect::<FailOnSet>(),
     };
-    let home = home_dir();
-    let managed = args
-        .policy
-        .as_deref()
-        .map(|path| load_policy(path, home.as_deref()))
-        .transpose()?;
-    let task_policy = task
-        .policy
-        .as_deref()
-        .map(|path| load_policy(path, home.as_deref()))
-        .transpose()?;
-    let others: Vec<_> = task_policy.iter().collect();
-    let rules = RuleSet::merge(managed.as_ref(), &others);
-    let policies: Vec<_> = managed.iter().chain(task_policy.iter()).collect();
-
-    let mode = args
-        .mode
-        .or(task.mode)
-        .or_else(|| policies.iter().find_map(|policy| policy.default_mode))
-        .unwrap_or(DEFAULT_MODE);
-    if let Some(policy) = policies
-        .iter()
-        .find(|policy| policy.disable_bypass && mode == PermissionMode::BypassPermissions)
-    {
-        return Err(anyhow!(
-            "bypassPermissions mode is disabled by {}",
-            policy.file.display()
-        ));
-    }
-
     let workdir = match (&args.workdir, &task.workdir) {
         (Some(dir), _) | (None, Some(dir)) => canonical_dir(dir, "workdir")?,
         (None, None) => canonical_dir(Path::new("."), "workdir")?,
     };
+    let flags = SourceFlags {
+        policy: args.policy.as_deref(),
+        allow: &args.allow,
+        deny: &args.deny,
+        ask: &args.ask,
+    };
+    let sources = load_sources(flags, Some(&task), &workdir, home.as_deref())?;
+    let rules = RuleSet::from_sources(&sources);
+    let mode = resolve_mode(args.mode, task.mode, &sources)?;
+
     let run_id = new_run_id();
     let out_dir = args
         .out
@@ -91,7 +73,9 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", out_dir.display()))?;
 
-    let mut workspace = Workspace::new(workdir, additional_directories(&policies)?, home);
+    let mut workspace = Workspace::new(workdir, additional_directories(&sources)?, home);
+    let policies: Vec<_> = sources.iter().map(|source| &source.policy).collect();
+    require_self_tests(&policies, &workspace)?;
     workspace.read_only_roots.push(out_dir.join("results"));
 
     // The pool a model sees: the task's tools less those a whole-tool deny rule removes (S1).
@@ -106,8 +90,13 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
         tracing::warn!("{warning}");
     }
     let policy_summary = PolicySummary {
-        files: policies.iter().map(|policy| policy.file.clone()).collect(),
-        managed_only: managed.as_ref().is_some_and(|policy| policy.managed_only),
+        sources: sources
+            .iter()
+            .map(|source| (source.kind, source.policy.file.clone()))
+            .collect(),
+        managed_only: sources
+            .iter()
+            .any(|source| source.kind == SourceKind::Managed && source.policy.managed_only),
         rules: rules.rules().len(),
         ignored_rules: rules.ignored().iter().map(RuleRef::from).collect(),
         warnings,
@@ -124,9 +113,27 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
         out_dir,
         max_turns,
         limits: ToolLimits::default(),
+        hooks: hooks_in_force(&sources),
         fail_on,
         redactor,
     })
+}
+
+/// The managed policies' hooks first; the others' only if no managed policy says
+/// `managed_hooks_only`.
+fn hooks_in_force(sources: &[PolicySource]) -> Vec<Hook> {
+    let (managed, others): (Vec<&PolicySource>, Vec<&PolicySource>) = sources
+        .iter()
+        .partition(|source| source.kind == SourceKind::Managed);
+    let managed_only = managed
+        .iter()
+        .any(|source| source.policy.managed_hooks_only);
+    let collect = |list: &[&PolicySource]| -> Vec<Hook> {
+        list.iter()
+            .flat_map(|source| source.policy.hooks.iter().cloned())
+            .collect()
+    };
+    merge_hooks(&collect(&managed), managed_only, &collect(&others))
 }
 
 async fn execute(spec: RunSpec, formats: &[ReportFormat]) -> Result<ExitCode> {
@@ -134,7 +141,9 @@ async fn execute(spec: RunSpec, formats: &[ReportFormat]) -> Result<ExitCode> {
     let redactor = spec.redactor.clone();
     let provider = Provider::Scripted(ScriptedModel::new(spec.task.model.script.clone()));
     let (handle, abort) = AbortHandle::new();
-    tokio::spawn(forward_signals(handle));
+    // Listen before the first model call, so no signal can arrive unheard.
+    let signals = listen_for_signals();
+    tokio::spawn(forward_signals(signals, handle));
     let report = agent::run(spec, provider, abort).await?;
 
     let mut paths = ReportPaths {
@@ -177,12 +186,8 @@ async fn execute(spec: RunSpec, formats: &[ReportFormat]) -> Result<ExitCode> {
 
 /// The first SIGINT/SIGTERM stops the run gracefully (reports are still written); a second
 /// one exits at once — the transcript is already on disk, line by line.
-async fn forward_signals(handle: AbortHandle) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
+async fn forward_signals(signals: Option<(Signal, Signal)>, handle: AbortHandle) {
+    let Some((mut interrupt, mut terminate)) = signals else {
         tracing::warn!(
             "cannot listen for SIGINT/SIGTERM; an interrupted run will not write its reports"
         );
@@ -208,6 +213,12 @@ async fn forward_signals(handle: AbortHandle) {
             }
         }
     }
+}
+
+fn listen_for_signals() -> Option<(Signal, Signal)> {
+    let interrupt = signal(SignalKind::interrupt()).ok()?;
+    let terminate = signal(SignalKind::terminate()).ok()?;
+    Some((interrupt, terminate))
 }
 
 /// Sortable by start time, unique enough for parallel runs on one machine.

@@ -1,4 +1,4 @@
-//! Loading what a run or a check needs from disk: task, policies, workdir, home. Every
+//! Loading what a run or a check needs from disk: task, policy sources, workdir, home. Every
 //! failure here is a configuration error (exit 2) and happens before any model call.
 
 use std::path::{Path, PathBuf};
@@ -6,23 +6,37 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow};
 
 use crate::bash::CommandPattern;
-use crate::policy::{Policy, RuleContent, RuleKind, RuleSet, ToolName};
+use crate::policy::{
+    PermissionMode, Policy, PolicyOrigin, PolicySource, RuleContent, RuleKind, RuleSet, SourceKind,
+    ToolName,
+};
 use crate::task::Task;
+
+/// Where the managed policy lives when `--policy` is not given; `TOLLGATE_MANAGED_DIR`
+/// moves it (for images that keep configuration elsewhere, and for tests).
+const MANAGED_DIR: &str = "/etc/tollgate";
 
 pub fn read_text(path: &Path, what: &str) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read {what} {}", path.display()))
 }
 
-pub fn load_task(path: &Path) -> Result<Task> {
+pub fn load_task(path: &Path, home: Option<&Path>) -> Result<Task> {
     let text = read_text(path, "task file")?;
     let dir = absolute_parent(path)?;
-    Ok(Task::parse(&text, path, &dir)?)
+    Ok(Task::parse(&text, path, &dir, home)?)
 }
 
 pub fn load_policy(path: &Path, home: Option<&Path>) -> Result<Policy> {
     let text = read_text(path, "policy file")?;
     let dir = absolute_parent(path)?;
-    Ok(Policy::parse(&text, path, &dir, home)?)
+    Ok(Policy::parse(
+        &text,
+        PolicyOrigin {
+            file: path,
+            dir: &dir,
+            home,
+        },
+    )?)
 }
 
 fn absolute_parent(path: &Path) -> Result<PathBuf> {
@@ -52,13 +66,131 @@ pub fn home_dir() -> Option<PathBuf> {
         .map(|home| home.canonicalize().unwrap_or(home))
 }
 
-/// Additional directories from every policy, canonical; a missing one is an error naming
+/// The rule flags and `--policy` shared by `run` and `check`.
+#[derive(Debug, Clone, Copy)]
+pub struct SourceFlags<'a> {
+    pub policy: Option<&'a Path>,
+    pub allow: &'a [String],
+    pub deny: &'a [String],
+    pub ask: &'a [String],
+}
+
+/// Every policy source in force, in precedence order: managed, command line, task,
+/// project, user. Missing optional files (project, user, /etc) are simply absent.
+pub fn load_sources(
+    flags: SourceFlags,
+    task: Option<&Task>,
+    workdir: &Path,
+    home: Option<&Path>,
+) -> Result<Vec<PolicySource>> {
+    let mut sources = Vec::new();
+    let mut add = |kind, policy| sources.push(PolicySource { kind, policy });
+    match flags.policy {
+        Some(path) => add(SourceKind::Managed, load_policy(path, home)?),
+        None => {
+            for path in managed_files()? {
+                add(SourceKind::Managed, load_policy(&path, home)?);
+            }
+        }
+    }
+    if !(flags.allow.is_empty() && flags.deny.is_empty() && flags.ask.is_empty()) {
+        let policy = Policy::from_flags(flags.allow, flags.deny, flags.ask, workdir)
+            .map_err(|err| anyhow!("{err}"))?;
+        add(SourceKind::CommandLine, policy);
+    }
+    if let Some(task) = task {
+        if let Some(path) = &task.policy {
+            add(SourceKind::Task, load_policy(path, home)?);
+        }
+        if let Some(permissions) = &task.permissions {
+            add(SourceKind::Task, permissions.clone());
+        }
+    }
+    let project = workdir.join(".tollgate/policy.yaml");
+    if project.is_file() {
+        add(SourceKind::Project, load_policy(&project, home)?);
+    }
+    if let Some(user) = user_policy_file(home).filter(|path| path.is_file()) {
+        add(SourceKind::User, load_policy(&user, home)?);
+    }
+    Ok(sources)
+}
+
+/// `/etc/tollgate/policy.yaml`, then `/etc/tollgate/policy.d/*.yaml` in name order.
+fn managed_files() -> Result<Vec<PathBuf>> {
+    let dir = std::env::var_os("TOLLGATE_MANAGED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(MANAGED_DIR));
+    let mut files = Vec::new();
+    let main = dir.join("policy.yaml");
+    if main.is_file() {
+        files.push(main);
+    }
+    let drop_in = dir.join("policy.d");
+    if drop_in.is_dir() {
+        let mut parts: Vec<PathBuf> = std::fs::read_dir(&drop_in)
+            .with_context(|| format!("cannot list {}", drop_in.display()))?
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .filter(|path| {
+                path.extension()
+                    .is_some_and(|ext| ext == "yaml" || ext == "yml" || ext == "json")
+            })
+            .collect();
+        parts.sort();
+        files.extend(parts);
+    }
+    Ok(files)
+}
+
+fn user_policy_file(home: Option<&Path>) -> Option<PathBuf> {
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .or_else(|| home.map(|home| home.join(".config")))?;
+    Some(config.join("tollgate/policy.yaml"))
+}
+
+/// The run's mode: `--mode`, else the task's, else the first `default_mode` by precedence,
+/// else dontAsk. A mode any source disables is refused.
+pub fn resolve_mode(
+    flag: Option<PermissionMode>,
+    task: Option<PermissionMode>,
+    sources: &[PolicySource],
+) -> Result<PermissionMode> {
+    let mut by_precedence: Vec<&PolicySource> = sources.iter().collect();
+    by_precedence.sort_by_key(|source| source.kind);
+    let mode = flag
+        .or(task)
+        .or_else(|| {
+            by_precedence
+                .iter()
+                .find_map(|source| source.policy.default_mode)
+        })
+        .unwrap_or(PermissionMode::DontAsk);
+    let forbidding = by_precedence.iter().find(|source| match mode {
+        PermissionMode::BypassPermissions => source.policy.disable_bypass,
+        PermissionMode::Auto => source.policy.disable_auto,
+        _ => false,
+    });
+    match forbidding {
+        Some(source) => Err(anyhow!(
+            "{mode} mode is disabled by {}",
+            source.policy.file.display()
+        )),
+        None => Ok(mode),
+    }
+}
+
+/// Additional directories from every source, canonical; a missing one is an error naming
 /// the policy that asked for it.
-pub fn additional_directories(policies: &[&Policy]) -> Result<Vec<PathBuf>> {
+pub fn additional_directories(sources: &[PolicySource]) -> Result<Vec<PathBuf>> {
     let mut dirs = Vec::new();
-    for policy in policies {
-        for dir in &policy.additional_directories {
-            let what = format!("additional directory (from {})", policy.file.display());
+    for source in sources {
+        for dir in &source.policy.additional_directories {
+            let what = format!(
+                "additional directory (from {})",
+                source.policy.file.display()
+            );
             dirs.push(canonical_dir(dir, &what)?);
         }
     }

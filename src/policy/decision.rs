@@ -1,13 +1,13 @@
 //! The gate's answers: what a tool's own check says (`ToolCheck`) and what the gate finally
 //! decides (`PermissionDecision`), each carrying the step, layer, rule and reason behind it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::rule::Rule;
 use crate::config::SourceLocation;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     Allow,
@@ -57,6 +57,50 @@ pub enum Layer {
     Interaction,
     /// The permission mode (dontAsk, headless default, plan, auto's fast path).
     Mode,
+    /// A PreToolUse hook.
+    Hook,
+    /// The auto-mode classifier.
+    Classifier,
+}
+
+/// Refusals counted by the layer that made them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct DenialCounts {
+    pub rule: u32,
+    pub tool: u32,
+    pub guardrail: u32,
+    pub interaction: u32,
+    pub mode: u32,
+    pub hook: u32,
+    pub classifier: u32,
+}
+
+impl DenialCounts {
+    pub fn count(&mut self, layer: Layer) {
+        let slot = match layer {
+            Layer::Rule => &mut self.rule,
+            Layer::Tool => &mut self.tool,
+            Layer::Guardrail => &mut self.guardrail,
+            Layer::Interaction => &mut self.interaction,
+            Layer::Mode => &mut self.mode,
+            Layer::Hook => &mut self.hook,
+            Layer::Classifier => &mut self.classifier,
+        };
+        *slot += 1;
+    }
+
+    /// (layer name, count) for reports.
+    pub fn by_name(&self) -> [(&'static str, u32); 7] {
+        [
+            ("rule", self.rule),
+            ("tool", self.tool),
+            ("guardrail", self.guardrail),
+            ("interaction", self.interaction),
+            ("mode", self.mode),
+            ("hook", self.hook),
+            ("classifier", self.classifier),
+        ]
+    }
 }
 
 /// A rule as decisions cite it: its text and where it was written.
@@ -119,6 +163,9 @@ pub struct PermissionDecision {
     pub reason: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub updated_input: Option<Value>,
+    /// The pipeline ended in an ask that the mode answered (headless: nobody could).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub asked: bool,
 }
 
 impl PermissionDecision {

@@ -103,3 +103,165 @@ fn roots(ctx: &PermissionContext) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Policy, RuleSet, Workspace};
+
+    fn verdict(check: ToolCheck) -> &'static str {
+        match check {
+            ToolCheck::Allow { .. } => "allow",
+            ToolCheck::Deny { .. } => "deny",
+            ToolCheck::Ask {
+                cause: AskCause::Guardrail(_),
+                ..
+            } => "guardrail",
+            ToolCheck::Ask {
+                cause: AskCause::ContentRule(_),
+                ..
+            } => "ask-rule",
+            ToolCheck::Ask { .. } => "ask",
+            ToolCheck::Passthrough { .. } => "passthrough",
+        }
+    }
+
+    #[test]
+    fn file_access_table() {
+        let policy = Policy::parse(
+            "permissions:\n  allow: ['Edit(src/**)', 'Read(//opt/docs/**)']\n  deny: ['Read(.env)', 'Edit(src/generated/**)']\n  ask: ['Edit(src/api/**)']\n",
+            crate::policy::PolicyOrigin { file: Path::new("p.yaml"), dir: Path::new("/etc/tg"), home: None },
+        )
+        .unwrap();
+        let rules = RuleSet::from_policy(&policy);
+        let mut workspace =
+            Workspace::new("/ws".into(), vec!["/shared".into()], Some("/home/u".into()));
+        workspace.read_only_roots.push("/runs/r1/results".into());
+        let cases = [
+            (
+                ToolName::Read,
+                "/ws/README.md",
+                PermissionMode::DontAsk,
+                "allow",
+            ),
+            (
+                ToolName::Read,
+                "/shared/x",
+                PermissionMode::DontAsk,
+                "allow",
+            ),
+            (
+                ToolName::Read,
+                "/etc/passwd",
+                PermissionMode::DontAsk,
+                "deny",
+            ),
+            (
+                ToolName::Read,
+                "/opt/docs/a.md",
+                PermissionMode::DontAsk,
+                "allow",
+            ),
+            (
+                ToolName::Read,
+                "/ws/config/.env",
+                PermissionMode::DontAsk,
+                "deny",
+            ),
+            (
+                ToolName::Read,
+                "/proc/self/environ",
+                PermissionMode::BypassPermissions,
+                "guardrail",
+            ),
+            (
+                ToolName::Read,
+                "/runs/r1/results/toolu_1.txt",
+                PermissionMode::DontAsk,
+                "allow",
+            ),
+            (
+                ToolName::Write,
+                "/runs/r1/results/toolu_1.txt",
+                PermissionMode::AcceptEdits,
+                "deny",
+            ),
+            (
+                ToolName::Write,
+                "/ws/src/lib.rs",
+                PermissionMode::DontAsk,
+                "allow",
+            ),
+            (
+                ToolName::Edit,
+                "/ws/src/generated/a.rs",
+                PermissionMode::AcceptEdits,
+                "deny",
+            ),
+            (
+                ToolName::Edit,
+                "/ws/src/api/v1.rs",
+                PermissionMode::AcceptEdits,
+                "ask-rule",
+            ),
+            (
+                ToolName::Write,
+                "/ws/.env",
+                PermissionMode::AcceptEdits,
+                "deny",
+            ),
+            (
+                ToolName::Write,
+                "/ws/notes.md",
+                PermissionMode::DontAsk,
+                "passthrough",
+            ),
+            (
+                ToolName::Write,
+                "/ws/notes.md",
+                PermissionMode::AcceptEdits,
+                "allow",
+            ),
+            (
+                ToolName::Write,
+                "/tmp/x",
+                PermissionMode::AcceptEdits,
+                "deny",
+            ),
+            (
+                ToolName::Write,
+                "/ws/.git/hooks/pre-commit",
+                PermissionMode::AcceptEdits,
+                "guardrail",
+            ),
+            (
+                ToolName::Edit,
+                "/ws/src/.git/config",
+                PermissionMode::DontAsk,
+                "guardrail",
+            ),
+            (
+                ToolName::Write,
+                "/home/u/.bashrc",
+                PermissionMode::AcceptEdits,
+                "guardrail",
+            ),
+            (ToolName::Grep, "/etc", PermissionMode::DontAsk, "deny"),
+            (ToolName::Glob, "/ws/src", PermissionMode::Plan, "allow"),
+        ];
+        for (tool, path, mode, expected) in cases {
+            let ctx = PermissionContext {
+                mode,
+                rules: &rules,
+                workspace: &workspace,
+            };
+            let access = if tool.is_file_writer() {
+                Access::Write
+            } else {
+                Access::Read
+            };
+            let got = verdict(check_path(&ctx, &tool, Path::new(path), access));
+            assert_eq!(got, expected, "{tool} {path} in {mode}");
+        }
+    }
+}

@@ -6,22 +6,28 @@ mod file;
 mod file_access;
 mod gate;
 mod guardrail;
+mod lint;
 mod mode;
 mod path_pattern;
 mod rule;
 mod rule_set;
+mod self_test;
 mod tool_name;
 mod workspace;
 
-pub use decision::{AskCause, Decision, Layer, PermissionDecision, RuleRef, Step, ToolCheck};
-pub use file::Policy;
+pub use decision::{
+    AskCause, Decision, DenialCounts, Layer, PermissionDecision, RuleRef, Step, ToolCheck,
+};
+pub use file::{PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
 pub use file_access::{Access, check_path};
-pub use gate::decide;
+pub use gate::{TraceStep, apply_hook_verdict, decide, explain};
 pub use guardrail::{read_guardrail, write_guardrail};
+pub use lint::{LintWarning, lint};
 pub use mode::{PermissionMode, UnknownMode};
 pub use path_pattern::{PathBases, PathPattern, normalize_lexically};
 pub use rule::{DomainPattern, Rule, RuleContent, RuleError, RuleKind};
-pub use rule_set::RuleSet;
+pub use rule_set::{PolicySource, RuleSet, SourceKind};
+pub use self_test::{SelfTestOutcome, run_self_tests};
 pub use tool_name::ToolName;
 pub use workspace::Workspace;
 

@@ -1,9 +1,34 @@
 //! The rules in force for a run, merged from every loaded policy with managed-only applied,
 //! and the lookups the gate and the tools' own checks make.
 
+use serde::Serialize;
+
 use super::file::Policy;
 use super::rule::{Rule, RuleKind};
 use super::tool_name::ToolName;
+
+/// Where a policy came from, highest precedence first (the derive order is the precedence).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// `--policy`, else /etc/tollgate/policy.yaml and policy.d/*.yaml.
+    Managed,
+    /// `--allow`, `--deny`, `--ask`.
+    CommandLine,
+    /// The task file's `policy:` and `permissions:`.
+    Task,
+    /// `.tollgate/policy.yaml` in the workdir.
+    Project,
+    /// `~/.config/tollgate/policy.yaml`.
+    User,
+}
+
+/// A loaded policy and the source it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicySource {
+    pub kind: SourceKind,
+    pub policy: Policy,
+}
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RuleSet {
@@ -13,22 +38,37 @@ pub struct RuleSet {
 }
 
 impl RuleSet {
-    /// Merges the managed policy (if any) with the others. With `managed_only`, only the
-    /// managed policy's allow and ask rules count; deny rules from anywhere still narrow.
-    pub fn merge(managed: Option<&Policy>, others: &[&Policy]) -> RuleSet {
-        let managed_only = managed.is_some_and(|policy| policy.managed_only);
+    /// Merges every source, highest precedence first, so the first matching rule a lookup
+    /// finds is the one that outranks the others. Deny rules are consulted before any allow,
+    /// so a deny anywhere wins. If a managed policy is `managed_only`, allow and ask rules
+    /// from every other source are ignored (and kept for reporting); their denies still
+    /// narrow.
+    pub fn from_sources(sources: &[PolicySource]) -> RuleSet {
+        let managed_only = sources
+            .iter()
+            .any(|source| source.kind == SourceKind::Managed && source.policy.managed_only);
+        let mut ordered: Vec<&PolicySource> = sources.iter().collect();
+        ordered.sort_by_key(|source| source.kind);
         let mut set = RuleSet::default();
-        if let Some(policy) = managed {
-            set.rules.extend(policy.rules.iter().cloned());
-        }
-        for rule in others.iter().flat_map(|policy| policy.rules.iter()) {
-            if managed_only && rule.kind != RuleKind::Deny {
-                set.ignored.push(rule.clone());
-            } else {
-                set.rules.push(rule.clone());
+        for source in ordered {
+            for rule in &source.policy.rules {
+                let widens = rule.kind != RuleKind::Deny;
+                if managed_only && widens && source.kind != SourceKind::Managed {
+                    set.ignored.push(rule.clone());
+                } else {
+                    set.rules.push(rule.clone());
+                }
             }
         }
         set
+    }
+
+    /// One policy on its own, as the managed policy.
+    pub fn from_policy(policy: &Policy) -> RuleSet {
+        RuleSet::from_sources(&[PolicySource {
+            kind: SourceKind::Managed,
+            policy: policy.clone(),
+        }])
     }
 
     pub fn from_rules(rules: Vec<Rule>) -> RuleSet {
@@ -82,34 +122,84 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+    use crate::policy::PolicyOrigin;
 
     fn policy(text: &str) -> Policy {
-        Policy::parse(text, Path::new("p.yaml"), Path::new("/p"), None).unwrap()
+        Policy::parse(
+            text,
+            PolicyOrigin {
+                file: Path::new("p.yaml"),
+                dir: Path::new("/p"),
+                home: None,
+            },
+        )
+        .unwrap()
+    }
+
+    fn source(kind: SourceKind, text: &str) -> PolicySource {
+        PolicySource {
+            kind,
+            policy: policy(text),
+        }
     }
 
     #[test]
     fn managed_only_drops_other_allow_and_ask_rules_but_keeps_denies() {
-        let managed = policy("managed_only: true\npermissions:\n  allow: [Read]\n");
-        let task = policy("permissions:\n  allow: [Bash]\n  ask: [Write]\n  deny: [WebFetch]\n");
-        let set = RuleSet::merge(Some(&managed), &[&task]);
+        let managed = source(
+            SourceKind::Managed,
+            "managed_only: true\npermissions:\n  allow: [Read]\n",
+        );
+        let task = source(
+            SourceKind::Task,
+            "permissions:\n  allow: [Bash]\n  ask: [Write]\n  deny: [WebFetch]\n",
+        );
+        let set = RuleSet::from_sources(&[task.clone(), managed]);
         assert!(set.whole_tool(RuleKind::Allow, &ToolName::Bash).is_none());
         assert!(
             set.whole_tool(RuleKind::Deny, &ToolName::WebFetch)
                 .is_some()
         );
         assert_eq!(set.ignored().len(), 2);
-        let open = RuleSet::merge(Some(&policy("permissions: {}\n")), &[&task]);
+        let open = RuleSet::from_sources(&[source(SourceKind::Managed, "permissions: {}\n"), task]);
         assert!(open.whole_tool(RuleKind::Allow, &ToolName::Bash).is_some());
+        // managed_only anywhere but in a managed policy locks nothing.
+        let self_locked = source(
+            SourceKind::Task,
+            "managed_only: true\npermissions:\n  allow: [Read]\n",
+        );
+        let user = source(SourceKind::User, "permissions:\n  allow: [Bash]\n");
+        assert!(
+            RuleSet::from_sources(&[self_locked, user])
+                .ignored()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn higher_precedence_sources_come_first() {
+        let user = source(SourceKind::User, "permissions:\n  allow: [Bash]\n");
+        let flags = Policy::from_flags(&["Bash".into()], &[], &[], Path::new("/")).unwrap();
+        let cli = PolicySource {
+            kind: SourceKind::CommandLine,
+            policy: flags,
+        };
+        let set = RuleSet::from_sources(&[user, cli]);
+        let first = set.whole_tool(RuleKind::Allow, &ToolName::Bash).unwrap();
+        assert!(
+            first
+                .source
+                .file
+                .display()
+                .to_string()
+                .starts_with("<command line")
+        );
     }
 
     #[test]
     fn file_rule_families() {
-        let set = RuleSet::merge(
-            Some(&policy(
-                "permissions:\n  allow: ['Edit(src/**)']\n  deny: ['Read(.env)']\n",
-            )),
-            &[],
-        );
+        let set = RuleSet::from_policy(&policy(
+            "permissions:\n  allow: ['Edit(src/**)']\n  deny: ['Read(.env)']\n",
+        ));
         assert_eq!(
             set.content_rules(RuleKind::Allow, &ToolName::Write).count(),
             1

@@ -7,29 +7,7 @@ use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, Te
 
 use super::{input_summary, serde_plain};
 use crate::agent::RunReport;
-use crate::policy::Layer;
 use crate::transcript::Outcome;
-
-/// Layers reported even when nothing was refused there, so a dashboard sees a zero.
-const LAYERS: [Layer; 5] = [
-    Layer::Rule,
-    Layer::Tool,
-    Layer::Guardrail,
-    Layer::Interaction,
-    Layer::Mode,
-];
-
-/// Refused calls per layer, by the layer's serde name.
-pub(super) fn denials_by_layer(report: &RunReport) -> std::collections::BTreeMap<String, usize> {
-    let mut by_layer: std::collections::BTreeMap<String, usize> =
-        LAYERS.iter().map(|layer| (serde_plain(layer), 0)).collect();
-    for denial in &report.denials {
-        *by_layer
-            .entry(serde_plain(&denial.decision.layer))
-            .or_default() += 1;
-    }
-    by_layer
-}
 
 pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeError> {
     let mut suite = TestSuite::new(report.task_name.as_str());
@@ -57,7 +35,9 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
     // Issue 7's properties, kept apart from the list above so other additions merge cleanly.
     suite.add_property(Property::new("fail_on", report.fail_on.to_string()));
     suite.add_properties(
-        denials_by_layer(report)
+        counts
+            .denials_by_layer
+            .by_name()
             .into_iter()
             .map(|(layer, count)| Property::new(format!("denials_{layer}"), count.to_string())),
     );

@@ -95,6 +95,7 @@ pub(crate) fn sample_report() -> crate::agent::RunReport {
             denials: 1,
             ..RunCounts::default()
         },
+        calls_by_tool: vec![("Bash".into(), 6)],
         denials: vec![Denial {
             id: "toolu_1".into(),
             tool: "Bash".into(),
@@ -112,6 +113,7 @@ pub(crate) fn sample_report() -> crate::agent::RunReport {
                 }),
                 reason: "`rm -rf build` is denied by rule Bash(rm:*)".into(),
                 updated_input: None,
+                asked: false,
             },
         }],
         checks: vec![failed(1), failed(2)],

@@ -133,7 +133,7 @@ fn descriptor(id: String, short: String, help: String) -> ReportingDescriptor {
 /// the layer (guardrail, tool check, mode…) that did.
 fn denial_rule(denial: &Denial) -> ReportingDescriptor {
     let decision = &denial.decision;
-    if let Some(rule) = &decision.rule {
+    if let (Layer::Rule, Some(rule)) = (decision.layer, &decision.rule) {
         let kind = match decision.step {
             Step::WholeToolAsk | Step::ContentAsk => "ask",
             _ => "deny",
@@ -182,6 +182,17 @@ fn denial_rule(denial: &Denial) -> ReportingDescriptor {
             "interaction".to_string(),
             "A tool that needs a person.".to_string(),
             "The tool needs a person to answer; a headless run has none.",
+        ),
+        Layer::Hook => (
+            "hook".to_string(),
+            "A PreToolUse hook.".to_string(),
+            "A PreToolUse hook from a policy refused the call (its reason is in the result); \
+             hooks run after the rules and can only tighten them.",
+        ),
+        Layer::Classifier => (
+            "classifier".to_string(),
+            "The auto-mode classifier.".to_string(),
+            "In auto mode, the classifier judged the call unsafe for the task and refused it.",
         ),
         Layer::Rule => (
             "policy".to_string(),

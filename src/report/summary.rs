@@ -20,6 +20,14 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
         counts.denials,
         counts.tool_errors
     );
+    if !report.calls_by_tool.is_empty() {
+        let tally: Vec<String> = report
+            .calls_by_tool
+            .iter()
+            .map(|(tool, count)| format!("{tool} ×{count}"))
+            .collect();
+        out.push_str(&format!("  calls: {}\n", tally.join(", ")));
+    }
     if let Some(error) = &report.error {
         out.push_str(&format!("  stopped: {error}\n"));
     }

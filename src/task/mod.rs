@@ -9,7 +9,9 @@ use serde_saphyr::Spanned;
 
 use crate::config::{self, ConfigError};
 use crate::model::ScriptedBlock;
-use crate::policy::{PermissionMode, ToolName, normalize_lexically};
+use crate::policy::{
+    PermissionMode, PermissionsBlock, Policy, PolicyOrigin, ToolName, normalize_lexically,
+};
 use crate::tools::implemented_builtins;
 pub use fail_on::{FailOn, FailOnSet};
 
@@ -28,6 +30,7 @@ struct TaskFile {
     model: ModelFile,
     mode: Option<PermissionMode>,
     policy: Option<String>,
+    permissions: Option<PermissionsBlock>,
     workdir: Option<String>,
     tools: Option<Vec<Spanned<String>>>,
     #[serde(default)]
@@ -52,6 +55,8 @@ struct ModelFile {
 #[serde(deny_unknown_fields)]
 struct LimitsFile {
     max_turns: Option<Spanned<u32>>,
+    max_denials: Option<u32>,
+    max_consecutive_denials: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -103,6 +108,10 @@ pub struct ModelSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub max_turns: u32,
+    /// Refused calls in the whole run before it stops with exit 3.
+    pub max_denials: Option<u32>,
+    /// Refused calls in a row before it stops with exit 3.
+    pub max_consecutive_denials: Option<u32>,
 }
 
 /// A command the task author runs after the agent stops; not gated (it is the author's).
@@ -144,6 +153,9 @@ pub struct Task {
     pub mode: Option<PermissionMode>,
     /// Resolved against the task file's folder.
     pub policy: Option<PathBuf>,
+    /// The task's own `permissions:` block; it ranks below the managed policy and the
+    /// command line, and a managed-only policy ignores its allow and ask rules.
+    pub permissions: Option<Policy>,
     /// Resolved against the task file's folder.
     pub workdir: Option<PathBuf>,
     pub tools: Vec<ToolName>,
@@ -157,8 +169,14 @@ pub struct Task {
 }
 
 impl Task {
-    /// `file` names the task in messages; `dir` (its folder) resolves relative paths.
-    pub fn parse(text: &str, file: &Path, dir: &Path) -> Result<Task, ConfigError> {
+    /// `file` names the task in messages; `dir` (its folder, absolute) resolves relative
+    /// paths; `home` expands `~/` in its permissions.
+    pub fn parse(
+        text: &str,
+        file: &Path,
+        dir: &Path,
+        home: Option<&Path>,
+    ) -> Result<Task, ConfigError> {
         let raw: TaskFile = config::parse(text, file)?;
         let at =
             |line: u64, column: u64, message: String| ConfigError::new(file, line, column, message);
@@ -245,8 +263,13 @@ impl Task {
                 retry,
             });
         }
+        let permissions = raw
+            .permissions
+            .map(|block| Policy::from_block(block, PolicyOrigin { file, dir, home }))
+            .transpose()?;
         Ok(Task {
             file: file.to_path_buf(),
+            permissions,
             name: raw.name,
             prompt: raw.prompt,
             model,
@@ -254,7 +277,11 @@ impl Task {
             policy: raw.policy.map(|p| normalize_lexically(&dir.join(p))),
             workdir: raw.workdir.map(|w| normalize_lexically(&dir.join(w))),
             tools,
-            limits: Limits { max_turns },
+            limits: Limits {
+                max_turns,
+                max_denials: raw.limits.max_denials,
+                max_consecutive_denials: raw.limits.max_consecutive_denials,
+            },
             checks,
             fail_on: raw.fail_on.map(FailOnSet::from_iter).unwrap_or_default(),
             redact_env: raw.redact_env,
@@ -308,7 +335,7 @@ mod tests {
     const MINIMAL: &str = "version: 1\nname: t\nprompt: do it\nmodel:\n  provider: scripted\n  script:\n    - - text: done\n";
 
     fn parse(text: &str) -> Result<Task, ConfigError> {
-        Task::parse(text, Path::new("task.yaml"), Path::new("/tasks"))
+        Task::parse(text, Path::new("task.yaml"), Path::new("/tasks"), None)
     }
 
     #[test]
@@ -330,6 +357,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(task.mode, Some(PermissionMode::DontAsk));
+        assert_eq!(task.permissions, None);
         assert_eq!(task.policy, Some(PathBuf::from("/p.yaml")));
         assert_eq!(task.workdir, Some(PathBuf::from("/tasks/ws")));
         assert_eq!(task.tools, vec![ToolName::Read, ToolName::Bash]);
@@ -357,6 +385,19 @@ mod tests {
         assert_eq!(parse(MINIMAL).unwrap().fail_on, FailOnSet::default());
         let none = parse(&format!("{MINIMAL}fail_on: []\n")).unwrap();
         assert_eq!(none.fail_on, FailOnSet::none());
+    }
+
+    #[test]
+    fn permissions_block_becomes_a_policy() {
+        let task = parse(&format!(
+            "{MINIMAL}permissions:\n  allow: [Bash]\n  deny: ['Bash(rm:*)']\n"
+        ))
+        .unwrap();
+        let permissions = task.permissions.unwrap();
+        assert_eq!(permissions.rules.len(), 2);
+        assert_eq!(permissions.rules[0].source.line, 10);
+        let err = parse(&format!("{MINIMAL}permissions:\n  allow: ['Bash(']\n")).unwrap_err();
+        assert_eq!(err.line, 9);
     }
 
     #[test]

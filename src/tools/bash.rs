@@ -192,12 +192,10 @@ mod tests {
     fn rules_apply_to_plain_words_only() {
         let policy = Policy::parse(
             "permissions:\n  allow: ['Bash(git status)', 'Bash(npm test:*)']\n  deny: ['Bash(rm:*)']\n  ask: ['Bash(git push:*)']\n",
-            Path::new("p.yaml"),
-            Path::new("/"),
-            None,
+            crate::policy::PolicyOrigin { file: Path::new("p.yaml"), dir: Path::new("/"), home: None },
         )
         .unwrap();
-        let rules = RuleSet::merge(Some(&policy), &[]);
+        let rules = RuleSet::from_policy(&policy);
         let workspace = Workspace::new("/ws".into(), vec![], None);
         let ctx = PermissionContext {
             mode: PermissionMode::Default,

@@ -99,6 +99,11 @@ pub trait Tool: Send + Sync {
             reason: format!("{} has no permission check of its own", self.name()),
         }
     }
+    /// Details of the tool's own check for `check --explain` (Bash: each simple command
+    /// and its verdict). Empty when the check's reason says it all.
+    fn explain_permissions(&self, _input: &Value, _ctx: &PermissionContext) -> Vec<String> {
+        Vec::new()
+    }
     fn max_result_chars(&self) -> usize {
         30_000
     }

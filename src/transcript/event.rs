@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::hooks::{HookEvent, HookReport};
 use crate::model::{ContentBlock, StopReason, Usage};
-use crate::policy::{PermissionDecision, PermissionMode, RuleRef};
+use crate::policy::{DenialCounts, PermissionDecision, PermissionMode, RuleRef, SourceKind};
 use crate::task::FailOn;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -44,6 +45,14 @@ pub enum Event {
         tool: String,
         #[serde(flatten)]
         decision: PermissionDecision,
+    },
+    /// Hooks that ran for a call, each with its answer.
+    HookRun {
+        id: String,
+        tool: String,
+        event: HookEvent,
+        #[serde(flatten)]
+        report: HookReport,
     },
     ToolResult {
         id: String,
@@ -92,7 +101,8 @@ pub struct TaskSummary {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PolicySummary {
-    pub files: Vec<PathBuf>,
+    /// Every policy source in force, highest precedence first.
+    pub sources: Vec<(SourceKind, PathBuf)>,
     pub managed_only: bool,
     pub rules: usize,
     /// Rules dropped because the managed policy is managed-only.
@@ -136,6 +146,9 @@ pub enum Outcome {
     ChecksFailed,
     /// `limits.max_turns` stopped the loop.
     MaxTurns,
+    /// `limits.max_denials` or `limits.max_consecutive_denials` stopped the run: it was
+    /// going nowhere.
+    DenialLimit,
     /// A tool call was refused and `fail_on` counts that kind of refusal.
     PolicyDenied,
     /// The provider failed.
@@ -150,7 +163,9 @@ pub enum Outcome {
 pub struct RunCounts {
     pub turns: u32,
     pub tool_calls: u32,
+    /// Every refused call, from whichever layer refused it.
     pub denials: u32,
+    pub denials_by_layer: DenialCounts,
     pub tool_errors: u32,
     pub checks_passed: u32,
     pub checks_failed: u32,

@@ -2,11 +2,6 @@
 //! and step they reference exists, and the action's outputs are what tollgate writes.
 //! (actionlint, run by .ci/validate-reports.sh, lints the workflows' expressions too.)
 
-#![allow(
-    clippy::unwrap_used,
-    reason = "test helpers: a malformed file should panic with its error"
-)]
-
 use std::collections::BTreeSet;
 
 use regex::Regex;

@@ -2,11 +2,6 @@
 //! reads, in command output (inline and offloaded) and in a check's output must not appear
 //! in any file the run writes, nor on stdout or stderr.
 
-#![allow(
-    clippy::unwrap_used,
-    reason = "test helpers: a failed set-up step should panic with its error"
-)]
-
 use std::path::Path;
 
 use crate::support::runs::run_task;

@@ -2,11 +2,6 @@
 //! SARIF (valid against the official schema), JUnit, the step summary, outputs and
 //! annotations; `fail_on` and check retries change the verdict as documented.
 
-#![allow(
-    clippy::unwrap_used,
-    reason = "test helpers: a failed set-up step should panic with its error"
-)]
-
 use std::path::Path;
 
 use pretty_assertions::assert_eq;

@@ -1,3 +1,168 @@
-//! Helpers shared by the integration suites.
+//! Helpers for end-to-end tests: copies of the shipped examples in temp folders, the real
+//! binary, and readers for what a run leaves behind.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
 
 pub mod runs;
+
+/// The repository root, where `examples/` and `policies/` live.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A temp folder holding a copy of `examples/` and `policies/`, laid out as in the repo,
+/// so a run may edit its workspace freely.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn with_examples() -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        for folder in ["examples", "policies"] {
+            copy_tree(&repo_root().join(folder), &dir.path().join(folder));
+        }
+        Sandbox { dir }
+    }
+
+    pub fn empty() -> Sandbox {
+        Sandbox {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn write(&self, relative: &str, text: &str) -> PathBuf {
+        let path = self.path().join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Runs `tollgate ARGS` with the sandbox as the current folder.
+    pub fn tollgate(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_tollgate"))
+            .args(args)
+            .current_dir(self.path())
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap()
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Every event of a transcript, parsed.
+pub fn transcript(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line)
+                .unwrap_or_else(|err| panic!("bad transcript line {line}: {err}"))
+        })
+        .collect()
+}
+
+pub fn events<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|event| event["type"] == kind)
+        .collect()
+}
+
+/// S2's invariant: every tool_use of every assistant message has exactly one tool_result,
+/// and results come in call order.
+pub fn assert_every_tool_use_answered_once(all: &[Value]) {
+    let uses: Vec<String> = events(all, "assistant_message")
+        .iter()
+        .flat_map(|event| event["content"].as_array().unwrap().iter())
+        .filter(|block| block["type"] == "tool_use")
+        .map(|block| block["id"].as_str().unwrap().to_string())
+        .collect();
+    let results: Vec<String> = events(all, "tool_result")
+        .iter()
+        .map(|event| event["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(uses, results, "tool_use ids vs tool_result ids");
+    let mut seen = HashMap::new();
+    for id in &results {
+        *seen.entry(id).or_insert(0) += 1;
+    }
+    assert!(
+        seen.values().all(|count| *count == 1),
+        "a tool_use was answered twice: {seen:?}"
+    );
+}
+
+/// A parsed JUnit report: (tests, failures) of the first suite, and its properties.
+pub struct Junit {
+    pub tests: usize,
+    pub failures: usize,
+    pub testcases: Vec<(String, bool)>,
+    pub properties: HashMap<String, String>,
+    pub system_out: String,
+}
+
+pub fn junit(path: &Path) -> Junit {
+    let text = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    let suite = doc
+        .descendants()
+        .find(|node| node.has_tag_name("testsuite"))
+        .unwrap();
+    let number = |name: &str| suite.attribute(name).unwrap().parse::<usize>().unwrap();
+    let testcases = suite
+        .children()
+        .filter(|node| node.has_tag_name("testcase"))
+        .map(|case| {
+            let failed = case
+                .children()
+                .any(|c| c.has_tag_name("failure") || c.has_tag_name("error"));
+            (case.attribute("name").unwrap().to_string(), failed)
+        })
+        .collect();
+    let properties = suite
+        .descendants()
+        .filter(|node| node.has_tag_name("property"))
+        .map(|p| {
+            (
+                p.attribute("name").unwrap().to_string(),
+                p.attribute("value").unwrap().to_string(),
+            )
+        })
+        .collect();
+    let system_out = suite
+        .children()
+        .find(|node| node.has_tag_name("system-out"))
+        .and_then(|node| node.text())
+        .unwrap_or_default()
+        .to_string();
+    Junit {
+        tests: number("tests"),
+        failures: number("failures"),
+        testcases,
+        properties,
+        system_out,
+    }
+}

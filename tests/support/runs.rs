@@ -1,11 +1,6 @@
 //! Running the real `tollgate` binary on a task in a scratch folder, with the GitHub
 //! Actions environment files pointed into that folder.
 
-#![allow(
-    clippy::unwrap_used,
-    reason = "test helpers: a failed set-up step should panic with its error"
-)]
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

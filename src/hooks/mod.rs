@@ -1,0 +1,323 @@
+//! PreToolUse / PostToolUse command hooks (S9, issue 3): which hooks run for a call, running
+//! them with the JSON input on stdin, and folding their answers into one verdict (deny > ask >
+//! allow) that names the hook behind it. Decides nothing about rules: the gate combines the two.
+
+mod answer;
+mod config;
+mod run;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+pub use answer::{HookAnswer, HookError};
+pub use config::{
+    DEFAULT_TIMEOUT_SECS, Hook, HookEvent, HookList, HookSpec, MatcherError, OnError, ToolMatcher,
+    merge_hooks,
+};
+
+use crate::tools::{AbortSignal, truncate_middle};
+use run::{Invocation, run_process};
+
+/// What every hook for one call is told (serialised to its stdin).
+#[derive(Debug, Clone, Copy)]
+pub struct HookInput<'a> {
+    pub session_id: &'a str,
+    pub transcript_path: &'a Path,
+    pub cwd: &'a Path,
+    pub permission_mode: &'a str,
+    pub tool_name: &'a str,
+    pub tool_input: &'a Value,
+    pub tool_use_id: &'a str,
+    /// The tool's result; sent to PostToolUse hooks only.
+    pub tool_response: Option<&'a Value>,
+}
+
+impl HookInput<'_> {
+    /// The stdin JSON, with Claude Code's field names so its hook scripts read it unchanged.
+    pub fn to_json(&self, event: HookEvent) -> Value {
+        let mut value = json!({
+            "session_id": self.session_id,
+            "transcript_path": self.transcript_path.to_string_lossy(),
+            "cwd": self.cwd.to_string_lossy(),
+            "permission_mode": self.permission_mode,
+            "hook_event_name": event.as_str(),
+            "tool_name": self.tool_name,
+            "tool_input": self.tool_input,
+            "tool_use_id": self.tool_use_id,
+        });
+        if event == HookEvent::PostToolUse
+            && let Some(object) = value.as_object_mut()
+        {
+            object.insert(
+                "tool_response".to_string(),
+                self.tool_response.cloned().unwrap_or(Value::Null),
+            );
+        }
+        value
+    }
+}
+
+/// All hooks' answer for one call. Reasons name the hook (event, command, policy file) that
+/// decided, so the model and the transcript can tell a hook's deny from a rule's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum HookVerdict {
+    Allow {
+        reason: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        updated_input: Option<Value>,
+    },
+    Ask {
+        reason: String,
+    },
+    Deny {
+        reason: String,
+    },
+    /// No hook matched, or none expressed a decision (one may still have rewritten the input).
+    NoOpinion {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        updated_input: Option<Value>,
+    },
+}
+
+/// One hook's run, for the transcript.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HookRun {
+    pub event: HookEvent,
+    pub command: String,
+    pub source: PathBuf,
+    /// `None` when it was not started, timed out, was aborted or was killed by a signal.
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    /// What the hook counts as: its own answer, or what `on_error` made of its failure.
+    pub answer: HookAnswer,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// What it printed on stderr, shortened; kept for debugging hooks.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub stderr: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HookReport {
+    pub verdict: HookVerdict,
+    /// One per hook that matched, in policy order (not completion order).
+    pub runs: Vec<HookRun>,
+    /// Index into `runs` of the hook whose answer became the verdict.
+    pub decided_by: Option<usize>,
+}
+
+/// Stderr kept per run in the report.
+const STDERR_CHARS: usize = 2000;
+
+/// Runs every hook for `event` whose matcher covers `input.tool_name`, all at once (a slow
+/// hook then costs its own time, not the sum), and folds their answers: deny > ask > allow >
+/// no opinion; among equals the first in policy order speaks. Each hook sees the original
+/// input, not another hook's rewrite; the verdict's `updated_input` is the last (in policy
+/// order) one given by a hook that allowed or had no opinion, and is dropped on ask or deny.
+pub async fn run_hooks(
+    hooks: &[Hook],
+    event: HookEvent,
+    input: &HookInput<'_>,
+    abort: &AbortSignal,
+) -> HookReport {
+    let matching: Vec<&Hook> = hooks
+        .iter()
+        .filter(|hook| hook.spec.applies_to(event, input.tool_name))
+        .collect();
+    if matching.is_empty() {
+        return HookReport {
+            verdict: HookVerdict::NoOpinion {
+                updated_input: None,
+            },
+            runs: Vec::new(),
+            decided_by: None,
+        };
+    }
+    let stdin = input.to_json(event).to_string().into_bytes();
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, hook) in matching.iter().enumerate() {
+        let run = run_one(
+            (*hook).clone(),
+            event,
+            input.cwd.to_path_buf(),
+            stdin.clone(),
+            abort.clone(),
+        );
+        tasks.spawn(async move { (index, run.await) });
+    }
+    let mut runs: Vec<Option<HookRun>> = vec![None; matching.len()];
+    while let Some(joined) = tasks.join_next().await {
+        // A task that panicked leaves its slot empty; that hook is failed below.
+        if let Ok((index, run)) = joined
+            && let Some(slot) = runs.get_mut(index)
+        {
+            *slot = Some(run);
+        }
+    }
+    let runs: Vec<HookRun> = runs
+        .into_iter()
+        .zip(&matching)
+        .map(|(run, hook)| {
+            run.unwrap_or_else(|| {
+                let err = HookError::Internal("its task ended without an answer".to_string());
+                failed_run(hook, event, err)
+            })
+        })
+        .collect();
+    let (verdict, decided_by) = aggregate(&runs);
+    HookReport {
+        verdict,
+        runs,
+        decided_by,
+    }
+}
+
+async fn run_one(
+    hook: Hook,
+    event: HookEvent,
+    cwd: PathBuf,
+    stdin: Vec<u8>,
+    abort: AbortSignal,
+) -> HookRun {
+    let started = Instant::now();
+    let timeout_secs = hook.spec.timeout_secs();
+    let (result, exit_code, stderr) = if abort.is_aborted() {
+        (Err(HookError::Aborted), None, String::new())
+    } else {
+        let invocation = Invocation {
+            command: &hook.spec.command,
+            cwd: &cwd,
+            env: &[("TOLLGATE_HOOK_EVENT", event.as_str())],
+            stdin,
+            timeout: Duration::from_secs(timeout_secs),
+        };
+        match run_process(invocation, &abort).await {
+            Ok(process) => {
+                let exit_code = match process.ending {
+                    run::Ending::Exited { code, .. } => code,
+                    run::Ending::TimedOut | run::Ending::Aborted => None,
+                };
+                let result = answer::interpret(&process, event, timeout_secs);
+                (result, exit_code, process.stderr.text)
+            }
+            Err(err) => (Err(HookError::Spawn(err.to_string())), None, String::new()),
+        }
+    };
+    let (answer, error) = match result {
+        Ok(answer) => (answer, None),
+        Err(err) => (on_error(hook.spec.on_error, &err), Some(err.to_string())),
+    };
+    HookRun {
+        event,
+        command: hook.spec.command,
+        source: hook.source,
+        exit_code,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        answer,
+        error,
+        stderr: truncate_middle(stderr.trim_end(), STDERR_CHARS),
+    }
+}
+
+/// Fail closed unless the policy author said this hook's failures do not matter.
+fn on_error(policy: OnError, err: &HookError) -> HookAnswer {
+    match policy {
+        OnError::Deny => HookAnswer::Deny {
+            reason: Some(format!("the hook {err} (on_error: deny)")),
+        },
+        OnError::Ignore => HookAnswer::NoOpinion {
+            updated_input: None,
+        },
+    }
+}
+
+fn failed_run(hook: &Hook, event: HookEvent, err: HookError) -> HookRun {
+    HookRun {
+        event,
+        command: hook.spec.command.clone(),
+        source: hook.source.clone(),
+        exit_code: None,
+        duration_ms: 0,
+        answer: on_error(hook.spec.on_error, &err),
+        error: Some(err.to_string()),
+        stderr: String::new(),
+    }
+}
+
+/// Folds the runs' answers (see [`run_hooks`]). Pure, so the precedence is testable alone.
+fn aggregate(runs: &[HookRun]) -> (HookVerdict, Option<usize>) {
+    let mut decided_by: Option<usize> = None;
+    for (index, run) in runs.iter().enumerate() {
+        let outranks =
+            decided_by.is_none_or(|best| run.answer.severity() > runs[best].answer.severity());
+        if run.answer.severity() > 0 && outranks {
+            decided_by = Some(index);
+        }
+    }
+    let updated_input = || {
+        runs.iter().rev().find_map(|run| match &run.answer {
+            HookAnswer::Allow { updated_input, .. } | HookAnswer::NoOpinion { updated_input } => {
+                updated_input.clone()
+            }
+            HookAnswer::Deny { .. } | HookAnswer::Ask { .. } => None,
+        })
+    };
+    let Some(index) = decided_by else {
+        return (
+            HookVerdict::NoOpinion {
+                updated_input: updated_input(),
+            },
+            None,
+        );
+    };
+    let run = &runs[index];
+    let verdict = match &run.answer {
+        HookAnswer::Deny { reason } => HookVerdict::Deny {
+            reason: explain(run, "denied", reason.as_deref()),
+        },
+        HookAnswer::Ask { reason } => HookVerdict::Ask {
+            reason: explain(run, "asks", reason.as_deref()),
+        },
+        HookAnswer::Allow { reason, .. } => HookVerdict::Allow {
+            reason: Some(explain(run, "allowed", reason.as_deref())),
+            updated_input: updated_input(),
+        },
+        HookAnswer::NoOpinion { .. } => HookVerdict::NoOpinion {
+            updated_input: updated_input(),
+        },
+    };
+    (verdict, Some(index))
+}
+
+/// "PreToolUse hook `./check.sh` (policies/ci.yaml) denied: rm is not allowed".
+fn explain(run: &HookRun, verb: &str, reason: Option<&str>) -> String {
+    let head = format!(
+        "{} hook `{}` ({}) {verb}",
+        run.event,
+        short_command(&run.command),
+        run.source.display()
+    );
+    match reason.map(str::trim).filter(|reason| !reason.is_empty()) {
+        Some(reason) => format!("{head}: {reason}"),
+        None => head,
+    }
+}
+
+/// A command as messages quote it: its first line, at most 80 characters.
+fn short_command(command: &str) -> String {
+    const MAX: usize = 80;
+    let line = command.trim().lines().next().unwrap_or_default();
+    let multiline = command.trim().lines().nth(1).is_some();
+    match line.char_indices().nth(MAX) {
+        Some((end, _)) => format!("{}…", &line[..end]),
+        None if multiline => format!("{line} …"),
+        None => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,157 @@
+//! `tollgate check`: one decision as one JSON line, nothing executed.
+
+use serde_json::Value;
+
+use crate::support::Sandbox;
+
+fn decide(sandbox: &Sandbox, args: &[&str]) -> Value {
+    let mut all = vec!["check"];
+    all.extend_from_slice(args);
+    let output = sandbox.tollgate(&all);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn read_only_policy_denies_a_write() {
+    let sandbox = Sandbox::with_examples();
+    let line = decide(
+        &sandbox,
+        &[
+            "--policy",
+            "policies/read-only.yaml",
+            "--tool",
+            "Write",
+            "--input",
+            r#"{"file_path":"a","content":"x"}"#,
+            "--mode",
+            "dontAsk",
+        ],
+    );
+    assert_eq!(line["decision"], "deny");
+    assert_eq!(line["step"], "1a");
+    assert_eq!(line["rule"], "Write");
+    assert!(
+        line["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("policies/read-only.yaml:")
+    );
+    assert!(!sandbox.path().join("a").exists());
+}
+
+#[test]
+fn decisions_across_modes_and_tools() {
+    let sandbox = Sandbox::with_examples();
+    let policy = "policies/ci-default.yaml";
+    let cases: &[(&str, &str, &str, &str, &str)] = &[
+        (
+            "Bash",
+            r#"{"command":"cargo test --all"}"#,
+            "dontAsk",
+            "allow",
+            "1c",
+        ),
+        (
+            "Bash",
+            r#"{"command":"rm -rf /"}"#,
+            "bypassPermissions",
+            "deny",
+            "1d",
+        ),
+        (
+            "Bash",
+            r#"{"command":"git commit -m x"}"#,
+            "bypassPermissions",
+            "deny",
+            "1f",
+        ),
+        ("Bash", r#"{"command":"ls; rm x"}"#, "dontAsk", "deny", "1c"),
+        (
+            "Write",
+            r#"{"file_path":".git/config","content":""}"#,
+            "bypassPermissions",
+            "deny",
+            "1g",
+        ),
+        (
+            "Write",
+            r#"{"file_path":"notes.md","content":""}"#,
+            "dontAsk",
+            "deny",
+            "3",
+        ),
+        (
+            "Write",
+            r#"{"file_path":"notes.md","content":""}"#,
+            "acceptEdits",
+            "allow",
+            "1c",
+        ),
+        (
+            "Read",
+            r#"{"file_path":"/etc/passwd"}"#,
+            "bypassPermissions",
+            "deny",
+            "1d",
+        ),
+        (
+            "WebFetch",
+            r#"{"url":"https://example.com"}"#,
+            "bypassPermissions",
+            "deny",
+            "0",
+        ),
+        ("Read", r#"{"nope":1}"#, "dontAsk", "deny", "0"),
+    ];
+    for (tool, input, mode, decision, step) in cases {
+        let line = decide(
+            &sandbox,
+            &[
+                "--policy", policy, "--tool", tool, "--input", input, "--mode", mode,
+            ],
+        );
+        assert_eq!(
+            (
+                line["decision"].as_str().unwrap(),
+                line["step"].as_str().unwrap()
+            ),
+            (*decision, *step),
+            "{tool} {input} {mode}: {line}"
+        );
+    }
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    let sandbox = Sandbox::with_examples();
+    let output = sandbox.tollgate(&[
+        "check",
+        "--policy",
+        "policies/ci-default.yaml",
+        "--tool",
+        "Bash",
+        "--input",
+        "{not json",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let output = sandbox.tollgate(&[
+        "check",
+        "--policy",
+        "policies/ci-default.yaml",
+        "--tool",
+        "Bash",
+        "--input",
+        "{}",
+        "--mode",
+        "yolo",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+}

@@ -1,0 +1,69 @@
+//! Hooks end to end: real hook scripts in a policy, wired into a real run.
+
+use crate::support::{Sandbox, assert_every_tool_use_answered_once, events, transcript};
+
+#[test]
+fn hooks_deny_allow_and_withhold_within_the_rules() {
+    let sandbox = Sandbox::empty();
+    sandbox.write("ws/notes.txt", "api TOKEN=abc\n");
+    sandbox.write("ws/plain.txt", "nothing here\n");
+    // PreToolUse: allows `echo`, denies anything mentioning `secret`, no opinion otherwise.
+    sandbox.write(
+        "pre.sh",
+        "#!/bin/bash\ninput=$(cat)\ncase \"$input\" in\n  *secret*) echo 'no secrets here' >&2; exit 2 ;;\n  *'\"command\":\"echo '*) printf '{\"permissionDecision\":\"allow\",\"reason\":\"echo is harmless\"}' ;;\nesac\n",
+    );
+    // PostToolUse: withholds any result that shows a token.
+    sandbox.write(
+        "post.sh",
+        "#!/bin/bash\nif grep -q TOKEN; then printf '{\"permissionDecision\":\"deny\",\"reason\":\"the output shows a token\"}'; fi\n",
+    );
+    let pre = sandbox.path().join("pre.sh");
+    let post = sandbox.path().join("post.sh");
+    sandbox.write(
+        "p.yaml",
+        &format!(
+            "permissions:\n  deny: ['Bash(rm:*)']\nhooks:\n  - {{event: PreToolUse, matcher: Bash, command: 'bash {}'}}\n  - {{event: PostToolUse, matcher: Read, command: 'bash {}'}}\n",
+            pre.display(),
+            post.display()
+        ),
+    );
+    let calls = [
+        "{name: Bash, input: {command: echo hello}}",
+        "{name: Bash, input: {command: echo secret}}",
+        "{name: Bash, input: {command: rm -rf x}}",
+        "{name: Bash, input: {command: ls}}",
+        "{name: Read, input: {file_path: notes.txt}}",
+        "{name: Read, input: {file_path: plain.txt}}",
+    ];
+    let script: String = calls.iter().map(|call| format!("      - tool_use: {call}\n")).collect();
+    sandbox.write(
+        "t.yaml",
+        &format!("version: 1\nname: t\nprompt: go\nworkdir: ws\nmodel:\n  provider: scripted\n  script:\n    -\n{script}    - - text: done\n"),
+    );
+    let output = sandbox.tollgate(&["run", "t.yaml", "--policy", "p.yaml", "--out", "o"]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let all = transcript(&sandbox.path().join("o/transcript.jsonl"));
+    assert_every_tool_use_answered_once(&all);
+    let results: Vec<(String, String)> = events(&all, "tool_result")
+        .iter()
+        .map(|e| (e["status"].as_str().unwrap().to_string(), e["content"].as_str().unwrap().to_string()))
+        .collect();
+    // The hook's allow lifts the mode's refusal of `echo hello`…
+    assert_eq!(results[0], ("success".into(), "hello".into()));
+    // …its deny stops `echo secret`, with its stderr as the reason…
+    assert_eq!(results[1].0, "denied");
+    assert!(results[1].1.contains("no secrets here"), "{}", results[1].1);
+    // …a deny rule is final (the hook is not even asked), no opinion leaves the mode's deny…
+    assert_eq!(results[2].0, "denied");
+    assert_eq!(results[3].0, "denied");
+    // …and PostToolUse withholds the token but not the plain file.
+    assert_eq!(results[4].0, "error");
+    assert!(!results[4].1.contains("abc"), "{}", results[4].1);
+    assert!(results[4].1.contains("the output shows a token"));
+    assert_eq!(results[5].0, "success");
+    let decisions: Vec<String> = events(&all, "permission_decision").iter().map(|e| e["layer"].as_str().unwrap().to_string()).collect();
+    assert_eq!(decisions, ["hook", "hook", "rule", "mode", "tool", "tool"]);
+    let hook_runs = events(&all, "hook_run");
+    assert_eq!(hook_runs.len(), 5, "pre for echo, echo secret, ls; post for two reads");
+    assert_eq!(all.last().unwrap()["denials_by_layer"]["hook"], 1);
+}
