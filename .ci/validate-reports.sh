@@ -65,7 +65,8 @@ run denied needs-denied.yaml 3
 
 # The Multitool exits 0 even when it finds errors: its own SARIF log says what it found.
 validate_sarif() {
-  local file="$1" log="$work/$(basename "$(dirname "$1")")-validation.sarif"
+  local file="$1" log
+  log="$work/$(basename "$(dirname "$1")")-validation.sarif"
   DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1 "$multitool" validate "$file" --output "$log" \
     >"$log.stdout" 2>&1 || { cat "$log.stdout" >&2; fail "the Multitool could not validate $file"; }
   python3 - "$log" "$file" <<'PY' || fail "$2 is not valid SARIF"
