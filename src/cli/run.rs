@@ -171,10 +171,14 @@ async fn execute(spec: RunSpec, formats: &[ReportFormat]) -> Result<ExitCode> {
         }
     }
     // Annotations go to stdout before the summary, as the runner reads them line by line.
-    let commands = github::publish(&report, &paths, &GithubEnv::from_env(), &redactor)
-        .context("cannot write the GitHub step summary or outputs")?;
-    for line in commands {
-        println!("{line}");
+    // A step summary that cannot be written must not hide the run's own exit code.
+    match github::publish(&report, &paths, &GithubEnv::from_env(), &redactor) {
+        Ok(commands) => {
+            for line in commands {
+                println!("{line}");
+            }
+        }
+        Err(err) => tracing::warn!("cannot write the GitHub step summary or outputs: {err}"),
     }
     let written: Vec<(&str, &Path)> = [("junit", &paths.junit), ("sarif", &paths.sarif)]
         .into_iter()

@@ -347,3 +347,20 @@ fn retries_run_out_then_fail_on_decides_the_exit() {
     assert_eq!(lenient.code, 0, "{}", lenient.stdout);
     assert_eq!(lenient.events().last().unwrap()["outcome"], "checks_failed");
 }
+
+#[test]
+fn an_unwritable_step_summary_does_not_hide_the_exit_code() {
+    let workspace = tempfile::tempdir().unwrap();
+    let workdir = quickstart_workdir(workspace.path());
+    let run = run_task(
+        &repo_root().join("examples/needs-denied.yaml"),
+        &["--workdir", workdir.to_str().unwrap()],
+        &[("GITHUB_STEP_SUMMARY", "/nonexistent/folder/summary.md")],
+    );
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("cannot write the GitHub step summary"),
+        "{}",
+        run.stderr
+    );
+}
