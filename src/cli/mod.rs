@@ -132,6 +132,9 @@ struct RunArgs {
     /// Overrides the task's `limits.max_turns`.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_turns: Option<u32>,
+    /// Overrides the task's model name (`model.name`).
+    #[arg(long, value_name = "NAME")]
+    model: Option<String>,
     /// Reports to write to the output folder; repeat or separate with commas.
     #[arg(
         long = "report",

@@ -36,7 +36,10 @@ pub fn run(args: RunArgs, redactor: Arc<Redactor>) -> Result<ExitCode> {
 
 fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
     let home = home_dir();
-    let task = load_task(&args.task, home.as_deref())?;
+    let mut task = load_task(&args.task, home.as_deref())?;
+    if let Some(name) = &args.model {
+        task.model.name = name.clone();
+    }
     redactor.add_env_names(&task.redact_env);
     let fail_on = match &args.fail_on {
         None => task.fail_on.clone(),
