@@ -229,10 +229,14 @@ fn the_quickstart_narrows_fail_on_and_exits_0_with_warnings() {
             workdir.to_str().unwrap(),
             "--fail-on",
             "denial",
+            "--model",
+            "renamed",
         ],
         &[],
     );
     assert_eq!(strict.code, 3, "{}", strict.stdout);
+    let props = junit_properties(&strict.read("junit.xml"));
+    assert_eq!(property(&props, "model"), "renamed");
     assert!(
         !strict.out.join("tollgate.sarif").exists(),
         "junit only by default"
