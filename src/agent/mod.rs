@@ -4,6 +4,7 @@
 
 mod checks;
 mod hooks;
+pub mod verdict;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,8 +20,9 @@ use crate::model::{ContentBlock, Message, ModelRequest, Provider, Role, ToolSpec
 use crate::policy::{
     self, Decision, PermissionContext, PermissionDecision, PermissionMode, RuleSet, Workspace,
 };
+use crate::redact::Redactor;
 use crate::results::ResultStore;
-use crate::task::{Check, Task};
+use crate::task::{Check, FailOnSet, Task};
 use crate::tools::{AbortReason, AbortSignal, FileStateCache, Tool, ToolContext, ToolLimits};
 use crate::transcript::{
     CheckOutcome, Event, ModelSummary, Outcome, PolicySummary, ResultStatus, RunCounts,
@@ -41,6 +43,10 @@ pub struct RunSpec {
     pub limits: ToolLimits,
     /// PreToolUse / PostToolUse hooks in force, managed policy's first.
     pub hooks: Vec<Hook>,
+    /// The task's `fail_on`, or `--fail-on`.
+    pub fail_on: FailOnSet,
+    /// Applied to everything the run writes.
+    pub redactor: Arc<Redactor>,
 }
 
 /// A refused call, as reports list it.
@@ -55,6 +61,8 @@ pub struct Denial {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckRecord {
     pub check: Check,
+    /// 1 for the first run of the check; retries count up.
+    pub attempt: u32,
     pub outcome: CheckOutcome,
 }
 
@@ -76,6 +84,9 @@ pub struct RunReport {
     pub error: Option<String>,
     pub duration_ms: u64,
     pub transcript: PathBuf,
+    pub fail_on: FailOnSet,
+    pub task_file: PathBuf,
+    pub workdir: PathBuf,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -98,7 +109,7 @@ impl Outcome {
         match self {
             Outcome::Success => ExitCode::Success,
             Outcome::ChecksFailed | Outcome::MaxTurns => ExitCode::TaskFailed,
-            Outcome::DenialLimit => ExitCode::PolicyStop,
+            Outcome::DenialLimit | Outcome::PolicyDenied => ExitCode::PolicyStop,
             Outcome::ProviderError => ExitCode::ProviderError,
             Outcome::Interrupted => ExitCode::Interrupted,
             Outcome::Terminated => ExitCode::Terminated,
@@ -144,11 +155,12 @@ pub async fn run(
 ) -> Result<RunReport, AgentError> {
     let started = Instant::now();
     let transcript_path = spec.out_dir.join("transcript.jsonl");
-    let transcript =
-        Transcript::create(&transcript_path).map_err(|source| AgentError::Transcript {
+    let transcript = Transcript::create(&transcript_path)
+        .map_err(|source| AgentError::Transcript {
             path: transcript_path.clone(),
             source,
-        })?;
+        })?
+        .redacting(spec.redactor.clone());
     let ctx = ToolContext {
         workspace: spec.workspace.clone(),
         limits: spec.limits,
@@ -163,7 +175,7 @@ pub async fn run(
         spec: &spec,
         transcript,
         ctx,
-        results: ResultStore::new(spec.out_dir.join("results")),
+        results: ResultStore::new(spec.out_dir.join("results")).redacting(spec.redactor.clone()),
         counts: RunCounts::default(),
         calls_by_tool: Vec::new(),
         denials: Vec::new(),
@@ -188,35 +200,36 @@ pub async fn run(
         max_turns: spec.max_turns,
     })?;
 
-    let (mut outcome, final_message, error) = conversation(&mut run, &mut provider, &abort).await?;
-
+    // Checks with `retry.feed_back` send their failures back to the model and the
+    // conversation goes on, its history kept, until the checks pass or no retry is left.
+    let mut messages = vec![Message::user_text(spec.task.prompt.clone())];
     let mut checks = Vec::new();
-    if matches!(outcome, Outcome::Success | Outcome::MaxTurns) {
-        for check in &spec.task.checks {
-            let result = checks::run_check(check, &spec.workspace.workdir, &abort).await;
-            if result.passed {
-                run.counts.checks_passed += 1;
-            } else {
-                run.counts.checks_failed += 1;
-            }
-            run.emit(Event::CheckResult {
-                name: check.name.clone(),
-                run: check.run.clone(),
-                outcome: result.clone(),
-            })?;
-            checks.push(CheckRecord {
-                check: check.clone(),
-                outcome: result,
-            });
+    let (mut outcome, final_message, error) = loop {
+        let ended = conversation(&mut run, &mut provider, &abort, &mut messages).await?;
+        if !matches!(ended.0, Outcome::Success | Outcome::MaxTurns) {
+            break ended;
         }
-        if let Some(reason) = abort.reason() {
-            outcome = interrupted(reason);
-        } else if outcome == Outcome::Success && run.counts.checks_failed > 0 {
-            outcome = Outcome::ChecksFailed;
+        match checks::run_round(&mut run, &abort, &mut checks).await? {
+            Some(feedback) if ended.0 == Outcome::Success => {
+                messages.push(Message::user_text(feedback));
+            }
+            _ => break ended,
+        }
+    };
+    for record in checks::final_attempts(&checks) {
+        if record.outcome.passed {
+            run.counts.checks_passed += 1;
+        } else {
+            run.counts.checks_failed += 1;
         }
     }
+    if let Some(reason) = abort.reason() {
+        outcome = interrupted(reason);
+    } else if outcome == Outcome::Success && run.counts.checks_failed > 0 {
+        outcome = Outcome::ChecksFailed;
+    }
+    let (outcome, exit_code) = verdict::decide(outcome, &run.denials, &spec.fail_on);
     let duration_ms = millis(started);
-    let exit_code = outcome.exit_code();
     run.emit(Event::RunFinished {
         outcome,
         exit_code: exit_code.code(),
@@ -224,6 +237,8 @@ pub async fn run(
         duration_ms,
         error: error.clone(),
         final_message: final_message.clone(),
+        fail_on: spec.fail_on.kinds().to_vec(),
+        redactions: spec.redactor.count(),
     })?;
     Ok(RunReport {
         run_id: spec.run_id.clone(),
@@ -240,6 +255,9 @@ pub async fn run(
         error,
         duration_ms,
         transcript: transcript_path,
+        fail_on: spec.fail_on.clone(),
+        task_file: spec.task.file.clone(),
+        workdir: spec.workspace.workdir.clone(),
     })
 }
 
@@ -248,6 +266,7 @@ async fn conversation(
     run: &mut Loop<'_>,
     provider: &mut Provider,
     abort: &AbortSignal,
+    messages: &mut Vec<Message>,
 ) -> Result<(Outcome, Option<String>, Option<String>), AgentError> {
     let spec = run.spec;
     let system = SYSTEM_PROMPT.replace("{workdir}", &spec.workspace.workdir.display().to_string());
@@ -261,7 +280,6 @@ async fn conversation(
         })
         .collect();
     let tool_names: Vec<String> = tool_specs.iter().map(|t| t.name.clone()).collect();
-    let mut messages = vec![Message::user_text(spec.task.prompt.clone())];
     loop {
         if let Some(reason) = abort.reason() {
             return Ok((interrupted(reason), None, None));
@@ -282,7 +300,7 @@ async fn conversation(
         })?;
         let request = ModelRequest {
             system: &system,
-            messages: &messages,
+            messages,
             tools: &tool_specs,
             max_tokens: spec.task.model.max_tokens,
         };

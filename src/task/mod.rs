@@ -13,6 +13,9 @@ use crate::policy::{
     PermissionMode, PermissionsBlock, Policy, PolicyOrigin, ToolName, normalize_lexically,
 };
 use crate::tools::implemented_builtins;
+pub use fail_on::{FailOn, FailOnSet};
+
+mod fail_on;
 
 pub const DEFAULT_MAX_TURNS: u32 = 50;
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
@@ -34,6 +37,9 @@ struct TaskFile {
     limits: LimitsFile,
     #[serde(default)]
     checks: Vec<CheckFile>,
+    fail_on: Option<Vec<FailOn>>,
+    #[serde(default)]
+    redact_env: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -62,6 +68,15 @@ struct CheckFile {
     expect_exit: i32,
     /// Seconds.
     timeout: Option<u64>,
+    retry: Option<Spanned<RetryFile>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetryFile {
+    max_attempts: u32,
+    #[serde(default)]
+    feed_back: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
@@ -106,6 +121,27 @@ pub struct Check {
     pub run: String,
     pub expect_exit: i32,
     pub timeout: Duration,
+    /// Line of the check's `name:` in the task file, so reports can point at it.
+    pub line: u64,
+    pub retry: Retry,
+}
+
+/// How often a failing check is tried. `feed_back`: the failure goes to the model as a new
+/// user message and the checks run again when it stops; otherwise the check alone is re-run
+/// (a flaky command), up to `max_attempts` in all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retry {
+    pub max_attempts: u32,
+    pub feed_back: bool,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Retry {
+            max_attempts: 1,
+            feed_back: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -125,6 +161,11 @@ pub struct Task {
     pub tools: Vec<ToolName>,
     pub limits: Limits,
     pub checks: Vec<Check>,
+    /// What turns into a non-zero exit; `--fail-on` overrides it.
+    pub fail_on: FailOnSet,
+    /// Names of environment variables whose values are redacted from every output, on top
+    /// of those whose names look secret.
+    pub redact_env: Vec<String>,
 }
 
 impl Task {
@@ -198,11 +239,28 @@ impl Task {
                     format!("duplicate check name `{}`", check.name.value),
                 ));
             }
+            let retry = match check.retry {
+                None => Retry::default(),
+                Some(spanned) if spanned.value.max_attempts == 0 => {
+                    let loc = spanned.referenced;
+                    return Err(at(
+                        loc.line(),
+                        loc.column(),
+                        "retry.max_attempts must be at least 1".into(),
+                    ));
+                }
+                Some(spanned) => Retry {
+                    max_attempts: spanned.value.max_attempts,
+                    feed_back: spanned.value.feed_back,
+                },
+            };
             checks.push(Check {
+                line: check.name.referenced.line(),
                 name: check.name.value,
                 run: check.run,
                 expect_exit: check.expect_exit,
                 timeout: Duration::from_secs(check.timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT_SECS)),
+                retry,
             });
         }
         let permissions = raw
@@ -225,6 +283,8 @@ impl Task {
                 max_consecutive_denials: raw.limits.max_consecutive_denials,
             },
             checks,
+            fail_on: raw.fail_on.map(FailOnSet::from_iter).unwrap_or_default(),
+            redact_env: raw.redact_env,
         })
     }
 }
@@ -306,6 +366,28 @@ mod tests {
     }
 
     #[test]
+    fn fail_on_retry_and_redact_env() {
+        let task = parse(&format!(
+            "{MINIMAL}fail_on: [check, denial]\nredact_env: [DB_URL]\nchecks:\n  - name: tests\n    run: 'true'\n    retry: {{max_attempts: 3, feed_back: true}}\n  - name: lint\n    run: 'true'\n"
+        ))
+        .unwrap();
+        assert_eq!(task.fail_on.kinds(), [FailOn::Denial, FailOn::Check]);
+        assert_eq!(task.redact_env, ["DB_URL"]);
+        assert_eq!(
+            task.checks[0].retry,
+            Retry {
+                max_attempts: 3,
+                feed_back: true
+            }
+        );
+        assert_eq!(task.checks[0].line, 11);
+        assert_eq!(task.checks[1].retry, Retry::default());
+        assert_eq!(parse(MINIMAL).unwrap().fail_on, FailOnSet::default());
+        let none = parse(&format!("{MINIMAL}fail_on: []\n")).unwrap();
+        assert_eq!(none.fail_on, FailOnSet::none());
+    }
+
+    #[test]
     fn permissions_block_becomes_a_policy() {
         let task = parse(&format!(
             "{MINIMAL}permissions:\n  allow: [Bash]\n  deny: ['Bash(rm:*)']\n"
@@ -354,6 +436,18 @@ mod tests {
                 format!("{MINIMAL}limits:\n  max_turns: 0\n"),
                 9,
                 "at least 1",
+            ),
+            (
+                format!("{MINIMAL}fail_on: [denials]\n"),
+                8,
+                "unknown variant",
+            ),
+            (
+                format!(
+                    "{MINIMAL}checks:\n  - name: c\n    run: x\n    retry: {{max_attempts: 0}}\n"
+                ),
+                11,
+                "retry.max_attempts must be at least 1",
             ),
         ];
         for (text, line, message) in cases {

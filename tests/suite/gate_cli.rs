@@ -57,7 +57,8 @@ fn a_task_cannot_widen_a_managed_only_policy() {
         "managed_only: true\npermissions:\n  allow: [Read]\n",
     );
     let output = tollgate(&sandbox, &["run", "t.yaml", "--out", "locked"]);
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    // A refused call fails the run (default `fail_on`).
+    assert_eq!(output.status.code(), Some(3), "{}", text(&output.stderr));
     assert_eq!(bash_status(&sandbox, "locked"), "denied");
     let all = transcript(&sandbox.path().join("locked/transcript.jsonl"));
     let ignored = &all[0]["policy"]["ignored_rules"];
@@ -117,7 +118,11 @@ fn command_line_rules_rank_above_the_task() {
         &sandbox,
         &["run", "t.yaml", "--out", "o", "--deny", "Bash(touch:*)"],
     );
-    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        output.status.code(),
+        Some(3),
+        "a refused call fails the run"
+    );
     assert_eq!(bash_status(&sandbox, "o"), "denied");
     let all = transcript(&sandbox.path().join("o/transcript.jsonl"));
     let decision = events(&all, "permission_decision")[0];

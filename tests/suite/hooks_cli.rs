@@ -44,9 +44,10 @@ fn hooks_deny_allow_and_withhold_within_the_rules() {
         &format!("version: 1\nname: t\nprompt: go\nworkdir: ws\nmodel:\n  provider: scripted\n  script:\n    -\n{script}    - - text: done\n"),
     );
     let output = sandbox.tollgate(&["run", "t.yaml", "--policy", "p.yaml", "--out", "o"]);
+    // Refused calls fail the run by default (`fail_on` includes `denial`).
     assert_eq!(
         output.status.code(),
-        Some(0),
+        Some(3),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
