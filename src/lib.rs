@@ -10,6 +10,7 @@ pub mod exit;
 pub mod hooks;
 pub mod model;
 pub mod policy;
+pub mod redact;
 pub mod report;
 pub mod results;
 pub mod task;

@@ -5,6 +5,7 @@
 mod budget;
 mod checks;
 mod hooks;
+pub mod verdict;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -26,8 +27,9 @@ use crate::model::{
 use crate::policy::{
     self, Decision, PermissionContext, PermissionDecision, PermissionMode, RuleSet, Workspace,
 };
+use crate::redact::Redactor;
 use crate::results::ResultStore;
-use crate::task::{Check, Task};
+use crate::task::{Check, FailOnSet, Task};
 use crate::tools::{
     AbortReason, AbortSignal, FileStateCache, Tool, ToolContext, ToolError, ToolLimits,
 };
@@ -50,6 +52,10 @@ pub struct RunSpec {
     pub limits: ToolLimits,
     /// PreToolUse / PostToolUse hooks in force, managed policy's first.
     pub hooks: Vec<Hook>,
+    /// The task's `fail_on`, or `--fail-on`.
+    pub fail_on: FailOnSet,
+    /// Applied to everything the run writes.
+    pub redactor: Arc<Redactor>,
 }
 
 /// A refused call, as reports list it.
@@ -64,6 +70,8 @@ pub struct Denial {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckRecord {
     pub check: Check,
+    /// 1 for the first run of the check; retries count up.
+    pub attempt: u32,
     pub outcome: CheckOutcome,
 }
 
@@ -87,6 +95,9 @@ pub struct RunReport {
     pub total_cost_usd: Option<f64>,
     pub duration_ms: u64,
     pub transcript: PathBuf,
+    pub fail_on: FailOnSet,
+    pub task_file: PathBuf,
+    pub workdir: PathBuf,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -115,7 +126,7 @@ impl Outcome {
             | Outcome::MaxOutputTokens
             | Outcome::Timeout
             | Outcome::Refusal => ExitCode::TaskFailed,
-            Outcome::DenialLimit => ExitCode::PolicyStop,
+            Outcome::DenialLimit | Outcome::PolicyDenied => ExitCode::PolicyStop,
             Outcome::ProviderError => ExitCode::ProviderError,
             Outcome::Interrupted => ExitCode::Interrupted,
             Outcome::Terminated => ExitCode::Terminated,
@@ -164,11 +175,12 @@ pub async fn run(
 ) -> Result<RunReport, AgentError> {
     let started = Instant::now();
     let transcript_path = spec.out_dir.join("transcript.jsonl");
-    let transcript =
-        Transcript::create(&transcript_path).map_err(|source| AgentError::Transcript {
+    let transcript = Transcript::create(&transcript_path)
+        .map_err(|source| AgentError::Transcript {
             path: transcript_path.clone(),
             source,
-        })?;
+        })?
+        .redacting(spec.redactor.clone());
     let ctx = ToolContext {
         workspace: spec.workspace.clone(),
         limits: spec.limits,
@@ -183,13 +195,13 @@ pub async fn run(
         spec: &spec,
         transcript,
         ctx,
-        results: ResultStore::new(spec.out_dir.join("results")),
+        results: ResultStore::new(spec.out_dir.join("results")).redacting(spec.redactor.clone()),
         counts: RunCounts::default(),
         calls_by_tool: Vec::new(),
         denials: Vec::new(),
         budget: Budget::new(
             spec.task.limits,
-            spec.task.model.pricing,
+            spec.task.model.pricing(),
             spec.task.model.max_tokens,
         ),
         deadline: spec.task.limits.timeout.map(|limit| started + limit),
@@ -214,45 +226,46 @@ pub async fn run(
         max_turns: spec.max_turns,
     })?;
 
-    let (mut outcome, final_message, error) = conversation(&mut run, &mut provider, &abort).await?;
-
+    // Checks with `retry.feed_back` send their failures back to the model and the
+    // conversation goes on, its history kept, until the checks pass or no retry is left.
+    let mut messages = vec![Message::user_text(spec.task.prompt.clone())];
     let mut checks = Vec::new();
-    // After a limit the checks still say where the work stands; after the wall clock ran
-    // out there is no time left for them.
-    if matches!(
-        outcome,
-        Outcome::Success
-            | Outcome::MaxTurns
-            | Outcome::MaxBudgetUsd
-            | Outcome::MaxInputTokens
-            | Outcome::MaxOutputTokens
-            | Outcome::Refusal
-    ) {
-        for check in &spec.task.checks {
-            let result = checks::run_check(check, &spec.workspace.workdir, &abort).await;
-            if result.passed {
-                run.counts.checks_passed += 1;
-            } else {
-                run.counts.checks_failed += 1;
-            }
-            run.emit(Event::CheckResult {
-                name: check.name.clone(),
-                run: check.run.clone(),
-                outcome: result.clone(),
-            })?;
-            checks.push(CheckRecord {
-                check: check.clone(),
-                outcome: result,
-            });
+    let (mut outcome, final_message, error) = loop {
+        let ended = conversation(&mut run, &mut provider, &abort, &mut messages).await?;
+        // After a limit the checks still say where the work stands; after the wall clock
+        // ran out there is no time left for them.
+        if !matches!(
+            ended.0,
+            Outcome::Success
+                | Outcome::MaxTurns
+                | Outcome::MaxBudgetUsd
+                | Outcome::MaxInputTokens
+                | Outcome::MaxOutputTokens
+                | Outcome::Refusal
+        ) {
+            break ended;
         }
-        if let Some(reason) = abort.reason() {
-            outcome = interrupted(reason);
-        } else if outcome == Outcome::Success && run.counts.checks_failed > 0 {
-            outcome = Outcome::ChecksFailed;
+        match checks::run_round(&mut run, &abort, &mut checks).await? {
+            Some(feedback) if ended.0 == Outcome::Success => {
+                messages.push(Message::user_text(feedback));
+            }
+            _ => break ended,
+        }
+    };
+    for record in checks::final_attempts(&checks) {
+        if record.outcome.passed {
+            run.counts.checks_passed += 1;
+        } else {
+            run.counts.checks_failed += 1;
         }
     }
+    if let Some(reason) = abort.reason() {
+        outcome = interrupted(reason);
+    } else if outcome == Outcome::Success && run.counts.checks_failed > 0 {
+        outcome = Outcome::ChecksFailed;
+    }
+    let (outcome, exit_code) = verdict::decide(outcome, &run.denials, &spec.fail_on);
     let duration_ms = millis(started.into_std());
-    let exit_code = outcome.exit_code();
     let total_cost_usd = run.budget.total_cost_usd();
     run.emit(Event::RunFinished {
         outcome,
@@ -262,6 +275,8 @@ pub async fn run(
         duration_ms,
         error: error.clone(),
         final_message: final_message.clone(),
+        fail_on: spec.fail_on.kinds().to_vec(),
+        redactions: spec.redactor.count(),
     })?;
     Ok(RunReport {
         run_id: spec.run_id.clone(),
@@ -279,6 +294,9 @@ pub async fn run(
         total_cost_usd,
         duration_ms,
         transcript: transcript_path,
+        fail_on: spec.fail_on.clone(),
+        task_file: spec.task.file.clone(),
+        workdir: spec.workspace.workdir.clone(),
     })
 }
 
@@ -289,6 +307,7 @@ async fn conversation(
     run: &mut Loop<'_>,
     provider: &mut Provider,
     abort: &AbortSignal,
+    messages: &mut Vec<Message>,
 ) -> Result<Ending, AgentError> {
     let spec = run.spec;
     let system = SYSTEM_PROMPT.replace("{workdir}", &spec.workspace.workdir.display().to_string());
@@ -303,7 +322,6 @@ async fn conversation(
         .collect();
     let tool_names: Vec<String> = tool_specs.iter().map(|t| t.name.clone()).collect();
     let fixed_bytes = system.len() + serde_json::to_vec(&tool_specs).map_or(0, |b| b.len());
-    let mut messages = vec![Message::user_text(spec.task.prompt.clone())];
     loop {
         if let Some(reason) = abort.reason() {
             return Ok((interrupted(reason), None, None));
@@ -335,7 +353,7 @@ async fn conversation(
         })?;
         let request = ModelRequest {
             system: &system,
-            messages: &messages,
+            messages,
             tools: &tool_specs,
             max_tokens,
         };

@@ -8,11 +8,14 @@ mod run;
 mod setup;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::exit::ExitCode;
 use crate::policy::PermissionMode;
+use crate::redact::Redactor;
+use crate::task::FailOn;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -31,9 +34,12 @@ enum Command {
     /// Run a task: drive the model through the tool loop, then the task's checks.
     #[command(
         after_help = "Example:\n  tollgate run examples/quickstart.yaml --out /tmp/run1\n\n\
-Writes transcript.jsonl and junit.xml to the output folder and prints a summary.\n\
+Writes transcript.jsonl and the reports (junit.xml, tollgate.sarif) to the output folder\n\
+and prints a summary. Under GitHub Actions it also appends a step summary, writes step\n\
+outputs and prints annotations.\n\
 Exit codes: 0 success, 1 task failed (check or limit), 2 usage/config error,\n\
-3 stopped by the permission policy, 4 provider error, 130/143 interrupted."
+3 a tool call was refused (policy), 4 provider error, 130/143 interrupted.\n\
+Which problems fail the run is the task's `fail_on` (default: all), or --fail-on."
     )]
     Run(RunArgs),
     /// Decide tool calls under the policies and print the decisions; runs nothing.
@@ -126,6 +132,24 @@ struct RunArgs {
     /// Overrides the task's `limits.max_turns`.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_turns: Option<u32>,
+    /// Overrides the task's model name (`model.name`).
+    #[arg(long, value_name = "NAME")]
+    model: Option<String>,
+    /// Caps `limits.max_cost_usd`: the run never spends more than this many US dollars.
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    max_cost: Option<f64>,
+    /// Reports to write to the output folder; repeat or separate with commas.
+    #[arg(
+        long = "report",
+        value_name = "FORMAT",
+        value_delimiter = ',',
+        default_value = "junit"
+    )]
+    reports: Vec<ReportFormat>,
+    /// What makes the run exit non-zero: denial, classifier_denial, check, limit, or none;
+    /// comma-separated. Overrides the task's `fail_on` [default: all four].
+    #[arg(long, value_name = "KINDS", value_delimiter = ',', value_parser = parse_fail_on)]
+    fail_on: Option<Vec<FailOnArg>>,
     /// An allow rule, e.g. 'Bash(npm test:*)'; repeatable. Ranks below the managed policy.
     #[arg(long, value_name = "RULE")]
     allow: Vec<String>,
@@ -135,6 +159,35 @@ struct RunArgs {
     /// An ask rule; repeatable.
     #[arg(long, value_name = "RULE")]
     ask: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ReportFormat {
+    /// `junit.xml`: a testsuite, a testcase for the agent run and one per check attempt.
+    Junit,
+    /// `tollgate.sarif`: SARIF 2.1.0 for code scanning, a result per denial and failed check.
+    Sarif,
+}
+
+/// One `--fail-on` value; `none` empties the set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FailOnArg {
+    Kind(FailOn),
+    None,
+}
+
+fn parse_usd(text: &str) -> Result<f64, String> {
+    match text.trim().trim_start_matches('$').parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd > 0.0 => Ok(usd),
+        _ => Err(format!("`{text}` is not a positive amount of US dollars")),
+    }
+}
+
+fn parse_fail_on(text: &str) -> Result<FailOnArg, String> {
+    match text {
+        "none" => Ok(FailOnArg::None),
+        other => other.parse().map(FailOnArg::Kind),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -189,9 +242,11 @@ pub fn main() -> std::process::ExitCode {
             };
         }
     };
-    init_logging();
+    // Built before anything can be written, so logs are redacted from the first line.
+    let redactor = Arc::new(Redactor::from_env());
+    init_logging(redactor.clone());
     let result = match cli.command {
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => run::run(args, redactor.clone()),
         Command::Check(args) => check::check(args),
         Command::Policy(args) => policy::policy(args),
         Command::Replay(args) => replay::replay(args),
@@ -199,17 +254,32 @@ pub fn main() -> std::process::ExitCode {
     match result {
         Ok(code) => code.into(),
         Err(err) => {
-            eprintln!("tollgate: error: {err:#}");
+            eprintln!("tollgate: error: {}", redactor.redact(&format!("{err:#}")));
             ExitCode::ConfigError.into()
         }
     }
 }
 
-fn init_logging() {
+fn init_logging(redactor: Arc<Redactor>) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(move || RedactingStderr(redactor.clone()))
         .try_init();
+}
+
+/// stderr for log lines, each redacted before it is written.
+struct RedactingStderr(Arc<Redactor>);
+
+impl std::io::Write for RedactingStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        std::io::stderr().write_all(self.0.redact(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }

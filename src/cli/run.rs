@@ -7,12 +7,12 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use super::RunArgs;
 use super::policy::require_self_tests;
 use super::setup::{
     SourceFlags, additional_directories, canonical_dir, dangerous_allow_rules, home_dir,
     load_sources, load_task, resolve_mode,
 };
+use super::{FailOnArg, ReportFormat, RunArgs};
 use crate::agent::{self, RunSpec};
 use crate::exit::ExitCode;
 use crate::hooks::{Hook, merge_hooks};
@@ -21,19 +21,21 @@ use crate::model::{
     OpenAiModel, Provider, ScriptedModel,
 };
 use crate::policy::{PolicySource, RuleKind, RuleRef, RuleSet, SourceKind, Workspace};
-use crate::report::{junit_xml, text_summary};
-use crate::task::{ModelSpec, ProviderKind};
+use crate::redact::Redactor;
+use crate::report::github::{self, GithubEnv, ReportPaths};
+use crate::report::{junit_xml, sarif_json, text_summary};
+use crate::task::{FailOnSet, ModelSpec, ProviderKind};
 use crate::tools::{AbortHandle, AbortReason, ToolLimits, builtin};
 use crate::transcript::PolicySummary;
 
-pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let spec = prepare(&args)?;
+pub fn run(args: RunArgs, redactor: Arc<Redactor>) -> Result<ExitCode> {
+    let spec = prepare(&args, redactor)?;
     let provider = provider(&spec.task.model)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(execute(spec, provider))
+    runtime.block_on(execute(spec, provider, &args.reports))
 }
 
 /// The model's provider, with its key and base URL from the task and the environment. A
@@ -93,9 +95,34 @@ fn http_settings(model: &ModelSpec, base_env: &str, default_base: &str) -> Resul
     })
 }
 
-fn prepare(args: &RunArgs) -> Result<RunSpec> {
+fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
     let home = home_dir();
-    let task = load_task(&args.task, home.as_deref())?;
+    let mut task = load_task(&args.task, home.as_deref())?;
+    if let Some(name) = &args.model {
+        task.model.name = name.clone();
+    }
+    if let Some(cap) = args.max_cost {
+        let own = task.limits.max_cost_usd.unwrap_or(cap);
+        task.limits.max_cost_usd = Some(own.min(cap));
+    }
+    // The task's own budget was checked against its own model's price at parse time.
+    if task.limits.max_cost_usd.is_some() && task.model.pricing().is_none() {
+        return Err(anyhow!(
+            "a cost limit needs a price for model `{}`, which the price table does not know; add model.pricing to the task",
+            task.model.name
+        ));
+    }
+    redactor.add_env_names(&task.redact_env);
+    let fail_on = match &args.fail_on {
+        None => task.fail_on.clone(),
+        Some(values) => values
+            .iter()
+            .filter_map(|value| match value {
+                FailOnArg::Kind(kind) => Some(*kind),
+                FailOnArg::None => None,
+            })
+            .collect::<FailOnSet>(),
+    };
     let workdir = match (&args.workdir, &task.workdir) {
         (Some(dir), _) | (None, Some(dir)) => canonical_dir(dir, "workdir")?,
         (None, None) => canonical_dir(Path::new("."), "workdir")?,
@@ -168,6 +195,8 @@ fn prepare(args: &RunArgs) -> Result<RunSpec> {
         max_turns,
         limits,
         hooks: hooks_in_force(&sources),
+        fail_on,
+        redactor,
     })
 }
 
@@ -188,18 +217,54 @@ fn hooks_in_force(sources: &[PolicySource]) -> Vec<Hook> {
     merge_hooks(&collect(&managed), managed_only, &collect(&others))
 }
 
-async fn execute(spec: RunSpec, provider: Provider) -> Result<ExitCode> {
+async fn execute(spec: RunSpec, provider: Provider, formats: &[ReportFormat]) -> Result<ExitCode> {
     let out_dir = spec.out_dir.clone();
+    let redactor = spec.redactor.clone();
     let (handle, abort) = AbortHandle::new();
     // Listen before the first model call, so no signal can arrive unheard.
     let signals = listen_for_signals();
     tokio::spawn(forward_signals(signals, handle));
     let report = agent::run(spec, provider, abort).await?;
-    let junit_path = out_dir.join("junit.xml");
-    let xml = junit_xml(&report).map_err(|err| anyhow!("cannot render the JUnit report: {err}"))?;
-    std::fs::write(&junit_path, xml)
-        .with_context(|| format!("cannot write {}", junit_path.display()))?;
-    print!("{}", text_summary(&report, &[("junit", &junit_path)]));
+
+    let mut paths = ReportPaths {
+        transcript: report.transcript.clone(),
+        ..ReportPaths::default()
+    };
+    for format in formats {
+        let (path, text) = match format {
+            ReportFormat::Junit => (
+                out_dir.join("junit.xml"),
+                junit_xml(&report)
+                    .map_err(|err| anyhow!("cannot render the JUnit report: {err}"))?,
+            ),
+            ReportFormat::Sarif => (
+                out_dir.join("tollgate.sarif"),
+                sarif_json(&report)
+                    .map_err(|err| anyhow!("cannot render the SARIF report: {err}"))?,
+            ),
+        };
+        std::fs::write(&path, redactor.redact(&text))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        match format {
+            ReportFormat::Junit => paths.junit = Some(path),
+            ReportFormat::Sarif => paths.sarif = Some(path),
+        }
+    }
+    // Annotations go to stdout before the summary, as the runner reads them line by line.
+    // A step summary that cannot be written must not hide the run's own exit code.
+    match github::publish(&report, &paths, &GithubEnv::from_env(), &redactor) {
+        Ok(commands) => {
+            for line in commands {
+                println!("{line}");
+            }
+        }
+        Err(err) => tracing::warn!("cannot write the GitHub step summary or outputs: {err}"),
+    }
+    let written: Vec<(&str, &Path)> = [("junit", &paths.junit), ("sarif", &paths.sarif)]
+        .into_iter()
+        .filter_map(|(name, path)| path.as_deref().map(|path| (name, path)))
+        .collect();
+    print!("{}", redactor.redact(&text_summary(&report, &written)));
     Ok(report.exit_code)
 }
 

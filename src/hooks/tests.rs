@@ -569,7 +569,9 @@ async fn cancelling_run_hooks_kills_what_the_hooks_started() {
     // (EOF) exactly when that sleep dies.
     let hook = fx.hook(
         "hold.sh",
-        "cat >/dev/null\nsleep 30 > held.fifo &\necho up > started.fifo\nwait",
+        // held.fifo is open for writing before "up" is sent, so however early the cancel
+        // lands, the reader sees EOF once the hook's process group is gone.
+        "cat >/dev/null\nexec 3> held.fifo\nsleep 30 >&3 &\necho up > started.fifo\nwait",
     );
     let held = fx.path("held.fifo");
     let holder_gone = tokio::task::spawn_blocking(move || std::fs::read_to_string(held).unwrap());

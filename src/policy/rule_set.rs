@@ -4,8 +4,9 @@
 use serde::Serialize;
 
 use super::file::Policy;
-use super::rule::{Rule, RuleKind};
+use super::rule::{Rule, RuleContent, RuleKind};
 use super::tool_name::ToolName;
+use crate::bash::BashRules;
 
 /// Where a policy came from, highest precedence first (the derive order is the precedence).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -30,11 +31,14 @@ pub struct PolicySource {
     pub policy: Policy,
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct RuleSet {
     rules: Vec<Rule>,
     /// Allow and ask rules dropped because the managed policy is managed-only.
     ignored: Vec<Rule>,
+    /// The Bash content rules in the analyser's form, tagged with their index in `rules`;
+    /// built once, since every Bash call needs them.
+    bash: BashRules,
 }
 
 impl RuleSet {
@@ -60,7 +64,30 @@ impl RuleSet {
                 }
             }
         }
+        for (index, rule) in set.rules.iter().enumerate() {
+            let Some(RuleContent::Command(pattern)) = &rule.content else {
+                continue;
+            };
+            if rule.tool != ToolName::Bash {
+                continue;
+            }
+            let list = match rule.kind {
+                RuleKind::Allow => &mut set.bash.allow,
+                RuleKind::Ask => &mut set.bash.ask,
+                RuleKind::Deny => &mut set.bash.deny,
+            };
+            list.push((pattern.clone(), index));
+        }
         set
+    }
+
+    /// The Bash content rules, for the analyser; ids index `rule_at`.
+    pub fn bash_rules(&self) -> &BashRules {
+        &self.bash
+    }
+
+    pub fn rule_at(&self, index: usize) -> Option<&Rule> {
+        self.rules.get(index)
     }
 
     /// One policy on its own, as the managed policy.
@@ -69,13 +96,6 @@ impl RuleSet {
             kind: SourceKind::Managed,
             policy: policy.clone(),
         }])
-    }
-
-    pub fn from_rules(rules: Vec<Rule>) -> RuleSet {
-        RuleSet {
-            rules,
-            ignored: Vec::new(),
-        }
     }
 
     pub fn rules(&self) -> &[Rule] {

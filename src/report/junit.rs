@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::input_summary;
+use super::{input_summary, serde_plain};
 use crate::agent::RunReport;
 use crate::transcript::Outcome;
 
@@ -48,6 +48,8 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
             .into_iter()
             .map(|(name, value)| Property::new(name, value)),
     );
+    // Issue 7's properties, kept apart from the list above so other additions merge cleanly.
+    suite.add_property(Property::new("fail_on", report.fail_on.to_string()));
     suite.add_properties(
         counts
             .denials_by_layer
@@ -58,6 +60,16 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
 
     let agent_status = match report.outcome {
         Outcome::Success | Outcome::ChecksFailed => TestCaseStatus::success(),
+        Outcome::PolicyDenied => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            status.set_type(serde_plain(&report.outcome));
+            status.set_message(format!(
+                "{} tool call(s) refused by the permission policy (fail_on: {})",
+                report.denials.len(),
+                report.fail_on
+            ));
+            status
+        }
         other => {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
             status.set_type(serde_plain(&other));
@@ -88,7 +100,13 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
             });
             status
         };
-        let mut case = TestCase::new(format!("check: {}", record.check.name), status);
+        // Each attempt of a retried check is a testcase of its own.
+        let name = if record.check.retry.max_attempts > 1 {
+            format!("check: {} (attempt {})", record.check.name, record.attempt)
+        } else {
+            format!("check: {}", record.check.name)
+        };
+        let mut case = TestCase::new(name, status);
         case.set_classname(report.task_name.as_str());
         case.set_time(Duration::from_millis(outcome.duration_ms));
         case.set_system_out(format!("$ {}\n{}", record.check.run, outcome.output));
@@ -120,13 +138,4 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
     junit.set_time(Duration::from_millis(report.duration_ms));
     junit.add_test_suite(suite);
     junit.to_string()
-}
-
-/// A unit enum's serde name (`max_turns`, `1a`).
-fn serde_plain<T: serde::Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(text)) => text,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    }
 }

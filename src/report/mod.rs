@@ -1,9 +1,14 @@
-//! Reports a CI system reads after the run: JUnit XML (and the text summary on stdout).
+//! Reports a CI system reads after the run: JUnit XML, SARIF, the GitHub step summary,
+//! outputs and annotations (and the text summary on stdout). They read a `RunReport`; the
+//! caller redacts what they return before writing it.
 
+pub mod github;
 mod junit;
+mod sarif;
 mod summary;
 
 pub use junit::junit_xml;
+pub use sarif::sarif_json;
 pub use summary::text_summary;
 
 use serde_json::Value;
@@ -26,5 +31,99 @@ pub fn input_summary(tool: &str, input: &Value) -> String {
     match one_line.char_indices().nth(120) {
         Some((end, _)) => format!("{}…", &one_line[..end]),
         None => one_line,
+    }
+}
+
+/// A unit enum's serde name (`max_turns`, `1a`).
+pub(crate) fn serde_plain<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(text)) => text,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+/// A finished run with one refused call and a check that failed twice, for the renderers'
+/// tests.
+#[cfg(test)]
+pub(crate) fn sample_report() -> crate::agent::RunReport {
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use crate::agent::{CheckRecord, Denial, RunReport};
+    use crate::config::SourceLocation;
+    use crate::exit::ExitCode;
+    use crate::policy::{Decision, Layer, PermissionDecision, PermissionMode, RuleRef, Step};
+    use crate::task::{Check, FailOnSet, Retry};
+    use crate::transcript::{CheckOutcome, ModelSummary, Outcome, RunCounts};
+
+    let check = Check {
+        name: "tests".into(),
+        run: "cargo test".into(),
+        expect_exit: 0,
+        timeout: Duration::from_secs(60),
+        line: 12,
+        retry: Retry {
+            max_attempts: 2,
+            feed_back: true,
+        },
+    };
+    let failed = |attempt| CheckRecord {
+        check: check.clone(),
+        attempt,
+        outcome: CheckOutcome {
+            exit_code: Some(101),
+            expect_exit: 0,
+            passed: false,
+            output: "test a ... FAILED\n50% | done".into(),
+            duration_ms: 5,
+        },
+    };
+    RunReport {
+        run_id: "r1".into(),
+        task_name: "fix|tests".into(),
+        model: ModelSummary {
+            provider: "scripted".into(),
+            name: "m".into(),
+        },
+        mode: PermissionMode::DontAsk,
+        outcome: Outcome::PolicyDenied,
+        exit_code: ExitCode::PolicyStop,
+        counts: RunCounts {
+            turns: 4,
+            tool_calls: 6,
+            denials: 1,
+            ..RunCounts::default()
+        },
+        calls_by_tool: vec![("Bash".into(), 6)],
+        total_cost_usd: None,
+        denials: vec![Denial {
+            id: "toolu_1".into(),
+            tool: "Bash".into(),
+            input: serde_json::json!({"command": "rm -rf build"}),
+            decision: PermissionDecision {
+                decision: Decision::Deny,
+                step: Step::ToolDeny,
+                layer: Layer::Rule,
+                rule: Some(RuleRef {
+                    rule: "Bash(rm:*)".into(),
+                    source: SourceLocation {
+                        file: PathBuf::from("/repo/policies/ci.yaml"),
+                        line: 14,
+                    },
+                }),
+                reason: "`rm -rf build` is denied by rule Bash(rm:*)".into(),
+                updated_input: None,
+                asked: false,
+            },
+        }],
+        checks: vec![failed(1), failed(2)],
+        final_message: Some("Could not <clean> up.".into()),
+        error: None,
+        duration_ms: 10,
+        transcript: PathBuf::from("/out/transcript.jsonl"),
+        fail_on: FailOnSet::default(),
+        task_file: PathBuf::from("/repo/task.yaml"),
+        workdir: PathBuf::from("/repo"),
     }
 }

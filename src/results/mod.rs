@@ -2,6 +2,9 @@
 //! run's results folder and the history keeps a preview and the path.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::redact::Redactor;
 
 /// Characters of an offloaded result the model still sees inline.
 const PREVIEW_CHARS: usize = 2_000;
@@ -10,11 +13,21 @@ const PREVIEW_CHARS: usize = 2_000;
 #[derive(Debug, Clone)]
 pub struct ResultStore {
     dir: PathBuf,
+    redactor: Arc<Redactor>,
 }
 
 impl ResultStore {
     pub fn new(dir: PathBuf) -> Self {
-        ResultStore { dir }
+        ResultStore {
+            dir,
+            redactor: Arc::default(),
+        }
+    }
+
+    /// Offloaded files are redacted before they are written.
+    pub fn redacting(mut self, redactor: Arc<Redactor>) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     pub fn dir(&self) -> &Path {
@@ -41,8 +54,8 @@ impl ResultStore {
             })
             .collect();
         let path = self.dir.join(format!("{file_name}.txt"));
-        let written =
-            std::fs::create_dir_all(&self.dir).and_then(|()| std::fs::write(&path, &content));
+        let written = std::fs::create_dir_all(&self.dir)
+            .and_then(|()| std::fs::write(&path, self.redactor.redact(&content)));
         match written {
             Ok(()) => format!(
                 "{preview}\n… [output too large: {total} characters; the full text is in {} — Read it in ranges or Grep it]",

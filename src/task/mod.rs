@@ -13,6 +13,9 @@ use crate::policy::{
     PermissionMode, PermissionsBlock, Policy, PolicyOrigin, ToolName, normalize_lexically,
 };
 use crate::tools::implemented_builtins;
+pub use fail_on::{FailOn, FailOnSet};
+
+mod fail_on;
 
 pub const DEFAULT_MAX_TURNS: u32 = 50;
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
@@ -34,6 +37,9 @@ struct TaskFile {
     limits: LimitsFile,
     #[serde(default)]
     checks: Vec<CheckFile>,
+    fail_on: Option<Vec<FailOn>>,
+    #[serde(default)]
+    redact_env: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -95,6 +101,15 @@ struct CheckFile {
     expect_exit: i32,
     /// Seconds.
     timeout: Option<u64>,
+    retry: Option<Spanned<RetryFile>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetryFile {
+    max_attempts: u32,
+    #[serde(default)]
+    feed_back: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
@@ -128,13 +143,24 @@ pub struct ModelSpec {
     pub api_key_env: Option<String>,
     /// Anthropic extended thinking: the budget in tokens.
     pub thinking_budget: Option<u32>,
-    /// The task's override, else the price table's; `None` when neither knows the model.
-    pub pricing: Option<Pricing>,
+    /// The task's `pricing:`; see `ModelSpec::pricing`.
+    pub pricing_override: Option<Pricing>,
     pub timeouts: Timeouts,
     pub retries: RetryPolicy,
 }
 
 impl ModelSpec {
+    /// The task's price, else the price table's for the model's name (which `--model` may
+    /// change after parsing); `None` when neither knows the model. The scripted model is free.
+    pub fn pricing(&self) -> Option<Pricing> {
+        match self.provider {
+            ProviderKind::Scripted => Some(Pricing::FREE),
+            _ => self
+                .pricing_override
+                .or_else(|| pricing::lookup(&self.name)),
+        }
+    }
+
     /// The variable the API key is read from, and whether the run needs it. A local
     /// OpenAI-compatible server (a `base_url` and no `api_key_env`) may need no key.
     pub fn api_key_variable(&self) -> Option<(&str, bool)> {
@@ -171,6 +197,27 @@ pub struct Check {
     pub run: String,
     pub expect_exit: i32,
     pub timeout: Duration,
+    /// Line of the check's `name:` in the task file, so reports can point at it.
+    pub line: u64,
+    pub retry: Retry,
+}
+
+/// How often a failing check is tried. `feed_back`: the failure goes to the model as a new
+/// user message and the checks run again when it stops; otherwise the check alone is re-run
+/// (a flaky command), up to `max_attempts` in all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retry {
+    pub max_attempts: u32,
+    pub feed_back: bool,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Retry {
+            max_attempts: 1,
+            feed_back: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -190,6 +237,11 @@ pub struct Task {
     pub tools: Vec<ToolName>,
     pub limits: Limits,
     pub checks: Vec<Check>,
+    /// What turns into a non-zero exit; `--fail-on` overrides it.
+    pub fail_on: FailOnSet,
+    /// Names of environment variables whose values are redacted from every output, on top
+    /// of those whose names look secret.
+    pub redact_env: Vec<String>,
 }
 
 impl Task {
@@ -253,11 +305,28 @@ impl Task {
                     format!("duplicate check name `{}`", check.name.value),
                 ));
             }
+            let retry = match check.retry {
+                None => Retry::default(),
+                Some(spanned) if spanned.value.max_attempts == 0 => {
+                    let loc = spanned.referenced;
+                    return Err(at(
+                        loc.line(),
+                        loc.column(),
+                        "retry.max_attempts must be at least 1".into(),
+                    ));
+                }
+                Some(spanned) => Retry {
+                    max_attempts: spanned.value.max_attempts,
+                    feed_back: spanned.value.feed_back,
+                },
+            };
             checks.push(Check {
+                line: check.name.referenced.line(),
                 name: check.name.value,
                 run: check.run,
                 expect_exit: check.expect_exit,
                 timeout: Duration::from_secs(check.timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT_SECS)),
+                retry,
             });
         }
         let permissions = raw
@@ -276,6 +345,8 @@ impl Task {
             tools,
             limits,
             checks,
+            fail_on: raw.fail_on.map(FailOnSet::from_iter).unwrap_or_default(),
+            redact_env: raw.redact_env,
         })
     }
 }
@@ -434,10 +505,6 @@ fn model_spec(raw: ModelFile, at: At<'_>) -> Result<ModelSpec, ConfigError> {
         }
         Some(budget) => Some(budget.value),
     };
-    let pricing = match provider {
-        ProviderKind::Scripted => Some(Pricing::FREE),
-        _ => raw.pricing.or_else(|| pricing::lookup(&name)),
-    };
     let timeouts_file = raw.timeouts.unwrap_or_default();
     let defaults = Timeouts::default();
     let timeouts = Timeouts {
@@ -466,7 +533,7 @@ fn model_spec(raw: ModelFile, at: At<'_>) -> Result<ModelSpec, ConfigError> {
         base_url,
         api_key_env,
         thinking_budget,
-        pricing,
+        pricing_override: raw.pricing,
         timeouts,
         retries,
     })
@@ -497,7 +564,7 @@ fn limits(raw: LimitsFile, model: &ModelSpec, at: At<'_>) -> Result<Limits, Conf
             ));
         }
         // A budget that cannot be priced cannot be enforced; say so before spending.
-        Some(spanned) if model.pricing.is_none() => {
+        Some(spanned) if model.pricing().is_none() => {
             return Err(located(
                 &spanned,
                 at,
@@ -575,7 +642,7 @@ mod tests {
         let model = &task.model;
         assert_eq!(model.base_url.as_deref(), Some("http://127.0.0.1:1/v1"));
         assert_eq!(model.api_key_variable(), Some(("LOCAL_KEY", true)));
-        assert_eq!(model.pricing.map(|p| p.output), Some(2.0));
+        assert_eq!(model.pricing().map(|p| p.output), Some(2.0));
         assert_eq!(model.timeouts.connect, Duration::from_millis(500));
         assert_eq!(model.timeouts.first_event, Timeouts::default().first_event);
         assert_eq!(model.retries.max, 2);
@@ -591,7 +658,7 @@ mod tests {
             local.model.api_key_variable(),
             Some(("OPENAI_API_KEY", false))
         );
-        assert_eq!(local.model.pricing, None);
+        assert_eq!(local.model.pricing(), None);
         let claude = parse(
             "version: 1\nname: t\nprompt: p\nmodel:\n  provider: anthropic\n  name: claude-sonnet-4-5-20250929\n",
         )
@@ -600,8 +667,30 @@ mod tests {
             claude.model.api_key_variable(),
             Some(("ANTHROPIC_API_KEY", true))
         );
-        assert_eq!(claude.model.pricing.map(|p| p.input), Some(3.0));
-        assert_eq!(parse(MINIMAL).unwrap().model.pricing, Some(Pricing::FREE));
+        assert_eq!(claude.model.pricing().map(|p| p.input), Some(3.0));
+        assert_eq!(parse(MINIMAL).unwrap().model.pricing(), Some(Pricing::FREE));
+    }
+
+    #[test]
+    fn fail_on_retry_and_redact_env() {
+        let task = parse(&format!(
+            "{MINIMAL}fail_on: [check, denial]\nredact_env: [DB_URL]\nchecks:\n  - name: tests\n    run: 'true'\n    retry: {{max_attempts: 3, feed_back: true}}\n  - name: lint\n    run: 'true'\n"
+        ))
+        .unwrap();
+        assert_eq!(task.fail_on.kinds(), [FailOn::Denial, FailOn::Check]);
+        assert_eq!(task.redact_env, ["DB_URL"]);
+        assert_eq!(
+            task.checks[0].retry,
+            Retry {
+                max_attempts: 3,
+                feed_back: true
+            }
+        );
+        assert_eq!(task.checks[0].line, 11);
+        assert_eq!(task.checks[1].retry, Retry::default());
+        assert_eq!(parse(MINIMAL).unwrap().fail_on, FailOnSet::default());
+        let none = parse(&format!("{MINIMAL}fail_on: []\n")).unwrap();
+        assert_eq!(none.fail_on, FailOnSet::none());
     }
 
     #[test]
@@ -686,6 +775,18 @@ mod tests {
                 format!("{MINIMAL}limits:\n  max_turns: 0\n"),
                 9,
                 "at least 1",
+            ),
+            (
+                format!("{MINIMAL}fail_on: [denials]\n"),
+                8,
+                "unknown variant",
+            ),
+            (
+                format!(
+                    "{MINIMAL}checks:\n  - name: c\n    run: x\n    retry: {{max_attempts: 0}}\n"
+                ),
+                11,
+                "retry.max_attempts must be at least 1",
             ),
         ];
         for (text, line, message) in cases {

@@ -1,19 +1,21 @@
 //! Bash: runs a command with `bash -c` in the workdir, in its own process group (so a timeout
 //! or an interrupt kills everything it started), with captured, bounded output.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::path::resolve_symlinks;
 use super::shell::{ShellEnding, run_shell};
 use super::text::truncate_middle;
 use super::{
     Tool, ToolContext, ToolError, ToolFuture, ToolOutput, invalid_input_check, parse_input,
 };
-use crate::bash::plain_words;
+use crate::bash::{BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, evaluate};
 use crate::policy::{
-    AskCause, PermissionContext, RuleContent, RuleKind, RuleRef, ToolCheck, ToolName,
+    Access, AskCause, PermissionContext, RuleRef, ToolCheck, ToolName, check_path,
 };
 
 /// The most a single call may ask for, whatever the model requests.
@@ -63,11 +65,50 @@ impl Tool for BashTool {
         Ok(())
     }
 
+    fn is_read_only(&self, input: &Value) -> bool {
+        parse_input::<BashInput>(&self.name(), input).is_ok_and(|bash| read_only(&bash.command))
+    }
+
+    fn is_concurrency_safe(&self, input: &Value) -> bool {
+        self.is_read_only(input)
+    }
+
+    fn is_destructive(&self, input: &Value) -> bool {
+        !self.is_read_only(input)
+    }
+
     fn check_permissions(&self, input: &Value, ctx: &PermissionContext) -> ToolCheck {
         match parse_input::<BashInput>(&self.name(), input) {
             Ok(bash) => check_command(&bash.command, ctx),
             Err(err) => invalid_input_check(err),
         }
+    }
+
+    fn explain_permissions(&self, input: &Value, ctx: &PermissionContext) -> Vec<String> {
+        let Ok(bash) = parse_input::<BashInput>(&self.name(), input) else {
+            return Vec::new();
+        };
+        let analysis = analyse(&bash.command, ctx.rules.bash_rules(), ctx);
+        let mut lines: Vec<String> = analysis
+            .commands
+            .iter()
+            .map(|report| {
+                format!(
+                    "simple command `{}` → [{}]: {:?}, {}",
+                    report.text,
+                    report.argv.join(", "),
+                    report.verdict,
+                    report.why
+                )
+            })
+            .collect();
+        lines.extend(
+            analysis
+                .writes
+                .iter()
+                .map(|path| format!("writes {}", path.display())),
+        );
+        lines
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -84,45 +125,144 @@ impl Tool for BashTool {
     }
 }
 
-/// Until the full analyser lands, only plain words are understood: anything else is
-/// unproven and asks (headless: denied). Rules match the resolved argv on word boundaries.
+/// The analyser's environment for this workspace: the model may read its roots and the
+/// run's results; symlinks are resolved on disk.
+fn analyse(command: &str, rules: &BashRules, ctx: &PermissionContext) -> BashAnalysis {
+    let workspace = ctx.workspace;
+    let readable: Vec<PathBuf> = workspace
+        .roots
+        .iter()
+        .chain(&workspace.read_only_roots)
+        .cloned()
+        .collect();
+    let env = BashEnv {
+        cwd: &workspace.workdir,
+        workspace_roots: &readable,
+        home: workspace.home.as_deref(),
+        resolve: &resolve_symlinks,
+    };
+    evaluate(command, rules, &env)
+}
+
+/// Every simple command must be allowed (S5); a deny rule anywhere denies the whole, in every
+/// mode. Redirections are writes, each checked like an Edit of its target: path rules,
+/// workspace boundary, guardrails.
 fn check_command(command: &str, ctx: &PermissionContext) -> ToolCheck {
-    let Some(argv) = plain_words(command) else {
-        return ToolCheck::Ask {
-            reason: format!(
-                "`{command}` is more than plain words (operators, expansions, redirections or newlines) and cannot be proven safe"
-            ),
-            cause: AskCause::Unproven,
-        };
-    };
-    let find = |kind| {
-        ctx.rules
-            .content_rules(kind, &ToolName::Bash)
-            .find(|rule| matches!(&rule.content, Some(RuleContent::Command(pattern)) if pattern.matches(&argv)))
-            .map(RuleRef::from)
-    };
-    if let Some(rule) = find(RuleKind::Deny) {
+    let analysis = analyse(command, ctx.rules.bash_rules(), ctx);
+    let rule = |id: Option<usize>| id.and_then(|id| ctx.rules.rule_at(id)).map(RuleRef::from);
+    if let BashVerdict::Deny { rule: id, reason } = &analysis.verdict {
         return ToolCheck::Deny {
-            reason: format!("`{command}` is denied by rule {}", rule.rule),
-            rule: Some(rule),
+            reason: reason.clone(),
+            rule: rule(*id),
         };
     }
-    if let Some(rule) = find(RuleKind::Ask) {
+    let writes: Vec<(&PathBuf, ToolCheck)> = analysis
+        .writes
+        .iter()
+        .map(|path| (path, check_path(ctx, &ToolName::Edit, path, Access::Write)))
+        .collect();
+    let about =
+        |path: &PathBuf, reason: &str| format!("`{command}` writes {}: {reason}", path.display());
+    for (path, check) in &writes {
+        if let ToolCheck::Deny { reason, rule } = check {
+            return ToolCheck::Deny {
+                reason: about(path, reason),
+                rule: rule.clone(),
+            };
+        }
+    }
+    for (path, check) in &writes {
+        if let ToolCheck::Ask {
+            reason,
+            cause: cause @ AskCause::Guardrail(_),
+        } = check
+        {
+            return ToolCheck::Ask {
+                reason: about(path, reason),
+                cause: cause.clone(),
+            };
+        }
+    }
+    if let BashVerdict::Ask {
+        rule: Some(id),
+        reason,
+    } = &analysis.verdict
+        && let Some(rule) = rule(Some(*id))
+    {
         return ToolCheck::Ask {
-            reason: format!("`{command}` needs approval by rule {}", rule.rule),
+            reason: reason.clone(),
             cause: AskCause::ContentRule(rule),
         };
     }
-    if let Some(rule) = find(RuleKind::Allow) {
-        return ToolCheck::Allow {
-            reason: format!("`{command}` is allowed by rule {}", rule.rule),
-            rule: Some(rule),
-            updated_input: None,
+    for (path, check) in &writes {
+        if let ToolCheck::Ask {
+            reason,
+            cause: cause @ AskCause::ContentRule(_),
+        } = check
+        {
+            return ToolCheck::Ask {
+                reason: about(path, reason),
+                cause: cause.clone(),
+            };
+        }
+    }
+    if let BashVerdict::Ask { reason, .. } = &analysis.verdict {
+        return ToolCheck::Ask {
+            reason: reason.clone(),
+            cause: AskCause::Unproven,
         };
     }
-    ToolCheck::Passthrough {
-        reason: format!("no rule allows `{command}`"),
+    for (path, check) in &writes {
+        if let ToolCheck::Passthrough { reason } | ToolCheck::Ask { reason, .. } = check {
+            return ToolCheck::Ask {
+                reason: about(path, reason),
+                cause: AskCause::Unproven,
+            };
+        }
     }
+    let cited = analysis
+        .commands
+        .iter()
+        .find_map(|report| match report.verdict {
+            CommandVerdict::AllowedByRule(id) => rule(Some(id)),
+            _ => None,
+        });
+    let reason = match &cited {
+        Some(rule) if analysis.commands.len() == 1 => {
+            format!("`{command}` is allowed by rule {}", rule.rule)
+        }
+        _ => format!("`{command}`: {}", summary(&analysis)),
+    };
+    ToolCheck::Allow {
+        reason,
+        rule: cited,
+        updated_input: None,
+    }
+}
+
+/// "`git status` allowed by rule …; `cat README.md` read-only inside the workspace".
+fn summary(analysis: &BashAnalysis) -> String {
+    analysis
+        .commands
+        .iter()
+        .map(|report| format!("`{}` {}", report.text, report.why))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Read-only by construction: every command proven read-only and nothing redirected to a
+/// file, wherever its paths point (where they point is the permission check's business).
+fn read_only(command: &str) -> bool {
+    let roots = [PathBuf::from("/")];
+    let identity = |path: &Path| path.to_path_buf();
+    let env = BashEnv {
+        cwd: Path::new("/"),
+        workspace_roots: &roots,
+        home: None,
+        resolve: &identity,
+    };
+    let analysis = evaluate(command, &BashRules::default(), &env);
+    analysis.verdict == BashVerdict::Allow && analysis.writes.is_empty()
 }
 
 async fn run(command: &str, ctx: &ToolContext, timeout: Duration) -> Result<ToolOutput, ToolError> {
@@ -189,43 +329,70 @@ mod tests {
     }
 
     #[test]
-    fn rules_apply_to_plain_words_only() {
+    fn analysis_rules_and_writes_combine() {
         let policy = Policy::parse(
-            "permissions:\n  allow: ['Bash(git status)', 'Bash(npm test:*)']\n  deny: ['Bash(rm:*)']\n  ask: ['Bash(git push:*)']\n",
+            "permissions:\n  allow: ['Bash(git status)', 'Bash(npm test:*)', 'Edit(out/**)']\n  deny: ['Bash(rm:*)', 'Edit(secret/**)']\n  ask: ['Bash(git push:*)', 'Edit(review/**)']\n",
             crate::policy::PolicyOrigin { file: Path::new("p.yaml"), dir: Path::new("/"), home: None },
         )
         .unwrap();
         let rules = RuleSet::from_policy(&policy);
-        let workspace = Workspace::new("/ws".into(), vec![], None);
-        let ctx = PermissionContext {
-            mode: PermissionMode::Default,
-            rules: &rules,
-            workspace: &workspace,
+        let workspace = Workspace::new("/ws".into(), vec![], Some("/home/u".into()));
+        let kind = |command: &str, mode: PermissionMode| {
+            let ctx = PermissionContext {
+                mode,
+                rules: &rules,
+                workspace: &workspace,
+            };
+            match check_command(command, &ctx) {
+                ToolCheck::Allow { .. } => "allow",
+                ToolCheck::Deny { .. } => "deny",
+                ToolCheck::Ask {
+                    cause: AskCause::ContentRule(_),
+                    ..
+                } => "ask-rule",
+                ToolCheck::Ask {
+                    cause: AskCause::Guardrail(_),
+                    ..
+                } => "guardrail",
+                ToolCheck::Ask { .. } => "ask",
+                ToolCheck::Passthrough { .. } => "passthrough",
+            }
         };
-        let kind = |command: &str| match check_command(command, &ctx) {
-            ToolCheck::Allow { .. } => "allow",
-            ToolCheck::Deny { .. } => "deny",
-            ToolCheck::Ask {
-                cause: AskCause::ContentRule(_),
-                ..
-            } => "ask-rule",
-            ToolCheck::Ask { .. } => "ask",
-            ToolCheck::Passthrough { .. } => "passthrough",
-        };
+        use PermissionMode::{AcceptEdits, Default};
         let cases = [
-            ("git status", "allow"),
-            ("npm test -- -x", "allow"),
-            ("npm testx", "passthrough"),
-            ("rm -rf build", "deny"),
-            ("\\rm -rf build", "deny"),
-            ("/bin/rm x", "deny"),
-            ("git push origin main", "ask-rule"),
-            ("git status && rm -rf /", "ask"),
-            ("echo $(rm x)", "ask"),
-            ("ls", "passthrough"),
+            ("git status", Default, "allow"),
+            ("npm test -- -x", Default, "allow"),
+            ("npm testx", Default, "ask"),
+            ("ls src", Default, "allow"),
+            ("rm -rf build", Default, "deny"),
+            ("\\rm -rf build", Default, "deny"),
+            ("/bin/rm x", Default, "deny"),
+            ("git status && rm -rf /", Default, "deny"),
+            ("echo $(rm x)", Default, "deny"),
+            ("git push origin main", Default, "ask-rule"),
+            ("git status > out/s.txt", Default, "allow"),
+            ("git status > notes.txt", Default, "ask"),
+            ("git status > notes.txt", AcceptEdits, "allow"),
+            ("git status > secret/s.txt", AcceptEdits, "deny"),
+            ("git status > review/s.txt", AcceptEdits, "ask-rule"),
+            ("git status >> .git/config", AcceptEdits, "guardrail"),
+            ("echo x >> ~/.bashrc", AcceptEdits, "guardrail"),
+            ("git status > /etc/x", AcceptEdits, "deny"),
+            ("cat /etc/passwd", Default, "ask"),
         ];
-        for (command, expected) in cases {
-            assert_eq!(kind(command), expected, "{command}");
+        for (command, mode, expected) in cases {
+            assert_eq!(kind(command, mode), expected, "{command} in {mode}");
         }
+    }
+
+    #[test]
+    fn read_only_is_a_property_of_the_command_alone() {
+        let read_only = |command: &str| BashTool.is_read_only(&json!({ "command": command }));
+        assert!(read_only("git status && cat /etc/hosts | wc -l"));
+        assert!(!read_only("echo x > file"));
+        assert!(!read_only("rm x"));
+        assert!(!read_only("npm test"));
+        assert!(BashTool.is_concurrency_safe(&json!({"command": "ls"})));
+        assert!(!BashTool.is_concurrency_safe(&json!({"command": "touch x"})));
     }
 }

@@ -26,7 +26,7 @@ pub use context::{AbortHandle, AbortReason, AbortSignal, FileStateCache, ToolCon
 pub use edit::EditTool;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
-pub use path::{check_file_access, resolve_path};
+pub use path::{check_file_access, resolve_path, resolve_symlinks};
 pub use read::ReadTool;
 pub use shell::{ShellEnding, ShellRun, is_secret_env_name, run_shell};
 pub use text::truncate_middle;

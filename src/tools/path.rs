@@ -27,8 +27,13 @@ pub fn resolve_path(raw: &str, workdir: &Path, home: Option<&Path>) -> PathBuf {
         (Some(rest), Some(home)) => home.join(rest),
         _ => workdir.join(raw),
     };
-    let normal = normalize_lexically(&joined);
-    let mut existing = normal.as_path();
+    resolve_symlinks(&normalize_lexically(&joined))
+}
+
+/// Resolves the symlinks in the existing part of an absolute, normalised path; the part
+/// that does not exist yet is kept as written.
+pub fn resolve_symlinks(normal: &Path) -> PathBuf {
+    let mut existing = normal;
     let mut tail = Vec::new();
     loop {
         if let Ok(real) = existing.canonicalize() {
@@ -41,7 +46,7 @@ pub fn resolve_path(raw: &str, workdir: &Path, home: Option<&Path>) -> PathBuf {
                 tail.push(name.to_os_string());
                 existing = parent;
             }
-            _ => return normal,
+            _ => return normal.to_path_buf(),
         }
     }
 }

@@ -38,7 +38,26 @@ pub fn is_secret_env_name(name: &str) -> bool {
         || upper.contains("API_KEY")
 }
 
-/// Runs `command`. `Err` only when bash could not be started.
+/// Variables that would make a command the analyser proved read-only do something else:
+/// start-up files, library injection, `cd` search paths, tool configs that run programs.
+fn changes_what_commands_do(name: &str) -> bool {
+    const EXACT: [&str; 10] = [
+        "BASH_ENV",
+        "ENV",
+        "CDPATH",
+        "PROMPT_COMMAND",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "RIPGREP_CONFIG_PATH",
+        "GIT_EXEC_PATH",
+        "GIT_SSH_COMMAND",
+        "GIT_EXTERNAL_DIFF",
+    ];
+    EXACT.contains(&name) || name.starts_with("LD_") || name.starts_with("GIT_CONFIG")
+}
+
+/// Runs `command`. `Err` only when bash could not be started. `scrub_secrets` (for the
+/// model's commands) drops credentials and variables that change what commands do.
 pub async fn run_shell(
     command: &str,
     cwd: &Path,
@@ -57,7 +76,10 @@ pub async fn run_shell(
         .kill_on_drop(true);
     if scrub_secrets {
         for (name, _) in std::env::vars_os() {
-            if name.to_str().is_some_and(is_secret_env_name) {
+            if name
+                .to_str()
+                .is_some_and(|name| is_secret_env_name(name) || changes_what_commands_do(name))
+            {
                 cmd.env_remove(&name);
             }
         }
@@ -214,6 +236,36 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(kept.output, "[hunter2]\n");
+    }
+
+    #[tokio::test]
+    async fn start_up_hijacks_are_dropped_for_the_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_handle, abort) = AbortHandle::new();
+        // A name only this test uses, in a family that is dropped (LD_*): setting BASH_ENV
+        // itself would leak into the other tests running in this process.
+        unsafe { std::env::set_var("LD_TOLLGATE_TEST_PRELOAD", "x") };
+        let run = run_shell(
+            "echo \"[$LD_TOLLGATE_TEST_PRELOAD]\"",
+            dir.path(),
+            Duration::from_secs(5),
+            &abort,
+            true,
+        )
+        .await
+        .unwrap();
+        assert_eq!(run.output, "[]\n");
+        for name in [
+            "BASH_ENV",
+            "ENV",
+            "CDPATH",
+            "LD_PRELOAD",
+            "GIT_CONFIG_GLOBAL",
+            "RIPGREP_CONFIG_PATH",
+        ] {
+            assert!(changes_what_commands_do(name), "{name}");
+        }
+        assert!(!changes_what_commands_do("GIT_AUTHOR_NAME"));
     }
 
     #[test]

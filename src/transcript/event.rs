@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::hooks::{HookEvent, HookReport};
 use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
 use crate::policy::{DenialCounts, PermissionDecision, PermissionMode, RuleRef, SourceKind};
+use crate::task::FailOn;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -72,8 +73,16 @@ pub enum Event {
     CheckResult {
         name: String,
         run: String,
+        /// 1 for the first run of this check; retries count up.
+        attempt: u32,
         #[serde(flatten)]
         outcome: CheckOutcome,
+    },
+    /// Failed checks' output sent to the model as a new user message (`retry.feed_back`).
+    CheckFeedback {
+        attempt: u32,
+        checks: Vec<String>,
+        message: String,
     },
     RunFinished {
         outcome: Outcome,
@@ -87,6 +96,10 @@ pub enum Event {
         error: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
         final_message: Option<String>,
+        /// What this run fails on (`fail_on`).
+        fail_on: Vec<FailOn>,
+        /// Secrets replaced in the transcript and offloaded results up to this line.
+        redactions: u64,
     },
 }
 
@@ -156,6 +169,8 @@ pub enum Outcome {
     /// `limits.max_denials` or `limits.max_consecutive_denials` stopped the run: it was
     /// going nowhere.
     DenialLimit,
+    /// A tool call was refused and `fail_on` counts that kind of refusal.
+    PolicyDenied,
     /// The provider failed.
     ProviderError,
     /// SIGINT.

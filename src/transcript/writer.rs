@@ -4,10 +4,12 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use super::event::Event;
+use crate::redact::Redactor;
 
 /// One line of the transcript: a sequence number and time around the event.
 #[derive(Debug, Serialize)]
@@ -23,6 +25,7 @@ pub struct Transcript {
     file: File,
     path: PathBuf,
     seq: u64,
+    redactor: Arc<Redactor>,
 }
 
 impl Transcript {
@@ -31,7 +34,14 @@ impl Transcript {
             file: File::create(path)?,
             path: path.to_path_buf(),
             seq: 0,
+            redactor: Arc::default(),
         })
+    }
+
+    /// Redacts every line before it is written (on the serialised JSON, so no field escapes).
+    pub fn redacting(mut self, redactor: Arc<Redactor>) -> Transcript {
+        self.redactor = redactor;
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -45,7 +55,8 @@ impl Transcript {
             time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             event,
         };
-        let mut bytes = serde_json::to_vec(&line).map_err(std::io::Error::other)?;
+        let json = serde_json::to_string(&line).map_err(std::io::Error::other)?;
+        let mut bytes = self.redactor.redact(&json).into_bytes();
         bytes.push(b'\n');
         self.file.write_all(&bytes)?;
         self.file.flush()

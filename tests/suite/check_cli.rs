@@ -73,7 +73,21 @@ fn decisions_across_modes_and_tools() {
             "deny",
             "1f",
         ),
-        ("Bash", r#"{"command":"ls; rm x"}"#, "dontAsk", "deny", "1c"),
+        ("Bash", r#"{"command":"ls; rm x"}"#, "dontAsk", "deny", "1d"),
+        (
+            "Bash",
+            r#"{"command":"cargo test && make deploy"}"#,
+            "dontAsk",
+            "deny",
+            "1c",
+        ),
+        (
+            "Bash",
+            r#"{"command":"cat README.md | wc -l"}"#,
+            "dontAsk",
+            "allow",
+            "1c",
+        ),
         (
             "Write",
             r#"{"file_path":".git/config","content":""}"#,

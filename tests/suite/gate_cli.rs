@@ -27,11 +27,11 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn echo_task(sandbox: &Sandbox, extra: &str) {
+fn touch_task(sandbox: &Sandbox, extra: &str) {
     std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
     sandbox.write(
         "t.yaml",
-        &format!("{TASK_HEAD}{extra}model:\n  provider: scripted\n  script:\n    - - tool_use: {{name: Bash, input: {{command: echo hi}}}}\n    - - text: done\n"),
+        &format!("{TASK_HEAD}{extra}model:\n  provider: scripted\n  script:\n    - - tool_use: {{name: Bash, input: {{command: touch made.txt}}}}\n    - - text: done\n"),
     );
 }
 
@@ -46,8 +46,8 @@ fn bash_status(sandbox: &Sandbox, out: &str) -> String {
 #[test]
 fn a_task_cannot_widen_a_managed_only_policy() {
     let sandbox = Sandbox::empty();
-    echo_task(&sandbox, "permissions:\n  allow: [Bash]\n");
-    // Without a managed-only policy, the task's own allow rule lets `echo hi` run.
+    touch_task(&sandbox, "permissions:\n  allow: [Bash]\n");
+    // Without a managed-only policy, the task's own allow rule lets `touch made.txt` run.
     let output = tollgate(&sandbox, &["run", "t.yaml", "--out", "open"]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     assert_eq!(bash_status(&sandbox, "open"), "success");
@@ -57,7 +57,8 @@ fn a_task_cannot_widen_a_managed_only_policy() {
         "managed_only: true\npermissions:\n  allow: [Read]\n",
     );
     let output = tollgate(&sandbox, &["run", "t.yaml", "--out", "locked"]);
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    // A refused call fails the run (default `fail_on`).
+    assert_eq!(output.status.code(), Some(3), "{}", text(&output.stderr));
     assert_eq!(bash_status(&sandbox, "locked"), "denied");
     let all = transcript(&sandbox.path().join("locked/transcript.jsonl"));
     let ignored = &all[0]["policy"]["ignored_rules"];
@@ -90,7 +91,7 @@ fn a_task_cannot_widen_a_managed_only_policy() {
             "--tool",
             "Bash",
             "--input",
-            r#"{"command":"echo hi"}"#,
+            r#"{"command":"touch made.txt"}"#,
             "--workdir",
             "ws",
             "--explain",
@@ -112,12 +113,16 @@ fn a_task_cannot_widen_a_managed_only_policy() {
 #[test]
 fn command_line_rules_rank_above_the_task() {
     let sandbox = Sandbox::empty();
-    echo_task(&sandbox, "permissions:\n  allow: ['Bash(echo:*)']\n");
+    touch_task(&sandbox, "permissions:\n  allow: ['Bash(touch:*)']\n");
     let output = tollgate(
         &sandbox,
-        &["run", "t.yaml", "--out", "o", "--deny", "Bash(echo:*)"],
+        &["run", "t.yaml", "--out", "o", "--deny", "Bash(touch:*)"],
     );
-    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        output.status.code(),
+        Some(3),
+        "a refused call fails the run"
+    );
     assert_eq!(bash_status(&sandbox, "o"), "denied");
     let all = transcript(&sandbox.path().join("o/transcript.jsonl"));
     let decision = events(&all, "permission_decision")[0];
@@ -128,7 +133,7 @@ fn command_line_rules_rank_above_the_task() {
 #[test]
 fn disabled_modes_refuse_to_start() {
     let sandbox = Sandbox::empty();
-    echo_task(&sandbox, "");
+    touch_task(&sandbox, "");
     sandbox.write(
         "etc/policy.yaml",
         "disable_bypass_mode: true\ndisable_auto_mode: true\n",
@@ -147,7 +152,7 @@ fn disabled_modes_refuse_to_start() {
 #[test]
 fn a_failing_policy_self_test_refuses_to_start() {
     let sandbox = Sandbox::empty();
-    echo_task(&sandbox, "");
+    touch_task(&sandbox, "");
     sandbox.write(
         "p.yaml",
         "permissions:\n  allow: ['Bash(rm:*)']\ntests:\n  - name: never delete\n    tool: Bash\n    input: {command: rm -rf /}\n    expect: deny\n",

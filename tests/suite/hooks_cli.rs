@@ -7,10 +7,10 @@ fn hooks_deny_allow_and_withhold_within_the_rules() {
     let sandbox = Sandbox::empty();
     sandbox.write("ws/notes.txt", "api TOKEN=abc\n");
     sandbox.write("ws/plain.txt", "nothing here\n");
-    // PreToolUse: allows `echo`, denies anything mentioning `secret`, no opinion otherwise.
+    // PreToolUse: allows `touch`, denies anything mentioning `secret`, no opinion otherwise.
     sandbox.write(
         "pre.sh",
-        "#!/bin/bash\ninput=$(cat)\ncase \"$input\" in\n  *secret*) echo 'no secrets here' >&2; exit 2 ;;\n  *'\"command\":\"echo '*) printf '{\"permissionDecision\":\"allow\",\"reason\":\"echo is harmless\"}' ;;\nesac\n",
+        "#!/bin/bash\ninput=$(cat)\ncase \"$input\" in\n  *secret*) echo 'no secrets here' >&2; exit 2 ;;\n  *'\"command\":\"touch '*) printf '{\"permissionDecision\":\"allow\",\"reason\":\"touching is harmless\"}' ;;\nesac\n",
     );
     // PostToolUse: withholds any result that shows a token.
     sandbox.write(
@@ -28,10 +28,10 @@ fn hooks_deny_allow_and_withhold_within_the_rules() {
         ),
     );
     let calls = [
-        "{name: Bash, input: {command: echo hello}}",
+        "{name: Bash, input: {command: touch made.txt}}",
         "{name: Bash, input: {command: echo secret}}",
         "{name: Bash, input: {command: rm -rf x}}",
-        "{name: Bash, input: {command: ls}}",
+        "{name: Bash, input: {command: make all}}",
         "{name: Read, input: {file_path: notes.txt}}",
         "{name: Read, input: {file_path: plain.txt}}",
     ];
@@ -44,9 +44,10 @@ fn hooks_deny_allow_and_withhold_within_the_rules() {
         &format!("version: 1\nname: t\nprompt: go\nworkdir: ws\nmodel:\n  provider: scripted\n  script:\n    -\n{script}    - - text: done\n"),
     );
     let output = sandbox.tollgate(&["run", "t.yaml", "--policy", "p.yaml", "--out", "o"]);
+    // Refused calls fail the run by default (`fail_on` includes `denial`).
     assert_eq!(
         output.status.code(),
-        Some(0),
+        Some(3),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
@@ -61,8 +62,9 @@ fn hooks_deny_allow_and_withhold_within_the_rules() {
             )
         })
         .collect();
-    // The hook's allow lifts the mode's refusal of `echo hello`…
-    assert_eq!(results[0], ("success".into(), "hello".into()));
+    // The hook's allow lifts the mode's refusal of `touch made.txt`…
+    assert_eq!(results[0].0, "success");
+    assert!(sandbox.path().join("ws/made.txt").exists());
     // …its deny stops `echo secret`, with its stderr as the reason…
     assert_eq!(results[1].0, "denied");
     assert!(results[1].1.contains("no secrets here"), "{}", results[1].1);
@@ -83,7 +85,7 @@ fn hooks_deny_allow_and_withhold_within_the_rules() {
     assert_eq!(
         hook_runs.len(),
         5,
-        "pre for echo, echo secret, ls; post for two reads"
+        "pre for touch, echo secret, make; post for two reads"
     );
     assert_eq!(all.last().unwrap()["denials_by_layer"]["hook"], 1);
 }

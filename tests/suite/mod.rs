@@ -1,7 +1,14 @@
-//! End-to-end suites: each runs the real `tollgate` binary.
+//! End-to-end suites: each runs the real `tollgate` binary (the Bash analyser's suites call
+//! the library directly).
 
+mod action;
+mod bash_corpus;
+mod bash_props;
+mod bash_sweep;
 mod check_cli;
 mod gate_cli;
 mod hooks_cli;
 mod providers;
+mod redaction;
+mod reports;
 mod run_cli;

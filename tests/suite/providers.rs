@@ -85,11 +85,17 @@ const READ_ONLY: &str = "mode: dontAsk\ntools: [Read, Glob, Grep]\n";
 
 /// Runs the binary on a task with `model` and `limits` blocks; the key is in the environment.
 async fn run_task(model: &str, limits: &str, env: &[(&str, &str)]) -> Run {
-    run_task_with(READ_ONLY, model, limits, env).await
+    run_task_with(READ_ONLY, model, limits, env, &[]).await
 }
 
-/// As `run_task`, with `preamble` for the task's mode and tools.
-async fn run_task_with(preamble: &str, model: &str, limits: &str, env: &[(&str, &str)]) -> Run {
+/// As `run_task`, with `preamble` for the task's mode and tools, and extra `run` flags.
+async fn run_task_with(
+    preamble: &str,
+    model: &str,
+    limits: &str,
+    env: &[(&str, &str)],
+    flags: &[&str],
+) -> Run {
     let dir = TempDir::new().unwrap();
     let ws = dir.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
@@ -106,6 +112,7 @@ async fn run_task_with(preamble: &str, model: &str, limits: &str, env: &[(&str, 
         .arg(&task_path)
         .arg("--out")
         .arg(&out)
+        .args(flags)
         .env_remove("ANTHROPIC_BASE_URL")
         .env_remove("OPENAI_BASE_URL")
         .env_remove("ANTHROPIC_API_KEY")
@@ -692,7 +699,7 @@ async fn tool_calls_are_bounded_by_the_tool_and_run_timeouts() {
     // tool_timeout: the call fails, the model hears why, the run goes on.
     let server = FakeModel::start(KEY, vec![sleeper(), done_turn()]).await;
     let model = model_block(Api::Anthropic, &server, "");
-    let run = run_task_with(preamble, &model, "limits: {tool_timeout: 0.2}\n", &[]).await;
+    let run = run_task_with(preamble, &model, "limits: {tool_timeout: 0.2}\n", &[], &[]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     let result = run.of_type("tool_result")[0];
     assert_eq!(result["is_error"], true);
@@ -702,7 +709,7 @@ async fn tool_calls_are_bounded_by_the_tool_and_run_timeouts() {
     // The run's own clock cuts a call in flight and ends the run.
     let server = FakeModel::start(KEY, vec![sleeper(), done_turn()]).await;
     let model = model_block(Api::Anthropic, &server, "");
-    let run = run_task_with(preamble, &model, "limits: {timeout: 1.5}\n", &[]).await;
+    let run = run_task_with(preamble, &model, "limits: {timeout: 1.5}\n", &[], &[]).await;
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(run.finished()["outcome"], "timeout");
     let result = run.of_type("tool_result")[0];
@@ -714,4 +721,31 @@ async fn tool_calls_are_bounded_by_the_tool_and_run_timeouts() {
         "{result}"
     );
     assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn the_max_cost_flag_caps_the_task_budget() {
+    let replies = (0..20)
+        .map(|_| {
+            Reply::Turn(turn(
+                vec![tool("Read", json!({"file_path": "notes.txt"}))],
+                tokens(1000, 500, 0, 0),
+            ))
+        })
+        .collect();
+    let server = FakeModel::start(KEY, replies).await;
+    let model = model_block(Api::OpenAi, &server, "  pricing: {input: 10, output: 20}\n");
+    let limits = "limits:\n  max_cost_usd: 100\n";
+    let run = run_task_with(READ_ONLY, &model, limits, &[], &["--max-cost", "0.07"]).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.finished()["outcome"], "max_budget_usd");
+    assert!(run.finished()["total_cost_usd"].as_f64().unwrap() <= 0.07);
+
+    // A cap on a model without a price cannot be kept: refused before any request.
+    let unpriced = model_block(Api::OpenAi, &server, "").replace("gpt-4.1", "my-local-model");
+    let requests = server.requests().len();
+    let run = run_task_with(READ_ONLY, &unpriced, "", &[], &["--max-cost", "1"]).await;
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("my-local-model"), "{}", run.stderr);
+    assert_eq!(server.requests().len(), requests);
 }

@@ -193,11 +193,12 @@ fn bad_tool_calls_become_error_results_and_the_run_goes_on() {
     sandbox.write(
         "t.yaml",
         &format!(
-            "{TASK_HEAD}workdir: ws\nmodel:\n  provider: scripted\n  script:\n    - - tool_use: {{name: Read, input: {{path: a.txt}}}}\n      - tool_use: {{name: Teleport, input: {{}}}}\n      - tool_use: {{name: Read, input: {{file_path: /etc/hostname}}}}\n      - tool_use: {{name: Bash, input: {{command: 'echo $(id)'}}}}\n    - - text: done\n"
+            "{TASK_HEAD}workdir: ws\nmodel:\n  provider: scripted\n  script:\n    - - tool_use: {{name: Read, input: {{path: a.txt}}}}\n      - tool_use: {{name: Teleport, input: {{}}}}\n      - tool_use: {{name: Read, input: {{file_path: /etc/hostname}}}}\n      - tool_use: {{name: Bash, input: {{command: 'echo $(touch x)'}}}}\n    - - text: done\n"
         ),
     );
     let output = sandbox.tollgate(&["run", "t.yaml", "--out", "out"]);
-    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    // The unknown tool and the calls outside the workspace are refused: exit 3.
+    assert_eq!(output.status.code(), Some(3), "{}", stdout(&output));
     let all = transcript(&sandbox.path().join("out/transcript.jsonl"));
     assert_every_tool_use_answered_once(&all);
     let statuses: Vec<String> = events(&all, "tool_result")

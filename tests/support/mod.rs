@@ -11,6 +11,8 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+pub mod runs;
+
 /// The repository root, where `examples/` and `policies/` live.
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -166,3 +168,4 @@ pub fn junit(path: &Path) -> Junit {
         system_out,
     }
 }
+pub mod bash;

@@ -1,0 +1,187 @@
+//! The verdict: how a finished run's outcome, denials and `fail_on` become the final outcome
+//! and exit code. The precedence between problems is decided here and nowhere else.
+
+use super::Denial;
+use crate::exit::ExitCode;
+use crate::policy::{Layer, PermissionDecision};
+use crate::task::{FailOn, FailOnSet};
+use crate::transcript::Outcome;
+
+/// Which `fail_on` kind a refused call is. Exhaustive over layers on purpose: a new layer
+/// (the auto-mode classifier) must say whether it is a `classifier_denial`.
+pub fn denial_kind(decision: &PermissionDecision) -> FailOn {
+    match decision.layer {
+        Layer::Classifier => FailOn::ClassifierDenial,
+        Layer::Rule
+        | Layer::Tool
+        | Layer::Guardrail
+        | Layer::Interaction
+        | Layer::Mode
+        | Layer::Hook => FailOn::Denial,
+    }
+}
+
+/// Whether a problem of this kind fails the run under `fail_on`.
+pub fn counts(fail_on: &FailOnSet, kind: FailOn) -> bool {
+    fail_on.contains(kind)
+}
+
+/// The final outcome and exit code. Precedence, strongest first:
+/// 1. an interruption (130/143) and a provider failure (4): the run did not finish, so no
+///    other verdict about it can be trusted; a denial limit (`limits.max_denials`, 3)
+///    stopped it the same way;
+/// 2. a refused call whose kind is in `fail_on` (3, outcome `policy_denied`): the work the
+///    task needed may not have happened, whatever the checks say;
+/// 3. a failed check or a limit in `fail_on` (1);
+/// 4. otherwise 0 — a failed check or limit left out of `fail_on` keeps its outcome in the
+///    reports but does not fail the job.
+pub fn decide(outcome: Outcome, denials: &[Denial], fail_on: &FailOnSet) -> (Outcome, ExitCode) {
+    match outcome {
+        Outcome::Interrupted
+        | Outcome::Terminated
+        | Outcome::ProviderError
+        | Outcome::DenialLimit
+        | Outcome::PolicyDenied
+        // The model declined the task: nothing else about the run can make it a success.
+        | Outcome::Refusal => return (outcome, outcome.exit_code()),
+        Outcome::Success
+        | Outcome::ChecksFailed
+        | Outcome::MaxTurns
+        | Outcome::MaxBudgetUsd
+        | Outcome::MaxInputTokens
+        | Outcome::MaxOutputTokens
+        | Outcome::Timeout => {}
+    }
+    if denials
+        .iter()
+        .any(|denial| counts(fail_on, denial_kind(&denial.decision)))
+    {
+        return (Outcome::PolicyDenied, ExitCode::PolicyStop);
+    }
+    let kind = match outcome {
+        Outcome::ChecksFailed => FailOn::Check,
+        Outcome::MaxTurns
+        | Outcome::MaxBudgetUsd
+        | Outcome::MaxInputTokens
+        | Outcome::MaxOutputTokens
+        | Outcome::Timeout => FailOn::Limit,
+        _ => return (outcome, outcome.exit_code()),
+    };
+    if counts(fail_on, kind) {
+        (outcome, outcome.exit_code())
+    } else {
+        (outcome, ExitCode::Success)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::policy::{Decision, Step};
+
+    fn denial() -> Denial {
+        Denial {
+            id: "toolu_1".into(),
+            tool: "Bash".into(),
+            input: json!({"command": "rm -rf build"}),
+            decision: PermissionDecision {
+                decision: Decision::Deny,
+                step: Step::ToolDeny,
+                layer: Layer::Rule,
+                rule: None,
+                reason: "denied".into(),
+                updated_input: None,
+                asked: false,
+            },
+        }
+    }
+
+    #[test]
+    fn precedence_table() {
+        let all = FailOnSet::default();
+        let only_checks: FailOnSet = [FailOn::Check].into_iter().collect();
+        let none = FailOnSet::none();
+        let denied = [denial()];
+        let mut classified = denial();
+        classified.decision.layer = Layer::Classifier;
+        let classified = [classified];
+        let no_classifier: FailOnSet = [FailOn::Denial, FailOn::Check].into_iter().collect();
+        let cases: [(Outcome, &[Denial], &FailOnSet, Outcome, u8); 16] = [
+            (
+                Outcome::Success,
+                &classified,
+                &all,
+                Outcome::PolicyDenied,
+                3,
+            ),
+            (
+                Outcome::Success,
+                &classified,
+                &no_classifier,
+                Outcome::Success,
+                0,
+            ),
+            (
+                Outcome::Success,
+                &denied,
+                &no_classifier,
+                Outcome::PolicyDenied,
+                3,
+            ),
+            (
+                Outcome::DenialLimit,
+                &denied,
+                &none,
+                Outcome::DenialLimit,
+                3,
+            ),
+            (Outcome::Success, &[], &all, Outcome::Success, 0),
+            (Outcome::Success, &denied, &all, Outcome::PolicyDenied, 3),
+            (
+                Outcome::ChecksFailed,
+                &denied,
+                &all,
+                Outcome::PolicyDenied,
+                3,
+            ),
+            (Outcome::MaxTurns, &denied, &all, Outcome::PolicyDenied, 3),
+            (Outcome::Success, &denied, &only_checks, Outcome::Success, 0),
+            (
+                Outcome::ChecksFailed,
+                &denied,
+                &only_checks,
+                Outcome::ChecksFailed,
+                1,
+            ),
+            (Outcome::MaxTurns, &[], &only_checks, Outcome::MaxTurns, 0),
+            (Outcome::MaxTurns, &[], &all, Outcome::MaxTurns, 1),
+            (Outcome::ChecksFailed, &[], &none, Outcome::ChecksFailed, 0),
+            (
+                Outcome::ProviderError,
+                &denied,
+                &all,
+                Outcome::ProviderError,
+                4,
+            ),
+            (
+                Outcome::Interrupted,
+                &denied,
+                &all,
+                Outcome::Interrupted,
+                130,
+            ),
+            (Outcome::Terminated, &[], &none, Outcome::Terminated, 143),
+        ];
+        for (outcome, denials, fail_on, expected, code) in cases {
+            let (got, exit) = decide(outcome, denials, fail_on);
+            assert_eq!(
+                (got, exit.code()),
+                (expected, code),
+                "{outcome:?} with {} denials, fail_on {fail_on}",
+                denials.len()
+            );
+        }
+    }
+}

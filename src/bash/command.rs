@@ -1,0 +1,447 @@
+//! Judges one simple command: its assignments, the rules on every wrapper level, what it runs
+//! inline (`sh -c`, `find -exec`), and whether it is proven read-only.
+
+use std::collections::HashSet;
+
+use super::analyser::{Analyser, MAX_NESTING};
+use super::paths::{inside_workspace, locate};
+use super::pattern::{Match, base};
+use super::readonly::{self, Ctx};
+use super::syntax::SimpleCommand;
+use super::word::Word;
+use super::wrappers::{self, Inline, Unwrap};
+use super::{CommandReport, CommandVerdict};
+
+/// Wrappers inside wrappers deeper than this are not looked through.
+const MAX_UNWRAP: usize = 16;
+
+/// Variables a command may be given without asking: they change formatting, never what runs.
+fn safe_prefix_var(name: &str) -> bool {
+    name.starts_with("LC_")
+        || matches!(
+            name,
+            "LANG"
+                | "LANGUAGE"
+                | "TZ"
+                | "NO_COLOR"
+                | "FORCE_COLOR"
+                | "CLICOLOR"
+                | "CLICOLOR_FORCE"
+                | "COLUMNS"
+                | "CI"
+                | "RUST_LOG"
+                | "RUST_BACKTRACE"
+                | "CARGO_TERM_COLOR"
+                | "TERM"
+        )
+}
+
+/// A shell variable set by the script: lower-case names are the script's own, except the
+/// proxy variables that programs read from the environment.
+pub(crate) fn bare_variable_ok(name: &str) -> bool {
+    let lower = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    let proxy = name.ends_with("_proxy");
+    safe_prefix_var(name) || (lower && !proxy)
+}
+
+/// System folders whose programs are the real ones: elsewhere `./ls` is not `ls`.
+const SYSTEM_BIN: &[&str] = &["/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin"];
+
+fn system_program(name: &str) -> bool {
+    match name.rsplit_once('/') {
+        None => true,
+        Some((dir, _)) => SYSTEM_BIN.contains(&dir),
+    }
+}
+
+/// The first matching rule of each kind, found while looking through wrappers.
+#[derive(Default)]
+struct RuleHits {
+    deny: Option<(usize, String, bool)>,
+    ask: Option<(usize, String)>,
+}
+
+impl Analyser<'_> {
+    fn match_rules(&self, argv: &[Word], hits: &mut RuleHits) {
+        if hits.deny.is_none() {
+            for (p, id) in &self.rules.deny {
+                match p.match_words(argv, true) {
+                    Match::Yes => hits.deny = Some((*id, p.to_string(), false)),
+                    Match::Maybe => hits.deny = Some((*id, p.to_string(), true)),
+                    Match::No => continue,
+                }
+                break;
+            }
+        }
+        if hits.ask.is_none() {
+            hits.ask = self
+                .rules
+                .ask
+                .iter()
+                .find(|(p, _)| p.match_words(argv, true) != Match::No)
+                .map(|(p, id)| (*id, p.to_string()));
+        }
+    }
+
+    fn allow_rule(&self, argv: &[Word]) -> Option<(usize, String)> {
+        let base_ok = argv
+            .first()
+            .and_then(Word::fixed)
+            .is_some_and(system_program);
+        self.rules
+            .allow
+            .iter()
+            .find(|(p, _)| p.match_words(argv, base_ok) == Match::Yes)
+            .map(|(p, id)| (*id, p.to_string()))
+    }
+
+    pub(crate) fn simple_command(
+        &mut self,
+        cmd: &SimpleCommand,
+        functions: &HashSet<String>,
+        depth: usize,
+    ) {
+        if cmd.words.is_empty() {
+            for a in &cmd.assignments {
+                self.bare_assignment(a);
+            }
+            return;
+        }
+        let unproven = cmd
+            .assignments
+            .iter()
+            .filter(|a| !safe_prefix_var(&a.name))
+            .map(|a| format!("it sets `{}` for the command", a.name))
+            .collect();
+        let job = Job {
+            text: &cmd.text,
+            functions: Some(functions),
+            repeated: cmd.repeated,
+            depth,
+        };
+        self.judge(&job, cmd.words.clone(), unproven);
+    }
+
+    fn judge(&mut self, job: &Job, words: Vec<Word>, mut unproven: Vec<String>) {
+        let mut argv = words;
+        let mut through: Vec<String> = Vec::new();
+        let mut hits = RuleHits::default();
+        let mut forced: Option<&'static str> = None;
+        let mut runs_nothing: Option<(bool, &'static str)> = None;
+        for _ in 0..MAX_UNWRAP {
+            self.match_rules(&argv, &mut hits);
+            let Some(name) = argv.first().and_then(Word::fixed).map(str::to_owned) else {
+                break;
+            };
+            let name = base(&name).to_owned();
+            match wrappers::unwrap(&name, &argv) {
+                Unwrap::No => break,
+                Unwrap::Inner {
+                    start,
+                    assignments,
+                    problem,
+                    forced: f,
+                } => {
+                    unproven.extend(
+                        assignments
+                            .iter()
+                            .filter(|a| !safe_prefix_var(a))
+                            .map(|a| format!("`{name}` sets `{a}` for the command")),
+                    );
+                    unproven.extend(problem);
+                    forced = forced.or(f);
+                    through.push(name);
+                    if start >= argv.len() {
+                        runs_nothing = Some((false, "it has no command to run"));
+                        break;
+                    }
+                    argv = argv.split_off(start);
+                }
+                Unwrap::Built {
+                    argv: inner,
+                    problem,
+                } => {
+                    unproven.extend(problem);
+                    through.push(name);
+                    argv = inner;
+                }
+                Unwrap::Nothing { read_only, why } => {
+                    runs_nothing = Some((read_only, why));
+                    break;
+                }
+                Unwrap::Opaque(reason) => {
+                    unproven.push(reason);
+                    // The inner command cannot be located, but deny rules still reach any
+                    // command-looking tail.
+                    for k in 1..argv.len() {
+                        if hits.deny.is_some() {
+                            break;
+                        }
+                        let tail = RuleHits::default();
+                        let mut tail_hits = tail;
+                        self.match_rules(&argv[k..], &mut tail_hits);
+                        hits.deny = tail_hits.deny;
+                    }
+                    break;
+                }
+            }
+        }
+        let exec_reason = self.nested(job, &argv);
+        let (verdict, why) = if let Some((id, pattern, maybe)) = hits.deny {
+            let why = if maybe {
+                format!(
+                    "`{}` may run a command denied by rule Bash({pattern}): some of its words are not known statically",
+                    job.text
+                )
+            } else {
+                format!("`{}` is denied by rule Bash({pattern})", job.text)
+            };
+            (CommandVerdict::Denied(id), why)
+        } else if let Some((id, pattern)) = hits.ask {
+            (
+                CommandVerdict::AskRule(id),
+                format!("`{}` needs approval by rule Bash({pattern})", job.text),
+            )
+        } else {
+            unproven.extend(forced.map(str::to_owned));
+            if let Some(name) = argv.first().and_then(Word::fixed) {
+                unproven.extend(readonly::hazard(base(name), &argv[1..]));
+            }
+            match (unproven.is_empty(), self.allow_rule(&argv)) {
+                (false, _) => (
+                    CommandVerdict::Unproven,
+                    format!("`{}`: {}", job.text, unproven.join("; ")),
+                ),
+                (true, Some((id, pattern))) => (
+                    CommandVerdict::AllowedByRule(id),
+                    format!("allowed by rule Bash({pattern})"),
+                ),
+                (true, None) => {
+                    let proof = match (exec_reason, runs_nothing) {
+                        (Some(r), _) => Err(r),
+                        (None, Some((true, why))) => Ok(why.to_owned()),
+                        (None, Some((false, why))) => Err(why.to_owned()),
+                        (None, None) => self.prove_read_only(job, &argv, through.is_empty()),
+                    };
+                    match proof {
+                        Ok(why) => (CommandVerdict::ReadOnly, why),
+                        Err(r) => (CommandVerdict::Unproven, format!("`{}`: {r}", job.text)),
+                    }
+                }
+            }
+        };
+        let why = if through.is_empty() {
+            why
+        } else {
+            format!("{why} (run through `{}`)", through.join("`, `"))
+        };
+        self.reports.push(CommandReport {
+            text: job.text.to_owned(),
+            argv: argv.iter().map(Word::display).collect(),
+            verdict,
+            why,
+        });
+    }
+
+    /// Analyses what the command runs inline, so that deny rules reach it whatever this
+    /// command's own verdict; returns why the command itself needs an explicit allow rule.
+    fn nested(&mut self, job: &Job, argv: &[Word]) -> Option<String> {
+        let name = base(argv.first()?.fixed()?).to_owned();
+        if name == "find" {
+            self.find_exec(job, argv);
+            return None;
+        }
+        match wrappers::inline_script(&name, argv) {
+            Inline::No => None,
+            Inline::Script(script) => {
+                self.script(&script, job.depth + 1);
+                Some("it runs a script; it needs an allow rule that names it".to_owned())
+            }
+            Inline::Unknown(reason) => Some(reason),
+        }
+    }
+
+    /// `find … -exec cmd {} ;`: each command is checked, with `{}` unknown.
+    fn find_exec(&mut self, job: &Job, argv: &[Word]) {
+        if job.depth > MAX_NESTING {
+            self.problems
+                .push("`find -exec` is nested too deeply".to_owned());
+            return;
+        }
+        let mut i = 1;
+        while i < argv.len() {
+            let is_exec = matches!(
+                argv[i].fixed(),
+                Some("-exec" | "-execdir" | "-ok" | "-okdir")
+            );
+            i += 1;
+            if !is_exec {
+                continue;
+            }
+            let mut inner = Vec::new();
+            while let Some(w) = argv.get(i) {
+                i += 1;
+                if matches!(w.fixed(), Some(";" | "+")) {
+                    break;
+                }
+                inner.push(if w.value.as_deref().is_some_and(|v| v.contains("{}")) {
+                    Word::dynamic(&w.raw)
+                } else {
+                    w.clone()
+                });
+            }
+            if inner.is_empty() {
+                continue;
+            }
+            let nested = Job {
+                text: job.text,
+                functions: None,
+                repeated: true,
+                depth: job.depth + 1,
+            };
+            self.judge(&nested, inner, Vec::new());
+        }
+    }
+
+    fn prove_read_only(
+        &mut self,
+        job: &Job,
+        argv: &[Word],
+        direct: bool,
+    ) -> Result<String, String> {
+        let first = argv.first().ok_or("there is no command")?;
+        let name = first
+            .fixed()
+            .filter(|_| !first.tilde)
+            .ok_or_else(|| format!("the command name `{}` is not known statically", first.raw))?;
+        if !system_program(name) {
+            return Err(format!(
+                "`{name}` is a program outside the system's bin folders"
+            ));
+        }
+        if direct && job.functions.is_some_and(|f| f.contains(name)) {
+            return Ok(format!(
+                "calls `{name}`, a function defined in this script (its body is checked)"
+            ));
+        }
+        let name = base(name);
+        if matches!(name, "cd" | "pushd" | "popd") {
+            return self.change_dir(name, &argv[1..], job.repeated);
+        }
+        let ctx = Ctx {
+            env: self.env,
+            cwds: &self.cwds,
+        };
+        readonly::check(name, &argv[1..], &ctx).map(|()| "read-only".to_owned())
+    }
+
+    /// A `cd` inside the workspace is harmless, but later relative paths must then be checked
+    /// from the new directory as well as the old (the `cd` may fail).
+    fn change_dir(&mut self, name: &str, args: &[Word], repeated: bool) -> Result<String, String> {
+        if name == "popd" {
+            self.cwds = super::paths::Cwds::Unknown;
+            return Ok("returns to an earlier directory".to_owned());
+        }
+        let targets: Vec<&Word> = args
+            .iter()
+            .filter(|w| !matches!(w.fixed(), Some("-L" | "-P" | "-e" | "-@" | "--" | "-n")))
+            .collect();
+        let [target] = targets.as_slice() else {
+            return Err(format!(
+                "`{name}` without exactly one directory (`cd` alone goes home)"
+            ));
+        };
+        if target
+            .fixed()
+            .is_some_and(|v| v == "-" || v.starts_with('+') || v.starts_with('-'))
+        {
+            return Err(format!(
+                "`{name} {}` goes to a directory not known here",
+                target.raw
+            ));
+        }
+        let paths = locate(target, self.env, &self.cwds)?;
+        if let Some(outside) = paths.iter().find(|p| !inside_workspace(p, self.env)) {
+            return Err(format!(
+                "`{name}` leaves the workspace ({})",
+                outside.display()
+            ));
+        }
+        if repeated {
+            self.cwds = super::paths::Cwds::Unknown;
+        } else {
+            self.cwds.add(paths);
+        }
+        Ok("changes directory inside the workspace".to_owned())
+    }
+
+    /// `export`, `declare`, `local`, `readonly`, `typeset` and `unset`.
+    pub(crate) fn declaration(
+        &mut self,
+        keyword: &str,
+        flags: &[Word],
+        names: &[String],
+        text: &str,
+    ) {
+        let mut argv = vec![Word::literal(keyword)];
+        argv.extend(flags.iter().cloned());
+        argv.extend(names.iter().map(|n| Word::literal(n)));
+        let mut hits = RuleHits::default();
+        self.match_rules(&argv, &mut hits);
+        let allowed_flags = if keyword == "unset" {
+            "vfn"
+        } else {
+            "aArxglup"
+        };
+        let mut reasons: Vec<String> = Vec::new();
+        for f in flags {
+            let letters = f.fixed().map(|v| &v[1..]).unwrap_or("?");
+            if let Some(bad) = letters.chars().find(|c| !allowed_flags.contains(*c)) {
+                reasons.push(format!("`{keyword} -{bad}` is not known to be harmless"));
+            }
+        }
+        for n in names.iter().filter(|n| !bare_variable_ok(n)) {
+            reasons.push(format!(
+                "it sets or removes `{n}`, which can change what later commands do"
+            ));
+        }
+        let (verdict, why) = match (hits.deny, hits.ask) {
+            (Some((id, p, _)), _) => (
+                CommandVerdict::Denied(id),
+                format!("`{text}` is denied by rule Bash({p})"),
+            ),
+            (None, Some((id, p))) => (
+                CommandVerdict::AskRule(id),
+                format!("`{text}` needs approval by rule Bash({p})"),
+            ),
+            (None, None) if reasons.is_empty() => (
+                CommandVerdict::ReadOnly,
+                "only sets shell variables".to_owned(),
+            ),
+            (None, None) => (
+                CommandVerdict::Unproven,
+                format!("`{text}`: {}", reasons.join("; ")),
+            ),
+        };
+        self.reports.push(CommandReport {
+            text: text.to_owned(),
+            argv: argv.iter().map(Word::display).collect(),
+            verdict,
+            why,
+        });
+    }
+}
+
+/// The command being judged and where it stands.
+struct Job<'j> {
+    text: &'j str,
+    /// Functions defined in the script, for direct calls; `None` when run by another program
+    /// (`find -exec f` cannot call a shell function).
+    functions: Option<&'j HashSet<String>>,
+    repeated: bool,
+    depth: usize,
+}

@@ -1,0 +1,241 @@
+//! Proves a git invocation read-only: global options that change what git runs are refused,
+//! only inspecting subcommands pass, and their writing or executing options are refused.
+
+use super::BashEnv;
+use super::paths::{Cwds, check_read};
+use super::word::Word;
+
+/// Long options that write files, run programs or read outside the repository. Git accepts
+/// any unambiguous abbreviation, so an option that is a prefix of one of these is refused too.
+pub(crate) const DANGEROUS_LONG: &[&str] = &[
+    "--output",
+    "--ext-diff",
+    "--textconv",
+    "--filters",
+    "--open-files-in-pager",
+    "--no-index",
+    "--exec",
+    "--paginate",
+    "--upload-pack",
+    "--receive-pack",
+    "--contents",
+];
+
+const READ_ONLY: &[&str] = &[
+    "status",
+    "log",
+    "diff",
+    "show",
+    "branch",
+    "rev-parse",
+    "ls-files",
+    "blame",
+    "grep",
+    "describe",
+    "rev-list",
+    "ls-tree",
+    "cat-file",
+    "show-ref",
+    "merge-base",
+    "for-each-ref",
+    "shortlog",
+    "tag",
+    "remote",
+    "stash",
+    "reflog",
+    "version",
+    "diff-tree",
+    "check-ignore",
+    "name-rev",
+    "count-objects",
+    "whatchanged",
+];
+
+pub(crate) fn check(args: &[Word], env: &BashEnv, cwds: &Cwds) -> Result<(), String> {
+    let mut i = 0;
+    let mut chdir = false;
+    let sub = loop {
+        let Some(w) = args.get(i) else {
+            return Err("`git` without a subcommand".to_owned());
+        };
+        let Some(v) = w.fixed() else {
+            return Err(format!("git argument `{}` is not known statically", w.raw));
+        };
+        i += 1;
+        match v {
+            "--no-pager"
+            | "-P"
+            | "--no-optional-locks"
+            | "--literal-pathspecs"
+            | "--glob-pathspecs"
+            | "--noglob-pathspecs"
+            | "--icase-pathspecs"
+            | "--no-replace-objects" => {}
+            "-C" => {
+                let dir = args.get(i).ok_or("`git -C` needs a directory")?;
+                check_read(dir, env, cwds)?;
+                chdir = true;
+                i += 1;
+            }
+            "-c" | "--config-env" | "--exec-path" | "-p" | "--paginate" | "--git-dir"
+            | "--work-tree" | "--bare" | "--namespace" | "--super-prefix" => {
+                return Err(format!(
+                    "`git {v}` can change what git runs or where it writes"
+                ));
+            }
+            v if v.starts_with('-') => {
+                return Err(format!("git option `{v}` is not known to be safe"));
+            }
+            v => break v,
+        }
+    };
+    if !READ_ONLY.contains(&sub) {
+        return Err(format!("`git {sub}` is not a read-only git command"));
+    }
+    let rest = &args[i..];
+    options(sub, rest)?;
+    listing_only(sub, rest)?;
+    paths(rest, chdir, env, cwds)
+}
+
+fn options(sub: &str, rest: &[Word]) -> Result<(), String> {
+    for w in rest {
+        let Some(v) = w.fixed() else {
+            if w.may_be_flag {
+                return Err(format!("git argument `{}` may expand to an option", w.raw));
+            }
+            continue;
+        };
+        if v == "--" {
+            break;
+        }
+        if let Some(name) = v
+            .strip_prefix("--")
+            .map(|n| n.split('=').next().unwrap_or(n))
+        {
+            let name = format!("--{name}");
+            if name.len() > 3 && DANGEROUS_LONG.iter().any(|d| d.starts_with(name.as_str())) {
+                return Err(format!("`git {sub} {v}` can write files or run programs"));
+            }
+        } else if sub == "grep" && v.starts_with('-') && v.contains('O') {
+            return Err("`git grep -O` runs a pager program".to_owned());
+        }
+    }
+    Ok(())
+}
+
+/// `git branch x` creates a branch, `git tag x` a tag, `git stash` stashes: only their
+/// listing forms are read-only.
+fn listing_only(sub: &str, rest: &[Word]) -> Result<(), String> {
+    let values: Vec<&str> = rest.iter().map(|w| w.fixed().unwrap_or("")).collect();
+    let has = |names: &[&str]| values.iter().any(|v| names.contains(v));
+    match sub {
+        "branch" | "tag" => {
+            const BRANCH_WRITING: &[&str] = &[
+                "-d",
+                "-D",
+                "-m",
+                "-M",
+                "-c",
+                "-C",
+                "-f",
+                "-u",
+                "-t",
+                "--delete",
+                "--move",
+                "--copy",
+                "--force",
+                "--set-upstream-to",
+                "--unset-upstream",
+                "--edit-description",
+                "--track",
+                "--no-track",
+                "--create-reflog",
+            ];
+            const TAG_WRITING: &[&str] = &[
+                "-a",
+                "-s",
+                "-u",
+                "-d",
+                "-f",
+                "-m",
+                "-F",
+                "-e",
+                "-v",
+                "--annotate",
+                "--sign",
+                "--local-user",
+                "--delete",
+                "--force",
+                "--message",
+                "--file",
+                "--edit",
+                "--verify",
+                "--create-reflog",
+            ];
+            let writing = if sub == "branch" {
+                BRANCH_WRITING
+            } else {
+                TAG_WRITING
+            };
+            let changes = |v: &&str| {
+                writing.contains(v)
+                    || writing
+                        .iter()
+                        .any(|w| w.starts_with("--") && v.starts_with(&format!("{w}=")))
+            };
+            if let Some(v) = values.iter().find(|v| changes(v)) {
+                return Err(format!("`git {sub} {v}` is not a listing"));
+            }
+            let positional = values.iter().any(|v| !v.is_empty() && !v.starts_with('-'));
+            let listing = has(&[
+                "-l",
+                "--list",
+                "--contains",
+                "--no-contains",
+                "--merged",
+                "--no-merged",
+                "--points-at",
+            ]);
+            if positional && !listing {
+                return Err(format!("`git {sub}` with a name creates one"));
+            }
+            Ok(())
+        }
+        "remote" => match values.as_slice() {
+            [] | ["-v"] | ["--verbose"] | ["get-url", ..] => Ok(()),
+            _ => Err("only `git remote`, `git remote -v` and `get-url` are read-only".to_owned()),
+        },
+        "stash" => match values.first() {
+            Some(&"list") | Some(&"show") => Ok(()),
+            _ => Err("`git stash` changes the working tree".to_owned()),
+        },
+        "reflog" => match values.first() {
+            None | Some(&"show") => Ok(()),
+            Some(v) if v.starts_with('-') => Ok(()),
+            _ => Err("only `git reflog show` is read-only".to_owned()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// Revisions and paths look alike; a word that can only be a path outside (absolute, `~`, a
+/// `..` component) is checked. `git diff a b` with a path outside the repository reads it.
+fn paths(rest: &[Word], chdir: bool, env: &BashEnv, cwds: &Cwds) -> Result<(), String> {
+    for w in rest {
+        let Some(v) = w.value.as_deref() else {
+            continue;
+        };
+        let pathish = v.starts_with('/') || w.tilde || v.split('/').any(|c| c == "..");
+        if !pathish || v.starts_with('-') {
+            continue;
+        }
+        if chdir {
+            return Err(format!(
+                "`{v}` is a path outside the directory given to `git -C`"
+            ));
+        }
+        check_read(w, env, cwds)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,221 @@
+//! Where a path word points: tilde, working directory (which `cd` may have changed), `..`
+//! through symlinks (via the injected resolver), and whether it stays inside the workspace.
+
+use std::path::{Component, Path, PathBuf};
+
+use super::BashEnv;
+use super::word::Word;
+
+/// More possible working directories than this are not tracked.
+const MAX_CWDS: usize = 8;
+
+/// The directories the script may be in at a given point. A `cd` may fail, so the old
+/// directory stays possible; every relative path must be inside from each of them.
+#[derive(Debug, Clone)]
+pub(crate) enum Cwds {
+    Known(Vec<PathBuf>),
+    /// A `cd` in a loop or function, to an unknown place, or too many: relative paths are
+    /// no longer provable.
+    Unknown,
+}
+
+impl Cwds {
+    pub fn new(cwd: &Path) -> Cwds {
+        Cwds::Known(vec![cwd.to_path_buf()])
+    }
+
+    /// Records that the script may now be in `targets` too.
+    pub fn add(&mut self, targets: Vec<PathBuf>) {
+        if let Cwds::Known(list) = self {
+            for t in targets {
+                if !list.contains(&t) {
+                    list.push(t);
+                }
+            }
+            if list.len() > MAX_CWDS {
+                *self = Cwds::Unknown;
+            }
+        }
+    }
+}
+
+/// The absolute, normalised, symlink-resolved paths a word may name (one per possible cwd).
+pub(crate) fn locate(word: &Word, env: &BashEnv, cwds: &Cwds) -> Result<Vec<PathBuf>, String> {
+    let Some(value) = word.value.as_deref() else {
+        return Err(format!("`{}` is not known statically", word.raw));
+    };
+    let text: String = if word.tilde {
+        expand_tilde(value, env).ok_or_else(|| format!("`{value}`: cannot expand `~` here"))?
+    } else {
+        value.to_owned()
+    };
+    if word.glob && text.contains('{') {
+        // `{/etc/passwd,x}` becomes two words, one of them absolute.
+        return Err(format!("`{}`: brace expansion cannot be located", word.raw));
+    }
+    if word.glob && has_glob_before_parent(&text) {
+        return Err(format!(
+            "`{}`: a glob that may reach `..` cannot be located",
+            word.raw
+        ));
+    }
+    let path = Path::new(&text);
+    if path.is_absolute() {
+        return Ok(vec![normalise(path, env)]);
+    }
+    match cwds {
+        Cwds::Known(list) => Ok(list.iter().map(|c| normalise(&c.join(path), env)).collect()),
+        Cwds::Unknown => Err(format!(
+            "`{}` is relative and the working directory is not known after `cd`",
+            word.raw
+        )),
+    }
+}
+
+fn expand_tilde(value: &str, env: &BashEnv) -> Option<String> {
+    let rest = value.strip_prefix('~')?;
+    if !(rest.is_empty() || rest.starts_with('/')) {
+        return None;
+    }
+    let home = env.home?;
+    Some(format!("{}{}", home.display(), rest))
+}
+
+fn has_glob_before_parent(text: &str) -> bool {
+    let mut glob_seen = false;
+    for comp in text.split('/') {
+        // Before Bash 5.2's globskipdots, `.*` also matches `..`.
+        if comp.starts_with('.') && comp.contains(['*', '?', '[']) {
+            return true;
+        }
+        if comp == ".." && glob_seen {
+            return true;
+        }
+        if comp.contains(['*', '?', '[', '{']) {
+            glob_seen = true;
+        }
+    }
+    false
+}
+
+/// Lexical normalisation, except that `..` is applied to the resolved directory: in Bash
+/// `link/..` is the parent of the link's target, not the directory holding the link.
+pub(crate) fn normalise(path: &Path, env: &BashEnv) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for comp in path.components() {
+        match comp {
+            Component::RootDir | Component::Prefix(_) => out = PathBuf::from("/"),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out = (env.resolve)(&out);
+                out.pop();
+            }
+            Component::Normal(c) => out.push(c),
+        }
+    }
+    (env.resolve)(&out)
+}
+
+/// The same path, lexically normalised only (for `/dev/…` names Bash treats specially).
+pub(crate) fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for comp in path.components() {
+        match comp {
+            Component::RootDir | Component::Prefix(_) => out = PathBuf::from("/"),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(c) => out.push(c),
+        }
+    }
+    out
+}
+
+pub(crate) fn inside_workspace(path: &Path, env: &BashEnv) -> bool {
+    env.workspace_roots
+        .iter()
+        .any(|root| path.starts_with(root))
+}
+
+/// Device files that are harmless to read.
+pub(crate) fn harmless_read(path: &Path) -> bool {
+    path.starts_with("/dev/fd")
+        || matches!(
+            path.to_str(),
+            Some("/dev/null" | "/dev/stdin" | "/dev/zero" | "/dev/urandom" | "/dev/random")
+        )
+}
+
+/// Checks that a word names only paths inside the workspace (or a harmless device).
+pub(crate) fn check_read(word: &Word, env: &BashEnv, cwds: &Cwds) -> Result<(), String> {
+    if word.fixed() == Some("-") {
+        return Ok(());
+    }
+    for path in locate(word, env, cwds)? {
+        if !(inside_workspace(&path, env) || harmless_read(&path)) {
+            return Err(format!(
+                "`{}` reads {} outside the workspace",
+                word.raw,
+                path.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn with_env<R>(f: impl FnOnce(&BashEnv) -> R) -> R {
+        let roots = vec![PathBuf::from("/ws")];
+        let resolve = |p: &Path| {
+            // A symlink /ws/link -> /etc, to see `..` taken physically.
+            match p.strip_prefix("/ws/link") {
+                Ok(rest) => Path::new("/etc").join(rest),
+                Err(_) => p.to_path_buf(),
+            }
+        };
+        let env = BashEnv {
+            cwd: Path::new("/ws"),
+            workspace_roots: &roots,
+            home: Some(Path::new("/home/u")),
+            resolve: &resolve,
+        };
+        f(&env)
+    }
+
+    #[test]
+    fn parent_of_a_symlink_is_taken_physically() {
+        with_env(|env| {
+            assert_eq!(
+                normalise(Path::new("/ws/link/../passwd"), env),
+                PathBuf::from("/passwd")
+            );
+            assert_eq!(
+                normalise(Path::new("/ws/a/../b"), env),
+                PathBuf::from("/ws/b")
+            );
+        });
+    }
+
+    #[test]
+    fn tilde_and_relative_paths_are_located() {
+        with_env(|env| {
+            let cwds = Cwds::new(env.cwd);
+            let mut w = Word::literal("~/.bashrc");
+            w.tilde = true;
+            assert_eq!(
+                locate(&w, env, &cwds),
+                Ok(vec![PathBuf::from("/home/u/.bashrc")])
+            );
+            assert!(check_read(&Word::literal("src/../README.md"), env, &cwds).is_ok());
+            assert!(check_read(&Word::literal("../x"), env, &cwds).is_err());
+            let mut user = Word::literal("~root/x");
+            user.tilde = true;
+            assert!(locate(&user, env, &cwds).is_err());
+        });
+    }
+}

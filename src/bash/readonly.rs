@@ -1,0 +1,1163 @@
+//! Per-command flag validators that prove a command read-only inside the workspace.
+//! Flags are allowlisted (an unknown or abbreviated flag is refused); every path must be inside.
+
+use super::BashEnv;
+use super::paths::{Cwds, check_read};
+use super::sed::{check_awk_program, check_sed_script};
+use super::word::Word;
+
+/// What the validators may know: the world and where the script may be.
+pub(crate) struct Ctx<'a> {
+    pub env: &'a BashEnv<'a>,
+    pub cwds: &'a Cwds,
+}
+
+/// How a command's operands are read.
+#[derive(Clone, Copy)]
+enum Operands {
+    /// Files read.
+    Paths,
+    /// A pattern (unless given by a flag), then files.
+    PatternThenPaths,
+    /// At most this many files (`uniq in out` writes `out`).
+    AtMost(usize),
+    /// Not paths: nothing they say can change what the command does.
+    Ignored,
+}
+
+/// A GNU-style option table. `short` letters take no value, `short_val` letters take one;
+/// `long` names take no value (an `=value` is tolerated), `long_val` names need one.
+struct Spec {
+    short: &'static str,
+    short_val: &'static str,
+    long: &'static [&'static str],
+    long_val: &'static [&'static str],
+    /// Options (`-f`, `--file`) whose value is a file read.
+    path_opts: &'static [&'static str],
+    /// Options that supply the pattern, so the first operand is a file.
+    pattern_opts: &'static [&'static str],
+    /// `-5` means a count (head, tail, grep context).
+    numeric: bool,
+    operands: Operands,
+    /// No option of this command writes or runs anything, so a glob or expansion that turns
+    /// into an option is harmless.
+    options_harmless: bool,
+}
+
+const NONE: &[&str] = &[];
+
+const fn spec(short: &'static str, operands: Operands) -> Spec {
+    Spec {
+        short,
+        short_val: "",
+        long: NONE,
+        long_val: NONE,
+        path_opts: NONE,
+        pattern_opts: NONE,
+        numeric: false,
+        operands,
+        options_harmless: true,
+    }
+}
+
+fn spec_for(name: &str) -> Option<Spec> {
+    use Operands::*;
+    Some(match name {
+        "cat" => Spec {
+            long: &[
+                "number",
+                "number-nonblank",
+                "show-all",
+                "squeeze-blank",
+                "show-ends",
+                "show-tabs",
+                "show-nonprinting",
+            ],
+            ..spec("AbeEnstTuv", Paths)
+        },
+        "head" | "tail" => Spec {
+            short_val: "ncs",
+            long: &[
+                "quiet",
+                "silent",
+                "verbose",
+                "zero-terminated",
+                "follow",
+                "retry",
+            ],
+            long_val: &[
+                "lines",
+                "bytes",
+                "pid",
+                "sleep-interval",
+                "max-unchanged-stats",
+            ],
+            numeric: true,
+            ..spec("qvzfF", Paths)
+        },
+        "wc" => Spec {
+            long: &["bytes", "chars", "lines", "words", "max-line-length"],
+            long_val: &["files0-from", "total"],
+            path_opts: &["--files0-from"],
+            ..spec("clmwL", Paths)
+        },
+        "grep" | "egrep" | "fgrep" => Spec {
+            short_val: "efmABCdD",
+            long: &[
+                "extended-regexp",
+                "fixed-strings",
+                "basic-regexp",
+                "perl-regexp",
+                "ignore-case",
+                "no-ignore-case",
+                "invert-match",
+                "word-regexp",
+                "line-regexp",
+                "count",
+                "color",
+                "colour",
+                "files-without-match",
+                "files-with-matches",
+                "only-matching",
+                "quiet",
+                "silent",
+                "no-messages",
+                "byte-offset",
+                "with-filename",
+                "no-filename",
+                "line-number",
+                "no-line-number",
+                "initial-tab",
+                "null",
+                "null-data",
+                "text",
+                "recursive",
+                "line-buffered",
+                "binary",
+            ],
+            long_val: &[
+                "regexp",
+                "file",
+                "max-count",
+                "after-context",
+                "before-context",
+                "context",
+                "include",
+                "exclude",
+                "exclude-dir",
+                "exclude-from",
+                "label",
+                "binary-files",
+                "devices",
+                "directories",
+                "group-separator",
+            ],
+            path_opts: &["-f", "--file", "--exclude-from"],
+            pattern_opts: &["-e", "-f", "--regexp", "--file"],
+            numeric: true,
+            ..spec("EFGPiyvwxcLloqsbHhnTZzaUIr", PatternThenPaths)
+        },
+        "rg" => Spec {
+            short_val: "efgtTmABCMjEr",
+            long: &[
+                "files",
+                "files-with-matches",
+                "files-without-match",
+                "count",
+                "count-matches",
+                "json",
+                "no-heading",
+                "heading",
+                "hidden",
+                "no-ignore",
+                "no-ignore-vcs",
+                "no-ignore-dot",
+                "no-ignore-parent",
+                "no-ignore-global",
+                "ignore-case",
+                "smart-case",
+                "case-sensitive",
+                "fixed-strings",
+                "word-regexp",
+                "line-regexp",
+                "line-number",
+                "no-line-number",
+                "column",
+                "vimgrep",
+                "type-list",
+                "multiline",
+                "multiline-dotall",
+                "pcre2",
+                "trim",
+                "stats",
+                "null",
+                "only-matching",
+                "passthru",
+                "no-messages",
+                "invert-match",
+                "no-filename",
+                "with-filename",
+                "unrestricted",
+                "text",
+                "no-config",
+                "byte-offset",
+                "quiet",
+                "debug",
+                "crlf",
+                "null-data",
+                "one-file-system",
+                "sort-files",
+                "no-require-git",
+                "max-columns-preview",
+                "no-unicode",
+            ],
+            long_val: &[
+                "regexp",
+                "file",
+                "glob",
+                "iglob",
+                "type",
+                "type-not",
+                "type-add",
+                "max-count",
+                "max-depth",
+                "max-filesize",
+                "context",
+                "after-context",
+                "before-context",
+                "color",
+                "colors",
+                "replace",
+                "sort",
+                "sortr",
+                "ignore-file",
+                "engine",
+                "threads",
+                "max-columns",
+                "path-separator",
+                "encoding",
+                "context-separator",
+                "field-match-separator",
+                "field-context-separator",
+            ],
+            path_opts: &["-f", "--file", "--ignore-file"],
+            pattern_opts: &["-e", "-f", "--regexp", "--file"],
+            numeric: false,
+            options_harmless: false,
+            ..spec("iISsvwxclnNHhoqpuaUF0.", PatternThenPaths)
+        },
+        "ls" => Spec {
+            short_val: "IwT",
+            long: &[
+                "all",
+                "almost-all",
+                "long",
+                "human-readable",
+                "color",
+                "classify",
+                "recursive",
+                "reverse",
+                "group-directories-first",
+                "directory",
+                "inode",
+                "size",
+                "si",
+                "full-time",
+                "literal",
+                "numeric-uid-gid",
+                "no-group",
+                "dereference",
+                "dereference-command-line",
+                "author",
+                "escape",
+                "file-type",
+                "hide-control-chars",
+                "show-control-chars",
+                "quote-name",
+                "context",
+                "zero",
+            ],
+            long_val: &[
+                "sort",
+                "time",
+                "time-style",
+                "format",
+                "indicator-style",
+                "ignore",
+                "hide",
+                "width",
+                "quoting-style",
+                "block-size",
+                "tabsize",
+            ],
+            ..spec("aAbBcCdDfFgGhHiklLmnNopqQrRsStuUvxXZ1", Paths)
+        },
+        "tree" => Spec {
+            short_val: "LIP",
+            long: &[
+                "noreport",
+                "dirsfirst",
+                "gitignore",
+                "prune",
+                "du",
+                "si",
+                "matchdirs",
+                "ignore-case",
+                "info",
+                "help",
+                "version",
+            ],
+            long_val: &["filelimit", "charset", "sort", "timefmt"],
+            options_harmless: false,
+            ..spec("adfFisughDrtvUCnAqNQpJx", Paths)
+        },
+        "stat" => Spec {
+            short_val: "c",
+            long: &["dereference", "file-system", "terse"],
+            long_val: &["format", "printf", "cached"],
+            ..spec("LfZt", Paths)
+        },
+        "file" => Spec {
+            short_val: "mfFeP",
+            long: &[
+                "brief",
+                "mime",
+                "mime-type",
+                "mime-encoding",
+                "dereference",
+                "no-dereference",
+            ],
+            path_opts: &["-m", "-f"],
+            options_harmless: false,
+            ..spec("bcEhiLkNnprsvz0Z", Paths)
+        },
+        "du" => Spec {
+            short_val: "dBtX",
+            long: &[
+                "all",
+                "apparent-size",
+                "bytes",
+                "total",
+                "human-readable",
+                "summarize",
+                "si",
+                "time",
+                "count-links",
+                "one-file-system",
+                "inodes",
+                "null",
+                "separate-dirs",
+            ],
+            long_val: &[
+                "max-depth",
+                "threshold",
+                "block-size",
+                "exclude",
+                "exclude-from",
+            ],
+            path_opts: &["-X", "--exclude-from"],
+            ..spec("abcDhHklmsSx0", Paths)
+        },
+        "df" => Spec {
+            short_val: "txB",
+            long: &[
+                "human-readable",
+                "all",
+                "inodes",
+                "local",
+                "portability",
+                "print-type",
+                "total",
+                "si",
+                "output",
+            ],
+            long_val: &["type", "exclude-type", "block-size"],
+            ..spec("ahHiklPT", Paths)
+        },
+        "sort" => Spec {
+            short_val: "ktS",
+            long: &[
+                "ignore-leading-blanks",
+                "dictionary-order",
+                "ignore-case",
+                "general-numeric-sort",
+                "ignore-nonprinting",
+                "month-sort",
+                "human-numeric-sort",
+                "numeric-sort",
+                "random-sort",
+                "reverse",
+                "version-sort",
+                "stable",
+                "unique",
+                "zero-terminated",
+                "check",
+                "merge",
+                "debug",
+            ],
+            long_val: &[
+                "key",
+                "field-separator",
+                "buffer-size",
+                "parallel",
+                "sort",
+                "random-source",
+                "files0-from",
+            ],
+            path_opts: &["--random-source", "--files0-from"],
+            options_harmless: false,
+            ..spec("bdfgiMhnRrscCmuzV", Paths)
+        },
+        "uniq" => Spec {
+            short_val: "fsw",
+            long: &[
+                "count",
+                "repeated",
+                "all-repeated",
+                "ignore-case",
+                "unique",
+                "zero-terminated",
+                "group",
+            ],
+            long_val: &["skip-fields", "skip-chars", "check-chars"],
+            options_harmless: false,
+            ..spec("cdDiuz", AtMost(1))
+        },
+        "cut" => Spec {
+            short_val: "bcdf",
+            long: &["complement", "only-delimited", "zero-terminated"],
+            long_val: &[
+                "bytes",
+                "characters",
+                "delimiter",
+                "fields",
+                "output-delimiter",
+            ],
+            ..spec("nsz", Paths)
+        },
+        "tr" => Spec {
+            long: &["complement", "delete", "squeeze-repeats", "truncate-set1"],
+            ..spec("cCdst", Ignored)
+        },
+        "diff" => Spec {
+            short_val: "CUDFILSxXW",
+            long: &[
+                "brief",
+                "recursive",
+                "unified",
+                "context",
+                "ignore-case",
+                "ignore-tab-expansion",
+                "ignore-trailing-space",
+                "ignore-space-change",
+                "ignore-all-space",
+                "ignore-blank-lines",
+                "new-file",
+                "unidirectional-new-file",
+                "side-by-side",
+                "color",
+                "text",
+                "normal",
+                "report-identical-files",
+                "suppress-common-lines",
+                "minimal",
+                "speed-large-files",
+                "strip-trailing-cr",
+                "expand-tabs",
+                "initial-tab",
+                "no-dereference",
+                "show-c-function",
+                "suppress-blank-empty",
+                "left-column",
+                "ed",
+                "rcs",
+                "paginate",
+            ],
+            long_val: &[
+                "exclude",
+                "exclude-from",
+                "label",
+                "width",
+                "show-function-line",
+                "starting-file",
+                "from-file",
+                "to-file",
+                "ignore-matching-lines",
+                "horizontal-lines",
+                "tabsize",
+                "palette",
+            ],
+            path_opts: &["-X", "--exclude-from", "--from-file", "--to-file"],
+            numeric: true,
+            options_harmless: false,
+            ..spec("abBdeEfHinNpqrsStTuwyZ", Paths)
+        },
+        "cmp" => Spec {
+            short_val: "in",
+            long: &["print-bytes", "verbose", "quiet", "silent"],
+            long_val: &["ignore-initial", "bytes"],
+            ..spec("bls", AtMost(4))
+        },
+        "comm" => Spec {
+            long: &["check-order", "nocheck-order", "total", "zero-terminated"],
+            long_val: &["output-delimiter"],
+            ..spec("123z", AtMost(2))
+        },
+        "nl" => Spec {
+            short_val: "bdfhilnsvw",
+            long_val: &[
+                "body-numbering",
+                "section-delimiter",
+                "footer-numbering",
+                "header-numbering",
+                "line-increment",
+                "join-blank-lines",
+                "number-format",
+                "number-separator",
+                "starting-line-number",
+                "number-width",
+            ],
+            long: &["no-renumber"],
+            ..spec("p", Paths)
+        },
+        "md5sum" | "sha1sum" | "sha256sum" | "sha512sum" | "b2sum" | "cksum" => Spec {
+            long: &[
+                "binary",
+                "check",
+                "tag",
+                "text",
+                "zero",
+                "ignore-missing",
+                "quiet",
+                "status",
+                "strict",
+                "warn",
+            ],
+            ..spec("bctwz", Paths)
+        },
+        "tac" => Spec {
+            short_val: "s",
+            long: &["before", "regex"],
+            long_val: &["separator"],
+            ..spec("br", Paths)
+        },
+        "rev" => spec("", Paths),
+        "paste" => Spec {
+            short_val: "d",
+            long: &["serial", "zero-terminated"],
+            long_val: &["delimiters"],
+            ..spec("sz", Paths)
+        },
+        "fold" => Spec {
+            short_val: "w",
+            long: &["bytes", "spaces"],
+            long_val: &["width"],
+            ..spec("bs", Paths)
+        },
+        "readlink" => Spec {
+            long: &[
+                "canonicalize",
+                "canonicalize-existing",
+                "canonicalize-missing",
+                "no-newline",
+                "quiet",
+                "silent",
+                "verbose",
+                "zero",
+            ],
+            ..spec("efmnqsvz", Paths)
+        },
+        "realpath" => Spec {
+            long: &[
+                "canonicalize-existing",
+                "canonicalize-missing",
+                "logical",
+                "physical",
+                "quiet",
+                "strip",
+                "no-symlinks",
+                "zero",
+            ],
+            long_val: &["relative-to", "relative-base"],
+            ..spec("emLPqsz", Ignored)
+        },
+        "basename" | "dirname" => Spec {
+            short_val: "s",
+            long: &["multiple", "zero"],
+            long_val: &["suffix"],
+            ..spec("az", Ignored)
+        },
+        "which" => Spec {
+            long: &["all", "skip-alias", "skip-functions"],
+            ..spec("as", Ignored)
+        },
+        "seq" => Spec {
+            short_val: "fs",
+            long: &["equal-width"],
+            long_val: &["format", "separator"],
+            numeric: true,
+            ..spec("w", Ignored)
+        },
+        "pwd" => spec("LP", Ignored),
+        "uname" => Spec {
+            long: &[
+                "all",
+                "kernel-name",
+                "nodename",
+                "kernel-release",
+                "kernel-version",
+                "machine",
+                "processor",
+                "hardware-platform",
+                "operating-system",
+            ],
+            ..spec("asnrvmpio", Ignored)
+        },
+        "nproc" => Spec {
+            long: &["all"],
+            long_val: &["ignore"],
+            ..spec("", Ignored)
+        },
+        "whoami" | "arch" | "tty" | "id" | "groups" | "logname" => spec("", Ignored),
+        _ => return None,
+    })
+}
+
+/// Proves `name args…` read-only, or says why not.
+pub(crate) fn check(name: &str, args: &[Word], ctx: &Ctx) -> Result<(), String> {
+    match name {
+        // Their arguments are data: no value can make them write, read or run anything.
+        "echo" | "sleep" | "test" | "[" | "expr" | "exit" | "return" | "wait" | "shift"
+        | "type" | "true" | "false" | ":" => Ok(()),
+        "printf" => match args.first().map(|w| w.fixed()) {
+            Some(Some(v)) if v.starts_with("-v") => Err("`printf -v` sets a variable".to_owned()),
+            Some(None) => Err("`printf` with an unknown first argument may be `-v`".to_owned()),
+            _ => Ok(()),
+        },
+        "git" => super::git::check(args, ctx.env, ctx.cwds),
+        "sed" => sed(args, ctx),
+        "awk" | "gawk" | "mawk" | "nawk" => awk(args, ctx),
+        "find" => find(args, ctx),
+        "jq" => jq(args, ctx),
+        "set" => set(args),
+        "date" => date(args),
+        "hostname" if args.is_empty() => Ok(()),
+        "read" => read(args),
+        _ => match spec_for(name) {
+            Some(spec) => run_spec(name, &spec, args, ctx),
+            None => Err(format!("`{name}` is not a known read-only command")),
+        },
+    }
+}
+
+fn run_spec(name: &str, spec: &Spec, args: &[Word], ctx: &Ctx) -> Result<(), String> {
+    let mut operands: Vec<&Word> = Vec::new();
+    let mut pattern_given = false;
+    let mut options_done = false;
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        i += 1;
+        if options_done {
+            operands.push(w);
+            continue;
+        }
+        let Some(v) = w.fixed() else {
+            if w.may_be_flag && !spec.options_harmless {
+                return Err(format!("`{}` may expand to an option of `{name}`", w.raw));
+            }
+            operands.push(w);
+            continue;
+        };
+        if v == "--" {
+            options_done = true;
+            continue;
+        }
+        if v == "-" || !v.starts_with('-') {
+            operands.push(w);
+            continue;
+        }
+        let mut value_of = |opt: String, inline: Option<Word>| -> Result<(), String> {
+            let value = match inline {
+                Some(v) => v,
+                None => {
+                    let next = args
+                        .get(i)
+                        .ok_or_else(|| format!("`{name} {opt}` needs a value"))?;
+                    i += 1;
+                    next.clone()
+                }
+            };
+            if spec.path_opts.contains(&opt.as_str()) {
+                check_read(&value, ctx.env, ctx.cwds)?;
+            }
+            if spec.pattern_opts.contains(&opt.as_str()) {
+                pattern_given = true;
+            }
+            Ok(())
+        };
+        if let Some(long) = v.strip_prefix("--") {
+            let (opt, inline) = match long.split_once('=') {
+                Some((o, val)) => (o, Some(Word::literal(val))),
+                None => (long, None),
+            };
+            if spec.long.contains(&opt) {
+                continue;
+            }
+            if spec.long_val.contains(&opt) {
+                value_of(format!("--{opt}"), inline)?;
+                continue;
+            }
+            return Err(format!("`{name} --{opt}` is not known to be read-only"));
+        }
+        let letters = &v[1..];
+        if spec.numeric && letters.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        for (j, c) in letters.char_indices() {
+            if spec.short.contains(c) {
+                continue;
+            }
+            if spec.short_val.contains(c) {
+                let rest = &letters[j + c.len_utf8()..];
+                let inline = (!rest.is_empty()).then(|| Word::literal(rest));
+                value_of(format!("-{c}"), inline)?;
+                break;
+            }
+            return Err(format!("`{name} -{c}` is not known to be read-only"));
+        }
+    }
+    match spec.operands {
+        Operands::Ignored => Ok(()),
+        Operands::Paths => paths(&operands, ctx),
+        Operands::PatternThenPaths => {
+            let files = if pattern_given {
+                &operands[..]
+            } else {
+                operands.get(1..).unwrap_or(&[])
+            };
+            paths(files, ctx)
+        }
+        Operands::AtMost(n) if operands.len() > n => Err(format!(
+            "`{name}` with more than {n} file operand(s) writes or is not understood"
+        )),
+        Operands::AtMost(_) => paths(&operands, ctx),
+    }
+}
+
+fn paths(words: &[&Word], ctx: &Ctx) -> Result<(), String> {
+    words
+        .iter()
+        .try_for_each(|w| check_read(w, ctx.env, ctx.cwds))
+}
+
+fn sed(args: &[Word], ctx: &Ctx) -> Result<(), String> {
+    let mut scripts: Vec<&Word> = Vec::new();
+    let mut operands: Vec<&Word> = Vec::new();
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        i += 1;
+        let Some(v) = w.fixed() else {
+            if w.may_be_flag {
+                return Err(format!(
+                    "`{}` may expand to a sed option such as `-i`",
+                    w.raw
+                ));
+            }
+            operands.push(w);
+            continue;
+        };
+        match v {
+            "-n" | "--quiet" | "--silent" | "-E" | "-r" | "--regexp-extended" | "-z"
+            | "--null-data" | "-s" | "--separate" | "-u" | "--unbuffered" | "--posix"
+            | "--debug" | "--sandbox" | "--" => {}
+            "-e" | "--expression" => {
+                scripts.push(args.get(i).ok_or("`sed -e` needs a script")?);
+                i += 1;
+            }
+            "-l" | "--line-length" => i += 1,
+            v if v.starts_with("--expression=") => {}
+            v if v.starts_with("--line-length=") => {}
+            v if v.starts_with('-') && v.len() > 1 => {
+                let letters = &v[1..];
+                if letters.chars().all(|c| "nErzsu".contains(c)) {
+                    continue;
+                }
+                if let Some(rest) = letters
+                    .strip_prefix('e')
+                    .or_else(|| letters.strip_prefix('n').and_then(|l| l.strip_prefix('e')))
+                    && !rest.is_empty()
+                {
+                    return check_sed_script(rest);
+                }
+                return Err(format!(
+                    "`sed {v}` is not known to be read-only (`-i` edits files)"
+                ));
+            }
+            _ => operands.push(w),
+        }
+    }
+    for inline in args.iter().filter_map(|w| w.fixed()) {
+        if let Some(s) = inline.strip_prefix("--expression=") {
+            check_sed_script(s)?;
+        }
+    }
+    if scripts.is_empty()
+        && !args
+            .iter()
+            .any(|w| w.fixed().is_some_and(|v| v.starts_with("--expression=")))
+    {
+        if operands.is_empty() {
+            return Err("`sed` without a script".to_owned());
+        }
+        scripts.push(operands.remove(0));
+    }
+    for s in scripts {
+        let text = s
+            .fixed()
+            .ok_or_else(|| format!("sed script `{}` is not known statically", s.raw))?;
+        check_sed_script(text)?;
+    }
+    paths(&operands, ctx)
+}
+
+fn awk(args: &[Word], ctx: &Ctx) -> Result<(), String> {
+    let mut program: Option<&Word> = None;
+    let mut operands: Vec<&Word> = Vec::new();
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        i += 1;
+        let v = w
+            .fixed()
+            .ok_or_else(|| format!("awk argument `{}` is not known statically", w.raw))?;
+        if program.is_none() {
+            match v {
+                "-F" | "-v" | "--field-separator" | "--assign" => {
+                    i += 1;
+                    continue;
+                }
+                "--" => continue,
+                v if v.starts_with("-F") || v.starts_with("-v") => continue,
+                v if v.starts_with('-') => {
+                    return Err(format!("`awk {v}` is not known to be read-only"));
+                }
+                _ => {
+                    program = Some(w);
+                    continue;
+                }
+            }
+        }
+        let assignment = v
+            .split_once('=')
+            .is_some_and(|(n, _)| super::wrappers::is_name(n));
+        if !assignment {
+            operands.push(w);
+        }
+    }
+    let program = program
+        .and_then(Word::fixed)
+        .ok_or("`awk` without a program")?;
+    check_awk_program(program)?;
+    paths(&operands, ctx)
+}
+
+/// `find` tests and actions that only read, with how many words each takes.
+fn find_primary(p: &str) -> Option<usize> {
+    Some(match p {
+        "-print"
+        | "-print0"
+        | "-ls"
+        | "-prune"
+        | "-quit"
+        | "-true"
+        | "-false"
+        | "-empty"
+        | "-readable"
+        | "-writable"
+        | "-executable"
+        | "-nouser"
+        | "-nogroup"
+        | "-depth"
+        | "-xdev"
+        | "-mount"
+        | "-noleaf"
+        | "-daystart"
+        | "-not"
+        | "!"
+        | "("
+        | ")"
+        | "-a"
+        | "-o"
+        | "-and"
+        | "-or"
+        | ","
+        | "-ignore_readdir_race"
+        | "-noignore_readdir_race" => 0,
+        "-name" | "-iname" | "-path" | "-ipath" | "-wholename" | "-iwholename" | "-regex"
+        | "-iregex" | "-type" | "-xtype" | "-maxdepth" | "-mindepth" | "-size" | "-mtime"
+        | "-mmin" | "-atime" | "-amin" | "-ctime" | "-cmin" | "-newer" | "-anewer" | "-cnewer"
+        | "-perm" | "-user" | "-group" | "-uid" | "-gid" | "-links" | "-inum" | "-samefile"
+        | "-lname" | "-ilname" | "-fstype" | "-regextype" | "-printf" | "-used" | "-context" => 1,
+        p if p.starts_with("-newer") && p.len() == 8 => 1,
+        _ => return None,
+    })
+}
+
+fn find(args: &[Word], ctx: &Ctx) -> Result<(), String> {
+    let mut i = 0;
+    let mut roots: Vec<&Word> = Vec::new();
+    while let Some(w) = args.get(i) {
+        let v = w
+            .fixed()
+            .ok_or_else(|| format!("find argument `{}` is not known statically", w.raw))?;
+        match v {
+            "-P" | "-H" => {}
+            "-L" | "-follow" => {
+                return Err("`find -L` follows symlinks out of the workspace".to_owned());
+            }
+            v if v.starts_with('-') || v == "(" || v == "!" => break,
+            _ => roots.push(w),
+        }
+        i += 1;
+    }
+    while let Some(w) = args.get(i) {
+        let v = w
+            .fixed()
+            .ok_or_else(|| format!("find argument `{}` is not known statically", w.raw))?;
+        match v {
+            "-exec" | "-execdir" | "-ok" | "-okdir" => {
+                return Err(format!("`find {v}` runs a command"));
+            }
+            "-delete" | "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
+                return Err(format!("`find {v}` deletes or writes files"));
+            }
+            _ => match find_primary(v) {
+                Some(n) => i += 1 + n,
+                None => return Err(format!("`find {v}` is not known to be read-only")),
+            },
+        }
+    }
+    paths(&roots, ctx)
+}
+
+fn jq(args: &[Word], ctx: &Ctx) -> Result<(), String> {
+    let mut filter_given = false;
+    let mut operands: Vec<&Word> = Vec::new();
+    let mut positional_args = false;
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        i += 1;
+        let v = w
+            .fixed()
+            .ok_or_else(|| format!("jq argument `{}` is not known statically", w.raw))?;
+        if positional_args && filter_given {
+            continue;
+        }
+        match v {
+            "-r"
+            | "-j"
+            | "-a"
+            | "-c"
+            | "-n"
+            | "-e"
+            | "-s"
+            | "-S"
+            | "-C"
+            | "-M"
+            | "-R"
+            | "-g"
+            | "--raw-output"
+            | "--raw-output0"
+            | "--join-output"
+            | "--ascii-output"
+            | "--compact-output"
+            | "--null-input"
+            | "--exit-status"
+            | "--slurp"
+            | "--sort-keys"
+            | "--color-output"
+            | "--monochrome-output"
+            | "--raw-input"
+            | "--tab"
+            | "--seq"
+            | "--stream"
+            | "--unbuffered" => {}
+            "--args" | "--jsonargs" => positional_args = true,
+            "--indent" => i += 1,
+            "--arg" | "--argjson" => i += 2,
+            "--slurpfile" | "--rawfile" => {
+                let file = args.get(i + 1).ok_or("jq: missing file")?;
+                check_read(file, ctx.env, ctx.cwds)?;
+                i += 2;
+            }
+            "-f" | "--from-file" => {
+                let file = args.get(i).ok_or("jq: missing file")?;
+                check_read(file, ctx.env, ctx.cwds)?;
+                filter_given = true;
+                i += 1;
+            }
+            v if v.starts_with('-') && v.len() > 1 => {
+                if v[1..].chars().all(|c| "rjacnesSCMRg".contains(c)) && !v.starts_with("--") {
+                    continue;
+                }
+                return Err(format!("`jq {v}` is not known to be read-only"));
+            }
+            _ if !filter_given => filter_given = true,
+            _ => operands.push(w),
+        }
+    }
+    paths(&operands, ctx)
+}
+
+/// `set -euo pipefail` and friends; `set -k` would turn later words into assignments.
+fn set(args: &[Word]) -> Result<(), String> {
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        i += 1;
+        let v = w
+            .fixed()
+            .ok_or("`set` with an argument not known statically")?;
+        if v == "--" {
+            return Ok(());
+        }
+        let letters = v
+            .strip_prefix('-')
+            .or_else(|| v.strip_prefix('+'))
+            .ok_or_else(|| format!("`set {v}` is not understood"))?;
+        for c in letters.chars() {
+            match c {
+                'e' | 'u' | 'x' | 'v' | 'f' | 'E' | 'C' | 'T' => {}
+                'o' => {
+                    let name = args.get(i).and_then(Word::fixed).unwrap_or("");
+                    i += 1;
+                    if !matches!(
+                        name,
+                        "pipefail"
+                            | "errexit"
+                            | "nounset"
+                            | "xtrace"
+                            | "verbose"
+                            | "noglob"
+                            | "errtrace"
+                            | "noclobber"
+                            | "functrace"
+                    ) {
+                        return Err(format!("`set -o {name}` is not known to be harmless"));
+                    }
+                }
+                other => return Err(format!("`set -{other}` is not known to be harmless")),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn date(args: &[Word]) -> Result<(), String> {
+    for w in args {
+        let v = w
+            .fixed()
+            .ok_or("`date` with an argument not known statically")?;
+        if v.starts_with("-s") || v.starts_with("--s") || v.starts_with("--set") {
+            return Err("`date -s` sets the clock".to_owned());
+        }
+        if v.starts_with("-f")
+            || v.starts_with("-r")
+            || v.starts_with("--f")
+            || v.starts_with("--r")
+        {
+            return Err("`date -f/-r` reads a file".to_owned());
+        }
+    }
+    Ok(())
+}
+
+/// Flags that make a command write files or run programs, whatever rule allowed it: an allow
+/// rule such as `git diff:*` is taken to allow the command, not `--output=FILE` or `-c`.
+pub(crate) fn hazard(name: &str, args: &[Word]) -> Option<String> {
+    if name == "git" {
+        return git_hazard(args);
+    }
+    let flags = args
+        .iter()
+        .filter_map(Word::fixed)
+        .take_while(|v| *v != "--")
+        .filter(|v| v.starts_with('-'));
+    for v in flags {
+        let long = |full: &str| {
+            v.len() > 3
+                && v.starts_with("--")
+                && (full.starts_with(v.split('=').next().unwrap_or(v)))
+        };
+        let bad = match name {
+            "sed" => {
+                v.starts_with("--in-place")
+                    || long("--in-place")
+                    || (!v.starts_with("--") && v.contains('i'))
+            }
+            "sort" => v.starts_with("-o") || long("--output") || long("--compress-program"),
+            "rg" => long("--pre") || v.starts_with("--pre"),
+            "diff" => long("--output") || v.starts_with("--output"),
+            "tree" => v.starts_with("-o"),
+            "find" => matches!(v, "-delete" | "-fprint" | "-fprint0" | "-fprintf" | "-fls"),
+            _ => false,
+        };
+        if bad {
+            return Some(format!("`{name} {v}` writes files or runs programs"));
+        }
+    }
+    None
+}
+
+fn git_hazard(args: &[Word]) -> Option<String> {
+    let mut global = true;
+    for v in args.iter().filter_map(Word::fixed) {
+        if v == "--" {
+            break;
+        }
+        if !v.starts_with('-') {
+            global = false;
+            continue;
+        }
+        let name = v.split('=').next().unwrap_or(v);
+        let bad = if global {
+            matches!(
+                name,
+                "-c" | "-p" | "--paginate" | "--config-env" | "--exec-path"
+            )
+        } else {
+            name.len() > 3
+                && name.starts_with("--")
+                && super::git::DANGEROUS_LONG
+                    .iter()
+                    .any(|d| d.starts_with(name))
+        };
+        if bad {
+            return Some(format!("`git {v}` can write files or run programs"));
+        }
+    }
+    None
+}
+
+/// `read` sets the variables it names, so they must be ordinary ones.
+fn read(args: &[Word]) -> Result<(), String> {
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        i += 1;
+        let v = w
+            .fixed()
+            .ok_or("`read` with an argument not known statically")?;
+        match v {
+            "-r" | "-s" | "-e" => {}
+            "-d" | "-n" | "-N" | "-p" | "-t" | "-u" => i += 1,
+            v if v.starts_with('-') => {
+                return Err(format!("`read {v}` is not known to be harmless"));
+            }
+            name if super::command::bare_variable_ok(name) => {}
+            name => {
+                return Err(format!(
+                    "`read` sets `{name}`, which can change what later commands do"
+                ));
+            }
+        }
+    }
+    Ok(())
+}

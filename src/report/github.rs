@@ -1,0 +1,448 @@
+//! GitHub Actions: the Markdown step summary, workflow commands (annotations) for refused
+//! calls and failed checks, and step outputs. Renderers are pure; `publish` writes them.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::{input_summary, serde_plain};
+use crate::agent::verdict::{counts, denial_kind};
+use crate::agent::{CheckRecord, Denial, RunReport};
+use crate::redact::Redactor;
+use crate::task::FailOn;
+
+/// Lines of a failed check's output shown in its annotation.
+const ANNOTATION_OUTPUT_LINES: usize = 20;
+
+/// The run's cost in US dollars, when the model's price is known (the scripted model's is 0).
+pub fn cost_usd(report: &RunReport) -> Option<f64> {
+    report.total_cost_usd
+}
+
+/// Where the run's files are, as the summary and outputs name them.
+#[derive(Debug, Clone, Default)]
+pub struct ReportPaths {
+    pub transcript: PathBuf,
+    pub junit: Option<PathBuf>,
+    pub sarif: Option<PathBuf>,
+}
+
+/// What the GitHub Actions runner asks for, read from its environment variables.
+#[derive(Debug, Clone, Default)]
+pub struct GithubEnv {
+    /// `GITHUB_STEP_SUMMARY`: a file the summary is appended to.
+    pub step_summary: Option<PathBuf>,
+    /// `GITHUB_OUTPUT`: a file of `name=value` lines.
+    pub output: Option<PathBuf>,
+    /// `GITHUB_ACTIONS=true`: print workflow commands on stdout.
+    pub annotations: bool,
+    /// `GITHUB_WORKSPACE`: annotation paths are relative to it.
+    pub workspace: Option<PathBuf>,
+}
+
+impl GithubEnv {
+    pub fn from_env() -> GithubEnv {
+        let path = |name: &str| {
+            std::env::var_os(name)
+                .filter(|value| !value.is_empty())
+                .map(PathBuf::from)
+        };
+        GithubEnv {
+            step_summary: path("GITHUB_STEP_SUMMARY"),
+            output: path("GITHUB_OUTPUT"),
+            annotations: std::env::var("GITHUB_ACTIONS").is_ok_and(|value| value == "true"),
+            workspace: path("GITHUB_WORKSPACE"),
+        }
+    }
+}
+
+/// Appends the step summary and outputs, and returns the workflow commands to print on
+/// stdout (empty outside GitHub Actions). Everything passes through the redactor.
+pub fn publish(
+    report: &RunReport,
+    paths: &ReportPaths,
+    env: &GithubEnv,
+    redactor: &Redactor,
+) -> std::io::Result<Vec<String>> {
+    if let Some(file) = &env.step_summary {
+        append(file, &redactor.redact(&step_summary(report, paths)))?;
+    }
+    if let Some(file) = &env.output {
+        append(file, &redactor.redact(&outputs(report, paths)))?;
+    }
+    if !env.annotations {
+        return Ok(Vec::new());
+    }
+    Ok(workflow_commands(report, env.workspace.as_deref())
+        .iter()
+        .map(|line| redactor.redact(line))
+        .collect())
+}
+
+fn append(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    file.write_all(text.as_bytes())
+}
+
+/// The Markdown summary shown on the workflow run's page.
+pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
+    let counts_ = &report.counts;
+    let icon = if report.exit_code.code() == 0 {
+        "✅"
+    } else {
+        "❌"
+    };
+    let mut out = format!(
+        "### {icon} tollgate: {} — `{}` (exit {})\n\n| | |\n|---|---|\n",
+        cell(&report.task_name),
+        serde_plain(&report.outcome),
+        report.exit_code.code()
+    );
+    let mut row = |name: &str, value: String| out.push_str(&format!("| {name} | {value} |\n"));
+    row(
+        "Model",
+        format!(
+            "{} / {}",
+            cell(&report.model.provider),
+            cell(&report.model.name)
+        ),
+    );
+    row("Turns", counts_.turns.to_string());
+    row(
+        "Tool calls",
+        format!(
+            "{} ({} denied, {} errors)",
+            counts_.tool_calls, counts_.denials, counts_.tool_errors
+        ),
+    );
+    row(
+        "Tokens",
+        format!(
+            "{} in, {} out",
+            counts_.usage.input_tokens, counts_.usage.output_tokens
+        ),
+    );
+    if let Some(cost) = cost_usd(report) {
+        row("Cost", format!("${cost:.4}"));
+    }
+    row("Fails on", format!("`{}`", report.fail_on));
+    if let Some(error) = &report.error {
+        row("Stopped", cell(error));
+    }
+    if !report.denials.is_empty() {
+        out.push_str(&format!(
+            "\n#### Denied calls ({})\n\n| Tool | Input | Layer | Step | Rule | Reason |\n|---|---|---|---|---|---|\n",
+            report.denials.len()
+        ));
+        for denial in &report.denials {
+            let decision = &denial.decision;
+            let rule = decision
+                .rule
+                .as_ref()
+                .map(|rule| format!("{} ({})", code(&rule.rule), cell(&rule.source.to_string())))
+                .unwrap_or_else(|| "—".into());
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {rule} | {} |\n",
+                denial.tool,
+                code(&input_summary(&denial.tool, &denial.input)),
+                serde_plain(&decision.layer),
+                serde_plain(&decision.step),
+                cell(&decision.reason)
+            ));
+        }
+    }
+    if !report.checks.is_empty() {
+        out.push_str(
+            "\n#### Checks\n\n| Check | Attempt | Result | Exit code |\n|---|---|---|---|\n",
+        );
+        for record in &report.checks {
+            let outcome = &record.outcome;
+            out.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                cell(&record.check.name),
+                record.attempt,
+                if outcome.passed {
+                    "passed"
+                } else {
+                    "**failed**"
+                },
+                outcome
+                    .exit_code
+                    .map_or_else(|| "—".to_string(), |code| code.to_string())
+            ));
+        }
+    }
+    if let Some(message) = report.final_message.as_deref().filter(|m| !m.is_empty()) {
+        out.push_str(&format!(
+            "\n<details><summary>Final message</summary>\n\n{}\n\n</details>\n",
+            message.replace('<', "&lt;")
+        ));
+    }
+    out.push_str(&format!(
+        "\nTranscript: `{}`\n\n",
+        paths.transcript.display()
+    ));
+    out
+}
+
+/// `GITHUB_OUTPUT` lines. Every key is written (empty when unknown) so the action's outputs
+/// always exist.
+pub fn outputs(report: &RunReport, paths: &ReportPaths) -> String {
+    let path = |path: &Option<PathBuf>| {
+        path.as_ref()
+            .map(|path| path.display().to_string())
+            .unwrap_or_default()
+    };
+    let values = [
+        ("outcome", serde_plain(&report.outcome)),
+        ("exit_code", report.exit_code.code().to_string()),
+        ("transcript", paths.transcript.display().to_string()),
+        ("junit", path(&paths.junit)),
+        ("sarif", path(&paths.sarif)),
+        ("denials", report.counts.denials.to_string()),
+        (
+            "cost",
+            cost_usd(report)
+                .map(|cost| format!("{cost:.6}"))
+                .unwrap_or_default(),
+        ),
+    ];
+    let mut out = String::new();
+    for (name, value) in values {
+        if value.contains('\n') || value.contains('\r') {
+            // The heredoc form; the delimiter must not occur in the value.
+            let mut delimiter = format!("tollgate_{}", report.run_id);
+            while value.contains(&delimiter) {
+                delimiter.push('_');
+            }
+            out.push_str(&format!("{name}<<{delimiter}\n{value}\n{delimiter}\n"));
+        } else {
+            out.push_str(&format!("{name}={value}\n"));
+        }
+    }
+    out
+}
+
+/// `::error`/`::warning` commands: one per refused call and per failed check (its last
+/// attempt). Errors for what `fail_on` counts, warnings for the rest.
+pub fn workflow_commands(report: &RunReport, workspace: Option<&Path>) -> Vec<String> {
+    let mut lines = Vec::new();
+    for denial in &report.denials {
+        lines.push(denial_command(report, denial, workspace));
+    }
+    for record in report
+        .checks
+        .iter()
+        .filter(|record| !record.outcome.passed && is_last_attempt(report, record))
+    {
+        lines.push(check_command(report, record, workspace));
+    }
+    lines
+}
+
+fn is_last_attempt(report: &RunReport, record: &CheckRecord) -> bool {
+    report
+        .checks
+        .iter()
+        .filter(|other| other.check.name == record.check.name)
+        .all(|other| other.attempt <= record.attempt)
+}
+
+fn denial_command(report: &RunReport, denial: &Denial, workspace: Option<&Path>) -> String {
+    let decision = &denial.decision;
+    let (file, line) = match (&decision.rule, file_tool_path(report, denial)) {
+        (_, Some(path)) => (path, None),
+        (Some(rule), None) => (rule.source.file.clone(), Some(rule.source.line)),
+        (None, None) => (report.task_file.clone(), None),
+    };
+    let command = if counts(&report.fail_on, denial_kind(decision)) {
+        "error"
+    } else {
+        "warning"
+    };
+    let summary = input_summary(&denial.tool, &denial.input);
+    command_line(
+        command,
+        &relative_to(&file, workspace, &report.workdir),
+        line,
+        &format!("tollgate denied {}", denial.tool),
+        &format!("Denied {} `{summary}`: {}", denial.tool, decision.reason),
+    )
+}
+
+fn check_command(report: &RunReport, record: &CheckRecord, workspace: Option<&Path>) -> String {
+    let command = if counts(&report.fail_on, FailOn::Check) {
+        "error"
+    } else {
+        "warning"
+    };
+    let outcome = &record.outcome;
+    let lines: Vec<&str> = outcome.output.lines().collect();
+    let tail = lines[lines.len().saturating_sub(ANNOTATION_OUTPUT_LINES)..].join("\n");
+    let ended = outcome.exit_code.map_or_else(
+        || "did not exit by itself".to_string(),
+        |code| format!("exited {code}"),
+    );
+    command_line(
+        command,
+        &relative_to(&report.task_file, workspace, &report.workdir),
+        Some(record.check.line),
+        &format!("tollgate check {} failed", record.check.name),
+        &format!(
+            "Check {} (`{}`) {ended}, expected {} (attempt {}).\n{tail}",
+            record.check.name, record.check.run, outcome.expect_exit, record.attempt
+        ),
+    )
+}
+
+fn command_line(
+    command: &str,
+    file: &str,
+    line: Option<u64>,
+    title: &str,
+    message: &str,
+) -> String {
+    let mut properties = vec![format!("file={}", escape_property(file))];
+    if let Some(line) = line.filter(|line| *line > 0) {
+        properties.push(format!("line={line}"));
+    }
+    properties.push(format!("title={}", escape_property(title)));
+    format!(
+        "::{command} {}::{}",
+        properties.join(","),
+        escape_data(message)
+    )
+}
+
+fn file_tool_path(report: &RunReport, denial: &Denial) -> Option<PathBuf> {
+    match denial.tool.as_str() {
+        "Read" | "Write" | "Edit" | "NotebookEdit" => {
+            let path = denial.input.get("file_path")?.as_str()?;
+            Some(crate::policy::normalize_lexically(
+                &report.workdir.join(path),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// A path as GitHub wants it in an annotation: relative to the checkout when inside it.
+fn relative_to(path: &Path, workspace: Option<&Path>, workdir: &Path) -> String {
+    let absolute = crate::policy::normalize_lexically(&workdir.join(path));
+    workspace
+        .and_then(|base| absolute.strip_prefix(base).ok())
+        .unwrap_or(&absolute)
+        .display()
+        .to_string()
+}
+
+/// Escapes a workflow command's message: `%`, CR and LF.
+pub fn escape_data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// Escapes a workflow command's property value: as data, plus `:` and `,`.
+pub fn escape_property(text: &str) -> String {
+    escape_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// A Markdown table cell: no line breaks, no bare `|`.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// Inline code in a table cell, falling back to plain text when it holds a backtick.
+fn code(text: &str) -> String {
+    if text.contains('`') {
+        cell(text)
+    } else {
+        format!("`{}`", cell(text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+    use crate::report::sample_report;
+
+    fn paths() -> ReportPaths {
+        ReportPaths {
+            transcript: PathBuf::from("/out/transcript.jsonl"),
+            junit: Some(PathBuf::from("/out/junit.xml")),
+            sarif: None,
+        }
+    }
+
+    #[test]
+    fn step_summary_of_a_denied_run() {
+        assert_eq!(
+            step_summary(&sample_report(), &paths()),
+            "### ❌ tollgate: fix\\|tests — `policy_denied` (exit 3)
+
+| | |
+|---|---|
+| Model | scripted / m |
+| Turns | 4 |
+| Tool calls | 6 (1 denied, 0 errors) |
+| Tokens | 0 in, 0 out |
+| Fails on | `denial,classifier_denial,check,limit` |
+
+#### Denied calls (1)
+
+| Tool | Input | Layer | Step | Rule | Reason |
+|---|---|---|---|---|---|
+| Bash | `rm -rf build` | rule | 1d | `Bash(rm:*)` (/repo/policies/ci.yaml:14) | `rm -rf build` is denied by rule Bash(rm:*) |
+
+#### Checks
+
+| Check | Attempt | Result | Exit code |
+|---|---|---|---|
+| tests | 1 | **failed** | 101 |
+| tests | 2 | **failed** | 101 |
+
+<details><summary>Final message</summary>
+
+Could not &lt;clean> up.
+
+</details>
+
+Transcript: `/out/transcript.jsonl`
+
+"
+        );
+    }
+
+    #[test]
+    fn outputs_always_name_every_key() {
+        assert_eq!(
+            outputs(&sample_report(), &paths()),
+            "outcome=policy_denied\nexit_code=3\ntranscript=/out/transcript.jsonl\njunit=/out/junit.xml\nsarif=\ndenials=1\ncost=\n"
+        );
+    }
+
+    #[test]
+    fn annotations_for_the_denial_and_the_last_failed_attempt() {
+        assert_eq!(
+            workflow_commands(&sample_report(), Some(Path::new("/repo"))),
+            [
+                "::error file=policies/ci.yaml,line=14,title=tollgate denied Bash::Denied Bash `rm -rf build`: `rm -rf build` is denied by rule Bash(rm:*)",
+                "::error file=task.yaml,line=12,title=tollgate check tests failed::Check tests (`cargo test`) exited 101, expected 0 (attempt 2).%0Atest a ... FAILED%0A50%25 | done",
+            ]
+        );
+    }
+
+    #[test]
+    fn escaping_follows_the_runner() {
+        assert_eq!(escape_data("50% done\r\nnext"), "50%25 done%0D%0Anext");
+        assert_eq!(escape_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
+        assert_eq!(cell("a|b\nc"), "a\\|b c");
+        assert_eq!(code("ls `x`"), "ls `x`");
+        assert_eq!(code("ls"), "`ls`");
+    }
+}

@@ -1,0 +1,128 @@
+//! `fail_on`: which kinds of problem turn a run into a non-zero exit. The vocabulary only;
+//! the agent decides which kind each problem is (`agent::verdict`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// A kind of problem a task can choose to fail on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailOn {
+    /// A tool call refused by a policy rule, a guardrail, a tool's own check or the mode.
+    Denial,
+    /// A tool call refused by the auto-mode classifier.
+    ClassifierDenial,
+    /// A check that did not pass (after its retries).
+    Check,
+    /// A limit (turns, and later budget or time) that stopped the run.
+    Limit,
+}
+
+impl FailOn {
+    pub const ALL: [FailOn; 4] = [
+        FailOn::Denial,
+        FailOn::ClassifierDenial,
+        FailOn::Check,
+        FailOn::Limit,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailOn::Denial => "denial",
+            FailOn::ClassifierDenial => "classifier_denial",
+            FailOn::Check => "check",
+            FailOn::Limit => "limit",
+        }
+    }
+}
+
+impl fmt::Display for FailOn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for FailOn {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        FailOn::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == text)
+            .ok_or_else(|| {
+                format!(
+                    "unknown fail_on kind `{text}`; expected one of: {}",
+                    FailOn::ALL.map(FailOn::as_str).join(", ")
+                )
+            })
+    }
+}
+
+/// The kinds a run fails on. Default: all of them, so that denied work never passes as
+/// success unless the task says so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailOnSet(Vec<FailOn>);
+
+impl FailOnSet {
+    pub fn none() -> Self {
+        FailOnSet(Vec::new())
+    }
+
+    pub fn contains(&self, kind: FailOn) -> bool {
+        self.0.contains(&kind)
+    }
+
+    pub fn kinds(&self) -> &[FailOn] {
+        &self.0
+    }
+}
+
+impl Default for FailOnSet {
+    fn default() -> Self {
+        FailOnSet(FailOn::ALL.to_vec())
+    }
+}
+
+impl FromIterator<FailOn> for FailOnSet {
+    fn from_iter<I: IntoIterator<Item = FailOn>>(kinds: I) -> Self {
+        let mut kinds: Vec<FailOn> = kinds.into_iter().collect();
+        kinds.sort();
+        kinds.dedup();
+        FailOnSet(kinds)
+    }
+}
+
+impl fmt::Display for FailOnSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("none");
+        }
+        let names: Vec<&str> = self.0.iter().map(|kind| kind.as_str()).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_and_keeps_a_sorted_set() {
+        let set: FailOnSet = ["limit", "denial", "limit"]
+            .into_iter()
+            .map(|name| name.parse::<FailOn>().unwrap())
+            .collect();
+        assert_eq!(set.kinds(), [FailOn::Denial, FailOn::Limit]);
+        assert_eq!(set.to_string(), "denial,limit");
+        assert!(
+            "denials"
+                .parse::<FailOn>()
+                .unwrap_err()
+                .contains("classifier_denial")
+        );
+        assert_eq!(FailOnSet::default().kinds(), FailOn::ALL);
+        assert_eq!(FailOnSet::none().to_string(), "none");
+    }
+}

@@ -1,0 +1,153 @@
+//! The GitHub Action and the example workflows, checked for structure: every input, output
+//! and step they reference exists, and the action's outputs are what tollgate writes.
+//! (actionlint, run by .ci/validate-reports.sh, lints the workflows' expressions too.)
+
+use std::collections::BTreeSet;
+
+use regex::Regex;
+use serde_json::Value;
+
+use crate::support::runs::{quickstart_workdir, repo_root, run_task};
+
+fn yaml(path: &str) -> Value {
+    let text = std::fs::read_to_string(repo_root().join(path)).unwrap();
+    serde_saphyr::from_str(&text).unwrap_or_else(|err| panic!("{path}: {err}"))
+}
+
+fn keys(value: &Value) -> BTreeSet<String> {
+    value
+        .as_object()
+        .map(|map| map.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// Every `<prefix>.<name>` in the text, e.g. the inputs an action's expressions read.
+fn references(text: &str, prefix: &str) -> BTreeSet<String> {
+    Regex::new(&format!(r"{}\.([A-Za-z0-9_-]+)", regex::escape(prefix)))
+        .unwrap()
+        .captures_iter(text)
+        .map(|captures| captures[1].to_string())
+        .collect()
+}
+
+#[test]
+fn the_action_references_only_what_it_defines() {
+    let action = yaml("action.yml");
+    let text = std::fs::read_to_string(repo_root().join("action.yml")).unwrap();
+    for key in ["name", "description", "inputs", "outputs", "runs"] {
+        assert!(action.get(key).is_some(), "action.yml has no `{key}`");
+    }
+    assert_eq!(action["runs"]["using"], "composite");
+    let inputs = keys(&action["inputs"]);
+    for input in action["inputs"].as_object().unwrap().values() {
+        assert!(input["description"].is_string(), "{input}");
+    }
+    let used = references(&text, "inputs");
+    assert!(
+        used.is_subset(&inputs),
+        "undefined inputs: {:?}",
+        used.difference(&inputs).collect::<Vec<_>>()
+    );
+    assert_eq!(used, inputs, "every input is used");
+
+    let steps = action["runs"]["steps"].as_array().unwrap();
+    let ids: BTreeSet<String> = steps
+        .iter()
+        .filter_map(|step| step["id"].as_str().map(str::to_string))
+        .collect();
+    for step in steps {
+        if step.get("run").is_some() {
+            assert!(
+                step["shell"].is_string(),
+                "a composite run step needs a shell: {step}"
+            );
+        } else {
+            assert!(step["uses"].is_string(), "{step}");
+        }
+    }
+    let steps_used: BTreeSet<String> = Regex::new(r"steps\.([A-Za-z0-9_-]+)\.outputs")
+        .unwrap()
+        .captures_iter(&text)
+        .map(|c| c[1].to_string())
+        .collect();
+    assert!(steps_used.is_subset(&ids), "{steps_used:?} vs {ids:?}");
+
+    // The outputs read from `steps.run` are those tollgate itself writes to GITHUB_OUTPUT.
+    let workspace = tempfile::tempdir().unwrap();
+    let workdir = quickstart_workdir(workspace.path());
+    let run = run_task(
+        &repo_root().join("examples/quickstart.yaml"),
+        &["--workdir", workdir.to_str().unwrap()],
+        &[],
+    );
+    let written: BTreeSet<String> = run
+        .github_output
+        .lines()
+        .filter_map(|line| line.split_once('=').map(|(key, _)| key.to_string()))
+        .collect();
+    let read = references(&text, "steps.run.outputs");
+    assert!(
+        read.is_subset(&written),
+        "the action reads {:?} that tollgate does not write",
+        read.difference(&written).collect::<Vec<_>>()
+    );
+    for output in action["outputs"].as_object().unwrap().values() {
+        assert!(
+            output["value"]
+                .as_str()
+                .unwrap()
+                .contains("steps.run.outputs.")
+        );
+    }
+}
+
+#[test]
+fn the_example_workflows_use_the_action_as_it_is_defined() {
+    let action = yaml("action.yml");
+    let inputs = keys(&action["inputs"]);
+    let outputs = keys(&action["outputs"]);
+    let required: BTreeSet<String> = action["inputs"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, input)| input["required"] == true)
+        .map(|(name, _)| name.clone())
+        .collect();
+    for file in [
+        "examples/github/pull-request.yml",
+        "examples/github/scheduled.yml",
+    ] {
+        let workflow = yaml(file);
+        let text = std::fs::read_to_string(repo_root().join(file)).unwrap();
+        assert!(workflow.get("on").is_some(), "{file} has no trigger");
+        let mut uses_action = 0;
+        for (job_name, job) in workflow["jobs"].as_object().unwrap() {
+            assert!(job["runs-on"].is_string(), "{file}: job {job_name}");
+            for step in job["steps"].as_array().unwrap() {
+                let Some(uses) = step["uses"].as_str() else {
+                    continue;
+                };
+                if !uses.contains("/tollgate@") {
+                    continue;
+                }
+                uses_action += 1;
+                let with = keys(&step["with"]);
+                assert!(with.is_subset(&inputs), "{file}: unknown inputs {with:?}");
+                assert!(required.is_subset(&with), "{file}: missing {required:?}");
+                let id = step["id"].as_str().unwrap();
+                let read = references(&text, &format!("steps.{id}.outputs"));
+                assert!(
+                    read.is_subset(&outputs),
+                    "{file} reads outputs the action lacks: {:?}",
+                    read.difference(&outputs).collect::<Vec<_>>()
+                );
+            }
+        }
+        assert_eq!(uses_action, 1, "{file} runs the action once");
+    }
+    let scheduled = yaml("examples/github/scheduled.yml");
+    assert!(scheduled["on"]["schedule"][0]["cron"].is_string());
+    let pr = std::fs::read_to_string(repo_root().join("examples/github/pull-request.yml")).unwrap();
+    assert!(pr.contains("github/codeql-action/upload-sarif@"));
+    assert!(pr.contains("actions/upload-artifact@"));
+}
