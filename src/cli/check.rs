@@ -11,13 +11,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::CheckArgs;
-use super::setup::{
-    SourceFlags, additional_directories, canonical_dir, home_dir, load_sources, resolve_mode,
-};
+use super::setup::{Gate, SourceFlags, canonical_dir};
 use crate::exit::ExitCode;
 use crate::policy::{
-    self, Decision, Layer, PermissionContext, PermissionDecision, PolicySource, RuleSet, Step,
-    ToolName, TraceStep, Workspace,
+    self, Decision, Layer, PermissionContext, PermissionDecision, PolicySource, Step, ToolName,
+    TraceStep,
 };
 use crate::tools::{Tool, builtin};
 
@@ -61,7 +59,6 @@ struct CallLine {
 }
 
 pub fn check(args: CheckArgs) -> Result<ExitCode> {
-    let home = home_dir();
     let workdir = canonical_dir(args.workdir.as_deref().unwrap_or(Path::new(".")), "workdir")?;
     let flags = SourceFlags {
         policy: args.policy.as_deref(),
@@ -69,15 +66,9 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
         deny: &args.deny,
         ask: &args.ask,
     };
-    let sources = load_sources(flags, None, &workdir, home.as_deref())?;
-    let rules = RuleSet::from_sources(&sources);
-    let mode = resolve_mode(args.mode, None, &sources)?;
-    let workspace = Workspace::new(workdir, additional_directories(&sources)?, home);
-    let ctx = PermissionContext {
-        mode,
-        rules: &rules,
-        workspace: &workspace,
-    };
+    let gate = Gate::load(flags, workdir, args.mode)?;
+    let ctx = gate.context();
+    let sources = &gate.sources;
     let mut tools = ToolCache::default();
     if let Some(calls) = &args.calls {
         return decide_stream(calls, &ctx, &mut tools);
@@ -87,7 +78,7 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
     };
     let input: Value = serde_json::from_str(input).context("--input is not valid JSON")?;
     if args.explain {
-        print!("{}", explain(tool, &input, &ctx, &sources, &mut tools));
+        print!("{}", explain(tool, &input, &ctx, sources, &mut tools));
         return Ok(ExitCode::Success);
     }
     let decision = decide(tool, &input, &ctx, &mut tools);

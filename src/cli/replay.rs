@@ -10,12 +10,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::ReplayArgs;
-use super::setup::{
-    SourceFlags, additional_directories, canonical_dir, home_dir, load_sources, read_text,
-    resolve_mode,
-};
+use super::setup::{Gate, SourceFlags, canonical_dir, read_text};
 use crate::exit::ExitCode;
-use crate::policy::{self, Decision, PermissionContext, PermissionMode, RuleSet, Workspace};
+use crate::policy::{self, Decision, PermissionMode};
 use crate::tools::builtin;
 
 #[derive(Debug, Serialize)]
@@ -83,7 +80,6 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
             args.transcript.display()
         ));
     }
-    let home = home_dir();
     let workdir = match (&args.workdir, &recorded_workdir) {
         (Some(dir), _) => canonical_dir(dir, "workdir")?,
         (None, Some(dir)) if dir.is_dir() => canonical_dir(dir, "workdir")?,
@@ -95,15 +91,9 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         deny: &args.deny,
         ask: &args.ask,
     };
-    let sources = load_sources(flags, None, &workdir, home.as_deref())?;
-    let rules = RuleSet::from_sources(&sources);
-    let mode = resolve_mode(args.mode.or(recorded_mode), None, &sources)?;
-    let workspace = Workspace::new(workdir, additional_directories(&sources)?, home);
-    let ctx = PermissionContext {
-        mode,
-        rules: &rules,
-        workspace: &workspace,
-    };
+    let gate = Gate::load(flags, workdir, args.mode.or(recorded_mode))?;
+    let ctx = gate.context();
+    let mode = gate.mode;
 
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

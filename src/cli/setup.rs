@@ -7,8 +7,8 @@ use anyhow::{Context, Result, anyhow};
 
 use crate::bash::CommandPattern;
 use crate::policy::{
-    PermissionMode, Policy, PolicyOrigin, PolicySource, RuleContent, RuleKind, RuleSet, SourceKind,
-    ToolName,
+    PermissionContext, PermissionMode, Policy, PolicyOrigin, PolicySource, RuleContent, RuleKind,
+    RuleSet, SourceKind, ToolName, Workspace,
 };
 use crate::task::Task;
 
@@ -73,6 +73,43 @@ pub struct SourceFlags<'a> {
     pub allow: &'a [String],
     pub deny: &'a [String],
     pub ask: &'a [String],
+}
+
+/// What deciding a call outside a run needs (`check`, `replay`): every source in force,
+/// their merged rules, the mode and the workspace.
+pub struct Gate {
+    pub sources: Vec<PolicySource>,
+    pub rules: RuleSet,
+    pub mode: PermissionMode,
+    pub workspace: Workspace,
+}
+
+impl Gate {
+    pub fn load(
+        flags: SourceFlags,
+        workdir: PathBuf,
+        mode: Option<PermissionMode>,
+    ) -> Result<Gate> {
+        let home = home_dir();
+        let sources = load_sources(flags, None, &workdir, home.as_deref())?;
+        let rules = RuleSet::from_sources(&sources);
+        let mode = resolve_mode(mode, None, &sources)?;
+        let workspace = Workspace::new(workdir, additional_directories(&sources)?, home);
+        Ok(Gate {
+            sources,
+            rules,
+            mode,
+            workspace,
+        })
+    }
+
+    pub fn context(&self) -> PermissionContext<'_> {
+        PermissionContext {
+            mode: self.mode,
+            rules: &self.rules,
+            workspace: &self.workspace,
+        }
+    }
 }
 
 /// Every policy source in force, in precedence order: managed, command line, task,

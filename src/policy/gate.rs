@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::decision::{AskCause, Decision, Layer, PermissionDecision, RuleRef, Step, ToolCheck};
 use super::rule::RuleKind;
-use super::{PermissionContext, PermissionMode};
+use super::{PermissionContext, PermissionMode, ToolName};
 use crate::hooks::HookVerdict;
 use crate::tools::Tool;
 
@@ -90,46 +90,12 @@ fn pipeline(
     trace: &mut Trace,
 ) -> Result<PermissionDecision, PendingAsk> {
     let name = tool.name();
-    let whole_deny = ctx
-        .rules
-        .whole_tool(RuleKind::Deny, &name)
-        .map(RuleRef::from);
-    trace.note(
-        "1a",
-        || {
-            format!(
-                "whole-tool deny rule for {name}: {}",
-                rule_text(whole_deny.as_ref())
-            )
-        },
-        if whole_deny.is_some() {
-            "deny"
-        } else {
-            "continue"
-        },
-    );
+    let whole_deny = whole_tool_rule(ctx, RuleKind::Deny, &name, "1a", trace);
     if let Some(rule) = whole_deny {
         let reason = format!("{name} is denied by rule {}", rule.rule);
         return Ok(deny(Step::WholeToolDeny, Layer::Rule, Some(rule), reason));
     }
-    let whole_ask = ctx
-        .rules
-        .whole_tool(RuleKind::Ask, &name)
-        .map(RuleRef::from);
-    trace.note(
-        "1b",
-        || {
-            format!(
-                "whole-tool ask rule for {name}: {}",
-                rule_text(whole_ask.as_ref())
-            )
-        },
-        if whole_ask.is_some() {
-            "ask"
-        } else {
-            "continue"
-        },
-    );
+    let whole_ask = whole_tool_rule(ctx, RuleKind::Ask, &name, "1b", trace);
     if let Some(rule) = whole_ask {
         let reason = format!("{name} needs approval by rule {}", rule.rule);
         return Err(PendingAsk {
@@ -237,24 +203,7 @@ fn pipeline(
             "bypassPermissions mode".into(),
         ));
     }
-    let whole_allow = ctx
-        .rules
-        .whole_tool(RuleKind::Allow, &name)
-        .map(RuleRef::from);
-    trace.note(
-        "2b",
-        || {
-            format!(
-                "whole-tool allow rule for {name}: {}",
-                rule_text(whole_allow.as_ref())
-            )
-        },
-        if whole_allow.is_some() {
-            "allow"
-        } else {
-            "continue"
-        },
-    );
+    let whole_allow = whole_tool_rule(ctx, RuleKind::Allow, &name, "2b", trace);
     if let Some(rule) = whole_allow {
         let reason = format!("{name} is allowed by rule {}", rule.rule);
         return Ok(allow(Step::WholeToolAllow, Layer::Rule, Some(rule), reason));
@@ -267,6 +216,34 @@ fn pipeline(
         reason,
         immune: false,
     })
+}
+
+/// The first whole-tool rule of `kind` for the tool, noted in the trace under `step`.
+fn whole_tool_rule(
+    ctx: &PermissionContext,
+    kind: RuleKind,
+    name: &ToolName,
+    step: &'static str,
+    trace: &mut Trace,
+) -> Option<RuleRef> {
+    let rule = ctx.rules.whole_tool(kind, name).map(RuleRef::from);
+    let outcome = match (&rule, kind) {
+        (None, _) => "continue",
+        (Some(_), RuleKind::Deny) => "deny",
+        (Some(_), RuleKind::Ask) => "ask",
+        (Some(_), RuleKind::Allow) => "allow",
+    };
+    trace.note(
+        step,
+        || {
+            format!(
+                "whole-tool {kind} rule for {name}: {}",
+                rule_text(rule.as_ref())
+            )
+        },
+        outcome,
+    );
+    rule
 }
 
 fn check_kind(check: &ToolCheck) -> &'static str {

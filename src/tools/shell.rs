@@ -210,51 +210,31 @@ mod tests {
         assert_eq!(run.ending, ShellEnding::Aborted);
     }
 
-    #[tokio::test]
-    async fn secrets_are_not_inherited_when_scrubbed() {
+    /// What a command sees of `name` (set to `value` in the test process) when scrubbed or not.
+    async fn seen(name: &str, value: &str, scrub: bool) -> String {
         let dir = tempfile::tempdir().unwrap();
         let (_handle, abort) = AbortHandle::new();
-        // The test binary's own environment: set a variable only this test reads.
-        unsafe { std::env::set_var("TOLLGATE_TEST_SECRET_TOKEN", "hunter2") };
-        let scrubbed = run_shell(
-            "echo \"[$TOLLGATE_TEST_SECRET_TOKEN]\"",
-            dir.path(),
-            Duration::from_secs(5),
-            &abort,
-            true,
-        )
-        .await
-        .unwrap();
-        assert_eq!(scrubbed.output, "[]\n");
-        let kept = run_shell(
-            "echo \"[$TOLLGATE_TEST_SECRET_TOKEN]\"",
-            dir.path(),
-            Duration::from_secs(5),
-            &abort,
-            false,
-        )
-        .await
-        .unwrap();
-        assert_eq!(kept.output, "[hunter2]\n");
+        // Only names no other test uses: setting BASH_ENV itself would leak into the other
+        // tests running in this process.
+        unsafe { std::env::set_var(name, value) };
+        let command = format!("echo \"[${name}]\"");
+        let run = run_shell(&command, dir.path(), Duration::from_secs(5), &abort, scrub)
+            .await
+            .unwrap();
+        run.output
     }
 
     #[tokio::test]
-    async fn start_up_hijacks_are_dropped_for_the_model() {
-        let dir = tempfile::tempdir().unwrap();
-        let (_handle, abort) = AbortHandle::new();
-        // A name only this test uses, in a family that is dropped (LD_*): setting BASH_ENV
-        // itself would leak into the other tests running in this process.
-        unsafe { std::env::set_var("LD_TOLLGATE_TEST_PRELOAD", "x") };
-        let run = run_shell(
-            "echo \"[$LD_TOLLGATE_TEST_PRELOAD]\"",
-            dir.path(),
-            Duration::from_secs(5),
-            &abort,
-            true,
-        )
-        .await
-        .unwrap();
-        assert_eq!(run.output, "[]\n");
+    async fn the_model_loses_secrets_and_start_up_hijacks_the_author_keeps_them() {
+        assert_eq!(
+            seen("TOLLGATE_TEST_SECRET_TOKEN", "hunter2", true).await,
+            "[]\n"
+        );
+        assert_eq!(
+            seen("TOLLGATE_TEST_SECRET_TOKEN", "hunter2", false).await,
+            "[hunter2]\n"
+        );
+        assert_eq!(seen("LD_TOLLGATE_TEST_PRELOAD", "x", true).await, "[]\n");
         for name in [
             "BASH_ENV",
             "ENV",
