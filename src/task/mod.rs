@@ -90,6 +90,7 @@ struct LimitsFile {
     tool_timeout: Option<Spanned<f64>>,
     max_denials: Option<u32>,
     max_consecutive_denials: Option<u32>,
+    max_parallel_tools: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -188,6 +189,8 @@ pub struct Limits {
     pub max_denials: Option<u32>,
     /// Refused calls in a row before it stops with exit 3.
     pub max_consecutive_denials: Option<u32>,
+    /// Concurrency-safe calls of one response that may run at once (S6).
+    pub max_parallel_tools: usize,
 }
 
 /// A command the task author runs after the agent stops; not gated (it is the author's).
@@ -591,6 +594,10 @@ fn limits(raw: LimitsFile, model: &ModelSpec, at: At<'_>) -> Result<Limits, Conf
         tool_timeout: seconds(raw.tool_timeout, "limits.tool_timeout", at)?,
         max_denials: raw.max_denials,
         max_consecutive_denials: raw.max_consecutive_denials,
+        max_parallel_tools: positive(raw.max_parallel_tools, "max_parallel_tools")?
+            .map_or(crate::scheduler::DEFAULT_MAX_PARALLEL_TOOLS, |max| {
+                usize::try_from(max).unwrap_or(usize::MAX)
+            }),
     })
 }
 
