@@ -50,7 +50,10 @@ fn read_messages(queue: MessageQueue) {
         for (number, line) in std::io::stdin().lines().enumerate() {
             let Ok(line) = line else { break };
             match parse_input_line(&line) {
-                Ok(Some(text)) => queue.push(text),
+                Ok(Some(text)) => {
+                    queue.push(text);
+                    tracing::info!("queued the user message of stdin line {}", number + 1);
+                }
                 Ok(None) => {}
                 Err(err) => tracing::warn!("stdin line {}: skipped: {err}", number + 1),
             }
