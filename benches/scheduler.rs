@@ -54,7 +54,10 @@ struct Host(Arc<dyn Tool>);
 impl BatchHost for Host {
     type Error = Infallible;
     fn scheduling(&self, call: &Call) -> Option<(bool, InterruptBehavior)> {
-        Some((self.0.is_concurrency_safe(&call.input), InterruptBehavior::Cancel))
+        Some((
+            self.0.is_concurrency_safe(&call.input),
+            InterruptBehavior::Cancel,
+        ))
     }
     async fn admit(&mut self, _index: usize, call: &Call) -> Result<Admission, Infallible> {
         Ok(Admission::Run {
