@@ -614,9 +614,25 @@ mod tests {
     }
 
     #[test]
+    fn max_parallel_tools_is_at_least_one() {
+        let task = parse(&format!("{MINIMAL}limits:\n  max_parallel_tools: 3\n")).unwrap();
+        assert_eq!(task.limits.max_parallel_tools, 3);
+        let err = parse(&format!("{MINIMAL}limits:\n  max_parallel_tools: 0\n")).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("max_parallel_tools must be at least 1"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn minimal_task_gets_defaults() {
         let task = parse(MINIMAL).unwrap();
         assert_eq!(task.limits.max_turns, DEFAULT_MAX_TURNS);
+        assert_eq!(
+            task.limits.max_parallel_tools,
+            crate::scheduler::DEFAULT_MAX_PARALLEL_TOOLS
+        );
         assert_eq!(task.tools, implemented_builtins());
         assert_eq!(
             task.model.script,
