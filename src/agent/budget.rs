@@ -122,6 +122,7 @@ mod tests {
             tool_timeout: None,
             max_denials: None,
             max_consecutive_denials: None,
+            max_parallel_tools: 10,
         }
     }
 

@@ -2,6 +2,7 @@
 //! feed every result back, until the model stops or a limit does; then the task's checks.
 //! One orchestrator: the gate decides, the tools act, nothing else does either.
 
+mod batch;
 mod budget;
 mod checks;
 mod hooks;
@@ -9,7 +10,6 @@ pub mod verdict;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -24,18 +24,15 @@ use crate::model::{
     ContentBlock, Message, ModelRequest, ModelResponse, Provider, ProviderEvent, Role, StopReason,
     ToolSpec,
 };
-use crate::policy::{
-    self, Decision, PermissionContext, PermissionDecision, PermissionMode, RuleSet, Workspace,
-};
+use crate::policy::{PermissionDecision, PermissionMode, RuleSet, Workspace};
 use crate::redact::Redactor;
 use crate::results::ResultStore;
+use crate::scheduler::{BatchEnd, Call, MessageQueue, run_batch};
 use crate::task::{Check, FailOnSet, Task};
-use crate::tools::{
-    AbortReason, AbortSignal, FileStateCache, Tool, ToolContext, ToolError, ToolLimits,
-};
+use crate::tools::{AbortReason, AbortSignal, FileStateCache, Tool, ToolContext, ToolLimits};
 use crate::transcript::{
-    CheckOutcome, Event, ModelSummary, Outcome, PolicySummary, ResultStatus, RunCounts,
-    TaskSummary, Transcript,
+    AbortCause, CheckOutcome, DenialSummary, Disposition, Event, ModelSummary, Outcome,
+    PolicySummary, QueryEnd, RunCounts, StreamOutput, TaskSummary, Transcript,
 };
 
 /// Everything a run needs, resolved and validated before the first model call.
@@ -56,6 +53,10 @@ pub struct RunSpec {
     pub fail_on: FailOnSet,
     /// Applied to everything the run writes.
     pub redactor: Arc<Redactor>,
+    /// User messages arriving while the run is busy (`--input-format stream-json`).
+    pub queue: Option<MessageQueue>,
+    /// Where events are streamed as they happen (`--output-format json|stream-json`).
+    pub stream: Option<StreamOutput>,
 }
 
 /// A refused call, as reports list it.
@@ -167,9 +168,12 @@ impl Loop<'_> {
     }
 }
 
+/// What a hard stop appends to the history, as Claude Code does after ESC.
+pub const INTERRUPTED_BY_USER: &str = "[Request interrupted by user]";
+
 /// Runs the task. Every tool_use gets exactly one tool_result, whatever happens.
 pub async fn run(
-    spec: RunSpec,
+    mut spec: RunSpec,
     mut provider: Provider,
     abort: AbortSignal,
 ) -> Result<RunReport, AgentError> {
@@ -180,12 +184,14 @@ pub async fn run(
             path: transcript_path.clone(),
             source,
         })?
-        .redacting(spec.redactor.clone());
+        .redacting(spec.redactor.clone())
+        .streaming(spec.stream.take());
     let ctx = ToolContext {
         workspace: spec.workspace.clone(),
         limits: spec.limits,
         abort: abort.clone(),
         files: FileStateCache::default(),
+        progress: None,
     };
     let model = ModelSummary {
         provider: spec.task.model.provider.to_string(),
@@ -277,6 +283,16 @@ pub async fn run(
         final_message: final_message.clone(),
         fail_on: spec.fail_on.kinds().to_vec(),
         redactions: spec.redactor.count(),
+        permission_denials: run
+            .denials
+            .iter()
+            .map(|denial| DenialSummary {
+                id: denial.id.clone(),
+                tool: denial.tool.clone(),
+                layer: denial.decision.layer,
+                reason: denial.decision.reason.clone(),
+            })
+            .collect(),
     })?;
     Ok(RunReport {
         run_id: spec.run_id.clone(),
@@ -324,7 +340,19 @@ async fn conversation(
     let fixed_bytes = system.len() + serde_json::to_vec(&tool_specs).map_or(0, |b| b.len());
     loop {
         if let Some(reason) = abort.reason() {
-            return Ok((interrupted(reason), None, None));
+            let during = match messages.last() {
+                Some(last)
+                    if last.role == Role::User
+                        && last
+                            .content
+                            .iter()
+                            .any(|block| matches!(block, ContentBlock::ToolResult { .. })) =>
+                {
+                    QueryEnd::AbortedTools
+                }
+                _ => QueryEnd::AbortedStreaming,
+            };
+            return hard_stop(run, messages, reason, during);
         }
         if run
             .deadline
@@ -359,7 +387,11 @@ async fn conversation(
         };
         let response = match request_once(run, provider, &request, turn, abort).await? {
             Ok(response) => response,
-            Err(ending) => return Ok(ending),
+            Err(None) => {
+                let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
+                return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming);
+            }
+            Err(Some(ending)) => return Ok(ending),
         };
         run.counts.usage.add(&response.usage);
         let cost_usd = run.budget.record(&response.usage, prompt_bytes);
@@ -380,13 +412,15 @@ async fn conversation(
             role: Role::Assistant,
             content,
         };
-        let calls: Vec<(String, String, Value)> = assistant
+        let calls: Vec<Call> = assistant
             .content
             .iter()
             .filter_map(|block| match block {
-                ContentBlock::ToolUse { id, name, input } => {
-                    Some((id.clone(), name.clone(), input.clone()))
-                }
+                ContentBlock::ToolUse { id, name, input } => Some(Call {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                }),
                 _ => None,
             })
             .collect();
@@ -408,39 +442,107 @@ async fn conversation(
                     continue;
                 }
                 StopReason::EndTurn | StopReason::StopSequence | StopReason::ToolUse => {
-                    return Ok((Outcome::Success, Some(text), None));
+                    // A message queued meanwhile starts a new query on this history.
+                    let queued = drain_queue(run, Disposition::NewQuery)?;
+                    if queued.is_empty() {
+                        return Ok((Outcome::Success, Some(text), None));
+                    }
+                    messages.push(Message {
+                        role: Role::User,
+                        content: queued,
+                    });
+                    continue;
                 }
             }
         }
-        let mut results = Vec::with_capacity(calls.len());
-        let mut stopped: Option<String> = None;
-        for (id, name, input) in calls {
-            let malformed = malformed_inputs
-                .iter()
-                .find(|bad| bad.id == id)
-                .map(|bad| bad.message.as_str());
-            let (content, is_error) = match &stopped {
-                // The run is over, but every tool_use still gets its one result.
-                Some(why) => skip(run, &id, &name, input, why)?,
-                None => execute(run, &id, &name, input, malformed).await?,
-            };
-            results.push(ContentBlock::ToolResult {
-                tool_use_id: id,
-                content,
-                is_error,
-            });
-            if stopped.is_none() {
-                stopped = denial_limit(run);
+        let ctx = run.ctx.clone();
+        let mut host = batch::TurnHost::new(run, &malformed_inputs);
+        let end = run_batch(
+            &mut host,
+            &calls,
+            &ctx,
+            spec.task.limits.max_parallel_tools,
+            spec.queue.as_ref(),
+        )
+        .await?;
+        let stopped = host.stopped.take();
+        let mut results = std::mem::take(&mut host.results);
+        match end {
+            BatchEnd::Complete => results.extend(drain_queue(run, Disposition::Drained)?),
+            // Completed results are kept; the queued message follows them and gives the
+            // context, so no "[Request interrupted]" is added (seed §5.2 E).
+            BatchEnd::Interrupted => {
+                run.emit(Event::QueryAborted {
+                    reason: QueryEnd::AbortedTools,
+                    by: AbortCause::Interrupt,
+                    message: None,
+                })?;
+                results.extend(drain_queue(run, Disposition::Interrupt)?);
             }
+            BatchEnd::HardStopped => {}
         }
         messages.push(Message {
             role: Role::User,
             content: results,
         });
+        if end == BatchEnd::HardStopped {
+            let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
+            return hard_stop(run, messages, reason, QueryEnd::AbortedTools);
+        }
         if let Some(why) = stopped {
             return Ok((Outcome::DenialLimit, None, Some(why)));
         }
     }
+}
+
+/// The queued messages as text blocks for the next user message, each recorded with where
+/// it went.
+fn drain_queue(
+    run: &mut Loop<'_>,
+    disposition: Disposition,
+) -> Result<Vec<ContentBlock>, AgentError> {
+    let Some(queue) = &run.spec.queue else {
+        return Ok(Vec::new());
+    };
+    let mut blocks = Vec::new();
+    for content in queue.drain() {
+        run.emit(Event::QueuedMessage {
+            content: content.clone(),
+            disposition,
+        })?;
+        blocks.push(ContentBlock::Text { text: content });
+    }
+    Ok(blocks)
+}
+
+/// SIGINT/SIGTERM: the history gets "[Request interrupted by user]" (in the last user
+/// message when there is one, so roles keep alternating), the transcript says where the
+/// query stood, and the run ends.
+fn hard_stop(
+    run: &mut Loop<'_>,
+    messages: &mut Vec<Message>,
+    reason: AbortReason,
+    during: QueryEnd,
+) -> Result<Ending, AgentError> {
+    let text = ContentBlock::Text {
+        text: INTERRUPTED_BY_USER.to_string(),
+    };
+    match messages.last_mut() {
+        Some(last) if last.role == Role::User => last.content.push(text),
+        _ => messages.push(Message {
+            role: Role::User,
+            content: vec![text],
+        }),
+    }
+    run.emit(Event::QueryAborted {
+        reason: during,
+        by: match reason {
+            AbortReason::Interrupt => AbortCause::Sigint,
+            AbortReason::Terminate => AbortCause::Sigterm,
+        },
+        message: Some(INTERRUPTED_BY_USER.to_string()),
+    })?;
+    Ok((interrupted(reason), None, None))
 }
 
 /// What the model is told when its answer hit `max_tokens` with no tool call in it.
@@ -468,14 +570,15 @@ async fn deadline_passed(deadline: Option<Instant>) {
 }
 
 /// One model request, raced against the abort and the run's deadline; the provider's retry
-/// notices become `api_retry` events as they happen. `Err` inside ends the run.
+/// notices become `api_retry` events as they happen. `Err` inside ends the run: `None` for
+/// the abort, which the caller records.
 async fn request_once(
     run: &mut Loop<'_>,
     provider: &mut Provider,
     request: &ModelRequest<'_>,
     turn: u32,
     abort: &AbortSignal,
-) -> Result<Result<ModelResponse, Ending>, AgentError> {
+) -> Result<Result<ModelResponse, Option<Ending>>, AgentError> {
     let (sink, mut notices) = mpsc::unbounded_channel();
     let call = provider.complete(request, &sink);
     tokio::pin!(call);
@@ -488,14 +591,14 @@ async fn request_once(
                 run.emit(Event::ApiRetry { turn, retry })?;
             }
             result = &mut call => break result,
-            reason = abort.aborted() => return Ok(Err((interrupted(reason), None, None))),
-            () = &mut deadline => return Ok(Err(timed_out(run.spec))),
+            _ = abort.aborted() => return Ok(Err(None)),
+            () = &mut deadline => return Ok(Err(Some(timed_out(run.spec)))),
         }
     };
     while let Ok(ProviderEvent::Retry(retry)) = notices.try_recv() {
         run.emit(Event::ApiRetry { turn, retry })?;
     }
-    Ok(result.map_err(|err| (Outcome::ProviderError, None, Some(err.to_string()))))
+    Ok(result.map_err(|err| Some((Outcome::ProviderError, None, Some(err.to_string())))))
 }
 
 /// Whether the run's refusals have reached a limit: a model that keeps hitting the gate is
@@ -518,183 +621,6 @@ fn denial_limit(run: &Loop<'_>) -> Option<String> {
         ));
     }
     None
-}
-
-/// A call the run will not make because it has stopped.
-fn skip(
-    run: &mut Loop<'_>,
-    id: &str,
-    name: &str,
-    input: Value,
-    why: &str,
-) -> Result<(String, bool), AgentError> {
-    run.emit(Event::ToolCall {
-        id: id.to_string(),
-        tool: name.to_string(),
-        input,
-    })?;
-    let content = format!("[not run: {why}]");
-    run.emit(Event::ToolResult {
-        id: id.to_string(),
-        tool: name.to_string(),
-        status: ResultStatus::Cancelled,
-        is_error: true,
-        content: content.clone(),
-        duration_ms: 0,
-    })?;
-    Ok((content, true))
-}
-
-/// One call through validation, the gate and the tool. Always yields exactly one result.
-async fn execute(
-    run: &mut Loop<'_>,
-    id: &str,
-    name: &str,
-    input: Value,
-    malformed: Option<&str>,
-) -> Result<(String, bool), AgentError> {
-    run.counts.tool_calls += 1;
-    match run.calls_by_tool.iter_mut().find(|(tool, _)| tool == name) {
-        Some((_, count)) => *count += 1,
-        None => run.calls_by_tool.push((name.to_string(), 1)),
-    }
-    run.emit(Event::ToolCall {
-        id: id.to_string(),
-        tool: name.to_string(),
-        input: input.clone(),
-    })?;
-    let started = Instant::now();
-    let tool = run
-        .spec
-        .tools
-        .iter()
-        .find(|tool| tool.name().to_string() == name)
-        .cloned();
-    let (status, content) = match tool {
-        _ if run.ctx.abort.is_aborted() => (
-            ResultStatus::Cancelled,
-            "[Request interrupted by user]".to_string(),
-        ),
-        None => {
-            let decision = PermissionDecision {
-                decision: Decision::Deny,
-                step: policy::Step::Pool,
-                layer: policy::Layer::Tool,
-                rule: None,
-                reason: format!(
-                    "No such tool available: {name}. Available tools: {}",
-                    available(run)
-                ),
-                updated_input: None,
-                asked: false,
-            };
-            record_decision(run, id, name, &input, decision.clone())?;
-            (ResultStatus::Denied, decision.reason)
-        }
-        // A garbled input from the model is answered like a schema violation: an error
-        // result that says what was wrong, and the run goes on.
-        Some(tool) => match (malformed, tool.validate_input(&input)) {
-            (Some(problem), _) => (ResultStatus::Error, problem.to_string()),
-            (None, Err(err)) => (ResultStatus::Error, err.0),
-            (None, Ok(())) => gate_and_call(run, id, name, tool, input).await?,
-        },
-    };
-    let is_error = status != ResultStatus::Success;
-    if status == ResultStatus::Error {
-        run.counts.tool_errors += 1;
-    }
-    run.emit(Event::ToolResult {
-        id: id.to_string(),
-        tool: name.to_string(),
-        status,
-        is_error,
-        content: content.clone(),
-        duration_ms: millis(started.into_std()),
-    })?;
-    Ok((content, is_error))
-}
-
-/// The gate's decision and the PreToolUse hooks, then the call if they allow, bounded by
-/// `limits.tool_timeout` and by what is left of the run's wall clock; then PostToolUse.
-async fn gate_and_call(
-    run: &mut Loop<'_>,
-    id: &str,
-    name: &str,
-    tool: Arc<dyn Tool>,
-    input: Value,
-) -> Result<(ResultStatus, String), AgentError> {
-    let ctx = PermissionContext {
-        mode: run.spec.mode,
-        rules: &run.spec.rules,
-        workspace: &run.spec.workspace,
-    };
-    let decision = policy::decide(tool.as_ref(), &input, &ctx);
-    let (decision, input) = hooks::pre_tool_use(run, id, tool.as_ref(), input, decision).await?;
-    record_decision(run, id, name, &input, decision.clone())?;
-    if !decision.is_allow() {
-        return Ok((
-            ResultStatus::Denied,
-            format!("Permission denied: {}", decision.reason),
-        ));
-    }
-    let input = decision.updated_input.clone().unwrap_or(input);
-    let limits = run.spec.task.limits;
-    let tool_deadline = limits.tool_timeout.map(|limit| Instant::now() + limit);
-    let (deadline, why, limit) = match (tool_deadline, run.deadline) {
-        (Some(tool), Some(whole)) if whole < tool => {
-            (Some(whole), "the run's limits.timeout", limits.timeout)
-        }
-        (Some(tool), _) => (Some(tool), "limits.tool_timeout", limits.tool_timeout),
-        (None, whole) => (whole, "the run's limits.timeout", limits.timeout),
-    };
-    let call = tool.call(input.clone(), &run.ctx);
-    let result = match deadline {
-        None => call.await,
-        Some(deadline) => tokio::time::timeout_at(deadline, call)
-            .await
-            .unwrap_or_else(|_| {
-                Err(ToolError::new(format!(
-                    "The tool call was stopped: {why} = {}s ran out",
-                    limit.map_or(0.0, |limit: Duration| limit.as_secs_f64())
-                )))
-            }),
-    };
-    let (status, content) = match result {
-        Ok(output) => (ResultStatus::Success, output.content),
-        Err(err) => (ResultStatus::Error, err.0),
-    };
-    let (status, content) = hooks::post_tool_use(run, id, name, &input, status, content).await?;
-    Ok((
-        status,
-        run.results.fit(id, content, tool.max_result_chars()),
-    ))
-}
-
-fn record_decision(
-    run: &mut Loop<'_>,
-    id: &str,
-    name: &str,
-    input: &Value,
-    decision: PermissionDecision,
-) -> Result<(), AgentError> {
-    if decision.decision == Decision::Allow {
-        run.consecutive_denials = 0;
-    } else {
-        run.consecutive_denials += 1;
-        run.counts.denials += 1;
-        run.counts.denials_by_layer.count(decision.layer);
-        run.denials.push(Denial {
-            id: id.to_string(),
-            tool: name.to_string(),
-            input: input.clone(),
-            decision: decision.clone(),
-        });
-    }
-    run.emit(Event::PermissionDecision {
-        id: id.to_string(),
-        tool: name.to_string(),
-        decision,
-    })
 }
 
 fn available(run: &Loop<'_>) -> String {

@@ -90,9 +90,24 @@ fn parse_tree(text: &str) -> Option<Tree> {
     })
 }
 
+/// The first character tree-sitter-bash 0.25's external scanner cannot take: it passes the
+/// lookahead code point to C's `isdigit`/`isalpha`, which index a 256-entry table, so a code
+/// point above U+00FF reads out of bounds and can crash the process (seen: SIGSEGV in
+/// `scan`, scanner.c:1158, on `{` followed by such a character).
+fn unsafe_for_the_scanner(script: &str) -> Option<char> {
+    script.chars().find(|c| u32::from(*c) > 0xFF)
+}
+
 /// Parses `script` and returns its items; never fails (problems are items).
 pub(crate) fn items(script: &str) -> Vec<Item> {
     let mut items = Vec::new();
+    if let Some(c) = unsafe_for_the_scanner(script) {
+        items.push(Item::Problem(format!(
+            "the command contains {c:?} (U+{:04X}); characters beyond Latin-1 are not analysed, since the Bash parser cannot take them safely",
+            u32::from(c)
+        )));
+        return items;
+    }
     let text = prepare(script, &mut items);
     let Some(tree) = parse_tree(&text) else {
         items.push(Item::Problem("the script could not be parsed".to_owned()));
@@ -652,5 +667,29 @@ fn has_non_numeric(n: Node, depth: usize) -> bool {
         }
         "test_operator" | "comment" => false,
         _ => n.is_named(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_points_the_scanner_cannot_take_are_refused_before_parsing() {
+        // Each of these can crash the process inside tree-sitter-bash's scanner (the proptest
+        // of arbitrary text found it under load); now they never reach it.
+        for script in ["echo ${Ā}", "{ǿ", "ｒｍ -rf /", "echo ✓ done", "x=${a:-😀}"] {
+            let found = items(script);
+            assert!(
+                matches!(found.as_slice(), [Item::Problem(reason)] if reason.contains("beyond Latin-1")),
+                "{script}: {found:?}"
+            );
+        }
+        // Latin-1 stays analysable.
+        let latin = items("echo 'héllo wörld'");
+        assert!(
+            !latin.iter().any(|item| matches!(item, Item::Problem(_))),
+            "{latin:?}"
+        );
     }
 }

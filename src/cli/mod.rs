@@ -159,6 +159,27 @@ struct RunArgs {
     /// An ask rule; repeatable.
     #[arg(long, value_name = "RULE")]
     ask: Vec<String>,
+    /// `stream-json`: read user messages from stdin as JSON lines while the run goes on
+    /// (docs/stream-json.md); `text` leaves stdin alone.
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    input_format: InputFormat,
+    /// `text`: a short summary; `json`: only the final result as one JSON object;
+    /// `stream-json`: every event as a JSON line as it happens (docs/stream-json.md).
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    output_format: OutputFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum InputFormat {
+    Text,
+    StreamJson,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OutputFormat {
+    Text,
+    Json,
+    StreamJson,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -12,7 +12,7 @@ use super::setup::{
     SourceFlags, additional_directories, canonical_dir, dangerous_allow_rules, home_dir,
     load_sources, load_task, resolve_mode,
 };
-use super::{FailOnArg, ReportFormat, RunArgs};
+use super::{FailOnArg, InputFormat, OutputFormat, ReportFormat, RunArgs};
 use crate::agent::{self, RunSpec};
 use crate::exit::ExitCode;
 use crate::hooks::{Hook, merge_hooks};
@@ -24,9 +24,10 @@ use crate::policy::{PolicySource, RuleKind, RuleRef, RuleSet, SourceKind, Worksp
 use crate::redact::Redactor;
 use crate::report::github::{self, GithubEnv, ReportPaths};
 use crate::report::{junit_xml, sarif_json, text_summary};
+use crate::scheduler::{MessageQueue, parse_input_line};
 use crate::task::{FailOnSet, ModelSpec, ProviderKind};
 use crate::tools::{AbortHandle, AbortReason, ToolLimits, builtin};
-use crate::transcript::PolicySummary;
+use crate::transcript::{PolicySummary, StreamFormat, StreamOutput};
 
 pub fn run(args: RunArgs, redactor: Arc<Redactor>) -> Result<ExitCode> {
     let spec = prepare(&args, redactor)?;
@@ -35,7 +36,29 @@ pub fn run(args: RunArgs, redactor: Arc<Redactor>) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(execute(spec, provider, &args.reports))
+    let code = runtime.block_on(execute(spec, provider, &args.reports, args.output_format));
+    // The stdin reader may still be blocked on a line nobody will send: do not wait for it.
+    runtime.shutdown_background();
+    code
+}
+
+/// Reads user messages from stdin on a thread of its own (a blocking read must not hold the
+/// runtime at exit); a line that is not a user message is logged and skipped; end of input
+/// only means no more messages.
+fn read_messages(queue: MessageQueue) {
+    std::thread::spawn(move || {
+        for (number, line) in std::io::stdin().lines().enumerate() {
+            let Ok(line) = line else { break };
+            match parse_input_line(&line) {
+                Ok(Some(text)) => {
+                    queue.push(text);
+                    tracing::info!("queued the user message of stdin line {}", number + 1);
+                }
+                Ok(None) => {}
+                Err(err) => tracing::warn!("stdin line {}: skipped: {err}", number + 1),
+            }
+        }
+    });
 }
 
 /// The model's provider, with its key and base URL from the task and the environment. A
@@ -197,6 +220,17 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
         hooks: hooks_in_force(&sources),
         fail_on,
         redactor,
+        queue: (args.input_format == InputFormat::StreamJson).then(|| {
+            let queue = MessageQueue::default();
+            read_messages(queue.clone());
+            queue
+        }),
+        stream: match args.output_format {
+            OutputFormat::Text => None,
+            OutputFormat::Json => Some(StreamFormat::Json),
+            OutputFormat::StreamJson => Some(StreamFormat::StreamJson),
+        }
+        .map(|format| StreamOutput::new(format, Box::new(std::io::stdout()))),
     })
 }
 
@@ -217,7 +251,12 @@ fn hooks_in_force(sources: &[PolicySource]) -> Vec<Hook> {
     merge_hooks(&collect(&managed), managed_only, &collect(&others))
 }
 
-async fn execute(spec: RunSpec, provider: Provider, formats: &[ReportFormat]) -> Result<ExitCode> {
+async fn execute(
+    spec: RunSpec,
+    provider: Provider,
+    formats: &[ReportFormat],
+    output: OutputFormat,
+) -> Result<ExitCode> {
     let out_dir = spec.out_dir.clone();
     let redactor = spec.redactor.clone();
     let (handle, abort) = AbortHandle::new();
@@ -250,15 +289,23 @@ async fn execute(spec: RunSpec, provider: Provider, formats: &[ReportFormat]) ->
             ReportFormat::Sarif => paths.sarif = Some(path),
         }
     }
-    // Annotations go to stdout before the summary, as the runner reads them line by line.
-    // A step summary that cannot be written must not hide the run's own exit code.
+    // Annotations go to stdout before the summary, as the runner reads them line by line;
+    // in the json formats stdout is the events' alone, and the runner reads workflow
+    // commands on stderr too. A step summary that cannot be written must not hide the
+    // run's own exit code.
     match github::publish(&report, &paths, &GithubEnv::from_env(), &redactor) {
         Ok(commands) => {
             for line in commands {
-                println!("{line}");
+                match output {
+                    OutputFormat::Text => println!("{line}"),
+                    OutputFormat::Json | OutputFormat::StreamJson => eprintln!("{line}"),
+                }
             }
         }
         Err(err) => tracing::warn!("cannot write the GitHub step summary or outputs: {err}"),
+    }
+    if output != OutputFormat::Text {
+        return Ok(report.exit_code);
     }
     let written: Vec<(&str, &Path)> = [("junit", &paths.junit), ("sarif", &paths.sarif)]
         .into_iter()

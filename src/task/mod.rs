@@ -90,6 +90,7 @@ struct LimitsFile {
     tool_timeout: Option<Spanned<f64>>,
     max_denials: Option<u32>,
     max_consecutive_denials: Option<u32>,
+    max_parallel_tools: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -188,6 +189,8 @@ pub struct Limits {
     pub max_denials: Option<u32>,
     /// Refused calls in a row before it stops with exit 3.
     pub max_consecutive_denials: Option<u32>,
+    /// Concurrency-safe calls of one response that may run at once (S6).
+    pub max_parallel_tools: usize,
 }
 
 /// A command the task author runs after the agent stops; not gated (it is the author's).
@@ -591,6 +594,10 @@ fn limits(raw: LimitsFile, model: &ModelSpec, at: At<'_>) -> Result<Limits, Conf
         tool_timeout: seconds(raw.tool_timeout, "limits.tool_timeout", at)?,
         max_denials: raw.max_denials,
         max_consecutive_denials: raw.max_consecutive_denials,
+        max_parallel_tools: positive(raw.max_parallel_tools, "max_parallel_tools")?
+            .map_or(crate::scheduler::DEFAULT_MAX_PARALLEL_TOOLS, |max| {
+                usize::try_from(max).unwrap_or(usize::MAX)
+            }),
     })
 }
 
@@ -607,9 +614,25 @@ mod tests {
     }
 
     #[test]
+    fn max_parallel_tools_is_at_least_one() {
+        let task = parse(&format!("{MINIMAL}limits:\n  max_parallel_tools: 3\n")).unwrap();
+        assert_eq!(task.limits.max_parallel_tools, 3);
+        let err = parse(&format!("{MINIMAL}limits:\n  max_parallel_tools: 0\n")).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("max_parallel_tools must be at least 1"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn minimal_task_gets_defaults() {
         let task = parse(MINIMAL).unwrap();
         assert_eq!(task.limits.max_turns, DEFAULT_MAX_TURNS);
+        assert_eq!(
+            task.limits.max_parallel_tools,
+            crate::scheduler::DEFAULT_MAX_PARALLEL_TOOLS
+        );
         assert_eq!(task.tools, implemented_builtins());
         assert_eq!(
             task.model.script,

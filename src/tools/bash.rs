@@ -266,9 +266,16 @@ fn read_only(command: &str) -> bool {
 }
 
 async fn run(command: &str, ctx: &ToolContext, timeout: Duration) -> Result<ToolOutput, ToolError> {
-    let run = run_shell(command, &ctx.workspace.workdir, timeout, &ctx.abort, true)
-        .await
-        .map_err(|err| ToolError::new(format!("cannot start bash: {err}")))?;
+    let run = run_shell(
+        command,
+        &ctx.workspace.workdir,
+        timeout,
+        &ctx.abort,
+        true,
+        ctx.progress.as_ref(),
+    )
+    .await
+    .map_err(|err| ToolError::new(format!("cannot start bash: {err}")))?;
     let output = truncate_middle(run.output.trim_end(), BASH_OUTPUT_CHARS);
     let with_note =
         |note: String| ToolError::new(format!("{output}\n[{note}]").trim_start().to_string());
@@ -303,6 +310,7 @@ mod tests {
             limits: ToolLimits::default(),
             abort,
             files: FileStateCache::default(),
+            progress: None,
         };
         (ctx, handle)
     }

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::watch;
 
+use super::progress::ProgressSink;
 use crate::policy::Workspace;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,4 +127,6 @@ pub struct ToolContext {
     pub limits: ToolLimits,
     pub abort: AbortSignal,
     pub files: FileStateCache,
+    /// Live output of this call, when someone is listening (the scheduler sets it per call).
+    pub progress: Option<ProgressSink>,
 }

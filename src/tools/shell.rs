@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::context::AbortSignal;
+use super::progress::ProgressSink;
 
 /// Output kept per stream; the rest is drained and counted.
 const CAPTURE_BYTES: usize = 1024 * 1024;
@@ -57,13 +58,16 @@ fn changes_what_commands_do(name: &str) -> bool {
 }
 
 /// Runs `command`. `Err` only when bash could not be started. `scrub_secrets` (for the
-/// model's commands) drops credentials and variables that change what commands do.
+/// model's commands) drops credentials and variables that change what commands do. Each
+/// complete output line also goes to `progress` as it arrives; the captured output is the
+/// same either way.
 pub async fn run_shell(
     command: &str,
     cwd: &Path,
     timeout: Duration,
     abort: &AbortSignal,
     scrub_secrets: bool,
+    progress: Option<&ProgressSink>,
 ) -> std::io::Result<ShellRun> {
     let mut cmd = tokio::process::Command::new("bash");
     cmd.arg("-c")
@@ -85,9 +89,11 @@ pub async fn run_shell(
         }
     }
     let mut child = cmd.spawn()?;
-    let group = child.id();
-    let stdout = tokio::spawn(read_capped(child.stdout.take()));
-    let stderr = tokio::spawn(read_capped(child.stderr.take()));
+    // The scheduler cancels a call by dropping its future (a sibling Bash failed, a hard
+    // stop): the guard kills the group then too, not only the `bash` that kill_on_drop reaches.
+    let group = GroupGuard(child.id());
+    let stdout = tokio::spawn(read_capped(child.stdout.take(), progress.cloned()));
+    let stderr = tokio::spawn(read_capped(child.stderr.take(), progress.cloned()));
     let ending = tokio::select! {
         status = child.wait() => ShellEnding::Exited(status?.code()),
         _ = tokio::time::sleep(timeout) => ShellEnding::TimedOut,
@@ -95,9 +101,7 @@ pub async fn run_shell(
     };
     // Whatever the command left running in the background goes too: nothing outlives a call,
     // and its pipes close so the readers below finish.
-    if let Some(group) = group {
-        kill_group(group);
-    }
+    drop(group);
     child.wait().await?;
     let mut output = stdout.await.unwrap_or_default();
     let stderr = stderr.await.unwrap_or_default();
@@ -110,39 +114,100 @@ pub async fn run_shell(
     Ok(ShellRun { ending, output })
 }
 
+/// Kills the command's process group when dropped, before the child is reaped.
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(group) = self.0 {
+            kill_group(group);
+        }
+    }
+}
+
 fn kill_group(group: u32) {
     let Ok(pid) = libc::pid_t::try_from(group) else {
         return;
     };
     // SAFETY: killpg only sends a signal. The group id is our child's pid, and the child is
-    // not reaped until after this call, so the id cannot have been reused by another group.
+    // not reaped until after this call (`GroupGuard` drops before the final wait, or with the
+    // future that owns the child), so the id cannot have been reused by another group.
     unsafe {
         libc::killpg(pid, libc::SIGKILL);
     }
 }
 
-async fn read_capped<R: AsyncRead + Unpin>(stream: Option<R>) -> String {
+async fn read_capped<R: AsyncRead + Unpin>(
+    stream: Option<R>,
+    progress: Option<ProgressSink>,
+) -> String {
     let Some(mut stream) = stream else {
         return String::new();
     };
     let mut kept = Vec::new();
     let mut dropped = 0usize;
     let mut buffer = [0u8; 8192];
+    let mut lines = progress.map(|sink| LineSplitter {
+        sink,
+        partial: Vec::new(),
+    });
     loop {
         match stream.read(&mut buffer).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
+                if let Some(lines) = &mut lines {
+                    lines.feed(&buffer[..n]);
+                }
                 let room = CAPTURE_BYTES.saturating_sub(kept.len());
                 kept.extend_from_slice(&buffer[..n.min(room)]);
                 dropped += n.saturating_sub(room);
             }
         }
     }
+    if let Some(lines) = &mut lines {
+        lines.finish();
+    }
     let mut text = String::from_utf8_lossy(&kept).into_owned();
     if dropped > 0 {
         text.push_str(&format!("\n… [{dropped} more bytes not captured]"));
     }
     text
+}
+
+/// Cuts a byte stream into lines for the progress sink; a line longer than this is sent in
+/// pieces, so one endless line cannot grow the buffer without bound.
+const MAX_PROGRESS_LINE: usize = 4096;
+
+struct LineSplitter {
+    sink: ProgressSink,
+    partial: Vec<u8>,
+}
+
+impl LineSplitter {
+    fn feed(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            if byte == b'\n' {
+                self.send();
+            } else {
+                self.partial.push(byte);
+                if self.partial.len() >= MAX_PROGRESS_LINE {
+                    self.send();
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        if !self.partial.is_empty() {
+            self.send();
+        }
+    }
+
+    fn send(&mut self) {
+        let line = String::from_utf8_lossy(&self.partial);
+        self.sink.line(line.trim_end_matches('\r'));
+        self.partial.clear();
+    }
 }
 
 #[cfg(test)]
@@ -160,6 +225,7 @@ mod tests {
             Duration::from_secs(10),
             &abort,
             true,
+            None,
         )
         .await
         .unwrap();
@@ -182,6 +248,7 @@ mod tests {
             Duration::from_millis(300),
             &abort,
             true,
+            None,
         )
         .await
         .unwrap();
@@ -204,6 +271,7 @@ mod tests {
             Duration::from_secs(60),
             &abort,
             true,
+            None,
         )
         .await
         .unwrap();
@@ -218,9 +286,16 @@ mod tests {
         // tests running in this process.
         unsafe { std::env::set_var(name, value) };
         let command = format!("echo \"[${name}]\"");
-        let run = run_shell(&command, dir.path(), Duration::from_secs(5), &abort, scrub)
-            .await
-            .unwrap();
+        let run = run_shell(
+            &command,
+            dir.path(),
+            Duration::from_secs(5),
+            &abort,
+            scrub,
+            None,
+        )
+        .await
+        .unwrap();
         run.output
     }
 
@@ -246,6 +321,31 @@ mod tests {
             assert!(changes_what_commands_do(name), "{name}");
         }
         assert!(!changes_what_commands_do("GIT_AUTHOR_NAME"));
+    }
+
+    #[tokio::test]
+    async fn lines_go_to_progress_as_they_come_and_the_output_is_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_handle, abort) = AbortHandle::new();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+        let sink = ProgressSink::new(3, tx);
+        let run = run_shell(
+            "echo one; printf 'two\\r\\nthree'",
+            dir.path(),
+            Duration::from_secs(10),
+            &abort,
+            true,
+            Some(&sink),
+        )
+        .await
+        .unwrap();
+        assert_eq!(run.output, "one\ntwo\r\nthree");
+        let mut lines = Vec::new();
+        while let Ok(line) = rx.try_recv() {
+            assert_eq!(line.call, 3);
+            lines.push(line.line);
+        }
+        assert_eq!(lines, ["one", "two", "three"]);
     }
 
     #[test]

@@ -7,7 +7,8 @@ use serde_json::Value;
 
 use crate::hooks::{HookEvent, HookReport};
 use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
-use crate::policy::{DenialCounts, PermissionDecision, PermissionMode, RuleRef, SourceKind};
+use crate::policy::{DenialCounts, Layer, PermissionDecision, PermissionMode, RuleRef, SourceKind};
+use crate::scheduler::ProgressUpdate;
 use crate::task::FailOn;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -62,6 +63,26 @@ pub enum Event {
         #[serde(flatten)]
         report: HookReport,
     },
+    /// New output lines of a running call, throttled; outside call order.
+    ToolProgress {
+        id: String,
+        tool: String,
+        #[serde(flatten)]
+        update: ProgressUpdate,
+    },
+    /// A user message that arrived on stdin (`--input-format stream-json`) and where it went.
+    QueuedMessage {
+        content: String,
+        disposition: Disposition,
+    },
+    /// The current query stopped early: by a queued message (`interrupt`) or a signal. After
+    /// a signal, `message` is the text appended to the history.
+    QueryAborted {
+        reason: QueryEnd,
+        by: AbortCause,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
     ToolResult {
         id: String,
         tool: String,
@@ -100,7 +121,48 @@ pub enum Event {
         fail_on: Vec<FailOn>,
         /// Secrets replaced in the transcript and offloaded results up to this line.
         redactions: u64,
+        /// Every refused call of the run.
+        permission_denials: Vec<DenialSummary>,
     },
+}
+
+/// Where a queued user message went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Disposition {
+    /// It aborted the running `cancel` tools and starts a new query on the kept history.
+    Interrupt,
+    /// Appended to the next API round of the same query (a `block` tool was running, or
+    /// the model was being asked).
+    Drained,
+    /// The model had finished: it starts a new query.
+    NewQuery,
+}
+
+/// How an aborted query ended: during the model request or during the tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueryEnd {
+    AbortedStreaming,
+    AbortedTools,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AbortCause {
+    /// A queued user message while only `cancel` tools ran.
+    Interrupt,
+    Sigint,
+    Sigterm,
+}
+
+/// A refused call, as the run's result lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DenialSummary {
+    pub id: String,
+    pub tool: String,
+    pub layer: Layer,
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

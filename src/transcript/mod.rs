@@ -2,9 +2,12 @@
 //! replay the run. The event types are the schema.
 
 mod event;
+mod stream;
 mod writer;
 
 pub use event::{
-    CheckOutcome, Event, ModelSummary, Outcome, PolicySummary, ResultStatus, RunCounts, TaskSummary,
+    AbortCause, CheckOutcome, DenialSummary, Disposition, Event, ModelSummary, Outcome,
+    PolicySummary, QueryEnd, ResultStatus, RunCounts, TaskSummary,
 };
+pub use stream::{StreamFormat, StreamOutput, stream_type};
 pub use writer::{Transcript, TranscriptLine};

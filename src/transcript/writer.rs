@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::event::Event;
+use super::stream::StreamOutput;
 use crate::redact::Redactor;
 
 /// One line of the transcript: a sequence number and time around the event.
@@ -26,6 +27,7 @@ pub struct Transcript {
     path: PathBuf,
     seq: u64,
     redactor: Arc<Redactor>,
+    stream: Option<StreamOutput>,
 }
 
 impl Transcript {
@@ -35,12 +37,19 @@ impl Transcript {
             path: path.to_path_buf(),
             seq: 0,
             redactor: Arc::default(),
+            stream: None,
         })
     }
 
     /// Redacts every line before it is written (on the serialised JSON, so no field escapes).
     pub fn redacting(mut self, redactor: Arc<Redactor>) -> Transcript {
         self.redactor = redactor;
+        self
+    }
+
+    /// Also streams the events to `stream` (stdout), redacted the same way.
+    pub fn streaming(mut self, stream: Option<StreamOutput>) -> Transcript {
+        self.stream = stream;
         self
     }
 
@@ -59,6 +68,18 @@ impl Transcript {
         let mut bytes = self.redactor.redact(&json).into_bytes();
         bytes.push(b'\n');
         self.file.write_all(&bytes)?;
-        self.file.flush()
+        self.file.flush()?;
+        if let Some(stream) = &mut self.stream
+            && let Some(streamed) = serde_json::to_value(&line)
+                .ok()
+                .and_then(|value| stream.line(event, value))
+            && let Err(err) = stream.write_line(&self.redactor.redact(&streamed))
+        {
+            // A reader that went away must not stop the run: the transcript and the reports
+            // are still written, and they are the record.
+            tracing::warn!("stopped streaming events to stdout: {err}");
+            self.stream = None;
+        }
+        Ok(())
     }
 }

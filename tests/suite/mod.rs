@@ -12,3 +12,4 @@ mod providers;
 mod redaction;
 mod reports;
 mod run_cli;
+mod scheduling;

@@ -214,6 +214,15 @@ fn defined_functions(script: &str) -> Vec<String> {
 /// dynamic; and a script running a denied command by name is never allowed.
 pub fn check_consistency(script: &str, analysis: &BashAnalysis) {
     use tollgate::bash::{BashVerdict, CommandVerdict};
+    // tree-sitter-bash's scanner reads out of bounds on code points above U+00FF, so the
+    // analyser never parses such a script, and neither may this walker: it must be refused.
+    if script.chars().any(|c| u32::from(c) > 0xFF) {
+        assert!(
+            analysis.verdict != BashVerdict::Allow,
+            "{script:?} was allowed unparsed"
+        );
+        return;
+    }
     let names = independent_command_names(script);
     let denied = |n: &str| {
         DENY.iter()

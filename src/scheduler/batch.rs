@@ -1,0 +1,350 @@
+//! The executor of one batch (S6): admits calls in order, runs concurrency-safe ones together
+//! (bounded) and any other alone, lands results in call order, and cancels what must stop.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::{AbortHandle, Id, JoinSet};
+use tokio::time::Instant;
+
+use super::cancel::Cancellation;
+use super::host::{Admission, BatchHost, Call, CallDeadline, Landing};
+use super::progress::Throttle;
+use super::queue::MessageQueue;
+use crate::policy::ToolName;
+use crate::tools::{
+    InterruptBehavior, ProgressLine, ProgressSink, Tool, ToolContext, ToolError, ToolOutput,
+};
+
+/// Lines buffered between the tools and the throttle; past it, lines are dropped (progress
+/// is best-effort, the final output is captured by the tool itself).
+const PROGRESS_CHANNEL: usize = 1024;
+
+/// How a batch ended. Every call has landed in each case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchEnd {
+    Complete,
+    /// A queued user message arrived while only `cancel` tools were running: they were
+    /// cancelled with reason `interrupt`, and the query ends (`aborted_tools`).
+    Interrupted,
+    /// SIGINT/SIGTERM: everything running was cancelled, queued calls were not run.
+    HardStopped,
+}
+
+enum Slot {
+    /// Not yet admitted.
+    Waiting,
+    /// Admitted, waiting for its turn to start.
+    Ready(Admitted),
+    Running {
+        call: Admitted,
+        task: AbortHandle,
+    },
+    Landed(Landing),
+    /// Handed to the host.
+    Done,
+}
+
+struct Admitted {
+    tool: Arc<dyn Tool>,
+    input: Value,
+    deadline: Option<CallDeadline>,
+    safe: bool,
+    behavior: InterruptBehavior,
+}
+
+struct Batch<'c> {
+    calls: &'c [Call],
+    ctx: &'c ToolContext,
+    max_parallel: usize,
+    slots: Vec<Slot>,
+    next_admit: usize,
+    next_land: usize,
+    tasks: JoinSet<Result<ToolOutput, ToolError>>,
+    task_calls: HashMap<Id, usize>,
+    progress: mpsc::Sender<ProgressLine>,
+    end: BatchEnd,
+}
+
+/// Runs one model response's calls. The host admits each (gate, hooks) right before it could
+/// start and records each landing in call order; progress goes to the host at once.
+/// `max_parallel` bounds the concurrency-safe calls running together (at least 1).
+pub async fn run_batch<H: BatchHost>(
+    host: &mut H,
+    calls: &[Call],
+    ctx: &ToolContext,
+    max_parallel: usize,
+    queue: Option<&MessageQueue>,
+) -> Result<BatchEnd, H::Error> {
+    let (progress, mut lines) = mpsc::channel(PROGRESS_CHANNEL);
+    let mut batch = Batch {
+        calls,
+        ctx,
+        max_parallel: max_parallel.max(1),
+        slots: calls.iter().map(|_| Slot::Waiting).collect(),
+        next_admit: 0,
+        next_land: 0,
+        tasks: JoinSet::new(),
+        task_calls: HashMap::new(),
+        progress,
+        end: BatchEnd::Complete,
+    };
+    let mut throttle = Throttle::default();
+    let mut arrivals = queue.map(MessageQueue::arrivals);
+    let result = loop {
+        if let Err(err) = batch.land_ready(host).await {
+            break Err(err);
+        }
+        if batch.next_land == calls.len() {
+            break Ok(batch.end);
+        }
+        if batch.end == BatchEnd::Complete && ctx.abort.is_aborted() {
+            batch.cancel_rest(&Cancellation::UserInterrupted);
+            batch.end = BatchEnd::HardStopped;
+            continue;
+        }
+        match batch.start_more(host).await {
+            Ok(true) => continue,
+            Ok(false) => {}
+            Err(err) => break Err(err),
+        }
+        let due = throttle.next_due();
+        let listening = batch.end == BatchEnd::Complete;
+        tokio::select! {
+            biased;
+            _ = ctx.abort.aborted(), if listening => {}
+            Some(joined) = batch.tasks.join_next_with_id() => {
+                // Lines the call sent before it ended come first.
+                let mut updates = Vec::new();
+                while let Ok(line) = lines.try_recv() {
+                    updates.extend(
+                        throttle
+                            .line(line.call, &line.line, Instant::now())
+                            .map(|update| (line.call, update)),
+                    );
+                }
+                updates.extend(batch.finished(joined, &mut throttle));
+                let failed = updates
+                    .into_iter()
+                    .find_map(|(index, update)| host.progress(&calls[index], update).err());
+                if let Some(err) = failed {
+                    break Err(err);
+                }
+            }
+            Some(line) = lines.recv() => {
+                if let Some(update) = throttle.line(line.call, &line.line, Instant::now())
+                    && let Err(err) = host.progress(&calls[line.call], update)
+                {
+                    break Err(err);
+                }
+            }
+            () = sleep_until(due), if due.is_some() => {
+                let failed = throttle
+                    .due(Instant::now())
+                    .into_iter()
+                    .find_map(|(index, update)| host.progress(&calls[index], update).err());
+                if let Some(err) = failed {
+                    break Err(err);
+                }
+            }
+            () = next_arrival(&mut arrivals), if listening => batch.message_arrived(),
+        }
+    };
+    // Cancelled calls are aborted tasks: wait until they are dropped, so a Bash call's process
+    // group is gone before the loop goes on (or the process exits).
+    batch.tasks.shutdown().await;
+    result
+}
+
+async fn sleep_until(due: Option<Instant>) {
+    match due {
+        Some(due) => tokio::time::sleep_until(due).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn next_arrival(arrivals: &mut Option<super::queue::QueuedArrivals>) {
+    match arrivals {
+        Some(arrivals) => arrivals.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+impl Batch<'_> {
+    /// Hands the host every landed call at the head of the line.
+    async fn land_ready<H: BatchHost>(&mut self, host: &mut H) -> Result<(), H::Error> {
+        while let Some(slot) = self.slots.get_mut(self.next_land) {
+            if !matches!(slot, Slot::Landed(_)) {
+                break;
+            }
+            if let Slot::Landed(landing) = std::mem::replace(slot, Slot::Done) {
+                host.land(self.next_land, &self.calls[self.next_land], landing)
+                    .await?;
+            }
+            self.next_land += 1;
+        }
+        Ok(())
+    }
+
+    fn running(&self) -> impl Iterator<Item = &Admitted> {
+        self.slots.iter().filter_map(|slot| match slot {
+            Slot::Running { call, .. } => Some(call),
+            _ => None,
+        })
+    }
+
+    /// A safe call may join running safe calls under the bound; any other call runs alone.
+    fn can_start(&self, safe: bool) -> bool {
+        let running = self.running().count();
+        running == 0 || (safe && running < self.max_parallel && self.running().all(|c| c.safe))
+    }
+
+    /// Starts the held call and admits further ones while they could start. `true` when a
+    /// call was answered without running (it may be ready to land).
+    async fn start_more<H: BatchHost>(&mut self, host: &mut H) -> Result<bool, H::Error> {
+        loop {
+            if self.ctx.abort.is_aborted() {
+                return Ok(false);
+            }
+            if let Some(index) = self.next_admit.checked_sub(1)
+                && let Some(Slot::Ready(call)) = self.slots.get(index)
+            {
+                if !self.can_start(call.safe) {
+                    return Ok(false);
+                }
+                self.spawn(index);
+            }
+            let index = self.next_admit;
+            let Some(call) = self.calls.get(index) else {
+                return Ok(false);
+            };
+            // Judged on the input as sent, before the gate: an unsafe call waits for the
+            // running ones before it is even decided, so its decision sees their effects.
+            let (safe, _) = host
+                .scheduling(call)
+                .unwrap_or((true, InterruptBehavior::Cancel));
+            if !self.can_start(safe) {
+                return Ok(false);
+            }
+            let admission = host.admit(index, call).await?;
+            self.next_admit += 1;
+            match admission {
+                Admission::Answered { content, status } => {
+                    self.slots[index] = Slot::Landed(Landing::Answered { content, status });
+                    return Ok(true);
+                }
+                Admission::Run {
+                    tool,
+                    input,
+                    deadline,
+                } => {
+                    // A hook may have rewritten the input into one with other properties.
+                    let safe = tool.is_concurrency_safe(&input);
+                    let behavior = tool.interrupt_behavior();
+                    self.slots[index] = Slot::Ready(Admitted {
+                        tool,
+                        input,
+                        deadline,
+                        safe,
+                        behavior,
+                    });
+                }
+            }
+        }
+    }
+
+    fn spawn(&mut self, index: usize) {
+        let Slot::Ready(call) = std::mem::replace(&mut self.slots[index], Slot::Done) else {
+            return;
+        };
+        let mut ctx = self.ctx.clone();
+        ctx.progress = Some(ProgressSink::new(index, self.progress.clone()));
+        let tool = call.tool.clone();
+        let input = call.input.clone();
+        let deadline = call.deadline.clone();
+        let task = self.tasks.spawn(async move {
+            let running = tool.call(input, &ctx);
+            match deadline {
+                None => running.await,
+                Some(deadline) => tokio::time::timeout_at(deadline.at, running)
+                    .await
+                    .unwrap_or_else(|_| Err(ToolError::new(deadline.message))),
+            }
+        });
+        self.task_calls.insert(task.id(), index);
+        self.slots[index] = Slot::Running { call, task };
+    }
+
+    /// A task ended: its call lands, and a failed Bash call cancels its siblings. Returns
+    /// the call's held progress, which goes out before its result.
+    fn finished(
+        &mut self,
+        joined: Result<(Id, Result<ToolOutput, ToolError>), tokio::task::JoinError>,
+        throttle: &mut Throttle,
+    ) -> Option<(usize, super::ProgressUpdate)> {
+        let (id, result) = match joined {
+            Ok((id, result)) => (id, result),
+            // Cancelled tasks were landed when they were cancelled.
+            Err(err) if err.is_cancelled() => return None,
+            Err(err) => (
+                err.id(),
+                Err(ToolError::new("the tool failed unexpectedly")),
+            ),
+        };
+        let index = self.task_calls.remove(&id)?;
+        let Slot::Running { call, .. } = std::mem::replace(&mut self.slots[index], Slot::Done)
+        else {
+            return None;
+        };
+        let failed_bash = call.tool.name() == ToolName::Bash && result.is_err();
+        self.slots[index] = Slot::Landed(Landing::Ran {
+            tool: call.tool,
+            input: call.input,
+            result,
+        });
+        if failed_bash {
+            let failed_id = self.calls[index].id.clone();
+            self.cancel_rest(&Cancellation::SiblingError { failed_id });
+        }
+        throttle
+            .finish(index, Instant::now())
+            .map(|update| (index, update))
+    }
+
+    /// A queued message aborts the round only when every running tool may be cancelled;
+    /// otherwise it waits to be drained into the next API round.
+    fn message_arrived(&mut self) {
+        let interruptible = {
+            let mut running = self.running().peekable();
+            running.peek().is_some()
+                && running.all(|call| call.behavior == InterruptBehavior::Cancel)
+        };
+        if interruptible {
+            self.cancel_rest(&Cancellation::Interrupt);
+            self.end = BatchEnd::Interrupted;
+        }
+    }
+
+    /// Every call that has not landed gets `why`: running ones are aborted, the rest never run.
+    fn cancel_rest(&mut self, why: &Cancellation) {
+        for slot in self.slots.iter_mut().skip(self.next_land) {
+            let (admitted, started) = match slot {
+                Slot::Landed(_) | Slot::Done => continue,
+                Slot::Waiting => (false, false),
+                Slot::Ready(_) => (true, false),
+                Slot::Running { task, .. } => {
+                    task.abort();
+                    (true, true)
+                }
+            };
+            *slot = Slot::Landed(Landing::Cancelled {
+                why: why.clone(),
+                admitted,
+                started,
+            });
+        }
+        self.next_admit = self.calls.len();
+    }
+}

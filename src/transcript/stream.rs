@@ -1,0 +1,76 @@
+//! `--output-format json|stream-json`: the transcript's own events on stdout under Claude
+//! Code's stream-json names, redacted like the transcript. Stdout carries nothing else then.
+
+use std::io::Write;
+
+use serde_json::Value;
+
+use super::event::Event;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamFormat {
+    /// Only the final `result`, as one JSON object.
+    Json,
+    /// Every streamed event as it happens, one JSON object a line.
+    StreamJson,
+}
+
+/// Where streamed events go (stdout in the CLI).
+pub struct StreamOutput {
+    format: StreamFormat,
+    out: Box<dyn Write + Send>,
+}
+
+impl std::fmt::Debug for StreamOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamOutput")
+            .field("format", &self.format)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The stream-json name of a transcript event; `None` for events only the transcript keeps
+/// (model requests, hook runs, checks).
+pub fn stream_type(event: &Event) -> Option<&'static str> {
+    Some(match event {
+        Event::RunStarted { .. } => "init",
+        Event::AssistantMessage { .. } => "assistant",
+        Event::ToolCall { .. } => "tool_use",
+        Event::ToolProgress { .. } => "progress",
+        Event::PermissionDecision { .. } => "permission_decision",
+        Event::ToolResult { .. } => "tool_result",
+        Event::ApiRetry { .. } => "api_retry",
+        Event::QueuedMessage { .. } => "queued_message",
+        Event::QueryAborted { .. } => "query_aborted",
+        Event::RunFinished { .. } => "result",
+        Event::ModelRequest { .. }
+        | Event::HookRun { .. }
+        | Event::CheckResult { .. }
+        | Event::CheckFeedback { .. } => return None,
+    })
+}
+
+impl StreamOutput {
+    pub fn new(format: StreamFormat, out: Box<dyn Write + Send>) -> StreamOutput {
+        StreamOutput { format, out }
+    }
+
+    /// The line for `event` (the transcript line with its stream name), if this format
+    /// streams it; the caller redacts and writes it.
+    pub fn line(&self, event: &Event, mut line: Value) -> Option<String> {
+        let name = stream_type(event)?;
+        if self.format == StreamFormat::Json && name != "result" {
+            return None;
+        }
+        if let Some(object) = line.as_object_mut() {
+            object.insert("type".into(), Value::String(name.into()));
+        }
+        serde_json::to_string(&line).ok()
+    }
+
+    pub fn write_line(&mut self, line: &str) -> std::io::Result<()> {
+        self.out.write_all(line.as_bytes())?;
+        self.out.write_all(b"\n")?;
+        self.out.flush()
+    }
+}
