@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::CheckArgs;
-use super::setup::{Gate, SourceFlags, canonical_dir};
+use super::setup::{Gate, canonical_dir};
 use crate::exit::ExitCode;
 use crate::policy::{
     self, Decision, Layer, PermissionContext, PermissionDecision, PolicySource, Step, ToolName,
@@ -60,12 +60,7 @@ struct CallLine {
 
 pub fn check(args: CheckArgs) -> Result<ExitCode> {
     let workdir = canonical_dir(args.workdir.as_deref().unwrap_or(Path::new(".")), "workdir")?;
-    let flags = SourceFlags {
-        policy: args.policy.as_deref(),
-        allow: &args.allow,
-        deny: &args.deny,
-        ask: &args.ask,
-    };
+    let flags = args.rules.sources(args.policy.as_deref());
     let gate = Gate::load(flags, workdir, args.mode)?;
     let ctx = gate.context();
     let sources = &gate.sources;

@@ -79,15 +79,8 @@ struct ReplayArgs {
     /// The workspace [default: the run's workdir if it still exists, else the current folder].
     #[arg(long, value_name = "DIR")]
     workdir: Option<PathBuf>,
-    /// An allow rule; repeatable.
-    #[arg(long, value_name = "RULE")]
-    allow: Vec<String>,
-    /// A deny rule; repeatable.
-    #[arg(long, value_name = "RULE")]
-    deny: Vec<String>,
-    /// An ask rule; repeatable.
-    #[arg(long, value_name = "RULE")]
-    ask: Vec<String>,
+    #[command(flatten)]
+    rules: RuleFlags,
 }
 
 #[derive(Debug, Args)]
@@ -150,15 +143,8 @@ struct RunArgs {
     /// comma-separated. Overrides the task's `fail_on` [default: all four].
     #[arg(long, value_name = "KINDS", value_delimiter = ',', value_parser = parse_fail_on)]
     fail_on: Option<Vec<FailOnArg>>,
-    /// An allow rule, e.g. 'Bash(npm test:*)'; repeatable. Ranks below the managed policy.
-    #[arg(long, value_name = "RULE")]
-    allow: Vec<String>,
-    /// A deny rule; repeatable.
-    #[arg(long, value_name = "RULE")]
-    deny: Vec<String>,
-    /// An ask rule; repeatable.
-    #[arg(long, value_name = "RULE")]
-    ask: Vec<String>,
+    #[command(flatten)]
+    rules: RuleFlags,
     /// `stream-json`: read user messages from stdin as JSON lines while the run goes on
     /// (docs/stream-json.md); `text` leaves stdin alone.
     #[arg(long, value_name = "FORMAT", default_value = "text")]
@@ -240,7 +226,14 @@ struct CheckArgs {
     /// The workspace the call is judged against [default: the current folder].
     #[arg(long, value_name = "DIR")]
     workdir: Option<PathBuf>,
-    /// An allow rule; repeatable.
+    #[command(flatten)]
+    rules: RuleFlags,
+}
+
+/// Rules given on the command line; they rank below the managed policy and above the task.
+#[derive(Debug, Args)]
+struct RuleFlags {
+    /// An allow rule, e.g. 'Bash(npm test:*)'; repeatable.
     #[arg(long, value_name = "RULE")]
     allow: Vec<String>,
     /// A deny rule; repeatable.
@@ -249,6 +242,17 @@ struct CheckArgs {
     /// An ask rule; repeatable.
     #[arg(long, value_name = "RULE")]
     ask: Vec<String>,
+}
+
+impl RuleFlags {
+    fn sources<'a>(&'a self, policy: Option<&'a std::path::Path>) -> setup::SourceFlags<'a> {
+        setup::SourceFlags {
+            policy,
+            allow: &self.allow,
+            deny: &self.deny,
+            ask: &self.ask,
+        }
+    }
 }
 
 pub fn main() -> std::process::ExitCode {

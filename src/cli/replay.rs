@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::ReplayArgs;
-use super::setup::{Gate, SourceFlags, canonical_dir, read_text};
+use super::setup::{Gate, canonical_dir, read_text};
 use crate::exit::ExitCode;
 use crate::policy::{self, Decision, PermissionMode};
 use crate::tools::builtin;
@@ -85,12 +85,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         (None, Some(dir)) if dir.is_dir() => canonical_dir(dir, "workdir")?,
         _ => canonical_dir(std::path::Path::new("."), "workdir")?,
     };
-    let flags = SourceFlags {
-        policy: args.policy.as_deref(),
-        allow: &args.allow,
-        deny: &args.deny,
-        ask: &args.ask,
-    };
+    let flags = args.rules.sources(args.policy.as_deref());
     let gate = Gate::load(flags, workdir, args.mode.or(recorded_mode))?;
     let ctx = gate.context();
     let mode = gate.mode;

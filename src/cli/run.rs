@@ -9,8 +9,8 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use super::policy::require_self_tests;
 use super::setup::{
-    SourceFlags, additional_directories, canonical_dir, dangerous_allow_rules, home_dir,
-    load_sources, load_task, resolve_mode,
+    additional_directories, canonical_dir, dangerous_allow_rules, home_dir, load_sources,
+    load_task, resolve_mode,
 };
 use super::{FailOnArg, InputFormat, OutputFormat, ReportFormat, RunArgs};
 use crate::agent::{self, RunSpec};
@@ -150,12 +150,7 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
         (Some(dir), _) | (None, Some(dir)) => canonical_dir(dir, "workdir")?,
         (None, None) => canonical_dir(Path::new("."), "workdir")?,
     };
-    let flags = SourceFlags {
-        policy: args.policy.as_deref(),
-        allow: &args.allow,
-        deny: &args.deny,
-        ask: &args.ask,
-    };
+    let flags = args.rules.sources(args.policy.as_deref());
     let sources = load_sources(flags, Some(&task), &workdir, home.as_deref())?;
     let rules = RuleSet::from_sources(&sources);
     let mode = resolve_mode(args.mode, task.mode, &sources)?;
