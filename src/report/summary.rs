@@ -28,6 +28,21 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
             .collect();
         out.push_str(&format!("  calls: {}\n", tally.join(", ")));
     }
+    let usage = &counts.usage;
+    // The scripted model uses no tokens; a real one shows what the run consumed and cost.
+    if usage.input_tokens + usage.output_tokens > 0 {
+        let cost = report.total_cost_usd.map_or_else(
+            || "unknown (no price for this model)".to_string(),
+            |usd| format!("${usd:.4}"),
+        );
+        out.push_str(&format!(
+            "  tokens: {} in · {} out · {} cache write · {} cache read · cost {cost}\n",
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_creation_input_tokens,
+            usage.cache_read_input_tokens
+        ));
+    }
     if let Some(error) = &report.error {
         out.push_str(&format!("  stopped: {error}\n"));
     }

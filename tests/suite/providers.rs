@@ -248,6 +248,12 @@ async fn twenty_turns(api: Api) {
         junit_property(&run.junit, "cache_read_input_tokens"),
         expected.cache_read.to_string()
     );
+    let summary_line = format!("cost ${cost:.4}");
+    assert!(
+        run.stdout.contains(&summary_line),
+        "{summary_line} missing from:\n{}",
+        run.stdout
+    );
     run.assert_key_absent();
 }
 
