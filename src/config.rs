@@ -77,6 +77,16 @@ pub fn parse<T: DeserializeOwned>(text: &str, file: &Path) -> Result<T, ConfigEr
     })
 }
 
+/// A unit enum's name as it is written in files and events (`dontAsk`, `max_turns`, `1a`),
+/// so messages and reports spell values the way users write them.
+pub fn serde_name<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(text)) => text,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
 /// serde-saphyr renders "error: line L column C: message" followed by a source snippet; the
 /// location is reported by `ConfigError` itself, so only the message is kept.
 fn headline(rendered: &str) -> String {

@@ -118,18 +118,7 @@ pub(crate) fn normalise(path: &Path, env: &BashEnv) -> PathBuf {
 
 /// The same path, lexically normalised only (for `/dev/…` names Bash treats specially).
 pub(crate) fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for comp in path.components() {
-        match comp {
-            Component::RootDir | Component::Prefix(_) => out = PathBuf::from("/"),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(c) => out.push(c),
-        }
-    }
-    out
+    crate::policy::normalize_lexically(&Path::new("/").join(path))
 }
 
 pub(crate) fn inside_workspace(path: &Path, env: &BashEnv) -> bool {

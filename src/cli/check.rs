@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::CheckArgs;
 use super::setup::{Gate, canonical_dir};
+use crate::config::serde_name;
 use crate::exit::ExitCode;
 use crate::policy::{
     self, Decision, Layer, PermissionContext, PermissionDecision, PolicySource, Step, ToolName,
@@ -181,10 +182,7 @@ fn explain(
     let mut ordered: Vec<&PolicySource> = sources.iter().collect();
     ordered.sort_by_key(|source| source.kind);
     for source in ordered {
-        let kind = serde_json::to_value(source.kind)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
+        let kind = serde_name(&source.kind);
         out.push_str(&format!(
             "  {kind:<12} {} ({} rules)\n",
             source.policy.file.display(),
@@ -235,18 +233,9 @@ fn explain(
         }
     }
     let line = DecisionLine::new(&decision, None, None);
-    let step = serde_json::to_value(line.step)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
-    let layer = serde_json::to_value(line.layer)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
-    let decided = serde_json::to_value(line.decision)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
+    let step = serde_name(&line.step);
+    let layer = serde_name(&line.layer);
+    let decided = serde_name(&line.decision);
     out.push_str(&format!(
         "decision: {decided} (step {step}, layer {layer})\nreason: {}\n",
         decision.reason

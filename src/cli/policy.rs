@@ -6,6 +6,7 @@ use anyhow::{Result, anyhow};
 
 use super::setup::{canonical_dir, home_dir, load_policy};
 use super::{PolicyArgs, PolicyCommand};
+use crate::config::serde_name;
 use crate::exit::ExitCode;
 use crate::policy::{Policy, SelfTestOutcome, ToolName, Workspace, lint, run_self_tests};
 use crate::tools::builtin;
@@ -55,16 +56,10 @@ pub fn self_tests(policy: &Policy, workspace: &Workspace) -> Vec<SelfTestOutcome
 pub fn describe(outcome: &SelfTestOutcome) -> String {
     let test = &outcome.test;
     let verdict = if outcome.passed { "ok  " } else { "FAIL" };
-    let expected = serde_json::to_value(test.expect)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
+    let expected = serde_name(&test.expect);
     let how = match &outcome.got {
         Ok(decision) => {
-            let step = serde_json::to_value(decision.step)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
+            let step = serde_name(&decision.step);
             let rule = decision
                 .rule
                 .as_ref()

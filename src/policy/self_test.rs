@@ -9,6 +9,7 @@ use super::gate::decide;
 use super::rule_set::RuleSet;
 use super::workspace::Workspace;
 use super::{PermissionContext, PermissionMode};
+use crate::config::serde_name;
 use crate::tools::Tool;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -25,7 +26,7 @@ impl SelfTestOutcome {
     pub fn got_label(&self) -> String {
         match &self.got {
             Ok(decision) if decision.asked && decision.decision == Decision::Deny => "ask".into(),
-            Ok(decision) => serde_plain(&decision.decision),
+            Ok(decision) => serde_name(&decision.decision),
             Err(problem) => format!("error ({problem})"),
         }
     }
@@ -74,13 +75,6 @@ pub fn run_self_tests(
             }
         })
         .collect()
-}
-
-fn serde_plain<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

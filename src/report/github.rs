@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::{input_summary, serde_plain};
+use super::{input_summary, serde_name};
 use crate::agent::verdict::{counts, denial_kind};
 use crate::agent::{CheckRecord, Denial, RunReport};
 use crate::redact::Redactor;
@@ -97,7 +97,7 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
     let mut out = format!(
         "### {icon} tollgate: {} — `{}` (exit {})\n\n| | |\n|---|---|\n",
         cell(&report.task_name),
-        serde_plain(&report.outcome),
+        serde_name(&report.outcome),
         report.exit_code.code()
     );
     let mut row = |name: &str, value: String| out.push_str(&format!("| {name} | {value} |\n"));
@@ -147,8 +147,8 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
                 "| {} | {} | {} | {} | {rule} | {} |\n",
                 denial.tool,
                 code(&input_summary(&denial.tool, &denial.input)),
-                serde_plain(&decision.layer),
-                serde_plain(&decision.step),
+                serde_name(&decision.layer),
+                serde_name(&decision.step),
                 cell(&decision.reason)
             ));
         }
@@ -196,7 +196,7 @@ pub fn outputs(report: &RunReport, paths: &ReportPaths) -> String {
             .unwrap_or_default()
     };
     let values = [
-        ("outcome", serde_plain(&report.outcome)),
+        ("outcome", serde_name(&report.outcome)),
         ("exit_code", report.exit_code.code().to_string()),
         ("transcript", paths.transcript.display().to_string()),
         ("junit", path(&paths.junit)),

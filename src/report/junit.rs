@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::{input_summary, serde_plain};
+use super::{input_summary, serde_name};
 use crate::agent::RunReport;
 use crate::transcript::Outcome;
 
@@ -15,7 +15,7 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
     let counts = &report.counts;
     let properties = [
         ("run_id", report.run_id.clone()),
-        ("outcome", serde_plain(&report.outcome)),
+        ("outcome", serde_name(&report.outcome)),
         ("exit_code", report.exit_code.code().to_string()),
         ("provider", report.model.provider.clone()),
         ("model", report.model.name.clone()),
@@ -62,7 +62,7 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
         Outcome::Success | Outcome::ChecksFailed => TestCaseStatus::success(),
         Outcome::PolicyDenied => {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            status.set_type(serde_plain(&report.outcome));
+            status.set_type(serde_name(&report.outcome));
             status.set_message(format!(
                 "{} tool call(s) refused by the permission policy (fail_on: {})",
                 report.denials.len(),
@@ -72,8 +72,8 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
         }
         other => {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            status.set_type(serde_plain(&other));
-            status.set_message(report.error.clone().unwrap_or_else(|| serde_plain(&other)));
+            status.set_type(serde_name(&other));
+            status.set_message(report.error.clone().unwrap_or_else(|| serde_name(&other)));
             status
         }
     };
@@ -124,8 +124,8 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
                 "- {} {} [step {}, {}]: {}\n",
                 denial.tool,
                 input_summary(&denial.tool, &denial.input),
-                serde_plain(&denial.decision.step),
-                serde_plain(&denial.decision.layer),
+                serde_name(&denial.decision.step),
+                serde_name(&denial.decision.layer),
                 denial.decision.reason
             ));
         }

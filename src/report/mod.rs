@@ -34,14 +34,7 @@ pub fn input_summary(tool: &str, input: &Value) -> String {
     }
 }
 
-/// A unit enum's serde name (`max_turns`, `1a`).
-pub(crate) fn serde_plain<T: serde::Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(Value::String(text)) => text,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    }
-}
+pub(crate) use crate::config::serde_name;
 
 /// A finished run with one refused call and a check that failed twice, for the renderers'
 /// tests.

@@ -11,7 +11,7 @@ use serde_sarif::sarif::{
     ResultLevel, Run, RunAutomationDetails, Sarif, Tool, ToolComponent,
 };
 
-use super::{input_summary, serde_plain};
+use super::{input_summary, serde_name};
 use crate::agent::verdict::{counts, denial_kind};
 use crate::agent::{CheckRecord, Denial, RunReport};
 use crate::policy::{Layer, Step, normalize_lexically};
@@ -55,7 +55,7 @@ pub fn sarif_json(report: &RunReport) -> Result<String, serde_json::Error> {
         .execution_successful(finished)
         .exit_code(i64::from(report.exit_code.code()))
         .properties(bag([
-            ("outcome", json!(serde_plain(&report.outcome))),
+            ("outcome", json!(serde_name(&report.outcome))),
             ("fail_on", json!(report.fail_on.to_string())),
             ("turns", json!(report.counts.turns)),
         ]))
@@ -241,9 +241,9 @@ fn denial_result(report: &RunReport, denial: &Denial, rule_index: i64) -> SarifR
             ("tool", json!(denial.tool)),
             ("input", json!(summary)),
             ("tool_use_id", json!(denial.id)),
-            ("decision", json!(serde_plain(&decision.decision))),
-            ("step", json!(serde_plain(&decision.step))),
-            ("layer", json!(serde_plain(&decision.layer))),
+            ("decision", json!(serde_name(&decision.decision))),
+            ("step", json!(serde_name(&decision.step))),
+            ("layer", json!(serde_name(&decision.layer))),
         ]))
         .build();
     result.related_locations = related.map(|related| vec![related]);

@@ -4,13 +4,11 @@ use std::path::Path;
 
 use super::input_summary;
 use crate::agent::RunReport;
+use crate::config::serde_name;
 
 pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
     let counts = &report.counts;
-    let outcome = serde_json::to_value(report.outcome)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
+    let outcome = serde_name(&report.outcome);
     let mut out = format!(
         "tollgate: {} — {outcome} (exit {})\n  {} turns · {} tool calls · {} denied · {} tool errors\n",
         report.task_name,

@@ -161,27 +161,39 @@ fn check_command(command: &str, ctx: &PermissionContext) -> ToolCheck {
         .iter()
         .map(|path| (path, check_path(ctx, &ToolName::Edit, path, Access::Write)))
         .collect();
-    let about =
-        |path: &PathBuf, reason: &str| format!("`{command}` writes {}: {reason}", path.display());
-    for (path, check) in &writes {
-        if let ToolCheck::Deny { reason, rule } = check {
-            return ToolCheck::Deny {
-                reason: about(path, reason),
+    // The strongest answer wins: a refused write, then a guardrail, then ask rules (the
+    // analysis's first), then anything unproven; a write no rule allows is unproven.
+    let write = |wanted: fn(&ToolCheck) -> bool| {
+        let (path, check) = writes.iter().find(|(_, check)| wanted(check))?;
+        let about = |reason: &str| format!("`{command}` writes {}: {reason}", path.display());
+        Some(match check {
+            ToolCheck::Deny { reason, rule } => ToolCheck::Deny {
+                reason: about(reason),
                 rule: rule.clone(),
-            };
-        }
-    }
-    for (path, check) in &writes {
-        if let ToolCheck::Ask {
-            reason,
-            cause: cause @ AskCause::Guardrail(_),
-        } = check
-        {
-            return ToolCheck::Ask {
-                reason: about(path, reason),
+            },
+            ToolCheck::Ask { reason, cause } => ToolCheck::Ask {
+                reason: about(reason),
                 cause: cause.clone(),
-            };
-        }
+            },
+            ToolCheck::Passthrough { reason } | ToolCheck::Allow { reason, .. } => ToolCheck::Ask {
+                reason: about(reason),
+                cause: AskCause::Unproven,
+            },
+        })
+    };
+    if let Some(refused) = write(|check| matches!(check, ToolCheck::Deny { .. })) {
+        return refused;
+    }
+    if let Some(guarded) = write(|check| {
+        matches!(
+            check,
+            ToolCheck::Ask {
+                cause: AskCause::Guardrail(_),
+                ..
+            }
+        )
+    }) {
+        return guarded;
     }
     if let BashVerdict::Ask {
         rule: Some(id),
@@ -194,17 +206,16 @@ fn check_command(command: &str, ctx: &PermissionContext) -> ToolCheck {
             cause: AskCause::ContentRule(rule),
         };
     }
-    for (path, check) in &writes {
-        if let ToolCheck::Ask {
-            reason,
-            cause: cause @ AskCause::ContentRule(_),
-        } = check
-        {
-            return ToolCheck::Ask {
-                reason: about(path, reason),
-                cause: cause.clone(),
-            };
-        }
+    if let Some(asked) = write(|check| {
+        matches!(
+            check,
+            ToolCheck::Ask {
+                cause: AskCause::ContentRule(_),
+                ..
+            }
+        )
+    }) {
+        return asked;
     }
     if let BashVerdict::Ask { reason, .. } = &analysis.verdict {
         return ToolCheck::Ask {
@@ -212,13 +223,8 @@ fn check_command(command: &str, ctx: &PermissionContext) -> ToolCheck {
             cause: AskCause::Unproven,
         };
     }
-    for (path, check) in &writes {
-        if let ToolCheck::Passthrough { reason } | ToolCheck::Ask { reason, .. } = check {
-            return ToolCheck::Ask {
-                reason: about(path, reason),
-                cause: AskCause::Unproven,
-            };
-        }
+    if let Some(unproven) = write(|check| !matches!(check, ToolCheck::Allow { .. })) {
+        return unproven;
     }
     let cited = analysis
         .commands

@@ -28,7 +28,7 @@ impl Sandbox {
     pub fn with_examples() -> Sandbox {
         let dir = tempfile::tempdir().unwrap();
         for folder in ["examples", "policies"] {
-            copy_tree(&repo_root().join(folder), &dir.path().join(folder));
+            runs::copy_tree(&repo_root().join(folder), &dir.path().join(folder));
         }
         Sandbox { dir }
     }
@@ -58,19 +58,6 @@ impl Sandbox {
             .env_remove("RUST_LOG")
             .output()
             .unwrap()
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
     }
 }
 
