@@ -5,10 +5,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow};
 
-use crate::bash::CommandPattern;
 use crate::policy::{
-    PermissionContext, PermissionMode, Policy, PolicyOrigin, PolicySource, RuleContent, RuleKind,
-    RuleSet, SourceKind, ToolName, Workspace,
+    PermissionContext, PermissionMode, Policy, PolicyOrigin, PolicySource, RuleSet, SourceKind,
+    Workspace, danger,
 };
 use crate::task::Task;
 
@@ -239,15 +238,10 @@ pub fn dangerous_allow_rules(rules: &RuleSet) -> Vec<String> {
     rules
         .rules()
         .iter()
-        .filter(|rule| rule.kind == RuleKind::Allow && rule.tool == ToolName::Bash)
         .filter_map(|rule| {
-            let danger = match &rule.content {
-                None => Some("allows every command"),
-                Some(RuleContent::Command(pattern)) => CommandPattern::danger(pattern),
-                Some(_) => None,
-            }?;
+            let why = danger(rule)?;
             Some(format!(
-                "allow rule {} at {}: {danger}",
+                "allow rule {} at {}: {why}",
                 rule.text, rule.source
             ))
         })

@@ -64,7 +64,8 @@ pub fn lint(policy: &Policy, implemented: &dyn Fn(&ToolName) -> bool) -> Vec<Lin
     warnings
 }
 
-fn danger(rule: &Rule) -> Option<&'static str> {
+/// Why an allow rule hands out more than it seems to, if it does (checked at load and by lint).
+pub fn danger(rule: &Rule) -> Option<&'static str> {
     if rule.kind != RuleKind::Allow || rule.tool != ToolName::Bash {
         return None;
     }
