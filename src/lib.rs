@@ -6,6 +6,7 @@ pub mod agent;
 pub mod bash;
 pub mod cli;
 pub mod config;
+pub mod exec;
 pub mod exit;
 pub mod hooks;
 pub mod model;

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::{AgentError, CheckRecord, Loop};
+use crate::exec::ChildEnv;
 use crate::task::Check;
 use crate::tools::{AbortSignal, ShellEnding, run_shell};
 use crate::transcript::{CheckOutcome, Event};
@@ -13,9 +14,14 @@ use crate::transcript::{CheckOutcome, Event};
 /// Output of a check kept in the transcript and reports.
 const CHECK_OUTPUT_CHARS: usize = 20_000;
 
-pub async fn run_check(check: &Check, workdir: &Path, abort: &AbortSignal) -> CheckOutcome {
+pub async fn run_check(
+    check: &Check,
+    workdir: &Path,
+    env: &ChildEnv,
+    abort: &AbortSignal,
+) -> CheckOutcome {
     let started = Instant::now();
-    let run = run_shell(&check.run, workdir, check.timeout, abort, false, None).await;
+    let run = run_shell(&check.run, workdir, check.timeout, abort, env, None).await;
     let (exit_code, output) = match run {
         Ok(run) => {
             let note = match run.ending {
@@ -71,7 +77,7 @@ pub(super) async fn run_round(
         let first_attempt = last_attempt(records, &check.name) + 1;
         loop {
             let attempt = last_attempt(records, &check.name) + 1;
-            let outcome = run_check(check, &spec.workspace.workdir, abort).await;
+            let outcome = run_check(check, &spec.workspace.workdir, &spec.env.checks, abort).await;
             run.emit(Event::CheckResult {
                 name: check.name.clone(),
                 run: check.run.clone(),

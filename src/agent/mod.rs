@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use budget::Budget;
 pub use checks::millis;
 
+use crate::exec::RunEnv;
 use crate::exit::ExitCode;
 use crate::hooks::Hook;
 use crate::model::{
@@ -53,6 +54,8 @@ pub struct RunSpec {
     pub fail_on: FailOnSet,
     /// Applied to everything the run writes.
     pub redactor: Arc<Redactor>,
+    /// The environments of the commands and hooks the run starts (no secrets in them).
+    pub env: RunEnv,
     /// User messages arriving while the run is busy (`--input-format stream-json`).
     pub queue: Option<MessageQueue>,
     /// Where events are streamed as they happen (`--output-format json|stream-json`).
@@ -191,6 +194,7 @@ pub async fn run(
         limits: spec.limits,
         abort: abort.clone(),
         files: FileStateCache::default(),
+        command_env: spec.env.model.clone(),
         progress: None,
     };
     let model = ModelSummary {

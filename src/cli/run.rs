@@ -1,6 +1,7 @@
 //! `tollgate run`: set up the run from the task, policies and flags, drive the agent with
 //! SIGINT/SIGTERM wired to its abort, then write the reports and print the summary.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ use super::setup::{
 };
 use super::{FailOnArg, InputFormat, OutputFormat, ReportFormat, RunArgs};
 use crate::agent::{self, RunSpec};
+use crate::exec::RunEnv;
 use crate::exit::ExitCode;
 use crate::hooks::{Hook, merge_hooks};
 use crate::model::{
@@ -136,6 +138,15 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
         ));
     }
     redactor.add_env_names(&task.redact_env);
+    // What the model's commands and the hooks never see: the provider key under whatever
+    // name the task gave it, and every `redact_env` variable (token-named ones go anyway).
+    let withheld: BTreeSet<String> = task
+        .model
+        .api_key_variable()
+        .map(|(name, _)| name.to_string())
+        .into_iter()
+        .chain(task.redact_env.iter().cloned())
+        .collect();
     let fail_on = match &args.fail_on {
         None => task.fail_on.clone(),
         Some(values) => values
@@ -214,6 +225,7 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
         limits,
         hooks: hooks_in_force(&sources),
         fail_on,
+        env: RunEnv::new(&withheld),
         redactor,
         queue: (args.input_format == InputFormat::StreamJson).then(|| {
             let queue = MessageQueue::default();

@@ -277,7 +277,7 @@ async fn run(command: &str, ctx: &ToolContext, timeout: Duration) -> Result<Tool
         &ctx.workspace.workdir,
         timeout,
         &ctx.abort,
-        true,
+        &ctx.command_env,
         ctx.progress.as_ref(),
     )
     .await
@@ -316,6 +316,7 @@ mod tests {
             limits: ToolLimits::default(),
             abort,
             files: FileStateCache::default(),
+            command_env: crate::exec::RunEnv::new(&Default::default()).model,
             progress: None,
         };
         (ctx, handle)
