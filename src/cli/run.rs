@@ -22,7 +22,9 @@ use crate::model::{
     ANTHROPIC_DEFAULT_BASE_URL, AnthropicModel, ApiKey, HttpSettings, OPENAI_DEFAULT_BASE_URL,
     OpenAiModel, Provider, ScriptedModel,
 };
-use crate::policy::{PolicySource, RuleKind, RuleRef, RuleSet, SourceKind, Workspace};
+use crate::policy::{
+    LowerGrant, PolicySource, RuleKind, RuleRef, RuleSet, SourceKind, Workspace, lower_may_add,
+};
 use crate::redact::Redactor;
 use crate::report::github::{self, GithubEnv, ReportPaths};
 use crate::report::{junit_xml, sarif_json, text_summary};
@@ -177,7 +179,8 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", out_dir.display()))?;
 
-    let mut workspace = Workspace::new(workdir, additional_directories(&sources)?, home);
+    let directories = additional_directories(&sources);
+    let mut workspace = Workspace::new(workdir, directories.dirs, home);
     let policies: Vec<_> = sources.iter().map(|source| &source.policy).collect();
     require_self_tests(&policies, &workspace)?;
     workspace.read_only_roots.push(out_dir.join("results"));
@@ -189,10 +192,12 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
         .filter(|name| rules.whole_tool(RuleKind::Deny, name).is_none())
         .filter_map(builtin)
         .collect();
-    let warnings = dangerous_allow_rules(&rules);
+    let hooks = hooks_in_force(&sources);
+    let mut warnings = dangerous_allow_rules(&rules);
     for warning in &warnings {
         tracing::warn!("{warning}");
     }
+    warnings.extend(directories.warnings);
     let policy_summary = PolicySummary {
         sources: sources
             .iter()
@@ -203,6 +208,22 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
             .any(|source| source.kind == SourceKind::Managed && source.policy.managed_only),
         rules: rules.rules().len(),
         ignored_rules: rules.ignored().iter().map(RuleRef::from).collect(),
+        ignored_hooks: hooks
+            .ignored
+            .iter()
+            .map(|hook| format!("{} ({})", hook.spec.command, hook.source.display()))
+            .collect(),
+        ignored_additional_directories: directories.ignored,
+        ignored_keys: sources
+            .iter()
+            .flat_map(|source| {
+                source
+                    .policy
+                    .ignored_keys
+                    .iter()
+                    .map(|key| format!("{}: {key}", source.policy.file.display()))
+            })
+            .collect(),
         warnings,
     };
     let max_turns = args.max_turns.unwrap_or(task.limits.max_turns);
@@ -223,7 +244,7 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
         out_dir,
         max_turns,
         limits,
-        hooks: hooks_in_force(&sources),
+        hooks: hooks.in_force,
         fail_on,
         env: RunEnv::new(&withheld),
         redactor,
@@ -241,21 +262,33 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
     })
 }
 
-/// The managed policies' hooks first; the others' only if no managed policy says
-/// `managed_hooks_only`.
-fn hooks_in_force(sources: &[PolicySource]) -> Vec<Hook> {
+/// The hooks that run, managed policies' first, and the lower ones left aside.
+struct HooksInForce {
+    in_force: Vec<Hook>,
+    ignored: Vec<Hook>,
+}
+
+/// Lower sources' hooks run beside the managed ones unless a managed policy says
+/// `managed_hooks_only`, or is `managed_only` without granting `hooks`: a hook that answers
+/// allow would widen what the managed policy allows.
+fn hooks_in_force(sources: &[PolicySource]) -> HooksInForce {
     let (managed, others): (Vec<&PolicySource>, Vec<&PolicySource>) = sources
         .iter()
         .partition(|source| source.kind == SourceKind::Managed);
     let managed_only = managed
         .iter()
-        .any(|source| source.policy.managed_hooks_only);
+        .any(|source| source.policy.managed_hooks_only)
+        || !lower_may_add(sources, LowerGrant::Hooks);
     let collect = |list: &[&PolicySource]| -> Vec<Hook> {
         list.iter()
             .flat_map(|source| source.policy.hooks.iter().cloned())
             .collect()
     };
-    merge_hooks(&collect(&managed), managed_only, &collect(&others))
+    let lower = collect(&others);
+    HooksInForce {
+        in_force: merge_hooks(&collect(&managed), managed_only, &lower),
+        ignored: if managed_only { lower } else { Vec::new() },
+    }
 }
 
 async fn execute(

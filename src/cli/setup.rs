@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow};
 
 use crate::policy::{
-    PermissionContext, PermissionMode, Policy, PolicyOrigin, PolicySource, RuleSet, SourceKind,
-    Workspace, danger,
+    self, LowerGrant, PermissionContext, PermissionMode, Policy, PolicyOrigin, PolicySource,
+    RuleSet, SourceKind, Workspace, danger, lower_may_add, refuse_managed_keys_below,
 };
 use crate::task::Task;
 
@@ -75,26 +75,26 @@ pub struct SourceFlags<'a> {
 }
 
 /// What deciding a call outside a run needs (`check`, `replay`): every source in force,
-/// their merged rules, the mode and the workspace.
-pub struct Gate {
+/// their merged rules, the mode and the workspace. (The gate itself is `policy::decide`.)
+pub struct PolicyInForce {
     pub sources: Vec<PolicySource>,
     pub rules: RuleSet,
     pub mode: PermissionMode,
     pub workspace: Workspace,
 }
 
-impl Gate {
+impl PolicyInForce {
     pub fn load(
         flags: SourceFlags,
         workdir: PathBuf,
         mode: Option<PermissionMode>,
-    ) -> Result<Gate> {
+    ) -> Result<PolicyInForce> {
         let home = home_dir();
         let sources = load_sources(flags, None, &workdir, home.as_deref())?;
         let rules = RuleSet::from_sources(&sources);
         let mode = resolve_mode(mode, None, &sources)?;
-        let workspace = Workspace::new(workdir, additional_directories(&sources)?, home);
-        Ok(Gate {
+        let workspace = Workspace::new(workdir, additional_directories(&sources).dirs, home);
+        Ok(PolicyInForce {
             sources,
             rules,
             mode,
@@ -149,6 +149,7 @@ pub fn load_sources(
     if let Some(user) = user_policy_file(home).filter(|path| path.is_file()) {
         add(SourceKind::User, load_policy(&user, home)?);
     }
+    refuse_managed_keys_below(&sources)?;
     Ok(sources)
 }
 
@@ -186,51 +187,54 @@ fn user_policy_file(home: Option<&Path>) -> Option<PathBuf> {
     Some(config.join("tollgate/policy.yaml"))
 }
 
-/// The run's mode: `--mode`, else the task's, else the first `default_mode` by precedence,
-/// else dontAsk. A mode any source disables is refused.
+/// The run's mode (see `policy::resolve_mode`); a lower `default_mode` the managed policy
+/// does not allow is left aside with a warning.
 pub fn resolve_mode(
     flag: Option<PermissionMode>,
     task: Option<PermissionMode>,
     sources: &[PolicySource],
 ) -> Result<PermissionMode> {
-    let mut by_precedence: Vec<&PolicySource> = sources.iter().collect();
-    by_precedence.sort_by_key(|source| source.kind);
-    let mode = flag
-        .or(task)
-        .or_else(|| {
-            by_precedence
-                .iter()
-                .find_map(|source| source.policy.default_mode)
-        })
-        .unwrap_or(PermissionMode::DontAsk);
-    let forbidding = by_precedence.iter().find(|source| match mode {
-        PermissionMode::BypassPermissions => source.policy.disable_bypass,
-        PermissionMode::Auto => source.policy.disable_auto,
-        _ => false,
-    });
-    match forbidding {
-        Some(source) => Err(anyhow!(
-            "{mode} mode is disabled by {}",
-            source.policy.file.display()
-        )),
-        None => Ok(mode),
+    let (mode, warnings) = policy::resolve_mode(flag, task, sources)?;
+    for warning in warnings {
+        tracing::warn!("{warning}");
     }
+    Ok(mode)
 }
 
-/// Additional directories from every source, canonical; a missing one is an error naming
-/// the policy that asked for it.
-pub fn additional_directories(sources: &[PolicySource]) -> Result<Vec<PathBuf>> {
-    let mut dirs = Vec::new();
+/// The additional directories in force, and those left aside.
+#[derive(Debug, Default)]
+pub struct AdditionalDirectories {
+    /// Canonical.
+    pub dirs: Vec<PathBuf>,
+    /// From lower sources under a `managed_only` policy that does not grant them.
+    pub ignored: Vec<PathBuf>,
+    /// Entries that do not exist: a warning each, as Claude Code's settings may name a
+    /// folder of another machine.
+    pub warnings: Vec<String>,
+}
+
+pub fn additional_directories(sources: &[PolicySource]) -> AdditionalDirectories {
+    let lower_allowed = lower_may_add(sources, LowerGrant::AdditionalDirectories);
+    let mut found = AdditionalDirectories::default();
     for source in sources {
         for dir in &source.policy.additional_directories {
-            let what = format!(
-                "additional directory (from {})",
-                source.policy.file.display()
-            );
-            dirs.push(canonical_dir(dir, &what)?);
+            if source.kind != SourceKind::Managed && !lower_allowed {
+                found.ignored.push(dir.clone());
+                continue;
+            }
+            match canonical_dir(dir, "additional directory") {
+                Ok(real) => found.dirs.push(real),
+                Err(err) => found.warnings.push(format!(
+                    "{err:#} (from {}); ignored",
+                    source.policy.file.display()
+                )),
+            }
         }
     }
-    Ok(dirs)
+    for warning in &found.warnings {
+        tracing::warn!("{warning}");
+    }
+    found
 }
 
 /// Allow rules that hand out more than they seem to, in words a reviewer can act on.

@@ -179,6 +179,12 @@ pub struct PolicySummary {
     pub rules: usize,
     /// Rules dropped because the managed policy is managed-only.
     pub ignored_rules: Vec<RuleRef>,
+    /// Lower sources' hooks left aside by the managed policy (`command (file)`).
+    pub ignored_hooks: Vec<String>,
+    /// Lower sources' additional directories left aside under `managed_only`.
+    pub ignored_additional_directories: Vec<PathBuf>,
+    /// Claude Code settings keys that loaded and take no effect (`file: key`).
+    pub ignored_keys: Vec<String>,
     /// Allow rules that hand out more than they seem to.
     pub warnings: Vec<String>,
 }
