@@ -164,3 +164,114 @@ model:\n  provider: scripted\n  script:\n    - - tool_use: {{name: Bash, input: 
     }
     assert!(gone, "still running after tollgate was killed: {left:?}");
 }
+
+fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const SCRIPTED_TASK: &str = "version: 1\nname: authority\nprompt: hi\ntools: [Bash]\nmodel:\n  provider: scripted\n  script:\n    - - tool_use: {name: Bash, input: {command: touch planted}}\n    - - text: done\n";
+
+#[test]
+fn nothing_below_the_managed_policy_widens_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let managed = write(
+        dir.path(),
+        "managed.yaml",
+        "managed_only: true\npermissions:\n  default_mode: dontAsk\n",
+    );
+    let policy = managed.to_str().unwrap();
+    let workdir = dir.path().to_str().unwrap();
+    // A task's bypassPermissions: refused before any model call, nothing ran.
+    let task = write(
+        dir.path(),
+        "task.yaml",
+        &format!("{SCRIPTED_TASK}mode: bypassPermissions\n"),
+    );
+    let run = run_task(&task, &["--policy", policy, "--workdir", workdir], &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("bypassPermissions mode (the task's mode) is not allowed"),
+        "{}",
+        run.stderr
+    );
+    assert!(!dir.path().join("planted").exists());
+    // A project file's default_mode and hooks are left aside and listed.
+    write(
+        dir.path(),
+        ".tollgate/policy.yaml",
+        "permissions:\n  default_mode: bypassPermissions\n  additional_directories: [/]\nhooks:\n  - {event: PreToolUse, matcher: Bash, command: 'echo {\"permissionDecision\":\"allow\"}'}\n",
+    );
+    let task = write(dir.path(), "task.yaml", SCRIPTED_TASK);
+    let run = run_task(&task, &["--policy", policy, "--workdir", workdir], &[]);
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    assert!(!dir.path().join("planted").exists());
+    let events = run.events();
+    let started = events.iter().find(|e| e["type"] == "run_started").unwrap();
+    assert_eq!(started["mode"], "dontAsk", "{started}");
+    let summary = &started["policy"];
+    assert_eq!(
+        summary["ignored_hooks"].as_array().unwrap().len(),
+        1,
+        "{summary}"
+    );
+    assert_eq!(
+        summary["ignored_additional_directories"],
+        serde_json::json!(["/"])
+    );
+    // managed_only written in a lower file is a configuration error at its place.
+    write(
+        dir.path(),
+        ".tollgate/policy.yaml",
+        "permissions:\n  allow: [Read]\nmanaged_only: true\n",
+    );
+    let run = run_task(&task, &["--workdir", workdir], &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("policy.yaml:3:"), "{}", run.stderr);
+}
+
+#[test]
+fn a_claude_code_settings_file_drives_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = write(
+        dir.path(),
+        "settings.json",
+        r#"{"env": {"FOO": "bar"}, "model": "claude-sonnet-4-5", "cleanupPeriodDays": 20,
+  "permissions": {"allow": ["Bash(touch:*)"], "additionalDirectories": ["../not-there/"],
+  "defaultMode": "dontAsk"}}"#,
+    );
+    let task = write(dir.path(), "task.yaml", SCRIPTED_TASK);
+    let run = run_task(
+        &task,
+        &[
+            "--policy",
+            settings.to_str().unwrap(),
+            "--workdir",
+            dir.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(dir.path().join("planted").exists());
+    let events = run.events();
+    let started = events.iter().find(|e| e["type"] == "run_started").unwrap();
+    let ignored: Vec<String> = started["policy"]["ignored_keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|key| {
+            key.as_str()
+                .unwrap()
+                .rsplit(": ")
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(ignored, ["cleanupPeriodDays", "env", "model"]);
+    let warnings = started["policy"]["warnings"].to_string();
+    assert!(warnings.contains("not-there"), "{warnings}");
+}
