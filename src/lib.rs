@@ -15,6 +15,7 @@ pub mod redact;
 pub mod report;
 pub mod results;
 pub mod scheduler;
+pub mod session;
 pub mod task;
 pub mod tools;
 pub mod transcript;

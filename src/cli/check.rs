@@ -11,13 +11,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::CheckArgs;
-use super::setup::{PolicyInForce, canonical_dir};
 use crate::config::serde_name;
 use crate::exit::ExitCode;
 use crate::policy::{
     self, Decision, Layer, PermissionContext, PermissionDecision, PolicySource, Step, ToolName,
     TraceStep,
 };
+use crate::session::{PolicyInForce, canonical_dir};
 use crate::tools::{Tool, builtin};
 
 #[derive(Debug, Serialize)]

@@ -5,7 +5,6 @@ mod check;
 mod policy;
 mod replay;
 mod run;
-mod setup;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -245,8 +244,11 @@ struct RuleFlags {
 }
 
 impl RuleFlags {
-    fn sources<'a>(&'a self, policy: Option<&'a std::path::Path>) -> setup::SourceFlags<'a> {
-        setup::SourceFlags {
+    fn sources<'a>(
+        &'a self,
+        policy: Option<&'a std::path::Path>,
+    ) -> crate::session::SourceFlags<'a> {
+        crate::session::SourceFlags {
             policy,
             allow: &self.allow,
             deny: &self.deny,

@@ -10,9 +10,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::ReplayArgs;
-use super::setup::{PolicyInForce, canonical_dir, read_text};
 use crate::exit::ExitCode;
 use crate::policy::{self, Decision, PermissionMode};
+use crate::session::{PolicyInForce, canonical_dir, read_text};
 use crate::tools::builtin;
 
 #[derive(Debug, Serialize)]

@@ -94,10 +94,12 @@ async fn cancellation_stops_a_running_command() {
 #[tokio::test]
 async fn a_daemon_holding_stdout_does_not_stall_the_call() {
     let dir = tempfile::tempdir().unwrap();
-    // setsid leaves the group, so the group kill cannot reach it; its stdout stays open.
+    // setsid leaves the group, so the group kill cannot reach it; its stdout stays open
+    // past the grace. `left` exists once it has left the group.
     let outcome = run(
         bash(
-            "echo before; setsid sleep 30 & echo after",
+            "echo before; setsid sh -c 'touch left; exec sleep 6' & \
+             until [ -e left ]; do sleep 0.01; done; echo after",
             dir.path(),
             Duration::from_secs(20),
         ),

@@ -114,16 +114,18 @@ pub fn resolve_mode(
             .is_none_or(|(modes, _)| modes.contains(&mode))
     };
     for (mode, requested_by) in [(flag, "--mode"), (task, "the task's mode")] {
-        if let Some(mode) = mode
-            && !permits(mode)
-            && let Some((modes, managed)) = &allowed
-        {
-            return Err(AuthorityError::ModeNotAllowed {
-                mode,
-                requested_by,
-                managed: managed.clone(),
-                allowed: modes.clone(),
-            });
+        if let Some(mode) = mode {
+            refuse_disabled(mode, sources)?;
+            if !permits(mode)
+                && let Some((modes, managed)) = &allowed
+            {
+                return Err(AuthorityError::ModeNotAllowed {
+                    mode,
+                    requested_by,
+                    managed: managed.clone(),
+                    allowed: modes.clone(),
+                });
+            }
         }
     }
     let mut by_precedence: Vec<&PolicySource> = sources.iter().collect();
@@ -144,6 +146,18 @@ pub fn resolve_mode(
         .or(task)
         .or(from_files)
         .unwrap_or(PermissionMode::DontAsk);
+    refuse_disabled(mode, sources)?;
+    Ok((mode, warnings))
+}
+
+/// A mode any source disables (`disable_bypass_mode`, `disable_auto_mode`, Claude Code's
+/// `disableBypassPermissionsMode`) is refused, whoever asked for it: these only narrow.
+pub fn refuse_disabled(
+    mode: PermissionMode,
+    sources: &[PolicySource],
+) -> Result<(), AuthorityError> {
+    let mut by_precedence: Vec<&PolicySource> = sources.iter().collect();
+    by_precedence.sort_by_key(|source| source.kind);
     let forbidding = by_precedence.iter().find(|source| match mode {
         PermissionMode::BypassPermissions => source.policy.disable_bypass,
         PermissionMode::Auto => source.policy.disable_auto,
@@ -154,7 +168,7 @@ pub fn resolve_mode(
             mode,
             by: source.policy.file.clone(),
         }),
-        None => Ok((mode, warnings)),
+        None => Ok(()),
     }
 }
 

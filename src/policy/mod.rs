@@ -16,7 +16,9 @@ mod self_test;
 mod tool_name;
 mod workspace;
 
-pub use authority::{AuthorityError, lower_may_add, refuse_managed_keys_below, resolve_mode};
+pub use authority::{
+    AuthorityError, lower_may_add, refuse_disabled, refuse_managed_keys_below, resolve_mode,
+};
 pub use decision::{
     AskCause, Decision, DenialCounts, Layer, PermissionDecision, RuleRef, Step, ToolCheck,
 };

@@ -1,22 +1,31 @@
-//! Loading what a run or a check needs from disk: task, policy sources, workdir, home. Every
-//! failure here is a configuration error (exit 2) and happens before any model call.
+//! Loading what a run or a check needs from disk: task, policy sources, workdir, home, and
+//! what of them is in force. Every failure here is a configuration error (exit 2) and
+//! happens before any model call.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow};
-
+use crate::hooks::{Hook, merge_hooks};
 use crate::policy::{
     self, LowerGrant, PermissionContext, PermissionMode, Policy, PolicyOrigin, PolicySource,
-    RuleSet, SourceKind, Workspace, danger, lower_may_add, refuse_managed_keys_below,
+    RuleSet, SourceKind, Workspace, danger, lower_may_add, refuse_disabled,
+    refuse_managed_keys_below,
 };
 use crate::task::Task;
+
+use super::SessionError;
+
+type Result<T> = std::result::Result<T, SessionError>;
 
 /// Where the managed policy lives when `--policy` is not given; `TOLLGATE_MANAGED_DIR`
 /// moves it (for images that keep configuration elsewhere, and for tests).
 const MANAGED_DIR: &str = "/etc/tollgate";
 
-pub fn read_text(path: &Path, what: &str) -> Result<String> {
-    std::fs::read_to_string(path).with_context(|| format!("cannot read {what} {}", path.display()))
+pub fn read_text(path: &Path, what: &'static str) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| SessionError::Read {
+        what,
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 pub fn load_task(path: &Path, home: Option<&Path>) -> Result<Task> {
@@ -39,8 +48,11 @@ pub fn load_policy(path: &Path, home: Option<&Path>) -> Result<Policy> {
 }
 
 fn absolute_parent(path: &Path) -> Result<PathBuf> {
-    let absolute =
-        std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))?;
+    let absolute = std::path::absolute(path).map_err(|source| SessionError::Read {
+        what: "path",
+        path: path.to_path_buf(),
+        source,
+    })?;
     Ok(absolute
         .parent()
         .map(Path::to_path_buf)
@@ -48,12 +60,16 @@ fn absolute_parent(path: &Path) -> Result<PathBuf> {
 }
 
 /// The folder must exist; symlinks are resolved so confinement checks compare real paths.
-pub fn canonical_dir(path: &Path, what: &str) -> Result<PathBuf> {
-    let real = path
-        .canonicalize()
-        .with_context(|| format!("{what} {} does not exist", path.display()))?;
+pub fn canonical_dir(path: &Path, what: &'static str) -> Result<PathBuf> {
+    let real = path.canonicalize().map_err(|_| SessionError::NoFolder {
+        what,
+        path: path.to_path_buf(),
+    })?;
     if !real.is_dir() {
-        return Err(anyhow!("{what} {} is not a folder", path.display()));
+        return Err(SessionError::NoFolder {
+            what,
+            path: path.to_path_buf(),
+        });
     }
     Ok(real)
 }
@@ -92,7 +108,15 @@ impl PolicyInForce {
         let home = home_dir();
         let sources = load_sources(flags, None, &workdir, home.as_deref())?;
         let rules = RuleSet::from_sources(&sources);
-        let mode = resolve_mode(mode, None, &sources)?;
+        // `check --mode` asks how a call would be decided in that mode; it grants nothing,
+        // so only a disabled mode is refused, not one the managed policy keeps from runs.
+        let mode = match mode {
+            Some(mode) => {
+                refuse_disabled(mode, &sources)?;
+                mode
+            }
+            None => resolve_mode(None, None, &sources)?,
+        };
         let workspace = Workspace::new(workdir, additional_directories(&sources).dirs, home);
         Ok(PolicyInForce {
             sources,
@@ -130,8 +154,7 @@ pub fn load_sources(
         }
     }
     if !(flags.allow.is_empty() && flags.deny.is_empty() && flags.ask.is_empty()) {
-        let policy = Policy::from_flags(flags.allow, flags.deny, flags.ask, workdir)
-            .map_err(|err| anyhow!("{err}"))?;
+        let policy = Policy::from_flags(flags.allow, flags.deny, flags.ask, workdir)?;
         add(SourceKind::CommandLine, policy);
     }
     if let Some(task) = task {
@@ -166,7 +189,11 @@ fn managed_files() -> Result<Vec<PathBuf>> {
     let drop_in = dir.join("policy.d");
     if drop_in.is_dir() {
         let mut parts: Vec<PathBuf> = std::fs::read_dir(&drop_in)
-            .with_context(|| format!("cannot list {}", drop_in.display()))?
+            .map_err(|source| SessionError::Read {
+                what: "managed policy folder",
+                path: drop_in.clone(),
+                source,
+            })?
             .filter_map(|entry| entry.ok().map(|entry| entry.path()))
             .filter(|path| {
                 path.extension()
@@ -225,7 +252,7 @@ pub fn additional_directories(sources: &[PolicySource]) -> AdditionalDirectories
             match canonical_dir(dir, "additional directory") {
                 Ok(real) => found.dirs.push(real),
                 Err(err) => found.warnings.push(format!(
-                    "{err:#} (from {}); ignored",
+                    "{err} (from {}); ignored",
                     source.policy.file.display()
                 )),
             }
@@ -250,4 +277,33 @@ pub fn dangerous_allow_rules(rules: &RuleSet) -> Vec<String> {
             ))
         })
         .collect()
+}
+
+/// The hooks that run, managed policies' first, and the lower ones left aside.
+pub struct HooksInForce {
+    pub in_force: Vec<Hook>,
+    pub ignored: Vec<Hook>,
+}
+
+/// Lower sources' hooks run beside the managed ones unless a managed policy says
+/// `managed_hooks_only`, or is `managed_only` without granting `hooks`: a hook that answers
+/// allow would widen what the managed policy allows.
+pub fn hooks_in_force(sources: &[PolicySource]) -> HooksInForce {
+    let (managed, others): (Vec<&PolicySource>, Vec<&PolicySource>) = sources
+        .iter()
+        .partition(|source| source.kind == SourceKind::Managed);
+    let managed_only = managed
+        .iter()
+        .any(|source| source.policy.managed_hooks_only)
+        || !lower_may_add(sources, LowerGrant::Hooks);
+    let collect = |list: &[&PolicySource]| -> Vec<Hook> {
+        list.iter()
+            .flat_map(|source| source.policy.hooks.iter().cloned())
+            .collect()
+    };
+    let lower = collect(&others);
+    HooksInForce {
+        in_force: merge_hooks(&collect(&managed), managed_only, &lower),
+        ignored: if managed_only { lower } else { Vec::new() },
+    }
 }
