@@ -13,8 +13,8 @@ use super::word::Word;
 
 /// Programs whose operands are files they create, change or remove.
 const FILE_WRITERS: &[&str] = &[
-    "cp", "mv", "ln", "link", "install", "mkdir", "touch", "tee", "truncate", "dd", "rsync",
-    "sed", "chmod", "chown", "chgrp", "rm", "rmdir", "unlink", "shred", "mkfifo", "mknod",
+    "cp", "mv", "ln", "link", "install", "mkdir", "touch", "tee", "truncate", "dd", "rsync", "sed",
+    "chmod", "chown", "chgrp", "rm", "rmdir", "unlink", "shred", "mkfifo", "mknod",
 ];
 
 /// Git subcommands that create a repository (or a git directory for one).
@@ -55,7 +55,10 @@ impl Analyser<'_> {
     /// sources count as names too); `--opt=value` and `of=value` name one after the `=`.
     fn operand_writes(&mut self, text: &str, args: &[Word]) {
         for word in args {
-            if word.fixed().is_some_and(|v| v.starts_with('-') && !v.contains('=')) {
+            if word
+                .fixed()
+                .is_some_and(|v| v.starts_with('-') && !v.contains('='))
+            {
                 continue;
             }
             let Some(value) = word.fixed() else {
@@ -72,9 +75,9 @@ impl Analyser<'_> {
             for name in names {
                 match locate(&name, self.env, &self.cwds) {
                     Ok(paths) => self.add_named_writes(paths),
-                    Err(e) => self
-                        .problems
-                        .push(format!("`{text}` writes to a path not known statically: {e}")),
+                    Err(e) => self.problems.push(format!(
+                        "`{text}` writes to a path not known statically: {e}"
+                    )),
                 }
             }
         }
@@ -160,8 +163,17 @@ mod tests {
         };
         let rules = BashRules {
             allow: [
-                "cp:*", "mv:*", "mkdir:*", "touch:*", "git:*", "tar:*", "unzip:*", "dd:*",
-                "ln:*", "sed:*", "npm test:*",
+                "cp:*",
+                "mv:*",
+                "mkdir:*",
+                "touch:*",
+                "git:*",
+                "tar:*",
+                "unzip:*",
+                "dd:*",
+                "ln:*",
+                "sed:*",
+                "npm test:*",
             ]
             .iter()
             .enumerate()
@@ -170,16 +182,51 @@ mod tests {
             ..BashRules::default()
         };
         let cases: &[(&str, &[&str], bool, bool)] = &[
-            ("mkdir -p src/x/.git/hooks", &["/ws/src/x/.git/hooks"], false, false),
-            ("cp cfg src/x/HEAD", &["/ws/cfg", "/ws/src/x/HEAD"], false, false),
+            (
+                "mkdir -p src/x/.git/hooks",
+                &["/ws/src/x/.git/hooks"],
+                false,
+                false,
+            ),
+            (
+                "cp cfg src/x/HEAD",
+                &["/ws/cfg", "/ws/src/x/HEAD"],
+                false,
+                false,
+            ),
             ("mv -t src/x HEAD", &["/ws/src/x", "/ws/HEAD"], false, false),
-            ("ln -s ../cfg src/x/.GIT", &["/cfg", "/ws/src/x/.GIT"], false, false),
+            (
+                "ln -s ../cfg src/x/.GIT",
+                &["/cfg", "/ws/src/x/.GIT"],
+                false,
+                false,
+            ),
             ("touch ~/.bashrc", &["/home/u/.bashrc"], false, false),
-            ("dd if=a of=.husky/pre-commit", &["/ws/if=a", "/ws/a", "/ws/of=.husky/pre-commit", "/ws/.husky/pre-commit"], false, false),
-            ("sed -i s/a/b/ .npmrc", &["/ws/s/a/b", "/ws/.npmrc"], false, true),
+            (
+                "dd if=a of=.husky/pre-commit",
+                &[
+                    "/ws/if=a",
+                    "/ws/a",
+                    "/ws/of=.husky/pre-commit",
+                    "/ws/.husky/pre-commit",
+                ],
+                false,
+                false,
+            ),
+            (
+                "sed -i s/a/b/ .npmrc",
+                &["/ws/s/a/b", "/ws/.npmrc"],
+                false,
+                true,
+            ),
             ("cp a \"$DEST\"", &["/ws/a"], false, true),
             ("git init src/x", &[], true, false),
-            ("git -C src clone https://example.org/r.git", &[], true, false),
+            (
+                "git -C src clone https://example.org/r.git",
+                &[],
+                true,
+                false,
+            ),
             ("git --bare status", &[], true, false),
             ("git worktree add ../w", &[], true, false),
             ("git -c x=y commit -m init", &[], false, true),

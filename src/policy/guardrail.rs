@@ -120,7 +120,10 @@ const PROTECTED_FILES: &[(&str, &str)] = &[
 const PROTECTED_HOME: &[(&str, &str)] = &[
     (".ssh", "writes under ~/.ssh/"),
     (".config/tollgate", "writes to tollgate's user policy"),
-    (".config/git", "writes to the user's git config (it runs code)"),
+    (
+        ".config/git",
+        "writes to the user's git config (it runs code)",
+    ),
 ];
 
 enum FileName {
@@ -157,21 +160,20 @@ pub fn write_guardrail(path: &Path, home: Option<&Path>) -> Option<&'static str>
         }
     }
     if let [.., dir, file] = names.as_slice()
-        && let Some((_, _, reason)) =
-            PROTECTED_PAIR_FILES
-                .iter()
-                .find(|(outer, name, _)| {
-                    same_name(dir, outer)
-                        && match name {
-                            FileName::Exact(exact) => same_name(file, exact),
-                            FileName::Prefix(prefix) => file.starts_with(prefix),
-                        }
-                })
+        && let Some((_, _, reason)) = PROTECTED_PAIR_FILES.iter().find(|(outer, name, _)| {
+            same_name(dir, outer)
+                && match name {
+                    FileName::Exact(exact) => same_name(file, exact),
+                    FileName::Prefix(prefix) => file.starts_with(prefix),
+                }
+        })
     {
         return Some(reason);
     }
     if let Some(file) = names.last()
-        && let Some((_, reason)) = PROTECTED_FILES.iter().find(|(name, _)| same_name(file, name))
+        && let Some((_, reason)) = PROTECTED_FILES
+            .iter()
+            .find(|(name, _)| same_name(file, name))
     {
         return Some(reason);
     }

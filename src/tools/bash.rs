@@ -15,8 +15,7 @@ use super::{
 };
 use crate::bash::{BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, evaluate};
 use crate::policy::{
-    Access, AskCause, PermissionContext, RuleRef, ToolCheck, ToolName, check_path,
-    write_guardrail,
+    Access, AskCause, PermissionContext, RuleRef, ToolCheck, ToolName, check_path, write_guardrail,
 };
 
 /// The most a single call may ask for, whatever the model requests.
