@@ -190,6 +190,41 @@ pub fn write_guardrail(path: &Path, home: Option<&Path>) -> Option<&'static str>
     })
 }
 
+/// What a git directory holds besides `HEAD`: writing one of these next to an existing
+/// `HEAD` changes (or completes) a repository.
+const GIT_DIR_PARTS: &[&str] = &[
+    "config",
+    "config.worktree",
+    "packed-refs",
+    "commondir",
+    "objects",
+    "refs",
+    "hooks",
+    "info",
+    "worktrees",
+    "modules",
+];
+
+/// The guardrail a write to `path` trips because a folder on its way already holds a
+/// `HEAD` (`holds_head` looks on disk; the policy stays pure): writing `config`, `objects/`,
+/// `refs/`, `hooks/`… there makes or changes a repository git would obey. A `HEAD` written
+/// by the model is refused by [`write_guardrail`]; this covers one that was already there.
+pub fn git_dir_write(path: &Path, holds_head: &dyn Fn(&Path) -> bool) -> Option<&'static str> {
+    let mut dir = std::path::PathBuf::new();
+    for component in path.components() {
+        if let Component::Normal(name) = component
+            && GIT_DIR_PARTS.contains(&fold(&name.to_string_lossy()).as_str())
+            && holds_head(&dir)
+        {
+            return Some(
+                "writes into a folder that holds a HEAD (a git directory: its config runs code)",
+            );
+        }
+        dir.push(component);
+    }
+    None
+}
+
 /// The guardrail a read of `path` trips, if any.
 pub fn read_guardrail(path: &Path) -> Option<&'static str> {
     let mut parts = path.components();
@@ -357,6 +392,27 @@ mod tests {
         assert_eq!(fold(".GiT. "), ".git");
         assert!(!same_name("gi~", ".git"));
         assert!(!same_name("gitlab~1", ".git"));
+    }
+
+    #[test]
+    fn writes_next_to_an_existing_head_are_guarded() {
+        let holds_head = |dir: &Path| dir == Path::new("/ws/fixtures/repo");
+        let cases = [
+            ("/ws/fixtures/repo/config", true),
+            ("/ws/fixtures/repo/Objects/ab/cdef", true),
+            ("/ws/fixtures/repo/refs/heads/main", true),
+            ("/ws/fixtures/repo/hooks/post-checkout", true),
+            ("/ws/fixtures/repo/README.md", false),
+            ("/ws/fixtures/other/config", false),
+            ("/ws/src/objects/mod.rs", false),
+        ];
+        for (path, tripped) in cases {
+            assert_eq!(
+                git_dir_write(Path::new(path), &holds_head).is_some(),
+                tripped,
+                "{path}"
+            );
+        }
     }
 
     #[test]

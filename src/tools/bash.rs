@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::resolve_symlinks;
+use super::path::{check_write, resolve_symlinks};
 use super::shell::{ShellEnding, run_shell};
 use super::text::truncate_middle;
 use super::{
@@ -15,7 +15,7 @@ use super::{
 };
 use crate::bash::{BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, evaluate};
 use crate::policy::{
-    Access, AskCause, PermissionContext, RuleRef, ToolCheck, ToolName, check_path, write_guardrail,
+    AskCause, PermissionContext, RuleRef, ToolCheck, ToolName, git_dir_write, write_guardrail,
 };
 
 /// The most a single call may ask for, whatever the model requests.
@@ -166,7 +166,7 @@ fn check_command(command: &str, ctx: &PermissionContext) -> ToolCheck {
     let writes: Vec<(&PathBuf, ToolCheck)> = analysis
         .writes
         .iter()
-        .map(|path| (path, check_path(ctx, &ToolName::Edit, path, Access::Write)))
+        .map(|path| (path, check_write(ctx, &ToolName::Edit, path)))
         .collect();
     // The strongest answer wins: a refused write, then a guardrail, then ask rules (the
     // analysis's first), then anything unproven; a write no rule allows is unproven.
@@ -272,8 +272,9 @@ fn argument_guardrail(
         });
     }
     let home = ctx.workspace.home.as_deref();
+    let holds_head = |dir: &Path| dir.join("HEAD").is_file();
     analysis.named_writes.iter().find_map(|path| {
-        let guardrail = write_guardrail(path, home)?;
+        let guardrail = write_guardrail(path, home).or_else(|| git_dir_write(path, &holds_head))?;
         Some(ToolCheck::Ask {
             reason: format!(
                 "`{command}` writes {}: trips a safety guardrail: {guardrail}",

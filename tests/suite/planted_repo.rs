@@ -37,13 +37,13 @@ fn a_planted_repository_never_runs_its_config() {
 
     // A repository-shaped folder that is already there (committed as a test fixture, or
     // unpacked by a build): only the git environment keeps git out of it.
-    let fixture = ws.join("vendor/fixture");
+    let fixture = ws.join("src/fixture");
     std::fs::create_dir_all(fixture.join("objects")).unwrap();
     std::fs::create_dir_all(fixture.join("refs/heads")).unwrap();
     std::fs::write(fixture.join("HEAD"), "ref: refs/heads/main\n").unwrap();
     std::fs::write(
         fixture.join("config"),
-        planted_config(&ws.join("vendor"), &marker),
+        planted_config(&ws.join("src"), &marker),
     )
     .unwrap();
     // Unconfined, git obeys it: so this test can fail.
@@ -81,12 +81,15 @@ fn a_planted_repository_never_runs_its_config() {
         bash("mkdir -p src/evil5/.git/objects"),
         bash("cp -r src/evil src/evil6/.git"),
         bash("tar -xf src/planted.tar -C src"),
+        // The fixture already has a HEAD: its config and hooks are a repository's.
+        write("src/fixture/config", &config),
+        bash("cp src/evil/config src/fixture/hooks/post-checkout"),
     ];
     let running = [
         bash("cd src/evil && git status"),
         bash("git -C src/evil status"),
-        bash("git -C vendor/fixture status"),
-        bash("cd vendor/fixture && git status"),
+        bash("git -C src/fixture status"),
+        bash("cd src/fixture && git status"),
         bash("git status"),
     ];
     let turn = |calls: &[String]| {
