@@ -41,8 +41,9 @@ impl Analyser<'_> {
         };
         let args = &argv[1..];
         if name == "git" {
-            if let Some(why) = git_makes_repository(args) {
-                self.unseen_writes.push(format!("`{text}` {why}"));
+            match git_makes_repository(args) {
+                Some(why) => self.unseen_writes.push(format!("`{text}` {why}")),
+                None => self.git_pathspecs(args),
             }
         } else if let Some(why) = unpacks_unseen_names(name, args) {
             self.unseen_writes.push(format!("`{text}` {why}"));
@@ -79,6 +80,24 @@ impl Analyser<'_> {
                         "`{text}` writes to a path not known statically: {e}"
                     )),
                 }
+            }
+        }
+    }
+
+    /// Git run by a rule writes the work tree from its own content (`git checkout main --
+    /// .husky/pre-commit`, `git restore`, `git apply`): a word that looks like a path (it
+    /// holds a `/` or starts with `.`) is held to the guardrails. Revisions (`HEAD`, `main`,
+    /// `origin/main`) name nothing guarded, and messages are not paths, so nothing else is
+    /// asked about.
+    fn git_pathspecs(&mut self, args: &[Word]) {
+        for word in args {
+            let Some(value) = word.fixed() else { continue };
+            let looks_like_path = value.contains('/') || value.starts_with('.');
+            if value.starts_with('-') || !looks_like_path {
+                continue;
+            }
+            if let Ok(paths) = locate(word, self.env, &self.cwds) {
+                self.add_named_writes(paths);
             }
         }
     }
@@ -231,6 +250,13 @@ mod tests {
             ("git worktree add ../w", &[], true, false),
             ("git -c x=y commit -m init", &[], false, true),
             ("git log HEAD", &[], false, false),
+            (
+                "git checkout main -- .husky/pre-commit",
+                &["/ws/.husky/pre-commit"],
+                false,
+                false,
+            ),
+            ("git commit -m \"$msg\"", &[], false, false),
             ("tar xzf a.tgz", &[], true, false),
             ("tar -C out -xf a.tar", &[], true, false),
             ("tar -czf out.tgz .github", &[], false, false),
