@@ -77,6 +77,17 @@ impl ChildEnv {
         ChildEnv(vars.into())
     }
 
+    /// This environment without the variables `names`.
+    pub fn without(&self, names: &[&str]) -> ChildEnv {
+        ChildEnv(
+            self.0
+                .iter()
+                .filter(|(name, _)| !names.iter().any(|removed| name == removed))
+                .cloned()
+                .collect(),
+        )
+    }
+
     pub fn vars(&self) -> &[(OsString, OsString)] {
         &self.0
     }

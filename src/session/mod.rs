@@ -32,7 +32,7 @@ use crate::policy::{
 use crate::redact::Redactor;
 use crate::scheduler::MessageQueue;
 use crate::task::{FailOnSet, ModelSpec, ProviderKind, Task};
-use crate::tools::{ToolLimits, builtin};
+use crate::tools::{ToolLimits, builtin, model_command_env};
 use crate::transcript::{PolicySummary, StreamOutput};
 
 #[derive(Debug, Error)]
@@ -170,7 +170,8 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         limits.bash_timeout = tool_timeout;
     }
     let fail_on = options.fail_on.unwrap_or_else(|| task.fail_on.clone());
-    let env = RunEnv::new(&withheld_variables(&task));
+    let mut env = RunEnv::new(&withheld_variables(&task));
+    env.model = model_command_env(&env.model, &workspace.workdir);
     let provider = Provider::new(provider_config(&task.model)?)?;
     let spec = RunSpec {
         run_id,
@@ -202,7 +203,8 @@ fn policy_summary(
 ) -> PolicySummary {
     let mut warnings = dangerous_allow_rules(rules);
     for warning in &warnings {
-        tracing::warn!("{warning}");
+        // Rule text may come from a project's file: inert on a runner's log.
+        tracing::warn!("{}", crate::neutral::log_line(warning));
     }
     warnings.extend(directories.warnings);
     PolicySummary {

@@ -4,6 +4,7 @@
 mod bash;
 mod context;
 mod edit;
+mod git_env;
 mod glob;
 mod grep;
 mod path;
@@ -30,7 +31,7 @@ pub use grep::GrepTool;
 pub use path::{check_file_access, resolve_path, resolve_symlinks};
 pub use progress::{ProgressLine, ProgressSink};
 pub use read::ReadTool;
-pub use shell::{ShellEnding, ShellRun, run_shell};
+pub use shell::{ShellEnding, ShellRun, model_command_env, run_shell};
 pub use text::truncate_middle;
 pub use write::WriteTool;
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::context::AbortSignal;
+use super::git_env::git_env;
 use super::progress::ProgressSink;
 use crate::exec::{self, ChildEnv, Ending, ExecRequest};
 
@@ -22,6 +23,18 @@ pub struct ShellRun {
     pub ending: ShellEnding,
     /// stdout then stderr.
     pub output: String,
+}
+
+/// The environment of the model's commands run in `workdir`: `base` (no secrets, no
+/// start-up hijacks, no inherited `GIT_CONFIG*`) with git confined to the workspace's
+/// repository (`git_env`).
+pub fn model_command_env(base: &ChildEnv, workdir: &Path) -> ChildEnv {
+    let git = git_env(workdir);
+    let mut env = base.without(git.remove);
+    for (name, value) in git.set {
+        env = env.with(name, value);
+    }
+    env
 }
 
 /// Runs `command` with exactly `env` (the run's environment for it: the model's commands
