@@ -197,17 +197,19 @@ mod tests {
     use SourceKind::*;
 
     /// (sources, --mode, task mode) → the mode in force, or the error's start.
+    type Case<'a> = (
+        Vec<(SourceKind, &'a str)>,
+        Option<PermissionMode>,
+        Option<PermissionMode>,
+        Result<PermissionMode, &'a str>,
+    );
+
     #[test]
     fn the_managed_policy_decides_which_modes_lower_sources_may_choose() {
         let managed = "managed_only: true\npermissions: {default_mode: dontAsk}\n";
         let bypass_ok = "allowed_modes: [bypassPermissions, acceptEdits]\n";
         let project_accept = "permissions: {default_mode: acceptEdits}\n";
-        let cases: Vec<(
-            Vec<(SourceKind, &str)>,
-            Option<PermissionMode>,
-            Option<PermissionMode>,
-            Result<PermissionMode, &str>,
-        )> = vec![
+        let cases: Vec<Case> = vec![
             // No managed policy: anything goes, as before.
             (vec![(Project, project_accept)], None, None, Ok(AcceptEdits)),
             (vec![], None, Some(BypassPermissions), Ok(BypassPermissions)),
