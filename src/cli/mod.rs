@@ -1,6 +1,7 @@
 //! The command line: parses arguments, sets up logging, hands each subcommand its typed
 //! options and turns its result into the process exit code. `anyhow` lives here only.
 
+mod batch;
 mod check;
 mod policy;
 mod replay;
@@ -63,6 +64,16 @@ Prints one JSON line per call whose decision changes (stdout) and a short table 
 Exits 1 if a call that was denied would now be allowed, so it can guard policy changes in CI."
     )]
     Replay(ReplayArgs),
+    /// Run one task over many repositories: a working copy, run, branch and patch each.
+    #[command(
+        after_help = "Example:\n  tollgate batch bump.yaml --repos repos.txt --jobs 4 --out .tollgate/batch\n\n\
+Each repository gets its own working copy, run folder, branch and patch under the batch\n\
+folder; a journal per repository lets the same command resume after a kill.\n\
+Exit codes: 0 every repository passed, 1 one failed, 2 usage/config error."
+    )]
+    Batch(batch::BatchArgs),
+    /// Merge the reports of batch folders (one per shard).
+    Report(batch::ReportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -283,6 +294,8 @@ pub fn main() -> std::process::ExitCode {
         Command::Check(args) => check::check(args),
         Command::Policy(args) => policy::policy(args),
         Command::Replay(args) => replay::replay(args),
+        Command::Batch(args) => batch::batch(args, redactor.clone()),
+        Command::Report(args) => batch::report(args),
     };
     match result {
         Ok(code) => code.into(),

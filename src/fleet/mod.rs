@@ -1,0 +1,35 @@
+//! `tollgate batch`: one task over many repositories in one process — the manifest, the
+//! per-repository templates, working copies, journal and shard, and the merged reports.
+//! Every run goes through `session::assemble` and `agent::run`, as a single run does.
+
+mod batch_task;
+mod driver;
+mod journal;
+mod manifest;
+mod merge;
+mod shard;
+mod template;
+mod workcopy;
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+pub use driver::{Batch, BatchOptions, Rerun};
+pub use journal::{Journal, Phase, RepoOutcome, RunSummary};
+pub use manifest::{Repo, RepoSource};
+pub use merge::{collect, junit_xml, markdown, write_reports};
+pub use shard::Shard;
+
+#[derive(Debug, Error)]
+pub enum FleetError {
+    #[error(transparent)]
+    Session(#[from] crate::session::SessionError),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error("cannot create the batch folder {}: {source}", path.display())]
+    Output {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
