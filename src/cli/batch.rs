@@ -95,7 +95,9 @@ pub(super) fn batch(args: BatchArgs, redactor: Arc<Redactor>) -> Result<ExitCode
     eprintln!(
         "tollgate batch: {} repositories{} into {}",
         batch.repos().len(),
-        shard.map(|shard| format!(" (shard {shard})")).unwrap_or_default(),
+        shard
+            .map(|shard| format!(" (shard {shard})"))
+            .unwrap_or_default(),
         out.display()
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()

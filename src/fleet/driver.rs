@@ -7,12 +7,12 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Semaphore;
 
+use super::FleetError;
 use super::batch_task::BatchTask;
 use super::journal::{Journal, Phase, RepoOutcome, RunSummary, stable_hash};
 use super::manifest::{Repo, parse_manifest};
 use super::shard::Shard;
 use super::workcopy;
-use super::FleetError;
 use crate::agent::{self, RunReport};
 use crate::exit::ExitCode;
 use crate::redact::Redactor;
@@ -137,7 +137,10 @@ impl Batch {
                     return Journal::new(&repo.id);
                 };
                 let over_budget = batch.max_cost_usd.is_some_and(|limit| {
-                    tally.lock().map(|tally| tally.cost >= limit).unwrap_or(true)
+                    tally
+                        .lock()
+                        .map(|tally| tally.cost >= limit)
+                        .unwrap_or(true)
                 });
                 if let Ok(mut tally) = tally.lock() {
                     tally.running += 1;
@@ -199,9 +202,12 @@ impl Batch {
         redactor: Arc<Redactor>,
     ) -> Result<Journal, (Journal, String)> {
         let fresh = || Journal::new(&repo.id);
-        let head = workcopy::source_head(repo)
-            .await
-            .map_err(|err| (previous.clone().unwrap_or_else(fresh), format!("cannot read the repository: {err}")))?;
+        let head = workcopy::source_head(repo).await.map_err(|err| {
+            (
+                previous.clone().unwrap_or_else(fresh),
+                format!("cannot read the repository: {err}"),
+            )
+        })?;
         let key = self.cache_key(&head);
         let mut journal = match previous {
             Some(journal) if self.keeps(&journal, &key) => return Ok(journal),
@@ -227,7 +233,8 @@ impl Batch {
                 .write(&journal_path)
                 .map_err(|err| fail(journal, format!("cannot write the journal: {err}")))
         };
-        std::fs::create_dir_all(dir).map_err(|err| fail(&journal, format!("cannot create {}: {err}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|err| fail(&journal, format!("cannot create {}: {err}", dir.display())))?;
         if journal.phase < Phase::Checked {
             // A run cut short may have left half an edit: always start it from a clean copy.
             workcopy::prepare(repo, &head, &work, &settings.branch)
@@ -236,8 +243,12 @@ impl Batch {
             journal.phase = Phase::Cloned;
             save(&journal)?;
             let task_file = dir.join("task.yaml");
-            std::fs::write(&task_file, &task_text)
-                .map_err(|err| fail(&journal, format!("cannot write {}: {err}", task_file.display())))?;
+            std::fs::write(&task_file, &task_text).map_err(|err| {
+                fail(
+                    &journal,
+                    format!("cannot write {}: {err}", task_file.display()),
+                )
+            })?;
             let report = self
                 .run_agent(&task_file, &work, &dir.join("run"), redactor)
                 .await
@@ -321,8 +332,8 @@ impl Batch {
             out: Some(out.to_path_buf()),
             ..RunOptions::default()
         };
-        let Session { spec, provider } =
-            session::assemble(options, redactor).map_err(|err| format!("cannot start the run: {err}"))?;
+        let Session { spec, provider } = session::assemble(options, redactor)
+            .map_err(|err| format!("cannot start the run: {err}"))?;
         let (_handle, abort) = AbortHandle::new();
         let report = agent::run(spec, provider, abort)
             .await
@@ -338,8 +349,8 @@ impl Batch {
 }
 
 fn skipped(batch: &Batch, repo: &Repo) -> Journal {
-    let mut journal =
-        Journal::read(&batch.repo_dir(repo).join("journal.json")).unwrap_or_else(|| Journal::new(&repo.id));
+    let mut journal = Journal::read(&batch.repo_dir(repo).join("journal.json"))
+        .unwrap_or_else(|| Journal::new(&repo.id));
     if !journal.finished() {
         journal.outcome = Some(RepoOutcome::Skipped);
         journal.reason = Some("not started: batch.max_cost_usd was reached".into());
@@ -366,7 +377,10 @@ fn summary(report: &RunReport) -> RunSummary {
         failures.push(error.clone());
     }
     if failures.is_empty() && report.exit_code != ExitCode::Success {
-        failures.push(format!("outcome {}", crate::config::serde_name(&report.outcome)));
+        failures.push(format!(
+            "outcome {}",
+            crate::config::serde_name(&report.outcome)
+        ));
     }
     RunSummary {
         outcome: crate::config::serde_name(&report.outcome),
@@ -399,7 +413,11 @@ impl Tally {
         if journal.outcome == Some(RepoOutcome::Failed) {
             self.failed += 1;
         }
-        self.cost += journal.run.as_ref().and_then(|run| run.cost_usd).unwrap_or(0.0);
+        self.cost += journal
+            .run
+            .as_ref()
+            .and_then(|run| run.cost_usd)
+            .unwrap_or(0.0);
         let outcome = journal
             .outcome
             .map(|outcome| crate::config::serde_name(&outcome))

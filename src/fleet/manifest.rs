@@ -90,7 +90,10 @@ pub fn parse_manifest(text: &str, file: &Path, base: &Path) -> Result<Vec<Repo>,
         });
     }
     if repos.is_empty() {
-        return Err(ConfigError::whole_file(file, "the manifest names no repository"));
+        return Err(ConfigError::whole_file(
+            file,
+            "the manifest names no repository",
+        ));
     }
     Ok(repos)
 }
@@ -113,7 +116,9 @@ fn plain_lines(text: &str, file: &Path) -> Result<Vec<(u64, EntryFile)>, ConfigE
                 file,
                 line_no,
                 1,
-                format!("unexpected `{extra}`: a line is `LOCATION [REF]`; use the YAML form for parameters"),
+                format!(
+                    "unexpected `{extra}`: a line is `LOCATION [REF]`; use the YAML form for parameters"
+                ),
             ));
         }
         entries.push((
@@ -143,10 +148,7 @@ fn source_of(location: &str, base: &Path) -> RepoSource {
 /// The location's last component without `.git`: `../api.git` → `api`.
 fn default_id(location: &str) -> String {
     let trimmed = location.trim_end_matches('/');
-    let last = trimmed
-        .rsplit(['/', ':'])
-        .next()
-        .unwrap_or(trimmed);
+    let last = trimmed.rsplit(['/', ':']).next().unwrap_or(trimmed);
     last.strip_suffix(".git").unwrap_or(last).to_string()
 }
 
@@ -170,7 +172,10 @@ mod tests {
     fn plain_lines_name_local_paths_and_urls() {
         let repos = parse("# fleet\n../api\nhttps://example.com/org/web.git v2\n\n").unwrap();
         assert_eq!(repos[0].id, "api");
-        assert_eq!(repos[0].source, RepoSource::Local(PathBuf::from("/base/../api")));
+        assert_eq!(
+            repos[0].source,
+            RepoSource::Local(PathBuf::from("/base/../api"))
+        );
         assert_eq!(repos[1].id, "web");
         assert_eq!(
             repos[1].source,
@@ -187,7 +192,10 @@ mod tests {
         .unwrap();
         assert_eq!(repos[0].id, "api-v1");
         assert!(matches!(repos[0].source, RepoSource::Url(_)));
-        assert_eq!(repos[0].params.get("pkg").map(String::as_str), Some("serde"));
+        assert_eq!(
+            repos[0].params.get("pkg").map(String::as_str),
+            Some("serde")
+        );
     }
 
     #[test]

@@ -56,7 +56,9 @@ pub fn junit_xml(journals: &[Journal]) -> Result<String, quick_junit::SerializeE
             case.set_time(std::time::Duration::from_millis(run.duration_ms));
         }
         suite.add_test_case(case);
-        let cost = cost_of(journal).map(|cost| format!("{cost:.6}")).unwrap_or_default();
+        let cost = cost_of(journal)
+            .map(|cost| format!("{cost:.6}"))
+            .unwrap_or_default();
         suite.add_properties([
             Property::new("outcome", outcome_name(journal)),
             Property::new("branch", journal.branch.clone().unwrap_or_default()),
@@ -81,12 +83,16 @@ pub fn markdown(journals: &[Journal]) -> String {
         journals.len()
     );
     for journal in journals {
-        let (checks, denials) = journal.run.as_ref().map_or((String::new(), String::new()), |run| {
-            (
-                format!("{} passed, {} failed", run.checks_passed, run.checks_failed),
-                run.denials.to_string(),
-            )
-        });
+        let (checks, denials) =
+            journal
+                .run
+                .as_ref()
+                .map_or((String::new(), String::new()), |run| {
+                    (
+                        format!("{} passed, {} failed", run.checks_passed, run.checks_failed),
+                        run.denials.to_string(),
+                    )
+                });
         let cell = |text: &str| text.replace('|', "\\|").replace('\n', " ");
         text.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} |\n",
@@ -94,7 +100,9 @@ pub fn markdown(journals: &[Journal]) -> String {
             cell(&outcome_name(journal)),
             checks,
             denials,
-            cost_of(journal).map(|cost| format!("{cost:.4}")).unwrap_or_default(),
+            cost_of(journal)
+                .map(|cost| format!("{cost:.4}"))
+                .unwrap_or_default(),
             cell(journal.branch.as_deref().unwrap_or("")),
             cell(journal.pr_url.as_deref().unwrap_or("")),
         ));

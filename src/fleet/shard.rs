@@ -85,7 +85,13 @@ mod tests {
         for count in 1..=4 {
             for repo in &repos {
                 let owners = (1..=count)
-                    .filter(|index| Shard { index: *index, count }.takes(repo))
+                    .filter(|index| {
+                        Shard {
+                            index: *index,
+                            count,
+                        }
+                        .takes(repo)
+                    })
                     .count();
                 assert_eq!(owners, 1, "{} in {count} shards", repo.id);
             }

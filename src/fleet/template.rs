@@ -160,7 +160,12 @@ mod tests {
         let repos = [repo("api", &[]), repo("web", &[("pkg", "x")])];
         let cases: &[(&str, u64, u64, &str)] = &[
             ("a\n  b {{ repo.owner }}", 2, 5, "unknown placeholder"),
-            ("{{ repo.params.pkg }}", 1, 1, "repository `api` has no parameter"),
+            (
+                "{{ repo.params.pkg }}",
+                1,
+                1,
+                "repository `api` has no parameter",
+            ),
             ("x\n\n{{ repo.name", 3, 1, "without its closing"),
         ];
         for (text, line, column, message) in cases {

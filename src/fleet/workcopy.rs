@@ -74,7 +74,10 @@ pub async fn source_head(repo: &Repo) -> Result<String, GitError> {
     match &repo.source {
         RepoSource::Local(path) => {
             let spec = format!("{wanted}^{{commit}}");
-            Ok(git(path, &["rev-parse", "--verify", &spec]).await?.trim().to_string())
+            Ok(git(path, &["rev-parse", "--verify", &spec])
+                .await?
+                .trim()
+                .to_string())
         }
         RepoSource::Url(url) => {
             let listed = git(Path::new("/"), &["ls-remote", url, wanted]).await?;
@@ -105,7 +108,11 @@ pub async fn prepare(repo: &Repo, head: &str, dir: &Path, branch: &str) -> Resul
             git(path, &["worktree", "add", "--detach", &target, head]).await?;
         }
         RepoSource::Url(url) => {
-            git(Path::new("/"), &["clone", "--quiet", "--no-checkout", url, &target]).await?;
+            git(
+                Path::new("/"),
+                &["clone", "--quiet", "--no-checkout", url, &target],
+            )
+            .await?;
             git(dir, &["checkout", "--quiet", "--detach", head]).await?;
         }
     }
@@ -136,11 +143,18 @@ pub async fn commit(dir: &Path, message: &str) -> Result<Option<String>, GitErro
     let has_identity = git(dir, &["config", "user.email"]).await.is_ok();
     let mut args = Vec::new();
     if !has_identity {
-        args.extend(["-c", "user.name=tollgate", "-c", "user.email=tollgate@localhost"]);
+        args.extend([
+            "-c",
+            "user.name=tollgate",
+            "-c",
+            "user.email=tollgate@localhost",
+        ]);
     }
     args.extend(["commit", "--quiet", "--no-verify", "-m", message]);
     git(dir, &args).await?;
-    Ok(Some(git(dir, &["rev-parse", "HEAD"]).await?.trim().to_string()))
+    Ok(Some(
+        git(dir, &["rev-parse", "HEAD"]).await?.trim().to_string(),
+    ))
 }
 
 /// The committed change as a mail-style patch (`git am` applies it).

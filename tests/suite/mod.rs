@@ -5,6 +5,7 @@ mod action;
 mod bash_corpus;
 mod bash_props;
 mod bash_sweep;
+mod batch;
 mod check_cli;
 mod gate_cli;
 mod hooks_cli;
