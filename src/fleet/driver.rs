@@ -178,7 +178,11 @@ impl Batch {
         let previous = Journal::read(&journal_path);
         let mut journal = match self.advance(repo, previous, &dir, redactor).await {
             Ok(journal) => journal,
-            Err((mut journal, reason)) => {
+            Err(stopped) => {
+                let Stopped {
+                    mut journal,
+                    reason,
+                } = *stopped;
                 journal.outcome = Some(RepoOutcome::Failed);
                 journal.reason = Some(reason);
                 journal
@@ -200,13 +204,13 @@ impl Batch {
         previous: Option<Journal>,
         dir: &Path,
         redactor: Arc<Redactor>,
-    ) -> Result<Journal, (Journal, String)> {
+    ) -> Result<Journal, Box<Stopped>> {
         let fresh = || Journal::new(&repo.id);
         let head = workcopy::source_head(repo).await.map_err(|err| {
-            (
-                previous.clone().unwrap_or_else(fresh),
-                format!("cannot read the repository: {err}"),
-            )
+            Box::new(Stopped {
+                journal: previous.clone().unwrap_or_else(fresh),
+                reason: format!("cannot read the repository: {err}"),
+            })
         })?;
         let key = self.cache_key(&head);
         let mut journal = match previous {
@@ -216,7 +220,12 @@ impl Batch {
             }
             _ => fresh(),
         };
-        let fail = |journal: &Journal, reason: String| (journal.clone(), reason);
+        let fail = |journal: &Journal, reason: String| {
+            Box::new(Stopped {
+                journal: journal.clone(),
+                reason,
+            })
+        };
         let (task_text, settings) = self
             .task
             .render(repo)
@@ -346,6 +355,12 @@ impl Batch {
         }
         Ok(report)
     }
+}
+
+/// How far a repository got before it stopped, and why.
+struct Stopped {
+    journal: Journal,
+    reason: String,
 }
 
 fn skipped(batch: &Batch, repo: &Repo) -> Journal {
