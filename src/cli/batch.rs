@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::exit::ExitCode;
-use crate::fleet::{self, Batch, BatchOptions, RepoOutcome, Rerun, Shard};
+use crate::fleet::{self, Batch, BatchOptions, RepoOutcome, RepoRecord, Rerun, Shard};
 use crate::redact::Redactor;
 
 #[derive(Debug, Args)]
@@ -57,7 +57,8 @@ pub(super) struct ReportArgs {
 
 #[derive(Debug, Subcommand)]
 enum ReportCommand {
-    /// Merge batch folders (e.g. one per shard) into one JUnit file and one summary table.
+    /// Merge batch folders (e.g. one per shard) into one JUnit file, one SARIF log, one
+    /// Markdown summary and one self-contained HTML page.
     Merge {
         /// Batch folders, as given to `tollgate batch --out`.
         #[arg(required = true)]
@@ -105,7 +106,11 @@ pub(super) fn batch(args: BatchArgs, redactor: Arc<Redactor>) -> Result<ExitCode
         .build()
         .context("cannot start the async runtime")?;
     let journals = runtime.block_on(batch.run(redactor));
-    let written = fleet::write_reports(&out, &journals)
+    let records: Vec<RepoRecord> = journals
+        .iter()
+        .map(|journal| RepoRecord::in_batch(&out, journal.clone()))
+        .collect();
+    let written = fleet::write_reports(&out, &records)
         .with_context(|| format!("cannot write the reports to {}", out.display()))?;
     print!("{}", fleet::markdown(&journals));
     for path in written {
@@ -124,8 +129,8 @@ pub(super) fn batch(args: BatchArgs, redactor: Arc<Redactor>) -> Result<ExitCode
 pub(super) fn report(args: ReportArgs) -> Result<ExitCode> {
     match args.command {
         ReportCommand::Merge { dirs, out } => {
-            let journals = fleet::collect(&dirs).context("cannot read the batch folders")?;
-            let written = fleet::write_reports(&out, &journals)
+            let records = fleet::collect(&dirs).context("cannot read the batch folders")?;
+            let written = fleet::write_reports(&out, &records)
                 .with_context(|| format!("cannot write the reports to {}", out.display()))?;
             for path in written {
                 println!("wrote {}", path.display());

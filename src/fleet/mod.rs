@@ -4,6 +4,7 @@
 
 mod batch_task;
 mod driver;
+mod html;
 mod journal;
 mod manifest;
 mod merge;
@@ -18,7 +19,7 @@ use thiserror::Error;
 pub use driver::{Batch, BatchOptions, Rerun};
 pub use journal::{Journal, Phase, RepoOutcome, RunSummary};
 pub use manifest::{Repo, RepoSource};
-pub use merge::{collect, junit_xml, markdown, write_reports};
+pub use merge::{RepoRecord, collect, junit_xml, markdown, sarif, write_reports};
 pub use shard::Shard;
 
 #[derive(Debug, Error)]

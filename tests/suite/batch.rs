@@ -163,6 +163,20 @@ fn twelve_repos_get_their_branch_and_a_failing_check_fails_only_its_repo() {
     assert_eq!(failed, ["r07"]);
     let summary = std::fs::read_to_string(fleet.path().join("out/summary.md")).unwrap();
     assert!(summary.contains("| r07 | failed |"), "{summary}");
+    let sarif: Value = serde_json::from_str(
+        &std::fs::read_to_string(fleet.path().join("out/tollgate.sarif")).unwrap(),
+    )
+    .unwrap();
+    let tagged: Vec<&str> = sarif["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|result| result["properties"]["repo"].as_str().unwrap())
+        .collect();
+    assert_eq!(tagged, ["r07"], "the failed check is r07's only");
+    let html = std::fs::read_to_string(fleet.path().join("out/report.html")).unwrap();
+    assert_eq!(html.matches("<tr class=").count(), 12);
+    assert!(html.contains("<svg id=\"cost-chart\""));
 }
 
 #[test]
