@@ -281,7 +281,7 @@ impl Batch {
             return Ok(journal);
         }
         if journal.phase < Phase::Committed {
-            let commit = workcopy::commit(&work, &settings.commit_message)
+            let commit = workcopy::commit(&work, &head, &settings.commit_message)
                 .await
                 .map_err(|err| fail(&journal, format!("cannot commit the change: {err}")))?;
             if commit.is_some() {

@@ -132,11 +132,14 @@ pub async fn discard(repo: &Repo, dir: &Path) {
     }
 }
 
-/// Commits everything the agent changed; `None` when nothing changed.
-pub async fn commit(dir: &Path, message: &str) -> Result<Option<String>, GitError> {
+/// Commits everything the agent changed on top of `base`; `None` when nothing changed.
+pub async fn commit(dir: &Path, base: &str, message: &str) -> Result<Option<String>, GitError> {
     git(dir, &["add", "-A"]).await?;
     if git(dir, &["diff", "--cached", "--quiet"]).await.is_ok() {
-        return Ok(None);
+        // A batch killed between the commit and its journal entry left the commit made:
+        // it is the change, not "no change".
+        let current = git(dir, &["rev-parse", "HEAD"]).await?.trim().to_string();
+        return Ok((current != base).then_some(current));
     }
     // An identity of the user's when git has one; else a neutral one, so the commit works
     // on a bare CI machine.

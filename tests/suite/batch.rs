@@ -198,6 +198,13 @@ fn a_batch_started_again_continues_unfinished_repos_and_keeps_finished_ones() {
         journal["outcome"] = Value::Null;
         std::fs::write(&path, journal.to_string()).unwrap();
     }
+    // And one was killed between its commit and the journal's record of it.
+    let path = fleet.path().join("out/repos/r01/journal.json");
+    let mut journal = fleet.journal("out", "r01");
+    journal["phase"] = "checked".into();
+    journal["outcome"] = Value::Null;
+    journal["commit"] = Value::Null;
+    std::fs::write(&path, journal.to_string()).unwrap();
     for id in ["r00", "r01", "r02"] {
         std::fs::write(transcript(id), "kept\n").unwrap();
     }
@@ -210,9 +217,11 @@ fn a_batch_started_again_continues_unfinished_repos_and_keeps_finished_ones() {
             "{id} re-ran"
         );
     }
-    for id in ["r03", "r04", "r05"] {
+    for id in ["r01", "r03", "r04", "r05"] {
         assert_eq!(fleet.journal("out", id)["outcome"], "changed");
-        assert_ne!(std::fs::read_to_string(transcript(id)).unwrap(), "kept\n");
+        if id != "r01" {
+            assert_ne!(std::fs::read_to_string(transcript(id)).unwrap(), "kept\n");
+        }
         // Still one commit on the branch, not two.
         let log = git(
             &fleet.path().join(id),
