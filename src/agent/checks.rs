@@ -15,7 +15,7 @@ const CHECK_OUTPUT_CHARS: usize = 20_000;
 
 pub async fn run_check(check: &Check, workdir: &Path, abort: &AbortSignal) -> CheckOutcome {
     let started = Instant::now();
-    let run = run_shell(&check.run, workdir, check.timeout, abort, false, None).await;
+    let run = run_shell(&check.run, workdir, check.timeout, abort, false, None, None).await;
     let (exit_code, output) = match run {
         Ok(run) => {
             let note = match run.ending {

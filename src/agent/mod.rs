@@ -192,6 +192,7 @@ pub async fn run(
         abort: abort.clone(),
         files: FileStateCache::default(),
         progress: None,
+        sandbox: None,
     };
     let model = ModelSummary {
         provider: spec.task.model.provider.to_string(),

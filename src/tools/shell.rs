@@ -9,6 +9,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::context::AbortSignal;
 use super::progress::ProgressSink;
+use crate::sandbox::{LimitHit, Sandbox};
 
 /// Output kept per stream; the rest is drained and counted.
 const CAPTURE_BYTES: usize = 1024 * 1024;
@@ -26,6 +27,8 @@ pub struct ShellRun {
     pub ending: ShellEnding,
     /// stdout then stderr.
     pub output: String,
+    /// The sandbox limit the command ran into, if any.
+    pub limit: Option<LimitHit>,
 }
 
 /// Names of environment variables that look like credentials; the model's commands do not
@@ -60,7 +63,8 @@ fn changes_what_commands_do(name: &str) -> bool {
 /// Runs `command`. `Err` only when bash could not be started. `scrub_secrets` (for the
 /// model's commands) drops credentials and variables that change what commands do. Each
 /// complete output line also goes to `progress` as it arrives; the captured output is the
-/// same either way.
+/// same either way. With a `sandbox`, the command runs confined, in the sandbox's scrubbed
+/// environment; a sandbox that cannot be prepared is an `Err` (nothing runs unconfined).
 pub async fn run_shell(
     command: &str,
     cwd: &Path,
@@ -68,6 +72,7 @@ pub async fn run_shell(
     abort: &AbortSignal,
     scrub_secrets: bool,
     progress: Option<&ProgressSink>,
+    sandbox: Option<&Sandbox>,
 ) -> std::io::Result<ShellRun> {
     let mut cmd = tokio::process::Command::new("bash");
     cmd.arg("-c")
@@ -88,14 +93,33 @@ pub async fn run_shell(
             }
         }
     }
+    let mut watch = None;
+    if let Some(sandbox) = sandbox {
+        let confined = sandbox
+            .prepare()
+            .map_err(|err| std::io::Error::other(err.to_string()))?;
+        cmd.env_clear().envs(confined.env);
+        let setup = confined.child;
+        // SAFETY: `apply` makes raw system calls on values prepared above and allocates
+        // nothing, so it is safe between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || setup.apply());
+        }
+        watch = Some(confined.watch);
+    }
     let mut child = cmd.spawn()?;
     // The scheduler cancels a call by dropping its future (a sibling Bash failed, a hard
     // stop): the guard kills the group then too, not only the `bash` that kill_on_drop reaches.
     let group = GroupGuard(child.id());
     let stdout = tokio::spawn(read_capped(child.stdout.take(), progress.cloned()));
     let stderr = tokio::spawn(read_capped(child.stderr.take(), progress.cloned()));
+    let mut status = None;
     let ending = tokio::select! {
-        status = child.wait() => ShellEnding::Exited(status?.code()),
+        done = child.wait() => {
+            let done = done?;
+            status = Some(done);
+            ShellEnding::Exited(done.code())
+        }
         _ = tokio::time::sleep(timeout) => ShellEnding::TimedOut,
         _ = abort.aborted() => ShellEnding::Aborted,
     };
@@ -111,7 +135,12 @@ pub async fn run_shell(
         }
         output.push_str(&stderr);
     }
-    Ok(ShellRun { ending, output })
+    let limit = watch.and_then(|watch| watch.limit_hit(status));
+    Ok(ShellRun {
+        ending,
+        output,
+        limit,
+    })
 }
 
 /// Kills the command's process group when dropped, before the child is reaped.
@@ -226,6 +255,7 @@ mod tests {
             &abort,
             true,
             None,
+            None,
         )
         .await
         .unwrap();
@@ -248,6 +278,7 @@ mod tests {
             Duration::from_millis(300),
             &abort,
             true,
+            None,
             None,
         )
         .await
@@ -272,6 +303,7 @@ mod tests {
             &abort,
             true,
             None,
+            None,
         )
         .await
         .unwrap();
@@ -292,6 +324,7 @@ mod tests {
             Duration::from_secs(5),
             &abort,
             scrub,
+            None,
             None,
         )
         .await
@@ -336,6 +369,7 @@ mod tests {
             &abort,
             true,
             Some(&sink),
+            None,
         )
         .await
         .unwrap();
