@@ -137,6 +137,13 @@ fn preflight_with(
     })
 }
 
+/// The sandbox a run will start: the policy's block and what the preflight found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SandboxSpec {
+    pub config: SandboxConfig,
+    pub status: SandboxStatus,
+}
+
 /// Environment variables a sandboxed command keeps: the basics and CI's non-secret context.
 const BASE_ENV: [&str; 22] = [
     "PATH",
@@ -179,12 +186,12 @@ impl Sandbox {
     /// Creates the run's temp folder and `allow_write` folders inside the workspace, and
     /// starts the proxy in `proxy` mode. `roots` are the workspace roots, workdir first.
     pub async fn start(
-        config: SandboxConfig,
-        status: SandboxStatus,
+        spec: SandboxSpec,
         roots: &[PathBuf],
         home: Option<&Path>,
         run_id: &str,
     ) -> Result<Sandbox, SandboxError> {
+        let SandboxSpec { config, status } = spec;
         let workdir = roots.first().cloned().unwrap_or_else(|| PathBuf::from("/"));
         let tmpdir = std::env::temp_dir().join(format!("tollgate-{run_id}"));
         std::fs::create_dir_all(&tmpdir).map_err(io(format!("create {}", tmpdir.display())))?;

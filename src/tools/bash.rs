@@ -358,6 +358,7 @@ mod tests {
         let workspace = Workspace::new("/ws".into(), vec![], Some("/home/u".into()));
         let kind = |command: &str, mode: PermissionMode| {
             let ctx = PermissionContext {
+                auto_allow_bash: false,
                 mode,
                 rules: &rules,
                 workspace: &workspace,
