@@ -42,7 +42,21 @@ pub struct ChildSetup {
     pub rlimits: Vec<Rlimit>,
     /// The Landlock ruleset; `None` where the kernel has no Landlock (`on_unavailable: warn`).
     pub ruleset: Option<OwnedFd>,
+    /// Read rights the child grants itself on its own `/proc/<pid>`, which the parent cannot
+    /// name before the fork (the rest of `/proc/<pid>` stays closed: this kernel lets a
+    /// Landlock domain read other processes' `environ`).
+    pub own_proc_rights: u64,
 }
+
+/// `struct landlock_path_beneath_attr` (packed in the kernel's ABI).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: libc::c_int,
+}
+
+/// `LANDLOCK_RULE_PATH_BENEATH`.
+const RULE_PATH_BENEATH: libc::c_long = 1;
 
 impl ChildSetup {
     /// Runs in the child between fork and exec. Any failure stops the exec: a command that
@@ -72,6 +86,9 @@ impl ChildSetup {
             return Err(std::io::Error::last_os_error());
         }
         if let Some(ruleset) = &self.ruleset {
+            if self.own_proc_rights != 0 {
+                grant_own_proc(ruleset.as_raw_fd(), self.own_proc_rights)?;
+            }
             // SAFETY: landlock_restrict_self(2) takes the ruleset descriptor we own and flags 0.
             let done = unsafe {
                 libc::syscall(
@@ -85,5 +102,40 @@ impl ChildSetup {
             }
         }
         Ok(())
+    }
+}
+
+/// Adds a read rule for this process's own `/proc/<pid>` to the ruleset.
+fn grant_own_proc(ruleset: libc::c_int, rights: u64) -> std::io::Result<()> {
+    // SAFETY: open(2) of a static NUL-terminated path; the descriptor is closed below.
+    let fd = unsafe {
+        libc::open(
+            c"/proc/self".as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let attr = PathBeneathAttr {
+        allowed_access: rights,
+        parent_fd: fd,
+    };
+    // SAFETY: landlock_add_rule(2) reads the attribute struct we pass; flags must be 0.
+    let added = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset,
+            RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0u32,
+        )
+    };
+    let error = (added != 0).then(std::io::Error::last_os_error);
+    // SAFETY: closes the descriptor opened above, once.
+    unsafe { libc::close(fd) };
+    match error {
+        Some(error) => Err(error),
+        None => Ok(()),
     }
 }

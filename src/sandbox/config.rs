@@ -313,7 +313,7 @@ mod tests {
         let err = parse("sandbox:\n  network: {mode: maybe}\n").unwrap_err();
         assert_eq!(err.line, 2, "{err}");
         let err = parse("sandbox:\n  env_passthrough: [OK, 'A=B']\n").unwrap_err();
-        assert_eq!((err.line, err.column), (2, 24), "{err}");
+        assert_eq!((err.line, err.column), (2, 25), "{err}");
         let err = parse("sandbox:\n  filesystem: {allow_write: ['~root/x']}\n").unwrap_err();
         assert!(err.message.contains("not a path"), "{err}");
         let err = parse("sandbox:\n  networks: {}\n").unwrap_err();

@@ -214,10 +214,20 @@ impl Sandbox {
         for root in roots {
             deny_write.extend(guarded_in(root));
         }
+        // Other processes' /proc/<pid> folders (tollgate's own `environ` holds the model's
+        // API key) are closed; the rest of /proc stays readable. The child opens its own.
+        let mut read_roots = vec![PathBuf::from("/")];
+        read_roots.extend(list_dir(Path::new("/proc")).into_iter().filter(|entry| {
+            entry.file_name().and_then(|name| name.to_str()).is_some_and(|name| {
+                !name.bytes().all(|b| b.is_ascii_digit()) && name != "self" && name != "thread-self"
+            })
+        }));
+        let mut deny_read = resolve(&config.deny_read);
+        deny_read.push(PathBuf::from("/proc"));
         let scope = FsScope {
-            read_roots: vec![PathBuf::from("/")],
+            read_roots,
             write_roots,
-            deny_read: resolve(&config.deny_read),
+            deny_read,
             deny_write,
         };
         let proxy = match config.network {
@@ -278,6 +288,11 @@ impl Sandbox {
             child: ChildSetup {
                 cgroup_procs: procs,
                 rlimits: limits::rlimits(&limits, by_rlimit),
+                own_proc_rights: if ruleset.is_some() {
+                    ruleset::read_rights_bits(self.status.landlock_abi)
+                } else {
+                    0
+                },
                 ruleset,
             },
             watch: LimitWatch { cgroup, limits },

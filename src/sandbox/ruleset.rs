@@ -50,6 +50,12 @@ pub struct TcpAllow {
     pub connect_only: Vec<u16>,
 }
 
+/// The read rights on a folder at the kernel's ABI, as the raw bits the child passes to
+/// `landlock_add_rule` for its own `/proc/<pid>`.
+pub fn read_rights_bits(version: u32) -> u64 {
+    abi(version).map_or(0, |abi| AccessFs::from_read(abi).bits())
+}
+
 /// Builds the ruleset for `grants` (and `tcp` when the kernel can restrict TCP). `None` when
 /// the kernel has no Landlock at all. Every requested right is a hard requirement: a ruleset
 /// the kernel cannot enforce as asked is an error, never a silently weaker sandbox.
