@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 
 use crate::config::ConfigError;
-use crate::policy::DomainPattern;
+use crate::policy::{DomainPattern, normalize_lexically};
 
 /// What to do when the kernel cannot enforce what the policy asks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,11 +39,13 @@ pub enum NetworkMode {
 pub struct PolicyPath(String);
 
 impl PolicyPath {
+    /// Absolute and lexically normalised, as the carving compares paths by prefix.
     pub fn resolve(&self, workdir: &Path, home: Option<&Path>) -> Option<PathBuf> {
-        match self.0.strip_prefix("~/") {
-            Some(rest) => home.map(|home| home.join(rest)),
-            None => Some(workdir.join(&self.0)),
-        }
+        let joined = match self.0.strip_prefix("~/") {
+            Some(rest) => home?.join(rest),
+            None => workdir.join(&self.0),
+        };
+        Some(normalize_lexically(&joined))
     }
 }
 

@@ -97,7 +97,20 @@ fn on_off(enforced: bool) -> &'static str {
 /// Detects what the kernel can enforce for `config`. With `on_unavailable: fail` a gap is an
 /// error (the CLI exits 2 before any model call); with `warn` it becomes the status's warning.
 pub fn preflight(config: &SandboxConfig) -> Result<SandboxStatus, SandboxError> {
-    preflight_with(config, ruleset::kernel_abi(), ProcessLimit::detect())
+    let cap = std::env::var(MAX_ABI_ENV)
+        .ok()
+        .and_then(|value| value.trim().parse::<u32>().ok())
+        .unwrap_or(u32::MAX);
+    preflight_with(config, kernel_abi().min(cap), ProcessLimit::detect())
+}
+
+/// Caps the Landlock ABI tollgate uses, to see what a policy does on an older runner's
+/// kernel. It can only lower what the kernel offers, never raise it.
+pub const MAX_ABI_ENV: &str = "TOLLGATE_SANDBOX_MAX_ABI";
+
+/// The Landlock ABI the running kernel offers (0: none).
+pub fn kernel_abi() -> u32 {
+    ruleset::kernel_abi()
 }
 
 fn preflight_with(

@@ -12,4 +12,5 @@ mod providers;
 mod redaction;
 mod reports;
 mod run_cli;
+mod sandbox;
 mod scheduling;
