@@ -22,9 +22,9 @@ use crate::model::{
 };
 use crate::policy::{PolicySource, RuleKind, RuleRef, RuleSet, SourceKind, Workspace};
 use crate::redact::Redactor;
-use crate::sandbox::{self, SandboxConfig, SandboxSpec};
 use crate::report::github::{self, GithubEnv, ReportPaths};
 use crate::report::{junit_xml, sarif_json, text_summary};
+use crate::sandbox::{self, SandboxConfig, SandboxSpec};
 use crate::scheduler::{MessageQueue, parse_input_line};
 use crate::task::{FailOnSet, ModelSpec, ProviderKind};
 use crate::tools::{AbortHandle, AbortReason, ToolLimits, builtin};

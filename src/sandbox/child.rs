@@ -91,11 +91,7 @@ impl ChildSetup {
             }
             // SAFETY: landlock_restrict_self(2) takes the ruleset descriptor we own and flags 0.
             let done = unsafe {
-                libc::syscall(
-                    libc::SYS_landlock_restrict_self,
-                    ruleset.as_raw_fd(),
-                    0u32,
-                )
+                libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32)
             };
             if done != 0 {
                 return Err(std::io::Error::last_os_error());

@@ -160,6 +160,18 @@ struct LimitsBlock {
     max_open_files: Option<u64>,
 }
 
+impl SandboxConfig {
+    /// A `sandbox:` block's contents on their own (the keys under `sandbox:`).
+    pub fn from_yaml(text: &str, file: &Path) -> Result<SandboxConfig, ConfigError> {
+        let block: SandboxBlock = if text.trim().is_empty() {
+            SandboxBlock::default()
+        } else {
+            crate::config::parse(text, file)?
+        };
+        block.into_config(file)
+    }
+}
+
 impl SandboxBlock {
     pub fn into_config(self, file: &Path) -> Result<SandboxConfig, ConfigError> {
         let at = |spanned: &Spanned<String>, message: String| {
@@ -177,7 +189,10 @@ impl SandboxBlock {
                     if text.is_empty() || (text.starts_with('~') && !text.starts_with("~/")) {
                         Err(at(
                             &spanned,
-                            format!("`{}` is not a path (write `~/x`, `/x` or `x`)", spanned.value),
+                            format!(
+                                "`{}` is not a path (write `~/x`, `/x` or `x`)",
+                                spanned.value
+                            ),
                         ))
                     } else {
                         Ok(PolicyPath(text.to_string()))
@@ -211,7 +226,9 @@ impl SandboxBlock {
             if crate::tools::is_secret_env_name(name) {
                 return Err(at(
                     spanned,
-                    format!("`{name}` looks like a credential; sandboxed commands never see credentials"),
+                    format!(
+                        "`{name}` looks like a credential; sandboxed commands never see credentials"
+                    ),
                 ));
             }
         }

@@ -99,7 +99,9 @@ impl std::fmt::Display for LimitHit {
             LimitHit::MaxCpuSeconds(n) => {
                 write!(f, "sandbox limit max_cpu_seconds ({n}) was hit")
             }
-            LimitHit::MaxFileBytes(n) => write!(f, "sandbox limit max_file_mb ({} MiB) was hit", n >> 20),
+            LimitHit::MaxFileBytes(n) => {
+                write!(f, "sandbox limit max_file_mb ({} MiB) was hit", n >> 20)
+            }
         }
     }
 }
@@ -205,10 +207,7 @@ mod tests {
     #[test]
     fn the_process_rlimit_only_without_a_cgroup() {
         let config = LimitsConfig::default();
-        let has = |list: &[Rlimit]| {
-            list.iter()
-                .any(|l| l.resource == RlimitResource::Processes)
-        };
+        let has = |list: &[Rlimit]| list.iter().any(|l| l.resource == RlimitResource::Processes);
         assert!(has(&rlimits(&config, true)));
         assert!(!has(&rlimits(&config, false)));
         let cpu = rlimits(&config, false)

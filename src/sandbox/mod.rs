@@ -231,9 +231,14 @@ impl Sandbox {
         // API key) are closed; the rest of /proc stays readable. The child opens its own.
         let mut read_roots = vec![PathBuf::from("/")];
         read_roots.extend(list_dir(Path::new("/proc")).into_iter().filter(|entry| {
-            entry.file_name().and_then(|name| name.to_str()).is_some_and(|name| {
-                !name.bytes().all(|b| b.is_ascii_digit()) && name != "self" && name != "thread-self"
-            })
+            entry
+                .file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| {
+                    !name.bytes().all(|b| b.is_ascii_digit())
+                        && name != "self"
+                        && name != "thread-self"
+                })
         }));
         let mut deny_read = resolve(&config.deny_read);
         deny_read.push(PathBuf::from("/proc"));
@@ -370,7 +375,11 @@ impl LimitWatch {
     /// The limit the command ran into, if its ending shows one.
     pub fn limit_hit(&self, status: Option<ExitStatus>) -> Option<LimitHit> {
         use std::os::unix::process::ExitStatusExt;
-        if self.cgroup.as_ref().is_some_and(CommandCgroup::limit_was_hit) {
+        if self
+            .cgroup
+            .as_ref()
+            .is_some_and(CommandCgroup::limit_was_hit)
+        {
             return self.limits.max_processes.map(LimitHit::MaxProcesses);
         }
         let status = status?;
@@ -440,10 +449,7 @@ mod tests {
         assert_eq!(get("TOLLGATE_SANDBOX_TEST_PASS").as_deref(), Some("yes"));
         assert_eq!(get("TOLLGATE_SANDBOX_TEST_HIDDEN"), None);
         assert_eq!(get("TMPDIR").as_deref(), Some("/tmp/t"));
-        assert_eq!(
-            get("HTTPS_PROXY").as_deref(),
-            Some("http://127.0.0.1:4242")
-        );
+        assert_eq!(get("HTTPS_PROXY").as_deref(), Some("http://127.0.0.1:4242"));
         assert!(get("PATH").is_some());
     }
 }

@@ -222,7 +222,10 @@ mod tests {
                 "GET http://example.org HTTP/1.0\r\n\r\n",
                 Some(("GET", "example.org", 80, Some("GET / HTTP/1.0"))),
             ),
-            ("CONNECT [::1]:8443 HTTP/1.1\r\n\r\n", Some(("CONNECT", "::1", 8443, None))),
+            (
+                "CONNECT [::1]:8443 HTTP/1.1\r\n\r\n",
+                Some(("CONNECT", "::1", 8443, None)),
+            ),
             ("GET /relative HTTP/1.1\r\n\r\n", None),
             ("CONNECT :443 HTTP/1.1\r\n\r\n", None),
             ("CONNECT host:notaport HTTP/1.1\r\n\r\n", None),

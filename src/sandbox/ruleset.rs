@@ -99,7 +99,10 @@ pub fn build(
     if let Some(tcp) = restrict_tcp {
         for port in &tcp.ports {
             created = created
-                .add_rule(NetPort::new(*port, AccessNet::BindTcp | AccessNet::ConnectTcp))
+                .add_rule(NetPort::new(
+                    *port,
+                    AccessNet::BindTcp | AccessNet::ConnectTcp,
+                ))
                 .map_err(|e| err(&format!("port {port}"), e))?;
         }
         for port in &tcp.connect_only {

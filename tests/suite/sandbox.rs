@@ -84,7 +84,9 @@ fn results(run: &Finished) -> Vec<(bool, String)> {
 }
 
 fn refused(result: &(bool, String)) -> bool {
-    result.0 && result.1.contains("Permission denied") && !result.1.starts_with("Permission denied:")
+    result.0
+        && result.1.contains("Permission denied")
+        && !result.1.starts_with("Permission denied:")
 }
 
 #[test]
@@ -111,7 +113,12 @@ fn gate_allowed_commands_stay_inside_the_workspace() {
     let results = results(&run);
     assert_eq!(results.len(), 6, "{}", run.stderr);
     assert_eq!(results[0], (false, "kept".to_string()));
-    for (index, what) in [(1, "outside"), (2, "hook"), (3, "git config"), (4, "secret")] {
+    for (index, what) in [
+        (1, "outside"),
+        (2, "hook"),
+        (3, "git config"),
+        (4, "secret"),
+    ] {
         assert!(refused(&results[index]), "{what}: {:?}", results[index]);
     }
     assert!(!outside.exists());
@@ -124,8 +131,16 @@ fn gate_allowed_commands_stay_inside_the_workspace() {
     assert_eq!(results[5], (false, "tmp".to_string()));
     let started = &run.events()[0];
     assert_eq!(started["sandbox"]["filesystem"], true, "{started}");
-    assert!(run.stdout.contains("sandbox: Landlock ABI"), "{}", run.stdout);
-    assert!(run.step_summary.contains("| Sandbox | 🔒"), "{}", run.step_summary);
+    assert!(
+        run.stdout.contains("sandbox: Landlock ABI"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.step_summary.contains("| Sandbox | 🔒"),
+        "{}",
+        run.step_summary
+    );
 }
 
 /// Accepts connections on a loopback port until the test ends.
@@ -200,9 +215,22 @@ fn the_proxy_lets_allowed_domains_through_and_records_every_connection() {
         &[],
     );
     let results = results(&run);
-    assert_eq!(results[0], (false, "hello from /allowed".to_string()), "{}", run.stderr);
-    assert!(results[1].0 && results[1].1.contains("403"), "{:?}", results[1]);
-    assert!(results[2].0 && !results[2].1.contains("hello"), "{:?}", results[2]);
+    assert_eq!(
+        results[0],
+        (false, "hello from /allowed".to_string()),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        results[1].0 && results[1].1.contains("403"),
+        "{:?}",
+        results[1]
+    );
+    assert!(
+        results[2].0 && !results[2].1.contains("hello"),
+        "{:?}",
+        results[2]
+    );
     let connections: Vec<(String, bool)> = run
         .events()
         .iter()
@@ -291,7 +319,11 @@ fn a_sandbox_the_kernel_cannot_enforce_stops_before_the_model() {
     let scene = Scene::new("sandbox:\n  network: {mode: none}\n");
     let run = scene.run(&["echo never"], &[("TOLLGATE_SANDBOX_MAX_ABI", "3")]);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("needs Landlock ABI 4"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("needs Landlock ABI 4"),
+        "{}",
+        run.stderr
+    );
     assert!(!run.out.join("transcript.jsonl").exists());
     let warn = Scene::new("sandbox:\n  on_unavailable: warn\n  network: {mode: none}\n");
     let run = warn.run(&["echo ran"], &[("TOLLGATE_SANDBOX_MAX_ABI", "3")]);
@@ -310,7 +342,14 @@ fn auto_allow_bash_runs_unlisted_commands_but_deny_rules_and_guardrails_still_wi
         "permissions:\n  deny: ['Bash(rm:*)']\nsandbox: {auto_allow_bash: true}\n",
         "dontAsk",
     );
-    let run = dir.run(&["echo unlisted", "rm -rf src", "echo x > .git/hooks/post-commit"], &[]);
+    let run = dir.run(
+        &[
+            "echo unlisted",
+            "rm -rf src",
+            "echo x > .git/hooks/post-commit",
+        ],
+        &[],
+    );
     let decisions: Vec<String> = run
         .events()
         .iter()
