@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use tollgate::policy::Workspace;
 use tollgate::sandbox::{Sandbox, SandboxConfig, SandboxSpec, kernel_abi, preflight};
 use tollgate::tools::{AbortHandle, run_shell};
 
@@ -21,11 +22,11 @@ fn main() {
     if kernel_abi() < 4 {
         return eprintln!("skipped: the kernel offers Landlock ABI {}", kernel_abi());
     }
-    let workspace = match tempfile::tempdir() {
+    let scratch = match tempfile::tempdir() {
         Ok(dir) => dir,
         Err(err) => return eprintln!("cannot make a workspace: {err}"),
     };
-    let root = workspace.path().to_path_buf();
+    let root = scratch.path().to_path_buf();
     runtime.block_on(async {
         let config = match SandboxConfig::from_yaml("", Path::new("bench")) {
             Ok(config) => config,
@@ -36,7 +37,8 @@ fn main() {
             Err(err) => return eprintln!("{err}"),
         };
         let spec = SandboxSpec { config, status };
-        let sandbox = match Sandbox::start(spec, std::slice::from_ref(&root), None, "bench").await {
+        let workspace = Workspace::new(root.clone(), Vec::new(), None);
+        let sandbox = match Sandbox::start(spec, &workspace, "bench").await {
             Ok(sandbox) => sandbox,
             Err(err) => return eprintln!("{err}"),
         };

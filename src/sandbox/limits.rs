@@ -140,8 +140,20 @@ impl CommandCgroup {
 
 impl Drop for CommandCgroup {
     fn drop(&mut self) {
-        // The command's group was killed before this; a cgroup with a straggler stays behind
-        // (empty ones are removed) rather than blocking the run.
+        // The command's process group was killed before this; a process that left the group
+        // (setsid) is still in the cgroup and goes now, so nothing outlives the call. One that
+        // is still dying keeps the cgroup, which then stays behind rather than block the run.
+        let members = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+        for pid in members
+            .lines()
+            .filter_map(|line| line.trim().parse::<libc::pid_t>().ok())
+        {
+            // SAFETY: kill(2) only sends a signal, to a process listed in the command's own
+            // cgroup a moment ago.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
         if let Err(err) = std::fs::remove_dir(&self.dir) {
             tracing::debug!("cannot remove {}: {err}", self.dir.display());
         }

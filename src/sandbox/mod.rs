@@ -15,6 +15,8 @@ use std::process::ExitStatus;
 
 use serde::Serialize;
 
+use crate::policy::Workspace;
+
 pub use child::ChildSetup;
 pub use config::{
     DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, PolicyPath, SandboxBlock,
@@ -197,20 +199,23 @@ pub struct Sandbox {
 
 impl Sandbox {
     /// Creates the run's temp folder and `allow_write` folders inside the workspace, and
-    /// starts the proxy in `proxy` mode. `roots` are the workspace roots, workdir first.
+    /// starts the proxy in `proxy` mode.
     pub async fn start(
         spec: SandboxSpec,
-        roots: &[PathBuf],
-        home: Option<&Path>,
+        workspace: &Workspace,
         run_id: &str,
     ) -> Result<Sandbox, SandboxError> {
         let SandboxSpec { config, status } = spec;
-        let workdir = roots.first().cloned().unwrap_or_else(|| PathBuf::from("/"));
+        let (workdir, roots, home) = (
+            &workspace.workdir,
+            &workspace.roots,
+            workspace.home.as_deref(),
+        );
         let tmpdir = std::env::temp_dir().join(format!("tollgate-{run_id}"));
         std::fs::create_dir_all(&tmpdir).map_err(io(format!("create {}", tmpdir.display())))?;
         let resolve = |list: &[PolicyPath]| -> Vec<PathBuf> {
             list.iter()
-                .filter_map(|path| path.resolve(&workdir, home))
+                .filter_map(|path| path.resolve(workdir, home))
                 .collect()
         };
         let allow_write = resolve(&config.allow_write);
@@ -219,7 +224,7 @@ impl Sandbox {
                 std::fs::create_dir_all(dir).map_err(io(format!("create {}", dir.display())))?;
             }
         }
-        let mut write_roots: Vec<PathBuf> = roots.to_vec();
+        let mut write_roots: Vec<PathBuf> = roots.clone();
         write_roots.push(tmpdir.clone());
         write_roots.extend(allow_write);
         write_roots.extend(WRITABLE_DEVICES.iter().map(PathBuf::from));

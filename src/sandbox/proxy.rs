@@ -67,8 +67,14 @@ async fn serve(
     log: Arc<Mutex<Vec<ProxyConnection>>>,
 ) {
     loop {
-        let Ok((client, _)) = listener.accept().await else {
-            continue;
+        let client = match listener.accept().await {
+            Ok((client, _)) => client,
+            Err(err) => {
+                // Out of descriptors, most likely: back off instead of spinning on it.
+                tracing::warn!("the sandbox proxy cannot accept a connection: {err}");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
         };
         let allowed = allowed.clone();
         let log = log.clone();
