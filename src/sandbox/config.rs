@@ -91,6 +91,8 @@ pub struct SandboxConfig {
     pub allowed_ports: Vec<u16>,
     pub env_passthrough: Vec<String>,
     pub auto_allow_bash: bool,
+    /// The task's checks run in the sandbox too (they are the author's, so off by default).
+    pub checks: bool,
     pub limits: LimitsConfig,
 }
 
@@ -124,6 +126,8 @@ pub struct SandboxBlock {
     env_passthrough: Vec<Spanned<String>>,
     #[serde(default)]
     auto_allow_bash: bool,
+    #[serde(default)]
+    checks: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -251,6 +255,7 @@ impl SandboxBlock {
             allowed_ports: self.network.allowed_ports,
             env_passthrough: self.env_passthrough.into_iter().map(|s| s.value).collect(),
             auto_allow_bash: self.auto_allow_bash,
+            checks: self.checks,
             limits: self.limits.resolve(),
         })
     }
@@ -302,7 +307,7 @@ mod tests {
     #[test]
     fn every_key_loads() {
         let config = parse(
-            "sandbox:\n  enabled: true\n  on_unavailable: warn\n  filesystem:\n    allow_write: [target, ~/.cache]\n    deny_read: [secrets]\n    deny_write: [Cargo.lock]\n  network:\n    mode: proxy\n    allowed_domains: [crates.io, '*.crates.io']\n    allowed_ports: [5432]\n  limits: {max_processes: 64, max_memory_mb: 0}\n  env_passthrough: [RUST_LOG]\n  auto_allow_bash: true\n",
+            "sandbox:\n  enabled: true\n  on_unavailable: warn\n  filesystem:\n    allow_write: [target, ~/.cache]\n    deny_read: [secrets]\n    deny_write: [Cargo.lock]\n  network:\n    mode: proxy\n    allowed_domains: [crates.io, '*.crates.io']\n    allowed_ports: [5432]\n  limits: {max_processes: 64, max_memory_mb: 0}\n  env_passthrough: [RUST_LOG]\n  auto_allow_bash: true\n  checks: true\n",
         )
         .unwrap();
         assert_eq!(config.on_unavailable, OnUnavailable::Warn);
@@ -320,7 +325,7 @@ mod tests {
             config.deny_read[0].resolve(Path::new("/w"), None),
             Some(PathBuf::from("/w/secrets"))
         );
-        assert!(config.auto_allow_bash);
+        assert!(config.auto_allow_bash && config.checks);
     }
 
     #[test]

@@ -276,6 +276,11 @@ impl Sandbox {
         &self.status
     }
 
+    /// Whether the task's checks run in the sandbox too (`sandbox.checks`).
+    pub fn confines_checks(&self) -> bool {
+        self.config.checks
+    }
+
     pub fn auto_allow_bash(&self) -> bool {
         self.config.auto_allow_bash && self.status.enforced()
     }
@@ -409,6 +414,7 @@ mod tests {
             allowed_ports: Vec::new(),
             env_passthrough: Vec::new(),
             auto_allow_bash: true,
+            checks: false,
             limits: LimitsConfig::default(),
         }
     }

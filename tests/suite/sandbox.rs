@@ -50,6 +50,10 @@ impl Scene {
     }
 
     fn run(&self, commands: &[&str], env: &[(&str, &str)]) -> Finished {
+        self.run_with_checks(commands, "", env)
+    }
+
+    fn run_with_checks(&self, commands: &[&str], checks: &str, env: &[(&str, &str)]) -> Finished {
         let steps: String = commands
             .iter()
             .map(|command| {
@@ -60,7 +64,7 @@ impl Scene {
             })
             .collect();
         let task = format!(
-            "version: 1\nname: sandboxed\nprompt: go\nworkdir: ws\npolicy: policy.yaml\nmode: {}\ntools: [Bash]\nfail_on: [check, limit]\nmodel:\n  provider: scripted\n  name: s\n  script:\n{steps}    - - text: done\n",
+            "version: 1\nname: sandboxed\nprompt: go\nworkdir: ws\npolicy: policy.yaml\nmode: {}\ntools: [Bash]\nfail_on: [check, limit]\nmodel:\n  provider: scripted\n  name: s\n  script:\n{steps}    - - text: done\n{checks}",
             self.mode
         );
         let path = self.path().join("task.yaml");
@@ -359,4 +363,20 @@ fn auto_allow_bash_runs_unlisted_commands_but_deny_rules_and_guardrails_still_wi
     assert_eq!(decisions, ["allow", "deny", "deny"], "{}", run.stderr);
     assert_eq!(results(&run)[0], (false, "unlisted".to_string()));
     assert!(dir.path().join("ws/src").exists());
+}
+
+#[test]
+fn checks_run_confined_only_when_the_policy_says_so() {
+    if landlock_missing() {
+        return;
+    }
+    let checks = "checks:\n  - name: escape\n    run: 'f=../escaped.txt; echo x > \"$f\"'\n";
+    let confined = Scene::new("sandbox: {checks: true}\n");
+    let run = confined.run_with_checks(&[], checks, &[]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(!confined.path().join("escaped.txt").exists());
+    let free = Scene::new("sandbox: {}\n");
+    let run = free.run_with_checks(&[], checks, &[]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(free.path().join("escaped.txt").exists());
 }
