@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::context::AbortSignal;
+use super::git_env::git_env;
 use super::progress::ProgressSink;
 use crate::sandbox::{LimitHit, Sandbox};
 
@@ -61,10 +62,11 @@ fn changes_what_commands_do(name: &str) -> bool {
 }
 
 /// Runs `command`. `Err` only when bash could not be started. `scrub_secrets` (for the
-/// model's commands) drops credentials and variables that change what commands do. Each
-/// complete output line also goes to `progress` as it arrives; the captured output is the
-/// same either way. With a `sandbox`, the command runs confined, in the sandbox's scrubbed
-/// environment; a sandbox that cannot be prepared is an `Err` (nothing runs unconfined).
+/// model's commands) drops credentials and variables that change what commands do, and
+/// confines git to the workspace's repository (`git_env`). Each complete output line also
+/// goes to `progress` as it arrives; the captured output is the same either way. With a
+/// `sandbox`, the command runs confined, in the sandbox's scrubbed environment (plus the git
+/// confinement); a sandbox that cannot be prepared is an `Err` (nothing runs unconfined).
 pub async fn run_shell(
     command: &str,
     cwd: &Path,
@@ -92,6 +94,11 @@ pub async fn run_shell(
                 cmd.env_remove(&name);
             }
         }
+        let git = git_env(cwd);
+        for name in git.remove {
+            cmd.env_remove(name);
+        }
+        cmd.envs(git.set);
     }
     let mut watch = None;
     if let Some(sandbox) = sandbox {
@@ -99,6 +106,9 @@ pub async fn run_shell(
             .prepare()
             .map_err(|err| std::io::Error::other(err.to_string()))?;
         cmd.env_clear().envs(confined.env);
+        if scrub_secrets {
+            cmd.envs(git_env(cwd).set);
+        }
         let setup = confined.child;
         // SAFETY: `apply` makes raw system calls on values prepared above and allocates
         // nothing, so it is safe between fork and exec.
