@@ -86,8 +86,6 @@ pub struct SandboxConfig {
     pub deny_write: Vec<PolicyPath>,
     pub network: NetworkMode,
     pub allowed_domains: Vec<DomainPattern>,
-    /// The domains as written, for reports.
-    pub allowed_domain_texts: Vec<String>,
     pub allowed_ports: Vec<u16>,
     pub env_passthrough: Vec<String>,
     pub auto_allow_bash: bool,
@@ -205,7 +203,6 @@ impl SandboxBlock {
                 .collect()
         };
         let mut allowed_domains = Vec::new();
-        let mut allowed_domain_texts = Vec::new();
         for spanned in &self.network.allowed_domains {
             let pattern = DomainPattern::parse(spanned.value.trim()).ok_or_else(|| {
                 at(
@@ -217,7 +214,6 @@ impl SandboxBlock {
                 )
             })?;
             allowed_domains.push(pattern);
-            allowed_domain_texts.push(spanned.value.trim().to_ascii_lowercase());
         }
         for spanned in &self.env_passthrough {
             let name = &spanned.value;
@@ -251,7 +247,6 @@ impl SandboxBlock {
             deny_write: paths(self.filesystem.deny_write)?,
             network: self.network.mode,
             allowed_domains,
-            allowed_domain_texts,
             allowed_ports: self.network.allowed_ports,
             env_passthrough: self.env_passthrough.into_iter().map(|s| s.value).collect(),
             auto_allow_bash: self.auto_allow_bash,

@@ -410,7 +410,6 @@ mod tests {
             deny_write: Vec::new(),
             network,
             allowed_domains: Vec::new(),
-            allowed_domain_texts: Vec::new(),
             allowed_ports: Vec::new(),
             env_passthrough: Vec::new(),
             auto_allow_bash: true,
