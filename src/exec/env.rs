@@ -77,6 +77,11 @@ impl ChildEnv {
         ChildEnv(vars.into())
     }
 
+    /// Exactly these variables (an environment prepared elsewhere, e.g. the sandbox's).
+    pub fn from_vars(vars: Vec<(OsString, OsString)>) -> ChildEnv {
+        ChildEnv(vars.into())
+    }
+
     /// This environment without the variables `names`.
     pub fn without(&self, names: &[&str]) -> ChildEnv {
         ChildEnv(

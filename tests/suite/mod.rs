@@ -14,4 +14,5 @@ mod redaction;
 mod reports;
 mod run_cli;
 mod runner;
+mod sandbox;
 mod scheduling;
