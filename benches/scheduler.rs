@@ -94,6 +94,7 @@ fn context() -> (ToolContext, AbortHandle) {
         files: FileStateCache::default(),
         command_env: tollgate::exec::RunEnv::new(&Default::default()).model,
         progress: None,
+        sandbox: None,
     };
     (ctx, handle)
 }

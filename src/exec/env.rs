@@ -77,6 +77,11 @@ impl ChildEnv {
         ChildEnv(vars.into())
     }
 
+    /// Exactly these variables (an environment prepared elsewhere, e.g. the sandbox's).
+    pub fn from_vars(vars: Vec<(OsString, OsString)>) -> ChildEnv {
+        ChildEnv(vars.into())
+    }
+
     /// This environment without the variables `names`.
     pub fn without(&self, names: &[&str]) -> ChildEnv {
         ChildEnv(
@@ -133,7 +138,11 @@ impl RunEnv {
 /// first thing `main` does); an `Err` leaves the block as it was.
 pub fn seal_process_environment() -> std::io::Result<()> {
     let (start, end) = environ_block()?;
-    let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    // `set_var` panics on a name that is empty or holds `=` (an entry like `=x` can reach a
+    // process); such a variable is not copied and reads as gone once the block is cleared.
+    let vars: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(name, _)| !name.is_empty() && !name.as_encoded_bytes().contains(&b'='))
+        .collect();
     for (name, value) in &vars {
         // SAFETY: no other thread exists yet (documented precondition), so nothing reads
         // the environment while it is rewritten.

@@ -5,6 +5,7 @@
 //! acts when that pipe closes, which the kernel does however tollgate ends.
 
 use std::io::Write;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
@@ -82,8 +83,43 @@ fn send(line: String) {
     }
 }
 
-pub(super) fn register(group: u32) {
-    send(format!("+ {group}\n"));
+/// The guardian's pipe, for a child to announce itself from `pre_exec` (started now if it
+/// was not yet). A child announces its own group before `exec`, so no process of the group
+/// exists unannounced, however early tollgate is killed.
+pub(super) fn pipe() -> Option<RawFd> {
+    let guardian = guardian()?.lock().ok()?;
+    Some(guardian.stdin.as_raw_fd())
+}
+
+/// In the child, between fork and exec: writes `+ <own pid>` to the guardian's pipe. Only
+/// system calls on a stack buffer; a line this short is written atomically, so it cannot
+/// interleave with tollgate's own lines.
+pub(super) fn announce_from_child(pipe: RawFd) {
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    let mut line = [0u8; 24];
+    line[0] = b'+';
+    line[1] = b' ';
+    let mut digits = [0u8; 12];
+    let mut count = 0;
+    let mut rest = u32::try_from(pid).unwrap_or(0);
+    loop {
+        digits[count] = b'0' + (rest % 10) as u8;
+        count += 1;
+        rest /= 10;
+        if rest == 0 || count == digits.len() {
+            break;
+        }
+    }
+    for (index, digit) in digits[..count].iter().rev().enumerate() {
+        line[2 + index] = *digit;
+    }
+    line[2 + count] = b'\n';
+    // SAFETY: write(2) of our own stack buffer to a descriptor the parent keeps open; a
+    // failure (the guardian is gone) leaves nothing to do.
+    unsafe {
+        libc::write(pipe, line.as_ptr().cast(), 3 + count);
+    }
 }
 
 pub(super) fn release(group: u32) {

@@ -151,11 +151,15 @@ pub async fn run(
         .process_group(0)
         .kill_on_drop(true);
     let parent = std::process::id();
+    let guardian = guardian::pipe();
     // SAFETY: the closure runs in the forked child before exec and only makes system calls
-    // (prctl, getppid, _exit) plus the sandbox step, which is documented to do the same.
+    // (prctl, getppid, getpid, write) plus the sandbox step, which is documented to do the same.
     unsafe {
         cmd.pre_exec(move || {
             tie_to_parent(parent)?;
+            if let Some(pipe) = guardian {
+                guardian::announce_from_child(pipe);
+            }
             match &pre_exec {
                 Some(step) => step(),
                 None => Ok(()),
@@ -234,14 +238,12 @@ fn tie_to_parent(parent: u32) -> io::Result<()> {
 }
 
 /// Kills the command's process group once: explicitly when the command ends, or on drop.
-/// Registered with the [`guardian`] meanwhile, so a SIGKILL of tollgate kills it as well.
+/// The child announced its group to the [`guardian`] before exec, so a SIGKILL of tollgate
+/// kills it as well; the kill here withdraws it.
 struct GroupKiller(Option<u32>);
 
 impl GroupKiller {
     fn new(group: Option<u32>) -> GroupKiller {
-        if let Some(group) = group {
-            guardian::register(group);
-        }
         GroupKiller(group)
     }
 

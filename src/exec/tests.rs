@@ -98,7 +98,7 @@ async fn a_daemon_holding_stdout_does_not_stall_the_call() {
     // past the grace. `left` exists once it has left the group.
     let outcome = run(
         bash(
-            "echo before; setsid sh -c 'touch left; exec sleep 6' & \
+            "echo before; setsid sh -c 'touch left; exec sleep 10' & \
              until [ -e left ]; do sleep 0.01; done; echo after",
             dir.path(),
             Duration::from_secs(20),

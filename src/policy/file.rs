@@ -13,6 +13,7 @@ use super::mode::PermissionMode;
 use super::rule::{Rule, RuleKind};
 use crate::config::{self, ConfigError, SourceLocation};
 use crate::hooks::{Hook, HookList};
+use crate::sandbox::{SandboxBlock, SandboxConfig};
 
 /// Declares `PolicyFile` with tollgate's own keys plus the Claude Code settings keys that a
 /// user's `settings.json` may carry and tollgate does not use: those load, are ignored, and
@@ -44,6 +45,8 @@ macro_rules! policy_file {
             /// What lower sources may still add under `managed_only` (managed policy only).
             #[serde(default)]
             lower_sources_may_add: Option<Spanned<Vec<LowerGrant>>>,
+            #[serde(default)]
+            sandbox: Option<SandboxBlock>,
             $(
                 #[serde(default, rename = $claude_key)]
                 $field: Option<IgnoredAny>,
@@ -98,7 +101,6 @@ policy_file! {
     "enabledPlugins" => enabled_plugins,
     "extraKnownMarketplaces" => extra_known_marketplaces,
     "disableAllHooks" => disable_all_hooks,
-    "sandbox" => sandbox,
     "otelHeadersHelper" => otel_headers_helper,
     "respectGitignore" => respect_gitignore,
     "plansDirectory" => plans_directory,
@@ -193,6 +195,8 @@ pub struct Policy {
     pub managed_keys: Vec<ManagedKey>,
     /// Claude Code settings keys present and ignored.
     pub ignored_keys: Vec<String>,
+    /// The `sandbox:` block, if the file has one.
+    pub sandbox: Option<SandboxConfig>,
 }
 
 impl Policy {
@@ -252,6 +256,10 @@ impl Policy {
                     .map(|mode| parse_mode(mode, origin.file))
                     .collect::<Result<Vec<_>, _>>()
             })
+            .transpose()?;
+        policy.sandbox = parsed
+            .sandbox
+            .map(|block| block.into_config(origin.file))
             .transpose()?;
         policy.hooks = parsed
             .hooks
@@ -348,6 +356,7 @@ impl Policy {
             lower_may_add: Vec::new(),
             managed_keys: Vec::new(),
             ignored_keys: Vec::new(),
+            sandbox: None,
         })
     }
 
@@ -387,6 +396,7 @@ impl Policy {
             lower_may_add: Vec::new(),
             managed_keys: Vec::new(),
             ignored_keys: Vec::new(),
+            sandbox: None,
         })
     }
 }

@@ -227,6 +227,7 @@ fn context() -> (ToolContext, AbortHandle) {
         files: FileStateCache::default(),
         command_env: crate::exec::RunEnv::new(&Default::default()).model,
         progress: None,
+        sandbox: None,
     };
     (ctx, handle)
 }

@@ -15,7 +15,7 @@ use thiserror::Error;
 pub use sources::{
     AdditionalDirectories, HooksInForce, PolicyInForce, SourceFlags, additional_directories,
     canonical_dir, dangerous_allow_rules, home_dir, hooks_in_force, load_policy, load_sources,
-    load_task, read_text, resolve_mode,
+    load_task, read_text, resolve_mode, sandbox_in_force,
 };
 
 use crate::agent::RunSpec;
@@ -30,6 +30,7 @@ use crate::policy::{
     SourceKind, ToolName, Workspace, run_self_tests,
 };
 use crate::redact::Redactor;
+use crate::sandbox::{self, SandboxError, SandboxSpec};
 use crate::scheduler::MessageQueue;
 use crate::task::{FailOnSet, ModelSpec, ProviderKind, Task};
 use crate::tools::{ToolLimits, builtin, model_command_env};
@@ -73,6 +74,8 @@ pub enum SessionError {
     SelfTest(String),
     #[error(transparent)]
     Provider(#[from] ProviderError),
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
 }
 
 /// What a run is asked to be, beside its task file: the command line's choices, already
@@ -135,6 +138,16 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
     let sources = load_sources(flags, Some(&task), &workdir, home.as_deref())?;
     let rules = RuleSet::from_sources(&sources);
     let mode = resolve_mode(options.mode, task.mode, &sources)?;
+    // Before any model call: a sandbox the kernel cannot enforce stops the run here (exit 2).
+    let sandbox = sandbox_in_force(&sources)
+        .map(|config| {
+            let status = sandbox::preflight(&config)?;
+            if let Some(warning) = &status.warning {
+                tracing::warn!("the sandbox is not fully enforced: {warning}");
+            }
+            Ok::<_, SandboxError>(SandboxSpec { config, status })
+        })
+        .transpose()?;
 
     let run_id = new_run_id();
     let out_dir = options
@@ -185,6 +198,7 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         max_turns,
         limits,
         hooks: hooks.in_force,
+        sandbox,
         fail_on,
         env,
         redactor,

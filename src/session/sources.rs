@@ -10,6 +10,7 @@ use crate::policy::{
     RuleSet, SourceKind, Workspace, danger, lower_may_add, refuse_disabled,
     refuse_managed_keys_below,
 };
+use crate::sandbox::SandboxConfig;
 use crate::task::Task;
 
 use super::SessionError;
@@ -128,6 +129,7 @@ impl PolicyInForce {
 
     pub fn context(&self) -> PermissionContext<'_> {
         PermissionContext {
+            auto_allow_bash: false,
             mode: self.mode,
             rules: &self.rules,
             workspace: &self.workspace,
@@ -306,4 +308,21 @@ pub fn hooks_in_force(sources: &[PolicySource]) -> HooksInForce {
         in_force: merge_hooks(&collect(&managed), managed_only, &lower),
         ignored: if managed_only { lower } else { Vec::new() },
     }
+}
+
+/// The sandbox of the highest-precedence policy that has a `sandbox:` block (only the managed
+/// policy's under `managed_only`), so a task or project file cannot turn off the managed one.
+pub fn sandbox_in_force(sources: &[PolicySource]) -> Option<SandboxConfig> {
+    let managed_only = sources
+        .iter()
+        .any(|source| source.kind == SourceKind::Managed && source.policy.managed_only);
+    let mut ordered: Vec<&PolicySource> = sources
+        .iter()
+        .filter(|source| !managed_only || source.kind == SourceKind::Managed)
+        .collect();
+    ordered.sort_by_key(|source| source.kind);
+    ordered
+        .into_iter()
+        .find_map(|source| source.policy.sandbox.clone())
+        .filter(|config| config.enabled)
 }

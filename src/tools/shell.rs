@@ -1,7 +1,9 @@
 //! The model's shell commands: `bash -c` in a folder through the one process runner
 //! (`exec`), its two streams joined into the text the model reads.
 
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
+use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,6 +11,7 @@ use super::context::AbortSignal;
 use super::git_env::git_env;
 use super::progress::ProgressSink;
 use crate::exec::{self, ChildEnv, Ending, ExecRequest};
+use crate::sandbox::{LimitHit, Sandbox};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShellEnding {
@@ -23,6 +26,8 @@ pub struct ShellRun {
     pub ending: ShellEnding,
     /// stdout then stderr.
     pub output: String,
+    /// The sandbox limit the command ran into, if any.
+    pub limit: Option<LimitHit>,
 }
 
 /// The environment of the model's commands run in `workdir`: `base` (no secrets, no
@@ -37,30 +42,65 @@ pub fn model_command_env(base: &ChildEnv, workdir: &Path) -> ChildEnv {
     env
 }
 
-/// Runs `command` with exactly `env` (the run's environment for it: the model's commands
-/// get one without secrets or start-up hijacks). `Err` only when bash could not be started.
-/// Each complete output line also goes to `progress` as it arrives; the captured output is
-/// the same either way.
+/// The environment a shell command starts with, and whose command it is.
+#[derive(Debug, Clone, Copy)]
+pub enum ShellEnv<'a> {
+    /// The model's: exactly this (the run built it without secrets, git confined); in the
+    /// sandbox, the sandbox's scrubbed environment with git confined to the workspace's
+    /// repository.
+    Model(&'a ChildEnv),
+    /// The task author's checks: exactly this; in the sandbox, the sandbox's environment.
+    Author(&'a ChildEnv),
+}
+
+/// Runs `command`. `Err` only when bash could not be started, or a `sandbox` could not be
+/// prepared for it (nothing runs unconfined then). Each complete output line also goes to
+/// `progress` as it arrives; the captured output is the same either way.
 pub async fn run_shell(
     command: &str,
     cwd: &Path,
     timeout: Duration,
     abort: &AbortSignal,
-    env: &ChildEnv,
+    env: ShellEnv<'_>,
     progress: Option<&ProgressSink>,
+    sandbox: Option<&Sandbox>,
 ) -> std::io::Result<ShellRun> {
-    let mut request = ExecRequest::bash(command, cwd.to_path_buf(), env.clone(), timeout);
+    let given = match env {
+        ShellEnv::Model(env) | ShellEnv::Author(env) => env.clone(),
+    };
+    let mut request = ExecRequest::bash(command, cwd.to_path_buf(), given, timeout);
     if let Some(progress) = progress.cloned() {
         request.capture.lines = Some(Arc::new(move |line: &str| progress.line(line)));
+    }
+    let mut watch = None;
+    if let Some(sandbox) = sandbox {
+        let confined = sandbox
+            .prepare()
+            .map_err(|err| std::io::Error::other(err.to_string()))?;
+        let sandboxed = ChildEnv::from_vars(confined.env);
+        request.env = match env {
+            ShellEnv::Model(_) => model_command_env(&sandboxed, cwd),
+            ShellEnv::Author(_) => sandboxed,
+        };
+        let setup = Arc::new(confined.child);
+        request.pre_exec = Some(Arc::new(move || setup.apply()));
+        watch = Some(confined.watch);
     }
     let outcome = exec::run(request, async {
         abort.aborted().await;
     })
     .await?;
-    let ending = match outcome.ending {
-        Ending::Exited { code, .. } => ShellEnding::Exited(code),
-        Ending::TimedOut => ShellEnding::TimedOut,
-        Ending::Cancelled => ShellEnding::Aborted,
+    let (ending, status) = match outcome.ending {
+        Ending::Exited { code, signal } => (
+            ShellEnding::Exited(code),
+            Some(ExitStatus::from_raw(match (code, signal) {
+                (Some(code), _) => code << 8,
+                (None, Some(signal)) => signal,
+                (None, None) => 0,
+            })),
+        ),
+        Ending::TimedOut => (ShellEnding::TimedOut, None),
+        Ending::Cancelled => (ShellEnding::Aborted, None),
     };
     let mut output = with_drop_note(outcome.stdout);
     let stderr = with_drop_note(outcome.stderr);
@@ -70,7 +110,12 @@ pub async fn run_shell(
         }
         output.push_str(&stderr);
     }
-    Ok(ShellRun { ending, output })
+    let limit = watch.and_then(|watch| watch.limit_hit(status));
+    Ok(ShellRun {
+        ending,
+        output,
+        limit,
+    })
 }
 
 fn with_drop_note(captured: exec::Captured) -> String {
@@ -103,7 +148,8 @@ mod tests {
             dir.path(),
             Duration::from_secs(10),
             &abort,
-            &model_env(),
+            ShellEnv::Model(&model_env()),
+            None,
             None,
         )
         .await
@@ -126,7 +172,8 @@ mod tests {
             dir.path(),
             Duration::from_millis(300),
             &abort,
-            &model_env(),
+            ShellEnv::Model(&model_env()),
+            None,
             None,
         )
         .await
@@ -149,7 +196,8 @@ mod tests {
             dir.path(),
             Duration::from_secs(60),
             &abort,
-            &model_env(),
+            ShellEnv::Model(&model_env()),
+            None,
             None,
         )
         .await
@@ -168,8 +216,9 @@ mod tests {
             dir.path(),
             Duration::from_secs(10),
             &abort,
-            &model_env(),
+            ShellEnv::Model(&model_env()),
             Some(&sink),
+            None,
         )
         .await
         .unwrap();

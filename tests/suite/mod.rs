@@ -15,4 +15,5 @@ mod redaction;
 mod reports;
 mod run_cli;
 mod runner;
+mod sandbox;
 mod scheduling;
