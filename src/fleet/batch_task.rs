@@ -26,6 +26,32 @@ struct BatchFile {
     branch: Option<String>,
     commit_message: Option<String>,
     max_cost_usd: Option<f64>,
+    publish: Option<PublishFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PublishFile {
+    /// `owner/name` on the forge.
+    repo: String,
+    base: String,
+    remote: Option<String>,
+    api_url: Option<String>,
+    token_env: Option<String>,
+    title: Option<String>,
+}
+
+/// Where and how a repository's branch is published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishSettings {
+    pub forge_repo: String,
+    pub base: String,
+    /// A remote's name or a URL, as `git push` takes it.
+    pub remote: String,
+    pub api_url: String,
+    /// The environment variable holding the token; its value is read, never written.
+    pub token_env: String,
+    pub title: String,
 }
 
 /// What the batch itself reads from the task file, filled for one repository.
@@ -35,6 +61,7 @@ pub struct BatchSettings {
     pub commit_message: String,
     /// Stop starting repositories once this much is spent (running ones finish).
     pub max_cost_usd: Option<f64>,
+    pub publish: Option<PublishSettings>,
 }
 
 /// The loaded batch task, ready to be filled per repository.
@@ -76,6 +103,7 @@ impl BatchTask {
             branch: None,
             commit_message: None,
             max_cost_usd: None,
+            publish: None,
         });
         if let Some(limit) = block.max_cost_usd
             && !(limit.is_finite() && limit > 0.0)
@@ -85,12 +113,24 @@ impl BatchTask {
                 "batch.max_cost_usd must be a positive amount of US dollars",
             ));
         }
+        let commit_message = block
+            .commit_message
+            .unwrap_or_else(|| format!("tollgate batch: {}", repo.id));
+        let publish = block.publish.map(|publish| PublishSettings {
+            forge_repo: publish.repo,
+            base: publish.base,
+            remote: publish.remote.unwrap_or_else(|| "origin".into()),
+            api_url: publish
+                .api_url
+                .unwrap_or_else(|| "https://api.github.com".into()),
+            token_env: publish.token_env.unwrap_or_else(|| "GITHUB_TOKEN".into()),
+            title: publish.title.unwrap_or_else(|| commit_message.clone()),
+        });
         let settings = BatchSettings {
             branch: block.branch.unwrap_or_else(|| self.branch.render(repo)),
-            commit_message: block
-                .commit_message
-                .unwrap_or_else(|| format!("tollgate batch: {}", repo.id)),
+            commit_message,
             max_cost_usd: block.max_cost_usd,
+            publish,
         };
         if !valid_branch(&settings.branch) {
             return Err(ConfigError::whole_file(

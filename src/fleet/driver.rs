@@ -9,6 +9,7 @@ use tokio::sync::Semaphore;
 
 use super::FleetError;
 use super::batch_task::BatchTask;
+use super::forge::{Forge, PullRequest};
 use super::journal::{Journal, Phase, RepoOutcome, RunSummary, stable_hash};
 use super::manifest::{Repo, parse_manifest};
 use super::shard::Shard;
@@ -53,6 +54,9 @@ pub struct Batch {
     policy_text: String,
     model: Option<String>,
     max_cost_usd: Option<f64>,
+    dry_run: bool,
+    /// One client and one rate budget for every repository's pull request.
+    forge: Option<Forge>,
 }
 
 impl Batch {
@@ -66,9 +70,25 @@ impl Batch {
         let all = parse_manifest(&manifest_text, &options.manifest, &base)?;
         let task_text = read_text(&options.task, "task file")?;
         let task = BatchTask::load(task_text, &options.task, &all)?;
-        let max_cost_usd = match all.first() {
-            Some(first) => task.render(first)?.1.max_cost_usd,
+        let first = match all.first() {
+            Some(first) => Some(task.render(first)?.1),
             None => None,
+        };
+        let max_cost_usd = first.as_ref().and_then(|settings| settings.max_cost_usd);
+        let forge = match first.and_then(|settings| settings.publish) {
+            Some(publish) if !options.dry_run => {
+                let token = std::env::var(&publish.token_env)
+                    .ok()
+                    .filter(|token| !token.trim().is_empty());
+                if token.is_none() {
+                    tracing::warn!(
+                        "{} is not set: pull requests are opened without a token",
+                        publish.token_env
+                    );
+                }
+                Some(Forge::new(&publish.api_url, token)?)
+            }
+            _ => None,
         };
         let repos = match options.shard {
             Some(shard) => all.into_iter().filter(|repo| shard.takes(repo)).collect(),
@@ -101,6 +121,8 @@ impl Batch {
             policy_text,
             model: options.model,
             max_cost_usd,
+            dry_run: options.dry_run,
+            forge,
         })
     }
 
@@ -215,7 +237,10 @@ impl Batch {
         let key = self.cache_key(&head);
         let mut journal = match previous {
             Some(journal) if self.keeps(&journal, &key) => return Ok(journal),
-            Some(journal) if !journal.finished() && journal.cache_key.as_deref() == Some(&key) => {
+            Some(journal)
+                if (!journal.finished() || self.publish_pending(&journal))
+                    && journal.cache_key.as_deref() == Some(&key) =>
+            {
                 journal
             }
             _ => fresh(),
@@ -295,17 +320,44 @@ impl Batch {
             journal.phase = Phase::Committed;
             save(&journal)?;
         }
-        journal.outcome = Some(if journal.commit.is_some() {
-            RepoOutcome::Changed
-        } else {
-            RepoOutcome::Unchanged
-        });
+        if journal.commit.is_none() {
+            journal.outcome = Some(RepoOutcome::Unchanged);
+            return Ok(journal);
+        }
+        if let (Some(publish), Some(forge)) = (&settings.publish, &self.forge)
+            && !self.dry_run
+        {
+            if journal.phase < Phase::Pushed {
+                workcopy::push(&work, &publish.remote, &settings.branch)
+                    .await
+                    .map_err(|err| fail(&journal, format!("cannot push: {err}")))?;
+                journal.phase = Phase::Pushed;
+                save(&journal)?;
+            }
+            if journal.phase < Phase::PrOpened {
+                let body = pr_body(repo, &journal);
+                let request = PullRequest {
+                    repo: &publish.forge_repo,
+                    head: &settings.branch,
+                    base: &publish.base,
+                    title: &publish.title,
+                    body: &body,
+                };
+                let url = forge.open_or_update(&request).await.map_err(|err| {
+                    fail(&journal, format!("cannot open the pull request: {err}"))
+                })?;
+                journal.pr_url = Some(url);
+                journal.phase = Phase::PrOpened;
+                save(&journal)?;
+            }
+        }
+        journal.outcome = Some(RepoOutcome::Changed);
         Ok(journal)
     }
 
     /// Whether a journal from an earlier batch stands as it is.
     fn keeps(&self, journal: &Journal, key: &str) -> bool {
-        if !journal.finished() {
+        if !journal.finished() || self.publish_pending(journal) {
             return false;
         }
         match self.rerun {
@@ -313,6 +365,14 @@ impl Batch {
             Some(Rerun::Failed) => journal.outcome != Some(RepoOutcome::Failed),
             Some(Rerun::Changed) => journal.cache_key.as_deref() == Some(key),
         }
+    }
+
+    /// A change committed by a dry run (or before publishing was configured) that this
+    /// batch is to push: it continues from its commit.
+    fn publish_pending(&self, journal: &Journal) -> bool {
+        self.forge.is_some()
+            && journal.outcome == Some(RepoOutcome::Changed)
+            && journal.phase < Phase::PrOpened
     }
 
     fn cache_key(&self, head: &str) -> String {
@@ -355,6 +415,21 @@ impl Batch {
         }
         Ok(report)
     }
+}
+
+/// The pull request's description: what the run did and what it cost.
+fn pr_body(repo: &Repo, journal: &Journal) -> String {
+    let mut body = format!("Opened by `tollgate batch` for `{}`.\n\n", repo.id);
+    if let Some(run) = &journal.run {
+        body.push_str(&format!(
+            "| checks passed | checks failed | denials | cost (USD) |\n|---|---|---|---|\n| {} | {} | {} | {} |\n",
+            run.checks_passed,
+            run.checks_failed,
+            run.denials,
+            run.cost_usd.map(|cost| format!("{cost:.4}")).unwrap_or_else(|| "unknown".into()),
+        ));
+    }
+    body
 }
 
 /// How far a repository got before it stopped, and why.

@@ -4,6 +4,7 @@
 
 mod batch_task;
 mod driver;
+mod forge;
 mod html;
 mod journal;
 mod manifest;
@@ -28,6 +29,8 @@ pub enum FleetError {
     Session(#[from] crate::session::SessionError),
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    #[error(transparent)]
+    Forge(#[from] forge::ForgeError),
     #[error("cannot create the batch folder {}: {source}", path.display())]
     Output {
         path: PathBuf,

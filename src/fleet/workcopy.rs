@@ -169,3 +169,11 @@ pub async fn write_patch(dir: &Path, base: &str, path: &Path) -> Result<(), GitE
         source,
     })
 }
+
+/// Pushes the branch to `remote`, replacing what an earlier batch pushed there: the branch is
+/// the batch's own.
+pub async fn push(dir: &Path, remote: &str, branch: &str) -> Result<(), GitError> {
+    let refspec = format!("+HEAD:refs/heads/{branch}");
+    git(dir, &["push", "--quiet", remote, &refspec]).await?;
+    Ok(())
+}

@@ -3,8 +3,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use serde_json::Value;
+
+use crate::support::fake_forge::FakeForge;
 
 const TASK: &str = r#"version: 1
 name: note {{ repo.name }}
@@ -301,4 +304,146 @@ fn a_repo_that_cannot_be_cloned_is_a_failed_testcase_and_the_batch_goes_on() {
     assert_eq!(fleet.journal("out", "r01")["outcome"], "changed");
     let junit = std::fs::read_to_string(fleet.path().join("out/junit.xml")).unwrap();
     assert!(junit.contains("cannot read the repository"), "{junit}");
+}
+
+/// The task with a `publish:` block aimed at the fake forge.
+fn publishing_task(forge: &FakeForge) -> String {
+    TASK.replace(
+        "batch:\n",
+        &format!(
+            "batch:\n  publish:\n    repo: org/{{{{ repo.name }}}}\n    base: main\n    api_url: {}\n    token_env: FORGE_TOKEN\n",
+            forge.url()
+        ),
+    )
+}
+
+async fn batch_async(fleet: &Fleet, args: &[&str]) -> Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .current_dir(fleet.path())
+        .args([
+            "batch",
+            "task.yaml",
+            "--repos",
+            "repos.yaml",
+            "--out",
+            "out",
+        ])
+        .args(args)
+        .env("FORGE_TOKEN", "forge-secret-token")
+        .env_remove("JOB_COMPLETION_INDEX")
+        .output()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_changed_repo_is_pushed_and_gets_one_pull_request_under_one_rate_budget() {
+    let fleet = Fleet::new(6, &[]);
+    for n in 0..6 {
+        let id = format!("r{n:02}");
+        let bare = fleet.path().join("remotes").join(format!("{id}.git"));
+        std::fs::create_dir_all(&bare).unwrap();
+        git(&bare, &["init", "-q", "--bare"]);
+        git(
+            &fleet.path().join(&id),
+            &["remote", "add", "origin", bare.to_str().unwrap()],
+        );
+    }
+    let forge = FakeForge::start(1).await;
+    std::fs::write(fleet.path().join("task.yaml"), publishing_task(&forge)).unwrap();
+
+    // --dry-run: everything but the push.
+    let output = batch_async(&fleet, &["--jobs", "3", "--dry-run"]).await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(forge.requests().is_empty());
+    assert_eq!(fleet.journal("out", "r00")["phase"], "committed");
+
+    // The real run continues each repository from its dry-run commit.
+    let output = batch_async(&fleet, &["--jobs", "3"]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("forge-secret-token"));
+
+    let pulls = forge.pulls();
+    let mut heads: Vec<String> = pulls.iter().map(|pull| pull.head.clone()).collect();
+    heads.sort();
+    let expected: Vec<String> = (0..6).map(|n| format!("fix/r{n:02}")).collect();
+    assert_eq!(heads, expected, "one pull request per changed repository");
+    assert!(
+        pulls
+            .iter()
+            .all(|pull| pull.base == "main" && pull.body.contains("checks passed"))
+    );
+    for n in 0..6 {
+        let id = format!("r{n:02}");
+        let bare = fleet.path().join("remotes").join(format!("{id}.git"));
+        assert_eq!(
+            git(&bare, &["show", &format!("fix/{id}:NOTE.md")]),
+            format!("ok {id}\n")
+        );
+        let journal = fleet.journal("out", &id);
+        assert_eq!(journal["phase"], "pr_opened");
+        assert!(
+            journal["pr_url"]
+                .as_str()
+                .unwrap()
+                .starts_with("https://forge.test/org/")
+        );
+    }
+    let requests = forge.requests();
+    assert!(
+        requests
+            .iter()
+            .all(|request| request.authorization.as_deref() == Some("Bearer forge-secret-token"))
+    );
+    // The 429 holds back every worker, not only the one that met it: besides requests
+    // already on their way (at most one per other worker), nothing arrives before
+    // Retry-After has passed.
+    let limited = requests
+        .iter()
+        .find(|request| request.status == 429)
+        .unwrap();
+    let within = requests
+        .iter()
+        .filter(|request| {
+            request.at > limited.at && request.at < limited.at + Duration::from_secs(1)
+        })
+        .count();
+    assert!(
+        within <= 2,
+        "{within} requests inside the Retry-After window"
+    );
+
+    // Killed after the push, before the pull request was recorded: the restart finds the
+    // open one and updates it, with no second push of a new PR.
+    let path = fleet.path().join("out/repos/r00/journal.json");
+    let mut journal = fleet.journal("out", "r00");
+    journal["phase"] = "pushed".into();
+    journal["outcome"] = Value::Null;
+    std::fs::write(&path, journal.to_string()).unwrap();
+    let before = forge.requests().len();
+    let output = batch_async(&fleet, &["--jobs", "3"]).await;
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(forge.pulls().len(), 6);
+    let after: Vec<String> = forge.requests()[before..]
+        .iter()
+        .map(|request| format!("{} {}", request.method, request.path))
+        .collect();
+    let number = pulls
+        .iter()
+        .find(|pull| pull.head == "fix/r00")
+        .unwrap()
+        .number;
+    assert_eq!(
+        after,
+        [
+            "GET /repos/org/r00/pulls".to_string(),
+            format!("PATCH /repos/org/r00/pulls/{number}")
+        ]
+    );
 }
