@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
+use super::auto_mode::{AutoModeProse, ClassifierFile, ClassifierSettings};
 use super::decision::Decision;
 use super::mode::PermissionMode;
 use super::rule::{Rule, RuleKind};
@@ -32,6 +33,10 @@ struct PolicyFile {
     /// Claude Code's `allowManagedHooksOnly`.
     #[serde(default, alias = "allowManagedHooksOnly")]
     managed_hooks_only: bool,
+    /// Auto mode's judge.
+    classifier: Option<Spanned<ClassifierFile>>,
+    /// Auto mode's prose for the judge.
+    auto_mode: Option<AutoModeProse>,
 }
 
 /// A `permissions:` block, in a policy file or a task file.
@@ -99,6 +104,10 @@ pub struct Policy {
     pub hooks: Vec<Hook>,
     /// Only the managed policy's hooks run (meaningful in a managed policy only).
     pub managed_hooks_only: bool,
+    /// Auto mode's judge (`classifier:`).
+    pub classifier: Option<ClassifierSettings>,
+    /// Auto mode's prose (`auto_mode:`).
+    pub auto_mode: Option<AutoModeProse>,
 }
 
 impl Policy {
@@ -109,6 +118,16 @@ impl Policy {
         policy.disable_bypass |= parsed.disable_bypass_mode;
         policy.disable_auto = parsed.disable_auto_mode;
         policy.managed_hooks_only = parsed.managed_hooks_only;
+        policy.auto_mode = parsed.auto_mode;
+        policy.classifier = parsed
+            .classifier
+            .map(|spanned| {
+                let at = spanned.referenced;
+                spanned.value.validate(origin.dir).map_err(|message| {
+                    ConfigError::new(origin.file, at.line(), at.column(), message)
+                })
+            })
+            .transpose()?;
         policy.hooks = parsed
             .hooks
             .0
@@ -209,6 +228,8 @@ impl Policy {
             tests: Vec::new(),
             hooks: Vec::new(),
             managed_hooks_only: false,
+            classifier: None,
+            auto_mode: None,
         })
     }
 
@@ -244,6 +265,8 @@ impl Policy {
             tests: Vec::new(),
             hooks: Vec::new(),
             managed_hooks_only: false,
+            classifier: None,
+            auto_mode: None,
         })
     }
 }

@@ -1,6 +1,7 @@
 //! The permission layer (S4): rules and their sources, modes, guardrails and the gate's
 //! pipeline. Pure: takes values, returns decisions; never reads files or runs anything.
 
+mod auto_mode;
 mod decision;
 mod file;
 mod file_access;
@@ -15,6 +16,10 @@ mod self_test;
 mod tool_name;
 mod workspace;
 
+pub use auto_mode::{
+    AutoModeConfig, AutoModeProse, ClassifierProvider, ClassifierSettings, merge_auto_mode,
+    moots_classifier,
+};
 pub use decision::{
     AskCause, Decision, DenialCounts, Layer, PermissionDecision, RuleRef, Step, ToolCheck,
 };
