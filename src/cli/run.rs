@@ -10,17 +10,21 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use super::policy::require_self_tests;
 use super::setup::{
     additional_directories, canonical_dir, dangerous_allow_rules, home_dir, load_sources,
-    load_task, resolve_mode,
+    load_task, resolve_mode, rules_for_mode,
 };
 use super::{FailOnArg, InputFormat, OutputFormat, ReportFormat, RunArgs};
 use crate::agent::{self, RunSpec};
+use crate::classifier::{self, Classifier, ClassifierSetup};
 use crate::exit::ExitCode;
 use crate::hooks::{Hook, merge_hooks};
 use crate::model::{
     ANTHROPIC_DEFAULT_BASE_URL, AnthropicModel, ApiKey, HttpSettings, OPENAI_DEFAULT_BASE_URL,
     OpenAiModel, Provider, ScriptedModel,
 };
-use crate::policy::{PolicySource, RuleKind, RuleRef, RuleSet, SourceKind, Workspace};
+use crate::policy::{
+    AutoModeConfig, ClassifierProvider, PermissionMode, PolicySource, RuleKind, RuleRef, RuleSet,
+    SourceKind, Workspace, merge_auto_mode,
+};
 use crate::redact::Redactor;
 use crate::report::github::{self, GithubEnv, ReportPaths};
 use crate::report::{junit_xml, sarif_json, text_summary};
@@ -152,8 +156,12 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
     };
     let flags = args.rules.sources(args.policy.as_deref());
     let sources = load_sources(flags, Some(&task), &workdir, home.as_deref())?;
-    let rules = RuleSet::from_sources(&sources);
     let mode = resolve_mode(args.mode, task.mode, &sources)?;
+    let (rules, dropped_for_auto) = rules_for_mode(RuleSet::from_sources(&sources), mode);
+    let classifier = match mode {
+        PermissionMode::Auto => auto_classifier(&task.model, &merge_auto_mode(&sources))?,
+        _ => None,
+    };
 
     let run_id = new_run_id();
     let out_dir = args
@@ -193,6 +201,7 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
         rules: rules.rules().len(),
         ignored_rules: rules.ignored().iter().map(RuleRef::from).collect(),
         warnings,
+        dropped_for_auto: dropped_for_auto.iter().map(RuleRef::from).collect(),
     };
     let max_turns = args.max_turns.unwrap_or(task.limits.max_turns);
     let mut limits = ToolLimits::default();
@@ -226,7 +235,68 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
             OutputFormat::StreamJson => Some(StreamFormat::StreamJson),
         }
         .map(|format| StreamOutput::new(format, Box::new(std::io::stdout()))),
+        classifier,
     })
+}
+
+/// Auto mode's classifier from the policies' `classifier:` and `auto_mode:`, defaulting to
+/// the task's provider with its small model. `None` when nothing can judge (a scripted task
+/// with no scripted classifier): auto mode then fails closed off the fast path.
+pub fn auto_classifier(task_model: &ModelSpec, config: &AutoModeConfig) -> Result<Option<Classifier>> {
+    let settings = &config.classifier;
+    let kind = match settings.provider {
+        None => task_model.provider,
+        Some(ClassifierProvider::Scripted) => ProviderKind::Scripted,
+        Some(ClassifierProvider::Anthropic) => ProviderKind::Anthropic,
+        Some(ClassifierProvider::Openai) => ProviderKind::Openai,
+    };
+    if kind == ProviderKind::Scripted && settings.script.is_none() {
+        return Ok(None);
+    }
+    let same = kind == task_model.provider;
+    let mut timeouts = task_model.timeouts;
+    if let Some(timeout) = settings.timeout {
+        timeouts.request = timeout;
+        timeouts.first_event = timeouts.first_event.min(timeout);
+    }
+    let spec = ModelSpec {
+        provider: kind,
+        name: settings
+            .model
+            .clone()
+            .unwrap_or_else(|| classifier::default_model(kind).to_string()),
+        max_tokens: settings.max_tokens.unwrap_or(classifier::DEFAULT_MAX_TOKENS),
+        script: settings
+            .script
+            .iter()
+            .flatten()
+            .map(|answer| vec![crate::model::ScriptedBlock::Text(answer.clone())])
+            .collect(),
+        base_url: settings
+            .base_url
+            .clone()
+            .or_else(|| task_model.base_url.clone().filter(|_| same)),
+        api_key_env: settings
+            .api_key_env
+            .clone()
+            .or_else(|| task_model.api_key_env.clone().filter(|_| same)),
+        thinking_budget: None,
+        pricing_override: None,
+        timeouts,
+        retries: task_model.retries,
+    };
+    let provider = provider(&spec).context("cannot set up auto mode's classifier")?;
+    Ok(Some(Classifier::new(ClassifierSetup {
+        provider,
+        provider_name: kind.to_string(),
+        pricing: spec.pricing(),
+        model: spec.name,
+        max_tokens: spec.max_tokens,
+        two_stage: settings.two_stage.unwrap_or(false),
+        max_cost_usd: settings.max_cost_usd,
+        prose: config.prose.clone(),
+        cache_dir: settings.cache_dir.clone(),
+    })))
 }
 
 /// The managed policies' hooks first; the others' only if no managed policy says

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow};
 
 use crate::policy::{
-    PermissionContext, PermissionMode, Policy, PolicyOrigin, PolicySource, RuleSet, SourceKind,
-    Workspace, danger,
+    PermissionContext, PermissionMode, Policy, PolicyOrigin, PolicySource, Rule, RuleSet,
+    SourceKind, Workspace, danger, moots_classifier,
 };
 use crate::task::Task;
 
@@ -91,8 +91,8 @@ impl Gate {
     ) -> Result<Gate> {
         let home = home_dir();
         let sources = load_sources(flags, None, &workdir, home.as_deref())?;
-        let rules = RuleSet::from_sources(&sources);
         let mode = resolve_mode(mode, None, &sources)?;
+        let (rules, _) = rules_for_mode(RuleSet::from_sources(&sources), mode);
         let workspace = Workspace::new(workdir, additional_directories(&sources)?, home);
         Ok(Gate {
             sources,
@@ -214,6 +214,17 @@ pub fn resolve_mode(
             source.policy.file.display()
         )),
         None => Ok(mode),
+    }
+}
+
+/// The rules a run in `mode` obeys, and those it dropped: entering auto drops allow rules
+/// that would make the classifier moot (every command, shells, interpreters, package
+/// runners, the whole Agent tool), so those calls reach the judge instead of passing unseen.
+pub fn rules_for_mode(rules: RuleSet, mode: PermissionMode) -> (RuleSet, Vec<Rule>) {
+    if mode == PermissionMode::Auto {
+        rules.without(moots_classifier)
+    } else {
+        (rules, Vec::new())
     }
 }
 

@@ -127,6 +127,21 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
     if let Some(cost) = cost_usd(report) {
         row("Cost", format!("${cost:.4}"));
     }
+    let judge = &counts_.classifier;
+    if judge.reviews > 0 {
+        row(
+            "Classifier",
+            format!(
+                "{} reviewed: {} allowed, {} denied, {} errors; {} model calls, {} cache hits",
+                judge.reviews,
+                judge.allows,
+                judge.denies,
+                judge.errors,
+                judge.calls,
+                judge.cache_hits
+            ),
+        );
+    }
     row("Fails on", format!("`{}`", report.fail_on));
     if let Some(error) = &report.error {
         row("Stopped", cell(error));
@@ -152,6 +167,12 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
                 cell(&decision.reason)
             ));
         }
+    }
+    if !report.proposed_rules.is_empty() {
+        out.push_str(&format!(
+            "\n#### Proposed allow rules\n\nThe auto-mode classifier denied calls these rules would allow (details in `proposed-rules.yaml`). Review before pasting into a policy:\n\n```yaml\n{}```\n",
+            crate::classifier::paste_block(&report.proposed_rules)
+        ));
     }
     if !report.checks.is_empty() {
         out.push_str(

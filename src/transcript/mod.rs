@@ -6,7 +6,7 @@ mod stream;
 mod writer;
 
 pub use event::{
-    AbortCause, CheckOutcome, DenialSummary, Disposition, Event, ModelSummary, Outcome,
+    AbortCause, CheckOutcome, ClassifierCounts, DenialSummary, Disposition, Event, ModelSummary, Outcome,
     PolicySummary, QueryEnd, ResultStatus, RunCounts, TaskSummary,
 };
 pub use stream::{StreamFormat, StreamOutput, stream_type};
