@@ -8,7 +8,7 @@ use super::{AgentError, Loop};
 use crate::classifier::{
     Action, Classifier, Judged, Judgement, ProposedRule, narrowest_rules, record,
 };
-use crate::policy::{Decision, Layer, PermissionDecision, PermissionMode, Step};
+use crate::policy::{Decision, Layer, PermissionDecision, awaits_classifier};
 use crate::transcript::{Event, Outcome};
 
 /// Why the rest of a batch is not run, and how the run ends.
@@ -38,17 +38,6 @@ impl AutoState {
             cost_usd: Some(0.0),
         }
     }
-}
-
-/// An ask only the mode refused (steps 1c and 3, no rule, guardrail or interaction behind it)
-/// that no hook allowed: the one kind of refusal the classifier may turn into an allow. A
-/// deny rule or a guardrail never reaches it.
-fn awaits_classifier(decision: &PermissionDecision, mode: PermissionMode) -> bool {
-    mode == PermissionMode::Auto
-        && decision.decision == Decision::Deny
-        && decision.asked
-        && decision.layer == Layer::Mode
-        && matches!(decision.step, Step::ToolCheck | Step::Passthrough)
 }
 
 /// The decision after the classifier, and a stop when a classifier limit or an unreachable
@@ -181,7 +170,7 @@ fn account(run: &mut Loop<'_>, judged: &Judged) {
 mod tests {
     use super::*;
     use crate::config::SourceLocation;
-    use crate::policy::RuleRef;
+    use crate::policy::{PermissionMode, RuleRef, Step};
 
     fn decision(step: Step, layer: Layer, asked: bool) -> PermissionDecision {
         PermissionDecision {
@@ -198,15 +187,27 @@ mod tests {
     #[test]
     fn only_asks_the_mode_alone_refused_reach_the_classifier() {
         let auto = PermissionMode::Auto;
-        assert!(awaits_classifier(&decision(Step::Passthrough, Layer::Mode, true), auto));
-        assert!(awaits_classifier(&decision(Step::ToolCheck, Layer::Mode, true), auto));
+        assert!(awaits_classifier(
+            &decision(Step::Passthrough, Layer::Mode, true),
+            auto
+        ));
+        assert!(awaits_classifier(
+            &decision(Step::ToolCheck, Layer::Mode, true),
+            auto
+        ));
         let cases = [
-            (decision(Step::Passthrough, Layer::Mode, true), PermissionMode::DontAsk),
+            (
+                decision(Step::Passthrough, Layer::Mode, true),
+                PermissionMode::DontAsk,
+            ),
             (decision(Step::ToolDeny, Layer::Tool, false), auto),
             (decision(Step::WholeToolDeny, Layer::Rule, false), auto),
             (decision(Step::Guardrail, Layer::Guardrail, true), auto),
             (decision(Step::ContentAsk, Layer::Rule, true), auto),
-            (decision(Step::RequiresInteraction, Layer::Interaction, true), auto),
+            (
+                decision(Step::RequiresInteraction, Layer::Interaction, true),
+                auto,
+            ),
             (decision(Step::Passthrough, Layer::Hook, true), auto),
             (decision(Step::Passthrough, Layer::Mode, false), auto),
         ];
@@ -222,6 +223,9 @@ mod tests {
                 line: 1,
             },
         });
-        assert!(!awaits_classifier(&with_rule, auto), "an allow is not an ask");
+        assert!(
+            !awaits_classifier(&with_rule, auto),
+            "an allow is not an ask"
+        );
     }
 }

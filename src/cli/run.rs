@@ -242,7 +242,10 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
 /// Auto mode's classifier from the policies' `classifier:` and `auto_mode:`, defaulting to
 /// the task's provider with its small model. `None` when nothing can judge (a scripted task
 /// with no scripted classifier): auto mode then fails closed off the fast path.
-pub fn auto_classifier(task_model: &ModelSpec, config: &AutoModeConfig) -> Result<Option<Classifier>> {
+pub fn auto_classifier(
+    task_model: &ModelSpec,
+    config: &AutoModeConfig,
+) -> Result<Option<Classifier>> {
     let settings = &config.classifier;
     let kind = match settings.provider {
         None => task_model.provider,
@@ -265,7 +268,9 @@ pub fn auto_classifier(task_model: &ModelSpec, config: &AutoModeConfig) -> Resul
             .model
             .clone()
             .unwrap_or_else(|| classifier::default_model(kind).to_string()),
-        max_tokens: settings.max_tokens.unwrap_or(classifier::DEFAULT_MAX_TOKENS),
+        max_tokens: settings
+            .max_tokens
+            .unwrap_or(classifier::DEFAULT_MAX_TOKENS),
         script: settings
             .script
             .iter()

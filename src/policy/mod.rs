@@ -25,7 +25,7 @@ pub use decision::{
 };
 pub use file::{PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
 pub use file_access::{Access, check_path};
-pub use gate::{TraceStep, apply_hook_verdict, decide, explain};
+pub use gate::{TraceStep, apply_hook_verdict, awaits_classifier, decide, explain};
 pub use guardrail::{read_guardrail, write_guardrail};
 pub use lint::{LintWarning, danger, lint};
 pub use mode::{PermissionMode, UnknownMode};
