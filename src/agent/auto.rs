@@ -8,7 +8,9 @@ use super::{AgentError, Loop};
 use crate::classifier::{
     Action, Classifier, Judged, Judgement, ProposedRule, narrowest_rules, record,
 };
-use crate::policy::{Decision, Layer, PermissionDecision, awaits_classifier};
+use crate::config::serde_name;
+use crate::policy::{Decision, Layer, PermissionDecision, Workspace, awaits_classifier};
+use crate::task::Limits;
 use crate::transcript::{Event, Outcome};
 
 /// Why the rest of a batch is not run, and how the run ends.
@@ -61,7 +63,23 @@ pub(super) async fn resolve(
         auto.classifier.remember(action);
         return Ok((decision, None));
     }
-    let judged = auto.classifier.judge(&run.spec.task.prompt, &action).await;
+    let abort = run.ctx.abort.clone();
+    // A signal must not wait for the judge: the call is refused and the loop's abort
+    // handling ends the run.
+    let judged = tokio::select! {
+        judged = auto.classifier.judge(&run.spec.task.prompt, &action) => judged,
+        _ = abort.aborted() => {
+            let reason = "the run was interrupted while the classifier was judging the call";
+            return Ok((
+                PermissionDecision {
+                    reason: reason.to_string(),
+                    layer: Layer::Classifier,
+                    ..decision
+                },
+                None,
+            ));
+        }
+    };
     auto.classifier.remember(action.clone());
     let model = auto.classifier.model().to_string();
     account(run, &judged);
@@ -75,70 +93,95 @@ pub(super) async fn resolve(
     }
     let workspace = run.spec.workspace.clone();
     let limits = run.spec.task.limits;
+    // Borrowed again: the events above needed the whole loop.
     let Some(auto) = run.auto.as_mut() else {
         return Ok((decision, None));
     };
-    let judged_by = |reason: String, verdict| PermissionDecision {
-        decision: verdict,
-        layer: Layer::Classifier,
-        reason,
-        rule: None,
-        updated_input: None,
-        ..decision.clone()
-    };
-    Ok(match judged.judgement {
-        Judgement::Allow { reason, risk } => {
-            auto.consecutive_denials = 0;
-            let reason = format!(
-                "auto mode: the classifier ({model}) allowed it: {reason} (risk: {})",
-                crate::config::serde_name(&risk)
-            );
-            (judged_by(reason, Decision::Allow), None)
-        }
-        Judgement::Deny { reason, risk } => {
-            auto.consecutive_denials += 1;
-            auto.denials += 1;
-            let rules = narrowest_rules(&action, &workspace);
-            record(&mut auto.proposals, &rules, &action, &reason);
-            let risk = risk.map_or_else(String::new, |risk| {
-                format!(" (risk: {})", crate::config::serde_name(&risk))
-            });
-            let reason = format!(
-                "auto mode: the classifier ({model}) denied it: {reason}{risk}. An allow rule that would permit it: {}",
-                rules.join(", ")
-            );
-            let stop = if auto.consecutive_denials >= limits.max_consecutive_classifier_denials {
-                Some(format!(
-                    "stopped after {} classifier denials in a row (limits.max_consecutive_classifier_denials = {})",
-                    auto.consecutive_denials, limits.max_consecutive_classifier_denials
-                ))
-            } else if auto.denials >= limits.max_classifier_denials {
-                Some(format!(
-                    "stopped after {} classifier denials (limits.max_classifier_denials = {})",
-                    auto.denials, limits.max_classifier_denials
-                ))
-            } else {
-                None
-            };
-            (
-                judged_by(reason, Decision::Deny),
-                stop.map(|why| Stop {
+    Ok(auto.settle(
+        judged.judgement,
+        decision,
+        &action,
+        &model,
+        &workspace,
+        &limits,
+    ))
+}
+
+impl AutoState {
+    /// The classifier's judgement as the call's decision, its proposals recorded and its
+    /// limits counted.
+    fn settle(
+        &mut self,
+        judgement: Judgement,
+        decision: PermissionDecision,
+        action: &Action,
+        model: &str,
+        workspace: &Workspace,
+        limits: &Limits,
+    ) -> (PermissionDecision, Option<Stop>) {
+        let judged_by = |reason: String, verdict| PermissionDecision {
+            decision: verdict,
+            layer: Layer::Classifier,
+            reason,
+            rule: None,
+            updated_input: None,
+            ..decision.clone()
+        };
+        match judgement {
+            Judgement::Allow { reason, risk } => {
+                self.consecutive_denials = 0;
+                let reason = format!(
+                    "auto mode: the classifier ({model}) allowed it: {reason} (risk: {})",
+                    serde_name(&risk)
+                );
+                (judged_by(reason, Decision::Allow), None)
+            }
+            Judgement::Deny { reason, risk } => {
+                self.consecutive_denials += 1;
+                self.denials += 1;
+                let rules = narrowest_rules(action, workspace);
+                record(&mut self.proposals, &rules, action, &reason);
+                let risk = risk.map_or_else(String::new, |risk| {
+                    format!(" (risk: {})", serde_name(&risk))
+                });
+                let reason = format!(
+                    "auto mode: the classifier ({model}) denied it: {reason}{risk}. An allow rule that would permit it: {}",
+                    rules.join(", ")
+                );
+                let stop = self.limit_reached(limits).map(|why| Stop {
                     outcome: Outcome::ClassifierDenials,
                     why,
+                });
+                (judged_by(reason, Decision::Deny), stop)
+            }
+            Judgement::Unavailable { reason } => (
+                judged_by(
+                    format!("auto mode: nothing could judge this call, so it is denied: {reason}"),
+                    Decision::Deny,
+                ),
+                Some(Stop {
+                    outcome: Outcome::ClassifierUnavailable,
+                    why: reason,
                 }),
-            )
-        }
-        Judgement::Unavailable { reason } => (
-            judged_by(
-                format!("auto mode: nothing could judge this call, so it is denied: {reason}"),
-                Decision::Deny,
             ),
-            Some(Stop {
-                outcome: Outcome::ClassifierUnavailable,
-                why: reason,
-            }),
-        ),
-    })
+        }
+    }
+
+    fn limit_reached(&self, limits: &Limits) -> Option<String> {
+        if self.consecutive_denials >= limits.max_consecutive_classifier_denials {
+            Some(format!(
+                "stopped after {} classifier denials in a row (limits.max_consecutive_classifier_denials = {})",
+                self.consecutive_denials, limits.max_consecutive_classifier_denials
+            ))
+        } else if self.denials >= limits.max_classifier_denials {
+            Some(format!(
+                "stopped after {} classifier denials (limits.max_classifier_denials = {})",
+                self.denials, limits.max_classifier_denials
+            ))
+        } else {
+            None
+        }
+    }
 }
 
 /// The review's calls, tokens and cost, kept apart from the agent's.
