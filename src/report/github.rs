@@ -169,9 +169,10 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
         }
     }
     if !report.proposed_rules.is_empty() {
+        let block = crate::classifier::paste_block(&report.proposed_rules);
+        let fence = fence_for(&block);
         out.push_str(&format!(
-            "\n#### Proposed allow rules\n\nThe auto-mode classifier denied calls these rules would allow (details in `proposed-rules.yaml`). Review before pasting into a policy:\n\n```yaml\n{}```\n",
-            crate::classifier::paste_block(&report.proposed_rules)
+            "\n#### Proposed allow rules\n\nThe auto-mode classifier denied calls these rules would allow (details in `proposed-rules.yaml`). Review before pasting into a policy:\n\n{fence}yaml\n{block}{fence}\n",
         ));
     }
     if !report.checks.is_empty() {
@@ -206,6 +207,13 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
         paths.transcript.display()
     ));
     out
+}
+
+/// A code fence longer than any run of backticks in `text`, so a rule made from the model's
+/// command can never close the block and write markdown of its own.
+fn fence_for(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
 }
 
 /// `GITHUB_OUTPUT` lines. Every key is written (empty when unknown) so the action's outputs
@@ -359,11 +367,10 @@ fn relative_to(path: &Path, workspace: Option<&Path>, workdir: &Path) -> String 
         .to_string()
 }
 
-/// Escapes a workflow command's message: `%`, CR and LF.
+/// Escapes a workflow command's message: `%`, CR and LF as the runner unescapes them, and
+/// every other line break, control character and `##[` made inert (`neutral::command_data`).
 pub fn escape_data(text: &str) -> String {
-    text.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
+    crate::neutral::command_data(text)
 }
 
 /// Escapes a workflow command's property value: as data, plus `:` and `,`.
@@ -398,6 +405,27 @@ mod tests {
             junit: Some(PathBuf::from("/out/junit.xml")),
             sarif: None,
         }
+    }
+
+    #[test]
+    fn proposed_rules_are_a_fenced_block_the_model_cannot_close() {
+        let mut report = sample_report();
+        report.proposed_rules = vec![crate::classifier::ProposedRule {
+            rule: "Bash(echo '```')".into(),
+            count: 2,
+            example: crate::classifier::Action {
+                tool: "Bash".into(),
+                input: serde_json::json!({"command": "echo '```'"}),
+            },
+            reasons: vec!["r".into()],
+        }];
+        let summary = step_summary(&report, &paths());
+        assert!(
+            summary
+                .contains("````yaml\npermissions:\n  allow:\n    - \"Bash(echo '```')\"\n````\n"),
+            "{summary}"
+        );
+        assert_eq!(fence_for("no ticks"), "```");
     }
 
     #[test]
@@ -462,6 +490,10 @@ Transcript: `/out/transcript.jsonl`
     fn escaping_follows_the_runner() {
         assert_eq!(escape_data("50% done\r\nnext"), "50%25 done%0D%0Anext");
         assert_eq!(escape_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
+        assert_eq!(
+            escape_data("x\u{2028}::add-mask::s ##[stop-commands]t"),
+            "x⏎::add-mask::s ## [stop-commands]t"
+        );
         assert_eq!(cell("a|b\nc"), "a\\|b c");
         assert_eq!(code("ls `x`"), "ls `x`");
         assert_eq!(code("ls"), "`ls`");
