@@ -180,10 +180,14 @@ async fn a_malformed_answer_denies_and_an_exhausted_judge_ends_the_run_with_exit
 async fn entering_auto_drops_broad_allow_rules_and_lists_them() {
     let allow = verdict("allow", "the task builds", "low");
     let policy = format!(
-        "permissions:\n  allow: [Bash, 'Bash(npx:*)', Agent, 'Bash(echo:*)', Read]\n{}",
+        "permissions:\n  allow: [Bash, 'Bash(npx:*)', Agent, 'Bash(echo:*)', Read]\n  deny: ['Bash(rm:*)']\n{}",
         scripted_policy(&[allow])
     );
-    let run = run_auto(&policy, &scripted_agent(&["echo hi", "mkdir -p out"])).await;
+    let tail = format!(
+        "fail_on: [classifier_denial]\n{}",
+        scripted_agent(&["echo hi", "mkdir -p out", "rm -rf out"])
+    );
+    let run = run_auto(&policy, &tail).await;
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     let started = run.of_type("run_started")[0];
     let dropped: Vec<&str> = started["policy"]["dropped_for_auto"]
@@ -193,14 +197,16 @@ async fn entering_auto_drops_broad_allow_rules_and_lists_them() {
         .map(|rule| rule["rule"].as_str().unwrap())
         .collect();
     assert_eq!(dropped, vec!["Bash", "Bash(npx:*)", "Agent"]);
-    // `echo` stays allowed by its narrow rule; `mkdir`, no longer covered by `Bash`, is judged.
+    // `echo` stays allowed by its narrow rule; `mkdir`, no longer covered by `Bash`, is
+    // judged; `rm` is denied by its rule and never reaches the classifier.
     let judged: Vec<&str> = run
         .of_type("classifier_call")
         .iter()
         .map(|call| call["input"]["command"].as_str().unwrap())
         .collect();
     assert_eq!(judged, vec!["mkdir -p out"]);
-    assert_eq!(run.result_statuses(), vec!["success", "success"]);
+    assert_eq!(run.result_statuses(), vec!["success", "success", "denied"]);
+    assert_eq!(run.of_type("permission_decision")[2]["layer"], "rule");
 }
 
 #[tokio::test]
@@ -502,4 +508,40 @@ async fn a_500_or_a_timeout_after_retries_denies_and_ends_with_exit_4() {
             "an unreachable judge proposes nothing"
         );
     }
+}
+
+#[test]
+fn check_in_auto_mode_names_the_route_and_asks_a_configured_classifier() {
+    let sandbox = Sandbox::with_examples();
+    let check = |tool: &str, input: Value| -> Value {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+            .args([
+                "check",
+                "--policy",
+                "../auto-mode/policy.yaml",
+                "--mode",
+                "auto",
+            ])
+            .args(["--tool", tool, "--input", &input.to_string()])
+            .args(["--intent", "Refresh build/output.txt"])
+            .current_dir(sandbox.path().join("examples/quickstart"))
+            .env("TOLLGATE_MANAGED_DIR", "/nonexistent")
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let read = check("Read", json!({"file_path": "src/lib.rs"}));
+    assert_eq!(read["auto"], json!({"route": "gate"}));
+    let edit = check(
+        "Edit",
+        json!({"file_path": "src/lib.rs", "old_string": "a", "new_string": "b"}),
+    );
+    assert_eq!(edit["decision"], "allow");
+    assert_eq!(edit["auto"], json!({"route": "fast_path"}));
+    // The policy's scripted classifier answers its first scripted verdict (an allow).
+    let judged = check("Bash", json!({"command": "touch build/output.txt"}));
+    assert_eq!(judged["auto"]["route"], "classifier");
+    assert_eq!(judged["auto"]["classifier"]["decision"], "allow");
+    assert_eq!(judged["auto"]["classifier"]["risk"], "low");
 }
