@@ -158,10 +158,6 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
     let sources = load_sources(flags, Some(&task), &workdir, home.as_deref())?;
     let mode = resolve_mode(args.mode, task.mode, &sources)?;
     let (rules, dropped_for_auto) = rules_for_mode(RuleSet::from_sources(&sources), mode);
-    let classifier = match mode {
-        PermissionMode::Auto => auto_classifier(&task.model, &merge_auto_mode(&sources))?,
-        _ => None,
-    };
 
     let run_id = new_run_id();
     let out_dir = args
@@ -175,6 +171,16 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
         .with_context(|| format!("cannot resolve {}", out_dir.display()))?;
 
     let mut workspace = Workspace::new(workdir, additional_directories(&sources)?, home);
+    let classifier = match mode {
+        PermissionMode::Auto => {
+            let config = merge_auto_mode(&sources);
+            if let Some(dir) = &config.classifier.cache_dir {
+                refuse_cache_in_workspace(dir, &workspace)?;
+            }
+            auto_classifier(&task.model, &config)?
+        }
+        _ => None,
+    };
     let policies: Vec<_> = sources.iter().map(|source| &source.policy).collect();
     require_self_tests(&policies, &workspace)?;
     workspace.read_only_roots.push(out_dir.join("results"));
@@ -238,6 +244,43 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
         .map(|format| StreamOutput::new(format, Box::new(std::io::stdout()))),
         classifier,
     })
+}
+
+/// A verdict cache the agent could write to would let it plant an allow for its next call:
+/// `classifier.cache_dir` must lie outside every workspace root.
+fn refuse_cache_in_workspace(dir: &Path, workspace: &Workspace) -> Result<()> {
+    let resolved = existing_prefix_resolved(dir);
+    match workspace
+        .roots
+        .iter()
+        .find(|root| resolved.starts_with(root))
+    {
+        Some(root) => Err(anyhow!(
+            "classifier.cache_dir {} is inside the workspace {}: the agent could write verdicts there; put it outside",
+            dir.display(),
+            root.display()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `path` with its longest existing prefix canonicalised (symlinks resolved), the rest kept.
+fn existing_prefix_resolved(path: &Path) -> PathBuf {
+    let normal = crate::policy::normalize_lexically(path);
+    let mut prefix = normal.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = prefix.canonicalize() {
+            return rest.iter().rev().fold(real, |path, part| path.join(part));
+        }
+        match (prefix.parent(), prefix.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                prefix = parent;
+            }
+            _ => return normal,
+        }
+    }
 }
 
 /// Auto mode's classifier from the policies' `classifier:` and `auto_mode:`, defaulting to

@@ -545,3 +545,19 @@ fn check_in_auto_mode_names_the_route_and_asks_a_configured_classifier() {
     assert_eq!(judged["auto"]["classifier"]["decision"], "allow");
     assert_eq!(judged["auto"]["classifier"]["risk"], "low");
 }
+
+#[tokio::test]
+async fn a_verdict_cache_inside_the_workspace_is_refused() {
+    let policy = format!(
+        "{}  cache_dir: ws/.verdicts\n",
+        scripted_policy(&[verdict("allow", "x", "low")])
+    );
+    let run = run_auto(&policy, &scripted_agent(&["mkdir -p out"])).await;
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("the agent could write verdicts there"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.events.is_empty(), "nothing ran");
+}
