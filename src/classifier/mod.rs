@@ -185,48 +185,23 @@ impl Classifier {
             action,
         };
         let hash = review_hash(&self.link.model, &review);
+        // Owned: the link is borrowed mutably for each model call below.
         let model = self.link.model.clone();
-        let call = |stage, answer: &Answer, latency_ms, usage, cost_usd, cache_hit| {
-            let (verdict, reason, risk) = match answer {
-                Answer::Verdict(verdict) => (
-                    match verdict.decision {
-                        Ruling::Allow => CallVerdict::Allow,
-                        Ruling::Deny => CallVerdict::Deny,
-                    },
-                    verdict.reason.clone(),
-                    Some(verdict.risk),
-                ),
-                Answer::Unusable(why) | Answer::Unreachable(why) => {
-                    (CallVerdict::Error, why.clone(), None)
-                }
-            };
-            ClassifierCall {
-                model: model.clone(),
-                provider: self.provider_name.clone(),
-                prompt_hash: hash.clone(),
-                stage,
-                verdict,
-                reason,
-                risk,
-                latency_ms,
-                usage,
-                cost_usd,
-                cache_hit,
-            }
+        let record = Record {
+            model: &model,
+            provider: &self.provider_name,
+            hash: &hash,
         };
         if let Some(verdict) = self.cache.get(&hash) {
-            let answer = Answer::Verdict(verdict);
-            let calls = vec![call(
-                Stage::Quick,
-                &answer,
-                0,
-                Usage::default(),
-                Some(0.0),
-                true,
-            )];
+            let hit = Asked {
+                answer: Answer::Verdict(verdict),
+                latency_ms: 0,
+                usage: Usage::default(),
+                cost_usd: Some(0.0),
+            };
             return Judged {
-                judgement: judgement(answer),
-                calls,
+                calls: vec![record.call(Stage::Quick, &hit, true)],
+                judgement: judgement(hit.answer),
             };
         }
         let quick_tokens = if self.two_stage {
@@ -234,32 +209,15 @@ impl Classifier {
         } else {
             self.link.max_tokens
         };
-        let mut calls = Vec::new();
         let first = self.link.ask(&review, Stage::Quick, quick_tokens).await;
-        calls.push(call(
-            Stage::Quick,
-            &first.answer,
-            first.latency_ms,
-            first.usage,
-            first.cost_usd,
-            false,
-        ));
+        let mut calls = vec![record.call(Stage::Quick, &first, false)];
+        let leans_deny = matches!(&first.answer, Answer::Verdict(v) if v.decision == Ruling::Deny)
+            || matches!(first.answer, Answer::Unusable(_));
         let mut answer = first.answer;
-        let leans_deny = matches!(&answer, Answer::Verdict(v) if v.decision == Ruling::Deny)
-            || matches!(answer, Answer::Unusable(_));
         if self.two_stage && leans_deny {
-            let second = self
-                .link
-                .ask(&review, Stage::Reasoned, self.link.max_tokens)
-                .await;
-            calls.push(call(
-                Stage::Reasoned,
-                &second.answer,
-                second.latency_ms,
-                second.usage,
-                second.cost_usd,
-                false,
-            ));
+            let max_tokens = self.link.max_tokens;
+            let second = self.link.ask(&review, Stage::Reasoned, max_tokens).await;
+            calls.push(record.call(Stage::Reasoned, &second, false));
             answer = second.answer;
         }
         if let Answer::Verdict(verdict) = &answer {
@@ -268,6 +226,44 @@ impl Classifier {
         Judged {
             judgement: judgement(answer),
             calls,
+        }
+    }
+}
+
+/// What every audit record of one review shares.
+struct Record<'a> {
+    model: &'a str,
+    provider: &'a str,
+    hash: &'a str,
+}
+
+impl Record<'_> {
+    fn call(&self, stage: Stage, asked: &Asked, cache_hit: bool) -> ClassifierCall {
+        let (verdict, reason, risk) = match &asked.answer {
+            Answer::Verdict(verdict) => (
+                match verdict.decision {
+                    Ruling::Allow => CallVerdict::Allow,
+                    Ruling::Deny => CallVerdict::Deny,
+                },
+                verdict.reason.clone(),
+                Some(verdict.risk),
+            ),
+            Answer::Unusable(why) | Answer::Unreachable(why) => {
+                (CallVerdict::Error, why.clone(), None)
+            }
+        };
+        ClassifierCall {
+            model: self.model.to_string(),
+            provider: self.provider.to_string(),
+            prompt_hash: self.hash.to_string(),
+            stage,
+            verdict,
+            reason,
+            risk,
+            latency_ms: asked.latency_ms,
+            usage: asked.usage,
+            cost_usd: asked.cost_usd,
+            cache_hit,
         }
     }
 }
