@@ -26,7 +26,7 @@ const ACTIONS: usize = 50;
 const MODEL: &str = "claude-haiku-4-5";
 
 fn verdict(index: usize) -> Reply {
-    let answer = json!({"decision": if index % 5 == 0 { "deny" } else { "allow" }, "reason": "bench", "risk": "low"});
+    let answer = json!({"decision": if index.is_multiple_of(5) { "deny" } else { "allow" }, "reason": "bench", "risk": "low"});
     Reply::Turn(turn(
         vec![text(&answer.to_string())],
         Tokens {
