@@ -266,6 +266,14 @@ fn the_shipped_example_shows_an_allow_a_deny_its_rule_and_exit_3() {
         "{}",
         run.stdout
     );
+    let junit = run.read("junit.xml");
+    for property in [
+        "name=\"classifier_allows\" value=\"1\"",
+        "name=\"classifier_denies\" value=\"1\"",
+        "name=\"denials_classifier\" value=\"1\"",
+    ] {
+        assert!(junit.contains(property), "{property}: {junit}");
+    }
     let proposed = run.read("proposed-rules.yaml");
     assert!(
         proposed.contains("  - rule: \"Bash(make release:*)\"\n    count: 1\n"),
