@@ -13,6 +13,7 @@ use super::mode::PermissionMode;
 use super::rule::{Rule, RuleKind};
 use crate::config::{self, ConfigError, SourceLocation};
 use crate::hooks::{Hook, HookList};
+use crate::sandbox::{SandboxBlock, SandboxConfig};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,6 +38,8 @@ struct PolicyFile {
     classifier: Option<Spanned<ClassifierFile>>,
     /// Auto mode's prose for the judge.
     auto_mode: Option<AutoModeProse>,
+    #[serde(default)]
+    sandbox: Option<SandboxBlock>,
 }
 
 /// A `permissions:` block, in a policy file or a task file.
@@ -108,6 +111,8 @@ pub struct Policy {
     pub classifier: Option<ClassifierSettings>,
     /// Auto mode's prose (`auto_mode:`).
     pub auto_mode: Option<AutoModeProse>,
+    /// The `sandbox:` block, if the file has one.
+    pub sandbox: Option<SandboxConfig>,
 }
 
 impl Policy {
@@ -127,6 +132,10 @@ impl Policy {
                     ConfigError::new(origin.file, at.line(), at.column(), message)
                 })
             })
+            .transpose()?;
+        policy.sandbox = parsed
+            .sandbox
+            .map(|block| block.into_config(origin.file))
             .transpose()?;
         policy.hooks = parsed
             .hooks
@@ -230,6 +239,7 @@ impl Policy {
             managed_hooks_only: false,
             classifier: None,
             auto_mode: None,
+            sandbox: None,
         })
     }
 
@@ -267,6 +277,7 @@ impl Policy {
             managed_hooks_only: false,
             classifier: None,
             auto_mode: None,
+            sandbox: None,
         })
     }
 }
