@@ -9,8 +9,6 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::AutoEvalArgs;
-use super::run::auto_classifier;
-use super::setup::{Gate, SourceFlags, canonical_dir, home_dir, load_sources, load_task};
 use crate::classifier::{
     Action, Classifier, Judgement, Risk, default_model,
     eval::{parse_cases, run_eval},
@@ -21,6 +19,9 @@ use crate::model::{RetryPolicy, Timeouts};
 use crate::policy::{
     ClassifierProvider, Decision, Layer, PermissionDecision, PermissionMode, PolicySource,
     awaits_classifier, merge_auto_mode,
+};
+use crate::session::{
+    PolicyInForce, SourceFlags, auto_classifier, canonical_dir, home_dir, load_sources, load_task,
 };
 use crate::task::{ModelSpec, ProviderKind};
 
@@ -68,7 +69,7 @@ pub struct ClassifierLine {
 /// The route of a checked call and, when the policies name a classifier provider, its
 /// verdict for `intent` (a check has no task, so the provider must be explicit).
 pub fn check_line(
-    gate: &Gate,
+    gate: &PolicyInForce,
     decision: &PermissionDecision,
     tool: &str,
     input: &Value,
@@ -135,7 +136,7 @@ fn configured(
         (None, Some(provider)) => standalone_model(provider),
         (None, None) => return Ok(None),
     };
-    auto_classifier(&model, &config)
+    Ok(auto_classifier(&model, &config)?)
 }
 
 /// A model spec with the defaults, for a classifier used without a task.

@@ -1,6 +1,7 @@
 //! The permission layer (S4): rules and their sources, modes, guardrails and the gate's
 //! pipeline. Pure: takes values, returns decisions; never reads files or runs anything.
 
+mod authority;
 mod auto_mode;
 mod decision;
 mod file;
@@ -16,6 +17,9 @@ mod self_test;
 mod tool_name;
 mod workspace;
 
+pub use authority::{
+    AuthorityError, lower_may_add, refuse_disabled, refuse_managed_keys_below, resolve_mode,
+};
 pub use auto_mode::{
     AutoModeConfig, AutoModeProse, ClassifierProvider, ClassifierSettings, merge_auto_mode,
     moots_classifier,
@@ -23,7 +27,7 @@ pub use auto_mode::{
 pub use decision::{
     AskCause, Decision, DenialCounts, Layer, PermissionDecision, RuleRef, Step, ToolCheck,
 };
-pub use file::{PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
+pub use file::{LowerGrant, ManagedKey, PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
 pub use file_access::{Access, check_path};
 pub use gate::{TraceStep, apply_hook_verdict, awaits_classifier, decide, explain};
 pub use guardrail::{git_dir_write, read_guardrail, write_guardrail};

@@ -1,22 +1,32 @@
-//! Loading what a run or a check needs from disk: task, policy sources, workdir, home. Every
-//! failure here is a configuration error (exit 2) and happens before any model call.
+//! Loading what a run or a check needs from disk: task, policy sources, workdir, home, and
+//! what of them is in force. Every failure here is a configuration error (exit 2) and
+//! happens before any model call.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow};
-
+use crate::hooks::{Hook, merge_hooks};
 use crate::policy::{
-    PermissionContext, PermissionMode, Policy, PolicyOrigin, PolicySource, Rule, RuleSet,
-    SourceKind, Workspace, danger, moots_classifier,
+    self, LowerGrant, PermissionContext, PermissionMode, Policy, PolicyOrigin, PolicySource, Rule,
+    RuleSet, SourceKind, Workspace, danger, lower_may_add, moots_classifier, refuse_disabled,
+    refuse_managed_keys_below,
 };
+use crate::sandbox::SandboxConfig;
 use crate::task::Task;
+
+use super::SessionError;
+
+type Result<T> = std::result::Result<T, SessionError>;
 
 /// Where the managed policy lives when `--policy` is not given; `TOLLGATE_MANAGED_DIR`
 /// moves it (for images that keep configuration elsewhere, and for tests).
 const MANAGED_DIR: &str = "/etc/tollgate";
 
-pub fn read_text(path: &Path, what: &str) -> Result<String> {
-    std::fs::read_to_string(path).with_context(|| format!("cannot read {what} {}", path.display()))
+pub fn read_text(path: &Path, what: &'static str) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| SessionError::Read {
+        what,
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 pub fn load_task(path: &Path, home: Option<&Path>) -> Result<Task> {
@@ -39,8 +49,11 @@ pub fn load_policy(path: &Path, home: Option<&Path>) -> Result<Policy> {
 }
 
 fn absolute_parent(path: &Path) -> Result<PathBuf> {
-    let absolute =
-        std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))?;
+    let absolute = std::path::absolute(path).map_err(|source| SessionError::Read {
+        what: "path",
+        path: path.to_path_buf(),
+        source,
+    })?;
     Ok(absolute
         .parent()
         .map(Path::to_path_buf)
@@ -48,12 +61,16 @@ fn absolute_parent(path: &Path) -> Result<PathBuf> {
 }
 
 /// The folder must exist; symlinks are resolved so confinement checks compare real paths.
-pub fn canonical_dir(path: &Path, what: &str) -> Result<PathBuf> {
-    let real = path
-        .canonicalize()
-        .with_context(|| format!("{what} {} does not exist", path.display()))?;
+pub fn canonical_dir(path: &Path, what: &'static str) -> Result<PathBuf> {
+    let real = path.canonicalize().map_err(|_| SessionError::NoFolder {
+        what,
+        path: path.to_path_buf(),
+    })?;
     if !real.is_dir() {
-        return Err(anyhow!("{what} {} is not a folder", path.display()));
+        return Err(SessionError::NoFolder {
+            what,
+            path: path.to_path_buf(),
+        });
     }
     Ok(real)
 }
@@ -75,26 +92,34 @@ pub struct SourceFlags<'a> {
 }
 
 /// What deciding a call outside a run needs (`check`, `replay`): every source in force,
-/// their merged rules, the mode and the workspace.
-pub struct Gate {
+/// their merged rules, the mode and the workspace. (The gate itself is `policy::decide`.)
+pub struct PolicyInForce {
     pub sources: Vec<PolicySource>,
     pub rules: RuleSet,
     pub mode: PermissionMode,
     pub workspace: Workspace,
 }
 
-impl Gate {
+impl PolicyInForce {
     pub fn load(
         flags: SourceFlags,
         workdir: PathBuf,
         mode: Option<PermissionMode>,
-    ) -> Result<Gate> {
+    ) -> Result<PolicyInForce> {
         let home = home_dir();
         let sources = load_sources(flags, None, &workdir, home.as_deref())?;
-        let mode = resolve_mode(mode, None, &sources)?;
+        // `check --mode` asks how a call would be decided in that mode; it grants nothing,
+        // so only a disabled mode is refused, not one the managed policy keeps from runs.
+        let mode = match mode {
+            Some(mode) => {
+                refuse_disabled(mode, &sources)?;
+                mode
+            }
+            None => resolve_mode(None, None, &sources)?,
+        };
         let (rules, _) = rules_for_mode(RuleSet::from_sources(&sources), mode);
-        let workspace = Workspace::new(workdir, additional_directories(&sources)?, home);
-        Ok(Gate {
+        let workspace = Workspace::new(workdir, additional_directories(&sources).dirs, home);
+        Ok(PolicyInForce {
             sources,
             rules,
             mode,
@@ -131,8 +156,7 @@ pub fn load_sources(
         }
     }
     if !(flags.allow.is_empty() && flags.deny.is_empty() && flags.ask.is_empty()) {
-        let policy = Policy::from_flags(flags.allow, flags.deny, flags.ask, workdir)
-            .map_err(|err| anyhow!("{err}"))?;
+        let policy = Policy::from_flags(flags.allow, flags.deny, flags.ask, workdir)?;
         add(SourceKind::CommandLine, policy);
     }
     if let Some(task) = task {
@@ -150,6 +174,7 @@ pub fn load_sources(
     if let Some(user) = user_policy_file(home).filter(|path| path.is_file()) {
         add(SourceKind::User, load_policy(&user, home)?);
     }
+    refuse_managed_keys_below(&sources)?;
     Ok(sources)
 }
 
@@ -166,7 +191,11 @@ fn managed_files() -> Result<Vec<PathBuf>> {
     let drop_in = dir.join("policy.d");
     if drop_in.is_dir() {
         let mut parts: Vec<PathBuf> = std::fs::read_dir(&drop_in)
-            .with_context(|| format!("cannot list {}", drop_in.display()))?
+            .map_err(|source| SessionError::Read {
+                what: "managed policy folder",
+                path: drop_in.clone(),
+                source,
+            })?
             .filter_map(|entry| entry.ok().map(|entry| entry.path()))
             .filter(|path| {
                 path.extension()
@@ -187,35 +216,18 @@ fn user_policy_file(home: Option<&Path>) -> Option<PathBuf> {
     Some(config.join("tollgate/policy.yaml"))
 }
 
-/// The run's mode: `--mode`, else the task's, else the first `default_mode` by precedence,
-/// else dontAsk. A mode any source disables is refused.
+/// The run's mode (see `policy::resolve_mode`); a lower `default_mode` the managed policy
+/// does not allow is left aside with a warning.
 pub fn resolve_mode(
     flag: Option<PermissionMode>,
     task: Option<PermissionMode>,
     sources: &[PolicySource],
 ) -> Result<PermissionMode> {
-    let mut by_precedence: Vec<&PolicySource> = sources.iter().collect();
-    by_precedence.sort_by_key(|source| source.kind);
-    let mode = flag
-        .or(task)
-        .or_else(|| {
-            by_precedence
-                .iter()
-                .find_map(|source| source.policy.default_mode)
-        })
-        .unwrap_or(PermissionMode::DontAsk);
-    let forbidding = by_precedence.iter().find(|source| match mode {
-        PermissionMode::BypassPermissions => source.policy.disable_bypass,
-        PermissionMode::Auto => source.policy.disable_auto,
-        _ => false,
-    });
-    match forbidding {
-        Some(source) => Err(anyhow!(
-            "{mode} mode is disabled by {}",
-            source.policy.file.display()
-        )),
-        None => Ok(mode),
+    let (mode, warnings) = policy::resolve_mode(flag, task, sources)?;
+    for warning in warnings {
+        tracing::warn!("{warning}");
     }
+    Ok(mode)
 }
 
 /// The rules a run in `mode` obeys, and those it dropped: entering auto drops allow rules
@@ -229,20 +241,40 @@ pub fn rules_for_mode(rules: RuleSet, mode: PermissionMode) -> (RuleSet, Vec<Rul
     }
 }
 
-/// Additional directories from every source, canonical; a missing one is an error naming
-/// the policy that asked for it.
-pub fn additional_directories(sources: &[PolicySource]) -> Result<Vec<PathBuf>> {
-    let mut dirs = Vec::new();
+/// The additional directories in force, and those left aside.
+#[derive(Debug, Default)]
+pub struct AdditionalDirectories {
+    /// Canonical.
+    pub dirs: Vec<PathBuf>,
+    /// From lower sources under a `managed_only` policy that does not grant them.
+    pub ignored: Vec<PathBuf>,
+    /// Entries that do not exist: a warning each, as Claude Code's settings may name a
+    /// folder of another machine.
+    pub warnings: Vec<String>,
+}
+
+pub fn additional_directories(sources: &[PolicySource]) -> AdditionalDirectories {
+    let lower_allowed = lower_may_add(sources, LowerGrant::AdditionalDirectories);
+    let mut found = AdditionalDirectories::default();
     for source in sources {
         for dir in &source.policy.additional_directories {
-            let what = format!(
-                "additional directory (from {})",
-                source.policy.file.display()
-            );
-            dirs.push(canonical_dir(dir, &what)?);
+            if source.kind != SourceKind::Managed && !lower_allowed {
+                found.ignored.push(dir.clone());
+                continue;
+            }
+            match canonical_dir(dir, "additional directory") {
+                Ok(real) => found.dirs.push(real),
+                Err(err) => found.warnings.push(format!(
+                    "{err} (from {}); ignored",
+                    source.policy.file.display()
+                )),
+            }
         }
     }
-    Ok(dirs)
+    for warning in &found.warnings {
+        tracing::warn!("{warning}");
+    }
+    found
 }
 
 /// Allow rules that hand out more than they seem to, in words a reviewer can act on.
@@ -258,4 +290,50 @@ pub fn dangerous_allow_rules(rules: &RuleSet) -> Vec<String> {
             ))
         })
         .collect()
+}
+
+/// The hooks that run, managed policies' first, and the lower ones left aside.
+pub struct HooksInForce {
+    pub in_force: Vec<Hook>,
+    pub ignored: Vec<Hook>,
+}
+
+/// Lower sources' hooks run beside the managed ones unless a managed policy says
+/// `managed_hooks_only`, or is `managed_only` without granting `hooks`: a hook that answers
+/// allow would widen what the managed policy allows.
+pub fn hooks_in_force(sources: &[PolicySource]) -> HooksInForce {
+    let (managed, others): (Vec<&PolicySource>, Vec<&PolicySource>) = sources
+        .iter()
+        .partition(|source| source.kind == SourceKind::Managed);
+    let managed_only = managed
+        .iter()
+        .any(|source| source.policy.managed_hooks_only)
+        || !lower_may_add(sources, LowerGrant::Hooks);
+    let collect = |list: &[&PolicySource]| -> Vec<Hook> {
+        list.iter()
+            .flat_map(|source| source.policy.hooks.iter().cloned())
+            .collect()
+    };
+    let lower = collect(&others);
+    HooksInForce {
+        in_force: merge_hooks(&collect(&managed), managed_only, &lower),
+        ignored: if managed_only { lower } else { Vec::new() },
+    }
+}
+
+/// The sandbox of the highest-precedence policy that has a `sandbox:` block (only the managed
+/// policy's under `managed_only`), so a task or project file cannot turn off the managed one.
+pub fn sandbox_in_force(sources: &[PolicySource]) -> Option<SandboxConfig> {
+    let managed_only = sources
+        .iter()
+        .any(|source| source.kind == SourceKind::Managed && source.policy.managed_only);
+    let mut ordered: Vec<&PolicySource> = sources
+        .iter()
+        .filter(|source| !managed_only || source.kind == SourceKind::Managed)
+        .collect();
+    ordered.sort_by_key(|source| source.kind);
+    ordered
+        .into_iter()
+        .find_map(|source| source.policy.sandbox.clone())
+        .filter(|config| config.enabled)
 }
