@@ -10,15 +10,16 @@ use tokio::sync::Semaphore;
 use super::FleetError;
 use super::batch_task::BatchTask;
 use super::forge::{Forge, PullRequest};
-use super::journal::{Journal, Phase, RepoOutcome, RunSummary, stable_hash};
+use super::journal::{Journal, Phase, PushPermission, RepoOutcome, RunSummary, stable_hash};
 use super::manifest::{Repo, parse_manifest};
 use super::shard::Shard;
 use super::workcopy;
 use crate::agent::{self, RunReport};
 use crate::exit::ExitCode;
+use crate::policy::{Decision, PermissionContext, ToolName};
 use crate::redact::Redactor;
 use crate::session::{self, RunOptions, Session, read_text};
-use crate::tools::AbortHandle;
+use crate::tools::{AbortHandle, builtin};
 
 /// Which finished repositories a batch started again over the same `--out` re-runs;
 /// unfinished ones always continue.
@@ -283,12 +284,17 @@ impl Batch {
                     format!("cannot write {}: {err}", task_file.display()),
                 )
             })?;
-            let report = self
-                .run_agent(&task_file, &work, &dir.join("run"), redactor)
+            let push = settings.publish.as_ref().map(|publish| PushCall {
+                remote: &publish.remote,
+                branch: &settings.branch,
+            });
+            let (report, push) = self
+                .run_agent(&task_file, &work, &dir.join("run"), push, redactor)
                 .await
                 .map_err(|reason| fail(&journal, reason))?;
             journal.phase = Phase::Checked;
             journal.run = Some(summary(&report));
+            journal.push = push;
             save(&journal)?;
         }
         let passed = journal
@@ -327,6 +333,23 @@ impl Batch {
         if let (Some(publish), Some(forge)) = (&settings.publish, &self.forge)
             && !self.dry_run
         {
+            match &journal.push {
+                Some(PushPermission::Allowed) => {}
+                Some(PushPermission::Refused(reason)) => {
+                    return Err(fail(
+                        &journal,
+                        format!("the run's policy does not allow the push: {reason}"),
+                    ));
+                }
+                None => {
+                    return Err(fail(
+                        &journal,
+                        "the run was made before publishing was configured, so its policy was \
+                         never asked about the push; run it again with --rerun failed"
+                            .into(),
+                    ));
+                }
+            }
             if journal.phase < Phase::Pushed {
                 workcopy::push(&work, &publish.remote, &settings.branch)
                     .await
@@ -391,8 +414,9 @@ impl Batch {
         task: &Path,
         work: &Path,
         out: &Path,
+        push: Option<PushCall<'_>>,
         redactor: Arc<Redactor>,
-    ) -> Result<RunReport, String> {
+    ) -> Result<(RunReport, Option<PushPermission>), String> {
         let options = RunOptions {
             task: task.to_path_buf(),
             policy: self.policy.clone(),
@@ -403,6 +427,7 @@ impl Batch {
         };
         let Session { spec, provider } = session::assemble(options, redactor)
             .map_err(|err| format!("cannot start the run: {err}"))?;
+        let push = push.map(|push| push.permission(&spec));
         let (_handle, abort) = AbortHandle::new();
         let report = agent::run(spec, provider, abort)
             .await
@@ -413,7 +438,38 @@ impl Batch {
         if let Ok(sarif) = crate::report::sarif_json(&report) {
             let _ = std::fs::write(out.join("tollgate.sarif"), sarif);
         }
-        Ok(report)
+        Ok((report, push))
+    }
+}
+
+/// The push a published repository needs, put to its run's own gate as the Bash call it
+/// is: publishing happens only where the policy would let the agent push (fail closed —
+/// an ask is a no in a batch).
+struct PushCall<'a> {
+    remote: &'a str,
+    branch: &'a str,
+}
+
+impl PushCall<'_> {
+    fn permission(&self, spec: &crate::agent::RunSpec) -> PushPermission {
+        let Some(bash) = builtin(&ToolName::Bash) else {
+            return PushPermission::Refused("no Bash tool to decide the push".into());
+        };
+        let command = format!("git push {} {}", self.remote, self.branch);
+        let input = serde_json::json!({ "command": command });
+        let ctx = PermissionContext {
+            mode: spec.mode,
+            rules: &spec.rules,
+            workspace: &spec.workspace,
+            auto_allow_bash: false,
+        };
+        let decision = crate::policy::decide(bash.as_ref(), &input, &ctx);
+        match decision.decision {
+            Decision::Allow => PushPermission::Allowed,
+            Decision::Ask | Decision::Deny => {
+                PushPermission::Refused(format!("`{command}`: {}", decision.reason))
+            }
+        }
     }
 }
 

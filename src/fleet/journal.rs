@@ -61,6 +61,19 @@ pub struct Journal {
     pub patch: Option<PathBuf>,
     pub pr_url: Option<String>,
     pub run: Option<RunSummary>,
+    /// What the run's policy said of pushing the branch; `None` when the run was not asked
+    /// (nothing was to be published then), which later counts as a refusal.
+    #[serde(default)]
+    pub push: Option<PushPermission>,
+}
+
+/// The run's gate on `git push REMOTE BRANCH`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PushPermission {
+    Allowed,
+    /// With the gate's reason.
+    Refused(String),
 }
 
 impl Journal {
@@ -77,6 +90,7 @@ impl Journal {
             patch: None,
             pr_url: None,
             run: None,
+            push: None,
         }
     }
 

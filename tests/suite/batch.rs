@@ -306,8 +306,16 @@ fn a_repo_that_cannot_be_cloned_is_a_failed_testcase_and_the_batch_goes_on() {
     assert!(junit.contains("cannot read the repository"), "{junit}");
 }
 
-/// The task with a `publish:` block aimed at the fake forge.
+/// The task with a `publish:` block aimed at the fake forge, and a policy that lets the
+/// branch be pushed.
 fn publishing_task(forge: &FakeForge) -> String {
+    unpermitted_publishing_task(forge).replace(
+        "mode: acceptEdits\n",
+        "mode: acceptEdits\npermissions:\n  allow: [\"Bash(git push:*)\"]\n",
+    )
+}
+
+fn unpermitted_publishing_task(forge: &FakeForge) -> String {
     TASK.replace(
         "batch:\n",
         &format!(
@@ -446,4 +454,28 @@ async fn each_changed_repo_is_pushed_and_gets_one_pull_request_under_one_rate_bu
             format!("PATCH /repos/org/r00/pulls/{number}")
         ]
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nothing_is_published_where_the_policy_would_not_let_the_agent_push() {
+    let fleet = Fleet::new(2, &[]);
+    let forge = FakeForge::start(1).await;
+    std::fs::write(
+        fleet.path().join("task.yaml"),
+        unpermitted_publishing_task(&forge),
+    )
+    .unwrap();
+    let output = batch_async(&fleet, &["--jobs", "2"]).await;
+    assert_eq!(output.status.code(), Some(1));
+    let journal = fleet.journal("out", "r00");
+    assert_eq!(journal["outcome"], "failed");
+    assert_eq!(journal["phase"], "committed");
+    assert!(
+        journal["reason"]
+            .as_str()
+            .unwrap()
+            .contains("does not allow the push: `git push origin fix/r00`"),
+        "{journal}"
+    );
+    assert!(forge.requests().is_empty());
 }
