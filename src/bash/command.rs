@@ -67,6 +67,15 @@ struct RuleHits {
 
 impl Analyser<'_> {
     fn match_rules(&self, argv: &[Word], hits: &mut RuleHits) {
+        self.match_view(argv, hits);
+        if argv.first().and_then(Word::fixed).map(base) == Some("git") {
+            for view in super::git::rule_views(argv) {
+                self.match_view(&view, hits);
+            }
+        }
+    }
+
+    fn match_view(&self, argv: &[Word], hits: &mut RuleHits) {
         if hits.deny.is_none() {
             for (p, id) in &self.rules.deny {
                 match p.match_words(argv, true) {
@@ -87,7 +96,8 @@ impl Analyser<'_> {
         }
     }
 
-    fn allow_rule(&self, argv: &[Word]) -> Option<(usize, String)> {
+    /// The first allow rule that matches, with how many of the command's words it spells out.
+    fn allow_rule(&self, argv: &[Word]) -> Option<(usize, String, usize)> {
         let base_ok = argv
             .first()
             .and_then(Word::fixed)
@@ -96,7 +106,7 @@ impl Analyser<'_> {
             .allow
             .iter()
             .find(|(p, _)| p.match_words(argv, base_ok) == Match::Yes)
-            .map(|(p, id)| (*id, p.to_string()))
+            .map(|(p, id)| (*id, p.to_string(), p.words().len()))
     }
 
     pub(crate) fn simple_command(
@@ -211,12 +221,15 @@ impl Analyser<'_> {
             if let Some(name) = argv.first().and_then(Word::fixed) {
                 unproven.extend(readonly::hazard(base(name), &argv[1..]));
             }
-            match (unproven.is_empty(), self.allow_rule(&argv)) {
+            let allowed = self.allow_rule(&argv);
+            let covered = allowed.as_ref().map_or(1, |(_, _, len)| *len);
+            unproven.extend(super::runners::hazard(&argv, covered, self.env, &self.cwds));
+            match (unproven.is_empty(), allowed) {
                 (false, _) => (
                     CommandVerdict::Unproven,
                     format!("`{}`: {}", job.text, unproven.join("; ")),
                 ),
-                (true, Some((id, pattern))) => (
+                (true, Some((id, pattern, _))) => (
                     CommandVerdict::AllowedByRule(id),
                     format!("allowed by rule Bash({pattern})"),
                 ),
@@ -253,6 +266,12 @@ impl Analyser<'_> {
         let name = base(argv.first()?.fixed()?).to_owned();
         if name == "find" {
             self.find_exec(job, argv);
+            return None;
+        }
+        if name == "git" {
+            for script in super::git::config_scripts(argv) {
+                self.script(&script, job.depth + 1);
+            }
             return None;
         }
         match wrappers::inline_script(&name, argv) {

@@ -239,3 +239,142 @@ fn paths(rest: &[Word], chdir: bool, env: &BashEnv, cwds: &Cwds) -> Result<(), S
     }
     Ok(())
 }
+
+/// git's global options (before the subcommand) that take the next word as their value.
+const GLOBAL_VALUED: &[&str] = &[
+    "-C",
+    "-c",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--config-env",
+    "--attr-source",
+    "--super-prefix",
+    "--exec-path",
+    "--list-cmds",
+];
+
+/// git's global options that take no value (`--opt=value` forms of the valued ones are one
+/// word too).
+const GLOBAL_FLAGS: &[&str] = &[
+    "-p",
+    "--paginate",
+    "-P",
+    "--no-pager",
+    "--no-replace-objects",
+    "--bare",
+    "--literal-pathspecs",
+    "--no-literal-pathspecs",
+    "--glob-pathspecs",
+    "--noglob-pathspecs",
+    "--icase-pathspecs",
+    "--no-optional-locks",
+    "--no-advice",
+    "--no-lazy-fetch",
+    "--html-path",
+    "--man-path",
+    "--info-path",
+];
+
+/// The ways `git GLOBAL-OPTIONS… sub args…` may be read as `git sub args…`, for rules to match
+/// (`git -C . push` is `git push` to a `Bash(git push:*)` rule). An option not known to git is
+/// read both as a flag and as taking a value, so that neither reading escapes a rule; a
+/// `-c alias.NAME=VALUE` naming the subcommand also yields the command it stands for.
+pub(crate) fn rule_views(argv: &[Word]) -> Vec<Vec<Word>> {
+    let mut views = Vec::new();
+    let mut aliases: Vec<(String, String)> = Vec::new();
+    skip_globals(argv, 1, &mut aliases, &mut views);
+    let mut expanded = Vec::new();
+    for view in &views {
+        let Some(sub) = view.get(1).and_then(Word::fixed) else {
+            continue;
+        };
+        for (_, value) in aliases.iter().filter(|(name, _)| name == sub) {
+            // `!cmd` aliases run a shell command: the analyser reads those as scripts.
+            if value.starts_with('!') {
+                continue;
+            }
+            let mut alias_view = vec![view[0].clone()];
+            alias_view.extend(value.split_whitespace().map(Word::literal));
+            alias_view.extend(view[2..].iter().cloned());
+            expanded.push(alias_view);
+        }
+    }
+    views.extend(expanded);
+    views
+}
+
+fn skip_globals(
+    argv: &[Word],
+    mut i: usize,
+    aliases: &mut Vec<(String, String)>,
+    views: &mut Vec<Vec<Word>>,
+) {
+    const MAX_VIEWS: usize = 16;
+    while let Some(w) = argv.get(i) {
+        if views.len() >= MAX_VIEWS {
+            return;
+        }
+        let Some(v) = w.fixed() else { break };
+        if !v.starts_with('-') || v == "-" {
+            break;
+        }
+        let name = v.split('=').next().unwrap_or(v);
+        if v == "-c" {
+            if let Some(setting) = argv.get(i + 1).and_then(Word::fixed)
+                && let Some((key, value)) = setting.split_once('=')
+                && let Some(alias) = key.strip_prefix("alias.")
+            {
+                aliases.push((alias.to_owned(), value.to_owned()));
+            }
+            i += 2;
+        } else if GLOBAL_VALUED.contains(&v) {
+            // `--exec-path` and `--list-cmds` alone take no value.
+            i += if matches!(v, "--exec-path" | "--list-cmds") {
+                1
+            } else {
+                2
+            };
+        } else if GLOBAL_FLAGS.contains(&v)
+            || (GLOBAL_VALUED.contains(&name) && v.contains('='))
+            || ((v.starts_with("-C") || v.starts_with("-c")) && v.len() > 2)
+        {
+            i += 1;
+        } else {
+            // Unknown to this table: try it both as a flag and with a value.
+            let mut with_value = argv[..i].to_vec();
+            with_value.extend(argv.get(i + 2..).unwrap_or(&[]).iter().cloned());
+            skip_globals(&with_value, i, aliases, views);
+            i += 1;
+        }
+    }
+    let mut view = vec![argv[0].clone()];
+    view.extend(argv.get(i..).unwrap_or(&[]).iter().cloned());
+    if !views.contains(&view) {
+        views.push(view);
+    }
+}
+
+/// Every `-c name=value` given to git, as a script: many settings (`core.pager`,
+/// `core.sshCommand`, `core.fsmonitor`, `diff.external`, filters, `!` aliases) are commands
+/// git runs, so deny rules must reach them whatever the setting's name.
+pub(crate) fn config_scripts(argv: &[Word]) -> Vec<String> {
+    let mut scripts = Vec::new();
+    let mut i = 1;
+    while let Some(v) = argv.get(i).and_then(Word::fixed) {
+        if !v.starts_with('-') {
+            break;
+        }
+        let setting = if v == "-c" {
+            i += 1;
+            argv.get(i).and_then(Word::fixed)
+        } else {
+            v.strip_prefix("-c").filter(|s| s.contains('='))
+        };
+        if let Some((_, value)) = setting.and_then(|s| s.split_once('=')) {
+            scripts.push(value.trim_start_matches('!').to_owned());
+        }
+        i += 1;
+    }
+    scripts
+}

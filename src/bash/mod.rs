@@ -7,6 +7,7 @@ mod git;
 mod paths;
 mod pattern;
 mod readonly;
+mod runners;
 mod sed;
 mod syntax;
 mod word;
