@@ -201,6 +201,7 @@ impl Analyser<'_> {
             }
         }
         let exec_reason = self.nested(job, &argv);
+        self.log_reads(&argv);
         let (verdict, why) = if let Some((id, pattern, maybe)) = hits.deny {
             let why = if maybe {
                 format!(
@@ -258,6 +259,20 @@ impl Analyser<'_> {
             verdict,
             why,
         });
+    }
+
+    /// Logs what a known reader reads whatever its verdict (allowed by a rule, refused for a
+    /// flag, run in bypassPermissions): Read rules and read guardrails reach it all the same.
+    fn log_reads(&self, argv: &[Word]) {
+        let Some(name) = argv.first().and_then(Word::fixed).map(base) else {
+            return;
+        };
+        let ctx = Ctx {
+            env: self.env,
+            cwds: &self.cwds,
+            reads: &self.reads,
+        };
+        let _ = readonly::check(name, &argv[1..], &ctx);
     }
 
     /// Analyses what the command runs inline, so that deny rules reach it whatever this
@@ -354,6 +369,7 @@ impl Analyser<'_> {
         let ctx = Ctx {
             env: self.env,
             cwds: &self.cwds,
+            reads: &self.reads,
         };
         readonly::check(name, &argv[1..], &ctx).map(|()| "read-only".to_owned())
     }

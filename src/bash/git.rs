@@ -2,7 +2,7 @@
 //! only inspecting subcommands pass, and their writing or executing options are refused.
 
 use super::BashEnv;
-use super::paths::{Cwds, check_read};
+use super::paths::{Cwds, ReadLog, check_read, log_read};
 use super::word::Word;
 
 /// Long options that write files, run programs or read outside the repository. Git accepts
@@ -51,7 +51,13 @@ const READ_ONLY: &[&str] = &[
     "whatchanged",
 ];
 
-pub(crate) fn check(args: &[Word], env: &BashEnv, cwds: &Cwds) -> Result<(), String> {
+pub(crate) fn check(
+    args: &[Word],
+    env: &BashEnv,
+    cwds: &Cwds,
+    log: &ReadLog,
+) -> Result<(), String> {
+    log_operands(args, env, cwds, log);
     let mut i = 0;
     let mut chdir = false;
     let sub = loop {
@@ -73,7 +79,7 @@ pub(crate) fn check(args: &[Word], env: &BashEnv, cwds: &Cwds) -> Result<(), Str
             | "--no-replace-objects" => {}
             "-C" => {
                 let dir = args.get(i).ok_or("`git -C` needs a directory")?;
-                check_read(dir, env, cwds)?;
+                check_read(dir, env, cwds, log)?;
                 chdir = true;
                 i += 1;
             }
@@ -95,7 +101,7 @@ pub(crate) fn check(args: &[Word], env: &BashEnv, cwds: &Cwds) -> Result<(), Str
     let rest = &args[i..];
     options(sub, rest)?;
     listing_only(sub, rest)?;
-    paths(rest, chdir, env, cwds)
+    paths(rest, chdir, env, cwds, log)
 }
 
 fn options(sub: &str, rest: &[Word]) -> Result<(), String> {
@@ -221,7 +227,13 @@ fn listing_only(sub: &str, rest: &[Word]) -> Result<(), String> {
 
 /// Revisions and paths look alike; a word that can only be a path outside (absolute, `~`, a
 /// `..` component) is checked. `git diff a b` with a path outside the repository reads it.
-fn paths(rest: &[Word], chdir: bool, env: &BashEnv, cwds: &Cwds) -> Result<(), String> {
+fn paths(
+    rest: &[Word],
+    chdir: bool,
+    env: &BashEnv,
+    cwds: &Cwds,
+    log: &ReadLog,
+) -> Result<(), String> {
     for w in rest {
         let Some(v) = w.value.as_deref() else {
             continue;
@@ -235,7 +247,7 @@ fn paths(rest: &[Word], chdir: bool, env: &BashEnv, cwds: &Cwds) -> Result<(), S
                 "`{v}` is a path outside the directory given to `git -C`"
             ));
         }
-        check_read(w, env, cwds)?;
+        check_read(w, env, cwds, log)?;
     }
     Ok(())
 }
@@ -377,4 +389,55 @@ pub(crate) fn config_scripts(argv: &[Word]) -> Vec<String> {
         i += 1;
     }
     scripts
+}
+
+/// Logs what a git command's operands may read: each word after the subcommand as a path
+/// (pathspecs, `--no-index` files) and the path of `REV:path` (a blob's content), from the
+/// working directory and from each workspace root (`REV:path` is relative to the repository's
+/// top). Done before any check, so that what git reads is known even when it is refused.
+fn log_operands(args: &[Word], env: &BashEnv, cwds: &Cwds, log: &ReadLog) {
+    let mut i = 0;
+    let mut chdir: Option<&str> = None;
+    while let Some(v) = args.get(i).and_then(Word::fixed) {
+        if !v.starts_with('-') {
+            break;
+        }
+        if v == "-C" {
+            chdir = args.get(i + 1).and_then(Word::fixed);
+        }
+        i += if GLOBAL_VALUED.contains(&v) && !matches!(v, "--exec-path" | "--list-cmds") {
+            2
+        } else {
+            1
+        };
+    }
+    let base = |path: &str| match chdir {
+        Some(dir) if !path.starts_with('/') => format!("{dir}/{path}"),
+        _ => path.to_owned(),
+    };
+    for w in args.iter().skip(i + 1) {
+        let Some(v) = w.value.as_deref() else {
+            continue;
+        };
+        if v.starts_with('-') {
+            continue;
+        }
+        let mut word = w.clone();
+        match v.split_once(':') {
+            Some((_, blob)) if !blob.is_empty() => {
+                let blob = blob.trim_start_matches("./");
+                word.value = Some(base(blob));
+                log_read(&word, false, env, cwds, log);
+                for root in env.workspace_roots {
+                    let mut at_root = Word::literal(&format!("{}/{blob}", root.display()));
+                    at_root.glob = w.glob;
+                    log_read(&at_root, false, env, cwds, log);
+                }
+            }
+            _ => {
+                word.value = Some(base(v));
+                log_read(&word, false, env, cwds, log);
+            }
+        }
+    }
 }

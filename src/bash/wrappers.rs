@@ -412,8 +412,7 @@ fn flock(argv: &[Word]) -> Unwrap {
 
 /// The script of `flock … -c SCRIPT` / `--command=SCRIPT`, wherever the option stands.
 fn flock_script(argv: &[Word]) -> Option<Option<&Word>> {
-    let mut it = argv.iter().enumerate().skip(1);
-    while let Some((i, w)) = it.next() {
+    for (i, w) in argv.iter().enumerate().skip(1) {
         match w.fixed() {
             Some("-c" | "--command") => return Some(argv.get(i + 1)),
             Some(v) if v.starts_with("--command=") => return Some(Some(w)),
@@ -1118,10 +1117,58 @@ mod tests {
         assert_eq!(start(&unwrap("env", &words("env -i FOO=1 rm x"))), Some(3));
         assert_eq!(start(&unwrap("stdbuf", &words("stdbuf -oL rm x"))), Some(2));
         assert_eq!(start(&unwrap("sudo", &words("sudo -u root rm x"))), Some(3));
-        assert!(matches!(
-            unwrap("env", &words("env -S x")),
-            Unwrap::Opaque(_)
-        ));
+        let Unwrap::Built { argv, .. } = unwrap(
+            "env",
+            &[
+                Word::literal("env"),
+                Word::literal("-S"),
+                Word::literal("-i 'rm -f' \"a b\"\\_c # x"),
+                Word::literal("d"),
+            ],
+        ) else {
+            panic!("env -S builds the command");
+        };
+        let built: Vec<&str> = argv.iter().filter_map(Word::fixed).collect();
+        assert_eq!(built, ["env", "-i", "rm -f", "a b c", "d"]);
+    }
+
+    #[test]
+    fn new_wrappers_find_the_command() {
+        let cases = [
+            ("ionice -c 3 -n7 rm x", Some(4)),
+            ("ionice -p 12", None),
+            ("setsid -f rm x", Some(2)),
+            ("flock -w 5 /tmp/l rm x", Some(4)),
+            ("chrt -f 10 rm x", Some(3)),
+            ("chrt --idle rm x", Some(2)),
+            ("taskset -c 0,1 rm x", Some(3)),
+            ("taskset -p 1 12", None),
+            ("unbuffer -p rm x", Some(2)),
+            ("unshare -r --mount rm x", Some(3)),
+            ("nsenter -t 1 -m rm x", Some(4)),
+            ("watch -x -n 1 rm x", Some(4)),
+        ];
+        for (line, expected) in cases {
+            let argv = words(line);
+            assert_eq!(
+                start(&unwrap(&line[..line.find(' ').unwrap()], &argv)),
+                expected,
+                "{line}"
+            );
+        }
+        for (line, script) in [
+            ("flock /tmp/l -c ls", "ls"),
+            ("script -qc ls /dev/null", "ls"),
+            ("watch -n 1 ls -l", "ls -l"),
+            ("parallel -j 2 rm ::: a b", "rm"),
+        ] {
+            let argv = words(line);
+            let name = &line[..line.find(' ').unwrap()];
+            assert!(
+                matches!(inline_script(name, &argv), Inline::Script(s) if s == script),
+                "{line}"
+            );
+        }
     }
 
     #[test]

@@ -15,7 +15,8 @@ use super::{
 };
 use crate::bash::{BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, evaluate};
 use crate::policy::{
-    Access, AskCause, PermissionContext, RuleRef, ToolCheck, ToolName, check_path,
+    Access, AskCause, PermissionContext, PermissionMode, RuleRef, ToolCheck, ToolName, check_path,
+    read_refusal,
 };
 
 /// The most a single call may ask for, whatever the model requests.
@@ -156,6 +157,40 @@ fn check_command(command: &str, ctx: &PermissionContext) -> ToolCheck {
             rule: rule(*id),
         };
     }
+    // Where nobody reviews what runs, a command not proven safe that names a denied program
+    // is refused rather than run on the strength of the mode.
+    if ctx.mode == PermissionMode::BypassPermissions
+        && matches!(analysis.verdict, BashVerdict::Ask { .. })
+        && let Some((id, reason)) = &analysis.named_denied
+    {
+        return ToolCheck::Deny {
+            reason: reason.clone(),
+            rule: rule(Some(*id)),
+        };
+    }
+    // What the script reads answers to Read rules and the read guardrails, in every mode.
+    let reads: Vec<ToolCheck> = analysis
+        .reads
+        .iter()
+        .filter_map(|read| read_refusal(ctx, &ToolName::Bash, &read.path, read.below))
+        .collect();
+    if let Some(denied) = reads
+        .iter()
+        .find(|check| matches!(check, ToolCheck::Deny { .. }))
+    {
+        return denied.clone();
+    }
+    if let Some(guarded) = reads.iter().find(|check| {
+        matches!(
+            check,
+            ToolCheck::Ask {
+                cause: AskCause::Guardrail(_),
+                ..
+            }
+        )
+    }) {
+        return guarded.clone();
+    }
     let writes: Vec<(&PathBuf, ToolCheck)> = analysis
         .writes
         .iter()
@@ -215,6 +250,9 @@ fn check_command(command: &str, ctx: &PermissionContext) -> ToolCheck {
             }
         )
     }) {
+        return asked;
+    }
+    if let Some(asked) = reads.into_iter().next() {
         return asked;
     }
     if let BashVerdict::Ask { reason, .. } = &analysis.verdict {
@@ -345,7 +383,7 @@ mod tests {
     #[test]
     fn analysis_rules_and_writes_combine() {
         let policy = Policy::parse(
-            "permissions:\n  allow: ['Bash(git status)', 'Bash(npm test:*)', 'Edit(out/**)']\n  deny: ['Bash(rm:*)', 'Edit(secret/**)']\n  ask: ['Bash(git push:*)', 'Edit(review/**)']\n",
+            "permissions:\n  allow: ['Bash(git status)', 'Bash(npm test:*)', 'Edit(out/**)']\n  deny: ['Bash(rm:*)', 'Edit(secret/**)', 'Read(.env)']\n  ask: ['Bash(git push:*)', 'Edit(review/**)']\n",
             crate::policy::PolicyOrigin { file: Path::new("p.yaml"), dir: Path::new("/"), home: None },
         )
         .unwrap();
@@ -372,7 +410,7 @@ mod tests {
                 ToolCheck::Passthrough { .. } => "passthrough",
             }
         };
-        use PermissionMode::{AcceptEdits, Default};
+        use PermissionMode::{AcceptEdits, BypassPermissions, Default};
         let cases = [
             ("git status", Default, "allow"),
             ("npm test -- -x", Default, "allow"),
@@ -393,6 +431,44 @@ mod tests {
             ("echo x >> ~/.bashrc", AcceptEdits, "guardrail"),
             ("git status > /etc/x", AcceptEdits, "deny"),
             ("cat /etc/passwd", Default, "ask"),
+            ("cat .env", Default, "deny"),
+            ("cat .env", BypassPermissions, "deny"),
+            ("FOO=1 head -n1 config/.env", BypassPermissions, "deny"),
+            ("grep -r TOKEN .", Default, "deny"),
+            ("grep -r TOKEN src", Default, "deny"),
+            ("grep TOKEN src/a.rs", Default, "allow"),
+            ("rg TOKEN", Default, "deny"),
+            ("cat *", Default, "deny"),
+            ("git show HEAD:.env", Default, "deny"),
+            ("git log -p -- .env", Default, "deny"),
+            (
+                "git diff --no-index /dev/null .env",
+                BypassPermissions,
+                "deny",
+            ),
+            ("jq --rawfile s .env -n '$s'", Default, "deny"),
+            ("sort --files0-from=list.txt", Default, "ask"),
+            ("md5sum -c sums.txt", Default, "ask"),
+            ("wc -l < .env", Default, "deny"),
+            ("cat /proc/self/environ", BypassPermissions, "guardrail"),
+            (
+                "cat /proc/thread-self/environ",
+                BypassPermissions,
+                "guardrail",
+            ),
+            (
+                "cat /proc/self/task/1/environ",
+                BypassPermissions,
+                "guardrail",
+            ),
+            (
+                "cat /proc/self/../self/environ",
+                BypassPermissions,
+                "guardrail",
+            ),
+            ("grep -r PATH /proc/self", BypassPermissions, "guardrail"),
+            ("mywrap 'rm -rf /'", BypassPermissions, "deny"),
+            ("mywrap ok", BypassPermissions, "ask"),
         ];
         for (command, mode, expected) in cases {
             assert_eq!(kind(command, mode), expected, "{command} in {mode}");
