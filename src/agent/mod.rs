@@ -188,6 +188,7 @@ pub async fn run(
         .streaming(spec.stream.take());
     let ctx = ToolContext {
         workspace: spec.workspace.clone(),
+        rules: Arc::new(spec.rules.clone()),
         limits: spec.limits,
         abort: abort.clone(),
         files: FileStateCache::default(),

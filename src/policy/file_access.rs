@@ -7,7 +7,7 @@ use super::decision::{AskCause, RuleRef, ToolCheck};
 use super::guardrail::{read_guardrail, read_guardrail_below, write_guardrail};
 use super::rule::{RuleContent, RuleKind};
 use super::tool_name::ToolName;
-use super::{PermissionContext, PermissionMode};
+use super::{PermissionContext, PermissionMode, RuleSet, Workspace};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
@@ -87,13 +87,14 @@ pub fn check_path(
 /// an ask rule → Ask; None when neither applies (workspace confinement is the caller's
 /// business). With `below`, anything under the folder `path` counts, over-approximated.
 pub fn read_refusal(
-    ctx: &PermissionContext,
+    rules: &RuleSet,
+    workspace: &Workspace,
     tool: &ToolName,
     path: &Path,
     below: bool,
 ) -> Option<ToolCheck> {
     let shown = path.display();
-    let bases = ctx.workspace.bases();
+    let bases = workspace.bases();
     let hit = |rule: &&crate::policy::Rule| match &rule.content {
         Some(RuleContent::Path(pattern)) if below => pattern.may_match_below(path, &bases),
         Some(RuleContent::Path(pattern)) => pattern.matches(path, &bases),
@@ -104,8 +105,7 @@ pub fn read_refusal(
     } else {
         format!("{tool} of {shown}")
     };
-    if let Some(rule) = ctx
-        .rules
+    if let Some(rule) = rules
         .content_rules(RuleKind::Deny, &ToolName::Read)
         .find(hit)
         .map(RuleRef::from)
@@ -126,7 +126,7 @@ pub fn read_refusal(
             cause: AskCause::Guardrail(guardrail),
         });
     }
-    ctx.rules
+    rules
         .content_rules(RuleKind::Ask, &ToolName::Read)
         .find(hit)
         .map(RuleRef::from)

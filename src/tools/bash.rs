@@ -172,7 +172,15 @@ fn check_command(command: &str, ctx: &PermissionContext) -> ToolCheck {
     let reads: Vec<ToolCheck> = analysis
         .reads
         .iter()
-        .filter_map(|read| read_refusal(ctx, &ToolName::Bash, &read.path, read.below))
+        .filter_map(|read| {
+            read_refusal(
+                ctx.rules,
+                ctx.workspace,
+                &ToolName::Bash,
+                &read.path,
+                read.below,
+            )
+        })
         .collect();
     if let Some(denied) = reads
         .iter()
@@ -351,6 +359,7 @@ mod tests {
         let (handle, abort) = AbortHandle::new();
         let ctx = ToolContext {
             workspace: Arc::new(Workspace::new(dir.to_path_buf(), vec![], None)),
+            rules: Arc::default(),
             limits: ToolLimits::default(),
             abort,
             files: FileStateCache::default(),

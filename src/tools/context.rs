@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
 use super::progress::ProgressSink;
-use crate::policy::Workspace;
+use crate::policy::{RuleSet, Workspace};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ToolLimits {
@@ -124,9 +124,20 @@ impl FileStateCache {
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     pub workspace: Arc<Workspace>,
+    /// The run's rules, for tools that find files themselves (Grep, Glob): a file that Read
+    /// rules or the read guardrails refuse is skipped, not searched or listed.
+    pub rules: Arc<RuleSet>,
     pub limits: ToolLimits,
     pub abort: AbortSignal,
     pub files: FileStateCache,
     /// Live output of this call, when someone is listening (the scheduler sets it per call).
     pub progress: Option<ProgressSink>,
+}
+
+impl ToolContext {
+    /// Whether a file found by a walk may be shown: no Read deny or ask rule and no read
+    /// guardrail names it.
+    pub fn may_read(&self, tool: &crate::policy::ToolName, path: &Path) -> bool {
+        crate::policy::read_refusal(&self.rules, &self.workspace, tool, path, false).is_none()
+    }
 }
