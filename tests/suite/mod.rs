@@ -7,6 +7,7 @@ mod bash_props;
 mod bash_sweep;
 mod check_cli;
 mod gate_cli;
+mod gate_reach;
 mod hooks_cli;
 mod providers;
 mod redaction;
