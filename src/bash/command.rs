@@ -45,7 +45,11 @@ pub(crate) fn bare_variable_ok(name: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
         && !name.starts_with(|c: char| c.is_ascii_digit());
     let proxy = name.ends_with("_proxy");
-    safe_prefix_var(name) || (lower && !proxy)
+    // npm, pnpm and yarn read every `npm_config_*` (`npm_config_script_shell`) as a setting.
+    let runner_setting = ["npm_config_", "yarn_", "pnpm_"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix));
+    safe_prefix_var(name) || (lower && !proxy && !runner_setting)
 }
 
 /// System folders whose programs are the real ones: elsewhere `./ls` is not `ls`.
@@ -144,6 +148,7 @@ impl Analyser<'_> {
         let mut runs_nothing: Option<(bool, &'static str)> = None;
         for _ in 0..MAX_UNWRAP {
             self.match_rules(&argv, &mut hits);
+            self.log_reads(&argv);
             let Some(name) = argv.first().and_then(Word::fixed).map(str::to_owned) else {
                 break;
             };
@@ -201,7 +206,6 @@ impl Analyser<'_> {
             }
         }
         let exec_reason = self.nested(job, &argv);
-        self.log_reads(&argv);
         let (verdict, why) = if let Some((id, pattern, maybe)) = hits.deny {
             let why = if maybe {
                 format!(
@@ -272,7 +276,23 @@ impl Analyser<'_> {
             cwds: &self.cwds,
             reads: &self.reads,
         };
-        let _ = readonly::check(name, &argv[1..], &ctx);
+        if readonly::known(name) {
+            let _ = readonly::check(name, &argv[1..], &ctx);
+            return;
+        }
+        // Any other program may read any word it is given (`cp .env x`, `xxd .env`,
+        // `xargs -a .env`): each plain word, and the value of `--opt=value`, counts as a read.
+        for word in &argv[1..] {
+            let Some(v) = word.fixed() else { continue };
+            let path = match v.split_once('=') {
+                Some((opt, value)) if opt.starts_with('-') => value,
+                _ if v.starts_with('-') => continue,
+                _ => v,
+            };
+            let mut candidate = Word::literal(path);
+            candidate.tilde = word.tilde && path == v;
+            super::paths::log_read(&candidate, false, self.env, &self.cwds, &self.reads);
+        }
     }
 
     /// Analyses what the command runs inline, so that deny rules reach it whatever this

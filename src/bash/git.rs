@@ -415,6 +415,18 @@ fn log_operands(args: &[Word], env: &BashEnv, cwds: &Cwds, log: &ReadLog) {
         Some(dir) if !path.starts_with('/') => format!("{dir}/{path}"),
         _ => path.to_owned(),
     };
+    let sub = args.get(i).and_then(Word::fixed);
+    // `git grep` searches every tracked file below its pathspecs, or below here when only
+    // the pattern is given.
+    let search = sub == Some("grep");
+    let operands = args
+        .iter()
+        .skip(i + 1)
+        .filter(|w| !w.value.as_deref().is_some_and(|v| v.starts_with('-')))
+        .count();
+    if search && operands <= 1 {
+        log_read(&Word::literal(&base(".")), true, env, cwds, log);
+    }
     for w in args.iter().skip(i + 1) {
         let Some(v) = w.value.as_deref() else {
             continue;
@@ -436,7 +448,7 @@ fn log_operands(args: &[Word], env: &BashEnv, cwds: &Cwds, log: &ReadLog) {
             }
             _ => {
                 word.value = Some(base(v));
-                log_read(&word, false, env, cwds, log);
+                log_read(&word, search, env, cwds, log);
             }
         }
     }

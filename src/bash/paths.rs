@@ -163,6 +163,25 @@ pub(crate) fn log_read(word: &Word, below: bool, env: &BashEnv, cwds: &Cwds, log
         return;
     }
     let Some(value) = word.value.as_deref() else {
+        // `cat /proc/$$/environ`, `cat "$f"`: the folder before the expansion, read below.
+        let cut = word.raw.find(['$', '`']).unwrap_or(word.raw.len());
+        let literal: String = word.raw[..cut]
+            .chars()
+            .filter(|c| !matches!(c, '"' | '\'' | '\\'))
+            .collect();
+        let dir = literal.rsplit_once('/').map_or(".", |(dir, _)| dir);
+        let dir = if dir.is_empty() && literal.starts_with('/') {
+            "/"
+        } else if dir.is_empty() {
+            "."
+        } else {
+            dir
+        };
+        let mut prefix = Word::literal(dir);
+        prefix.tilde = word.tilde;
+        if let Ok(paths) = locate(&prefix, env, cwds) {
+            paths.into_iter().for_each(|p| log.record(p, true));
+        }
         return;
     };
     if word.glob {

@@ -638,3 +638,89 @@ fn stays_inside(word: &Word, env: &BashEnv, cwds: &Cwds) -> bool {
     };
     locate(&word, env, cwds).is_ok_and(|paths| paths.iter().all(|p| inside_workspace(p, env)))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+
+    fn hazard_of(line: &str, covered: usize) -> Option<String> {
+        let roots = [PathBuf::from("/ws")];
+        let identity = |p: &Path| p.to_path_buf();
+        let env = BashEnv {
+            cwd: Path::new("/ws"),
+            workspace_roots: &roots,
+            home: None,
+            resolve: &identity,
+        };
+        let argv: Vec<Word> = line.split_whitespace().map(Word::literal).collect();
+        hazard(&argv, covered, &env, &Cwds::new(env.cwd))
+    }
+
+    #[test]
+    fn hazard_table() {
+        let cases = [
+            ("npm test --prefix /x", 2, true),
+            ("npm test --prefix=/x", 2, true),
+            ("npm test --pref /x", 2, true),
+            ("npm test -C/x", 2, true),
+            ("npm test -sC /x", 2, true),
+            ("pnpm test --config.script-shell=/x", 2, true),
+            ("pnpm test --dir /x", 2, true),
+            ("npm test --silent", 2, false),
+            ("npm test -- --prefix", 2, false),
+            ("npx --package=evil jest", 1, true),
+            ("npx -c evil", 1, true),
+            ("cargo +nightly test", 1, true),
+            ("cargo test --config x", 2, true),
+            ("cargo test --config x --lib", 4, false),
+            ("cargo test -Zbuild-std", 2, true),
+            ("cargo test --target-dir /tmp/t", 2, true),
+            ("cargo test --target-dir=target/t", 2, false),
+            ("cargo test -- --logfile /tmp/l", 2, true),
+            ("cargo test -- --nocapture", 2, false),
+            ("go test -exec=x ./...", 2, true),
+            ("go test --toolexec x ./...", 2, true),
+            ("go test -C=/x ./...", 2, true),
+            ("go test -o /tmp/t.test", 2, true),
+            ("go test -o t.test", 2, false),
+            ("go test -ldflags=-s ./...", 2, false),
+            ("go test ./... -args -exec x", 2, false),
+            ("pytest -p evil", 1, true),
+            ("pytest -p no:cacheprovider", 1, false),
+            ("pytest -qc /x/pytest.ini", 1, true),
+            ("pytest --rootd=/x", 1, true),
+            ("pytest --co", 1, false),
+            ("pytest --pyargs pkg", 1, true),
+            ("python3 -m pytest -p evil", 3, true),
+            ("python -m pytest -q", 3, false),
+            ("make -f x.mk", 1, true),
+            ("make -kf x.mk", 1, true),
+            ("make --dir=/x", 1, true),
+            ("make --eval=x", 1, true),
+            ("make -j 4 test", 1, false),
+            ("make test CC=/x/cc", 2, true),
+            ("make test V=1", 2, false),
+            ("./gradlew test -I /x/init.gradle", 2, true),
+            (
+                "gradle test -Dorg.gradle.jvmargs=-javaagent:/x.jar",
+                2,
+                true,
+            ),
+            ("gradle test -Dci=true", 2, false),
+            ("mvn test -s /x/settings.xml", 2, true),
+            ("mvn test -DskipTests=true", 2, false),
+            ("tox -c /x/tox.ini", 1, true),
+            ("rake test -r /x/evil.rb", 2, true),
+        ];
+        for (line, covered, hazardous) in cases {
+            assert_eq!(
+                hazard_of(line, covered).is_some(),
+                hazardous,
+                "{line}: {:?}",
+                hazard_of(line, covered)
+            );
+        }
+    }
+}

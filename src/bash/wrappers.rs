@@ -642,6 +642,15 @@ fn env(argv: &[Word]) -> Unwrap {
         if v.starts_with("-S") || v.starts_with("--s") {
             return split_string(argv, i);
         }
+        // `-iS STRING`: the flags before `S` stay, the rest is the string.
+        if !v.starts_with("--")
+            && let Some(at) = v.find('S')
+        {
+            let mut split = argv.to_vec();
+            split[i] = Word::literal(&v[..at]);
+            split.insert(i + 1, Word::literal(&format!("-{}", &v[at..])));
+            return split_string(&split, i + 1);
+        }
         if v.starts_with("-C") || v.starts_with("--chdir") {
             problem = Some("`env -C` runs the command in another directory".to_owned());
         }
@@ -1032,7 +1041,8 @@ fn parallel(argv: &[Word]) -> Inline {
         i += if VALUED.contains(&v) { 2 } else { 1 };
     }
     let mut words = Vec::new();
-    for w in argv.iter().skip(i) {
+    let mut rest = argv.iter().skip(i);
+    for w in rest.by_ref() {
         match w.fixed() {
             Some(v) if v.starts_with(":::") => break,
             Some(v) => words.push(v.to_owned()),
@@ -1044,7 +1054,16 @@ fn parallel(argv: &[Word]) -> Inline {
         }
     }
     if words.is_empty() {
-        return Inline::Unknown("`parallel` runs the commands it reads".to_owned());
+        // `parallel ::: 'cmd1' 'cmd2'`: the arguments are the commands.
+        let commands: Option<Vec<&str>> = rest.map(Word::fixed).collect();
+        return match commands {
+            Some(commands)
+                if !commands.is_empty() && argv[i..].iter().any(|w| w.fixed() == Some(":::")) =>
+            {
+                Inline::Script(commands.join("\n"))
+            }
+            _ => Inline::Unknown("`parallel` runs the commands it reads".to_owned()),
+        };
     }
     Inline::Script(words.join(" "))
 }

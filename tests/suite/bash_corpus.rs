@@ -183,6 +183,18 @@ const CORPUS: &[(&str, Want, &str)] = &[
     ("make --ev=x test", Q, "runner-hazard"),
     ("make test SHELL=/tmp/sh", Q, "runner-hazard"),
     ("make test CC=/tmp/cc", Q, "runner-hazard"),
+    (
+        "npm_config_script_shell=/tmp/sh; export npm_config_script_shell; npm test",
+        Q,
+        "runner-hazard",
+    ),
+    (
+        "export npm_config_node_options='--require /tmp/x.js' && npm test",
+        Q,
+        "runner-hazard",
+    ),
+    ("yarn test --cwd /tmp/evil", Q, "runner-hazard"),
+    ("npx jest -c /tmp/jest.config.js", Q, "runner-hazard"),
     ("make -j4 test", A, "ci"),
     ("make test V=1", A, "ci"),
     // --- deny rules reach through git's global options and every wrapper (issue 10.5) ---
@@ -242,6 +254,9 @@ const CORPUS: &[(&str, Want, &str)] = &[
     ("strace -f rm x", D, "deny-reach"),
     ("chroot / rm x", D, "deny-reach"),
     ("setsid timeout 5 git -C . push", Q, "deny-reach"),
+    ("env -iS 'rm x'", D, "deny-reach"),
+    ("parallel ::: 'rm x' 'ls'", D, "deny-reach"),
+    ("runuser -u nobody -- rm x", D, "deny-reach"),
     ("ionice -c 3 cargo test", A, "ci"),
     ("timeout 600 cargo test --workspace", A, "ci"),
     // --- compounds ---
