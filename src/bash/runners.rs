@@ -108,6 +108,11 @@ const NODE_PM: &[Hazard] = &[
         PathOutside,
         OUTSIDE,
     ),
+    h(
+        &["--workspace", "-w", "--filter", "-F", "--filter-prod"],
+        PathOutside,
+        OUTSIDE,
+    ),
     h(&["--global", "-g"], Flag, OUTSIDE),
     h(&["--location"], Always, OUTSIDE),
     h(
@@ -631,9 +636,23 @@ fn simple(value: &str) -> bool {
 }
 
 fn stays_inside(word: &Word, env: &BashEnv, cwds: &Cwds) -> bool {
-    // `--cov-report=xml:PATH`: the path follows a format name.
-    let word = match word.fixed().and_then(|v| v.split_once(':')) {
-        Some((_, path)) => Word::literal(path),
+    // `--cov-report=xml:PATH`: the path follows a format name; pnpm's `--filter {../x}...`
+    // wraps a folder in selector syntax (`!`, `^...`, `{…}`, `...`).
+    let word = match word.fixed() {
+        Some(v) => {
+            let v = v.split_once(':').map_or(v, |(_, path)| path);
+            let v = v.trim_start_matches('!');
+            let v = v
+                .strip_prefix("^...")
+                .or_else(|| v.strip_prefix("..."))
+                .unwrap_or(v);
+            let v = v.strip_suffix("...").unwrap_or(v);
+            let v = v
+                .strip_prefix('{')
+                .and_then(|v| v.strip_suffix('}'))
+                .unwrap_or(v);
+            Word::literal(if v.is_empty() { "." } else { v })
+        }
         None => word.clone(),
     };
     locate(&word, env, cwds).is_ok_and(|paths| paths.iter().all(|p| inside_workspace(p, env)))
@@ -668,6 +687,11 @@ mod tests {
             ("npm test -sC /x", 2, true),
             ("pnpm test --config.script-shell=/x", 2, true),
             ("pnpm test --dir /x", 2, true),
+            ("pnpm test --filter {/x}", 2, true),
+            ("pnpm test --filter=../x...", 2, true),
+            ("pnpm test --filter web", 2, false),
+            ("npm test -w packages/a", 2, false),
+            ("cargo test --target-dir ./target/ci", 2, false),
             ("npm test --silent", 2, false),
             ("npm test -- --prefix", 2, false),
             ("npx --package=evil jest", 1, true),

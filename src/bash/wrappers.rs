@@ -282,6 +282,9 @@ pub(crate) fn unwrap(name: &str, argv: &[Word]) -> Unwrap {
         }
         "unshare" | "nsenter" => namespaces(name, argv),
         "watch" => watch(argv),
+        "parallel" if parallel_options(argv).is_err() => {
+            Unwrap::Opaque("`parallel` has options not analysed here".to_owned())
+        }
         "busybox" => Unwrap::Inner {
             start: 1,
             assignments: Vec::new(),
@@ -996,10 +999,38 @@ fn script_command(argv: &[Word]) -> Inline {
     Inline::Unknown("`script` starts a shell and writes a typescript file".to_owned())
 }
 
-/// GNU `parallel [options] command ::: args`: the command words are joined and run by a
-/// shell once per argument (the arguments replace `{}` or are appended); without command
-/// words it runs the lines it reads as commands.
-fn parallel(argv: &[Word]) -> Inline {
+/// Where `parallel`'s command starts, or Err for an option it does not know (the command
+/// cannot then be located: see [`unwrap`], which treats it as opaque).
+fn parallel_options(argv: &[Word]) -> Result<usize, ()> {
+    const FLAGS: &[&str] = &[
+        "-k",
+        "--keep-order",
+        "-0",
+        "--null",
+        "-X",
+        "-m",
+        "--will-cite",
+        "--tag",
+        "--line-buffer",
+        "--lb",
+        "--bar",
+        "--eta",
+        "--progress",
+        "-v",
+        "--verbose",
+        "--dry-run",
+        "-u",
+        "--ungroup",
+        "--group",
+        "--no-notice",
+        "--halt-on-error",
+        "-r",
+        "--no-run-if-empty",
+        "--xargs",
+        "--shuf",
+        "--citation",
+        "--silent",
+    ];
     const VALUED: &[&str] = &[
         "-j",
         "--jobs",
@@ -1035,11 +1066,29 @@ fn parallel(argv: &[Word]) -> Inline {
             break;
         }
         if v == "--" {
-            i += 1;
-            break;
+            return Ok(i + 1);
         }
-        i += if VALUED.contains(&v) { 2 } else { 1 };
+        let name = v.split('=').next().unwrap_or(v);
+        i += if FLAGS.contains(&v) || (VALUED.contains(&name) && v.contains('=')) {
+            1
+        } else if VALUED.contains(&v) {
+            2
+        } else if v.len() > 2 && !v.starts_with("--") && VALUED.contains(&&v[..2]) {
+            1
+        } else {
+            return Err(());
+        };
     }
+    Ok(i)
+}
+
+/// GNU `parallel [options] command ::: args`: the command words are joined and run by a
+/// shell once per argument (the arguments replace `{}` or are appended); without command
+/// words it runs the lines it reads as commands.
+fn parallel(argv: &[Word]) -> Inline {
+    let Ok(i) = parallel_options(argv) else {
+        return Inline::Unknown("`parallel` has options not analysed here".to_owned());
+    };
     let mut words = Vec::new();
     let mut rest = argv.iter().skip(i);
     for w in rest.by_ref() {
