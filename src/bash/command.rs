@@ -286,6 +286,8 @@ impl Analyser<'_> {
             let Some(v) = word.fixed() else { continue };
             let path = match v.split_once('=') {
                 Some((opt, value)) if opt.starts_with('-') => value,
+                // `-a.env`: a short option with its value attached.
+                _ if v.starts_with('-') && !v.starts_with("--") && v.len() > 2 => &v[2..],
                 _ if v.starts_with('-') => continue,
                 _ => v,
             };

@@ -126,3 +126,60 @@ fn denied_hazardous_and_secret_reading_commands_never_run_in_dont_ask() {
     );
     assert!(!everything.contains(SECRET), "the secret reached an output");
 }
+
+#[test]
+fn deny_rules_read_rules_and_read_guardrails_hold_in_bypass_permissions() {
+    let sandbox = Sandbox::empty();
+    sandbox.write("ws/src/lib.rs", "pub fn f() {}\n");
+    sandbox.write("ws/secrets/token.txt", &format!("TOKEN={SECRET}\n"));
+    sandbox.write("ws/.env", &format!("TOKEN={SECRET}\n"));
+    // The managed policy itself chooses bypassPermissions (its self-tests expect dontAsk).
+    let policy = policy().replacen(
+        "default_mode: dontAsk",
+        "default_mode: bypassPermissions",
+        1,
+    );
+    let without_tests = policy.split("\ntests:\n").next().unwrap();
+    sandbox.write("p.yaml", without_tests);
+    let commands = [
+        "git -C . push origin main",
+        "ionice -c 3 rm -rf src",
+        "setsid -f rm -rf src",
+        "no-such-runner 'rm -rf src'",
+        "cat secrets/token.txt",
+        "xxd .env",
+        "grep -r TOKEN .",
+        "cat /proc/self/environ",
+        "tr '\\0' '\\n' < /proc/thread-self/environ",
+        // Bypass runs what is not refused: this one must run.
+        "touch ran.txt",
+    ]
+    .map(str::to_owned);
+    let task = task(&commands).replacen("mode: dontAsk\n", "", 1);
+    sandbox.write("t.yaml", &task);
+    let output = sandbox.tollgate(&["run", "t.yaml", "--policy", "p.yaml", "--out", "out"]);
+    let all = transcript(&sandbox.path().join("out/transcript.jsonl"));
+    assert_every_tool_use_answered_once(&all);
+    let results = events(&all, "tool_result");
+    assert_eq!(results.len(), commands.len());
+    let (refused, ran) = results.split_at(commands.len() - 1);
+    for (command, result) in commands.iter().zip(refused) {
+        assert_eq!(result["status"], "denied", "{command}: {result}");
+    }
+    assert_ne!(ran[0]["status"], "denied", "{}", ran[0]);
+    assert!(
+        sandbox.path().join("ws/ran.txt").exists(),
+        "bypass did not run"
+    );
+    assert!(
+        sandbox.path().join("ws/src/lib.rs").exists(),
+        "src was deleted"
+    );
+    let everything = format!(
+        "{}{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+        all_output(&sandbox.path().join("out"))
+    );
+    assert!(!everything.contains(SECRET), "the secret reached an output");
+}
