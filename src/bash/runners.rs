@@ -59,6 +59,8 @@ struct Runner {
     after_end: &'static [Hazard],
     /// Option prefixes that set any setting of the runner (pnpm's `--config.KEY=VALUE`).
     any_setting: &'static [&'static str],
+    /// `NAME=value` operands override the build file's variables (make).
+    variables: bool,
 }
 
 use Value::{Always, Flag, PathOutside, Simple};
@@ -140,6 +142,7 @@ const NODE: Runner = Runner {
     hazards: NODE_PM,
     after_end: &[],
     any_setting: &["--config."],
+    variables: false,
 };
 
 const CARGO: Runner = Runner {
@@ -165,6 +168,7 @@ const CARGO: Runner = Runner {
     ],
     after_end: &[h(&["--logfile"], PathOutside, OUTSIDE)],
     any_setting: &[],
+    variables: false,
 };
 
 const GO: Runner = Runner {
@@ -205,6 +209,7 @@ const GO: Runner = Runner {
     ],
     after_end: &[],
     any_setting: &[],
+    variables: false,
 };
 
 const PYTEST: Runner = Runner {
@@ -249,6 +254,7 @@ const PYTEST: Runner = Runner {
     ],
     after_end: &[],
     any_setting: &[],
+    variables: false,
 };
 
 const MAKE: Runner = Runner {
@@ -288,6 +294,7 @@ const MAKE: Runner = Runner {
     ],
     after_end: &[],
     any_setting: &[],
+    variables: true,
 };
 
 const GRADLE: Runner = Runner {
@@ -322,6 +329,7 @@ const GRADLE: Runner = Runner {
     ],
     after_end: &[],
     any_setting: &[],
+    variables: false,
 };
 
 const MAVEN: Runner = Runner {
@@ -352,6 +360,7 @@ const MAVEN: Runner = Runner {
     ],
     after_end: &[],
     any_setting: &[],
+    variables: false,
 };
 
 const TOX: Runner = Runner {
@@ -376,6 +385,7 @@ const TOX: Runner = Runner {
     )],
     after_end: &[],
     any_setting: &[],
+    variables: false,
 };
 
 const RUBY: Runner = Runner {
@@ -413,6 +423,7 @@ const RUBY: Runner = Runner {
     ],
     after_end: &[],
     any_setting: &[],
+    variables: false,
 };
 
 const JS_TEST: Runner = Runner {
@@ -447,6 +458,7 @@ const JS_TEST: Runner = Runner {
     )],
     after_end: &[],
     any_setting: &[],
+    variables: false,
 };
 
 /// The runner `argv` starts and where its own arguments begin.
@@ -508,13 +520,13 @@ pub(crate) fn hazard(argv: &[Word], covered: usize, env: &BashEnv, cwds: &Cwds) 
             table = runner.after_end;
             continue;
         }
-        if name.starts_with("make") && !v.starts_with('-') {
+        if runner.variables && !v.starts_with('-') {
             if let Some((var, value)) = v.split_once('=')
                 && checked
                 && !simple(value)
             {
                 return Some(format!(
-                    "`make {var}=…` overrides a variable the makefile may run as a program"
+                    "`{name} {var}=…` overrides a variable the build file may run as a program"
                 ));
             }
             continue;
@@ -726,6 +738,7 @@ mod tests {
             ("make -j 4 test", 1, false),
             ("make test CC=/x/cc", 2, true),
             ("make test V=1", 2, false),
+            ("gmake test SHELL=/x/sh", 2, true),
             ("./gradlew test -I /x/init.gradle", 2, true),
             (
                 "gradle test -Dorg.gradle.jvmargs=-javaagent:/x.jar",
