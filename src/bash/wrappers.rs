@@ -559,31 +559,8 @@ fn namespaces(name: &str, argv: &[Word]) -> Unwrap {
 /// by `sh -c` (see [`inline_script`]).
 fn watch(argv: &[Word]) -> Unwrap {
     let opts = Opts {
-        flags: &[
-            "-b",
-            "--beep",
-            "-c",
-            "--color",
-            "-C",
-            "--no-color",
-            "-d",
-            "--differences",
-            "-e",
-            "--errexit",
-            "-g",
-            "--chgexit",
-            "-p",
-            "--precise",
-            "-r",
-            "--no-rerun",
-            "-t",
-            "--no-title",
-            "-w",
-            "--no-wrap",
-            "-x",
-            "--exec",
-        ],
-        valued: &["-n", "--interval", "-q", "--equexit", "-s", "--shotsfile"],
+        flags: WATCH_OPTS.0,
+        valued: WATCH_OPTS.1,
     };
     match skip_opts(argv, 1, &opts, "watch") {
         Ok(i) if watch_exec(argv) => Unwrap::Inner {
@@ -939,6 +916,8 @@ const WATCH_OPTS: (&[&str], &[&str]) = (
         "--no-title",
         "-w",
         "--no-wrap",
+        "-x",
+        "--exec",
     ],
     &["-n", "--interval", "-q", "--equexit", "-s", "--shotsfile"],
 );
