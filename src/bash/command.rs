@@ -201,6 +201,17 @@ impl Analyser<'_> {
                         self.match_rules(&argv[k..], &mut tail_hits);
                         hits.deny = tail_hits.deny;
                     }
+                    // A word holding several words may be a script the program hands to a
+                    // shell (`sg wheel -c 'rm x'`): analysed as one, so deny rules reach it.
+                    let scripts: Vec<String> = argv[1..]
+                        .iter()
+                        .filter_map(Word::fixed)
+                        .filter(|v| v.contains(char::is_whitespace))
+                        .map(str::to_owned)
+                        .collect();
+                    for script in scripts {
+                        self.script(&script, job.depth + 1);
+                    }
                     break;
                 }
             }

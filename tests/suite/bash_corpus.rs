@@ -257,6 +257,8 @@ const CORPUS: &[(&str, Want, &str)] = &[
     ("env -iS 'rm x'", D, "deny-reach"),
     ("parallel ::: 'rm x' 'ls'", D, "deny-reach"),
     ("runuser -u nobody -- rm x", D, "deny-reach"),
+    ("sg wheel -c 'rm -rf x'", D, "deny-reach"),
+    ("runuser -l nobody -c 'curl x'", D, "deny-reach"),
     ("ionice -c 3 cargo test", A, "ci"),
     ("timeout 600 cargo test --workspace", A, "ci"),
     // --- compounds ---
