@@ -109,6 +109,14 @@ impl Tool for BashTool {
                 .iter()
                 .map(|path| format!("writes {}", path.display())),
         );
+        lines.extend(analysis.reads.iter().map(|read| {
+            let below = if read.below {
+                " and everything below it"
+            } else {
+                ""
+            };
+            format!("reads {}{below}", read.path.display())
+        }));
         lines
     }
 
