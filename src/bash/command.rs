@@ -181,7 +181,10 @@ impl Analyser<'_> {
                     problem,
                 } => {
                     unproven.extend(problem);
-                    through.push(name);
+                    // `env -S` rebuilds its own argv: env is read again, not run twice.
+                    if inner.first().and_then(Word::fixed).map(base) != Some(name.as_str()) {
+                        through.push(name);
+                    }
                     argv = inner;
                 }
                 Unwrap::Nothing { read_only, why } => {
