@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::resolve_symlinks;
+use super::path::{check_write, resolve_symlinks};
 use super::shell::{ShellEnding, run_shell};
 use super::text::truncate_middle;
 use super::{
@@ -15,8 +15,8 @@ use super::{
 };
 use crate::bash::{BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, evaluate};
 use crate::policy::{
-    Access, AskCause, PermissionContext, PermissionMode, RuleRef, ToolCheck, ToolName, check_path,
-    read_refusal,
+    AskCause, PermissionContext, PermissionMode, RuleRef, ToolCheck, ToolName, git_dir_write,
+    read_refusal, write_guardrail,
 };
 
 /// The most a single call may ask for, whatever the model requests.
@@ -117,6 +117,13 @@ impl Tool for BashTool {
             };
             format!("reads {}{below}", read.path.display())
         }));
+        lines.extend(
+            analysis
+                .named_writes
+                .iter()
+                .map(|path| format!("names {} as a file it writes", path.display())),
+        );
+        lines.extend(analysis.unseen_writes.iter().cloned());
         lines
     }
 
@@ -177,40 +184,23 @@ fn check_command(command: &str, ctx: &PermissionContext) -> ToolCheck {
         };
     }
     // What the script reads answers to Read rules and the read guardrails, in every mode.
-    let reads: Vec<ToolCheck> = analysis
-        .reads
-        .iter()
-        .filter_map(|read| {
-            read_refusal(
-                ctx.rules,
-                ctx.workspace,
-                &ToolName::Bash,
-                &read.path,
-                read.below,
-            )
-        })
-        .collect();
-    if let Some(denied) = reads
-        .iter()
-        .find(|check| matches!(check, ToolCheck::Deny { .. }))
-    {
-        return denied.clone();
-    }
-    if let Some(guarded) = reads.iter().find(|check| {
+    let mut reads = read_checks(&analysis, ctx).into_iter().peekable();
+    if let Some(refused) = reads.next_if(|check| {
         matches!(
             check,
-            ToolCheck::Ask {
-                cause: AskCause::Guardrail(_),
-                ..
-            }
+            ToolCheck::Deny { .. }
+                | ToolCheck::Ask {
+                    cause: AskCause::Guardrail(_),
+                    ..
+                }
         )
     }) {
-        return guarded.clone();
+        return refused;
     }
     let writes: Vec<(&PathBuf, ToolCheck)> = analysis
         .writes
         .iter()
-        .map(|path| (path, check_path(ctx, &ToolName::Edit, path, Access::Write)))
+        .map(|path| (path, check_write(ctx, &ToolName::Edit, path)))
         .collect();
     // The strongest answer wins: a refused write, then a guardrail, then ask rules (the
     // analysis's first), then anything unproven; a write no rule allows is unproven.
@@ -246,6 +236,9 @@ fn check_command(command: &str, ctx: &PermissionContext) -> ToolCheck {
     }) {
         return guarded;
     }
+    if let Some(guarded) = argument_guardrail(command, &analysis, ctx) {
+        return guarded;
+    }
     if let BashVerdict::Ask {
         rule: Some(id),
         reason,
@@ -268,7 +261,7 @@ fn check_command(command: &str, ctx: &PermissionContext) -> ToolCheck {
     }) {
         return asked;
     }
-    if let Some(asked) = reads.into_iter().next() {
+    if let Some(asked) = reads.next() {
         return asked;
     }
     if let BashVerdict::Ask { reason, .. } = &analysis.verdict {
@@ -298,6 +291,62 @@ fn check_command(command: &str, ctx: &PermissionContext) -> ToolCheck {
         rule: cited,
         updated_input: None,
     }
+}
+
+/// The guardrail a command trips through its arguments (`cp x src/y/.git/config` under
+/// `Bash(cp:*)`), or by making a repository or unpacking names nobody saw: an allow rule or
+/// bypass cannot lift it, as for an Edit of the same path.
+fn argument_guardrail(
+    command: &str,
+    analysis: &BashAnalysis,
+    ctx: &PermissionContext,
+) -> Option<ToolCheck> {
+    const UNSEEN: &str = "creates a git repository or writes files whose names are not known (a planted repository runs its config's programs)";
+    if let Some(what) = analysis.unseen_writes.first() {
+        return Some(ToolCheck::Ask {
+            reason: format!("{what}: trips a safety guardrail: {UNSEEN}"),
+            cause: AskCause::Guardrail(UNSEEN),
+        });
+    }
+    let home = ctx.workspace.home.as_deref();
+    let holds_head = |dir: &Path| dir.join("HEAD").is_file();
+    analysis.named_writes.iter().find_map(|path| {
+        let guardrail = write_guardrail(path, home).or_else(|| git_dir_write(path, &holds_head))?;
+        Some(ToolCheck::Ask {
+            reason: format!(
+                "`{command}` writes {}: trips a safety guardrail: {guardrail}",
+                path.display()
+            ),
+            cause: AskCause::Guardrail(guardrail),
+        })
+    })
+}
+
+/// What Read rules and the read guardrails say of what the script reads: denials first, then
+/// guardrails, then ask rules.
+fn read_checks(analysis: &BashAnalysis, ctx: &PermissionContext) -> Vec<ToolCheck> {
+    let mut checks: Vec<ToolCheck> = analysis
+        .reads
+        .iter()
+        .filter_map(|read| {
+            read_refusal(
+                ctx.rules,
+                ctx.workspace,
+                &ToolName::Bash,
+                &read.path,
+                read.below,
+            )
+        })
+        .collect();
+    checks.sort_by_key(|check| match check {
+        ToolCheck::Deny { .. } => 0,
+        ToolCheck::Ask {
+            cause: AskCause::Guardrail(_),
+            ..
+        } => 1,
+        _ => 2,
+    });
+    checks
 }
 
 /// "`git status` allowed by rule …; `cat README.md` read-only inside the workspace".
@@ -503,6 +552,10 @@ mod tests {
             ),
             ("mywrap 'rm -rf /'", BypassPermissions, "deny"),
             ("mywrap ok", BypassPermissions, "ask"),
+            ("npm test -- HEAD", Default, "allow"),
+            ("npm test > src/x/HEAD", AcceptEdits, "guardrail"),
+            ("npm test > .Git/config", AcceptEdits, "guardrail"),
+            ("npm test > .HUSKY/pre-commit", AcceptEdits, "guardrail"),
         ];
         for (command, mode, expected) in cases {
             assert_eq!(kind(command, mode), expected, "{command} in {mode}");
