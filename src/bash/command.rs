@@ -72,7 +72,11 @@ struct RuleHits {
 impl Analyser<'_> {
     fn match_rules(&self, argv: &[Word], hits: &mut RuleHits) {
         self.match_view(argv, hits);
-        if argv.first().and_then(Word::fixed).map(base) == Some("git") {
+        // Only git with options before its subcommand reads differently to a rule.
+        let global_options = argv
+            .get(1)
+            .is_some_and(|w| w.fixed().is_none_or(|v| v.starts_with('-')));
+        if global_options && argv.first().and_then(Word::fixed).map(base) == Some("git") {
             for view in super::git::rule_views(argv) {
                 self.match_view(&view, hits);
             }
@@ -148,12 +152,16 @@ impl Analyser<'_> {
         let mut runs_nothing: Option<(bool, &'static str)> = None;
         for _ in 0..MAX_UNWRAP {
             self.match_rules(&argv, &mut hits);
-            self.log_reads(&argv);
             let Some(name) = argv.first().and_then(Word::fixed).map(str::to_owned) else {
                 break;
             };
             let name = base(&name).to_owned();
-            match wrappers::unwrap(&name, &argv) {
+            let unwrapped = wrappers::unwrap(&name, &argv);
+            // A wrapper may read its own operands (`xargs -a FILE`, `flock FILE`).
+            if !matches!(unwrapped, Unwrap::No) {
+                self.log_reads(&argv);
+            }
+            match unwrapped {
                 Unwrap::No => break,
                 Unwrap::Inner {
                     start,
@@ -220,6 +228,7 @@ impl Analyser<'_> {
             }
         }
         let exec_reason = self.nested(job, &argv);
+        let mut proved = false;
         let (verdict, why) = if let Some((id, pattern, maybe)) = hits.deny {
             let why = if maybe {
                 format!(
@@ -257,7 +266,11 @@ impl Analyser<'_> {
                         (Some(r), _) => Err(r),
                         (None, Some((true, why))) => Ok(why.to_owned()),
                         (None, Some((false, why))) => Err(why.to_owned()),
-                        (None, None) => self.prove_read_only(job, &argv, through.is_empty()),
+                        (None, None) => {
+                            let proof = self.prove_read_only(job, &argv, through.is_empty());
+                            proved = proof.is_ok();
+                            proof
+                        }
                     };
                     match proof {
                         Ok(why) => (CommandVerdict::ReadOnly, why),
@@ -271,6 +284,11 @@ impl Analyser<'_> {
             CommandVerdict::ReadOnly | CommandVerdict::Denied(_)
         ) {
             self.argument_writes(job.text, &argv);
+        }
+        // A proof logged what the command reads; otherwise it is logged here, whatever the
+        // verdict.
+        if !proved {
+            self.log_reads(&argv);
         }
         let why = if through.is_empty() {
             why
