@@ -223,11 +223,20 @@ pub(crate) fn check_read_below(
     cwds: &Cwds,
     log: &ReadLog,
 ) -> Result<(), String> {
-    log_read(word, below, env, cwds, log);
     if word.fixed() == Some("-") {
         return Ok(());
     }
-    for path in locate(word, env, cwds)? {
+    let located = if word.glob || word.value.is_none() {
+        log_read(word, below, env, cwds, log);
+        locate(word, env, cwds)?
+    } else {
+        let paths = locate(word, env, cwds)?;
+        for p in &paths {
+            log.record(p.clone(), below);
+        }
+        paths
+    };
+    for path in located {
         if !(inside_workspace(&path, env) || harmless_read(&path)) {
             return Err(format!(
                 "`{}` reads {} outside the workspace",

@@ -592,9 +592,9 @@ fn match_option(
     // A cluster of short options: the first letter that takes a value ends it.
     let letters = &v[1..];
     for (j, c) in letters.char_indices() {
-        let short = format!("-{c}");
         let rest = &letters[j + c.len_utf8()..];
-        if let Some(hazard) = table.iter().find(|hz| hz.names.contains(&short.as_str())) {
+        let is_short = |n: &&str| n.len() == 2 && n.starts_with('-') && n.ends_with(c);
+        if let Some(hazard) = table.iter().find(|hz| hz.names.iter().any(is_short)) {
             return Some(if rest.is_empty() {
                 (
                     hazard,
