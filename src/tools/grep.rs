@@ -256,7 +256,9 @@ mod tests {
             limits: ToolLimits::default(),
             abort,
             files: FileStateCache::default(),
+            command_env: crate::exec::RunEnv::new(&Default::default()).model,
             progress: None,
+            sandbox: None,
         };
         (dir, ctx, handle)
     }
