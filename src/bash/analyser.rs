@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use super::paths::{Cwds, check_read, lexical, locate};
+use super::paths::{Cwds, ReadLog, check_read, lexical, locate};
 use super::syntax::{self, Assignment, Item, Redirect};
 use super::{BashAnalysis, BashEnv, BashRules, BashVerdict, CommandReport, CommandVerdict};
 
@@ -25,6 +25,7 @@ pub(crate) struct Analyser<'a> {
     /// Script-level reasons the script is not proven safe.
     pub problems: Vec<String>,
     pub cwds: Cwds,
+    pub reads: ReadLog,
 }
 
 impl<'a> Analyser<'a> {
@@ -39,6 +40,7 @@ impl<'a> Analyser<'a> {
             refusals: Vec::new(),
             problems: Vec::new(),
             cwds: Cwds::new(env.cwd),
+            reads: ReadLog::default(),
         }
     }
 
@@ -122,7 +124,7 @@ impl<'a> Analyser<'a> {
             return;
         }
         if !writes {
-            if let Err(e) = check_read(target, self.env, &self.cwds) {
+            if let Err(e) = check_read(target, self.env, &self.cwds, &self.reads) {
                 self.problems.push(format!("`{}`: {e}", r.text));
             }
             return;
@@ -148,13 +150,54 @@ impl<'a> Analyser<'a> {
 
     pub fn finish(self) -> BashAnalysis {
         let verdict = self.verdict();
+        let named_denied = self.named_denied();
         BashAnalysis {
             verdict,
             commands: self.reports,
             writes: self.writes,
+            reads: self.reads.into_inner(),
+            named_denied,
             named_writes: self.named_writes,
             unseen_writes: self.unseen_writes,
         }
+    }
+
+    /// The first deny rule all of whose words appear among the words (split at blanks and
+    /// shell punctuation) of a command that is not proven safe: `mywrap 'rm -rf x'` names
+    /// `Bash(rm:*)`.
+    fn named_denied(&self) -> Option<(usize, String)> {
+        let unproven = self.reports.iter().filter(|r| {
+            matches!(
+                r.verdict,
+                CommandVerdict::Unproven | CommandVerdict::AskRule(_)
+            )
+        });
+        for report in unproven {
+            let tokens: Vec<&str> = report
+                .argv
+                .iter()
+                .flat_map(|w| w.split(|c: char| c.is_whitespace() || ";|&()<>`'\"$={}".contains(c)))
+                .filter(|t| !t.is_empty())
+                .map(super::pattern::base)
+                .collect();
+            for (pattern, id) in &self.rules.deny {
+                let words = pattern.words();
+                if !words.is_empty()
+                    && words
+                        .iter()
+                        .all(|w| tokens.contains(&super::pattern::base(w)))
+                {
+                    return Some((
+                        *id,
+                        format!(
+                            "`{}` names a command denied by rule Bash({pattern}), and bypassPermissions does not run what it cannot prove harmless",
+                            report.text
+                        ),
+                    ));
+                }
+            }
+        }
+        None
     }
 
     fn verdict(&self) -> BashVerdict {

@@ -98,6 +98,7 @@ impl Tool for GlobTool {
                 .map_err(|err| ToolError::new(format!("the file walk failed: {err}")))?;
             let matches: Vec<String> = files
                 .iter()
+                .filter(|path| ctx.may_read(&self.name(), path))
                 .filter_map(|path| path.strip_prefix(&base).ok())
                 .filter(|relative| matcher.is_match(relative))
                 .map(|relative| relative.display().to_string())

@@ -9,6 +9,7 @@ mod bash_sweep;
 mod batch;
 mod check_cli;
 mod gate_cli;
+mod gate_reach;
 mod hooks_cli;
 mod planted_repo;
 mod providers;
