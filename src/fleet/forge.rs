@@ -46,13 +46,19 @@ impl Default for RateBudget {
 }
 
 impl RateBudget {
+    /// Returns once no hold is in force; a hold set while waiting is waited for too.
     async fn wait_turn(&self) {
-        let until = self
-            .not_before
-            .lock()
-            .map(|at| *at)
-            .unwrap_or_else(|_| Instant::now());
-        tokio::time::sleep_until(until.into()).await;
+        loop {
+            let until = self
+                .not_before
+                .lock()
+                .map(|at| *at)
+                .unwrap_or_else(|_| Instant::now());
+            if until <= Instant::now() {
+                return;
+            }
+            tokio::time::sleep_until(until.into()).await;
+        }
     }
 
     /// Nobody sends before `now + delay` (a later deadline already set stands).
@@ -154,19 +160,19 @@ impl Forge {
                 .await
                 .map_err(|err| ForgeError::Http(err.without_url().to_string()))?;
             let status = response.status();
+            // The hold is set before anything else is awaited, so no other worker's next
+            // request slips in while this body is read.
             let limit = limit_delay(status, response.headers(), attempt);
+            if let Some(Limit::Retry(delay) | Limit::Exhausted(delay)) = &limit {
+                self.budget.hold(*delay);
+            }
             let text = response.text().await.unwrap_or_default();
-            match limit {
-                Some(Limit::Retry(delay)) => {
-                    tracing::info!(
-                        "the forge limits requests: every worker waits {}s",
-                        delay.as_secs_f64()
-                    );
-                    self.budget.hold(delay);
-                    continue;
-                }
-                Some(Limit::Exhausted(delay)) => self.budget.hold(delay),
-                None => {}
+            if let Some(Limit::Retry(delay)) = limit {
+                tracing::info!(
+                    "the forge limits requests: every worker waits {}s",
+                    delay.as_secs_f64()
+                );
+                continue;
             }
             if !status.is_success() {
                 let message = serde_json::from_str::<Value>(&text)
