@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 
 use super::analyser::{Analyser, MAX_NESTING};
+use super::evaluated::{inert_variable_name, substitutions_loose};
 use super::paths::{inside_workspace, locate};
 use super::pattern::{Match, base};
 use super::readonly::{self, Ctx};
@@ -190,6 +191,7 @@ impl Analyser<'_> {
                 }
             }
         }
+        unproven.extend(self.evaluated_operands(job, &argv));
         let exec_reason = self.nested(job, &argv);
         let (verdict, why) = if let Some((id, pattern, maybe)) = hits.deny {
             let why = if maybe {
@@ -263,6 +265,38 @@ impl Analyser<'_> {
             }
             Inline::Unknown(reason) => Some(reason),
         }
+    }
+
+    /// Operands Bash evaluates as arithmetic: the names after `test -v`/`-R` (their
+    /// subscripts) and every argument of `let`. What a literal operand would run is analysed
+    /// (deny rules reach it); any operand not proven inert is a reason to ask.
+    fn evaluated_operands(&mut self, job: &Job, argv: &[Word]) -> Vec<String> {
+        let Some(name) = argv.first().and_then(Word::fixed).map(base) else {
+            return Vec::new();
+        };
+        let operands: Vec<&Word> = match name {
+            "test" | "[" => argv
+                .windows(2)
+                .filter(|w| matches!(w[0].fixed(), Some("-v" | "-R")))
+                .map(|w| &w[1])
+                .collect(),
+            "let" => argv[1..].iter().collect(),
+            _ => return Vec::new(),
+        };
+        let mut reasons = Vec::new();
+        for operand in operands {
+            if name != "let" && operand.fixed().is_some_and(inert_variable_name) {
+                continue;
+            }
+            reasons.push(format!(
+                "`{name}` evaluates `{}` as arithmetic, which can run commands hidden in it",
+                operand.raw
+            ));
+            for inner in substitutions_loose(&operand.raw) {
+                self.script(&inner, job.depth + 1);
+            }
+        }
+        reasons
     }
 
     /// `find … -exec cmd {} ;`: each command is checked, with `{}` unknown.

@@ -3,6 +3,7 @@
 
 mod analyser;
 mod command;
+mod evaluated;
 mod git;
 mod paths;
 mod pattern;

@@ -127,13 +127,17 @@ pub(crate) fn inside_workspace(path: &Path, env: &BashEnv) -> bool {
         .any(|root| path.starts_with(root))
 }
 
-/// Device files that are harmless to read.
+/// Device files that are harmless to read (they end at once).
 pub(crate) fn harmless_read(path: &Path) -> bool {
-    path.starts_with("/dev/fd")
-        || matches!(
-            path.to_str(),
-            Some("/dev/null" | "/dev/stdin" | "/dev/zero" | "/dev/urandom" | "/dev/random")
-        )
+    path.starts_with("/dev/fd") || matches!(path.to_str(), Some("/dev/null" | "/dev/stdin"))
+}
+
+/// Devices that never end: a "read-only" `cat /dev/zero` fills memory or the log.
+fn endless_device(path: &Path) -> bool {
+    matches!(
+        path.to_str(),
+        Some("/dev/zero" | "/dev/urandom" | "/dev/random" | "/dev/full")
+    )
 }
 
 /// Checks that a word names only paths inside the workspace (or a harmless device).
@@ -142,6 +146,13 @@ pub(crate) fn check_read(word: &Word, env: &BashEnv, cwds: &Cwds) -> Result<(), 
         return Ok(());
     }
     for path in locate(word, env, cwds)? {
+        if endless_device(&path) {
+            return Err(format!(
+                "`{}` reads {}, which never ends",
+                word.raw,
+                path.display()
+            ));
+        }
         if !(inside_workspace(&path, env) || harmless_read(&path)) {
             return Err(format!(
                 "`{}` reads {} outside the workspace",
