@@ -129,6 +129,33 @@ impl Analyser<'_> {
 
     fn judge(&mut self, job: &Job, words: Vec<Word>, mut unproven: Vec<String>) {
         let mut argv = words;
+        // A reserved word in command position means tree-sitter-bash misread the syntax
+        // (`! if …` parses as a command `if`); Bash runs what follows it.
+        let mut keywords = 0;
+        while let Some(word) = argv.get(keywords).and_then(Word::fixed) {
+            if !reserved_word(word) {
+                break;
+            }
+            // `function NAME {`: the name is syntax too.
+            keywords += if word == "function" { 2 } else { 1 };
+        }
+        let keywords = keywords.min(argv.len());
+        if keywords > 0 {
+            unproven.push(format!(
+                "`{}` is shell syntax the parser read as a command",
+                argv[0].raw
+            ));
+            argv.drain(..keywords);
+            if argv.is_empty() {
+                self.reports.push(CommandReport {
+                    text: job.text.to_owned(),
+                    argv: Vec::new(),
+                    verdict: CommandVerdict::Unproven,
+                    why: format!("`{}`: {}", job.text, unproven.join("; ")),
+                });
+                return;
+            }
+        }
         let mut through: Vec<String> = Vec::new();
         let mut hits = RuleHits::default();
         let mut forced: Option<&'static str> = None;
@@ -292,7 +319,10 @@ impl Analyser<'_> {
                 "`{name}` evaluates `{}` as arithmetic, which can run commands hidden in it",
                 operand.raw
             ));
-            for inner in substitutions_loose(&operand.raw) {
+            if operand.template.contains(['$', '`']) {
+                self.script(&format!(": {}", operand.template), job.depth + 1);
+            }
+            for inner in substitutions_loose(&operand.template) {
                 self.script(&inner, job.depth + 1);
             }
         }
@@ -468,6 +498,37 @@ impl Analyser<'_> {
             why,
         });
     }
+}
+
+/// Bash's reserved words: never a command name in a correct parse. tree-sitter-bash can glue
+/// several into one word (`{ {`).
+fn reserved_word(word: &str) -> bool {
+    !word.trim().is_empty() && word.split_whitespace().all(reserved)
+}
+
+fn reserved(word: &str) -> bool {
+    matches!(
+        word,
+        "if" | "then"
+            | "else"
+            | "elif"
+            | "fi"
+            | "do"
+            | "done"
+            | "case"
+            | "esac"
+            | "while"
+            | "until"
+            | "for"
+            | "in"
+            | "select"
+            | "function"
+            | "{"
+            | "}"
+            | "!"
+            | "[["
+            | "]]"
+    )
 }
 
 /// The command being judged and where it stands.

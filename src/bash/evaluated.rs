@@ -2,8 +2,9 @@
 //! and prompt expansion, here-document delimiters. Pure text helpers; the walker decides.
 
 /// Every `$( … )` and `` ` … ` `` in `text`, read loosely: quotes and backslashes do not hide
-/// them, because Bash may expand the text again once it is a variable's value or a subscript
-/// (`x='a[$(cmd)]'; echo $((x))` runs `cmd`). Over-finding only adds commands to analyse.
+/// them, because Bash expands the text again once it is a variable's value or a subscript
+/// (`x='a[$(cmd)]'; echo $((x))` runs `cmd`). `text` is a word's template (quotes already
+/// removed). Over-finding only adds commands to analyse.
 pub(crate) fn substitutions_loose(text: &str) -> Vec<String> {
     let b = text.as_bytes();
     let mut found = Vec::new();
@@ -16,10 +17,12 @@ pub(crate) fn substitutions_loose(text: &str) -> Vec<String> {
                     .iter()
                     .position(|&c| c == b'`')
                     .map_or(b.len(), |p| start + p);
-                found.push(unescape(&text[start..end]));
+                found.push(text[start..end].to_owned());
                 i = end + 1;
             }
-            b'$' if b.get(i + 1) == Some(&b'(') && b.get(i + 2) != Some(&b'(') => {
+            // `$((…) …)` that is not arithmetic is a substitution of a subshell to Bash, so
+            // `$((` is read as both.
+            b'$' if b.get(i + 1) == Some(&b'(') => {
                 let start = i + 2;
                 let mut depth = 1;
                 let mut j = start;
@@ -34,32 +37,13 @@ pub(crate) fn substitutions_loose(text: &str) -> Vec<String> {
                     }
                     j += 1;
                 }
-                found.push(unescape(&text[start..j.min(b.len())]));
-                i = j + 1;
+                found.push(text[start..j.min(b.len())].to_owned());
+                i = start;
             }
             _ => i += 1,
         }
     }
     found
-}
-
-/// A substitution found inside quoted data keeps the backslashes that protected it from the
-/// first expansion (`"a[\$(rm \"x\")]"`); Bash's second pass sees them removed.
-fn unescape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\\'
-            && let Some(&next) = chars.peek()
-            && matches!(next, '$' | '`' | '"' | '\\')
-        {
-            out.push(next);
-            chars.next();
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// An arithmetic operand Bash cannot turn into code: digits (with a base or sign), nothing
@@ -148,10 +132,12 @@ mod tests {
     fn loose_substitutions_see_through_quotes_and_escapes() {
         let table: &[(&str, &[&str])] = &[
             ("'a[$(rm y)]'", &["rm y"]),
-            ("\"a[\\$(rm \\\"y\\\")]\"", &["rm \"y\""]),
+            ("a[$(sh -c \"rm \\\"y\\\"\")]", &["sh -c \"rm \\\"y\\\"\""]),
             ("a[`rm y`]", &["rm y"]),
-            ("$((1 + $(rm z)))", &["rm z"]),
-            ("$(echo $(rm x))", &["echo $(rm x)"]),
+            ("$((1 + $(rm z)))", &["(1 + $(rm z))", "rm z"]),
+            ("$((rm z) &)", &["(rm z) &"]),
+            ("$(echo $(rm x))", &["echo $(rm x)", "rm x"]),
+            ("a[$(rm", &["rm"]),
             ("plain text", &[]),
         ];
         for (text, want) in table {

@@ -123,6 +123,7 @@ pub(crate) fn items(script: &str) -> Vec<Item> {
         items,
         evaluates: false,
         data: Vec::new(),
+        broken: false,
         heredoc_starts: Vec::new(),
         heredoc_unsure: false,
     };
@@ -221,6 +222,8 @@ struct Walker<'s> {
     evaluates: bool,
     /// Quoted or escaped text that could become such a value (`x='a[$(cmd)]'`).
     data: Vec<String>,
+    /// A part of the script did not parse.
+    broken: bool,
     /// Every here-document's delimiter word (byte range), and whether tree-sitter-bash's view of
     /// where one ends may differ from Bash's.
     heredoc_starts: Vec<(usize, usize)>,
@@ -231,6 +234,9 @@ impl<'s> Walker<'s> {
     /// When the script evaluates data somewhere, every quoted text that could be that data is
     /// analysed for what it would run, so deny rules reach `x='a[$(rm y)]'; echo $((x))`.
     fn finish(mut self) -> Vec<Item> {
+        if self.broken {
+            self.lines_alone();
+        }
         if self.heredoc_unsure
             && let Some(script) = self.as_bash_reads_heredocs()
         {
@@ -238,12 +244,40 @@ impl<'s> Walker<'s> {
         }
         if self.evaluates {
             for text in std::mem::take(&mut self.data) {
-                for inner in substitutions_loose(&text) {
-                    self.items.push(Item::Hidden(inner));
-                }
+                self.evaluated_text(&text);
             }
         }
         self.items
+    }
+
+    /// A script that does not parse is asked about; so that deny rules still reach what Bash
+    /// would run, each piece of it between newlines and control operators is also analysed
+    /// alone (pieces that were data or quoted only add commands to the analysis).
+    fn lines_alone(&mut self) {
+        let pieces: Vec<&str> = self
+            .src
+            .split(['\n', ';', '&', '|', '(', ')', '`'])
+            .filter(|p| !p.trim().is_empty())
+            .collect();
+        if pieces.len() < 2 {
+            return;
+        }
+        for piece in pieces {
+            self.items.push(Item::Hidden(piece.to_owned()));
+        }
+    }
+
+    /// What Bash would run when it evaluates `template` again: the substitutions in it, found
+    /// both by tree-sitter-bash (as the word of a `:` command, which handles `case … )` inside
+    /// `$( )`) and by the loose scan (which quotes cannot hide from).
+    fn evaluated_text(&mut self, template: &str) {
+        if !template.contains(['$', '`']) {
+            return;
+        }
+        self.items.push(Item::Hidden(format!(": {template}")));
+        for inner in substitutions_loose(template) {
+            self.items.push(Item::Hidden(inner));
+        }
     }
 
     /// The script with every here-document delimiter rewritten to the plain quoted word Bash
@@ -266,7 +300,17 @@ impl<'s> Walker<'s> {
             }
             script.replace_range(start..end, &format!("'{delimiter}'"));
         }
-        Some(script)
+        (script != self.src).then_some(script)
+    }
+
+    /// Keeps an assigned value as Bash stores it, in case the script evaluates it later.
+    fn record_value(&mut self, assignment: Node) {
+        if let Some(value) = assignment.child_by_field_name("value") {
+            let template = resolve(value, self.src).template;
+            if template.contains(['$', '`']) {
+                self.data.push(template);
+            }
+        }
     }
 
     /// Marks a place where Bash evaluates data as code: a problem (ask), and the script's
@@ -304,6 +348,7 @@ impl<'s> Walker<'s> {
         }
         if n.is_error() {
             self.heredoc_unsure = true;
+            self.broken = true;
             let snippet: String = self.text(n).chars().take(60).collect();
             self.problem(format!("the script does not parse near `{snippet}`"));
             return self.children(n, depth, Ctx::default());
@@ -343,13 +388,20 @@ impl<'s> Walker<'s> {
             }
             "word" | "string_content" | "heredoc_content" | "regex" => {
                 let text = &self.src[n.byte_range()];
-                if text.contains('\\') {
-                    self.data.push(text.to_owned());
+                // tree-sitter-bash glues a line that starts with a backslash to the line
+                // before (`echo hi` + `\rm x` becomes one `echo` command); Bash does not.
+                if n.kind() == "word" && unescaped_newline(text) {
+                    self.broken = true;
+                    self.problem(format!(
+                        "the word `{}` spans lines, which the parser and Bash read differently",
+                        text.trim()
+                    ));
                 }
                 if !ctx.quoted_heredoc {
                     self.hidden(text);
                 }
             }
+            "string" => self.children(n, depth, inner),
             "raw_string" | "ansi_c_string" => {
                 let text = &self.src[n.byte_range()];
                 self.data.push(text.to_owned());
@@ -367,14 +419,16 @@ impl<'s> Walker<'s> {
             | "negated_command"
             | "herestring_redirect"
             | "concatenation"
-            | "string"
             | "number"
             | "command_name"
             | "translated_string"
             | "command_substitution"
             | "process_substitution"
             | "variable_assignments" => self.children(n, depth, inner),
-            "heredoc_start" => self.heredoc_starts.push((n.start_byte(), n.end_byte())),
+            "heredoc_start" => {
+                let end = word_end(self.src, n.start_byte()).max(n.end_byte());
+                self.heredoc_starts.push((n.start_byte(), end));
+            }
             "comment"
             | "heredoc_end"
             | "file_descriptor"
@@ -474,6 +528,7 @@ impl<'s> Walker<'s> {
             }
             "command" => self.command(n, depth, inner),
             "variable_assignment" => {
+                self.record_value(n);
                 if !ctx.owned_assignment {
                     let assignment = self.assignment(n);
                     self.items.push(Item::Assign(assignment));
@@ -506,7 +561,15 @@ impl<'s> Walker<'s> {
         let kids: Vec<Node> = n.children(&mut cursor).collect();
         let strip_tabs = kids.iter().any(|k| k.kind() == "<<-");
         let start = kids.iter().find(|k| k.kind() == "heredoc_start");
-        let raw = start.map(|s| self.text(*s)).unwrap_or_default();
+        // tree-sitter-bash may end the word early (`<<'E'"O"F`): Bash reads it whole.
+        let raw = start
+            .map(|s| self.src[s.start_byte()..word_end(self.src, s.start_byte())].to_owned())
+            .unwrap_or_default();
+        if start.is_some_and(|s| word_end(self.src, s.start_byte()) != s.end_byte()) {
+            return Err(format!(
+                "the here-document word `{raw}` is read differently by the parser"
+            ));
+        }
         let unsure = || format!("where the here-document `<<{raw}` ends is not certain");
         let delimiter = heredoc_delimiter(&raw).ok_or_else(unsure)?;
         let line = |text: &'s str| {
@@ -574,6 +637,13 @@ impl<'s> Walker<'s> {
                 && p.child_by_field_name("index")
                     .is_some_and(|i| matches!(&self.src[i.byte_range()], "@" | "*"))
         });
+        // Backquotes inside `${…}` are left as text and split around `$VAR`; scanned whole.
+        if let (Some(first), Some(last)) = (ops.first(), ops.last())
+            && text.contains('`')
+        {
+            let src = self.src;
+            self.hidden(&src[first.end_byte()..last.end_byte().max(first.end_byte())]);
+        }
         let op_kinds: Vec<&str> = ops.iter().map(|k| k.kind()).collect();
         match (prefix, param, op_kinds.as_slice()) {
             // `${#}`, `${!}`: the argument count and the last background pid.
@@ -673,8 +743,11 @@ impl<'s> Walker<'s> {
     fn heredoc_gaps(&mut self, n: Node) {
         let mut pos = n.start_byte();
         let mut cursor = n.walk();
+        // Only command substitutions are reliably parsed inside a body (tree-sitter-bash leaves
+        // `$(` unparsed under `<<-` and splits backquotes around `$VAR`); the rest is scanned.
         let spans: Vec<(usize, usize)> = n
             .named_children(&mut cursor)
+            .filter(|c| c.kind() == "command_substitution")
             .map(|c| (c.start_byte(), c.end_byte()))
             .collect();
         let src = self.src;
@@ -714,22 +787,12 @@ impl<'s> Walker<'s> {
                 }
                 b'$' if b.get(i + 1) == Some(&b'(') && b.get(i + 2) != Some(&b'(') => {
                     let start = i + 2;
-                    let mut depth = 1;
-                    let mut j = start;
-                    while j < b.len() && depth > 0 {
-                        match b[j] {
-                            b'(' => depth += 1,
-                            b')' => depth -= 1,
-                            _ => {}
-                        }
-                        j += 1;
-                    }
-                    if depth > 0 {
+                    let Some(end) = substitution_end(text, start) else {
                         self.problem("an unterminated `$(`".to_owned());
                         return;
-                    }
-                    self.items.push(Item::Hidden(text[start..j - 1].to_owned()));
-                    i = j;
+                    };
+                    self.items.push(Item::Hidden(text[start..end].to_owned()));
+                    i = end + 1;
                 }
                 b'$' if b.get(i + 1) == Some(&b'(') => {
                     self.problem("arithmetic that tree-sitter-bash did not parse".to_owned());
@@ -771,11 +834,9 @@ impl<'s> Walker<'s> {
         }
         match n.kind() {
             "command_substitution" | "process_substitution" => {}
-            "raw_string" | "ansi_c_string" | "word" | "string_content" => {
-                let text = &self.src[n.byte_range()];
-                for inner in substitutions_loose(text) {
-                    self.items.push(Item::Hidden(inner));
-                }
+            "raw_string" | "ansi_c_string" | "word" | "string" | "concatenation" => {
+                let template = resolve(n, self.src).template;
+                self.evaluated_text(&template);
             }
             _ => {
                 let mut cursor = n.walk();
@@ -897,6 +958,11 @@ impl<'s> Walker<'s> {
             }
         }
         words.sort_by_key(|(pos, _)| *pos);
+        for (_, w) in &words {
+            if w.template.contains(['$', '`']) && w.template != w.raw {
+                self.data.push(w.template.clone());
+            }
+        }
         if words.iter().any(|(_, w)| {
             w.fixed()
                 .is_some_and(|v| matches!(v, "let" | "eval" | "-v" | "-R"))
@@ -995,6 +1061,71 @@ impl<'s> Walker<'s> {
             }
         });
     }
+}
+
+/// Where the `$(` whose body starts at `start` closes: the first `)` before which the body
+/// parses cleanly (so `$(case a in a) x;; esac)` closes after `esac`), else where the
+/// parentheses balance. `None` when nothing closes it.
+fn substitution_end(text: &str, start: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut depth = 1;
+    let mut balanced = None;
+    let mut candidates = Vec::new();
+    for (j, &c) in b.iter().enumerate().skip(start) {
+        match c {
+            b'(' => depth += 1,
+            b')' => {
+                candidates.push(j);
+                depth -= 1;
+                if depth == 0 && balanced.is_none() {
+                    balanced = Some(j);
+                }
+            }
+            _ => {}
+        }
+    }
+    let parses = |end: usize| {
+        parse_tree(&text[start..end]).is_some_and(|tree| !tree.root_node().has_error())
+    };
+    candidates
+        .into_iter()
+        .take(16)
+        .find(|&end| parses(end))
+        .or(balanced)
+}
+
+/// A newline not removed by a backslash before it.
+fn unescaped_newline(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.iter().enumerate().any(|(i, &c)| {
+        c == b'\n' && {
+            let backslashes = b[..i].iter().rev().take_while(|&&c| c == b'\\').count();
+            backslashes % 2 == 0
+        }
+    })
+}
+
+/// Where the shell word starting at `start` ends, quotes and backslashes considered.
+fn word_end(src: &str, start: usize) -> usize {
+    let b = src.as_bytes();
+    let mut i = start;
+    let mut quote: Option<u8> = None;
+    while i < b.len() {
+        let c = b[i];
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(b'"') if c == b'\\' => i += 1,
+            Some(_) => {}
+            None => match c {
+                b'\\' => i += 1,
+                b'\'' | b'"' => quote = Some(c),
+                c if c.is_ascii_whitespace() || b";|&<>()".contains(&c) => return i,
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    b.len()
 }
 
 fn has_non_numeric(n: Node, src: &str, depth: usize) -> bool {

@@ -10,6 +10,10 @@ pub(crate) struct Word {
     pub value: Option<String>,
     /// The source text, for messages.
     pub raw: String,
+    /// The value with every expansion left as written: what Bash evaluates again when the
+    /// word is a subscript, an arithmetic operand or a variable's value there
+    /// (`"a[\$(cmd "$x")]"` → `a[$(cmd $x)]`).
+    pub template: String,
     /// Contains an unquoted glob (`*`, `?`, `[`, extglob) or brace expansion: it may stand for
     /// several words.
     pub glob: bool,
@@ -26,6 +30,7 @@ impl Word {
         Word {
             value: Some(text.to_owned()),
             raw: text.to_owned(),
+            template: text.to_owned(),
             glob: false,
             tilde: false,
             may_be_flag: false,
@@ -37,6 +42,7 @@ impl Word {
         Word {
             value: None,
             raw: raw.to_owned(),
+            template: raw.to_owned(),
             glob: false,
             tilde: false,
             may_be_flag: true,
@@ -65,6 +71,7 @@ impl Word {
 /// brace expansion and globbing are judged on unquoted characters only.
 struct Builder {
     text: String,
+    template: String,
     chars: Vec<(char, bool)>,
     dynamic: bool,
     glob: bool,
@@ -76,6 +83,7 @@ impl Builder {
     fn new() -> Builder {
         Builder {
             text: String::new(),
+            template: String::new(),
             chars: Vec::new(),
             dynamic: false,
             glob: false,
@@ -97,6 +105,7 @@ impl Builder {
             self.glob = true;
         }
         self.text.push(c);
+        self.template.push(c);
         self.chars.push((c, quoted));
     }
 
@@ -106,7 +115,8 @@ impl Builder {
         }
     }
 
-    fn mark_dynamic(&mut self) {
+    fn mark_dynamic(&mut self, raw: &str) {
+        self.template.push_str(raw);
         if self.chars.is_empty() {
             self.leading_glob = true;
         }
@@ -121,6 +131,7 @@ impl Builder {
         Word {
             value: if self.dynamic { None } else { Some(self.text) },
             raw: raw.to_owned(),
+            template: self.template,
             glob: self.glob || brace,
             tilde: self.tilde,
             may_be_flag: self.leading_glob || starts_with_brace,
@@ -194,7 +205,7 @@ fn add(node: Node, src: &str, b: &mut Builder) {
                 unquoted(&src[pos..node.end_byte()], b);
             }
         }
-        _ => b.mark_dynamic(),
+        _ => b.mark_dynamic(text),
     }
 }
 
@@ -235,7 +246,7 @@ fn double_quoted(node: Node, src: &str, b: &mut Builder) {
         if child.kind() == "string_content" {
             quoted_text(&src[child.byte_range()], b);
         } else {
-            b.mark_dynamic();
+            b.mark_dynamic(&src[child.byte_range()]);
         }
         pos = child.end_byte().max(pos);
     }

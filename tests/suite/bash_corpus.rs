@@ -5,7 +5,7 @@ use crate::support::bash::{analyse, check_consistency, rules};
 use tollgate::bash::BashVerdict;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Want {
+pub(crate) enum Want {
     Allow,
     Deny,
     Ask,
@@ -13,7 +13,7 @@ enum Want {
 use Want::{Allow as A, Ask as Q, Deny as D};
 
 /// (command, expected, class)
-const CORPUS: &[(&str, Want, &str)] = &[
+pub(crate) const CORPUS: &[(&str, Want, &str)] = &[
     // --- the 46 calls observed in Claude Code (reference/claude-code-decisions.md) ---
     ("git status", A, "ci"),
     ("git status --short", A, "ci"),
@@ -449,10 +449,18 @@ const CORPUS: &[(&str, Want, &str)] = &[
     ("for k in \"${!a[@]}\"; do echo $k; done", A, "evaluated"),
     ("echo ${!GIT_*}", A, "evaluated"),
     ("echo ${s:1:2} ${s: -1} ${s:(-2)} ${@:2}", A, "evaluated"),
-    ("echo ${s:-d} ${s#p} ${s%.rs} ${s/a/b} ${s^^} ${s,,} ${s@Q}", A, "evaluated"),
+    (
+        "echo ${s:-d} ${s#p} ${s%.rs} ${s/a/b} ${s^^} ${s,,} ${s@Q}",
+        A,
+        "evaluated",
+    ),
     ("[[ $? -ne 0 ]] && echo failed", A, "evaluated"),
     ("echo $(( $# + 1 )) $((2 * 3))", A, "evaluated"),
-    ("[[ -v HOME ]] && test -v CI && [ -v 'a[0]' ]", A, "evaluated"),
+    (
+        "[[ -v HOME ]] && test -v CI && [ -v 'a[0]' ]",
+        A,
+        "evaluated",
+    ),
     ("a=([0]=x [1]=y); echo ${a[1]}", A, "evaluated"),
     ("[ \"$n\" -eq 1 ] && echo one", A, "evaluated"),
     ("echo '$(rm x)' \"\\$(rm x)\"", A, "evaluated"),
@@ -468,9 +476,28 @@ const CORPUS: &[(&str, Want, &str)] = &[
     ("cat <<$\"EOF\"\nhi\nEOF\ntouch x\n$\"EOF\"", Q, "heredoc"),
     ("cat <<-EOF\nhi\n\tEOF\ntouch x\nEOF", Q, "heredoc"),
     ("cat <<-'EOF'\n\thi\n\tEOF\necho ok", A, "heredoc"),
-    ("cat <<'EOF' > notes.txt\n$(rm x) is data\nEOF", A, "heredoc"),
+    (
+        "cat <<'EOF' > notes.txt\n$(rm x) is data\nEOF",
+        A,
+        "heredoc",
+    ),
     ("cat <<EOF\nhello $HOME\nEOF", A, "heredoc"),
     ("cat <<\"EOF\"\nx\nEOF\necho done", A, "heredoc"),
+    // --- found by the Bash oracle: places tree-sitter-bash reads differently ---
+    ("echo hi\n\\rm x", D, "obfuscation"),
+    ("echo 'a;b' # ;\n\\rm x", D, "obfuscation"),
+    ("ls\n\\touch x", Q, "obfuscation"),
+    ("! if false; then :; else rm x; fi", D, "compound"),
+    ("! function g { rm x; }; g", D, "compound"),
+    ("! function g { { rm x; }; }; g", D, "compound"),
+    ("! case a in a) rm x;; esac", D, "compound"),
+    ("cat <<-EOF\n\t$(case a in a) rm x;; esac)\n\tEOF", D, "heredoc"),
+    ("cat <<-EOF\n\t$(touch x)\n\tEOF", Q, "heredoc"),
+    ("cat <<EOF\n`\\touch \"$M\"`\nEOF", Q, "heredoc"),
+    ("echo \"${u:-`touch $M`}\"", Q, "substitution"),
+    ("x='$(case a in a) rm y;; esac)'; echo ${x@P}", D, "evaluated"),
+    ("a=(1); x='a[$((rm y) &\nwait)]'; test -v \"$x\"", D, "evaluated"),
+    ("x=\"a[\\$(eval 'rm \"$M\"')]\"; echo $((x + 1))", D, "evaluated"),
     // --- resource exhaustion ---
     ("f() { f; }; f", Q, "exhaustion"),
     (":(){ :|:& };:", Q, "exhaustion"),

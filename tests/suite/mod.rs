@@ -3,6 +3,7 @@
 
 mod action;
 mod bash_corpus;
+mod bash_oracle;
 mod bash_props;
 mod bash_sweep;
 mod check_cli;
