@@ -319,10 +319,10 @@ impl Analyser<'_> {
                 "`{name}` evaluates `{}` as arithmetic, which can run commands hidden in it",
                 operand.raw
             ));
-            if operand.template.contains(['$', '`']) {
-                self.script(&format!(": {}", operand.template), job.depth + 1);
+            if operand.template().contains(['$', '`']) {
+                self.script(&format!(": {}", operand.template()), job.depth + 1);
             }
-            for inner in substitutions_loose(&operand.template) {
+            for inner in substitutions_loose(operand.template()) {
                 self.script(&inner, job.depth + 1);
             }
         }

@@ -306,7 +306,7 @@ impl<'s> Walker<'s> {
     /// Keeps an assigned value as Bash stores it, in case the script evaluates it later.
     fn record_value(&mut self, assignment: Node) {
         if let Some(value) = assignment.child_by_field_name("value") {
-            let template = resolve(value, self.src).template;
+            let template = resolve(value, self.src).template().to_owned();
             if template.contains(['$', '`']) {
                 self.data.push(template);
             }
@@ -835,7 +835,7 @@ impl<'s> Walker<'s> {
         match n.kind() {
             "command_substitution" | "process_substitution" => {}
             "raw_string" | "ansi_c_string" | "word" | "string" | "concatenation" => {
-                let template = resolve(n, self.src).template;
+                let template = resolve(n, self.src).template().to_owned();
                 self.evaluated_text(&template);
             }
             _ => {
@@ -959,8 +959,8 @@ impl<'s> Walker<'s> {
         }
         words.sort_by_key(|(pos, _)| *pos);
         for (_, w) in &words {
-            if w.template.contains(['$', '`']) && w.template != w.raw {
-                self.data.push(w.template.clone());
+            if w.template().contains(['$', '`']) {
+                self.data.push(w.template().to_owned());
             }
         }
         if words.iter().any(|(_, w)| {

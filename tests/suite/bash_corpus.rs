@@ -491,13 +491,32 @@ pub(crate) const CORPUS: &[(&str, Want, &str)] = &[
     ("! function g { rm x; }; g", D, "compound"),
     ("! function g { { rm x; }; }; g", D, "compound"),
     ("! case a in a) rm x;; esac", D, "compound"),
-    ("cat <<-EOF\n\t$(case a in a) rm x;; esac)\n\tEOF", D, "heredoc"),
+    (
+        "cat <<-EOF\n\t$(case a in a) rm x;; esac)\n\tEOF",
+        D,
+        "heredoc",
+    ),
     ("cat <<-EOF\n\t$(touch x)\n\tEOF", Q, "heredoc"),
     ("cat <<EOF\n`\\touch \"$M\"`\nEOF", Q, "heredoc"),
     ("echo \"${u:-`touch $M`}\"", Q, "substitution"),
-    ("x='$(case a in a) rm y;; esac)'; echo ${x@P}", D, "evaluated"),
-    ("a=(1); x='a[$((rm y) &\nwait)]'; test -v \"$x\"", D, "evaluated"),
-    ("x=\"a[\\$(eval 'rm \"$M\"')]\"; echo $((x + 1))", D, "evaluated"),
+    (
+        "x='$(case a in a) rm y;; esac)'; echo ${x@P}",
+        D,
+        "evaluated",
+    ),
+    (
+        "a=(1); x='a[$((rm y) &\nwait)]'; test -v \"$x\"",
+        D,
+        "evaluated",
+    ),
+    (
+        "x=\"a[\\$(eval 'rm \"$M\"')]\"; echo $((x + 1))",
+        D,
+        "evaluated",
+    ),
+    ("command rm -rf -v build", D, "wrapper"),
+    ("command -p rm -v x", D, "wrapper"),
+    ("command -v rm", A, "wrapper"),
     // --- resource exhaustion ---
     ("f() { f; }; f", Q, "exhaustion"),
     (":(){ :|:& };:", Q, "exhaustion"),
@@ -629,6 +648,29 @@ fn decision(v: &BashVerdict) -> Want {
     }
 }
 
+/// Per class: rows, and how many were allowed, asked and denied (the README quotes it).
+fn print_classes(rules: &tollgate::bash::BashRules) {
+    let mut classes: Vec<&str> = CORPUS.iter().map(|(_, _, c)| *c).collect();
+    classes.sort_unstable();
+    classes.dedup();
+    println!("class | rows | allow | ask | deny");
+    for class in classes {
+        let mut counts = [0usize; 3];
+        for (cmd, _, _) in CORPUS.iter().filter(|(_, _, c)| *c == class) {
+            counts[match decision(&analyse(cmd, rules).verdict) {
+                A => 0,
+                Q => 1,
+                D => 2,
+            }] += 1;
+        }
+        let rows: usize = counts.iter().sum();
+        println!(
+            "{class} | {rows} | {} | {} | {}",
+            counts[0], counts[1], counts[2]
+        );
+    }
+}
+
 #[test]
 fn corpus_decisions() {
     let rules = rules();
@@ -670,6 +712,7 @@ fn corpus_decisions() {
     for f in &false_denies {
         println!("  refused: {f}");
     }
+    print_classes(&rules);
     assert!(
         leaked.is_empty(),
         "MUST-DENY COMMANDS WERE ALLOWED:\n{}",
