@@ -9,6 +9,7 @@ mod bash_sweep;
 mod check_cli;
 mod gate_cli;
 mod hooks_cli;
+mod planted_repo;
 mod providers;
 mod redaction;
 mod reports;
