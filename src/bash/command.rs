@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use super::analyser::{Analyser, MAX_NESTING};
-use super::evaluated::{inert_variable_name, substitutions_loose};
+use super::evaluated::{inert_variable_name, runs_code, substitutions_loose};
 use super::paths::{inside_workspace, locate};
 use super::pattern::{Match, base};
 use super::readonly::{self, Ctx};
@@ -325,7 +325,7 @@ impl Analyser<'_> {
                 "`{name}` evaluates `{}` as arithmetic, which can run commands hidden in it",
                 operand.raw
             ));
-            if operand.template().contains(['$', '`']) {
+            if runs_code(operand.template()) {
                 self.script(&format!(": {}", operand.template()), job.depth + 1);
             }
             for inner in substitutions_loose(operand.template()) {

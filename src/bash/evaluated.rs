@@ -46,6 +46,11 @@ pub(crate) fn substitutions_loose(text: &str) -> Vec<String> {
     found
 }
 
+/// Text that runs a command once Bash evaluates it: it holds a substitution.
+pub(crate) fn runs_code(text: &str) -> bool {
+    text.contains("$(") || text.contains('`')
+}
+
 /// An arithmetic operand Bash cannot turn into code: digits (with a base or sign), nothing
 /// that names a variable or holds a subscript.
 pub(crate) fn plain_number(text: &str) -> bool {

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use tree_sitter::{Node, Parser, Tree};
 
 use super::evaluated::{
-    heredoc_delimiter, inert_transformation, inert_variable_name, substitutions_loose,
+    heredoc_delimiter, inert_transformation, inert_variable_name, runs_code, substitutions_loose,
 };
 use super::word::{Word, resolve};
 
@@ -271,7 +271,7 @@ impl<'s> Walker<'s> {
     /// both by tree-sitter-bash (as the word of a `:` command, which handles `case … )` inside
     /// `$( )`) and by the loose scan (which quotes cannot hide from).
     fn evaluated_text(&mut self, template: &str) {
-        if !template.contains(['$', '`']) {
+        if !runs_code(template) {
             return;
         }
         self.items.push(Item::Hidden(format!(": {template}")));
@@ -307,7 +307,7 @@ impl<'s> Walker<'s> {
     fn record_value(&mut self, assignment: Node) {
         if let Some(value) = assignment.child_by_field_name("value") {
             let template = resolve(value, self.src).template().to_owned();
-            if template.contains(['$', '`']) {
+            if runs_code(&template) {
                 self.data.push(template);
             }
         }
@@ -959,7 +959,7 @@ impl<'s> Walker<'s> {
         }
         words.sort_by_key(|(pos, _)| *pos);
         for (_, w) in &words {
-            if w.template().contains(['$', '`']) {
+            if runs_code(w.template()) {
                 self.data.push(w.template().to_owned());
             }
         }
