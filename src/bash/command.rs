@@ -314,6 +314,16 @@ impl Analyser<'_> {
                 .map(|w| &w[1])
                 .collect(),
             "let" => argv[1..].iter().collect(),
+            // `trap ACTION SIGNAL…` runs ACTION later: a script like `eval`'s.
+            "trap" => {
+                let action = argv[1..]
+                    .iter()
+                    .find(|w| !w.fixed().is_some_and(|v| v.starts_with('-')));
+                if let Some(script) = action.and_then(Word::fixed) {
+                    self.script(script, job.depth + 1);
+                }
+                return Vec::new();
+            }
             _ => return Vec::new(),
         };
         let mut reasons = Vec::new();

@@ -305,6 +305,13 @@ impl<'s> Walker<'s> {
 
     /// Keeps an assigned value as Bash stores it, in case the script evaluates it later.
     fn record_value(&mut self, assignment: Node) {
+        // Prompt strings are expanded like `${x@P}` (PS4 under `set -x`).
+        if assignment
+            .child_by_field_name("name")
+            .is_some_and(|n| matches!(&self.src[n.byte_range()], "PS1" | "PS2" | "PS3" | "PS4"))
+        {
+            self.evaluates = true;
+        }
         if let Some(value) = assignment.child_by_field_name("value") {
             let template = resolve(value, self.src).template().to_owned();
             if runs_code(&template) {
@@ -964,8 +971,12 @@ impl<'s> Walker<'s> {
             }
         }
         if words.iter().any(|(_, w)| {
-            w.fixed()
-                .is_some_and(|v| matches!(v, "let" | "eval" | "-v" | "-R"))
+            w.fixed().is_some_and(|v| {
+                matches!(
+                    v,
+                    "let" | "eval" | "-v" | "-R" | "read" | "mapfile" | "readarray" | "trap"
+                )
+            })
         }) {
             self.evaluates = true;
         }

@@ -307,7 +307,8 @@ pub(crate) const CORPUS: &[(&str, Want, &str)] = &[
     ("printf -v PATH x", Q, "exec-flags"),
     ("date -s tomorrow", Q, "exec-flags"),
     ("set -k", Q, "exec-flags"),
-    ("trap 'rm x' EXIT", Q, "exec-flags"),
+    ("trap 'rm x' EXIT", D, "exec-flags"),
+    ("trap -- 'touch x' INT", Q, "exec-flags"),
     ("git push origin main", Q, "exec-flags"),
     ("git push --force", Q, "exec-flags"),
     // --- reads outside ---
@@ -465,6 +466,8 @@ pub(crate) const CORPUS: &[(&str, Want, &str)] = &[
     ("[ \"$n\" -eq 1 ] && echo one", A, "evaluated"),
     ("echo '$(rm x)' \"\\$(rm x)\"", A, "evaluated"),
     ("grep -n '$(' README.md", A, "evaluated"),
+    ("x='a[$(rm y)]'; read \"$x\" <<< 1", D, "evaluated"),
+    ("PS4='$(rm y)'; set -x; ls", D, "evaluated"),
     // --- here-documents end where Bash ends them ---
     ("cat <<E\"O\"F\nhi\nEOF\nrm x\nE\"O\"F", D, "heredoc"),
     ("cat <<E'O'F\nhi\nEOF\ntouch x\nE'O'F", Q, "heredoc"),
