@@ -38,6 +38,11 @@ pub(super) async fn pre_tool_use(
         return Ok((refusal(decision, reason), input));
     }
     let ctx = PermissionContext {
+        auto_allow_bash: run
+            .ctx
+            .sandbox
+            .as_ref()
+            .is_some_and(|s| s.auto_allow_bash()),
         mode: run.spec.mode,
         rules: &run.spec.rules,
         workspace: &run.spec.workspace,

@@ -226,6 +226,7 @@ fn context() -> (ToolContext, AbortHandle) {
         abort,
         files: FileStateCache::default(),
         progress: None,
+        sandbox: None,
     };
     (ctx, handle)
 }
