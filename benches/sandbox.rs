@@ -5,9 +5,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use tollgate::exec::RunEnv;
 use tollgate::policy::Workspace;
 use tollgate::sandbox::{Sandbox, SandboxConfig, SandboxSpec, kernel_abi, preflight};
-use tollgate::tools::{AbortHandle, run_shell};
+use tollgate::tools::{AbortHandle, ShellEnv, run_shell};
 
 const RUNS: u32 = 1000;
 
@@ -60,6 +61,7 @@ fn main() {
 
 async fn time(root: &Path, sandbox: Option<&Sandbox>) -> Duration {
     let (_handle, abort) = AbortHandle::new();
+    let env = RunEnv::new(&Default::default()).model;
     let started = Instant::now();
     for _ in 0..RUNS {
         let run = run_shell(
@@ -67,7 +69,7 @@ async fn time(root: &Path, sandbox: Option<&Sandbox>) -> Duration {
             root,
             Duration::from_secs(10),
             &abort,
-            true,
+            ShellEnv::Model(&env),
             None,
             sandbox,
         )

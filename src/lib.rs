@@ -4,8 +4,10 @@
 
 pub mod agent;
 pub mod bash;
+pub mod classifier;
 pub mod cli;
 pub mod config;
+pub mod exec;
 pub mod exit;
 pub mod hooks;
 pub mod model;
@@ -16,6 +18,7 @@ pub mod report;
 pub mod results;
 pub mod sandbox;
 pub mod scheduler;
+pub mod session;
 pub mod task;
 pub mod tools;
 pub mod transcript;

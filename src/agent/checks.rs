@@ -7,9 +7,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::{AgentError, CheckRecord, Loop};
+use crate::exec::ChildEnv;
 use crate::sandbox::Sandbox;
 use crate::task::Check;
-use crate::tools::{AbortSignal, ShellEnding, run_shell};
+use crate::tools::{AbortSignal, ShellEnding, ShellEnv, run_shell};
 use crate::transcript::{CheckOutcome, Event};
 
 /// Output of a check kept in the transcript and reports.
@@ -18,6 +19,7 @@ const CHECK_OUTPUT_CHARS: usize = 20_000;
 pub async fn run_check(
     check: &Check,
     workdir: &Path,
+    env: &ChildEnv,
     abort: &AbortSignal,
     sandbox: Option<&Sandbox>,
 ) -> CheckOutcome {
@@ -27,7 +29,7 @@ pub async fn run_check(
         workdir,
         check.timeout,
         abort,
-        false,
+        ShellEnv::Author(env),
         None,
         sandbox,
     )
@@ -88,7 +90,14 @@ pub(super) async fn run_round(
         loop {
             let attempt = last_attempt(records, &check.name) + 1;
             let sandbox = run.ctx.sandbox.as_deref().filter(|s| s.confines_checks());
-            let outcome = run_check(check, &spec.workspace.workdir, abort, sandbox).await;
+            let outcome = run_check(
+                check,
+                &spec.workspace.workdir,
+                &spec.env.checks,
+                abort,
+                sandbox,
+            )
+            .await;
             run.emit(Event::CheckResult {
                 name: check.name.clone(),
                 run: check.run.clone(),

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::path::{check_write, resolve_symlinks};
-use super::shell::{ShellEnding, run_shell};
+use super::shell::{ShellEnding, ShellEnv, run_shell};
 use super::text::truncate_middle;
 use super::{
     Tool, ToolContext, ToolError, ToolFuture, ToolOutput, invalid_input_check, parse_input,
@@ -316,7 +316,7 @@ async fn run(command: &str, ctx: &ToolContext, timeout: Duration) -> Result<Tool
         &ctx.workspace.workdir,
         timeout,
         &ctx.abort,
-        true,
+        ShellEnv::Model(&ctx.command_env),
         ctx.progress.as_ref(),
         ctx.sandbox.as_deref(),
     )
@@ -359,6 +359,7 @@ mod tests {
             limits: ToolLimits::default(),
             abort,
             files: FileStateCache::default(),
+            command_env: crate::exec::RunEnv::new(&Default::default()).model,
             progress: None,
             sandbox: None,
         };

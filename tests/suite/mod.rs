@@ -2,6 +2,7 @@
 //! the library directly).
 
 mod action;
+mod auto_mode;
 mod bash_corpus;
 mod bash_oracle;
 mod bash_props;
@@ -14,5 +15,6 @@ mod providers;
 mod redaction;
 mod reports;
 mod run_cli;
+mod runner;
 mod sandbox;
 mod scheduling;
