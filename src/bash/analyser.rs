@@ -1,7 +1,7 @@
 //! Walks a script's items in order, keeps what the analysis has found so far (reports, writes,
 //! problems, possible working directories) and folds it into one verdict.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::paths::{Cwds, ReadLog, check_read, lexical, locate};
@@ -51,13 +51,21 @@ impl<'a> Analyser<'a> {
             return;
         }
         let items = syntax::items(src);
-        let functions: HashSet<String> = items
+        let calls: HashMap<&str, Vec<&str>> = items
             .iter()
             .filter_map(|item| match item {
-                Item::Function { name } => Some(name.clone()),
+                Item::Function { name, calls } => {
+                    Some((name.as_str(), calls.iter().map(String::as_str).collect()))
+                }
                 _ => None,
             })
             .collect();
+        if let Some(name) = recursive_function(&calls) {
+            self.problems.push(format!(
+                "the shell function `{name}` calls itself (directly or through others): recursion and fork bombs exhaust the machine"
+            ));
+        }
+        let functions: HashSet<String> = calls.keys().map(|n| (*n).to_owned()).collect();
         for item in items {
             match item {
                 Item::Command(cmd) => self.simple_command(&cmd, &functions, depth),
@@ -253,6 +261,28 @@ impl<'a> Analyser<'a> {
             }
         }
     }
+}
+
+/// A function that can reach itself through the calls of the script's functions, if any
+/// (`f() { f; }`, `a() { b; }; b() { a; }`, `:(){ :|:& };:`).
+fn recursive_function<'n>(calls: &HashMap<&'n str, Vec<&'n str>>) -> Option<&'n str> {
+    let mut names: Vec<&str> = calls.keys().copied().collect();
+    names.sort_unstable();
+    names.into_iter().find(|start| {
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut stack: Vec<&str> = calls.get(start).cloned().unwrap_or_default();
+        while let Some(name) = stack.pop() {
+            if name == *start {
+                return true;
+            }
+            if seen.insert(name)
+                && let Some(next) = calls.get(name)
+            {
+                stack.extend(next.iter().copied());
+            }
+        }
+        false
+    })
 }
 
 /// Bash opens `/dev/tcp/host/port` and `/dev/udp/…` as sockets in redirections.

@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 
 use super::analyser::{Analyser, MAX_NESTING};
+use super::evaluated::{inert_variable_name, runs_code, substitutions_loose};
 use super::paths::{inside_workspace, locate};
 use super::pattern::{Match, base};
 use super::readonly::{self, Ctx};
@@ -146,6 +147,33 @@ impl Analyser<'_> {
 
     fn judge(&mut self, job: &Job, words: Vec<Word>, mut unproven: Vec<String>) {
         let mut argv = words;
+        // A reserved word in command position means tree-sitter-bash misread the syntax
+        // (`! if …` parses as a command `if`); Bash runs what follows it.
+        let mut keywords = 0;
+        while let Some(word) = argv.get(keywords).and_then(Word::fixed) {
+            if !reserved_word(word) {
+                break;
+            }
+            // `function NAME {`: the name is syntax too.
+            keywords += if word == "function" { 2 } else { 1 };
+        }
+        let keywords = keywords.min(argv.len());
+        if keywords > 0 {
+            unproven.push(format!(
+                "`{}` is shell syntax the parser read as a command",
+                argv[0].raw
+            ));
+            argv.drain(..keywords);
+            if argv.is_empty() {
+                self.reports.push(CommandReport {
+                    text: job.text.to_owned(),
+                    argv: Vec::new(),
+                    verdict: CommandVerdict::Unproven,
+                    why: format!("`{}`: {}", job.text, unproven.join("; ")),
+                });
+                return;
+            }
+        }
         let mut through: Vec<String> = Vec::new();
         let mut hits = RuleHits::default();
         let mut forced: Option<&'static str> = None;
@@ -227,6 +255,7 @@ impl Analyser<'_> {
                 }
             }
         }
+        unproven.extend(self.evaluated_operands(job, &argv));
         let exec_reason = self.nested(job, &argv);
         let mut proved = false;
         let (verdict, why) = if let Some((id, pattern, maybe)) = hits.deny {
@@ -357,6 +386,51 @@ impl Analyser<'_> {
             }
             Inline::Unknown(reason) => Some(reason),
         }
+    }
+
+    /// Operands Bash evaluates as arithmetic: the names after `test -v`/`-R` (their
+    /// subscripts) and every argument of `let`. What a literal operand would run is analysed
+    /// (deny rules reach it); any operand not proven inert is a reason to ask.
+    fn evaluated_operands(&mut self, job: &Job, argv: &[Word]) -> Vec<String> {
+        let Some(name) = argv.first().and_then(Word::fixed).map(base) else {
+            return Vec::new();
+        };
+        let operands: Vec<&Word> = match name {
+            "test" | "[" => argv
+                .windows(2)
+                .filter(|w| matches!(w[0].fixed(), Some("-v" | "-R")))
+                .map(|w| &w[1])
+                .collect(),
+            "let" => argv[1..].iter().collect(),
+            // `trap ACTION SIGNAL…` runs ACTION later: a script like `eval`'s.
+            "trap" => {
+                let action = argv[1..]
+                    .iter()
+                    .find(|w| !w.fixed().is_some_and(|v| v.starts_with('-')));
+                if let Some(script) = action.and_then(Word::fixed) {
+                    self.script(script, job.depth + 1);
+                }
+                return Vec::new();
+            }
+            _ => return Vec::new(),
+        };
+        let mut reasons = Vec::new();
+        for operand in operands {
+            if name != "let" && operand.fixed().is_some_and(inert_variable_name) {
+                continue;
+            }
+            reasons.push(format!(
+                "`{name}` evaluates `{}` as arithmetic, which can run commands hidden in it",
+                operand.raw
+            ));
+            if runs_code(operand.template()) {
+                self.script(&format!(": {}", operand.template()), job.depth + 1);
+            }
+            for inner in substitutions_loose(operand.template()) {
+                self.script(&inner, job.depth + 1);
+            }
+        }
+        reasons
     }
 
     /// `find … -exec cmd {} ;`: each command is checked, with `{}` unknown.
@@ -529,6 +603,37 @@ impl Analyser<'_> {
             why,
         });
     }
+}
+
+/// Bash's reserved words: never a command name in a correct parse. tree-sitter-bash can glue
+/// several into one word (`{ {`).
+fn reserved_word(word: &str) -> bool {
+    !word.trim().is_empty() && word.split_whitespace().all(reserved)
+}
+
+fn reserved(word: &str) -> bool {
+    matches!(
+        word,
+        "if" | "then"
+            | "else"
+            | "elif"
+            | "fi"
+            | "do"
+            | "done"
+            | "case"
+            | "esac"
+            | "while"
+            | "until"
+            | "for"
+            | "in"
+            | "select"
+            | "function"
+            | "{"
+            | "}"
+            | "!"
+            | "[["
+            | "]]"
+    )
 }
 
 /// The command being judged and where it stands.

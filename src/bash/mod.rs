@@ -4,6 +4,7 @@
 mod analyser;
 mod arg_writes;
 mod command;
+mod evaluated;
 mod git;
 mod paths;
 mod pattern;

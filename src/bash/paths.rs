@@ -128,13 +128,17 @@ pub(crate) fn inside_workspace(path: &Path, env: &BashEnv) -> bool {
         .any(|root| path.starts_with(root))
 }
 
-/// Device files that are harmless to read.
+/// Device files that are harmless to read (they end at once).
 pub(crate) fn harmless_read(path: &Path) -> bool {
-    path.starts_with("/dev/fd")
-        || matches!(
-            path.to_str(),
-            Some("/dev/null" | "/dev/stdin" | "/dev/zero" | "/dev/urandom" | "/dev/random")
-        )
+    path.starts_with("/dev/fd") || matches!(path.to_str(), Some("/dev/null" | "/dev/stdin"))
+}
+
+/// Devices that never end: a "read-only" `cat /dev/zero` fills memory or the log.
+fn endless_device(path: &Path) -> bool {
+    matches!(
+        path.to_str(),
+        Some("/dev/zero" | "/dev/urandom" | "/dev/random" | "/dev/full")
+    )
 }
 
 /// The paths the script's readers read, recorded as they are checked (the checks return at
@@ -237,6 +241,13 @@ pub(crate) fn check_read_below(
         paths
     };
     for path in located {
+        if endless_device(&path) {
+            return Err(format!(
+                "`{}` reads {}, which never ends",
+                word.raw,
+                path.display()
+            ));
+        }
         if !(inside_workspace(&path, env) || harmless_read(&path)) {
             return Err(format!(
                 "`{}` reads {} outside the workspace",

@@ -113,9 +113,11 @@ pub(crate) fn unwrap(name: &str, argv: &[Word]) -> Unwrap {
     match name {
         "env" => env(argv),
         "command" => {
+            // Only options before the command name count: `command rm -v x` runs `rm`.
             if argv
                 .iter()
                 .skip(1)
+                .take_while(|w| w.fixed().is_some_and(|v| v.starts_with('-')))
                 .any(|w| matches!(w.fixed(), Some("-v" | "-V" | "-pv" | "-vp")))
             {
                 return Unwrap::Nothing {

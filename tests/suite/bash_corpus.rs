@@ -5,7 +5,7 @@ use crate::support::bash::{analyse, check_consistency, rules};
 use tollgate::bash::BashVerdict;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Want {
+pub(crate) enum Want {
     Allow,
     Deny,
     Ask,
@@ -13,7 +13,7 @@ enum Want {
 use Want::{Allow as A, Ask as Q, Deny as D};
 
 /// (command, expected, class)
-const CORPUS: &[(&str, Want, &str)] = &[
+pub(crate) const CORPUS: &[(&str, Want, &str)] = &[
     // --- the 46 calls observed in Claude Code (reference/claude-code-decisions.md) ---
     ("git status", A, "ci"),
     ("git status --short", A, "ci"),
@@ -314,7 +314,7 @@ const CORPUS: &[(&str, Want, &str)] = &[
     ("echo $(touch x)", Q, "substitution"),
     ("x=$(git status) && echo done", A, "substitution"),
     ("echo $(( $(rm x) ))", D, "substitution"),
-    ("x='a[$(rm y)]'; echo $((x))", Q, "substitution"),
+    ("x='a[$(rm y)]'; echo $((x))", D, "substitution"),
     ("echo $((1 + 2))", A, "substitution"),
     ("[[ $(rm x) ]]", D, "substitution"),
     ("[ -f $(rm x) ]", D, "substitution"),
@@ -479,7 +479,8 @@ const CORPUS: &[(&str, Want, &str)] = &[
     ("printf -v PATH x", Q, "exec-flags"),
     ("date -s tomorrow", Q, "exec-flags"),
     ("set -k", Q, "exec-flags"),
-    ("trap 'rm x' EXIT", Q, "exec-flags"),
+    ("trap 'rm x' EXIT", D, "exec-flags"),
+    ("trap -- 'touch x' INT", Q, "exec-flags"),
     ("git push origin main", Q, "exec-flags"),
     ("git push --force", Q, "exec-flags"),
     // --- reads outside ---
@@ -569,6 +570,148 @@ const CORPUS: &[(&str, Want, &str)] = &[
     ("rm x; echo $(", D, "obfuscation"),
     ("if then fi", Q, "obfuscation"),
     ("git status \\; rm x", A, "obfuscation"),
+    // --- code Bash evaluates out of data (arithmetic, subscripts, -v, ${!x}, ${x@P}) ---
+    ("x='a[$(rm y)]'; test -v \"$x\"", D, "evaluated"),
+    ("test -v 'a[$(rm y)]'", D, "evaluated"),
+    ("[ -v 'a[$(rm y)]' ]", D, "evaluated"),
+    ("[[ -v a[$(rm y)] ]]", D, "evaluated"),
+    ("[[ -v 'a[`rm y`]' ]]", D, "evaluated"),
+    ("command test -v \"a[\\$(rm y)]\"", D, "evaluated"),
+    ("[[ 'a[$(rm y)]' -eq 1 ]]", D, "evaluated"),
+    ("x=\"a[\\$(rm y)]\"; [[ $x -lt 1 ]]", D, "evaluated"),
+    ("x='a[$(rm y)]'; [[ x -ge 1 ]]", D, "evaluated"),
+    ("x='a[$(rm y)]'; echo ${s:x}", D, "evaluated"),
+    ("x='a[$(rm y)]'; echo ${s:0:x}", D, "evaluated"),
+    ("x='a[$(rm y)]'; echo ${@:x}", D, "evaluated"),
+    ("x='a[$(rm y)]'; echo \"${a[@]:x:1}\"", D, "evaluated"),
+    ("echo ${s:a[$(rm y)]}", D, "evaluated"),
+    ("echo ${a['$(rm y)']}", D, "evaluated"),
+    ("x='a[$(rm y)]'; echo ${b[x]}", D, "evaluated"),
+    ("x='a[$(rm y)]'; b[x]=1", D, "evaluated"),
+    ("x='a[$(rm y)]'; b=([x]=1)", D, "evaluated"),
+    ("a=(['$(rm y)']=1)", D, "evaluated"),
+    ("declare -a a='([$(rm y)]=1)'", D, "evaluated"),
+    ("a=(1); declare a=\"([\\$(rm y)]=1)\"", D, "evaluated"),
+    ("declare -i n='a[$(rm y)]'", D, "evaluated"),
+    ("x='a[$(rm y)]'; declare -i n; n=x", D, "evaluated"),
+    ("local -i n=\"a[\\$(rm y)]\"", D, "evaluated"),
+    ("let 'n=a[$(rm y)]'", D, "evaluated"),
+    ("x='a[$(rm y)]'; let n=x", D, "evaluated"),
+    ("x='a[$(rm y)]'; (( x ))", D, "evaluated"),
+    ("x='a[$(rm y)]'; echo $[x]", D, "evaluated"),
+    ("x='a[$(rm y)]'; for ((;x;)); do :; done", D, "evaluated"),
+    ("x='a[$(rm y)]'; case 1 in $((x))) ;; esac", D, "evaluated"),
+    ("x='a[$(rm y)]'; echo ${!x}", D, "evaluated"),
+    ("x='$(rm y)'; echo ${x@P}", D, "evaluated"),
+    ("x='`rm y`'; echo \"${x@P}\"", D, "evaluated"),
+    ("x=$'a[$(rm y)]'; echo $((x+1))", D, "evaluated"),
+    ("echo $((x))", Q, "evaluated"),
+    ("test -v \"$name\"", Q, "evaluated"),
+    ("[[ -v a[i] ]]", Q, "evaluated"),
+    ("[[ $n -eq 1 ]]", Q, "evaluated"),
+    ("echo ${s:i:1}", Q, "evaluated"),
+    ("echo ${!ref}", Q, "evaluated"),
+    ("echo ${PS1@P}", Q, "evaluated"),
+    ("echo ${x@Z}", Q, "evaluated"),
+    ("let i=1", Q, "evaluated"),
+    ("declare -i n=1", Q, "evaluated"),
+    ("a=([k]=v)", Q, "evaluated"),
+    ("echo ${PATH:=/tmp}", Q, "evaluated"),
+    ("echo ${x:-$(rm y)}", D, "evaluated"),
+    ("echo \"${a[@]}\" ${#a[@]} ${a[0]} ${#s}", A, "evaluated"),
+    ("for k in \"${!a[@]}\"; do echo $k; done", A, "evaluated"),
+    ("echo ${!GIT_*}", A, "evaluated"),
+    ("echo ${s:1:2} ${s: -1} ${s:(-2)} ${@:2}", A, "evaluated"),
+    (
+        "echo ${s:-d} ${s#p} ${s%.rs} ${s/a/b} ${s^^} ${s,,} ${s@Q}",
+        A,
+        "evaluated",
+    ),
+    ("[[ $? -ne 0 ]] && echo failed", A, "evaluated"),
+    ("echo $(( $# + 1 )) $((2 * 3))", A, "evaluated"),
+    (
+        "[[ -v HOME ]] && test -v CI && [ -v 'a[0]' ]",
+        A,
+        "evaluated",
+    ),
+    ("a=([0]=x [1]=y); echo ${a[1]}", A, "evaluated"),
+    ("[ \"$n\" -eq 1 ] && echo one", A, "evaluated"),
+    ("echo '$(rm x)' \"\\$(rm x)\"", A, "evaluated"),
+    ("grep -n '$(' README.md", A, "evaluated"),
+    ("x='a[$(rm y)]'; read \"$x\" <<< 1", D, "evaluated"),
+    ("PS4='$(rm y)'; set -x; ls", D, "evaluated"),
+    // --- here-documents end where Bash ends them ---
+    ("cat <<E\"O\"F\nhi\nEOF\nrm x\nE\"O\"F", D, "heredoc"),
+    ("cat <<E'O'F\nhi\nEOF\ntouch x\nE'O'F", Q, "heredoc"),
+    ("cat <<$'EOF'\nhi\nEOF\nrm x", D, "heredoc"),
+    ("cat <<$'EOF'\nhi\nEOF\ntouch x", Q, "heredoc"),
+    ("cat <<\\EOF\nhi\nEOF\nrm x", D, "heredoc"),
+    ("cat <<E\\OF\nhi\nEOF\ntouch x\nE\\OF", Q, "heredoc"),
+    ("cat <<'E'\"O\"F\nhi\nEOF\ntouch x\n'E'\"O\"F", Q, "heredoc"),
+    ("cat <<$\"EOF\"\nhi\nEOF\ntouch x\n$\"EOF\"", Q, "heredoc"),
+    ("cat <<-EOF\nhi\n\tEOF\ntouch x\nEOF", Q, "heredoc"),
+    ("cat <<-'EOF'\n\thi\n\tEOF\necho ok", A, "heredoc"),
+    (
+        "cat <<'EOF' > notes.txt\n$(rm x) is data\nEOF",
+        A,
+        "heredoc",
+    ),
+    ("cat <<EOF\nhello $HOME\nEOF", A, "heredoc"),
+    ("cat <<\"EOF\"\nx\nEOF\necho done", A, "heredoc"),
+    // --- found by the Bash oracle: places tree-sitter-bash reads differently ---
+    ("echo hi\n\\rm x", D, "obfuscation"),
+    ("echo 'a;b' # ;\n\\rm x", D, "obfuscation"),
+    ("ls\n\\touch x", Q, "obfuscation"),
+    ("! if false; then :; else rm x; fi", D, "compound"),
+    ("! function g { rm x; }; g", D, "compound"),
+    ("! function g { { rm x; }; }; g", D, "compound"),
+    ("! case a in a) rm x;; esac", D, "compound"),
+    (
+        "cat <<-EOF\n\t$(case a in a) rm x;; esac)\n\tEOF",
+        D,
+        "heredoc",
+    ),
+    ("cat <<-EOF\n\t$(touch x)\n\tEOF", Q, "heredoc"),
+    ("cat <<EOF\n`\\touch \"$M\"`\nEOF", Q, "heredoc"),
+    ("echo \"${u:-`touch $M`}\"", Q, "substitution"),
+    (
+        "x='$(case a in a) rm y;; esac)'; echo ${x@P}",
+        D,
+        "evaluated",
+    ),
+    (
+        "a=(1); x='a[$((rm y) &\nwait)]'; test -v \"$x\"",
+        D,
+        "evaluated",
+    ),
+    (
+        "x=\"a[\\$(eval 'rm \"$M\"')]\"; echo $((x + 1))",
+        D,
+        "evaluated",
+    ),
+    ("command rm -rf -v build", D, "wrapper"),
+    ("command -p rm -v x", D, "wrapper"),
+    ("command -v rm", A, "wrapper"),
+    // --- resource exhaustion ---
+    ("f() { f; }; f", Q, "exhaustion"),
+    (":(){ :|:& };:", Q, "exhaustion"),
+    ("bomb() { bomb | bomb & }; bomb", Q, "exhaustion"),
+    ("a() { b; }; b() { a; }; a", Q, "exhaustion"),
+    ("f() { time f; }; f", Q, "exhaustion"),
+    ("function g { echo $(g); }; g", Q, "exhaustion"),
+    ("f() { ls; }; g() { f; f; }; g", A, "exhaustion"),
+    ("build() { cargo build; }; build", A, "exhaustion"),
+    ("cat /dev/zero", Q, "exhaustion"),
+    ("grep x /dev/urandom", Q, "exhaustion"),
+    ("head -c 10 /dev/random", Q, "exhaustion"),
+    ("wc -c < /dev/zero", Q, "exhaustion"),
+    ("cat /dev//zero", Q, "exhaustion"),
+    ("cat /dev/./urandom", Q, "exhaustion"),
+    ("cat /dev/../dev/zero", Q, "exhaustion"),
+    ("sort /dev/full", Q, "exhaustion"),
+    ("cat /proc/self/fd/0", Q, "exhaustion"),
+    ("cd /dev && cat zero", Q, "exhaustion"),
+    ("cat /dev/null", A, "exhaustion"),
     // --- ordinary CI commands that must be allowed ---
     ("cargo test --all-features -- --nocapture", A, "ci"),
     ("cargo clippy --all-targets -- -D warnings", A, "ci"),
@@ -680,6 +823,29 @@ fn decision(v: &BashVerdict) -> Want {
     }
 }
 
+/// Per class: rows, and how many were allowed, asked and denied (the README quotes it).
+fn print_classes(rules: &tollgate::bash::BashRules) {
+    let mut classes: Vec<&str> = CORPUS.iter().map(|(_, _, c)| *c).collect();
+    classes.sort_unstable();
+    classes.dedup();
+    println!("class | rows | allow | ask | deny");
+    for class in classes {
+        let mut counts = [0usize; 3];
+        for (cmd, _, _) in CORPUS.iter().filter(|(_, _, c)| *c == class) {
+            counts[match decision(&analyse(cmd, rules).verdict) {
+                A => 0,
+                Q => 1,
+                D => 2,
+            }] += 1;
+        }
+        let rows: usize = counts.iter().sum();
+        println!(
+            "{class} | {rows} | {} | {} | {}",
+            counts[0], counts[1], counts[2]
+        );
+    }
+}
+
 #[test]
 fn corpus_decisions() {
     let rules = rules();
@@ -721,6 +887,7 @@ fn corpus_decisions() {
     for f in &false_denies {
         println!("  refused: {f}");
     }
+    print_classes(&rules);
     assert!(
         leaked.is_empty(),
         "MUST-DENY COMMANDS WERE ALLOWED:\n{}",
