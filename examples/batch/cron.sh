@@ -2,6 +2,10 @@
 # Nightly from cron (crontab: `0 2 * * * /opt/tollgate/cron.sh`): the same batch folder each
 # night, so a night cut short resumes, and `--rerun changed` re-runs only repositories whose
 # head commit, task, policy or model changed since their last run.
+# In the container image (Containerfile; README "Install"), the same script from cron:
+#   0 2 * * * podman run --rm --env ANTHROPIC_API_KEY -v /opt/tollgate:/opt/tollgate
+#     -v /var/lib/tollgate:/var/lib/tollgate --entrypoint /opt/tollgate/cron.sh
+#     ghcr.io/example/tollgate:latest
 set -eu
 cd /opt/tollgate
 tollgate batch examples/batch/task.yaml --repos examples/batch/repos.txt \
