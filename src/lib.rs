@@ -3,7 +3,9 @@
 //! reports and an exit code that says what happened.
 
 pub mod agent;
+pub mod base;
 pub mod bash;
+pub mod call;
 pub mod cli;
 pub mod config;
 pub mod exit;

@@ -6,8 +6,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::{AgentError, CheckRecord, Loop};
+use crate::base::AbortSignal;
 use crate::task::Check;
-use crate::tools::{AbortSignal, ShellEnding, run_shell};
+use crate::tools::{ShellEnding, run_shell};
 use crate::transcript::{CheckOutcome, Event};
 
 /// Output of a check kept in the transcript and reports.
@@ -33,7 +34,7 @@ pub async fn run_check(check: &Check, workdir: &Path, abort: &AbortSignal) -> Ch
                 code,
                 format!(
                     "{}{note}",
-                    crate::tools::truncate_middle(&run.output, CHECK_OUTPUT_CHARS)
+                    crate::base::truncate_middle(&run.output, CHECK_OUTPUT_CHARS)
                 ),
             )
         }

@@ -2,37 +2,37 @@
 //! feed every result back, until the model stops or a limit does; then the task's checks.
 //! One orchestrator: the gate decides, the tools act, nothing else does either.
 
-mod batch;
+mod turn;
+
+pub use crate::transcript::{CheckRecord, Denial, RunReport};
 mod budget;
 mod checks;
 mod hooks;
-pub mod verdict;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use budget::Budget;
 pub use checks::millis;
 
-use crate::exit::ExitCode;
+use crate::base::{AbortReason, AbortSignal};
 use crate::hooks::Hook;
 use crate::model::{
     ContentBlock, Message, ModelRequest, ModelResponse, Provider, ProviderEvent, Role, StopReason,
     ToolSpec,
 };
-use crate::policy::{PermissionDecision, PermissionMode, RuleSet, Workspace};
+use crate::policy::{PermissionMode, RuleSet, ToolName, Workspace};
 use crate::redact::Redactor;
 use crate::results::ResultStore;
-use crate::scheduler::{BatchEnd, Call, MessageQueue, run_batch};
-use crate::task::{Check, FailOnSet, Task};
-use crate::tools::{AbortReason, AbortSignal, FileStateCache, Tool, ToolContext, ToolLimits};
+use crate::scheduler::{Call, MessageQueue, TurnEnd, run_turn};
+use crate::task::{FailOnSet, Task};
+use crate::tools::{FileStateCache, Tool, ToolContext, ToolLimits, ToolRegistry};
 use crate::transcript::{
-    AbortCause, CheckOutcome, DenialSummary, Disposition, Event, ModelSummary, Outcome,
-    PolicySummary, QueryEnd, RunCounts, StreamOutput, TaskSummary, Transcript,
+    AbortCause, DenialSummary, Disposition, Event, ModelSummary, Outcome, PolicySummary, QueryEnd,
+    RunCounts, StreamOutput, TaskSummary, Transcript,
 };
 
 /// Everything a run needs, resolved and validated before the first model call.
@@ -59,48 +59,6 @@ pub struct RunSpec {
     pub stream: Option<StreamOutput>,
 }
 
-/// A refused call, as reports list it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Denial {
-    pub id: String,
-    pub tool: String,
-    pub input: Value,
-    pub decision: PermissionDecision,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct CheckRecord {
-    pub check: Check,
-    /// 1 for the first run of the check; retries count up.
-    pub attempt: u32,
-    pub outcome: CheckOutcome,
-}
-
-/// What a finished run tells the reports and the CLI.
-#[derive(Debug, Clone)]
-pub struct RunReport {
-    pub run_id: String,
-    pub task_name: String,
-    pub model: ModelSummary,
-    pub mode: PermissionMode,
-    pub outcome: Outcome,
-    pub exit_code: ExitCode,
-    pub counts: RunCounts,
-    /// Calls per tool name, in first-call order.
-    pub calls_by_tool: Vec<(String, u32)>,
-    pub denials: Vec<Denial>,
-    pub checks: Vec<CheckRecord>,
-    pub final_message: Option<String>,
-    pub error: Option<String>,
-    /// `None` when the model's price is unknown.
-    pub total_cost_usd: Option<f64>,
-    pub duration_ms: u64,
-    pub transcript: PathBuf,
-    pub fail_on: FailOnSet,
-    pub task_file: PathBuf,
-    pub workdir: PathBuf,
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
     #[error("cannot write the transcript {path}: {source}")]
@@ -116,25 +74,6 @@ Every tool call passes a permission policy; a refused call comes back as an erro
 Do not repeat a refused call: find an allowed way, or stop and explain what you could not do. \
 When the task is done, reply with a short summary of what you did and make no tool call.";
 
-impl Outcome {
-    pub fn exit_code(self) -> ExitCode {
-        match self {
-            Outcome::Success => ExitCode::Success,
-            Outcome::ChecksFailed
-            | Outcome::MaxTurns
-            | Outcome::MaxBudgetUsd
-            | Outcome::MaxInputTokens
-            | Outcome::MaxOutputTokens
-            | Outcome::Timeout
-            | Outcome::Refusal => ExitCode::TaskFailed,
-            Outcome::DenialLimit | Outcome::PolicyDenied => ExitCode::PolicyStop,
-            Outcome::ProviderError => ExitCode::ProviderError,
-            Outcome::Interrupted => ExitCode::Interrupted,
-            Outcome::Terminated => ExitCode::Terminated,
-        }
-    }
-}
-
 fn interrupted(reason: AbortReason) -> Outcome {
     match reason {
         AbortReason::Interrupt => Outcome::Interrupted,
@@ -148,7 +87,7 @@ struct Loop<'a> {
     ctx: ToolContext,
     results: ResultStore,
     counts: RunCounts,
-    calls_by_tool: Vec<(String, u32)>,
+    calls_by_tool: Vec<(ToolName, u32)>,
     denials: Vec<Denial>,
     budget: Budget,
     /// When `limits.timeout` runs out.
@@ -270,7 +209,8 @@ pub async fn run(
     } else if outcome == Outcome::Success && run.counts.checks_failed > 0 {
         outcome = Outcome::ChecksFailed;
     }
-    let (outcome, exit_code) = verdict::decide(outcome, &run.denials, &spec.fail_on);
+    let (outcome, exit_code) =
+        crate::transcript::verdict::decide(outcome, &run.denials, &spec.fail_on);
     let duration_ms = millis(started.into_std());
     let total_cost_usd = run.budget.total_cost_usd();
     run.emit(Event::RunFinished {
@@ -288,7 +228,7 @@ pub async fn run(
             .iter()
             .map(|denial| DenialSummary {
                 id: denial.id.clone(),
-                tool: denial.tool.clone(),
+                tool: denial.tool.to_string(),
                 layer: denial.decision.layer,
                 reason: denial.decision.reason.clone(),
             })
@@ -327,18 +267,11 @@ async fn conversation(
 ) -> Result<Ending, AgentError> {
     let spec = run.spec;
     let system = SYSTEM_PROMPT.replace("{workdir}", &spec.workspace.workdir.display().to_string());
-    let tool_specs: Vec<ToolSpec> = spec
-        .tools
-        .iter()
-        .map(|tool| ToolSpec {
-            name: tool.name().to_string(),
-            description: tool.description().to_string(),
-            input_schema: tool.input_schema(),
-        })
-        .collect();
-    let tool_names: Vec<String> = tool_specs.iter().map(|t| t.name.clone()).collect();
-    let fixed_bytes = system.len() + serde_json::to_vec(&tool_specs).map_or(0, |b| b.len());
     loop {
+        // The pool is rebuilt each turn, so tools the run learns of reach the next request.
+        let registry = ToolRegistry::new(spec.tools.iter().cloned());
+        let tool_specs = tool_specs(&registry);
+        let fixed_bytes = system.len() + serde_json::to_vec(&tool_specs).map_or(0, |b| b.len());
         if let Some(reason) = abort.reason() {
             let during = match messages.last() {
                 Some(last)
@@ -377,7 +310,7 @@ async fn conversation(
         run.emit(Event::ModelRequest {
             turn,
             messages: messages.len(),
-            tools: tool_names.clone(),
+            tools: tool_specs.iter().map(|tool| tool.name.clone()).collect(),
         })?;
         let request = ModelRequest {
             system: &system,
@@ -418,7 +351,7 @@ async fn conversation(
             .filter_map(|block| match block {
                 ContentBlock::ToolUse { id, name, input } => Some(Call {
                     id: id.clone(),
-                    name: name.clone(),
+                    name: ToolName::from_model(name),
                     input: input.clone(),
                 }),
                 _ => None,
@@ -456,8 +389,8 @@ async fn conversation(
             }
         }
         let ctx = run.ctx.clone();
-        let mut host = batch::TurnHost::new(run, &malformed_inputs);
-        let end = run_batch(
+        let mut host = turn::LoopHost::new(run, &registry, &calls, &malformed_inputs);
+        let end = run_turn(
             &mut host,
             &calls,
             &ctx,
@@ -468,10 +401,10 @@ async fn conversation(
         let stopped = host.stopped.take();
         let mut results = std::mem::take(&mut host.results);
         match end {
-            BatchEnd::Complete => results.extend(drain_queue(run, Disposition::Drained)?),
+            TurnEnd::Complete => results.extend(drain_queue(run, Disposition::Drained)?),
             // Completed results are kept; the queued message follows them and gives the
             // context, so no "[Request interrupted]" is added (seed §5.2 E).
-            BatchEnd::Interrupted => {
+            TurnEnd::Interrupted => {
                 run.emit(Event::QueryAborted {
                     reason: QueryEnd::AbortedTools,
                     by: AbortCause::Interrupt,
@@ -479,13 +412,13 @@ async fn conversation(
                 })?;
                 results.extend(drain_queue(run, Disposition::Interrupt)?);
             }
-            BatchEnd::HardStopped => {}
+            TurnEnd::HardStopped => {}
         }
         messages.push(Message {
             role: Role::User,
             content: results,
         });
-        if end == BatchEnd::HardStopped {
+        if end == TurnEnd::HardStopped {
             let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
             return hard_stop(run, messages, reason, QueryEnd::AbortedTools);
         }
@@ -623,11 +556,15 @@ fn denial_limit(run: &Loop<'_>) -> Option<String> {
     None
 }
 
-fn available(run: &Loop<'_>) -> String {
-    run.spec
-        .tools
+/// The tools array of one request, in the registry's offer order.
+fn tool_specs(registry: &ToolRegistry) -> Vec<ToolSpec> {
+    registry
+        .tools()
         .iter()
-        .map(|tool| tool.name().to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
+        .map(|tool| ToolSpec {
+            name: tool.name().to_string(),
+            description: tool.description().into_owned(),
+            input_schema: tool.input_schema(),
+        })
+        .collect()
 }

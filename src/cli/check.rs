@@ -12,6 +12,8 @@ use serde_json::Value;
 
 use super::CheckArgs;
 use super::setup::{Gate, canonical_dir};
+use crate::call::PreparedCall;
+use crate::call::approval::headless;
 use crate::config::serde_name;
 use crate::exit::ExitCode;
 use crate::policy::{
@@ -110,18 +112,27 @@ fn refusal(reason: String) -> PermissionDecision {
     }
 }
 
+/// The call prepared once, or the refusal that answers it (no such tool, an invalid input).
+fn prepare(
+    tool: &str,
+    input: &Value,
+    tools: &mut ToolCache,
+) -> Result<PreparedCall, PermissionDecision> {
+    let Some(found) = tools.get(tool) else {
+        return Err(refusal(format!("No such tool available: {tool}")));
+    };
+    PreparedCall::prepare(found, input.clone()).map_err(|err| refusal(err.0))
+}
+
 fn decide(
     tool: &str,
     input: &Value,
     ctx: &PermissionContext,
     tools: &mut ToolCache,
 ) -> PermissionDecision {
-    let Some(found) = tools.get(tool) else {
-        return refusal(format!("No such tool available: {tool}"));
-    };
-    match found.validate_input(input) {
-        Ok(()) => policy::decide(found.as_ref(), input, ctx),
-        Err(err) => refusal(err.0),
+    match prepare(tool, input, tools) {
+        Ok(call) => headless(&call, policy::decide(&call, ctx), ctx, None),
+        Err(refused) => refused,
     }
 }
 
@@ -195,31 +206,27 @@ fn explain(
             rule.kind, rule.text, rule.source
         ));
     }
-    let (decision, trace): (PermissionDecision, Vec<TraceStep>) = match tools.get(tool) {
-        None => (
-            refusal(format!("No such tool available: {tool}")),
-            Vec::new(),
-        ),
-        Some(found) => match found.validate_input(input) {
-            Err(err) => (refusal(err.0), Vec::new()),
-            Ok(()) => {
-                let (decision, mut trace) = policy::explain(found.as_ref(), input, ctx);
-                let details = found.explain_permissions(input, ctx);
-                if let Some(index) = trace.iter().position(|step| step.step == "1c") {
-                    for (offset, detail) in details.into_iter().enumerate() {
-                        trace.insert(
-                            index + 1 + offset,
-                            TraceStep {
-                                step: "",
-                                saw: detail,
-                                outcome: String::new(),
-                            },
-                        );
-                    }
+    let (decision, trace): (PermissionDecision, Vec<TraceStep>) = match prepare(tool, input, tools)
+    {
+        Err(refused) => (refused, Vec::new()),
+        Ok(call) => {
+            let (gated, mut trace) = policy::explain(&call, ctx);
+            let details = call.explain_permissions(ctx);
+            if let Some(index) = trace.iter().position(|step| step.step == "1c") {
+                for (offset, detail) in details.into_iter().enumerate() {
+                    trace.insert(
+                        index + 1 + offset,
+                        TraceStep {
+                            step: "",
+                            saw: detail,
+                            outcome: String::new(),
+                        },
+                    );
                 }
-                (decision, trace)
             }
-        },
+            let decision = headless(&call, gated, ctx, Some(&mut trace));
+            (decision, trace)
+        }
     };
     out.push_str("pipeline:\n");
     for step in &trace {

@@ -49,8 +49,7 @@ pub fn policy(args: PolicyArgs) -> Result<ExitCode> {
 }
 
 pub fn self_tests(policy: &Policy, workspace: &Workspace) -> Vec<SelfTestOutcome> {
-    let lookup = |name: &str| ToolName::parse(name).as_ref().and_then(builtin);
-    run_self_tests(policy, workspace, &lookup)
+    run_self_tests(policy, workspace, &crate::call::prepare_for_self_test)
 }
 
 pub fn describe(outcome: &SelfTestOutcome) -> String {
@@ -58,7 +57,8 @@ pub fn describe(outcome: &SelfTestOutcome) -> String {
     let verdict = if outcome.passed { "ok  " } else { "FAIL" };
     let expected = serde_name(&test.expect);
     let how = match &outcome.got {
-        Ok(decision) => {
+        Ok(answer) => {
+            let decision = answer.decision();
             let step = serde_name(&decision.step);
             let rule = decision
                 .rule

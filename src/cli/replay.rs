@@ -11,6 +11,8 @@ use serde_json::Value;
 
 use super::ReplayArgs;
 use super::setup::{Gate, canonical_dir, read_text};
+use crate::call::PreparedCall;
+use crate::call::approval::headless;
 use crate::exit::ExitCode;
 use crate::policy::{self, Decision, PermissionMode};
 use crate::tools::builtin;
@@ -107,10 +109,10 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         else {
             continue;
         };
-        if tool.validate_input(&call.input).is_err() {
+        let Ok(prepared) = PreparedCall::prepare(tool, call.input.clone()) else {
             continue;
-        }
-        let new = policy::decide(tool.as_ref(), &call.input, &ctx);
+        };
+        let new = headless(&prepared, policy::decide(&prepared, &ctx), &ctx, None);
         if new.decision == old_decision {
             continue;
         }
@@ -139,7 +141,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
             call.tool,
             label(old_decision),
             label(new.decision),
-            crate::report::input_summary(&call.tool, &call.input)
+            crate::report::input_summary(&policy::ToolName::from_model(&call.tool), &call.input)
         ));
     }
     let mut err = std::io::stderr().lock();

@@ -14,6 +14,7 @@ use super::setup::{
 };
 use super::{FailOnArg, InputFormat, OutputFormat, ReportFormat, RunArgs};
 use crate::agent::{self, RunSpec};
+use crate::base::{AbortHandle, AbortReason};
 use crate::exit::ExitCode;
 use crate::hooks::{Hook, merge_hooks};
 use crate::model::{
@@ -26,7 +27,7 @@ use crate::report::github::{self, GithubEnv, ReportPaths};
 use crate::report::{junit_xml, sarif_json, text_summary};
 use crate::scheduler::{MessageQueue, parse_input_line};
 use crate::task::{FailOnSet, ModelSpec, ProviderKind};
-use crate::tools::{AbortHandle, AbortReason, ToolLimits, builtin};
+use crate::tools::{ToolLimits, builtin};
 use crate::transcript::{PolicySummary, StreamFormat, StreamOutput};
 
 pub fn run(args: RunArgs, redactor: Arc<Redactor>) -> Result<ExitCode> {

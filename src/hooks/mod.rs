@@ -18,7 +18,7 @@ pub use config::{
     merge_hooks,
 };
 
-use crate::tools::{AbortSignal, truncate_middle};
+use crate::base::{AbortSignal, truncate_middle};
 use run::{Invocation, run_process};
 
 /// What every hook for one call is told (serialised to its stdin).

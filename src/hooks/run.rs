@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use crate::tools::AbortSignal;
+use crate::base::AbortSignal;
 
 /// Output kept per stream. A hook's answer is a small JSON object; anything longer is a bug
 /// in the hook, and is reported as such rather than parsed from a cut-off prefix.

@@ -285,7 +285,7 @@ impl HttpTransport {
                             .unwrap_or("no message")
                             .to_string()
                     } else {
-                        crate::tools::truncate_middle(text, 500)
+                        crate::base::truncate_middle(text, 500)
                     }
                 }),
                 retry_after,

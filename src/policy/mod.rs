@@ -1,6 +1,7 @@
 //! The permission layer (S4): rules and their sources, modes, guardrails and the gate's
 //! pipeline. Pure: takes values, returns decisions; never reads files or runs anything.
 
+mod ask;
 mod decision;
 mod file;
 mod file_access;
@@ -15,19 +16,21 @@ mod self_test;
 mod tool_name;
 mod workspace;
 
+pub use ask::{fast_path, headless_deny};
 pub use decision::{
-    AskCause, Decision, DenialCounts, Layer, PermissionDecision, RuleRef, Step, ToolCheck,
+    Ask, AskCause, Decision, DenialCounts, GateDecision, Grounds, Layer, PermissionDecision,
+    RuleRef, Step, ToolCheck,
 };
 pub use file::{PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
 pub use file_access::{Access, check_path};
-pub use gate::{TraceStep, apply_hook_verdict, decide, explain};
+pub use gate::{GatedCall, TraceStep, decide, explain};
 pub use guardrail::{read_guardrail, write_guardrail};
 pub use lint::{LintWarning, danger, lint};
 pub use mode::{PermissionMode, UnknownMode};
-pub use path_pattern::{PathBases, PathPattern, normalize_lexically};
+pub use path_pattern::{PathBases, PathPattern};
 pub use rule::{DomainPattern, Rule, RuleContent, RuleError, RuleKind};
 pub use rule_set::{PolicySource, RuleSet, SourceKind};
-pub use self_test::{SelfTestOutcome, run_self_tests};
+pub use self_test::{PrepareForTest, SelfTestAnswer, SelfTestOutcome, run_self_tests};
 pub use tool_name::ToolName;
 pub use workspace::Workspace;
 

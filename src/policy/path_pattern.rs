@@ -1,7 +1,7 @@
 //! Path rule content for Read/Edit/Write (`Read(./src/**)`), in gitignore syntax with Claude
 //! Code's anchors: `//abs`, `~/home`, `/policy-dir`, `x` and `./x` (the workdir).
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
@@ -127,27 +127,6 @@ fn compile(text: &str, rest: &str) -> Result<GlobSet, PathPatternError> {
     })
 }
 
-/// Resolves `.` and `..` without touching the filesystem. `..` at the root stays at the root,
-/// as the kernel does.
-pub fn normalize_lexically(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("/");
-                }
-                if out.as_os_str().is_empty() {
-                    out.push("/");
-                }
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,18 +175,6 @@ mod tests {
         assert_eq!(
             PathPattern::parse(" ", Path::new("/")),
             Err(PathPatternError::Empty)
-        );
-    }
-
-    #[test]
-    fn lexical_normalisation() {
-        assert_eq!(
-            normalize_lexically(Path::new("/ws/a/../b/./c")),
-            PathBuf::from("/ws/b/c")
-        );
-        assert_eq!(
-            normalize_lexically(Path::new("/ws/../../..")),
-            PathBuf::from("/")
         );
     }
 }

@@ -5,10 +5,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::{input_summary, serde_name};
-use crate::agent::verdict::{counts, denial_kind};
-use crate::agent::{CheckRecord, Denial, RunReport};
 use crate::redact::Redactor;
 use crate::task::FailOn;
+use crate::transcript::verdict::{counts, denial_kind};
+use crate::transcript::{CheckRecord, Denial, RunReport};
 
 /// Lines of a failed check's output shown in its annotation.
 const ANNOTATION_OUTPUT_LINES: usize = 20;
@@ -317,12 +317,10 @@ fn command_line(
 }
 
 fn file_tool_path(report: &RunReport, denial: &Denial) -> Option<PathBuf> {
-    match denial.tool.as_str() {
-        "Read" | "Write" | "Edit" | "NotebookEdit" => {
+    match &denial.tool {
+        tool if tool.is_file_tool() => {
             let path = denial.input.get("file_path")?.as_str()?;
-            Some(crate::policy::normalize_lexically(
-                &report.workdir.join(path),
-            ))
+            Some(crate::base::normalize_lexically(&report.workdir.join(path)))
         }
         _ => None,
     }
@@ -330,7 +328,7 @@ fn file_tool_path(report: &RunReport, denial: &Denial) -> Option<PathBuf> {
 
 /// A path as GitHub wants it in an annotation: relative to the checkout when inside it.
 fn relative_to(path: &Path, workspace: Option<&Path>, workdir: &Path) -> String {
-    let absolute = crate::policy::normalize_lexically(&workdir.join(path));
+    let absolute = crate::base::normalize_lexically(&workdir.join(path));
     workspace
         .and_then(|base| absolute.strip_prefix(base).ok())
         .unwrap_or(&absolute)

@@ -6,8 +6,8 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
 use super::{input_summary, serde_name};
-use crate::agent::RunReport;
 use crate::transcript::Outcome;
+use crate::transcript::RunReport;
 
 pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeError> {
     let mut suite = TestSuite::new(report.task_name.as_str());

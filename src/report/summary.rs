@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use super::input_summary;
-use crate::agent::RunReport;
 use crate::config::serde_name;
+use crate::transcript::RunReport;
 
 pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
     let counts = &report.counts;

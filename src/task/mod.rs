@@ -7,11 +7,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
+use crate::base::{DEFAULT_MAX_PARALLEL_TOOLS, normalize_lexically};
 use crate::config::{self, ConfigError};
 use crate::model::{Pricing, RetryPolicy, ScriptedBlock, Timeouts, pricing};
-use crate::policy::{
-    PermissionMode, PermissionsBlock, Policy, PolicyOrigin, ToolName, normalize_lexically,
-};
+use crate::policy::{PermissionMode, PermissionsBlock, Policy, PolicyOrigin, ToolName};
 use crate::tools::implemented_builtins;
 pub use fail_on::{FailOn, FailOnSet};
 
@@ -595,7 +594,7 @@ fn limits(raw: LimitsFile, model: &ModelSpec, at: At<'_>) -> Result<Limits, Conf
         max_denials: raw.max_denials,
         max_consecutive_denials: raw.max_consecutive_denials,
         max_parallel_tools: positive(raw.max_parallel_tools, "max_parallel_tools")?
-            .map_or(crate::scheduler::DEFAULT_MAX_PARALLEL_TOOLS, |max| {
+            .map_or(DEFAULT_MAX_PARALLEL_TOOLS, |max| {
                 usize::try_from(max).unwrap_or(usize::MAX)
             }),
     })
@@ -629,10 +628,7 @@ mod tests {
     fn minimal_task_gets_defaults() {
         let task = parse(MINIMAL).unwrap();
         assert_eq!(task.limits.max_turns, DEFAULT_MAX_TURNS);
-        assert_eq!(
-            task.limits.max_parallel_tools,
-            crate::scheduler::DEFAULT_MAX_PARALLEL_TOOLS
-        );
+        assert_eq!(task.limits.max_parallel_tools, DEFAULT_MAX_PARALLEL_TOOLS);
         assert_eq!(task.tools, implemented_builtins());
         assert_eq!(
             task.model.script,

@@ -1,7 +1,9 @@
 //! Bash: runs a command with `bash -c` in the workdir, in its own process group (so a timeout
 //! or an interrupt kills everything it started), with captured, bounded output.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -9,11 +11,11 @@ use serde_json::{Value, json};
 
 use super::path::resolve_symlinks;
 use super::shell::{ShellEnding, run_shell};
-use super::text::truncate_middle;
-use super::{
-    Tool, ToolContext, ToolError, ToolFuture, ToolOutput, invalid_input_check, parse_input,
+use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
+use crate::base::truncate_middle;
+use crate::bash::{
+    BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, Script, evaluate_parsed,
 };
-use crate::bash::{BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, evaluate};
 use crate::policy::{
     Access, AskCause, PermissionContext, RuleRef, ToolCheck, ToolName, check_path,
 };
@@ -39,9 +41,11 @@ impl Tool for BashTool {
         ToolName::Bash
     }
 
-    fn description(&self) -> &'static str {
-        "Runs a shell command with bash in the workdir and returns its output and exit code. \
-         Commands run unattended: anything the permission policy does not allow is refused."
+    fn description(&self) -> Cow<'static, str> {
+        Cow::Borrowed(
+            "Runs a shell command with bash in the workdir and returns its output and exit code. \
+             Commands run unattended: anything the permission policy does not allow is refused.",
+        )
     }
 
     fn input_schema(&self) -> Value {
@@ -57,38 +61,48 @@ impl Tool for BashTool {
         })
     }
 
-    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
+    fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
         let bash: BashInput = parse_input(&self.name(), input)?;
+        // The model's own words about the command; nothing decides on them.
+        let _ = bash.description;
         if bash.command.trim().is_empty() {
             return Err(ToolError::new("command is empty"));
         }
-        Ok(())
+        Ok(Box::new(PreparedBash {
+            timeout: bash.timeout.map(Duration::from_millis),
+            script: Script::new(bash.command),
+            read_only: OnceLock::new(),
+        }))
+    }
+}
+
+/// A Bash call: its command parsed at most once, however many stages judge it (scheduling,
+/// the gate, auto's fast path, plan mode); whether it only reads is kept once known.
+struct PreparedBash {
+    timeout: Option<Duration>,
+    script: Script,
+    read_only: OnceLock<bool>,
+}
+
+impl ToolInput for PreparedBash {
+    fn is_read_only(&self) -> bool {
+        *self.read_only.get_or_init(|| read_only(&self.script))
     }
 
-    fn is_read_only(&self, input: &Value) -> bool {
-        parse_input::<BashInput>(&self.name(), input).is_ok_and(|bash| read_only(&bash.command))
+    fn is_concurrency_safe(&self) -> bool {
+        self.is_read_only()
     }
 
-    fn is_concurrency_safe(&self, input: &Value) -> bool {
-        self.is_read_only(input)
+    fn is_destructive(&self) -> bool {
+        !self.is_read_only()
     }
 
-    fn is_destructive(&self, input: &Value) -> bool {
-        !self.is_read_only(input)
+    fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
+        check_command(&self.script, ctx)
     }
 
-    fn check_permissions(&self, input: &Value, ctx: &PermissionContext) -> ToolCheck {
-        match parse_input::<BashInput>(&self.name(), input) {
-            Ok(bash) => check_command(&bash.command, ctx),
-            Err(err) => invalid_input_check(err),
-        }
-    }
-
-    fn explain_permissions(&self, input: &Value, ctx: &PermissionContext) -> Vec<String> {
-        let Ok(bash) = parse_input::<BashInput>(&self.name(), input) else {
-            return Vec::new();
-        };
-        let analysis = analyse(&bash.command, ctx.rules.bash_rules(), ctx);
+    fn explain_permissions(&self, ctx: &PermissionContext) -> Vec<String> {
+        let analysis = analyse(&self.script, ctx.rules.bash_rules(), ctx);
         let mut lines: Vec<String> = analysis
             .commands
             .iter()
@@ -111,23 +125,20 @@ impl Tool for BashTool {
         lines
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let bash: BashInput = parse_input(&self.name(), &input)?;
-            let _ = bash.description;
-            let timeout = bash
+            let timeout = self
                 .timeout
-                .map(Duration::from_millis)
                 .unwrap_or(ctx.limits.bash_timeout)
                 .min(MAX_TIMEOUT);
-            run(&bash.command, ctx, timeout).await
+            run(self.script.source(), ctx, timeout).await
         })
     }
 }
 
 /// The analyser's environment for this workspace: the model may read its roots and the
 /// run's results; symlinks are resolved on disk.
-fn analyse(command: &str, rules: &BashRules, ctx: &PermissionContext) -> BashAnalysis {
+fn analyse(script: &Script, rules: &BashRules, ctx: &PermissionContext) -> BashAnalysis {
     let workspace = ctx.workspace;
     let readable: Vec<PathBuf> = workspace
         .roots
@@ -141,14 +152,15 @@ fn analyse(command: &str, rules: &BashRules, ctx: &PermissionContext) -> BashAna
         home: workspace.home.as_deref(),
         resolve: &resolve_symlinks,
     };
-    evaluate(command, rules, &env)
+    evaluate_parsed(script, rules, &env)
 }
 
 /// Every simple command must be allowed (S5); a deny rule anywhere denies the whole, in every
 /// mode. Redirections are writes, each checked like an Edit of its target: path rules,
 /// workspace boundary, guardrails.
-fn check_command(command: &str, ctx: &PermissionContext) -> ToolCheck {
-    let analysis = analyse(command, ctx.rules.bash_rules(), ctx);
+fn check_command(script: &Script, ctx: &PermissionContext) -> ToolCheck {
+    let command = script.source();
+    let analysis = analyse(script, ctx.rules.bash_rules(), ctx);
     let rule = |id: Option<usize>| id.and_then(|id| ctx.rules.rule_at(id)).map(RuleRef::from);
     if let BashVerdict::Deny { rule: id, reason } = &analysis.verdict {
         return ToolCheck::Deny {
@@ -258,7 +270,7 @@ fn summary(analysis: &BashAnalysis) -> String {
 
 /// Read-only by construction: every command proven read-only and nothing redirected to a
 /// file, wherever its paths point (where they point is the permission check's business).
-fn read_only(command: &str) -> bool {
+fn read_only(script: &Script) -> bool {
     let roots = [PathBuf::from("/")];
     let identity = |path: &Path| path.to_path_buf();
     let env = BashEnv {
@@ -267,7 +279,7 @@ fn read_only(command: &str) -> bool {
         home: None,
         resolve: &identity,
     };
-    let analysis = evaluate(command, &BashRules::default(), &env);
+    let analysis = evaluate_parsed(script, &BashRules::default(), &env);
     analysis.verdict == BashVerdict::Allow && analysis.writes.is_empty()
 }
 
@@ -306,8 +318,9 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::base::AbortHandle;
     use crate::policy::{PermissionMode, Policy, RuleSet, Workspace};
-    use crate::tools::{AbortHandle, FileStateCache, ToolLimits};
+    use crate::tools::{FileStateCache, ToolLimits};
 
     fn context(dir: &Path) -> (ToolContext, AbortHandle) {
         let (handle, abort) = AbortHandle::new();
@@ -357,7 +370,7 @@ mod tests {
                 rules: &rules,
                 workspace: &workspace,
             };
-            match check_command(command, &ctx) {
+            match check_command(&Script::new(command), &ctx) {
                 ToolCheck::Allow { .. } => "allow",
                 ToolCheck::Deny { .. } => "deny",
                 ToolCheck::Ask {
@@ -401,12 +414,13 @@ mod tests {
 
     #[test]
     fn read_only_is_a_property_of_the_command_alone() {
-        let read_only = |command: &str| BashTool.is_read_only(&json!({ "command": command }));
+        let prepared = |command: &str| BashTool.prepare(&json!({ "command": command })).unwrap();
+        let read_only = |command: &str| prepared(command).is_read_only();
         assert!(read_only("git status && cat /etc/hosts | wc -l"));
         assert!(!read_only("echo x > file"));
         assert!(!read_only("rm x"));
         assert!(!read_only("npm test"));
-        assert!(BashTool.is_concurrency_safe(&json!({"command": "ls"})));
-        assert!(!BashTool.is_concurrency_safe(&json!({"command": "touch x"})));
+        assert!(prepared("ls").is_concurrency_safe());
+        assert!(!prepared("touch x").is_concurrency_safe());
     }
 }

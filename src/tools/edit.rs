@@ -1,13 +1,13 @@
 //! Edit: replaces an exact, unique string in a file (or every occurrence with `replace_all`).
 //! Like Write, it needs a prior Read of the file's current version.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::path::{check_file_access, resolve_path};
-use super::{
-    Tool, ToolContext, ToolError, ToolFuture, ToolOutput, invalid_input_check, parse_input,
-};
+use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
 use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
 
 #[derive(Debug, Deserialize)]
@@ -27,8 +27,10 @@ impl Tool for EditTool {
         ToolName::Edit
     }
 
-    fn description(&self) -> &'static str {
-        "Replaces old_string with new_string in a file. old_string must occur exactly once unless replace_all is true. Read the file first."
+    fn description(&self) -> Cow<'static, str> {
+        Cow::Borrowed(
+            "Replaces old_string with new_string in a file. old_string must occur exactly once unless replace_all is true. Read the file first.",
+        )
     }
 
     fn input_schema(&self) -> Value {
@@ -45,7 +47,7 @@ impl Tool for EditTool {
         })
     }
 
-    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
+    fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
         let edit: EditInput = parse_input(&self.name(), input)?;
         if edit.old_string.is_empty() {
             return Err(ToolError::new(
@@ -57,20 +59,18 @@ impl Tool for EditTool {
                 "old_string and new_string are the same; nothing to change",
             ));
         }
-        Ok(())
+        Ok(Box::new(edit))
+    }
+}
+
+impl ToolInput for EditInput {
+    fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
+        check_file_access(ctx, &ToolName::Edit, &self.file_path, Access::Write)
     }
 
-    fn check_permissions(&self, input: &Value, ctx: &PermissionContext) -> ToolCheck {
-        match parse_input::<EditInput>(&self.name(), input) {
-            Ok(edit) => check_file_access(ctx, &self.name(), &edit.file_path, Access::Write),
-            Err(err) => invalid_input_check(err),
-        }
-    }
-
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            self.validate_input(&input)?;
-            let edit: EditInput = parse_input(&self.name(), &input)?;
+            let edit = self;
             let path = resolve_path(
                 &edit.file_path,
                 &ctx.workspace.workdir,
@@ -144,19 +144,19 @@ mod tests {
     fn validation_rejects_no_op_edits() {
         let tool = EditTool;
         assert!(
-            tool.validate_input(&json!({"file_path": "a", "old_string": "x", "new_string": "x"}))
+            tool.prepare(&json!({"file_path": "a", "old_string": "x", "new_string": "x"}))
                 .is_err()
         );
         assert!(
-            tool.validate_input(&json!({"file_path": "a", "old_string": "", "new_string": "x"}))
+            tool.prepare(&json!({"file_path": "a", "old_string": "", "new_string": "x"}))
                 .is_err()
         );
         assert!(
-            tool.validate_input(&json!({"file_path": "a", "old_string": "x"}))
+            tool.prepare(&json!({"file_path": "a", "old_string": "x"}))
                 .is_err()
         );
         assert!(
-            tool.validate_input(&json!({"file_path": "a", "old_string": "x", "new_string": "y"}))
+            tool.prepare(&json!({"file_path": "a", "old_string": "x", "new_string": "y"}))
                 .is_ok()
         );
     }

@@ -1,5 +1,7 @@
 //! Glob: files matching a glob pattern below a folder, gitignore-aware, sorted by path.
 
+use std::borrow::Cow;
+
 use globset::GlobBuilder;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -7,8 +9,7 @@ use serde_json::{Value, json};
 use super::path::{check_file_access, resolve_path};
 use super::walk::files_under;
 use super::{
-    InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, invalid_input_check,
-    parse_input,
+    InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input,
 };
 use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
 
@@ -28,8 +29,10 @@ impl Tool for GlobTool {
         ToolName::Glob
     }
 
-    fn description(&self) -> &'static str {
-        "Lists files matching a glob pattern (e.g. `src/**/*.rs`) relative to path (default: the workdir). Honours .gitignore; sorted by path."
+    fn description(&self) -> Cow<'static, str> {
+        Cow::Borrowed(
+            "Lists files matching a glob pattern (e.g. `src/**/*.rs`) relative to path (default: the workdir). Honours .gitignore; sorted by path.",
+        )
     }
 
     fn input_schema(&self) -> Value {
@@ -44,43 +47,49 @@ impl Tool for GlobTool {
         })
     }
 
-    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
+    fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
         let glob: GlobInput = parse_input(&self.name(), input)?;
-        compile(&glob.pattern).map(drop)
-    }
-
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_destructive(&self, _input: &Value) -> bool {
-        false
+        let matcher = compile(&glob.pattern)?;
+        Ok(Box::new(PreparedGlob { glob, matcher }))
     }
 
     fn interrupt_behavior(&self) -> InterruptBehavior {
         InterruptBehavior::Cancel
     }
+}
 
-    fn check_permissions(&self, input: &Value, ctx: &PermissionContext) -> ToolCheck {
-        match parse_input::<GlobInput>(&self.name(), input) {
-            Ok(glob) => check_file_access(
-                ctx,
-                &self.name(),
-                glob.path.as_deref().unwrap_or("."),
-                Access::Read,
-            ),
-            Err(err) => invalid_input_check(err),
-        }
+/// A Glob call with its pattern compiled once.
+struct PreparedGlob {
+    glob: GlobInput,
+    matcher: globset::GlobMatcher,
+}
+
+impl ToolInput for PreparedGlob {
+    fn is_read_only(&self) -> bool {
+        true
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+    fn is_concurrency_safe(&self) -> bool {
+        true
+    }
+
+    fn is_destructive(&self) -> bool {
+        false
+    }
+
+    fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
+        check_file_access(
+            ctx,
+            &ToolName::Glob,
+            self.glob.path.as_deref().unwrap_or("."),
+            Access::Read,
+        )
+    }
+
+    fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let glob: GlobInput = parse_input(&self.name(), &input)?;
-            let matcher = compile(&glob.pattern)?;
+            let glob = &self.glob;
+            let matcher = &self.matcher;
             let base = resolve_path(
                 glob.path.as_deref().unwrap_or("."),
                 &ctx.workspace.workdir,

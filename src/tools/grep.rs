@@ -1,6 +1,7 @@
 //! Grep: a regex search over files below a folder, gitignore-aware, with content,
 //! files-with-matches and count output modes.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use globset::GlobBuilder;
@@ -13,8 +14,7 @@ use serde_json::{Value, json};
 use super::path::{check_file_access, resolve_path};
 use super::walk::files_under;
 use super::{
-    InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, invalid_input_check,
-    parse_input,
+    InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input,
 };
 use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
 
@@ -29,7 +29,7 @@ enum OutputMode {
     Count,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct GrepInput {
     pattern: String,
@@ -52,9 +52,11 @@ impl Tool for GrepTool {
         ToolName::Grep
     }
 
-    fn description(&self) -> &'static str {
-        "Searches file contents with a regular expression (Rust regex syntax) below path (default: the workdir). \
-         output_mode: files_with_matches (default), content (matching lines), or count. Honours .gitignore."
+    fn description(&self) -> Cow<'static, str> {
+        Cow::Borrowed(
+            "Searches file contents with a regular expression (Rust regex syntax) below path (default: the workdir). \
+         output_mode: files_with_matches (default), content (matching lines), or count. Honours .gitignore.",
+        )
     }
 
     fn input_schema(&self) -> Value {
@@ -74,43 +76,43 @@ impl Tool for GrepTool {
         })
     }
 
-    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
+    fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
         let grep: GrepInput = parse_input(&self.name(), input)?;
-        matcher(&grep).map(drop)?;
-        grep.glob.as_deref().map(compile_glob).transpose().map(drop)
-    }
-
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_destructive(&self, _input: &Value) -> bool {
-        false
+        matcher(&grep)?;
+        grep.glob.as_deref().map(compile_glob).transpose()?;
+        Ok(Box::new(grep))
     }
 
     fn interrupt_behavior(&self) -> InterruptBehavior {
         InterruptBehavior::Cancel
     }
+}
 
-    fn check_permissions(&self, input: &Value, ctx: &PermissionContext) -> ToolCheck {
-        match parse_input::<GrepInput>(&self.name(), input) {
-            Ok(grep) => check_file_access(
-                ctx,
-                &self.name(),
-                grep.path.as_deref().unwrap_or("."),
-                Access::Read,
-            ),
-            Err(err) => invalid_input_check(err),
-        }
+impl ToolInput for GrepInput {
+    fn is_read_only(&self) -> bool {
+        true
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+    fn is_concurrency_safe(&self) -> bool {
+        true
+    }
+
+    fn is_destructive(&self) -> bool {
+        false
+    }
+
+    fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
+        check_file_access(
+            ctx,
+            &ToolName::Grep,
+            self.path.as_deref().unwrap_or("."),
+            Access::Read,
+        )
+    }
+
+    fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let grep: GrepInput = parse_input(&self.name(), &input)?;
+            let grep = self.clone();
             let base = resolve_path(
                 grep.path.as_deref().unwrap_or("."),
                 &ctx.workspace.workdir,

@@ -3,9 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::policy::{
-    Access, PermissionContext, ToolCheck, ToolName, check_path, normalize_lexically,
-};
+use crate::base::normalize_lexically;
+use crate::policy::{Access, PermissionContext, ToolCheck, ToolName, check_path};
 
 /// A file tool's permission check: resolve the path as the call would, then the policy's
 /// path check.

@@ -1,13 +1,14 @@
 //! Read: a text file's lines, numbered, within a range and a size cap; binary files refused.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::path::{check_file_access, resolve_path};
 use super::text::{clip_line, looks_binary};
 use super::{
-    InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, invalid_input_check,
-    parse_input,
+    InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input,
 };
 use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
 
@@ -30,9 +31,11 @@ impl Tool for ReadTool {
         ToolName::Read
     }
 
-    fn description(&self) -> &'static str {
-        "Reads a text file in the workspace and returns its lines numbered like `cat -n`. \
-         Use offset (1-based line) and limit for large files. Binary files are refused."
+    fn description(&self) -> Cow<'static, str> {
+        Cow::Borrowed(
+            "Reads a text file in the workspace and returns its lines numbered like `cat -n`. \
+         Use offset (1-based line) and limit for large files. Binary files are refused.",
+        )
     }
 
     fn input_schema(&self) -> Value {
@@ -48,31 +51,13 @@ impl Tool for ReadTool {
         })
     }
 
-    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
-        parse_input::<ReadInput>(&self.name(), input).map(drop)
-    }
-
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_destructive(&self, _input: &Value) -> bool {
-        false
+    fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
+        let read: ReadInput = parse_input(&self.name(), input)?;
+        Ok(Box::new(read))
     }
 
     fn interrupt_behavior(&self) -> InterruptBehavior {
         InterruptBehavior::Cancel
-    }
-
-    fn check_permissions(&self, input: &Value, ctx: &PermissionContext) -> ToolCheck {
-        match parse_input::<ReadInput>(&self.name(), input) {
-            Ok(read) => check_file_access(ctx, &self.name(), &read.file_path, Access::Read),
-            Err(err) => invalid_input_check(err),
-        }
     }
 
     /// Read results are never offloaded (S8): offloading would make the model read the
@@ -80,10 +65,28 @@ impl Tool for ReadTool {
     fn max_result_chars(&self) -> usize {
         usize::MAX
     }
+}
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+impl ToolInput for ReadInput {
+    fn is_read_only(&self) -> bool {
+        true
+    }
+
+    fn is_concurrency_safe(&self) -> bool {
+        true
+    }
+
+    fn is_destructive(&self) -> bool {
+        false
+    }
+
+    fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
+        check_file_access(ctx, &ToolName::Read, &self.file_path, Access::Read)
+    }
+
+    fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let read: ReadInput = parse_input(&self.name(), &input)?;
+            let read = self;
             let path = resolve_path(
                 &read.file_path,
                 &ctx.workspace.workdir,

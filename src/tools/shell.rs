@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::context::AbortSignal;
 use super::progress::ProgressSink;
+use crate::base::{AbortSignal, is_secret_env_name};
 
 /// Output kept per stream; the rest is drained and counted.
 const CAPTURE_BYTES: usize = 1024 * 1024;
@@ -26,17 +26,6 @@ pub struct ShellRun {
     pub ending: ShellEnding,
     /// stdout then stderr.
     pub output: String,
-}
-
-/// Names of environment variables that look like credentials; the model's commands do not
-/// inherit them (the task author's checks do).
-pub fn is_secret_env_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    ["_KEY", "_TOKEN", "_SECRET", "_SECRETS", "_CREDENTIALS"]
-        .iter()
-        .any(|suffix| upper.ends_with(suffix))
-        || upper.contains("PASSWORD")
-        || upper.contains("API_KEY")
 }
 
 /// Variables that would make a command the analyser proved read-only do something else:
@@ -213,7 +202,7 @@ impl LineSplitter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::{AbortHandle, AbortReason};
+    use crate::base::{AbortHandle, AbortReason};
 
     #[tokio::test]
     async fn captures_both_streams_and_the_exit_code() {

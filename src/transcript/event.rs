@@ -8,7 +8,6 @@ use serde_json::Value;
 use crate::hooks::{HookEvent, HookReport};
 use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
 use crate::policy::{DenialCounts, Layer, PermissionDecision, PermissionMode, RuleRef, SourceKind};
-use crate::scheduler::ProgressUpdate;
 use crate::task::FailOn;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -252,4 +251,12 @@ pub struct RunCounts {
     pub checks_passed: u32,
     pub checks_failed: u32,
     pub usage: Usage,
+}
+
+/// Some new lines of a running call's output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProgressUpdate {
+    pub lines: Vec<String>,
+    /// Lines since the last update that were not kept.
+    pub omitted_lines: u64,
 }

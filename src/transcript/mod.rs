@@ -2,12 +2,15 @@
 //! replay the run. The event types are the schema.
 
 mod event;
+mod run;
 mod stream;
+pub mod verdict;
 mod writer;
 
 pub use event::{
     AbortCause, CheckOutcome, DenialSummary, Disposition, Event, ModelSummary, Outcome,
-    PolicySummary, QueryEnd, ResultStatus, RunCounts, TaskSummary,
+    PolicySummary, ProgressUpdate, QueryEnd, ResultStatus, RunCounts, TaskSummary,
 };
+pub use run::{CheckRecord, Denial, RunReport};
 pub use stream::{StreamFormat, StreamOutput, stream_type};
 pub use writer::{Transcript, TranscriptLine};
