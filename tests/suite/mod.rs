@@ -8,6 +8,7 @@ mod bash_sweep;
 mod check_cli;
 mod gate_cli;
 mod hooks_cli;
+mod layers;
 mod providers;
 mod redaction;
 mod reports;
