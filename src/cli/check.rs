@@ -252,3 +252,95 @@ fn explain(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::policy::{
+        PermissionMode, Policy, PolicyOrigin, PolicySource, RuleSet, SourceKind, Workspace,
+    };
+
+    fn source(kind: SourceKind, file: &str, yaml: &str) -> PolicySource {
+        let origin = PolicyOrigin {
+            file: Path::new(file),
+            dir: Path::new("/repo"),
+            home: None,
+        };
+        PolicySource {
+            kind,
+            policy: Policy::parse(yaml, origin).unwrap(),
+        }
+    }
+
+    /// `check --explain` as a policy author reads it: sources, each step, the Bash analysis,
+    /// the mode's answer to an ask, and the decision with its rule.
+    #[test]
+    fn explain_shows_every_step_a_person_needs() {
+        let sources = [
+            source(
+                SourceKind::Managed,
+                "/etc/tollgate/policy.yaml",
+                "permissions:\n  deny: ['Bash(rm:*)']\n",
+            ),
+            source(
+                SourceKind::Task,
+                "/repo/task.yaml",
+                "permissions:\n  allow: ['Bash(git status)', 'Bash(npm test:*)']\n  ask: ['Bash(git push:*)']\n",
+            ),
+        ];
+        let rules = RuleSet::from_sources(&sources);
+        let workspace = Workspace::new("/repo".into(), vec![], None);
+        let mut text = String::new();
+        for (mode, tool, input) in [
+            (
+                PermissionMode::DontAsk,
+                "Bash",
+                r#"{"command": "git status && npm test"}"#,
+            ),
+            (
+                PermissionMode::DontAsk,
+                "Bash",
+                r#"{"command": "git status; rm -rf build"}"#,
+            ),
+            (
+                PermissionMode::Default,
+                "Bash",
+                r#"{"command": "git push origin main"}"#,
+            ),
+            (
+                PermissionMode::AcceptEdits,
+                "Bash",
+                r#"{"command": "curl https://example.com"}"#,
+            ),
+            (
+                PermissionMode::Auto,
+                "Read",
+                r#"{"file_path": "/etc/hosts"}"#,
+            ),
+            (
+                PermissionMode::Plan,
+                "Write",
+                r#"{"file_path": "notes.md", "content": ""}"#,
+            ),
+            (PermissionMode::DontAsk, "Fly", "{}"),
+        ] {
+            let ctx = PermissionContext {
+                mode,
+                rules: &rules,
+                workspace: &workspace,
+            };
+            let input: Value = serde_json::from_str(input).unwrap();
+            text.push_str(&explain(
+                tool,
+                &input,
+                &ctx,
+                &sources,
+                &mut ToolCache::default(),
+            ));
+            text.push_str("---\n");
+        }
+        insta::assert_snapshot!(text);
+    }
+}

@@ -75,3 +75,18 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// What a CI log shows after a run: outcome, tallies, the refusal with its rule, checks.
+    #[test]
+    fn the_stdout_summary_reads_as_a_person_expects() {
+        let report = crate::report::sample_report();
+        let text = text_summary(&report, &[("sarif", Path::new("/out/tollgate.sarif"))]);
+        insta::assert_snapshot!(text);
+    }
+}
