@@ -64,7 +64,7 @@ impl<'r, 'a> LoopHost<'r, 'a> {
                 }
                 match PreparedCall::prepare(tool.clone(), call.input.clone()) {
                     Ok(prepared) => Prepared::Ready(prepared),
-                    Err(err) => Prepared::Unrunnable(Unrunnable::Invalid(err.0)),
+                    Err(err) => Prepared::Unrunnable(Unrunnable::Invalid(err.to_string())),
                 }
             })
             .collect();
@@ -240,7 +240,7 @@ impl TurnHost for LoopHost<'_, '_> {
             } => {
                 let (status, content) = match result {
                     Ok(output) => (ResultStatus::Success, output.content),
-                    Err(err) => (ResultStatus::Error, err.0),
+                    Err(err) => (ResultStatus::Error, err.to_string()),
                 };
                 let (status, content) =
                     hooks::post_tool_use(self.run, &call.id, &prepared, status, content).await?;

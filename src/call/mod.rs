@@ -113,6 +113,6 @@ pub fn prepare_for_self_test(name: &str, input: &Value) -> Result<Box<dyn GatedC
         .as_ref()
         .and_then(crate::tools::builtin)
         .ok_or_else(|| format!("tollgate has no tool `{name}`"))?;
-    let call = PreparedCall::prepare(tool, input.clone()).map_err(|err| err.0)?;
+    let call = PreparedCall::prepare(tool, input.clone()).map_err(|err| err.to_string())?;
     Ok(Box::new(call))
 }

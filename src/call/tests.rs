@@ -52,7 +52,7 @@ impl ToolInput for Probe {
         self.check.clone()
     }
     fn run<'a>(&'a self, _ctx: &'a ToolContext) -> ToolFuture<'a> {
-        Box::pin(async { Err(ToolError::new("the gate test never runs a tool")) })
+        Box::pin(async { Err(ToolError::Failed("the gate test never runs a tool".into())) })
     }
 }
 

@@ -121,7 +121,7 @@ fn prepare(
     let Some(found) = tools.get(tool) else {
         return Err(refusal(format!("No such tool available: {tool}")));
     };
-    PreparedCall::prepare(found, input.clone()).map_err(|err| refusal(err.0))
+    PreparedCall::prepare(found, input.clone()).map_err(|err| refusal(err.to_string()))
 }
 
 fn decide(

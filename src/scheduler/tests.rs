@@ -117,8 +117,8 @@ impl ToolInput for LatchInput {
             match gate {
                 Some(gate) => match gate.await {
                     Ok(Ok(text)) => Ok(ToolOutput::new(text)),
-                    Ok(Err(text)) => Err(ToolError::new(text)),
-                    Err(_) => Err(ToolError::new("the test dropped the latch")),
+                    Ok(Err(text)) => Err(ToolError::Failed(text)),
+                    Err(_) => Err(ToolError::Failed("the test dropped the latch".into())),
                 },
                 None => Ok(ToolOutput::new("ran")),
             }
@@ -217,7 +217,7 @@ impl TurnHost for Host {
             } => Landed::Ok(out.content),
             Landing::Ran {
                 result: Err(err), ..
-            } => Landed::Err(err.0),
+            } => Landed::Err(err.to_string()),
             Landing::Cancelled { why, started, .. } => Landed::Cancelled(why, started),
         };
         self.land_times.push((index, self.lab.tick()));

@@ -266,7 +266,7 @@ impl Turn<'_> {
                 None => running.await,
                 Some(deadline) => tokio::time::timeout_at(deadline.at, running)
                     .await
-                    .unwrap_or_else(|_| Err(ToolError::new(deadline.message))),
+                    .unwrap_or_else(|_| Err(ToolError::Stopped(deadline.message))),
             }
         });
         self.task_calls.insert(task.id(), index);
@@ -286,7 +286,7 @@ impl Turn<'_> {
             Err(err) if err.is_cancelled() => return None,
             Err(err) => (
                 err.id(),
-                Err(ToolError::new("the tool failed unexpectedly")),
+                Err(ToolError::Failed("the tool failed unexpectedly".into())),
             ),
         };
         let index = self.task_calls.remove(&id)?;

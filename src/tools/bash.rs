@@ -66,7 +66,7 @@ impl Tool for BashTool {
         // The model's own words about the command; nothing decides on them.
         let _ = bash.description;
         if bash.command.trim().is_empty() {
-            return Err(ToolError::new("command is empty"));
+            return Err(ToolError::Invalid("command is empty".into()));
         }
         Ok(Box::new(PreparedBash {
             timeout: bash.timeout.map(Duration::from_millis),
@@ -293,10 +293,10 @@ async fn run(command: &str, ctx: &ToolContext, timeout: Duration) -> Result<Tool
         ctx.progress.as_ref(),
     )
     .await
-    .map_err(|err| ToolError::new(format!("cannot start bash: {err}")))?;
+    .map_err(|err| ToolError::Failed(format!("cannot start bash: {err}")))?;
     let output = truncate_middle(run.output.trim_end(), BASH_OUTPUT_CHARS);
     let with_note =
-        |note: String| ToolError::new(format!("{output}\n[{note}]").trim_start().to_string());
+        |note: String| ToolError::Failed(format!("{output}\n[{note}]").trim_start().to_string());
     match run.ending {
         ShellEnding::Exited(Some(0)) if output.is_empty() => Ok(ToolOutput::new("(no output)")),
         ShellEnding::Exited(Some(0)) => Ok(ToolOutput::new(output)),
@@ -348,11 +348,14 @@ mod tests {
         let failed = run("echo out; exit 3", &ctx, Duration::from_secs(10))
             .await
             .unwrap_err();
-        assert_eq!(failed.0, "out\n[exit code 3]");
+        assert_eq!(failed.to_string(), "out\n[exit code 3]");
         let slow = run("sleep 5", &ctx, Duration::from_millis(200))
             .await
             .unwrap_err();
-        assert!(slow.0.starts_with("[timed out after 0.2s"), "{slow}");
+        assert!(
+            slow.to_string().starts_with("[timed out after 0.2s"),
+            "{slow}"
+        );
     }
 
     #[test]

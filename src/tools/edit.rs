@@ -50,13 +50,13 @@ impl Tool for EditTool {
     fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
         let edit: EditInput = parse_input(&self.name(), input)?;
         if edit.old_string.is_empty() {
-            return Err(ToolError::new(
-                "old_string is empty; use Write to create a file",
+            return Err(ToolError::Invalid(
+                "old_string is empty; use Write to create a file".into(),
             ));
         }
         if edit.old_string == edit.new_string {
-            return Err(ToolError::new(
-                "old_string and new_string are the same; nothing to change",
+            return Err(ToolError::Invalid(
+                "old_string and new_string are the same; nothing to change".into(),
             ));
         }
         Ok(Box::new(edit))
@@ -76,14 +76,16 @@ impl ToolInput for EditInput {
                 &ctx.workspace.workdir,
                 ctx.workspace.home.as_deref(),
             );
-            let text = tokio::fs::read_to_string(&path)
-                .await
-                .map_err(|err| ToolError::new(format!("cannot edit {}: {err}", path.display())))?;
-            ctx.files.check_fresh(&path).map_err(ToolError::new)?;
+            let text = tokio::fs::read_to_string(&path).await.map_err(|err| {
+                ToolError::Failed(format!("cannot edit {}: {err}", path.display()))
+            })?;
+            ctx.files.check_fresh(&path).map_err(ToolError::Stale)?;
             let updated = apply_edit(&text, &edit.old_string, &edit.new_string, edit.replace_all)?;
             tokio::fs::write(&path, updated.text.as_bytes())
                 .await
-                .map_err(|err| ToolError::new(format!("cannot write {}: {err}", path.display())))?;
+                .map_err(|err| {
+                    ToolError::Failed(format!("cannot write {}: {err}", path.display()))
+                })?;
             ctx.files.record(&path);
             Ok(ToolOutput::new(format!(
                 "Edited {}: {} replacement{}",
@@ -104,14 +106,14 @@ struct Edited {
 fn apply_edit(text: &str, old: &str, new: &str, replace_all: bool) -> Result<Edited, ToolError> {
     let count = text.matches(old).count();
     match (count, replace_all) {
-        (0, _) => Err(ToolError::new(
-            "old_string was not found in the file; Read it again and copy the text exactly",
+        (0, _) => Err(ToolError::Failed(
+            "old_string was not found in the file; Read it again and copy the text exactly".into(),
         )),
         (1, _) | (_, true) => Ok(Edited {
             text: text.replace(old, new),
             replacements: count,
         }),
-        (n, false) => Err(ToolError::new(format!(
+        (n, false) => Err(ToolError::Failed(format!(
             "old_string occurs {n} times; add surrounding context to make it unique, or set replace_all"
         ))),
     }
@@ -127,7 +129,7 @@ mod tests {
         assert!(
             apply_edit("a b a", "a", "c", false)
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("2 times")
         );
         let all = apply_edit("a b a", "a", "c", true).unwrap();
@@ -135,7 +137,7 @@ mod tests {
         assert!(
             apply_edit("a", "z", "c", true)
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("not found")
         );
     }

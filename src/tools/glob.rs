@@ -96,7 +96,7 @@ impl ToolInput for PreparedGlob {
                 ctx.workspace.home.as_deref(),
             );
             if !base.is_dir() {
-                return Err(ToolError::new(format!(
+                return Err(ToolError::Failed(format!(
                     "{} is not a folder",
                     base.display()
                 )));
@@ -104,7 +104,7 @@ impl ToolInput for PreparedGlob {
             let walk_base = base.clone();
             let files = tokio::task::spawn_blocking(move || files_under(&walk_base))
                 .await
-                .map_err(|err| ToolError::new(format!("the file walk failed: {err}")))?;
+                .map_err(|err| ToolError::Failed(format!("the file walk failed: {err}")))?;
             let matches: Vec<String> = files
                 .iter()
                 .filter_map(|path| path.strip_prefix(&base).ok())
@@ -132,13 +132,15 @@ impl ToolInput for PreparedGlob {
 
 fn compile(pattern: &str) -> Result<globset::GlobMatcher, ToolError> {
     if pattern.starts_with('/') {
-        return Err(ToolError::new(
-            "pattern must be relative; give the folder as `path`",
+        return Err(ToolError::Invalid(
+            "pattern must be relative; give the folder as `path`".into(),
         ));
     }
     GlobBuilder::new(pattern)
         .literal_separator(true)
         .build()
         .map(|glob| glob.compile_matcher())
-        .map_err(|err| ToolError::new(format!("invalid glob pattern `{pattern}`: {}", err.kind())))
+        .map_err(|err| {
+            ToolError::Invalid(format!("invalid glob pattern `{pattern}`: {}", err.kind()))
+        })
 }

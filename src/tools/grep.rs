@@ -119,11 +119,14 @@ impl ToolInput for GrepInput {
                 ctx.workspace.home.as_deref(),
             );
             if !base.exists() {
-                return Err(ToolError::new(format!("{} does not exist", base.display())));
+                return Err(ToolError::Failed(format!(
+                    "{} does not exist",
+                    base.display()
+                )));
             }
             tokio::task::spawn_blocking(move || search(&grep, &base))
                 .await
-                .map_err(|err| ToolError::new(format!("the search failed: {err}")))?
+                .map_err(|err| ToolError::Failed(format!("the search failed: {err}")))?
         })
     }
 }
@@ -132,7 +135,7 @@ fn matcher(grep: &GrepInput) -> Result<grep_regex::RegexMatcher, ToolError> {
     RegexMatcherBuilder::new()
         .case_insensitive(grep.case_insensitive)
         .build(&grep.pattern)
-        .map_err(|err| ToolError::new(format!("invalid regular expression: {err}")))
+        .map_err(|err| ToolError::Invalid(format!("invalid regular expression: {err}")))
 }
 
 fn compile_glob(glob: &str) -> Result<globset::GlobMatcher, ToolError> {
@@ -140,7 +143,7 @@ fn compile_glob(glob: &str) -> Result<globset::GlobMatcher, ToolError> {
         .literal_separator(true)
         .build()
         .map(|glob| glob.compile_matcher())
-        .map_err(|err| ToolError::new(format!("invalid glob `{glob}`: {}", err.kind())))
+        .map_err(|err| ToolError::Invalid(format!("invalid glob `{glob}`: {}", err.kind())))
 }
 
 fn search(grep: &GrepInput, base: &Path) -> Result<ToolOutput, ToolError> {

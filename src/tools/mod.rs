@@ -63,15 +63,26 @@ impl ToolOutput {
     }
 }
 
-/// A failed call; the message goes back to the model as an is_error tool result.
+/// A call that could not be run or failed; its text goes back to the model as an is_error
+/// tool result.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ToolError(pub String);
-
-impl ToolError {
-    pub fn new(message: impl Into<String>) -> Self {
-        ToolError(message.into())
-    }
+pub enum ToolError {
+    /// The input does not fit the tool's schema.
+    #[error("invalid input for {tool}: {message}")]
+    Schema { tool: ToolName, message: String },
+    /// The input fits the schema but cannot be run as given (an empty command, a pattern that
+    /// does not compile, an edit that changes nothing).
+    #[error("{0}")]
+    Invalid(String),
+    /// A write to a file the run has not read in its current version (Write, Edit).
+    #[error("{0}")]
+    Stale(String),
+    /// The call ran and failed; the text (with any output) says how.
+    #[error("{0}")]
+    Failed(String),
+    /// The scheduler stopped the call at its deadline.
+    #[error("{0}")]
+    Stopped(String),
 }
 
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send + 'a>>;
@@ -120,7 +131,10 @@ pub trait ToolInput: Send + Sync {
 
 /// Parses a tool's input into its typed form; the message names the problem for the model.
 pub fn parse_input<T: DeserializeOwned>(tool: &ToolName, input: &Value) -> Result<T, ToolError> {
-    T::deserialize(input).map_err(|err| ToolError::new(format!("invalid input for {tool}: {err}")))
+    T::deserialize(input).map_err(|err| ToolError::Schema {
+        tool: tool.clone(),
+        message: err.to_string(),
+    })
 }
 
 /// The built-in tools by name, in the order they are offered to the model.

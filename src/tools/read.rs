@@ -92,11 +92,11 @@ impl ToolInput for ReadInput {
                 &ctx.workspace.workdir,
                 ctx.workspace.home.as_deref(),
             );
-            let metadata = tokio::fs::metadata(&path)
-                .await
-                .map_err(|err| ToolError::new(format!("cannot read {}: {err}", path.display())))?;
+            let metadata = tokio::fs::metadata(&path).await.map_err(|err| {
+                ToolError::Failed(format!("cannot read {}: {err}", path.display()))
+            })?;
             if metadata.is_dir() {
-                return Err(ToolError::new(format!(
+                return Err(ToolError::Failed(format!(
                     "{} is a directory; use Glob to list it",
                     path.display()
                 )));
@@ -104,17 +104,17 @@ impl ToolInput for ReadInput {
             let ranged = read.offset.is_some() || read.limit.is_some();
             let cap = ctx.limits.max_read_bytes;
             if metadata.len() > cap.saturating_mul(if ranged { 16 } else { 1 }) {
-                return Err(ToolError::new(format!(
+                return Err(ToolError::Failed(format!(
                     "{} is {} bytes, over the {cap}-byte read limit; read a range with offset and limit, or search it with Grep",
                     path.display(),
                     metadata.len()
                 )));
             }
-            let bytes = tokio::fs::read(&path)
-                .await
-                .map_err(|err| ToolError::new(format!("cannot read {}: {err}", path.display())))?;
+            let bytes = tokio::fs::read(&path).await.map_err(|err| {
+                ToolError::Failed(format!("cannot read {}: {err}", path.display()))
+            })?;
             if looks_binary(&bytes) {
-                return Err(ToolError::new(format!(
+                return Err(ToolError::Failed(format!(
                     "{} is a binary file; Read only shows text",
                     path.display()
                 )));

@@ -61,16 +61,18 @@ impl ToolInput for WriteInput {
                 &ctx.workspace.workdir,
                 ctx.workspace.home.as_deref(),
             );
-            ctx.files.check_fresh(&path).map_err(ToolError::new)?;
+            ctx.files.check_fresh(&path).map_err(ToolError::Stale)?;
             let existed = path.exists();
             if let Some(parent) = path.parent() {
                 tokio::fs::create_dir_all(parent).await.map_err(|err| {
-                    ToolError::new(format!("cannot create {}: {err}", parent.display()))
+                    ToolError::Failed(format!("cannot create {}: {err}", parent.display()))
                 })?;
             }
             tokio::fs::write(&path, write.content.as_bytes())
                 .await
-                .map_err(|err| ToolError::new(format!("cannot write {}: {err}", path.display())))?;
+                .map_err(|err| {
+                    ToolError::Failed(format!("cannot write {}: {err}", path.display()))
+                })?;
             ctx.files.record(&path);
             let verb = if existed { "Replaced" } else { "Created" };
             Ok(ToolOutput::new(format!(
