@@ -108,11 +108,9 @@ impl GatedCall for PreparedCall {
 }
 
 /// A policy self-test's call, over the built-in tools (`policy::PrepareForTest`).
-pub fn prepare_for_self_test(name: &str, input: &Value) -> Result<Box<dyn GatedCall>, String> {
-    let tool = ToolName::parse(name)
-        .as_ref()
-        .and_then(crate::tools::builtin)
-        .ok_or_else(|| format!("tollgate has no tool `{name}`"))?;
+pub fn prepare_for_self_test(name: &ToolName, input: &Value) -> Result<Box<dyn GatedCall>, String> {
+    let tool =
+        crate::tools::builtin(name).ok_or_else(|| format!("tollgate has no tool `{name}`"))?;
     let call = PreparedCall::prepare(tool, input.clone()).map_err(|err| err.to_string())?;
     Ok(Box::new(call))
 }

@@ -10,6 +10,7 @@ use serde_saphyr::Spanned;
 use super::decision::Decision;
 use super::mode::PermissionMode;
 use super::rule::{Rule, RuleKind};
+use super::tool_name::ToolName;
 use crate::config::{self, ConfigError, SourceLocation};
 use crate::hooks::{Hook, HookList};
 
@@ -68,7 +69,8 @@ struct PolicyTestFile {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyTest {
     pub name: String,
-    pub tool: String,
+    /// `Other` when tollgate has no such tool: the test then fails, saying so.
+    pub tool: ToolName,
     pub input: Value,
     pub expect: Decision,
     pub mode: Option<PermissionMode>,
@@ -126,7 +128,7 @@ impl Policy {
                 let test = spanned.value;
                 PolicyTest {
                     name: test.name.unwrap_or_else(|| format!("test {}", index + 1)),
-                    tool: test.tool,
+                    tool: ToolName::from_model(&test.tool),
                     input: test.input,
                     expect: test.expect,
                     mode: test.mode,

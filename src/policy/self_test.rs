@@ -9,12 +9,12 @@ use super::file::{Policy, PolicyTest};
 use super::gate::{GatedCall, decide};
 use super::rule_set::RuleSet;
 use super::workspace::Workspace;
-use super::{PermissionContext, PermissionMode};
+use super::{PermissionContext, PermissionMode, ToolName};
 use crate::config::serde_name;
 
 /// Makes a call the gate can judge from a test's tool name and input; `Err` says why there
 /// is none (no such tool, an input the tool rejects). The call layer supplies it.
-pub type PrepareForTest<'a> = dyn Fn(&str, &Value) -> Result<Box<dyn GatedCall>, String> + 'a;
+pub type PrepareForTest<'a> = dyn Fn(&ToolName, &Value) -> Result<Box<dyn GatedCall>, String> + 'a;
 
 /// How the policy on its own answered a test's call: headless, with no hook or classifier.
 #[derive(Debug, Clone, PartialEq)]
