@@ -79,7 +79,7 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
         print!("{}", explain(tool, &input, &ctx, sources, &mut tools));
         return Ok(ExitCode::Success);
     }
-    let decision = decide(tool, &input, &ctx, &mut tools);
+    let decision = decide(tool, input, &ctx, &mut tools);
     println!(
         "{}",
         serde_json::to_string(&DecisionLine::new(&decision, None, None))?
@@ -115,22 +115,22 @@ fn refusal(reason: String) -> PermissionDecision {
 /// The call prepared once, or the refusal that answers it (no such tool, an invalid input).
 fn prepare(
     tool: &str,
-    input: &Value,
+    input: Value,
     tools: &mut ToolCache,
 ) -> Result<PreparedCall, PermissionDecision> {
     let Some(found) = tools.get(tool) else {
         return Err(refusal(format!("No such tool available: {tool}")));
     };
-    PreparedCall::prepare(found, input.clone()).map_err(|err| refusal(err.to_string()))
+    PreparedCall::prepare(found, input).map_err(|err| refusal(err.to_string()))
 }
 
 fn decide(
     tool: &str,
-    input: &Value,
+    input: Value,
     ctx: &PermissionContext,
     tools: &mut ToolCache,
 ) -> PermissionDecision {
-    match prepare(tool, input, tools) {
+    match prepare(tool, input.clone(), tools) {
         Ok(call) => headless(&call, policy::decide(&call, ctx), ctx, None),
         Err(refused) => refused,
     }
@@ -156,7 +156,7 @@ fn decide_stream(path: &Path, ctx: &PermissionContext, tools: &mut ToolCache) ->
         }
         let written = match serde_json::from_str::<CallLine>(&line) {
             Ok(call) => {
-                let decision = decide(&call.tool, &call.input, ctx, tools);
+                let decision = decide(&call.tool, call.input, ctx, tools);
                 serde_json::to_writer(
                     &mut out,
                     &DecisionLine::new(&decision, call.id.as_ref(), Some(&call.tool)),
@@ -206,28 +206,28 @@ fn explain(
             rule.kind, rule.text, rule.source
         ));
     }
-    let (decision, trace): (PermissionDecision, Vec<TraceStep>) = match prepare(tool, input, tools)
-    {
-        Err(refused) => (refused, Vec::new()),
-        Ok(call) => {
-            let (gated, mut trace) = policy::explain(&call, ctx);
-            let details = call.explain_permissions(ctx);
-            if let Some(index) = trace.iter().position(|step| step.step == "1c") {
-                for (offset, detail) in details.into_iter().enumerate() {
-                    trace.insert(
-                        index + 1 + offset,
-                        TraceStep {
-                            step: "",
-                            saw: detail,
-                            outcome: String::new(),
-                        },
-                    );
+    let (decision, trace): (PermissionDecision, Vec<TraceStep>) =
+        match prepare(tool, input.clone(), tools) {
+            Err(refused) => (refused, Vec::new()),
+            Ok(call) => {
+                let (gated, mut trace) = policy::explain(&call, ctx);
+                let details = call.explain_permissions(ctx);
+                if let Some(index) = trace.iter().position(|step| step.step == "1c") {
+                    for (offset, detail) in details.into_iter().enumerate() {
+                        trace.insert(
+                            index + 1 + offset,
+                            TraceStep {
+                                step: "",
+                                saw: detail,
+                                outcome: String::new(),
+                            },
+                        );
+                    }
                 }
+                let decision = headless(&call, gated, ctx, Some(&mut trace));
+                (decision, trace)
             }
-            let decision = headless(&call, gated, ctx, Some(&mut trace));
-            (decision, trace)
-        }
-    };
+        };
     out.push_str("pipeline:\n");
     for step in &trace {
         if step.step.is_empty() {
