@@ -14,7 +14,7 @@ mod wrappers;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 pub use pattern::{CommandPattern, PatternError};
 #[cfg(test)]
@@ -95,6 +95,9 @@ pub const MAX_SCRIPT_BYTES: usize = 64 * 1024;
 #[derive(Debug)]
 pub struct Script {
     source: String,
+    /// The script's own items, parsed on first need.
+    top: OnceLock<Arc<[syntax::Item]>>,
+    /// The scripts found inside it (`sh -c '…'`, hidden substitutions), by source.
     parses: Mutex<HashMap<String, Arc<[syntax::Item]>>>,
 }
 
@@ -102,6 +105,7 @@ impl Script {
     pub fn new(source: impl Into<String>) -> Script {
         Script {
             source: source.into(),
+            top: OnceLock::new(),
             parses: Mutex::new(HashMap::new()),
         }
     }
@@ -112,6 +116,9 @@ impl Script {
 
     /// The items of `src` (this script or one found inside it), parsed on first need.
     fn items(&self, src: &str) -> Arc<[syntax::Item]> {
+        if std::ptr::eq(src, self.source.as_str()) {
+            return self.top.get_or_init(|| syntax::items(src).into()).clone();
+        }
         let mut parses = self.parses.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(items) = parses.get(src) {
             return items.clone();
