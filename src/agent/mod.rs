@@ -27,6 +27,7 @@ use crate::model::{
 use crate::policy::{PermissionMode, RuleSet, ToolName, Workspace};
 use crate::redact::Redactor;
 use crate::results::ResultStore;
+use crate::sandbox::{ProxyConnection, Sandbox, SandboxError, SandboxSpec};
 use crate::scheduler::{Call, MessageQueue, TurnEnd, run_turn};
 use crate::task::{FailOnSet, Task};
 use crate::tools::{FileStateCache, Tool, ToolContext, ToolLimits, ToolRegistry};
@@ -57,6 +58,8 @@ pub struct RunSpec {
     pub queue: Option<MessageQueue>,
     /// Where events are streamed as they happen (`--output-format json|stream-json`).
     pub stream: Option<StreamOutput>,
+    /// The OS sandbox Bash commands run in, checked by the preflight.
+    pub sandbox: Option<SandboxSpec>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +69,8 @@ pub enum AgentError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
 }
 
 const SYSTEM_PROMPT: &str = "You are a coding agent run by tollgate, unattended, in a CI job. \
@@ -94,6 +99,7 @@ struct Loop<'a> {
     deadline: Option<Instant>,
     /// Refusals since the last allowed call.
     consecutive_denials: u32,
+    network_refusals: Vec<ProxyConnection>,
 }
 
 impl Loop<'_> {
@@ -125,12 +131,20 @@ pub async fn run(
         })?
         .redacting(spec.redactor.clone())
         .streaming(spec.stream.take());
+    let sandbox_status = spec.sandbox.as_ref().map(|sandbox| sandbox.status.clone());
+    let sandbox = match spec.sandbox.take() {
+        Some(sandbox) => Some(Arc::new(
+            Sandbox::start(sandbox, &spec.workspace, &spec.run_id).await?,
+        )),
+        None => None,
+    };
     let ctx = ToolContext {
         workspace: spec.workspace.clone(),
         limits: spec.limits,
         abort: abort.clone(),
         files: FileStateCache::default(),
         progress: None,
+        sandbox,
     };
     let model = ModelSummary {
         provider: spec.task.model.provider.to_string(),
@@ -151,6 +165,7 @@ pub async fn run(
         ),
         deadline: spec.task.limits.timeout.map(|limit| started + limit),
         consecutive_denials: 0,
+        network_refusals: Vec::new(),
     };
     run.emit(Event::RunStarted {
         run_id: spec.run_id.clone(),
@@ -169,6 +184,7 @@ pub async fn run(
             .map(|tool| tool.name().to_string())
             .collect(),
         max_turns: spec.max_turns,
+        sandbox: sandbox_status.clone(),
     })?;
 
     // Checks with `retry.feed_back` send their failures back to the model and the
@@ -253,6 +269,8 @@ pub async fn run(
         fail_on: spec.fail_on.clone(),
         task_file: spec.task.file.clone(),
         workdir: spec.workspace.workdir.clone(),
+        sandbox: sandbox_status,
+        network_refusals: run.network_refusals,
     })
 }
 
@@ -400,6 +418,7 @@ async fn conversation(
         .await?;
         let stopped = host.stopped.take();
         let mut results = std::mem::take(&mut host.results);
+        record_network(run)?;
         match end {
             TurnEnd::Complete => results.extend(drain_queue(run, Disposition::Drained)?),
             // Completed results are kept; the queued message follows them and gives the
@@ -426,6 +445,21 @@ async fn conversation(
             return Ok((Outcome::DenialLimit, None, Some(why)));
         }
     }
+}
+
+/// The connections the sandbox's proxy saw during the batch, as transcript events; refused
+/// ones are kept for SARIF.
+fn record_network(run: &mut Loop<'_>) -> Result<(), AgentError> {
+    let Some(sandbox) = run.ctx.sandbox.clone() else {
+        return Ok(());
+    };
+    for connection in sandbox.take_proxy_log() {
+        if !connection.allowed {
+            run.network_refusals.push(connection.clone());
+        }
+        run.emit(Event::NetworkConnection { connection })?;
+    }
+    Ok(())
 }
 
 /// The queued messages as text blocks for the next user message, each recorded with where

@@ -69,4 +69,6 @@ pub struct ToolContext {
     pub files: FileStateCache,
     /// Live output of this call, when someone is listening (the scheduler sets it per call).
     pub progress: Option<ProgressSink>,
+    /// The OS sandbox Bash commands run in, when the policy turns it on.
+    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
 }

@@ -14,4 +14,5 @@ mod providers;
 mod redaction;
 mod reports;
 mod run_cli;
+mod sandbox;
 mod scheduling;
