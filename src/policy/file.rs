@@ -10,10 +10,10 @@ use serde_saphyr::Spanned;
 use super::decision::Decision;
 use super::mode::PermissionMode;
 use super::rule::{Rule, RuleKind};
+use super::sandbox_config::{SandboxBlock, SandboxConfig};
 use super::tool_name::ToolName;
 use crate::config::{self, ConfigError, SourceLocation};
 use crate::hooks::{Hook, HookList};
-use crate::sandbox::{SandboxBlock, SandboxConfig};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

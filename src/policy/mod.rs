@@ -12,6 +12,7 @@ mod mode;
 mod path_pattern;
 mod rule;
 mod rule_set;
+mod sandbox_config;
 mod self_test;
 mod tool_name;
 mod workspace;
@@ -30,6 +31,10 @@ pub use mode::{PermissionMode, UnknownMode};
 pub use path_pattern::{PathBases, PathPattern};
 pub use rule::{DomainPattern, Rule, RuleContent, RuleError, RuleKind};
 pub use rule_set::{PolicySource, RuleSet, SourceKind};
+pub use sandbox_config::{
+    DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, PolicyPath, SandboxBlock,
+    SandboxConfig,
+};
 pub use self_test::{PrepareForTest, SelfTestAnswer, SelfTestOutcome, run_self_tests};
 pub use tool_name::ToolName;
 pub use workspace::Workspace;
