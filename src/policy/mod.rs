@@ -2,6 +2,7 @@
 //! pipeline. Pure: takes values, returns decisions; never reads files or runs anything.
 
 mod ask;
+mod authority;
 mod decision;
 mod file;
 mod file_access;
@@ -18,11 +19,14 @@ mod tool_name;
 mod workspace;
 
 pub use ask::{fast_path, headless_deny};
+pub use authority::{
+    AuthorityError, lower_may_add, refuse_disabled, refuse_managed_keys_below, resolve_mode,
+};
 pub use decision::{
     Ask, AskCause, Decision, DenialCounts, GateDecision, Grounds, Layer, PermissionDecision,
     RuleRef, Step, ToolCheck,
 };
-pub use file::{PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
+pub use file::{LowerGrant, ManagedKey, PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
 pub use file_access::{Access, check_path};
 pub use gate::{GatedCall, TraceStep, decide, explain};
 pub use guardrail::{git_dir_write, read_guardrail, write_guardrail};

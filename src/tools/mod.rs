@@ -35,7 +35,7 @@ pub use path::{check_file_access, resolve_path, resolve_symlinks};
 pub use progress::{ProgressLine, ProgressSink};
 pub use read::ReadTool;
 pub use registry::ToolRegistry;
-pub use shell::{ShellEnding, ShellRun, run_shell};
+pub use shell::{ShellEnding, ShellEnv, ShellRun, model_command_env, run_shell};
 pub use write::WriteTool;
 
 use crate::policy::{PermissionContext, ToolCheck, ToolName};
