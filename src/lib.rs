@@ -6,6 +6,7 @@ pub mod agent;
 pub mod base;
 pub mod bash;
 pub mod call;
+pub mod classifier;
 pub mod cli;
 pub mod config;
 pub mod exec;

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::auto::{self, Judge, Reviews, Stop};
 use super::{AgentError, Loop, denial_limit, hooks, millis};
-use crate::call::approval::Approver;
+use crate::call::approval::{Approver, Classifier};
 use crate::call::{PreparedCall, Scheduling};
 use crate::model::{ContentBlock, MalformedInput};
 use crate::policy::{self, Decision, Layer, PermissionContext, PermissionDecision, Step};
@@ -37,8 +38,9 @@ pub(super) struct LoopHost<'r, 'a> {
     pub run: &'r mut Loop<'a>,
     registry: &'r ToolRegistry,
     prepared: Vec<Prepared>,
-    /// Why the rest of the turn's calls are not run (a denial limit was reached).
-    pub stopped: Option<String>,
+    /// Why the rest of the turn's calls are not run (a denial limit was reached, or the
+    /// classifier ended the run).
+    pub stopped: Option<Stop>,
     /// When each call was admitted, for its duration.
     admitted_at: HashMap<usize, Instant>,
     /// The tool_result blocks, in call order.
@@ -105,9 +107,14 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             workspace: &spec.workspace,
         };
         let gated = policy::decide(&prepared, &ctx);
-        let approver = Approver {
+        // Out of the loop while the hooks hold it; put back before anything can return.
+        let mut auto_state = run.auto.take();
+        let mut judge = auto_state
+            .as_mut()
+            .map(|auto| Judge::new(auto, spec, run.ctx.abort.clone()));
+        let mut approver = Approver {
             ctx,
-            classifier: None,
+            classifier: judge.as_mut().map(|judge| judge as &mut dyn Classifier),
         };
         let approval = approver
             .approve(
@@ -115,8 +122,12 @@ impl<'r, 'a> LoopHost<'r, 'a> {
                 gated,
                 &mut hooks::PreToolUseHooks { run, id: &call.id },
             )
-            .await?;
+            .await;
+        let reviews = judge.map(Judge::finish).unwrap_or_default();
+        run.auto = auto_state;
+        let approval = approval?;
         let prepared = approval.rewritten.unwrap_or(prepared);
+        auto::record_reviews(run, &call.id, &prepared, &reviews)?;
         record_decision(
             run,
             &call.id,
@@ -125,7 +136,8 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             approval.decision.clone(),
         )?;
         if !approval.decision.is_allow() {
-            self.stopped = denial_limit(self.run);
+            let Reviews { stop, .. } = reviews;
+            self.stopped = stop.or_else(|| denial_limit(self.run));
             return Ok(Self::answered(
                 format!("Permission denied: {}", approval.decision.reason),
                 ResultStatus::Denied,
@@ -198,10 +210,10 @@ impl TurnHost for LoopHost<'_, '_> {
     async fn admit(&mut self, index: usize, call: &Call) -> Result<Admission, AgentError> {
         self.announce(call)?;
         self.admitted_at.insert(index, Instant::now());
-        if let Some(why) = &self.stopped {
+        if let Some(stop) = &self.stopped {
             // The run is over, but every tool_use still gets its one result.
             return Ok(Self::answered(
-                format!("[not run: {why}]"),
+                format!("[not run: {}]", stop.why),
                 ResultStatus::Cancelled,
             ));
         }

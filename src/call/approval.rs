@@ -40,9 +40,11 @@ pub enum ClassifierAnswer {
 pub type ClassifierFuture<'a> = Pin<Box<dyn Future<Output = ClassifierAnswer> + Send + 'a>>;
 
 /// Auto mode's classifier: asked only about a non-immune ask that neither a hook nor the fast
-/// path answered.
-pub trait Classifier: Send + Sync {
-    fn classify<'a>(&'a self, call: &'a PreparedCall, ask: &'a Ask) -> ClassifierFuture<'a>;
+/// path answered. `&mut self`: a classifier keeps state across reviews (its cache, the calls
+/// it has seen, its denial counts), and what a review produced beside the answer (its model
+/// calls, a stop of the run) stays with the implementation for its owner to record.
+pub trait Classifier: Send {
+    fn classify<'a>(&'a mut self, call: &'a PreparedCall, ask: &'a Ask) -> ClassifierFuture<'a>;
 }
 
 /// The final decision, and the call to run when a hook rewrote the input into an allowed one.
@@ -54,14 +56,14 @@ pub struct Approval {
 /// Resolves gate decisions for one run.
 pub struct Approver<'a> {
     pub ctx: PermissionContext<'a>,
-    pub classifier: Option<&'a dyn Classifier>,
+    pub classifier: Option<&'a mut dyn Classifier>,
 }
 
 impl Approver<'_> {
     /// The gate's decision on `call` with the hooks' verdict, the fast path and the classifier
     /// folded in. A deny by the gate is final: no hook is asked about it.
     pub async fn approve<H: PreToolUse>(
-        &self,
+        &mut self,
         call: &PreparedCall,
         gated: GateDecision,
         hooks: &mut H,
@@ -92,7 +94,7 @@ impl Approver<'_> {
     /// A rewritten input is prepared and gated like a new call, so a hook can never rewrite a
     /// call past a rule; the hook's allow (without the rewrite) still counts.
     async fn recheck(
-        &self,
+        &mut self,
         call: &PreparedCall,
         decision: PermissionDecision,
         rewritten: Value,
@@ -149,7 +151,7 @@ impl Approver<'_> {
 
     /// Allow or ask, with the hooks' verdict: the one place an ask is answered.
     async fn resolve(
-        &self,
+        &mut self,
         call: &PreparedCall,
         gated: GateDecision,
         verdict: Option<&HookVerdict>,
@@ -177,7 +179,11 @@ impl Approver<'_> {
                 ..allowed
             };
         }
-        if let Some(classifier) = self.classifier.filter(|_| classifiable(&self.ctx, &ask)) {
+        let classifier = self
+            .classifier
+            .as_deref_mut()
+            .filter(|_| classifiable(&self.ctx, &ask));
+        if let Some(classifier) = classifier {
             match classifier.classify(call, &ask).await {
                 ClassifierAnswer::Allow { reason } => {
                     let grounds = Grounds {

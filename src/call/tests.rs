@@ -398,13 +398,13 @@ impl PreToolUse for Verdict {
     }
 }
 
-async fn approve(
+async fn approve<'a>(
     call: &PreparedCall,
-    ctx: PermissionContext<'_>,
-    classifier: Option<&dyn Classifier>,
+    ctx: PermissionContext<'a>,
+    classifier: Option<&'a mut dyn Classifier>,
     verdict: Option<HookVerdict>,
 ) -> Approval {
-    let approver = Approver { ctx, classifier };
+    let mut approver = Approver { ctx, classifier };
     let gated = policy::decide(call, &approver.ctx);
     match approver.approve(call, gated, &mut Verdict(verdict)).await {
         Ok(approval) => approval,
@@ -507,7 +507,7 @@ async fn auto_fast_path_allows_reads_and_workspace_edits_only() {
 struct FixedClassifier(ClassifierAnswer, std::sync::atomic::AtomicUsize);
 
 impl Classifier for FixedClassifier {
-    fn classify<'a>(&'a self, _call: &'a PreparedCall, ask: &'a Ask) -> ClassifierFuture<'a> {
+    fn classify<'a>(&'a mut self, _call: &'a PreparedCall, ask: &'a Ask) -> ClassifierFuture<'a> {
         assert!(!ask.immune, "an immune ask never reaches the classifier");
         self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let answer = self.0.clone();
@@ -519,48 +519,48 @@ impl Classifier for FixedClassifier {
 async fn the_classifier_answers_only_what_hooks_and_the_fast_path_left_open_in_auto_mode() {
     let rules = rules("permissions: {}\n");
     let workspace = Workspace::new("/ws".into(), vec![], None);
-    let allowing = FixedClassifier(
+    let mut allowing = FixedClassifier(
         ClassifierAnswer::Allow {
             reason: "looks fine".into(),
         },
         Default::default(),
     );
-    let denying = FixedClassifier(
+    let mut denying = FixedClassifier(
         ClassifierAnswer::Deny {
             reason: "exfiltration".into(),
         },
         Default::default(),
     );
-    let abstaining = FixedClassifier(ClassifierAnswer::Abstain, Default::default());
+    let mut abstaining = FixedClassifier(ClassifierAnswer::Abstain, Default::default());
     let auto = context(PermissionMode::Auto, &rules, &workspace);
     let asked = |kind| probe(kind, false, false);
     let hook_deny = HookVerdict::Deny {
         reason: "hook says no".into(),
     };
-    let got = approve(&asked("ask"), auto, Some(&allowing), None)
+    let got = approve(&asked("ask"), auto, Some(&mut allowing), None)
         .await
         .decision;
     assert_eq!(
         (got.decision, got.layer),
         (Decision::Allow, Layer::Classifier)
     );
-    let got = approve(&asked("ask"), auto, Some(&denying), None)
+    let got = approve(&asked("ask"), auto, Some(&mut denying), None)
         .await
         .decision;
     assert_eq!(
         (got.decision, got.layer),
         (Decision::Deny, Layer::Classifier)
     );
-    let got = approve(&asked("ask"), auto, Some(&abstaining), None)
+    let got = approve(&asked("ask"), auto, Some(&mut abstaining), None)
         .await
         .decision;
     assert_eq!((got.decision, got.layer), (Decision::Deny, Layer::Mode));
     // A hook's deny comes first; an immune ask and another mode never reach it.
-    let got = approve(&asked("ask"), auto, Some(&allowing), Some(hook_deny))
+    let got = approve(&asked("ask"), auto, Some(&mut allowing), Some(hook_deny))
         .await
         .decision;
     assert_eq!((got.decision, got.layer), (Decision::Deny, Layer::Hook));
-    let got = approve(&asked("guardrail"), auto, Some(&allowing), None)
+    let got = approve(&asked("guardrail"), auto, Some(&mut allowing), None)
         .await
         .decision;
     assert_eq!(
@@ -568,7 +568,7 @@ async fn the_classifier_answers_only_what_hooks_and_the_fast_path_left_open_in_a
         (Decision::Deny, Layer::Guardrail)
     );
     let dont_ask = context(PermissionMode::DontAsk, &rules, &workspace);
-    let got = approve(&asked("ask"), dont_ask, Some(&allowing), None)
+    let got = approve(&asked("ask"), dont_ask, Some(&mut allowing), None)
         .await
         .decision;
     assert_eq!((got.decision, got.layer), (Decision::Deny, Layer::Mode));
@@ -578,7 +578,9 @@ async fn the_classifier_answers_only_what_hooks_and_the_fast_path_left_open_in_a
     let tool: Arc<dyn Tool> = Arc::new(crate::tools::WriteTool);
     let edit = PreparedCall::prepare(tool, json!({"file_path": "a.rs", "content": ""})).unwrap();
     let in_real = context(PermissionMode::Auto, &rules, &real);
-    let got = approve(&edit, in_real, Some(&denying), None).await.decision;
+    let got = approve(&edit, in_real, Some(&mut denying), None)
+        .await
+        .decision;
     assert_eq!(
         (got.decision, got.layer),
         (Decision::Allow, Layer::Mode),

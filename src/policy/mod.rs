@@ -3,6 +3,7 @@
 
 mod ask;
 mod authority;
+mod auto_mode;
 mod decision;
 mod file;
 mod file_access;
@@ -18,9 +19,13 @@ mod self_test;
 mod tool_name;
 mod workspace;
 
-pub use ask::{fast_path, headless_deny};
+pub use ask::{awaits_classifier, fast_path, headless_deny};
 pub use authority::{
     AuthorityError, lower_may_add, refuse_disabled, refuse_managed_keys_below, resolve_mode,
+};
+pub use auto_mode::{
+    AutoModeConfig, AutoModeProse, ClassifierProvider, ClassifierSettings, merge_auto_mode,
+    moots_classifier,
 };
 pub use decision::{
     Ask, AskCause, Decision, DenialCounts, GateDecision, Grounds, Layer, PermissionDecision,

@@ -64,6 +64,26 @@ impl RuleSet {
                 }
             }
         }
+        set.index_bash();
+        set
+    }
+
+    /// The same rules less those `drop` picks, and the dropped ones (auto mode drops the
+    /// allow rules that would make its classifier moot, and says which).
+    pub fn without(&self, drop: impl Fn(&Rule) -> bool) -> (RuleSet, Vec<Rule>) {
+        let (dropped, kept): (Vec<Rule>, Vec<Rule>) =
+            self.rules.iter().cloned().partition(|rule| drop(rule));
+        let mut set = RuleSet {
+            rules: kept,
+            ignored: self.ignored.clone(),
+            bash: BashRules::default(),
+        };
+        set.index_bash();
+        (set, dropped)
+    }
+
+    fn index_bash(&mut self) {
+        let set = self;
         for (index, rule) in set.rules.iter().enumerate() {
             let Some(RuleContent::Command(pattern)) = &rule.content else {
                 continue;
@@ -78,7 +98,6 @@ impl RuleSet {
             };
             list.push((pattern.clone(), index));
         }
-        set
     }
 
     /// The Bash content rules, for the analyser; ids index `rule_at`.

@@ -8,8 +8,8 @@ pub mod verdict;
 mod writer;
 
 pub use event::{
-    AbortCause, CheckOutcome, DenialSummary, Disposition, Event, ModelSummary, Outcome,
-    PolicySummary, ProgressUpdate, QueryEnd, ResultStatus, RunCounts, TaskSummary,
+    AbortCause, CheckOutcome, ClassifierCounts, DenialSummary, Disposition, Event, ModelSummary,
+    Outcome, PolicySummary, ProgressUpdate, QueryEnd, ResultStatus, RunCounts, TaskSummary,
 };
 pub use run::{CheckRecord, Denial, RunReport};
 pub use stream::{StreamFormat, StreamOutput, stream_type};

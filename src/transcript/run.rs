@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::{CheckOutcome, ModelSummary, Outcome, RunCounts};
+use crate::classifier::ProposedRule;
 use crate::exit::ExitCode;
 use crate::policy::{PermissionDecision, PermissionMode, ToolName};
 use crate::sandbox::{ProxyConnection, SandboxStatus};
@@ -44,8 +45,12 @@ pub struct RunReport {
     pub checks: Vec<CheckRecord>,
     pub final_message: Option<String>,
     pub error: Option<String>,
-    /// `None` when the model's price is unknown.
+    /// Agent and classifier together; `None` when a model's price is unknown.
     pub total_cost_usd: Option<f64>,
+    /// The classifier's share (auto mode with a classifier only).
+    pub classifier_cost_usd: Option<f64>,
+    /// Allow rules the classifier's denials propose (also in `proposed-rules.yaml`).
+    pub proposed_rules: Vec<ProposedRule>,
     pub duration_ms: u64,
     pub transcript: PathBuf,
     pub fail_on: FailOnSet,
@@ -68,8 +73,10 @@ impl Outcome {
             | Outcome::MaxOutputTokens
             | Outcome::Timeout
             | Outcome::Refusal => ExitCode::TaskFailed,
-            Outcome::DenialLimit | Outcome::PolicyDenied => ExitCode::PolicyStop,
-            Outcome::ProviderError => ExitCode::ProviderError,
+            Outcome::DenialLimit | Outcome::PolicyDenied | Outcome::ClassifierDenials => {
+                ExitCode::PolicyStop
+            }
+            Outcome::ProviderError | Outcome::ClassifierUnavailable => ExitCode::ProviderError,
             Outcome::Interrupted => ExitCode::Interrupted,
             Outcome::Terminated => ExitCode::Terminated,
         }
