@@ -111,6 +111,7 @@ fn context() -> (ToolContext, AbortHandle) {
     let (handle, abort) = AbortHandle::new();
     let ctx = ToolContext {
         workspace: Arc::new(Workspace::new("/".into(), vec![], None)),
+        rules: Arc::default(),
         limits: ToolLimits::default(),
         abort,
         files: FileStateCache::default(),

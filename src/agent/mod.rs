@@ -150,6 +150,7 @@ pub async fn run(
     };
     let ctx = ToolContext {
         workspace: spec.workspace.clone(),
+        rules: Arc::new(spec.rules.clone()),
         limits: spec.limits,
         abort: abort.clone(),
         files: FileStateCache::default(),

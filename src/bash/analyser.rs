@@ -1,10 +1,10 @@
 //! Walks a script's items in order, keeps what the analysis has found so far (reports, writes,
 //! problems, possible working directories) and folds it into one verdict.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use super::paths::{Cwds, check_read, lexical, locate};
+use super::paths::{Cwds, ReadLog, check_read, lexical, locate};
 use super::syntax::{Assignment, Item, Redirect};
 use super::{BashAnalysis, BashEnv, BashRules, BashVerdict, CommandReport, CommandVerdict, Script};
 
@@ -27,6 +27,7 @@ pub(crate) struct Analyser<'a> {
     /// Script-level reasons the script is not proven safe.
     pub problems: Vec<String>,
     pub cwds: Cwds,
+    pub reads: ReadLog,
 }
 
 impl<'a> Analyser<'a> {
@@ -42,6 +43,7 @@ impl<'a> Analyser<'a> {
             refusals: Vec::new(),
             problems: Vec::new(),
             cwds: Cwds::new(env.cwd),
+            reads: ReadLog::default(),
         }
     }
 
@@ -52,13 +54,21 @@ impl<'a> Analyser<'a> {
             return;
         }
         let items = self.parsed.items(src);
-        let functions: HashSet<String> = items
+        let calls: HashMap<&str, Vec<&str>> = items
             .iter()
             .filter_map(|item| match item {
-                Item::Function { name } => Some(name.clone()),
+                Item::Function { name, calls } => {
+                    Some((name.as_str(), calls.iter().map(String::as_str).collect()))
+                }
                 _ => None,
             })
             .collect();
+        if let Some(name) = recursive_function(&calls) {
+            self.problems.push(format!(
+                "the shell function `{name}` calls itself (directly or through others): recursion and fork bombs exhaust the machine"
+            ));
+        }
+        let functions: HashSet<String> = calls.keys().map(|n| (*n).to_owned()).collect();
         for item in items.iter() {
             match item {
                 Item::Command(cmd) => self.simple_command(cmd, &functions, depth),
@@ -123,7 +133,7 @@ impl<'a> Analyser<'a> {
             return;
         }
         if !writes {
-            if let Err(e) = check_read(target, self.env, &self.cwds) {
+            if let Err(e) = check_read(target, self.env, &self.cwds, &self.reads) {
                 self.problems.push(format!("`{}`: {e}", r.text));
             }
             return;
@@ -149,13 +159,54 @@ impl<'a> Analyser<'a> {
 
     pub fn finish(self) -> BashAnalysis {
         let verdict = self.verdict();
+        let named_denied = self.named_denied();
         BashAnalysis {
             verdict,
             commands: self.reports,
             writes: self.writes,
+            reads: self.reads.into_inner(),
+            named_denied,
             named_writes: self.named_writes,
             unseen_writes: self.unseen_writes,
         }
+    }
+
+    /// The first deny rule all of whose words appear among the words (split at blanks and
+    /// shell punctuation) of a command that is not proven safe: `mywrap 'rm -rf x'` names
+    /// `Bash(rm:*)`.
+    fn named_denied(&self) -> Option<(usize, String)> {
+        let unproven = self.reports.iter().filter(|r| {
+            matches!(
+                r.verdict,
+                CommandVerdict::Unproven | CommandVerdict::AskRule(_)
+            )
+        });
+        for report in unproven {
+            let tokens: Vec<&str> = report
+                .argv
+                .iter()
+                .flat_map(|w| w.split(|c: char| c.is_whitespace() || ";|&()<>`'\"$={}".contains(c)))
+                .filter(|t| !t.is_empty())
+                .map(super::pattern::base)
+                .collect();
+            for (pattern, id) in &self.rules.deny {
+                let words = pattern.words();
+                if !words.is_empty()
+                    && words
+                        .iter()
+                        .all(|w| tokens.contains(&super::pattern::base(w)))
+                {
+                    return Some((
+                        *id,
+                        format!(
+                            "`{}` names a command denied by rule Bash({pattern}), and bypassPermissions does not run what it cannot prove harmless",
+                            report.text
+                        ),
+                    ));
+                }
+            }
+        }
+        None
     }
 
     fn verdict(&self) -> BashVerdict {
@@ -211,6 +262,28 @@ impl<'a> Analyser<'a> {
             }
         }
     }
+}
+
+/// A function that can reach itself through the calls of the script's functions, if any
+/// (`f() { f; }`, `a() { b; }; b() { a; }`, `:(){ :|:& };:`).
+fn recursive_function<'n>(calls: &HashMap<&'n str, Vec<&'n str>>) -> Option<&'n str> {
+    let mut names: Vec<&str> = calls.keys().copied().collect();
+    names.sort_unstable();
+    names.into_iter().find(|start| {
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut stack: Vec<&str> = calls.get(start).cloned().unwrap_or_default();
+        while let Some(name) = stack.pop() {
+            if name == *start {
+                return true;
+            }
+            if seen.insert(name)
+                && let Some(next) = calls.get(name)
+            {
+                stack.extend(next.iter().copied());
+            }
+        }
+        false
+    })
 }
 
 /// Bash opens `/dev/tcp/host/port` and `/dev/udp/…` as sockets in redirections.

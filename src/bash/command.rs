@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 
 use super::analyser::{Analyser, MAX_NESTING};
+use super::evaluated::{inert_variable_name, runs_code, substitutions_loose};
 use super::paths::{inside_workspace, locate};
 use super::pattern::{Match, base};
 use super::readonly::{self, Ctx};
@@ -45,7 +46,11 @@ pub(crate) fn bare_variable_ok(name: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
         && !name.starts_with(|c: char| c.is_ascii_digit());
     let proxy = name.ends_with("_proxy");
-    safe_prefix_var(name) || (lower && !proxy)
+    // npm, pnpm and yarn read every `npm_config_*` (`npm_config_script_shell`) as a setting.
+    let runner_setting = ["npm_config_", "yarn_", "pnpm_"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix));
+    safe_prefix_var(name) || (lower && !proxy && !runner_setting)
 }
 
 /// System folders whose programs are the real ones: elsewhere `./ls` is not `ls`.
@@ -67,6 +72,19 @@ struct RuleHits {
 
 impl Analyser<'_> {
     fn match_rules(&self, argv: &[Word], hits: &mut RuleHits) {
+        self.match_view(argv, hits);
+        // Only git with options before its subcommand reads differently to a rule.
+        let global_options = argv
+            .get(1)
+            .is_some_and(|w| w.fixed().is_none_or(|v| v.starts_with('-')));
+        if global_options && argv.first().and_then(Word::fixed).map(base) == Some("git") {
+            for view in super::git::rule_views(argv) {
+                self.match_view(&view, hits);
+            }
+        }
+    }
+
+    fn match_view(&self, argv: &[Word], hits: &mut RuleHits) {
         if hits.deny.is_none() {
             for (p, id) in &self.rules.deny {
                 match p.match_words(argv, true) {
@@ -87,7 +105,8 @@ impl Analyser<'_> {
         }
     }
 
-    fn allow_rule(&self, argv: &[Word]) -> Option<(usize, String)> {
+    /// The first allow rule that matches, with how many of the command's words it spells out.
+    fn allow_rule(&self, argv: &[Word]) -> Option<(usize, String, usize)> {
         let base_ok = argv
             .first()
             .and_then(Word::fixed)
@@ -96,7 +115,7 @@ impl Analyser<'_> {
             .allow
             .iter()
             .find(|(p, _)| p.match_words(argv, base_ok) == Match::Yes)
-            .map(|(p, id)| (*id, p.to_string()))
+            .map(|(p, id)| (*id, p.to_string(), p.words().len()))
     }
 
     pub(crate) fn simple_command(
@@ -128,6 +147,33 @@ impl Analyser<'_> {
 
     fn judge(&mut self, job: &Job, words: Vec<Word>, mut unproven: Vec<String>) {
         let mut argv = words;
+        // A reserved word in command position means tree-sitter-bash misread the syntax
+        // (`! if …` parses as a command `if`); Bash runs what follows it.
+        let mut keywords = 0;
+        while let Some(word) = argv.get(keywords).and_then(Word::fixed) {
+            if !reserved_word(word) {
+                break;
+            }
+            // `function NAME {`: the name is syntax too.
+            keywords += if word == "function" { 2 } else { 1 };
+        }
+        let keywords = keywords.min(argv.len());
+        if keywords > 0 {
+            unproven.push(format!(
+                "`{}` is shell syntax the parser read as a command",
+                argv[0].raw
+            ));
+            argv.drain(..keywords);
+            if argv.is_empty() {
+                self.reports.push(CommandReport {
+                    text: job.text.to_owned(),
+                    argv: Vec::new(),
+                    verdict: CommandVerdict::Unproven,
+                    why: format!("`{}`: {}", job.text, unproven.join("; ")),
+                });
+                return;
+            }
+        }
         let mut through: Vec<String> = Vec::new();
         let mut hits = RuleHits::default();
         let mut forced: Option<&'static str> = None;
@@ -138,7 +184,12 @@ impl Analyser<'_> {
                 break;
             };
             let name = base(&name).to_owned();
-            match wrappers::unwrap(&name, &argv) {
+            let unwrapped = wrappers::unwrap(&name, &argv);
+            // A wrapper may read its own operands (`xargs -a FILE`, `flock FILE`).
+            if !matches!(unwrapped, Unwrap::No) {
+                self.log_reads(&argv);
+            }
+            match unwrapped {
                 Unwrap::No => break,
                 Unwrap::Inner {
                     start,
@@ -166,7 +217,10 @@ impl Analyser<'_> {
                     problem,
                 } => {
                     unproven.extend(problem);
-                    through.push(name);
+                    // `env -S` rebuilds its own argv: env is read again, not run twice.
+                    if inner.first().and_then(Word::fixed).map(base) != Some(name.as_str()) {
+                        through.push(name);
+                    }
                     argv = inner;
                 }
                 Unwrap::Nothing { read_only, why } => {
@@ -186,11 +240,24 @@ impl Analyser<'_> {
                         self.match_rules(&argv[k..], &mut tail_hits);
                         hits.deny = tail_hits.deny;
                     }
+                    // A word holding several words may be a script the program hands to a
+                    // shell (`sg wheel -c 'rm x'`): analysed as one, so deny rules reach it.
+                    let scripts: Vec<String> = argv[1..]
+                        .iter()
+                        .filter_map(Word::fixed)
+                        .filter(|v| v.contains(char::is_whitespace))
+                        .map(str::to_owned)
+                        .collect();
+                    for script in scripts {
+                        self.script(&script, job.depth + 1);
+                    }
                     break;
                 }
             }
         }
+        unproven.extend(self.evaluated_operands(job, &argv));
         let exec_reason = self.nested(job, &argv);
+        let mut proved = false;
         let (verdict, why) = if let Some((id, pattern, maybe)) = hits.deny {
             let why = if maybe {
                 format!(
@@ -211,12 +278,15 @@ impl Analyser<'_> {
             if let Some(name) = argv.first().and_then(Word::fixed) {
                 unproven.extend(readonly::hazard(base(name), &argv[1..]));
             }
-            match (unproven.is_empty(), self.allow_rule(&argv)) {
+            let allowed = self.allow_rule(&argv);
+            let covered = allowed.as_ref().map_or(1, |(_, _, len)| *len);
+            unproven.extend(super::runners::hazard(&argv, covered, self.env, &self.cwds));
+            match (unproven.is_empty(), allowed) {
                 (false, _) => (
                     CommandVerdict::Unproven,
                     format!("`{}`: {}", job.text, unproven.join("; ")),
                 ),
-                (true, Some((id, pattern))) => (
+                (true, Some((id, pattern, _))) => (
                     CommandVerdict::AllowedByRule(id),
                     format!("allowed by rule Bash({pattern})"),
                 ),
@@ -225,7 +295,11 @@ impl Analyser<'_> {
                         (Some(r), _) => Err(r),
                         (None, Some((true, why))) => Ok(why.to_owned()),
                         (None, Some((false, why))) => Err(why.to_owned()),
-                        (None, None) => self.prove_read_only(job, &argv, through.is_empty()),
+                        (None, None) => {
+                            let proof = self.prove_read_only(job, &argv, through.is_empty());
+                            proved = proof.is_ok();
+                            proof
+                        }
                     };
                     match proof {
                         Ok(why) => (CommandVerdict::ReadOnly, why),
@@ -240,6 +314,11 @@ impl Analyser<'_> {
         ) {
             self.argument_writes(job.text, &argv);
         }
+        // A proof logged what the command reads; otherwise it is logged here, whatever the
+        // verdict.
+        if !proved {
+            self.log_reads(&argv);
+        }
         let why = if through.is_empty() {
             why
         } else {
@@ -253,12 +332,50 @@ impl Analyser<'_> {
         });
     }
 
+    /// Logs what a known reader reads whatever its verdict (allowed by a rule, refused for a
+    /// flag, run in bypassPermissions): Read rules and read guardrails reach it all the same.
+    fn log_reads(&self, argv: &[Word]) {
+        let Some(name) = argv.first().and_then(Word::fixed).map(base) else {
+            return;
+        };
+        let ctx = Ctx {
+            env: self.env,
+            cwds: &self.cwds,
+            reads: &self.reads,
+        };
+        if readonly::known(name) {
+            let _ = readonly::check(name, &argv[1..], &ctx);
+            return;
+        }
+        // Any other program may read any word it is given (`cp .env x`, `xxd .env`,
+        // `xargs -a .env`): each plain word, and the value of `--opt=value`, counts as a read.
+        for word in &argv[1..] {
+            let Some(v) = word.fixed() else { continue };
+            let path = match v.split_once('=') {
+                Some((opt, value)) if opt.starts_with('-') => value,
+                // `-a.env`: a short option with its value attached.
+                _ if v.starts_with('-') && !v.starts_with("--") && v.len() > 2 => &v[2..],
+                _ if v.starts_with('-') => continue,
+                _ => v,
+            };
+            let mut candidate = Word::literal(path);
+            candidate.tilde = word.tilde && path == v;
+            super::paths::log_read(&candidate, false, self.env, &self.cwds, &self.reads);
+        }
+    }
+
     /// Analyses what the command runs inline, so that deny rules reach it whatever this
     /// command's own verdict; returns why the command itself needs an explicit allow rule.
     fn nested(&mut self, job: &Job, argv: &[Word]) -> Option<String> {
         let name = base(argv.first()?.fixed()?).to_owned();
         if name == "find" {
             self.find_exec(job, argv);
+            return None;
+        }
+        if name == "git" {
+            for script in super::git::config_scripts(argv) {
+                self.script(&script, job.depth + 1);
+            }
             return None;
         }
         match wrappers::inline_script(&name, argv) {
@@ -269,6 +386,51 @@ impl Analyser<'_> {
             }
             Inline::Unknown(reason) => Some(reason),
         }
+    }
+
+    /// Operands Bash evaluates as arithmetic: the names after `test -v`/`-R` (their
+    /// subscripts) and every argument of `let`. What a literal operand would run is analysed
+    /// (deny rules reach it); any operand not proven inert is a reason to ask.
+    fn evaluated_operands(&mut self, job: &Job, argv: &[Word]) -> Vec<String> {
+        let Some(name) = argv.first().and_then(Word::fixed).map(base) else {
+            return Vec::new();
+        };
+        let operands: Vec<&Word> = match name {
+            "test" | "[" => argv
+                .windows(2)
+                .filter(|w| matches!(w[0].fixed(), Some("-v" | "-R")))
+                .map(|w| &w[1])
+                .collect(),
+            "let" => argv[1..].iter().collect(),
+            // `trap ACTION SIGNAL…` runs ACTION later: a script like `eval`'s.
+            "trap" => {
+                let action = argv[1..]
+                    .iter()
+                    .find(|w| !w.fixed().is_some_and(|v| v.starts_with('-')));
+                if let Some(script) = action.and_then(Word::fixed) {
+                    self.script(script, job.depth + 1);
+                }
+                return Vec::new();
+            }
+            _ => return Vec::new(),
+        };
+        let mut reasons = Vec::new();
+        for operand in operands {
+            if name != "let" && operand.fixed().is_some_and(inert_variable_name) {
+                continue;
+            }
+            reasons.push(format!(
+                "`{name}` evaluates `{}` as arithmetic, which can run commands hidden in it",
+                operand.raw
+            ));
+            if runs_code(operand.template()) {
+                self.script(&format!(": {}", operand.template()), job.depth + 1);
+            }
+            for inner in substitutions_loose(operand.template()) {
+                self.script(&inner, job.depth + 1);
+            }
+        }
+        reasons
     }
 
     /// `find … -exec cmd {} ;`: each command is checked, with `{}` unknown.
@@ -341,6 +503,7 @@ impl Analyser<'_> {
         let ctx = Ctx {
             env: self.env,
             cwds: &self.cwds,
+            reads: &self.reads,
         };
         readonly::check(name, &argv[1..], &ctx).map(|()| "read-only".to_owned())
     }
@@ -440,6 +603,37 @@ impl Analyser<'_> {
             why,
         });
     }
+}
+
+/// Bash's reserved words: never a command name in a correct parse. tree-sitter-bash can glue
+/// several into one word (`{ {`).
+fn reserved_word(word: &str) -> bool {
+    !word.trim().is_empty() && word.split_whitespace().all(reserved)
+}
+
+fn reserved(word: &str) -> bool {
+    matches!(
+        word,
+        "if" | "then"
+            | "else"
+            | "elif"
+            | "fi"
+            | "do"
+            | "done"
+            | "case"
+            | "esac"
+            | "while"
+            | "until"
+            | "for"
+            | "in"
+            | "select"
+            | "function"
+            | "{"
+            | "}"
+            | "!"
+            | "[["
+            | "]]"
+    )
 }
 
 /// The command being judged and where it stands.

@@ -2,7 +2,7 @@
 //! only inspecting subcommands pass, and their writing or executing options are refused.
 
 use super::BashEnv;
-use super::paths::{Cwds, check_read};
+use super::paths::{Cwds, ReadLog, check_read, log_read};
 use super::word::Word;
 
 /// Long options that write files, run programs or read outside the repository. Git accepts
@@ -51,7 +51,13 @@ const READ_ONLY: &[&str] = &[
     "whatchanged",
 ];
 
-pub(crate) fn check(args: &[Word], env: &BashEnv, cwds: &Cwds) -> Result<(), String> {
+pub(crate) fn check(
+    args: &[Word],
+    env: &BashEnv,
+    cwds: &Cwds,
+    log: &ReadLog,
+) -> Result<(), String> {
+    log_operands(args, env, cwds, log);
     let mut i = 0;
     let mut chdir = false;
     let sub = loop {
@@ -73,7 +79,7 @@ pub(crate) fn check(args: &[Word], env: &BashEnv, cwds: &Cwds) -> Result<(), Str
             | "--no-replace-objects" => {}
             "-C" => {
                 let dir = args.get(i).ok_or("`git -C` needs a directory")?;
-                check_read(dir, env, cwds)?;
+                check_read(dir, env, cwds, log)?;
                 chdir = true;
                 i += 1;
             }
@@ -95,7 +101,7 @@ pub(crate) fn check(args: &[Word], env: &BashEnv, cwds: &Cwds) -> Result<(), Str
     let rest = &args[i..];
     options(sub, rest)?;
     listing_only(sub, rest)?;
-    paths(rest, chdir, env, cwds)
+    paths(rest, chdir, env, cwds, log)
 }
 
 fn options(sub: &str, rest: &[Word]) -> Result<(), String> {
@@ -221,7 +227,13 @@ fn listing_only(sub: &str, rest: &[Word]) -> Result<(), String> {
 
 /// Revisions and paths look alike; a word that can only be a path outside (absolute, `~`, a
 /// `..` component) is checked. `git diff a b` with a path outside the repository reads it.
-fn paths(rest: &[Word], chdir: bool, env: &BashEnv, cwds: &Cwds) -> Result<(), String> {
+fn paths(
+    rest: &[Word],
+    chdir: bool,
+    env: &BashEnv,
+    cwds: &Cwds,
+    log: &ReadLog,
+) -> Result<(), String> {
     for w in rest {
         let Some(v) = w.value.as_deref() else {
             continue;
@@ -235,7 +247,209 @@ fn paths(rest: &[Word], chdir: bool, env: &BashEnv, cwds: &Cwds) -> Result<(), S
                 "`{v}` is a path outside the directory given to `git -C`"
             ));
         }
-        check_read(w, env, cwds)?;
+        check_read(w, env, cwds, log)?;
     }
     Ok(())
+}
+
+/// git's global options (before the subcommand) that take the next word as their value.
+const GLOBAL_VALUED: &[&str] = &[
+    "-C",
+    "-c",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--config-env",
+    "--attr-source",
+    "--super-prefix",
+    "--exec-path",
+    "--list-cmds",
+];
+
+/// git's global options that take no value (`--opt=value` forms of the valued ones are one
+/// word too).
+const GLOBAL_FLAGS: &[&str] = &[
+    "-p",
+    "--paginate",
+    "-P",
+    "--no-pager",
+    "--no-replace-objects",
+    "--bare",
+    "--literal-pathspecs",
+    "--no-literal-pathspecs",
+    "--glob-pathspecs",
+    "--noglob-pathspecs",
+    "--icase-pathspecs",
+    "--no-optional-locks",
+    "--no-advice",
+    "--no-lazy-fetch",
+    "--html-path",
+    "--man-path",
+    "--info-path",
+];
+
+/// The ways `git GLOBAL-OPTIONS… sub args…` may be read as `git sub args…`, for rules to match
+/// (`git -C . push` is `git push` to a `Bash(git push:*)` rule). An option not known to git is
+/// read both as a flag and as taking a value, so that neither reading escapes a rule; a
+/// `-c alias.NAME=VALUE` naming the subcommand also yields the command it stands for.
+pub(crate) fn rule_views(argv: &[Word]) -> Vec<Vec<Word>> {
+    let mut views = Vec::new();
+    let mut aliases: Vec<(String, String)> = Vec::new();
+    skip_globals(argv, 1, &mut aliases, &mut views);
+    let mut expanded = Vec::new();
+    for view in &views {
+        let Some(sub) = view.get(1).and_then(Word::fixed) else {
+            continue;
+        };
+        for (_, value) in aliases.iter().filter(|(name, _)| name == sub) {
+            // `!cmd` aliases run a shell command: the analyser reads those as scripts.
+            if value.starts_with('!') {
+                continue;
+            }
+            let mut alias_view = vec![view[0].clone()];
+            alias_view.extend(value.split_whitespace().map(Word::literal));
+            alias_view.extend(view[2..].iter().cloned());
+            expanded.push(alias_view);
+        }
+    }
+    views.extend(expanded);
+    views
+}
+
+fn skip_globals(
+    argv: &[Word],
+    mut i: usize,
+    aliases: &mut Vec<(String, String)>,
+    views: &mut Vec<Vec<Word>>,
+) {
+    const MAX_VIEWS: usize = 16;
+    while let Some(w) = argv.get(i) {
+        if views.len() >= MAX_VIEWS {
+            return;
+        }
+        let Some(v) = w.fixed() else { break };
+        if !v.starts_with('-') || v == "-" {
+            break;
+        }
+        let name = v.split('=').next().unwrap_or(v);
+        if v == "-c" {
+            if let Some(setting) = argv.get(i + 1).and_then(Word::fixed)
+                && let Some((key, value)) = setting.split_once('=')
+                && let Some(alias) = key.strip_prefix("alias.")
+            {
+                aliases.push((alias.to_owned(), value.to_owned()));
+            }
+            i += 2;
+        } else if GLOBAL_VALUED.contains(&v) {
+            // `--exec-path` and `--list-cmds` alone take no value.
+            i += if matches!(v, "--exec-path" | "--list-cmds") {
+                1
+            } else {
+                2
+            };
+        } else if GLOBAL_FLAGS.contains(&v)
+            || (GLOBAL_VALUED.contains(&name) && v.contains('='))
+            || ((v.starts_with("-C") || v.starts_with("-c")) && v.len() > 2)
+        {
+            i += 1;
+        } else {
+            // Unknown to this table: try it both as a flag and with a value.
+            let mut with_value = argv[..i].to_vec();
+            with_value.extend(argv.get(i + 2..).unwrap_or(&[]).iter().cloned());
+            skip_globals(&with_value, i, aliases, views);
+            i += 1;
+        }
+    }
+    let mut view = vec![argv[0].clone()];
+    view.extend(argv.get(i..).unwrap_or(&[]).iter().cloned());
+    if !views.contains(&view) {
+        views.push(view);
+    }
+}
+
+/// Every `-c name=value` given to git, as a script: many settings (`core.pager`,
+/// `core.sshCommand`, `core.fsmonitor`, `diff.external`, filters, `!` aliases) are commands
+/// git runs, so deny rules must reach them whatever the setting's name.
+pub(crate) fn config_scripts(argv: &[Word]) -> Vec<String> {
+    let mut scripts = Vec::new();
+    let mut i = 1;
+    while let Some(v) = argv.get(i).and_then(Word::fixed) {
+        if !v.starts_with('-') {
+            break;
+        }
+        let setting = if v == "-c" {
+            i += 1;
+            argv.get(i).and_then(Word::fixed)
+        } else {
+            v.strip_prefix("-c").filter(|s| s.contains('='))
+        };
+        if let Some((_, value)) = setting.and_then(|s| s.split_once('=')) {
+            scripts.push(value.trim_start_matches('!').to_owned());
+        }
+        i += 1;
+    }
+    scripts
+}
+
+/// Logs what a git command's operands may read: each word after the subcommand as a path
+/// (pathspecs, `--no-index` files) and the path of `REV:path` (a blob's content), from the
+/// working directory and from each workspace root (`REV:path` is relative to the repository's
+/// top). Done before any check, so that what git reads is known even when it is refused.
+fn log_operands(args: &[Word], env: &BashEnv, cwds: &Cwds, log: &ReadLog) {
+    let mut i = 0;
+    let mut chdir: Option<&str> = None;
+    while let Some(v) = args.get(i).and_then(Word::fixed) {
+        if !v.starts_with('-') {
+            break;
+        }
+        if v == "-C" {
+            chdir = args.get(i + 1).and_then(Word::fixed);
+        }
+        i += if GLOBAL_VALUED.contains(&v) && !matches!(v, "--exec-path" | "--list-cmds") {
+            2
+        } else {
+            1
+        };
+    }
+    let base = |path: &str| match chdir {
+        Some(dir) if !path.starts_with('/') => format!("{dir}/{path}"),
+        _ => path.to_owned(),
+    };
+    let sub = args.get(i).and_then(Word::fixed);
+    // `git grep` searches every tracked file below its pathspecs, or below here when only
+    // the pattern is given.
+    let search = sub == Some("grep");
+    let operands = args
+        .iter()
+        .skip(i + 1)
+        .filter(|w| !w.value.as_deref().is_some_and(|v| v.starts_with('-')))
+        .count();
+    if search && operands <= 1 {
+        log_read(&Word::literal(&base(".")), true, env, cwds, log);
+    }
+    for w in args.iter().skip(i + 1) {
+        let Some(v) = w.value.as_deref() else {
+            continue;
+        };
+        if v.starts_with('-') {
+            continue;
+        }
+        let mut word = w.clone();
+        match v.split_once(':') {
+            Some((_, blob)) if !blob.is_empty() => {
+                let blob = blob.trim_start_matches("./");
+                word.value = Some(base(blob));
+                log_read(&word, false, env, cwds, log);
+                for root in env.workspace_roots {
+                    let mut at_root = Word::literal(&format!("{}/{blob}", root.display()));
+                    at_root.glob = w.glob;
+                    log_read(&at_root, false, env, cwds, log);
+                }
+            }
+            _ => {
+                word.value = Some(base(v));
+                log_read(&word, search, env, cwds, log);
+            }
+        }
+    }
 }

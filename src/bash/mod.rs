@@ -4,10 +4,12 @@
 mod analyser;
 mod arg_writes;
 mod command;
+mod evaluated;
 mod git;
 mod paths;
 mod pattern;
 mod readonly;
+mod runners;
 mod sed;
 mod syntax;
 mod word;
@@ -52,6 +54,13 @@ pub struct BashAnalysis {
     /// expanded, symlinks resolved via `env.resolve`). The caller checks each like an Edit.
     /// A target that cannot be known statically is not listed: it makes the verdict Ask.
     pub writes: Vec<PathBuf>,
+    /// Every file or folder the script's known readers read (cat, grep -r, `git show REV:path`,
+    /// `<` redirections…), inside the workspace or not, whatever the verdict: the caller checks
+    /// each against Read rules and the read guardrails, which reach every mode.
+    pub reads: Vec<ReadAccess>,
+    /// Rules whose words an unproven command names (`mywrap rm -rf x` for `Bash(rm:*)`): where
+    /// nobody reviews what runs (bypassPermissions), such a command is denied, conservatively.
+    pub named_denied: Option<(usize, String)>,
     /// Every path a command that is not proven read-only (so runs by a rule or the mode)
     /// names as a file it creates, changes or removes (`cp a b`, `mkdir -p d`, `sed -i … f`),
     /// located like `writes`. The caller holds each against the write guardrails only: the
@@ -61,6 +70,16 @@ pub struct BashAnalysis {
     /// write files whose names only their input knows (`tar -x`, `unzip`, `patch`): the
     /// caller treats each as a guardrail, since a planted `.git` can hide in them.
     pub unseen_writes: Vec<String>,
+}
+
+/// A path a command reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadAccess {
+    /// Absolute, normalised, symlinks resolved. For a glob, the folder before its first
+    /// wildcard (with `below` set).
+    pub path: PathBuf,
+    /// Everything below `path` may be read (`grep -r`, `rg`, a glob).
+    pub below: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,6 +178,8 @@ pub fn evaluate_parsed(parsed: &Script, rules: &BashRules, env: &BashEnv) -> Bas
             },
             commands: Vec::new(),
             writes: Vec::new(),
+            reads: Vec::new(),
+            named_denied: None,
             named_writes: Vec::new(),
             unseen_writes: Vec::new(),
         };
@@ -268,6 +289,92 @@ mod tests {
             ]
         );
         assert!(a.commands[2].why.contains("run through `timeout`"));
+    }
+
+    #[test]
+    fn deny_rules_reach_past_git_global_options() {
+        for script in [
+            "git -C . reset --hard",
+            "git -C/ws reset",
+            "git --git-dir=.git --work-tree . reset",
+            "git --no-pager -c color.ui=never reset",
+            "git --unknown-opt value reset",
+            "git -c alias.r=reset r --hard",
+            "git -c 'alias.x=!rm -rf src' x",
+            "git -c core.pager='rm x' log",
+        ] {
+            assert!(
+                matches!(run(script).verdict, BashVerdict::Deny { .. }),
+                "{script}: {:?}",
+                run(script).verdict
+            );
+        }
+        assert!(matches!(
+            run("git -C . push").verdict,
+            BashVerdict::Ask { rule: Some(3), .. }
+        ));
+    }
+
+    #[test]
+    fn a_rule_that_spells_out_a_hazardous_option_allows_it() {
+        let p = |s: &str, id| (CommandPattern::parse(s).unwrap(), id);
+        let rules = BashRules {
+            allow: vec![p("cargo test --config ci.toml:*", 1), p("npm test:*", 2)],
+            ..BashRules::default()
+        };
+        let roots = [PathBuf::from("/ws")];
+        let identity = |p: &Path| p.to_path_buf();
+        let env = BashEnv {
+            cwd: Path::new("/ws"),
+            workspace_roots: &roots,
+            home: None,
+            resolve: &identity,
+        };
+        let verdict = |script: &str| evaluate(script, &rules, &env).verdict;
+        assert_eq!(
+            verdict("cargo test --config ci.toml --lib"),
+            BashVerdict::Allow
+        );
+        assert!(matches!(
+            verdict("cargo test --config ci.toml --config x.toml"),
+            BashVerdict::Ask { .. }
+        ));
+        assert!(matches!(
+            verdict("npm test --prefix=/tmp"),
+            BashVerdict::Ask { .. }
+        ));
+    }
+
+    #[test]
+    fn reads_are_reported_for_the_caller() {
+        let a = run("cat README.md < in.txt; grep -r x src; git show HEAD:a/b; cat /etc/hosts");
+        let reads: Vec<(String, bool)> = a
+            .reads
+            .iter()
+            .map(|r| (r.path.display().to_string(), r.below))
+            .collect();
+        for expected in [
+            ("/ws/in.txt", false),
+            ("/ws/README.md", false),
+            ("/ws/src", true),
+            ("/ws/a/b", false),
+            ("/etc/hosts", false),
+        ] {
+            assert!(
+                reads.contains(&(expected.0.to_owned(), expected.1)),
+                "{expected:?} not in {reads:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unproven_command_naming_a_denied_program_is_flagged() {
+        assert_eq!(
+            run("mywrap 'rm -rf /'").named_denied.map(|(id, _)| id),
+            Some(4)
+        );
+        assert_eq!(run("mywrap ls").named_denied, None);
+        assert_eq!(run("git status").named_denied, None);
     }
 
     #[test]

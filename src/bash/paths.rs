@@ -1,10 +1,11 @@
 //! Where a path word points: tilde, working directory (which `cd` may have changed), `..`
 //! through symlinks (via the injected resolver), and whether it stays inside the workspace.
 
+use std::cell::RefCell;
 use std::path::{Component, Path, PathBuf};
 
-use super::BashEnv;
 use super::word::Word;
+use super::{BashEnv, ReadAccess};
 
 /// More possible working directories than this are not tracked.
 const MAX_CWDS: usize = 8;
@@ -127,21 +128,126 @@ pub(crate) fn inside_workspace(path: &Path, env: &BashEnv) -> bool {
         .any(|root| path.starts_with(root))
 }
 
-/// Device files that are harmless to read.
+/// Device files that are harmless to read (they end at once).
 pub(crate) fn harmless_read(path: &Path) -> bool {
-    path.starts_with("/dev/fd")
-        || matches!(
-            path.to_str(),
-            Some("/dev/null" | "/dev/stdin" | "/dev/zero" | "/dev/urandom" | "/dev/random")
-        )
+    path.starts_with("/dev/fd") || matches!(path.to_str(), Some("/dev/null" | "/dev/stdin"))
 }
 
-/// Checks that a word names only paths inside the workspace (or a harmless device).
-pub(crate) fn check_read(word: &Word, env: &BashEnv, cwds: &Cwds) -> Result<(), String> {
+/// Devices that never end: a "read-only" `cat /dev/zero` fills memory or the log.
+fn endless_device(path: &Path) -> bool {
+    matches!(
+        path.to_str(),
+        Some("/dev/zero" | "/dev/urandom" | "/dev/random" | "/dev/full")
+    )
+}
+
+/// The paths the script's readers read, recorded as they are checked (the checks return at
+/// the first problem, but what was read before must still reach the caller).
+#[derive(Debug, Default)]
+pub(crate) struct ReadLog(RefCell<Vec<ReadAccess>>);
+
+impl ReadLog {
+    pub fn record(&self, path: PathBuf, below: bool) {
+        let access = ReadAccess { path, below };
+        let mut list = self.0.borrow_mut();
+        if !list.contains(&access) {
+            list.push(access);
+        }
+    }
+
+    pub fn into_inner(self) -> Vec<ReadAccess> {
+        self.0.into_inner()
+    }
+}
+
+/// Where a reader of `word` reads, for the read log: located paths, or for a glob the folder
+/// before its first wildcard, read below.
+pub(crate) fn log_read(word: &Word, below: bool, env: &BashEnv, cwds: &Cwds, log: &ReadLog) {
+    if word.fixed() == Some("-") {
+        return;
+    }
+    let Some(value) = word.value.as_deref() else {
+        // `cat /proc/$$/environ`, `cat "$f"`: the folder before the expansion, read below.
+        let cut = word.raw.find(['$', '`']).unwrap_or(word.raw.len());
+        let literal: String = word.raw[..cut]
+            .chars()
+            .filter(|c| !matches!(c, '"' | '\'' | '\\'))
+            .collect();
+        let dir = literal.rsplit_once('/').map_or(".", |(dir, _)| dir);
+        let dir = if dir.is_empty() && literal.starts_with('/') {
+            "/"
+        } else if dir.is_empty() {
+            "."
+        } else {
+            dir
+        };
+        let mut prefix = Word::literal(dir);
+        prefix.tilde = word.tilde;
+        if let Ok(paths) = locate(&prefix, env, cwds) {
+            paths.into_iter().for_each(|p| log.record(p, true));
+        }
+        return;
+    };
+    if word.glob {
+        let literal: Vec<&str> = value
+            .split('/')
+            .take_while(|c| !c.contains(['*', '?', '[', '{']))
+            .collect();
+        let mut prefix = Word::literal(&literal.join("/"));
+        prefix.tilde = word.tilde;
+        if prefix.value.as_deref() == Some("") {
+            prefix = Word::literal(if value.starts_with('/') { "/" } else { "." });
+        }
+        if let Ok(paths) = locate(&prefix, env, cwds) {
+            paths.into_iter().for_each(|p| log.record(p, true));
+        }
+        return;
+    }
+    if let Ok(paths) = locate(word, env, cwds) {
+        paths.into_iter().for_each(|p| log.record(p, below));
+    }
+}
+
+/// Checks that a word names only paths inside the workspace (or a harmless device), and logs
+/// what it reads.
+pub(crate) fn check_read(
+    word: &Word,
+    env: &BashEnv,
+    cwds: &Cwds,
+    log: &ReadLog,
+) -> Result<(), String> {
+    check_read_below(word, false, env, cwds, log)
+}
+
+/// As [`check_read`], for a reader that reads everything below a folder (`grep -r`).
+pub(crate) fn check_read_below(
+    word: &Word,
+    below: bool,
+    env: &BashEnv,
+    cwds: &Cwds,
+    log: &ReadLog,
+) -> Result<(), String> {
     if word.fixed() == Some("-") {
         return Ok(());
     }
-    for path in locate(word, env, cwds)? {
+    let located = if word.glob || word.value.is_none() {
+        log_read(word, below, env, cwds, log);
+        locate(word, env, cwds)?
+    } else {
+        let paths = locate(word, env, cwds)?;
+        for p in &paths {
+            log.record(p.clone(), below);
+        }
+        paths
+    };
+    for path in located {
+        if endless_device(&path) {
+            return Err(format!(
+                "`{}` reads {}, which never ends",
+                word.raw,
+                path.display()
+            ));
+        }
         if !(inside_workspace(&path, env) || harmless_read(&path)) {
             return Err(format!(
                 "`{}` reads {} outside the workspace",
@@ -200,8 +306,22 @@ mod tests {
                 locate(&w, env, &cwds),
                 Ok(vec![PathBuf::from("/home/u/.bashrc")])
             );
-            assert!(check_read(&Word::literal("src/../README.md"), env, &cwds).is_ok());
-            assert!(check_read(&Word::literal("../x"), env, &cwds).is_err());
+            let log = ReadLog::default();
+            assert!(check_read(&Word::literal("src/../README.md"), env, &cwds, &log).is_ok());
+            assert!(check_read(&Word::literal("../x"), env, &cwds, &log).is_err());
+            assert_eq!(
+                log.into_inner(),
+                vec![
+                    ReadAccess {
+                        path: PathBuf::from("/ws/README.md"),
+                        below: false
+                    },
+                    ReadAccess {
+                        path: PathBuf::from("/x"),
+                        below: false
+                    },
+                ]
+            );
             let mut user = Word::literal("~root/x");
             user.tilde = true;
             assert!(locate(&user, env, &cwds).is_err());

@@ -75,7 +75,7 @@ impl CommandPattern {
         self.match_words(&words, true) == Match::Yes
     }
 
-    fn words(&self) -> &[String] {
+    pub(crate) fn words(&self) -> &[String] {
         match self {
             CommandPattern::Exact(w) | CommandPattern::Prefix(w) => w,
         }

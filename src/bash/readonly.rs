@@ -2,7 +2,7 @@
 //! Flags are allowlisted (an unknown or abbreviated flag is refused); every path must be inside.
 
 use super::BashEnv;
-use super::paths::{Cwds, check_read};
+use super::paths::{Cwds, ReadLog, check_read, check_read_below};
 use super::sed::{check_awk_program, check_sed_script};
 use super::word::Word;
 
@@ -10,6 +10,8 @@ use super::word::Word;
 pub(crate) struct Ctx<'a> {
     pub env: &'a BashEnv<'a>,
     pub cwds: &'a Cwds,
+    /// Where every path read is recorded, for the caller's Read rules and guardrails.
+    pub reads: &'a ReadLog,
 }
 
 /// How a command's operands are read.
@@ -42,6 +44,12 @@ struct Spec {
     /// No option of this command writes or runs anything, so a glob or expansion that turns
     /// into an option is harmless.
     options_harmless: bool,
+    /// Options that take the names of the files to read from a file (`--files0-from`,
+    /// `md5sum -c`): what is read then cannot be known here.
+    names_from_file: &'static [&'static str],
+    /// Options that make it read everything below a folder operand (`grep -r`); `&["*"]`
+    /// when it always does (`rg`).
+    recursive: &'static [&'static str],
 }
 
 const NONE: &[&str] = &[];
@@ -57,6 +65,8 @@ const fn spec(short: &'static str, operands: Operands) -> Spec {
         numeric: false,
         operands,
         options_harmless: true,
+        names_from_file: NONE,
+        recursive: NONE,
     }
 }
 
@@ -99,6 +109,7 @@ fn spec_for(name: &str) -> Option<Spec> {
             long: &["bytes", "chars", "lines", "words", "max-line-length"],
             long_val: &["files0-from", "total"],
             path_opts: &["--files0-from"],
+            names_from_file: &["--files0-from"],
             ..spec("clmwL", Paths)
         },
         "grep" | "egrep" | "fgrep" => Spec {
@@ -154,6 +165,7 @@ fn spec_for(name: &str) -> Option<Spec> {
             ],
             path_opts: &["-f", "--file", "--exclude-from"],
             pattern_opts: &["-e", "-f", "--regexp", "--file"],
+            recursive: &["-r", "-R", "--recursive", "--dereference-recursive"],
             numeric: true,
             ..spec("EFGPiyvwxcLloqsbHhnTZzaUIr", PatternThenPaths)
         },
@@ -242,6 +254,7 @@ fn spec_for(name: &str) -> Option<Spec> {
             ],
             path_opts: &["-f", "--file", "--ignore-file"],
             pattern_opts: &["-e", "-f", "--regexp", "--file"],
+            recursive: &["*"],
             numeric: false,
             options_harmless: false,
             ..spec("iISsvwxclnNHhoqpuaUF0.", PatternThenPaths)
@@ -405,6 +418,7 @@ fn spec_for(name: &str) -> Option<Spec> {
                 "files0-from",
             ],
             path_opts: &["--random-source", "--files0-from"],
+            names_from_file: &["--files0-from"],
             options_harmless: false,
             ..spec("bdfgiMhnRrscCmuzV", Paths)
         },
@@ -488,6 +502,7 @@ fn spec_for(name: &str) -> Option<Spec> {
                 "palette",
             ],
             path_opts: &["-X", "--exclude-from", "--from-file", "--to-file"],
+            recursive: &["-r", "--recursive"],
             numeric: true,
             options_harmless: false,
             ..spec("abBdeEfHinNpqrsStTuwyZ", Paths)
@@ -533,6 +548,7 @@ fn spec_for(name: &str) -> Option<Spec> {
                 "strict",
                 "warn",
             ],
+            names_from_file: &["-c", "--check"],
             ..spec("bctwz", Paths)
         },
         "tac" => Spec {
@@ -623,6 +639,39 @@ fn spec_for(name: &str) -> Option<Spec> {
     })
 }
 
+/// Whether `name` is a command whose reads [`check`] knows how to find.
+pub(crate) fn known(name: &str) -> bool {
+    matches!(
+        name,
+        "echo"
+            | "sleep"
+            | "test"
+            | "["
+            | "expr"
+            | "exit"
+            | "return"
+            | "wait"
+            | "shift"
+            | "type"
+            | "true"
+            | "false"
+            | ":"
+            | "printf"
+            | "git"
+            | "sed"
+            | "awk"
+            | "gawk"
+            | "mawk"
+            | "nawk"
+            | "find"
+            | "jq"
+            | "set"
+            | "date"
+            | "hostname"
+            | "read"
+    ) || spec_for(name).is_some()
+}
+
 /// Proves `name args…` read-only, or says why not.
 pub(crate) fn check(name: &str, args: &[Word], ctx: &Ctx) -> Result<(), String> {
     match name {
@@ -634,7 +683,7 @@ pub(crate) fn check(name: &str, args: &[Word], ctx: &Ctx) -> Result<(), String> 
             Some(None) => Err("`printf` with an unknown first argument may be `-v`".to_owned()),
             _ => Ok(()),
         },
-        "git" => super::git::check(args, ctx.env, ctx.cwds),
+        "git" => super::git::check(args, ctx.env, ctx.cwds, ctx.reads),
         "sed" => sed(args, ctx),
         "awk" | "gawk" | "mawk" | "nawk" => awk(args, ctx),
         "find" => find(args, ctx),
@@ -688,7 +737,7 @@ fn run_spec(name: &str, spec: &Spec, args: &[Word], ctx: &Ctx) -> Result<(), Str
                 }
             };
             if spec.path_opts.contains(&opt.as_str()) {
-                check_read(&value, ctx.env, ctx.cwds)?;
+                check_read(&value, ctx.env, ctx.cwds, ctx.reads)?;
             }
             if spec.pattern_opts.contains(&opt.as_str()) {
                 pattern_given = true;
@@ -700,11 +749,19 @@ fn run_spec(name: &str, spec: &Spec, args: &[Word], ctx: &Ctx) -> Result<(), Str
                 Some((o, val)) => (o, Some(Word::literal(val))),
                 None => (long, None),
             };
-            if spec.long.contains(&opt) {
+            let from_file = spec.names_from_file.contains(&format!("--{opt}").as_str());
+            if spec.long.contains(&opt) && !from_file {
                 continue;
             }
             if spec.long_val.contains(&opt) {
                 value_of(format!("--{opt}"), inline)?;
+            }
+            if from_file {
+                return Err(format!(
+                    "`{name} --{opt}` reads the names of the files to read from a file"
+                ));
+            }
+            if spec.long_val.contains(&opt) {
                 continue;
             }
             return Err(format!("`{name} --{opt}` is not known to be read-only"));
@@ -714,6 +771,11 @@ fn run_spec(name: &str, spec: &Spec, args: &[Word], ctx: &Ctx) -> Result<(), Str
             continue;
         }
         for (j, c) in letters.char_indices() {
+            if spec.names_from_file.contains(&format!("-{c}").as_str()) {
+                return Err(format!(
+                    "`{name} -{c}` reads the names of the files to read from a file"
+                ));
+            }
             if spec.short.contains(c) {
                 continue;
             }
@@ -726,16 +788,24 @@ fn run_spec(name: &str, spec: &Spec, args: &[Word], ctx: &Ctx) -> Result<(), Str
             return Err(format!("`{name} -{c}` is not known to be read-only"));
         }
     }
+    let below = reads_below(spec, args);
     match spec.operands {
         Operands::Ignored => Ok(()),
-        Operands::Paths => paths(&operands, ctx),
+        Operands::Paths => paths_below(&operands, below, ctx),
         Operands::PatternThenPaths => {
             let files = if pattern_given {
                 &operands[..]
             } else {
                 operands.get(1..).unwrap_or(&[])
             };
-            paths(files, ctx)
+            let here = Word::literal(".");
+            // `grep -r x` and `rg x` without a folder search the working directory.
+            let files = if below && files.is_empty() {
+                vec![&here]
+            } else {
+                files.to_vec()
+            };
+            paths_below(&files, below, ctx)
         }
         Operands::AtMost(n) if operands.len() > n => Err(format!(
             "`{name}` with more than {n} file operand(s) writes or is not understood"
@@ -744,10 +814,34 @@ fn run_spec(name: &str, spec: &Spec, args: &[Word], ctx: &Ctx) -> Result<(), Str
     }
 }
 
+/// Whether the options make the command read below its folder operands (over-approximated:
+/// a cluster holding the letter counts, `--directories=recurse` too).
+fn reads_below(spec: &Spec, args: &[Word]) -> bool {
+    spec.recursive.contains(&"*")
+        || args.iter().filter_map(Word::fixed).any(|v| {
+            spec.recursive.contains(&v)
+                || v.ends_with("recurse")
+                || (!v.starts_with("--")
+                    && v.starts_with('-')
+                    && spec
+                        .recursive
+                        .iter()
+                        .filter_map(|r| r.strip_prefix('-').filter(|l| l.len() == 1))
+                        .any(|letter| v[1..].contains(letter)))
+        })
+}
+
 fn paths(words: &[&Word], ctx: &Ctx) -> Result<(), String> {
-    words
+    paths_below(words, false, ctx)
+}
+
+/// Every operand is logged before the first one outside is reported.
+fn paths_below(words: &[&Word], below: bool, ctx: &Ctx) -> Result<(), String> {
+    let results: Vec<Result<(), String>> = words
         .iter()
-        .try_for_each(|w| check_read(w, ctx.env, ctx.cwds))
+        .map(|w| check_read_below(w, below, ctx.env, ctx.cwds, ctx.reads))
+        .collect();
+    results.into_iter().collect()
 }
 
 fn sed(args: &[Word], ctx: &Ctx) -> Result<(), String> {
@@ -940,6 +1034,15 @@ fn find(args: &[Word], ctx: &Ctx) -> Result<(), String> {
 }
 
 fn jq(args: &[Word], ctx: &Ctx) -> Result<(), String> {
+    let modules = args
+        .iter()
+        .filter_map(Word::fixed)
+        .any(|v| v.contains("import") || v.contains("include") || v.starts_with("-L"));
+    if modules {
+        return Err(
+            "`jq` modules (`import`, `include`, `-L`) read files from elsewhere".to_owned(),
+        );
+    }
     let mut filter_given = false;
     let mut operands: Vec<&Word> = Vec::new();
     let mut positional_args = false;
@@ -986,12 +1089,12 @@ fn jq(args: &[Word], ctx: &Ctx) -> Result<(), String> {
             "--arg" | "--argjson" => i += 2,
             "--slurpfile" | "--rawfile" => {
                 let file = args.get(i + 1).ok_or("jq: missing file")?;
-                check_read(file, ctx.env, ctx.cwds)?;
+                check_read(file, ctx.env, ctx.cwds, ctx.reads)?;
                 i += 2;
             }
             "-f" | "--from-file" => {
                 let file = args.get(i).ok_or("jq: missing file")?;
-                check_read(file, ctx.env, ctx.cwds)?;
+                check_read(file, ctx.env, ctx.cwds, ctx.reads)?;
                 filter_given = true;
                 i += 1;
             }

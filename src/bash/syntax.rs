@@ -5,6 +5,9 @@ use std::cell::RefCell;
 
 use tree_sitter::{Node, Parser, Tree};
 
+use super::evaluated::{
+    heredoc_delimiter, inert_transformation, inert_variable_name, runs_code, substitutions_loose,
+};
 use super::word::{Word, resolve};
 
 /// Deeper syntax trees than this are not walked (the rest becomes a problem, hence ask).
@@ -60,6 +63,8 @@ pub(crate) enum Item {
     },
     Function {
         name: String,
+        /// Names its body may call as functions (command names, and what `time` runs).
+        calls: Vec<String>,
     },
     /// A command substitution tree-sitter-bash left as text (backticks inside `${…}` or a
     /// here-document): analysed as a script of its own.
@@ -126,9 +131,17 @@ pub(crate) fn items(script: &str) -> Vec<Item> {
         items.push(Item::Problem("the script could not be parsed".to_owned()));
         return items;
     };
-    let mut walker = Walker { src: &text, items };
+    let mut walker = Walker {
+        src: &text,
+        items,
+        evaluates: false,
+        data: Vec::new(),
+        broken: false,
+        heredoc_starts: Vec::new(),
+        heredoc_unsure: false,
+    };
     walker.node(tree.root_node(), 0, Ctx::default());
-    walker.items
+    walker.finish()
 }
 
 /// CR before LF is a Windows line ending: Bash would keep it inside the last word, which can
@@ -218,9 +231,115 @@ struct Ctx {
 struct Walker<'s> {
     src: &'s str,
     items: Vec<Item>,
+    /// The script has a place where Bash evaluates a value as code.
+    evaluates: bool,
+    /// Quoted or escaped text that could become such a value (`x='a[$(cmd)]'`).
+    data: Vec<String>,
+    /// A part of the script did not parse.
+    broken: bool,
+    /// Every here-document's delimiter word (byte range), and whether tree-sitter-bash's view of
+    /// where one ends may differ from Bash's.
+    heredoc_starts: Vec<(usize, usize)>,
+    heredoc_unsure: bool,
 }
 
 impl<'s> Walker<'s> {
+    /// When the script evaluates data somewhere, every quoted text that could be that data is
+    /// analysed for what it would run, so deny rules reach `x='a[$(rm y)]'; echo $((x))`.
+    fn finish(mut self) -> Vec<Item> {
+        if self.broken {
+            self.lines_alone();
+        }
+        if self.heredoc_unsure
+            && let Some(script) = self.as_bash_reads_heredocs()
+        {
+            self.items.push(Item::Hidden(script));
+        }
+        if self.evaluates {
+            for text in std::mem::take(&mut self.data) {
+                self.evaluated_text(&text);
+            }
+        }
+        self.items
+    }
+
+    /// A script that does not parse is asked about; so that deny rules still reach what Bash
+    /// would run, each piece of it between newlines and control operators is also analysed
+    /// alone (pieces that were data or quoted only add commands to the analysis).
+    fn lines_alone(&mut self) {
+        let pieces: Vec<&str> = self
+            .src
+            .split(['\n', ';', '&', '|', '(', ')', '`'])
+            .filter(|p| !p.trim().is_empty())
+            .collect();
+        if pieces.len() < 2 {
+            return;
+        }
+        for piece in pieces {
+            self.items.push(Item::Hidden(piece.to_owned()));
+        }
+    }
+
+    /// What Bash would run when it evaluates `template` again: the substitutions in it, found
+    /// both by tree-sitter-bash (as the word of a `:` command, which handles `case … )` inside
+    /// `$( )`) and by the loose scan (which quotes cannot hide from).
+    fn evaluated_text(&mut self, template: &str) {
+        if !runs_code(template) {
+            return;
+        }
+        self.items.push(Item::Hidden(format!(": {template}")));
+        for inner in substitutions_loose(template) {
+            self.items.push(Item::Hidden(inner));
+        }
+    }
+
+    /// The script with every here-document delimiter rewritten to the plain quoted word Bash
+    /// waits for (`<<E"O"F` → `<<'EOF'`), which both parsers read alike: analysing it lets
+    /// deny rules reach the lines Bash runs after the body. `None` when a delimiter cannot be
+    /// written so.
+    fn as_bash_reads_heredocs(&self) -> Option<String> {
+        let mut script = self.src.to_owned();
+        let mut starts = self.heredoc_starts.clone();
+        starts.sort_unstable();
+        starts.dedup();
+        for (start, end) in starts.into_iter().rev() {
+            let delimiter = heredoc_delimiter(&self.src[start..end])?;
+            let plain = !delimiter.is_empty()
+                && delimiter
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+            if !plain {
+                return None;
+            }
+            script.replace_range(start..end, &format!("'{delimiter}'"));
+        }
+        (script != self.src).then_some(script)
+    }
+
+    /// Keeps an assigned value as Bash stores it, in case the script evaluates it later.
+    fn record_value(&mut self, assignment: Node) {
+        // Prompt strings are expanded like `${x@P}` (PS4 under `set -x`).
+        if assignment
+            .child_by_field_name("name")
+            .is_some_and(|n| matches!(&self.src[n.byte_range()], "PS1" | "PS2" | "PS3" | "PS4"))
+        {
+            self.evaluates = true;
+        }
+        if let Some(value) = assignment.child_by_field_name("value") {
+            let template = resolve(value, self.src).template().to_owned();
+            if runs_code(&template) {
+                self.data.push(template);
+            }
+        }
+    }
+
+    /// Marks a place where Bash evaluates data as code: a problem (ask), and the script's
+    /// quoted data is searched for what it would run.
+    fn evaluation(&mut self, reason: String) {
+        self.evaluates = true;
+        self.problem(reason);
+    }
+
     fn text(&self, n: Node) -> String {
         self.src[n.byte_range()].to_owned()
     }
@@ -248,6 +367,8 @@ impl<'s> Walker<'s> {
             return;
         }
         if n.is_error() {
+            self.heredoc_unsure = true;
+            self.broken = true;
             let snippet: String = self.text(n).chars().take(60).collect();
             self.problem(format!("the script does not parse near `{snippet}`"));
             return self.children(n, depth, Ctx::default());
@@ -258,6 +379,10 @@ impl<'s> Walker<'s> {
         };
         match n.kind() {
             "heredoc_redirect" => {
+                if let Err(reason) = self.heredoc_agrees(n) {
+                    self.heredoc_unsure = true;
+                    self.problem(reason);
+                }
                 let mut cursor = n.walk();
                 let kids: Vec<Node> = n.named_children(&mut cursor).collect();
                 let quoted = kids
@@ -274,16 +399,32 @@ impl<'s> Walker<'s> {
                 }
             }
             "heredoc_body" => {
-                if !ctx.quoted_heredoc {
+                if ctx.quoted_heredoc {
+                    self.data.push(self.text(n));
+                } else {
                     self.heredoc_gaps(n);
                 }
                 self.children(n, depth, inner);
             }
             "word" | "string_content" | "heredoc_content" | "regex" => {
+                let text = &self.src[n.byte_range()];
+                // tree-sitter-bash glues a line that starts with a backslash to the line
+                // before (`echo hi` + `\rm x` becomes one `echo` command); Bash does not.
+                if n.kind() == "word" && unescaped_newline(text) {
+                    self.broken = true;
+                    self.problem(format!(
+                        "the word `{}` spans lines, which the parser and Bash read differently",
+                        text.trim()
+                    ));
+                }
                 if !ctx.quoted_heredoc {
-                    let text = &self.src[n.byte_range()];
                     self.hidden(text);
                 }
+            }
+            "string" => self.children(n, depth, inner),
+            "raw_string" | "ansi_c_string" => {
+                let text = &self.src[n.byte_range()];
+                self.data.push(text.to_owned());
             }
             "program"
             | "list"
@@ -298,23 +439,21 @@ impl<'s> Walker<'s> {
             | "negated_command"
             | "herestring_redirect"
             | "concatenation"
-            | "string"
-            | "array"
             | "number"
             | "command_name"
             | "translated_string"
-            | "expansion"
             | "command_substitution"
             | "process_substitution"
             | "variable_assignments" => self.children(n, depth, inner),
+            "heredoc_start" => {
+                let end = word_end(self.src, n.start_byte()).max(n.end_byte());
+                self.heredoc_starts.push((n.start_byte(), end));
+            }
             "comment"
-            | "heredoc_start"
             | "heredoc_end"
             | "file_descriptor"
             | "variable_name"
             | "special_variable_name"
-            | "raw_string"
-            | "ansi_c_string"
             | "extglob_pattern"
             | "test_operator"
             | "brace_expression"
@@ -350,15 +489,34 @@ impl<'s> Walker<'s> {
             | "postfix_expression"
             | "parenthesized_expression" => self.children(n, depth, inner),
             "subscript" => {
-                if let Some(index) = n.child_by_field_name("index") {
+                let index = n.child_by_field_name("index");
+                // `a[@]` and `a[*]` list the elements; any other index is arithmetic.
+                let listing = index.is_some_and(|i| matches!(&self.src[i.byte_range()], "@" | "*"));
+                if let Some(index) = index.filter(|_| !listing) {
                     self.arithmetic(index);
                 }
                 self.children(n, depth, inner);
             }
+            "expansion" => {
+                self.expansion(n);
+                self.children(n, depth, inner);
+            }
+            "array" => {
+                let mut cursor = n.walk();
+                let elements: Vec<Node> = n.named_children(&mut cursor).collect();
+                for element in elements {
+                    self.array_key(element);
+                    self.node(element, depth + 1, inner);
+                }
+            }
             "function_definition" => {
                 if let Some(name) = n.child_by_field_name("name") {
                     let name = self.text(name);
-                    self.items.push(Item::Function { name });
+                    let calls = n
+                        .child_by_field_name("body")
+                        .map(|body| self.calls(body))
+                        .unwrap_or_default();
+                    self.items.push(Item::Function { name, calls });
                 }
                 self.children(
                     n,
@@ -390,6 +548,7 @@ impl<'s> Walker<'s> {
             }
             "command" => self.command(n, depth, inner),
             "variable_assignment" => {
+                self.record_value(n);
                 if !ctx.owned_assignment {
                     let assignment = self.assignment(n);
                     self.items.push(Item::Assign(assignment));
@@ -414,12 +573,201 @@ impl<'s> Walker<'s> {
         }
     }
 
+    /// Bash ends a here-document at the first line equal to its delimiter after quote removal
+    /// (`<<E"O"F` ends at `EOF`); tree-sitter-bash may keep the raw word and read later lines
+    /// as data. Both views must agree on where the body ends.
+    fn heredoc_agrees(&self, n: Node) -> Result<(), String> {
+        let mut cursor = n.walk();
+        let kids: Vec<Node> = n.children(&mut cursor).collect();
+        let strip_tabs = kids.iter().any(|k| k.kind() == "<<-");
+        let start = kids.iter().find(|k| k.kind() == "heredoc_start");
+        // tree-sitter-bash may end the word early (`<<'E'"O"F`): Bash reads it whole.
+        let raw = start
+            .map(|s| self.src[s.start_byte()..word_end(self.src, s.start_byte())].to_owned())
+            .unwrap_or_default();
+        if start.is_some_and(|s| word_end(self.src, s.start_byte()) != s.end_byte()) {
+            return Err(format!(
+                "the here-document word `{raw}` is read differently by the parser"
+            ));
+        }
+        let unsure = || format!("where the here-document `<<{raw}` ends is not certain");
+        let delimiter = heredoc_delimiter(&raw).ok_or_else(unsure)?;
+        let line = |text: &'s str| {
+            if strip_tabs {
+                text.trim_start_matches('\t')
+            } else {
+                text
+            }
+        };
+        let src = self.src;
+        let end = kids
+            .iter()
+            .find(|k| k.kind() == "heredoc_end")
+            .ok_or_else(unsure)?;
+        let line_start = src[..end.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+        let after = src[end.end_byte()..].chars().next();
+        if line(&src[line_start..end.end_byte()]) != delimiter || after.is_some_and(|c| c != '\n') {
+            return Err(unsure());
+        }
+        for body in kids.iter().filter(|k| k.kind() == "heredoc_body") {
+            let mut pos = body.start_byte();
+            for text in src[body.start_byte()..body.end_byte()].split('\n') {
+                let whole_line = pos == 0 || src.as_bytes()[pos - 1] == b'\n';
+                if whole_line && line(text) == delimiter {
+                    return Err(unsure());
+                }
+                pos += text.len() + 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// `${…}`: the operators that only read or reshape a value are allowed; substring offsets
+    /// are arithmetic; `${!x}` and `${x@P}` evaluate the value; `${x:=v}` assigns.
+    fn expansion(&mut self, n: Node) {
+        let mut cursor = n.walk();
+        let kids: Vec<Node> = n.children(&mut cursor).collect();
+        let text = self.text(n);
+        let inner = match kids.as_slice() {
+            [open, inner @ .., close] if open.kind() == "${" && close.kind() == "}" => inner,
+            _ => {
+                self.problem(format!("the expansion `{text}` is not understood"));
+                return;
+            }
+        };
+        let (prefix, rest) = match inner.split_first() {
+            Some((p, rest)) if matches!(p.kind(), "!" | "#") && !p.is_named() => {
+                (Some(p.kind()), rest)
+            }
+            _ => (None, inner),
+        };
+        let (param, ops) = match rest.split_first() {
+            Some((p, ops))
+                if matches!(
+                    p.kind(),
+                    "variable_name" | "special_variable_name" | "subscript"
+                ) =>
+            {
+                (Some(*p), ops)
+            }
+            _ => (None, rest),
+        };
+        let listing_subscript = param.is_some_and(|p| {
+            p.kind() == "subscript"
+                && p.child_by_field_name("index")
+                    .is_some_and(|i| matches!(&self.src[i.byte_range()], "@" | "*"))
+        });
+        // Backquotes inside `${…}` are left as text and split around `$VAR`; scanned whole.
+        if let (Some(first), Some(last)) = (ops.first(), ops.last())
+            && text.contains('`')
+        {
+            let src = self.src;
+            self.hidden(&src[first.end_byte()..last.end_byte().max(first.end_byte())]);
+        }
+        let op_kinds: Vec<&str> = ops.iter().map(|k| k.kind()).collect();
+        match (prefix, param, op_kinds.as_slice()) {
+            // `${#}`, `${!}`: the argument count and the last background pid.
+            (Some(_), None, []) => {}
+            (Some("#"), Some(_), []) => {}
+            // `${!prefix*}`, `${!prefix@}`, `${!a[@]}` list names or keys; nothing is evaluated.
+            (Some("!"), Some(p), ["*" | "@"]) if p.kind() == "variable_name" => {}
+            (Some("!"), Some(_), []) if listing_subscript => {}
+            (Some("!"), _, _) => self.evaluation(format!(
+                "`{text}` uses a variable's value as a name, which Bash evaluates (a subscript in it runs commands)"
+            )),
+            (None, Some(_), []) => {}
+            (None, Some(_), [":", ..]) => {
+                for operand in ops.iter().filter(|k| k.is_named()) {
+                    self.arithmetic(*operand);
+                }
+            }
+            (None, Some(_), ["@", op]) if inert_transformation(op) => {}
+            (None, Some(_), ["@", ..]) => self.evaluation(format!(
+                "`{text}` expands the value like a prompt, which runs the substitutions it holds"
+            )),
+            (None, Some(p), [":=" | "=", ..]) => {
+                let name = self.text(p);
+                self.items.push(Item::Assign(Assignment { name, text: text.clone() }));
+            }
+            (
+                None,
+                Some(_),
+                [
+                    ":-" | "-" | ":?" | "?" | ":+" | "+" | "#" | "##" | "%" | "%%" | "/" | "//"
+                    | "/#" | "/%" | "^" | "^^" | "," | ",,",
+                    ..,
+                ],
+            ) => {}
+            _ => self.problem(format!(
+                "the parameter expansion `{text}` uses an operator not known to be harmless"
+            )),
+        }
+    }
+
+    /// `a=([k]=v)`: an indexed array's key is arithmetic.
+    fn array_key(&mut self, element: Node) {
+        let text = &self.src[element.byte_range()];
+        let Some(rest) = text.strip_prefix('[') else {
+            return;
+        };
+        let key = rest
+            .split_once("]=")
+            .or_else(|| rest.split_once("]+="))
+            .map(|(k, _)| k);
+        if key.is_some_and(super::evaluated::plain_number) {
+            return;
+        }
+        let snippet: String = text.chars().take(60).collect();
+        self.evaluation(format!(
+            "the array key in `{snippet}` is arithmetic, which can run commands hidden in variables"
+        ));
+        self.loose_leaves(element, 0);
+    }
+
+    /// The names a function body may call as shell functions: every command's name, and the
+    /// command `time` or `coproc` runs (a keyword, so it can run a function).
+    fn calls(&self, body: Node) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut stack = vec![(body, 0)];
+        while let Some((node, depth)) = stack.pop() {
+            if depth > MAX_TREE_DEPTH {
+                break;
+            }
+            if node.kind() == "command" {
+                let mut cursor = node.walk();
+                let words: Vec<Word> = node
+                    .children(&mut cursor)
+                    .filter(|c| {
+                        matches!(
+                            c.kind(),
+                            "command_name" | "word" | "string" | "raw_string" | "concatenation"
+                        )
+                    })
+                    .map(|c| resolve(c, self.src))
+                    .collect();
+                let mut rest = words.iter().filter_map(|w| w.value.clone());
+                if let Some(name) = rest.next() {
+                    if matches!(name.as_str(), "time" | "coproc") {
+                        names.extend(rest.find(|w| !w.starts_with('-')));
+                    }
+                    names.push(name);
+                }
+            }
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor).map(|c| (c, depth + 1)));
+        }
+        names
+    }
+
     /// The text of a here-document body that lies between its parsed children.
     fn heredoc_gaps(&mut self, n: Node) {
         let mut pos = n.start_byte();
         let mut cursor = n.walk();
+        // Only command substitutions are reliably parsed inside a body (tree-sitter-bash leaves
+        // `$(` unparsed under `<<-` and splits backquotes around `$VAR`); the rest is scanned.
         let spans: Vec<(usize, usize)> = n
             .named_children(&mut cursor)
+            .filter(|c| c.kind() == "command_substitution")
             .map(|c| (c.start_byte(), c.end_byte()))
             .collect();
         let src = self.src;
@@ -459,22 +807,12 @@ impl<'s> Walker<'s> {
                 }
                 b'$' if b.get(i + 1) == Some(&b'(') && b.get(i + 2) != Some(&b'(') => {
                     let start = i + 2;
-                    let mut depth = 1;
-                    let mut j = start;
-                    while j < b.len() && depth > 0 {
-                        match b[j] {
-                            b'(' => depth += 1,
-                            b')' => depth -= 1,
-                            _ => {}
-                        }
-                        j += 1;
-                    }
-                    if depth > 0 {
+                    let Some(end) = substitution_end(text, start) else {
                         self.problem("an unterminated `$(`".to_owned());
                         return;
-                    }
-                    self.items.push(Item::Hidden(text[start..j - 1].to_owned()));
-                    i = j;
+                    };
+                    self.items.push(Item::Hidden(text[start..end].to_owned()));
+                    i = end + 1;
                 }
                 b'$' if b.get(i + 1) == Some(&b'(') => {
                     self.problem("arithmetic that tree-sitter-bash did not parse".to_owned());
@@ -499,15 +837,39 @@ impl<'s> Walker<'s> {
     /// Bash evaluates variables met in arithmetic recursively, so `x='a[$(cmd)]'; echo $((x))`
     /// runs `cmd`: arithmetic is only proven safe when it holds numbers alone.
     fn arithmetic(&mut self, n: Node) {
-        if has_non_numeric(n, 0) {
+        if has_non_numeric(n, self.src, 0) {
             let snippet: String = self.text(n).chars().take(60).collect();
-            self.problem(format!(
+            self.evaluation(format!(
                 "arithmetic on variables (`{snippet}`) can run commands hidden in their values"
             ));
+            self.loose_leaves(n, 0);
+        }
+    }
+
+    /// Quoted text inside an evaluated operand (`${a['$(cmd)']}`, `[[ 'a[$(cmd)]' -eq 1 ]]`):
+    /// Bash removes the quotes and evaluates the rest, so what it would run is analysed.
+    fn loose_leaves(&mut self, n: Node, depth: usize) {
+        if depth > MAX_TREE_DEPTH {
+            return;
+        }
+        match n.kind() {
+            "command_substitution" | "process_substitution" => {}
+            "raw_string" | "ansi_c_string" | "word" | "string" | "concatenation" => {
+                let template = resolve(n, self.src).template().to_owned();
+                self.evaluated_text(&template);
+            }
+            _ => {
+                let mut cursor = n.walk();
+                let kids: Vec<Node> = n.named_children(&mut cursor).collect();
+                for k in kids {
+                    self.loose_leaves(k, depth + 1);
+                }
+            }
         }
     }
 
     fn test(&mut self, n: Node) {
+        self.variable_tests(n);
         let double = n.child(0).is_some_and(|c| c.kind() == "[[");
         if double {
             let mut stack = vec![n];
@@ -526,6 +888,33 @@ impl<'s> Walker<'s> {
             }
         }
         self.items.push(Item::Test { text: self.text(n) });
+    }
+
+    /// `-v name` and `-R name` evaluate the name's subscript as arithmetic.
+    fn variable_tests(&mut self, n: Node) {
+        let mut stack = vec![(n, 0)];
+        while let Some((node, depth)) = stack.pop() {
+            if depth > MAX_TREE_DEPTH {
+                return;
+            }
+            let mut cursor = node.walk();
+            let kids: Vec<Node> = node.named_children(&mut cursor).collect();
+            if node.kind() == "unary_expression"
+                && let [op, operand] = kids.as_slice()
+                && matches!(&self.src[op.byte_range()], "-v" | "-R")
+            {
+                let name = resolve(*operand, self.src);
+                if !name.fixed().is_some_and(inert_variable_name) {
+                    self.evaluation(format!(
+                        "`{} {}` evaluates the subscript of a name not known statically",
+                        self.text(*op),
+                        name.raw
+                    ));
+                    self.loose_leaves(*operand, 0);
+                }
+            }
+            stack.extend(kids.into_iter().map(|k| (k, depth + 1)));
+        }
     }
 
     fn redirect(&mut self, n: Node) {
@@ -589,6 +978,21 @@ impl<'s> Walker<'s> {
             }
         }
         words.sort_by_key(|(pos, _)| *pos);
+        for (_, w) in &words {
+            if runs_code(w.template()) {
+                self.data.push(w.template().to_owned());
+            }
+        }
+        if words.iter().any(|(_, w)| {
+            w.fixed().is_some_and(|v| {
+                matches!(
+                    v,
+                    "let" | "eval" | "-v" | "-R" | "read" | "mapfile" | "readarray" | "trap"
+                )
+            })
+        }) {
+            self.evaluates = true;
+        }
         for (_, child) in &kids {
             self.node(
                 *child,
@@ -630,7 +1034,22 @@ impl<'s> Walker<'s> {
         let kids: Vec<Node> = n.named_children(&mut cursor).collect();
         for child in kids {
             match child.kind() {
-                "variable_assignment" => names.push(self.assignment(child).name),
+                "variable_assignment" => {
+                    if let Some(value) = child.child_by_field_name("value")
+                        && value.kind() != "array"
+                        && resolve(value, self.src)
+                            .value
+                            .unwrap_or_else(|| self.text(value))
+                            .trim_start_matches(['\'', '"'])
+                            .starts_with('(')
+                    {
+                        self.evaluation(format!(
+                            "`{}` is a quoted array assignment, whose keys Bash evaluates",
+                            self.text(child)
+                        ));
+                    }
+                    names.push(self.assignment(child).name)
+                }
                 "variable_name" => names.push(self.text(child)),
                 _ => {
                     let w = resolve(child, self.src);
@@ -646,6 +1065,14 @@ impl<'s> Walker<'s> {
                 }
             }
         }
+        if flags.iter().any(|f| {
+            f.value
+                .as_deref()
+                .is_none_or(|v| v.contains(['i', 'a', 'A', 'n']))
+        }) || names.iter().any(|name| name.contains(['=', '[']))
+        {
+            self.evaluates = true;
+        }
         let text = self.text(n);
         self.items.push(if n.kind() == "unset_command" {
             Item::Unset { flags, names, text }
@@ -660,7 +1087,72 @@ impl<'s> Walker<'s> {
     }
 }
 
-fn has_non_numeric(n: Node, depth: usize) -> bool {
+/// Where the `$(` whose body starts at `start` closes: the first `)` before which the body
+/// parses cleanly (so `$(case a in a) x;; esac)` closes after `esac`), else where the
+/// parentheses balance. `None` when nothing closes it.
+fn substitution_end(text: &str, start: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut depth = 1;
+    let mut balanced = None;
+    let mut candidates = Vec::new();
+    for (j, &c) in b.iter().enumerate().skip(start) {
+        match c {
+            b'(' => depth += 1,
+            b')' => {
+                candidates.push(j);
+                depth -= 1;
+                if depth == 0 && balanced.is_none() {
+                    balanced = Some(j);
+                }
+            }
+            _ => {}
+        }
+    }
+    let parses = |end: usize| {
+        parse_tree(&text[start..end]).is_some_and(|tree| !tree.root_node().has_error())
+    };
+    candidates
+        .into_iter()
+        .take(16)
+        .find(|&end| parses(end))
+        .or(balanced)
+}
+
+/// A newline not removed by a backslash before it.
+fn unescaped_newline(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.iter().enumerate().any(|(i, &c)| {
+        c == b'\n' && {
+            let backslashes = b[..i].iter().rev().take_while(|&&c| c == b'\\').count();
+            backslashes % 2 == 0
+        }
+    })
+}
+
+/// Where the shell word starting at `start` ends, quotes and backslashes considered.
+fn word_end(src: &str, start: usize) -> usize {
+    let b = src.as_bytes();
+    let mut i = start;
+    let mut quote: Option<u8> = None;
+    while i < b.len() {
+        let c = b[i];
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(b'"') if c == b'\\' => i += 1,
+            Some(_) => {}
+            None => match c {
+                b'\\' => i += 1,
+                b'\'' | b'"' => quote = Some(c),
+                c if c.is_ascii_whitespace() || b";|&<>()".contains(&c) => return i,
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    b.len()
+}
+
+fn has_non_numeric(n: Node, src: &str, depth: usize) -> bool {
     if depth > MAX_TREE_DEPTH {
         return true;
     }
@@ -676,9 +1168,16 @@ fn has_non_numeric(n: Node, depth: usize) -> bool {
         | "c_style_for_statement" => {
             let mut cursor = n.walk();
             let kids: Vec<Node> = n.named_children(&mut cursor).collect();
-            kids.into_iter().any(|k| has_non_numeric(k, depth + 1))
+            kids.into_iter().any(|k| has_non_numeric(k, src, depth + 1))
         }
         "test_operator" | "comment" => false,
+        // `$?`, `$#`, `$$`, `$!` are numbers Bash itself sets.
+        "simple_expansion" => !matches!(
+            n.named_child(0).map(|c| (c.kind(), &src[c.byte_range()])),
+            Some(("special_variable_name", "?" | "#" | "$" | "!"))
+        ),
+        // `${#x}` is a length; a subscript inside is checked where it stands.
+        "expansion" => n.child(1).is_none_or(|c| c.kind() != "#"),
         _ => n.is_named(),
     }
 }

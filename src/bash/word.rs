@@ -10,6 +10,8 @@ pub(crate) struct Word {
     pub value: Option<String>,
     /// The source text, for messages.
     pub raw: String,
+    /// For a dynamic word, the value with every expansion left as written (see `template`).
+    expansions_kept: Option<String>,
     /// Contains an unquoted glob (`*`, `?`, `[`, extglob) or brace expansion: it may stand for
     /// several words.
     pub glob: bool,
@@ -26,6 +28,7 @@ impl Word {
         Word {
             value: Some(text.to_owned()),
             raw: text.to_owned(),
+            expansions_kept: None,
             glob: false,
             tilde: false,
             may_be_flag: false,
@@ -37,10 +40,21 @@ impl Word {
         Word {
             value: None,
             raw: raw.to_owned(),
+            expansions_kept: None,
             glob: false,
             tilde: false,
             may_be_flag: true,
         }
+    }
+
+    /// The value with every expansion left as written: what Bash evaluates again when the
+    /// word is a subscript, an arithmetic operand or a variable's value there
+    /// (`"a[\$(cmd "$x")]"` → `a[$(cmd $x)]`).
+    pub fn template(&self) -> &str {
+        self.expansions_kept
+            .as_deref()
+            .or(self.value.as_deref())
+            .unwrap_or(&self.raw)
     }
 
     /// The literal value when it is a single, fixed word (no glob).
@@ -64,6 +78,7 @@ impl Word {
 /// Accumulates the pieces of one word; `chars` remembers which characters were quoted so that
 /// brace expansion and globbing are judged on unquoted characters only.
 struct Builder {
+    /// The value; once an expansion is met, the value with expansions kept as written.
     text: String,
     chars: Vec<(char, bool)>,
     dynamic: bool,
@@ -106,7 +121,8 @@ impl Builder {
         }
     }
 
-    fn mark_dynamic(&mut self) {
+    fn mark_dynamic(&mut self, raw: &str) {
+        self.text.push_str(raw);
         if self.chars.is_empty() {
             self.leading_glob = true;
         }
@@ -118,9 +134,15 @@ impl Builder {
     fn finish(self, raw: &str) -> Word {
         let brace = has_brace_expansion(&self.chars);
         let starts_with_brace = brace && self.chars.first().is_some_and(|&(c, q)| c == '{' && !q);
+        let (value, expansions_kept) = if self.dynamic {
+            (None, Some(self.text))
+        } else {
+            (Some(self.text), None)
+        };
         Word {
-            value: if self.dynamic { None } else { Some(self.text) },
+            value,
             raw: raw.to_owned(),
+            expansions_kept,
             glob: self.glob || brace,
             tilde: self.tilde,
             may_be_flag: self.leading_glob || starts_with_brace,
@@ -194,7 +216,7 @@ fn add(node: Node, src: &str, b: &mut Builder) {
                 unquoted(&src[pos..node.end_byte()], b);
             }
         }
-        _ => b.mark_dynamic(),
+        _ => b.mark_dynamic(text),
     }
 }
 
@@ -235,7 +257,7 @@ fn double_quoted(node: Node, src: &str, b: &mut Builder) {
         if child.kind() == "string_content" {
             quoted_text(&src[child.byte_range()], b);
         } else {
-            b.mark_dynamic();
+            b.mark_dynamic(&src[child.byte_range()]);
         }
         pos = child.end_byte().max(pos);
     }

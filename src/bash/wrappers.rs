@@ -113,9 +113,11 @@ pub(crate) fn unwrap(name: &str, argv: &[Word]) -> Unwrap {
     match name {
         "env" => env(argv),
         "command" => {
+            // Only options before the command name count: `command rm -v x` runs `rm`.
             if argv
                 .iter()
                 .skip(1)
+                .take_while(|w| w.fixed().is_some_and(|v| v.starts_with('-')))
                 .any(|w| matches!(w.fixed(), Some("-v" | "-V" | "-pv" | "-vp")))
             {
                 return Unwrap::Nothing {
@@ -262,14 +264,324 @@ pub(crate) fn unwrap(name: &str, argv: &[Word]) -> Unwrap {
             };
             privileged(skip_opts(argv, 1, &opts, name))
         }
+        "ionice" => ionice(argv),
+        "setsid" => {
+            let opts = Opts {
+                flags: &["-c", "--ctty", "-f", "--fork", "-w", "--wait"],
+                valued: &[],
+            };
+            opaque_or(skip_opts(argv, 1, &opts, name), inner)
+        }
+        "flock" => flock(argv),
+        "chrt" => chrt(argv),
+        "taskset" => taskset(argv),
+        "unbuffer" => {
+            let opts = Opts {
+                flags: &["-p"],
+                valued: &[],
+            };
+            opaque_or(skip_opts(argv, 1, &opts, name), inner)
+        }
+        "unshare" | "nsenter" => namespaces(name, argv),
+        "watch" => watch(argv),
+        "parallel" if parallel_options(argv).is_err() => {
+            Unwrap::Opaque("`parallel` has options not analysed here".to_owned())
+        }
         "busybox" => Unwrap::Inner {
             start: 1,
             assignments: Vec::new(),
             problem: None,
             forced: Some("`busybox` runs any applet it is given"),
         },
+        n if OPAQUE_RUNNERS.contains(&n) => Unwrap::Opaque(format!(
+            "`{n}` runs a command given in its arguments, with options not analysed here"
+        )),
         _ => Unwrap::No,
     }
+}
+
+/// Programs that run a command given among their arguments but whose own options are not
+/// parsed here: the command is unknown (ask), and deny rules are matched against every tail
+/// of the arguments.
+const OPAQUE_RUNNERS: &[&str] = &[
+    "chroot",
+    "runuser",
+    "setpriv",
+    "prlimit",
+    "strace",
+    "ltrace",
+    "valgrind",
+    "fakeroot",
+    "faketime",
+    "firejail",
+    "systemd-run",
+    "dbus-run-session",
+    "torsocks",
+    "proxychains",
+    "proxychains4",
+    "chronic",
+    "ifne",
+    "rlwrap",
+    "numactl",
+    "cpulimit",
+    "eatmydata",
+    "nocache",
+    "catchsegv",
+    "gosu",
+    "su-exec",
+    "tini",
+    "dumb-init",
+    "setarch",
+    "linux32",
+    "linux64",
+    "sg",
+    "daemonize",
+    "start-stop-daemon",
+    "pkexec",
+    "tsp",
+    "nq",
+    "sem",
+];
+
+/// `ionice [-c class] [-n level] [-t] command…`; with `-p`, `-P` or `-u` the operands are
+/// process ids and nothing is run.
+fn ionice(argv: &[Word]) -> Unwrap {
+    let opts = Opts {
+        flags: &["-t", "--ignore"],
+        valued: &["-c", "--class", "-n", "--classdata"],
+    };
+    let targets_processes = argv.iter().skip(1).filter_map(Word::fixed).any(|v| {
+        matches!(v, "-p" | "-P" | "-u" | "--pid" | "--pgid" | "--uid")
+            || (v.starts_with('-') && !v.starts_with("--") && v.contains(['p', 'P', 'u']))
+    });
+    if targets_processes {
+        return Unwrap::Nothing {
+            read_only: false,
+            why: "`ionice -p/-P/-u` changes the priority of other processes",
+        };
+    }
+    opaque_or(skip_opts(argv, 1, &opts, "ionice"), inner)
+}
+
+/// `flock [options] FILE command…` or `flock [options] FILE -c 'script'` (the script is read
+/// by [`inline_script`]); `flock [options] FD` runs nothing. The lock file is created.
+fn flock(argv: &[Word]) -> Unwrap {
+    let opts = Opts {
+        flags: &[
+            "-s",
+            "--shared",
+            "-x",
+            "-e",
+            "--exclusive",
+            "-u",
+            "--unlock",
+            "-n",
+            "--nb",
+            "--nonblock",
+            "-o",
+            "--close",
+            "-F",
+            "--no-fork",
+            "--verbose",
+        ],
+        valued: &[
+            "-w",
+            "--wait",
+            "--timeout",
+            "-E",
+            "--conflict-exit-code",
+            "-c",
+            "--command",
+        ],
+    };
+    if flock_script(argv).is_some() {
+        return Unwrap::Nothing {
+            read_only: false,
+            why: "`flock -c` runs a script",
+        };
+    }
+    match skip_opts(argv, 1, &opts, "flock") {
+        Ok(i) if i + 1 >= argv.len() => Unwrap::Nothing {
+            read_only: false,
+            why: "`flock` on a lock file or descriptor without a command",
+        },
+        Ok(i) => Unwrap::Inner {
+            start: i + 1,
+            assignments: Vec::new(),
+            problem: Some(format!("`flock` creates its lock file `{}`", argv[i].raw)),
+            forced: None,
+        },
+        Err(e) => Unwrap::Opaque(e),
+    }
+}
+
+/// The script of `flock … -c SCRIPT` / `--command=SCRIPT`, wherever the option stands.
+fn flock_script(argv: &[Word]) -> Option<Option<&Word>> {
+    for (i, w) in argv.iter().enumerate().skip(1) {
+        match w.fixed() {
+            Some("-c" | "--command") => return Some(argv.get(i + 1)),
+            Some(v) if v.starts_with("--command=") => return Some(Some(w)),
+            Some("--") | None => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `chrt [options] [priority] command…`; `-p` (a process) and `-m` (limits) run nothing.
+fn chrt(argv: &[Word]) -> Unwrap {
+    let opts = Opts {
+        flags: &[
+            "-a",
+            "--all-tasks",
+            "-b",
+            "--batch",
+            "-d",
+            "--deadline",
+            "-f",
+            "--fifo",
+            "-i",
+            "--idle",
+            "-o",
+            "--other",
+            "-r",
+            "--rr",
+            "-R",
+            "--reset-on-fork",
+            "-v",
+            "--verbose",
+        ],
+        valued: &[
+            "-T",
+            "--sched-runtime",
+            "-P",
+            "--sched-period",
+            "-D",
+            "--sched-deadline",
+        ],
+    };
+    if argv
+        .iter()
+        .skip(1)
+        .filter_map(Word::fixed)
+        .any(|v| matches!(v, "-p" | "--pid" | "-m" | "--max"))
+    {
+        return Unwrap::Nothing {
+            read_only: false,
+            why: "`chrt -p` changes another process's scheduling",
+        };
+    }
+    opaque_or(skip_opts(argv, 1, &opts, "chrt"), |i| {
+        let numeric = argv
+            .get(i)
+            .and_then(Word::fixed)
+            .is_some_and(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_digit()));
+        inner(if numeric { i + 1 } else { i })
+    })
+}
+
+/// `taskset [options] MASK command…`; `-p` works on a running process.
+fn taskset(argv: &[Word]) -> Unwrap {
+    let opts = Opts {
+        flags: &["-a", "--all-tasks", "-c", "--cpu-list"],
+        valued: &[],
+    };
+    if argv
+        .iter()
+        .skip(1)
+        .filter_map(Word::fixed)
+        .any(|v| v == "--pid" || (v.starts_with('-') && !v.starts_with("--") && v.contains('p')))
+    {
+        return Unwrap::Nothing {
+            read_only: false,
+            why: "`taskset -p` changes a running process",
+        };
+    }
+    // The first operand is the mask or CPU list.
+    opaque_or(skip_opts(argv, 1, &opts, "taskset"), |i| inner(i + 1))
+}
+
+/// `unshare` and `nsenter`: their namespace options may carry an attached value (`-m=FILE`,
+/// `--mount=FILE`), a few take the next word; without a command they start a shell.
+fn namespaces(name: &str, argv: &[Word]) -> Unwrap {
+    const VALUED: &[&str] = &[
+        "-t",
+        "--target",
+        "-S",
+        "--setuid",
+        "-G",
+        "--setgid",
+        "-R",
+        "--root",
+        "-w",
+        "--wd",
+        "-W",
+        "--wdns",
+        "--propagation",
+        "--setgroups",
+        "--map-user",
+        "--map-group",
+        "--map-users",
+        "--map-groups",
+        "--monotonic",
+        "--boottime",
+    ];
+    let mut i = 1;
+    while let Some(w) = argv.get(i) {
+        let Some(v) = w.fixed() else {
+            return Unwrap::Opaque(format!(
+                "`{name}` has an argument `{}` that is not known",
+                w.raw
+            ));
+        };
+        if v == "--" {
+            i += 1;
+            break;
+        }
+        if !v.starts_with('-') || v == "-" {
+            break;
+        }
+        i += if VALUED.contains(&v) { 2 } else { 1 };
+    }
+    if i >= argv.len() {
+        return Unwrap::Nothing {
+            read_only: false,
+            why: "it starts a shell in new namespaces",
+        };
+    }
+    Unwrap::Inner {
+        start: i,
+        assignments: Vec::new(),
+        problem: None,
+        forced: Some("it runs the command in other namespaces (as root inside them)"),
+    }
+}
+
+/// `watch -x command…` runs the command itself; without `-x` the words are joined and run
+/// by `sh -c` (see [`inline_script`]).
+fn watch(argv: &[Word]) -> Unwrap {
+    let opts = Opts {
+        flags: WATCH_OPTS.0,
+        valued: WATCH_OPTS.1,
+    };
+    match skip_opts(argv, 1, &opts, "watch") {
+        Ok(i) if watch_exec(argv) => Unwrap::Inner {
+            start: i,
+            assignments: Vec::new(),
+            problem: None,
+            forced: None,
+        },
+        Ok(_) => Unwrap::No,
+        Err(e) => Unwrap::Opaque(e),
+    }
+}
+
+fn watch_exec(argv: &[Word]) -> bool {
+    argv.iter()
+        .skip(1)
+        .filter_map(Word::fixed)
+        .take_while(|v| v.starts_with('-'))
+        .any(|v| v == "--exec" || (!v.starts_with("--") && v.contains('x')))
 }
 
 const PRIVILEGED: &str = "it runs commands as another user";
@@ -309,8 +621,17 @@ fn env(argv: &[Word]) -> Unwrap {
         if !v.starts_with('-') {
             break;
         }
-        if v.starts_with("-S") || v.starts_with("--split-string") || v.starts_with("--s") {
-            return Unwrap::Opaque("`env -S` builds the command from a string".to_owned());
+        if v.starts_with("-S") || v.starts_with("--s") {
+            return split_string(argv, i);
+        }
+        // `-iS STRING`: the flags before `S` stay, the rest is the string.
+        if !v.starts_with("--")
+            && let Some(at) = v.find('S')
+        {
+            let mut split = argv.to_vec();
+            split[i] = Word::literal(&v[..at]);
+            split.insert(i + 1, Word::literal(&format!("-{}", &v[at..])));
+            return split_string(&split, i + 1);
         }
         if v.starts_with("-C") || v.starts_with("--chdir") {
             problem = Some("`env -C` runs the command in another directory".to_owned());
@@ -345,6 +666,74 @@ fn env(argv: &[Word]) -> Unwrap {
         problem,
         forced: None,
     }
+}
+
+/// `env -S STRING rest…` is `env WORDS-OF-STRING rest…`: the string is split the way env
+/// splits it (blanks, quotes, backslashes), and env's own parsing goes on over the result.
+fn split_string(argv: &[Word], i: usize) -> Unwrap {
+    let v = argv[i].fixed().unwrap_or("");
+    let (string, used) = if let Some(s) = v.strip_prefix("-S").filter(|s| !s.is_empty()) {
+        (Some(s), 1)
+    } else if let Some((_, s)) = v.split_once('=') {
+        (Some(s), 1)
+    } else {
+        (argv.get(i + 1).and_then(Word::fixed), 2)
+    };
+    let Some(string) = string else {
+        return Unwrap::Opaque("`env -S` with a string not known statically".to_owned());
+    };
+    let mut built: Vec<Word> = argv[..i].to_vec();
+    for word in split_env_string(string) {
+        built.push(if word.contains('$') {
+            Word::dynamic(&word)
+        } else {
+            Word::literal(&word)
+        });
+    }
+    built.extend(argv.get(i + used..).unwrap_or(&[]).iter().cloned());
+    Unwrap::Built {
+        argv: built,
+        problem: None,
+    }
+}
+
+/// Splits like `env -S`: blanks separate words; single quotes are literal; double quotes and
+/// backslash escape the next character; `\_` is a blank inside a word; `#` at a word's start
+/// ends the string.
+fn split_env_string(s: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut current: Option<String> = None;
+    let mut chars = s.chars();
+    let mut quote: Option<char> = None;
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some('\''), '\'') | (Some('"'), '"') => quote = None,
+            (Some('\''), c) => current.get_or_insert_default().push(c),
+            (_, '\\') => {
+                let escaped = match chars.next() {
+                    Some('_') => ' ',
+                    Some('n') => '\n',
+                    Some('t') => '\t',
+                    Some(other) => other,
+                    None => break,
+                };
+                current.get_or_insert_default().push(escaped);
+            }
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                current.get_or_insert_default();
+            }
+            (None, '#') if current.is_none() => break,
+            (None, c) if c.is_whitespace() => {
+                if let Some(word) = current.take() {
+                    words.push(word);
+                }
+            }
+            (_, c) => current.get_or_insert_default().push(c),
+        }
+    }
+    words.extend(current);
+    words
 }
 
 pub(crate) fn is_name(s: &str) -> bool {
@@ -491,8 +880,222 @@ pub(crate) fn inline_script(name: &str, argv: &[Word]) -> Inline {
             }
             Inline::Unknown("`su` starts a login shell".to_owned())
         }
+        "flock" => match flock_script(argv) {
+            Some(Some(w)) => match w.fixed().and_then(|v| v.strip_prefix("--command=")) {
+                Some(script) => Inline::Script(script.to_owned()),
+                None => script_word(Some(w)),
+            },
+            Some(None) => Inline::Unknown("`flock -c` without a script".to_owned()),
+            None => Inline::No,
+        },
+        "script" => script_command(argv),
+        "watch" if !watch_exec(argv) => joined_words("watch", argv, WATCH_OPTS),
+        "parallel" => parallel(argv),
         _ => Inline::No,
     }
+}
+
+/// `watch`'s options, to find where its command starts.
+const WATCH_OPTS: (&[&str], &[&str]) = (
+    &[
+        "-b",
+        "--beep",
+        "-c",
+        "--color",
+        "-C",
+        "--no-color",
+        "-d",
+        "--differences",
+        "-e",
+        "--errexit",
+        "-g",
+        "--chgexit",
+        "-p",
+        "--precise",
+        "-r",
+        "--no-rerun",
+        "-t",
+        "--no-title",
+        "-w",
+        "--no-wrap",
+        "-x",
+        "--exec",
+    ],
+    &["-n", "--interval", "-q", "--equexit", "-s", "--shotsfile"],
+);
+
+/// The command words after the options, joined by spaces as the program does before handing
+/// them to `sh -c`.
+fn joined_words(
+    name: &str,
+    argv: &[Word],
+    (flags, valued): (&'static [&'static str], &'static [&'static str]),
+) -> Inline {
+    let opts = Opts { flags, valued };
+    match skip_opts(argv, 1, &opts, name) {
+        Ok(i) if i < argv.len() => {
+            let words: Option<Vec<&str>> = argv[i..].iter().map(Word::fixed).collect();
+            match words {
+                Some(words) => Inline::Script(words.join(" ")),
+                None => Inline::Unknown(format!("`{name}` runs a command not known statically")),
+            }
+        }
+        Ok(_) => Inline::Unknown(format!("`{name}` without a command")),
+        Err(e) => Inline::Unknown(e),
+    }
+}
+
+/// `script -c COMMAND [file]` runs COMMAND with the shell; without `-c` it starts an
+/// interactive shell. Either way it writes its typescript file.
+fn script_command(argv: &[Word]) -> Inline {
+    let mut it = argv.iter().skip(1);
+    while let Some(w) = it.next() {
+        match w.fixed() {
+            Some("-c" | "--command") => return script_word(it.next()),
+            Some(v) if v.starts_with("--command=") => {
+                return Inline::Script(v["--command=".len()..].to_owned());
+            }
+            Some(v) if v.starts_with('-') && !v.starts_with("--") => {
+                // A cluster (`-qc CMD`, `-qcCMD`): letters up to the first that takes a value.
+                for (j, c) in v.char_indices().skip(1) {
+                    if c == 'c' {
+                        let rest = &v[j + 1..];
+                        return if rest.is_empty() {
+                            script_word(it.next())
+                        } else {
+                            Inline::Script(rest.to_owned())
+                        };
+                    }
+                    if "EIOBTmo".contains(c) {
+                        if j + 1 == v.len() {
+                            it.next();
+                        }
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Inline::Unknown("`script` starts a shell and writes a typescript file".to_owned())
+}
+
+/// Where `parallel`'s command starts, or Err for an option it does not know (the command
+/// cannot then be located: see [`unwrap`], which treats it as opaque).
+fn parallel_options(argv: &[Word]) -> Result<usize, ()> {
+    const FLAGS: &[&str] = &[
+        "-k",
+        "--keep-order",
+        "-0",
+        "--null",
+        "-X",
+        "-m",
+        "--will-cite",
+        "--tag",
+        "--line-buffer",
+        "--lb",
+        "--bar",
+        "--eta",
+        "--progress",
+        "-v",
+        "--verbose",
+        "--dry-run",
+        "-u",
+        "--ungroup",
+        "--group",
+        "--no-notice",
+        "--halt-on-error",
+        "-r",
+        "--no-run-if-empty",
+        "--xargs",
+        "--shuf",
+        "--citation",
+        "--silent",
+    ];
+    const VALUED: &[&str] = &[
+        "-j",
+        "--jobs",
+        "-P",
+        "--max-procs",
+        "-n",
+        "--max-args",
+        "-N",
+        "-L",
+        "--max-lines",
+        "-I",
+        "--colsep",
+        "-d",
+        "--delimiter",
+        "-a",
+        "--arg-file",
+        "--halt",
+        "--timeout",
+        "--delay",
+        "--retries",
+        "--joblog",
+        "--results",
+        "--tmpdir",
+        "--memfree",
+        "--load",
+        "-E",
+        "--eof",
+        "--tagstring",
+    ];
+    let mut i = 1;
+    while let Some(v) = argv.get(i).and_then(Word::fixed) {
+        if v.starts_with(":::") || !v.starts_with('-') {
+            break;
+        }
+        if v == "--" {
+            return Ok(i + 1);
+        }
+        let name = v.split('=').next().unwrap_or(v);
+        i += if FLAGS.contains(&v) || (VALUED.contains(&name) && v.contains('=')) {
+            1
+        } else if VALUED.contains(&v) {
+            2
+        } else if v.len() > 2 && !v.starts_with("--") && VALUED.contains(&&v[..2]) {
+            1
+        } else {
+            return Err(());
+        };
+    }
+    Ok(i)
+}
+
+/// GNU `parallel [options] command ::: args`: the command words are joined and run by a
+/// shell once per argument (the arguments replace `{}` or are appended); without command
+/// words it runs the lines it reads as commands.
+fn parallel(argv: &[Word]) -> Inline {
+    let Ok(i) = parallel_options(argv) else {
+        return Inline::Unknown("`parallel` has options not analysed here".to_owned());
+    };
+    let mut words = Vec::new();
+    let mut rest = argv.iter().skip(i);
+    for w in rest.by_ref() {
+        match w.fixed() {
+            Some(v) if v.starts_with(":::") => break,
+            Some(v) => words.push(v.to_owned()),
+            None => {
+                return Inline::Unknown(
+                    "`parallel` runs a command not known statically".to_owned(),
+                );
+            }
+        }
+    }
+    if words.is_empty() {
+        // `parallel ::: 'cmd1' 'cmd2'`: the arguments are the commands.
+        let commands: Option<Vec<&str>> = rest.map(Word::fixed).collect();
+        return match commands {
+            Some(commands)
+                if !commands.is_empty() && argv[i..].iter().any(|w| w.fixed() == Some(":::")) =>
+            {
+                Inline::Script(commands.join("\n"))
+            }
+            _ => Inline::Unknown("`parallel` runs the commands it reads".to_owned()),
+        };
+    }
+    Inline::Script(words.join(" "))
 }
 
 fn script_word(word: Option<&Word>) -> Inline {
@@ -563,10 +1166,58 @@ mod tests {
         assert_eq!(start(&unwrap("env", &words("env -i FOO=1 rm x"))), Some(3));
         assert_eq!(start(&unwrap("stdbuf", &words("stdbuf -oL rm x"))), Some(2));
         assert_eq!(start(&unwrap("sudo", &words("sudo -u root rm x"))), Some(3));
-        assert!(matches!(
-            unwrap("env", &words("env -S x")),
-            Unwrap::Opaque(_)
-        ));
+        let Unwrap::Built { argv, .. } = unwrap(
+            "env",
+            &[
+                Word::literal("env"),
+                Word::literal("-S"),
+                Word::literal("-i 'rm -f' \"a b\"\\_c # x"),
+                Word::literal("d"),
+            ],
+        ) else {
+            panic!("env -S builds the command");
+        };
+        let built: Vec<&str> = argv.iter().filter_map(Word::fixed).collect();
+        assert_eq!(built, ["env", "-i", "rm -f", "a b c", "d"]);
+    }
+
+    #[test]
+    fn new_wrappers_find_the_command() {
+        let cases = [
+            ("ionice -c 3 -n7 rm x", Some(4)),
+            ("ionice -p 12", None),
+            ("setsid -f rm x", Some(2)),
+            ("flock -w 5 /tmp/l rm x", Some(4)),
+            ("chrt -f 10 rm x", Some(3)),
+            ("chrt --idle rm x", Some(2)),
+            ("taskset -c 0,1 rm x", Some(3)),
+            ("taskset -p 1 12", None),
+            ("unbuffer -p rm x", Some(2)),
+            ("unshare -r --mount rm x", Some(3)),
+            ("nsenter -t 1 -m rm x", Some(4)),
+            ("watch -x -n 1 rm x", Some(4)),
+        ];
+        for (line, expected) in cases {
+            let argv = words(line);
+            assert_eq!(
+                start(&unwrap(&line[..line.find(' ').unwrap()], &argv)),
+                expected,
+                "{line}"
+            );
+        }
+        for (line, script) in [
+            ("flock /tmp/l -c ls", "ls"),
+            ("script -qc ls /dev/null", "ls"),
+            ("watch -n 1 ls -l", "ls -l"),
+            ("parallel -j 2 rm ::: a b", "rm"),
+        ] {
+            let argv = words(line);
+            let name = &line[..line.find(' ').unwrap()];
+            assert!(
+                matches!(inline_script(name, &argv), Inline::Script(s) if s == script),
+                "{line}"
+            );
+        }
     }
 
     #[test]

@@ -4,10 +4,10 @@
 use std::path::Path;
 
 use super::decision::{AskCause, RuleRef, ToolCheck};
-use super::guardrail::{read_guardrail, write_guardrail};
+use super::guardrail::{read_guardrail, read_guardrail_below, write_guardrail};
 use super::rule::{RuleContent, RuleKind};
 use super::tool_name::ToolName;
-use super::{PermissionContext, PermissionMode};
+use super::{PermissionContext, PermissionMode, RuleSet, Workspace};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
@@ -80,6 +80,60 @@ pub fn check_path(
             reason: format!("no rule allows {tool} of {shown}"),
         },
     }
+}
+
+/// What Read rules and the read guardrails say of a read a tool makes beside its own path
+/// check (a Bash reader's file, a file Grep would search): a deny rule → Deny, a guardrail or
+/// an ask rule → Ask; None when neither applies (workspace confinement is the caller's
+/// business). With `below`, anything under the folder `path` counts, over-approximated.
+pub fn read_refusal(
+    rules: &RuleSet,
+    workspace: &Workspace,
+    tool: &ToolName,
+    path: &Path,
+    below: bool,
+) -> Option<ToolCheck> {
+    let shown = path.display();
+    let bases = workspace.bases();
+    let hit = |rule: &&crate::policy::Rule| match &rule.content {
+        Some(RuleContent::Path(pattern)) if below => pattern.may_match_below(path, &bases),
+        Some(RuleContent::Path(pattern)) => pattern.matches(path, &bases),
+        _ => false,
+    };
+    let what = if below {
+        format!("{tool} of {shown} and everything below it")
+    } else {
+        format!("{tool} of {shown}")
+    };
+    if let Some(rule) = rules
+        .content_rules(RuleKind::Deny, &ToolName::Read)
+        .find(hit)
+        .map(RuleRef::from)
+    {
+        return Some(ToolCheck::Deny {
+            reason: format!("{what} may read files denied by rule {}", rule.rule),
+            rule: Some(rule),
+        });
+    }
+    let guardrail = if below {
+        read_guardrail_below(path)
+    } else {
+        read_guardrail(path)
+    };
+    if let Some(guardrail) = guardrail {
+        return Some(ToolCheck::Ask {
+            reason: format!("{what} trips a safety guardrail: {guardrail}"),
+            cause: AskCause::Guardrail(guardrail),
+        });
+    }
+    rules
+        .content_rules(RuleKind::Ask, &ToolName::Read)
+        .find(hit)
+        .map(RuleRef::from)
+        .map(|rule| ToolCheck::Ask {
+            reason: format!("{what} needs approval by rule {}", rule.rule),
+            cause: AskCause::ContentRule(rule),
+        })
 }
 
 fn matching_rule(

@@ -225,15 +225,22 @@ pub fn git_dir_write(path: &Path, holds_head: &dyn Fn(&Path) -> bool) -> Option<
     None
 }
 
-/// The guardrail a read of `path` trips, if any.
+const PROC_ENVIRON: &str = "reads of /proc/*/environ (process secrets)";
+
+/// The guardrail a read of `path` (absolute, normalised) trips, if any. A process's
+/// environment is readable under many names: `/proc/self/environ`, `/proc/<pid>/environ`,
+/// `/proc/thread-self/environ`, `/proc/<pid>/task/<tid>/environ`, and again through
+/// `/proc/<pid>/root/proc/…`: any `environ` below `/proc` counts.
 pub fn read_guardrail(path: &Path) -> Option<&'static str> {
-    let mut parts = path.components();
-    let is_proc_environ = matches!(
-        (parts.next(), parts.next(), parts.next(), parts.next(), parts.next()),
-        (Some(Component::RootDir), Some(Component::Normal(proc)), Some(Component::Normal(_)), Some(Component::Normal(environ)), None)
-            if proc == "proc" && environ == "environ"
-    );
-    is_proc_environ.then_some("reads of /proc/*/environ (process secrets)")
+    let under_proc = path.starts_with("/proc");
+    let environ = path.file_name().is_some_and(|name| name == "environ");
+    (under_proc && environ).then_some(PROC_ENVIRON)
+}
+
+/// The guardrail a read of everything below the folder `dir` trips (`grep -r x /proc`, a
+/// glob), if any: a folder that holds, or is held by, `/proc`.
+pub fn read_guardrail_below(dir: &Path) -> Option<&'static str> {
+    (dir.starts_with("/proc") || Path::new("/proc").starts_with(dir)).then_some(PROC_ENVIRON)
 }
 
 /// The path's names, each folded. A name that is not UTF-8 is kept lossily: the guarded
@@ -421,5 +428,16 @@ mod tests {
         assert!(read_guardrail(Path::new("/proc/1/environ")).is_some());
         assert!(read_guardrail(Path::new("/proc/self/status")).is_none());
         assert!(read_guardrail(Path::new("/ws/proc/1/environ")).is_none());
+        for environ in [
+            "/proc/thread-self/environ",
+            "/proc/self/task/12/environ",
+            "/proc/12/task/12/environ",
+            "/proc/1/root/proc/self/environ",
+        ] {
+            assert!(read_guardrail(Path::new(environ)).is_some(), "{environ}");
+        }
+        assert!(read_guardrail_below(Path::new("/")).is_some());
+        assert!(read_guardrail_below(Path::new("/proc/self/task")).is_some());
+        assert!(read_guardrail_below(Path::new("/ws")).is_none());
     }
 }

@@ -32,9 +32,9 @@ pub use decision::{
     RuleRef, Step, ToolCheck,
 };
 pub use file::{LowerGrant, ManagedKey, PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
-pub use file_access::{Access, check_path};
+pub use file_access::{Access, check_path, read_refusal};
 pub use gate::{GatedCall, TraceStep, decide, explain};
-pub use guardrail::{git_dir_write, read_guardrail, write_guardrail};
+pub use guardrail::{git_dir_write, read_guardrail, read_guardrail_below, write_guardrail};
 pub use lint::{LintWarning, danger, lint};
 pub use mode::{PermissionMode, UnknownMode};
 pub use path_pattern::{PathBases, PathPattern};

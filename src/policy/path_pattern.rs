@@ -30,6 +30,9 @@ pub struct PathPattern {
     text: String,
     anchor: Anchor,
     globs: GlobSet,
+    /// The pattern's fixed leading folders below its anchor (`src/gen` of `src/gen/*.rs`);
+    /// None when it may match at any depth (`*.env`, `.env`, `**/x`).
+    fixed_prefix: Option<PathBuf>,
 }
 
 impl PartialEq for PathPattern {
@@ -66,10 +69,19 @@ impl PathPattern {
             return Err(PathPatternError::Empty);
         }
         let globs = compile(text, rest)?;
+        let trimmed = rest.trim_end_matches('/');
+        let floating = text == rest && !trimmed.contains('/');
+        let fixed_prefix = (!floating).then(|| {
+            trimmed
+                .split('/')
+                .take_while(|c| !c.contains(['*', '?', '[', '{', '\\']))
+                .collect::<PathBuf>()
+        });
         Ok(PathPattern {
             text: text.to_string(),
             anchor,
             globs,
+            fixed_prefix,
         })
     }
 
@@ -77,20 +89,44 @@ impl PathPattern {
         &self.text
     }
 
-    /// Whether `path` (absolute, normalised, symlinks resolved) is matched.
-    pub fn matches(&self, path: &Path, bases: &PathBases) -> bool {
-        let base: &Path = match &self.anchor {
+    fn base<'b>(&'b self, bases: &PathBases<'b>) -> Option<&'b Path> {
+        Some(match &self.anchor {
             Anchor::Root => Path::new("/"),
-            Anchor::Home => match bases.home {
-                Some(home) => home,
-                None => return false,
-            },
+            Anchor::Home => bases.home?,
             Anchor::PolicyDir(dir) => dir,
             Anchor::Workdir => bases.workdir,
+        })
+    }
+
+    /// Whether `path` (absolute, normalised, symlinks resolved) is matched.
+    pub fn matches(&self, path: &Path, bases: &PathBases) -> bool {
+        let Some(base) = self.base(bases) else {
+            return false;
         };
         match path.strip_prefix(base) {
             Ok(relative) => self.globs.is_match(relative),
             Err(_) => false,
+        }
+    }
+
+    /// Whether the folder `dir` or anything below it may be matched (over-approximated): for
+    /// a reader that reads a whole tree (`grep -r`), or a glob.
+    pub fn may_match_below(&self, dir: &Path, bases: &PathBases) -> bool {
+        if self.matches(dir, bases) {
+            return true;
+        }
+        let Some(base) = self.base(bases) else {
+            return false;
+        };
+        if base.starts_with(dir) {
+            return true;
+        }
+        let Ok(relative) = dir.strip_prefix(base) else {
+            return false;
+        };
+        match &self.fixed_prefix {
+            None => true,
+            Some(prefix) => prefix.starts_with(relative) || relative.starts_with(prefix),
         }
     }
 }
@@ -166,6 +202,29 @@ mod tests {
         ];
         for (pattern, path, expected) in cases {
             assert_eq!(matches(pattern, path), expected, "{pattern} vs {path}");
+        }
+    }
+
+    #[test]
+    fn may_match_below_a_folder() {
+        let below = |pattern: &str, dir: &str| {
+            PathPattern::parse(pattern, Path::new("/etc/tollgate"))
+                .unwrap()
+                .may_match_below(Path::new(dir), &bases())
+        };
+        let cases = [
+            (".env", "/ws/src", true),
+            ("secrets/**", "/ws", true),
+            ("secrets/**", "/ws/secrets/a", true),
+            ("secrets/**", "/ws/src", false),
+            ("./config/*.key", "/ws/config", true),
+            ("./config/*.key", "/ws/docs", false),
+            ("//etc/shadow", "/", true),
+            ("//etc/shadow", "/ws", false),
+            ("~/.ssh/**", "/home", true),
+        ];
+        for (pattern, dir, expected) in cases {
+            assert_eq!(below(pattern, dir), expected, "{pattern} below {dir}");
         }
     }
 

@@ -17,7 +17,8 @@ use crate::bash::{
     BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, Script, evaluate_parsed,
 };
 use crate::policy::{
-    AskCause, PermissionContext, RuleRef, ToolCheck, ToolName, git_dir_write, write_guardrail,
+    AskCause, PermissionContext, PermissionMode, RuleRef, ToolCheck, ToolName, git_dir_write,
+    read_refusal, write_guardrail,
 };
 
 /// The most a single call may ask for, whatever the model requests.
@@ -122,6 +123,14 @@ impl ToolInput for PreparedBash {
                 .iter()
                 .map(|path| format!("writes {}", path.display())),
         );
+        lines.extend(analysis.reads.iter().map(|read| {
+            let below = if read.below {
+                " and everything below it"
+            } else {
+                ""
+            };
+            format!("reads {}{below}", read.path.display())
+        }));
         lines.extend(
             analysis
                 .named_writes
@@ -175,6 +184,31 @@ fn check_command(script: &Script, ctx: &PermissionContext) -> ToolCheck {
             reason: reason.clone(),
             rule: rule(*id),
         };
+    }
+    // Where nobody reviews what runs, a command not proven safe that names a denied program
+    // is refused rather than run on the strength of the mode.
+    if ctx.mode == PermissionMode::BypassPermissions
+        && matches!(analysis.verdict, BashVerdict::Ask { .. })
+        && let Some((id, reason)) = &analysis.named_denied
+    {
+        return ToolCheck::Deny {
+            reason: reason.clone(),
+            rule: rule(Some(*id)),
+        };
+    }
+    // What the script reads answers to Read rules and the read guardrails, in every mode.
+    let mut reads = read_checks(&analysis, ctx).into_iter().peekable();
+    if let Some(refused) = reads.next_if(|check| {
+        matches!(
+            check,
+            ToolCheck::Deny { .. }
+                | ToolCheck::Ask {
+                    cause: AskCause::Guardrail(_),
+                    ..
+                }
+        )
+    }) {
+        return refused;
     }
     let writes: Vec<(&PathBuf, ToolCheck)> = analysis
         .writes
@@ -240,6 +274,9 @@ fn check_command(script: &Script, ctx: &PermissionContext) -> ToolCheck {
     }) {
         return asked;
     }
+    if let Some(asked) = reads.next() {
+        return asked;
+    }
     if let BashVerdict::Ask { reason, .. } = &analysis.verdict {
         return ToolCheck::Ask {
             reason: reason.clone(),
@@ -296,6 +333,33 @@ fn argument_guardrail(
             cause: AskCause::Guardrail(guardrail),
         })
     })
+}
+
+/// What Read rules and the read guardrails say of what the script reads: denials first, then
+/// guardrails, then ask rules.
+fn read_checks(analysis: &BashAnalysis, ctx: &PermissionContext) -> Vec<ToolCheck> {
+    let mut checks: Vec<ToolCheck> = analysis
+        .reads
+        .iter()
+        .filter_map(|read| {
+            read_refusal(
+                ctx.rules,
+                ctx.workspace,
+                &ToolName::Bash,
+                &read.path,
+                read.below,
+            )
+        })
+        .collect();
+    checks.sort_by_key(|check| match check {
+        ToolCheck::Deny { .. } => 0,
+        ToolCheck::Ask {
+            cause: AskCause::Guardrail(_),
+            ..
+        } => 1,
+        _ => 2,
+    });
+    checks
 }
 
 /// "`git status` allowed by rule …; `cat README.md` read-only inside the workspace".
@@ -370,6 +434,7 @@ mod tests {
         let (handle, abort) = AbortHandle::new();
         let ctx = ToolContext {
             workspace: Arc::new(Workspace::new(dir.to_path_buf(), vec![], None)),
+            rules: Arc::default(),
             limits: ToolLimits::default(),
             abort,
             files: FileStateCache::default(),
@@ -407,7 +472,7 @@ mod tests {
     #[test]
     fn analysis_rules_and_writes_combine() {
         let policy = Policy::parse(
-            "permissions:\n  allow: ['Bash(git status)', 'Bash(npm test:*)', 'Edit(out/**)']\n  deny: ['Bash(rm:*)', 'Edit(secret/**)']\n  ask: ['Bash(git push:*)', 'Edit(review/**)']\n",
+            "permissions:\n  allow: ['Bash(git status)', 'Bash(npm test:*)', 'Edit(out/**)']\n  deny: ['Bash(rm:*)', 'Edit(secret/**)', 'Read(.env)']\n  ask: ['Bash(git push:*)', 'Edit(review/**)']\n",
             crate::policy::PolicyOrigin { file: Path::new("p.yaml"), dir: Path::new("/"), home: None },
         )
         .unwrap();
@@ -435,7 +500,7 @@ mod tests {
                 ToolCheck::Passthrough { .. } => "passthrough",
             }
         };
-        use PermissionMode::{AcceptEdits, Default};
+        use PermissionMode::{AcceptEdits, BypassPermissions, Default};
         let cases = [
             ("git status", Default, "allow"),
             ("npm test -- -x", Default, "allow"),
@@ -456,6 +521,61 @@ mod tests {
             ("echo x >> ~/.bashrc", AcceptEdits, "guardrail"),
             ("git status > /etc/x", AcceptEdits, "deny"),
             ("cat /etc/passwd", Default, "ask"),
+            ("cat .env", Default, "deny"),
+            ("cat .env", BypassPermissions, "deny"),
+            ("FOO=1 head -n1 config/.env", BypassPermissions, "deny"),
+            ("grep -r TOKEN .", Default, "deny"),
+            ("grep -r TOKEN src", Default, "deny"),
+            ("grep TOKEN src/a.rs", Default, "allow"),
+            ("rg TOKEN", Default, "deny"),
+            ("cat *", Default, "deny"),
+            ("git show HEAD:.env", Default, "deny"),
+            ("git log -p -- .env", Default, "deny"),
+            (
+                "git diff --no-index /dev/null .env",
+                BypassPermissions,
+                "deny",
+            ),
+            ("jq --rawfile s .env -n '$s'", Default, "deny"),
+            ("sort --files0-from=list.txt", Default, "ask"),
+            ("md5sum -c sums.txt", Default, "ask"),
+            ("wc -l < .env", Default, "deny"),
+            ("cat /proc/self/environ", BypassPermissions, "guardrail"),
+            (
+                "cat /proc/thread-self/environ",
+                BypassPermissions,
+                "guardrail",
+            ),
+            (
+                "cat /proc/self/task/1/environ",
+                BypassPermissions,
+                "guardrail",
+            ),
+            (
+                "cat /proc/self/../self/environ",
+                BypassPermissions,
+                "guardrail",
+            ),
+            ("grep -r PATH /proc/self", BypassPermissions, "guardrail"),
+            ("xxd .env", BypassPermissions, "deny"),
+            ("cp .env /tmp/x", BypassPermissions, "deny"),
+            ("xargs -a .env echo", Default, "deny"),
+            ("xargs -a.env echo", Default, "deny"),
+            ("source .env", BypassPermissions, "deny"),
+            ("cd config && cat .env", Default, "deny"),
+            ("timeout 5 cat .env", Default, "deny"),
+            ("cat \"$F\"", Default, "deny"),
+            ("git grep TOKEN", Default, "deny"),
+            ("git cat-file -p HEAD:.env", Default, "deny"),
+            ("cat /proc/$$/environ", BypassPermissions, "guardrail"),
+            ("cat /proc/*/environ", BypassPermissions, "guardrail"),
+            (
+                "cat /proc/self/task/*/environ",
+                BypassPermissions,
+                "guardrail",
+            ),
+            ("mywrap 'rm -rf /'", BypassPermissions, "deny"),
+            ("mywrap ok", BypassPermissions, "ask"),
             ("npm test -- HEAD", Default, "allow"),
             ("npm test > src/x/HEAD", AcceptEdits, "guardrail"),
             ("npm test > .Git/config", AcceptEdits, "guardrail"),

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use super::progress::ProgressSink;
 use crate::base::AbortSignal;
 use crate::exec::ChildEnv;
-use crate::policy::Workspace;
+use crate::policy::{RuleSet, Workspace};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ToolLimits {
@@ -65,6 +65,9 @@ impl FileStateCache {
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     pub workspace: Arc<Workspace>,
+    /// The run's rules, for tools that find files themselves (Grep, Glob): a file that Read
+    /// rules or the read guardrails refuse is skipped, not searched or listed.
+    pub rules: Arc<RuleSet>,
     pub limits: ToolLimits,
     pub abort: AbortSignal,
     pub files: FileStateCache,
@@ -74,4 +77,12 @@ pub struct ToolContext {
     pub progress: Option<ProgressSink>,
     /// The OS sandbox Bash commands run in, when the policy turns it on.
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
+}
+
+impl ToolContext {
+    /// Whether a file found by a walk may be shown: no Read deny or ask rule and no read
+    /// guardrail names it.
+    pub fn may_read(&self, tool: &crate::policy::ToolName, path: &Path) -> bool {
+        crate::policy::read_refusal(&self.rules, &self.workspace, tool, path, false).is_none()
+    }
 }

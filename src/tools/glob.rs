@@ -107,6 +107,7 @@ impl ToolInput for PreparedGlob {
                 .map_err(|err| ToolError::Failed(format!("the file walk failed: {err}")))?;
             let matches: Vec<String> = files
                 .iter()
+                .filter(|path| ctx.may_read(&ToolName::Glob, path))
                 .filter_map(|path| path.strip_prefix(&base).ok())
                 .filter(|relative| matcher.is_match(relative))
                 .map(|relative| relative.display().to_string())

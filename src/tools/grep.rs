@@ -2,7 +2,7 @@
 //! files-with-matches and count output modes.
 
 use std::borrow::Cow;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use globset::GlobBuilder;
 use grep_regex::RegexMatcherBuilder;
@@ -124,9 +124,16 @@ impl ToolInput for GrepInput {
                     base.display()
                 )));
             }
-            tokio::task::spawn_blocking(move || search(&grep, &base))
-                .await
-                .map_err(|err| ToolError::Failed(format!("the search failed: {err}")))?
+            let screen = ctx.clone();
+            tokio::task::spawn_blocking(move || {
+                let files = files_under(&base)
+                    .into_iter()
+                    .filter(|path| screen.may_read(&ToolName::Grep, path))
+                    .collect();
+                search(&grep, &base, files)
+            })
+            .await
+            .map_err(|err| ToolError::Failed(format!("the search failed: {err}")))?
         })
     }
 }
@@ -146,7 +153,8 @@ fn compile_glob(glob: &str) -> Result<globset::GlobMatcher, ToolError> {
         .map_err(|err| ToolError::Invalid(format!("invalid glob `{glob}`: {}", err.kind())))
 }
 
-fn search(grep: &GrepInput, base: &Path) -> Result<ToolOutput, ToolError> {
+/// Searches `files` (found below `base`, already screened by the policy).
+fn search(grep: &GrepInput, base: &Path, files: Vec<PathBuf>) -> Result<ToolOutput, ToolError> {
     let matcher = matcher(grep)?;
     let filter = grep.glob.as_deref().map(compile_glob).transpose()?;
     let mut searcher = SearcherBuilder::new()
@@ -157,7 +165,7 @@ fn search(grep: &GrepInput, base: &Path) -> Result<ToolOutput, ToolError> {
     let limit = grep.head_limit.unwrap_or(DEFAULT_HEAD_LIMIT);
     let mut lines: Vec<String> = Vec::new();
     let mut total = 0usize;
-    for path in files_under(base) {
+    for path in files {
         let relative = path.strip_prefix(base).unwrap_or(&path);
         if let Some(filter) = &filter {
             let name_matches = path.file_name().is_some_and(|name| filter.is_match(name));
@@ -218,10 +226,73 @@ fn search(grep: &GrepInput, base: &Path) -> Result<ToolOutput, ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::AbortHandle;
+    use crate::policy::{Policy, PolicyOrigin, RuleSet, Workspace};
+    use crate::tools::{FileStateCache, GlobTool, ToolLimits};
+    use std::sync::Arc;
+
+    /// A workspace holding a secret under two names and an ordinary file, with `Read(.env)`
+    /// and `Read(secrets/**)` denied.
+    fn screened() -> (tempfile::TempDir, ToolContext, AbortHandle) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for (file, text) in [
+            (".env", "TOKEN=s3cret"),
+            ("config/.env", "TOKEN=s3cret"),
+            ("secrets/key.txt", "TOKEN=s3cret"),
+            ("src/a.rs", "// TOKEN is read from the environment"),
+        ] {
+            let path = root.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let policy = Policy::parse(
+            "permissions:\n  deny: ['Read(.env)', 'Read(secrets/**)']\n",
+            PolicyOrigin {
+                file: Path::new("p.yaml"),
+                dir: &root,
+                home: None,
+            },
+        )
+        .unwrap();
+        let (handle, abort) = AbortHandle::new();
+        let ctx = ToolContext {
+            workspace: Arc::new(Workspace::new(root, vec![], None)),
+            rules: Arc::new(RuleSet::from_policy(&policy)),
+            limits: ToolLimits::default(),
+            abort,
+            files: FileStateCache::default(),
+            command_env: crate::exec::RunEnv::new(&Default::default()).model,
+            progress: None,
+            sandbox: None,
+        };
+        (dir, ctx, handle)
+    }
+
+    #[tokio::test]
+    async fn read_denied_files_are_neither_searched_nor_listed() {
+        let (_dir, ctx, _handle) = screened();
+        let found = GrepTool
+            .prepare(&json!({"pattern": "TOKEN", "output_mode": "content"}))
+            .unwrap()
+            .run(&ctx)
+            .await
+            .unwrap()
+            .content;
+        assert_eq!(found, "src/a.rs:1:// TOKEN is read from the environment");
+        let listed = GlobTool
+            .prepare(&json!({"pattern": "**/*"}))
+            .unwrap()
+            .run(&ctx)
+            .await
+            .unwrap()
+            .content;
+        assert_eq!(listed, "src/a.rs");
+    }
 
     fn grep(input: Value, base: &Path) -> String {
         let grep: GrepInput = serde_json::from_value(input).unwrap();
-        search(&grep, base).unwrap().content
+        search(&grep, base, files_under(base)).unwrap().content
     }
 
     #[test]

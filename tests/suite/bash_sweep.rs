@@ -42,7 +42,19 @@ fn corpus_cases(text: &str) -> Vec<String> {
     cases
 }
 
-fn snippets(dir: &Path) -> Vec<(String, String)> {
+/// The shared corpora: beside the repository (the product's layout) or one level further up
+/// (a worktree under `wt/`).
+pub(crate) fn corpora_dir() -> Option<PathBuf> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    [
+        manifest.join(CORPORA_DIR),
+        manifest.join("..").join(CORPORA_DIR),
+    ]
+    .into_iter()
+    .find(|dir| dir.is_dir())
+}
+
+pub(crate) fn snippets(dir: &Path) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for sub in ["test-corpus", "examples"] {
         let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
@@ -67,11 +79,10 @@ fn snippets(dir: &Path) -> Vec<(String, String)> {
 
 #[test]
 fn tree_sitter_corpus_sweep() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(CORPORA_DIR);
-    if !dir.is_dir() {
-        println!("skipping: {} is absent", dir.display());
+    let Some(dir) = corpora_dir() else {
+        println!("skipping: {CORPORA_DIR} is absent");
         return;
-    }
+    };
     let rules = rules();
     let snippets = snippets(&dir);
     assert!(

@@ -4,10 +4,12 @@
 mod action;
 mod auto_mode;
 mod bash_corpus;
+mod bash_oracle;
 mod bash_props;
 mod bash_sweep;
 mod check_cli;
 mod gate_cli;
+mod gate_reach;
 mod hooks_cli;
 mod layers;
 mod planted_repo;

@@ -14,12 +14,14 @@ fn secret(kind: &str) -> String {
 }
 
 /// Every way a command could reach tollgate's own environment, each framed by markers so
-/// the test sees that it ran rather than was refused.
+/// the test sees that it ran rather than was refused. `/proc` is reached through a variable:
+/// the gate's read guardrail refuses the paths it can see (`cat /proc/$PPID/environ`), and
+/// this test is about what a read the gate cannot see finds.
 const PROBES: [&str; 6] = [
     "env",
-    "cat /proc/$PPID/environ",
-    "cat /proc/self/environ",
-    "tr '\\0' '\\n' < /proc/$PPID/environ | rev",
+    "d=/proc; cat $d/$PPID/environ",
+    "d=/proc; cat $d/self/environ",
+    "d=/proc; tr '\\0' '\\n' < $d/$PPID/environ | rev",
     "for f in /proc/$PPID/task/*/environ; do base64 -w0 < \"$f\"; done",
     "xxd -p /proc/$PPID/environ | tr -d '\\n'",
 ];
