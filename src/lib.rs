@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod exec;
 pub mod exit;
+pub mod fleet;
 pub mod hooks;
 pub mod model;
 pub mod neutral;

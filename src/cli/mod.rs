@@ -2,6 +2,7 @@
 //! options and turns its result into the process exit code. `anyhow` lives here only.
 
 mod auto;
+mod batch;
 mod check;
 mod policy;
 mod replay;
@@ -72,6 +73,16 @@ Runs the configured classifier over labelled actions (one JSON object a line:\n\
 confusion matrix, false-block and false-allow rates, model calls, cost and latency."
     )]
     Auto(AutoArgs),
+    /// Run one task over many repositories: a working copy, run, branch and patch each.
+    #[command(
+        after_help = "Example:\n  tollgate batch bump.yaml --repos repos.txt --jobs 4 --out .tollgate/batch\n\n\
+Each repository gets its own working copy, run folder, branch and patch under the batch\n\
+folder; a journal per repository lets the same command resume after a kill.\n\
+Exit codes: 0 every repository passed, 1 one failed, 2 usage/config error."
+    )]
+    Batch(batch::BatchArgs),
+    /// Merge the reports of batch folders (one per shard).
+    Report(batch::ReportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -322,6 +333,8 @@ pub fn main() -> std::process::ExitCode {
         Command::Auto(AutoArgs {
             command: AutoCommand::Eval(args),
         }) => auto::eval(args),
+        Command::Batch(args) => batch::batch(args, redactor.clone()),
+        Command::Report(args) => batch::report(args),
     };
     match result {
         Ok(code) => code.into(),

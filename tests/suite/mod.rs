@@ -7,6 +7,7 @@ mod bash_corpus;
 mod bash_oracle;
 mod bash_props;
 mod bash_sweep;
+mod batch;
 mod check_cli;
 mod gate_cli;
 mod gate_reach;

@@ -1,0 +1,164 @@
+//! The per-repository journal: the last finished phase, what the run reported and the cache
+//! key, written atomically (temp file, fsync, rename) after every phase so a batch killed at
+//! any point restarts each repository where it stood. It never decides what to redo.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Phases in the order a repository goes through them; each is recorded once finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Pending,
+    Cloned,
+    Ran,
+    Checked,
+    Committed,
+    Pushed,
+    PrOpened,
+}
+
+/// How a repository ended, once it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RepoOutcome {
+    /// The run succeeded and its change is committed on the branch.
+    Changed,
+    /// The run succeeded without changing a file: no branch commit, no patch.
+    Unchanged,
+    /// Working copy, run, check or commit failed; `reason` says which.
+    Failed,
+    /// Not started: the batch's cost limit was reached first.
+    Skipped,
+}
+
+/// What the merged reports need of a finished run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub outcome: String,
+    pub exit_code: u8,
+    pub checks_passed: u32,
+    pub checks_failed: u32,
+    pub denials: u32,
+    pub cost_usd: Option<f64>,
+    pub duration_ms: u64,
+    /// The failed checks' names and the run's error, for the testcase's message.
+    pub failures: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Journal {
+    pub repo: String,
+    pub phase: Phase,
+    pub outcome: Option<RepoOutcome>,
+    pub reason: Option<String>,
+    pub cache_key: Option<String>,
+    pub head: Option<String>,
+    pub branch: Option<String>,
+    pub commit: Option<String>,
+    pub patch: Option<PathBuf>,
+    pub pr_url: Option<String>,
+    pub run: Option<RunSummary>,
+    /// What the run's policy said of pushing the branch; `None` when the run was not asked
+    /// (nothing was to be published then), which later counts as a refusal.
+    #[serde(default)]
+    pub push: Option<PushPermission>,
+}
+
+/// The run's gate on `git push REMOTE BRANCH`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PushPermission {
+    Allowed,
+    /// With the gate's reason.
+    Refused(String),
+}
+
+impl Journal {
+    pub fn new(repo: &str) -> Journal {
+        Journal {
+            repo: repo.to_string(),
+            phase: Phase::Pending,
+            outcome: None,
+            reason: None,
+            cache_key: None,
+            head: None,
+            branch: None,
+            commit: None,
+            patch: None,
+            pr_url: None,
+            run: None,
+            push: None,
+        }
+    }
+
+    /// The journal at `path`; `None` when there is none yet, or it cannot be read (a
+    /// repository is then started afresh, which is safe before any push).
+    pub fn read(path: &Path) -> Option<Journal> {
+        let text = std::fs::read_to_string(path).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// Replaces the journal in one step: a reader sees the old or the new one, never half.
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        let tmp = path.with_extension("json.tmp");
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        if let Some(dir) = path.parent()
+            && let Ok(dir) = std::fs::File::open(dir)
+        {
+            // The rename itself survives a power loss only once the folder is synced.
+            let _ = dir.sync_all();
+        }
+        Ok(())
+    }
+
+    /// Whether the repository reached an end of its own (a skipped one has not).
+    pub fn finished(&self) -> bool {
+        matches!(
+            self.outcome,
+            Some(RepoOutcome::Changed | RepoOutcome::Unchanged | RepoOutcome::Failed)
+        )
+    }
+}
+
+/// 64-bit FNV-1a: stable across runs, platforms and Rust versions (std's hasher is not),
+/// which cache keys and shard assignment both need.
+pub fn stable_hash(parts: &[&[u8]]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for byte in part.iter().chain(&[0xff]) {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_written_journal_reads_back_and_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.json");
+        let mut journal = Journal::new("api");
+        journal.phase = Phase::Committed;
+        journal.commit = Some("abc".into());
+        journal.write(&path).unwrap();
+        assert_eq!(Journal::read(&path), Some(journal));
+        assert!(!dir.path().join("journal.json.tmp").exists());
+    }
+
+    #[test]
+    fn the_hash_separates_parts() {
+        assert_ne!(stable_hash(&[b"ab", b"c"]), stable_hash(&[b"a", b"bc"]));
+        assert_eq!(stable_hash(&[b"api"]), stable_hash(&[b"api"]));
+    }
+}

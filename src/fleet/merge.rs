@@ -1,0 +1,228 @@
+//! The batch's merged reports, from the journals and the runs' own SARIF: one JUnit file (a
+//! testsuite per repository, its testcase failed with the reason), one SARIF log (results
+//! tagged by repository), a Markdown table and a self-contained HTML page. `tollgate batch`
+//! writes them for its own folder; `tollgate report merge` for many shards' folders.
+
+use std::path::{Path, PathBuf};
+
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+
+use serde_json::{Value, json};
+
+use super::journal::{Journal, RepoOutcome};
+use crate::config::serde_name;
+
+/// A repository's journal and the folder holding its run (`DIR/repos/ID`).
+#[derive(Debug, Clone)]
+pub struct RepoRecord {
+    pub journal: Journal,
+    pub folder: PathBuf,
+}
+
+impl RepoRecord {
+    /// The record of a repository of the batch folder `batch_dir`.
+    pub fn in_batch(batch_dir: &Path, journal: Journal) -> RepoRecord {
+        let folder = batch_dir.join("repos").join(&journal.repo);
+        RepoRecord { journal, folder }
+    }
+}
+
+/// The journals under each batch folder (`DIR/repos/*/journal.json`), by repository id; a
+/// repository in two folders (shards run twice) keeps the later folder's journal.
+pub fn collect(dirs: &[PathBuf]) -> std::io::Result<Vec<RepoRecord>> {
+    let mut records: Vec<RepoRecord> = Vec::new();
+    for dir in dirs {
+        for entry in std::fs::read_dir(dir.join("repos"))? {
+            let folder = entry?.path();
+            let Some(journal) = Journal::read(&folder.join("journal.json")) else {
+                continue;
+            };
+            records.retain(|known| known.journal.repo != journal.repo);
+            records.push(RepoRecord { journal, folder });
+        }
+    }
+    records.sort_by(|a, b| a.journal.repo.cmp(&b.journal.repo));
+    Ok(records)
+}
+
+/// Writes `junit.xml`, `tollgate.sarif`, `summary.md` and `report.html` to `out`; returns
+/// their paths.
+pub fn write_reports(out: &Path, records: &[RepoRecord]) -> std::io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(out)?;
+    let journals: Vec<Journal> = records
+        .iter()
+        .map(|record| record.journal.clone())
+        .collect();
+    let files = [
+        (
+            "junit.xml",
+            junit_xml(&journals).map_err(std::io::Error::other)?,
+        ),
+        (
+            "tollgate.sarif",
+            sarif(records).map_err(std::io::Error::other)?,
+        ),
+        ("summary.md", markdown(&journals)),
+        ("report.html", super::html::html(&journals)),
+    ];
+    let mut written = Vec::new();
+    for (name, text) in files {
+        let path = out.join(name);
+        std::fs::write(&path, text)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// One SARIF log with one run: every repository's results, each tagged with its repository
+/// (`properties.repo`), under one rule list.
+pub fn sarif(records: &[RepoRecord]) -> Result<String, serde_json::Error> {
+    let mut tool: Option<Value> = None;
+    let mut rules: Vec<Value> = Vec::new();
+    let mut results: Vec<Value> = Vec::new();
+    for record in records {
+        let path = record.folder.join("run").join("tollgate.sarif");
+        let Some(log) = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        else {
+            continue;
+        };
+        for run in log["runs"].as_array().into_iter().flatten() {
+            let driver = &run["tool"]["driver"];
+            tool.get_or_insert_with(|| run["tool"].clone());
+            for rule in driver["rules"].as_array().into_iter().flatten() {
+                if !rules.iter().any(|known| known["id"] == rule["id"]) {
+                    rules.push(rule.clone());
+                }
+            }
+            for result in run["results"].as_array().into_iter().flatten() {
+                results.push(tag_result(result.clone(), &record.journal.repo));
+            }
+        }
+    }
+    let mut tool = tool.unwrap_or_else(|| json!({"driver": {"name": "tollgate"}}));
+    tool["driver"]["rules"] = Value::Array(rules);
+    serde_json::to_string_pretty(&json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{"tool": tool, "results": results}],
+    }))
+}
+
+/// The result as one of many repositories': its rule found by id (indexes differ between
+/// runs), its repository named. Locations stay relative to that repository's workdir.
+fn tag_result(mut result: Value, repo: &str) -> Value {
+    if let Some(object) = result.as_object_mut() {
+        object.remove("ruleIndex");
+    }
+    result["properties"]["repo"] = Value::String(repo.to_string());
+    result
+}
+
+pub fn junit_xml(journals: &[Journal]) -> Result<String, quick_junit::SerializeError> {
+    let mut report = Report::new("tollgate batch");
+    for journal in journals {
+        let mut suite = TestSuite::new(journal.repo.as_str());
+        let status = match journal.outcome {
+            Some(RepoOutcome::Changed | RepoOutcome::Unchanged) => TestCaseStatus::success(),
+            Some(RepoOutcome::Skipped) | None => TestCaseStatus::skipped(),
+            Some(RepoOutcome::Failed) => {
+                let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                status.set_message(journal.reason.clone().unwrap_or_default());
+                status
+            }
+        };
+        let mut case = TestCase::new(journal.repo.as_str(), status);
+        if let Some(run) = &journal.run {
+            case.set_time(std::time::Duration::from_millis(run.duration_ms));
+        }
+        suite.add_test_case(case);
+        let cost = cost_of(journal)
+            .map(|cost| format!("{cost:.6}"))
+            .unwrap_or_default();
+        suite.add_properties([
+            Property::new("outcome", outcome_name(journal)),
+            Property::new("branch", journal.branch.clone().unwrap_or_default()),
+            Property::new("commit", journal.commit.clone().unwrap_or_default()),
+            Property::new("total_cost_usd", cost),
+        ]);
+        report.add_test_suite(suite);
+    }
+    report.to_string()
+}
+
+pub fn markdown(journals: &[Journal]) -> String {
+    let failed = journals
+        .iter()
+        .filter(|journal| journal.outcome == Some(RepoOutcome::Failed))
+        .count();
+    let total: f64 = journals.iter().filter_map(cost_of).sum();
+    let mut text = format!(
+        "# tollgate batch\n\n{} repositories, {failed} failed, ${total:.4} spent.\n\n\
+| repository | outcome | checks | denials | cost (USD) | branch | pull request |\n\
+|---|---|---|---|---|---|---|\n",
+        journals.len()
+    );
+    for journal in journals {
+        let (checks, denials) =
+            journal
+                .run
+                .as_ref()
+                .map_or((String::new(), String::new()), |run| {
+                    (
+                        format!("{} passed, {} failed", run.checks_passed, run.checks_failed),
+                        run.denials.to_string(),
+                    )
+                });
+        let cell = |text: &str| text.replace('|', "\\|").replace('\n', " ");
+        text.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            cell(&journal.repo),
+            cell(&outcome_name(journal)),
+            checks,
+            denials,
+            cost_of(journal)
+                .map(|cost| format!("{cost:.4}"))
+                .unwrap_or_default(),
+            cell(journal.branch.as_deref().unwrap_or("")),
+            cell(journal.pr_url.as_deref().unwrap_or("")),
+        ));
+    }
+    text
+}
+
+pub(super) fn outcome_name(journal: &Journal) -> String {
+    journal
+        .outcome
+        .map(|outcome| serde_name(&outcome))
+        .unwrap_or_else(|| "unfinished".into())
+}
+
+pub(super) fn cost_of(journal: &Journal) -> Option<f64> {
+    journal.run.as_ref().and_then(|run| run.cost_usd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_repo_is_a_failed_testcase_in_its_own_suite() {
+        let mut ok = Journal::new("api");
+        ok.outcome = Some(RepoOutcome::Changed);
+        let mut bad = Journal::new("web");
+        bad.outcome = Some(RepoOutcome::Failed);
+        bad.reason = Some("cannot read the repository: no such ref".into());
+        let xml = junit_xml(&[ok, bad.clone()]).unwrap();
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let suites: Vec<_> = doc
+            .descendants()
+            .filter(|node| node.has_tag_name("testsuite"))
+            .map(|node| node.attribute("name").unwrap_or_default())
+            .collect();
+        assert_eq!(suites, ["api", "web"]);
+        assert!(xml.contains("no such ref"));
+        assert!(markdown(&[bad]).contains("| web | failed |"));
+    }
+}

@@ -1,0 +1,39 @@
+//! `tollgate batch`: one task over many repositories in one process — the manifest, the
+//! per-repository templates, working copies, journal and shard, and the merged reports.
+//! Every run goes through `session::assemble` and `agent::run`, as a single run does.
+
+mod batch_task;
+mod driver;
+mod forge;
+mod html;
+mod journal;
+mod manifest;
+mod merge;
+mod shard;
+mod template;
+mod workcopy;
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+pub use driver::{Batch, BatchOptions, Rerun};
+pub use journal::{Journal, Phase, RepoOutcome, RunSummary};
+pub use manifest::{Repo, RepoSource};
+pub use merge::{RepoRecord, collect, junit_xml, markdown, sarif, write_reports};
+pub use shard::Shard;
+
+#[derive(Debug, Error)]
+pub enum FleetError {
+    #[error(transparent)]
+    Session(#[from] crate::session::SessionError),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error(transparent)]
+    Forge(#[from] forge::ForgeError),
+    #[error("cannot create the batch folder {}: {source}", path.display())]
+    Output {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}

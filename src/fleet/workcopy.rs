@@ -1,0 +1,179 @@
+//! Each repository's own working copy inside the batch folder: a `git worktree` of a local
+//! repository (its checkout is never touched) or a fresh clone of a URL; then the branch,
+//! the commit of the agent's change and its patch file. All git goes through `exec::run`.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use thiserror::Error;
+
+use super::manifest::{Repo, RepoSource};
+use crate::exec::{self, ChildEnv, Ending, ExecRequest};
+
+/// A clone of a large repository over a slow link can take a while; a hung one must not.
+const GIT_TIMEOUT: Duration = Duration::from_secs(600);
+
+#[derive(Debug, Error)]
+pub enum GitError {
+    #[error("cannot start git: {0}")]
+    Start(std::io::Error),
+    #[error("`git {command}` failed: {detail}")]
+    Failed { command: String, detail: String },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Runs git with the given arguments in `cwd`; its stdout on success.
+async fn git(cwd: &Path, args: &[&str]) -> Result<String, GitError> {
+    // No prompt may wait for a password nobody will type; no secret of tollgate's reaches git.
+    let env = ChildEnv::without_secrets(&BTreeSet::new()).with("GIT_TERMINAL_PROMPT", "0");
+    let mut argv: Vec<OsString> = vec!["git".into()];
+    argv.extend(args.iter().map(OsString::from));
+    let mut request = ExecRequest::bash("", cwd.to_path_buf(), env, GIT_TIMEOUT);
+    request.argv = argv;
+    // A patch or a listing is the answer itself: keep far more than a command's output.
+    request.capture.max_bytes = 64 * 1024 * 1024;
+    let outcome = exec::run(request, std::future::pending())
+        .await
+        .map_err(GitError::Start)?;
+    let command = args.join(" ");
+    match outcome.ending {
+        Ending::Exited { code: Some(0), .. } => Ok(outcome.stdout.text),
+        Ending::Exited { .. } => Err(GitError::Failed {
+            command,
+            detail: last_line(&outcome.stderr.text),
+        }),
+        Ending::TimedOut => Err(GitError::Failed {
+            command,
+            detail: format!("no answer within {}s", GIT_TIMEOUT.as_secs()),
+        }),
+        Ending::Cancelled => Err(GitError::Failed {
+            command,
+            detail: "cancelled".into(),
+        }),
+    }
+}
+
+fn last_line(text: &str) -> String {
+    text.lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or("no message")
+        .trim()
+        .to_string()
+}
+
+/// The commit the repository would start from now: part of its cache key.
+pub async fn source_head(repo: &Repo) -> Result<String, GitError> {
+    let wanted = repo.git_ref.as_deref().unwrap_or("HEAD");
+    match &repo.source {
+        RepoSource::Local(path) => {
+            let spec = format!("{wanted}^{{commit}}");
+            Ok(git(path, &["rev-parse", "--verify", &spec])
+                .await?
+                .trim()
+                .to_string())
+        }
+        RepoSource::Url(url) => {
+            let listed = git(Path::new("/"), &["ls-remote", url, wanted]).await?;
+            listed
+                .split_whitespace()
+                .next()
+                .map(str::to_string)
+                .or_else(|| {
+                    // A commit id is not advertised by ls-remote: it is its own head.
+                    (wanted.len() == 40 && wanted.chars().all(|c| c.is_ascii_hexdigit()))
+                        .then(|| wanted.to_string())
+                })
+                .ok_or_else(|| GitError::Failed {
+                    command: format!("ls-remote {url} {wanted}"),
+                    detail: "no such ref".into(),
+                })
+        }
+    }
+}
+
+/// A fresh working copy of `repo` at `head` in `dir` (whatever an earlier attempt left
+/// there is removed first), on `branch`.
+pub async fn prepare(repo: &Repo, head: &str, dir: &Path, branch: &str) -> Result<(), GitError> {
+    discard(repo, dir).await;
+    let target = dir.to_string_lossy().into_owned();
+    match &repo.source {
+        RepoSource::Local(path) => {
+            git(path, &["worktree", "add", "--detach", &target, head]).await?;
+        }
+        RepoSource::Url(url) => {
+            git(
+                Path::new("/"),
+                &["clone", "--quiet", "--no-checkout", url, &target],
+            )
+            .await?;
+            git(dir, &["checkout", "--quiet", "--detach", head]).await?;
+        }
+    }
+    git(dir, &["checkout", "--quiet", "-B", branch]).await?;
+    Ok(())
+}
+
+/// Removes a working copy (and a local repository's record of it).
+pub async fn discard(repo: &Repo, dir: &Path) {
+    if let RepoSource::Local(path) = &repo.source {
+        let target = dir.to_string_lossy().into_owned();
+        let _ = git(path, &["worktree", "remove", "--force", &target]).await;
+        let _ = std::fs::remove_dir_all(dir);
+        let _ = git(path, &["worktree", "prune"]).await;
+    } else {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// Commits everything the agent changed on top of `base`; `None` when nothing changed.
+pub async fn commit(dir: &Path, base: &str, message: &str) -> Result<Option<String>, GitError> {
+    git(dir, &["add", "-A"]).await?;
+    if git(dir, &["diff", "--cached", "--quiet"]).await.is_ok() {
+        // A batch killed between the commit and its journal entry left the commit made:
+        // it is the change, not "no change".
+        let current = git(dir, &["rev-parse", "HEAD"]).await?.trim().to_string();
+        return Ok((current != base).then_some(current));
+    }
+    // An identity of the user's when git has one; else a neutral one, so the commit works
+    // on a bare CI machine.
+    let has_identity = git(dir, &["config", "user.email"]).await.is_ok();
+    let mut args = Vec::new();
+    if !has_identity {
+        args.extend([
+            "-c",
+            "user.name=tollgate",
+            "-c",
+            "user.email=tollgate@localhost",
+        ]);
+    }
+    args.extend(["commit", "--quiet", "--no-verify", "-m", message]);
+    git(dir, &args).await?;
+    Ok(Some(
+        git(dir, &["rev-parse", "HEAD"]).await?.trim().to_string(),
+    ))
+}
+
+/// The committed change as a mail-style patch (`git am` applies it).
+pub async fn write_patch(dir: &Path, base: &str, path: &Path) -> Result<(), GitError> {
+    let range = format!("{base}..HEAD");
+    let patch = git(dir, &["format-patch", "--stdout", &range]).await?;
+    std::fs::write(path, patch).map_err(|source| GitError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Pushes the branch to `remote`, replacing what an earlier batch pushed there: the branch is
+/// the batch's own.
+pub async fn push(dir: &Path, remote: &str, branch: &str) -> Result<(), GitError> {
+    let refspec = format!("+HEAD:refs/heads/{branch}");
+    git(dir, &["push", "--quiet", remote, &refspec]).await?;
+    Ok(())
+}

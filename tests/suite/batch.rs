@@ -1,0 +1,481 @@
+//! `tollgate batch` end to end: twelve local git repositories in a temp folder, the scripted
+//! model, the real binary; branches, failures, resume, shards and load-time errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::fake_forge::FakeForge;
+
+const TASK: &str = r#"version: 1
+name: note {{ repo.name }}
+prompt: add a note to {{ repo.name }}
+mode: acceptEdits
+tools: [Write]
+batch:
+  branch: fix/{{ repo.name }}
+  commit_message: "add NOTE.md to {{ repo.name }}"
+model:
+  provider: scripted
+  name: batch-script
+  script:
+    - - tool_use: {name: Write, input: {file_path: NOTE.md, content: "{{ repo.params.word }} {{ repo.name }}\n"}}
+    - - text: done
+checks:
+  - name: note-is-ok
+    run: grep -q "^ok {{ repo.name }}" NOTE.md
+"#;
+
+struct Fleet {
+    dir: tempfile::TempDir,
+}
+
+impl Fleet {
+    /// `count` repositories `r00`…; `bad` ones get the word that fails the check.
+    fn new(count: usize, bad: &[usize]) -> Fleet {
+        let dir = tempfile::tempdir().unwrap();
+        let mut manifest = String::new();
+        for n in 0..count {
+            let repo = dir.path().join(format!("r{n:02}"));
+            std::fs::create_dir_all(&repo).unwrap();
+            std::fs::write(repo.join("README"), format!("repo {n}\n")).unwrap();
+            git(&repo, &["init", "-q"]);
+            git(&repo, &["add", "-A"]);
+            git(
+                &repo,
+                &[
+                    "-c",
+                    "user.name=t",
+                    "-c",
+                    "user.email=t@t",
+                    "commit",
+                    "-qm",
+                    "init",
+                ],
+            );
+            let word = if bad.contains(&n) { "bad" } else { "ok" };
+            manifest.push_str(&format!("- repo: r{n:02}\n  params: {{word: {word}}}\n"));
+        }
+        std::fs::write(dir.path().join("repos.yaml"), manifest).unwrap();
+        std::fs::write(dir.path().join("task.yaml"), TASK).unwrap();
+        Fleet { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn batch(&self, out: &str, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_tollgate"))
+            .current_dir(self.path())
+            .args(["batch", "task.yaml", "--repos", "repos.yaml", "--out", out])
+            .args(args)
+            .env_remove("JOB_COMPLETION_INDEX")
+            .output()
+            .unwrap()
+    }
+
+    fn journal(&self, out: &str, repo: &str) -> Value {
+        let path = self
+            .path()
+            .join(out)
+            .join("repos")
+            .join(repo)
+            .join("journal.json");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    fn journals(&self, out: &str) -> Vec<String> {
+        let mut repos: Vec<String> = std::fs::read_dir(self.path().join(out).join("repos"))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|repo| {
+                self.path()
+                    .join(out)
+                    .join("repos")
+                    .join(repo)
+                    .join("journal.json")
+                    .exists()
+            })
+            .collect();
+        repos.sort();
+        repos
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn twelve_repos_get_their_branch_and_a_failing_check_fails_only_its_repo() {
+    let fleet = Fleet::new(12, &[7]);
+    let output = fleet.batch("out", &["--jobs", "3"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    for n in 0..12 {
+        let id = format!("r{n:02}");
+        let repo = fleet.path().join(&id);
+        let journal = fleet.journal("out", &id);
+        if n == 7 {
+            assert_eq!(journal["outcome"], "failed");
+            assert!(journal["reason"].as_str().unwrap().contains("note-is-ok"));
+            continue;
+        }
+        assert_eq!(journal["outcome"], "changed", "{id}: {journal}");
+        let note = git(&repo, &["show", &format!("fix/{id}:NOTE.md")]);
+        assert_eq!(note, format!("ok {id}\n"));
+        let subject = git(&repo, &["log", "-1", "--format=%s", &format!("fix/{id}")]);
+        assert_eq!(subject.trim(), format!("add NOTE.md to {id}"));
+        assert!(
+            fleet
+                .path()
+                .join("out/repos")
+                .join(&id)
+                .join(format!("{id}.patch"))
+                .exists()
+        );
+        // The user's own checkout is untouched.
+        assert_eq!(git(&repo, &["status", "--porcelain"]), "");
+        assert!(!repo.join("NOTE.md").exists());
+    }
+    let junit = std::fs::read_to_string(fleet.path().join("out/junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&junit).unwrap();
+    let cases: Vec<_> = doc
+        .descendants()
+        .filter(|node| node.has_tag_name("testcase"))
+        .collect();
+    assert_eq!(cases.len(), 12);
+    let failed: Vec<_> = cases
+        .iter()
+        .filter(|case| case.children().any(|child| child.has_tag_name("failure")))
+        .map(|case| case.attribute("name").unwrap())
+        .collect();
+    assert_eq!(failed, ["r07"]);
+    let summary = std::fs::read_to_string(fleet.path().join("out/summary.md")).unwrap();
+    assert!(summary.contains("| r07 | failed |"), "{summary}");
+    let sarif: Value = serde_json::from_str(
+        &std::fs::read_to_string(fleet.path().join("out/tollgate.sarif")).unwrap(),
+    )
+    .unwrap();
+    let tagged: Vec<&str> = sarif["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|result| result["properties"]["repo"].as_str().unwrap())
+        .collect();
+    assert_eq!(tagged, ["r07"], "the failed check is r07's only");
+    let html = std::fs::read_to_string(fleet.path().join("out/report.html")).unwrap();
+    assert_eq!(html.matches("<tr class=").count(), 12);
+    assert!(html.contains("<svg id=\"cost-chart\""));
+}
+
+#[test]
+fn a_batch_started_again_continues_unfinished_repos_and_keeps_finished_ones() {
+    let fleet = Fleet::new(6, &[2]);
+    assert_eq!(fleet.batch("out", &["--jobs", "2"]).status.code(), Some(1));
+    // As if killed half-way: three repositories never finished their phases.
+    let transcript = |id: &str| {
+        fleet
+            .path()
+            .join("out/repos")
+            .join(id)
+            .join("run/transcript.jsonl")
+    };
+    for id in ["r03", "r04", "r05"] {
+        let path = fleet.path().join("out/repos").join(id).join("journal.json");
+        let mut journal = fleet.journal("out", id);
+        journal["phase"] = "cloned".into();
+        journal["outcome"] = Value::Null;
+        std::fs::write(&path, journal.to_string()).unwrap();
+    }
+    // And one was killed between its commit and the journal's record of it.
+    let path = fleet.path().join("out/repos/r01/journal.json");
+    let mut journal = fleet.journal("out", "r01");
+    journal["phase"] = "checked".into();
+    journal["outcome"] = Value::Null;
+    journal["commit"] = Value::Null;
+    std::fs::write(&path, journal.to_string()).unwrap();
+    for id in ["r00", "r01", "r02"] {
+        std::fs::write(transcript(id), "kept\n").unwrap();
+    }
+    let output = fleet.batch("out", &["--jobs", "2"]);
+    assert_eq!(output.status.code(), Some(1));
+    for id in ["r00", "r01", "r02"] {
+        assert_eq!(
+            std::fs::read_to_string(transcript(id)).unwrap(),
+            "kept\n",
+            "{id} re-ran"
+        );
+    }
+    for id in ["r01", "r03", "r04", "r05"] {
+        assert_eq!(fleet.journal("out", id)["outcome"], "changed");
+        if id != "r01" {
+            assert_ne!(std::fs::read_to_string(transcript(id)).unwrap(), "kept\n");
+        }
+        // Still one commit on the branch, not two.
+        let log = git(
+            &fleet.path().join(id),
+            &["rev-list", "--count", &format!("fix/{id}")],
+        );
+        assert_eq!(log.trim(), "2");
+    }
+    // --rerun failed re-runs the failed one only.
+    let output = fleet.batch("out", &["--rerun", "failed"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_ne!(
+        std::fs::read_to_string(transcript("r02")).unwrap(),
+        "kept\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(transcript("r00")).unwrap(),
+        "kept\n"
+    );
+}
+
+#[test]
+fn three_shards_cover_every_repo_exactly_once_and_merge_into_one_report() {
+    let fleet = Fleet::new(9, &[]);
+    let mut seen: Vec<String> = Vec::new();
+    for index in 1..=3 {
+        let out = format!("shard{index}");
+        let output = fleet.batch(&out, &["--shard", &format!("{index}/3")]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        seen.extend(fleet.journals(&out));
+    }
+    seen.sort();
+    let all: Vec<String> = (0..9).map(|n| format!("r{n:02}")).collect();
+    assert_eq!(seen, all);
+    let output = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .current_dir(fleet.path())
+        .args([
+            "report", "merge", "shard1", "shard2", "shard3", "--out", "merged",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let junit = std::fs::read_to_string(fleet.path().join("merged/junit.xml")).unwrap();
+    assert_eq!(junit.matches("<testcase ").count(), 9);
+}
+
+#[test]
+fn an_unknown_placeholder_stops_the_batch_at_load_with_its_location() {
+    let fleet = Fleet::new(2, &[]);
+    let task = TASK.replace("add a note to {{ repo.name }}", "add {{ repo.owner }}");
+    std::fs::write(fleet.path().join("task.yaml"), task).unwrap();
+    let output = fleet.batch("out", &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr.contains("task.yaml:3:13"), "{stderr}");
+    assert!(stderr.contains("repo.owner"), "{stderr}");
+    assert!(!fleet.path().join("out/repos/r00").exists());
+}
+
+#[test]
+fn a_repo_that_cannot_be_cloned_is_a_failed_testcase_and_the_batch_goes_on() {
+    let fleet = Fleet::new(2, &[]);
+    let mut manifest = std::fs::read_to_string(fleet.path().join("repos.yaml")).unwrap();
+    let missing: PathBuf = fleet.path().join("nowhere.git");
+    manifest.push_str(&format!(
+        "- repo: file://{}\n  name: gone\n  params: {{word: ok}}\n",
+        missing.display()
+    ));
+    std::fs::write(fleet.path().join("repos.yaml"), manifest).unwrap();
+    let output = fleet.batch("out", &["--jobs", "2"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(fleet.journal("out", "gone")["outcome"], "failed");
+    assert_eq!(fleet.journal("out", "r01")["outcome"], "changed");
+    let junit = std::fs::read_to_string(fleet.path().join("out/junit.xml")).unwrap();
+    assert!(junit.contains("cannot read the repository"), "{junit}");
+}
+
+/// The task with a `publish:` block aimed at the fake forge, and a policy that lets the
+/// branch be pushed.
+fn publishing_task(forge: &FakeForge) -> String {
+    unpermitted_publishing_task(forge).replace(
+        "mode: acceptEdits\n",
+        "mode: acceptEdits\npermissions:\n  allow: [\"Bash(git push:*)\"]\n",
+    )
+}
+
+fn unpermitted_publishing_task(forge: &FakeForge) -> String {
+    TASK.replace(
+        "batch:\n",
+        &format!(
+            "batch:\n  publish:\n    repo: org/{{{{ repo.name }}}}\n    base: main\n    api_url: {}\n    token_env: FORGE_TOKEN\n",
+            forge.url()
+        ),
+    )
+}
+
+async fn batch_async(fleet: &Fleet, args: &[&str]) -> Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .current_dir(fleet.path())
+        .args([
+            "batch",
+            "task.yaml",
+            "--repos",
+            "repos.yaml",
+            "--out",
+            "out",
+        ])
+        .args(args)
+        .env("FORGE_TOKEN", "forge-secret-token")
+        .env_remove("JOB_COMPLETION_INDEX")
+        .output()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_changed_repo_is_pushed_and_gets_one_pull_request_under_one_rate_budget() {
+    let fleet = Fleet::new(6, &[]);
+    for n in 0..6 {
+        let id = format!("r{n:02}");
+        let bare = fleet.path().join("remotes").join(format!("{id}.git"));
+        std::fs::create_dir_all(&bare).unwrap();
+        git(&bare, &["init", "-q", "--bare"]);
+        git(
+            &fleet.path().join(&id),
+            &["remote", "add", "origin", bare.to_str().unwrap()],
+        );
+    }
+    let forge = FakeForge::start(1).await;
+    std::fs::write(fleet.path().join("task.yaml"), publishing_task(&forge)).unwrap();
+
+    // --dry-run: everything but the push.
+    let output = batch_async(&fleet, &["--jobs", "3", "--dry-run"]).await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(forge.requests().is_empty());
+    assert_eq!(fleet.journal("out", "r00")["phase"], "committed");
+
+    // The real run continues each repository from its dry-run commit.
+    let output = batch_async(&fleet, &["--jobs", "3"]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("forge-secret-token"));
+
+    let pulls = forge.pulls();
+    let mut heads: Vec<String> = pulls.iter().map(|pull| pull.head.clone()).collect();
+    heads.sort();
+    let expected: Vec<String> = (0..6).map(|n| format!("fix/r{n:02}")).collect();
+    assert_eq!(heads, expected, "one pull request per changed repository");
+    assert!(
+        pulls
+            .iter()
+            .all(|pull| pull.base == "main" && pull.body.contains("checks passed"))
+    );
+    for n in 0..6 {
+        let id = format!("r{n:02}");
+        let bare = fleet.path().join("remotes").join(format!("{id}.git"));
+        assert_eq!(
+            git(&bare, &["show", &format!("fix/{id}:NOTE.md")]),
+            format!("ok {id}\n")
+        );
+        let journal = fleet.journal("out", &id);
+        assert_eq!(journal["phase"], "pr_opened");
+        assert!(
+            journal["pr_url"]
+                .as_str()
+                .unwrap()
+                .starts_with("https://forge.test/org/")
+        );
+    }
+    let requests = forge.requests();
+    assert!(
+        requests
+            .iter()
+            .all(|request| request.authorization.as_deref() == Some("Bearer forge-secret-token"))
+    );
+    // The 429 holds back every worker, not only the one that met it: besides requests
+    // already on their way (at most one per other worker), nothing arrives before
+    // Retry-After has passed.
+    let limited = requests
+        .iter()
+        .find(|request| request.status == 429)
+        .unwrap();
+    let within = requests
+        .iter()
+        .filter(|request| {
+            request.at > limited.at && request.at < limited.at + Duration::from_secs(1)
+        })
+        .count();
+    assert!(
+        within <= 2,
+        "{within} requests inside the Retry-After window"
+    );
+
+    // Killed after the push, before the pull request was recorded: the restart finds the
+    // open one and updates it, with no second push of a new PR.
+    let path = fleet.path().join("out/repos/r00/journal.json");
+    let mut journal = fleet.journal("out", "r00");
+    journal["phase"] = "pushed".into();
+    journal["outcome"] = Value::Null;
+    std::fs::write(&path, journal.to_string()).unwrap();
+    let before = forge.requests().len();
+    let output = batch_async(&fleet, &["--jobs", "3"]).await;
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(forge.pulls().len(), 6);
+    let after: Vec<String> = forge.requests()[before..]
+        .iter()
+        .map(|request| format!("{} {}", request.method, request.path))
+        .collect();
+    let number = pulls
+        .iter()
+        .find(|pull| pull.head == "fix/r00")
+        .unwrap()
+        .number;
+    assert_eq!(
+        after,
+        [
+            "GET /repos/org/r00/pulls".to_string(),
+            format!("PATCH /repos/org/r00/pulls/{number}")
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nothing_is_published_where_the_policy_would_not_let_the_agent_push() {
+    let fleet = Fleet::new(2, &[]);
+    let forge = FakeForge::start(1).await;
+    std::fs::write(
+        fleet.path().join("task.yaml"),
+        unpermitted_publishing_task(&forge),
+    )
+    .unwrap();
+    let output = batch_async(&fleet, &["--jobs", "2"]).await;
+    assert_eq!(output.status.code(), Some(1));
+    let journal = fleet.journal("out", "r00");
+    assert_eq!(journal["outcome"], "failed");
+    assert_eq!(journal["phase"], "committed");
+    assert!(
+        journal["reason"]
+            .as_str()
+            .unwrap()
+            .contains("does not allow the push: `git push origin fix/r00`"),
+        "{journal}"
+    );
+    assert!(forge.requests().is_empty());
+}

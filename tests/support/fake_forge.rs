@@ -1,0 +1,153 @@
+//! A fake GitHub REST API on 127.0.0.1 for `tollgate batch`'s pull requests: lists, opens and
+//! updates pull requests, answers the first opening with a 429 and `Retry-After`, and
+//! records every request with the moment it arrived.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::routing::any;
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub at: Instant,
+    pub status: u16,
+    pub authorization: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Pull {
+    pub number: u64,
+    pub repo: String,
+    pub head: String,
+    pub base: String,
+    pub body: String,
+}
+
+#[derive(Default)]
+struct Log {
+    requests: Vec<Request>,
+    pulls: Vec<Pull>,
+    limit_first_post_for: Option<u64>,
+}
+
+pub struct FakeForge {
+    addr: SocketAddr,
+    log: Arc<Mutex<Log>>,
+    _server: tokio::task::JoinHandle<()>,
+}
+
+impl FakeForge {
+    /// The first POST of a pull request gets a 429 with `Retry-After: retry_after` seconds.
+    pub async fn start(retry_after: u64) -> FakeForge {
+        let log = Arc::new(Mutex::new(Log {
+            limit_first_post_for: Some(retry_after),
+            ..Log::default()
+        }));
+        let app = Router::new()
+            .route("/{*path}", any(handle))
+            .with_state(log.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        FakeForge {
+            addr,
+            log,
+            _server: server,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<Request> {
+        self.log.lock().unwrap().requests.clone()
+    }
+
+    pub fn pulls(&self) -> Vec<Pull> {
+        self.log.lock().unwrap().pulls.clone()
+    }
+}
+
+async fn handle(
+    State(log): State<Arc<Mutex<Log>>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: String,
+) -> (StatusCode, HeaderMap, String) {
+    let at = Instant::now();
+    let mut log = log.lock().unwrap();
+    let path = uri.path().to_string();
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let mut out_headers = HeaderMap::new();
+    let (status, answer) = match (method.clone(), parts.as_slice()) {
+        (Method::POST, ["repos", _, _, "pulls"]) if log.limit_first_post_for.is_some() => {
+            let seconds = log.limit_first_post_for.take().unwrap();
+            out_headers.insert("retry-after", seconds.to_string().parse().unwrap());
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                json!({"message": "slow down"}),
+            )
+        }
+        (Method::GET, ["repos", owner, name, "pulls"]) => {
+            let repo = format!("{owner}/{name}");
+            let head = uri
+                .query()
+                .unwrap_or("")
+                .split('&')
+                .find_map(|pair| pair.strip_prefix("head="))
+                .and_then(|head| head.split_once(':'))
+                .map(|(_, branch)| branch.to_string())
+                .unwrap_or_default();
+            let open: Vec<Value> = log
+                .pulls
+                .iter()
+                .filter(|pull| pull.repo == repo && pull.head == head)
+                .map(|pull| json!({"number": pull.number}))
+                .collect();
+            (StatusCode::OK, Value::Array(open))
+        }
+        (Method::POST, ["repos", owner, name, "pulls"]) => {
+            let request: Value = serde_json::from_str(&body).unwrap();
+            let number = log.pulls.len() as u64 + 1;
+            log.pulls.push(Pull {
+                number,
+                repo: format!("{owner}/{name}"),
+                head: request["head"].as_str().unwrap().to_string(),
+                base: request["base"].as_str().unwrap().to_string(),
+                body: request["body"].as_str().unwrap().to_string(),
+            });
+            let url = format!("https://forge.test/{owner}/{name}/pull/{number}");
+            (
+                StatusCode::CREATED,
+                json!({"number": number, "html_url": url}),
+            )
+        }
+        (Method::PATCH, ["repos", owner, name, "pulls", number]) => {
+            let url = format!("https://forge.test/{owner}/{name}/pull/{number}");
+            (StatusCode::OK, json!({"number": number, "html_url": url}))
+        }
+        _ => (StatusCode::NOT_FOUND, json!({"message": "Not Found"})),
+    };
+    log.requests.push(Request {
+        method: method.to_string(),
+        path,
+        at,
+        status: status.as_u16(),
+        authorization: headers
+            .get("authorization")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_string),
+    });
+    (status, out_headers, answer.to_string())
+}
