@@ -11,6 +11,7 @@ pub mod config;
 pub mod exit;
 pub mod hooks;
 pub mod model;
+pub mod neutral;
 pub mod policy;
 pub mod redact;
 pub mod report;

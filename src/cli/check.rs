@@ -76,14 +76,23 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
     };
     let input: Value = serde_json::from_str(input).context("--input is not valid JSON")?;
     if args.explain {
-        print!("{}", explain(tool, &input, &ctx, sources, &mut tools));
+        print!(
+            "{}",
+            crate::neutral::log_text(&explain(tool, &input, &ctx, sources, &mut tools))
+        );
         return Ok(ExitCode::Success);
     }
+<<<<<<< HEAD
     let decision = decide(tool, input, &ctx, &mut tools);
     println!(
         "{}",
         serde_json::to_string(&DecisionLine::new(&decision, None, None))?
     );
+=======
+    let decision = decide(tool, &input, &ctx, &mut tools);
+    let line = serde_json::to_string(&DecisionLine::new(&decision, None, None))?;
+    println!("{}", crate::neutral::json_log_line(&line));
+>>>>>>> main
     Ok(ExitCode::Success)
 }
 
@@ -154,24 +163,35 @@ fn decide_stream(path: &Path, ctx: &PermissionContext, tools: &mut ToolCache) ->
         if line.trim().is_empty() {
             continue;
         }
-        let written = match serde_json::from_str::<CallLine>(&line) {
+        let rendered = match serde_json::from_str::<CallLine>(&line) {
             Ok(call) => {
+<<<<<<< HEAD
                 let decision = decide(&call.tool, call.input, ctx, tools);
                 serde_json::to_writer(
                     &mut out,
                     &DecisionLine::new(&decision, call.id.as_ref(), Some(&call.tool)),
                 )
+=======
+                let decision = decide(&call.tool, &call.input, ctx, tools);
+                serde_json::to_string(&DecisionLine::new(
+                    &decision,
+                    call.id.as_ref(),
+                    Some(&call.tool),
+                ))
+>>>>>>> main
             }
             Err(err) => {
                 let decision = refusal(format!(
                     "line {} is not a call {{\"id\"?, \"tool\", \"input\"}}: {err}",
                     index + 1
                 ));
-                serde_json::to_writer(&mut out, &DecisionLine::new(&decision, None, None))
+                serde_json::to_string(&DecisionLine::new(&decision, None, None))
             }
         };
-        written.context("cannot write a decision")?;
-        out.write_all(b"\n").context("cannot write a decision")?;
+        let rendered = rendered.context("cannot write a decision")?;
+        // The calls may be a model's: inert on a CI runner's log (see `neutral`).
+        writeln!(out, "{}", crate::neutral::json_log_line(&rendered))
+            .context("cannot write a decision")?;
     }
     out.flush().context("cannot write the decisions")?;
     Ok(ExitCode::Success)

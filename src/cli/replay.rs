@@ -134,7 +134,9 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
             },
             widened,
         };
-        writeln!(out, "{}", serde_json::to_string(&change)?)?;
+        // The calls are a model's: inert on a CI runner's log (see `neutral`).
+        let line = crate::neutral::json_log_line(&serde_json::to_string(&change)?);
+        writeln!(out, "{line}")?;
         table.push(format!(
             "{:<14} {:<6} {:<6} → {:<6} {}",
             call.id,
@@ -154,7 +156,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         widened_count
     )?;
     for row in &table {
-        writeln!(err, "  {row}")?;
+        writeln!(err, "  {}", crate::neutral::log_line(row))?;
     }
     Ok(if widened_count > 0 {
         ExitCode::TaskFailed
