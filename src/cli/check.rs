@@ -82,17 +82,9 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::Success);
     }
-<<<<<<< HEAD
     let decision = decide(tool, input, &ctx, &mut tools);
-    println!(
-        "{}",
-        serde_json::to_string(&DecisionLine::new(&decision, None, None))?
-    );
-=======
-    let decision = decide(tool, &input, &ctx, &mut tools);
     let line = serde_json::to_string(&DecisionLine::new(&decision, None, None))?;
     println!("{}", crate::neutral::json_log_line(&line));
->>>>>>> main
     Ok(ExitCode::Success)
 }
 
@@ -165,20 +157,12 @@ fn decide_stream(path: &Path, ctx: &PermissionContext, tools: &mut ToolCache) ->
         }
         let rendered = match serde_json::from_str::<CallLine>(&line) {
             Ok(call) => {
-<<<<<<< HEAD
                 let decision = decide(&call.tool, call.input, ctx, tools);
-                serde_json::to_writer(
-                    &mut out,
-                    &DecisionLine::new(&decision, call.id.as_ref(), Some(&call.tool)),
-                )
-=======
-                let decision = decide(&call.tool, &call.input, ctx, tools);
                 serde_json::to_string(&DecisionLine::new(
                     &decision,
                     call.id.as_ref(),
                     Some(&call.tool),
                 ))
->>>>>>> main
             }
             Err(err) => {
                 let decision = refusal(format!(

@@ -23,13 +23,8 @@ pub use decision::{
 };
 pub use file::{PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
 pub use file_access::{Access, check_path};
-<<<<<<< HEAD
 pub use gate::{GatedCall, TraceStep, decide, explain};
-pub use guardrail::{read_guardrail, write_guardrail};
-=======
-pub use gate::{TraceStep, apply_hook_verdict, decide, explain};
 pub use guardrail::{git_dir_write, read_guardrail, write_guardrail};
->>>>>>> main
 pub use lint::{LintWarning, danger, lint};
 pub use mode::{PermissionMode, UnknownMode};
 pub use path_pattern::{PathBases, PathPattern};

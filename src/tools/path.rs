@@ -3,15 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-<<<<<<< HEAD
 use crate::base::normalize_lexically;
-use crate::policy::{Access, PermissionContext, ToolCheck, ToolName, check_path};
-=======
 use crate::policy::{
     Access, AskCause, PermissionContext, ToolCheck, ToolName, check_path, git_dir_write,
-    normalize_lexically,
 };
->>>>>>> main
 
 /// A file tool's permission check: resolve the path as the call would, then the policy's
 /// path check.
