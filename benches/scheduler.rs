@@ -115,6 +115,7 @@ fn context() -> (ToolContext, AbortHandle) {
         abort,
         files: FileStateCache::default(),
         progress: None,
+        session: Default::default(),
     };
     (ctx, handle)
 }

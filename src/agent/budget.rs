@@ -123,6 +123,7 @@ mod tests {
             max_denials: None,
             max_consecutive_denials: None,
             max_parallel_tools: 10,
+            message_result_chars: 200_000,
         }
     }
 

@@ -131,6 +131,7 @@ pub async fn run(
         abort: abort.clone(),
         files: FileStateCache::default(),
         progress: None,
+        session: Default::default(),
     };
     let model = ModelSummary {
         provider: spec.task.model.provider.to_string(),

@@ -247,6 +247,7 @@ fn context() -> (ToolContext, AbortHandle) {
         abort,
         files: FileStateCache::default(),
         progress: None,
+        session: Default::default(),
     };
     (ctx, handle)
 }

@@ -1,5 +1,5 @@
 //! The execution context injected into every call (S1): workspace, limits, the abort signal
-//! and the file-state cache. Sub-agents get their own context for the same tools.
+//! the file-state cache and the run's shared tool state. Sub-agents get their own context for the same tools.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use super::progress::ProgressSink;
+use super::session::SessionState;
 use crate::base::AbortSignal;
 use crate::policy::Workspace;
 
@@ -69,4 +70,6 @@ pub struct ToolContext {
     pub files: FileStateCache,
     /// Live output of this call, when someone is listening (the scheduler sets it per call).
     pub progress: Option<ProgressSink>,
+    /// The run's TodoWrite list and deferred tools, shared by every call of the run.
+    pub session: SessionState,
 }

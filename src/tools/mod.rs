@@ -12,8 +12,11 @@ mod path;
 mod progress;
 mod read;
 mod registry;
+mod session;
 mod shell;
 mod text;
+mod todo_write;
+mod tool_search;
 mod walk;
 mod write;
 
@@ -35,7 +38,12 @@ pub use path::{check_file_access, resolve_path, resolve_symlinks};
 pub use progress::{ProgressLine, ProgressSink};
 pub use read::ReadTool;
 pub use registry::ToolRegistry;
+pub use session::{
+    DeferredTools, SessionState, Todo, TodoList, TodoSnapshot, TodoStatus, ToolDefinition,
+};
 pub use shell::{ShellEnding, ShellRun, run_shell};
+pub use todo_write::TodoWriteTool;
+pub use tool_search::ToolSearchTool;
 pub use write::WriteTool;
 
 use crate::policy::{PermissionContext, ToolCheck, ToolName};
@@ -147,6 +155,8 @@ pub fn builtin(name: &ToolName) -> Option<Arc<dyn Tool>> {
         ToolName::Glob => Arc::new(GlobTool),
         ToolName::Grep => Arc::new(GrepTool),
         ToolName::Bash => Arc::new(BashTool),
+        ToolName::TodoWrite => Arc::new(TodoWriteTool),
+        ToolName::ToolSearch => Arc::new(ToolSearchTool),
         _ => return None,
     };
     Some(tool)

@@ -7,16 +7,14 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-<<<<<<< HEAD
-=======
-use super::context::AbortSignal;
 use super::git_env::git_env;
->>>>>>> main
 use super::progress::ProgressSink;
 use crate::base::{AbortSignal, is_secret_env_name};
 
-/// Output kept per stream; the rest is drained and counted.
-const CAPTURE_BYTES: usize = 1024 * 1024;
+/// Output kept per stream; the rest is drained and counted. Large, because Bash's output is
+/// kept whole and offloaded to a file when long (S8): a 1 MB build log must survive intact.
+/// Beyond it, a note says how many bytes were dropped.
+pub const CAPTURE_BYTES: usize = 16 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShellEnding {
