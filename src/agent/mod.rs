@@ -8,6 +8,8 @@ pub use crate::transcript::{CheckRecord, Denial, RunReport};
 mod budget;
 mod checks;
 mod hooks;
+mod prompt;
+mod reminders;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -29,7 +31,11 @@ use crate::redact::Redactor;
 use crate::results::ResultStore;
 use crate::scheduler::{Call, MessageQueue, TurnEnd, run_turn};
 use crate::task::{FailOnSet, Task};
-use crate::tools::{FileStateCache, Tool, ToolContext, ToolLimits, ToolRegistry};
+use crate::tools::{
+    DeferredTools, FileStateCache, SessionState, Tool, ToolContext, ToolDefinition, ToolLimits,
+    ToolRegistry,
+};
+use reminders::Reminders;
 use crate::transcript::{
     AbortCause, DenialSummary, Disposition, Event, ModelSummary, Outcome, PolicySummary, QueryEnd,
     RunCounts, StreamOutput, TaskSummary, Transcript,
@@ -68,12 +74,6 @@ pub enum AgentError {
     },
 }
 
-const SYSTEM_PROMPT: &str = "You are a coding agent run by tollgate, unattended, in a CI job. \
-Nobody is present to answer questions or approve actions. Work inside the working directory {workdir}. \
-Every tool call passes a permission policy; a refused call comes back as an error result that says why. \
-Do not repeat a refused call: find an allowed way, or stop and explain what you could not do. \
-When the task is done, reply with a short summary of what you did and make no tool call.";
-
 fn interrupted(reason: AbortReason) -> Outcome {
     match reason {
         AbortReason::Interrupt => Outcome::Interrupted,
@@ -94,6 +94,21 @@ struct Loop<'a> {
     deadline: Option<Instant>,
     /// Refusals since the last allowed call.
     consecutive_denials: u32,
+    /// When the TodoWrite list is shown again (S3).
+    reminders: Reminders,
+}
+
+impl Loop<'_> {
+    /// Past this many characters a tool's result is offloaded: the task's threshold for the
+    /// tool, else the tool's own. Read's is unbounded (the task cannot set one).
+    fn result_threshold(&self, call: &crate::call::PreparedCall) -> usize {
+        self.spec
+            .task
+            .max_result_chars
+            .iter()
+            .find(|(tool, _)| tool == call.name())
+            .map_or_else(|| call.max_result_chars(), |(_, max)| *max)
+    }
 }
 
 impl Loop<'_> {
@@ -131,7 +146,10 @@ pub async fn run(
         abort: abort.clone(),
         files: FileStateCache::default(),
         progress: None,
-        session: Default::default(),
+        session: SessionState {
+            deferred: DeferredTools::new(deferred_catalogue(&spec)),
+            ..SessionState::default()
+        },
     };
     let model = ModelSummary {
         provider: spec.task.model.provider.to_string(),
@@ -152,6 +170,7 @@ pub async fn run(
         ),
         deadline: spec.task.limits.timeout.map(|limit| started + limit),
         consecutive_denials: 0,
+        reminders: Reminders::new(spec.task.reminders_full_every),
     };
     run.emit(Event::RunStarted {
         run_id: spec.run_id.clone(),
@@ -214,6 +233,13 @@ pub async fn run(
         crate::transcript::verdict::decide(outcome, &run.denials, &spec.fail_on);
     let duration_ms = millis(started.into_std());
     let total_cost_usd = run.budget.total_cost_usd();
+    let todos = run.ctx.session.todos.snapshot().items;
+    let usage = run.counts.usage;
+    let prompt_tokens = usage.input_tokens
+        + usage.cache_creation_input_tokens
+        + usage.cache_read_input_tokens;
+    let cache_read_share = (prompt_tokens > 0)
+        .then(|| usage.cache_read_input_tokens as f64 / prompt_tokens as f64);
     run.emit(Event::RunFinished {
         outcome,
         exit_code: exit_code.code(),
@@ -234,6 +260,8 @@ pub async fn run(
                 reason: denial.decision.reason.clone(),
             })
             .collect(),
+        cache_read_share,
+        todos: todos.clone(),
     })?;
     Ok(RunReport {
         run_id: spec.run_id.clone(),
@@ -254,6 +282,7 @@ pub async fn run(
         fail_on: spec.fail_on.clone(),
         task_file: spec.task.file.clone(),
         workdir: spec.workspace.workdir.clone(),
+        todos,
     })
 }
 
@@ -267,10 +296,11 @@ async fn conversation(
     messages: &mut Vec<Message>,
 ) -> Result<Ending, AgentError> {
     let spec = run.spec;
-    let system = SYSTEM_PROMPT.replace("{workdir}", &spec.workspace.workdir.display().to_string());
+    let system = prompt::system_prompt(spec, &run.ctx.session.deferred.catalogue());
     loop {
-        // The pool is rebuilt each turn, so tools the run learns of reach the next request.
-        let registry = ToolRegistry::new(spec.tools.iter().cloned());
+        // The pool is rebuilt each turn, so tools ToolSearch loaded reach the next request,
+        // appended after the others so the tools array sent before stays its prefix.
+        let registry = offered_tools(spec, &run.ctx.session.deferred.loaded());
         let tool_specs = tool_specs(&registry);
         let fixed_bytes = system.len() + serde_json::to_vec(&tool_specs).map_or(0, |b| b.len());
         if let Some(reason) = abort.reason() {
@@ -400,7 +430,9 @@ async fn conversation(
         )
         .await?;
         let stopped = host.stopped.take();
+        let exempt = std::mem::take(&mut host.exempt);
         let mut results = std::mem::take(&mut host.results);
+        fit_message_budget(run, turn, &mut results, &exempt)?;
         match end {
             TurnEnd::Complete => results.extend(drain_queue(run, Disposition::Drained)?),
             // Completed results are kept; the queued message follows them and gives the
@@ -414,6 +446,15 @@ async fn conversation(
                 results.extend(drain_queue(run, Disposition::Interrupt)?);
             }
             TurnEnd::HardStopped => {}
+        }
+        let todos = run.ctx.session.todos.snapshot();
+        if let Some((kind, content)) = run.reminders.next(&todos) {
+            run.emit(Event::Reminder {
+                turn,
+                kind,
+                content: content.clone(),
+            })?;
+            results.push(ContentBlock::Text { text: content });
         }
         messages.push(Message {
             role: Role::User,
@@ -555,6 +596,100 @@ fn denial_limit(run: &Loop<'_>) -> Option<String> {
         ));
     }
     None
+}
+
+/// The definitions of the run's deferred tools, for ToolSearch and the system prompt's index.
+fn deferred_catalogue(spec: &RunSpec) -> Vec<ToolDefinition> {
+    spec.tools
+        .iter()
+        .filter(|tool| spec.task.deferred_tools.contains(&tool.name()))
+        .map(|tool| ToolDefinition {
+            name: tool.name(),
+            description: tool.description().into_owned(),
+            input_schema: tool.input_schema(),
+        })
+        .collect()
+}
+
+/// This turn's tools: the task's tools that are not deferred, ToolSearch when some are,
+/// then the deferred tools ToolSearch has loaded, in the order it loaded them (S7).
+fn offered_tools(spec: &RunSpec, loaded: &[ToolName]) -> ToolRegistry {
+    let deferred = |tool: &&Arc<dyn Tool>| spec.task.deferred_tools.contains(&tool.name());
+    let any_deferred = spec.tools.iter().any(|tool| deferred(&tool));
+    let search = any_deferred
+        .then(|| crate::tools::builtin(&ToolName::ToolSearch))
+        .flatten();
+    let immediate = spec
+        .tools
+        .iter()
+        .filter(|tool| !deferred(tool) && tool.name() != ToolName::ToolSearch)
+        .cloned();
+    let loaded = loaded.iter().filter_map(|name| {
+        spec.tools
+            .iter()
+            .find(|tool| deferred(tool) && tool.name() == *name)
+            .cloned()
+    });
+    ToolRegistry::new(immediate.chain(search).chain(loaded))
+}
+
+/// The per-message budget (S8): when the results of this turn exceed
+/// `limits.message_result_chars`, the largest are offloaded and replaced by previews. Runs
+/// once, before the message is first sent; it is never revisited, so every later request
+/// repeats this message byte for byte.
+fn fit_message_budget(
+    run: &mut Loop<'_>,
+    turn: u32,
+    results: &mut [ContentBlock],
+    exempt: &std::collections::HashSet<String>,
+) -> Result<(), AgentError> {
+    let sizes: Vec<Option<usize>> = results
+        .iter()
+        .map(|block| match block {
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                ..
+            } if !exempt.contains(tool_use_id) => Some(content.chars().count()),
+            _ => None,
+        })
+        .collect();
+    let replace = crate::results::over_budget(&sizes, run.spec.task.limits.message_result_chars);
+    if replace.is_empty() {
+        return Ok(());
+    }
+    let chars_before: usize = sizes.iter().flatten().sum();
+    let mut replaced = Vec::new();
+    for index in replace {
+        if let Some(ContentBlock::ToolResult {
+            tool_use_id,
+            content,
+            ..
+        }) = results.get_mut(index)
+        {
+            *content =
+                run.results
+                    .offload(tool_use_id, content, crate::results::PREVIEW_CHARS - 300);
+            replaced.push(tool_use_id.clone());
+        }
+    }
+    let chars_after = results
+        .iter()
+        .map(|block| match block {
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                ..
+            } if !exempt.contains(tool_use_id) => content.chars().count(),
+            _ => 0,
+        })
+        .sum();
+    run.emit(Event::MessageBudget {
+        turn,
+        replaced,
+        chars_before,
+        chars_after,
+    })
 }
 
 /// The tools array of one request, in the registry's offer order.

@@ -2,7 +2,7 @@
 //! gate and the approval stage, and lands each result (PostToolUse, offload, tool_result) in
 //! call order.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,6 +43,8 @@ pub(super) struct LoopHost<'r, 'a> {
     admitted_at: HashMap<usize, Instant>,
     /// The tool_result blocks, in call order.
     pub results: Vec<ContentBlock>,
+    /// tool_use ids of results the per-message budget must not offload (Read's).
+    pub exempt: HashSet<String>,
 }
 
 impl<'r, 'a> LoopHost<'r, 'a> {
@@ -75,6 +77,7 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             stopped: None,
             admitted_at: HashMap::new(),
             results: Vec::new(),
+            exempt: HashSet::new(),
         }
     }
 
@@ -244,10 +247,11 @@ impl TurnHost for LoopHost<'_, '_> {
                 };
                 let (status, content) =
                     hooks::post_tool_use(self.run, &call.id, &prepared, status, content).await?;
-                let content = self
-                    .run
-                    .results
-                    .fit(&call.id, content, prepared.max_result_chars());
+                let threshold = self.run.result_threshold(&prepared);
+                if threshold == usize::MAX {
+                    self.exempt.insert(call.id.clone());
+                }
+                let content = self.run.results.fit(&call.id, content, threshold);
                 (status, content)
             }
             Landing::Cancelled {

@@ -180,6 +180,12 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
             message.replace('<', "&lt;")
         ));
     }
+    if !report.todos.is_empty() {
+        out.push_str(&format!(
+            "\n<details><summary>Todo list</summary>\n\n{}\n</details>\n",
+            super::todo_lines(&report.todos).replace('<', "&lt;")
+        ));
+    }
     out.push_str(&format!(
         "\nTranscript: `{}`\n\n",
         paths.transcript.display()

@@ -177,7 +177,8 @@ mod tests {
             (&[Some(big), Some(big * 2), Some(100)], big, &[1, 0]),
             // Read's result is never replaced, even when it alone is over the budget.
             (&[None, Some(big)], 10, &[1]),
-            (&[Some(big), Some(big)], big, &[0]),
+            (&[Some(big), Some(big)], big + PREVIEW_CHARS, &[0]),
+            (&[Some(big), Some(big)], big, &[0, 1]),
             // Results no larger than a preview are not worth replacing.
             (&[Some(PREVIEW_CHARS); 4], 10, &[]),
         ];

@@ -9,6 +9,7 @@ use super::{CheckOutcome, ModelSummary, Outcome, RunCounts};
 use crate::exit::ExitCode;
 use crate::policy::{PermissionDecision, PermissionMode, ToolName};
 use crate::task::{Check, FailOnSet};
+use crate::tools::Todo;
 
 /// A refused call, as reports list it.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,6 +51,8 @@ pub struct RunReport {
     pub fail_on: FailOnSet,
     pub task_file: PathBuf,
     pub workdir: PathBuf,
+    /// The TodoWrite list as the run left it (S3).
+    pub todos: Vec<Todo>,
 }
 
 impl Outcome {
