@@ -266,7 +266,7 @@ impl Turn<'_> {
                 None => running.await,
                 Some(deadline) => tokio::time::timeout_at(deadline.at, running)
                     .await
-                    .unwrap_or_else(|_| Err(ToolError::Stopped(deadline.message))),
+                    .unwrap_or(Err(ToolError::Stopped(deadline.message))),
             }
         });
         self.task_calls.insert(task.id(), index);
