@@ -18,6 +18,7 @@ mod text;
 mod todo_write;
 mod tool_search;
 mod walk;
+mod web_fetch;
 mod write;
 
 use std::borrow::Cow;
@@ -44,6 +45,7 @@ pub use session::{
 pub use shell::{ShellEnding, ShellRun, run_shell};
 pub use todo_write::TodoWriteTool;
 pub use tool_search::ToolSearchTool;
+pub use web_fetch::WebFetchTool;
 pub use write::WriteTool;
 
 use crate::policy::{PermissionContext, ToolCheck, ToolName};
@@ -157,6 +159,7 @@ pub fn builtin(name: &ToolName) -> Option<Arc<dyn Tool>> {
         ToolName::Bash => Arc::new(BashTool),
         ToolName::TodoWrite => Arc::new(TodoWriteTool),
         ToolName::ToolSearch => Arc::new(ToolSearchTool),
+        ToolName::WebFetch => Arc::new(WebFetchTool),
         _ => return None,
     };
     Some(tool)

@@ -298,3 +298,94 @@ async fn a_deferred_tool_called_before_it_is_loaded_is_refused() {
     let refused = result_in_history(&server, "toolu_01_0");
     assert!(refused.starts_with("No such tool available: TodoWrite"), "{refused}");
 }
+
+/// A small site on 127.0.0.1: an HTML page, a same-host redirect to it, and a redirect to
+/// another host name (`localhost`). Counts every request it gets.
+async fn site() -> (std::net::SocketAddr, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use axum::http::{StatusCode, Uri, header};
+    use axum::response::IntoResponse;
+    let hits = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let log = hits.clone();
+    let app = axum::Router::new().fallback(move |uri: Uri| {
+        let log = log.clone();
+        async move {
+            log.lock().unwrap().push(uri.path().to_string());
+            match uri.path() {
+                "/page" => (
+                    StatusCode::OK,
+                    [(header::CONTENT_TYPE, "text/html; charset=utf-8".to_string())],
+                    "<html><head><title>T</title><script>var x = 1;</script></head><body><h1>Release notes</h1><p>Version <b>2.1</b> fixes the <a href=\"/bug\">cache bug</a>.</p><ul><li>one</li><li>two</li></ul></body></html>".to_string(),
+                )
+                    .into_response(),
+                "/moved" => (
+                    StatusCode::MOVED_PERMANENTLY,
+                    [(header::LOCATION, "/page".to_string())],
+                    String::new(),
+                )
+                    .into_response(),
+                "/away" => (
+                    StatusCode::FOUND,
+                    [(header::LOCATION, format!("http://localhost:{}/page", addr.port()))],
+                    String::new(),
+                )
+                    .into_response(),
+                _ => StatusCode::NOT_FOUND.into_response(),
+            }
+        }
+    });
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (addr, hits)
+}
+
+/// WebFetch is deferred; once loaded it fetches an allowed host, follows a redirect on that
+/// host, hands a redirect to another host back to the model, and a host no rule allows is
+/// refused before any connection is made.
+#[tokio::test]
+async fn web_fetch_is_gated_by_domain_before_connecting() {
+    let (addr, hits) = site().await;
+    let port = addr.port();
+    let fetch = |url: String| tool("WebFetch", json!({"url": url, "prompt": "Which version fixes the cache bug?"}));
+    let server = FakeModel::start(
+        KEY,
+        vec![
+            reply(
+                vec![tool("ToolSearch", json!({"query": "fetch url"}))],
+                tokens(100, 0),
+            ),
+            reply(vec![fetch(format!("http://127.0.0.1:{port}/moved"))], tokens(100, 0)),
+            reply(vec![fetch(format!("http://127.0.0.1:{port}/away"))], tokens(100, 0)),
+            reply(vec![fetch(format!("http://localhost:{port}/page"))], tokens(100, 0)),
+            reply(vec![text("Version 2.1.")], tokens(100, 0)),
+        ],
+    )
+    .await;
+    run_task(
+        &server,
+        "tools: [Read, WebFetch]\npermissions:\n  allow: ['WebFetch(domain:127.0.0.1)']\n",
+    )
+    .await;
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    assert_eq!(requests[0].body["tools"].as_array().unwrap().len(), 2, "Read, ToolSearch");
+    let page = result_in_history(&server, "toolu_02_0");
+    assert!(
+        page.starts_with(&format!("Fetched http://127.0.0.1:{port}/page (HTTP 200). Answer this from the page below: Which version")),
+        "{page}"
+    );
+    assert!(page.contains("# Release notes"), "{page}");
+    assert!(page.contains("Version **2.1** fixes the [cache bug](/bug)."), "{page}");
+    assert!(!page.contains("var x"), "{page}");
+    let away = result_in_history(&server, "toolu_03_0");
+    assert!(
+        away.contains(&format!("to another host: http://localhost:{port}/page")),
+        "{away}"
+    );
+    let refused = result_in_history(&server, "toolu_04_0");
+    assert!(refused.starts_with("Permission denied:"), "{refused}");
+    assert!(refused.contains("WebFetch(domain:localhost)"), "{refused}");
+    assert_eq!(*hits.lock().unwrap(), ["/moved", "/page", "/away"]);
+}
