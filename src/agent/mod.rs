@@ -35,11 +35,11 @@ use crate::tools::{
     DeferredTools, FileStateCache, SessionState, Tool, ToolContext, ToolDefinition, ToolLimits,
     ToolRegistry,
 };
-use reminders::Reminders;
 use crate::transcript::{
     AbortCause, DenialSummary, Disposition, Event, ModelSummary, Outcome, PolicySummary, QueryEnd,
     RunCounts, StreamOutput, TaskSummary, Transcript,
 };
+use reminders::Reminders;
 
 /// Everything a run needs, resolved and validated before the first model call.
 pub struct RunSpec {
@@ -235,11 +235,10 @@ pub async fn run(
     let total_cost_usd = run.budget.total_cost_usd();
     let todos = run.ctx.session.todos.snapshot().items;
     let usage = run.counts.usage;
-    let prompt_tokens = usage.input_tokens
-        + usage.cache_creation_input_tokens
-        + usage.cache_read_input_tokens;
-    let cache_read_share = (prompt_tokens > 0)
-        .then(|| usage.cache_read_input_tokens as f64 / prompt_tokens as f64);
+    let prompt_tokens =
+        usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens;
+    let cache_read_share =
+        (prompt_tokens > 0).then(|| usage.cache_read_input_tokens as f64 / prompt_tokens as f64);
     run.emit(Event::RunFinished {
         outcome,
         exit_code: exit_code.code(),

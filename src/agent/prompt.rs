@@ -60,7 +60,11 @@ pub fn parts(
             "Deferred tools, callable once loaded with ToolSearch (query \"select:Name\"):",
         );
         for definition in deferred {
-            index.push_str(&format!("\n- {}: {}", definition.name, definition.summary()));
+            index.push_str(&format!(
+                "\n- {}: {}",
+                definition.name,
+                definition.summary()
+            ));
         }
         parts.push(("deferred_tools", index));
     }
@@ -77,7 +81,9 @@ fn mode_meaning(mode: PermissionMode) -> &'static str {
             "file edits inside the workspace run; other actions need the policy's allow"
         }
         PermissionMode::Plan => "read-only: any call that would change something is refused",
-        PermissionMode::BypassPermissions => "most calls run; deny rules and guardrails still refuse",
+        PermissionMode::BypassPermissions => {
+            "most calls run; deny rules and guardrails still refuse"
+        }
         PermissionMode::Auto => "a classifier judges calls the policy does not settle",
     }
 }
@@ -113,6 +119,12 @@ mod tests {
         }
         eprintln!("system prompt total: {total} bytes");
         assert!(total < 1_400, "{total}");
-        assert!(parts.last().unwrap().1.ends_with("- WebFetch: Fetches a URL and answers a prompt about the page."));
+        assert!(
+            parts
+                .last()
+                .unwrap()
+                .1
+                .ends_with("- WebFetch: Fetches a URL and answers a prompt about the page.")
+        );
     }
 }

@@ -105,7 +105,11 @@ mod tests {
             (list(3, &[]), None),
         ];
         for (turn, (todos, due)) in table.into_iter().enumerate() {
-            assert_eq!(reminders.next(&todos).map(|(kind, _)| kind), due, "turn {turn}");
+            assert_eq!(
+                reminders.next(&todos).map(|(kind, _)| kind),
+                due,
+                "turn {turn}"
+            );
         }
     }
 
@@ -122,6 +126,9 @@ mod tests {
         let (_, sparse) = reminders
             .next(&list(1, &[TodoStatus::Completed, TodoStatus::Pending]))
             .unwrap();
-        assert!(sparse.contains("1 pending, 0 in progress, 1 completed"), "{sparse}");
+        assert!(
+            sparse.contains("1 pending, 0 in progress, 1 completed"),
+            "{sparse}"
+        );
     }
 }

@@ -148,7 +148,10 @@ mod tests {
         let path = dir.path().join("results/toolu_2.txt");
         assert!(kept.contains(&path.display().to_string()), "{kept}");
         assert!(kept.contains("5009 characters"), "{kept}");
-        assert!(kept.starts_with("FIRST") && kept.ends_with("LAST"), "{kept}");
+        assert!(
+            kept.starts_with("FIRST") && kept.ends_with("LAST"),
+            "{kept}"
+        );
         assert!(kept.chars().count() <= PREVIEW_CHARS, "{}", kept.len());
         assert_eq!(std::fs::read_to_string(path).unwrap(), big);
     }
@@ -170,8 +173,9 @@ mod tests {
     #[test]
     fn the_budget_replaces_the_largest_results_first() {
         let big = PREVIEW_CHARS * 10;
-        // (sizes, budget, replaced)
-        let table: &[(&[Option<usize>], usize, &[usize])] = &[
+        /// The results' sizes, the budget, and the results it replaces.
+        type Case<'a> = (&'a [Option<usize>], usize, &'a [usize]);
+        let table: &[Case] = &[
             (&[Some(100), Some(200)], 1_000, &[]),
             (&[Some(big), Some(big * 2), Some(100)], big * 2, &[1]),
             (&[Some(big), Some(big * 2), Some(100)], big, &[1, 0]),
@@ -183,7 +187,11 @@ mod tests {
             (&[Some(PREVIEW_CHARS); 4], 10, &[]),
         ];
         for (sizes, budget, replaced) in table {
-            assert_eq!(over_budget(sizes, *budget), *replaced, "{sizes:?} in {budget}");
+            assert_eq!(
+                over_budget(sizes, *budget),
+                *replaced,
+                "{sizes:?} in {budget}"
+            );
         }
     }
 }

@@ -116,14 +116,19 @@ mod tests {
     fn bad_lists_are_refused_before_the_gate() {
         let tool = TodoWriteTool;
         let todo = |content: &str| json!({"content": content, "status": "pending", "activeForm": "Doing it"});
-        assert!(tool.prepare(&json!({"todos": [todo("Run the tests")]})).is_ok());
+        assert!(
+            tool.prepare(&json!({"todos": [todo("Run the tests")]}))
+                .is_ok()
+        );
         assert!(tool.prepare(&json!({"todos": []})).is_ok());
         assert!(matches!(
             tool.prepare(&json!({"todos": [todo(" ")]})),
             Err(ToolError::Invalid(_))
         ));
         assert!(matches!(
-            tool.prepare(&json!({"todos": [{"content": "x", "status": "started", "activeForm": "x"}]})),
+            tool.prepare(
+                &json!({"todos": [{"content": "x", "status": "started", "activeForm": "x"}]})
+            ),
             Err(ToolError::Schema { .. })
         ));
         let many: Vec<Value> = (0..=MAX_TODOS).map(|i| todo(&i.to_string())).collect();

@@ -117,10 +117,7 @@ fn search<'c>(catalogue: &'c [ToolDefinition], query: &str, max: usize) -> Vec<&
             })
             .collect();
     }
-    let terms: Vec<String> = query
-        .split_whitespace()
-        .map(str::to_lowercase)
-        .collect();
+    let terms: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
     let mut scored: Vec<(usize, &ToolDefinition)> = catalogue
         .iter()
         .map(|definition| {
@@ -128,13 +125,15 @@ fn search<'c>(catalogue: &'c [ToolDefinition], query: &str, max: usize) -> Vec<&
             let description = definition.description.to_lowercase();
             let score = terms
                 .iter()
-                .map(|term| 2 * usize::from(name.contains(term)) + usize::from(description.contains(term)))
+                .map(|term| {
+                    2 * usize::from(name.contains(term)) + usize::from(description.contains(term))
+                })
                 .sum();
             (score, definition)
         })
         .filter(|(score, _)| *score > 0)
         .collect();
-    scored.sort_by(|a, b| b.0.cmp(&a.0));
+    scored.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
     scored.into_iter().take(max).map(|(_, d)| d).collect()
 }
 
@@ -163,7 +162,10 @@ mod tests {
             input_schema: json!({"type": "object"}),
         };
         vec![
-            define(ToolName::WebFetch, "Fetches a URL and answers a prompt about the page."),
+            define(
+                ToolName::WebFetch,
+                "Fetches a URL and answers a prompt about the page.",
+            ),
             define(
                 ToolName::Mcp {
                     server: "jira".into(),
@@ -186,7 +188,11 @@ mod tests {
         // (query, max, found)
         let table: &[(&str, usize, &[&str])] = &[
             ("select:WebFetch", 5, &["WebFetch"]),
-            ("select:webfetch, mcp__jira__create_issue, Nope", 5, &["WebFetch", "mcp__jira__create_issue"]),
+            (
+                "select:webfetch, mcp__jira__create_issue, Nope",
+                5,
+                &["WebFetch", "mcp__jira__create_issue"],
+            ),
             ("url page", 5, &["WebFetch"]),
             ("jira issue", 5, &["mcp__jira__create_issue"]),
             ("issue url", 1, &["mcp__jira__create_issue"]),
@@ -220,7 +226,11 @@ mod tests {
             .prepare(&json!({"query": "select:WebFetch"}))
             .unwrap();
         let output = input.run(&ctx).await.unwrap();
-        assert!(output.content.contains("\"name\":\"WebFetch\""), "{}", output.content);
+        assert!(
+            output.content.contains("\"name\":\"WebFetch\""),
+            "{}",
+            output.content
+        );
         assert_eq!(ctx.session.deferred.loaded(), vec![ToolName::WebFetch]);
     }
 }

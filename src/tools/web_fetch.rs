@@ -179,8 +179,8 @@ async fn fetch(url: &Url) -> Result<Page, ToolError> {
         .timeout(TIMEOUT)
         .user_agent(concat!("tollgate/", env!("CARGO_PKG_VERSION")))
         .redirect(reqwest::redirect::Policy::custom(|attempt| {
-            let same_host = attempt.previous().first().and_then(Url::host_str)
-                == attempt.url().host_str();
+            let same_host =
+                attempt.previous().first().and_then(Url::host_str) == attempt.url().host_str();
             if same_host && attempt.previous().len() <= MAX_REDIRECTS {
                 attempt.follow()
             } else {
@@ -203,7 +203,9 @@ async fn fetch(url: &Url) -> Result<Page, ToolError> {
             .and_then(|location| location.to_str().ok())
             .and_then(|location| final_url.join(location).ok())
             .map(String::from)
-            .ok_or_else(|| ToolError::Failed(format!("{url} redirected without a usable Location")))?;
+            .ok_or_else(|| {
+                ToolError::Failed(format!("{url} redirected without a usable Location"))
+            })?;
         return Ok(Page::Redirect {
             from: final_url,
             to,
@@ -232,10 +234,14 @@ async fn fetch(url: &Url) -> Result<Page, ToolError> {
     let markdown = if is_html {
         // Scripts, styles and the head are not the page's text; they would only cost tokens.
         htmd::HtmlToMarkdown::builder()
-            .skip_tags(vec!["head", "script", "style", "noscript", "template", "svg"])
+            .skip_tags(vec![
+                "head", "script", "style", "noscript", "template", "svg",
+            ])
             .build()
             .convert(&text)
-            .map_err(|err| ToolError::Failed(format!("cannot convert {final_url} to Markdown: {err}")))?
+            .map_err(|err| {
+                ToolError::Failed(format!("cannot convert {final_url} to Markdown: {err}"))
+            })?
     } else {
         text.into_owned()
     };
@@ -252,7 +258,8 @@ async fn read_capped(response: reqwest::Response) -> Result<(Vec<u8>, bool), Too
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|err| ToolError::Failed(format!("the download failed: {err}")))?;
+        let chunk =
+            chunk.map_err(|err| ToolError::Failed(format!("the download failed: {err}")))?;
         let room = MAX_BODY_BYTES - body.len();
         if chunk.len() > room {
             body.extend_from_slice(&chunk[..room]);

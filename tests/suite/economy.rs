@@ -107,7 +107,10 @@ fn messages_without_marker(body: &Value) -> Vec<String> {
             }
         }
     }
-    messages.iter().map(|m| serde_json::to_string(m).unwrap()).collect()
+    messages
+        .iter()
+        .map(|m| serde_json::to_string(m).unwrap())
+        .collect()
 }
 
 /// The text of the tool_result answering `id` in the last request.
@@ -131,7 +134,10 @@ fn reminders_sent(server: &FakeModel) -> Vec<(usize, String)> {
     let mut found = Vec::new();
     for (index, message) in last["messages"].as_array().unwrap().iter().enumerate() {
         for block in message["content"].as_array().into_iter().flatten() {
-            if let Some(text) = block["text"].as_str().filter(|t| t.starts_with("<system-reminder>")) {
+            if let Some(text) = block["text"]
+                .as_str()
+                .filter(|t| t.starts_with("<system-reminder>"))
+            {
                 found.push((index, text.to_string()));
             }
         }
@@ -155,11 +161,7 @@ async fn twenty_turns_only_ever_append_to_the_history() {
     for i in 1..19u64 {
         let blocks = match i % 4 {
             0 => vec![todos(&["completed", "in_progress"])],
-            1 => vec![
-                bash("seq 1 4500"),
-                bash("seq 1 4400"),
-                bash("seq 1 4300"),
-            ],
+            1 => vec![bash("seq 1 4500"), bash("seq 1 4400"), bash("seq 1 4300")],
             _ => vec![text("Looking."), bash(&format!("echo step {i}"))],
         };
         replies.push(reply(blocks, tokens(100, 1_000 * i)));
@@ -196,7 +198,10 @@ async fn twenty_turns_only_ever_append_to_the_history() {
     assert!(expected.len() > 1_000_000);
     let kept = result_in_history(&server, "toolu_01_1");
     assert!(kept.chars().count() <= 2_300, "{} chars", kept.len());
-    assert!(kept.starts_with("1\n2\n3\n") && kept.ends_with("159999\n160000"), "{kept}");
+    assert!(
+        kept.starts_with("1\n2\n3\n") && kept.ends_with("159999\n160000"),
+        "{kept}"
+    );
     assert!(kept.contains(&log.display().to_string()));
 
     // Three ~21k results against a 50k budget: the largest is replaced, the others kept.
@@ -214,7 +219,10 @@ async fn twenty_turns_only_ever_append_to_the_history() {
     assert!(result_in_history(&server, "toolu_02_2").ends_with("4300"));
     assert_eq!(
         std::fs::read_to_string(run.out.join("results/toolu_02_0.txt")).unwrap(),
-        (1..=4500).map(|n| n.to_string()).collect::<Vec<_>>().join("\n")
+        (1..=4500)
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 
     // Reminders: full when the list changed (turns 1, 5, 9, 13, 17) and every third,
@@ -228,7 +236,11 @@ async fn twenty_turns_only_ever_append_to_the_history() {
         .map(|(turn, _)| turn + 1)
         .collect();
     assert_eq!(full, vec![1, 4, 5, 8, 9, 12, 13, 16, 17]);
-    assert!(sent[1].1.contains("1 pending, 1 in progress, 0 completed (unchanged)"));
+    assert!(
+        sent[1]
+            .1
+            .contains("1 pending, 1 in progress, 0 completed (unchanged)")
+    );
 
     // The final list and the cache share are in run_finished and the JUnit report.
     let finished = run.finished();
@@ -276,11 +288,20 @@ async fn tool_search_loads_a_deferred_tool_for_the_next_turn() {
     assert_eq!(names(1), ["Read", "Grep", "ToolSearch", "TodoWrite"]);
     assert_eq!(names(2), names(1));
     let system = requests[0].body["system"][0]["text"].as_str().unwrap();
-    assert!(system.contains("\n- TodoWrite: Replaces your todo list"), "{system}");
+    assert!(
+        system.contains("\n- TodoWrite: Replaces your todo list"),
+        "{system}"
+    );
     let found = result_in_history(&server, "toolu_01_0");
-    assert!(found.contains("<function>{") && found.contains("\"name\":\"TodoWrite\""), "{found}");
+    assert!(
+        found.contains("<function>{") && found.contains("\"name\":\"TodoWrite\""),
+        "{found}"
+    );
     let receipt = result_in_history(&server, "toolu_02_0");
-    assert!(receipt.starts_with("Todo list updated: 0 pending, 1 in progress"), "{receipt}");
+    assert!(
+        receipt.starts_with("Todo list updated: 0 pending, 1 in progress"),
+        "{receipt}"
+    );
 }
 
 /// Before it is loaded, a deferred tool is no tool at all: the call is refused.
@@ -294,14 +315,24 @@ async fn a_deferred_tool_called_before_it_is_loaded_is_refused() {
         ],
     )
     .await;
-    run_task(&server, "tools: [Read, TodoWrite]\ndeferred_tools: [TodoWrite]\n").await;
+    run_task(
+        &server,
+        "tools: [Read, TodoWrite]\ndeferred_tools: [TodoWrite]\n",
+    )
+    .await;
     let refused = result_in_history(&server, "toolu_01_0");
-    assert!(refused.starts_with("No such tool available: TodoWrite"), "{refused}");
+    assert!(
+        refused.starts_with("No such tool available: TodoWrite"),
+        "{refused}"
+    );
 }
 
 /// A small site on 127.0.0.1: an HTML page, a same-host redirect to it, and a redirect to
 /// another host name (`localhost`). Counts every request it gets.
-async fn site() -> (std::net::SocketAddr, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+async fn site() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) {
     use axum::http::{StatusCode, Uri, header};
     use axum::response::IntoResponse;
     let hits = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -348,7 +379,12 @@ async fn site() -> (std::net::SocketAddr, std::sync::Arc<std::sync::Mutex<Vec<St
 async fn web_fetch_is_gated_by_domain_before_connecting() {
     let (addr, hits) = site().await;
     let port = addr.port();
-    let fetch = |url: String| tool("WebFetch", json!({"url": url, "prompt": "Which version fixes the cache bug?"}));
+    let fetch = |url: String| {
+        tool(
+            "WebFetch",
+            json!({"url": url, "prompt": "Which version fixes the cache bug?"}),
+        )
+    };
     let server = FakeModel::start(
         KEY,
         vec![
@@ -356,9 +392,18 @@ async fn web_fetch_is_gated_by_domain_before_connecting() {
                 vec![tool("ToolSearch", json!({"query": "fetch url"}))],
                 tokens(100, 0),
             ),
-            reply(vec![fetch(format!("http://127.0.0.1:{port}/moved"))], tokens(100, 0)),
-            reply(vec![fetch(format!("http://127.0.0.1:{port}/away"))], tokens(100, 0)),
-            reply(vec![fetch(format!("http://localhost:{port}/page"))], tokens(100, 0)),
+            reply(
+                vec![fetch(format!("http://127.0.0.1:{port}/moved"))],
+                tokens(100, 0),
+            ),
+            reply(
+                vec![fetch(format!("http://127.0.0.1:{port}/away"))],
+                tokens(100, 0),
+            ),
+            reply(
+                vec![fetch(format!("http://localhost:{port}/page"))],
+                tokens(100, 0),
+            ),
             reply(vec![text("Version 2.1.")], tokens(100, 0)),
         ],
     )
@@ -370,14 +415,21 @@ async fn web_fetch_is_gated_by_domain_before_connecting() {
     .await;
     let requests = server.requests();
     assert_eq!(requests.len(), 5);
-    assert_eq!(requests[0].body["tools"].as_array().unwrap().len(), 2, "Read, ToolSearch");
+    assert_eq!(
+        requests[0].body["tools"].as_array().unwrap().len(),
+        2,
+        "Read, ToolSearch"
+    );
     let page = result_in_history(&server, "toolu_02_0");
     assert!(
         page.starts_with(&format!("Fetched http://127.0.0.1:{port}/page (HTTP 200). Answer this from the page below: Which version")),
         "{page}"
     );
     assert!(page.contains("# Release notes"), "{page}");
-    assert!(page.contains("Version **2.1** fixes the [cache bug](/bug)."), "{page}");
+    assert!(
+        page.contains("Version **2.1** fixes the [cache bug](/bug)."),
+        "{page}"
+    );
     assert!(!page.contains("var x"), "{page}");
     let away = result_in_history(&server, "toolu_03_0");
     assert!(
