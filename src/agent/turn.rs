@@ -143,9 +143,10 @@ impl<'r, 'a> LoopHost<'r, 'a> {
                 layer: Layer::Tool,
                 rule: None,
                 reason: format!(
-                    "No such tool available: {}. Available tools: {}",
+                    "No such tool available: {}. Available tools: {}{}",
                     call.name,
-                    self.registry.names()
+                    self.registry.names(),
+                    deferred_hint(self.run, &call.name)
                 ),
             },
             false,
@@ -159,6 +160,16 @@ impl<'r, 'a> LoopHost<'r, 'a> {
         })?;
         self.stopped = denial_limit(self.run);
         Ok(Self::answered(decision.reason, ResultStatus::Denied))
+    }
+}
+
+/// A deferred tool called before ToolSearch loaded it: say how to load it (S7).
+fn deferred_hint(run: &Loop<'_>, name: &policy::ToolName) -> String {
+    let deferred = run.ctx.session.deferred.catalogue();
+    if deferred.iter().any(|definition| definition.name == *name) {
+        format!(". {name} is deferred: load it with ToolSearch (query \"select:{name}\") first")
+    } else {
+        String::new()
     }
 }
 
