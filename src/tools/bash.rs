@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::{check_write, resolve_symlinks};
+use super::path::{check_write, resolve_symlinks_below};
 use super::shell::{ShellEnding, run_shell};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
 use crate::bash::{
@@ -150,11 +150,12 @@ fn analyse(script: &Script, rules: &BashRules, ctx: &PermissionContext) -> BashA
         .chain(&workspace.read_only_roots)
         .cloned()
         .collect();
+    let resolve = |path: &Path| resolve_symlinks_below(path, &workspace.roots);
     let env = BashEnv {
         cwd: &workspace.workdir,
         workspace_roots: &readable,
         home: workspace.home.as_deref(),
-        resolve: &resolve_symlinks,
+        resolve: &resolve,
     };
     evaluate_parsed(script, rules, &env)
 }

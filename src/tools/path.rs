@@ -51,7 +51,38 @@ pub fn resolve_path(raw: &str, workdir: &Path, home: Option<&Path>) -> PathBuf {
         (Some(rest), Some(home)) => home.join(rest),
         _ => workdir.join(raw),
     };
-    resolve_symlinks(&normalize_lexically(&joined))
+    resolve_symlinks_below(&normalize_lexically(&joined), &[workdir])
+}
+
+/// [`resolve_symlinks`] for a path that may lie below folders known to be canonical (the
+/// workspace's roots, canonical from the run's start): only the components under the root are
+/// looked at, one `lstat` each, instead of a `readlink` for every component from `/` — the
+/// gate resolves a path for nearly every call it decides.
+pub fn resolve_symlinks_below<P: AsRef<Path>>(normal: &Path, canonical: &[P]) -> PathBuf {
+    let below = canonical
+        .iter()
+        .map(AsRef::as_ref)
+        .filter_map(|root| Some((root, normal.strip_prefix(root).ok()?)))
+        .max_by_key(|(root, _)| root.as_os_str().len());
+    let Some((root, rest)) = below else {
+        return resolve_symlinks(normal);
+    };
+    let mut resolved = root.to_path_buf();
+    let mut components = rest.components();
+    for component in components.by_ref() {
+        resolved.push(component);
+        match std::fs::symlink_metadata(&resolved) {
+            Ok(meta) if meta.file_type().is_symlink() => match resolved.canonicalize() {
+                Ok(real) => resolved = real,
+                // A dangling link names nothing yet: kept as written, like any missing part.
+                Err(_) => break,
+            },
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    resolved.extend(components);
+    resolved
 }
 
 /// Resolves the symlinks in the existing part of an absolute, normalised path; the part
@@ -101,6 +132,50 @@ mod tests {
         assert_eq!(
             resolve_path("~/.bashrc", &root, Some(Path::new("/home/u"))),
             PathBuf::from("/home/u/.bashrc")
+        );
+    }
+
+    /// Below a canonical root the walk gives what a full resolution gives: links in and out
+    /// of the root, chains of links, dangling links, files used as folders, missing parts.
+    #[test]
+    fn resolving_below_a_root_agrees_with_a_full_resolution() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("src/deep")).unwrap();
+        std::fs::write(root.join("src/file.rs"), "").unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("escape")).unwrap();
+        std::os::unix::fs::symlink("src/deep", root.join("inner")).unwrap();
+        std::os::unix::fs::symlink("inner", root.join("chain")).unwrap();
+        std::os::unix::fs::symlink("../src/../escape", root.join("src/deep/back")).unwrap();
+        std::os::unix::fs::symlink("nowhere", root.join("dangling")).unwrap();
+        for relative in [
+            "",
+            "src",
+            "src/file.rs",
+            "src/file.rs/x",
+            "src/new/a.rs",
+            "escape/passwd",
+            "inner/x.rs",
+            "chain/x/y",
+            "src/deep/back/hosts",
+            "dangling/x",
+            "missing/also/missing",
+        ] {
+            let path = if relative.is_empty() {
+                root.clone()
+            } else {
+                root.join(relative)
+            };
+            assert_eq!(
+                resolve_symlinks_below(&path, &[&root]),
+                resolve_symlinks(&path),
+                "{relative}"
+            );
+        }
+        let outside = Path::new("/etc/hosts");
+        assert_eq!(
+            resolve_symlinks_below(outside, &[&root]),
+            resolve_symlinks(outside)
         );
     }
 }
