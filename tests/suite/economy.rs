@@ -325,6 +325,12 @@ async fn a_deferred_tool_called_before_it_is_loaded_is_refused() {
         refused.starts_with("No such tool available: TodoWrite"),
         "{refused}"
     );
+    assert!(
+        refused.ends_with(
+            "TodoWrite is deferred: load it with ToolSearch (query \"select:TodoWrite\") first"
+        ),
+        "{refused}"
+    );
 }
 
 /// A small site on 127.0.0.1: an HTML page, a same-host redirect to it, and a redirect to
