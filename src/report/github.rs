@@ -422,6 +422,29 @@ Transcript: `/out/transcript.jsonl`
     }
 
     #[test]
+    fn the_final_todo_list_is_in_the_step_summary() {
+        use crate::tools::{Todo, TodoStatus};
+        let mut report = sample_report();
+        report.todos = vec![
+            Todo {
+                content: "Fix <the> build".into(),
+                status: TodoStatus::Completed,
+                active_form: "Fixing the build".into(),
+            },
+            Todo {
+                content: "Run the tests".into(),
+                status: TodoStatus::InProgress,
+                active_form: "Running the tests".into(),
+            },
+        ];
+        let summary = step_summary(&report, &paths());
+        assert!(
+            summary.contains("<details><summary>Todo list</summary>\n\n- [completed] Fix &lt;the> build\n- [in_progress] Run the tests\n\n</details>"),
+            "{summary}"
+        );
+    }
+
+    #[test]
     fn outputs_always_name_every_key() {
         assert_eq!(
             outputs(&sample_report(), &paths()),
