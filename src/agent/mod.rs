@@ -666,10 +666,15 @@ fn fit_message_budget(
             ..
         }) = results.get_mut(index)
         {
-            *content =
-                run.results
-                    .offload(tool_use_id, content, crate::results::PREVIEW_CHARS - 300);
-            replaced.push(tool_use_id.clone());
+            let chars = content.chars().count();
+            *content = run
+                .results
+                .offload(tool_use_id, content, crate::results::KEPT_CHARS);
+            replaced.push(crate::transcript::ReplacedResult {
+                id: tool_use_id.clone(),
+                chars,
+                content: content.clone(),
+            });
         }
     }
     let chars_after = results

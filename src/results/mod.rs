@@ -13,8 +13,10 @@ use crate::redact::Redactor;
 const HEAD_CHARS: usize = 1_500;
 /// Characters of the end kept inline: a build log's verdict is in its last lines.
 const TAIL_CHARS: usize = 500;
+/// Characters of a result a preview keeps (head and tail).
+pub const KEPT_CHARS: usize = HEAD_CHARS + TAIL_CHARS;
 /// What a preview costs at most, with its note; the budget counts a replaced result at this.
-pub const PREVIEW_CHARS: usize = HEAD_CHARS + TAIL_CHARS + 300;
+pub const PREVIEW_CHARS: usize = KEPT_CHARS + 300;
 
 /// Writes results to one folder, named by tool_use id so each is found from the transcript.
 #[derive(Debug, Clone)]

@@ -11,6 +11,15 @@ use crate::policy::{DenialCounts, Layer, PermissionDecision, PermissionMode, Rul
 use crate::task::FailOn;
 use crate::tools::Todo;
 
+/// A result the per-message budget replaced: its id, its size, and the preview sent instead
+/// (the `tool_result` event keeps what the tool returned).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReplacedResult {
+    pub id: String,
+    pub chars: usize,
+    pub content: String,
+}
+
 /// A reminder's form: the whole list, or a one-line count while it is unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -149,8 +158,8 @@ pub enum Event {
     /// (S8). Decided once: the message is sent as it is from then on.
     MessageBudget {
         turn: u32,
-        /// tool_use ids of the results replaced, largest first.
-        replaced: Vec<String>,
+        /// The results replaced, largest first, with what the history holds instead.
+        replaced: Vec<ReplacedResult>,
         chars_before: usize,
         chars_after: usize,
     },
