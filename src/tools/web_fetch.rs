@@ -300,6 +300,50 @@ fn answer(input: &WebFetchInput, page: Page) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::{PermissionMode, Policy, PolicyOrigin, RuleSet, Workspace};
+
+    #[test]
+    fn domain_rules_decide_deny_then_ask_then_allow() {
+        let policy = Policy::parse(
+            "permissions:\n  allow: ['WebFetch(domain:*.example.com)', 'WebFetch(domain:docs.rs)']\n  deny: ['WebFetch(domain:evil.example.com)']\n  ask: ['WebFetch(domain:review.example.com)']\n",
+            PolicyOrigin { file: std::path::Path::new("p.yaml"), dir: std::path::Path::new("/"), home: None },
+        )
+        .unwrap();
+        let rules = RuleSet::from_policy(&policy);
+        let workspace = Workspace::new("/ws".into(), vec![], None);
+        let ctx = PermissionContext {
+            mode: PermissionMode::DontAsk,
+            rules: &rules,
+            workspace: &workspace,
+        };
+        let table = [
+            ("https://docs.rs/serde", "allow"),
+            ("https://DOCS.rs./serde", "allow"),
+            ("http://api.example.com:8080/v1", "allow"),
+            ("https://evil.example.com/", "deny"),
+            ("https://review.example.com/", "ask-rule"),
+            // A `*` is one label: neither the bare domain nor two labels match.
+            ("https://example.com/", "passthrough"),
+            ("https://a.b.example.com/", "passthrough"),
+            ("https://docs.rs.evil.org/", "passthrough"),
+        ];
+        for (url, want) in table {
+            let input = WebFetchTool
+                .prepare(&json!({"url": url, "prompt": "p"}))
+                .unwrap();
+            let got = match input.check_permissions(&ctx) {
+                ToolCheck::Allow { .. } => "allow",
+                ToolCheck::Deny { .. } => "deny",
+                ToolCheck::Ask {
+                    cause: AskCause::ContentRule(_),
+                    ..
+                } => "ask-rule",
+                ToolCheck::Ask { .. } => "ask",
+                ToolCheck::Passthrough { .. } => "passthrough",
+            };
+            assert_eq!(got, want, "{url}");
+        }
+    }
 
     #[test]
     fn only_plain_http_urls_with_a_host_are_prepared() {
