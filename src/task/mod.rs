@@ -742,6 +742,52 @@ mod tests {
     }
 
     #[test]
+    fn economy_keys_parse_and_refuse_what_cannot_work() {
+        let task = parse(&format!(
+            "{MINIMAL}deferred_tools: [TodoWrite]\nreminders: {{full_every: 3}}\nlimits:\n  message_result_chars: 1000\n  max_result_chars: {{Bash: 500}}\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            task.deferred_tools,
+            [ToolName::WebFetch, ToolName::TodoWrite]
+        );
+        assert_eq!(task.reminders_full_every, 3);
+        assert_eq!(task.limits.message_result_chars, 1000);
+        assert_eq!(task.max_result_chars, [(ToolName::Bash, 500)]);
+        let defaults = parse(MINIMAL).unwrap();
+        assert_eq!(defaults.deferred_tools, [ToolName::WebFetch]);
+        assert_eq!(
+            defaults.limits.message_result_chars,
+            DEFAULT_MESSAGE_RESULT_CHARS
+        );
+        // (the task's extra lines, what the error says)
+        let refused = [
+            ("deferred_tools: [Bash]\n", "Bash is never deferred"),
+            ("deferred_tools: [Nope]\n", "unknown tool `Nope`"),
+            (
+                "reminders: {full_every: 0}\n",
+                "full_every must be at least 1",
+            ),
+            (
+                "limits: {max_result_chars: {Read: 10}}\n",
+                "Read is never offloaded",
+            ),
+            (
+                "limits: {max_result_chars: {Bash: 0}}\n",
+                "max_result_chars.Bash must be at least 1",
+            ),
+            (
+                "limits: {message_result_chars: 0}\n",
+                "message_result_chars must be at least 1",
+            ),
+        ];
+        for (extra, says) in refused {
+            let err = parse(&format!("{MINIMAL}{extra}")).unwrap_err();
+            assert!(err.to_string().contains(says), "{extra}: {err}");
+        }
+    }
+
+    #[test]
     fn minimal_task_gets_defaults() {
         let task = parse(MINIMAL).unwrap();
         assert_eq!(task.limits.max_turns, DEFAULT_MAX_TURNS);
