@@ -115,7 +115,7 @@ fn context() -> (ToolContext, AbortHandle) {
         abort,
         files: FileStateCache::default(),
         progress: None,
-        session: Default::default(),
+        state: Default::default(),
     };
     (ctx, handle)
 }

@@ -32,7 +32,7 @@ use crate::results::ResultStore;
 use crate::scheduler::{Call, MessageQueue, TurnEnd, run_turn};
 use crate::task::{FailOnSet, Task};
 use crate::tools::{
-    DeferredTools, FileStateCache, SessionState, Tool, ToolContext, ToolDefinition, ToolLimits,
+    DeferredTools, FileStateCache, RunState, Tool, ToolContext, ToolDefinition, ToolLimits,
     ToolRegistry,
 };
 use crate::transcript::{
@@ -146,9 +146,9 @@ pub async fn run(
         abort: abort.clone(),
         files: FileStateCache::default(),
         progress: None,
-        session: SessionState {
+        state: RunState {
             deferred: DeferredTools::new(deferred_catalogue(&spec)),
-            ..SessionState::default()
+            ..RunState::default()
         },
     };
     let model = ModelSummary {
@@ -233,7 +233,7 @@ pub async fn run(
         crate::transcript::verdict::decide(outcome, &run.denials, &spec.fail_on);
     let duration_ms = millis(started.into_std());
     let total_cost_usd = run.budget.total_cost_usd();
-    let todos = run.ctx.session.todos.snapshot().items;
+    let todos = run.ctx.state.todos.snapshot().items;
     let usage = run.counts.usage;
     let prompt_tokens =
         usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens;
@@ -295,11 +295,11 @@ async fn conversation(
     messages: &mut Vec<Message>,
 ) -> Result<Ending, AgentError> {
     let spec = run.spec;
-    let system = prompt::system_prompt(spec, &run.ctx.session.deferred.catalogue());
+    let system = prompt::system_prompt(spec, &run.ctx.state.deferred.catalogue());
     loop {
         // The pool is rebuilt each turn, so tools ToolSearch loaded reach the next request,
         // appended after the others so the tools array sent before stays its prefix.
-        let registry = offered_tools(spec, &run.ctx.session.deferred.loaded());
+        let registry = offered_tools(spec, &run.ctx.state.deferred.loaded());
         let tool_specs = tool_specs(&registry);
         let fixed_bytes = system.len() + serde_json::to_vec(&tool_specs).map_or(0, |b| b.len());
         if let Some(reason) = abort.reason() {
@@ -446,7 +446,7 @@ async fn conversation(
             }
             TurnEnd::HardStopped => {}
         }
-        let todos = run.ctx.session.todos.snapshot();
+        let todos = run.ctx.state.todos.snapshot();
         if let Some((kind, content)) = run.reminders.next(&todos) {
             run.emit(Event::Reminder {
                 turn,

@@ -165,7 +165,7 @@ impl<'r, 'a> LoopHost<'r, 'a> {
 
 /// A deferred tool called before ToolSearch loaded it: say how to load it (S7).
 fn deferred_hint(run: &Loop<'_>, name: &policy::ToolName) -> String {
-    let deferred = run.ctx.session.deferred.catalogue();
+    let deferred = run.ctx.state.deferred.catalogue();
     if deferred.iter().any(|definition| definition.name == *name) {
         format!(". {name} is deferred: load it with ToolSearch (query \"select:{name}\") first")
     } else {

@@ -247,7 +247,7 @@ fn context() -> (ToolContext, AbortHandle) {
         abort,
         files: FileStateCache::default(),
         progress: None,
-        session: Default::default(),
+        state: Default::default(),
     };
     (ctx, handle)
 }

@@ -369,7 +369,7 @@ mod tests {
             abort,
             files: FileStateCache::default(),
             progress: None,
-            session: Default::default(),
+            state: Default::default(),
         };
         (ctx, handle)
     }

@@ -1,5 +1,6 @@
-//! The execution context injected into every call (S1): workspace, limits, the abort signal
-//! the file-state cache and the run's shared tool state. Sub-agents get their own context for the same tools.
+//! The execution context injected into every call (S1): workspace, limits, the abort signal,
+//! the file-state cache and the run's shared tool state (`RunState`). Sub-agents get their
+//! own context for the same tools.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -7,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use super::progress::ProgressSink;
-use super::session::SessionState;
+use super::run_state::RunState;
 use crate::base::AbortSignal;
 use crate::policy::Workspace;
 
@@ -71,5 +72,5 @@ pub struct ToolContext {
     /// Live output of this call, when someone is listening (the scheduler sets it per call).
     pub progress: Option<ProgressSink>,
     /// The run's TodoWrite list and deferred tools, shared by every call of the run.
-    pub session: SessionState,
+    pub state: RunState,
 }

@@ -12,7 +12,7 @@ mod path;
 mod progress;
 mod read;
 mod registry;
-mod session;
+mod run_state;
 mod shell;
 mod text;
 mod todo_write;
@@ -39,8 +39,8 @@ pub use path::{check_file_access, resolve_path, resolve_symlinks};
 pub use progress::{ProgressLine, ProgressSink};
 pub use read::ReadTool;
 pub use registry::ToolRegistry;
-pub use session::{
-    DeferredTools, SessionState, Todo, TodoList, TodoSnapshot, TodoStatus, ToolDefinition,
+pub use run_state::{
+    DeferredTools, RunState, Todo, TodoList, TodoSnapshot, TodoStatus, ToolDefinition,
 };
 pub use shell::{ShellEnding, ShellRun, run_shell};
 pub use todo_write::TodoWriteTool;

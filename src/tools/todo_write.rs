@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::session::Todo;
+use super::run_state::Todo;
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
 use crate::policy::{PermissionContext, ToolCheck, ToolName};
 
@@ -98,7 +98,7 @@ impl ToolInput for TodoWriteInput {
 
     fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let snapshot = ctx.session.todos.replace(self.todos.clone());
+            let snapshot = ctx.state.todos.replace(self.todos.clone());
             let (pending, in_progress, completed) = snapshot.counts();
             Ok(ToolOutput::new(format!(
                 "Todo list updated: {pending} pending, {in_progress} in progress, {completed} completed. \

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::session::ToolDefinition;
+use super::run_state::ToolDefinition;
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
 use crate::policy::{PermissionContext, ToolCheck, ToolName};
 
@@ -79,7 +79,7 @@ impl ToolInput for ToolSearchInput {
 
     fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let catalogue = ctx.session.deferred.catalogue();
+            let catalogue = ctx.state.deferred.catalogue();
             let found = search(
                 &catalogue,
                 &self.query,
@@ -98,7 +98,7 @@ impl ToolInput for ToolSearchInput {
                 )));
             }
             let names: Vec<ToolName> = found.iter().map(|d| d.name.clone()).collect();
-            ctx.session.deferred.load(&names);
+            ctx.state.deferred.load(&names);
             Ok(ToolOutput::new(render(&found)))
         })
     }
@@ -217,8 +217,8 @@ mod tests {
             abort,
             files: crate::tools::FileStateCache::default(),
             progress: None,
-            session: crate::tools::SessionState {
-                deferred: crate::tools::session::DeferredTools::new(catalogue()),
+            state: crate::tools::RunState {
+                deferred: crate::tools::run_state::DeferredTools::new(catalogue()),
                 ..Default::default()
             },
         };
@@ -231,6 +231,6 @@ mod tests {
             "{}",
             output.content
         );
-        assert_eq!(ctx.session.deferred.loaded(), vec![ToolName::WebFetch]);
+        assert_eq!(ctx.state.deferred.loaded(), vec![ToolName::WebFetch]);
     }
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::policy::ToolName;
 
 #[derive(Debug, Clone, Default)]
-pub struct SessionState {
+pub struct RunState {
     pub todos: TodoList,
     pub deferred: DeferredTools,
 }
