@@ -115,6 +115,7 @@ fn context() -> (ToolContext, AbortHandle) {
         abort,
         files: FileStateCache::default(),
         progress: None,
+        sandbox: None,
         state: Default::default(),
     };
     (ctx, handle)

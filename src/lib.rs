@@ -16,6 +16,7 @@ pub mod policy;
 pub mod redact;
 pub mod report;
 pub mod results;
+pub mod sandbox;
 pub mod scheduler;
 pub mod task;
 pub mod tools;

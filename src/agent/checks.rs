@@ -1,5 +1,6 @@
 //! The task author's checks, run after the agent stops: plain shell commands in the workdir
 //! with the author's full environment. They are not gated: the model did not write them.
+//! With `sandbox.checks: true` they run in the OS sandbox too (its scrubbed environment).
 //! A failing check with `retry.feed_back` sends its output back to the model.
 
 use std::path::Path;
@@ -7,6 +8,7 @@ use std::time::Instant;
 
 use super::{AgentError, CheckRecord, Loop};
 use crate::base::AbortSignal;
+use crate::sandbox::Sandbox;
 use crate::task::Check;
 use crate::tools::{ShellEnding, run_shell};
 use crate::transcript::{CheckOutcome, Event};
@@ -14,9 +16,23 @@ use crate::transcript::{CheckOutcome, Event};
 /// Output of a check kept in the transcript and reports.
 const CHECK_OUTPUT_CHARS: usize = 20_000;
 
-pub async fn run_check(check: &Check, workdir: &Path, abort: &AbortSignal) -> CheckOutcome {
+pub async fn run_check(
+    check: &Check,
+    workdir: &Path,
+    abort: &AbortSignal,
+    sandbox: Option<&Sandbox>,
+) -> CheckOutcome {
     let started = Instant::now();
-    let run = run_shell(&check.run, workdir, check.timeout, abort, false, None).await;
+    let run = run_shell(
+        &check.run,
+        workdir,
+        check.timeout,
+        abort,
+        false,
+        None,
+        sandbox,
+    )
+    .await;
     let (exit_code, output) = match run {
         Ok(run) => {
             let note = match run.ending {
@@ -72,7 +88,8 @@ pub(super) async fn run_round(
         let first_attempt = last_attempt(records, &check.name) + 1;
         loop {
             let attempt = last_attempt(records, &check.name) + 1;
-            let outcome = run_check(check, &spec.workspace.workdir, abort).await;
+            let sandbox = run.ctx.sandbox.as_deref().filter(|s| s.confines_checks());
+            let outcome = run_check(check, &spec.workspace.workdir, abort, sandbox).await;
             run.emit(Event::CheckResult {
                 name: check.name.clone(),
                 run: check.run.clone(),

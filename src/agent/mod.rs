@@ -29,6 +29,7 @@ use crate::model::{
 use crate::policy::{PermissionMode, RuleSet, ToolName, Workspace};
 use crate::redact::Redactor;
 use crate::results::ResultStore;
+use crate::sandbox::{ProxyConnection, Sandbox, SandboxError, SandboxSpec};
 use crate::scheduler::{Call, MessageQueue, TurnEnd, run_turn};
 use crate::task::{FailOnSet, Task};
 use crate::tools::{
@@ -63,6 +64,8 @@ pub struct RunSpec {
     pub queue: Option<MessageQueue>,
     /// Where events are streamed as they happen (`--output-format json|stream-json`).
     pub stream: Option<StreamOutput>,
+    /// The OS sandbox Bash commands run in, checked by the preflight.
+    pub sandbox: Option<SandboxSpec>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +75,8 @@ pub enum AgentError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
 }
 
 fn interrupted(reason: AbortReason) -> Outcome {
@@ -94,6 +99,7 @@ struct Loop<'a> {
     deadline: Option<Instant>,
     /// Refusals since the last allowed call.
     consecutive_denials: u32,
+    network_refusals: Vec<ProxyConnection>,
     /// When the TodoWrite list is shown again (S3).
     reminders: Reminders,
 }
@@ -140,12 +146,20 @@ pub async fn run(
         })?
         .redacting(spec.redactor.clone())
         .streaming(spec.stream.take());
+    let sandbox_status = spec.sandbox.as_ref().map(|sandbox| sandbox.status.clone());
+    let sandbox = match spec.sandbox.take() {
+        Some(sandbox) => Some(Arc::new(
+            Sandbox::start(sandbox, &spec.workspace, &spec.run_id).await?,
+        )),
+        None => None,
+    };
     let ctx = ToolContext {
         workspace: spec.workspace.clone(),
         limits: spec.limits,
         abort: abort.clone(),
         files: FileStateCache::default(),
         progress: None,
+        sandbox,
         state: RunState {
             deferred: DeferredTools::new(deferred_catalogue(&spec)),
             ..RunState::default()
@@ -170,6 +184,7 @@ pub async fn run(
         ),
         deadline: spec.task.limits.timeout.map(|limit| started + limit),
         consecutive_denials: 0,
+        network_refusals: Vec::new(),
         reminders: Reminders::new(spec.task.reminders_full_every),
     };
     run.emit(Event::RunStarted {
@@ -189,6 +204,7 @@ pub async fn run(
             .map(|tool| tool.name().to_string())
             .collect(),
         max_turns: spec.max_turns,
+        sandbox: sandbox_status.clone(),
     })?;
 
     // Checks with `retry.feed_back` send their failures back to the model and the
@@ -281,6 +297,8 @@ pub async fn run(
         fail_on: spec.fail_on.clone(),
         task_file: spec.task.file.clone(),
         workdir: spec.workspace.workdir.clone(),
+        sandbox: sandbox_status,
+        network_refusals: run.network_refusals,
         todos,
     })
 }
@@ -431,6 +449,7 @@ async fn conversation(
         let stopped = host.stopped.take();
         let exempt = std::mem::take(&mut host.exempt);
         let mut results = std::mem::take(&mut host.results);
+        record_network(run)?;
         fit_message_budget(run, turn, &mut results, &exempt)?;
         match end {
             TurnEnd::Complete => results.extend(drain_queue(run, Disposition::Drained)?),
@@ -467,6 +486,21 @@ async fn conversation(
             return Ok((Outcome::DenialLimit, None, Some(why)));
         }
     }
+}
+
+/// The connections the sandbox's proxy saw during the batch, as transcript events; refused
+/// ones are kept for SARIF.
+fn record_network(run: &mut Loop<'_>) -> Result<(), AgentError> {
+    let Some(sandbox) = run.ctx.sandbox.clone() else {
+        return Ok(());
+    };
+    for connection in sandbox.take_proxy_log() {
+        if !connection.allowed {
+            run.network_refusals.push(connection.clone());
+        }
+        run.emit(Event::NetworkConnection { connection })?;
+    }
+    Ok(())
 }
 
 /// The queued messages as text blocks for the next user message, each recorded with where

@@ -98,6 +98,11 @@ impl<'r, 'a> LoopHost<'r, 'a> {
         let run = &mut *self.run;
         let spec = run.spec;
         let ctx = PermissionContext {
+            auto_allow_bash: run
+                .ctx
+                .sandbox
+                .as_ref()
+                .is_some_and(|sandbox| sandbox.auto_allow_bash()),
             mode: spec.mode,
             rules: &spec.rules,
             workspace: &spec.workspace,

@@ -316,6 +316,7 @@ fn pipeline_steps_and_immunities() {
     {
         let rules = rules(policy);
         let ctx = PermissionContext {
+            auto_allow_bash: false,
             mode,
             rules: &rules,
             workspace: &workspace,
@@ -336,6 +337,7 @@ fn context<'a>(
     workspace: &'a Workspace,
 ) -> PermissionContext<'a> {
     PermissionContext {
+        auto_allow_bash: false,
         mode,
         rules,
         workspace,

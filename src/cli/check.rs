@@ -331,6 +331,7 @@ mod tests {
             (PermissionMode::DontAsk, "Fly", "{}"),
         ] {
             let ctx = PermissionContext {
+                auto_allow_bash: false,
                 mode,
                 rules: &rules,
                 workspace: &workspace,

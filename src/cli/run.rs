@@ -25,6 +25,7 @@ use crate::policy::{PolicySource, RuleKind, RuleRef, RuleSet, SourceKind, Worksp
 use crate::redact::Redactor;
 use crate::report::github::{self, GithubEnv, ReportPaths};
 use crate::report::{junit_xml, sarif_json, text_summary};
+use crate::sandbox::{self, SandboxConfig, SandboxSpec};
 use crate::scheduler::{MessageQueue, parse_input_line};
 use crate::task::{FailOnSet, ModelSpec, ProviderKind};
 use crate::tools::{ToolLimits, builtin};
@@ -155,6 +156,16 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
     let sources = load_sources(flags, Some(&task), &workdir, home.as_deref())?;
     let rules = RuleSet::from_sources(&sources);
     let mode = resolve_mode(args.mode, task.mode, &sources)?;
+    // Before any model call: a sandbox the kernel cannot enforce stops the run here (exit 2).
+    let sandbox = sandbox_in_force(&sources)
+        .map(|config| {
+            let status = sandbox::preflight(&config)?;
+            if let Some(warning) = &status.warning {
+                tracing::warn!("the sandbox is not fully enforced: {warning}");
+            }
+            Ok::<_, sandbox::SandboxError>(SandboxSpec { config, status })
+        })
+        .transpose()?;
 
     let run_id = new_run_id();
     let out_dir = args
@@ -215,6 +226,7 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
         max_turns,
         limits,
         hooks: hooks_in_force(&sources),
+        sandbox,
         fail_on,
         redactor,
         queue: (args.input_format == InputFormat::StreamJson).then(|| {
@@ -229,6 +241,23 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
         }
         .map(|format| StreamOutput::new(format, Box::new(std::io::stdout()))),
     })
+}
+
+/// The sandbox of the highest-precedence policy that has a `sandbox:` block (only the managed
+/// policy's under `managed_only`), so a task or project file cannot turn off the managed one.
+fn sandbox_in_force(sources: &[PolicySource]) -> Option<SandboxConfig> {
+    let managed_only = sources
+        .iter()
+        .any(|source| source.kind == SourceKind::Managed && source.policy.managed_only);
+    let mut ordered: Vec<&PolicySource> = sources
+        .iter()
+        .filter(|source| !managed_only || source.kind == SourceKind::Managed)
+        .collect();
+    ordered.sort_by_key(|source| source.kind);
+    ordered
+        .into_iter()
+        .find_map(|source| source.policy.sandbox.clone())
+        .filter(|config| config.enabled)
 }
 
 /// The managed policies' hooks first; the others' only if no managed policy says

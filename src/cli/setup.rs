@@ -104,6 +104,7 @@ impl Gate {
 
     pub fn context(&self) -> PermissionContext<'_> {
         PermissionContext {
+            auto_allow_bash: false,
             mode: self.mode,
             rules: &self.rules,
             workspace: &self.workspace,

@@ -29,6 +29,7 @@ pub fn fast_path(
         format!("auto mode fast path: {name} only reads")
     } else {
         let as_accept_edits = PermissionContext {
+            auto_allow_bash: false,
             mode: PermissionMode::AcceptEdits,
             ..*ctx
         };

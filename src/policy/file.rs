@@ -13,6 +13,7 @@ use super::rule::{Rule, RuleKind};
 use super::tool_name::ToolName;
 use crate::config::{self, ConfigError, SourceLocation};
 use crate::hooks::{Hook, HookList};
+use crate::sandbox::{SandboxBlock, SandboxConfig};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -33,6 +34,8 @@ struct PolicyFile {
     /// Claude Code's `allowManagedHooksOnly`.
     #[serde(default, alias = "allowManagedHooksOnly")]
     managed_hooks_only: bool,
+    #[serde(default)]
+    sandbox: Option<SandboxBlock>,
 }
 
 /// A `permissions:` block, in a policy file or a task file.
@@ -101,6 +104,8 @@ pub struct Policy {
     pub hooks: Vec<Hook>,
     /// Only the managed policy's hooks run (meaningful in a managed policy only).
     pub managed_hooks_only: bool,
+    /// The `sandbox:` block, if the file has one.
+    pub sandbox: Option<SandboxConfig>,
 }
 
 impl Policy {
@@ -111,6 +116,10 @@ impl Policy {
         policy.disable_bypass |= parsed.disable_bypass_mode;
         policy.disable_auto = parsed.disable_auto_mode;
         policy.managed_hooks_only = parsed.managed_hooks_only;
+        policy.sandbox = parsed
+            .sandbox
+            .map(|block| block.into_config(origin.file))
+            .transpose()?;
         policy.hooks = parsed
             .hooks
             .0
@@ -211,6 +220,7 @@ impl Policy {
             tests: Vec::new(),
             hooks: Vec::new(),
             managed_hooks_only: false,
+            sandbox: None,
         })
     }
 
@@ -246,6 +256,7 @@ impl Policy {
             tests: Vec::new(),
             hooks: Vec::new(),
             managed_hooks_only: false,
+            sandbox: None,
         })
     }
 }

@@ -151,6 +151,11 @@ fn pipeline(call: &dyn GatedCall, ctx: &PermissionContext, trace: &mut Trace) ->
         let reason = format!("{name} is allowed by rule {}", rule.rule);
         return allow(Step::WholeToolAllow, Layer::Rule, Some(rule), reason);
     }
+    if ctx.auto_allow_bash && *name == ToolName::Bash {
+        trace.note("2b", || "sandbox.auto_allow_bash".into(), "allow");
+        let reason = "runs inside the enforced OS sandbox (sandbox.auto_allow_bash)".into();
+        return allow(Step::WholeToolAllow, Layer::Mode, None, reason);
+    }
     trace.note("3", || "nothing allowed it".into(), "ask");
     ask(step, Layer::Mode, None, reason, false)
 }

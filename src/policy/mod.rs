@@ -40,4 +40,7 @@ pub struct PermissionContext<'a> {
     pub mode: PermissionMode,
     pub rules: &'a RuleSet,
     pub workspace: &'a Workspace,
+    /// `sandbox.auto_allow_bash` with the sandbox enforced: a Bash command that no deny or
+    /// ask rule or guardrail stopped may run without an allow rule (step 2b).
+    pub auto_allow_bash: bool,
 }

@@ -247,6 +247,7 @@ fn context() -> (ToolContext, AbortHandle) {
         abort,
         files: FileStateCache::default(),
         progress: None,
+        sandbox: None,
         state: Default::default(),
     };
     (ctx, handle)

@@ -328,6 +328,7 @@ async fn run(command: &str, ctx: &ToolContext, timeout: Duration) -> Result<Tool
         &ctx.abort,
         true,
         ctx.progress.as_ref(),
+        ctx.sandbox.as_deref(),
     )
     .await
     .map_err(|err| ToolError::Failed(format!("cannot start bash: {err}")))?;
@@ -336,6 +337,9 @@ async fn run(command: &str, ctx: &ToolContext, timeout: Duration) -> Result<Tool
     let output = run.output.trim_end();
     let with_note =
         |note: String| ToolError::Failed(format!("{output}\n[{note}]").trim_start().to_string());
+    if let Some(limit) = run.limit {
+        return Err(with_note(limit.to_string()));
+    }
     match run.ending {
         ShellEnding::Exited(Some(0)) if output.is_empty() => Ok(ToolOutput::new("(no output)")),
         ShellEnding::Exited(Some(0)) => Ok(ToolOutput::new(output.to_string())),
@@ -369,6 +373,7 @@ mod tests {
             abort,
             files: FileStateCache::default(),
             progress: None,
+            sandbox: None,
             state: Default::default(),
         };
         (ctx, handle)
@@ -409,6 +414,7 @@ mod tests {
         let workspace = Workspace::new("/ws".into(), vec![], Some("/home/u".into()));
         let kind = |command: &str, mode: PermissionMode| {
             let ctx = PermissionContext {
+                auto_allow_bash: false,
                 mode,
                 rules: &rules,
                 workspace: &workspace,

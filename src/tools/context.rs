@@ -71,6 +71,8 @@ pub struct ToolContext {
     pub files: FileStateCache,
     /// Live output of this call, when someone is listening (the scheduler sets it per call).
     pub progress: Option<ProgressSink>,
+    /// The OS sandbox Bash commands run in, when the policy turns it on.
+    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
     /// The run's TodoWrite list and deferred tools, shared by every call of the run.
     pub state: RunState,
 }

@@ -10,6 +10,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use super::git_env::git_env;
 use super::progress::ProgressSink;
 use crate::base::{AbortSignal, is_secret_env_name};
+use crate::sandbox::{LimitHit, Sandbox};
 
 /// Output kept per stream; the rest is drained and counted. Large, because Bash's output is
 /// kept whole and offloaded to a file when long (S8): a 1 MB build log must survive intact.
@@ -29,6 +30,8 @@ pub struct ShellRun {
     pub ending: ShellEnding,
     /// stdout then stderr.
     pub output: String,
+    /// The sandbox limit the command ran into, if any.
+    pub limit: Option<LimitHit>,
 }
 
 /// Variables that would make a command the analyser proved read-only do something else:
@@ -52,7 +55,9 @@ fn changes_what_commands_do(name: &str) -> bool {
 /// Runs `command`. `Err` only when bash could not be started. `scrub_secrets` (for the
 /// model's commands) drops credentials and variables that change what commands do, and
 /// confines git to the workspace's repository (`git_env`). Each complete output line also
-/// goes to `progress` as it arrives; the captured output is the same either way.
+/// goes to `progress` as it arrives; the captured output is the same either way. With a
+/// `sandbox`, the command runs confined, in the sandbox's scrubbed environment (plus the git
+/// confinement); a sandbox that cannot be prepared is an `Err` (nothing runs unconfined).
 pub async fn run_shell(
     command: &str,
     cwd: &Path,
@@ -60,6 +65,7 @@ pub async fn run_shell(
     abort: &AbortSignal,
     scrub_secrets: bool,
     progress: Option<&ProgressSink>,
+    sandbox: Option<&Sandbox>,
 ) -> std::io::Result<ShellRun> {
     let mut cmd = tokio::process::Command::new("bash");
     cmd.arg("-c")
@@ -85,14 +91,36 @@ pub async fn run_shell(
         }
         cmd.envs(git.set);
     }
+    let mut watch = None;
+    if let Some(sandbox) = sandbox {
+        let confined = sandbox
+            .prepare()
+            .map_err(|err| std::io::Error::other(err.to_string()))?;
+        cmd.env_clear().envs(confined.env);
+        if scrub_secrets {
+            cmd.envs(git_env(cwd).set);
+        }
+        let setup = confined.child;
+        // SAFETY: `apply` makes raw system calls on values prepared above and allocates
+        // nothing, so it is safe between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || setup.apply());
+        }
+        watch = Some(confined.watch);
+    }
     let mut child = cmd.spawn()?;
     // The scheduler cancels a call by dropping its future (a sibling Bash failed, a hard
     // stop): the guard kills the group then too, not only the `bash` that kill_on_drop reaches.
     let group = GroupGuard(child.id());
     let stdout = tokio::spawn(read_capped(child.stdout.take(), progress.cloned()));
     let stderr = tokio::spawn(read_capped(child.stderr.take(), progress.cloned()));
+    let mut status = None;
     let ending = tokio::select! {
-        status = child.wait() => ShellEnding::Exited(status?.code()),
+        done = child.wait() => {
+            let done = done?;
+            status = Some(done);
+            ShellEnding::Exited(done.code())
+        }
         _ = tokio::time::sleep(timeout) => ShellEnding::TimedOut,
         _ = abort.aborted() => ShellEnding::Aborted,
     };
@@ -108,7 +136,12 @@ pub async fn run_shell(
         }
         output.push_str(&stderr);
     }
-    Ok(ShellRun { ending, output })
+    let limit = watch.and_then(|watch| watch.limit_hit(status));
+    Ok(ShellRun {
+        ending,
+        output,
+        limit,
+    })
 }
 
 /// Kills the command's process group when dropped, before the child is reaped.
@@ -223,6 +256,7 @@ mod tests {
             &abort,
             true,
             None,
+            None,
         )
         .await
         .unwrap();
@@ -245,6 +279,7 @@ mod tests {
             Duration::from_millis(300),
             &abort,
             true,
+            None,
             None,
         )
         .await
@@ -269,6 +304,7 @@ mod tests {
             &abort,
             true,
             None,
+            None,
         )
         .await
         .unwrap();
@@ -289,6 +325,7 @@ mod tests {
             Duration::from_secs(5),
             &abort,
             scrub,
+            None,
             None,
         )
         .await
@@ -333,6 +370,7 @@ mod tests {
             &abort,
             true,
             Some(&sink),
+            None,
         )
         .await
         .unwrap();

@@ -217,6 +217,7 @@ mod tests {
             abort,
             files: crate::tools::FileStateCache::default(),
             progress: None,
+            sandbox: None,
             state: crate::tools::RunState {
                 deferred: crate::tools::run_state::DeferredTools::new(catalogue()),
                 ..Default::default()

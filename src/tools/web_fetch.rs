@@ -312,6 +312,7 @@ mod tests {
         let rules = RuleSet::from_policy(&policy);
         let workspace = Workspace::new("/ws".into(), vec![], None);
         let ctx = PermissionContext {
+            auto_allow_bash: false,
             mode: PermissionMode::DontAsk,
             rules: &rules,
             workspace: &workspace,

@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::hooks::{HookEvent, HookReport};
 use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
 use crate::policy::{DenialCounts, Layer, PermissionDecision, PermissionMode, RuleRef, SourceKind};
+use crate::sandbox::{ProxyConnection, SandboxStatus};
 use crate::task::FailOn;
 use crate::tools::Todo;
 
@@ -41,6 +42,9 @@ pub enum Event {
         workdir: PathBuf,
         tools: Vec<String>,
         max_turns: u32,
+        /// What the OS sandbox enforces (the preflight); absent when it is off.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sandbox: Option<SandboxStatus>,
     },
     ModelRequest {
         turn: u32,
@@ -99,6 +103,11 @@ pub enum Event {
         by: AbortCause,
         #[serde(skip_serializing_if = "Option::is_none")]
         message: Option<String>,
+    },
+    /// A connection a sandboxed command asked the sandbox's proxy for, allowed or refused.
+    NetworkConnection {
+        #[serde(flatten)]
+        connection: ProxyConnection,
     },
     ToolResult {
         id: String,

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::{CheckOutcome, ModelSummary, Outcome, RunCounts};
 use crate::exit::ExitCode;
 use crate::policy::{PermissionDecision, PermissionMode, ToolName};
+use crate::sandbox::{ProxyConnection, SandboxStatus};
 use crate::task::{Check, FailOnSet};
 use crate::tools::Todo;
 
@@ -51,6 +52,10 @@ pub struct RunReport {
     pub fail_on: FailOnSet,
     pub task_file: PathBuf,
     pub workdir: PathBuf,
+    /// What the sandbox enforced, when the policy turned it on.
+    pub sandbox: Option<SandboxStatus>,
+    /// Connections the sandbox's proxy refused.
+    pub network_refusals: Vec<ProxyConnection>,
     /// The TodoWrite list as the run left it (S3).
     pub todos: Vec<Todo>,
 }

@@ -15,4 +15,5 @@ mod providers;
 mod redaction;
 mod reports;
 mod run_cli;
+mod sandbox;
 mod scheduling;
