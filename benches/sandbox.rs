@@ -6,9 +6,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use tollgate::base::AbortHandle;
+use tollgate::exec::RunEnv;
 use tollgate::policy::Workspace;
 use tollgate::sandbox::{Sandbox, SandboxConfig, SandboxSpec, kernel_abi, preflight};
-use tollgate::tools::run_shell;
+use tollgate::tools::{ShellEnv, run_shell};
 
 const RUNS: u32 = 1000;
 
@@ -61,6 +62,7 @@ fn main() {
 
 async fn time(root: &Path, sandbox: Option<&Sandbox>) -> Duration {
     let (_handle, abort) = AbortHandle::new();
+    let env = RunEnv::new(&Default::default()).model;
     let started = Instant::now();
     for _ in 0..RUNS {
         let run = run_shell(
@@ -68,7 +70,7 @@ async fn time(root: &Path, sandbox: Option<&Sandbox>) -> Duration {
             root,
             Duration::from_secs(10),
             &abort,
-            true,
+            ShellEnv::Model(&env),
             None,
             sandbox,
         )

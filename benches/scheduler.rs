@@ -114,6 +114,7 @@ fn context() -> (ToolContext, AbortHandle) {
         limits: ToolLimits::default(),
         abort,
         files: FileStateCache::default(),
+        command_env: tollgate::exec::RunEnv::new(&Default::default()).model,
         progress: None,
         sandbox: None,
         state: Default::default(),

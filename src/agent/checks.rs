@@ -8,9 +8,10 @@ use std::time::Instant;
 
 use super::{AgentError, CheckRecord, Loop};
 use crate::base::AbortSignal;
+use crate::exec::ChildEnv;
 use crate::sandbox::Sandbox;
 use crate::task::Check;
-use crate::tools::{ShellEnding, run_shell};
+use crate::tools::{ShellEnding, ShellEnv, run_shell};
 use crate::transcript::{CheckOutcome, Event};
 
 /// Output of a check kept in the transcript and reports.
@@ -19,6 +20,7 @@ const CHECK_OUTPUT_CHARS: usize = 20_000;
 pub async fn run_check(
     check: &Check,
     workdir: &Path,
+    env: &ChildEnv,
     abort: &AbortSignal,
     sandbox: Option<&Sandbox>,
 ) -> CheckOutcome {
@@ -28,7 +30,7 @@ pub async fn run_check(
         workdir,
         check.timeout,
         abort,
-        false,
+        ShellEnv::Author(env),
         None,
         sandbox,
     )
@@ -89,7 +91,14 @@ pub(super) async fn run_round(
         loop {
             let attempt = last_attempt(records, &check.name) + 1;
             let sandbox = run.ctx.sandbox.as_deref().filter(|s| s.confines_checks());
-            let outcome = run_check(check, &spec.workspace.workdir, abort, sandbox).await;
+            let outcome = run_check(
+                check,
+                &spec.workspace.workdir,
+                &spec.env.checks,
+                abort,
+                sandbox,
+            )
+            .await;
             run.emit(Event::CheckResult {
                 name: check.name.clone(),
                 run: check.run.clone(),

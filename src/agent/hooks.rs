@@ -86,7 +86,14 @@ async fn hooks(
         tool_use_id: id,
         tool_response: response,
     };
-    let report = run_hooks(&run.spec.hooks, event, &hook_input, &run.ctx.abort).await;
+    let report = run_hooks(
+        &run.spec.hooks,
+        event,
+        &hook_input,
+        &run.spec.env.hooks,
+        &run.ctx.abort,
+    )
+    .await;
     if !report.runs.is_empty() {
         run.emit(Event::HookRun {
             id: id.to_string(),

@@ -21,6 +21,7 @@ use budget::Budget;
 pub use checks::millis;
 
 use crate::base::{AbortReason, AbortSignal};
+use crate::exec::RunEnv;
 use crate::hooks::Hook;
 use crate::model::{
     ContentBlock, Message, ModelRequest, ModelResponse, Provider, ProviderEvent, Role, StopReason,
@@ -60,6 +61,8 @@ pub struct RunSpec {
     pub fail_on: FailOnSet,
     /// Applied to everything the run writes.
     pub redactor: Arc<Redactor>,
+    /// The environments of the commands and hooks the run starts (no secrets in them).
+    pub env: RunEnv,
     /// User messages arriving while the run is busy (`--input-format stream-json`).
     pub queue: Option<MessageQueue>,
     /// Where events are streamed as they happen (`--output-format json|stream-json`).
@@ -158,6 +161,7 @@ pub async fn run(
         limits: spec.limits,
         abort: abort.clone(),
         files: FileStateCache::default(),
+        command_env: spec.env.model.clone(),
         progress: None,
         sandbox,
         state: RunState {
@@ -195,7 +199,7 @@ pub async fn run(
             file: spec.task.file.clone(),
         },
         mode: spec.mode,
-        policy: spec.policy_summary.clone(),
+        policy: Box::new(spec.policy_summary.clone()),
         model: model.clone(),
         workdir: spec.workspace.workdir.clone(),
         tools: spec

@@ -1,13 +1,11 @@
-//! Small things every layer may use: the abort signal, bounded text, credential-looking
-//! variable names, lexical paths, shared defaults. Imports nothing else of tollgate's.
+//! Small things every layer may use: the abort signal, bounded text, lexical paths, shared
+//! defaults. Imports nothing else of tollgate's.
 
 mod abort;
-mod env;
 mod path;
 mod text;
 
 pub use abort::{AbortHandle, AbortReason, AbortSignal};
-pub use env::is_secret_env_name;
 pub use path::normalize_lexically;
 pub use text::truncate_middle;
 

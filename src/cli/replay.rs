@@ -10,11 +10,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::ReplayArgs;
-use super::setup::{Gate, canonical_dir, read_text};
 use crate::call::PreparedCall;
 use crate::call::approval::headless;
 use crate::exit::ExitCode;
 use crate::policy::{self, Decision, PermissionMode};
+use crate::session::{PolicyInForce, canonical_dir, read_text};
 use crate::tools::builtin;
 
 #[derive(Debug, Serialize)]
@@ -88,7 +88,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         _ => canonical_dir(std::path::Path::new("."), "workdir")?,
     };
     let flags = args.rules.sources(args.policy.as_deref());
-    let gate = Gate::load(flags, workdir, args.mode.or(recorded_mode))?;
+    let gate = PolicyInForce::load(flags, workdir, args.mode.or(recorded_mode))?;
     let ctx = gate.context();
     let mode = gate.mode;
 

@@ -2,6 +2,7 @@
 //! pipeline. Pure: takes values, returns decisions; never reads files or runs anything.
 
 mod ask;
+mod authority;
 mod decision;
 mod file;
 mod file_access;
@@ -12,16 +13,20 @@ mod mode;
 mod path_pattern;
 mod rule;
 mod rule_set;
+mod sandbox_config;
 mod self_test;
 mod tool_name;
 mod workspace;
 
 pub use ask::{fast_path, headless_deny};
+pub use authority::{
+    AuthorityError, lower_may_add, refuse_disabled, refuse_managed_keys_below, resolve_mode,
+};
 pub use decision::{
     Ask, AskCause, Decision, DenialCounts, GateDecision, Grounds, Layer, PermissionDecision,
     RuleRef, Step, ToolCheck,
 };
-pub use file::{PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
+pub use file::{LowerGrant, ManagedKey, PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
 pub use file_access::{Access, check_path};
 pub use gate::{GatedCall, TraceStep, decide, explain};
 pub use guardrail::{git_dir_write, read_guardrail, write_guardrail};
@@ -30,6 +35,10 @@ pub use mode::{PermissionMode, UnknownMode};
 pub use path_pattern::{PathBases, PathPattern};
 pub use rule::{DomainPattern, Rule, RuleContent, RuleError, RuleKind};
 pub use rule_set::{PolicySource, RuleSet, SourceKind};
+pub use sandbox_config::{
+    DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, PolicyPath, SandboxBlock,
+    SandboxConfig,
+};
 pub use self_test::{PrepareForTest, SelfTestAnswer, SelfTestOutcome, run_self_tests};
 pub use tool_name::ToolName;
 pub use workspace::Workspace;

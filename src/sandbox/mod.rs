@@ -3,7 +3,6 @@
 //! It bounds what a command can do once the gate let it run; it never decides whether it runs.
 
 mod child;
-mod config;
 mod fs_rules;
 mod limits;
 mod proxy;
@@ -17,11 +16,11 @@ use serde::Serialize;
 
 use crate::policy::Workspace;
 
-pub use child::ChildSetup;
-pub use config::{
+pub use crate::policy::{
     DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, PolicyPath, SandboxBlock,
     SandboxConfig,
 };
+pub use child::ChildSetup;
 pub use limits::{LimitHit, ProcessLimit};
 pub use proxy::{Proxy, ProxyConnection};
 

@@ -246,6 +246,7 @@ fn context() -> (ToolContext, AbortHandle) {
         limits: ToolLimits::default(),
         abort,
         files: FileStateCache::default(),
+        command_env: crate::exec::RunEnv::new(&Default::default()).model,
         progress: None,
         sandbox: None,
         state: Default::default(),

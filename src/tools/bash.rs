@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::path::{check_write, resolve_symlinks_below};
-use super::shell::{ShellEnding, run_shell};
+use super::shell::{ShellEnding, ShellEnv, run_shell};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
 use crate::bash::{
     BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, Script, evaluate_parsed,
@@ -326,7 +326,7 @@ async fn run(command: &str, ctx: &ToolContext, timeout: Duration) -> Result<Tool
         &ctx.workspace.workdir,
         timeout,
         &ctx.abort,
-        true,
+        ShellEnv::Model(&ctx.command_env),
         ctx.progress.as_ref(),
         ctx.sandbox.as_deref(),
     )
@@ -372,6 +372,7 @@ mod tests {
             limits: ToolLimits::default(),
             abort,
             files: FileStateCache::default(),
+            command_env: crate::exec::RunEnv::new(&Default::default()).model,
             progress: None,
             sandbox: None,
             state: Default::default(),

@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 use super::progress::ProgressSink;
 use super::run_state::RunState;
 use crate::base::AbortSignal;
+use crate::exec::ChildEnv;
 use crate::policy::Workspace;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +70,8 @@ pub struct ToolContext {
     pub limits: ToolLimits,
     pub abort: AbortSignal,
     pub files: FileStateCache,
+    /// The complete environment of the commands the model starts (no secrets).
+    pub command_env: ChildEnv,
     /// Live output of this call, when someone is listening (the scheduler sets it per call).
     pub progress: Option<ProgressSink>,
     /// The OS sandbox Bash commands run in, when the policy turns it on.

@@ -42,7 +42,7 @@ pub use registry::ToolRegistry;
 pub use run_state::{
     DeferredTools, RunState, Todo, TodoList, TodoSnapshot, TodoStatus, ToolDefinition,
 };
-pub use shell::{ShellEnding, ShellRun, run_shell};
+pub use shell::{ShellEnding, ShellEnv, ShellRun, model_command_env, run_shell};
 pub use todo_write::TodoWriteTool;
 pub use tool_search::ToolSearchTool;
 pub use web_fetch::WebFetchTool;

@@ -218,6 +218,7 @@ mod tests {
             files: crate::tools::FileStateCache::default(),
             progress: None,
             sandbox: None,
+            command_env: crate::exec::RunEnv::new(&Default::default()).model,
             state: crate::tools::RunState {
                 deferred: crate::tools::run_state::DeferredTools::new(catalogue()),
                 ..Default::default()

@@ -37,7 +37,8 @@ pub enum Event {
         tollgate_version: String,
         task: TaskSummary,
         mode: PermissionMode,
-        policy: PolicySummary,
+        // Boxed: the largest part of the largest event, which every other event would pay for.
+        policy: Box<PolicySummary>,
         model: ModelSummary,
         workdir: PathBuf,
         tools: Vec<String>,
@@ -227,6 +228,12 @@ pub struct PolicySummary {
     pub rules: usize,
     /// Rules dropped because the managed policy is managed-only.
     pub ignored_rules: Vec<RuleRef>,
+    /// Lower sources' hooks left aside by the managed policy (`command (file)`).
+    pub ignored_hooks: Vec<String>,
+    /// Lower sources' additional directories left aside under `managed_only`.
+    pub ignored_additional_directories: Vec<PathBuf>,
+    /// Claude Code settings keys that loaded and take no effect (`file: key`).
+    pub ignored_keys: Vec<String>,
     /// Allow rules that hand out more than they seem to.
     pub warnings: Vec<String>,
 }
