@@ -118,6 +118,7 @@ fn context() -> (ToolContext, AbortHandle) {
         command_env: tollgate::exec::RunEnv::new(&Default::default()).model,
         progress: None,
         sandbox: None,
+        state: Default::default(),
     };
     (ctx, handle)
 }

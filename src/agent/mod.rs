@@ -9,6 +9,8 @@ pub use crate::transcript::{CheckRecord, Denial, RunReport};
 mod budget;
 mod checks;
 mod hooks;
+mod prompt;
+mod reminders;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -33,11 +35,15 @@ use crate::results::ResultStore;
 use crate::sandbox::{ProxyConnection, Sandbox, SandboxError, SandboxSpec};
 use crate::scheduler::{Call, MessageQueue, TurnEnd, run_turn};
 use crate::task::{FailOnSet, Task};
-use crate::tools::{FileStateCache, Tool, ToolContext, ToolLimits, ToolRegistry};
+use crate::tools::{
+    DeferredTools, FileStateCache, RunState, Tool, ToolContext, ToolDefinition, ToolLimits,
+    ToolRegistry,
+};
 use crate::transcript::{
     AbortCause, DenialSummary, Disposition, Event, ModelSummary, Outcome, PolicySummary, QueryEnd,
     RunCounts, StreamOutput, TaskSummary, Transcript,
 };
+use reminders::Reminders;
 
 /// Everything a run needs, resolved and validated before the first model call.
 pub struct RunSpec {
@@ -80,12 +86,6 @@ pub enum AgentError {
     Sandbox(#[from] SandboxError),
 }
 
-const SYSTEM_PROMPT: &str = "You are a coding agent run by tollgate, unattended, in a CI job. \
-Nobody is present to answer questions or approve actions. Work inside the working directory {workdir}. \
-Every tool call passes a permission policy; a refused call comes back as an error result that says why. \
-Do not repeat a refused call: find an allowed way, or stop and explain what you could not do. \
-When the task is done, reply with a short summary of what you did and make no tool call.";
-
 fn interrupted(reason: AbortReason) -> Outcome {
     match reason {
         AbortReason::Interrupt => Outcome::Interrupted,
@@ -109,6 +109,21 @@ struct Loop<'a> {
     /// Auto mode's classifier and its tallies.
     auto: Option<auto::AutoState>,
     network_refusals: Vec<ProxyConnection>,
+    /// When the TodoWrite list is shown again (S3).
+    reminders: Reminders,
+}
+
+impl Loop<'_> {
+    /// Past this many characters a tool's result is offloaded: the task's threshold for the
+    /// tool, else the tool's own. Read's is unbounded (the task cannot set one).
+    fn result_threshold(&self, call: &crate::call::PreparedCall) -> usize {
+        self.spec
+            .task
+            .max_result_chars
+            .iter()
+            .find(|(tool, _)| tool == call.name())
+            .map_or_else(|| call.max_result_chars(), |(_, max)| *max)
+    }
 }
 
 impl Loop<'_> {
@@ -157,6 +172,10 @@ pub async fn run(
         command_env: spec.env.model.clone(),
         progress: None,
         sandbox,
+        state: RunState {
+            deferred: DeferredTools::new(deferred_catalogue(&spec)),
+            ..RunState::default()
+        },
     };
     let model = ModelSummary {
         provider: spec.task.model.provider.to_string(),
@@ -179,6 +198,7 @@ pub async fn run(
         consecutive_denials: 0,
         auto: classifier.map(auto::AutoState::new),
         network_refusals: Vec::new(),
+        reminders: Reminders::new(spec.task.reminders_full_every),
     };
     run.emit(Event::RunStarted {
         run_id: spec.run_id.clone(),
@@ -252,6 +272,12 @@ pub async fn run(
         .map(|auto| std::mem::take(&mut auto.proposals))
         .unwrap_or_default();
     write_proposed_rules(&spec, &proposed_rules)?;
+    let todos = run.ctx.state.todos.snapshot().items;
+    let usage = run.counts.usage;
+    let prompt_tokens =
+        usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens;
+    let cache_read_share =
+        (prompt_tokens > 0).then(|| usage.cache_read_input_tokens as f64 / prompt_tokens as f64);
     run.emit(Event::RunFinished {
         outcome,
         exit_code: exit_code.code(),
@@ -273,6 +299,8 @@ pub async fn run(
                 reason: denial.decision.reason.clone(),
             })
             .collect(),
+        cache_read_share,
+        todos: todos.clone(),
     })?;
     Ok(RunReport {
         run_id: spec.run_id.clone(),
@@ -297,6 +325,7 @@ pub async fn run(
         workdir: spec.workspace.workdir.clone(),
         sandbox: sandbox_status,
         network_refusals: run.network_refusals,
+        todos,
     })
 }
 
@@ -310,10 +339,11 @@ async fn conversation(
     messages: &mut Vec<Message>,
 ) -> Result<Ending, AgentError> {
     let spec = run.spec;
-    let system = SYSTEM_PROMPT.replace("{workdir}", &spec.workspace.workdir.display().to_string());
+    let system = prompt::system_prompt(spec, &run.ctx.state.deferred.catalogue());
     loop {
-        // The pool is rebuilt each turn, so tools the run learns of reach the next request.
-        let registry = ToolRegistry::new(spec.tools.iter().cloned());
+        // The pool is rebuilt each turn, so tools ToolSearch loaded reach the next request,
+        // appended after the others so the tools array sent before stays its prefix.
+        let registry = offered_tools(spec, &run.ctx.state.deferred.loaded());
         let tool_specs = tool_specs(&registry);
         let fixed_bytes = system.len() + serde_json::to_vec(&tool_specs).map_or(0, |b| b.len());
         if let Some(reason) = abort.reason() {
@@ -443,8 +473,10 @@ async fn conversation(
         )
         .await?;
         let stopped = host.stopped.take();
+        let exempt = std::mem::take(&mut host.exempt);
         let mut results = std::mem::take(&mut host.results);
         record_network(run)?;
+        fit_message_budget(run, turn, &mut results, &exempt)?;
         match end {
             TurnEnd::Complete => results.extend(drain_queue(run, Disposition::Drained)?),
             // Completed results are kept; the queued message follows them and gives the
@@ -458,6 +490,15 @@ async fn conversation(
                 results.extend(drain_queue(run, Disposition::Interrupt)?);
             }
             TurnEnd::HardStopped => {}
+        }
+        let todos = run.ctx.state.todos.snapshot();
+        if let Some((kind, content)) = run.reminders.next(&todos) {
+            run.emit(Event::Reminder {
+                turn,
+                kind,
+                content: content.clone(),
+            })?;
+            results.push(ContentBlock::Text { text: content });
         }
         messages.push(Message {
             role: Role::User,
@@ -631,6 +672,105 @@ fn denial_limit_reason(run: &Loop<'_>) -> Option<String> {
         ));
     }
     None
+}
+
+/// The definitions of the run's deferred tools, for ToolSearch and the system prompt's index.
+fn deferred_catalogue(spec: &RunSpec) -> Vec<ToolDefinition> {
+    spec.tools
+        .iter()
+        .filter(|tool| spec.task.deferred_tools.contains(&tool.name()))
+        .map(|tool| ToolDefinition {
+            name: tool.name(),
+            description: tool.description().into_owned(),
+            input_schema: tool.input_schema(),
+        })
+        .collect()
+}
+
+/// This turn's tools: the task's tools that are not deferred, ToolSearch when some are,
+/// then the deferred tools ToolSearch has loaded, in the order it loaded them (S7).
+fn offered_tools(spec: &RunSpec, loaded: &[ToolName]) -> ToolRegistry {
+    let deferred = |tool: &&Arc<dyn Tool>| spec.task.deferred_tools.contains(&tool.name());
+    let any_deferred = spec.tools.iter().any(|tool| deferred(&tool));
+    let search = any_deferred
+        .then(|| crate::tools::builtin(&ToolName::ToolSearch))
+        .flatten();
+    let immediate = spec
+        .tools
+        .iter()
+        .filter(|tool| !deferred(tool) && tool.name() != ToolName::ToolSearch)
+        .cloned();
+    let loaded = loaded.iter().filter_map(|name| {
+        spec.tools
+            .iter()
+            .find(|tool| deferred(tool) && tool.name() == *name)
+            .cloned()
+    });
+    ToolRegistry::new(immediate.chain(search).chain(loaded))
+}
+
+/// The per-message budget (S8): when the results of this turn exceed
+/// `limits.message_result_chars`, the largest are offloaded and replaced by previews. Runs
+/// once, before the message is first sent; it is never revisited, so every later request
+/// repeats this message byte for byte.
+fn fit_message_budget(
+    run: &mut Loop<'_>,
+    turn: u32,
+    results: &mut [ContentBlock],
+    exempt: &std::collections::HashSet<String>,
+) -> Result<(), AgentError> {
+    let sizes: Vec<Option<usize>> = results
+        .iter()
+        .map(|block| match block {
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                ..
+            } if !exempt.contains(tool_use_id) => Some(content.chars().count()),
+            _ => None,
+        })
+        .collect();
+    let replace = crate::results::over_budget(&sizes, run.spec.task.limits.message_result_chars);
+    if replace.is_empty() {
+        return Ok(());
+    }
+    let chars_before: usize = sizes.iter().flatten().sum();
+    let mut replaced = Vec::new();
+    for index in replace {
+        if let Some(ContentBlock::ToolResult {
+            tool_use_id,
+            content,
+            ..
+        }) = results.get_mut(index)
+        {
+            let chars = content.chars().count();
+            *content = run
+                .results
+                .offload(tool_use_id, content, crate::results::KEPT_CHARS);
+            replaced.push(crate::transcript::ReplacedResult {
+                id: tool_use_id.clone(),
+                chars,
+                content: content.clone(),
+            });
+        }
+    }
+    let chars_after = results
+        .iter()
+        .map(|block| match block {
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                ..
+            } if !exempt.contains(tool_use_id) => content.chars().count(),
+            _ => 0,
+        })
+        .sum();
+    run.emit(Event::MessageBudget {
+        turn,
+        replaced,
+        chars_before,
+        chars_after,
+    })
 }
 
 /// The tools array of one request, in the registry's offer order.

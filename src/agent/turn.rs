@@ -2,7 +2,7 @@
 //! gate and the approval stage, and lands each result (PostToolUse, offload, tool_result) in
 //! call order.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,6 +45,8 @@ pub(super) struct LoopHost<'r, 'a> {
     admitted_at: HashMap<usize, Instant>,
     /// The tool_result blocks, in call order.
     pub results: Vec<ContentBlock>,
+    /// tool_use ids of results the per-message budget must not offload (Read's).
+    pub exempt: HashSet<String>,
 }
 
 impl<'r, 'a> LoopHost<'r, 'a> {
@@ -77,6 +79,7 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             stopped: None,
             admitted_at: HashMap::new(),
             results: Vec::new(),
+            exempt: HashSet::new(),
         }
     }
 
@@ -157,9 +160,10 @@ impl<'r, 'a> LoopHost<'r, 'a> {
                 layer: Layer::Tool,
                 rule: None,
                 reason: format!(
-                    "No such tool available: {}. Available tools: {}",
+                    "No such tool available: {}. Available tools: {}{}",
                     call.name,
-                    self.registry.names()
+                    self.registry.names(),
+                    deferred_hint(self.run, &call.name)
                 ),
             },
             false,
@@ -173,6 +177,16 @@ impl<'r, 'a> LoopHost<'r, 'a> {
         })?;
         self.stopped = denial_limit(self.run);
         Ok(Self::answered(decision.reason, ResultStatus::Denied))
+    }
+}
+
+/// A deferred tool called before ToolSearch loaded it: say how to load it (S7).
+fn deferred_hint(run: &Loop<'_>, name: &policy::ToolName) -> String {
+    let deferred = run.ctx.state.deferred.catalogue();
+    if deferred.iter().any(|definition| definition.name == *name) {
+        format!(". {name} is deferred: load it with ToolSearch (query \"select:{name}\") first")
+    } else {
+        String::new()
     }
 }
 
@@ -261,10 +275,11 @@ impl TurnHost for LoopHost<'_, '_> {
                 };
                 let (status, content) =
                     hooks::post_tool_use(self.run, &call.id, &prepared, status, content).await?;
-                let content = self
-                    .run
-                    .results
-                    .fit(&call.id, content, prepared.max_result_chars());
+                let threshold = self.run.result_threshold(&prepared);
+                if threshold == usize::MAX {
+                    self.exempt.insert(call.id.clone());
+                }
+                let content = self.run.results.fit(&call.id, content, threshold);
                 (status, content)
             }
             Landing::Cancelled {

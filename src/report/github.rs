@@ -206,6 +206,12 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
             message.replace('<', "&lt;")
         ));
     }
+    if !report.todos.is_empty() {
+        out.push_str(&format!(
+            "\n<details><summary>Todo list</summary>\n\n{}\n</details>\n",
+            super::todo_lines(&report.todos).replace('<', "&lt;")
+        ));
+    }
     out.push_str(&format!(
         "\nTranscript: `{}`\n\n",
         paths.transcript.display()
@@ -466,6 +472,29 @@ Could not &lt;clean> up.
 Transcript: `/out/transcript.jsonl`
 
 "
+        );
+    }
+
+    #[test]
+    fn the_final_todo_list_is_in_the_step_summary() {
+        use crate::tools::{Todo, TodoStatus};
+        let mut report = sample_report();
+        report.todos = vec![
+            Todo {
+                content: "Fix <the> build".into(),
+                status: TodoStatus::Completed,
+                active_form: "Fixing the build".into(),
+            },
+            Todo {
+                content: "Run the tests".into(),
+                status: TodoStatus::InProgress,
+                active_form: "Running the tests".into(),
+            },
+        ];
+        let summary = step_summary(&report, &paths());
+        assert!(
+            summary.contains("<details><summary>Todo list</summary>\n\n- [completed] Fix &lt;the> build\n- [in_progress] Run the tests\n\n</details>"),
+            "{summary}"
         );
     }
 

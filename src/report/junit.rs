@@ -145,6 +145,10 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
             ));
         }
     }
+    if !report.todos.is_empty() {
+        system_out.push_str("\nTodo list:\n");
+        system_out.push_str(&super::todo_lines(&report.todos));
+    }
     if !system_out.is_empty() {
         suite.set_system_out(system_out);
     }

@@ -124,5 +124,21 @@ pub(crate) fn sample_report() -> crate::transcript::RunReport {
         fail_on: FailOnSet::default(),
         task_file: PathBuf::from("/repo/task.yaml"),
         workdir: PathBuf::from("/repo"),
+        todos: Vec::new(),
     }
+}
+
+/// The run's final todo list, one `[status] content` a line, for the reports.
+pub(crate) fn todo_lines(todos: &[crate::tools::Todo]) -> String {
+    todos
+        .iter()
+        .map(|todo| {
+            let status = match todo.status {
+                crate::tools::TodoStatus::Pending => "pending",
+                crate::tools::TodoStatus::InProgress => "in_progress",
+                crate::tools::TodoStatus::Completed => "completed",
+            };
+            format!("- [{status}] {}\n", todo.content)
+        })
+        .collect()
 }

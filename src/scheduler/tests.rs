@@ -250,6 +250,7 @@ fn context() -> (ToolContext, AbortHandle) {
         command_env: crate::exec::RunEnv::new(&Default::default()).model,
         progress: None,
         sandbox: None,
+        state: Default::default(),
     };
     (ctx, handle)
 }

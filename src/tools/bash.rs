@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 use super::path::{check_write, resolve_symlinks_below};
 use super::shell::{ShellEnding, ShellEnv, run_shell};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
-use crate::base::truncate_middle;
 use crate::bash::{
     BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, Script, evaluate_parsed,
 };
@@ -23,8 +22,6 @@ use crate::policy::{
 
 /// The most a single call may ask for, whatever the model requests.
 const MAX_TIMEOUT: Duration = Duration::from_secs(600);
-/// What the model sees of a command's output; the middle goes first.
-const BASH_OUTPUT_CHARS: usize = 30_000;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -399,7 +396,9 @@ async fn run(command: &str, ctx: &ToolContext, timeout: Duration) -> Result<Tool
     )
     .await
     .map_err(|err| ToolError::Failed(format!("cannot start bash: {err}")))?;
-    let output = truncate_middle(run.output.trim_end(), BASH_OUTPUT_CHARS);
+    // Kept whole: the land step offloads a long output to a file with its head and tail
+    // inline, so a build log's middle is never lost (S8).
+    let output = run.output.trim_end();
     let with_note =
         |note: String| ToolError::Failed(format!("{output}\n[{note}]").trim_start().to_string());
     if let Some(limit) = run.limit {
@@ -407,7 +406,7 @@ async fn run(command: &str, ctx: &ToolContext, timeout: Duration) -> Result<Tool
     }
     match run.ending {
         ShellEnding::Exited(Some(0)) if output.is_empty() => Ok(ToolOutput::new("(no output)")),
-        ShellEnding::Exited(Some(0)) => Ok(ToolOutput::new(output)),
+        ShellEnding::Exited(Some(0)) => Ok(ToolOutput::new(output.to_string())),
         ShellEnding::Exited(Some(code)) => Err(with_note(format!("exit code {code}"))),
         ShellEnding::Exited(None) => Err(with_note("killed by a signal".into())),
         ShellEnding::TimedOut => Err(with_note(format!(
@@ -441,6 +440,7 @@ mod tests {
             command_env: crate::exec::RunEnv::new(&Default::default()).model,
             progress: None,
             sandbox: None,
+            state: Default::default(),
         };
         (ctx, handle)
     }

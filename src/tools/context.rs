@@ -1,5 +1,6 @@
-//! The execution context injected into every call (S1): workspace, limits, the abort signal
-//! and the file-state cache. Sub-agents get their own context for the same tools.
+//! The execution context injected into every call (S1): workspace, limits, the abort signal,
+//! the file-state cache and the run's shared tool state (`RunState`). Sub-agents get their
+//! own context for the same tools.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -7,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use super::progress::ProgressSink;
+use super::run_state::RunState;
 use crate::base::AbortSignal;
 use crate::exec::ChildEnv;
 use crate::policy::{RuleSet, Workspace};
@@ -77,6 +79,8 @@ pub struct ToolContext {
     pub progress: Option<ProgressSink>,
     /// The OS sandbox Bash commands run in, when the policy turns it on.
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
+    /// The run's TodoWrite list and deferred tools, shared by every call of the run.
+    pub state: RunState,
 }
 
 impl ToolContext {

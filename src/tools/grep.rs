@@ -265,6 +265,7 @@ mod tests {
             command_env: crate::exec::RunEnv::new(&Default::default()).model,
             progress: None,
             sandbox: None,
+            state: Default::default(),
         };
         (dir, ctx, handle)
     }

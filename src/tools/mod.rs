@@ -12,9 +12,13 @@ mod path;
 mod progress;
 mod read;
 mod registry;
+mod run_state;
 mod shell;
 mod text;
+mod todo_write;
+mod tool_search;
 mod walk;
+mod web_fetch;
 mod write;
 
 use std::borrow::Cow;
@@ -35,7 +39,13 @@ pub use path::{check_file_access, resolve_path, resolve_symlinks};
 pub use progress::{ProgressLine, ProgressSink};
 pub use read::ReadTool;
 pub use registry::ToolRegistry;
+pub use run_state::{
+    DeferredTools, RunState, Todo, TodoList, TodoSnapshot, TodoStatus, ToolDefinition,
+};
 pub use shell::{ShellEnding, ShellEnv, ShellRun, model_command_env, run_shell};
+pub use todo_write::TodoWriteTool;
+pub use tool_search::ToolSearchTool;
+pub use web_fetch::WebFetchTool;
 pub use write::WriteTool;
 
 use crate::policy::{PermissionContext, ToolCheck, ToolName};
@@ -147,6 +157,9 @@ pub fn builtin(name: &ToolName) -> Option<Arc<dyn Tool>> {
         ToolName::Glob => Arc::new(GlobTool),
         ToolName::Grep => Arc::new(GrepTool),
         ToolName::Bash => Arc::new(BashTool),
+        ToolName::TodoWrite => Arc::new(TodoWriteTool),
+        ToolName::ToolSearch => Arc::new(ToolSearchTool),
+        ToolName::WebFetch => Arc::new(WebFetchTool),
         _ => return None,
     };
     Some(tool)

@@ -11,6 +11,24 @@ use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
 use crate::policy::{DenialCounts, Layer, PermissionDecision, PermissionMode, RuleRef, SourceKind};
 use crate::sandbox::{ProxyConnection, SandboxStatus};
 use crate::task::FailOn;
+use crate::tools::Todo;
+
+/// A result the per-message budget replaced: its id, its size, and the preview sent instead
+/// (the `tool_result` event keeps what the tool returned).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReplacedResult {
+    pub id: String,
+    pub chars: usize,
+    pub content: String,
+}
+
+/// A reminder's form: the whole list, or a one-line count while it is unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReminderKind {
+    Full,
+    Sparse,
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -145,6 +163,28 @@ pub enum Event {
         redactions: u64,
         /// Every refused call of the run.
         permission_denials: Vec<DenialSummary>,
+        /// Of all prompt tokens, the share read from the provider's cache; `None` before
+        /// any usage was reported.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_read_share: Option<f64>,
+        /// The TodoWrite list as the run left it (S3).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        todos: Vec<Todo>,
+    },
+    /// A TodoWrite snapshot appended to the next user message (S3).
+    Reminder {
+        turn: u32,
+        kind: ReminderKind,
+        content: String,
+    },
+    /// Results of one user message replaced by previews to fit `limits.message_result_chars`
+    /// (S8). Decided once: the message is sent as it is from then on.
+    MessageBudget {
+        turn: u32,
+        /// The results replaced, largest first, with what the history holds instead.
+        replaced: Vec<ReplacedResult>,
+        chars_before: usize,
+        chars_after: usize,
     },
 }
 

@@ -11,6 +11,7 @@ use crate::exit::ExitCode;
 use crate::policy::{PermissionDecision, PermissionMode, ToolName};
 use crate::sandbox::{ProxyConnection, SandboxStatus};
 use crate::task::{Check, FailOnSet};
+use crate::tools::Todo;
 
 /// A refused call, as reports list it.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,6 +61,8 @@ pub struct RunReport {
     pub sandbox: Option<SandboxStatus>,
     /// Connections the sandbox's proxy refused.
     pub network_refusals: Vec<ProxyConnection>,
+    /// The TodoWrite list as the run left it (S3).
+    pub todos: Vec<Todo>,
 }
 
 impl Outcome {

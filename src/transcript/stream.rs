@@ -48,7 +48,9 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         Event::ModelRequest { .. }
         | Event::HookRun { .. }
         | Event::CheckResult { .. }
-        | Event::CheckFeedback { .. } => return None,
+        | Event::CheckFeedback { .. }
+        | Event::Reminder { .. }
+        | Event::MessageBudget { .. } => return None,
     })
 }
 

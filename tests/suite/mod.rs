@@ -9,6 +9,7 @@ mod bash_props;
 mod bash_sweep;
 mod batch;
 mod check_cli;
+mod economy;
 mod gate_cli;
 mod gate_reach;
 mod hooks_cli;
