@@ -6,6 +6,7 @@ mod bash_corpus;
 mod bash_props;
 mod bash_sweep;
 mod check_cli;
+mod faults;
 mod gate_cli;
 mod hooks_cli;
 mod providers;
