@@ -134,3 +134,52 @@ async fn one_twenty_megabyte_event_is_read_whole() {
         .len();
     assert_eq!(message, 20 * 1024 * 1024);
 }
+
+#[test]
+fn check_calls_answers_every_input_line_even_blank_or_binary_ones() {
+    let sandbox = crate::support::Sandbox::with_examples();
+    let mut calls = Vec::new();
+    calls.extend_from_slice(b"{\"id\":1,\"tool\":\"Read\",\"input\":{\"file_path\":\"README.md\"}}\n");
+    calls.extend_from_slice(b"\n");
+    calls.extend_from_slice(b"{not json\n");
+    calls.extend_from_slice(b"\xff\xfe\x00binary\r\n");
+    calls.extend_from_slice(b"   \n");
+    calls.extend_from_slice(b"{\"id\":6,\"tool\":\"Write\",\"input\":{\"file_path\":\"a\",\"content\":\"x\"}}");
+    std::fs::write(sandbox.path().join("calls.jsonl"), calls).unwrap();
+    let output = sandbox.tollgate(&[
+        "check",
+        "--policy",
+        "policies/read-only.yaml",
+        "--mode",
+        "dontAsk",
+        "--calls",
+        "calls.jsonl",
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let reasons: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|line| {
+            (
+                line["decision"].as_str().unwrap(),
+                line["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(reasons.len(), 6, "{reasons:#?}");
+    assert_eq!(reasons[0].0, "allow");
+    assert_eq!(reasons[1], ("deny", "line 2 is blank, not a call"));
+    assert!(reasons[2].1.starts_with("line 3 is not a call"), "{reasons:?}");
+    assert_eq!(reasons[3], ("deny", "line 4 is not UTF-8 text"));
+    assert_eq!(reasons[4], ("deny", "line 5 is blank, not a call"));
+    assert_eq!((reasons[5].0, &lines[5]["id"]), ("deny", &json!(6)));
+}
