@@ -27,6 +27,7 @@ use crate::model::{
 use crate::policy::{PermissionDecision, PermissionMode, RuleSet, Workspace};
 use crate::redact::Redactor;
 use crate::results::ResultStore;
+use crate::out_dir::OutDirLock;
 use crate::scheduler::{BatchEnd, Call, MessageQueue, run_batch};
 use crate::task::{Check, FailOnSet, Task};
 use crate::tools::{AbortReason, AbortSignal, FileStateCache, Tool, ToolContext, ToolLimits};
@@ -45,6 +46,8 @@ pub struct RunSpec {
     pub workspace: Arc<Workspace>,
     pub tools: Vec<Arc<dyn Tool>>,
     pub out_dir: PathBuf,
+    /// The output folder's lock: no other run writes there while this one lives.
+    pub out_lock: Arc<OutDirLock>,
     pub max_turns: u32,
     pub limits: ToolLimits,
     /// PreToolUse / PostToolUse hooks in force, managed policy's first.
@@ -103,7 +106,8 @@ pub struct RunReport {
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
-    #[error("cannot write the transcript {path}: {source}")]
+    // The OS's reason is the source, printed once by whoever prints the chain.
+    #[error("cannot write the transcript {path}")]
     Transcript {
         path: PathBuf,
         source: std::io::Error,

@@ -280,8 +280,25 @@ pub fn main() -> std::process::ExitCode {
         Ok(code) => code.into(),
         Err(err) => {
             eprintln!("tollgate: error: {}", redactor.redact(&format!("{err:#}")));
-            ExitCode::ConfigError.into()
+            error_code(&err).into()
         }
+    }
+}
+
+/// A run whose record could not be written exits with its own code; every other error
+/// here happened before a model was asked (bad flags, task, policy, a busy output folder).
+fn error_code(err: &anyhow::Error) -> ExitCode {
+    let output_failed = err.chain().any(|cause| {
+        cause.is::<crate::out_dir::OutputError>()
+            || matches!(
+                cause.downcast_ref::<crate::agent::AgentError>(),
+                Some(crate::agent::AgentError::Transcript { .. })
+            )
+    });
+    if output_failed {
+        ExitCode::OutputError
+    } else {
+        ExitCode::ConfigError
     }
 }
 

@@ -15,6 +15,7 @@ use super::setup::{
 use super::{FailOnArg, InputFormat, OutputFormat, ReportFormat, RunArgs};
 use crate::agent::{self, RunSpec};
 use crate::exit::ExitCode;
+use crate::out_dir;
 use crate::hooks::{Hook, merge_hooks};
 use crate::model::{
     ANTHROPIC_DEFAULT_BASE_URL, AnthropicModel, ApiKey, HttpSettings, OPENAI_DEFAULT_BASE_URL,
@@ -160,11 +161,7 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(".tollgate/runs").join(&run_id));
-    std::fs::create_dir_all(&out_dir)
-        .with_context(|| format!("cannot create the output folder {}", out_dir.display()))?;
-    let out_dir = out_dir
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", out_dir.display()))?;
+    let (out_dir, out_lock) = out_dir::claim(&out_dir)?;
 
     let mut workspace = Workspace::new(workdir, additional_directories(&sources)?, home);
     let policies: Vec<_> = sources.iter().map(|source| &source.policy).collect();
@@ -210,6 +207,7 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
         workspace: Arc::new(workspace),
         tools,
         out_dir,
+        out_lock: Arc::new(out_lock),
         max_turns,
         limits,
         hooks: hooks_in_force(&sources),
@@ -253,6 +251,8 @@ async fn execute(
     output: OutputFormat,
 ) -> Result<ExitCode> {
     let out_dir = spec.out_dir.clone();
+    // Held until the reports are written too.
+    let _out_lock = spec.out_lock.clone();
     let redactor = spec.redactor.clone();
     let (handle, abort) = AbortHandle::new();
     // Listen before the first model call, so no signal can arrive unheard.
@@ -277,8 +277,7 @@ async fn execute(
                     .map_err(|err| anyhow!("cannot render the SARIF report: {err}"))?,
             ),
         };
-        std::fs::write(&path, redactor.redact(&text))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        out_dir::write_atomic(&path, redactor.redact(&text).as_bytes())?;
         match format {
             ReportFormat::Junit => paths.junit = Some(path),
             ReportFormat::Sarif => paths.sarif = Some(path),

@@ -54,8 +54,10 @@ impl ResultStore {
             })
             .collect();
         let path = self.dir.join(format!("{file_name}.txt"));
-        let written = std::fs::create_dir_all(&self.dir)
-            .and_then(|()| std::fs::write(&path, self.redactor.redact(&content)));
+        let written = std::fs::create_dir_all(&self.dir).and_then(|()| {
+            crate::out_dir::write_atomic(&path, self.redactor.redact(&content).as_bytes())
+                .map_err(|err| err.source)
+        });
         match written {
             Ok(()) => format!(
                 "{preview}\n… [output too large: {total} characters; the full text is in {} — Read it in ranges or Grep it]",

@@ -2,7 +2,7 @@
 //! a run killed at any point leaves every event that happened.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -25,6 +25,8 @@ pub struct TranscriptLine<'a> {
 pub struct Transcript {
     file: File,
     path: PathBuf,
+    /// Bytes of whole lines written: a failed write is cut back to here.
+    len: u64,
     seq: u64,
     redactor: Arc<Redactor>,
     stream: Option<StreamOutput>,
@@ -35,6 +37,7 @@ impl Transcript {
         Ok(Transcript {
             file: File::create(path)?,
             path: path.to_path_buf(),
+            len: 0,
             seq: 0,
             redactor: Arc::default(),
             stream: None,
@@ -67,8 +70,14 @@ impl Transcript {
         let json = serde_json::to_string(&line).map_err(std::io::Error::other)?;
         let mut bytes = self.redactor.redact(&json).into_bytes();
         bytes.push(b'\n');
-        self.file.write_all(&bytes)?;
-        self.file.flush()?;
+        if let Err(err) = self.file.write_all(&bytes).and_then(|()| self.file.flush()) {
+            // A full disk may take half a line: cut it, so the file stays valid JSON lines
+            // up to the failure.
+            let _ = self.file.set_len(self.len);
+            let _ = self.file.seek(std::io::SeekFrom::Start(self.len));
+            return Err(err);
+        }
+        self.len += bytes.len() as u64;
         if let Some(stream) = &mut self.stream
             && let Some(streamed) = serde_json::to_value(&line)
                 .ok()

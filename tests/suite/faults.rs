@@ -183,3 +183,92 @@ fn check_calls_answers_every_input_line_even_blank_or_binary_ones() {
     assert_eq!(reasons[4], ("deny", "line 5 is blank, not a call"));
     assert_eq!((reasons[5].0, &lines[5]["id"]), ("deny", &json!(6)));
 }
+
+/// A scripted task whose one answer is `answer`, with its workdir beside it.
+fn scripted_task(sandbox: &crate::support::Sandbox, answer: &str) -> String {
+    std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
+    let task = json!({
+        "version": 1, "name": "faults", "prompt": "Say something.", "workdir": "ws",
+        "tools": ["Read"], "mode": "dontAsk",
+        "model": {"provider": "scripted", "name": "script", "script": [[{"text": answer}]]},
+    });
+    sandbox.write("task.yaml", &task.to_string());
+    "task.yaml".into()
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn a_second_run_on_a_locked_output_folder_refuses_at_start() {
+    let sandbox = crate::support::Sandbox::empty();
+    let task = scripted_task(&sandbox, "Done.");
+    let out = sandbox.path().join("out");
+    let (_, lock) = tollgate::out_dir::claim(&out).unwrap();
+    let output = sandbox.tollgate(&["run", &task, "--out", "out"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(
+        message.contains(&out.canonicalize().unwrap().display().to_string())
+            && message.contains(&format!("pid {}", std::process::id())),
+        "{message}"
+    );
+    assert!(!out.join("transcript.jsonl").exists());
+    drop(lock);
+    let output = sandbox.tollgate(&["run", &task, "--out", "out"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn a_report_that_cannot_be_written_exits_5_naming_the_file_once() {
+    let sandbox = crate::support::Sandbox::empty();
+    let task = scripted_task(&sandbox, "Done.");
+    // A folder where the report belongs: its rename fails as on a read-only or full disk.
+    std::fs::create_dir_all(sandbox.path().join("out/junit.xml/occupied")).unwrap();
+    let output = sandbox.tollgate(&["run", &task, "--out", "out"]);
+    assert_eq!(output.status.code(), Some(5), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert_eq!(message.matches("junit.xml").count(), 1, "{message}");
+    assert_eq!(message.matches("tollgate: error").count(), 1, "{message}");
+    let all = crate::support::transcript(&sandbox.path().join("out/transcript.jsonl"));
+    assert_eq!(all.last().unwrap()["type"], "run_finished");
+    let leftovers: Vec<_> = std::fs::read_dir(sandbox.path().join("out"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert_eq!(leftovers, Vec::<String>::new());
+}
+
+#[test]
+fn a_full_disk_keeps_the_transcript_valid_and_exits_5() {
+    let sandbox = crate::support::Sandbox::empty();
+    // 64 blocks of file size (32–64 KiB): enough for the run's start, not for the answer.
+    let task = scripted_task(&sandbox, &"word ".repeat(40_000));
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 64 || exit 99; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_tollgate"))
+        .args(["run", &task, "--out", "out"])
+        .current_dir(sandbox.path())
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    if output.status.code() == Some(99) {
+        eprintln!("skipped: this shell cannot set a file-size limit");
+        return;
+    }
+    assert_eq!(output.status.code(), Some(5), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert_eq!(message.matches("transcript.jsonl").count(), 1, "{message}");
+    assert_eq!(message.matches("(os error").count(), 1, "{message}");
+    let text = std::fs::read_to_string(sandbox.path().join("out/transcript.jsonl")).unwrap();
+    assert!(text.ends_with('\n'));
+    let types: Vec<Value> = text
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["type"].clone())
+        .collect();
+    assert_eq!(types[0], "run_started");
+    assert!(!types.contains(&json!("assistant_message")), "{types:?}");
+}
