@@ -28,7 +28,7 @@ use crate::policy::{PermissionDecision, PermissionMode, RuleSet, Workspace};
 use crate::redact::Redactor;
 use crate::results::ResultStore;
 use crate::out_dir::OutDirLock;
-use crate::scheduler::{BatchEnd, Call, MessageQueue, run_batch};
+use crate::scheduler::{BatchEnd, Call, MessageQueue, QueuedInput, run_batch};
 use crate::task::{Check, FailOnSet, Task};
 use crate::tools::{AbortReason, AbortSignal, FileStateCache, Tool, ToolContext, ToolLimits};
 use crate::transcript::{
@@ -509,7 +509,17 @@ fn drain_queue(
         return Ok(Vec::new());
     };
     let mut blocks = Vec::new();
-    for content in queue.drain() {
+    for entry in queue.drain() {
+        let content = match entry {
+            QueuedInput::Message(content) => content,
+            QueuedInput::Skipped { line, reason } => {
+                run.emit(Event::InputSkipped {
+                    line,
+                    reason: reason.to_string(),
+                })?;
+                continue;
+            }
+        };
         run.emit(Event::QueuedMessage {
             content: content.clone(),
             disposition,

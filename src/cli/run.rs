@@ -25,7 +25,7 @@ use crate::policy::{PolicySource, RuleKind, RuleRef, RuleSet, SourceKind, Worksp
 use crate::redact::Redactor;
 use crate::report::github::{self, GithubEnv, ReportPaths};
 use crate::report::{junit_xml, sarif_json, text_summary};
-use crate::scheduler::{MessageQueue, parse_input_line};
+use crate::scheduler::{MessageQueue, read_input};
 use crate::task::{FailOnSet, ModelSpec, ProviderKind};
 use crate::tools::{AbortHandle, AbortReason, ToolLimits, builtin};
 use crate::transcript::{PolicySummary, StreamFormat, StreamOutput};
@@ -44,22 +44,10 @@ pub fn run(args: RunArgs, redactor: Arc<Redactor>) -> Result<ExitCode> {
 }
 
 /// Reads user messages from stdin on a thread of its own (a blocking read must not hold the
-/// runtime at exit); a line that is not a user message is logged and skipped; end of input
+/// runtime at exit); a line that is not a user message is recorded as skipped; end of input
 /// only means no more messages.
 fn read_messages(queue: MessageQueue) {
-    std::thread::spawn(move || {
-        for (number, line) in std::io::stdin().lines().enumerate() {
-            let Ok(line) = line else { break };
-            match parse_input_line(&line) {
-                Ok(Some(text)) => {
-                    queue.push(text);
-                    tracing::info!("queued the user message of stdin line {}", number + 1);
-                }
-                Ok(None) => {}
-                Err(err) => tracing::warn!("stdin line {}: skipped: {err}", number + 1),
-            }
-        }
-    });
+    std::thread::spawn(move || read_input(&queue, std::io::stdin().lock()));
 }
 
 /// The model's provider, with its key and base URL from the task and the environment. A

@@ -75,6 +75,12 @@ pub enum Event {
         content: String,
         disposition: Disposition,
     },
+    /// A stdin line (`--input-format stream-json`) that is not a user message: skipped, and
+    /// reading went on.
+    InputSkipped {
+        line: u64,
+        reason: String,
+    },
     /// The current query stopped early: by a queued message (`interrupt`) or a signal. After
     /// a signal, `message` is the text appended to the history.
     QueryAborted {

@@ -272,3 +272,66 @@ fn a_full_disk_keeps_the_transcript_valid_and_exits_5() {
     assert_eq!(types[0], "run_started");
     assert!(!types.contains(&json!("assistant_message")), "{types:?}");
 }
+
+#[test]
+fn a_producer_that_never_stops_ends_at_max_turns_with_bad_lines_recorded() {
+    use std::io::{BufRead, Write};
+    let sandbox = crate::support::Sandbox::empty();
+    std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
+    // The first call waits for `gate`, made once stdin's bad lines were read: the run cannot
+    // finish before its input is queued, however the threads are scheduled.
+    let wait = json!([{"tool_use": {"name": "Bash", "input": {"command": "until [ -e gate ]; do sleep 0.02; done"}}}]);
+    let answer = || json!([{"text": "Noted."}]);
+    let mut script = vec![wait];
+    script.extend((0..4).map(|_| answer()));
+    let task = json!({
+        "version": 1, "name": "flood", "prompt": "Wait for messages.", "workdir": "ws",
+        "tools": ["Bash"], "mode": "bypassPermissions", "limits": {"max_turns": 3},
+        "model": {"provider": "scripted", "name": "script", "script": script},
+    });
+    sandbox.write("task.yaml", &task.to_string());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .args(["run", "task.yaml", "--out", "out", "--input-format", "stream-json"])
+        .current_dir(sandbox.path())
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // `yes` after three lines: it stops only when the run has gone and the pipe breaks.
+    let producer = std::thread::spawn(move || {
+        stdin
+            .write_all(b"{\"type\":\"user\",\"content\":\"first\"}\n\xff\xfe not text\n{broken\n")
+            .unwrap();
+        let line = b"{\"type\":\"user\",\"content\":\"more\"}\n".repeat(100);
+        while stdin.write_all(&line).is_ok() {}
+    });
+    let mut log = String::new();
+    for line in std::io::BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        log.push_str(&line);
+        log.push('\n');
+        if line.contains("stdin line 3: skipped") {
+            std::fs::write(sandbox.path().join("ws/gate"), "").unwrap();
+        }
+    }
+    let status = child.wait().unwrap();
+    producer.join().unwrap();
+    assert_eq!(status.code(), Some(1), "{log}");
+    let all = crate::support::transcript(&sandbox.path().join("out/transcript.jsonl"));
+    let finished = all.last().unwrap();
+    assert_eq!(finished["type"], "run_finished");
+    assert_eq!(finished["outcome"], "max_turns");
+    let skipped: Vec<(u64, &str)> = crate::support::events(&all, "input_skipped")
+        .iter()
+        .map(|e| (e["line"].as_u64().unwrap(), e["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(skipped[0], (2, "not UTF-8 text"));
+    assert_eq!(skipped[1].0, 3);
+    let queued = crate::support::events(&all, "queued_message");
+    assert_eq!(queued[0]["content"], "first");
+    // Bounded by the read-ahead, not by how fast the producer writes.
+    assert!(queued.len() <= 3 * 64, "{} messages queued", queued.len());
+}
