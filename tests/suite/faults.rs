@@ -335,3 +335,18 @@ fn a_producer_that_never_stops_ends_at_max_turns_with_bad_lines_recorded() {
     // Bounded by the read-ahead, not by how fast the producer writes.
     assert!(queued.len() <= 3 * 64, "{} messages queued", queued.len());
 }
+
+#[test]
+fn a_megabyte_path_is_refused_with_a_sentence() {
+    let sandbox = crate::support::Sandbox::with_examples();
+    let call = json!({"id": 1, "tool": "Read", "input": {"file_path": "a/".repeat(500_000)}});
+    sandbox.write("calls.jsonl", &format!("{call}\n"));
+    let output = sandbox.tollgate(&["check", "--mode", "bypassPermissions", "--calls", "calls.jsonl"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let line: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(line["decision"], "deny");
+    assert_eq!(
+        line["reason"],
+        "the path is 1000000 bytes long, over the 4096-byte limit"
+    );
+}
