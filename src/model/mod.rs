@@ -7,7 +7,7 @@ mod openai;
 pub mod pricing;
 mod retry;
 mod scripted;
-mod sse;
+pub mod sse;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

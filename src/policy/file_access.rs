@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::decision::{AskCause, RuleRef, ToolCheck};
 use super::guardrail::{read_guardrail, write_guardrail};
-use super::rule::{RuleContent, RuleKind};
+use super::rule::RuleKind;
 use super::tool_name::ToolName;
 use super::{PermissionContext, PermissionMode};
 
@@ -90,8 +90,7 @@ fn matching_rule(
 ) -> Option<RuleRef> {
     let bases = ctx.workspace.bases();
     ctx.rules
-        .content_rules(kind, tool)
-        .find(|rule| matches!(&rule.content, Some(RuleContent::Path(pattern)) if pattern.matches(path, &bases)))
+        .first_path_rule(kind, tool, path, &bases)
         .map(RuleRef::from)
 }
 

@@ -3,7 +3,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{Glob, GlobBuilder};
 
 /// Where a path pattern is rooted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,11 +25,14 @@ pub struct PathBases<'a> {
     pub home: Option<&'a Path>,
 }
 
+/// A parsed pattern: its anchor and the globs it stands for, checked but not compiled —
+/// a rule set compiles all its patterns together (`PathIndex`), which is what keeps a policy
+/// of many thousand path rules cheap to load and to decide with.
 #[derive(Debug, Clone)]
 pub struct PathPattern {
     text: String,
     anchor: Anchor,
-    globs: GlobSet,
+    globs: [Glob; 2],
 }
 
 impl PartialEq for PathPattern {
@@ -77,28 +80,33 @@ impl PathPattern {
         &self.text
     }
 
-    /// Whether `path` (absolute, normalised, symlinks resolved) is matched.
-    pub fn matches(&self, path: &Path, bases: &PathBases) -> bool {
-        let base: &Path = match &self.anchor {
+    pub fn anchor(&self) -> &Anchor {
+        &self.anchor
+    }
+
+    /// The pattern itself and its "everything inside" twin; either matching is a match.
+    pub fn globs(&self) -> &[Glob] {
+        &self.globs
+    }
+}
+
+impl Anchor {
+    /// `path` relative to this anchor's base, if it lies under it.
+    pub fn relative<'p>(&self, path: &'p Path, bases: &PathBases) -> Option<&'p Path> {
+        let base: &Path = match self {
             Anchor::Root => Path::new("/"),
-            Anchor::Home => match bases.home {
-                Some(home) => home,
-                None => return false,
-            },
+            Anchor::Home => bases.home?,
             Anchor::PolicyDir(dir) => dir,
             Anchor::Workdir => bases.workdir,
         };
-        match path.strip_prefix(base) {
-            Ok(relative) => self.globs.is_match(relative),
-            Err(_) => false,
-        }
+        path.strip_prefix(base).ok()
     }
 }
 
 /// gitignore semantics: a pattern with no inner `/` matches at any depth below its anchor
 /// (unless it was explicitly anchored with `./`, `/`, `//` or `~/`); a pattern that names a
 /// folder also matches everything inside it.
-fn compile(text: &str, rest: &str) -> Result<GlobSet, PathPatternError> {
+fn compile(text: &str, rest: &str) -> Result<[Glob; 2], PathPatternError> {
     let explicit_anchor = text != rest;
     let trimmed = rest.trim_end_matches('/');
     let floating = !explicit_anchor && !trimmed.contains('/');
@@ -109,22 +117,17 @@ fn compile(text: &str, rest: &str) -> Result<GlobSet, PathPatternError> {
     } else {
         trimmed.to_string()
     };
-    let mut set = GlobSetBuilder::new();
-    for glob in [body.clone(), format!("{body}/**")] {
-        let glob = GlobBuilder::new(&glob)
+    let glob = |pattern: &str| {
+        GlobBuilder::new(pattern)
             .literal_separator(true)
             .backslash_escape(true)
             .build()
             .map_err(|err| PathPatternError::Glob {
                 text: text.to_string(),
                 message: err.kind().to_string(),
-            })?;
-        set.add(glob);
-    }
-    set.build().map_err(|err| PathPatternError::Glob {
-        text: text.to_string(),
-        message: err.to_string(),
-    })
+            })
+    };
+    Ok([glob(&body)?, glob(&format!("{body}/**"))?])
 }
 
 /// Resolves `.` and `..` without touching the filesystem. `..` at the root stays at the root,
@@ -160,9 +163,14 @@ mod tests {
     }
 
     fn matches(pattern: &str, path: &str) -> bool {
-        PathPattern::parse(pattern, Path::new("/etc/tollgate"))
-            .unwrap()
-            .matches(Path::new(path), &bases())
+        let pattern = PathPattern::parse(pattern, Path::new("/etc/tollgate")).unwrap();
+        let Some(relative) = pattern.anchor().relative(Path::new(path), &bases()) else {
+            return false;
+        };
+        pattern
+            .globs()
+            .iter()
+            .any(|glob| glob.compile_matcher().is_match(relative))
     }
 
     #[test]
