@@ -50,7 +50,7 @@ impl fmt::Display for ConfigError {
 
 /// A source location inside a configuration file, kept on values (rules) whose later
 /// decisions must point back at the line that made them.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct SourceLocation {
     pub file: PathBuf,
     pub line: u64,

@@ -165,7 +165,7 @@ impl ModelResponse {
 }
 
 /// A retry the provider is about to make, for the transcript's `api_retry` event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RetryNotice {
     /// 1 for the first retry.
     pub attempt: u32,

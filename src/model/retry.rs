@@ -5,7 +5,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
 use reqwest::header::HeaderMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RetryPolicy {
@@ -69,7 +69,7 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 }
 
 /// What went wrong with one attempt, as `api_retry` events and error messages name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureCategory {
     /// The connection could not be made (refused, DNS, TLS, connect timeout).

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::file::Policy;
 use super::path_index::PathIndex;
@@ -13,7 +13,7 @@ use super::tool_name::ToolName;
 use crate::bash::BashRules;
 
 /// Where a policy came from, highest precedence first (the derive order is the precedence).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SourceKind {
     /// `--policy`, else /etc/tollgate/policy.yaml and policy.d/*.yaml.

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::tools::truncate_middle;
@@ -17,7 +17,7 @@ pub const PROGRESS_MAX_LINES: usize = 20;
 const PROGRESS_LINE_CHARS: usize = 400;
 
 /// Some new lines of a running call's output.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProgressUpdate {
     pub lines: Vec<String>,
     /// Lines since the last update that were not kept.

@@ -11,7 +11,7 @@ use crate::policy::{DenialCounts, Layer, PermissionDecision, PermissionMode, Rul
 use crate::scheduler::ProgressUpdate;
 use crate::task::FailOn;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
     RunStarted {
@@ -133,7 +133,7 @@ pub enum Event {
 }
 
 /// Where a queued user message went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Disposition {
     /// It aborted the running `cancel` tools and starts a new query on the kept history.
@@ -146,14 +146,14 @@ pub enum Disposition {
 }
 
 /// How an aborted query ended: during the model request or during the tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QueryEnd {
     AbortedStreaming,
     AbortedTools,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AbortCause {
     /// A queued user message while only `cancel` tools ran.
@@ -163,7 +163,7 @@ pub enum AbortCause {
 }
 
 /// A refused call, as the run's result lists it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DenialSummary {
     pub id: String,
     pub tool: String,
@@ -171,13 +171,13 @@ pub struct DenialSummary {
     pub reason: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskSummary {
     pub name: String,
     pub file: PathBuf,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PolicySummary {
     /// Every policy source in force, highest precedence first.
     pub sources: Vec<(SourceKind, PathBuf)>,
@@ -189,7 +189,7 @@ pub struct PolicySummary {
     pub warnings: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelSummary {
     pub provider: String,
     pub name: String,
@@ -204,7 +204,7 @@ pub enum ResultStatus {
     Cancelled,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckOutcome {
     /// `None` when the check did not exit by itself (timeout, signal, could not start).
     pub exit_code: Option<i32>,
@@ -247,7 +247,7 @@ pub enum Outcome {
     Terminated,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunCounts {
     pub turns: u32,
     pub tool_calls: u32,

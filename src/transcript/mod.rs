@@ -10,4 +10,4 @@ pub use event::{
     PolicySummary, QueryEnd, ResultStatus, RunCounts, TaskSummary,
 };
 pub use stream::{StreamFormat, StreamOutput, stream_type};
-pub use writer::{Transcript, TranscriptLine};
+pub use writer::{RecordedLine, Transcript, TranscriptLine};

@@ -6,7 +6,7 @@ use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::event::Event;
 use super::stream::StreamOutput;
@@ -19,6 +19,15 @@ pub struct TranscriptLine<'a> {
     pub time: String,
     #[serde(flatten)]
     pub event: &'a Event,
+}
+
+/// One line of a transcript as read back (`replay`): the same shape, owned.
+#[derive(Debug, Deserialize)]
+pub struct RecordedLine {
+    pub seq: u64,
+    pub time: String,
+    #[serde(flatten)]
+    pub event: Event,
 }
 
 #[derive(Debug)]
