@@ -9,6 +9,7 @@ pub mod config;
 pub mod exit;
 pub mod hooks;
 pub mod model;
+pub mod neutral;
 pub mod out_dir;
 pub mod policy;
 pub mod redact;

@@ -16,6 +16,10 @@ pub(crate) struct Analyser<'a> {
     pub env: &'a BashEnv<'a>,
     pub reports: Vec<CommandReport>,
     pub writes: Vec<PathBuf>,
+    /// Paths commands write through their arguments (see `arg_writes`).
+    pub named_writes: Vec<PathBuf>,
+    /// Commands that make a repository or unpack files under names not seen here.
+    pub unseen_writes: Vec<String>,
     /// Things always refused, whatever the rules (`/dev/tcp/…`).
     pub refusals: Vec<String>,
     /// Script-level reasons the script is not proven safe.
@@ -30,6 +34,8 @@ impl<'a> Analyser<'a> {
             env,
             reports: Vec::new(),
             writes: Vec::new(),
+            named_writes: Vec::new(),
+            unseen_writes: Vec::new(),
             refusals: Vec::new(),
             problems: Vec::new(),
             cwds: Cwds::new(env.cwd),
@@ -146,6 +152,8 @@ impl<'a> Analyser<'a> {
             verdict,
             commands: self.reports,
             writes: self.writes,
+            named_writes: self.named_writes,
+            unseen_writes: self.unseen_writes,
         }
     }
 

@@ -234,6 +234,12 @@ impl Analyser<'_> {
                 }
             }
         };
+        if !matches!(
+            verdict,
+            CommandVerdict::ReadOnly | CommandVerdict::Denied(_)
+        ) {
+            self.argument_writes(job.text, &argv);
+        }
         let why = if through.is_empty() {
             why
         } else {

@@ -2,6 +2,7 @@
 //! Pure: no file I/O, no processes, no environment reads; symlink resolution is injected.
 
 mod analyser;
+mod arg_writes;
 mod command;
 mod git;
 mod paths;
@@ -47,6 +48,15 @@ pub struct BashAnalysis {
     /// expanded, symlinks resolved via `env.resolve`). The caller checks each like an Edit.
     /// A target that cannot be known statically is not listed: it makes the verdict Ask.
     pub writes: Vec<PathBuf>,
+    /// Every path a command that is not proven read-only (so runs by a rule or the mode)
+    /// names as a file it creates, changes or removes (`cp a b`, `mkdir -p d`, `sed -i … f`),
+    /// located like `writes`. The caller holds each against the write guardrails only: the
+    /// rule that allowed the command has decided the rest.
+    pub named_writes: Vec<PathBuf>,
+    /// Such commands that create a git repository (`git init`, `git clone`, `--bare`) or
+    /// write files whose names only their input knows (`tar -x`, `unzip`, `patch`): the
+    /// caller treats each as a guardrail, since a planted `.git` can hide in them.
+    pub unseen_writes: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +109,8 @@ pub fn evaluate(script: &str, rules: &BashRules, env: &BashEnv) -> BashAnalysis 
             },
             commands: Vec::new(),
             writes: Vec::new(),
+            named_writes: Vec::new(),
+            unseen_writes: Vec::new(),
         };
     }
     let mut analyser = analyser::Analyser::new(rules, env);

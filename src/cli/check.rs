@@ -74,14 +74,15 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
     };
     let input: Value = serde_json::from_str(input).context("--input is not valid JSON")?;
     if args.explain {
-        print!("{}", explain(tool, &input, &ctx, sources, &mut tools));
+        print!(
+            "{}",
+            crate::neutral::log_text(&explain(tool, &input, &ctx, sources, &mut tools))
+        );
         return Ok(ExitCode::Success);
     }
     let decision = decide(tool, &input, &ctx, &mut tools);
-    println!(
-        "{}",
-        serde_json::to_string(&DecisionLine::new(&decision, None, None))?
-    );
+    let line = serde_json::to_string(&DecisionLine::new(&decision, None, None))?;
+    println!("{}", crate::neutral::json_log_line(&line));
     Ok(ExitCode::Success)
 }
 
@@ -148,20 +149,23 @@ fn decide_stream(path: &Path, ctx: &PermissionContext, tools: &mut ToolCache) ->
         }
         let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let written = match call_line(number, line) {
+        let rendered = match call_line(number, line) {
             Ok(call) => {
                 let decision = decide(&call.tool, &call.input, ctx, tools);
-                serde_json::to_writer(
-                    &mut out,
-                    &DecisionLine::new(&decision, call.id.as_ref(), Some(&call.tool)),
-                )
+                serde_json::to_string(&DecisionLine::new(
+                    &decision,
+                    call.id.as_ref(),
+                    Some(&call.tool),
+                ))
             }
             Err(reason) => {
-                serde_json::to_writer(&mut out, &DecisionLine::new(&refusal(reason), None, None))
+                serde_json::to_string(&DecisionLine::new(&refusal(reason), None, None))
             }
         };
-        written.context("cannot write a decision")?;
-        out.write_all(b"\n").context("cannot write a decision")?;
+        let rendered = rendered.context("cannot write a decision")?;
+        // The calls may be a model's: inert on a CI runner's log (see `neutral`).
+        writeln!(out, "{}", crate::neutral::json_log_line(&rendered))
+            .context("cannot write a decision")?;
     }
     out.flush().context("cannot write the decisions")?;
     Ok(ExitCode::Success)

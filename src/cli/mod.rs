@@ -279,7 +279,9 @@ pub fn main() -> std::process::ExitCode {
     match result {
         Ok(code) => code.into(),
         Err(err) => {
-            eprintln!("tollgate: error: {}", redactor.redact(&format!("{err:#}")));
+            // An error may quote a file or a provider's answer: inert on a runner's log.
+            let message = crate::neutral::log_text(&redactor.redact(&format!("{err:#}")));
+            eprintln!("tollgate: error: {message}");
             error_code(&err).into()
         }
     }

@@ -128,7 +128,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         replayer.widened
     )?;
     for row in &replayer.changed {
-        writeln!(err, "  {row}")?;
+        writeln!(err, "  {}", crate::neutral::log_line(row))?;
     }
     Ok(if replayer.widened > 0 {
         ExitCode::TaskFailed
@@ -178,7 +178,9 @@ impl Replayer<'_> {
             },
             widened,
         };
-        writeln!(out, "{}", serde_json::to_string(&change)?)?;
+        // The calls are a model's: inert on a CI runner's log (see `neutral`).
+        let line = crate::neutral::json_log_line(&serde_json::to_string(&change)?);
+        writeln!(out, "{line}")?;
         self.changed.push(format!(
             "#{:<5} {:<14} {:<6} {:<6} → {:<6} {}",
             call.position,

@@ -165,7 +165,8 @@ fn prepare(args: &RunArgs, redactor: Arc<Redactor>) -> Result<RunSpec> {
         .collect();
     let warnings = dangerous_allow_rules(&rules);
     for warning in &warnings {
-        tracing::warn!("{warning}");
+        // Rule text may come from a project's file: inert on a runner's log.
+        tracing::warn!("{}", crate::neutral::log_line(&warning.to_string()));
     }
     let policy_summary = PolicySummary {
         sources: sources

@@ -1,67 +1,226 @@
-//! Safety guardrails no configuration can turn off (step 1g): writes to version control,
-//! tollgate's and Claude Code's own config, CI workflows, shell start-up files and keys, and
-//! reads of process environments.
+//! Safety guardrails no configuration can turn off (step 1g): writes to version control (and
+//! writes that would make a folder a repository), tollgate's and agents' own config, CI
+//! definitions, files other tools run code from later, shell start-up files and keys, and
+//! reads of process environments. Pure: names in, a reason out.
+//!
+//! Every name is compared the way the most permissive file system would see it (see
+//! [`fold`]), so a case-insensitive volume or a tool that folds case cannot get around a
+//! guard by spelling `.GIT` or `.Husky`.
 
 use std::path::{Component, Path};
 
-/// Folder names whose contents are never written by a tool call.
-const PROTECTED_DIRS: [&str; 3] = [".git", ".tollgate", ".claude"];
-
-/// File names never written: shell start-up files and tool configs that run code.
-const PROTECTED_FILES: [&str; 13] = [
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".profile",
-    ".zshrc",
-    ".zprofile",
-    ".zshenv",
-    ".zlogin",
-    ".kshrc",
-    ".gitconfig",
-    ".mcp.json",
-    ".gitmodules",
+/// Folders whose contents are never written, at any depth, with why.
+const PROTECTED_DIRS: &[(&str, &str)] = &[
+    (".git", "writes under .git/ (hooks and config run code)"),
+    (
+        ".tollgate",
+        "writes under .tollgate/ (tollgate's own policy and runs)",
+    ),
+    (".claude", "writes under .claude/ (agent settings)"),
+    (
+        ".husky",
+        "writes under .husky/ (git hooks the project installs run them)",
+    ),
+    (
+        ".devcontainer",
+        "writes under .devcontainer/ (its commands run when a container or codespace is built)",
+    ),
+    (
+        ".circleci",
+        "writes to CI definitions (CI runs them with repository secrets)",
+    ),
+    (
+        ".buildkite",
+        "writes to CI definitions (CI runs them with repository secrets)",
+    ),
 ];
+
+/// A folder inside a folder: everything below the pair is protected.
+const PROTECTED_PAIRS: &[(&str, &str, &str)] = &[
+    (
+        ".github",
+        "workflows",
+        "writes under .github/workflows/ (CI runs them with repository secrets)",
+    ),
+    (
+        ".github",
+        "actions",
+        "writes under .github/actions/ (workflows run these actions with repository secrets)",
+    ),
+];
+
+/// A file inside a folder, by the file's name (exact) or name prefix (`config*`).
+const PROTECTED_PAIR_FILES: &[(&str, FileName, &str)] = &[
+    (
+        ".cargo",
+        FileName::Prefix("config"),
+        "writes to .cargo/config* (build settings that name programs cargo runs)",
+    ),
+    (
+        ".vscode",
+        FileName::Exact("tasks.json"),
+        "writes to .vscode/ task, launch or settings files (the editor runs them on open)",
+    ),
+    (
+        ".vscode",
+        FileName::Exact("launch.json"),
+        "writes to .vscode/ task, launch or settings files (the editor runs them on open)",
+    ),
+    (
+        ".vscode",
+        FileName::Exact("settings.json"),
+        "writes to .vscode/ task, launch or settings files (the editor runs them on open)",
+    ),
+];
+
+const SHELL_OR_TOOL_CONFIG: &str = "writes to shell start-up files and tool configs that run code";
+const HOOKS_AND_CI: &str = "writes to files that hook managers or CI run code from";
+
+/// File names never written, wherever they are.
+const PROTECTED_FILES: &[(&str, &str)] = &[
+    (".bashrc", SHELL_OR_TOOL_CONFIG),
+    (".bash_profile", SHELL_OR_TOOL_CONFIG),
+    (".bash_login", SHELL_OR_TOOL_CONFIG),
+    (".bash_logout", SHELL_OR_TOOL_CONFIG),
+    (".profile", SHELL_OR_TOOL_CONFIG),
+    (".zshrc", SHELL_OR_TOOL_CONFIG),
+    (".zprofile", SHELL_OR_TOOL_CONFIG),
+    (".zshenv", SHELL_OR_TOOL_CONFIG),
+    (".zlogin", SHELL_OR_TOOL_CONFIG),
+    (".kshrc", SHELL_OR_TOOL_CONFIG),
+    (".envrc", SHELL_OR_TOOL_CONFIG),
+    (".gitconfig", SHELL_OR_TOOL_CONFIG),
+    (".gitmodules", SHELL_OR_TOOL_CONFIG),
+    (".gitattributes", SHELL_OR_TOOL_CONFIG),
+    (".mcp.json", SHELL_OR_TOOL_CONFIG),
+    (".npmrc", SHELL_OR_TOOL_CONFIG),
+    (".yarnrc", SHELL_OR_TOOL_CONFIG),
+    (".yarnrc.yml", SHELL_OR_TOOL_CONFIG),
+    (".pnpmfile.cjs", SHELL_OR_TOOL_CONFIG),
+    ("bunfig.toml", SHELL_OR_TOOL_CONFIG),
+    ("rust-toolchain", SHELL_OR_TOOL_CONFIG),
+    ("rust-toolchain.toml", SHELL_OR_TOOL_CONFIG),
+    (".devcontainer.json", SHELL_OR_TOOL_CONFIG),
+    (".pre-commit-config.yaml", HOOKS_AND_CI),
+    (".pre-commit-config.yml", HOOKS_AND_CI),
+    (".gitlab-ci.yml", HOOKS_AND_CI),
+    (".travis.yml", HOOKS_AND_CI),
+    ("azure-pipelines.yml", HOOKS_AND_CI),
+    ("bitbucket-pipelines.yml", HOOKS_AND_CI),
+    ("jenkinsfile", HOOKS_AND_CI),
+    // Every git directory needs a HEAD; with it, `objects/` and `refs/` (or a `commondir`)
+    // make any folder a repository whose config git obeys.
+    (
+        "head",
+        "writes a file named HEAD (it makes its folder a git repository whose config runs code)",
+    ),
+];
+
+/// Under the home folder (compared folded too).
+const PROTECTED_HOME: &[(&str, &str)] = &[
+    (".ssh", "writes under ~/.ssh/"),
+    (".config/tollgate", "writes to tollgate's user policy"),
+    (
+        ".config/git",
+        "writes to the user's git config (it runs code)",
+    ),
+];
+
+enum FileName {
+    Exact(&'static str),
+    Prefix(&'static str),
+}
 
 /// The guardrail a write to `path` (absolute, resolved) trips, if any.
 pub fn write_guardrail(path: &Path, home: Option<&Path>) -> Option<&'static str> {
-    let names: Vec<&str> = path
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(name) => name.to_str(),
-            _ => None,
-        })
-        .collect();
-    if let Some(dir) = PROTECTED_DIRS
+    let names = folded_names(path);
+    if let Some(reason) = names.iter().find_map(|name| {
+        PROTECTED_DIRS
+            .iter()
+            .find(|(dir, _)| same_name(name, dir))
+            .map(|(_, reason)| *reason)
+    }) {
+        return Some(reason);
+    }
+    // `repo.git` is how bare repositories are named: writing into one plants its config.
+    if names
         .iter()
-        .find(|dir| names.iter().any(|name| name == *dir))
+        .any(|name| name.len() > ".git".len() && name.ends_with(".git"))
     {
-        return Some(match *dir {
-            ".git" => "writes under .git/ (hooks and config run code)",
-            ".tollgate" => "writes under .tollgate/ (tollgate's own policy and runs)",
-            _ => "writes under .claude/ (agent settings)",
-        });
+        return Some(
+            "writes into a folder named like a bare git repository (*.git: its config runs code)",
+        );
     }
-    if names
-        .windows(2)
-        .any(|pair| pair == [".github", "workflows"])
-    {
-        return Some("writes under .github/workflows/ (CI runs them with repository secrets)");
-    }
-    if names
-        .last()
-        .is_some_and(|file| PROTECTED_FILES.contains(file))
-    {
-        return Some("writes to shell start-up files and tool configs that run code");
-    }
-    if let Some(home) = home {
-        if path.starts_with(home.join(".ssh")) {
-            return Some("writes under ~/.ssh/");
+    for pair in names.windows(2) {
+        if let Some((_, _, reason)) = PROTECTED_PAIRS
+            .iter()
+            .find(|(outer, inner, _)| same_name(&pair[0], outer) && same_name(&pair[1], inner))
+        {
+            return Some(reason);
         }
-        if path.starts_with(home.join(".config/tollgate")) {
-            return Some("writes to tollgate's user policy");
+    }
+    if let [.., dir, file] = names.as_slice()
+        && let Some((_, _, reason)) = PROTECTED_PAIR_FILES.iter().find(|(outer, name, _)| {
+            same_name(dir, outer)
+                && match name {
+                    FileName::Exact(exact) => same_name(file, exact),
+                    FileName::Prefix(prefix) => file.starts_with(prefix),
+                }
+        })
+    {
+        return Some(reason);
+    }
+    if let Some(file) = names.last()
+        && let Some((_, reason)) = PROTECTED_FILES
+            .iter()
+            .find(|(name, _)| same_name(file, name))
+    {
+        return Some(reason);
+    }
+    let home = home.map(folded_names)?;
+    let below_home = names.strip_prefix(home.as_slice())?;
+    PROTECTED_HOME.iter().find_map(|(dir, reason)| {
+        let dir: Vec<&str> = dir.split('/').collect();
+        let inside = below_home.len() >= dir.len()
+            && below_home
+                .iter()
+                .zip(&dir)
+                .all(|(name, guarded)| same_name(name, guarded));
+        inside.then_some(*reason)
+    })
+}
+
+/// What a git directory holds besides `HEAD`: writing one of these next to an existing
+/// `HEAD` changes (or completes) a repository.
+const GIT_DIR_PARTS: &[&str] = &[
+    "config",
+    "config.worktree",
+    "packed-refs",
+    "commondir",
+    "objects",
+    "refs",
+    "hooks",
+    "info",
+    "worktrees",
+    "modules",
+];
+
+/// The guardrail a write to `path` trips because a folder on its way already holds a
+/// `HEAD` (`holds_head` looks on disk; the policy stays pure): writing `config`, `objects/`,
+/// `refs/`, `hooks/`… there makes or changes a repository git would obey. A `HEAD` written
+/// by the model is refused by [`write_guardrail`]; this covers one that was already there.
+pub fn git_dir_write(path: &Path, holds_head: &dyn Fn(&Path) -> bool) -> Option<&'static str> {
+    let mut dir = std::path::PathBuf::new();
+    for component in path.components() {
+        if let Component::Normal(name) = component
+            && GIT_DIR_PARTS.contains(&fold(&name.to_string_lossy()).as_str())
+            && holds_head(&dir)
+        {
+            return Some(
+                "writes into a folder that holds a HEAD (a git directory: its config runs code)",
+            );
         }
+        dir.push(component);
     }
     None
 }
@@ -77,12 +236,62 @@ pub fn read_guardrail(path: &Path) -> Option<&'static str> {
     is_proc_environ.then_some("reads of /proc/*/environ (process secrets)")
 }
 
+/// The path's names, each folded. A name that is not UTF-8 is kept lossily: the guarded
+/// names are ASCII, so a replacement character can only make a match less likely for names
+/// that are not guarded anyway.
+fn folded_names(path: &Path) -> Vec<String> {
+    path.components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(fold(&name.to_string_lossy())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A name as the most permissive file system sees it: case folded (macOS and Windows
+/// volumes, case-folding tools); without the code points HFS+ ignores (so `.g\u{200c}it` is
+/// `.git` there); without an NTFS stream suffix (`.git::$INDEX_ALLOCATION`) and the trailing
+/// dots and spaces NTFS drops. Git's own `is_hfs_dotgit`/`is_ntfs_dotgit` fold the same way.
+pub fn fold(name: &str) -> String {
+    let name = name.split(':').next().unwrap_or(name);
+    let kept: String = name
+        .chars()
+        .filter(|c| !is_hfs_ignorable(*c))
+        .flat_map(char::to_lowercase)
+        .collect();
+    kept.trim_end_matches(['.', ' ']).to_owned()
+}
+
+/// Code points HFS+ drops when it compares names.
+fn is_hfs_ignorable(c: char) -> bool {
+    matches!(c, '\u{200c}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{206a}'..='\u{206f}' | '\u{feff}')
+}
+
+/// Whether a folded name is the guarded one, or an NTFS 8.3 short name that may stand for it
+/// (`git~1` for `.git`, `husky~1` for `.husky`): up to six leading characters of the name
+/// without its dot, `~`, a digit.
+fn same_name(folded: &str, guarded: &str) -> bool {
+    if folded == guarded {
+        return true;
+    }
+    let Some((stem, digits)) = folded.split_once('~') else {
+        return false;
+    };
+    let long = guarded.trim_start_matches('.');
+    !stem.is_empty()
+        && stem.len() <= 6
+        && !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit())
+        && long.len() >= stem.len()
+        && long.starts_with(stem)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn guardrails_table() {
+    fn write_guardrails_table() {
         let home = Some(Path::new("/home/u"));
         let writes = [
             ("/ws/.git/config", true),
@@ -91,14 +300,47 @@ mod tests {
             ("/ws/.tollgate/policy.yaml", true),
             ("/ws/.claude/settings.json", true),
             ("/ws/.github/workflows/ci.yml", true),
+            ("/ws/.github/actions/setup/action.yml", true),
             ("/ws/.github/CODEOWNERS", false),
+            ("/ws/.github/dependabot.yml", false),
             ("/ws/.mcp.json", true),
             ("/home/u/.bashrc", true),
             ("/home/u/.ssh/authorized_keys", true),
             ("/home/u/.gitconfig", true),
+            ("/home/u/.config/git/config", true),
+            ("/home/u/.config/tollgate/policy.yaml", true),
+            ("/home/u/.config/other/x", false),
             ("/ws/src/main.rs", false),
             ("/ws/.gitignore", false),
             ("/ws/git/config", false),
+            // Files other tools run code from later.
+            ("/ws/.husky/pre-commit", true),
+            ("/ws/.husky/_/husky.sh", true),
+            ("/ws/.pre-commit-config.yaml", true),
+            ("/ws/.cargo/config", true),
+            ("/ws/.cargo/config.toml", true),
+            ("/ws/sub/.cargo/config.toml", true),
+            ("/ws/.cargo/registry-notes.md", false),
+            ("/ws/.npmrc", true),
+            ("/ws/pkg/.npmrc", true),
+            ("/ws/.envrc", true),
+            ("/ws/.gitattributes", true),
+            ("/ws/.gitmodules", true),
+            ("/ws/.devcontainer/devcontainer.json", true),
+            ("/ws/.devcontainer.json", true),
+            ("/ws/.vscode/tasks.json", true),
+            ("/ws/.vscode/extensions.json", false),
+            ("/ws/.gitlab-ci.yml", true),
+            ("/ws/Jenkinsfile", true),
+            ("/ws/Makefile", false),
+            ("/ws/package.json", false),
+            // Planted repositories: HEAD anywhere, anything in a `*.git` folder.
+            ("/ws/src/evil/HEAD", true),
+            ("/ws/src/evil/objects/info/packs", false),
+            ("/ws/src/repo.git/config", true),
+            ("/ws/src/repo.git", true),
+            ("/ws/src/header.rs", false),
+            ("/ws/src/heads/main.rs", false),
         ];
         for (path, tripped) in writes {
             assert_eq!(
@@ -107,6 +349,74 @@ mod tests {
                 "{path}"
             );
         }
+    }
+
+    #[test]
+    fn every_guarded_name_is_matched_however_a_file_system_spells_it() {
+        let home = Some(Path::new("/home/u"));
+        let variants = [
+            "/ws/.GIT/config",
+            "/ws/sub/.Git/hooks/post-checkout",
+            "/ws/.g\u{200c}it/config",
+            "/ws/.git\u{feff}/config",
+            "/ws/.git./config",
+            "/ws/.git /config",
+            "/ws/.git::$INDEX_ALLOCATION/config",
+            "/ws/GIT~1/config",
+            "/ws/git~2/hooks/x",
+            "/ws/.GITHUB/Workflows/ci.yml",
+            "/ws/GITHUB~1/workflows/ci.yml",
+            "/ws/.github/ACTIONS/a/action.yml",
+            "/ws/.Husky/pre-commit",
+            "/ws/HUSKY~1/pre-commit",
+            "/ws/.Pre-Commit-Config.YAML",
+            "/ws/.CARGO/Config.toml",
+            "/ws/.NPMRC",
+            "/ws/.EnvRC",
+            "/ws/.envrc.",
+            "/ws/.BASHRC",
+            "/ws/src/evil/head",
+            "/ws/src/evil/Head",
+            "/ws/src/Repo.GIT/config",
+            "/ws/.TOLLGATE/policy.yaml",
+            "/ws/.VSCode/Tasks.json",
+            "/home/u/.SSH/authorized_keys",
+            "/home/u/.Config/Git/config",
+        ];
+        for path in variants {
+            assert!(
+                write_guardrail(Path::new(path), home).is_some(),
+                "{path} slipped through"
+            );
+        }
+        assert_eq!(fold(".GiT. "), ".git");
+        assert!(!same_name("gi~", ".git"));
+        assert!(!same_name("gitlab~1", ".git"));
+    }
+
+    #[test]
+    fn writes_next_to_an_existing_head_are_guarded() {
+        let holds_head = |dir: &Path| dir == Path::new("/ws/fixtures/repo");
+        let cases = [
+            ("/ws/fixtures/repo/config", true),
+            ("/ws/fixtures/repo/Objects/ab/cdef", true),
+            ("/ws/fixtures/repo/refs/heads/main", true),
+            ("/ws/fixtures/repo/hooks/post-checkout", true),
+            ("/ws/fixtures/repo/README.md", false),
+            ("/ws/fixtures/other/config", false),
+            ("/ws/src/objects/mod.rs", false),
+        ];
+        for (path, tripped) in cases {
+            assert_eq!(
+                git_dir_write(Path::new(path), &holds_head).is_some(),
+                tripped,
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn read_guardrails() {
         assert!(read_guardrail(Path::new("/proc/self/environ")).is_some());
         assert!(read_guardrail(Path::new("/proc/1/environ")).is_some());
         assert!(read_guardrail(Path::new("/proc/self/status")).is_none());

@@ -22,7 +22,7 @@ pub use decision::{
 pub use file::{PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
 pub use file_access::{Access, check_path};
 pub use gate::{TraceStep, apply_hook_verdict, decide, explain};
-pub use guardrail::{read_guardrail, write_guardrail};
+pub use guardrail::{git_dir_write, read_guardrail, write_guardrail};
 pub use lint::{LintWarning, danger, lint};
 pub use mode::{PermissionMode, UnknownMode};
 pub use path_pattern::{PathBases, PathPattern, normalize_lexically};

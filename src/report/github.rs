@@ -338,11 +338,10 @@ fn relative_to(path: &Path, workspace: Option<&Path>, workdir: &Path) -> String 
         .to_string()
 }
 
-/// Escapes a workflow command's message: `%`, CR and LF.
+/// Escapes a workflow command's message: `%`, CR and LF as the runner unescapes them, and
+/// every other line break, control character and `##[` made inert (`neutral::command_data`).
 pub fn escape_data(text: &str) -> String {
-    text.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
+    crate::neutral::command_data(text)
 }
 
 /// Escapes a workflow command's property value: as data, plus `:` and `,`.
@@ -441,6 +440,10 @@ Transcript: `/out/transcript.jsonl`
     fn escaping_follows_the_runner() {
         assert_eq!(escape_data("50% done\r\nnext"), "50%25 done%0D%0Anext");
         assert_eq!(escape_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
+        assert_eq!(
+            escape_data("x\u{2028}::add-mask::s ##[stop-commands]t"),
+            "x⏎::add-mask::s ## [stop-commands]t"
+        );
         assert_eq!(cell("a|b\nc"), "a\\|b c");
         assert_eq!(code("ls `x`"), "ls `x`");
         assert_eq!(code("ls"), "`ls`");

@@ -76,7 +76,9 @@ pub fn sarif_json(report: &RunReport) -> Result<String, serde_json::Error> {
         .version(json!("2.1.0"))
         .runs(vec![run])
         .build();
-    serde_json::to_string_pretty(&log)
+    let mut value = serde_json::to_value(&log)?;
+    crate::neutral::clean_json_strings(&mut value);
+    serde_json::to_string_pretty(&value)
 }
 
 /// The last attempt of each check that did not pass: earlier attempts that a retry fixed

@@ -1,4 +1,4 @@
-//! The short human summary `tollgate run` prints on stdout.
+//! The short human summary `tollgate run` prints on stdout, inert on a CI runner's log.
 
 use std::path::Path;
 
@@ -73,5 +73,7 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
     for (name, path) in reports {
         out.push_str(&format!("  {name}: {}\n", path.display()));
     }
-    out
+    // Names, commands, reasons and the model's words are not ours: on a runner's log none of
+    // them may start a workflow command.
+    crate::neutral::log_text(&out)
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::resolve_symlinks;
+use super::path::{check_write, resolve_symlinks};
 use super::shell::{ShellEnding, run_shell};
 use super::text::truncate_middle;
 use super::{
@@ -15,7 +15,7 @@ use super::{
 };
 use crate::bash::{BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, evaluate};
 use crate::policy::{
-    Access, AskCause, PermissionContext, RuleRef, ToolCheck, ToolName, check_path,
+    AskCause, PermissionContext, RuleRef, ToolCheck, ToolName, git_dir_write, write_guardrail,
 };
 
 /// The most a single call may ask for, whatever the model requests.
@@ -108,6 +108,13 @@ impl Tool for BashTool {
                 .iter()
                 .map(|path| format!("writes {}", path.display())),
         );
+        lines.extend(
+            analysis
+                .named_writes
+                .iter()
+                .map(|path| format!("names {} as a file it writes", path.display())),
+        );
+        lines.extend(analysis.unseen_writes.iter().cloned());
         lines
     }
 
@@ -159,7 +166,7 @@ fn check_command(command: &str, ctx: &PermissionContext) -> ToolCheck {
     let writes: Vec<(&PathBuf, ToolCheck)> = analysis
         .writes
         .iter()
-        .map(|path| (path, check_path(ctx, &ToolName::Edit, path, Access::Write)))
+        .map(|path| (path, check_write(ctx, &ToolName::Edit, path)))
         .collect();
     // The strongest answer wins: a refused write, then a guardrail, then ask rules (the
     // analysis's first), then anything unproven; a write no rule allows is unproven.
@@ -193,6 +200,9 @@ fn check_command(command: &str, ctx: &PermissionContext) -> ToolCheck {
             }
         )
     }) {
+        return guarded;
+    }
+    if let Some(guarded) = argument_guardrail(command, &analysis, ctx) {
         return guarded;
     }
     if let BashVerdict::Ask {
@@ -244,6 +254,35 @@ fn check_command(command: &str, ctx: &PermissionContext) -> ToolCheck {
         rule: cited,
         updated_input: None,
     }
+}
+
+/// The guardrail a command trips through its arguments (`cp x src/y/.git/config` under
+/// `Bash(cp:*)`), or by making a repository or unpacking names nobody saw: an allow rule or
+/// bypass cannot lift it, as for an Edit of the same path.
+fn argument_guardrail(
+    command: &str,
+    analysis: &BashAnalysis,
+    ctx: &PermissionContext,
+) -> Option<ToolCheck> {
+    const UNSEEN: &str = "creates a git repository or writes files whose names are not known (a planted repository runs its config's programs)";
+    if let Some(what) = analysis.unseen_writes.first() {
+        return Some(ToolCheck::Ask {
+            reason: format!("{what}: trips a safety guardrail: {UNSEEN}"),
+            cause: AskCause::Guardrail(UNSEEN),
+        });
+    }
+    let home = ctx.workspace.home.as_deref();
+    let holds_head = |dir: &Path| dir.join("HEAD").is_file();
+    analysis.named_writes.iter().find_map(|path| {
+        let guardrail = write_guardrail(path, home).or_else(|| git_dir_write(path, &holds_head))?;
+        Some(ToolCheck::Ask {
+            reason: format!(
+                "`{command}` writes {}: trips a safety guardrail: {guardrail}",
+                path.display()
+            ),
+            cause: AskCause::Guardrail(guardrail),
+        })
+    })
 }
 
 /// "`git status` allowed by rule …; `cat README.md` read-only inside the workspace".
@@ -393,6 +432,10 @@ mod tests {
             ("echo x >> ~/.bashrc", AcceptEdits, "guardrail"),
             ("git status > /etc/x", AcceptEdits, "deny"),
             ("cat /etc/passwd", Default, "ask"),
+            ("npm test -- HEAD", Default, "allow"),
+            ("npm test > src/x/HEAD", AcceptEdits, "guardrail"),
+            ("npm test > .Git/config", AcceptEdits, "guardrail"),
+            ("npm test > .HUSKY/pre-commit", AcceptEdits, "guardrail"),
         ];
         for (command, mode, expected) in cases {
             assert_eq!(kind(command, mode), expected, "{command} in {mode}");

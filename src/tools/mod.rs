@@ -4,6 +4,7 @@
 mod bash;
 mod context;
 mod edit;
+mod git_env;
 mod glob;
 mod grep;
 mod path;

@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::policy::{
-    Access, PermissionContext, ToolCheck, ToolName, check_path, normalize_lexically,
+    Access, AskCause, PermissionContext, ToolCheck, ToolName, check_path, git_dir_write,
+    normalize_lexically,
 };
 
 /// A file tool's permission check: resolve the path as the call would, then the policy's
@@ -21,7 +22,30 @@ pub fn check_file_access(
     }
     let workspace = ctx.workspace;
     let path = resolve_path(raw, &workspace.workdir, workspace.home.as_deref());
-    check_path(ctx, tool, &path, access)
+    match access {
+        Access::Write => check_write(ctx, tool, &path),
+        Access::Read => check_path(ctx, tool, &path, access),
+    }
+}
+
+/// The policy's check of a write to a resolved path, plus the one guardrail that needs the
+/// disk: a folder on the way that already holds a `HEAD` is a git directory.
+pub fn check_write(ctx: &PermissionContext, tool: &ToolName, path: &Path) -> ToolCheck {
+    let check = check_path(ctx, tool, path, Access::Write);
+    if matches!(check, ToolCheck::Deny { .. }) {
+        return check;
+    }
+    let holds_head = |dir: &Path| dir.join("HEAD").is_file();
+    match git_dir_write(path, &holds_head) {
+        Some(guardrail) => ToolCheck::Ask {
+            reason: format!(
+                "{tool} of {} trips a safety guardrail: {guardrail}",
+                path.display()
+            ),
+            cause: AskCause::Guardrail(guardrail),
+        },
+        None => check,
+    }
 }
 
 /// Linux's PATH_MAX: no system call takes a longer path, so no tool could use one.

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::context::AbortSignal;
+use super::git_env::git_env;
 use super::progress::ProgressSink;
 
 /// Output kept per stream; the rest is drained and counted.
@@ -58,9 +59,9 @@ fn changes_what_commands_do(name: &str) -> bool {
 }
 
 /// Runs `command`. `Err` only when bash could not be started. `scrub_secrets` (for the
-/// model's commands) drops credentials and variables that change what commands do. Each
-/// complete output line also goes to `progress` as it arrives; the captured output is the
-/// same either way.
+/// model's commands) drops credentials and variables that change what commands do, and
+/// confines git to the workspace's repository (`git_env`). Each complete output line also
+/// goes to `progress` as it arrives; the captured output is the same either way.
 pub async fn run_shell(
     command: &str,
     cwd: &Path,
@@ -87,6 +88,11 @@ pub async fn run_shell(
                 cmd.env_remove(&name);
             }
         }
+        let git = git_env(cwd);
+        for name in git.remove {
+            cmd.env_remove(name);
+        }
+        cmd.envs(git.set);
     }
     let mut child = cmd.spawn()?;
     // The scheduler cancels a call by dropping its future (a sibling Bash failed, a hard

@@ -69,8 +69,11 @@ impl StreamOutput {
         serde_json::to_string(&line).ok()
     }
 
+    /// Writes one line; on stdout a CI runner scans it for workflow commands, so a `##[`
+    /// inside a string is written with its `[` escaped (`neutral::json_log_line`).
     pub fn write_line(&mut self, line: &str) -> std::io::Result<()> {
-        self.out.write_all(line.as_bytes())?;
+        self.out
+            .write_all(crate::neutral::json_log_line(line).as_bytes())?;
         self.out.write_all(b"\n")?;
         self.out.flush()
     }

@@ -9,6 +9,7 @@ mod check_cli;
 mod faults;
 mod gate_cli;
 mod hooks_cli;
+mod planted_repo;
 mod providers;
 mod redaction;
 mod reports;

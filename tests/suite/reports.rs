@@ -369,3 +369,102 @@ fn an_unwritable_step_summary_does_not_hide_the_exit_code() {
         run.stderr
     );
 }
+
+/// A YAML double-quoted scalar with every character that is not printable ASCII escaped.
+fn yaml_quoted(text: &str) -> String {
+    let body: String = text
+        .chars()
+        .map(|c| match c {
+            '"' | '\\' => format!("\\{c}"),
+            ' '..='~' => c.to_string(),
+            c => format!("\\u{:04x}", u32::from(c)),
+        })
+        .collect();
+    format!("\"{body}\"")
+}
+
+/// Every line of a log as the GitHub Actions runner splits it (at CR, LF and CRLF).
+fn runner_lines(log: &str) -> Vec<&str> {
+    log.split(['\r', '\n']).collect()
+}
+
+/// Text from the model, a tool and a check, full of workflow commands in every line-break
+/// form, lands on stdout and stderr only as tollgate's own two annotations; JUnit and SARIF
+/// hold no character XML 1.0 forbids and still parse (SARIF against the schema).
+#[test]
+fn no_model_or_tool_text_can_forge_a_workflow_command_or_break_a_report() {
+    let forged = "x\r::add-mask::forged-cr\n::error::forged-lf\r\n  ::warning::forged-crlf\u{2028}::error::forged-ls\u{85}::notice::forged-nel \u{a0}::debug::x ##[stop-commands]tok #\u{ad}#[add-mask]s \u{1}\u{b}\u{c}\u{1b}[31m\u{7f}\u{fffe}\u{ffff}end";
+    let quoted = yaml_quoted(forged);
+    let command = yaml_quoted(&format!("rm -rf build {forged}"));
+    let dir = tempfile::tempdir().unwrap();
+    let task = write_task(
+        dir.path(),
+        &format!(
+            r#"version: 1
+name: {quoted}
+prompt: p
+mode: dontAsk
+permissions:
+  deny: ['Bash(rm:*)']
+model:
+  provider: scripted
+  script:
+    - - tool_use: {{name: Bash, input: {{command: {command}}}}}
+    - - text: {quoted}
+checks:
+  - name: forged
+    run: "printf '%s\\r::error::check-cr\\n##[set-output name=a]b\\n\\001\\357\\277\\276\\n' out; exit 1"
+"#
+        ),
+    );
+    let run = run_task(
+        &task,
+        &[
+            "--workdir",
+            dir.path().to_str().unwrap(),
+            "--report",
+            "junit,sarif",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    for (stream, log) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+        let commands: Vec<&str> = runner_lines(log)
+            .into_iter()
+            .filter(|line| line.trim_start().starts_with("::"))
+            .collect();
+        let expected = if stream == "stdout" { 2 } else { 0 };
+        assert_eq!(commands.len(), expected, "{stream}: {commands:#?}\n{log}");
+        for line in commands {
+            assert!(
+                line.starts_with("::error file=") && line.contains(",title=tollgate "),
+                "{stream}: not tollgate's own annotation: {line:?}"
+            );
+            assert!(
+                !line.contains("%0A::") || line.contains("title=tollgate"),
+                "{line}"
+            );
+        }
+        assert!(
+            !log.contains("##["),
+            "{stream} holds a legacy command:\n{log}"
+        );
+    }
+    assert!(run.stdout.contains("forged-lf"), "{}", run.stdout);
+
+    let forbidden = |c: char| matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}');
+    let junit = run.read("junit.xml");
+    assert!(!junit.contains(forbidden), "{junit:?}");
+    let doc = roxmltree::Document::parse(&junit).unwrap();
+    let system_out: String = doc
+        .descendants()
+        .filter(|node| node.has_tag_name("system-out"))
+        .filter_map(|node| node.text())
+        .collect();
+    assert!(system_out.contains("forged-ls"), "{system_out}");
+    let sarif_text = run.read("tollgate.sarif");
+    let sarif: Value = serde_json::from_str(&sarif_text).unwrap();
+    assert_valid_sarif(&sarif);
+    assert!(!sarif.to_string().contains(forbidden));
+    assert!(!sarif_text.contains("\\u0001") && !sarif_text.contains("\\u000b"));
+}

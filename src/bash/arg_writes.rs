@@ -1,0 +1,280 @@
+//! What a command writes through its arguments rather than its redirections: the paths file
+//! utilities create, change or remove, and the commands that make a git repository or unpack
+//! files whose names only an archive or a patch knows. Only commands that run by a rule (or by
+//! the mode) get here; the caller holds these against the write guardrails, which an allow
+//! rule cannot lift (`Bash(cp:*)` must not plant `src/x/.git/config`).
+
+use std::path::PathBuf;
+
+use super::analyser::Analyser;
+use super::paths::locate;
+use super::pattern::base;
+use super::word::Word;
+
+/// Programs whose operands are files they create, change or remove.
+const FILE_WRITERS: &[&str] = &[
+    "cp", "mv", "ln", "link", "install", "mkdir", "touch", "tee", "truncate", "dd", "rsync", "sed",
+    "chmod", "chown", "chgrp", "rm", "rmdir", "unlink", "shred", "mkfifo", "mknod",
+];
+
+/// Git subcommands that create a repository (or a git directory for one).
+const GIT_REPOSITORY_MAKERS: &[&str] = &["init", "clone", "worktree", "submodule"];
+
+/// Git options that create a repository or put its git directory somewhere of their choosing.
+const GIT_REPOSITORY_OPTIONS: &[&str] = &["--bare", "--mirror", "--separate-git-dir"];
+
+/// Git global options whose value is the next word.
+const GIT_OPTIONS_WITH_VALUE: &[&str] = &[
+    "-C",
+    "-c",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--config-env",
+];
+
+impl Analyser<'_> {
+    /// Records what `argv` writes through its arguments (see the module comment).
+    pub(crate) fn argument_writes(&mut self, text: &str, argv: &[Word]) {
+        let Some(name) = argv.first().and_then(Word::fixed).map(base) else {
+            return;
+        };
+        let args = &argv[1..];
+        if name == "git" {
+            match git_makes_repository(args) {
+                Some(why) => self.unseen_writes.push(format!("`{text}` {why}")),
+                None => self.git_pathspecs(args),
+            }
+        } else if let Some(why) = unpacks_unseen_names(name, args) {
+            self.unseen_writes.push(format!("`{text}` {why}"));
+        } else if FILE_WRITERS.contains(&name) {
+            self.operand_writes(text, args);
+        }
+    }
+
+    /// Every operand may be a path written (`cp a b` writes `b/a` when `b` is a folder, so
+    /// sources count as names too); `--opt=value` and `of=value` name one after the `=`.
+    fn operand_writes(&mut self, text: &str, args: &[Word]) {
+        for word in args {
+            if word
+                .fixed()
+                .is_some_and(|v| v.starts_with('-') && !v.contains('='))
+            {
+                continue;
+            }
+            let Some(value) = word.fixed() else {
+                self.problems.push(format!(
+                    "`{text}` writes to `{}`, which is not known statically",
+                    word.raw
+                ));
+                continue;
+            };
+            let mut names = vec![word.clone()];
+            if let Some((_, after)) = value.split_once('=') {
+                names.push(Word::literal(after));
+            }
+            for name in names {
+                match locate(&name, self.env, &self.cwds) {
+                    Ok(paths) => self.add_named_writes(paths),
+                    Err(e) => self.problems.push(format!(
+                        "`{text}` writes to a path not known statically: {e}"
+                    )),
+                }
+            }
+        }
+    }
+
+    /// Git run by a rule writes the work tree from its own content (`git checkout main --
+    /// .husky/pre-commit`, `git restore`, `git apply`): a word that looks like a path (it
+    /// holds a `/` or starts with `.`) is held to the guardrails. Revisions (`HEAD`, `main`,
+    /// `origin/main`) name nothing guarded, and messages are not paths, so nothing else is
+    /// asked about.
+    fn git_pathspecs(&mut self, args: &[Word]) {
+        for word in args {
+            let Some(value) = word.fixed() else { continue };
+            let looks_like_path = value.contains('/') || value.starts_with('.');
+            if value.starts_with('-') || !looks_like_path {
+                continue;
+            }
+            if let Ok(paths) = locate(word, self.env, &self.cwds) {
+                self.add_named_writes(paths);
+            }
+        }
+    }
+
+    fn add_named_writes(&mut self, paths: Vec<PathBuf>) {
+        for path in paths {
+            if !self.named_writes.contains(&path) {
+                self.named_writes.push(path);
+            }
+        }
+    }
+}
+
+/// Why this git invocation makes a repository, if it does.
+fn git_makes_repository(args: &[Word]) -> Option<&'static str> {
+    let fixed: Vec<&str> = args.iter().filter_map(Word::fixed).collect();
+    if fixed.iter().any(|v| {
+        GIT_REPOSITORY_OPTIONS
+            .iter()
+            .any(|option| v == option || v.strip_prefix(option).is_some_and(|r| r.starts_with('=')))
+    }) {
+        return Some("creates a git repository or moves a git directory");
+    }
+    let mut words = fixed.iter();
+    while let Some(word) = words.next() {
+        if GIT_OPTIONS_WITH_VALUE.contains(word) {
+            words.next();
+        } else if !word.starts_with('-') {
+            return GIT_REPOSITORY_MAKERS
+                .contains(word)
+                .then_some("creates a git repository");
+        }
+    }
+    None
+}
+
+/// Why this command writes files whose names the analyser cannot see, if it does.
+fn unpacks_unseen_names(name: &str, args: &[Word]) -> Option<&'static str> {
+    let fixed: Vec<&str> = args.iter().filter_map(Word::fixed).collect();
+    let unpacks = match name {
+        "tar" | "bsdtar" | "gtar" => fixed.iter().enumerate().any(|(i, v)| {
+            matches!(*v, "--extract" | "--get")
+                || (v.starts_with('-') && !v.starts_with("--") && v.contains('x'))
+                // Old-style bundled letters: `tar xzf a.tgz`.
+                || (i == 0 && !v.starts_with('-') && v.contains('x'))
+        }),
+        "unzip" => !fixed
+            .iter()
+            .any(|v| matches!(*v, "-l" | "-t" | "-v" | "-Z" | "-p" | "-z")),
+        "cpio" => fixed.iter().any(|v| {
+            matches!(*v, "--extract" | "--pass-through")
+                || (v.starts_with('-') && !v.starts_with("--") && v.contains(['i', 'p']))
+        }),
+        "7z" | "7za" | "7zr" => fixed.first().is_some_and(|v| matches!(*v, "x" | "e")),
+        "ar" => fixed
+            .first()
+            .is_some_and(|v| v.trim_start_matches('-').contains('x')),
+        "patch" | "pax" => true,
+        _ => false,
+    };
+    unpacks.then_some("writes files whose names only its input knows")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use pretty_assertions::assert_eq;
+
+    use crate::bash::{BashEnv, BashRules, CommandPattern, evaluate};
+
+    /// (command, named writes, whether it makes or unpacks something unseen, asks)
+    #[test]
+    fn argument_writes_table() {
+        let roots = vec![PathBuf::from("/ws")];
+        let identity = |p: &Path| p.to_path_buf();
+        let env = BashEnv {
+            cwd: Path::new("/ws"),
+            workspace_roots: &roots,
+            home: Some(Path::new("/home/u")),
+            resolve: &identity,
+        };
+        let rules = BashRules {
+            allow: [
+                "cp:*",
+                "mv:*",
+                "mkdir:*",
+                "touch:*",
+                "git:*",
+                "tar:*",
+                "unzip:*",
+                "dd:*",
+                "ln:*",
+                "sed:*",
+                "npm test:*",
+            ]
+            .iter()
+            .enumerate()
+            .map(|(id, p)| (CommandPattern::parse(p).unwrap(), id))
+            .collect(),
+            ..BashRules::default()
+        };
+        let cases: &[(&str, &[&str], bool, bool)] = &[
+            (
+                "mkdir -p src/x/.git/hooks",
+                &["/ws/src/x/.git/hooks"],
+                false,
+                false,
+            ),
+            (
+                "cp cfg src/x/HEAD",
+                &["/ws/cfg", "/ws/src/x/HEAD"],
+                false,
+                false,
+            ),
+            ("mv -t src/x HEAD", &["/ws/src/x", "/ws/HEAD"], false, false),
+            (
+                "ln -s ../cfg src/x/.GIT",
+                &["/cfg", "/ws/src/x/.GIT"],
+                false,
+                false,
+            ),
+            ("touch ~/.bashrc", &["/home/u/.bashrc"], false, false),
+            (
+                "dd if=a of=.husky/pre-commit",
+                &[
+                    "/ws/if=a",
+                    "/ws/a",
+                    "/ws/of=.husky/pre-commit",
+                    "/ws/.husky/pre-commit",
+                ],
+                false,
+                false,
+            ),
+            (
+                "sed -i s/a/b/ .npmrc",
+                &["/ws/s/a/b", "/ws/.npmrc"],
+                false,
+                true,
+            ),
+            ("cp a \"$DEST\"", &["/ws/a"], false, true),
+            ("git init src/x", &[], true, false),
+            (
+                "git -C src clone https://example.org/r.git",
+                &[],
+                true,
+                false,
+            ),
+            ("git --bare status", &[], true, false),
+            ("git worktree add ../w", &[], true, false),
+            ("git -c x=y commit -m init", &[], false, true),
+            ("git log HEAD", &[], false, false),
+            (
+                "git checkout main -- .husky/pre-commit",
+                &["/ws/.husky/pre-commit"],
+                false,
+                false,
+            ),
+            ("git commit -m \"$msg\"", &[], false, false),
+            ("tar xzf a.tgz", &[], true, false),
+            ("tar -C out -xf a.tar", &[], true, false),
+            ("tar -czf out.tgz .github", &[], false, false),
+            ("unzip a.zip", &[], true, false),
+            ("unzip -l a.zip", &[], false, false),
+            ("npm test -- HEAD", &[], false, false),
+            ("cat .git/config", &[], false, false),
+        ];
+        for (command, named, unseen, asks) in cases {
+            let analysis = evaluate(command, &rules, &env);
+            let named: Vec<PathBuf> = named.iter().map(PathBuf::from).collect();
+            assert_eq!(analysis.named_writes, named, "{command}");
+            assert_eq!(!analysis.unseen_writes.is_empty(), *unseen, "{command}");
+            assert_eq!(
+                matches!(analysis.verdict, crate::bash::BashVerdict::Ask { .. }),
+                *asks,
+                "{command}"
+            );
+        }
+    }
+}
