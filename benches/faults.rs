@@ -66,7 +66,14 @@ fn peak_rss_mb() -> f64 {
     status
         .lines()
         .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .and_then(|value| {
+            value
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
@@ -84,7 +91,10 @@ fn sse() {
         let mut events = 0;
         // 16 KiB chunks, as a TLS stream hands them over.
         for chunk in stream.chunks(16 * 1024) {
-            events += decoder.feed(chunk).unwrap_or_else(|err| panic!("{err}")).len();
+            events += decoder
+                .feed(chunk)
+                .unwrap_or_else(|err| panic!("{err}"))
+                .len();
         }
         assert_eq!(events, 1);
         best = best.min(started.elapsed().as_secs_f64());

@@ -24,10 +24,10 @@ use crate::model::{
     ContentBlock, Message, ModelRequest, ModelResponse, Provider, ProviderEvent, Role, StopReason,
     ToolSpec,
 };
+use crate::out_dir::OutDirLock;
 use crate::policy::{PermissionDecision, PermissionMode, RuleSet, Workspace};
 use crate::redact::Redactor;
 use crate::results::ResultStore;
-use crate::out_dir::OutDirLock;
 use crate::scheduler::{BatchEnd, Call, MessageQueue, QueuedInput, run_batch};
 use crate::task::{Check, FailOnSet, Task};
 use crate::tools::{AbortReason, AbortSignal, FileStateCache, Tool, ToolContext, ToolLimits};

@@ -158,9 +158,7 @@ fn decide_stream(path: &Path, ctx: &PermissionContext, tools: &mut ToolCache) ->
                     Some(&call.tool),
                 ))
             }
-            Err(reason) => {
-                serde_json::to_string(&DecisionLine::new(&refusal(reason), None, None))
-            }
+            Err(reason) => serde_json::to_string(&DecisionLine::new(&refusal(reason), None, None)),
         };
         let rendered = rendered.context("cannot write a decision")?;
         // The calls may be a model's: inert on a CI runner's log (see `neutral`).

@@ -86,13 +86,10 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let mut pending: HashMap<String, PendingCall> = HashMap::new();
     let mut calls = 0u64;
     let mut next = first;
-    loop {
-        let Some((line, event)) = (match next.take() {
-            Some(first) => Some(first),
-            None => lines.next()?,
-        }) else {
-            break;
-        };
+    while let Some((line, event)) = match next.take() {
+        Some(first) => Some(first),
+        None => lines.next()?,
+    } {
         match event {
             Event::ToolCall { id, tool, input } => {
                 calls += 1;
@@ -217,9 +214,10 @@ impl<'a, R: BufRead> Lines<'a, R> {
         loop {
             self.buffer.clear();
             self.number += 1;
-            let read = self.reader.read_line(&mut self.buffer).with_context(|| {
-                format!("cannot read {}:{}", self.path.display(), self.number)
-            })?;
+            let read = self
+                .reader
+                .read_line(&mut self.buffer)
+                .with_context(|| format!("cannot read {}:{}", self.path.display(), self.number))?;
             if read == 0 {
                 return Ok(None);
             }

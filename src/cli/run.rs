@@ -15,12 +15,12 @@ use super::setup::{
 use super::{FailOnArg, InputFormat, OutputFormat, ReportFormat, RunArgs};
 use crate::agent::{self, RunSpec};
 use crate::exit::ExitCode;
-use crate::out_dir;
 use crate::hooks::{Hook, merge_hooks};
 use crate::model::{
     ANTHROPIC_DEFAULT_BASE_URL, AnthropicModel, ApiKey, HttpSettings, OPENAI_DEFAULT_BASE_URL,
     OpenAiModel, Provider, ScriptedModel,
 };
+use crate::out_dir;
 use crate::policy::{PolicySource, RuleKind, RuleRef, RuleSet, SourceKind, Workspace};
 use crate::redact::Redactor;
 use crate::report::github::{self, GithubEnv, ReportPaths};

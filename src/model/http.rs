@@ -370,7 +370,10 @@ fn checked(response: ModelResponse) -> Result<ModelResponse, Failure> {
 }
 
 fn sse_failure(err: SseError) -> Failure {
-    Failure::new(FailureCategory::Protocol, format!("bad event stream: {err}"))
+    Failure::new(
+        FailureCategory::Protocol,
+        format!("bad event stream: {err}"),
+    )
 }
 
 /// `text/event-stream` as the APIs send it; a server that names no type is given the
@@ -474,7 +477,10 @@ fn api_error(body: &str) -> Option<(String, String)> {
         .get("message")
         .and_then(Value::as_str)
         .or_else(|| error.as_str())?;
-    let kind = error.get("type").and_then(Value::as_str).unwrap_or_default();
+    let kind = error
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     Some((kind.to_string(), message.to_string()))
 }
 

@@ -115,7 +115,8 @@ mod tests {
 
     #[test]
     fn events_split_anywhere_decode_the_same() {
-        let stream = b"event: a\ndata: {\"x\":1}\n\n: ping\r\n\r\ndata: one\ndata:two\r\rdata: last";
+        let stream =
+            b"event: a\ndata: {\"x\":1}\n\n: ping\r\n\r\ndata: one\ndata:two\r\rdata: last";
         let whole = decode(&[stream]);
         assert_eq!(whole, ["{\"x\":1}", "one\ntwo", "last"]);
         for split in 0..stream.len() {
@@ -126,7 +127,10 @@ mod tests {
 
     #[test]
     fn a_crlf_split_across_chunks_is_one_line_end() {
-        assert_eq!(decode(&[b"data: a\r", b"\n\r", b"\ndata: b\n\n"]), ["a", "b"]);
+        assert_eq!(
+            decode(&[b"data: a\r", b"\n\r", b"\ndata: b\n\n"]),
+            ["a", "b"]
+        );
     }
 
     #[test]

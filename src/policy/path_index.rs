@@ -26,6 +26,9 @@ struct PathGroup {
     rules: Vec<usize>,
 }
 
+/// Rules share a glob set when they share all of these.
+type GroupKey<'a> = (RuleKind, &'a ToolName, &'a Anchor);
+
 #[derive(Debug, Clone)]
 enum Matcher {
     Set(GlobSet),
@@ -37,7 +40,7 @@ enum Matcher {
 impl PathIndex {
     /// Indexes every path rule of `rules`; positions in `rules` are the ids lookups return.
     pub fn build(rules: &[Rule]) -> PathIndex {
-        let mut keyed: Vec<((RuleKind, &ToolName, &Anchor), Vec<(&Glob, usize)>)> = Vec::new();
+        let mut keyed: Vec<(GroupKey, Vec<(&Glob, usize)>)> = Vec::new();
         for (index, rule) in rules.iter().enumerate() {
             let Some(RuleContent::Path(pattern)) = &rule.content else {
                 continue;
@@ -111,7 +114,9 @@ fn compile(globs: &[(&Glob, usize)]) -> Vec<(Matcher, Vec<usize>)> {
     match builder.build() {
         Ok(set) => vec![(Matcher::Set(set), rules)],
         Err(err) if globs.len() <= 2 => {
-            tracing::warn!("a path rule could not be compiled, so it is applied fail-closed: {err}");
+            tracing::warn!(
+                "a path rule could not be compiled, so it is applied fail-closed: {err}"
+            );
             vec![(Matcher::Uncompiled, rules)]
         }
         Err(_) => {
@@ -157,7 +162,12 @@ mod tests {
             "/home/u/x",
             "/elsewhere",
         ];
-        let tools = [ToolName::Read, ToolName::Edit, ToolName::Write, ToolName::Grep];
+        let tools = [
+            ToolName::Read,
+            ToolName::Edit,
+            ToolName::Write,
+            ToolName::Grep,
+        ];
         let mut found = 0;
         for kind in [RuleKind::Deny, RuleKind::Ask, RuleKind::Allow] {
             for tool in &tools {
@@ -167,12 +177,15 @@ mod tests {
                         let Some(RuleContent::Path(pattern)) = &rule.content else {
                             return false;
                         };
-                        pattern.anchor().relative(&path, &bases).is_some_and(|relative| {
-                            pattern
-                                .globs()
-                                .iter()
-                                .any(|glob| glob.compile_matcher().is_match(relative))
-                        })
+                        pattern
+                            .anchor()
+                            .relative(&path, &bases)
+                            .is_some_and(|relative| {
+                                pattern
+                                    .globs()
+                                    .iter()
+                                    .any(|glob| glob.compile_matcher().is_match(relative))
+                            })
                     });
                     let indexed = set.first_path_rule(kind, tool, &path, &bases);
                     assert_eq!(

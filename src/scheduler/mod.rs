@@ -14,8 +14,8 @@ pub use cancel::Cancellation;
 pub use host::{Admission, BatchHost, Call, CallDeadline, Landing};
 pub use progress::{PROGRESS_INTERVAL, PROGRESS_MAX_LINES, ProgressUpdate};
 pub use queue::{
-    InputLineError, MAX_INPUT_LINE_BYTES, MessageQueue, QUEUE_CAPACITY, QueuedArrivals, QueuedInput,
-    parse_input_line, read_input,
+    InputLineError, MAX_INPUT_LINE_BYTES, MessageQueue, QUEUE_CAPACITY, QueuedArrivals,
+    QueuedInput, parse_input_line, read_input,
 };
 
 /// Concurrency-safe calls of one batch that may run at once, unless the task says otherwise

@@ -36,7 +36,10 @@ pub const QUEUE_CAPACITY: usize = 64;
 pub enum QueuedInput {
     Message(String),
     /// A line that is not a user message: skipped, and recorded so the loss is visible.
-    Skipped { line: u64, reason: InputLineError },
+    Skipped {
+        line: u64,
+        reason: InputLineError,
+    },
 }
 
 /// Messages in arrival order, shared by the stdin reader and the loop.
@@ -161,7 +164,10 @@ pub fn read_input(queue: &MessageQueue, mut input: impl BufRead) {
 
 /// One line into `line` (without its end), at most `MAX_INPUT_LINE_BYTES` of it kept; the
 /// bytes consumed and whether the line fit.
-fn read_capped_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<(usize, bool)> {
+fn read_capped_line(
+    input: &mut impl BufRead,
+    line: &mut Vec<u8>,
+) -> std::io::Result<(usize, bool)> {
     let mut read = 0;
     let mut complete = true;
     loop {

@@ -77,10 +77,7 @@ pub enum Event {
     },
     /// A stdin line (`--input-format stream-json`) that is not a user message: skipped, and
     /// reading went on.
-    InputSkipped {
-        line: u64,
-        reason: String,
-    },
+    InputSkipped { line: u64, reason: String },
     /// The current query stopped early: by a queued message (`interrupt`) or a signal. After
     /// a signal, `message` is the text appended to the history.
     QueryAborted {

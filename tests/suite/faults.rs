@@ -99,13 +99,18 @@ async fn an_html_page_with_http_200_is_named_by_its_title_and_retried() {
     let run = run_task(&model_block(Api::Anthropic, &server, ""), "", &[]).await;
     assert_eq!(run.code, 4, "{}", run.stderr);
     let error = run.finished()["error"].as_str().unwrap();
-    assert!(error.contains("authentication_error: invalid x-api-key"), "{error}");
+    assert!(
+        error.contains("authentication_error: invalid x-api-key"),
+        "{error}"
+    );
 }
 
 /// An Anthropic stream whose one text block arrives as a single `bytes`-long delta.
 fn one_huge_event(bytes: usize) -> String {
     let event = |data: Value| format!("event: x\ndata: {data}\n\n");
-    let mut body = event(json!({"type": "message_start", "message": {"usage": {"input_tokens": 1, "output_tokens": 1}}}));
+    let mut body = event(
+        json!({"type": "message_start", "message": {"usage": {"input_tokens": 1, "output_tokens": 1}}}),
+    );
     body += &event(
         json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
     );
@@ -141,12 +146,16 @@ async fn an_eight_megabyte_event_is_read_whole() {
 fn check_calls_answers_every_input_line_even_blank_or_binary_ones() {
     let sandbox = crate::support::Sandbox::with_examples();
     let mut calls = Vec::new();
-    calls.extend_from_slice(b"{\"id\":1,\"tool\":\"Read\",\"input\":{\"file_path\":\"README.md\"}}\n");
+    calls.extend_from_slice(
+        b"{\"id\":1,\"tool\":\"Read\",\"input\":{\"file_path\":\"README.md\"}}\n",
+    );
     calls.extend_from_slice(b"\n");
     calls.extend_from_slice(b"{not json\n");
     calls.extend_from_slice(b"\xff\xfe\x00binary\r\n");
     calls.extend_from_slice(b"   \n");
-    calls.extend_from_slice(b"{\"id\":6,\"tool\":\"Write\",\"input\":{\"file_path\":\"a\",\"content\":\"x\"}}");
+    calls.extend_from_slice(
+        b"{\"id\":6,\"tool\":\"Write\",\"input\":{\"file_path\":\"a\",\"content\":\"x\"}}",
+    );
     std::fs::write(sandbox.path().join("calls.jsonl"), calls).unwrap();
     let output = sandbox.tollgate(&[
         "check",
@@ -180,7 +189,10 @@ fn check_calls_answers_every_input_line_even_blank_or_binary_ones() {
     assert_eq!(reasons.len(), 6, "{reasons:#?}");
     assert_eq!(reasons[0].0, "allow");
     assert_eq!(reasons[1], ("deny", "line 2 is blank, not a call"));
-    assert!(reasons[2].1.starts_with("line 3 is not a call"), "{reasons:?}");
+    assert!(
+        reasons[2].1.starts_with("line 3 is not a call"),
+        "{reasons:?}"
+    );
     assert_eq!(reasons[3], ("deny", "line 4 is not UTF-8 text"));
     assert_eq!(reasons[4], ("deny", "line 5 is blank, not a call"));
     assert_eq!((reasons[5].0, &lines[5]["id"]), ("deny", &json!(6)));
@@ -293,7 +305,14 @@ fn a_producer_that_never_stops_ends_at_max_turns_with_bad_lines_recorded() {
     });
     sandbox.write("task.yaml", &task.to_string());
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .args(["run", "task.yaml", "--out", "out", "--input-format", "stream-json"])
+        .args([
+            "run",
+            "task.yaml",
+            "--out",
+            "out",
+            "--input-format",
+            "stream-json",
+        ])
         .current_dir(sandbox.path())
         .env_remove("RUST_LOG")
         .stdin(std::process::Stdio::piped())
@@ -348,7 +367,13 @@ fn a_megabyte_path_is_refused_with_a_sentence() {
     let sandbox = crate::support::Sandbox::with_examples();
     let call = json!({"id": 1, "tool": "Read", "input": {"file_path": "a/".repeat(500_000)}});
     sandbox.write("calls.jsonl", &format!("{call}\n"));
-    let output = sandbox.tollgate(&["check", "--mode", "bypassPermissions", "--calls", "calls.jsonl"]);
+    let output = sandbox.tollgate(&[
+        "check",
+        "--mode",
+        "bypassPermissions",
+        "--calls",
+        "calls.jsonl",
+    ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let line: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(line["decision"], "deny");
@@ -371,8 +396,8 @@ fn every_transcript_event_reads_back_as_the_same_typed_event() {
     let text = quickstart_transcript(&sandbox);
     for line in text.lines() {
         let original: Value = serde_json::from_str(line).unwrap();
-        let typed: tollgate::transcript::RecordedLine = serde_json::from_str(line)
-            .unwrap_or_else(|err| panic!("{err}: {line}"));
+        let typed: tollgate::transcript::RecordedLine =
+            serde_json::from_str(line).unwrap_or_else(|err| panic!("{err}: {line}"));
         let again = tollgate::transcript::TranscriptLine {
             seq: typed.seq,
             time: typed.time.clone(),
@@ -424,7 +449,10 @@ fn replay_pairs_decisions_by_position_and_refuses_ambiguous_transcripts() {
     let output = sandbox.tollgate(&["replay", "reused.jsonl", "--policy", "wide.yaml"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     let change: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!((change["call"].clone(), change["widened"].clone()), (json!(1), json!(true)));
+    assert_eq!(
+        (change["call"].clone(), change["widened"].clone()),
+        (json!(1), json!(true))
+    );
     // Two undecided calls with one id: which decision is whose cannot be known.
     let ambiguous = replay_lines(
         started,
