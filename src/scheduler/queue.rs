@@ -152,7 +152,10 @@ pub fn read_input(queue: &MessageQueue, mut input: impl BufRead) {
                 .and_then(parse_input_line)
         };
         match parsed {
-            Ok(Some(text)) => queue.push(text),
+            Ok(Some(text)) => {
+                queue.push(text);
+                tracing::info!("queued the user message of stdin line {number}");
+            }
             Ok(None) => {}
             Err(reason) => {
                 queue.skip(number, reason.clone());
