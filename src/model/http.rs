@@ -1,6 +1,8 @@
 //! The HTTP side shared by the real providers: one streaming POST with its timeouts (connect,
 //! first event, idle gap, whole request), retried as `retry.rs` says; the API's SSE events go
-//! to a per-API parser. The API key is held here and never printed.
+//! to a per-API parser, and a body that is no event stream is read for the provider's own
+//! message. A whole response is checked once more (unique tool_use ids) before it is
+//! returned. The API key is held here and never printed.
 
 use std::fmt;
 use std::time::Duration;
