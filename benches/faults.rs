@@ -166,6 +166,7 @@ fn policy(n: usize) {
         },
     )
     .unwrap_or_else(|err| panic!("{err}"));
+    let parsed = started.elapsed().as_secs_f64();
     let rules = RuleSet::from_policy(&policy);
     let load = started.elapsed().as_secs_f64();
     let memory = peak_rss_mb() - before;
@@ -208,8 +209,9 @@ fn policy(n: usize) {
     }
     let per_decision = started.elapsed().as_secs_f64() / (rounds * paths.len()) as f64;
     println!(
-        "policy: {n} path rules: load {:.2} s, +{:.0} MB peak RSS, {:.1} µs a decision",
+        "policy: {n} path rules: load {:.2} s (YAML and rule parsing {:.2} s), +{:.0} MB peak RSS, {:.1} µs a decision",
         load,
+        parsed,
         memory,
         per_decision * 1e6
     );

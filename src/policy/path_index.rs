@@ -26,6 +26,11 @@ struct PathGroup {
     rules: Vec<usize>,
 }
 
+/// Globs compiled into one set at most. A set's regex compiles in time and memory that grow
+/// faster than its size, so large groups are split: load stays linear in the rules, and a
+/// decision asks one small set per chunk.
+const GLOBS_PER_SET: usize = 512;
+
 /// Rules share a glob set when they share all of these.
 type GroupKey<'a> = (RuleKind, &'a ToolName, &'a Anchor);
 
@@ -54,7 +59,7 @@ impl PathIndex {
         }
         let mut groups = Vec::new();
         for ((kind, tool, anchor), globs) in keyed {
-            for (matcher, rules) in compile(&globs) {
+            for (matcher, rules) in globs.chunks(GLOBS_PER_SET).flat_map(compile) {
                 groups.push(PathGroup {
                     kind,
                     tool: tool.clone(),
