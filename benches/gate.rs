@@ -52,6 +52,7 @@ fn gate(c: &mut Criterion) {
     let rules = RuleSet::from_policy(&policy);
     let workspace = Workspace::new(root.to_path_buf(), vec![], None);
     let ctx = PermissionContext {
+        auto_allow_bash: false,
         mode: PermissionMode::DontAsk,
         rules: &rules,
         workspace: &workspace,

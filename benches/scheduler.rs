@@ -92,7 +92,9 @@ fn context() -> (ToolContext, AbortHandle) {
         limits: ToolLimits::default(),
         abort,
         files: FileStateCache::default(),
+        command_env: tollgate::exec::RunEnv::new(&Default::default()).model,
         progress: None,
+        sandbox: None,
     };
     (ctx, handle)
 }

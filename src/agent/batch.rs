@@ -62,6 +62,11 @@ impl<'r, 'a> TurnHost<'r, 'a> {
     async fn gate(&mut self, call: &Call, tool: Arc<dyn Tool>) -> Result<Admission, AgentError> {
         let run = &mut *self.run;
         let ctx = PermissionContext {
+            auto_allow_bash: run
+                .ctx
+                .sandbox
+                .as_ref()
+                .is_some_and(|s| s.auto_allow_bash()),
             mode: run.spec.mode,
             rules: &run.spec.rules,
             workspace: &run.spec.workspace,

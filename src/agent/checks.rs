@@ -1,21 +1,39 @@
 //! The task author's checks, run after the agent stops: plain shell commands in the workdir
 //! with the author's full environment. They are not gated: the model did not write them.
+//! With `sandbox.checks: true` they run in the OS sandbox too (its scrubbed environment).
 //! A failing check with `retry.feed_back` sends its output back to the model.
 
 use std::path::Path;
 use std::time::Instant;
 
 use super::{AgentError, CheckRecord, Loop};
+use crate::exec::ChildEnv;
+use crate::sandbox::Sandbox;
 use crate::task::Check;
-use crate::tools::{AbortSignal, ShellEnding, run_shell};
+use crate::tools::{AbortSignal, ShellEnding, ShellEnv, run_shell};
 use crate::transcript::{CheckOutcome, Event};
 
 /// Output of a check kept in the transcript and reports.
 const CHECK_OUTPUT_CHARS: usize = 20_000;
 
-pub async fn run_check(check: &Check, workdir: &Path, abort: &AbortSignal) -> CheckOutcome {
+pub async fn run_check(
+    check: &Check,
+    workdir: &Path,
+    env: &ChildEnv,
+    abort: &AbortSignal,
+    sandbox: Option<&Sandbox>,
+) -> CheckOutcome {
     let started = Instant::now();
-    let run = run_shell(&check.run, workdir, check.timeout, abort, false, None).await;
+    let run = run_shell(
+        &check.run,
+        workdir,
+        check.timeout,
+        abort,
+        ShellEnv::Author(env),
+        None,
+        sandbox,
+    )
+    .await;
     let (exit_code, output) = match run {
         Ok(run) => {
             let note = match run.ending {
@@ -71,7 +89,15 @@ pub(super) async fn run_round(
         let first_attempt = last_attempt(records, &check.name) + 1;
         loop {
             let attempt = last_attempt(records, &check.name) + 1;
-            let outcome = run_check(check, &spec.workspace.workdir, abort).await;
+            let sandbox = run.ctx.sandbox.as_deref().filter(|s| s.confines_checks());
+            let outcome = run_check(
+                check,
+                &spec.workspace.workdir,
+                &spec.env.checks,
+                abort,
+                sandbox,
+            )
+            .await;
             run.emit(Event::CheckResult {
                 name: check.name.clone(),
                 run: check.run.clone(),

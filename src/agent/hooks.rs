@@ -38,6 +38,11 @@ pub(super) async fn pre_tool_use(
         return Ok((refusal(decision, reason), input));
     }
     let ctx = PermissionContext {
+        auto_allow_bash: run
+            .ctx
+            .sandbox
+            .as_ref()
+            .is_some_and(|s| s.auto_allow_bash()),
         mode: run.spec.mode,
         rules: &run.spec.rules,
         workspace: &run.spec.workspace,
@@ -113,7 +118,14 @@ async fn hooks(
         tool_use_id: id,
         tool_response: response,
     };
-    let report = run_hooks(&run.spec.hooks, event, &hook_input, &run.ctx.abort).await;
+    let report = run_hooks(
+        &run.spec.hooks,
+        event,
+        &hook_input,
+        &run.spec.env.hooks,
+        &run.ctx.abort,
+    )
+    .await;
     if !report.runs.is_empty() {
         run.emit(Event::HookRun {
             id: id.to_string(),

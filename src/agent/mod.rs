@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use budget::Budget;
 pub use checks::millis;
 
+use crate::exec::RunEnv;
 use crate::exit::ExitCode;
 use crate::hooks::Hook;
 use crate::model::{
@@ -28,6 +29,7 @@ use crate::out_dir::OutDirLock;
 use crate::policy::{PermissionDecision, PermissionMode, RuleSet, Workspace};
 use crate::redact::Redactor;
 use crate::results::ResultStore;
+use crate::sandbox::{ProxyConnection, Sandbox, SandboxError, SandboxSpec, SandboxStatus};
 use crate::scheduler::{BatchEnd, Call, MessageQueue, QueuedInput, run_batch};
 use crate::task::{Check, FailOnSet, Task};
 use crate::tools::{AbortReason, AbortSignal, FileStateCache, Tool, ToolContext, ToolLimits};
@@ -56,10 +58,14 @@ pub struct RunSpec {
     pub fail_on: FailOnSet,
     /// Applied to everything the run writes.
     pub redactor: Arc<Redactor>,
+    /// The environments of the commands and hooks the run starts (no secrets in them).
+    pub env: RunEnv,
     /// User messages arriving while the run is busy (`--input-format stream-json`).
     pub queue: Option<MessageQueue>,
     /// Where events are streamed as they happen (`--output-format json|stream-json`).
     pub stream: Option<StreamOutput>,
+    /// The OS sandbox Bash commands run in, checked by the preflight.
+    pub sandbox: Option<SandboxSpec>,
 }
 
 /// A refused call, as reports list it.
@@ -102,6 +108,10 @@ pub struct RunReport {
     pub fail_on: FailOnSet,
     pub task_file: PathBuf,
     pub workdir: PathBuf,
+    /// What the sandbox enforced, when the policy turned it on.
+    pub sandbox: Option<SandboxStatus>,
+    /// Connections the sandbox's proxy refused.
+    pub network_refusals: Vec<ProxyConnection>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -112,6 +122,8 @@ pub enum AgentError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
 }
 
 const SYSTEM_PROMPT: &str = "You are a coding agent run by tollgate, unattended, in a CI job. \
@@ -159,6 +171,7 @@ struct Loop<'a> {
     deadline: Option<Instant>,
     /// Refusals since the last allowed call.
     consecutive_denials: u32,
+    network_refusals: Vec<ProxyConnection>,
 }
 
 impl Loop<'_> {
@@ -190,12 +203,21 @@ pub async fn run(
         })?
         .redacting(spec.redactor.clone())
         .streaming(spec.stream.take());
+    let sandbox_status = spec.sandbox.as_ref().map(|sandbox| sandbox.status.clone());
+    let sandbox = match spec.sandbox.take() {
+        Some(sandbox) => Some(Arc::new(
+            Sandbox::start(sandbox, &spec.workspace, &spec.run_id).await?,
+        )),
+        None => None,
+    };
     let ctx = ToolContext {
         workspace: spec.workspace.clone(),
         limits: spec.limits,
         abort: abort.clone(),
         files: FileStateCache::default(),
+        command_env: spec.env.model.clone(),
         progress: None,
+        sandbox,
     };
     let model = ModelSummary {
         provider: spec.task.model.provider.to_string(),
@@ -216,6 +238,7 @@ pub async fn run(
         ),
         deadline: spec.task.limits.timeout.map(|limit| started + limit),
         consecutive_denials: 0,
+        network_refusals: Vec::new(),
     };
     run.emit(Event::RunStarted {
         run_id: spec.run_id.clone(),
@@ -225,7 +248,7 @@ pub async fn run(
             file: spec.task.file.clone(),
         },
         mode: spec.mode,
-        policy: spec.policy_summary.clone(),
+        policy: Box::new(spec.policy_summary.clone()),
         model: model.clone(),
         workdir: spec.workspace.workdir.clone(),
         tools: spec
@@ -234,6 +257,7 @@ pub async fn run(
             .map(|tool| tool.name().to_string())
             .collect(),
         max_turns: spec.max_turns,
+        sandbox: sandbox_status.clone(),
     })?;
 
     // Checks with `retry.feed_back` send their failures back to the model and the
@@ -317,6 +341,8 @@ pub async fn run(
         fail_on: spec.fail_on.clone(),
         task_file: spec.task.file.clone(),
         workdir: spec.workspace.workdir.clone(),
+        sandbox: sandbox_status,
+        network_refusals: run.network_refusals,
     })
 }
 
@@ -471,6 +497,7 @@ async fn conversation(
         .await?;
         let stopped = host.stopped.take();
         let mut results = std::mem::take(&mut host.results);
+        record_network(run)?;
         match end {
             BatchEnd::Complete => results.extend(drain_queue(run, Disposition::Drained)?),
             // Completed results are kept; the queued message follows them and gives the
@@ -497,6 +524,21 @@ async fn conversation(
             return Ok((Outcome::DenialLimit, None, Some(why)));
         }
     }
+}
+
+/// The connections the sandbox's proxy saw during the batch, as transcript events; refused
+/// ones are kept for SARIF.
+fn record_network(run: &mut Loop<'_>) -> Result<(), AgentError> {
+    let Some(sandbox) = run.ctx.sandbox.clone() else {
+        return Ok(());
+    };
+    for connection in sandbox.take_proxy_log() {
+        if !connection.allowed {
+            run.network_refusals.push(connection.clone());
+        }
+        run.emit(Event::NetworkConnection { connection })?;
+    }
+    Ok(())
 }
 
 /// The queued messages as text blocks for the next user message, each recorded with where

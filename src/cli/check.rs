@@ -11,13 +11,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::CheckArgs;
-use super::setup::{Gate, canonical_dir};
 use crate::config::serde_name;
 use crate::exit::ExitCode;
 use crate::policy::{
     self, Decision, Layer, PermissionContext, PermissionDecision, PolicySource, Step, ToolName,
     TraceStep,
 };
+use crate::session::{PolicyInForce, canonical_dir};
 use crate::tools::{Tool, builtin};
 
 #[derive(Debug, Serialize)]
@@ -62,7 +62,7 @@ struct CallLine {
 pub fn check(args: CheckArgs) -> Result<ExitCode> {
     let workdir = canonical_dir(args.workdir.as_deref().unwrap_or(Path::new(".")), "workdir")?;
     let flags = args.rules.sources(args.policy.as_deref());
-    let gate = Gate::load(flags, workdir, args.mode)?;
+    let gate = PolicyInForce::load(flags, workdir, args.mode)?;
     let ctx = gate.context();
     let sources = &gate.sources;
     let mut tools = ToolCache::default();

@@ -5,7 +5,6 @@ mod check;
 mod policy;
 mod replay;
 mod run;
-mod setup;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -245,8 +244,11 @@ struct RuleFlags {
 }
 
 impl RuleFlags {
-    fn sources<'a>(&'a self, policy: Option<&'a std::path::Path>) -> setup::SourceFlags<'a> {
-        setup::SourceFlags {
+    fn sources<'a>(
+        &'a self,
+        policy: Option<&'a std::path::Path>,
+    ) -> crate::session::SourceFlags<'a> {
+        crate::session::SourceFlags {
             policy,
             allow: &self.allow,
             deny: &self.deny,
@@ -256,6 +258,9 @@ impl RuleFlags {
 }
 
 pub fn main() -> std::process::ExitCode {
+    // First of all, while the process has one thread: after this no command the model starts
+    // can read a secret from tollgate's /proc/<pid>/environ.
+    let sealed = crate::exec::seal_process_environment();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -270,6 +275,9 @@ pub fn main() -> std::process::ExitCode {
     // Built before anything can be written, so logs are redacted from the first line.
     let redactor = Arc::new(Redactor::from_env());
     init_logging(redactor.clone());
+    if let Err(err) = sealed {
+        tracing::warn!("cannot clear the environment block /proc shows: {err}");
+    }
     let result = match cli.command {
         Command::Run(args) => run::run(args, redactor.clone()),
         Command::Check(args) => check::check(args),

@@ -2,13 +2,12 @@
 
 use std::path::Path;
 
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 
-use super::setup::{canonical_dir, home_dir, load_policy};
 use super::{PolicyArgs, PolicyCommand};
-use crate::config::serde_name;
 use crate::exit::ExitCode;
-use crate::policy::{Policy, SelfTestOutcome, ToolName, Workspace, lint, run_self_tests};
+use crate::policy::{ToolName, Workspace, lint};
+use crate::session::{canonical_dir, describe_self_test, home_dir, load_policy, self_tests};
 use crate::tools::builtin;
 
 pub fn policy(args: PolicyArgs) -> Result<ExitCode> {
@@ -20,7 +19,7 @@ pub fn policy(args: PolicyArgs) -> Result<ExitCode> {
             let workspace = Workspace::new(workdir, Vec::new(), home);
             let outcomes = self_tests(&policy, &workspace);
             for outcome in &outcomes {
-                println!("{}", describe(outcome));
+                println!("{}", describe_self_test(outcome));
             }
             let failed = outcomes.iter().filter(|o| !o.passed).count();
             println!("{} passed, {failed} failed", outcomes.len() - failed);
@@ -46,51 +45,4 @@ pub fn policy(args: PolicyArgs) -> Result<ExitCode> {
             }
         }
     }
-}
-
-pub fn self_tests(policy: &Policy, workspace: &Workspace) -> Vec<SelfTestOutcome> {
-    let lookup = |name: &str| ToolName::parse(name).as_ref().and_then(builtin);
-    run_self_tests(policy, workspace, &lookup)
-}
-
-pub fn describe(outcome: &SelfTestOutcome) -> String {
-    let test = &outcome.test;
-    let verdict = if outcome.passed { "ok  " } else { "FAIL" };
-    let expected = serde_name(&test.expect);
-    let how = match &outcome.got {
-        Ok(decision) => {
-            let step = serde_name(&decision.step);
-            let rule = decision
-                .rule
-                .as_ref()
-                .map(|rule| format!(", rule {} at {}", rule.rule, rule.source))
-                .unwrap_or_default();
-            format!(" at step {step}{rule}: {}", decision.reason)
-        }
-        Err(_) => String::new(),
-    };
-    format!(
-        "{verdict} {} ({}): {} {} — expected {expected}, got {}{how}",
-        test.name,
-        test.source,
-        test.tool,
-        test.input,
-        outcome.got_label()
-    )
-}
-
-/// Runs every source's self-tests; the first failure refuses the run.
-pub fn require_self_tests(policies: &[&Policy], workspace: &Workspace) -> Result<()> {
-    for policy in policies {
-        if let Some(failed) = self_tests(policy, workspace)
-            .into_iter()
-            .find(|o| !o.passed)
-        {
-            return Err(anyhow!(
-                "policy self-test failed, refusing to start: {}",
-                describe(&failed)
-            ));
-        }
-    }
-    Ok(())
 }

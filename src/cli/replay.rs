@@ -12,9 +12,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::ReplayArgs;
-use super::setup::{Gate, canonical_dir};
 use crate::exit::ExitCode;
 use crate::policy::{self, Decision, PermissionContext, PermissionDecision, Step};
+use crate::session::{PolicyInForce, canonical_dir};
 use crate::tools::builtin;
 use crate::transcript::{Event, RecordedLine};
 
@@ -74,7 +74,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         _ => canonical_dir(Path::new("."), "workdir")?,
     };
     let flags = args.rules.sources(args.policy.as_deref());
-    let gate = Gate::load(flags, workdir, args.mode.or(recorded_mode))?;
+    let gate = PolicyInForce::load(flags, workdir, args.mode.or(recorded_mode))?;
     let mode = gate.mode;
     let mut replayer = Replayer {
         ctx: gate.context(),

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::config::HookEvent;
-use super::run::{Captured, Ending, ProcessRun};
+use crate::exec::{Captured, Ending, ExecOutcome};
 
 /// One hook's own answer, before aggregation. Reasons are the hook's words, unprefixed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,13 +81,13 @@ fn stderr_suffix(stderr: &str) -> String {
 /// Reads a finished hook process: exit 0 is its JSON (or no opinion), exit 2 a deny with
 /// stderr as the reason, anything else an error.
 pub(super) fn interpret(
-    run: &ProcessRun,
+    run: &ExecOutcome,
     event: HookEvent,
     timeout_secs: u64,
 ) -> Result<HookAnswer, HookError> {
     match run.ending {
         Ending::TimedOut => Err(HookError::TimedOut(timeout_secs)),
-        Ending::Aborted => Err(HookError::Aborted),
+        Ending::Cancelled => Err(HookError::Aborted),
         Ending::Exited { code: Some(0), .. } => parse_stdout(&run.stdout, event),
         Ending::Exited { code: Some(2), .. } => {
             let stderr = run.stderr.text.trim();
@@ -263,8 +263,8 @@ mod tests {
     use pretty_assertions::assert_eq;
     use serde_json::json;
 
-    fn exited(code: i32, stdout: &str, stderr: &str) -> ProcessRun {
-        ProcessRun {
+    fn exited(code: i32, stdout: &str, stderr: &str) -> ExecOutcome {
+        ExecOutcome {
             ending: Ending::Exited {
                 code: Some(code),
                 signal: None,
@@ -272,10 +272,12 @@ mod tests {
             stdout: Captured {
                 text: stdout.into(),
                 complete: true,
+                dropped_bytes: 0,
             },
             stderr: Captured {
                 text: stderr.into(),
                 complete: true,
+                dropped_bytes: 0,
             },
         }
     }

@@ -4,7 +4,6 @@
 
 mod answer;
 mod config;
-mod run;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -18,8 +17,12 @@ pub use config::{
     merge_hooks,
 };
 
+use crate::exec::{self, ChildEnv, Ending, ExecRequest, Stdin};
 use crate::tools::{AbortSignal, truncate_middle};
-use run::{Invocation, run_process};
+
+/// Output kept per stream. A hook's answer is a small JSON object; anything longer is a bug
+/// in the hook, and is reported as such rather than parsed from a cut-off prefix.
+const HOOK_CAPTURE_BYTES: usize = 1024 * 1024;
 
 /// What every hook for one call is told (serialised to its stdin).
 #[derive(Debug, Clone, Copy)]
@@ -122,6 +125,7 @@ pub async fn run_hooks(
     hooks: &[Hook],
     event: HookEvent,
     input: &HookInput<'_>,
+    env: &ChildEnv,
     abort: &AbortSignal,
 ) -> HookReport {
     let matching: Vec<&Hook> = hooks
@@ -145,6 +149,7 @@ pub async fn run_hooks(
             event,
             input.cwd.to_path_buf(),
             stdin.clone(),
+            env.with("TOLLGATE_HOOK_EVENT", event.as_str()),
             abort.clone(),
         );
         tasks.spawn(async move { (index, run.await) });
@@ -181,6 +186,7 @@ async fn run_one(
     event: HookEvent,
     cwd: PathBuf,
     stdin: Vec<u8>,
+    env: ChildEnv,
     abort: AbortSignal,
 ) -> HookRun {
     let started = Instant::now();
@@ -188,18 +194,23 @@ async fn run_one(
     let (result, exit_code, stderr) = if abort.is_aborted() {
         (Err(HookError::Aborted), None, String::new())
     } else {
-        let invocation = Invocation {
-            command: &hook.spec.command,
-            cwd: &cwd,
-            env: &[("TOLLGATE_HOOK_EVENT", event.as_str())],
-            stdin,
-            timeout: Duration::from_secs(timeout_secs),
-        };
-        match run_process(invocation, &abort).await {
+        let mut request = ExecRequest::bash(
+            &hook.spec.command,
+            cwd,
+            env,
+            Duration::from_secs(timeout_secs),
+        );
+        request.stdin = Stdin::Bytes(stdin);
+        request.capture.max_bytes = HOOK_CAPTURE_BYTES;
+        match exec::run(request, async {
+            abort.aborted().await;
+        })
+        .await
+        {
             Ok(process) => {
                 let exit_code = match process.ending {
-                    run::Ending::Exited { code, .. } => code,
-                    run::Ending::TimedOut | run::Ending::Aborted => None,
+                    Ending::Exited { code, .. } => code,
+                    Ending::TimedOut | Ending::Cancelled => None,
                 };
                 let result = answer::interpret(&process, event, timeout_secs);
                 (result, exit_code, process.stderr.text)

@@ -68,7 +68,7 @@ impl Fixture {
 
     async fn run(&self, hooks: &[Hook], event: HookEvent, tool_name: &str) -> HookReport {
         let (_handle, abort) = AbortHandle::new();
-        run_hooks(hooks, event, &self.input(tool_name), &abort).await
+        run_hooks(hooks, event, &self.input(tool_name), &hook_env(), &abort).await
     }
 
     async fn pre(&self, hooks: &[Hook]) -> HookReport {
@@ -444,7 +444,7 @@ async fn abort_stops_running_hooks_and_denies() {
             tool_use_id: "t1",
             tool_response: None,
         };
-        run_hooks(&[hook], HookEvent::PreToolUse, &input, &abort).await
+        run_hooks(&[hook], HookEvent::PreToolUse, &input, &hook_env(), &abort).await
     });
     // Opening the fifo for reading returns once the hook has opened it for writing.
     let line = tokio::task::spawn_blocking(move || std::fs::read_to_string(fifo).unwrap())
@@ -463,7 +463,14 @@ async fn abort_stops_running_hooks_and_denies() {
     let marker = fx.hook("never.sh", "touch never.ran");
     let (handle, abort) = AbortHandle::new();
     handle.abort(AbortReason::Terminate);
-    let report = run_hooks(&[marker], HookEvent::PreToolUse, &fx.input("Bash"), &abort).await;
+    let report = run_hooks(
+        &[marker],
+        HookEvent::PreToolUse,
+        &fx.input("Bash"),
+        &hook_env(),
+        &abort,
+    )
+    .await;
     assert!(matches!(report.verdict, HookVerdict::Deny { .. }));
     assert!(!fx.path("never.ran").exists());
 }
@@ -590,7 +597,7 @@ async fn cancelling_run_hooks_kills_what_the_hooks_started() {
             tool_use_id: "t1",
             tool_response: None,
         };
-        run_hooks(&[hook], HookEvent::PreToolUse, &input, &abort).await
+        run_hooks(&[hook], HookEvent::PreToolUse, &input, &hook_env(), &abort).await
     });
     let fifo = fx.path("started.fifo");
     let line = tokio::task::spawn_blocking(move || std::fs::read_to_string(fifo).unwrap())
@@ -605,4 +612,8 @@ async fn cancelling_run_hooks_kills_what_the_hooks_started() {
         "the hook's background process outlived the cancelled run: {:?}",
         started.elapsed()
     );
+}
+
+fn hook_env() -> crate::exec::ChildEnv {
+    crate::exec::RunEnv::new(&Default::default()).hooks
 }

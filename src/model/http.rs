@@ -146,9 +146,13 @@ impl HttpTransport {
             reqwest::header::ACCEPT,
             HeaderValue::from_static("text/event-stream"),
         );
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(settings.timeouts.connect)
-            .user_agent(concat!("tollgate/", env!("CARGO_PKG_VERSION")))
+            .user_agent(concat!("tollgate/", env!("CARGO_PKG_VERSION")));
+        if settings.base_url.starts_with("http://") {
+            builder = builder.tls_backend_preconfigured(trusting_nothing()?);
+        }
+        let client = builder
             .build()
             .map_err(|err| ProviderError::Setup(format!("cannot build the HTTP client: {err}")))?;
         Ok(HttpTransport {
@@ -452,6 +456,19 @@ fn html_title(body: &str) -> Option<String> {
     let start = lower.find("<title>")? + "<title>".len();
     let end = start + lower[start..].find("</title>")?;
     Some(format!("HTML page \"{}\"", body[start..end].trim()))
+}
+
+/// TLS that trusts no certificate, for a plain-http base URL: no TLS connection is made
+/// then, and building reqwest's default verifier would load the system certificate store,
+/// a third of a run's start-up. A redirect to https fails verification instead of
+/// connecting.
+fn trusting_nothing() -> Result<rustls::ClientConfig, ProviderError> {
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|err| ProviderError::Setup(format!("cannot set up TLS: {err}")))?
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth())
 }
 
 /// rustls without a bundled provider needs one chosen once per process; ring keeps the build

@@ -219,7 +219,38 @@ pub enum Provider {
     OpenAi(OpenAiModel),
 }
 
+/// A provider's resolved settings: what `Provider::new` builds from (the key already read
+/// from the environment, the base URL chosen).
+#[derive(Debug, Clone)]
+pub enum ProviderConfig {
+    /// The replies, in order: tests and offline demos.
+    Scripted(Vec<Vec<ScriptedBlock>>),
+    Anthropic {
+        http: HttpSettings,
+        name: String,
+        thinking_budget: Option<u32>,
+    },
+    OpenAi {
+        http: HttpSettings,
+        name: String,
+    },
+}
+
 impl Provider {
+    pub fn new(config: ProviderConfig) -> Result<Provider, ProviderError> {
+        Ok(match config {
+            ProviderConfig::Scripted(script) => Provider::Scripted(ScriptedModel::new(script)),
+            ProviderConfig::Anthropic {
+                http,
+                name,
+                thinking_budget,
+            } => Provider::Anthropic(AnthropicModel::new(http, name, thinking_budget)?),
+            ProviderConfig::OpenAi { http, name } => {
+                Provider::OpenAi(OpenAiModel::new(http, name)?)
+            }
+        })
+    }
+
     /// One request. Retries happen inside and are announced on `events` as they start.
     pub async fn complete(
         &mut self,

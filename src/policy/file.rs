@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
@@ -12,26 +13,114 @@ use super::mode::PermissionMode;
 use super::rule::{Rule, RuleKind};
 use crate::config::{self, ConfigError, SourceLocation};
 use crate::hooks::{Hook, HookList};
+use crate::sandbox::{SandboxBlock, SandboxConfig};
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PolicyFile {
-    #[serde(default)]
-    permissions: PermissionsBlock,
-    /// Claude Code's `allowManagedPermissionRulesOnly`.
-    #[serde(default, alias = "allowManagedPermissionRulesOnly")]
-    managed_only: bool,
-    #[serde(default)]
-    disable_bypass_mode: bool,
-    #[serde(default)]
-    disable_auto_mode: bool,
-    #[serde(default)]
-    tests: Vec<Spanned<PolicyTestFile>>,
-    #[serde(default)]
-    hooks: HookList,
-    /// Claude Code's `allowManagedHooksOnly`.
-    #[serde(default, alias = "allowManagedHooksOnly")]
-    managed_hooks_only: bool,
+/// Declares `PolicyFile` with tollgate's own keys plus the Claude Code settings keys that a
+/// user's `settings.json` may carry and tollgate does not use: those load, are ignored, and
+/// are named in `run_started`; any other unknown key is still an error with its location.
+macro_rules! policy_file {
+    ($($claude_key:literal => $field:ident,)*) => {
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct PolicyFile {
+            #[serde(default)]
+            permissions: PermissionsBlock,
+            /// Claude Code's `allowManagedPermissionRulesOnly`.
+            #[serde(default, alias = "allowManagedPermissionRulesOnly")]
+            managed_only: Option<Spanned<bool>>,
+            #[serde(default)]
+            disable_bypass_mode: bool,
+            #[serde(default)]
+            disable_auto_mode: bool,
+            #[serde(default)]
+            tests: Vec<Spanned<PolicyTestFile>>,
+            #[serde(default)]
+            hooks: HookList,
+            /// Claude Code's `allowManagedHooksOnly`.
+            #[serde(default, alias = "allowManagedHooksOnly")]
+            managed_hooks_only: Option<Spanned<bool>>,
+            /// Modes a lower source may choose (managed policy only).
+            #[serde(default)]
+            allowed_modes: Option<Spanned<Vec<Spanned<String>>>>,
+            /// What lower sources may still add under `managed_only` (managed policy only).
+            #[serde(default)]
+            lower_sources_may_add: Option<Spanned<Vec<LowerGrant>>>,
+            #[serde(default)]
+            sandbox: Option<SandboxBlock>,
+            $(
+                #[serde(default, rename = $claude_key)]
+                $field: Option<IgnoredAny>,
+            )*
+        }
+
+        impl PolicyFile {
+            /// The Claude Code keys present, which tollgate ignores.
+            fn ignored_claude_code_keys(&self) -> Vec<String> {
+                let mut keys = Vec::new();
+                $(
+                    if self.$field.is_some() {
+                        keys.push($claude_key.to_string());
+                    }
+                )*
+                keys
+            }
+        }
+    };
+}
+
+policy_file! {
+    "$schema" => schema,
+    "apiKeyHelper" => api_key_helper,
+    "awsAuthRefresh" => aws_auth_refresh,
+    "awsCredentialExport" => aws_credential_export,
+    "cleanupPeriodDays" => cleanup_period_days,
+    "companyAnnouncements" => company_announcements,
+    "env" => env,
+    "forceLoginMethod" => force_login_method,
+    "forceLoginOrgUUID" => force_login_org_uuid,
+    "includeCoAuthoredBy" => include_co_authored_by,
+    "includeGitInstructions" => include_git_instructions,
+    "attribution" => attribution,
+    "model" => model,
+    "availableModels" => available_models,
+    "effortLevel" => effort_level,
+    "alwaysThinkingEnabled" => always_thinking_enabled,
+    "outputStyle" => output_style,
+    "statusLine" => status_line,
+    "spinnerTipsEnabled" => spinner_tips_enabled,
+    "theme" => theme,
+    "editorMode" => editor_mode,
+    "preferredNotifChannel" => preferred_notif_channel,
+    "language" => language,
+    "autoUpdatesChannel" => auto_updates_channel,
+    "enableAllProjectMcpServers" => enable_all_project_mcp_servers,
+    "enabledMcpjsonServers" => enabled_mcpjson_servers,
+    "disabledMcpjsonServers" => disabled_mcpjson_servers,
+    "allowedMcpServers" => allowed_mcp_servers,
+    "deniedMcpServers" => denied_mcp_servers,
+    "enabledPlugins" => enabled_plugins,
+    "extraKnownMarketplaces" => extra_known_marketplaces,
+    "disableAllHooks" => disable_all_hooks,
+    "otelHeadersHelper" => otel_headers_helper,
+    "respectGitignore" => respect_gitignore,
+    "plansDirectory" => plans_directory,
+}
+
+/// What a managed policy lets lower sources add although it is `managed_only`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LowerGrant {
+    Hooks,
+    AdditionalDirectories,
+}
+
+/// A key only a managed policy may set, where a file wrote it (so a lower file that does is
+/// refused with this location instead of being believed in force).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManagedKey {
+    pub key: &'static str,
+    pub line: u64,
+    pub column: u64,
 }
 
 /// A `permissions:` block, in a policy file or a task file.
@@ -99,16 +188,79 @@ pub struct Policy {
     pub hooks: Vec<Hook>,
     /// Only the managed policy's hooks run (meaningful in a managed policy only).
     pub managed_hooks_only: bool,
+    /// The modes a lower source may choose; `None`: the default rule (see `policy::authority`).
+    pub allowed_modes: Option<Vec<PermissionMode>>,
+    pub lower_may_add: Vec<LowerGrant>,
+    /// Managed-only keys this file wrote, with their locations.
+    pub managed_keys: Vec<ManagedKey>,
+    /// Claude Code settings keys present and ignored.
+    pub ignored_keys: Vec<String>,
+    /// The `sandbox:` block, if the file has one.
+    pub sandbox: Option<SandboxConfig>,
 }
 
 impl Policy {
     pub fn parse(text: &str, origin: PolicyOrigin) -> Result<Policy, ConfigError> {
-        let parsed: PolicyFile = config::parse(text, origin.file)?;
-        let mut policy = Policy::from_block(parsed.permissions, origin)?;
-        policy.managed_only = parsed.managed_only;
+        let mut parsed: PolicyFile = config::parse(text, origin.file)?;
+        let ignored_keys = parsed.ignored_claude_code_keys();
+        let permissions = std::mem::take(&mut parsed.permissions);
+        let mut policy = Policy::from_block(permissions, origin)?;
+        policy.ignored_keys = ignored_keys;
+        let mut mark = |key, line, column| {
+            policy.managed_keys.push(ManagedKey { key, line, column });
+        };
+        if let Some(spanned) = &parsed.managed_only {
+            mark(
+                "managed_only",
+                spanned.referenced.line(),
+                spanned.referenced.column(),
+            );
+        }
+        if let Some(spanned) = &parsed.managed_hooks_only {
+            mark(
+                "managed_hooks_only",
+                spanned.referenced.line(),
+                spanned.referenced.column(),
+            );
+        }
+        if let Some(spanned) = &parsed.allowed_modes {
+            mark(
+                "allowed_modes",
+                spanned.referenced.line(),
+                spanned.referenced.column(),
+            );
+        }
+        if let Some(spanned) = &parsed.lower_sources_may_add {
+            mark(
+                "lower_sources_may_add",
+                spanned.referenced.line(),
+                spanned.referenced.column(),
+            );
+        }
+        policy.managed_only = parsed.managed_only.is_some_and(|spanned| spanned.value);
         policy.disable_bypass |= parsed.disable_bypass_mode;
         policy.disable_auto = parsed.disable_auto_mode;
-        policy.managed_hooks_only = parsed.managed_hooks_only;
+        policy.managed_hooks_only = parsed
+            .managed_hooks_only
+            .is_some_and(|spanned| spanned.value);
+        policy.lower_may_add = parsed
+            .lower_sources_may_add
+            .map(|spanned| spanned.value)
+            .unwrap_or_default();
+        policy.allowed_modes = parsed
+            .allowed_modes
+            .map(|spanned| {
+                spanned
+                    .value
+                    .iter()
+                    .map(|mode| parse_mode(mode, origin.file))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?;
+        policy.sandbox = parsed
+            .sandbox
+            .map(|block| block.into_config(origin.file))
+            .transpose()?;
         policy.hooks = parsed
             .hooks
             .0
@@ -167,16 +319,7 @@ impl Policy {
         }
         let default_mode = block
             .default_mode
-            .map(|spanned| {
-                spanned.value.parse::<PermissionMode>().map_err(|err| {
-                    ConfigError::new(
-                        file,
-                        spanned.referenced.line(),
-                        spanned.referenced.column(),
-                        err.to_string(),
-                    )
-                })
-            })
+            .map(|spanned| parse_mode(&spanned, file))
             .transpose()?;
         let disable_bypass = match block.disable_bypass_permissions_mode {
             None => false,
@@ -209,6 +352,11 @@ impl Policy {
             tests: Vec::new(),
             hooks: Vec::new(),
             managed_hooks_only: false,
+            allowed_modes: None,
+            lower_may_add: Vec::new(),
+            managed_keys: Vec::new(),
+            ignored_keys: Vec::new(),
+            sandbox: None,
         })
     }
 
@@ -244,8 +392,24 @@ impl Policy {
             tests: Vec::new(),
             hooks: Vec::new(),
             managed_hooks_only: false,
+            allowed_modes: None,
+            lower_may_add: Vec::new(),
+            managed_keys: Vec::new(),
+            ignored_keys: Vec::new(),
+            sandbox: None,
         })
     }
+}
+
+fn parse_mode(spanned: &Spanned<String>, file: &Path) -> Result<PermissionMode, ConfigError> {
+    spanned.value.parse::<PermissionMode>().map_err(|err| {
+        ConfigError::new(
+            file,
+            spanned.referenced.line(),
+            spanned.referenced.column(),
+            err.to_string(),
+        )
+    })
 }
 
 fn resolve_dir(entry: &str, policy_dir: &Path, home: Option<&Path>) -> PathBuf {
@@ -326,6 +490,71 @@ mod tests {
                 .iter()
                 .any(|r| r.tool == ToolName::Other("WebSearch".into()))
         );
+    }
+
+    /// The shape Claude Code's documentation shows for `settings.json`: keys tollgate does
+    /// not use load, are ignored and named; its own keys stay strict.
+    #[test]
+    fn a_whole_claude_code_settings_file_loads() {
+        let settings = r#"{
+  "$schema": "https://json.schemastore.org/claude-code-settings.json",
+  "apiKeyHelper": "/bin/generate_temp_api_key.sh",
+  "cleanupPeriodDays": 20,
+  "env": {"FOO": "bar", "CLAUDE_CODE_ENABLE_TELEMETRY": "1"},
+  "includeCoAuthoredBy": false,
+  "model": "claude-sonnet-4-5",
+  "statusLine": {"type": "command", "command": "~/.claude/statusline.sh"},
+  "outputStyle": "Explanatory",
+  "forceLoginMethod": "claudeai",
+  "enableAllProjectMcpServers": true,
+  "enabledMcpjsonServers": ["memory", "github"],
+  "spinnerTipsEnabled": false,
+  "disableAllHooks": false,
+  "permissions": {
+    "allow": ["Bash(npm run lint)", "Bash(npm run test:*)", "Read(~/.zshrc)"],
+    "deny": ["Bash(curl:*)", "Read(./.env)", "Read(./secrets/**)"],
+    "additionalDirectories": ["../docs/"],
+    "defaultMode": "acceptEdits"
+  },
+  "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo ok"}]}]}
+}"#;
+        let origin = PolicyOrigin {
+            file: Path::new("settings.json"),
+            dir: Path::new("/p"),
+            home: Some(Path::new("/home/u")),
+        };
+        let policy = Policy::parse(settings, origin).unwrap();
+        assert_eq!(policy.rules.len(), 6);
+        assert_eq!(policy.hooks.len(), 1);
+        assert_eq!(policy.default_mode, Some(PermissionMode::AcceptEdits));
+        assert_eq!(
+            policy.ignored_keys,
+            [
+                "$schema",
+                "apiKeyHelper",
+                "cleanupPeriodDays",
+                "env",
+                "forceLoginMethod",
+                "includeCoAuthoredBy",
+                "model",
+                "outputStyle",
+                "statusLine",
+                "spinnerTipsEnabled",
+                "enableAllProjectMcpServers",
+                "enabledMcpjsonServers",
+                "disableAllHooks",
+            ]
+        );
+        assert!(policy.managed_keys.is_empty());
+        // A key neither tollgate nor Claude Code knows is still a located error.
+        let err = parse(
+            "permissions: {allow: [Read]}
+manged_only: true
+",
+        )
+        .unwrap_err();
+        assert_eq!(err.line, 2, "{err}");
+        assert!(err.message.contains("unknown field"), "{err}");
     }
 
     #[test]

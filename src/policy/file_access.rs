@@ -250,6 +250,7 @@ mod tests {
         ];
         for (tool, path, mode, expected) in cases {
             let ctx = PermissionContext {
+                auto_allow_bash: false,
                 mode,
                 rules: &rules,
                 workspace: &workspace,

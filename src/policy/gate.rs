@@ -208,6 +208,11 @@ fn pipeline(
         let reason = format!("{name} is allowed by rule {}", rule.rule);
         return Ok(allow(Step::WholeToolAllow, Layer::Rule, Some(rule), reason));
     }
+    if ctx.auto_allow_bash && name == ToolName::Bash {
+        trace.note("2b", || "sandbox.auto_allow_bash".into(), "allow");
+        let reason = "runs inside the enforced OS sandbox (sandbox.auto_allow_bash)".into();
+        return Ok(allow(Step::WholeToolAllow, Layer::Mode, None, reason));
+    }
     trace.note("3", || "nothing allowed it".into(), "ask");
     Err(PendingAsk {
         step,
@@ -321,6 +326,7 @@ fn auto_fast_path(tool: &dyn Tool, input: &Value, ctx: &PermissionContext) -> Op
         return Some(format!("auto mode fast path: {name} only reads"));
     }
     let as_accept_edits = PermissionContext {
+        auto_allow_bash: false,
         mode: PermissionMode::AcceptEdits,
         ..*ctx
     };
@@ -736,6 +742,7 @@ mod tests {
         {
             let rules = rules(policy);
             let ctx = PermissionContext {
+                auto_allow_bash: false,
                 mode,
                 rules: &rules,
                 workspace: &workspace,
@@ -760,6 +767,7 @@ mod tests {
         let rules = rules("permissions: {}\n");
         let workspace = Workspace::new("/ws".into(), vec![], None);
         let ctx = PermissionContext {
+            auto_allow_bash: false,
             mode: PermissionMode::DontAsk,
             rules: &rules,
             workspace: &workspace,
@@ -797,6 +805,7 @@ mod tests {
         let rules = rules("permissions:\n  allow: [Bash]\n");
         let workspace = Workspace::new("/ws".into(), vec![], None);
         let ctx = PermissionContext {
+            auto_allow_bash: false,
             mode: PermissionMode::DontAsk,
             rules: &rules,
             workspace: &workspace,
@@ -834,6 +843,7 @@ mod tests {
         let rules = rules("permissions: {}\n");
         let workspace = Workspace::new("/ws".into(), vec![], None);
         let ctx = PermissionContext {
+            auto_allow_bash: false,
             mode: PermissionMode::DontAsk,
             rules: &rules,
             workspace: &workspace,
@@ -895,6 +905,7 @@ mod tests {
         let root = dir.path().canonicalize().unwrap();
         let workspace = Workspace::new(root.clone(), vec![], None);
         let ctx = PermissionContext {
+            auto_allow_bash: false,
             mode: PermissionMode::Auto,
             rules: &rules,
             workspace: &workspace,

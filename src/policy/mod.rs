@@ -1,6 +1,7 @@
 //! The permission layer (S4): rules and their sources, modes, guardrails and the gate's
 //! pipeline. Pure: takes values, returns decisions; never reads files or runs anything.
 
+mod authority;
 mod decision;
 mod file;
 mod file_access;
@@ -16,10 +17,13 @@ mod self_test;
 mod tool_name;
 mod workspace;
 
+pub use authority::{
+    AuthorityError, lower_may_add, refuse_disabled, refuse_managed_keys_below, resolve_mode,
+};
 pub use decision::{
     AskCause, Decision, DenialCounts, Layer, PermissionDecision, RuleRef, Step, ToolCheck,
 };
-pub use file::{PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
+pub use file::{LowerGrant, ManagedKey, PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
 pub use file_access::{Access, check_path};
 pub use gate::{TraceStep, apply_hook_verdict, decide, explain};
 pub use guardrail::{git_dir_write, read_guardrail, write_guardrail};
@@ -38,4 +42,7 @@ pub struct PermissionContext<'a> {
     pub mode: PermissionMode,
     pub rules: &'a RuleSet,
     pub workspace: &'a Workspace,
+    /// `sandbox.auto_allow_bash` with the sandbox enforced: a Bash command that no deny or
+    /// ask rule or guardrail stopped may run without an allow rule (step 2b).
+    pub auto_allow_bash: bool,
 }

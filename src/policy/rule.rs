@@ -48,6 +48,18 @@ pub enum RuleContent {
 pub struct DomainPattern(Vec<String>);
 
 impl DomainPattern {
+    /// `example.com` or `*.example.com`; `None` when a label is empty or not a host label.
+    /// The sandbox's proxy allowlist uses the same syntax as `WebFetch(domain:…)`.
+    pub fn parse(host: &str) -> Option<DomainPattern> {
+        let labels: Vec<String> = host.split('.').map(|l| l.to_ascii_lowercase()).collect();
+        let well_formed = labels.iter().all(|label| {
+            label == "*"
+                || (!label.is_empty()
+                    && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+        });
+        well_formed.then_some(DomainPattern(labels))
+    }
+
     pub fn matches(&self, host: &str) -> bool {
         let host = host.trim_end_matches('.').to_ascii_lowercase();
         let labels: Vec<&str> = host.split('.').collect();
@@ -165,16 +177,9 @@ fn parse_content(
                 .strip_prefix("domain:")
                 .filter(|host| !host.is_empty())
                 .ok_or_else(|| RuleError::Domain(rule.to_string()))?;
-            let labels: Vec<String> = host.split('.').map(|l| l.to_ascii_lowercase()).collect();
-            let well_formed = labels.iter().all(|label| {
-                label == "*"
-                    || (!label.is_empty()
-                        && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
-            });
-            if !well_formed {
-                return Err(RuleError::Domain(rule.to_string()));
-            }
-            RuleContent::Domain(DomainPattern(labels))
+            RuleContent::Domain(
+                DomainPattern::parse(host).ok_or_else(|| RuleError::Domain(rule.to_string()))?,
+            )
         }
         _ => RuleContent::Literal(inner.to_string()),
     })

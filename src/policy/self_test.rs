@@ -48,10 +48,16 @@ pub fn run_self_tests(
                 .mode
                 .or(policy.default_mode)
                 .unwrap_or(PermissionMode::DontAsk);
+            // The policy's own sandbox, as it asks for it: the run's preflight is what
+            // refuses to start where the kernel cannot enforce it.
             let ctx = PermissionContext {
                 mode,
                 rules: &rules,
                 workspace,
+                auto_allow_bash: policy
+                    .sandbox
+                    .as_ref()
+                    .is_some_and(|sandbox| sandbox.enabled && sandbox.auto_allow_bash),
             };
             let got = match tools(&test.tool) {
                 None => Err(format!("tollgate has no tool `{}`", test.tool)),

@@ -128,6 +128,10 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
         row("Cost", format!("${cost:.4}"));
     }
     row("Fails on", format!("`{}`", report.fail_on));
+    if let Some(sandbox) = &report.sandbox {
+        let icon = if sandbox.enforced() { "🔒" } else { "⚠️" };
+        row("Sandbox", format!("{icon} {}", cell(&sandbox.describe())));
+    }
     if let Some(error) = &report.error {
         row("Stopped", cell(error));
     }

@@ -73,6 +73,8 @@ pub(crate) fn sample_report() -> crate::agent::RunReport {
         },
     };
     RunReport {
+        sandbox: None,
+        network_refusals: Vec::new(),
         run_id: "r1".into(),
         task_name: "fix|tests".into(),
         model: ModelSummary {

@@ -15,6 +15,7 @@ use super::{input_summary, serde_name};
 use crate::agent::verdict::{counts, denial_kind};
 use crate::agent::{CheckRecord, Denial, RunReport};
 use crate::policy::{Layer, Step, normalize_lexically};
+use crate::sandbox::ProxyConnection;
 use crate::task::FailOn;
 use crate::transcript::Outcome;
 
@@ -33,6 +34,10 @@ pub fn sarif_json(report: &RunReport) -> Result<String, serde_json::Error> {
     for record in failed_checks(report) {
         let index = rules.index_of(check_rule(record));
         results.push(check_result(report, record, index));
+    }
+    for connection in &report.network_refusals {
+        let index = rules.index_of(network_rule());
+        results.push(network_result(report, connection, index));
     }
     let driver = ToolComponent::builder()
         .name("tollgate")
@@ -203,6 +208,41 @@ fn denial_rule(denial: &Denial) -> ReportingDescriptor {
         ),
     };
     descriptor(id, short, help.to_string())
+}
+
+fn network_rule() -> ReportingDescriptor {
+    descriptor(
+        "sandbox/network".to_string(),
+        "The sandbox's network allowlist.".to_string(),
+        "A sandboxed command asked tollgate's proxy for a host that is not in \
+         sandbox.network.allowed_domains; the proxy refused it. Add the domain if the task \
+         needs it."
+            .to_string(),
+    )
+}
+
+/// A connection the proxy refused. It is a warning: the command saw the refusal as an error
+/// and the run's outcome already says whether that mattered.
+fn network_result(
+    report: &RunReport,
+    connection: &ProxyConnection,
+    rule_index: i64,
+) -> SarifResult {
+    SarifResult::builder()
+        .rule_id("sandbox/network")
+        .rule_index(rule_index)
+        .level(ResultLevel::Warning)
+        .message(plain_message(format!(
+            "The sandbox refused a connection to {}:{} ({}): the host is not in sandbox.network.allowed_domains.",
+            connection.host, connection.port, connection.method
+        )))
+        .locations(vec![location(report, &report.task_file, None)])
+        .properties(bag([
+            ("host", json!(connection.host)),
+            ("port", json!(connection.port)),
+            ("method", json!(connection.method)),
+        ]))
+        .build()
 }
 
 fn check_rule(record: &CheckRecord) -> ReportingDescriptor {

@@ -41,6 +41,15 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
             usage.cache_read_input_tokens
         ));
     }
+    if let Some(sandbox) = &report.sandbox {
+        out.push_str(&format!("  sandbox: {}\n", sandbox.describe()));
+    }
+    for connection in &report.network_refusals {
+        out.push_str(&format!(
+            "  sandbox refused a connection to {}:{}\n",
+            connection.host, connection.port
+        ));
+    }
     if let Some(error) = &report.error {
         out.push_str(&format!("  stopped: {error}\n"));
     }

@@ -225,7 +225,9 @@ fn context() -> (ToolContext, AbortHandle) {
         limits: ToolLimits::default(),
         abort,
         files: FileStateCache::default(),
+        command_env: crate::exec::RunEnv::new(&Default::default()).model,
         progress: None,
+        sandbox: None,
     };
     (ctx, handle)
 }

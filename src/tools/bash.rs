@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::path::{check_write, resolve_symlinks};
-use super::shell::{ShellEnding, run_shell};
+use super::shell::{ShellEnding, ShellEnv, run_shell};
 use super::text::truncate_middle;
 use super::{
     Tool, ToolContext, ToolError, ToolFuture, ToolOutput, invalid_input_check, parse_input,
@@ -316,14 +316,18 @@ async fn run(command: &str, ctx: &ToolContext, timeout: Duration) -> Result<Tool
         &ctx.workspace.workdir,
         timeout,
         &ctx.abort,
-        true,
+        ShellEnv::Model(&ctx.command_env),
         ctx.progress.as_ref(),
+        ctx.sandbox.as_deref(),
     )
     .await
     .map_err(|err| ToolError::new(format!("cannot start bash: {err}")))?;
     let output = truncate_middle(run.output.trim_end(), BASH_OUTPUT_CHARS);
     let with_note =
         |note: String| ToolError::new(format!("{output}\n[{note}]").trim_start().to_string());
+    if let Some(limit) = run.limit {
+        return Err(with_note(limit.to_string()));
+    }
     match run.ending {
         ShellEnding::Exited(Some(0)) if output.is_empty() => Ok(ToolOutput::new("(no output)")),
         ShellEnding::Exited(Some(0)) => Ok(ToolOutput::new(output)),
@@ -355,7 +359,9 @@ mod tests {
             limits: ToolLimits::default(),
             abort,
             files: FileStateCache::default(),
+            command_env: crate::exec::RunEnv::new(&Default::default()).model,
             progress: None,
+            sandbox: None,
         };
         (ctx, handle)
     }
@@ -392,6 +398,7 @@ mod tests {
         let workspace = Workspace::new("/ws".into(), vec![], Some("/home/u".into()));
         let kind = |command: &str, mode: PermissionMode| {
             let ctx = PermissionContext {
+                auto_allow_bash: false,
                 mode,
                 rules: &rules,
                 workspace: &workspace,

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
 use super::progress::ProgressSink;
+use crate::exec::ChildEnv;
 use crate::policy::Workspace;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +128,10 @@ pub struct ToolContext {
     pub limits: ToolLimits,
     pub abort: AbortSignal,
     pub files: FileStateCache,
+    /// The complete environment of the commands the model starts (no secrets).
+    pub command_env: ChildEnv,
     /// Live output of this call, when someone is listening (the scheduler sets it per call).
     pub progress: Option<ProgressSink>,
+    /// The OS sandbox Bash commands run in, when the policy turns it on.
+    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
 }

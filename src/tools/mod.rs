@@ -31,7 +31,7 @@ pub use grep::GrepTool;
 pub use path::{check_file_access, resolve_path, resolve_symlinks};
 pub use progress::{ProgressLine, ProgressSink};
 pub use read::ReadTool;
-pub use shell::{ShellEnding, ShellRun, is_secret_env_name, run_shell};
+pub use shell::{ShellEnding, ShellEnv, ShellRun, model_command_env, run_shell};
 pub use text::truncate_middle;
 pub use write::WriteTool;
 

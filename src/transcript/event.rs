@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::hooks::{HookEvent, HookReport};
 use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
 use crate::policy::{DenialCounts, Layer, PermissionDecision, PermissionMode, RuleRef, SourceKind};
+use crate::sandbox::{ProxyConnection, SandboxStatus};
 use crate::scheduler::ProgressUpdate;
 use crate::task::FailOn;
 
@@ -19,11 +20,15 @@ pub enum Event {
         tollgate_version: String,
         task: TaskSummary,
         mode: PermissionMode,
-        policy: PolicySummary,
+        // Boxed: the largest part of the largest event, which every other event would pay for.
+        policy: Box<PolicySummary>,
         model: ModelSummary,
         workdir: PathBuf,
         tools: Vec<String>,
         max_turns: u32,
+        /// What the OS sandbox enforces (the preflight); absent when it is off.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sandbox: Option<SandboxStatus>,
     },
     ModelRequest {
         turn: u32,
@@ -85,6 +90,11 @@ pub enum Event {
         by: AbortCause,
         #[serde(skip_serializing_if = "Option::is_none")]
         message: Option<String>,
+    },
+    /// A connection a sandboxed command asked the sandbox's proxy for, allowed or refused.
+    NetworkConnection {
+        #[serde(flatten)]
+        connection: ProxyConnection,
     },
     ToolResult {
         id: String,
@@ -182,6 +192,12 @@ pub struct PolicySummary {
     pub rules: usize,
     /// Rules dropped because the managed policy is managed-only.
     pub ignored_rules: Vec<RuleRef>,
+    /// Lower sources' hooks left aside by the managed policy (`command (file)`).
+    pub ignored_hooks: Vec<String>,
+    /// Lower sources' additional directories left aside under `managed_only`.
+    pub ignored_additional_directories: Vec<PathBuf>,
+    /// Claude Code settings keys that loaded and take no effect (`file: key`).
+    pub ignored_keys: Vec<String>,
     /// Allow rules that hand out more than they seem to.
     pub warnings: Vec<String>,
 }

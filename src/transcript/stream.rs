@@ -39,6 +39,7 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         Event::ToolProgress { .. } => "progress",
         Event::PermissionDecision { .. } => "permission_decision",
         Event::ToolResult { .. } => "tool_result",
+        Event::NetworkConnection { .. } => "network_connection",
         Event::ApiRetry { .. } => "api_retry",
         Event::QueuedMessage { .. } => "queued_message",
         Event::InputSkipped { .. } => "input_skipped",

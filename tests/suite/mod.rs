@@ -14,4 +14,6 @@ mod providers;
 mod redaction;
 mod reports;
 mod run_cli;
+mod runner;
+mod sandbox;
 mod scheduling;

@@ -1,0 +1,351 @@
+//! The one process runner: every process tollgate starts (the model's Bash commands, hooks,
+//! the task's checks) goes through [`run`]. It owns process groups, the kill on timeout,
+//! cancellation or drop, the bounded wait for pipes, the capture limit, the one `pre_exec`
+//! block and the tie to tollgate's own life. It never decides whether something may run.
+
+mod env;
+mod guardian;
+
+use std::ffi::OsString;
+use std::future::Future;
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+pub use env::{ChildEnv, RunEnv, is_secret_env_name, seal_process_environment};
+
+/// A step run in the child between fork and exec, after the child is tied to tollgate's life
+/// and before the program starts: the place an OS sandbox (Landlock, seccomp) restricts what
+/// the command can do. It runs in a forked copy of a multi-threaded process, so it must only
+/// make system calls on data prepared beforehand (no allocation, no locks); an `Err` stops
+/// the command from starting and [`run`] returns that error.
+pub type PreExecStep = Arc<dyn Fn() -> io::Result<()> + Send + Sync>;
+
+/// Called with each complete output line (either stream) as it arrives; lines longer than
+/// [`MAX_LINE_BYTES`] come in pieces. Must not block: the command's pipes wait on it.
+pub type LineSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Output kept per stream unless a request asks for less; the rest is drained and counted.
+pub const DEFAULT_CAPTURE_BYTES: usize = 1024 * 1024;
+
+/// How long the output pipes may stay open after the command's process group was killed.
+/// Only a process that escaped the group (`setsid`, a daemon) can hold them longer; its
+/// output is then cut off rather than waited for without end.
+const PIPE_GRACE: Duration = Duration::from_secs(2);
+
+/// What to start and under which bounds.
+pub struct ExecRequest {
+    /// The program and its arguments; `argv[0]` is looked up in the child's `PATH`.
+    pub argv: Vec<OsString>,
+    pub cwd: PathBuf,
+    /// The complete environment of the child: nothing of tollgate's own is inherited.
+    pub env: ChildEnv,
+    pub stdin: Stdin,
+    pub timeout: Duration,
+    pub capture: Capture,
+    /// The sandbox hook; `None` runs the command unconfined.
+    pub pre_exec: Option<PreExecStep>,
+}
+
+impl ExecRequest {
+    /// `bash -c script`, the form every command tollgate runs takes.
+    pub fn bash(script: &str, cwd: PathBuf, env: ChildEnv, timeout: Duration) -> ExecRequest {
+        ExecRequest {
+            argv: vec!["bash".into(), "-c".into(), script.into()],
+            cwd,
+            env,
+            stdin: Stdin::Null,
+            timeout,
+            capture: Capture::default(),
+            pre_exec: None,
+        }
+    }
+}
+
+pub enum Stdin {
+    Null,
+    /// Written from a task of its own, so a child that prints before it reads cannot
+    /// deadlock on a full pipe; a child that never reads just closes the pipe.
+    Bytes(Vec<u8>),
+}
+
+#[derive(Clone)]
+pub struct Capture {
+    /// Bytes kept per stream.
+    pub max_bytes: usize,
+    pub lines: Option<LineSink>,
+}
+
+impl Default for Capture {
+    fn default() -> Self {
+        Capture {
+            max_bytes: DEFAULT_CAPTURE_BYTES,
+            lines: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// `code` is `None` when `signal` ended it.
+    Exited {
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
+    TimedOut,
+    Cancelled,
+}
+
+/// One captured stream.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Captured {
+    pub text: String,
+    /// Bytes read beyond the capture limit (counted, not kept).
+    pub dropped_bytes: usize,
+    /// False when cut at the limit, on a read error, or still open when the grace ran out.
+    pub complete: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecOutcome {
+    pub ending: Ending,
+    pub stdout: Captured,
+    pub stderr: Captured,
+}
+
+/// Runs the request to its end: exit, `timeout`, or `cancelled` resolving (dropping the
+/// returned future cancels too). Whatever the command left running in its process group is
+/// killed before this returns. `Err` only when the program could not be started.
+pub async fn run(
+    request: ExecRequest,
+    cancelled: impl Future<Output = ()>,
+) -> io::Result<ExecOutcome> {
+    let ExecRequest {
+        argv,
+        cwd,
+        env,
+        stdin,
+        timeout,
+        capture,
+        pre_exec,
+    } = request;
+    let Some((program, args)) = argv.split_first() else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty argv"));
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .current_dir(&cwd)
+        .env_clear()
+        .envs(env.vars().iter().map(|(name, value)| (name, value)))
+        .stdin(match stdin {
+            Stdin::Null => Stdio::null(),
+            Stdin::Bytes(_) => Stdio::piped(),
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let parent = std::process::id();
+    let guardian = guardian::pipe();
+    // SAFETY: the closure runs in the forked child before exec and only makes system calls
+    // (prctl, getppid, getpid, write) plus the sandbox step, which is documented to do the same.
+    unsafe {
+        cmd.pre_exec(move || {
+            tie_to_parent(parent)?;
+            if let Some(pipe) = guardian {
+                guardian::announce_from_child(pipe);
+            }
+            match &pre_exec {
+                Some(step) => step(),
+                None => Ok(()),
+            }
+        });
+    }
+    let mut child = cmd.spawn()?;
+    // Declared after `child`, so if this future is dropped mid-run (the scheduler cancelled
+    // the call) the group is killed before the child is reaped, while its id is reserved.
+    let mut group = GroupKiller::new(child.id());
+    let writer = match (stdin_bytes(stdin), child.stdin.take()) {
+        (Some(bytes), Some(mut pipe)) => Some(tokio::spawn(async move {
+            let _ = pipe.write_all(&bytes).await;
+        })),
+        _ => None,
+    };
+    let mut stdout = tokio::spawn(read_capped(child.stdout.take(), capture.clone()));
+    let mut stderr = tokio::spawn(read_capped(child.stderr.take(), capture));
+    let ending = tokio::select! {
+        status = child.wait() => status.map(|status| Ending::Exited {
+            code: status.code(),
+            signal: status.signal(),
+        }),
+        _ = tokio::time::sleep(timeout) => Ok(Ending::TimedOut),
+        _ = cancelled => Ok(Ending::Cancelled),
+    };
+    // Nothing a command started outlives it, and its pipes close for the readers below.
+    group.kill();
+    let ending = ending?;
+    child.wait().await?;
+    if let Some(writer) = writer {
+        writer.abort();
+    }
+    let streams = tokio::time::timeout(PIPE_GRACE, async {
+        ((&mut stdout).await, (&mut stderr).await)
+    })
+    .await;
+    let (stdout, stderr) = match streams {
+        Ok((out, err)) => (out.unwrap_or_default(), err.unwrap_or_default()),
+        Err(_) => {
+            stdout.abort();
+            stderr.abort();
+            (Captured::default(), Captured::default())
+        }
+    };
+    Ok(ExecOutcome {
+        ending,
+        stdout,
+        stderr,
+    })
+}
+
+fn stdin_bytes(stdin: Stdin) -> Option<Vec<u8>> {
+    match stdin {
+        Stdin::Null => None,
+        Stdin::Bytes(bytes) => Some(bytes),
+    }
+}
+
+/// In the child: die with tollgate. `PR_SET_PDEATHSIG` fires when the forking thread ends,
+/// and tokio's worker threads live as long as the runtime, which is the process's life. If
+/// tollgate died before the prctl took effect, the child was already reparented: give up.
+fn tie_to_parent(parent: u32) -> io::Result<()> {
+    // SAFETY: plain system calls on integers.
+    let tied = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    if tied != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let now = unsafe { libc::getppid() };
+    if u32::try_from(now).ok() != Some(parent) {
+        return Err(io::Error::other(
+            "tollgate exited while the command was starting",
+        ));
+    }
+    Ok(())
+}
+
+/// Kills the command's process group once: explicitly when the command ends, or on drop.
+/// The child announced its group to the [`guardian`] before exec, so a SIGKILL of tollgate
+/// kills it as well; the kill here withdraws it.
+struct GroupKiller(Option<u32>);
+
+impl GroupKiller {
+    fn new(group: Option<u32>) -> GroupKiller {
+        GroupKiller(group)
+    }
+
+    fn kill(&mut self) {
+        if let Some(group) = self.0.take() {
+            kill_group(group);
+            guardian::release(group);
+        }
+    }
+}
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn kill_group(group: u32) {
+    let Ok(pid) = libc::pid_t::try_from(group) else {
+        return;
+    };
+    // SAFETY: killpg only sends a signal. The group id is our child's pid and the child is
+    // not reaped before this call (`GroupKiller` is killed before the final wait, or dropped
+    // before the child), so the id cannot name another group.
+    unsafe {
+        libc::killpg(pid, libc::SIGKILL);
+    }
+}
+
+/// Pieces an endless line is sent in, so it cannot grow a buffer without bound.
+pub const MAX_LINE_BYTES: usize = 4096;
+
+async fn read_capped<R: AsyncRead + Unpin>(stream: Option<R>, capture: Capture) -> Captured {
+    let Some(mut stream) = stream else {
+        return Captured::default();
+    };
+    let mut kept = Vec::new();
+    let mut dropped_bytes = 0usize;
+    let mut complete = true;
+    let mut buffer = [0u8; 8192];
+    let mut lines = capture.lines.map(|sink| LineSplitter {
+        sink,
+        partial: Vec::new(),
+    });
+    loop {
+        match stream.read(&mut buffer).await {
+            Ok(0) => break,
+            Err(_) => {
+                complete = false;
+                break;
+            }
+            Ok(n) => {
+                if let Some(lines) = &mut lines {
+                    lines.feed(&buffer[..n]);
+                }
+                let room = capture.max_bytes.saturating_sub(kept.len());
+                kept.extend_from_slice(&buffer[..n.min(room)]);
+                dropped_bytes += n.saturating_sub(room);
+            }
+        }
+    }
+    if let Some(lines) = &mut lines {
+        lines.finish();
+    }
+    Captured {
+        text: String::from_utf8_lossy(&kept).into_owned(),
+        complete: complete && dropped_bytes == 0,
+        dropped_bytes,
+    }
+}
+
+struct LineSplitter {
+    sink: LineSink,
+    partial: Vec<u8>,
+}
+
+impl LineSplitter {
+    fn feed(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            if byte == b'\n' {
+                self.send();
+            } else {
+                self.partial.push(byte);
+                if self.partial.len() >= MAX_LINE_BYTES {
+                    self.send();
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        if !self.partial.is_empty() {
+            self.send();
+        }
+    }
+
+    fn send(&mut self) {
+        let line = String::from_utf8_lossy(&self.partial);
+        (self.sink)(line.trim_end_matches('\r'));
+        self.partial.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests;

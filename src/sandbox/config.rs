@@ -1,0 +1,341 @@
+//! The policy file's `sandbox:` block, parsed into typed values with file:line:column errors.
+//! Plain data: nothing here touches the kernel or the disk.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_saphyr::Spanned;
+
+use crate::config::ConfigError;
+use crate::policy::{DomainPattern, normalize_lexically};
+
+/// What to do when the kernel cannot enforce what the policy asks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnUnavailable {
+    /// Exit 2 before any model call (fail closed: the default).
+    #[default]
+    Fail,
+    /// Run anyway, with a loud warning in every report.
+    Warn,
+}
+
+/// How far sandboxed commands reach the network.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkMode {
+    /// TCP connect and bind refused, except `allowed_ports`.
+    #[default]
+    None,
+    /// Only through tollgate's proxy, to `allowed_domains`.
+    Proxy,
+    /// Unrestricted.
+    Open,
+}
+
+/// A path as written in the policy: `~/x` is under the home folder, a relative path is under
+/// the workspace, an absolute one is itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyPath(String);
+
+impl PolicyPath {
+    /// Absolute and lexically normalised, as the carving compares paths by prefix.
+    pub fn resolve(&self, workdir: &Path, home: Option<&Path>) -> Option<PathBuf> {
+        let joined = match self.0.strip_prefix("~/") {
+            Some(rest) => home?.join(rest),
+            None => workdir.join(&self.0),
+        };
+        Some(normalize_lexically(&joined))
+    }
+}
+
+/// Resource limits for each sandboxed command; `None` leaves that limit as inherited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitsConfig {
+    /// Processes (and threads) the command may have at once.
+    pub max_processes: Option<u64>,
+    /// Address space, bytes.
+    pub max_memory_bytes: Option<u64>,
+    pub max_cpu_seconds: Option<u64>,
+    /// Largest file the command may write, bytes.
+    pub max_file_bytes: Option<u64>,
+    pub max_open_files: Option<u64>,
+}
+
+impl Default for LimitsConfig {
+    /// Generous enough for a test suite or a compiler; small enough that a fork bomb or a
+    /// runaway allocation stops at the command instead of at the runner.
+    fn default() -> Self {
+        LimitsConfig {
+            max_processes: Some(512),
+            max_memory_bytes: Some(16 << 30),
+            max_cpu_seconds: Some(3600),
+            max_file_bytes: Some(8 << 30),
+            max_open_files: Some(8192),
+        }
+    }
+}
+
+/// The sandbox a policy asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SandboxConfig {
+    pub enabled: bool,
+    pub on_unavailable: OnUnavailable,
+    pub allow_write: Vec<PolicyPath>,
+    pub deny_read: Vec<PolicyPath>,
+    pub deny_write: Vec<PolicyPath>,
+    pub network: NetworkMode,
+    pub allowed_domains: Vec<DomainPattern>,
+    pub allowed_ports: Vec<u16>,
+    pub env_passthrough: Vec<String>,
+    pub auto_allow_bash: bool,
+    /// The task's checks run in the sandbox too (they are the author's, so off by default).
+    pub checks: bool,
+    pub limits: LimitsConfig,
+}
+
+/// Read refused by default: credentials a runner or a developer keeps in the home folder.
+pub const DEFAULT_DENY_READ: [&str; 9] = [
+    "~/.ssh",
+    "~/.aws",
+    "~/.config/gcloud",
+    "~/.azure",
+    "~/.docker/config.json",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.config/gh",
+    "~/.kube",
+];
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxBlock {
+    #[serde(default)]
+    enabled: Option<bool>,
+    #[serde(default)]
+    on_unavailable: OnUnavailable,
+    #[serde(default)]
+    filesystem: FilesystemBlock,
+    #[serde(default)]
+    network: NetworkBlock,
+    #[serde(default)]
+    limits: LimitsBlock,
+    #[serde(default)]
+    env_passthrough: Vec<Spanned<String>>,
+    #[serde(default)]
+    auto_allow_bash: bool,
+    #[serde(default)]
+    checks: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilesystemBlock {
+    #[serde(default)]
+    allow_write: Vec<Spanned<String>>,
+    /// `None` keeps the defaults; a list replaces them.
+    #[serde(default)]
+    deny_read: Option<Vec<Spanned<String>>>,
+    #[serde(default)]
+    deny_write: Vec<Spanned<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NetworkBlock {
+    #[serde(default)]
+    mode: NetworkMode,
+    #[serde(default)]
+    allowed_domains: Vec<Spanned<String>>,
+    #[serde(default)]
+    allowed_ports: Vec<u16>,
+}
+
+/// `0` in a limit means "leave it as inherited".
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsBlock {
+    max_processes: Option<u64>,
+    max_memory_mb: Option<u64>,
+    max_cpu_seconds: Option<u64>,
+    max_file_mb: Option<u64>,
+    max_open_files: Option<u64>,
+}
+
+impl SandboxConfig {
+    /// A `sandbox:` block's contents on their own (the keys under `sandbox:`).
+    pub fn from_yaml(text: &str, file: &Path) -> Result<SandboxConfig, ConfigError> {
+        let block: SandboxBlock = if text.trim().is_empty() {
+            SandboxBlock::default()
+        } else {
+            crate::config::parse(text, file)?
+        };
+        block.into_config(file)
+    }
+}
+
+impl SandboxBlock {
+    pub fn into_config(self, file: &Path) -> Result<SandboxConfig, ConfigError> {
+        let at = |spanned: &Spanned<String>, message: String| {
+            ConfigError::new(
+                file,
+                spanned.referenced.line(),
+                spanned.referenced.column(),
+                message,
+            )
+        };
+        let paths = |list: Vec<Spanned<String>>| -> Result<Vec<PolicyPath>, ConfigError> {
+            list.into_iter()
+                .map(|spanned| {
+                    let text = spanned.value.trim();
+                    if text.is_empty() || (text.starts_with('~') && !text.starts_with("~/")) {
+                        Err(at(
+                            &spanned,
+                            format!(
+                                "`{}` is not a path (write `~/x`, `/x` or `x`)",
+                                spanned.value
+                            ),
+                        ))
+                    } else {
+                        Ok(PolicyPath(text.to_string()))
+                    }
+                })
+                .collect()
+        };
+        let mut allowed_domains = Vec::new();
+        for spanned in &self.network.allowed_domains {
+            let pattern = DomainPattern::parse(spanned.value.trim()).ok_or_else(|| {
+                at(
+                    spanned,
+                    format!(
+                        "`{}` is not a domain (write `example.com` or `*.example.com`)",
+                        spanned.value
+                    ),
+                )
+            })?;
+            allowed_domains.push(pattern);
+        }
+        for spanned in &self.env_passthrough {
+            let name = &spanned.value;
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(at(
+                    spanned,
+                    format!("`{name}` is not an environment variable name"),
+                ));
+            }
+            if crate::exec::is_secret_env_name(name) {
+                return Err(at(
+                    spanned,
+                    format!(
+                        "`{name}` looks like a credential; sandboxed commands never see credentials"
+                    ),
+                ));
+            }
+        }
+        let deny_read = match self.filesystem.deny_read {
+            Some(list) => paths(list)?,
+            None => DEFAULT_DENY_READ
+                .iter()
+                .map(|path| PolicyPath((*path).to_string()))
+                .collect(),
+        };
+        Ok(SandboxConfig {
+            enabled: self.enabled.unwrap_or(true),
+            on_unavailable: self.on_unavailable,
+            allow_write: paths(self.filesystem.allow_write)?,
+            deny_read,
+            deny_write: paths(self.filesystem.deny_write)?,
+            network: self.network.mode,
+            allowed_domains,
+            allowed_ports: self.network.allowed_ports,
+            env_passthrough: self.env_passthrough.into_iter().map(|s| s.value).collect(),
+            auto_allow_bash: self.auto_allow_bash,
+            checks: self.checks,
+            limits: self.limits.resolve(),
+        })
+    }
+}
+
+impl LimitsBlock {
+    fn resolve(&self) -> LimitsConfig {
+        let defaults = LimitsConfig::default();
+        let pick = |given: Option<u64>, scale: u64, default: Option<u64>| match given {
+            Some(0) => None,
+            Some(value) => Some(value.saturating_mul(scale)),
+            None => default,
+        };
+        LimitsConfig {
+            max_processes: pick(self.max_processes, 1, defaults.max_processes),
+            max_memory_bytes: pick(self.max_memory_mb, 1 << 20, defaults.max_memory_bytes),
+            max_cpu_seconds: pick(self.max_cpu_seconds, 1, defaults.max_cpu_seconds),
+            max_file_bytes: pick(self.max_file_mb, 1 << 20, defaults.max_file_bytes),
+            max_open_files: pick(self.max_open_files, 1, defaults.max_open_files),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    struct Holder {
+        sandbox: SandboxBlock,
+    }
+
+    fn parse(text: &str) -> Result<SandboxConfig, ConfigError> {
+        let file = Path::new("p.yaml");
+        let holder: Holder = crate::config::parse(text, file)?;
+        holder.sandbox.into_config(file)
+    }
+
+    #[test]
+    fn an_empty_block_is_an_enabled_offline_sandbox_with_defaults() {
+        let config = parse("sandbox: {}\n").unwrap();
+        assert!(config.enabled && !config.auto_allow_bash);
+        assert_eq!(config.on_unavailable, OnUnavailable::Fail);
+        assert_eq!(config.network, NetworkMode::None);
+        assert_eq!(config.deny_read.len(), DEFAULT_DENY_READ.len());
+        assert_eq!(config.limits, LimitsConfig::default());
+    }
+
+    #[test]
+    fn every_key_loads() {
+        let config = parse(
+            "sandbox:\n  enabled: true\n  on_unavailable: warn\n  filesystem:\n    allow_write: [target, ~/.cache]\n    deny_read: [secrets]\n    deny_write: [Cargo.lock]\n  network:\n    mode: proxy\n    allowed_domains: [crates.io, '*.crates.io']\n    allowed_ports: [5432]\n  limits: {max_processes: 64, max_memory_mb: 0}\n  env_passthrough: [RUST_LOG]\n  auto_allow_bash: true\n  checks: true\n",
+        )
+        .unwrap();
+        assert_eq!(config.on_unavailable, OnUnavailable::Warn);
+        assert_eq!(config.network, NetworkMode::Proxy);
+        assert!(config.allowed_domains[1].matches("static.crates.io"));
+        assert!(!config.allowed_domains[0].matches("evil.io"));
+        assert_eq!(config.allowed_ports, [5432]);
+        assert_eq!(config.limits.max_processes, Some(64));
+        assert_eq!(config.limits.max_memory_bytes, None);
+        assert_eq!(
+            config.allow_write[1].resolve(Path::new("/w"), Some(Path::new("/home/u"))),
+            Some(PathBuf::from("/home/u/.cache"))
+        );
+        assert_eq!(
+            config.deny_read[0].resolve(Path::new("/w"), None),
+            Some(PathBuf::from("/w/secrets"))
+        );
+        assert!(config.auto_allow_bash && config.checks);
+    }
+
+    #[test]
+    fn mistakes_name_their_line_and_column() {
+        let err = parse("sandbox:\n  network:\n    allowed_domains: [ok.org, 'bad domain']\n")
+            .unwrap_err();
+        assert_eq!(err.line, 3, "{err}");
+        assert!(err.message.contains("not a domain"), "{err}");
+        let err = parse("sandbox:\n  network: {mode: maybe}\n").unwrap_err();
+        assert_eq!(err.line, 2, "{err}");
+        let err = parse("sandbox:\n  env_passthrough: [OK, 'A=B']\n").unwrap_err();
+        assert_eq!((err.line, err.column), (2, 25), "{err}");
+        let err = parse("sandbox:\n  filesystem: {allow_write: ['~root/x']}\n").unwrap_err();
+        assert!(err.message.contains("not a path"), "{err}");
+        let err = parse("sandbox:\n  networks: {}\n").unwrap_err();
+        assert!(err.message.contains("unknown field"), "{err}");
+    }
+}

@@ -1,0 +1,465 @@
+//! The OS sandbox for what tollgate runs (Landlock, no namespaces, no privileges): the policy
+//! keys, the preflight, the per-command plan applied in the child before exec, the proxy.
+//! It bounds what a command can do once the gate let it run; it never decides whether it runs.
+
+mod child;
+mod config;
+mod fs_rules;
+mod limits;
+mod proxy;
+mod ruleset;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+
+use serde::{Deserialize, Serialize};
+
+use crate::policy::Workspace;
+
+pub use child::ChildSetup;
+pub use config::{
+    DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, PolicyPath, SandboxBlock,
+    SandboxConfig,
+};
+pub use limits::{LimitHit, ProcessLimit};
+pub use proxy::{Proxy, ProxyConnection};
+
+use fs_rules::{FsScope, WRITABLE_DEVICES, grants, guarded_in, list_dir};
+use limits::CommandCgroup;
+use ruleset::TcpAllow;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("the sandbox cannot be enforced here: {0} (sandbox.on_unavailable: fail)")]
+    Unavailable(String),
+    #[error("cannot build the Landlock ruleset ({what}): {message}")]
+    Ruleset { what: String, message: String },
+    #[error("cannot {what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SandboxError {
+    let what = what.into();
+    move |source| SandboxError::Io { what, source }
+}
+
+/// What the kernel can enforce, and what this run will: in `run_started` (stream-json
+/// `init`) and the step summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxStatus {
+    /// 0 when the kernel has no Landlock.
+    pub landlock_abi: u32,
+    pub filesystem: bool,
+    pub network: bool,
+    pub scoping: bool,
+    pub network_mode: NetworkMode,
+    pub process_limit: ProcessLimit,
+    pub auto_allow_bash: bool,
+    /// Set when the policy asked for more than the kernel enforces (`on_unavailable: warn`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+impl SandboxStatus {
+    /// Whether everything the policy asked for is enforced.
+    pub fn enforced(&self) -> bool {
+        self.warning.is_none()
+    }
+
+    /// One line for people: the step summary and the text summary.
+    pub fn describe(&self) -> String {
+        let processes = match &self.process_limit {
+            ProcessLimit::Cgroup { .. } => "pids cgroup",
+            ProcessLimit::Rlimit { binds: true } => "RLIMIT_NPROC",
+            ProcessLimit::Rlimit { binds: false } => "RLIMIT_NPROC (does not bind root)",
+        };
+        let mut line = format!(
+            "Landlock ABI {}: filesystem {}, network {} ({}), scoping {}; process limit via {processes}",
+            self.landlock_abi,
+            on_off(self.filesystem),
+            on_off(self.network),
+            crate::config::serde_name(&self.network_mode),
+            on_off(self.scoping),
+        );
+        if let Some(warning) = &self.warning {
+            line.push_str(&format!(" — WARNING: {warning}"));
+        }
+        line
+    }
+}
+
+fn on_off(enforced: bool) -> &'static str {
+    if enforced { "enforced" } else { "NOT enforced" }
+}
+
+/// Detects what the kernel can enforce for `config`. With `on_unavailable: fail` a gap is an
+/// error (the CLI exits 2 before any model call); with `warn` it becomes the status's warning.
+pub fn preflight(config: &SandboxConfig) -> Result<SandboxStatus, SandboxError> {
+    let cap = std::env::var(MAX_ABI_ENV)
+        .ok()
+        .and_then(|value| value.trim().parse::<u32>().ok())
+        .unwrap_or(u32::MAX);
+    preflight_with(config, kernel_abi().min(cap), ProcessLimit::detect())
+}
+
+/// Caps the Landlock ABI tollgate uses, to see what a policy does on an older runner's
+/// kernel. It can only lower what the kernel offers, never raise it.
+pub const MAX_ABI_ENV: &str = "TOLLGATE_SANDBOX_MAX_ABI";
+
+/// The Landlock ABI the running kernel offers (0: none).
+pub fn kernel_abi() -> u32 {
+    ruleset::kernel_abi()
+}
+
+fn preflight_with(
+    config: &SandboxConfig,
+    abi: u32,
+    process_limit: ProcessLimit,
+) -> Result<SandboxStatus, SandboxError> {
+    // Truncation is a filesystem right only from ABI 3 on; before, a read-only file could be
+    // emptied. TCP rules arrive with ABI 4, signal and abstract-socket scoping with ABI 6.
+    let filesystem = abi >= 3;
+    let network = abi >= 4;
+    let mut gaps = Vec::new();
+    if !filesystem {
+        gaps.push(format!(
+            "filesystem rules need Landlock ABI 3 (Linux 6.2), the kernel offers {abi}"
+        ));
+    }
+    if config.network != NetworkMode::Open && !network {
+        gaps.push(format!(
+            "network.mode {} needs Landlock ABI 4 (Linux 6.7), the kernel offers {abi}",
+            crate::config::serde_name(&config.network)
+        ));
+    }
+    let warning = (!gaps.is_empty()).then(|| gaps.join("; "));
+    if let (Some(gap), OnUnavailable::Fail) = (&warning, config.on_unavailable) {
+        return Err(SandboxError::Unavailable(gap.clone()));
+    }
+    Ok(SandboxStatus {
+        landlock_abi: abi,
+        filesystem,
+        network: network && config.network != NetworkMode::Open,
+        scoping: abi >= 6,
+        network_mode: config.network,
+        process_limit,
+        auto_allow_bash: config.auto_allow_bash,
+        warning,
+    })
+}
+
+/// The sandbox a run will start: the policy's block and what the preflight found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SandboxSpec {
+    pub config: SandboxConfig,
+    pub status: SandboxStatus,
+}
+
+/// Environment variables a sandboxed command keeps: the basics and CI's non-secret context.
+const BASE_ENV: [&str; 22] = [
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TERM",
+    "TZ",
+    "CI",
+    "GITHUB_ACTIONS",
+    "GITHUB_WORKSPACE",
+    "GITHUB_REPOSITORY",
+    "GITHUB_SHA",
+    "GITHUB_REF",
+    "GITHUB_RUN_ID",
+    "GITHUB_EVENT_NAME",
+    "RUNNER_OS",
+    "RUNNER_ARCH",
+    "RUNNER_TEMP",
+];
+
+/// The sandbox of one run: resolved paths, the run's temp folder, the proxy.
+#[derive(Debug)]
+pub struct Sandbox {
+    config: SandboxConfig,
+    status: SandboxStatus,
+    /// Before carving; the workspace is listed again for each command.
+    scope: FsScope,
+    tmpdir: PathBuf,
+    proxy: Option<Proxy>,
+    env: Vec<(OsString, OsString)>,
+}
+
+impl Sandbox {
+    /// Creates the run's temp folder and `allow_write` folders inside the workspace, and
+    /// starts the proxy in `proxy` mode.
+    pub async fn start(
+        spec: SandboxSpec,
+        workspace: &Workspace,
+        run_id: &str,
+    ) -> Result<Sandbox, SandboxError> {
+        let SandboxSpec { config, status } = spec;
+        let (workdir, roots, home) = (
+            &workspace.workdir,
+            &workspace.roots,
+            workspace.home.as_deref(),
+        );
+        let tmpdir = std::env::temp_dir().join(format!("tollgate-{run_id}"));
+        std::fs::create_dir_all(&tmpdir).map_err(io(format!("create {}", tmpdir.display())))?;
+        let resolve = |list: &[PolicyPath]| -> Vec<PathBuf> {
+            list.iter()
+                .filter_map(|path| path.resolve(workdir, home))
+                .collect()
+        };
+        let allow_write = resolve(&config.allow_write);
+        for dir in &allow_write {
+            if !dir.exists() && roots.iter().any(|root| dir.starts_with(root)) {
+                std::fs::create_dir_all(dir).map_err(io(format!("create {}", dir.display())))?;
+            }
+        }
+        let mut write_roots: Vec<PathBuf> = roots.clone();
+        write_roots.push(tmpdir.clone());
+        write_roots.extend(allow_write);
+        write_roots.extend(WRITABLE_DEVICES.iter().map(PathBuf::from));
+        let mut deny_write = resolve(&config.deny_write);
+        for root in roots {
+            deny_write.extend(guarded_in(root));
+        }
+        // Other processes' /proc/<pid> folders (tollgate's own `environ` holds the model's
+        // API key) are closed; the rest of /proc stays readable. The child opens its own.
+        let mut read_roots = vec![PathBuf::from("/")];
+        read_roots.extend(list_dir(Path::new("/proc")).into_iter().filter(|entry| {
+            entry
+                .file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| {
+                    !name.bytes().all(|b| b.is_ascii_digit())
+                        && name != "self"
+                        && name != "thread-self"
+                })
+        }));
+        let mut deny_read = resolve(&config.deny_read);
+        deny_read.push(PathBuf::from("/proc"));
+        let scope = FsScope {
+            read_roots,
+            write_roots,
+            deny_read,
+            deny_write,
+        };
+        let proxy = match config.network {
+            NetworkMode::Proxy => Some(
+                Proxy::start(config.allowed_domains.clone())
+                    .await
+                    .map_err(io("start the sandbox proxy"))?,
+            ),
+            NetworkMode::None | NetworkMode::Open => None,
+        };
+        let env = scrubbed_env(&config, &tmpdir, proxy.as_ref().map(Proxy::port));
+        Ok(Sandbox {
+            config,
+            status,
+            scope,
+            tmpdir,
+            proxy,
+            env,
+        })
+    }
+
+    pub fn status(&self) -> &SandboxStatus {
+        &self.status
+    }
+
+    /// Whether the task's checks run in the sandbox too (`sandbox.checks`).
+    pub fn confines_checks(&self) -> bool {
+        self.config.checks
+    }
+
+    pub fn auto_allow_bash(&self) -> bool {
+        self.config.auto_allow_bash && self.status.enforced()
+    }
+
+    /// The connections the proxy saw since the last call.
+    pub fn take_proxy_log(&self) -> Vec<ProxyConnection> {
+        self.proxy.as_ref().map(Proxy::take_log).unwrap_or_default()
+    }
+
+    /// Everything one command's child needs, prepared here in the parent.
+    pub fn prepare(&self) -> Result<CommandSandbox, SandboxError> {
+        let grants = grants(&self.scope, &list_dir);
+        let tcp = match self.config.network {
+            NetworkMode::Open => None,
+            NetworkMode::None | NetworkMode::Proxy => Some(TcpAllow {
+                ports: self.config.allowed_ports.clone(),
+                connect_only: self.proxy.iter().map(Proxy::port).collect(),
+            }),
+        };
+        let ruleset = ruleset::build(self.status.landlock_abi, &grants, tcp.as_ref())?;
+        let limits = self.config.limits;
+        let (cgroup, procs) = match (&self.status.process_limit, limits.max_processes) {
+            (ProcessLimit::Cgroup { parent }, Some(max)) => {
+                let (cgroup, procs) = CommandCgroup::create(parent, max)
+                    .map_err(io("create the command's pids cgroup"))?;
+                (Some(cgroup), Some(procs))
+            }
+            _ => (None, None),
+        };
+        let by_rlimit = matches!(self.status.process_limit, ProcessLimit::Rlimit { .. });
+        Ok(CommandSandbox {
+            env: self.env.clone(),
+            child: ChildSetup {
+                cgroup_procs: procs,
+                rlimits: limits::rlimits(&limits, by_rlimit),
+                own_proc_rights: if ruleset.is_some() {
+                    ruleset::read_rights_bits(self.status.landlock_abi)
+                } else {
+                    0
+                },
+                ruleset,
+            },
+            watch: LimitWatch { cgroup, limits },
+        })
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if let Err(err) = std::fs::remove_dir_all(&self.tmpdir) {
+            tracing::debug!("cannot remove {}: {err}", self.tmpdir.display());
+        }
+    }
+}
+
+/// The base set from tollgate's own environment, `env_passthrough`, the run's TMPDIR and, in
+/// proxy mode, the proxy variables. Nothing else: the model's API key never reaches a command.
+fn scrubbed_env(
+    config: &SandboxConfig,
+    tmpdir: &Path,
+    proxy_port: Option<u16>,
+) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = BASE_ENV
+        .iter()
+        .copied()
+        .chain(config.env_passthrough.iter().map(String::as_str))
+        .filter_map(|name| std::env::var_os(name).map(|value| (OsString::from(name), value)))
+        .collect();
+    if !env.iter().any(|(name, _)| name == "PATH") {
+        env.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
+    }
+    env.push(("TMPDIR".into(), tmpdir.into()));
+    if let Some(port) = proxy_port {
+        let url = OsString::from(format!("http://127.0.0.1:{port}"));
+        for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+            env.push((name.into(), url.clone()));
+        }
+        // Nothing bypasses the proxy: a direct connection would be refused by Landlock.
+        env.push(("NO_PROXY".into(), OsString::new()));
+        env.push(("no_proxy".into(), OsString::new()));
+    }
+    env
+}
+
+/// One command's confinement: its environment, what the child applies (moved into the
+/// spawn's pre-exec step), and what tells afterwards which limit it hit.
+#[derive(Debug)]
+pub struct CommandSandbox {
+    pub env: Vec<(OsString, OsString)>,
+    pub child: ChildSetup,
+    pub watch: LimitWatch,
+}
+
+/// The command's pids cgroup (removed when dropped) and its limits.
+#[derive(Debug)]
+pub struct LimitWatch {
+    cgroup: Option<CommandCgroup>,
+    limits: LimitsConfig,
+}
+
+impl LimitWatch {
+    /// The limit the command ran into, if its ending shows one.
+    pub fn limit_hit(&self, status: Option<ExitStatus>) -> Option<LimitHit> {
+        use std::os::unix::process::ExitStatusExt;
+        if self
+            .cgroup
+            .as_ref()
+            .is_some_and(CommandCgroup::limit_was_hit)
+        {
+            return self.limits.max_processes.map(LimitHit::MaxProcesses);
+        }
+        let status = status?;
+        limits::signalled_limit(&self.limits, status.signal(), status.code())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(network: NetworkMode, on_unavailable: OnUnavailable) -> SandboxConfig {
+        SandboxConfig {
+            enabled: true,
+            on_unavailable,
+            allow_write: Vec::new(),
+            deny_read: Vec::new(),
+            deny_write: Vec::new(),
+            network,
+            allowed_domains: Vec::new(),
+            allowed_ports: Vec::new(),
+            env_passthrough: Vec::new(),
+            auto_allow_bash: true,
+            checks: false,
+            limits: LimitsConfig::default(),
+        }
+    }
+
+    #[test]
+    fn preflight_fails_closed_or_warns_as_the_policy_says() {
+        let cgroup = ProcessLimit::Rlimit { binds: true };
+        let table = [
+            (7, NetworkMode::None, OnUnavailable::Fail, Ok(true)),
+            (3, NetworkMode::Open, OnUnavailable::Fail, Ok(true)),
+            (3, NetworkMode::None, OnUnavailable::Fail, Err("ABI 4")),
+            (0, NetworkMode::Open, OnUnavailable::Fail, Err("ABI 3")),
+            (2, NetworkMode::Proxy, OnUnavailable::Warn, Ok(false)),
+        ];
+        for (abi, network, on_unavailable, want) in table {
+            let got = preflight_with(&config(network, on_unavailable), abi, cgroup.clone());
+            match (got, want) {
+                (Ok(status), Ok(enforced)) => {
+                    assert_eq!(status.enforced(), enforced, "abi {abi}");
+                    assert_eq!(status.warning.is_some(), !enforced);
+                }
+                (Err(err), Err(needle)) => assert!(err.to_string().contains(needle), "{err}"),
+                (got, want) => panic!("abi {abi}: {got:?} vs {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_environment_keeps_only_the_base_set_and_passthrough() {
+        let mut config = config(NetworkMode::Proxy, OnUnavailable::Fail);
+        config.env_passthrough = vec!["TOLLGATE_SANDBOX_TEST_PASS".into()];
+        // SAFETY (test): names no other test reads.
+        unsafe {
+            std::env::set_var("TOLLGATE_SANDBOX_TEST_PASS", "yes");
+            std::env::set_var("TOLLGATE_SANDBOX_TEST_HIDDEN", "no");
+        }
+        let env = scrubbed_env(&config, Path::new("/tmp/t"), Some(4242));
+        let get = |name: &str| {
+            env.iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.to_string_lossy().into_owned())
+        };
+        assert_eq!(get("TOLLGATE_SANDBOX_TEST_PASS").as_deref(), Some("yes"));
+        assert_eq!(get("TOLLGATE_SANDBOX_TEST_HIDDEN"), None);
+        assert_eq!(get("TMPDIR").as_deref(), Some("/tmp/t"));
+        assert_eq!(get("HTTPS_PROXY").as_deref(), Some("http://127.0.0.1:4242"));
+        assert!(get("PATH").is_some());
+    }
+}

@@ -1,0 +1,373 @@
+//! Assembling a run as a library: a task file, the policy sources and the run's options
+//! become a validated [`RunSpec`] and its [`Provider`], ready for `agent::run`. The CLI
+//! only parses flags into [`RunOptions`] and prints; `tollgate batch` can assemble many runs
+//! in one process. Everything here happens before the first model call; every error is a
+//! configuration error.
+
+mod sources;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use thiserror::Error;
+
+pub use sources::{
+    AdditionalDirectories, HooksInForce, PolicyInForce, SourceFlags, additional_directories,
+    canonical_dir, dangerous_allow_rules, home_dir, hooks_in_force, load_policy, load_sources,
+    load_task, read_text, resolve_mode, sandbox_in_force,
+};
+
+use crate::agent::RunSpec;
+use crate::config::{ConfigError, serde_name};
+use crate::exec::RunEnv;
+use crate::model::{
+    ANTHROPIC_DEFAULT_BASE_URL, ApiKey, HttpSettings, OPENAI_DEFAULT_BASE_URL, Provider,
+    ProviderConfig, ProviderError,
+};
+use crate::policy::{
+    AuthorityError, Policy, PolicySource, RuleError, RuleKind, RuleRef, RuleSet, SelfTestOutcome,
+    SourceKind, ToolName, Workspace, run_self_tests,
+};
+use crate::redact::Redactor;
+use crate::sandbox::{self, SandboxError, SandboxSpec};
+use crate::scheduler::MessageQueue;
+use crate::task::{FailOnSet, ModelSpec, ProviderKind, Task};
+use crate::tools::{ToolLimits, builtin, model_command_env};
+use crate::transcript::{PolicySummary, StreamOutput};
+
+#[derive(Debug, Error)]
+pub enum SessionError {
+    #[error("cannot read {what} {}: {source}", path.display())]
+    Read {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{what} {} does not exist or is not a folder", path.display())]
+    NoFolder { what: &'static str, path: PathBuf },
+    #[error(transparent)]
+    OutputFolder(#[from] crate::out_dir::OutDirError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Rule(#[from] RuleError),
+    #[error(transparent)]
+    Authority(#[from] AuthorityError),
+    #[error(
+        "a cost limit needs a price for model `{0}`, which the price table does not know; add model.pricing to the task"
+    )]
+    NoPrice(String),
+    #[error(
+        "the {provider} provider needs an API key: set the environment variable {variable}{}",
+        if *named_by_task { " (named by model.api_key_env)" } else { "" }
+    )]
+    MissingKey {
+        provider: ProviderKind,
+        variable: String,
+        named_by_task: bool,
+    },
+    #[error("policy self-test failed, refusing to start: {0}")]
+    SelfTest(String),
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+}
+
+/// What a run is asked to be, beside its task file: the command line's choices, already
+/// parsed. `None` leaves the task's (or the default) value.
+#[derive(Default)]
+pub struct RunOptions {
+    pub task: PathBuf,
+    /// The managed policy (else /etc/tollgate).
+    pub policy: Option<PathBuf>,
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
+    pub ask: Vec<String>,
+    pub mode: Option<crate::policy::PermissionMode>,
+    pub model: Option<String>,
+    /// Caps the task's own `max_cost_usd`.
+    pub max_cost: Option<f64>,
+    pub max_turns: Option<u32>,
+    pub fail_on: Option<FailOnSet>,
+    pub workdir: Option<PathBuf>,
+    /// Default: `.tollgate/runs/<run-id>/`.
+    pub out: Option<PathBuf>,
+    /// User messages arriving mid-run, fed by the caller.
+    pub queue: Option<MessageQueue>,
+    /// Where events are streamed as they happen.
+    pub stream: Option<StreamOutput>,
+}
+
+/// A run ready to start.
+pub struct Session {
+    pub spec: RunSpec,
+    pub provider: Provider,
+}
+
+/// Loads and validates everything a run needs. `redactor` learns the task's `redact_env`.
+pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session, SessionError> {
+    let home = home_dir();
+    let mut task = load_task(&options.task, home.as_deref())?;
+    if let Some(name) = &options.model {
+        task.model.name = name.clone();
+    }
+    if let Some(cap) = options.max_cost {
+        let own = task.limits.max_cost_usd.unwrap_or(cap);
+        task.limits.max_cost_usd = Some(own.min(cap));
+    }
+    // The task's own budget was checked against its own model's price at parse time.
+    if task.limits.max_cost_usd.is_some() && task.model.pricing().is_none() {
+        return Err(SessionError::NoPrice(task.model.name.clone()));
+    }
+    redactor.add_env_names(&task.redact_env);
+    let workdir = match (&options.workdir, &task.workdir) {
+        (Some(dir), _) | (None, Some(dir)) => canonical_dir(dir, "workdir")?,
+        (None, None) => canonical_dir(Path::new("."), "workdir")?,
+    };
+    let flags = SourceFlags {
+        policy: options.policy.as_deref(),
+        allow: &options.allow,
+        deny: &options.deny,
+        ask: &options.ask,
+    };
+    let sources = load_sources(flags, Some(&task), &workdir, home.as_deref())?;
+    let rules = RuleSet::from_sources(&sources);
+    let mode = resolve_mode(options.mode, task.mode, &sources)?;
+    // Before any model call: a sandbox the kernel cannot enforce stops the run here (exit 2).
+    let sandbox = sandbox_in_force(&sources)
+        .map(|config| {
+            let status = sandbox::preflight(&config)?;
+            if let Some(warning) = &status.warning {
+                tracing::warn!("the sandbox is not fully enforced: {warning}");
+            }
+            Ok::<_, SandboxError>(SandboxSpec { config, status })
+        })
+        .transpose()?;
+
+    let run_id = new_run_id();
+    let out_dir = options
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(".tollgate/runs").join(&run_id));
+    let (out_dir, out_lock) = crate::out_dir::claim(&out_dir)?;
+
+    let directories = additional_directories(&sources);
+    let mut workspace = Workspace::new(workdir, directories.dirs.clone(), home);
+    require_self_tests(&sources, &workspace)?;
+    workspace.read_only_roots.push(out_dir.join("results"));
+
+    // The pool a model sees: the task's tools less those a whole-tool deny rule removes (S1).
+    let tools = task
+        .tools
+        .iter()
+        .filter(|name| rules.whole_tool(RuleKind::Deny, name).is_none())
+        .filter_map(builtin)
+        .collect();
+    let hooks = hooks_in_force(&sources);
+    let policy_summary = policy_summary(&sources, &rules, &hooks, directories);
+    let max_turns = options.max_turns.unwrap_or(task.limits.max_turns);
+    let mut limits = ToolLimits::default();
+    if let Some(tool_timeout) = task.limits.tool_timeout {
+        // Bash ends its whole process group at its own timeout; the loop's bound on the
+        // call is then only a backstop.
+        limits.bash_timeout = tool_timeout;
+    }
+    let fail_on = options.fail_on.unwrap_or_else(|| task.fail_on.clone());
+    let mut env = RunEnv::new(&withheld_variables(&task));
+    env.model = model_command_env(&env.model, &workspace.workdir);
+    let provider = Provider::new(provider_config(&task.model)?)?;
+    let spec = RunSpec {
+        run_id,
+        task,
+        mode,
+        rules,
+        policy_summary,
+        workspace: Arc::new(workspace),
+        tools,
+        out_dir,
+        out_lock: Arc::new(out_lock),
+        max_turns,
+        limits,
+        hooks: hooks.in_force,
+        sandbox,
+        fail_on,
+        env,
+        redactor,
+        queue: options.queue,
+        stream: options.stream,
+    };
+    Ok(Session { spec, provider })
+}
+
+/// What `run_started` says of the policies: sources, counts, and everything left aside.
+fn policy_summary(
+    sources: &[PolicySource],
+    rules: &RuleSet,
+    hooks: &HooksInForce,
+    directories: AdditionalDirectories,
+) -> PolicySummary {
+    let mut warnings = dangerous_allow_rules(rules);
+    for warning in &warnings {
+        // Rule text may come from a project's file: inert on a runner's log.
+        tracing::warn!("{}", crate::neutral::log_line(warning));
+    }
+    warnings.extend(directories.warnings);
+    PolicySummary {
+        sources: sources
+            .iter()
+            .map(|source| (source.kind, source.policy.file.clone()))
+            .collect(),
+        managed_only: sources
+            .iter()
+            .any(|source| source.kind == SourceKind::Managed && source.policy.managed_only),
+        rules: rules.rules().len(),
+        ignored_rules: rules.ignored().iter().map(RuleRef::from).collect(),
+        ignored_hooks: hooks
+            .ignored
+            .iter()
+            .map(|hook| format!("{} ({})", hook.spec.command, hook.source.display()))
+            .collect(),
+        ignored_additional_directories: directories.ignored,
+        ignored_keys: ignored_keys(sources),
+        warnings,
+    }
+}
+
+/// What the model's commands and the hooks never see: the provider key under whatever name
+/// the task gave it, and every `redact_env` variable (token-named ones go anyway).
+fn withheld_variables(task: &Task) -> BTreeSet<String> {
+    task.model
+        .api_key_variable()
+        .map(|(name, _)| name.to_string())
+        .into_iter()
+        .chain(task.redact_env.iter().cloned())
+        .collect()
+}
+
+fn ignored_keys(sources: &[PolicySource]) -> Vec<String> {
+    sources
+        .iter()
+        .flat_map(|source| {
+            source
+                .policy
+                .ignored_keys
+                .iter()
+                .map(|key| format!("{}: {key}", source.policy.file.display()))
+        })
+        .collect()
+}
+
+/// The model's provider settings, with its key and base URL from the task and the
+/// environment. A missing key is an error here, before any request; the key's value is
+/// never part of a message.
+pub fn provider_config(model: &ModelSpec) -> Result<ProviderConfig, SessionError> {
+    Ok(match model.provider {
+        ProviderKind::Scripted => ProviderConfig::Scripted(model.script.clone()),
+        ProviderKind::Anthropic => ProviderConfig::Anthropic {
+            http: http_settings(model, "ANTHROPIC_BASE_URL", ANTHROPIC_DEFAULT_BASE_URL)?,
+            name: model.name.clone(),
+            thinking_budget: model.thinking_budget,
+        },
+        ProviderKind::Openai => ProviderConfig::OpenAi {
+            http: http_settings(model, "OPENAI_BASE_URL", OPENAI_DEFAULT_BASE_URL)?,
+            name: model.name.clone(),
+        },
+    })
+}
+
+/// The key, base URL, timeouts and retries of a real provider. The base URL is the task's,
+/// else the environment's (a gateway), else the vendor's.
+fn http_settings(
+    model: &ModelSpec,
+    base_env: &str,
+    default_base: &str,
+) -> Result<HttpSettings, SessionError> {
+    let api_key = match model.api_key_variable() {
+        None => None,
+        Some((name, required)) => match std::env::var(name) {
+            Ok(key) if !key.trim().is_empty() => Some(ApiKey::new(key.trim())),
+            _ if required => {
+                return Err(SessionError::MissingKey {
+                    provider: model.provider,
+                    variable: name.to_string(),
+                    named_by_task: model.api_key_env.is_some(),
+                });
+            }
+            _ => None,
+        },
+    };
+    let base_url = model
+        .base_url
+        .clone()
+        .or_else(|| {
+            std::env::var(base_env)
+                .ok()
+                .map(|url| url.trim().trim_end_matches('/').to_string())
+                .filter(|url| !url.is_empty())
+        })
+        .unwrap_or_else(|| default_base.to_string());
+    Ok(HttpSettings {
+        base_url,
+        api_key,
+        timeouts: model.timeouts,
+        retries: model.retries,
+    })
+}
+
+/// Runs a policy's own `tests:`, deciding with the built-in tools.
+pub fn self_tests(policy: &Policy, workspace: &Workspace) -> Vec<SelfTestOutcome> {
+    let lookup = |name: &str| ToolName::parse(name).as_ref().and_then(builtin);
+    run_self_tests(policy, workspace, &lookup)
+}
+
+/// Runs every source's self-tests; the first failure refuses the run.
+pub fn require_self_tests(
+    sources: &[PolicySource],
+    workspace: &Workspace,
+) -> Result<(), SessionError> {
+    for source in sources {
+        if let Some(failed) = self_tests(&source.policy, workspace)
+            .into_iter()
+            .find(|outcome| !outcome.passed)
+        {
+            return Err(SessionError::SelfTest(describe_self_test(&failed)));
+        }
+    }
+    Ok(())
+}
+
+/// One line for a self-test's outcome: what was expected, what the gate said and why.
+pub fn describe_self_test(outcome: &SelfTestOutcome) -> String {
+    let test = &outcome.test;
+    let verdict = if outcome.passed { "ok  " } else { "FAIL" };
+    let expected = serde_name(&test.expect);
+    let how = match &outcome.got {
+        Ok(decision) => {
+            let step = serde_name(&decision.step);
+            let rule = decision
+                .rule
+                .as_ref()
+                .map(|rule| format!(", rule {} at {}", rule.rule, rule.source))
+                .unwrap_or_default();
+            format!(" at step {step}{rule}: {}", decision.reason)
+        }
+        Err(_) => String::new(),
+    };
+    format!(
+        "{verdict} {} ({}): {} {} — expected {expected}, got {}{how}",
+        test.name,
+        test.source,
+        test.tool,
+        test.input,
+        outcome.got_label()
+    )
+}
+
+/// Sortable by start time, unique enough for parallel runs on one machine.
+fn new_run_id() -> String {
+    let now = chrono::Utc::now();
+    let entropy = now.timestamp_subsec_nanos() ^ std::process::id().rotate_left(16);
+    format!("{}-{:08x}", now.format("%Y%m%dT%H%M%SZ"), entropy)
+}
