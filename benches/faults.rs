@@ -175,6 +175,7 @@ fn policy(n: usize) {
         mode: PermissionMode::DontAsk,
         rules: &rules,
         workspace: &workspace,
+        auto_allow_bash: false,
     };
     let paths: Vec<(ToolName, PathBuf, Access)> = (0..1000)
         .map(|k| match k % 4 {
