@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod bash;
+pub mod classifier;
 pub mod cli;
 pub mod config;
 pub mod exec;

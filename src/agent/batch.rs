@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::auto::{self, Stop};
 use super::{AgentError, Loop, denial_limit, hooks, millis};
 use crate::model::{ContentBlock, MalformedInput};
 use crate::policy::{self, Decision, PermissionContext, PermissionDecision};
@@ -18,8 +19,9 @@ use crate::transcript::{Event, ResultStatus};
 pub(super) struct TurnHost<'r, 'a> {
     pub run: &'r mut Loop<'a>,
     pub malformed: &'r [MalformedInput],
-    /// Why the rest of the batch is not run (a denial limit was reached).
-    pub stopped: Option<String>,
+    /// Why the rest of the batch is not run (a denial limit was reached, or the classifier
+    /// ended the run).
+    pub stopped: Option<Stop>,
     /// When each call was admitted, for its duration.
     admitted_at: HashMap<usize, Instant>,
     /// The tool_result blocks, in call order.
@@ -74,9 +76,11 @@ impl<'r, 'a> TurnHost<'r, 'a> {
         let decision = policy::decide(tool.as_ref(), &call.input, &ctx);
         let (decision, input) =
             hooks::pre_tool_use(run, &call.id, tool.as_ref(), call.input.clone(), decision).await?;
+        let (decision, auto_stop) =
+            auto::resolve(run, &call.id, &call.name, &input, decision).await?;
         record_decision(run, &call.id, &call.name, &input, decision.clone())?;
         if !decision.is_allow() {
-            self.stopped = denial_limit(self.run);
+            self.stopped = auto_stop.or_else(|| denial_limit(self.run));
             return Ok(Self::answered(
                 format!("Permission denied: {}", decision.reason),
                 ResultStatus::Denied,
@@ -127,10 +131,10 @@ impl BatchHost for TurnHost<'_, '_> {
     async fn admit(&mut self, index: usize, call: &Call) -> Result<Admission, AgentError> {
         self.announce(call)?;
         self.admitted_at.insert(index, Instant::now());
-        if let Some(why) = &self.stopped {
+        if let Some(stop) = &self.stopped {
             // The run is over, but every tool_use still gets its one result.
             return Ok(Self::answered(
-                format!("[not run: {why}]"),
+                format!("[not run: {}]", stop.why),
                 ResultStatus::Cancelled,
             ));
         }

@@ -122,6 +122,9 @@ mod tests {
             tool_timeout: None,
             max_denials: None,
             max_consecutive_denials: None,
+            max_classifier_denials: crate::task::DEFAULT_MAX_CLASSIFIER_DENIALS,
+            max_consecutive_classifier_denials:
+                crate::task::DEFAULT_MAX_CONSECUTIVE_CLASSIFIER_DENIALS,
             max_parallel_tools: 10,
         }
     }

@@ -2,6 +2,7 @@
 //! feed every result back, until the model stops or a limit does; then the task's checks.
 //! One orchestrator: the gate decides, the tools act, nothing else does either.
 
+mod auto;
 mod batch;
 mod budget;
 mod checks;
@@ -18,6 +19,7 @@ use tokio::time::Instant;
 use budget::Budget;
 pub use checks::millis;
 
+use crate::classifier::{Classifier, ProposedRule, proposed_rules_yaml};
 use crate::exec::RunEnv;
 use crate::exit::ExitCode;
 use crate::hooks::Hook;
@@ -64,6 +66,8 @@ pub struct RunSpec {
     pub queue: Option<MessageQueue>,
     /// Where events are streamed as they happen (`--output-format json|stream-json`).
     pub stream: Option<StreamOutput>,
+    /// Auto mode's judge, when the run is in auto mode and one is configured.
+    pub classifier: Option<Classifier>,
     /// The OS sandbox Bash commands run in, checked by the preflight.
     pub sandbox: Option<SandboxSpec>,
 }
@@ -101,8 +105,12 @@ pub struct RunReport {
     pub checks: Vec<CheckRecord>,
     pub final_message: Option<String>,
     pub error: Option<String>,
-    /// `None` when the model's price is unknown.
+    /// Agent and classifier together; `None` when a model's price is unknown.
     pub total_cost_usd: Option<f64>,
+    /// The classifier's share (auto mode with a classifier only).
+    pub classifier_cost_usd: Option<f64>,
+    /// Allow rules the classifier's denials propose (also in `proposed-rules.yaml`).
+    pub proposed_rules: Vec<ProposedRule>,
     pub duration_ms: u64,
     pub transcript: PathBuf,
     pub fail_on: FailOnSet,
@@ -143,8 +151,10 @@ impl Outcome {
             | Outcome::MaxOutputTokens
             | Outcome::Timeout
             | Outcome::Refusal => ExitCode::TaskFailed,
-            Outcome::DenialLimit | Outcome::PolicyDenied => ExitCode::PolicyStop,
-            Outcome::ProviderError => ExitCode::ProviderError,
+            Outcome::DenialLimit | Outcome::PolicyDenied | Outcome::ClassifierDenials => {
+                ExitCode::PolicyStop
+            }
+            Outcome::ProviderError | Outcome::ClassifierUnavailable => ExitCode::ProviderError,
             Outcome::Interrupted => ExitCode::Interrupted,
             Outcome::Terminated => ExitCode::Terminated,
         }
@@ -171,6 +181,8 @@ struct Loop<'a> {
     deadline: Option<Instant>,
     /// Refusals since the last allowed call.
     consecutive_denials: u32,
+    /// Auto mode's classifier and its tallies.
+    auto: Option<auto::AutoState>,
     network_refusals: Vec<ProxyConnection>,
 }
 
@@ -203,6 +215,7 @@ pub async fn run(
         })?
         .redacting(spec.redactor.clone())
         .streaming(spec.stream.take());
+    let classifier = spec.classifier.take();
     let sandbox_status = spec.sandbox.as_ref().map(|sandbox| sandbox.status.clone());
     let sandbox = match spec.sandbox.take() {
         Some(sandbox) => Some(Arc::new(
@@ -238,6 +251,7 @@ pub async fn run(
         ),
         deadline: spec.task.limits.timeout.map(|limit| started + limit),
         consecutive_denials: 0,
+        auto: classifier.map(auto::AutoState::new),
         network_refusals: Vec::new(),
     };
     run.emit(Event::RunStarted {
@@ -300,12 +314,23 @@ pub async fn run(
     }
     let (outcome, exit_code) = verdict::decide(outcome, &run.denials, &spec.fail_on);
     let duration_ms = millis(started.into_std());
-    let total_cost_usd = run.budget.total_cost_usd();
+    let classifier_cost_usd = run.auto.as_ref().and_then(|auto| auto.cost_usd);
+    let total_cost_usd = match (&run.auto, run.budget.total_cost_usd()) {
+        (None, agent) => agent,
+        (Some(_), agent) => agent.zip(classifier_cost_usd).map(|(a, c)| a + c),
+    };
+    let proposed_rules = run
+        .auto
+        .as_mut()
+        .map(|auto| std::mem::take(&mut auto.proposals))
+        .unwrap_or_default();
+    write_proposed_rules(&spec, &proposed_rules)?;
     run.emit(Event::RunFinished {
         outcome,
         exit_code: exit_code.code(),
         counts: run.counts,
         total_cost_usd,
+        classifier_cost_usd: run.auto.as_ref().and(classifier_cost_usd),
         duration_ms,
         error: error.clone(),
         final_message: final_message.clone(),
@@ -336,6 +361,8 @@ pub async fn run(
         final_message,
         error,
         total_cost_usd,
+        classifier_cost_usd,
+        proposed_rules,
         duration_ms,
         transcript: transcript_path,
         fail_on: spec.fail_on.clone(),
@@ -520,8 +547,8 @@ async fn conversation(
             let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
             return hard_stop(run, messages, reason, QueryEnd::AbortedTools);
         }
-        if let Some(why) = stopped {
-            return Ok((Outcome::DenialLimit, None, Some(why)));
+        if let Some(stop) = stopped {
+            return Ok((stop.outcome, None, Some(stop.why)));
         }
     }
 }
@@ -657,9 +684,26 @@ async fn request_once(
     Ok(result.map_err(|err| Some((Outcome::ProviderError, None, Some(err.to_string())))))
 }
 
+/// `proposed-rules.yaml` in the run's folder, when the classifier denied anything.
+fn write_proposed_rules(spec: &RunSpec, proposals: &[ProposedRule]) -> Result<(), AgentError> {
+    if proposals.is_empty() {
+        return Ok(());
+    }
+    let path = spec.out_dir.join("proposed-rules.yaml");
+    std::fs::write(&path, spec.redactor.redact(&proposed_rules_yaml(proposals)))
+        .map_err(|source| AgentError::Transcript { path, source })
+}
+
 /// Whether the run's refusals have reached a limit: a model that keeps hitting the gate is
 /// going nowhere, and every further turn only burns budget.
-fn denial_limit(run: &Loop<'_>) -> Option<String> {
+fn denial_limit(run: &Loop<'_>) -> Option<auto::Stop> {
+    denial_limit_reason(run).map(|why| auto::Stop {
+        outcome: Outcome::DenialLimit,
+        why,
+    })
+}
+
+fn denial_limit_reason(run: &Loop<'_>) -> Option<String> {
     let limits = &run.spec.task.limits;
     if let Some(max) = limits.max_denials.filter(|max| run.counts.denials >= *max) {
         return Some(format!(

@@ -28,8 +28,8 @@ pub fn counts(fail_on: &FailOnSet, kind: FailOn) -> bool {
 
 /// The final outcome and exit code. Precedence, strongest first:
 /// 1. an interruption (130/143) and a provider failure (4): the run did not finish, so no
-///    other verdict about it can be trusted; a denial limit (`limits.max_denials`, 3)
-///    stopped it the same way;
+///    other verdict about it can be trusted; a denial limit (`limits.max_denials`, 3), the
+///    classifier's denial limits (3) and an unreachable classifier (4) stopped it the same way;
 /// 2. a refused call whose kind is in `fail_on` (3, outcome `policy_denied`): the work the
 ///    task needed may not have happened, whatever the checks say;
 /// 3. a failed check or a limit in `fail_on` (1);
@@ -42,6 +42,8 @@ pub fn decide(outcome: Outcome, denials: &[Denial], fail_on: &FailOnSet) -> (Out
         | Outcome::ProviderError
         | Outcome::DenialLimit
         | Outcome::PolicyDenied
+        | Outcome::ClassifierDenials
+        | Outcome::ClassifierUnavailable
         // The model declined the task: nothing else about the run can make it a success.
         | Outcome::Refusal => return (outcome, outcome.exit_code()),
         Outcome::Success

@@ -14,8 +14,8 @@ use super::CheckArgs;
 use crate::config::serde_name;
 use crate::exit::ExitCode;
 use crate::policy::{
-    self, Decision, Layer, PermissionContext, PermissionDecision, PolicySource, Step, ToolName,
-    TraceStep,
+    self, Decision, Layer, PermissionContext, PermissionDecision, PermissionMode, PolicySource,
+    Step, ToolName, TraceStep,
 };
 use crate::session::{PolicyInForce, canonical_dir};
 use crate::tools::{Tool, builtin};
@@ -32,6 +32,9 @@ struct DecisionLine<'a> {
     rule: Option<&'a str>,
     source: Option<String>,
     reason: &'a str,
+    /// Auto mode: who settles the call (`check --mode auto`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    auto: Option<super::auto::AutoLine>,
 }
 
 impl<'a> DecisionLine<'a> {
@@ -45,9 +48,13 @@ impl<'a> DecisionLine<'a> {
             rule: decision.rule.as_ref().map(|rule| rule.rule.as_str()),
             source: decision.rule.as_ref().map(|rule| rule.source.to_string()),
             reason: &decision.reason,
+            auto: None,
         }
     }
 }
+
+/// What the classifier is told when `check` has no `--intent`.
+const NO_INTENT: &str = "(no task was given: judge the call on its own)";
 
 /// One call of a `--calls` stream.
 #[derive(Debug, Deserialize)]
@@ -81,7 +88,14 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
         return Ok(ExitCode::Success);
     }
     let decision = decide(tool, &input, &ctx, &mut tools);
-    let line = serde_json::to_string(&DecisionLine::new(&decision, None, None))?;
+    let mut line = DecisionLine::new(&decision, None, None);
+    if gate.mode == PermissionMode::Auto {
+        let intent = args.intent.as_deref().unwrap_or(NO_INTENT);
+        line.auto = Some(super::auto::check_line(
+            &gate, &decision, tool, &input, intent,
+        )?);
+    }
+    let line = serde_json::to_string(&line)?;
     println!("{}", crate::neutral::json_log_line(&line));
     Ok(ExitCode::Success)
 }

@@ -1,6 +1,7 @@
 //! The command line: parses arguments, sets up logging, hands each subcommand its typed
 //! options and turns its result into the process exit code. `anyhow` lives here only.
 
+mod auto;
 mod check;
 mod policy;
 mod replay;
@@ -63,6 +64,38 @@ Prints one JSON line per call whose decision changes (stdout) and a short table 
 Exits 1 if a call that was denied would now be allowed, so it can guard policy changes in CI."
     )]
     Replay(ReplayArgs),
+    /// Auto mode's classifier outside a run.
+    #[command(
+        after_help = "Example:\n  tollgate auto eval examples/auto-mode/cases.jsonl --policy examples/auto-mode/policy.yaml\n\n\
+Runs the configured classifier over labelled actions (one JSON object a line:\n\
+{\"intent\", \"action\": {\"tool\", \"input\"}, \"expect\": \"allow\"|\"deny\"}) and prints the\n\
+confusion matrix, false-block and false-allow rates, model calls, cost and latency."
+    )]
+    Auto(AutoArgs),
+}
+
+#[derive(Debug, Args)]
+struct AutoArgs {
+    #[command(subcommand)]
+    command: AutoCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum AutoCommand {
+    /// Measure the configured classifier on labelled cases (JSONL).
+    Eval(AutoEvalArgs),
+}
+
+#[derive(Debug, Args)]
+struct AutoEvalArgs {
+    /// The labelled cases, one JSON object a line.
+    cases: PathBuf,
+    /// The managed policy file with `classifier:` and `auto_mode:` [default: /etc/tollgate].
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// A task file: its provider is the classifier's default, and its policy counts.
+    #[arg(long, value_name = "FILE")]
+    task: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -225,6 +258,9 @@ struct CheckArgs {
     /// The workspace the call is judged against [default: the current folder].
     #[arg(long, value_name = "DIR")]
     workdir: Option<PathBuf>,
+    /// Auto mode: the task's intent the classifier judges the call against.
+    #[arg(long, value_name = "TEXT")]
+    intent: Option<String>,
     #[command(flatten)]
     rules: RuleFlags,
 }
@@ -283,6 +319,9 @@ pub fn main() -> std::process::ExitCode {
         Command::Check(args) => check::check(args),
         Command::Policy(args) => policy::policy(args),
         Command::Replay(args) => replay::replay(args),
+        Command::Auto(AutoArgs {
+            command: AutoCommand::Eval(args),
+        }) => auto::eval(args),
     };
     match result {
         Ok(code) => code.into(),

@@ -8,6 +8,7 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
+use super::auto_mode::{AutoModeProse, ClassifierFile, ClassifierSettings};
 use super::decision::Decision;
 use super::mode::PermissionMode;
 use super::rule::{Rule, RuleKind};
@@ -45,6 +46,12 @@ macro_rules! policy_file {
             /// What lower sources may still add under `managed_only` (managed policy only).
             #[serde(default)]
             lower_sources_may_add: Option<Spanned<Vec<LowerGrant>>>,
+            /// Auto mode's judge.
+            #[serde(default)]
+            classifier: Option<Spanned<ClassifierFile>>,
+            /// Auto mode's prose for the judge.
+            #[serde(default)]
+            auto_mode: Option<AutoModeProse>,
             #[serde(default)]
             sandbox: Option<SandboxBlock>,
             $(
@@ -188,6 +195,10 @@ pub struct Policy {
     pub hooks: Vec<Hook>,
     /// Only the managed policy's hooks run (meaningful in a managed policy only).
     pub managed_hooks_only: bool,
+    /// Auto mode's judge (`classifier:`).
+    pub classifier: Option<ClassifierSettings>,
+    /// Auto mode's prose (`auto_mode:`).
+    pub auto_mode: Option<AutoModeProse>,
     /// The modes a lower source may choose; `None`: the default rule (see `policy::authority`).
     pub allowed_modes: Option<Vec<PermissionMode>>,
     pub lower_may_add: Vec<LowerGrant>,
@@ -255,6 +266,16 @@ impl Policy {
                     .iter()
                     .map(|mode| parse_mode(mode, origin.file))
                     .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?;
+        policy.auto_mode = parsed.auto_mode;
+        policy.classifier = parsed
+            .classifier
+            .map(|spanned| {
+                let at = spanned.referenced;
+                spanned.value.validate(origin.dir).map_err(|message| {
+                    ConfigError::new(origin.file, at.line(), at.column(), message)
+                })
             })
             .transpose()?;
         policy.sandbox = parsed
@@ -352,6 +373,8 @@ impl Policy {
             tests: Vec::new(),
             hooks: Vec::new(),
             managed_hooks_only: false,
+            classifier: None,
+            auto_mode: None,
             allowed_modes: None,
             lower_may_add: Vec::new(),
             managed_keys: Vec::new(),
@@ -392,6 +415,8 @@ impl Policy {
             tests: Vec::new(),
             hooks: Vec::new(),
             managed_hooks_only: false,
+            classifier: None,
+            auto_mode: None,
             allowed_modes: None,
             lower_may_add: Vec::new(),
             managed_keys: Vec::new(),

@@ -297,7 +297,7 @@ fn transform_ask(
                 layer,
                 rule,
                 format!(
-                    "{reason}; auto mode: not on the fast path and no classifier is configured, so it fails closed"
+                    "{reason}; auto mode: not on the fast path, so the classifier judges it (denied when none is configured or it cannot answer)"
                 ),
             ),
         },
@@ -334,6 +334,17 @@ fn auto_fast_path(tool: &dyn Tool, input: &Value, ctx: &PermissionContext) -> Op
         ToolCheck::Allow { .. } => Some("auto mode fast path: acceptEdits would allow it".into()),
         _ => None,
     }
+}
+
+/// An ask only the mode refused (steps 1c and 3, no rule, guardrail or interaction behind it)
+/// that no hook allowed: the one kind of refusal the classifier may turn into an allow. A
+/// deny rule or a guardrail never reaches it.
+pub fn awaits_classifier(decision: &PermissionDecision, mode: PermissionMode) -> bool {
+    mode == PermissionMode::Auto
+        && decision.decision == Decision::Deny
+        && decision.asked
+        && decision.layer == Layer::Mode
+        && matches!(decision.step, Step::ToolCheck | Step::Passthrough)
 }
 
 /// Plan mode is read-only exploration: whatever allowed a call, a call that may write is denied.

@@ -2,6 +2,7 @@
 //! pipeline. Pure: takes values, returns decisions; never reads files or runs anything.
 
 mod authority;
+mod auto_mode;
 mod decision;
 mod file;
 mod file_access;
@@ -20,12 +21,16 @@ mod workspace;
 pub use authority::{
     AuthorityError, lower_may_add, refuse_disabled, refuse_managed_keys_below, resolve_mode,
 };
+pub use auto_mode::{
+    AutoModeConfig, AutoModeProse, ClassifierProvider, ClassifierSettings, merge_auto_mode,
+    moots_classifier,
+};
 pub use decision::{
     AskCause, Decision, DenialCounts, Layer, PermissionDecision, RuleRef, Step, ToolCheck,
 };
 pub use file::{LowerGrant, ManagedKey, PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
 pub use file_access::{Access, check_path};
-pub use gate::{TraceStep, apply_hook_verdict, decide, explain};
+pub use gate::{TraceStep, apply_hook_verdict, awaits_classifier, decide, explain};
 pub use guardrail::{git_dir_write, read_guardrail, write_guardrail};
 pub use lint::{LintWarning, danger, lint};
 pub use mode::{PermissionMode, UnknownMode};

@@ -72,6 +72,28 @@ impl RuleSet {
                 }
             }
         }
+        set.index();
+        set
+    }
+
+    /// The same rules less those `drop` picks, and the dropped ones (auto mode drops the
+    /// allow rules that would make its classifier moot, and says which).
+    pub fn without(&self, drop: impl Fn(&Rule) -> bool) -> (RuleSet, Vec<Rule>) {
+        let (dropped, kept): (Vec<Rule>, Vec<Rule>) =
+            self.rules.iter().cloned().partition(|rule| drop(rule));
+        let mut set = RuleSet {
+            rules: kept,
+            ignored: self.ignored.clone(),
+            ..RuleSet::default()
+        };
+        set.index();
+        (set, dropped)
+    }
+
+    /// The lookups built once from `rules`: the Bash patterns in the analyser's form, the
+    /// path rules compiled together, the whole-tool rules.
+    fn index(&mut self) {
+        let set = self;
         for (index, rule) in set.rules.iter().enumerate() {
             let Some(RuleContent::Command(pattern)) = &rule.content else {
                 continue;
@@ -90,7 +112,6 @@ impl RuleSet {
         set.whole = (0..set.rules.len())
             .filter(|&index| set.rules[index].is_whole_tool())
             .collect();
-        set
     }
 
     /// The Bash content rules, for the analyser; ids index `rule_at`.

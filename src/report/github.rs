@@ -127,6 +127,21 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
     if let Some(cost) = cost_usd(report) {
         row("Cost", format!("${cost:.4}"));
     }
+    let judge = &counts_.classifier;
+    if judge.reviews > 0 {
+        row(
+            "Classifier",
+            format!(
+                "{} reviewed: {} allowed, {} denied, {} errors; {} model calls, {} cache hits",
+                judge.reviews,
+                judge.allows,
+                judge.denies,
+                judge.errors,
+                judge.calls,
+                judge.cache_hits
+            ),
+        );
+    }
     row("Fails on", format!("`{}`", report.fail_on));
     if let Some(sandbox) = &report.sandbox {
         let icon = if sandbox.enforced() { "🔒" } else { "⚠️" };
@@ -156,6 +171,13 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
                 cell(&decision.reason)
             ));
         }
+    }
+    if !report.proposed_rules.is_empty() {
+        let block = crate::classifier::paste_block(&report.proposed_rules);
+        let fence = fence_for(&block);
+        out.push_str(&format!(
+            "\n#### Proposed allow rules\n\nThe auto-mode classifier denied calls these rules would allow (details in `proposed-rules.yaml`). Review before pasting into a policy:\n\n{fence}yaml\n{block}{fence}\n",
+        ));
     }
     if !report.checks.is_empty() {
         out.push_str(
@@ -189,6 +211,13 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
         paths.transcript.display()
     ));
     out
+}
+
+/// A code fence longer than any run of backticks in `text`, so a rule made from the model's
+/// command can never close the block and write markdown of its own.
+fn fence_for(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
 }
 
 /// `GITHUB_OUTPUT` lines. Every key is written (empty when unknown) so the action's outputs
@@ -380,6 +409,27 @@ mod tests {
             junit: Some(PathBuf::from("/out/junit.xml")),
             sarif: None,
         }
+    }
+
+    #[test]
+    fn proposed_rules_are_a_fenced_block_the_model_cannot_close() {
+        let mut report = sample_report();
+        report.proposed_rules = vec![crate::classifier::ProposedRule {
+            rule: "Bash(echo '```')".into(),
+            count: 2,
+            example: crate::classifier::Action {
+                tool: "Bash".into(),
+                input: serde_json::json!({"command": "echo '```'"}),
+            },
+            reasons: vec!["r".into()],
+        }];
+        let summary = step_summary(&report, &paths());
+        assert!(
+            summary
+                .contains("````yaml\npermissions:\n  allow:\n    - \"Bash(echo '```')\"\n````\n"),
+            "{summary}"
+        );
+        assert_eq!(fence_for("no ticks"), "```");
     }
 
     #[test]

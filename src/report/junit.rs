@@ -57,6 +57,21 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
             .into_iter()
             .map(|(layer, count)| Property::new(format!("denials_{layer}"), count.to_string())),
     );
+    // Auto mode's classifier (issue 13), only when it reviewed something.
+    let judge = &counts.classifier;
+    if judge.reviews > 0 {
+        suite.add_properties(
+            [
+                ("classifier_reviews", judge.reviews),
+                ("classifier_allows", judge.allows),
+                ("classifier_denies", judge.denies),
+                ("classifier_errors", judge.errors),
+                ("classifier_calls", judge.calls),
+                ("classifier_cache_hits", judge.cache_hits),
+            ]
+            .map(|(name, count)| Property::new(name, count.to_string())),
+        );
+    }
 
     let agent_status = match report.outcome {
         Outcome::Success | Outcome::ChecksFailed => TestCaseStatus::success(),

@@ -92,6 +92,8 @@ pub(crate) fn sample_report() -> crate::agent::RunReport {
         },
         calls_by_tool: vec![("Bash".into(), 6)],
         total_cost_usd: None,
+        classifier_cost_usd: None,
+        proposed_rules: Vec::new(),
         denials: vec![Denial {
             id: "toolu_1".into(),
             tool: "Bash".into(),

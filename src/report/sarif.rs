@@ -54,7 +54,10 @@ pub fn sarif_json(report: &RunReport) -> Result<String, serde_json::Error> {
     );
     let finished = !matches!(
         report.outcome,
-        Outcome::ProviderError | Outcome::Interrupted | Outcome::Terminated
+        Outcome::ProviderError
+            | Outcome::ClassifierUnavailable
+            | Outcome::Interrupted
+            | Outcome::Terminated
     );
     let invocation = Invocation::builder()
         .execution_successful(finished)

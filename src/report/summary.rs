@@ -41,6 +41,23 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
             usage.cache_read_input_tokens
         ));
     }
+    let judge = &counts.classifier;
+    if judge.reviews > 0 {
+        let cost = report
+            .classifier_cost_usd
+            .map_or_else(|| "unknown".to_string(), |usd| format!("${usd:.4}"));
+        out.push_str(&format!(
+            "  classifier: {} reviewed · {} allowed · {} denied · {} errors · {} model calls · {} cache hits · {} in · {} out · cost {cost}\n",
+            judge.reviews,
+            judge.allows,
+            judge.denies,
+            judge.errors,
+            judge.calls,
+            judge.cache_hits,
+            judge.usage.input_tokens,
+            judge.usage.output_tokens
+        ));
+    }
     if let Some(sandbox) = &report.sandbox {
         out.push_str(&format!("  sandbox: {}\n", sandbox.describe()));
     }
@@ -64,6 +81,12 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
             "  denied {} `{}`{rule}\n",
             denial.tool,
             input_summary(&denial.tool, &denial.input)
+        ));
+    }
+    for proposal in &report.proposed_rules {
+        out.push_str(&format!(
+            "  proposed rule {} (would have allowed {} denied call(s))\n",
+            proposal.rule, proposal.count
         ));
     }
     for record in &report.checks {

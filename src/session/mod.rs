@@ -4,6 +4,7 @@
 //! in one process. Everything here happens before the first model call; every error is a
 //! configuration error.
 
+mod classifier;
 mod sources;
 
 use std::collections::BTreeSet;
@@ -12,10 +13,11 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
+pub use classifier::auto_classifier;
 pub use sources::{
     AdditionalDirectories, HooksInForce, PolicyInForce, SourceFlags, additional_directories,
     canonical_dir, dangerous_allow_rules, home_dir, hooks_in_force, load_policy, load_sources,
-    load_task, read_text, resolve_mode, sandbox_in_force,
+    load_task, read_text, resolve_mode, rules_for_mode, sandbox_in_force,
 };
 
 use crate::agent::RunSpec;
@@ -26,8 +28,8 @@ use crate::model::{
     ProviderConfig, ProviderError,
 };
 use crate::policy::{
-    AuthorityError, Policy, PolicySource, RuleError, RuleKind, RuleRef, RuleSet, SelfTestOutcome,
-    SourceKind, ToolName, Workspace, run_self_tests,
+    AuthorityError, PermissionMode, Policy, PolicySource, RuleError, RuleKind, RuleRef, RuleSet,
+    SelfTestOutcome, SourceKind, ToolName, Workspace, merge_auto_mode, run_self_tests,
 };
 use crate::redact::Redactor;
 use crate::sandbox::{self, SandboxError, SandboxSpec};
@@ -73,6 +75,12 @@ pub enum SessionError {
     Provider(#[from] ProviderError),
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
+    #[error(
+        "classifier.cache_dir {} is inside the workspace {}: the agent could write verdicts there; put it outside",
+        dir.display(),
+        root.display()
+    )]
+    CacheInWorkspace { dir: PathBuf, root: PathBuf },
 }
 
 /// What a run is asked to be, beside its task file: the command line's choices, already
@@ -133,8 +141,8 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         ask: &options.ask,
     };
     let sources = load_sources(flags, Some(&task), &workdir, home.as_deref())?;
-    let rules = RuleSet::from_sources(&sources);
     let mode = resolve_mode(options.mode, task.mode, &sources)?;
+    let (rules, dropped_for_auto) = rules_for_mode(RuleSet::from_sources(&sources), mode);
     // Before any model call: a sandbox the kernel cannot enforce stops the run here (exit 2).
     let sandbox = sandbox_in_force(&sources)
         .map(|config| {
@@ -156,6 +164,16 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
     let directories = additional_directories(&sources);
     let mut workspace = Workspace::new(workdir, directories.dirs.clone(), home);
     require_self_tests(&sources, &workspace)?;
+    let classifier = match mode {
+        PermissionMode::Auto => {
+            let config = merge_auto_mode(&sources);
+            if let Some(dir) = &config.classifier.cache_dir {
+                classifier::refuse_cache_in_workspace(dir, &workspace)?;
+            }
+            auto_classifier(&task.model, &config)?
+        }
+        _ => None,
+    };
     workspace.read_only_roots.push(out_dir.join("results"));
 
     // The pool a model sees: the task's tools less those a whole-tool deny rule removes (S1).
@@ -166,7 +184,8 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         .filter_map(builtin)
         .collect();
     let hooks = hooks_in_force(&sources);
-    let policy_summary = policy_summary(&sources, &rules, &hooks, directories);
+    let mut policy_summary = policy_summary(&sources, &rules, &hooks, directories);
+    policy_summary.dropped_for_auto = dropped_for_auto.iter().map(RuleRef::from).collect();
     let max_turns = options.max_turns.unwrap_or(task.limits.max_turns);
     let mut limits = ToolLimits::default();
     if let Some(tool_timeout) = task.limits.tool_timeout {
@@ -197,6 +216,7 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         redactor,
         queue: options.queue,
         stream: options.stream,
+        classifier,
     };
     Ok(Session { spec, provider })
 }
@@ -232,6 +252,7 @@ fn policy_summary(
         ignored_additional_directories: directories.ignored,
         ignored_keys: ignored_keys(sources),
         warnings,
+        dropped_for_auto: Vec::new(),
     }
 }
 

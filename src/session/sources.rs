@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use crate::hooks::{Hook, merge_hooks};
 use crate::policy::{
-    self, LowerGrant, PermissionContext, PermissionMode, Policy, PolicyOrigin, PolicySource,
-    RuleSet, SourceKind, Workspace, danger, lower_may_add, refuse_disabled,
+    self, LowerGrant, PermissionContext, PermissionMode, Policy, PolicyOrigin, PolicySource, Rule,
+    RuleSet, SourceKind, Workspace, danger, lower_may_add, moots_classifier, refuse_disabled,
     refuse_managed_keys_below,
 };
 use crate::sandbox::SandboxConfig;
@@ -108,7 +108,6 @@ impl PolicyInForce {
     ) -> Result<PolicyInForce> {
         let home = home_dir();
         let sources = load_sources(flags, None, &workdir, home.as_deref())?;
-        let rules = RuleSet::from_sources(&sources);
         // `check --mode` asks how a call would be decided in that mode; it grants nothing,
         // so only a disabled mode is refused, not one the managed policy keeps from runs.
         let mode = match mode {
@@ -118,6 +117,7 @@ impl PolicyInForce {
             }
             None => resolve_mode(None, None, &sources)?,
         };
+        let (rules, _) = rules_for_mode(RuleSet::from_sources(&sources), mode);
         let workspace = Workspace::new(workdir, additional_directories(&sources).dirs, home);
         Ok(PolicyInForce {
             sources,
@@ -228,6 +228,17 @@ pub fn resolve_mode(
         tracing::warn!("{warning}");
     }
     Ok(mode)
+}
+
+/// The rules a run in `mode` obeys, and those it dropped: entering auto drops allow rules
+/// that would make the classifier moot (every command, shells, interpreters, package
+/// runners, the whole Agent tool), so those calls reach the judge instead of passing unseen.
+pub fn rules_for_mode(rules: RuleSet, mode: PermissionMode) -> (RuleSet, Vec<Rule>) {
+    if mode == PermissionMode::Auto {
+        rules.without(moots_classifier)
+    } else {
+        (rules, Vec::new())
+    }
 }
 
 /// The additional directories in force, and those left aside.

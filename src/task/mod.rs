@@ -91,6 +91,8 @@ struct LimitsFile {
     max_denials: Option<u32>,
     max_consecutive_denials: Option<u32>,
     max_parallel_tools: Option<Spanned<u64>>,
+    max_classifier_denials: Option<Spanned<u32>>,
+    max_consecutive_classifier_denials: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -191,7 +193,15 @@ pub struct Limits {
     pub max_consecutive_denials: Option<u32>,
     /// Concurrency-safe calls of one response that may run at once (S6).
     pub max_parallel_tools: usize,
+    /// Auto mode: classifier denials in the whole run before it stops with exit 3.
+    pub max_classifier_denials: u32,
+    /// Auto mode: classifier denials in a row before it stops with exit 3.
+    pub max_consecutive_classifier_denials: u32,
 }
+
+/// Auto mode's headless contract: a judge that keeps saying no ends the run, it never stalls.
+pub const DEFAULT_MAX_CLASSIFIER_DENIALS: u32 = 20;
+pub const DEFAULT_MAX_CONSECUTIVE_CLASSIFIER_DENIALS: u32 = 3;
 
 /// A command the task author runs after the agent stops; not gated (it is the author's).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -585,6 +595,12 @@ fn limits(raw: LimitsFile, model: &ModelSpec, at: At<'_>) -> Result<Limits, Conf
         }
         other => Ok(other.map(|spanned| spanned.value)),
     };
+    let at_least_one = |value: Option<Spanned<u32>>, key: &str, default: u32| match value {
+        Some(spanned) if spanned.value == 0 => {
+            Err(located(&spanned, at, format!("{key} must be at least 1")))
+        }
+        other => Ok(other.map_or(default, |spanned| spanned.value)),
+    };
     Ok(Limits {
         max_turns,
         max_cost_usd,
@@ -598,6 +614,16 @@ fn limits(raw: LimitsFile, model: &ModelSpec, at: At<'_>) -> Result<Limits, Conf
             .map_or(crate::scheduler::DEFAULT_MAX_PARALLEL_TOOLS, |max| {
                 usize::try_from(max).unwrap_or(usize::MAX)
             }),
+        max_classifier_denials: at_least_one(
+            raw.max_classifier_denials,
+            "max_classifier_denials",
+            DEFAULT_MAX_CLASSIFIER_DENIALS,
+        )?,
+        max_consecutive_classifier_denials: at_least_one(
+            raw.max_consecutive_classifier_denials,
+            "max_consecutive_classifier_denials",
+            DEFAULT_MAX_CONSECUTIVE_CLASSIFIER_DENIALS,
+        )?,
     })
 }
 

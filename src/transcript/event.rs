@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::classifier::ClassifierCall;
 use crate::hooks::{HookEvent, HookReport};
 use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
 use crate::policy::{DenialCounts, Layer, PermissionDecision, PermissionMode, RuleRef, SourceKind};
@@ -59,6 +60,15 @@ pub enum Event {
         tool: String,
         #[serde(flatten)]
         decision: PermissionDecision,
+    },
+    /// One classifier model call (or cache hit) reviewing an auto-mode ask.
+    ClassifierCall {
+        id: String,
+        tool: String,
+        /// The action under review (the call's input).
+        input: Value,
+        #[serde(flatten)]
+        call: ClassifierCall,
     },
     /// Hooks that ran for a call, each with its answer.
     HookRun {
@@ -123,8 +133,11 @@ pub enum Event {
         exit_code: u8,
         #[serde(flatten)]
         counts: RunCounts,
-        /// `None` when the model's price is unknown.
+        /// Agent and classifier together; `None` when a model's price is unknown.
         total_cost_usd: Option<f64>,
+        /// The classifier's share of the total (auto mode with a classifier only).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        classifier_cost_usd: Option<f64>,
         duration_ms: u64,
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
@@ -200,6 +213,9 @@ pub struct PolicySummary {
     pub ignored_keys: Vec<String>,
     /// Allow rules that hand out more than they seem to.
     pub warnings: Vec<String>,
+    /// Allow rules auto mode dropped because they would make its classifier moot.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dropped_for_auto: Vec<RuleRef>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -252,6 +268,12 @@ pub enum Outcome {
     DenialLimit,
     /// A tool call was refused and `fail_on` counts that kind of refusal.
     PolicyDenied,
+    /// Auto mode: `limits.max_classifier_denials` or `limits.max_consecutive_classifier_denials`
+    /// stopped the run.
+    ClassifierDenials,
+    /// Auto mode: the classifier could not be reached after the provider's retries (or its
+    /// budget was spent), so nothing more could be judged.
+    ClassifierUnavailable,
     /// The provider failed.
     ProviderError,
     /// SIGINT.
@@ -270,5 +292,22 @@ pub struct RunCounts {
     pub tool_errors: u32,
     pub checks_passed: u32,
     pub checks_failed: u32,
+    pub usage: Usage,
+    /// Auto mode's classifier, counted apart from the agent.
+    pub classifier: ClassifierCounts,
+}
+
+/// What the auto-mode classifier did in a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassifierCounts {
+    /// Actions reviewed (each once, whatever the number of model calls).
+    pub reviews: u32,
+    /// Model calls made (a two-stage review may make two).
+    pub calls: u32,
+    pub cache_hits: u32,
+    pub allows: u32,
+    pub denies: u32,
+    /// Answers that were no verdict, or a judge that could not be reached (each a deny).
+    pub errors: u32,
     pub usage: Usage,
 }

@@ -6,8 +6,8 @@ mod stream;
 mod writer;
 
 pub use event::{
-    AbortCause, CheckOutcome, DenialSummary, Disposition, Event, ModelSummary, Outcome,
-    PolicySummary, QueryEnd, ResultStatus, RunCounts, TaskSummary,
+    AbortCause, CheckOutcome, ClassifierCounts, DenialSummary, Disposition, Event, ModelSummary,
+    Outcome, PolicySummary, QueryEnd, ResultStatus, RunCounts, TaskSummary,
 };
 pub use stream::{StreamFormat, StreamOutput, stream_type};
 pub use writer::{RecordedLine, Transcript, TranscriptLine};

@@ -38,6 +38,7 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         Event::ToolCall { .. } => "tool_use",
         Event::ToolProgress { .. } => "progress",
         Event::PermissionDecision { .. } => "permission_decision",
+        Event::ClassifierCall { .. } => "classifier_call",
         Event::ToolResult { .. } => "tool_result",
         Event::NetworkConnection { .. } => "network_connection",
         Event::ApiRetry { .. } => "api_retry",

@@ -2,6 +2,7 @@
 //! the library directly).
 
 mod action;
+mod auto_mode;
 mod bash_corpus;
 mod bash_props;
 mod bash_sweep;
