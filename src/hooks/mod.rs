@@ -100,7 +100,7 @@ pub struct HookRun {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// What it printed on stderr, shortened; kept for debugging hooks.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stderr: String,
 }
 

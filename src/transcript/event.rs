@@ -214,7 +214,7 @@ pub struct PolicySummary {
     /// Allow rules that hand out more than they seem to.
     pub warnings: Vec<String>,
     /// Allow rules auto mode dropped because they would make its classifier moot.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped_for_auto: Vec<RuleRef>,
 }
 
