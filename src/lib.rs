@@ -15,6 +15,7 @@ pub mod fleet;
 pub mod hooks;
 pub mod model;
 pub mod neutral;
+pub mod out_dir;
 pub mod policy;
 pub mod redact;
 pub mod report;

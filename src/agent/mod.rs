@@ -29,11 +29,12 @@ use crate::model::{
     ContentBlock, Message, ModelRequest, ModelResponse, Provider, ProviderEvent, Role, StopReason,
     ToolSpec,
 };
+use crate::out_dir::OutDirLock;
 use crate::policy::{PermissionMode, RuleSet, ToolName, Workspace};
 use crate::redact::Redactor;
 use crate::results::ResultStore;
 use crate::sandbox::{ProxyConnection, Sandbox, SandboxError, SandboxSpec};
-use crate::scheduler::{Call, MessageQueue, TurnEnd, run_turn};
+use crate::scheduler::{Call, MessageQueue, QueuedInput, TurnEnd, run_turn};
 use crate::task::{FailOnSet, Task};
 use crate::tools::{
     DeferredTools, FileStateCache, RunState, Tool, ToolContext, ToolDefinition, ToolLimits,
@@ -55,6 +56,8 @@ pub struct RunSpec {
     pub workspace: Arc<Workspace>,
     pub tools: Vec<Arc<dyn Tool>>,
     pub out_dir: PathBuf,
+    /// The output folder's lock: no other run writes there while this one lives.
+    pub out_lock: Arc<OutDirLock>,
     pub max_turns: u32,
     pub limits: ToolLimits,
     /// PreToolUse / PostToolUse hooks in force, managed policy's first.
@@ -77,7 +80,8 @@ pub struct RunSpec {
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
-    #[error("cannot write the transcript {path}: {source}")]
+    // The OS's reason is the source, printed once by whoever prints the chain.
+    #[error("cannot write the transcript {path}")]
     Transcript {
         path: PathBuf,
         source: std::io::Error,
@@ -539,7 +543,17 @@ fn drain_queue(
         return Ok(Vec::new());
     };
     let mut blocks = Vec::new();
-    for content in queue.drain() {
+    for entry in queue.drain() {
+        let content = match entry {
+            QueuedInput::Message(content) => content,
+            QueuedInput::Skipped { line, reason } => {
+                run.emit(Event::InputSkipped {
+                    line,
+                    reason: reason.to_string(),
+                })?;
+                continue;
+            }
+        };
         run.emit(Event::QueuedMessage {
             content: content.clone(),
             disposition,

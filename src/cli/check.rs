@@ -154,7 +154,7 @@ fn decide(
 /// Decides every line of `path` (`-` is stdin), writing one decision a line. A line that is
 /// not a call is answered with a deny saying why, so the output stays one line per input.
 fn decide_stream(path: &Path, ctx: &PermissionContext, tools: &mut ToolCache) -> Result<ExitCode> {
-    let reader: Box<dyn BufRead> = if path == Path::new("-") {
+    let mut reader: Box<dyn BufRead> = if path == Path::new("-") {
         Box::new(std::io::stdin().lock())
     } else {
         let file =
@@ -163,13 +163,18 @@ fn decide_stream(path: &Path, ctx: &PermissionContext, tools: &mut ToolCache) ->
     };
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    for (index, line) in reader.lines().enumerate() {
-        let line =
-            line.with_context(|| format!("cannot read line {} of {}", index + 1, path.display()))?;
-        if line.trim().is_empty() {
-            continue;
+    let mut bytes = Vec::new();
+    for number in 1.. {
+        bytes.clear();
+        let read = reader
+            .read_until(b'\n', &mut bytes)
+            .with_context(|| format!("cannot read line {number} of {}", path.display()))?;
+        if read == 0 {
+            break;
         }
-        let rendered = match serde_json::from_str::<CallLine>(&line) {
+        let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let rendered = match call_line(number, line) {
             Ok(call) => {
                 let decision = decide(&call.tool, call.input, ctx, tools);
                 serde_json::to_string(&DecisionLine::new(
@@ -178,13 +183,7 @@ fn decide_stream(path: &Path, ctx: &PermissionContext, tools: &mut ToolCache) ->
                     Some(&call.tool),
                 ))
             }
-            Err(err) => {
-                let decision = refusal(format!(
-                    "line {} is not a call {{\"id\"?, \"tool\", \"input\"}}: {err}",
-                    index + 1
-                ));
-                serde_json::to_string(&DecisionLine::new(&decision, None, None))
-            }
+            Err(reason) => serde_json::to_string(&DecisionLine::new(&refusal(reason), None, None)),
         };
         let rendered = rendered.context("cannot write a decision")?;
         // The calls may be a model's: inert on a CI runner's log (see `neutral`).
@@ -193,6 +192,20 @@ fn decide_stream(path: &Path, ctx: &PermissionContext, tools: &mut ToolCache) ->
     }
     out.flush().context("cannot write the decisions")?;
     Ok(ExitCode::Success)
+}
+
+/// One line of a `--calls` stream as a call, or why it is not one. Every line gets an answer,
+/// blank and binary ones too, so a consumer can pair outputs with inputs by position.
+fn call_line(number: usize, line: &[u8]) -> Result<CallLine, String> {
+    let Ok(text) = std::str::from_utf8(line) else {
+        return Err(format!("line {number} is not UTF-8 text"));
+    };
+    if text.trim().is_empty() {
+        return Err(format!("line {number} is blank, not a call"));
+    }
+    serde_json::from_str::<CallLine>(text).map_err(|err| {
+        format!("line {number} is not a call {{\"id\"?, \"tool\", \"input\"}}: {err}")
+    })
 }
 
 /// The `--explain` text: the sources in force, then every pipeline step with what it saw.

@@ -17,7 +17,7 @@ pub enum Decision {
 }
 
 /// The pipeline step (S4) that produced the answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Step {
     /// The tool is not in this run's pool, or its input is malformed.
     #[serde(rename = "0")]
@@ -45,7 +45,7 @@ pub enum Step {
 }
 
 /// Which of the independent places that can stop a call had the last word.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Layer {
     /// A whole-tool or content rule from a policy.
@@ -65,7 +65,7 @@ pub enum Layer {
 }
 
 /// Refusals counted by the layer that made them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DenialCounts {
     pub rule: u32,
     pub tool: u32,
@@ -105,7 +105,7 @@ impl DenialCounts {
 }
 
 /// A rule as decisions cite it: its text and where it was written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RuleRef {
     pub rule: String,
     pub source: SourceLocation,
@@ -154,7 +154,7 @@ pub enum ToolCheck {
 }
 
 /// The gate's final, headless answer for one call.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PermissionDecision {
     pub decision: Decision,
     pub step: Step,

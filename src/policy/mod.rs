@@ -11,6 +11,7 @@ mod gate;
 mod guardrail;
 mod lint;
 mod mode;
+mod path_index;
 mod path_pattern;
 mod rule;
 mod rule_set;

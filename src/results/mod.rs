@@ -74,8 +74,10 @@ impl ResultStore {
         );
         let extension = if is_json { "json" } else { "txt" };
         let path = self.dir.join(format!("{file_name}.{extension}"));
-        let written = std::fs::create_dir_all(&self.dir)
-            .and_then(|()| std::fs::write(&path, self.redactor.redact(content)));
+        let written = std::fs::create_dir_all(&self.dir).and_then(|()| {
+            crate::out_dir::write_atomic(&path, self.redactor.redact(content).as_bytes())
+                .map_err(|err| err.source)
+        });
         let (head, tail) = preview(content, total, max_chars);
         let note = match written {
             Ok(()) => format!(

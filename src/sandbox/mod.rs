@@ -12,7 +12,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::policy::Workspace;
 
@@ -48,7 +48,7 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SandboxError {
 
 /// What the kernel can enforce, and what this run will: in `run_started` (stream-json
 /// `init`) and the step summary.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SandboxStatus {
     /// 0 when the kernel has no Landlock.
     pub landlock_abi: u32,

@@ -12,5 +12,8 @@ mod turn;
 pub use cancel::Cancellation;
 pub use host::{Admission, Call, CallDeadline, Landing, TurnHost};
 pub use progress::{PROGRESS_INTERVAL, PROGRESS_MAX_LINES};
-pub use queue::{InputLineError, MessageQueue, QueuedArrivals, parse_input_line};
+pub use queue::{
+    InputLineError, MAX_INPUT_LINE_BYTES, MessageQueue, QUEUE_CAPACITY, QueuedArrivals,
+    QueuedInput, parse_input_line, read_input,
+};
 pub use turn::{TurnEnd, run_turn};

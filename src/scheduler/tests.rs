@@ -447,7 +447,10 @@ async fn a_queued_message_interrupts_only_cancel_tools() {
             (1, Landed::Cancelled(Cancellation::Interrupt, true)),
         ]
     );
-    assert_eq!(queue.drain(), ["look at b.txt instead"]);
+    assert_eq!(
+        queue.drain(),
+        [QueuedInput::Message("look at b.txt instead".into())]
+    );
 
     // A Bash (block) running beside a Read: the message waits for the next round.
     let (lab, mut gates, mut started) = latched(2);
@@ -474,7 +477,7 @@ async fn a_queued_message_interrupts_only_cancel_tools() {
             (1, Landed::Ok("bash".into()))
         ]
     );
-    assert_eq!(queue.drain(), ["later"]);
+    assert_eq!(queue.drain(), [QueuedInput::Message("later".into())]);
 }
 
 /// Calls whose future has ended. The scheduler's select prefers a finished call over a new

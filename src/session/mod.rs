@@ -48,11 +48,8 @@ pub enum SessionError {
     },
     #[error("{what} {} does not exist or is not a folder", path.display())]
     NoFolder { what: &'static str, path: PathBuf },
-    #[error("cannot create the output folder {}: {source}", path.display())]
-    OutputFolder {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    OutputFolder(#[from] crate::out_dir::OutDirError),
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
@@ -162,12 +159,7 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(".tollgate/runs").join(&run_id));
-    let out_dir = std::fs::create_dir_all(&out_dir)
-        .and_then(|()| out_dir.canonicalize())
-        .map_err(|source| SessionError::OutputFolder {
-            path: out_dir.clone(),
-            source,
-        })?;
+    let (out_dir, out_lock) = crate::out_dir::claim(&out_dir)?;
 
     let directories = additional_directories(&sources);
     let mut workspace = Workspace::new(workdir, directories.dirs.clone(), home);
@@ -214,6 +206,7 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         workspace: Arc::new(workspace),
         tools,
         out_dir,
+        out_lock: Arc::new(out_lock),
         max_turns,
         limits,
         hooks: hooks.in_force,

@@ -1,5 +1,6 @@
 //! Resolving a path a model gave to what it really names on disk: absolute, lexically
-//! normalised, and with every symlink in its existing part resolved, before any check.
+//! normalised, and with every symlink in its existing part resolved, before any check. Work
+//! is linear in the path's length, and paths no system call could take are refused first.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +17,9 @@ pub fn check_file_access(
     raw: &str,
     access: Access,
 ) -> ToolCheck {
+    if let Err(reason) = path_shape(raw) {
+        return ToolCheck::Deny { reason, rule: None };
+    }
     let workspace = ctx.workspace;
     let path = resolve_path(raw, &workspace.workdir, workspace.home.as_deref());
     match access {
@@ -42,6 +46,29 @@ pub fn check_write(ctx: &PermissionContext, tool: &ToolName, path: &Path) -> Too
         },
         None => check,
     }
+}
+
+/// Linux's PATH_MAX: no system call takes a longer path, so no tool could use one.
+pub const MAX_PATH_BYTES: usize = 4096;
+
+/// More parts than any real tree has; a deeper path is a generated one.
+pub const MAX_PATH_DEPTH: usize = 256;
+
+/// A path too long or too deep to name a file, refused with a sentence before any work.
+fn path_shape(raw: &str) -> Result<(), String> {
+    if raw.len() > MAX_PATH_BYTES {
+        return Err(format!(
+            "the path is {} bytes long, over the {MAX_PATH_BYTES}-byte limit",
+            raw.len()
+        ));
+    }
+    let depth = raw.split('/').filter(|part| !part.is_empty()).count();
+    if depth > MAX_PATH_DEPTH {
+        return Err(format!(
+            "the path has {depth} parts, over the {MAX_PATH_DEPTH}-part limit"
+        ));
+    }
+    Ok(())
 }
 
 /// `raw` is absolute or relative to `workdir`; `~/` expands to `home`. Symlinks in the part
@@ -86,24 +113,26 @@ pub fn resolve_symlinks_below<P: AsRef<Path>>(normal: &Path, canonical: &[P]) ->
 }
 
 /// Resolves the symlinks in the existing part of an absolute, normalised path; the part
-/// that does not exist yet is kept as written.
+/// that does not exist yet is kept as written. Walked forward, one part at a time from the
+/// already-resolved prefix, so each system call sees at most a real path's length and the
+/// rest is appended once: linear, however many parts follow the first missing one.
 pub fn resolve_symlinks(normal: &Path) -> PathBuf {
-    let mut existing = normal;
-    let mut tail = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            let mut resolved = real;
-            resolved.extend(tail.iter().rev());
-            return resolved;
-        }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                tail.push(name.to_os_string());
-                existing = parent;
+    let mut resolved = PathBuf::new();
+    let mut rest = normal.components();
+    while let Some(part) = rest.clone().next() {
+        match resolved.join(part).canonicalize() {
+            Ok(real) => {
+                resolved = real;
+                rest.next();
             }
-            _ => return normal.to_path_buf(),
+            Err(_) => break,
         }
     }
+    if resolved.as_os_str().is_empty() {
+        return normal.to_path_buf();
+    }
+    resolved.extend(rest);
+    resolved
 }
 
 #[cfg(test)]
@@ -177,5 +206,27 @@ mod tests {
             resolve_symlinks_below(outside, &[&root]),
             resolve_symlinks(outside)
         );
+    }
+
+    #[test]
+    fn a_megabyte_of_missing_parts_is_kept_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let raw = "a/".repeat(500_000);
+        let resolved = resolve_path(&raw, &root, None);
+        assert_eq!(resolved, root.join(raw.trim_end_matches('/')));
+    }
+
+    #[test]
+    fn paths_no_system_call_could_take_are_refused_with_a_sentence() {
+        assert_eq!(
+            path_shape(&"a/".repeat(500_000)),
+            Err("the path is 1000000 bytes long, over the 4096-byte limit".into())
+        );
+        assert_eq!(
+            path_shape(&"a/".repeat(300)),
+            Err("the path has 300 parts, over the 256-part limit".into())
+        );
+        assert_eq!(path_shape("src//lib.rs"), Ok(()));
     }
 }

@@ -10,6 +10,7 @@ mod bash_sweep;
 mod batch;
 mod check_cli;
 mod economy;
+mod faults;
 mod gate_cli;
 mod gate_reach;
 mod hooks_cli;
