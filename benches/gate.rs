@@ -1,4 +1,4 @@
-//! How fast the gate decides: a 10k-call mixed corpus through `policy::decide`, in one
+//! How fast the gate decides: a 10k-call mixed corpus prepared and decided, in one
 //! process, as `tollgate check --calls` does. Run with `cargo bench --bench gate`.
 
 use std::path::Path;
@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
+use tollgate::call::PreparedCall;
+use tollgate::call::approval::headless;
 use tollgate::policy::{
     PermissionContext, PermissionMode, Policy, PolicyOrigin, RuleSet, ToolName, Workspace, decide,
 };
@@ -65,7 +67,11 @@ fn gate(c: &mut Criterion) {
         b.iter(|| {
             let mut allowed = 0usize;
             for (tool, input) in &calls {
-                allowed += usize::from(decide(tool.as_ref(), input, &ctx).is_allow());
+                // As `check --calls` does: prepare the call once, gate it, answer any ask.
+                let call = PreparedCall::prepare(tool.clone(), input.clone())
+                    .unwrap_or_else(|err| panic!("{err}"));
+                let decision = headless(&call, decide(&call, &ctx), &ctx, None);
+                allowed += usize::from(decision.is_allow());
             }
             allowed
         })

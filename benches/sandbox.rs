@@ -5,10 +5,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use tollgate::base::AbortHandle;
 use tollgate::exec::RunEnv;
 use tollgate::policy::Workspace;
 use tollgate::sandbox::{Sandbox, SandboxConfig, SandboxSpec, kernel_abi, preflight};
-use tollgate::tools::{AbortHandle, ShellEnv, run_shell};
+use tollgate::tools::{ShellEnv, run_shell};
 
 const RUNS: u32 = 1000;
 

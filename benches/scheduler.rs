@@ -9,40 +9,58 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use tollgate::policy::{ToolName, Workspace};
-use tollgate::scheduler::{Admission, BatchHost, Call, Landing, ProgressUpdate, run_batch};
+use tollgate::base::AbortHandle;
+use tollgate::call::{Concurrency, PreparedCall, Scheduling};
+use tollgate::policy::{PermissionContext, ToolCheck, ToolName, Workspace};
+use tollgate::scheduler::{Admission, Call, Landing, TurnHost, run_turn};
 use tollgate::tools::{
-    AbortHandle, FileStateCache, InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture,
+    FileStateCache, InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput,
     ToolLimits, ToolOutput,
 };
+use tollgate::transcript::ProgressUpdate;
 
 /// Sleeps for `input.ms` (a stand-in for a Read or Grep that waits on the disk).
 struct Sleeper;
+
+struct Sleep {
+    ms: u64,
+    safe: bool,
+}
 
 impl Tool for Sleeper {
     fn name(&self) -> ToolName {
         ToolName::Read
     }
-    fn description(&self) -> &'static str {
-        "sleeps"
+    fn description(&self) -> std::borrow::Cow<'static, str> {
+        "sleeps".into()
     }
     fn input_schema(&self) -> Value {
         json!({})
     }
-    fn validate_input(&self, _input: &Value) -> Result<(), ToolError> {
-        Ok(())
-    }
-    fn is_concurrency_safe(&self, input: &Value) -> bool {
-        input["safe"] == true
-    }
     fn interrupt_behavior(&self) -> InterruptBehavior {
         InterruptBehavior::Cancel
     }
-    fn call<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> ToolFuture<'a> {
+    fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
+        Ok(Box::new(Sleep {
+            ms: input["ms"].as_u64().unwrap_or(0),
+            safe: input["safe"] == true,
+        }))
+    }
+}
+
+impl ToolInput for Sleep {
+    fn is_concurrency_safe(&self) -> bool {
+        self.safe
+    }
+    fn check_permissions(&self, _ctx: &PermissionContext) -> ToolCheck {
+        ToolCheck::Passthrough {
+            reason: "the scheduler bench never gates".into(),
+        }
+    }
+    fn run<'a>(&'a self, _ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let ms = input["ms"].as_u64().unwrap_or(0);
-            if ms > 0 {
-                tokio::time::sleep(Duration::from_millis(ms)).await;
+            if self.ms > 0 {
+                tokio::time::sleep(Duration::from_millis(self.ms)).await;
             }
             Ok(ToolOutput::new("done"))
         })
@@ -51,18 +69,22 @@ impl Tool for Sleeper {
 
 struct Host(Arc<dyn Tool>);
 
-impl BatchHost for Host {
+impl TurnHost for Host {
     type Error = Infallible;
-    fn scheduling(&self, call: &Call) -> Option<(bool, InterruptBehavior)> {
-        Some((
-            self.0.is_concurrency_safe(&call.input),
-            InterruptBehavior::Cancel,
-        ))
+    fn scheduling(&self, _index: usize, call: &Call) -> Option<Scheduling> {
+        Some(Scheduling {
+            concurrency: if call.input["safe"] == true {
+                Concurrency::Shared
+            } else {
+                Concurrency::Exclusive
+            },
+            interrupt: InterruptBehavior::Cancel,
+        })
     }
     async fn admit(&mut self, _index: usize, call: &Call) -> Result<Admission, Infallible> {
+        let prepared = PreparedCall::prepare(self.0.clone(), call.input.clone()).unwrap();
         Ok(Admission::Run {
-            tool: self.0.clone(),
-            input: call.input.clone(),
+            call: Arc::new(prepared),
             deadline: None,
         })
     }
@@ -79,7 +101,7 @@ fn calls(count: usize, ms: u64, safe: bool) -> Vec<Call> {
     (0..count)
         .map(|i| Call {
             id: format!("t{i}"),
-            name: "Read".into(),
+            name: ToolName::Read,
             input: json!({"ms": ms, "safe": safe}),
         })
         .collect()
@@ -96,6 +118,7 @@ fn context() -> (ToolContext, AbortHandle) {
         command_env: tollgate::exec::RunEnv::new(&Default::default()).model,
         progress: None,
         sandbox: None,
+        state: Default::default(),
     };
     (ctx, handle)
 }
@@ -112,14 +135,14 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("parallel");
     group.sample_size(10);
     group.bench_function("8 safe calls of 100 ms", |b| {
-        b.iter(|| runtime.block_on(run_batch(&mut host, &eight, &ctx, 10, None)))
+        b.iter(|| runtime.block_on(run_turn(&mut host, &eight, &ctx, 10, None)))
     });
     group.finish();
     let started = Instant::now();
     let rounds = 10;
     for _ in 0..rounds {
         runtime
-            .block_on(run_batch(&mut host, &eight, &ctx, 10, None))
+            .block_on(run_turn(&mut host, &eight, &ctx, 10, None))
             .unwrap();
     }
     let ratio = started.elapsed().as_secs_f64() / rounds as f64 / 0.1;
@@ -129,13 +152,13 @@ fn bench(c: &mut Criterion) {
     for (label, safe) in [("safe", true), ("unsafe", false)] {
         let batch = calls(100, 0, safe);
         c.bench_function(&format!("100 no-op {label} calls"), |b| {
-            b.iter(|| runtime.block_on(run_batch(&mut host, &batch, &ctx, 10, None)))
+            b.iter(|| runtime.block_on(run_turn(&mut host, &batch, &ctx, 10, None)))
         });
         let started = Instant::now();
         let rounds = 200;
         for _ in 0..rounds {
             runtime
-                .block_on(run_batch(&mut host, &batch, &ctx, 10, None))
+                .block_on(run_turn(&mut host, &batch, &ctx, 10, None))
                 .unwrap();
         }
         let per_call = started.elapsed().as_secs_f64() * 1e6 / (rounds * batch.len()) as f64;

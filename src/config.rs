@@ -50,7 +50,7 @@ impl fmt::Display for ConfigError {
 
 /// A source location inside a configuration file, kept on values (rules) whose later
 /// decisions must point back at the line that made them.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct SourceLocation {
     pub file: PathBuf,
     pub line: u64,
@@ -73,8 +73,35 @@ pub fn parse<T: DeserializeOwned>(text: &str, file: &Path) -> Result<T, ConfigEr
             .location()
             .map(|loc| (loc.line(), loc.column()))
             .unwrap_or((0, 0));
-        ConfigError::new(file, line, column, headline(&err.to_string()))
+        let message = match err.without_snippet() {
+            serde_saphyr::Error::Budget { breach, .. } => budget_sentence(breach),
+            _ => headline(&err.to_string()),
+        };
+        ConfigError::new(file, line, column, message)
     })
+}
+
+/// The YAML loader's safety limits, said as a sentence (its own message is a debug dump).
+fn budget_sentence(breach: &serde_saphyr::budget::BudgetBreach) -> String {
+    use serde_saphyr::budget::BudgetBreach;
+    let what = match breach {
+        BudgetBreach::Nodes { nodes } => format!("more than {} values", nodes - 1),
+        BudgetBreach::Events { events } => format!("more than {} parser events", events - 1),
+        BudgetBreach::Depth { depth } => format!("nesting deeper than {} levels", depth - 1),
+        BudgetBreach::Aliases { aliases } => format!("more than {} aliases", aliases - 1),
+        BudgetBreach::Anchors { anchors } => format!("more than {} anchors", anchors - 1),
+        BudgetBreach::Documents { documents } => {
+            format!("more than {} documents", documents - 1)
+        }
+        BudgetBreach::ScalarBytes { .. } | BudgetBreach::InputBytes { .. } => {
+            "more text than the loader accepts".to_string()
+        }
+        BudgetBreach::AliasAnchorRatio { aliases, anchors } => {
+            format!("{aliases} aliases for {anchors} anchors, an alias bomb's shape")
+        }
+        _ => "more than the loader accepts".to_string(),
+    };
+    format!("the file is too large to load safely: it has {what}; split it into smaller files")
 }
 
 /// A unit enum's name as it is written in files and events (`dontAsk`, `max_turns`, `1a`),
@@ -143,5 +170,15 @@ mod tests {
     fn json_is_accepted() {
         let doc: Doc = parse("{\"name\": \"a\",\n\t\"count\": 2}", Path::new("t.json")).unwrap();
         assert_eq!(doc.count, Some(2));
+    }
+
+    #[test]
+    fn a_file_over_the_loader_limits_gets_a_sentence() {
+        let list: String = (0..300_000).map(|i| format!("- r{i}\n")).collect();
+        let e = parse::<Vec<String>>(&list, Path::new("big.yaml")).unwrap_err();
+        assert_eq!(
+            e.message,
+            "the file is too large to load safely: it has more than 250000 values; split it into smaller files"
+        );
     }
 }

@@ -14,6 +14,8 @@ pub enum ExitCode {
     PolicyStop,
     /// The model provider failed after retries.
     ProviderError,
+    /// The run's record (transcript, a report, a result file) could not be written.
+    OutputError,
     /// SIGINT.
     Interrupted,
     /// SIGTERM.
@@ -28,6 +30,7 @@ impl ExitCode {
             ExitCode::ConfigError => 2,
             ExitCode::PolicyStop => 3,
             ExitCode::ProviderError => 4,
+            ExitCode::OutputError => 5,
             ExitCode::Interrupted => 130,
             ExitCode::Terminated => 143,
         }

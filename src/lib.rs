@@ -3,7 +3,9 @@
 //! reports and an exit code that says what happened.
 
 pub mod agent;
+pub mod base;
 pub mod bash;
+pub mod call;
 pub mod classifier;
 pub mod cli;
 pub mod config;
@@ -13,6 +15,7 @@ pub mod fleet;
 pub mod hooks;
 pub mod model;
 pub mod neutral;
+pub mod out_dir;
 pub mod policy;
 pub mod redact;
 pub mod report;

@@ -1,19 +1,21 @@
-//! Auto mode in the loop: an ask that the gate's fast path and the PreToolUse hooks left
-//! refused goes to the classifier, and the headless contract holds — a judge that keeps
-//! saying no ends the run with exit 3, one that cannot be reached with exit 4, never a stall.
+//! Auto mode in the loop: the classifier in the approval stage's seam. An ask that the
+//! PreToolUse hooks and the fast path left open is judged here, and the headless contract
+//! holds — a judge that keeps saying no ends the run with exit 3, one that cannot be reached
+//! with exit 4, never a stall.
 
-use serde_json::Value;
-
-use super::{AgentError, Loop};
+use super::{AgentError, Loop, RunSpec};
+use crate::base::AbortSignal;
+use crate::call::PreparedCall;
+use crate::call::approval::{Classifier as Seam, ClassifierAnswer, ClassifierFuture};
 use crate::classifier::{
     Action, Classifier, Judged, Judgement, ProposedRule, narrowest_rules, record,
 };
 use crate::config::serde_name;
-use crate::policy::{Decision, Layer, PermissionDecision, Workspace, awaits_classifier};
+use crate::policy::{Ask, Decision, Layer, PermissionDecision, Workspace};
 use crate::task::Limits;
 use crate::transcript::{Event, Outcome};
 
-/// Why the rest of a batch is not run, and how the run ends.
+/// Why the rest of a turn's calls are not run, and how the run ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Stop {
     pub outcome: Outcome,
@@ -42,69 +44,123 @@ impl AutoState {
     }
 }
 
-/// The decision after the classifier, and a stop when a classifier limit or an unreachable
-/// classifier ends the run. Every gated call is remembered as context for later reviews.
-pub(super) async fn resolve(
+/// Auto mode's classifier in the approval stage's seam for one call. The approval stage
+/// holds the loop's hooks while it decides, so what the reviews produced (their model calls,
+/// a stop) is kept here and recorded by the loop once the decision is made.
+pub(super) struct Judge<'r> {
+    auto: &'r mut AutoState,
+    intent: &'r str,
+    workspace: &'r Workspace,
+    limits: &'r Limits,
+    abort: AbortSignal,
+    /// Every review of this call: a hook's rewritten input is judged again.
+    reviews: Vec<Judged>,
+    stop: Option<Stop>,
+}
+
+/// What a call's reviews left for the loop to record.
+#[derive(Default)]
+pub(super) struct Reviews {
+    judged: Vec<Judged>,
+    pub stop: Option<Stop>,
+}
+
+impl<'r> Judge<'r> {
+    pub fn new(auto: &'r mut AutoState, spec: &'r RunSpec, abort: AbortSignal) -> Self {
+        Judge {
+            auto,
+            intent: &spec.task.prompt,
+            workspace: &spec.workspace,
+            limits: &spec.task.limits,
+            abort,
+            reviews: Vec::new(),
+            stop: None,
+        }
+    }
+
+    pub fn finish(self) -> Reviews {
+        Reviews {
+            judged: self.reviews,
+            stop: self.stop,
+        }
+    }
+
+    async fn review(&mut self, call: &PreparedCall, ask: &Ask) -> ClassifierAnswer {
+        let action = action(call);
+        // The mode's refusal: what the classifier's judgement replaces.
+        let refused = PermissionDecision::deny(ask.grounds.clone(), true);
+        let abort = self.abort.clone();
+        // A signal must not wait for the judge: the call is refused and the loop's abort
+        // handling ends the run.
+        let judged = tokio::select! {
+            judged = self.auto.classifier.judge(self.intent, &action) => judged,
+            _ = abort.aborted() => {
+                return ClassifierAnswer::Deny {
+                    reason: "the run was interrupted while the classifier was judging the call"
+                        .to_string(),
+                };
+            }
+        };
+        let model = self.auto.classifier.model().to_string();
+        let (decision, stop) = self.auto.settle(
+            judged.judgement.clone(),
+            refused,
+            &action,
+            &model,
+            self.workspace,
+            self.limits,
+        );
+        self.reviews.push(judged);
+        // The first stop is the one that ended the run.
+        self.stop = self.stop.take().or(stop);
+        match decision.decision {
+            Decision::Allow => ClassifierAnswer::Allow {
+                reason: decision.reason,
+            },
+            // settle never asks; anything but an allow is a deny.
+            Decision::Deny | Decision::Ask => ClassifierAnswer::Deny {
+                reason: decision.reason,
+            },
+        }
+    }
+}
+
+impl Seam for Judge<'_> {
+    fn classify<'a>(&'a mut self, call: &'a PreparedCall, ask: &'a Ask) -> ClassifierFuture<'a> {
+        Box::pin(self.review(call, ask))
+    }
+}
+
+fn action(call: &PreparedCall) -> Action {
+    Action {
+        tool: call.name().to_string(),
+        input: call.raw_input().clone(),
+    }
+}
+
+/// After the approval stage: the reviews' model calls as `classifier_call` events and in the
+/// counts, and the call — whatever decided it — remembered as context for later reviews.
+pub(super) fn record_reviews(
     run: &mut Loop<'_>,
     id: &str,
-    tool: &str,
-    input: &Value,
-    decision: PermissionDecision,
-) -> Result<(PermissionDecision, Option<Stop>), AgentError> {
-    let mode = run.spec.mode;
-    let Some(auto) = run.auto.as_mut() else {
-        return Ok((decision, None));
-    };
-    let action = Action {
-        tool: tool.to_string(),
-        input: input.clone(),
-    };
-    if !awaits_classifier(&decision, mode) {
-        auto.classifier.remember(action);
-        return Ok((decision, None));
-    }
-    let abort = run.ctx.abort.clone();
-    // A signal must not wait for the judge: the call is refused and the loop's abort
-    // handling ends the run.
-    let judged = tokio::select! {
-        judged = auto.classifier.judge(&run.spec.task.prompt, &action) => judged,
-        _ = abort.aborted() => {
-            let reason = "the run was interrupted while the classifier was judging the call";
-            return Ok((
-                PermissionDecision {
-                    reason: reason.to_string(),
-                    layer: Layer::Classifier,
-                    ..decision
-                },
-                None,
-            ));
+    call: &PreparedCall,
+    reviews: &Reviews,
+) -> Result<(), AgentError> {
+    for judged in &reviews.judged {
+        account(run, judged);
+        for review_call in &judged.calls {
+            run.emit(Event::ClassifierCall {
+                id: id.to_string(),
+                tool: call.name().to_string(),
+                input: call.raw_input().clone(),
+                call: review_call.clone(),
+            })?;
         }
-    };
-    auto.classifier.remember(action.clone());
-    let model = auto.classifier.model().to_string();
-    account(run, &judged);
-    for call in &judged.calls {
-        run.emit(Event::ClassifierCall {
-            id: id.to_string(),
-            tool: tool.to_string(),
-            input: input.clone(),
-            call: call.clone(),
-        })?;
     }
-    let workspace = run.spec.workspace.clone();
-    let limits = run.spec.task.limits;
-    // Borrowed again: the events above needed the whole loop.
-    let Some(auto) = run.auto.as_mut() else {
-        return Ok((decision, None));
-    };
-    Ok(auto.settle(
-        judged.judgement,
-        decision,
-        &action,
-        &model,
-        &workspace,
-        &limits,
-    ))
+    if let Some(auto) = run.auto.as_mut() {
+        auto.classifier.remember(action(call));
+    }
+    Ok(())
 }
 
 impl AutoState {
@@ -206,69 +262,5 @@ fn account(run: &mut Loop<'_>, judged: &Judged) {
             (Some(sum), Some(cost)) => Some(sum + cost),
             _ => None,
         };
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::SourceLocation;
-    use crate::policy::{PermissionMode, RuleRef, Step};
-
-    fn decision(step: Step, layer: Layer, asked: bool) -> PermissionDecision {
-        PermissionDecision {
-            decision: Decision::Deny,
-            step,
-            layer,
-            rule: None,
-            reason: "r".into(),
-            updated_input: None,
-            asked,
-        }
-    }
-
-    #[test]
-    fn only_asks_the_mode_alone_refused_reach_the_classifier() {
-        let auto = PermissionMode::Auto;
-        assert!(awaits_classifier(
-            &decision(Step::Passthrough, Layer::Mode, true),
-            auto
-        ));
-        assert!(awaits_classifier(
-            &decision(Step::ToolCheck, Layer::Mode, true),
-            auto
-        ));
-        let cases = [
-            (
-                decision(Step::Passthrough, Layer::Mode, true),
-                PermissionMode::DontAsk,
-            ),
-            (decision(Step::ToolDeny, Layer::Tool, false), auto),
-            (decision(Step::WholeToolDeny, Layer::Rule, false), auto),
-            (decision(Step::Guardrail, Layer::Guardrail, true), auto),
-            (decision(Step::ContentAsk, Layer::Rule, true), auto),
-            (
-                decision(Step::RequiresInteraction, Layer::Interaction, true),
-                auto,
-            ),
-            (decision(Step::Passthrough, Layer::Hook, true), auto),
-            (decision(Step::Passthrough, Layer::Mode, false), auto),
-        ];
-        for (decision, mode) in cases {
-            assert!(!awaits_classifier(&decision, mode), "{decision:?} {mode}");
-        }
-        let mut with_rule = decision(Step::ToolCheck, Layer::Mode, true);
-        with_rule.decision = Decision::Allow;
-        with_rule.rule = Some(RuleRef {
-            rule: "Edit".into(),
-            source: SourceLocation {
-                file: "p".into(),
-                line: 1,
-            },
-        });
-        assert!(
-            !awaits_classifier(&with_rule, auto),
-            "an allow is not an ask"
-        );
     }
 }

@@ -126,6 +126,7 @@ mod tests {
             max_consecutive_classifier_denials:
                 crate::task::DEFAULT_MAX_CONSECUTIVE_CLASSIFIER_DENIALS,
             max_parallel_tools: 10,
+            message_result_chars: 200_000,
         }
     }
 

@@ -7,10 +7,11 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::{AgentError, CheckRecord, Loop};
+use crate::base::AbortSignal;
 use crate::exec::ChildEnv;
 use crate::sandbox::Sandbox;
 use crate::task::Check;
-use crate::tools::{AbortSignal, ShellEnding, ShellEnv, run_shell};
+use crate::tools::{ShellEnding, ShellEnv, run_shell};
 use crate::transcript::{CheckOutcome, Event};
 
 /// Output of a check kept in the transcript and reports.
@@ -51,7 +52,7 @@ pub async fn run_check(
                 code,
                 format!(
                     "{}{note}",
-                    crate::tools::truncate_middle(&run.output, CHECK_OUTPUT_CHARS)
+                    crate::base::truncate_middle(&run.output, CHECK_OUTPUT_CHARS)
                 ),
             )
         }

@@ -1,70 +1,38 @@
-//! Where hooks meet the loop: PreToolUse answers after the gate's rules (a hook can stop any
-//! call, and allow only what the mode alone refused), PostToolUse after the call.
+//! Where hooks meet the loop: the PreToolUse hooks the approval stage consults (it decides
+//! what their verdict may do), and PostToolUse after the call.
 
 use serde_json::{Value, json};
 
 use super::{AgentError, Loop};
+use crate::call::PreparedCall;
+use crate::call::approval::PreToolUse;
 use crate::hooks::{HookEvent, HookInput, HookReport, HookVerdict, run_hooks};
-use crate::policy::{self, PermissionContext, PermissionDecision};
-use crate::tools::Tool;
 use crate::transcript::{Event, ResultStatus};
 
-/// The gate's decision with the PreToolUse hooks folded in, and the input the call will
-/// run with. A rewritten input goes through validation and the gate again, so a hook can
-/// never rewrite a call past a rule.
-pub(super) async fn pre_tool_use(
-    run: &mut Loop<'_>,
-    id: &str,
-    tool: &dyn Tool,
-    input: Value,
-    decision: PermissionDecision,
-) -> Result<(PermissionDecision, Value), AgentError> {
-    let refused_by_rules = !decision.is_allow() && !decision.asked;
-    if run.spec.hooks.is_empty() || refused_by_rules {
-        return Ok((decision, input));
-    }
-    let name = tool.name().to_string();
-    let report = hooks(run, HookEvent::PreToolUse, id, &name, &input, None).await?;
-    let mut decision = policy::apply_hook_verdict(decision, &report.verdict);
-    let Some(rewritten) = decision
-        .updated_input
-        .take()
-        .filter(|_| decision.is_allow())
-    else {
-        return Ok((decision, input));
-    };
-    if let Err(err) = tool.validate_input(&rewritten) {
-        let reason = format!("a PreToolUse hook rewrote the input into one {name} rejects: {err}");
-        return Ok((refusal(decision, reason), input));
-    }
-    let ctx = PermissionContext {
-        auto_allow_bash: run
-            .ctx
-            .sandbox
-            .as_ref()
-            .is_some_and(|s| s.auto_allow_bash()),
-        mode: run.spec.mode,
-        rules: &run.spec.rules,
-        workspace: &run.spec.workspace,
-    };
-    let kept_verdict = match &report.verdict {
-        HookVerdict::Allow { reason, .. } => HookVerdict::Allow {
-            reason: reason.clone(),
-            updated_input: None,
-        },
-        _ => HookVerdict::NoOpinion {
-            updated_input: None,
-        },
-    };
-    let recheck = policy::apply_hook_verdict(policy::decide(tool, &rewritten, &ctx), &kept_verdict);
-    if recheck.is_allow() {
-        Ok((decision, rewritten))
-    } else {
-        let reason = format!(
-            "the input a PreToolUse hook rewrote is refused: {}",
-            recheck.reason
-        );
-        Ok((PermissionDecision { reason, ..recheck }, input))
+/// The run's PreToolUse hooks for one call; each run of them is recorded.
+pub(super) struct PreToolUseHooks<'r, 'a> {
+    pub run: &'r mut Loop<'a>,
+    pub id: &'r str,
+}
+
+impl PreToolUse for PreToolUseHooks<'_, '_> {
+    type Error = AgentError;
+
+    async fn verdict(&mut self, call: &PreparedCall) -> Result<Option<HookVerdict>, AgentError> {
+        if self.run.spec.hooks.is_empty() {
+            return Ok(None);
+        }
+        let name = call.name().to_string();
+        let report = hooks(
+            self.run,
+            HookEvent::PreToolUse,
+            self.id,
+            &name,
+            call.raw_input(),
+            None,
+        )
+        .await?;
+        Ok(Some(report.verdict))
     }
 }
 
@@ -72,8 +40,7 @@ pub(super) async fn pre_tool_use(
 pub(super) async fn post_tool_use(
     run: &mut Loop<'_>,
     id: &str,
-    name: &str,
-    input: &Value,
+    call: &PreparedCall,
     status: ResultStatus,
     content: String,
 ) -> Result<(ResultStatus, String), AgentError> {
@@ -81,12 +48,13 @@ pub(super) async fn post_tool_use(
         return Ok((status, content));
     }
     let response = json!({"content": content, "is_error": status != ResultStatus::Success});
+    let name = call.name().to_string();
     let report = hooks(
         run,
         HookEvent::PostToolUse,
         id,
-        name,
-        input,
+        &name,
+        call.raw_input(),
         Some(&response),
     )
     .await?;
@@ -135,14 +103,4 @@ async fn hooks(
         })?;
     }
     Ok(report)
-}
-
-fn refusal(decision: PermissionDecision, reason: String) -> PermissionDecision {
-    PermissionDecision {
-        decision: policy::Decision::Deny,
-        layer: policy::Layer::Hook,
-        reason,
-        updated_input: None,
-        ..decision
-    }
 }

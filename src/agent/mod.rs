@@ -3,41 +3,48 @@
 //! One orchestrator: the gate decides, the tools act, nothing else does either.
 
 mod auto;
-mod batch;
+mod turn;
+
+pub use crate::transcript::{CheckRecord, Denial, RunReport};
 mod budget;
 mod checks;
 mod hooks;
-pub mod verdict;
+mod prompt;
+mod reminders;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use budget::Budget;
 pub use checks::millis;
 
+use crate::base::{AbortReason, AbortSignal};
 use crate::classifier::{Classifier, ProposedRule, proposed_rules_yaml};
 use crate::exec::RunEnv;
-use crate::exit::ExitCode;
 use crate::hooks::Hook;
 use crate::model::{
     ContentBlock, Message, ModelRequest, ModelResponse, Provider, ProviderEvent, Role, StopReason,
     ToolSpec,
 };
-use crate::policy::{PermissionDecision, PermissionMode, RuleSet, Workspace};
+use crate::out_dir::OutDirLock;
+use crate::policy::{PermissionMode, RuleSet, ToolName, Workspace};
 use crate::redact::Redactor;
 use crate::results::ResultStore;
-use crate::sandbox::{ProxyConnection, Sandbox, SandboxError, SandboxSpec, SandboxStatus};
-use crate::scheduler::{BatchEnd, Call, MessageQueue, run_batch};
-use crate::task::{Check, FailOnSet, Task};
-use crate::tools::{AbortReason, AbortSignal, FileStateCache, Tool, ToolContext, ToolLimits};
-use crate::transcript::{
-    AbortCause, CheckOutcome, DenialSummary, Disposition, Event, ModelSummary, Outcome,
-    PolicySummary, QueryEnd, RunCounts, StreamOutput, TaskSummary, Transcript,
+use crate::sandbox::{ProxyConnection, Sandbox, SandboxError, SandboxSpec};
+use crate::scheduler::{Call, MessageQueue, QueuedInput, TurnEnd, run_turn};
+use crate::task::{FailOnSet, Task};
+use crate::tools::{
+    DeferredTools, FileStateCache, RunState, Tool, ToolContext, ToolDefinition, ToolLimits,
+    ToolRegistry,
 };
+use crate::transcript::{
+    AbortCause, DenialSummary, Disposition, Event, ModelSummary, Outcome, PolicySummary, QueryEnd,
+    RunCounts, StreamOutput, TaskSummary, Transcript,
+};
+use reminders::Reminders;
 
 /// Everything a run needs, resolved and validated before the first model call.
 pub struct RunSpec {
@@ -49,6 +56,8 @@ pub struct RunSpec {
     pub workspace: Arc<Workspace>,
     pub tools: Vec<Arc<dyn Tool>>,
     pub out_dir: PathBuf,
+    /// The output folder's lock: no other run writes there while this one lives.
+    pub out_lock: Arc<OutDirLock>,
     pub max_turns: u32,
     pub limits: ToolLimits,
     /// PreToolUse / PostToolUse hooks in force, managed policy's first.
@@ -69,92 +78,16 @@ pub struct RunSpec {
     pub sandbox: Option<SandboxSpec>,
 }
 
-/// A refused call, as reports list it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Denial {
-    pub id: String,
-    pub tool: String,
-    pub input: Value,
-    pub decision: PermissionDecision,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct CheckRecord {
-    pub check: Check,
-    /// 1 for the first run of the check; retries count up.
-    pub attempt: u32,
-    pub outcome: CheckOutcome,
-}
-
-/// What a finished run tells the reports and the CLI.
-#[derive(Debug, Clone)]
-pub struct RunReport {
-    pub run_id: String,
-    pub task_name: String,
-    pub model: ModelSummary,
-    pub mode: PermissionMode,
-    pub outcome: Outcome,
-    pub exit_code: ExitCode,
-    pub counts: RunCounts,
-    /// Calls per tool name, in first-call order.
-    pub calls_by_tool: Vec<(String, u32)>,
-    pub denials: Vec<Denial>,
-    pub checks: Vec<CheckRecord>,
-    pub final_message: Option<String>,
-    pub error: Option<String>,
-    /// Agent and classifier together; `None` when a model's price is unknown.
-    pub total_cost_usd: Option<f64>,
-    /// The classifier's share (auto mode with a classifier only).
-    pub classifier_cost_usd: Option<f64>,
-    /// Allow rules the classifier's denials propose (also in `proposed-rules.yaml`).
-    pub proposed_rules: Vec<ProposedRule>,
-    pub duration_ms: u64,
-    pub transcript: PathBuf,
-    pub fail_on: FailOnSet,
-    pub task_file: PathBuf,
-    pub workdir: PathBuf,
-    /// What the sandbox enforced, when the policy turned it on.
-    pub sandbox: Option<SandboxStatus>,
-    /// Connections the sandbox's proxy refused.
-    pub network_refusals: Vec<ProxyConnection>,
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
-    #[error("cannot write the transcript {path}: {source}")]
+    // The OS's reason is the source, printed once by whoever prints the chain.
+    #[error("cannot write the transcript {path}")]
     Transcript {
         path: PathBuf,
         source: std::io::Error,
     },
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
-}
-
-const SYSTEM_PROMPT: &str = "You are a coding agent run by tollgate, unattended, in a CI job. \
-Nobody is present to answer questions or approve actions. Work inside the working directory {workdir}. \
-Every tool call passes a permission policy; a refused call comes back as an error result that says why. \
-Do not repeat a refused call: find an allowed way, or stop and explain what you could not do. \
-When the task is done, reply with a short summary of what you did and make no tool call.";
-
-impl Outcome {
-    pub fn exit_code(self) -> ExitCode {
-        match self {
-            Outcome::Success => ExitCode::Success,
-            Outcome::ChecksFailed
-            | Outcome::MaxTurns
-            | Outcome::MaxBudgetUsd
-            | Outcome::MaxInputTokens
-            | Outcome::MaxOutputTokens
-            | Outcome::Timeout
-            | Outcome::Refusal => ExitCode::TaskFailed,
-            Outcome::DenialLimit | Outcome::PolicyDenied | Outcome::ClassifierDenials => {
-                ExitCode::PolicyStop
-            }
-            Outcome::ProviderError | Outcome::ClassifierUnavailable => ExitCode::ProviderError,
-            Outcome::Interrupted => ExitCode::Interrupted,
-            Outcome::Terminated => ExitCode::Terminated,
-        }
-    }
 }
 
 fn interrupted(reason: AbortReason) -> Outcome {
@@ -170,7 +103,7 @@ struct Loop<'a> {
     ctx: ToolContext,
     results: ResultStore,
     counts: RunCounts,
-    calls_by_tool: Vec<(String, u32)>,
+    calls_by_tool: Vec<(ToolName, u32)>,
     denials: Vec<Denial>,
     budget: Budget,
     /// When `limits.timeout` runs out.
@@ -180,6 +113,21 @@ struct Loop<'a> {
     /// Auto mode's classifier and its tallies.
     auto: Option<auto::AutoState>,
     network_refusals: Vec<ProxyConnection>,
+    /// When the TodoWrite list is shown again (S3).
+    reminders: Reminders,
+}
+
+impl Loop<'_> {
+    /// Past this many characters a tool's result is offloaded: the task's threshold for the
+    /// tool, else the tool's own. Read's is unbounded (the task cannot set one).
+    fn result_threshold(&self, call: &crate::call::PreparedCall) -> usize {
+        self.spec
+            .task
+            .max_result_chars
+            .iter()
+            .find(|(tool, _)| tool == call.name())
+            .map_or_else(|| call.max_result_chars(), |(_, max)| *max)
+    }
 }
 
 impl Loop<'_> {
@@ -228,6 +176,10 @@ pub async fn run(
         command_env: spec.env.model.clone(),
         progress: None,
         sandbox,
+        state: RunState {
+            deferred: DeferredTools::new(deferred_catalogue(&spec)),
+            ..RunState::default()
+        },
     };
     let model = ModelSummary {
         provider: spec.task.model.provider.to_string(),
@@ -250,6 +202,7 @@ pub async fn run(
         consecutive_denials: 0,
         auto: classifier.map(auto::AutoState::new),
         network_refusals: Vec::new(),
+        reminders: Reminders::new(spec.task.reminders_full_every),
     };
     run.emit(Event::RunStarted {
         run_id: spec.run_id.clone(),
@@ -309,7 +262,8 @@ pub async fn run(
     } else if outcome == Outcome::Success && run.counts.checks_failed > 0 {
         outcome = Outcome::ChecksFailed;
     }
-    let (outcome, exit_code) = verdict::decide(outcome, &run.denials, &spec.fail_on);
+    let (outcome, exit_code) =
+        crate::transcript::verdict::decide(outcome, &run.denials, &spec.fail_on);
     let duration_ms = millis(started.into_std());
     let classifier_cost_usd = run.auto.as_ref().and_then(|auto| auto.cost_usd);
     let total_cost_usd = match (&run.auto, run.budget.total_cost_usd()) {
@@ -322,6 +276,12 @@ pub async fn run(
         .map(|auto| std::mem::take(&mut auto.proposals))
         .unwrap_or_default();
     write_proposed_rules(&spec, &proposed_rules)?;
+    let todos = run.ctx.state.todos.snapshot().items;
+    let usage = run.counts.usage;
+    let prompt_tokens =
+        usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens;
+    let cache_read_share =
+        (prompt_tokens > 0).then(|| usage.cache_read_input_tokens as f64 / prompt_tokens as f64);
     run.emit(Event::RunFinished {
         outcome,
         exit_code: exit_code.code(),
@@ -338,11 +298,13 @@ pub async fn run(
             .iter()
             .map(|denial| DenialSummary {
                 id: denial.id.clone(),
-                tool: denial.tool.clone(),
+                tool: denial.tool.to_string(),
                 layer: denial.decision.layer,
                 reason: denial.decision.reason.clone(),
             })
             .collect(),
+        cache_read_share,
+        todos: todos.clone(),
     })?;
     Ok(RunReport {
         run_id: spec.run_id.clone(),
@@ -367,6 +329,7 @@ pub async fn run(
         workdir: spec.workspace.workdir.clone(),
         sandbox: sandbox_status,
         network_refusals: run.network_refusals,
+        todos,
     })
 }
 
@@ -380,19 +343,13 @@ async fn conversation(
     messages: &mut Vec<Message>,
 ) -> Result<Ending, AgentError> {
     let spec = run.spec;
-    let system = SYSTEM_PROMPT.replace("{workdir}", &spec.workspace.workdir.display().to_string());
-    let tool_specs: Vec<ToolSpec> = spec
-        .tools
-        .iter()
-        .map(|tool| ToolSpec {
-            name: tool.name().to_string(),
-            description: tool.description().to_string(),
-            input_schema: tool.input_schema(),
-        })
-        .collect();
-    let tool_names: Vec<String> = tool_specs.iter().map(|t| t.name.clone()).collect();
-    let fixed_bytes = system.len() + serde_json::to_vec(&tool_specs).map_or(0, |b| b.len());
+    let system = prompt::system_prompt(spec, &run.ctx.state.deferred.catalogue());
     loop {
+        // The pool is rebuilt each turn, so tools ToolSearch loaded reach the next request,
+        // appended after the others so the tools array sent before stays its prefix.
+        let registry = offered_tools(spec, &run.ctx.state.deferred.loaded());
+        let tool_specs = tool_specs(&registry);
+        let fixed_bytes = system.len() + serde_json::to_vec(&tool_specs).map_or(0, |b| b.len());
         if let Some(reason) = abort.reason() {
             let during = match messages.last() {
                 Some(last)
@@ -431,7 +388,7 @@ async fn conversation(
         run.emit(Event::ModelRequest {
             turn,
             messages: messages.len(),
-            tools: tool_names.clone(),
+            tools: tool_specs.iter().map(|tool| tool.name.clone()).collect(),
         })?;
         let request = ModelRequest {
             system: &system,
@@ -472,7 +429,7 @@ async fn conversation(
             .filter_map(|block| match block {
                 ContentBlock::ToolUse { id, name, input } => Some(Call {
                     id: id.clone(),
-                    name: name.clone(),
+                    name: ToolName::from_model(name),
                     input: input.clone(),
                 }),
                 _ => None,
@@ -510,8 +467,8 @@ async fn conversation(
             }
         }
         let ctx = run.ctx.clone();
-        let mut host = batch::TurnHost::new(run, &malformed_inputs);
-        let end = run_batch(
+        let mut host = turn::LoopHost::new(run, &registry, &calls, &malformed_inputs);
+        let end = run_turn(
             &mut host,
             &calls,
             &ctx,
@@ -520,13 +477,15 @@ async fn conversation(
         )
         .await?;
         let stopped = host.stopped.take();
+        let exempt = std::mem::take(&mut host.exempt);
         let mut results = std::mem::take(&mut host.results);
         record_network(run)?;
+        fit_message_budget(run, turn, &mut results, &exempt)?;
         match end {
-            BatchEnd::Complete => results.extend(drain_queue(run, Disposition::Drained)?),
+            TurnEnd::Complete => results.extend(drain_queue(run, Disposition::Drained)?),
             // Completed results are kept; the queued message follows them and gives the
             // context, so no "[Request interrupted]" is added (seed §5.2 E).
-            BatchEnd::Interrupted => {
+            TurnEnd::Interrupted => {
                 run.emit(Event::QueryAborted {
                     reason: QueryEnd::AbortedTools,
                     by: AbortCause::Interrupt,
@@ -534,13 +493,22 @@ async fn conversation(
                 })?;
                 results.extend(drain_queue(run, Disposition::Interrupt)?);
             }
-            BatchEnd::HardStopped => {}
+            TurnEnd::HardStopped => {}
+        }
+        let todos = run.ctx.state.todos.snapshot();
+        if let Some((kind, content)) = run.reminders.next(&todos) {
+            run.emit(Event::Reminder {
+                turn,
+                kind,
+                content: content.clone(),
+            })?;
+            results.push(ContentBlock::Text { text: content });
         }
         messages.push(Message {
             role: Role::User,
             content: results,
         });
-        if end == BatchEnd::HardStopped {
+        if end == TurnEnd::HardStopped {
             let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
             return hard_stop(run, messages, reason, QueryEnd::AbortedTools);
         }
@@ -575,7 +543,17 @@ fn drain_queue(
         return Ok(Vec::new());
     };
     let mut blocks = Vec::new();
-    for content in queue.drain() {
+    for entry in queue.drain() {
+        let content = match entry {
+            QueuedInput::Message(content) => content,
+            QueuedInput::Skipped { line, reason } => {
+                run.emit(Event::InputSkipped {
+                    line,
+                    reason: reason.to_string(),
+                })?;
+                continue;
+            }
+        };
         run.emit(Event::QueuedMessage {
             content: content.clone(),
             disposition,
@@ -710,11 +688,114 @@ fn denial_limit_reason(run: &Loop<'_>) -> Option<String> {
     None
 }
 
-fn available(run: &Loop<'_>) -> String {
-    run.spec
+/// The definitions of the run's deferred tools, for ToolSearch and the system prompt's index.
+fn deferred_catalogue(spec: &RunSpec) -> Vec<ToolDefinition> {
+    spec.tools
+        .iter()
+        .filter(|tool| spec.task.deferred_tools.contains(&tool.name()))
+        .map(|tool| ToolDefinition {
+            name: tool.name(),
+            description: tool.description().into_owned(),
+            input_schema: tool.input_schema(),
+        })
+        .collect()
+}
+
+/// This turn's tools: the task's tools that are not deferred, ToolSearch when some are,
+/// then the deferred tools ToolSearch has loaded, in the order it loaded them (S7).
+fn offered_tools(spec: &RunSpec, loaded: &[ToolName]) -> ToolRegistry {
+    let deferred = |tool: &&Arc<dyn Tool>| spec.task.deferred_tools.contains(&tool.name());
+    let any_deferred = spec.tools.iter().any(|tool| deferred(&tool));
+    let search = any_deferred
+        .then(|| crate::tools::builtin(&ToolName::ToolSearch))
+        .flatten();
+    let immediate = spec
         .tools
         .iter()
-        .map(|tool| tool.name().to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
+        .filter(|tool| !deferred(tool) && tool.name() != ToolName::ToolSearch)
+        .cloned();
+    let loaded = loaded.iter().filter_map(|name| {
+        spec.tools
+            .iter()
+            .find(|tool| deferred(tool) && tool.name() == *name)
+            .cloned()
+    });
+    ToolRegistry::new(immediate.chain(search).chain(loaded))
+}
+
+/// The per-message budget (S8): when the results of this turn exceed
+/// `limits.message_result_chars`, the largest are offloaded and replaced by previews. Runs
+/// once, before the message is first sent; it is never revisited, so every later request
+/// repeats this message byte for byte.
+fn fit_message_budget(
+    run: &mut Loop<'_>,
+    turn: u32,
+    results: &mut [ContentBlock],
+    exempt: &std::collections::HashSet<String>,
+) -> Result<(), AgentError> {
+    let sizes: Vec<Option<usize>> = results
+        .iter()
+        .map(|block| match block {
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                ..
+            } if !exempt.contains(tool_use_id) => Some(content.chars().count()),
+            _ => None,
+        })
+        .collect();
+    let replace = crate::results::over_budget(&sizes, run.spec.task.limits.message_result_chars);
+    if replace.is_empty() {
+        return Ok(());
+    }
+    let chars_before: usize = sizes.iter().flatten().sum();
+    let mut replaced = Vec::new();
+    for index in replace {
+        if let Some(ContentBlock::ToolResult {
+            tool_use_id,
+            content,
+            ..
+        }) = results.get_mut(index)
+        {
+            let chars = content.chars().count();
+            *content = run
+                .results
+                .offload(tool_use_id, content, crate::results::KEPT_CHARS);
+            replaced.push(crate::transcript::ReplacedResult {
+                id: tool_use_id.clone(),
+                chars,
+                content: content.clone(),
+            });
+        }
+    }
+    let chars_after = results
+        .iter()
+        .map(|block| match block {
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                ..
+            } if !exempt.contains(tool_use_id) => content.chars().count(),
+            _ => 0,
+        })
+        .sum();
+    run.emit(Event::MessageBudget {
+        turn,
+        replaced,
+        chars_before,
+        chars_after,
+    })
+}
+
+/// The tools array of one request, in the registry's offer order.
+fn tool_specs(registry: &ToolRegistry) -> Vec<ToolSpec> {
+    registry
+        .tools()
+        .iter()
+        .map(|tool| ToolSpec {
+            name: tool.name().to_string(),
+            description: tool.description().into_owned(),
+            input_schema: tool.input_schema(),
+        })
+        .collect()
 }

@@ -5,8 +5,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::paths::{Cwds, ReadLog, check_read, lexical, locate};
-use super::syntax::{self, Assignment, Item, Redirect};
-use super::{BashAnalysis, BashEnv, BashRules, BashVerdict, CommandReport, CommandVerdict};
+use super::syntax::{Assignment, Item, Redirect};
+use super::{BashAnalysis, BashEnv, BashRules, BashVerdict, CommandReport, CommandVerdict, Script};
 
 /// `sh -c 'sh -c …'` deeper than this is not analysed.
 pub(crate) const MAX_NESTING: usize = 4;
@@ -14,6 +14,8 @@ pub(crate) const MAX_NESTING: usize = 4;
 pub(crate) struct Analyser<'a> {
     pub rules: &'a BashRules,
     pub env: &'a BashEnv<'a>,
+    /// The call's parsed script, which also keeps the parses of the scripts found inside it.
+    parsed: &'a Script,
     pub reports: Vec<CommandReport>,
     pub writes: Vec<PathBuf>,
     /// Paths commands write through their arguments (see `arg_writes`).
@@ -29,10 +31,11 @@ pub(crate) struct Analyser<'a> {
 }
 
 impl<'a> Analyser<'a> {
-    pub fn new(rules: &'a BashRules, env: &'a BashEnv<'a>) -> Analyser<'a> {
+    pub fn new(rules: &'a BashRules, env: &'a BashEnv<'a>, parsed: &'a Script) -> Analyser<'a> {
         Analyser {
             rules,
             env,
+            parsed,
             reports: Vec::new(),
             writes: Vec::new(),
             named_writes: Vec::new(),
@@ -50,7 +53,7 @@ impl<'a> Analyser<'a> {
                 .push("shell scripts are nested too deeply (`sh -c` inside `sh -c` …)".to_owned());
             return;
         }
-        let items = syntax::items(src);
+        let items = self.parsed.items(src);
         let calls: HashMap<&str, Vec<&str>> = items
             .iter()
             .filter_map(|item| match item {
@@ -66,32 +69,30 @@ impl<'a> Analyser<'a> {
             ));
         }
         let functions: HashSet<String> = calls.keys().map(|n| (*n).to_owned()).collect();
-        for item in items {
+        for item in items.iter() {
             match item {
-                Item::Command(cmd) => self.simple_command(&cmd, &functions, depth),
-                Item::Redirect(r) => self.redirect(&r),
-                Item::Assign(a) => self.bare_assignment(&a),
+                Item::Command(cmd) => self.simple_command(cmd, &functions, depth),
+                Item::Redirect(r) => self.redirect(r),
+                Item::Assign(a) => self.bare_assignment(a),
                 Item::Declare {
                     keyword,
                     flags,
                     names,
                     text,
-                } => self.declaration(&keyword, &flags, &names, &text),
-                Item::Unset { flags, names, text } => {
-                    self.declaration("unset", &flags, &names, &text)
-                }
+                } => self.declaration(keyword, flags, names, text),
+                Item::Unset { flags, names, text } => self.declaration("unset", flags, names, text),
                 Item::Test { text } => {
                     let first = text.split_whitespace().next().unwrap_or("[").to_owned();
                     self.reports.push(CommandReport {
-                        text,
+                        text: text.clone(),
                         argv: vec![first],
                         verdict: CommandVerdict::ReadOnly,
                         why: "a test expression only reads".to_owned(),
                     });
                 }
                 Item::Function { .. } => {}
-                Item::Hidden(inner) => self.script(&inner, depth + 1),
-                Item::Problem(p) => self.problems.push(p),
+                Item::Hidden(inner) => self.script(inner, depth + 1),
+                Item::Problem(p) => self.problems.push(p.clone()),
             }
         }
     }

@@ -15,9 +15,13 @@ mod syntax;
 mod word;
 mod wrappers;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 pub use pattern::{CommandPattern, PatternError};
+#[cfg(test)]
+pub(crate) use syntax::parses_on_this_thread;
 
 /// Rules as the gate hands them in: each pattern tagged with an opaque id the caller maps
 /// back to its rule (file:line).
@@ -114,9 +118,55 @@ pub enum CommandVerdict {
 /// Scripts longer than this are not analysed (bounded work): they are asked about.
 pub const MAX_SCRIPT_BYTES: usize = 64 * 1024;
 
+/// A command as a call carries it: its source, parsed by tree-sitter at most once, together
+/// with every script found inside it (`sh -c '…'`, hidden substitutions). Judging it again —
+/// against rules, for read-only-ness, in another mode — walks the kept parse.
+#[derive(Debug)]
+pub struct Script {
+    source: String,
+    /// The script's own items, parsed on first need.
+    top: OnceLock<Arc<[syntax::Item]>>,
+    /// The scripts found inside it (`sh -c '…'`, hidden substitutions), by source.
+    parses: Mutex<HashMap<String, Arc<[syntax::Item]>>>,
+}
+
+impl Script {
+    pub fn new(source: impl Into<String>) -> Script {
+        Script {
+            source: source.into(),
+            top: OnceLock::new(),
+            parses: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The items of `src` (this script or one found inside it), parsed on first need.
+    fn items(&self, src: &str) -> Arc<[syntax::Item]> {
+        if std::ptr::eq(src, self.source.as_str()) {
+            return self.top.get_or_init(|| syntax::items(src).into()).clone();
+        }
+        let mut parses = self.parses.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(items) = parses.get(src) {
+            return items.clone();
+        }
+        let items: Arc<[syntax::Item]> = syntax::items(src).into();
+        parses.insert(src.to_owned(), items.clone());
+        items
+    }
+}
+
+/// Parses `script` and analyses it against `rules` (see [`evaluate_parsed`]).
+pub fn evaluate(script: &str, rules: &BashRules, env: &BashEnv) -> BashAnalysis {
+    evaluate_parsed(&Script::new(script), rules, env)
+}
+
 /// Analyses `script` against `rules`. Precedence over the whole script: any deny ⇒ Deny;
 /// else any ask-rule match ⇒ Ask with its rule; else anything unproven ⇒ Ask; else Allow.
-pub fn evaluate(script: &str, rules: &BashRules, env: &BashEnv) -> BashAnalysis {
+pub fn evaluate_parsed(parsed: &Script, rules: &BashRules, env: &BashEnv) -> BashAnalysis {
+    let script = parsed.source();
     if script.len() > MAX_SCRIPT_BYTES {
         return BashAnalysis {
             verdict: BashVerdict::Ask {
@@ -134,7 +184,7 @@ pub fn evaluate(script: &str, rules: &BashRules, env: &BashEnv) -> BashAnalysis 
             unseen_writes: Vec::new(),
         };
     }
-    let mut analyser = analyser::Analyser::new(rules, env);
+    let mut analyser = analyser::Analyser::new(rules, env, parsed);
     analyser.script(script, 0);
     analyser.finish()
 }

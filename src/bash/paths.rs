@@ -119,7 +119,7 @@ pub(crate) fn normalise(path: &Path, env: &BashEnv) -> PathBuf {
 
 /// The same path, lexically normalised only (for `/dev/…` names Bash treats specially).
 pub(crate) fn lexical(path: &Path) -> PathBuf {
-    crate::policy::normalize_lexically(&Path::new("/").join(path))
+    crate::base::normalize_lexically(&Path::new("/").join(path))
 }
 
 pub(crate) fn inside_workspace(path: &Path, env: &BashEnv) -> bool {

@@ -103,8 +103,21 @@ fn unsafe_for_the_scanner(script: &str) -> Option<char> {
     script.chars().find(|c| u32::from(*c) > 0xFF)
 }
 
+#[cfg(test)]
+thread_local! {
+    static PARSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many scripts this thread has parsed, for tests that count analyses per call.
+#[cfg(test)]
+pub(crate) fn parses_on_this_thread() -> usize {
+    PARSES.with(std::cell::Cell::get)
+}
+
 /// Parses `script` and returns its items; never fails (problems are items).
 pub(crate) fn items(script: &str) -> Vec<Item> {
+    #[cfg(test)]
+    PARSES.with(|count| count.set(count.get() + 1));
     let mut items = Vec::new();
     if let Some(c) = unsafe_for_the_scanner(script) {
         items.push(Item::Problem(format!(

@@ -12,7 +12,7 @@ mod verdict;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 pub use prompt::{Action, Review, Stage, review_hash, system_prompt, user_message};
@@ -86,7 +86,7 @@ pub enum Answer {
 }
 
 /// One model call (or cache hit) of a review, for the transcript.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClassifierCall {
     pub model: String,
     pub provider: String,
@@ -105,7 +105,7 @@ pub struct ClassifierCall {
 }
 
 /// A call's answer in one word.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CallVerdict {
     Allow,

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::policy::AutoModeProse;
@@ -18,7 +18,7 @@ pub struct Action {
 }
 
 /// Which call of a two-stage review a prompt is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
     /// The short first answer (the only one in single-stage mode).

@@ -106,7 +106,7 @@ fn pattern_word(word: &str) -> Option<String> {
 /// `Edit(docs/**)` for a file in a workspace folder, `Edit(README.md)` at its top, the
 /// absolute `//folder/**` outside it.
 fn path_rule(tool: &str, path: &str, workspace: &Workspace) -> String {
-    let absolute = crate::policy::normalize_lexically(&workspace.workdir.join(path));
+    let absolute = crate::base::normalize_lexically(&workspace.workdir.join(path));
     let relative = absolute.strip_prefix(&workspace.workdir).ok();
     match relative {
         Some(relative) => match relative.parent().filter(|p| !p.as_os_str().is_empty()) {

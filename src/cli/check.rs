@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::CheckArgs;
+use crate::call::PreparedCall;
+use crate::call::approval::headless;
 use crate::config::serde_name;
 use crate::exit::ExitCode;
 use crate::policy::{
@@ -87,7 +89,7 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::Success);
     }
-    let decision = decide(tool, &input, &ctx, &mut tools);
+    let decision = decide(tool, input.clone(), &ctx, &mut tools);
     let mut line = DecisionLine::new(&decision, None, None);
     if gate.mode == PermissionMode::Auto {
         let intent = args.intent.as_deref().unwrap_or(NO_INTENT);
@@ -125,25 +127,34 @@ fn refusal(reason: String) -> PermissionDecision {
     }
 }
 
+/// The call prepared once, or the refusal that answers it (no such tool, an invalid input).
+fn prepare(
+    tool: &str,
+    input: Value,
+    tools: &mut ToolCache,
+) -> Result<PreparedCall, PermissionDecision> {
+    let Some(found) = tools.get(tool) else {
+        return Err(refusal(format!("No such tool available: {tool}")));
+    };
+    PreparedCall::prepare(found, input).map_err(|err| refusal(err.to_string()))
+}
+
 fn decide(
     tool: &str,
-    input: &Value,
+    input: Value,
     ctx: &PermissionContext,
     tools: &mut ToolCache,
 ) -> PermissionDecision {
-    let Some(found) = tools.get(tool) else {
-        return refusal(format!("No such tool available: {tool}"));
-    };
-    match found.validate_input(input) {
-        Ok(()) => policy::decide(found.as_ref(), input, ctx),
-        Err(err) => refusal(err.0),
+    match prepare(tool, input.clone(), tools) {
+        Ok(call) => headless(&call, policy::decide(&call, ctx), ctx, None),
+        Err(refused) => refused,
     }
 }
 
 /// Decides every line of `path` (`-` is stdin), writing one decision a line. A line that is
 /// not a call is answered with a deny saying why, so the output stays one line per input.
 fn decide_stream(path: &Path, ctx: &PermissionContext, tools: &mut ToolCache) -> Result<ExitCode> {
-    let reader: Box<dyn BufRead> = if path == Path::new("-") {
+    let mut reader: Box<dyn BufRead> = if path == Path::new("-") {
         Box::new(std::io::stdin().lock())
     } else {
         let file =
@@ -152,28 +163,27 @@ fn decide_stream(path: &Path, ctx: &PermissionContext, tools: &mut ToolCache) ->
     };
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    for (index, line) in reader.lines().enumerate() {
-        let line =
-            line.with_context(|| format!("cannot read line {} of {}", index + 1, path.display()))?;
-        if line.trim().is_empty() {
-            continue;
+    let mut bytes = Vec::new();
+    for number in 1.. {
+        bytes.clear();
+        let read = reader
+            .read_until(b'\n', &mut bytes)
+            .with_context(|| format!("cannot read line {number} of {}", path.display()))?;
+        if read == 0 {
+            break;
         }
-        let rendered = match serde_json::from_str::<CallLine>(&line) {
+        let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let rendered = match call_line(number, line) {
             Ok(call) => {
-                let decision = decide(&call.tool, &call.input, ctx, tools);
+                let decision = decide(&call.tool, call.input, ctx, tools);
                 serde_json::to_string(&DecisionLine::new(
                     &decision,
                     call.id.as_ref(),
                     Some(&call.tool),
                 ))
             }
-            Err(err) => {
-                let decision = refusal(format!(
-                    "line {} is not a call {{\"id\"?, \"tool\", \"input\"}}: {err}",
-                    index + 1
-                ));
-                serde_json::to_string(&DecisionLine::new(&decision, None, None))
-            }
+            Err(reason) => serde_json::to_string(&DecisionLine::new(&refusal(reason), None, None)),
         };
         let rendered = rendered.context("cannot write a decision")?;
         // The calls may be a model's: inert on a CI runner's log (see `neutral`).
@@ -182,6 +192,20 @@ fn decide_stream(path: &Path, ctx: &PermissionContext, tools: &mut ToolCache) ->
     }
     out.flush().context("cannot write the decisions")?;
     Ok(ExitCode::Success)
+}
+
+/// One line of a `--calls` stream as a call, or why it is not one. Every line gets an answer,
+/// blank and binary ones too, so a consumer can pair outputs with inputs by position.
+fn call_line(number: usize, line: &[u8]) -> Result<CallLine, String> {
+    let Ok(text) = std::str::from_utf8(line) else {
+        return Err(format!("line {number} is not UTF-8 text"));
+    };
+    if text.trim().is_empty() {
+        return Err(format!("line {number} is blank, not a call"));
+    }
+    serde_json::from_str::<CallLine>(text).map_err(|err| {
+        format!("line {number} is not a call {{\"id\"?, \"tool\", \"input\"}}: {err}")
+    })
 }
 
 /// The `--explain` text: the sources in force, then every pipeline step with what it saw.
@@ -213,16 +237,12 @@ fn explain(
             rule.kind, rule.text, rule.source
         ));
     }
-    let (decision, trace): (PermissionDecision, Vec<TraceStep>) = match tools.get(tool) {
-        None => (
-            refusal(format!("No such tool available: {tool}")),
-            Vec::new(),
-        ),
-        Some(found) => match found.validate_input(input) {
-            Err(err) => (refusal(err.0), Vec::new()),
-            Ok(()) => {
-                let (decision, mut trace) = policy::explain(found.as_ref(), input, ctx);
-                let details = found.explain_permissions(input, ctx);
+    let (decision, trace): (PermissionDecision, Vec<TraceStep>) =
+        match prepare(tool, input.clone(), tools) {
+            Err(refused) => (refused, Vec::new()),
+            Ok(call) => {
+                let (gated, mut trace) = policy::explain(&call, ctx);
+                let details = call.explain_permissions(ctx);
                 if let Some(index) = trace.iter().position(|step| step.step == "1c") {
                     for (offset, detail) in details.into_iter().enumerate() {
                         trace.insert(
@@ -235,10 +255,10 @@ fn explain(
                         );
                     }
                 }
+                let decision = headless(&call, gated, ctx, Some(&mut trace));
                 (decision, trace)
             }
-        },
-    };
+        };
     out.push_str("pipeline:\n");
     for step in &trace {
         if step.step.is_empty() {
@@ -262,4 +282,97 @@ fn explain(
         out.push_str(&format!("rule: {} at {}\n", rule.rule, rule.source));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::policy::{
+        PermissionMode, Policy, PolicyOrigin, PolicySource, RuleSet, SourceKind, Workspace,
+    };
+
+    fn source(kind: SourceKind, file: &str, yaml: &str) -> PolicySource {
+        let origin = PolicyOrigin {
+            file: Path::new(file),
+            dir: Path::new("/repo"),
+            home: None,
+        };
+        PolicySource {
+            kind,
+            policy: Policy::parse(yaml, origin).unwrap(),
+        }
+    }
+
+    /// `check --explain` as a policy author reads it: sources, each step, the Bash analysis,
+    /// the mode's answer to an ask, and the decision with its rule.
+    #[test]
+    fn explain_shows_every_step_a_person_needs() {
+        let sources = [
+            source(
+                SourceKind::Managed,
+                "/etc/tollgate/policy.yaml",
+                "permissions:\n  deny: ['Bash(rm:*)']\n",
+            ),
+            source(
+                SourceKind::Task,
+                "/repo/task.yaml",
+                "permissions:\n  allow: ['Bash(git status)', 'Bash(npm test:*)']\n  ask: ['Bash(git push:*)']\n",
+            ),
+        ];
+        let rules = RuleSet::from_sources(&sources);
+        let workspace = Workspace::new("/repo".into(), vec![], None);
+        let mut text = String::new();
+        for (mode, tool, input) in [
+            (
+                PermissionMode::DontAsk,
+                "Bash",
+                r#"{"command": "git status && npm test"}"#,
+            ),
+            (
+                PermissionMode::DontAsk,
+                "Bash",
+                r#"{"command": "git status; rm -rf build"}"#,
+            ),
+            (
+                PermissionMode::Default,
+                "Bash",
+                r#"{"command": "git push origin main"}"#,
+            ),
+            (
+                PermissionMode::AcceptEdits,
+                "Bash",
+                r#"{"command": "curl https://example.com"}"#,
+            ),
+            (
+                PermissionMode::Auto,
+                "Read",
+                r#"{"file_path": "/etc/hosts"}"#,
+            ),
+            (
+                PermissionMode::Plan,
+                "Write",
+                r#"{"file_path": "notes.md", "content": ""}"#,
+            ),
+            (PermissionMode::DontAsk, "Fly", "{}"),
+        ] {
+            let ctx = PermissionContext {
+                auto_allow_bash: false,
+                mode,
+                rules: &rules,
+                workspace: &workspace,
+            };
+            let input: Value = serde_json::from_str(input).unwrap();
+            text.push_str(&explain(
+                tool,
+                &input,
+                &ctx,
+                &sources,
+                &mut ToolCache::default(),
+            ));
+            text.push_str("---\n");
+        }
+        insta::assert_snapshot!(text);
+    }
 }

@@ -342,8 +342,25 @@ pub fn main() -> std::process::ExitCode {
             // An error may quote a file or a provider's answer: inert on a runner's log.
             let message = crate::neutral::log_text(&redactor.redact(&format!("{err:#}")));
             eprintln!("tollgate: error: {message}");
-            ExitCode::ConfigError.into()
+            error_code(&err).into()
         }
+    }
+}
+
+/// A run whose record could not be written exits with its own code; every other error
+/// here happened before a model was asked (bad flags, task, policy, a busy output folder).
+fn error_code(err: &anyhow::Error) -> ExitCode {
+    let output_failed = err.chain().any(|cause| {
+        cause.is::<crate::out_dir::OutputError>()
+            || matches!(
+                cause.downcast_ref::<crate::agent::AgentError>(),
+                Some(crate::agent::AgentError::Transcript { .. })
+            )
+    });
+    if output_failed {
+        ExitCode::OutputError
+    } else {
+        ExitCode::ConfigError
     }
 }
 

@@ -1,166 +1,246 @@
 //! `tollgate replay`: re-decides every tool call of a transcript under another policy and
-//! reports the calls whose decision changes — a guard for policy changes in CI.
+//! reports the calls whose decision changes — a guard for policy changes in CI. The
+//! transcript is read as typed events, one line at a time: memory holds the calls still
+//! waiting for their decision, not the file.
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::path::PathBuf;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::ReplayArgs;
+use crate::call::PreparedCall;
+use crate::call::approval::headless;
 use crate::exit::ExitCode;
-use crate::policy::{self, Decision, PermissionMode};
-use crate::session::{PolicyInForce, canonical_dir, read_text};
+use crate::policy::{self, Decision, PermissionContext, PermissionDecision, Step};
+use crate::session::{PolicyInForce, canonical_dir};
 use crate::tools::builtin;
+use crate::transcript::{Event, RecordedLine};
 
 #[derive(Debug, Serialize)]
-struct Verdict {
+struct Verdict<'a> {
     decision: Decision,
-    step: Value,
-    reason: String,
+    step: Step,
+    reason: &'a str,
 }
 
 #[derive(Debug, Serialize)]
 struct Change<'a> {
+    /// The call's position among the transcript's calls, 1-based: ids alone may repeat.
+    call: u64,
     id: &'a str,
     tool: &'a str,
     input: &'a Value,
-    before: Verdict,
-    after: Verdict,
+    before: Verdict<'a>,
+    after: Verdict<'a>,
     widened: bool,
 }
 
-struct RecordedCall {
-    id: String,
+/// A call seen, waiting for its recorded decision.
+struct PendingCall {
+    position: u64,
+    line: u64,
     tool: String,
     input: Value,
 }
 
+/// The gate the calls are decided again under, and what changed so far.
+struct Replayer<'a> {
+    ctx: PermissionContext<'a>,
+    changed: Vec<String>,
+    widened: usize,
+}
+
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
-    let text = read_text(&args.transcript, "transcript")?;
-    let mut calls = Vec::new();
-    let mut before: HashMap<String, Value> = HashMap::new();
-    let mut recorded_mode = None;
-    let mut recorded_workdir = None;
-    for (index, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-    {
-        let event: Value = serde_json::from_str(line).with_context(|| {
-            format!(
-                "{}:{}: not a transcript event",
-                args.transcript.display(),
-                index + 1
-            )
-        })?;
-        match event["type"].as_str() {
-            Some("run_started") => {
-                recorded_mode = event["mode"]
-                    .as_str()
-                    .and_then(|m| m.parse::<PermissionMode>().ok());
-                recorded_workdir = event["workdir"].as_str().map(PathBuf::from);
+    let path = &args.transcript;
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read transcript {}", path.display()))?;
+    let mut lines = Lines::new(std::io::BufReader::new(file), path);
+    // The run's mode and workdir come first, in run_started; the gate is built from them.
+    let (recorded_mode, recorded_workdir, first) = loop {
+        match lines.next()? {
+            None => bail!("{} holds no run_started or tool_call event", path.display()),
+            Some((_, Event::RunStarted { mode, workdir, .. })) => {
+                break (Some(mode), Some(workdir), None);
             }
-            Some("tool_call") => calls.push(RecordedCall {
-                id: event["id"].as_str().unwrap_or_default().to_string(),
-                tool: event["tool"].as_str().unwrap_or_default().to_string(),
-                input: event["input"].clone(),
-            }),
-            Some("permission_decision") => {
-                before.insert(event["id"].as_str().unwrap_or_default().to_string(), event);
+            Some(line @ (_, Event::ToolCall { .. })) => break (None, None, Some(line)),
+            Some(_) => {}
+        }
+    };
+    let workdir = match (&args.workdir, &recorded_workdir) {
+        (Some(dir), _) => canonical_dir(dir, "workdir")?,
+        (None, Some(dir)) if dir.is_dir() => canonical_dir(dir, "workdir")?,
+        _ => canonical_dir(Path::new("."), "workdir")?,
+    };
+    let flags = args.rules.sources(args.policy.as_deref());
+    let gate = PolicyInForce::load(flags, workdir, args.mode.or(recorded_mode))?;
+    let mode = gate.mode;
+    let mut replayer = Replayer {
+        ctx: gate.context(),
+        changed: Vec::new(),
+        widened: 0,
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut pending: HashMap<String, PendingCall> = HashMap::new();
+    let mut calls = 0u64;
+    let mut next = first;
+    while let Some((line, event)) = match next.take() {
+        Some(first) => Some(first),
+        None => lines.next()?,
+    } {
+        match event {
+            Event::ToolCall { id, tool, input } => {
+                calls += 1;
+                if let Some(earlier) = pending.get(&id) {
+                    bail!(
+                        "{}:{line}: the tool_use id {id:?} is also the id of the call at line {}, still undecided; replay cannot tell their decisions apart",
+                        path.display(),
+                        earlier.line
+                    );
+                }
+                let call = PendingCall {
+                    position: calls,
+                    line,
+                    tool,
+                    input,
+                };
+                pending.insert(id, call);
+            }
+            Event::PermissionDecision { id, decision, .. } => {
+                // A decision for no waiting call (the call line was cut) has nothing to compare.
+                if let Some(call) = pending.remove(&id) {
+                    replayer.compare(&mut out, &id, &call, &decision)?;
+                }
             }
             _ => {}
         }
     }
-    if calls.is_empty() && recorded_mode.is_none() {
-        return Err(anyhow!(
-            "{} holds no run_started or tool_call event",
-            args.transcript.display()
-        ));
+    let mut err = std::io::stderr().lock();
+    writeln!(
+        err,
+        "{calls} calls replayed under {mode} mode; {} changed, {} newly allowed",
+        replayer.changed.len(),
+        replayer.widened
+    )?;
+    for row in &replayer.changed {
+        writeln!(err, "  {}", crate::neutral::log_line(row))?;
     }
-    let workdir = match (&args.workdir, &recorded_workdir) {
-        (Some(dir), _) => canonical_dir(dir, "workdir")?,
-        (None, Some(dir)) if dir.is_dir() => canonical_dir(dir, "workdir")?,
-        _ => canonical_dir(std::path::Path::new("."), "workdir")?,
-    };
-    let flags = args.rules.sources(args.policy.as_deref());
-    let gate = PolicyInForce::load(flags, workdir, args.mode.or(recorded_mode))?;
-    let ctx = gate.context();
-    let mode = gate.mode;
+    Ok(if replayer.widened > 0 {
+        ExitCode::TaskFailed
+    } else {
+        ExitCode::Success
+    })
+}
 
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let mut table = Vec::new();
-    let mut widened_count = 0;
-    for call in &calls {
-        let Some(old) = before.get(&call.id) else {
-            continue;
-        };
-        let Ok(old_decision) = serde_json::from_value::<Decision>(old["decision"].clone()) else {
-            continue;
-        };
+impl Replayer<'_> {
+    /// Decides `call` again and reports it if the decision differs from `old`.
+    fn compare(
+        &mut self,
+        out: &mut impl Write,
+        id: &str,
+        call: &PendingCall,
+        old: &PermissionDecision,
+    ) -> Result<()> {
         let Some(tool) = policy::ToolName::parse(&call.tool)
             .as_ref()
             .and_then(builtin)
         else {
-            continue;
+            return Ok(());
         };
-        if tool.validate_input(&call.input).is_err() {
-            continue;
+        let Ok(prepared) = PreparedCall::prepare(tool, call.input.clone()) else {
+            return Ok(());
+        };
+        let new = headless(
+            &prepared,
+            policy::decide(&prepared, &self.ctx),
+            &self.ctx,
+            None,
+        );
+        if new.decision == old.decision {
+            return Ok(());
         }
-        let new = policy::decide(tool.as_ref(), &call.input, &ctx);
-        if new.decision == old_decision {
-            continue;
-        }
-        let widened = old_decision != Decision::Allow && new.decision == Decision::Allow;
-        widened_count += usize::from(widened);
+        let widened = old.decision != Decision::Allow && new.decision == Decision::Allow;
+        self.widened += usize::from(widened);
         let change = Change {
-            id: &call.id,
+            call: call.position,
+            id,
             tool: &call.tool,
             input: &call.input,
             before: Verdict {
-                decision: old_decision,
-                step: old["step"].clone(),
-                reason: old["reason"].as_str().unwrap_or_default().to_string(),
+                decision: old.decision,
+                step: old.step,
+                reason: &old.reason,
             },
             after: Verdict {
                 decision: new.decision,
-                step: serde_json::to_value(new.step)?,
-                reason: new.reason.clone(),
+                step: new.step,
+                reason: &new.reason,
             },
             widened,
         };
         // The calls are a model's: inert on a CI runner's log (see `neutral`).
         let line = crate::neutral::json_log_line(&serde_json::to_string(&change)?);
         writeln!(out, "{line}")?;
-        table.push(format!(
-            "{:<14} {:<6} {:<6} → {:<6} {}",
-            call.id,
+        self.changed.push(format!(
+            "#{:<5} {:<14} {:<6} {:<6} → {:<6} {}",
+            call.position,
+            id,
             call.tool,
-            label(old_decision),
+            label(old.decision),
             label(new.decision),
-            crate::report::input_summary(&call.tool, &call.input)
+            crate::report::input_summary(&policy::ToolName::from_model(&call.tool), &call.input)
         ));
+        Ok(())
     }
-    let mut err = std::io::stderr().lock();
-    writeln!(
-        err,
-        "{} calls replayed under {} mode; {} changed, {} newly allowed",
-        calls.len(),
-        mode,
-        table.len(),
-        widened_count
-    )?;
-    for row in &table {
-        writeln!(err, "  {}", crate::neutral::log_line(row))?;
+}
+
+/// A transcript's events with their line numbers, blank lines skipped; a line that is not a
+/// transcript event is an error naming it.
+struct Lines<'a, R> {
+    reader: R,
+    path: &'a PathBuf,
+    number: u64,
+    buffer: String,
+}
+
+impl<'a, R: BufRead> Lines<'a, R> {
+    fn new(reader: R, path: &'a PathBuf) -> Self {
+        Lines {
+            reader,
+            path,
+            number: 0,
+            buffer: String::new(),
+        }
     }
-    Ok(if widened_count > 0 {
-        ExitCode::TaskFailed
-    } else {
-        ExitCode::Success
-    })
+
+    fn next(&mut self) -> Result<Option<(u64, Event)>> {
+        loop {
+            self.buffer.clear();
+            self.number += 1;
+            let read = self
+                .reader
+                .read_line(&mut self.buffer)
+                .with_context(|| format!("cannot read {}:{}", self.path.display(), self.number))?;
+            if read == 0 {
+                return Ok(None);
+            }
+            if self.buffer.trim().is_empty() {
+                continue;
+            }
+            let line: RecordedLine = serde_json::from_str(&self.buffer).map_err(|err| {
+                anyhow!(
+                    "{}:{}: not a transcript event: {err}",
+                    self.path.display(),
+                    self.number
+                )
+            })?;
+            return Ok(Some((self.number, line.event)));
+        }
+    }
 }
 
 fn label(decision: Decision) -> &'static str {

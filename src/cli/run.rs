@@ -10,15 +10,15 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use super::{FailOnArg, InputFormat, OutputFormat, ReportFormat, RunArgs};
 use crate::agent::{self, RunSpec};
+use crate::base::{AbortHandle, AbortReason};
 use crate::exit::ExitCode;
 use crate::model::Provider;
 use crate::redact::Redactor;
 use crate::report::github::{self, GithubEnv, ReportPaths};
 use crate::report::{junit_xml, sarif_json, text_summary};
-use crate::scheduler::{MessageQueue, parse_input_line};
+use crate::scheduler::{MessageQueue, read_input};
 use crate::session::{self, RunOptions, Session};
 use crate::task::FailOnSet;
-use crate::tools::{AbortHandle, AbortReason};
 use crate::transcript::{StreamFormat, StreamOutput};
 
 pub fn run(args: RunArgs, redactor: Arc<Redactor>) -> Result<ExitCode> {
@@ -73,22 +73,10 @@ fn run_options(args: &RunArgs) -> RunOptions {
 }
 
 /// Reads user messages from stdin on a thread of its own (a blocking read must not hold the
-/// runtime at exit); a line that is not a user message is logged and skipped; end of input
+/// runtime at exit); a line that is not a user message is recorded as skipped; end of input
 /// only means no more messages.
 fn read_messages(queue: MessageQueue) {
-    std::thread::spawn(move || {
-        for (number, line) in std::io::stdin().lines().enumerate() {
-            let Ok(line) = line else { break };
-            match parse_input_line(&line) {
-                Ok(Some(text)) => {
-                    queue.push(text);
-                    tracing::info!("queued the user message of stdin line {}", number + 1);
-                }
-                Ok(None) => {}
-                Err(err) => tracing::warn!("stdin line {}: skipped: {err}", number + 1),
-            }
-        }
-    });
+    std::thread::spawn(move || read_input(&queue, std::io::stdin().lock()));
 }
 
 async fn execute(
@@ -98,6 +86,8 @@ async fn execute(
     output: OutputFormat,
 ) -> Result<ExitCode> {
     let out_dir = spec.out_dir.clone();
+    // Held until the reports are written too.
+    let _out_lock = spec.out_lock.clone();
     let redactor = spec.redactor.clone();
     let (handle, abort) = AbortHandle::new();
     // Listen before the first model call, so no signal can arrive unheard.
@@ -122,8 +112,7 @@ async fn execute(
                     .map_err(|err| anyhow!("cannot render the SARIF report: {err}"))?,
             ),
         };
-        std::fs::write(&path, redactor.redact(&text))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        crate::out_dir::write_atomic(&path, redactor.redact(&text).as_bytes())?;
         match format {
             ReportFormat::Junit => paths.junit = Some(path),
             ReportFormat::Sarif => paths.sarif = Some(path),

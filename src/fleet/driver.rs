@@ -15,11 +15,12 @@ use super::manifest::{Repo, parse_manifest};
 use super::shard::Shard;
 use super::workcopy;
 use crate::agent::{self, RunReport};
+use crate::base::AbortHandle;
 use crate::exit::ExitCode;
 use crate::policy::{Decision, PermissionContext, ToolName};
 use crate::redact::Redactor;
 use crate::session::{self, RunOptions, Session, read_text};
-use crate::tools::{AbortHandle, builtin};
+use crate::tools::builtin;
 
 /// Which finished repositories a batch started again over the same `--out` re-runs;
 /// unfinished ones always continue.
@@ -463,7 +464,13 @@ impl PushCall<'_> {
             workspace: &spec.workspace,
             auto_allow_bash: false,
         };
-        let decision = crate::policy::decide(bash.as_ref(), &input, &ctx);
+        let call = match crate::call::PreparedCall::prepare(bash, input) {
+            Ok(call) => call,
+            Err(err) => return PushPermission::Refused(format!("`{command}`: {err}")),
+        };
+        // The policy alone, as `check` gives it: no hook or classifier is there to answer.
+        let gated = crate::policy::decide(&call, &ctx);
+        let decision = crate::call::approval::headless(&call, gated, &ctx, None);
         match decision.decision {
             Decision::Allow => PushPermission::Allowed,
             Decision::Ask | Decision::Deny => {

@@ -8,7 +8,7 @@ use super::config::HookEvent;
 use crate::exec::{Captured, Ending, ExecOutcome};
 
 /// One hook's own answer, before aggregation. Reasons are the hook's words, unprefixed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
 pub enum HookAnswer {
     Allow {

@@ -8,7 +8,7 @@ mod config;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 pub use answer::{HookAnswer, HookError};
@@ -17,8 +17,8 @@ pub use config::{
     merge_hooks,
 };
 
+use crate::base::{AbortSignal, truncate_middle};
 use crate::exec::{self, ChildEnv, Ending, ExecRequest, Stdin};
-use crate::tools::{AbortSignal, truncate_middle};
 
 /// Output kept per stream. A hook's answer is a small JSON object; anything longer is a bug
 /// in the hook, and is reported as such rather than parsed from a cut-off prefix.
@@ -65,7 +65,7 @@ impl HookInput<'_> {
 
 /// All hooks' answer for one call. Reasons name the hook (event, command, policy file) that
 /// decided, so the model and the transcript can tell a hook's deny from a rule's.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
 pub enum HookVerdict {
     Allow {
@@ -87,7 +87,7 @@ pub enum HookVerdict {
 }
 
 /// One hook's run, for the transcript.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HookRun {
     pub event: HookEvent,
     pub command: String,
@@ -100,11 +100,11 @@ pub struct HookRun {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// What it printed on stderr, shortened; kept for debugging hooks.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stderr: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HookReport {
     pub verdict: HookVerdict,
     /// One per hook that matched, in policy order (not completion order).

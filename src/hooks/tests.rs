@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use super::*;
-use crate::tools::{AbortHandle, AbortReason};
+use crate::base::{AbortHandle, AbortReason};
 
 /// A temp dir holding hook scripts, and the call the hooks are asked about.
 struct Fixture {

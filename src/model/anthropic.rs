@@ -274,11 +274,11 @@ pub fn tool_input(json: &str) -> Result<Value, String> {
         Ok(value @ Value::Object(_)) => Ok(value),
         Ok(other) => Err(format!(
             "The tool input must be a JSON object, got: {}",
-            crate::tools::truncate_middle(&other.to_string(), 2000)
+            crate::base::truncate_middle(&other.to_string(), 2000)
         )),
         Err(err) => Err(format!(
             "The tool input is not valid JSON ({err}); it was: {}",
-            crate::tools::truncate_middle(json, 2000)
+            crate::base::truncate_middle(json, 2000)
         )),
     }
 }

@@ -1,17 +1,19 @@
 //! The HTTP side shared by the real providers: one streaming POST with its timeouts (connect,
 //! first event, idle gap, whole request), retried as `retry.rs` says; the API's SSE events go
-//! to a per-API parser. The API key is held here and never printed.
+//! to a per-API parser, and a body that is no event stream is read for the provider's own
+//! message. A whole response is checked once more (unique tool_use ids) before it is
+//! returned. The API key is held here and never printed.
 
 use std::fmt;
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio::time::{Instant, timeout_at};
 
 use super::retry::{FailureCategory, RetryPolicy, retry_after};
+use super::sse::{SseDecoder, SseError};
 use super::{EventSink, ModelResponse, ProviderError, ProviderEvent, RetryNotice};
 
 /// An API key. Its `Debug` hides it; only the request header sees the value.
@@ -289,17 +291,26 @@ impl HttpTransport {
                             .unwrap_or("no message")
                             .to_string()
                     } else {
-                        crate::tools::truncate_middle(text, 500)
+                        crate::base::truncate_middle(text, 500)
                     }
                 }),
                 retry_after,
             });
         }
-        let mut events = response.bytes_stream().eventsource();
+        if !is_event_stream(response.headers()) {
+            let text = timeout_at(Instant::now() + timeouts.idle, read_capped(response))
+                .await
+                .unwrap_or_default();
+            return Err(not_an_event_stream(&text));
+        }
+        let mut chunks = response.bytes_stream();
+        let mut decoder = SseDecoder::default();
+        // The body's start while no event has come, to quote if the stream ends without one.
+        let mut head: Option<Vec<u8>> = Some(Vec::new());
         let mut deadline = first_deadline;
         let mut seen_event = false;
         loop {
-            let next = match timeout_at(deadline, events.next()).await {
+            let next = match timeout_at(deadline, chunks.next()).await {
                 Ok(next) => next,
                 Err(_) if !seen_event => return Err(first_event_timeout()),
                 Err(_) => {
@@ -314,22 +325,137 @@ impl HttpTransport {
             };
             seen_event = true;
             deadline = Instant::now() + timeouts.idle;
-            match next {
-                None => return parser.end(),
+            let events = match next {
+                None => {
+                    return match (decoder.finish().map_err(sse_failure)?, head) {
+                        (Some(data), _) => match parser.event(&data)? {
+                            Some(response) => checked(response),
+                            None => parser.end(),
+                        },
+                        (None, Some(head)) => {
+                            Err(not_an_event_stream(&String::from_utf8_lossy(&head)))
+                        }
+                        (None, None) => parser.end(),
+                    };
+                }
                 Some(Err(err)) => {
                     return Err(Failure::new(
                         FailureCategory::StreamCut,
-                        format!("the stream broke off: {err}"),
+                        format!("the stream broke off: {}", error_chain(&err)),
                     ));
                 }
-                Some(Ok(event)) => {
-                    if let Some(response) = parser.event(&event.data)? {
-                        return Ok(response);
+                Some(Ok(chunk)) => {
+                    if let Some(start) = &mut head {
+                        let room = ERROR_BODY_CAP.saturating_sub(start.len());
+                        start.extend_from_slice(&chunk[..chunk.len().min(room)]);
                     }
+                    decoder.feed(&chunk).map_err(sse_failure)?
+                }
+            };
+            if !events.is_empty() {
+                head = None;
+            }
+            for data in events {
+                if let Some(response) = parser.event(&data)? {
+                    return checked(response);
                 }
             }
         }
     }
+}
+
+/// A whole response is still refused if two of its tool calls share an id.
+fn checked(response: ModelResponse) -> Result<ModelResponse, Failure> {
+    match response.repeated_tool_id() {
+        Some(id) => Err(Failure::new(
+            FailureCategory::Protocol,
+            format!("the response uses the tool_use id {id:?} more than once"),
+        )),
+        None => Ok(response),
+    }
+}
+
+fn sse_failure(err: SseError) -> Failure {
+    Failure::new(
+        FailureCategory::Protocol,
+        format!("bad event stream: {err}"),
+    )
+}
+
+/// `text/event-stream` as the APIs send it; a server that names no type is given the
+/// benefit of the doubt unless its body shows otherwise (see `not_an_event_stream`).
+fn is_event_stream(headers: &HeaderMap) -> bool {
+    match headers.get(reqwest::header::CONTENT_TYPE) {
+        None => true,
+        Some(value) => value
+            .to_str()
+            .map(|value| {
+                value
+                    .trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("text/event-stream")
+            })
+            .unwrap_or(false),
+    }
+}
+
+/// The most of a non-stream body read for its message: an error body is small, and an
+/// endless one must not hold the run.
+const ERROR_BODY_CAP: usize = 64 * 1024;
+
+async fn read_capped(response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(Ok(chunk)) = chunks.next().await {
+        let room = ERROR_BODY_CAP - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() >= ERROR_BODY_CAP {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// An HTTP 200 whose body is not an event stream: the API's error shape is classified by
+/// its error type; anything else (a proxy's HTML page) is quoted, shortened.
+fn not_an_event_stream(body: &str) -> Failure {
+    if let Some((kind, message)) = api_error(body) {
+        let category = match FailureCategory::from_error_type(&kind) {
+            FailureCategory::Other => FailureCategory::NotEventStream,
+            category => category,
+        };
+        let message = if kind.is_empty() {
+            message
+        } else {
+            format!("{kind}: {message}")
+        };
+        return Failure::new(
+            category,
+            format!("HTTP 200 with an error instead of an event stream: {message}"),
+        );
+    }
+    if body.trim().is_empty() {
+        return Failure::new(
+            FailureCategory::NotEventStream,
+            "HTTP 200 with an empty body instead of an event stream",
+        );
+    }
+    let shown = html_title(body).unwrap_or_else(|| body.trim().to_string());
+    Failure::new(
+        FailureCategory::NotEventStream,
+        format!(
+            "HTTP 200 without an event stream; the body began: {}",
+            crate::base::truncate_middle(&shown, 500)
+        ),
+    )
+}
+
+/// An HTML page's `<title>`, which says more than its markup.
+fn html_title(body: &str) -> Option<String> {
+    let lower = body.to_ascii_lowercase();
+    let start = lower.find("<title>")? + "<title>".len();
+    let end = start + lower[start..].find("</title>")?;
+    Some(format!("HTML page \"{}\"", body[start..end].trim()))
 }
 
 /// TLS that trusts no certificate, for a plain-http base URL: no TLS connection is made
@@ -354,16 +480,27 @@ pub fn install_crypto_provider() {
 
 /// The error message of an API error body (`{"error": {"type", "message"}}` in both APIs).
 pub fn api_message(body: &str) -> Option<String> {
-    let value: Value = serde_json::from_str(body).ok()?;
+    let (kind, message) = api_error(body)?;
+    if kind.is_empty() {
+        Some(message)
+    } else {
+        Some(format!("{kind}: {message}"))
+    }
+}
+
+/// The error type (empty when absent) and message of an API error body.
+fn api_error(body: &str) -> Option<(String, String)> {
+    let value: Value = serde_json::from_str(body.trim()).ok()?;
     let error = value.get("error")?;
     let message = error
         .get("message")
         .and_then(Value::as_str)
         .or_else(|| error.as_str())?;
-    match error.get("type").and_then(Value::as_str) {
-        Some(kind) if !kind.is_empty() => Some(format!("{kind}: {message}")),
-        _ => Some(message.to_string()),
-    }
+    let kind = error
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Some((kind.to_string(), message.to_string()))
 }
 
 /// reqwest's top-level message says little ("error sending request"); the causes say why.

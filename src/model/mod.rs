@@ -7,6 +7,7 @@ mod openai;
 pub mod pricing;
 mod retry;
 mod scripted;
+pub mod sse;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -151,8 +152,20 @@ pub struct ModelResponse {
     pub malformed_inputs: Vec<MalformedInput>,
 }
 
+impl ModelResponse {
+    /// The first tool_use id used twice in this response. Results are paired with calls by
+    /// id, so a repeat would make two results indistinguishable (the real API refuses them).
+    pub fn repeated_tool_id(&self) -> Option<&str> {
+        let mut seen = std::collections::HashSet::new();
+        self.content.iter().find_map(|block| match block {
+            ContentBlock::ToolUse { id, .. } if !seen.insert(id.as_str()) => Some(id.as_str()),
+            _ => None,
+        })
+    }
+}
+
 /// A retry the provider is about to make, for the transcript's `api_retry` event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RetryNotice {
     /// 1 for the first retry.
     pub attempt: u32,

@@ -5,7 +5,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
 use reqwest::header::HeaderMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RetryPolicy {
@@ -69,7 +69,7 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 }
 
 /// What went wrong with one attempt, as `api_retry` events and error messages name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureCategory {
     /// The connection could not be made (refused, DNS, TLS, connect timeout).
@@ -82,6 +82,12 @@ pub enum FailureCategory {
     RequestTimeout,
     /// The response broke off before the message was complete.
     StreamCut,
+    /// The response was whole but broke the API's contract: a repeated tool_use id, an
+    /// event over the size cap, an event that is not UTF-8.
+    Protocol,
+    /// HTTP 200 with a body that is not an event stream (an HTML page from a proxy, a JSON
+    /// body without an error type tollgate knows).
+    NotEventStream,
     /// HTTP 408.
     ServerTimeout,
     /// HTTP 409.
@@ -113,6 +119,8 @@ impl FailureCategory {
             | FailureCategory::IdleTimeout
             | FailureCategory::RequestTimeout
             | FailureCategory::StreamCut
+            | FailureCategory::Protocol
+            | FailureCategory::NotEventStream
             | FailureCategory::ServerTimeout
             | FailureCategory::Conflict
             | FailureCategory::RateLimited

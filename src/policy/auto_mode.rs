@@ -1,6 +1,6 @@
 //! Auto mode's configuration as policies write it: the classifier (`classifier:`), the prose it
 //! judges by (`auto_mode:`), and which of these a run obeys when several sources give them.
-//! Pure data and merging; the classifier itself lives in `crate::classifier`.
+//! Pure data and merging; the classifier itself lives in `src/classifier/`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,5 +1,6 @@
-//! The gate's answers: what a tool's own check says (`ToolCheck`) and what the gate finally
-//! decides (`PermissionDecision`), each carrying the step, layer, rule and reason behind it.
+//! The gate's answers: what a tool's own check says (`ToolCheck`), what the gate says
+//! (`GateDecision`: allow, deny or a real ask) and the final, recorded answer
+//! (`PermissionDecision`), each carrying the step, layer, rule and reason behind it.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -16,7 +17,7 @@ pub enum Decision {
 }
 
 /// The pipeline step (S4) that produced the answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Step {
     /// The tool is not in this run's pool, or its input is malformed.
     #[serde(rename = "0")]
@@ -44,7 +45,7 @@ pub enum Step {
 }
 
 /// Which of the independent places that can stop a call had the last word.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Layer {
     /// A whole-tool or content rule from a policy.
@@ -64,7 +65,7 @@ pub enum Layer {
 }
 
 /// Refusals counted by the layer that made them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DenialCounts {
     pub rule: u32,
     pub tool: u32,
@@ -104,7 +105,7 @@ impl DenialCounts {
 }
 
 /// A rule as decisions cite it: its text and where it was written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RuleRef {
     pub rule: String,
     pub source: SourceLocation,
@@ -153,7 +154,7 @@ pub enum ToolCheck {
 }
 
 /// The gate's final, headless answer for one call.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PermissionDecision {
     pub decision: Decision,
     pub step: Step,
@@ -171,5 +172,77 @@ pub struct PermissionDecision {
 impl PermissionDecision {
     pub fn is_allow(&self) -> bool {
         self.decision == Decision::Allow
+    }
+}
+
+/// Why a decision was reached: the step, the layer that had the last word, the rule it cites
+/// and the reason the model and the reports read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grounds {
+    pub step: Step,
+    pub layer: Layer,
+    pub rule: Option<RuleRef>,
+    pub reason: String,
+}
+
+/// A call the gate could neither allow nor deny: a person would be asked. Headless, the
+/// approval stage answers it (a PreToolUse hook, auto's fast path, the classifier) or denies it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ask {
+    pub grounds: Grounds,
+    /// Asks from 1b/1e/1f/1g are answered by a person only: no mode, fast path, hook or
+    /// bypass turns them into allow.
+    pub immune: bool,
+}
+
+/// The gate's answer for one call, before anyone resolves an ask.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GateDecision {
+    Allow {
+        grounds: Grounds,
+        /// The input the tool's own check normalised the call into.
+        updated_input: Option<Value>,
+    },
+    Deny(Grounds),
+    Ask(Ask),
+}
+
+impl PermissionDecision {
+    /// An allow; `asked` when it answered an ask.
+    pub fn allow(grounds: Grounds, updated_input: Option<Value>, asked: bool) -> Self {
+        let Grounds {
+            step,
+            layer,
+            rule,
+            reason,
+        } = grounds;
+        PermissionDecision {
+            decision: Decision::Allow,
+            step,
+            layer,
+            rule,
+            reason,
+            updated_input,
+            asked,
+        }
+    }
+
+    /// A deny; `asked` when nobody answered an ask.
+    pub fn deny(grounds: Grounds, asked: bool) -> Self {
+        let Grounds {
+            step,
+            layer,
+            rule,
+            reason,
+        } = grounds;
+        PermissionDecision {
+            decision: Decision::Deny,
+            step,
+            layer,
+            rule,
+            reason,
+            updated_input: None,
+            asked,
+        }
     }
 }

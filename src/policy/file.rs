@@ -12,9 +12,10 @@ use super::auto_mode::{AutoModeProse, ClassifierFile, ClassifierSettings};
 use super::decision::Decision;
 use super::mode::PermissionMode;
 use super::rule::{Rule, RuleKind};
+use super::sandbox_config::{SandboxBlock, SandboxConfig};
+use super::tool_name::ToolName;
 use crate::config::{self, ConfigError, SourceLocation};
 use crate::hooks::{Hook, HookList};
-use crate::sandbox::{SandboxBlock, SandboxConfig};
 
 /// Declares `PolicyFile` with tollgate's own keys plus the Claude Code settings keys that a
 /// user's `settings.json` may carry and tollgate does not use: those load, are ignored, and
@@ -164,7 +165,8 @@ struct PolicyTestFile {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyTest {
     pub name: String,
-    pub tool: String,
+    /// `Other` when tollgate has no such tool: the test then fails, saying so.
+    pub tool: ToolName,
     pub input: Value,
     pub expect: Decision,
     pub mode: Option<PermissionMode>,
@@ -299,7 +301,7 @@ impl Policy {
                 let test = spanned.value;
                 PolicyTest {
                     name: test.name.unwrap_or_else(|| format!("test {}", index + 1)),
-                    tool: test.tool,
+                    tool: ToolName::from_model(&test.tool),
                     input: test.input,
                     expect: test.expect,
                     mode: test.mode,

@@ -144,8 +144,7 @@ fn matching_rule(
 ) -> Option<RuleRef> {
     let bases = ctx.workspace.bases();
     ctx.rules
-        .content_rules(kind, tool)
-        .find(|rule| matches!(&rule.content, Some(RuleContent::Path(pattern)) if pattern.matches(path, &bases)))
+        .first_path_rule(kind, tool, path, &bases)
         .map(RuleRef::from)
 }
 

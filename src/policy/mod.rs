@@ -1,6 +1,7 @@
 //! The permission layer (S4): rules and their sources, modes, guardrails and the gate's
 //! pipeline. Pure: takes values, returns decisions; never reads files or runs anything.
 
+mod ask;
 mod authority;
 mod auto_mode;
 mod decision;
@@ -10,13 +11,16 @@ mod gate;
 mod guardrail;
 mod lint;
 mod mode;
+mod path_index;
 mod path_pattern;
 mod rule;
 mod rule_set;
+mod sandbox_config;
 mod self_test;
 mod tool_name;
 mod workspace;
 
+pub use ask::{awaits_classifier, fast_path, headless_deny};
 pub use authority::{
     AuthorityError, lower_may_add, refuse_disabled, refuse_managed_keys_below, resolve_mode,
 };
@@ -25,18 +29,23 @@ pub use auto_mode::{
     moots_classifier,
 };
 pub use decision::{
-    AskCause, Decision, DenialCounts, Layer, PermissionDecision, RuleRef, Step, ToolCheck,
+    Ask, AskCause, Decision, DenialCounts, GateDecision, Grounds, Layer, PermissionDecision,
+    RuleRef, Step, ToolCheck,
 };
 pub use file::{LowerGrant, ManagedKey, PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
 pub use file_access::{Access, check_path, read_refusal};
-pub use gate::{TraceStep, apply_hook_verdict, awaits_classifier, decide, explain};
+pub use gate::{GatedCall, TraceStep, decide, explain};
 pub use guardrail::{git_dir_write, read_guardrail, read_guardrail_below, write_guardrail};
 pub use lint::{LintWarning, danger, lint};
 pub use mode::{PermissionMode, UnknownMode};
-pub use path_pattern::{PathBases, PathPattern, normalize_lexically};
+pub use path_pattern::{PathBases, PathPattern};
 pub use rule::{DomainPattern, Rule, RuleContent, RuleError, RuleKind};
 pub use rule_set::{PolicySource, RuleSet, SourceKind};
-pub use self_test::{SelfTestOutcome, run_self_tests};
+pub use sandbox_config::{
+    DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, PolicyPath, SandboxBlock,
+    SandboxConfig,
+};
+pub use self_test::{PrepareForTest, SelfTestAnswer, SelfTestOutcome, run_self_tests};
 pub use tool_name::ToolName;
 pub use workspace::Workspace;
 

@@ -1,9 +1,10 @@
 //! Path rule content for Read/Edit/Write (`Read(./src/**)`), in gitignore syntax with Claude
 //! Code's anchors: `//abs`, `~/home`, `/policy-dir`, `x` and `./x` (the workdir).
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
 /// Where a path pattern is rooted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,14 +26,21 @@ pub struct PathBases<'a> {
     pub home: Option<&'a Path>,
 }
 
+/// A parsed pattern: its anchor and the globs it stands for, checked but not compiled —
+/// a rule set compiles all its patterns together (`PathIndex`), which is what keeps a policy
+/// of many thousand path rules cheap to load and to decide with.
 #[derive(Debug, Clone)]
 pub struct PathPattern {
     text: String,
     anchor: Anchor,
-    globs: GlobSet,
+    globs: Box<[Glob; 2]>,
     /// The pattern's fixed leading folders below its anchor (`src/gen` of `src/gen/*.rs`);
     /// None when it may match at any depth (`*.env`, `.env`, `**/x`).
     fixed_prefix: Option<PathBuf>,
+    /// This pattern alone, compiled on first use: only the read checks of tree readers
+    /// (`grep -r`) match one pattern at a time; everything else goes through the rule set's
+    /// index, so a policy of many thousand rules never pays for it.
+    alone: OnceLock<Option<GlobSet>>,
 }
 
 impl PartialEq for PathPattern {
@@ -80,8 +88,9 @@ impl PathPattern {
         Ok(PathPattern {
             text: text.to_string(),
             anchor,
-            globs,
+            globs: Box::new(globs),
             fixed_prefix,
+            alone: OnceLock::new(),
         })
     }
 
@@ -89,6 +98,17 @@ impl PathPattern {
         &self.text
     }
 
+    pub fn anchor(&self) -> &Anchor {
+        &self.anchor
+    }
+
+    /// The pattern itself and its "everything inside" twin; either matching is a match.
+    pub fn globs(&self) -> &[Glob] {
+        self.globs.as_slice()
+    }
+}
+
+impl PathPattern {
     fn base<'b>(&'b self, bases: &PathBases<'b>) -> Option<&'b Path> {
         Some(match &self.anchor {
             Anchor::Root => Path::new("/"),
@@ -98,15 +118,21 @@ impl PathPattern {
         })
     }
 
-    /// Whether `path` (absolute, normalised, symlinks resolved) is matched.
+    /// Whether `path` (absolute, normalised, symlinks resolved) is matched by this pattern
+    /// alone. A pattern whose globs cannot be built into a set matches everything: this serves
+    /// refusals, so it errs towards refusing.
     pub fn matches(&self, path: &Path, bases: &PathBases) -> bool {
-        let Some(base) = self.base(bases) else {
+        let Some(relative) = self.anchor.relative(path, bases) else {
             return false;
         };
-        match path.strip_prefix(base) {
-            Ok(relative) => self.globs.is_match(relative),
-            Err(_) => false,
-        }
+        let alone = self.alone.get_or_init(|| {
+            let mut set = GlobSetBuilder::new();
+            for glob in self.globs.iter() {
+                set.add(glob.clone());
+            }
+            set.build().ok()
+        });
+        alone.as_ref().is_none_or(|set| set.is_match(relative))
     }
 
     /// Whether the folder `dir` or anything below it may be matched (over-approximated): for
@@ -131,10 +157,23 @@ impl PathPattern {
     }
 }
 
+impl Anchor {
+    /// `path` relative to this anchor's base, if it lies under it.
+    pub fn relative<'p>(&self, path: &'p Path, bases: &PathBases) -> Option<&'p Path> {
+        let base: &Path = match self {
+            Anchor::Root => Path::new("/"),
+            Anchor::Home => bases.home?,
+            Anchor::PolicyDir(dir) => dir,
+            Anchor::Workdir => bases.workdir,
+        };
+        path.strip_prefix(base).ok()
+    }
+}
+
 /// gitignore semantics: a pattern with no inner `/` matches at any depth below its anchor
 /// (unless it was explicitly anchored with `./`, `/`, `//` or `~/`); a pattern that names a
 /// folder also matches everything inside it.
-fn compile(text: &str, rest: &str) -> Result<GlobSet, PathPatternError> {
+fn compile(text: &str, rest: &str) -> Result<[Glob; 2], PathPatternError> {
     let explicit_anchor = text != rest;
     let trimmed = rest.trim_end_matches('/');
     let floating = !explicit_anchor && !trimmed.contains('/');
@@ -145,43 +184,17 @@ fn compile(text: &str, rest: &str) -> Result<GlobSet, PathPatternError> {
     } else {
         trimmed.to_string()
     };
-    let mut set = GlobSetBuilder::new();
-    for glob in [body.clone(), format!("{body}/**")] {
-        let glob = GlobBuilder::new(&glob)
+    let glob = |pattern: &str| {
+        GlobBuilder::new(pattern)
             .literal_separator(true)
             .backslash_escape(true)
             .build()
             .map_err(|err| PathPatternError::Glob {
                 text: text.to_string(),
                 message: err.kind().to_string(),
-            })?;
-        set.add(glob);
-    }
-    set.build().map_err(|err| PathPatternError::Glob {
-        text: text.to_string(),
-        message: err.to_string(),
-    })
-}
-
-/// Resolves `.` and `..` without touching the filesystem. `..` at the root stays at the root,
-/// as the kernel does.
-pub fn normalize_lexically(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("/");
-                }
-                if out.as_os_str().is_empty() {
-                    out.push("/");
-                }
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
+            })
+    };
+    Ok([glob(&body)?, glob(&format!("{body}/**"))?])
 }
 
 #[cfg(test)]
@@ -196,9 +209,14 @@ mod tests {
     }
 
     fn matches(pattern: &str, path: &str) -> bool {
-        PathPattern::parse(pattern, Path::new("/etc/tollgate"))
-            .unwrap()
-            .matches(Path::new(path), &bases())
+        let pattern = PathPattern::parse(pattern, Path::new("/etc/tollgate")).unwrap();
+        let Some(relative) = pattern.anchor().relative(Path::new(path), &bases()) else {
+            return false;
+        };
+        pattern
+            .globs()
+            .iter()
+            .any(|glob| glob.compile_matcher().is_match(relative))
     }
 
     #[test]
@@ -255,18 +273,6 @@ mod tests {
         assert_eq!(
             PathPattern::parse(" ", Path::new("/")),
             Err(PathPatternError::Empty)
-        );
-    }
-
-    #[test]
-    fn lexical_normalisation() {
-        assert_eq!(
-            normalize_lexically(Path::new("/ws/a/../b/./c")),
-            PathBuf::from("/ws/b/c")
-        );
-        assert_eq!(
-            normalize_lexically(Path::new("/ws/../../..")),
-            PathBuf::from("/")
         );
     }
 }

@@ -1,15 +1,19 @@
 //! The rules in force for a run, merged from every loaded policy with managed-only applied,
 //! and the lookups the gate and the tools' own checks make.
 
-use serde::Serialize;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
 
 use super::file::Policy;
+use super::path_index::PathIndex;
+use super::path_pattern::PathBases;
 use super::rule::{Rule, RuleContent, RuleKind};
 use super::tool_name::ToolName;
 use crate::bash::BashRules;
 
 /// Where a policy came from, highest precedence first (the derive order is the precedence).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SourceKind {
     /// `--policy`, else /etc/tollgate/policy.yaml and policy.d/*.yaml.
@@ -39,6 +43,10 @@ pub struct RuleSet {
     /// The Bash content rules in the analyser's form, tagged with their index in `rules`;
     /// built once, since every Bash call needs them.
     bash: BashRules,
+    /// The path rules compiled together, for the file tools' checks.
+    paths: PathIndex,
+    /// Indexes of the whole-tool rules, which every call consults.
+    whole: Vec<usize>,
 }
 
 impl RuleSet {
@@ -64,7 +72,7 @@ impl RuleSet {
                 }
             }
         }
-        set.index_bash();
+        set.index();
         set
     }
 
@@ -76,13 +84,15 @@ impl RuleSet {
         let mut set = RuleSet {
             rules: kept,
             ignored: self.ignored.clone(),
-            bash: BashRules::default(),
+            ..RuleSet::default()
         };
-        set.index_bash();
+        set.index();
         (set, dropped)
     }
 
-    fn index_bash(&mut self) {
+    /// The lookups built once from `rules`: the Bash patterns in the analyser's form, the
+    /// path rules compiled together, the whole-tool rules.
+    fn index(&mut self) {
         let set = self;
         for (index, rule) in set.rules.iter().enumerate() {
             let Some(RuleContent::Command(pattern)) = &rule.content else {
@@ -98,6 +108,10 @@ impl RuleSet {
             };
             list.push((pattern.clone(), index));
         }
+        set.paths = PathIndex::build(&set.rules);
+        set.whole = (0..set.rules.len())
+            .filter(|&index| set.rules[index].is_whole_tool())
+            .collect();
     }
 
     /// The Bash content rules, for the analyser; ids index `rule_at`.
@@ -127,9 +141,24 @@ impl RuleSet {
 
     /// The first whole-tool rule of `kind` covering `tool`.
     pub fn whole_tool(&self, kind: RuleKind, tool: &ToolName) -> Option<&Rule> {
-        self.rules
+        self.whole
             .iter()
-            .find(|rule| rule.kind == kind && rule.is_whole_tool() && applies_to(rule, tool))
+            .map(|&index| &self.rules[index])
+            .find(|rule| rule.kind == kind && applies_to(&rule.tool, rule.kind, tool))
+    }
+
+    /// The first path rule of `kind` for `tool` matching `path` (absolute, normalised,
+    /// symlinks resolved), by precedence.
+    pub fn first_path_rule(
+        &self,
+        kind: RuleKind,
+        tool: &ToolName,
+        path: &Path,
+        bases: &PathBases,
+    ) -> Option<&Rule> {
+        self.paths
+            .first_match(kind, tool, path, bases, applies_to)
+            .and_then(|index| self.rules.get(index))
     }
 
     /// Content rules of `kind` that apply to `tool`, in policy order.
@@ -139,21 +168,21 @@ impl RuleSet {
         tool: &'a ToolName,
     ) -> impl Iterator<Item = &'a Rule> + 'a {
         self.rules.iter().filter(move |rule| {
-            rule.kind == kind && !rule.is_whole_tool() && applies_to(rule, tool)
+            rule.kind == kind && !rule.is_whole_tool() && applies_to(&rule.tool, rule.kind, tool)
         })
     }
 }
 
 /// Claude Code's file-rule families: an Edit/Write rule covers every writing tool, a Read
 /// rule every reading tool, and a Read deny also forbids writing what may not be read.
-fn applies_to(rule: &Rule, tool: &ToolName) -> bool {
-    if rule.tool.is_file_writer() {
+fn applies_to(rule_tool: &ToolName, kind: RuleKind, tool: &ToolName) -> bool {
+    if rule_tool.is_file_writer() {
         return tool.is_file_writer();
     }
-    if rule.tool == ToolName::Read {
-        return tool.is_file_reader() || (rule.kind == RuleKind::Deny && tool.is_file_writer());
+    if *rule_tool == ToolName::Read {
+        return tool.is_file_reader() || (kind == RuleKind::Deny && tool.is_file_writer());
     }
-    rule.tool.covers(tool)
+    rule_tool.covers(tool)
 }
 
 #[cfg(test)]

@@ -1,43 +1,74 @@
 //! Policy self-tests: the decisions a policy's author wrote down (`tests:`), checked against
 //! the gate so a policy that drifts from its intent refuses to start.
 
-use std::sync::Arc;
+use serde_json::Value;
 
-use super::decision::{Decision, PermissionDecision};
+use super::ask::{fast_path, headless_deny};
+use super::decision::{Decision, GateDecision, PermissionDecision};
 use super::file::{Policy, PolicyTest};
-use super::gate::decide;
+use super::gate::{GatedCall, decide};
 use super::rule_set::RuleSet;
 use super::workspace::Workspace;
-use super::{PermissionContext, PermissionMode};
+use super::{PermissionContext, PermissionMode, ToolName};
 use crate::config::serde_name;
-use crate::tools::Tool;
+
+/// Makes a call the gate can judge from a test's tool name and input; `Err` says why there
+/// is none (no such tool, an input the tool rejects). The call layer supplies it.
+pub type PrepareForTest<'a> = dyn Fn(&ToolName, &Value) -> Result<Box<dyn GatedCall>, String> + 'a;
+
+/// How the policy on its own answered a test's call: headless, with no hook or classifier.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SelfTestAnswer {
+    /// Allowed, by the gate or by auto's fast path.
+    Allowed(PermissionDecision),
+    Denied(PermissionDecision),
+    /// An ask nobody answered (a headless run then denies it, as the decision says).
+    Asked(PermissionDecision),
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SelfTestOutcome {
     pub test: PolicyTest,
-    /// What the gate said; `None` when the test names no tool tollgate has, or gives an
+    /// What the policy said; `Err` when the test names no tool tollgate has, or gives an
     /// input the tool rejects.
-    pub got: Result<PermissionDecision, String>,
+    pub got: Result<SelfTestAnswer, String>,
     pub passed: bool,
 }
 
+impl SelfTestAnswer {
+    pub fn decision(&self) -> &PermissionDecision {
+        match self {
+            SelfTestAnswer::Allowed(decision)
+            | SelfTestAnswer::Denied(decision)
+            | SelfTestAnswer::Asked(decision) => decision,
+        }
+    }
+
+    fn kind(&self) -> Decision {
+        match self {
+            SelfTestAnswer::Allowed(_) => Decision::Allow,
+            SelfTestAnswer::Denied(_) => Decision::Deny,
+            SelfTestAnswer::Asked(_) => Decision::Ask,
+        }
+    }
+}
+
 impl SelfTestOutcome {
-    /// `ask` for a decision that came from an unanswered ask, else the decision.
+    /// `allow`, `deny` or `ask` (an ask nobody answered), or the error.
     pub fn got_label(&self) -> String {
         match &self.got {
-            Ok(decision) if decision.asked && decision.decision == Decision::Deny => "ask".into(),
-            Ok(decision) => serde_name(&decision.decision),
+            Ok(answer) => serde_name(&answer.kind()),
             Err(problem) => format!("error ({problem})"),
         }
     }
 }
 
 /// Runs `policy`'s tests against the policy on its own. `expect: ask` means the pipeline
-/// ended in an ask (which a headless run then denies).
+/// ended in an ask that neither the mode nor its fast path answered.
 pub fn run_self_tests(
     policy: &Policy,
     workspace: &Workspace,
-    tools: &dyn Fn(&str) -> Option<Arc<dyn Tool>>,
+    prepare: &PrepareForTest,
 ) -> Vec<SelfTestOutcome> {
     let rules = RuleSet::from_policy(policy);
     policy
@@ -59,21 +90,10 @@ pub fn run_self_tests(
                     .as_ref()
                     .is_some_and(|sandbox| sandbox.enabled && sandbox.auto_allow_bash),
             };
-            let got = match tools(&test.tool) {
-                None => Err(format!("tollgate has no tool `{}`", test.tool)),
-                Some(tool) => match tool.validate_input(&test.input) {
-                    Err(err) => Err(err.0),
-                    Ok(()) => Ok(decide(tool.as_ref(), &test.input, &ctx)),
-                },
-            };
-            let passed = match &got {
-                Ok(decision) => match test.expect {
-                    Decision::Ask => decision.asked && decision.decision == Decision::Deny,
-                    Decision::Deny => decision.decision == Decision::Deny && !decision.asked,
-                    Decision::Allow => decision.decision == Decision::Allow,
-                },
-                Err(_) => false,
-            };
+            let got = prepare(&test.tool, &test.input).map(|call| answer(call.as_ref(), &ctx));
+            let passed = got
+                .as_ref()
+                .is_ok_and(|answer| answer.kind() == test.expect);
             SelfTestOutcome {
                 test: test.clone(),
                 got,
@@ -83,29 +103,18 @@ pub fn run_self_tests(
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use std::path::Path;
-
-    use super::*;
-    use crate::policy::{PolicyOrigin, ToolName};
-    use crate::tools::builtin;
-
-    #[test]
-    fn self_tests_pass_and_fail_with_the_step_that_decided() {
-        let policy = Policy::parse(
-            "permissions:\n  allow: ['Bash(npm test:*)']\n  deny: ['Bash(rm:*)']\n  ask: ['Bash(git push:*)']\ntests:\n  - {tool: Bash, input: {command: npm test}, expect: allow}\n  - {tool: Bash, input: {command: rm -rf /}, expect: deny}\n  - {tool: Bash, input: {command: git push}, expect: ask}\n  - {tool: Bash, input: {command: npm test}, expect: deny, name: wrong}\n  - {tool: Nope, expect: allow}\n",
-            PolicyOrigin { file: Path::new("p.yaml"), dir: Path::new("/"), home: None },
-        )
-        .unwrap();
-        let workspace = Workspace::new("/ws".into(), vec![], None);
-        let lookup = |name: &str| ToolName::parse(name).as_ref().and_then(builtin);
-        let outcomes = run_self_tests(&policy, &workspace, &lookup);
-        let passed: Vec<bool> = outcomes.iter().map(|o| o.passed).collect();
-        assert_eq!(passed, [true, true, true, false, false]);
-        assert_eq!(outcomes[3].test.name, "wrong");
-        assert_eq!(outcomes[3].got_label(), "allow");
-        assert_eq!(outcomes[2].got_label(), "ask");
-        assert!(outcomes[4].got_label().contains("no tool `Nope`"));
+fn answer(call: &dyn GatedCall, ctx: &PermissionContext) -> SelfTestAnswer {
+    match decide(call, ctx) {
+        GateDecision::Allow {
+            grounds,
+            updated_input,
+        } => SelfTestAnswer::Allowed(PermissionDecision::allow(grounds, updated_input, false)),
+        GateDecision::Deny(grounds) => {
+            SelfTestAnswer::Denied(PermissionDecision::deny(grounds, false))
+        }
+        GateDecision::Ask(ask) => match fast_path(call, ctx, &ask) {
+            Some(allowed) => SelfTestAnswer::Allowed(allowed),
+            None => SelfTestAnswer::Asked(headless_deny(ctx, ask)),
+        },
     }
 }

@@ -75,6 +75,24 @@ impl ToolName {
         )
     }
 
+    /// A tool whose `file_path` names the one file it touches (Claude Code's NotebookEdit too).
+    pub fn is_file_tool(&self) -> bool {
+        match self {
+            ToolName::Read | ToolName::Write | ToolName::Edit => true,
+            ToolName::Other(name) => name == "NotebookEdit",
+            _ => false,
+        }
+    }
+
+    /// The name of a model's tool call: what it names, or `Other` with the text as sent when
+    /// it names no tool (a call must keep the name the model used, whatever it is).
+    pub fn from_model(name: &str) -> ToolName {
+        match ToolName::parse(name) {
+            Some(parsed) if parsed.to_string() == name => parsed,
+            _ => ToolName::Other(name.to_string()),
+        }
+    }
+
     /// Whether a rule naming `self` covers a call of `tool` (`mcp__server` covers all of the
     /// server's tools).
     pub fn covers(&self, tool: &ToolName) -> bool {

@@ -5,10 +5,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::{input_summary, serde_name};
-use crate::agent::verdict::{counts, denial_kind};
-use crate::agent::{CheckRecord, Denial, RunReport};
 use crate::redact::Redactor;
 use crate::task::FailOn;
+use crate::transcript::verdict::{counts, denial_kind};
+use crate::transcript::{CheckRecord, Denial, RunReport};
 
 /// Lines of a failed check's output shown in its annotation.
 const ANNOTATION_OUTPUT_LINES: usize = 20;
@@ -206,6 +206,12 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
             message.replace('<', "&lt;")
         ));
     }
+    if !report.todos.is_empty() {
+        out.push_str(&format!(
+            "\n<details><summary>Todo list</summary>\n\n{}\n</details>\n",
+            super::todo_lines(&report.todos).replace('<', "&lt;")
+        ));
+    }
     out.push_str(&format!(
         "\nTranscript: `{}`\n\n",
         paths.transcript.display()
@@ -350,12 +356,10 @@ fn command_line(
 }
 
 fn file_tool_path(report: &RunReport, denial: &Denial) -> Option<PathBuf> {
-    match denial.tool.as_str() {
-        "Read" | "Write" | "Edit" | "NotebookEdit" => {
+    match &denial.tool {
+        tool if tool.is_file_tool() => {
             let path = denial.input.get("file_path")?.as_str()?;
-            Some(crate::policy::normalize_lexically(
-                &report.workdir.join(path),
-            ))
+            Some(crate::base::normalize_lexically(&report.workdir.join(path)))
         }
         _ => None,
     }
@@ -363,7 +367,7 @@ fn file_tool_path(report: &RunReport, denial: &Denial) -> Option<PathBuf> {
 
 /// A path as GitHub wants it in an annotation: relative to the checkout when inside it.
 fn relative_to(path: &Path, workspace: Option<&Path>, workdir: &Path) -> String {
-    let absolute = crate::policy::normalize_lexically(&workdir.join(path));
+    let absolute = crate::base::normalize_lexically(&workdir.join(path));
     workspace
         .and_then(|base| absolute.strip_prefix(base).ok())
         .unwrap_or(&absolute)
@@ -468,6 +472,29 @@ Could not &lt;clean> up.
 Transcript: `/out/transcript.jsonl`
 
 "
+        );
+    }
+
+    #[test]
+    fn the_final_todo_list_is_in_the_step_summary() {
+        use crate::tools::{Todo, TodoStatus};
+        let mut report = sample_report();
+        report.todos = vec![
+            Todo {
+                content: "Fix <the> build".into(),
+                status: TodoStatus::Completed,
+                active_form: "Fixing the build".into(),
+            },
+            Todo {
+                content: "Run the tests".into(),
+                status: TodoStatus::InProgress,
+                active_form: "Running the tests".into(),
+            },
+        ];
+        let summary = step_summary(&report, &paths());
+        assert!(
+            summary.contains("<details><summary>Todo list</summary>\n\n- [completed] Fix &lt;the> build\n- [in_progress] Run the tests\n\n</details>"),
+            "{summary}"
         );
     }
 

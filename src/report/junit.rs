@@ -6,8 +6,8 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
 use super::{input_summary, serde_name};
-use crate::agent::RunReport;
 use crate::transcript::Outcome;
+use crate::transcript::RunReport;
 
 pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeError> {
     let mut suite = TestSuite::new(report.task_name.as_str());
@@ -144,6 +144,10 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
                 denial.decision.reason
             ));
         }
+    }
+    if !report.todos.is_empty() {
+        system_out.push_str("\nTodo list:\n");
+        system_out.push_str(&super::todo_lines(&report.todos));
     }
     if !system_out.is_empty() {
         suite.set_system_out(system_out);

@@ -13,13 +13,15 @@ pub use summary::text_summary;
 
 use serde_json::Value;
 
+use crate::policy::ToolName;
+
 /// One line describing a call's input, for reports: the command for Bash, the path for file
 /// tools, compact JSON otherwise.
-pub fn input_summary(tool: &str, input: &Value) -> String {
+pub fn input_summary(tool: &ToolName, input: &Value) -> String {
     let field = match tool {
-        "Bash" => "command",
-        "Read" | "Write" | "Edit" => "file_path",
-        "Glob" | "Grep" => "pattern",
+        ToolName::Bash => "command",
+        ToolName::Read | ToolName::Write | ToolName::Edit => "file_path",
+        ToolName::Glob | ToolName::Grep => "pattern",
         _ => "",
     };
     let text = input
@@ -39,16 +41,16 @@ pub(crate) use crate::config::serde_name;
 /// A finished run with one refused call and a check that failed twice, for the renderers'
 /// tests.
 #[cfg(test)]
-pub(crate) fn sample_report() -> crate::agent::RunReport {
+pub(crate) fn sample_report() -> crate::transcript::RunReport {
     use std::path::PathBuf;
     use std::time::Duration;
 
-    use crate::agent::{CheckRecord, Denial, RunReport};
     use crate::config::SourceLocation;
     use crate::exit::ExitCode;
     use crate::policy::{Decision, Layer, PermissionDecision, PermissionMode, RuleRef, Step};
     use crate::task::{Check, FailOnSet, Retry};
     use crate::transcript::{CheckOutcome, ModelSummary, Outcome, RunCounts};
+    use crate::transcript::{CheckRecord, Denial, RunReport};
 
     let check = Check {
         name: "tests".into(),
@@ -90,13 +92,13 @@ pub(crate) fn sample_report() -> crate::agent::RunReport {
             denials: 1,
             ..RunCounts::default()
         },
-        calls_by_tool: vec![("Bash".into(), 6)],
+        calls_by_tool: vec![(ToolName::Bash, 6)],
         total_cost_usd: None,
         classifier_cost_usd: None,
         proposed_rules: Vec::new(),
         denials: vec![Denial {
             id: "toolu_1".into(),
-            tool: "Bash".into(),
+            tool: ToolName::Bash,
             input: serde_json::json!({"command": "rm -rf build"}),
             decision: PermissionDecision {
                 decision: Decision::Deny,
@@ -122,5 +124,21 @@ pub(crate) fn sample_report() -> crate::agent::RunReport {
         fail_on: FailOnSet::default(),
         task_file: PathBuf::from("/repo/task.yaml"),
         workdir: PathBuf::from("/repo"),
+        todos: Vec::new(),
     }
+}
+
+/// The run's final todo list, one `[status] content` a line, for the reports.
+pub(crate) fn todo_lines(todos: &[crate::tools::Todo]) -> String {
+    todos
+        .iter()
+        .map(|todo| {
+            let status = match todo.status {
+                crate::tools::TodoStatus::Pending => "pending",
+                crate::tools::TodoStatus::InProgress => "in_progress",
+                crate::tools::TodoStatus::Completed => "completed",
+            };
+            format!("- [{status}] {}\n", todo.content)
+        })
+        .collect()
 }

@@ -12,12 +12,13 @@ use serde_sarif::sarif::{
 };
 
 use super::{input_summary, serde_name};
-use crate::agent::verdict::{counts, denial_kind};
-use crate::agent::{CheckRecord, Denial, RunReport};
-use crate::policy::{Layer, Step, normalize_lexically};
+use crate::base::normalize_lexically;
+use crate::policy::{Layer, Step};
 use crate::sandbox::ProxyConnection;
 use crate::task::FailOn;
 use crate::transcript::Outcome;
+use crate::transcript::verdict::{counts, denial_kind};
+use crate::transcript::{CheckRecord, Denial, RunReport};
 
 const SCHEMA: &str = "https://json-schema.org/schemas/2.1.0/sarif-schema-2.1.0.json";
 /// `uriBaseId` for paths inside the run's workdir, so a results file stays meaningful when
@@ -328,10 +329,10 @@ fn check_result(report: &RunReport, record: &CheckRecord, rule_index: i64) -> Sa
 
 /// The file a file tool tried to touch, resolved against the workdir.
 fn touched_file(report: &RunReport, denial: &Denial) -> Option<PathBuf> {
-    let field = match denial.tool.as_str() {
-        "Read" | "Write" | "Edit" | "NotebookEdit" => "file_path",
-        _ => return None,
-    };
+    if !denial.tool.is_file_tool() {
+        return None;
+    }
+    let field = "file_path";
     let path = Path::new(denial.input.get(field)?.as_str()?);
     Some(normalize_lexically(&report.workdir.join(path)))
 }

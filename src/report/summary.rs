@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use super::input_summary;
-use crate::agent::RunReport;
 use crate::config::serde_name;
+use crate::transcript::RunReport;
 
 pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
     let counts = &report.counts;
@@ -108,4 +108,19 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
     // Names, commands, reasons and the model's words are not ours: on a runner's log none of
     // them may start a workflow command.
     crate::neutral::log_text(&out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// What a CI log shows after a run: outcome, tallies, the refusal with its rule, checks.
+    #[test]
+    fn the_stdout_summary_reads_as_a_person_expects() {
+        let report = crate::report::sample_report();
+        let text = text_summary(&report, &[("sarif", Path::new("/out/tollgate.sarif"))]);
+        insta::assert_snapshot!(text);
+    }
 }

@@ -1,13 +1,22 @@
-//! Offloading large tool results (S8): a result over its tool's threshold is written to the
-//! run's results folder and the history keeps a preview and the path.
+//! Offloading large tool results (S8): a result over its tool's threshold, or the largest
+//! results of a user message over the per-message budget, are written whole to the run's
+//! results folder and the history keeps a preview (head and tail) and the path. Decides once
+//! per result: nothing here ever rewrites a message already sent.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::redact::Redactor;
 
-/// Characters of an offloaded result the model still sees inline.
-const PREVIEW_CHARS: usize = 2_000;
+/// Characters of the start of an offloaded result kept inline: enough for the command's
+/// first errors or a file's header.
+const HEAD_CHARS: usize = 1_500;
+/// Characters of the end kept inline: a build log's verdict is in its last lines.
+const TAIL_CHARS: usize = 500;
+/// Characters of a result a preview keeps (head and tail).
+pub const KEPT_CHARS: usize = HEAD_CHARS + TAIL_CHARS;
+/// What a preview costs at most, with its note; the budget counts a replaced result at this.
+pub const PREVIEW_CHARS: usize = KEPT_CHARS + 300;
 
 /// Writes results to one folder, named by tool_use id so each is found from the transcript.
 #[derive(Debug, Clone)]
@@ -35,14 +44,20 @@ impl ResultStore {
     }
 
     /// Returns what the history should hold for `content`: itself when it fits `max_chars`,
-    /// else a preview and the path of the full text. If the file cannot be written the
-    /// content is cut instead, saying so: a result is never silently lost or left whole.
+    /// else what [`ResultStore::offload`] leaves.
     pub fn fit(&self, tool_use_id: &str, content: String, max_chars: usize) -> String {
-        let total = content.chars().count();
-        if total <= max_chars {
+        if content.chars().count() <= max_chars {
             return content;
         }
-        let preview: String = content.chars().take(PREVIEW_CHARS.min(max_chars)).collect();
+        self.offload(tool_use_id, &content, max_chars)
+    }
+
+    /// Writes `content` whole to `<dir>/<tool_use_id>.txt` (`.json` when it is a JSON value)
+    /// and returns a preview of at most `max_chars` characters of it, the path and the full
+    /// size. If the file cannot be written the content is cut instead, saying so: a result is
+    /// never silently lost or left whole.
+    pub fn offload(&self, tool_use_id: &str, content: &str, max_chars: usize) -> String {
+        let total = content.chars().count();
         let file_name: String = tool_use_id
             .chars()
             .map(|c| {
@@ -53,19 +68,74 @@ impl ResultStore {
                 }
             })
             .collect();
-        let path = self.dir.join(format!("{file_name}.txt"));
-        let written = std::fs::create_dir_all(&self.dir)
-            .and_then(|()| std::fs::write(&path, self.redactor.redact(&content)));
-        match written {
+        let is_json = matches!(
+            serde_json::from_str::<serde_json::Value>(content),
+            Ok(serde_json::Value::Object(_) | serde_json::Value::Array(_))
+        );
+        let extension = if is_json { "json" } else { "txt" };
+        let path = self.dir.join(format!("{file_name}.{extension}"));
+        let written = std::fs::create_dir_all(&self.dir).and_then(|()| {
+            crate::out_dir::write_atomic(&path, self.redactor.redact(content).as_bytes())
+                .map_err(|err| err.source)
+        });
+        let (head, tail) = preview(content, total, max_chars);
+        let note = match written {
             Ok(()) => format!(
-                "{preview}\n… [output too large: {total} characters; the full text is in {} — Read it in ranges or Grep it]",
+                "[output too large: {total} characters; the full text is in {} — Read it with offset/limit or Grep it]",
                 path.display()
             ),
             Err(err) => format!(
-                "{preview}\n… [output too large: {total} characters; cut here because it could not be saved: {err}]"
+                "[output too large: {total} characters; cut here because it could not be saved: {err}]"
             ),
+        };
+        match tail {
+            Some(tail) => format!("{head}\n… {note} …\n{tail}"),
+            None => format!("{head}\n… {note}"),
         }
     }
+}
+
+/// The head, and the tail when there is room for one, of a `total`-character text.
+fn preview(content: &str, total: usize, max_chars: usize) -> (String, Option<String>) {
+    let room = (HEAD_CHARS + TAIL_CHARS).min(max_chars);
+    if total <= room {
+        return (content.to_string(), None);
+    }
+    let tail_chars = if room == HEAD_CHARS + TAIL_CHARS {
+        TAIL_CHARS
+    } else {
+        room / 4
+    };
+    let head: String = content.chars().take(room - tail_chars).collect();
+    if tail_chars == 0 {
+        return (head, None);
+    }
+    let tail: String = content.chars().skip(total - tail_chars).collect();
+    (head, Some(tail))
+}
+
+/// The per-message budget (S8): which results of one user message to replace by previews so
+/// that their total fits `budget` characters, largest first. `sizes[i]` is `None` for a result
+/// that may not be offloaded (Read's: offloading it would loop). Returns indices into `sizes`.
+pub fn over_budget(sizes: &[Option<usize>], budget: usize) -> Vec<usize> {
+    let mut total: usize = sizes.iter().map(|size| size.unwrap_or(0)).sum();
+    let mut candidates: Vec<(usize, usize)> = sizes
+        .iter()
+        .enumerate()
+        .filter_map(|(index, size)| size.map(|size| (index, size)))
+        .filter(|&(_, size)| size > PREVIEW_CHARS)
+        .collect();
+    // Largest first; the earlier of equal sizes first, so the choice is deterministic.
+    candidates.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut replaced = Vec::new();
+    for (index, size) in candidates {
+        if total <= budget {
+            break;
+        }
+        total = total - size + PREVIEW_CHARS;
+        replaced.push(index);
+    }
+    replaced
 }
 
 #[cfg(test)]
@@ -73,15 +143,59 @@ mod tests {
     use super::*;
 
     #[test]
-    fn large_results_are_offloaded_with_a_preview() {
+    fn large_results_are_offloaded_with_a_head_and_a_tail() {
         let dir = tempfile::tempdir().unwrap();
         let store = ResultStore::new(dir.path().join("results"));
         assert_eq!(store.fit("toolu_1", "small".into(), 100), "small");
-        let big = "x".repeat(5_000);
+        let big = format!("FIRST{}LAST", "x".repeat(5_000));
         let kept = store.fit("toolu/2", big.clone(), 3_000);
         let path = dir.path().join("results/toolu_2.txt");
         assert!(kept.contains(&path.display().to_string()), "{kept}");
-        assert!(kept.len() < 2_300);
+        assert!(kept.contains("5009 characters"), "{kept}");
+        assert!(
+            kept.starts_with("FIRST") && kept.ends_with("LAST"),
+            "{kept}"
+        );
+        assert!(kept.chars().count() <= PREVIEW_CHARS, "{}", kept.len());
         assert_eq!(std::fs::read_to_string(path).unwrap(), big);
+    }
+
+    #[test]
+    fn json_results_keep_their_extension_and_small_limits_their_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ResultStore::new(dir.path().to_path_buf());
+        let json = format!("[{}1]", "1, ".repeat(400));
+        let kept = store.fit("toolu_3", json.clone(), 100);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("toolu_3.json")).unwrap(),
+            json
+        );
+        let note = kept.find('…').unwrap();
+        assert_eq!(kept[..note].chars().count(), 76);
+    }
+
+    #[test]
+    fn the_budget_replaces_the_largest_results_first() {
+        let big = PREVIEW_CHARS * 10;
+        /// The results' sizes, the budget, and the results it replaces.
+        type Case<'a> = (&'a [Option<usize>], usize, &'a [usize]);
+        let table: &[Case] = &[
+            (&[Some(100), Some(200)], 1_000, &[]),
+            (&[Some(big), Some(big * 2), Some(100)], big * 2, &[1]),
+            (&[Some(big), Some(big * 2), Some(100)], big, &[1, 0]),
+            // Read's result is never replaced, even when it alone is over the budget.
+            (&[None, Some(big)], 10, &[1]),
+            (&[Some(big), Some(big)], big + PREVIEW_CHARS, &[0]),
+            (&[Some(big), Some(big)], big, &[0, 1]),
+            // Results no larger than a preview are not worth replacing.
+            (&[Some(PREVIEW_CHARS); 4], 10, &[]),
+        ];
+        for (sizes, budget, replaced) in table {
+            assert_eq!(
+                over_budget(sizes, *budget),
+                *replaced,
+                "{sizes:?} in {budget}"
+            );
+        }
     }
 }

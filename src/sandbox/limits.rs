@@ -6,13 +6,13 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::child::{Rlimit, RlimitResource};
-use super::config::LimitsConfig;
+use crate::policy::LimitsConfig;
 
 /// How the process limit is enforced on this machine (reported by the preflight).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "via", rename_all = "snake_case")]
 pub enum ProcessLimit {
     /// A pids cgroup per command, under this folder.

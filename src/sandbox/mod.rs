@@ -3,7 +3,6 @@
 //! It bounds what a command can do once the gate let it run; it never decides whether it runs.
 
 mod child;
-mod config;
 mod fs_rules;
 mod limits;
 mod proxy;
@@ -13,15 +12,15 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::policy::Workspace;
 
-pub use child::ChildSetup;
-pub use config::{
+pub use crate::policy::{
     DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, PolicyPath, SandboxBlock,
     SandboxConfig,
 };
+pub use child::ChildSetup;
 pub use limits::{LimitHit, ProcessLimit};
 pub use proxy::{Proxy, ProxyConnection};
 
@@ -49,7 +48,7 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SandboxError {
 
 /// What the kernel can enforce, and what this run will: in `run_started` (stream-json
 /// `init`) and the step summary.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SandboxStatus {
     /// 0 when the kernel has no Landlock.
     pub landlock_abi: u32,

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, copy_bidirectional};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
@@ -15,7 +15,7 @@ use crate::policy::DomainPattern;
 const MAX_HEAD_BYTES: usize = 16 * 1024;
 
 /// One connection a sandboxed command asked the proxy for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProxyConnection {
     /// `CONNECT` for HTTPS tunnels, else the HTTP method.
     pub method: String,

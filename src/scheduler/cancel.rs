@@ -7,8 +7,8 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum Cancellation {
-    /// A Bash call of the same batch failed; commands often depend on each other, so the
-    /// rest of the batch is moot.
+    /// A Bash call of the same response failed; commands often depend on each other, so the
+    /// rest of the turn's calls is moot.
     SiblingError { failed_id: String },
     /// A hard stop (SIGINT/SIGTERM): everything running is cancelled, block tools too.
     UserInterrupted,
@@ -26,7 +26,7 @@ impl Cancellation {
         };
         match self {
             Cancellation::SiblingError { failed_id } => format!(
-                "[sibling_error: this call {what} because the Bash call {failed_id} in the same batch failed]"
+                "[sibling_error: this call {what} because the Bash call {failed_id} in the same response failed]"
             ),
             Cancellation::UserInterrupted => {
                 format!("[Request interrupted by user: this call {what}]")

@@ -8,15 +8,17 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::cancel::Cancellation;
-use super::progress::ProgressUpdate;
-use crate::tools::{InterruptBehavior, Tool, ToolError, ToolOutput};
-use crate::transcript::ResultStatus;
+use crate::call::{PreparedCall, Scheduling};
+use crate::policy::ToolName;
+use crate::tools::{ToolError, ToolOutput};
+use crate::transcript::{ProgressUpdate, ResultStatus};
 
 /// One tool_use block of a model response.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Call {
     pub id: String,
-    pub name: String,
+    /// The name as the model sent it (`ToolName::Other` when tollgate has no such tool).
+    pub name: ToolName,
     pub input: Value,
 }
 
@@ -29,10 +31,9 @@ pub struct CallDeadline {
 
 /// The host's answer for a call, given right before the call could start.
 pub enum Admission {
-    /// Run this tool with this input (a hook may have rewritten it).
+    /// Run this prepared call (a hook may have rewritten its input).
     Run {
-        tool: Arc<dyn Tool>,
-        input: Value,
+        call: Arc<PreparedCall>,
         deadline: Option<CallDeadline>,
     },
     /// Already answered without running (refused, invalid, not run): an error result.
@@ -49,8 +50,7 @@ pub enum Landing {
         status: ResultStatus,
     },
     Ran {
-        tool: Arc<dyn Tool>,
-        input: Value,
+        call: Arc<PreparedCall>,
         result: Result<ToolOutput, ToolError>,
     },
     /// `admitted` tells whether the host saw the call before (it decided on it).
@@ -63,13 +63,13 @@ pub enum Landing {
 
 /// What the scheduler needs from the loop. Calls are admitted one at a time, in call order;
 /// landings come in call order; progress comes at once, in any order.
-pub trait BatchHost {
+pub trait TurnHost {
     type Error;
 
-    /// How a call would be scheduled, judged on its input as the model sent it: whether it
-    /// may run beside others, and what an interrupt does to it. `None` for a call that
-    /// cannot run at all (no such tool); it is admitted without waiting.
-    fn scheduling(&self, call: &Call) -> Option<(bool, InterruptBehavior)>;
+    /// How the call at `index` would be scheduled, judged on its input as the model sent it.
+    /// `None` for a call that cannot run at all (no such tool, an invalid input); it is
+    /// admitted without waiting.
+    fn scheduling(&self, index: usize, call: &Call) -> Option<Scheduling>;
 
     /// The gate and the PreToolUse hooks, in call order, right before the call could start,
     /// so each decision sees what the calls before it did.

@@ -4,10 +4,10 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use serde::Serialize;
 use tokio::time::Instant;
 
-use crate::tools::truncate_middle;
+use crate::base::truncate_middle;
+use crate::transcript::ProgressUpdate;
 
 /// The least time between two progress updates of one call.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
@@ -15,14 +15,6 @@ pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
 pub const PROGRESS_MAX_LINES: usize = 20;
 /// Characters kept of one line (the middle goes first).
 const PROGRESS_LINE_CHARS: usize = 400;
-
-/// Some new lines of a running call's output.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ProgressUpdate {
-    pub lines: Vec<String>,
-    /// Lines since the last update that were not kept.
-    pub omitted_lines: u64,
-}
 
 #[derive(Debug, Default)]
 struct Pending {

@@ -12,12 +12,14 @@ use serde_json::{Value, json};
 use tokio::sync::{Barrier, mpsc, oneshot};
 
 use super::*;
+use crate::base::{AbortHandle, AbortReason};
+use crate::call::{PreparedCall, Scheduling};
 use crate::policy::{ToolName, Workspace};
 use crate::tools::{
-    AbortHandle, AbortReason, FileStateCache, InterruptBehavior, Tool, ToolContext, ToolError,
-    ToolFuture, ToolLimits, ToolOutput,
+    FileStateCache, InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput,
+    ToolLimits, ToolOutput,
 };
-use crate::transcript::ResultStatus;
+use crate::transcript::{ProgressUpdate, ResultStatus};
 
 /// What the tools did, on a logical clock.
 #[derive(Default)]
@@ -59,22 +61,42 @@ impl Tool for LatchTool {
     fn name(&self) -> ToolName {
         self.name.clone()
     }
-    fn description(&self) -> &'static str {
-        "test"
+    fn description(&self) -> std::borrow::Cow<'static, str> {
+        "test".into()
     }
     fn input_schema(&self) -> Value {
         json!({})
     }
-    fn validate_input(&self, _input: &Value) -> Result<(), ToolError> {
-        Ok(())
-    }
-    fn is_concurrency_safe(&self, input: &Value) -> bool {
-        input["safe"] == true
-    }
     fn interrupt_behavior(&self) -> InterruptBehavior {
         self.behavior
     }
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+    fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
+        Ok(Box::new(LatchInput {
+            input: input.clone(),
+            lab: self.lab.clone(),
+        }))
+    }
+}
+
+struct LatchInput {
+    input: Value,
+    lab: Arc<Lab>,
+}
+
+impl ToolInput for LatchInput {
+    fn is_concurrency_safe(&self) -> bool {
+        self.input["safe"] == true
+    }
+    fn check_permissions(
+        &self,
+        _ctx: &crate::policy::PermissionContext,
+    ) -> crate::policy::ToolCheck {
+        crate::policy::ToolCheck::Passthrough {
+            reason: "the scheduler test never gates".into(),
+        }
+    }
+    fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        let input = &self.input;
         Box::pin(async move {
             let key = input["key"].as_u64().unwrap() as usize;
             let gate = self.lab.gates.lock().unwrap().remove(&key);
@@ -95,8 +117,8 @@ impl Tool for LatchTool {
             match gate {
                 Some(gate) => match gate.await {
                     Ok(Ok(text)) => Ok(ToolOutput::new(text)),
-                    Ok(Err(text)) => Err(ToolError::new(text)),
-                    Err(_) => Err(ToolError::new("the test dropped the latch")),
+                    Ok(Err(text)) => Err(ToolError::Failed(text)),
+                    Err(_) => Err(ToolError::Failed("the test dropped the latch".into())),
                 },
                 None => Ok(ToolOutput::new("ran")),
             }
@@ -148,24 +170,24 @@ impl Host {
         }
     }
 
-    fn tool(&self, name: &str) -> Arc<dyn Tool> {
+    fn tool(&self, name: &ToolName) -> Arc<dyn Tool> {
         self.tools
             .iter()
-            .find(|tool| tool.name().to_string() == name)
+            .find(|tool| tool.name() == *name)
             .unwrap()
             .clone()
     }
+
+    fn prepared(&self, call: &Call) -> PreparedCall {
+        PreparedCall::prepare(self.tool(&call.name), call.input.clone()).unwrap()
+    }
 }
 
-impl BatchHost for Host {
+impl TurnHost for Host {
     type Error = Infallible;
 
-    fn scheduling(&self, call: &Call) -> Option<(bool, InterruptBehavior)> {
-        let tool = self.tool(&call.name);
-        Some((
-            tool.is_concurrency_safe(&call.input),
-            tool.interrupt_behavior(),
-        ))
+    fn scheduling(&self, _index: usize, call: &Call) -> Option<Scheduling> {
+        Some(self.prepared(call).scheduling())
     }
 
     async fn admit(&mut self, index: usize, call: &Call) -> Result<Admission, Infallible> {
@@ -177,8 +199,7 @@ impl BatchHost for Host {
             });
         }
         Ok(Admission::Run {
-            tool: self.tool(&call.name),
-            input: call.input.clone(),
+            call: Arc::new(self.prepared(call)),
             deadline: None,
         })
     }
@@ -196,7 +217,7 @@ impl BatchHost for Host {
             } => Landed::Ok(out.content),
             Landing::Ran {
                 result: Err(err), ..
-            } => Landed::Err(err.0),
+            } => Landed::Err(err.to_string()),
             Landing::Cancelled { why, started, .. } => Landed::Cancelled(why, started),
         };
         self.land_times.push((index, self.lab.tick()));
@@ -213,7 +234,7 @@ impl BatchHost for Host {
 fn call(index: usize, name: &str, safe: bool) -> Call {
     Call {
         id: format!("t{index}"),
-        name: name.into(),
+        name: ToolName::from_model(name),
         input: json!({"key": index, "safe": safe}),
     }
 }
@@ -229,6 +250,7 @@ fn context() -> (ToolContext, AbortHandle) {
         command_env: crate::exec::RunEnv::new(&Default::default()).model,
         progress: None,
         sandbox: None,
+        state: Default::default(),
     };
     (ctx, handle)
 }
@@ -265,11 +287,11 @@ async fn safe_calls_run_together() {
     let (ctx, _handle) = context();
     let end = tokio::time::timeout(
         std::time::Duration::from_secs(30),
-        run_batch(&mut host, &calls, &ctx, 10, None),
+        run_turn(&mut host, &calls, &ctx, 10, None),
     )
     .await
     .expect("the safe calls did not run together");
-    assert_eq!(end, Ok(BatchEnd::Complete));
+    assert_eq!(end, Ok(TurnEnd::Complete));
     let order: Vec<usize> = host.landed.iter().map(|(i, _)| *i).collect();
     assert_eq!(order, [0, 1, 2]);
 }
@@ -299,10 +321,10 @@ async fn an_unsafe_call_runs_alone_between_safe_ones_and_results_keep_call_order
         std::future::pending::<()>().await;
     };
     let end = tokio::select! {
-        end = run_batch(&mut host, &calls, &ctx, 10, None) => end,
+        end = run_turn(&mut host, &calls, &ctx, 10, None) => end,
         () = driver => unreachable!(),
     };
-    assert_eq!(end, Ok(BatchEnd::Complete));
+    assert_eq!(end, Ok(TurnEnd::Complete));
     assert_eq!(
         host.landed,
         vec![
@@ -341,10 +363,10 @@ async fn a_failed_bash_cancels_its_siblings_and_a_failed_read_does_not() {
         std::future::pending::<()>().await;
     };
     let end = tokio::select! {
-        end = run_batch(&mut host, &calls, &ctx, 10, None) => end,
+        end = run_turn(&mut host, &calls, &ctx, 10, None) => end,
         () = driver => unreachable!(),
     };
-    assert_eq!(end, Ok(BatchEnd::Complete));
+    assert_eq!(end, Ok(TurnEnd::Complete));
     let sibling = Cancellation::SiblingError {
         failed_id: "t1".into(),
     };
@@ -379,10 +401,10 @@ async fn a_hard_stop_cancels_a_running_block_tool_and_never_starts_the_queue() {
         std::future::pending::<()>().await;
     };
     let end = tokio::select! {
-        end = run_batch(&mut host, &calls, &ctx, 10, None) => end,
+        end = run_turn(&mut host, &calls, &ctx, 10, None) => end,
         () = driver => unreachable!(),
     };
-    assert_eq!(end, Ok(BatchEnd::HardStopped));
+    assert_eq!(end, Ok(TurnEnd::HardStopped));
     assert_eq!(
         host.landed,
         vec![
@@ -414,10 +436,10 @@ async fn a_queued_message_interrupts_only_cancel_tools() {
         std::future::pending::<()>().await;
     };
     let end = tokio::select! {
-        end = run_batch(&mut host, &calls, &ctx, 10, Some(&queue)) => end,
+        end = run_turn(&mut host, &calls, &ctx, 10, Some(&queue)) => end,
         () = driver => unreachable!(),
     };
-    assert_eq!(end, Ok(BatchEnd::Interrupted));
+    assert_eq!(end, Ok(TurnEnd::Interrupted));
     assert_eq!(
         host.landed,
         vec![
@@ -425,7 +447,10 @@ async fn a_queued_message_interrupts_only_cancel_tools() {
             (1, Landed::Cancelled(Cancellation::Interrupt, true)),
         ]
     );
-    assert_eq!(queue.drain(), ["look at b.txt instead"]);
+    assert_eq!(
+        queue.drain(),
+        [QueuedInput::Message("look at b.txt instead".into())]
+    );
 
     // A Bash (block) running beside a Read: the message waits for the next round.
     let (lab, mut gates, mut started) = latched(2);
@@ -441,10 +466,10 @@ async fn a_queued_message_interrupts_only_cancel_tools() {
         std::future::pending::<()>().await;
     };
     let end = tokio::select! {
-        end = run_batch(&mut host, &calls, &ctx, 10, Some(&queue)) => end,
+        end = run_turn(&mut host, &calls, &ctx, 10, Some(&queue)) => end,
         () = driver => unreachable!(),
     };
-    assert_eq!(end, Ok(BatchEnd::Complete));
+    assert_eq!(end, Ok(TurnEnd::Complete));
     assert_eq!(
         host.landed,
         vec![
@@ -452,7 +477,7 @@ async fn a_queued_message_interrupts_only_cancel_tools() {
             (1, Landed::Ok("bash".into()))
         ]
     );
-    assert_eq!(queue.drain(), ["later"]);
+    assert_eq!(queue.drain(), [QueuedInput::Message("later".into())]);
 }
 
 /// Calls whose future has ended. The scheduler's select prefers a finished call over a new
@@ -472,11 +497,11 @@ async fn progress_goes_out_before_the_call_lands() {
     let mut host = Host::new(&lab);
     let calls = vec![Call {
         id: "p".into(),
-        name: "Bash".into(),
+        name: ToolName::Bash,
         input: json!({"key": 0, "safe": false, "progress": "compiling"}),
     }];
     let (ctx, _handle) = context();
-    run_batch(&mut host, &calls, &ctx, 10, None).await.unwrap();
+    run_turn(&mut host, &calls, &ctx, 10, None).await.unwrap();
     assert_eq!(
         host.progress,
         vec![(
@@ -507,10 +532,10 @@ async fn max_parallel_bounds_the_safe_calls() {
         std::future::pending::<()>().await;
     };
     let end = tokio::select! {
-        end = run_batch(&mut host, &calls, &ctx, 2, None) => end,
+        end = run_turn(&mut host, &calls, &ctx, 2, None) => end,
         () = driver => unreachable!(),
     };
-    assert_eq!(end, Ok(BatchEnd::Complete));
+    assert_eq!(end, Ok(TurnEnd::Complete));
     assert!(span(&lab, 1).1 < span(&lab, 2).0);
 }
 
@@ -613,7 +638,7 @@ fn check_batch(
             }
         };
         let end = tokio::select! {
-            end = run_batch(&mut host, &calls, &ctx, max_parallel, Some(&queue)) => end,
+            end = run_turn(&mut host, &calls, &ctx, max_parallel, Some(&queue)) => end,
             () = driver => unreachable!(),
         };
         let end = end.unwrap();
@@ -665,10 +690,10 @@ fn check_batch(
                     prop_assert!(plan[failed].tool == "Bash" && plan[failed].fails);
                 }
                 Landed::Cancelled(Cancellation::UserInterrupted, _) => {
-                    prop_assert_eq!(end, BatchEnd::HardStopped)
+                    prop_assert_eq!(end, TurnEnd::HardStopped)
                 }
                 Landed::Cancelled(Cancellation::Interrupt, started) => {
-                    prop_assert_eq!(end, BatchEnd::Interrupted);
+                    prop_assert_eq!(end, TurnEnd::Interrupted);
                     prop_assert!(!started || plan[*index].tool == "Read");
                 }
             }

@@ -94,7 +94,7 @@ pub fn refuse_cache_in_workspace(dir: &Path, workspace: &Workspace) -> Result<()
 
 /// `path` with its longest existing prefix canonicalised (symlinks resolved), the rest kept.
 fn existing_prefix_resolved(path: &Path) -> PathBuf {
-    let normal = crate::policy::normalize_lexically(path);
+    let normal = crate::base::normalize_lexically(path);
     let mut prefix = normal.as_path();
     let mut rest = Vec::new();
     loop {

@@ -29,7 +29,7 @@ use crate::model::{
 };
 use crate::policy::{
     AuthorityError, PermissionMode, Policy, PolicySource, RuleError, RuleKind, RuleRef, RuleSet,
-    SelfTestOutcome, SourceKind, ToolName, Workspace, merge_auto_mode, run_self_tests,
+    SelfTestOutcome, SourceKind, Workspace, merge_auto_mode, run_self_tests,
 };
 use crate::redact::Redactor;
 use crate::sandbox::{self, SandboxError, SandboxSpec};
@@ -48,11 +48,8 @@ pub enum SessionError {
     },
     #[error("{what} {} does not exist or is not a folder", path.display())]
     NoFolder { what: &'static str, path: PathBuf },
-    #[error("cannot create the output folder {}: {source}", path.display())]
-    OutputFolder {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    OutputFolder(#[from] crate::out_dir::OutDirError),
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
@@ -162,12 +159,7 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(".tollgate/runs").join(&run_id));
-    let out_dir = std::fs::create_dir_all(&out_dir)
-        .and_then(|()| out_dir.canonicalize())
-        .map_err(|source| SessionError::OutputFolder {
-            path: out_dir.clone(),
-            source,
-        })?;
+    let (out_dir, out_lock) = crate::out_dir::claim(&out_dir)?;
 
     let directories = additional_directories(&sources);
     let mut workspace = Workspace::new(workdir, directories.dirs.clone(), home);
@@ -214,6 +206,7 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         workspace: Arc::new(workspace),
         tools,
         out_dir,
+        out_lock: Arc::new(out_lock),
         max_turns,
         limits,
         hooks: hooks.in_force,
@@ -346,8 +339,7 @@ fn http_settings(
 
 /// Runs a policy's own `tests:`, deciding with the built-in tools.
 pub fn self_tests(policy: &Policy, workspace: &Workspace) -> Vec<SelfTestOutcome> {
-    let lookup = |name: &str| ToolName::parse(name).as_ref().and_then(builtin);
-    run_self_tests(policy, workspace, &lookup)
+    run_self_tests(policy, workspace, &crate::call::prepare_for_self_test)
 }
 
 /// Runs every source's self-tests; the first failure refuses the run.
@@ -372,7 +364,8 @@ pub fn describe_self_test(outcome: &SelfTestOutcome) -> String {
     let verdict = if outcome.passed { "ok  " } else { "FAIL" };
     let expected = serde_name(&test.expect);
     let how = match &outcome.got {
-        Ok(decision) => {
+        Ok(answer) => {
+            let decision = answer.decision();
             let step = serde_name(&decision.step);
             let rule = decision
                 .rule

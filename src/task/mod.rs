@@ -7,11 +7,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
+use crate::base::{DEFAULT_MAX_PARALLEL_TOOLS, normalize_lexically};
 use crate::config::{self, ConfigError};
 use crate::model::{Pricing, RetryPolicy, ScriptedBlock, Timeouts, pricing};
-use crate::policy::{
-    PermissionMode, PermissionsBlock, Policy, PolicyOrigin, ToolName, normalize_lexically,
-};
+use crate::policy::{PermissionMode, PermissionsBlock, Policy, PolicyOrigin, ToolName};
 use crate::tools::implemented_builtins;
 pub use fail_on::{FailOn, FailOnSet};
 
@@ -40,6 +39,16 @@ struct TaskFile {
     fail_on: Option<Vec<FailOn>>,
     #[serde(default)]
     redact_env: Vec<String>,
+    /// Tools offered only by name until ToolSearch loads them (S7), besides the default ones.
+    deferred_tools: Option<Vec<Spanned<String>>>,
+    #[serde(default)]
+    reminders: RemindersFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RemindersFile {
+    full_every: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -93,6 +102,10 @@ struct LimitsFile {
     max_parallel_tools: Option<Spanned<u64>>,
     max_classifier_denials: Option<Spanned<u32>>,
     max_consecutive_classifier_denials: Option<Spanned<u32>>,
+    /// Characters of tool results one user message may carry (S8).
+    message_result_chars: Option<Spanned<u64>>,
+    /// Per tool: past this many characters a result is offloaded to a file (S8).
+    max_result_chars: Option<std::collections::BTreeMap<String, Spanned<u64>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -197,11 +210,35 @@ pub struct Limits {
     pub max_classifier_denials: u32,
     /// Auto mode: classifier denials in a row before it stops with exit 3.
     pub max_consecutive_classifier_denials: u32,
+    /// Characters of tool results one user message may carry; past it the largest are
+    /// replaced by previews (S8).
+    pub message_result_chars: usize,
 }
 
 /// Auto mode's headless contract: a judge that keeps saying no ends the run, it never stalls.
 pub const DEFAULT_MAX_CLASSIFIER_DENIALS: u32 = 20;
 pub const DEFAULT_MAX_CONSECUTIVE_CLASSIFIER_DENIALS: u32 = 3;
+
+/// The per-message budget when the task sets none: about 50k tokens of results in one turn.
+pub const DEFAULT_MESSAGE_RESULT_CHARS: usize = 200_000;
+/// A TodoWrite snapshot is sent in full every this many reminders (S3).
+pub const DEFAULT_REMINDERS_FULL_EVERY: u32 = 5;
+
+/// Built-ins that are never deferred: the model needs them from the first turn, and
+/// ToolSearch is how the others are found.
+pub const NEVER_DEFERRED: [ToolName; 7] = [
+    ToolName::Bash,
+    ToolName::Read,
+    ToolName::Edit,
+    ToolName::Write,
+    ToolName::Glob,
+    ToolName::Grep,
+    ToolName::ToolSearch,
+];
+
+/// Built-ins deferred in every task: rarely needed, so until ToolSearch loads one it costs
+/// only a line of the system prompt, not its schema in every request (S7).
+pub const DEFERRED_BY_DEFAULT: [ToolName; 1] = [ToolName::WebFetch];
 
 /// A command the task author runs after the agent stops; not gated (it is the author's).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -255,6 +292,12 @@ pub struct Task {
     /// Names of environment variables whose values are redacted from every output, on top
     /// of those whose names look secret.
     pub redact_env: Vec<String>,
+    /// `limits.max_result_chars`: per-tool offload thresholds that replace the tools' own.
+    pub max_result_chars: Vec<(ToolName, usize)>,
+    /// Tools offered by name only until ToolSearch loads them: the defaults and the task's.
+    pub deferred_tools: Vec<ToolName>,
+    /// `reminders.full_every`: a TodoWrite reminder is the full list every this many times.
+    pub reminders_full_every: u32,
 }
 
 impl Task {
@@ -266,7 +309,7 @@ impl Task {
         dir: &Path,
         home: Option<&Path>,
     ) -> Result<Task, ConfigError> {
-        let raw: TaskFile = config::parse(text, file)?;
+        let mut raw: TaskFile = config::parse(text, file)?;
         let at =
             |line: u64, column: u64, message: String| ConfigError::new(file, line, column, message);
         if raw.version.value != 1 {
@@ -307,7 +350,37 @@ impl Task {
                 })
                 .collect::<Result<_, _>>()?,
         };
+        let max_result_chars = result_thresholds(raw.limits.max_result_chars.take(), &at)?;
         let limits = limits(raw.limits, &model, &at)?;
+        let mut deferred_tools = DEFERRED_BY_DEFAULT.to_vec();
+        for spanned in raw.deferred_tools.unwrap_or_default() {
+            let name = ToolName::parse(&spanned.value)
+                .filter(|name| implemented_builtins().contains(name))
+                .ok_or_else(|| {
+                    located(&spanned, &at, format!("unknown tool `{}`", spanned.value))
+                })?;
+            if NEVER_DEFERRED.contains(&name) {
+                return Err(located(
+                    &spanned,
+                    &at,
+                    format!("{name} is never deferred: the model needs it from the first turn"),
+                ));
+            }
+            if !deferred_tools.contains(&name) {
+                deferred_tools.push(name);
+            }
+        }
+        let reminders_full_every = match raw.reminders.full_every {
+            None => DEFAULT_REMINDERS_FULL_EVERY,
+            Some(spanned) if spanned.value == 0 => {
+                return Err(located(
+                    &spanned,
+                    &at,
+                    "reminders.full_every must be at least 1".into(),
+                ));
+            }
+            Some(spanned) => spanned.value,
+        };
         let mut checks: Vec<Check> = Vec::new();
         for check in raw.checks {
             if checks.iter().any(|seen| seen.name == check.name.value) {
@@ -360,6 +433,9 @@ impl Task {
             checks,
             fail_on: raw.fail_on.map(FailOnSet::from_iter).unwrap_or_default(),
             redact_env: raw.redact_env,
+            max_result_chars,
+            deferred_tools,
+            reminders_full_every,
         })
     }
 }
@@ -611,7 +687,7 @@ fn limits(raw: LimitsFile, model: &ModelSpec, at: At<'_>) -> Result<Limits, Conf
         max_denials: raw.max_denials,
         max_consecutive_denials: raw.max_consecutive_denials,
         max_parallel_tools: positive(raw.max_parallel_tools, "max_parallel_tools")?
-            .map_or(crate::scheduler::DEFAULT_MAX_PARALLEL_TOOLS, |max| {
+            .map_or(DEFAULT_MAX_PARALLEL_TOOLS, |max| {
                 usize::try_from(max).unwrap_or(usize::MAX)
             }),
         max_classifier_denials: at_least_one(
@@ -624,7 +700,47 @@ fn limits(raw: LimitsFile, model: &ModelSpec, at: At<'_>) -> Result<Limits, Conf
             "max_consecutive_classifier_denials",
             DEFAULT_MAX_CONSECUTIVE_CLASSIFIER_DENIALS,
         )?,
+        message_result_chars: positive(raw.message_result_chars, "message_result_chars")?
+            .map_or(DEFAULT_MESSAGE_RESULT_CHARS, |max| {
+                usize::try_from(max).unwrap_or(usize::MAX)
+            }),
     })
+}
+
+/// `limits.max_result_chars: {Bash: 50000}`. Read's results are never offloaded (offloading
+/// them would send the model to Read the file again), so it takes no threshold.
+fn result_thresholds(
+    raw: Option<std::collections::BTreeMap<String, Spanned<u64>>>,
+    at: At<'_>,
+) -> Result<Vec<(ToolName, usize)>, ConfigError> {
+    let mut thresholds = Vec::new();
+    for (name, spanned) in raw.unwrap_or_default() {
+        let tool = ToolName::parse(&name)
+            .filter(|tool| implemented_builtins().contains(tool))
+            .ok_or_else(|| {
+                located(
+                    &spanned,
+                    at,
+                    format!("limits.max_result_chars: unknown tool `{name}`"),
+                )
+            })?;
+        if tool == ToolName::Read {
+            return Err(located(
+                &spanned,
+                at,
+                "limits.max_result_chars: Read is never offloaded; its own limits bound it".into(),
+            ));
+        }
+        if spanned.value == 0 {
+            return Err(located(
+                &spanned,
+                at,
+                format!("limits.max_result_chars.{name} must be at least 1"),
+            ));
+        }
+        thresholds.push((tool, usize::try_from(spanned.value).unwrap_or(usize::MAX)));
+    }
+    Ok(thresholds)
 }
 
 #[cfg(test)]
@@ -652,13 +768,56 @@ mod tests {
     }
 
     #[test]
+    fn economy_keys_parse_and_refuse_what_cannot_work() {
+        let task = parse(&format!(
+            "{MINIMAL}deferred_tools: [TodoWrite]\nreminders: {{full_every: 3}}\nlimits:\n  message_result_chars: 1000\n  max_result_chars: {{Bash: 500}}\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            task.deferred_tools,
+            [ToolName::WebFetch, ToolName::TodoWrite]
+        );
+        assert_eq!(task.reminders_full_every, 3);
+        assert_eq!(task.limits.message_result_chars, 1000);
+        assert_eq!(task.max_result_chars, [(ToolName::Bash, 500)]);
+        let defaults = parse(MINIMAL).unwrap();
+        assert_eq!(defaults.deferred_tools, [ToolName::WebFetch]);
+        assert_eq!(
+            defaults.limits.message_result_chars,
+            DEFAULT_MESSAGE_RESULT_CHARS
+        );
+        // (the task's extra lines, what the error says)
+        let refused = [
+            ("deferred_tools: [Bash]\n", "Bash is never deferred"),
+            ("deferred_tools: [Nope]\n", "unknown tool `Nope`"),
+            (
+                "reminders: {full_every: 0}\n",
+                "full_every must be at least 1",
+            ),
+            (
+                "limits: {max_result_chars: {Read: 10}}\n",
+                "Read is never offloaded",
+            ),
+            (
+                "limits: {max_result_chars: {Bash: 0}}\n",
+                "max_result_chars.Bash must be at least 1",
+            ),
+            (
+                "limits: {message_result_chars: 0}\n",
+                "message_result_chars must be at least 1",
+            ),
+        ];
+        for (extra, says) in refused {
+            let err = parse(&format!("{MINIMAL}{extra}")).unwrap_err();
+            assert!(err.to_string().contains(says), "{extra}: {err}");
+        }
+    }
+
+    #[test]
     fn minimal_task_gets_defaults() {
         let task = parse(MINIMAL).unwrap();
         assert_eq!(task.limits.max_turns, DEFAULT_MAX_TURNS);
-        assert_eq!(
-            task.limits.max_parallel_tools,
-            crate::scheduler::DEFAULT_MAX_PARALLEL_TOOLS
-        );
+        assert_eq!(task.limits.max_parallel_tools, DEFAULT_MAX_PARALLEL_TOOLS);
         assert_eq!(task.tools, implemented_builtins());
         assert_eq!(
             task.model.script,

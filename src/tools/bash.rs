@@ -1,19 +1,20 @@
 //! Bash: runs a command with `bash -c` in the workdir, in its own process group (so a timeout
 //! or an interrupt kills everything it started), with captured, bounded output.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::{check_write, resolve_symlinks};
+use super::path::{check_write, resolve_symlinks_below};
 use super::shell::{ShellEnding, ShellEnv, run_shell};
-use super::text::truncate_middle;
-use super::{
-    Tool, ToolContext, ToolError, ToolFuture, ToolOutput, invalid_input_check, parse_input,
+use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
+use crate::bash::{
+    BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, Script, evaluate_parsed,
 };
-use crate::bash::{BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, evaluate};
 use crate::policy::{
     AskCause, PermissionContext, PermissionMode, RuleRef, ToolCheck, ToolName, git_dir_write,
     read_refusal, write_guardrail,
@@ -21,8 +22,6 @@ use crate::policy::{
 
 /// The most a single call may ask for, whatever the model requests.
 const MAX_TIMEOUT: Duration = Duration::from_secs(600);
-/// What the model sees of a command's output; the middle goes first.
-const BASH_OUTPUT_CHARS: usize = 30_000;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -40,9 +39,11 @@ impl Tool for BashTool {
         ToolName::Bash
     }
 
-    fn description(&self) -> &'static str {
-        "Runs a shell command with bash in the workdir and returns its output and exit code. \
-         Commands run unattended: anything the permission policy does not allow is refused."
+    fn description(&self) -> Cow<'static, str> {
+        Cow::Borrowed(
+            "Runs a shell command with bash in the workdir and returns its output and exit code. \
+             Commands run unattended: anything the permission policy does not allow is refused.",
+        )
     }
 
     fn input_schema(&self) -> Value {
@@ -58,38 +59,48 @@ impl Tool for BashTool {
         })
     }
 
-    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
+    fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
         let bash: BashInput = parse_input(&self.name(), input)?;
+        // The model's own words about the command; nothing decides on them.
+        let _ = bash.description;
         if bash.command.trim().is_empty() {
-            return Err(ToolError::new("command is empty"));
+            return Err(ToolError::Invalid("command is empty".into()));
         }
-        Ok(())
+        Ok(Box::new(PreparedBash {
+            timeout: bash.timeout.map(Duration::from_millis),
+            script: Script::new(bash.command),
+            read_only: OnceLock::new(),
+        }))
+    }
+}
+
+/// A Bash call: its command parsed at most once, however many stages judge it (scheduling,
+/// the gate, auto's fast path, plan mode); whether it only reads is kept once known.
+struct PreparedBash {
+    timeout: Option<Duration>,
+    script: Script,
+    read_only: OnceLock<bool>,
+}
+
+impl ToolInput for PreparedBash {
+    fn is_read_only(&self) -> bool {
+        *self.read_only.get_or_init(|| read_only(&self.script))
     }
 
-    fn is_read_only(&self, input: &Value) -> bool {
-        parse_input::<BashInput>(&self.name(), input).is_ok_and(|bash| read_only(&bash.command))
+    fn is_concurrency_safe(&self) -> bool {
+        self.is_read_only()
     }
 
-    fn is_concurrency_safe(&self, input: &Value) -> bool {
-        self.is_read_only(input)
+    fn is_destructive(&self) -> bool {
+        !self.is_read_only()
     }
 
-    fn is_destructive(&self, input: &Value) -> bool {
-        !self.is_read_only(input)
+    fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
+        check_command(&self.script, ctx)
     }
 
-    fn check_permissions(&self, input: &Value, ctx: &PermissionContext) -> ToolCheck {
-        match parse_input::<BashInput>(&self.name(), input) {
-            Ok(bash) => check_command(&bash.command, ctx),
-            Err(err) => invalid_input_check(err),
-        }
-    }
-
-    fn explain_permissions(&self, input: &Value, ctx: &PermissionContext) -> Vec<String> {
-        let Ok(bash) = parse_input::<BashInput>(&self.name(), input) else {
-            return Vec::new();
-        };
-        let analysis = analyse(&bash.command, ctx.rules.bash_rules(), ctx);
+    fn explain_permissions(&self, ctx: &PermissionContext) -> Vec<String> {
+        let analysis = analyse(&self.script, ctx.rules.bash_rules(), ctx);
         let mut lines: Vec<String> = analysis
             .commands
             .iter()
@@ -127,23 +138,20 @@ impl Tool for BashTool {
         lines
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let bash: BashInput = parse_input(&self.name(), &input)?;
-            let _ = bash.description;
-            let timeout = bash
+            let timeout = self
                 .timeout
-                .map(Duration::from_millis)
                 .unwrap_or(ctx.limits.bash_timeout)
                 .min(MAX_TIMEOUT);
-            run(&bash.command, ctx, timeout).await
+            run(self.script.source(), ctx, timeout).await
         })
     }
 }
 
 /// The analyser's environment for this workspace: the model may read its roots and the
 /// run's results; symlinks are resolved on disk.
-fn analyse(command: &str, rules: &BashRules, ctx: &PermissionContext) -> BashAnalysis {
+fn analyse(script: &Script, rules: &BashRules, ctx: &PermissionContext) -> BashAnalysis {
     let workspace = ctx.workspace;
     let readable: Vec<PathBuf> = workspace
         .roots
@@ -151,20 +159,22 @@ fn analyse(command: &str, rules: &BashRules, ctx: &PermissionContext) -> BashAna
         .chain(&workspace.read_only_roots)
         .cloned()
         .collect();
+    let resolve = |path: &Path| resolve_symlinks_below(path, &workspace.roots);
     let env = BashEnv {
         cwd: &workspace.workdir,
         workspace_roots: &readable,
         home: workspace.home.as_deref(),
-        resolve: &resolve_symlinks,
+        resolve: &resolve,
     };
-    evaluate(command, rules, &env)
+    evaluate_parsed(script, rules, &env)
 }
 
 /// Every simple command must be allowed (S5); a deny rule anywhere denies the whole, in every
 /// mode. Redirections are writes, each checked like an Edit of its target: path rules,
 /// workspace boundary, guardrails.
-fn check_command(command: &str, ctx: &PermissionContext) -> ToolCheck {
-    let analysis = analyse(command, ctx.rules.bash_rules(), ctx);
+fn check_command(script: &Script, ctx: &PermissionContext) -> ToolCheck {
+    let command = script.source();
+    let analysis = analyse(script, ctx.rules.bash_rules(), ctx);
     let rule = |id: Option<usize>| id.and_then(|id| ctx.rules.rule_at(id)).map(RuleRef::from);
     if let BashVerdict::Deny { rule: id, reason } = &analysis.verdict {
         return ToolCheck::Deny {
@@ -361,7 +371,7 @@ fn summary(analysis: &BashAnalysis) -> String {
 
 /// Read-only by construction: every command proven read-only and nothing redirected to a
 /// file, wherever its paths point (where they point is the permission check's business).
-fn read_only(command: &str) -> bool {
+fn read_only(script: &Script) -> bool {
     let roots = [PathBuf::from("/")];
     let identity = |path: &Path| path.to_path_buf();
     let env = BashEnv {
@@ -370,7 +380,7 @@ fn read_only(command: &str) -> bool {
         home: None,
         resolve: &identity,
     };
-    let analysis = evaluate(command, &BashRules::default(), &env);
+    let analysis = evaluate_parsed(script, &BashRules::default(), &env);
     analysis.verdict == BashVerdict::Allow && analysis.writes.is_empty()
 }
 
@@ -385,16 +395,18 @@ async fn run(command: &str, ctx: &ToolContext, timeout: Duration) -> Result<Tool
         ctx.sandbox.as_deref(),
     )
     .await
-    .map_err(|err| ToolError::new(format!("cannot start bash: {err}")))?;
-    let output = truncate_middle(run.output.trim_end(), BASH_OUTPUT_CHARS);
+    .map_err(|err| ToolError::Failed(format!("cannot start bash: {err}")))?;
+    // Kept whole: the land step offloads a long output to a file with its head and tail
+    // inline, so a build log's middle is never lost (S8).
+    let output = run.output.trim_end();
     let with_note =
-        |note: String| ToolError::new(format!("{output}\n[{note}]").trim_start().to_string());
+        |note: String| ToolError::Failed(format!("{output}\n[{note}]").trim_start().to_string());
     if let Some(limit) = run.limit {
         return Err(with_note(limit.to_string()));
     }
     match run.ending {
         ShellEnding::Exited(Some(0)) if output.is_empty() => Ok(ToolOutput::new("(no output)")),
-        ShellEnding::Exited(Some(0)) => Ok(ToolOutput::new(output)),
+        ShellEnding::Exited(Some(0)) => Ok(ToolOutput::new(output.to_string())),
         ShellEnding::Exited(Some(code)) => Err(with_note(format!("exit code {code}"))),
         ShellEnding::Exited(None) => Err(with_note("killed by a signal".into())),
         ShellEnding::TimedOut => Err(with_note(format!(
@@ -413,8 +425,9 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::base::AbortHandle;
     use crate::policy::{PermissionMode, Policy, RuleSet, Workspace};
-    use crate::tools::{AbortHandle, FileStateCache, ToolLimits};
+    use crate::tools::{FileStateCache, ToolLimits};
 
     fn context(dir: &Path) -> (ToolContext, AbortHandle) {
         let (handle, abort) = AbortHandle::new();
@@ -427,6 +440,7 @@ mod tests {
             command_env: crate::exec::RunEnv::new(&Default::default()).model,
             progress: None,
             sandbox: None,
+            state: Default::default(),
         };
         (ctx, handle)
     }
@@ -445,11 +459,14 @@ mod tests {
         let failed = run("echo out; exit 3", &ctx, Duration::from_secs(10))
             .await
             .unwrap_err();
-        assert_eq!(failed.0, "out\n[exit code 3]");
+        assert_eq!(failed.to_string(), "out\n[exit code 3]");
         let slow = run("sleep 5", &ctx, Duration::from_millis(200))
             .await
             .unwrap_err();
-        assert!(slow.0.starts_with("[timed out after 0.2s"), "{slow}");
+        assert!(
+            slow.to_string().starts_with("[timed out after 0.2s"),
+            "{slow}"
+        );
     }
 
     #[test]
@@ -468,7 +485,7 @@ mod tests {
                 rules: &rules,
                 workspace: &workspace,
             };
-            match check_command(command, &ctx) {
+            match check_command(&Script::new(command), &ctx) {
                 ToolCheck::Allow { .. } => "allow",
                 ToolCheck::Deny { .. } => "deny",
                 ToolCheck::Ask {
@@ -571,12 +588,13 @@ mod tests {
 
     #[test]
     fn read_only_is_a_property_of_the_command_alone() {
-        let read_only = |command: &str| BashTool.is_read_only(&json!({ "command": command }));
+        let prepared = |command: &str| BashTool.prepare(&json!({ "command": command })).unwrap();
+        let read_only = |command: &str| prepared(command).is_read_only();
         assert!(read_only("git status && cat /etc/hosts | wc -l"));
         assert!(!read_only("echo x > file"));
         assert!(!read_only("rm x"));
         assert!(!read_only("npm test"));
-        assert!(BashTool.is_concurrency_safe(&json!({"command": "ls"})));
-        assert!(!BashTool.is_concurrency_safe(&json!({"command": "touch x"})));
+        assert!(prepared("ls").is_concurrency_safe());
+        assert!(!prepared("touch x").is_concurrency_safe());
     }
 }

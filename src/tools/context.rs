@@ -1,14 +1,15 @@
-//! The execution context injected into every call (S1): workspace, limits, the abort signal
-//! and the file-state cache. Sub-agents get their own context for the same tools.
+//! The execution context injected into every call (S1): workspace, limits, the abort signal,
+//! the file-state cache and the run's shared tool state (`RunState`). Sub-agents get their
+//! own context for the same tools.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use tokio::sync::watch;
-
 use super::progress::ProgressSink;
+use super::run_state::RunState;
+use crate::base::AbortSignal;
 use crate::exec::ChildEnv;
 use crate::policy::{RuleSet, Workspace};
 
@@ -25,65 +26,6 @@ impl Default for ToolLimits {
         ToolLimits {
             bash_timeout: Duration::from_secs(120),
             max_read_bytes: 256 * 1024,
-        }
-    }
-}
-
-/// Why a run was stopped from outside.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AbortReason {
-    /// SIGINT.
-    Interrupt,
-    /// SIGTERM.
-    Terminate,
-}
-
-/// Sends the abort. Dropping it does not abort.
-#[derive(Debug, Clone)]
-pub struct AbortHandle(watch::Sender<Option<AbortReason>>);
-
-/// Observed by the loop and by running tools; cheap to clone.
-#[derive(Debug, Clone)]
-pub struct AbortSignal(watch::Receiver<Option<AbortReason>>);
-
-impl AbortHandle {
-    pub fn new() -> (AbortHandle, AbortSignal) {
-        let (tx, rx) = watch::channel(None);
-        (AbortHandle(tx), AbortSignal(rx))
-    }
-
-    /// The first reason sticks: a second signal does not rename the first.
-    pub fn abort(&self, reason: AbortReason) {
-        self.0.send_if_modified(|current| {
-            if current.is_none() {
-                *current = Some(reason);
-                true
-            } else {
-                false
-            }
-        });
-    }
-}
-
-impl AbortSignal {
-    pub fn reason(&self) -> Option<AbortReason> {
-        *self.0.borrow()
-    }
-
-    pub fn is_aborted(&self) -> bool {
-        self.reason().is_some()
-    }
-
-    /// Resolves once the abort is sent; never, if the handle is dropped without aborting.
-    pub async fn aborted(&self) -> AbortReason {
-        let mut rx = self.0.clone();
-        let reason = match rx.wait_for(Option::is_some).await {
-            Ok(reason) => *reason,
-            Err(_) => None,
-        };
-        match reason {
-            Some(reason) => reason,
-            None => std::future::pending().await,
         }
     }
 }
@@ -137,6 +79,8 @@ pub struct ToolContext {
     pub progress: Option<ProgressSink>,
     /// The OS sandbox Bash commands run in, when the policy turns it on.
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
+    /// The run's TodoWrite list and deferred tools, shared by every call of the run.
+    pub state: RunState,
 }
 
 impl ToolContext {

@@ -1,13 +1,13 @@
 //! Edit: replaces an exact, unique string in a file (or every occurrence with `replace_all`).
 //! Like Write, it needs a prior Read of the file's current version.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::path::{check_file_access, resolve_path};
-use super::{
-    Tool, ToolContext, ToolError, ToolFuture, ToolOutput, invalid_input_check, parse_input,
-};
+use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
 use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
 
 #[derive(Debug, Deserialize)]
@@ -27,8 +27,10 @@ impl Tool for EditTool {
         ToolName::Edit
     }
 
-    fn description(&self) -> &'static str {
-        "Replaces old_string with new_string in a file. old_string must occur exactly once unless replace_all is true. Read the file first."
+    fn description(&self) -> Cow<'static, str> {
+        Cow::Borrowed(
+            "Replaces old_string with new_string in a file. old_string must occur exactly once unless replace_all is true. Read the file first.",
+        )
     }
 
     fn input_schema(&self) -> Value {
@@ -45,45 +47,45 @@ impl Tool for EditTool {
         })
     }
 
-    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
+    fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
         let edit: EditInput = parse_input(&self.name(), input)?;
         if edit.old_string.is_empty() {
-            return Err(ToolError::new(
-                "old_string is empty; use Write to create a file",
+            return Err(ToolError::Invalid(
+                "old_string is empty; use Write to create a file".into(),
             ));
         }
         if edit.old_string == edit.new_string {
-            return Err(ToolError::new(
-                "old_string and new_string are the same; nothing to change",
+            return Err(ToolError::Invalid(
+                "old_string and new_string are the same; nothing to change".into(),
             ));
         }
-        Ok(())
+        Ok(Box::new(edit))
+    }
+}
+
+impl ToolInput for EditInput {
+    fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
+        check_file_access(ctx, &ToolName::Edit, &self.file_path, Access::Write)
     }
 
-    fn check_permissions(&self, input: &Value, ctx: &PermissionContext) -> ToolCheck {
-        match parse_input::<EditInput>(&self.name(), input) {
-            Ok(edit) => check_file_access(ctx, &self.name(), &edit.file_path, Access::Write),
-            Err(err) => invalid_input_check(err),
-        }
-    }
-
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            self.validate_input(&input)?;
-            let edit: EditInput = parse_input(&self.name(), &input)?;
+            let edit = self;
             let path = resolve_path(
                 &edit.file_path,
                 &ctx.workspace.workdir,
                 ctx.workspace.home.as_deref(),
             );
-            let text = tokio::fs::read_to_string(&path)
-                .await
-                .map_err(|err| ToolError::new(format!("cannot edit {}: {err}", path.display())))?;
-            ctx.files.check_fresh(&path).map_err(ToolError::new)?;
+            let text = tokio::fs::read_to_string(&path).await.map_err(|err| {
+                ToolError::Failed(format!("cannot edit {}: {err}", path.display()))
+            })?;
+            ctx.files.check_fresh(&path).map_err(ToolError::Stale)?;
             let updated = apply_edit(&text, &edit.old_string, &edit.new_string, edit.replace_all)?;
             tokio::fs::write(&path, updated.text.as_bytes())
                 .await
-                .map_err(|err| ToolError::new(format!("cannot write {}: {err}", path.display())))?;
+                .map_err(|err| {
+                    ToolError::Failed(format!("cannot write {}: {err}", path.display()))
+                })?;
             ctx.files.record(&path);
             Ok(ToolOutput::new(format!(
                 "Edited {}: {} replacement{}",
@@ -104,14 +106,14 @@ struct Edited {
 fn apply_edit(text: &str, old: &str, new: &str, replace_all: bool) -> Result<Edited, ToolError> {
     let count = text.matches(old).count();
     match (count, replace_all) {
-        (0, _) => Err(ToolError::new(
-            "old_string was not found in the file; Read it again and copy the text exactly",
+        (0, _) => Err(ToolError::Failed(
+            "old_string was not found in the file; Read it again and copy the text exactly".into(),
         )),
         (1, _) | (_, true) => Ok(Edited {
             text: text.replace(old, new),
             replacements: count,
         }),
-        (n, false) => Err(ToolError::new(format!(
+        (n, false) => Err(ToolError::Failed(format!(
             "old_string occurs {n} times; add surrounding context to make it unique, or set replace_all"
         ))),
     }
@@ -127,7 +129,7 @@ mod tests {
         assert!(
             apply_edit("a b a", "a", "c", false)
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("2 times")
         );
         let all = apply_edit("a b a", "a", "c", true).unwrap();
@@ -135,7 +137,7 @@ mod tests {
         assert!(
             apply_edit("a", "z", "c", true)
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("not found")
         );
     }
@@ -144,19 +146,19 @@ mod tests {
     fn validation_rejects_no_op_edits() {
         let tool = EditTool;
         assert!(
-            tool.validate_input(&json!({"file_path": "a", "old_string": "x", "new_string": "x"}))
+            tool.prepare(&json!({"file_path": "a", "old_string": "x", "new_string": "x"}))
                 .is_err()
         );
         assert!(
-            tool.validate_input(&json!({"file_path": "a", "old_string": "", "new_string": "x"}))
+            tool.prepare(&json!({"file_path": "a", "old_string": "", "new_string": "x"}))
                 .is_err()
         );
         assert!(
-            tool.validate_input(&json!({"file_path": "a", "old_string": "x"}))
+            tool.prepare(&json!({"file_path": "a", "old_string": "x"}))
                 .is_err()
         );
         assert!(
-            tool.validate_input(&json!({"file_path": "a", "old_string": "x", "new_string": "y"}))
+            tool.prepare(&json!({"file_path": "a", "old_string": "x", "new_string": "y"}))
                 .is_ok()
         );
     }

@@ -1,5 +1,7 @@
 //! Glob: files matching a glob pattern below a folder, gitignore-aware, sorted by path.
 
+use std::borrow::Cow;
+
 use globset::GlobBuilder;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -7,8 +9,7 @@ use serde_json::{Value, json};
 use super::path::{check_file_access, resolve_path};
 use super::walk::files_under;
 use super::{
-    InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, invalid_input_check,
-    parse_input,
+    InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input,
 };
 use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
 
@@ -28,8 +29,10 @@ impl Tool for GlobTool {
         ToolName::Glob
     }
 
-    fn description(&self) -> &'static str {
-        "Lists files matching a glob pattern (e.g. `src/**/*.rs`) relative to path (default: the workdir). Honours .gitignore; sorted by path."
+    fn description(&self) -> Cow<'static, str> {
+        Cow::Borrowed(
+            "Lists files matching a glob pattern (e.g. `src/**/*.rs`) relative to path (default: the workdir). Honours .gitignore; sorted by path.",
+        )
     }
 
     fn input_schema(&self) -> Value {
@@ -44,50 +47,56 @@ impl Tool for GlobTool {
         })
     }
 
-    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
+    fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
         let glob: GlobInput = parse_input(&self.name(), input)?;
-        compile(&glob.pattern).map(drop)
-    }
-
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_destructive(&self, _input: &Value) -> bool {
-        false
+        let matcher = compile(&glob.pattern)?;
+        Ok(Box::new(PreparedGlob { glob, matcher }))
     }
 
     fn interrupt_behavior(&self) -> InterruptBehavior {
         InterruptBehavior::Cancel
     }
+}
 
-    fn check_permissions(&self, input: &Value, ctx: &PermissionContext) -> ToolCheck {
-        match parse_input::<GlobInput>(&self.name(), input) {
-            Ok(glob) => check_file_access(
-                ctx,
-                &self.name(),
-                glob.path.as_deref().unwrap_or("."),
-                Access::Read,
-            ),
-            Err(err) => invalid_input_check(err),
-        }
+/// A Glob call with its pattern compiled once.
+struct PreparedGlob {
+    glob: GlobInput,
+    matcher: globset::GlobMatcher,
+}
+
+impl ToolInput for PreparedGlob {
+    fn is_read_only(&self) -> bool {
+        true
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+    fn is_concurrency_safe(&self) -> bool {
+        true
+    }
+
+    fn is_destructive(&self) -> bool {
+        false
+    }
+
+    fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
+        check_file_access(
+            ctx,
+            &ToolName::Glob,
+            self.glob.path.as_deref().unwrap_or("."),
+            Access::Read,
+        )
+    }
+
+    fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let glob: GlobInput = parse_input(&self.name(), &input)?;
-            let matcher = compile(&glob.pattern)?;
+            let glob = &self.glob;
+            let matcher = &self.matcher;
             let base = resolve_path(
                 glob.path.as_deref().unwrap_or("."),
                 &ctx.workspace.workdir,
                 ctx.workspace.home.as_deref(),
             );
             if !base.is_dir() {
-                return Err(ToolError::new(format!(
+                return Err(ToolError::Failed(format!(
                     "{} is not a folder",
                     base.display()
                 )));
@@ -95,10 +104,10 @@ impl Tool for GlobTool {
             let walk_base = base.clone();
             let files = tokio::task::spawn_blocking(move || files_under(&walk_base))
                 .await
-                .map_err(|err| ToolError::new(format!("the file walk failed: {err}")))?;
+                .map_err(|err| ToolError::Failed(format!("the file walk failed: {err}")))?;
             let matches: Vec<String> = files
                 .iter()
-                .filter(|path| ctx.may_read(&self.name(), path))
+                .filter(|path| ctx.may_read(&ToolName::Glob, path))
                 .filter_map(|path| path.strip_prefix(&base).ok())
                 .filter(|relative| matcher.is_match(relative))
                 .map(|relative| relative.display().to_string())
@@ -124,13 +133,15 @@ impl Tool for GlobTool {
 
 fn compile(pattern: &str) -> Result<globset::GlobMatcher, ToolError> {
     if pattern.starts_with('/') {
-        return Err(ToolError::new(
-            "pattern must be relative; give the folder as `path`",
+        return Err(ToolError::Invalid(
+            "pattern must be relative; give the folder as `path`".into(),
         ));
     }
     GlobBuilder::new(pattern)
         .literal_separator(true)
         .build()
         .map(|glob| glob.compile_matcher())
-        .map_err(|err| ToolError::new(format!("invalid glob pattern `{pattern}`: {}", err.kind())))
+        .map_err(|err| {
+            ToolError::Invalid(format!("invalid glob pattern `{pattern}`: {}", err.kind()))
+        })
 }

@@ -1,6 +1,7 @@
 //! Grep: a regex search over files below a folder, gitignore-aware, with content,
 //! files-with-matches and count output modes.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use globset::GlobBuilder;
@@ -13,8 +14,7 @@ use serde_json::{Value, json};
 use super::path::{check_file_access, resolve_path};
 use super::walk::files_under;
 use super::{
-    InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, invalid_input_check,
-    parse_input,
+    InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input,
 };
 use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
 
@@ -29,7 +29,7 @@ enum OutputMode {
     Count,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct GrepInput {
     pattern: String,
@@ -52,9 +52,11 @@ impl Tool for GrepTool {
         ToolName::Grep
     }
 
-    fn description(&self) -> &'static str {
-        "Searches file contents with a regular expression (Rust regex syntax) below path (default: the workdir). \
-         output_mode: files_with_matches (default), content (matching lines), or count. Honours .gitignore."
+    fn description(&self) -> Cow<'static, str> {
+        Cow::Borrowed(
+            "Searches file contents with a regular expression (Rust regex syntax) below path (default: the workdir). \
+         output_mode: files_with_matches (default), content (matching lines), or count. Honours .gitignore.",
+        )
     }
 
     fn input_schema(&self) -> Value {
@@ -74,50 +76,53 @@ impl Tool for GrepTool {
         })
     }
 
-    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
+    fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
         let grep: GrepInput = parse_input(&self.name(), input)?;
-        matcher(&grep).map(drop)?;
-        grep.glob.as_deref().map(compile_glob).transpose().map(drop)
-    }
-
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_destructive(&self, _input: &Value) -> bool {
-        false
+        matcher(&grep)?;
+        grep.glob.as_deref().map(compile_glob).transpose()?;
+        Ok(Box::new(grep))
     }
 
     fn interrupt_behavior(&self) -> InterruptBehavior {
         InterruptBehavior::Cancel
     }
+}
 
-    fn check_permissions(&self, input: &Value, ctx: &PermissionContext) -> ToolCheck {
-        match parse_input::<GrepInput>(&self.name(), input) {
-            Ok(grep) => check_file_access(
-                ctx,
-                &self.name(),
-                grep.path.as_deref().unwrap_or("."),
-                Access::Read,
-            ),
-            Err(err) => invalid_input_check(err),
-        }
+impl ToolInput for GrepInput {
+    fn is_read_only(&self) -> bool {
+        true
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+    fn is_concurrency_safe(&self) -> bool {
+        true
+    }
+
+    fn is_destructive(&self) -> bool {
+        false
+    }
+
+    fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
+        check_file_access(
+            ctx,
+            &ToolName::Grep,
+            self.path.as_deref().unwrap_or("."),
+            Access::Read,
+        )
+    }
+
+    fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let grep: GrepInput = parse_input(&self.name(), &input)?;
+            let grep = self.clone();
             let base = resolve_path(
                 grep.path.as_deref().unwrap_or("."),
                 &ctx.workspace.workdir,
                 ctx.workspace.home.as_deref(),
             );
             if !base.exists() {
-                return Err(ToolError::new(format!("{} does not exist", base.display())));
+                return Err(ToolError::Failed(format!(
+                    "{} does not exist",
+                    base.display()
+                )));
             }
             let screen = ctx.clone();
             tokio::task::spawn_blocking(move || {
@@ -128,7 +133,7 @@ impl Tool for GrepTool {
                 search(&grep, &base, files)
             })
             .await
-            .map_err(|err| ToolError::new(format!("the search failed: {err}")))?
+            .map_err(|err| ToolError::Failed(format!("the search failed: {err}")))?
         })
     }
 }
@@ -137,7 +142,7 @@ fn matcher(grep: &GrepInput) -> Result<grep_regex::RegexMatcher, ToolError> {
     RegexMatcherBuilder::new()
         .case_insensitive(grep.case_insensitive)
         .build(&grep.pattern)
-        .map_err(|err| ToolError::new(format!("invalid regular expression: {err}")))
+        .map_err(|err| ToolError::Invalid(format!("invalid regular expression: {err}")))
 }
 
 fn compile_glob(glob: &str) -> Result<globset::GlobMatcher, ToolError> {
@@ -145,7 +150,7 @@ fn compile_glob(glob: &str) -> Result<globset::GlobMatcher, ToolError> {
         .literal_separator(true)
         .build()
         .map(|glob| glob.compile_matcher())
-        .map_err(|err| ToolError::new(format!("invalid glob `{glob}`: {}", err.kind())))
+        .map_err(|err| ToolError::Invalid(format!("invalid glob `{glob}`: {}", err.kind())))
 }
 
 /// Searches `files` (found below `base`, already screened by the policy).
@@ -221,8 +226,9 @@ fn search(grep: &GrepInput, base: &Path, files: Vec<PathBuf>) -> Result<ToolOutp
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::AbortHandle;
     use crate::policy::{Policy, PolicyOrigin, RuleSet, Workspace};
-    use crate::tools::{AbortHandle, FileStateCache, GlobTool, ToolLimits};
+    use crate::tools::{FileStateCache, GlobTool, ToolLimits};
     use std::sync::Arc;
 
     /// A workspace holding a secret under two names and an ordinary file, with `Read(.env)`
@@ -259,6 +265,7 @@ mod tests {
             command_env: crate::exec::RunEnv::new(&Default::default()).model,
             progress: None,
             sandbox: None,
+            state: Default::default(),
         };
         (dir, ctx, handle)
     }
@@ -267,13 +274,17 @@ mod tests {
     async fn read_denied_files_are_neither_searched_nor_listed() {
         let (_dir, ctx, _handle) = screened();
         let found = GrepTool
-            .call(json!({"pattern": "TOKEN", "output_mode": "content"}), &ctx)
+            .prepare(&json!({"pattern": "TOKEN", "output_mode": "content"}))
+            .unwrap()
+            .run(&ctx)
             .await
             .unwrap()
             .content;
         assert_eq!(found, "src/a.rs:1:// TOKEN is read from the environment");
         let listed = GlobTool
-            .call(json!({"pattern": "**/*"}), &ctx)
+            .prepare(&json!({"pattern": "**/*"}))
+            .unwrap()
+            .run(&ctx)
             .await
             .unwrap()
             .content;

@@ -1,5 +1,6 @@
-//! Tools as data contracts (S1): a name, a schema and pure functions of the input, plus
-//! `call`. Everything a call needs comes from its `ToolContext`; tools hold no state.
+//! Tools as data contracts (S1): a name, a schema, and `prepare`, which turns a model's input
+//! into a typed `ToolInput` with pure functions of it and `run`. Everything a run needs comes
+//! from its `ToolContext`; tools hold no state.
 
 mod bash;
 mod context;
@@ -10,11 +11,17 @@ mod grep;
 mod path;
 mod progress;
 mod read;
+mod registry;
+mod run_state;
 mod shell;
 mod text;
+mod todo_write;
+mod tool_search;
 mod walk;
+mod web_fetch;
 mod write;
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -24,15 +31,21 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use bash::BashTool;
-pub use context::{AbortHandle, AbortReason, AbortSignal, FileStateCache, ToolContext, ToolLimits};
+pub use context::{FileStateCache, ToolContext, ToolLimits};
 pub use edit::EditTool;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
 pub use path::{check_file_access, resolve_path, resolve_symlinks};
 pub use progress::{ProgressLine, ProgressSink};
 pub use read::ReadTool;
+pub use registry::ToolRegistry;
+pub use run_state::{
+    DeferredTools, RunState, Todo, TodoList, TodoSnapshot, TodoStatus, ToolDefinition,
+};
 pub use shell::{ShellEnding, ShellEnv, ShellRun, model_command_env, run_shell};
-pub use text::truncate_middle;
+pub use todo_write::TodoWriteTool;
+pub use tool_search::ToolSearchTool;
+pub use web_fetch::WebFetchTool;
 pub use write::WriteTool;
 
 use crate::policy::{PermissionContext, ToolCheck, ToolName};
@@ -61,70 +74,78 @@ impl ToolOutput {
     }
 }
 
-/// A failed call; the message goes back to the model as an is_error tool result.
+/// A call that could not be run or failed; its text goes back to the model as an is_error
+/// tool result.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ToolError(pub String);
-
-impl ToolError {
-    pub fn new(message: impl Into<String>) -> Self {
-        ToolError(message.into())
-    }
+pub enum ToolError {
+    /// The input does not fit the tool's schema.
+    #[error("invalid input for {tool}: {message}")]
+    Schema { tool: ToolName, message: String },
+    /// The input fits the schema but cannot be run as given (an empty command, a pattern that
+    /// does not compile, an edit that changes nothing).
+    #[error("{0}")]
+    Invalid(String),
+    /// A write to a file the run has not read in its current version (Write, Edit).
+    #[error("{0}")]
+    Stale(String),
+    /// The call ran and failed; the text (with any output) says how.
+    #[error("{0}")]
+    Failed(String),
+    /// The scheduler stopped the call at its deadline.
+    #[error("{0}")]
+    Stopped(String),
 }
 
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send + 'a>>;
 
-/// The S1 contract. The defaults fail closed: a tool that says nothing about itself is
-/// treated as writing, exclusive, destructive and blocking, and its calls need the gate.
+/// The S1 contract: what a tool is, and how it turns a model's input into a validated one.
 pub trait Tool: Send + Sync {
     fn name(&self) -> ToolName;
-    fn description(&self) -> &'static str;
+    /// What the model is told the tool does (an MCP server's own text is owned).
+    fn description(&self) -> Cow<'static, str>;
     fn input_schema(&self) -> Value;
-    /// Checks the input's shape before anything else looks at it.
-    fn validate_input(&self, input: &Value) -> Result<(), ToolError>;
-    fn is_read_only(&self, _input: &Value) -> bool {
-        false
-    }
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        false
-    }
-    fn is_destructive(&self, _input: &Value) -> bool {
-        true
-    }
     fn interrupt_behavior(&self) -> InterruptBehavior {
         InterruptBehavior::Block
     }
     fn requires_user_interaction(&self) -> bool {
         false
     }
-    fn check_permissions(&self, _input: &Value, _ctx: &PermissionContext) -> ToolCheck {
-        ToolCheck::Passthrough {
-            reason: format!("{} has no permission check of its own", self.name()),
-        }
-    }
-    /// Details of the tool's own check for `check --explain` (Bash: each simple command
-    /// and its verdict). Empty when the check's reason says it all.
-    fn explain_permissions(&self, _input: &Value, _ctx: &PermissionContext) -> Vec<String> {
-        Vec::new()
-    }
     fn max_result_chars(&self) -> usize {
         30_000
     }
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> ToolFuture<'a>;
+    /// Parses and validates the input once, into the typed input every later stage reads.
+    /// `Err` says what is wrong, for the model.
+    fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError>;
+}
+
+/// A tool's validated input, with the pure functions of it (S1). The defaults fail closed:
+/// an input that says nothing about itself is writing, exclusive and destructive.
+pub trait ToolInput: Send + Sync {
+    fn is_read_only(&self) -> bool {
+        false
+    }
+    fn is_concurrency_safe(&self) -> bool {
+        false
+    }
+    fn is_destructive(&self) -> bool {
+        true
+    }
+    /// The tool's own permission check (S4 step 1c).
+    fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck;
+    /// Details of the tool's own check for `check --explain` (Bash: each simple command
+    /// and its verdict). Empty when the check's reason says it all.
+    fn explain_permissions(&self, _ctx: &PermissionContext) -> Vec<String> {
+        Vec::new()
+    }
+    fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a>;
 }
 
 /// Parses a tool's input into its typed form; the message names the problem for the model.
 pub fn parse_input<T: DeserializeOwned>(tool: &ToolName, input: &Value) -> Result<T, ToolError> {
-    serde_json::from_value(input.clone())
-        .map_err(|err| ToolError::new(format!("invalid input for {tool}: {err}")))
-}
-
-/// A malformed input in a permission check: nothing about it is proven, so deny.
-fn invalid_input_check(err: ToolError) -> ToolCheck {
-    ToolCheck::Deny {
-        reason: err.0,
-        rule: None,
-    }
+    T::deserialize(input).map_err(|err| ToolError::Schema {
+        tool: tool.clone(),
+        message: err.to_string(),
+    })
 }
 
 /// The built-in tools by name, in the order they are offered to the model.
@@ -136,6 +157,9 @@ pub fn builtin(name: &ToolName) -> Option<Arc<dyn Tool>> {
         ToolName::Glob => Arc::new(GlobTool),
         ToolName::Grep => Arc::new(GrepTool),
         ToolName::Bash => Arc::new(BashTool),
+        ToolName::TodoWrite => Arc::new(TodoWriteTool),
+        ToolName::ToolSearch => Arc::new(ToolSearchTool),
+        ToolName::WebFetch => Arc::new(WebFetchTool),
         _ => return None,
     };
     Some(tool)

@@ -1,11 +1,12 @@
 //! Resolving a path a model gave to what it really names on disk: absolute, lexically
-//! normalised, and with every symlink in its existing part resolved, before any check.
+//! normalised, and with every symlink in its existing part resolved, before any check. Work
+//! is linear in the path's length, and paths no system call could take are refused first.
 
 use std::path::{Path, PathBuf};
 
+use crate::base::normalize_lexically;
 use crate::policy::{
     Access, AskCause, PermissionContext, ToolCheck, ToolName, check_path, git_dir_write,
-    normalize_lexically,
 };
 
 /// A file tool's permission check: resolve the path as the call would, then the policy's
@@ -16,6 +17,9 @@ pub fn check_file_access(
     raw: &str,
     access: Access,
 ) -> ToolCheck {
+    if let Err(reason) = path_shape(raw) {
+        return ToolCheck::Deny { reason, rule: None };
+    }
     let workspace = ctx.workspace;
     let path = resolve_path(raw, &workspace.workdir, workspace.home.as_deref());
     match access {
@@ -44,6 +48,29 @@ pub fn check_write(ctx: &PermissionContext, tool: &ToolName, path: &Path) -> Too
     }
 }
 
+/// Linux's PATH_MAX: no system call takes a longer path, so no tool could use one.
+pub const MAX_PATH_BYTES: usize = 4096;
+
+/// More parts than any real tree has; a deeper path is a generated one.
+pub const MAX_PATH_DEPTH: usize = 256;
+
+/// A path too long or too deep to name a file, refused with a sentence before any work.
+fn path_shape(raw: &str) -> Result<(), String> {
+    if raw.len() > MAX_PATH_BYTES {
+        return Err(format!(
+            "the path is {} bytes long, over the {MAX_PATH_BYTES}-byte limit",
+            raw.len()
+        ));
+    }
+    let depth = raw.split('/').filter(|part| !part.is_empty()).count();
+    if depth > MAX_PATH_DEPTH {
+        return Err(format!(
+            "the path has {depth} parts, over the {MAX_PATH_DEPTH}-part limit"
+        ));
+    }
+    Ok(())
+}
+
 /// `raw` is absolute or relative to `workdir`; `~/` expands to `home`. Symlinks in the part
 /// that exists are resolved, so a link inside the workspace pointing out of it is seen.
 pub fn resolve_path(raw: &str, workdir: &Path, home: Option<&Path>) -> PathBuf {
@@ -51,28 +78,61 @@ pub fn resolve_path(raw: &str, workdir: &Path, home: Option<&Path>) -> PathBuf {
         (Some(rest), Some(home)) => home.join(rest),
         _ => workdir.join(raw),
     };
-    resolve_symlinks(&normalize_lexically(&joined))
+    resolve_symlinks_below(&normalize_lexically(&joined), &[workdir])
+}
+
+/// [`resolve_symlinks`] for a path that may lie below folders known to be canonical (the
+/// workspace's roots, canonical from the run's start): only the components under the root are
+/// looked at, one `lstat` each, instead of a `readlink` for every component from `/` — the
+/// gate resolves a path for nearly every call it decides.
+pub fn resolve_symlinks_below<P: AsRef<Path>>(normal: &Path, canonical: &[P]) -> PathBuf {
+    let below = canonical
+        .iter()
+        .map(AsRef::as_ref)
+        .filter_map(|root| Some((root, normal.strip_prefix(root).ok()?)))
+        .max_by_key(|(root, _)| root.as_os_str().len());
+    let Some((root, rest)) = below else {
+        return resolve_symlinks(normal);
+    };
+    let mut resolved = root.to_path_buf();
+    let mut components = rest.components();
+    for component in components.by_ref() {
+        resolved.push(component);
+        match std::fs::symlink_metadata(&resolved) {
+            Ok(meta) if meta.file_type().is_symlink() => match resolved.canonicalize() {
+                Ok(real) => resolved = real,
+                // A dangling link names nothing yet: kept as written, like any missing part.
+                Err(_) => break,
+            },
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    resolved.extend(components);
+    resolved
 }
 
 /// Resolves the symlinks in the existing part of an absolute, normalised path; the part
-/// that does not exist yet is kept as written.
+/// that does not exist yet is kept as written. Walked forward, one part at a time from the
+/// already-resolved prefix, so each system call sees at most a real path's length and the
+/// rest is appended once: linear, however many parts follow the first missing one.
 pub fn resolve_symlinks(normal: &Path) -> PathBuf {
-    let mut existing = normal;
-    let mut tail = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            let mut resolved = real;
-            resolved.extend(tail.iter().rev());
-            return resolved;
-        }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                tail.push(name.to_os_string());
-                existing = parent;
+    let mut resolved = PathBuf::new();
+    let mut rest = normal.components();
+    while let Some(part) = rest.clone().next() {
+        match resolved.join(part).canonicalize() {
+            Ok(real) => {
+                resolved = real;
+                rest.next();
             }
-            _ => return normal.to_path_buf(),
+            Err(_) => break,
         }
     }
+    if resolved.as_os_str().is_empty() {
+        return normal.to_path_buf();
+    }
+    resolved.extend(rest);
+    resolved
 }
 
 #[cfg(test)]
@@ -102,5 +162,71 @@ mod tests {
             resolve_path("~/.bashrc", &root, Some(Path::new("/home/u"))),
             PathBuf::from("/home/u/.bashrc")
         );
+    }
+
+    /// Below a canonical root the walk gives what a full resolution gives: links in and out
+    /// of the root, chains of links, dangling links, files used as folders, missing parts.
+    #[test]
+    fn resolving_below_a_root_agrees_with_a_full_resolution() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("src/deep")).unwrap();
+        std::fs::write(root.join("src/file.rs"), "").unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("escape")).unwrap();
+        std::os::unix::fs::symlink("src/deep", root.join("inner")).unwrap();
+        std::os::unix::fs::symlink("inner", root.join("chain")).unwrap();
+        std::os::unix::fs::symlink("../src/../escape", root.join("src/deep/back")).unwrap();
+        std::os::unix::fs::symlink("nowhere", root.join("dangling")).unwrap();
+        for relative in [
+            "",
+            "src",
+            "src/file.rs",
+            "src/file.rs/x",
+            "src/new/a.rs",
+            "escape/passwd",
+            "inner/x.rs",
+            "chain/x/y",
+            "src/deep/back/hosts",
+            "dangling/x",
+            "missing/also/missing",
+        ] {
+            let path = if relative.is_empty() {
+                root.clone()
+            } else {
+                root.join(relative)
+            };
+            assert_eq!(
+                resolve_symlinks_below(&path, &[&root]),
+                resolve_symlinks(&path),
+                "{relative}"
+            );
+        }
+        let outside = Path::new("/etc/hosts");
+        assert_eq!(
+            resolve_symlinks_below(outside, &[&root]),
+            resolve_symlinks(outside)
+        );
+    }
+
+    #[test]
+    fn a_megabyte_of_missing_parts_is_kept_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let raw = "a/".repeat(500_000);
+        let resolved = resolve_path(&raw, &root, None);
+        assert_eq!(resolved, root.join(raw.trim_end_matches('/')));
+    }
+
+    #[test]
+    fn paths_no_system_call_could_take_are_refused_with_a_sentence() {
+        assert_eq!(
+            path_shape(&"a/".repeat(500_000)),
+            Err("the path is 1000000 bytes long, over the 4096-byte limit".into())
+        );
+        assert_eq!(
+            path_shape(&"a/".repeat(300)),
+            Err("the path has 300 parts, over the 256-part limit".into())
+        );
+        assert_eq!(path_shape("src//lib.rs"), Ok(()));
     }
 }

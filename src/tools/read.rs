@@ -1,13 +1,14 @@
 //! Read: a text file's lines, numbered, within a range and a size cap; binary files refused.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::path::{check_file_access, resolve_path};
 use super::text::{clip_line, looks_binary};
 use super::{
-    InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, invalid_input_check,
-    parse_input,
+    InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input,
 };
 use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
 
@@ -30,9 +31,11 @@ impl Tool for ReadTool {
         ToolName::Read
     }
 
-    fn description(&self) -> &'static str {
-        "Reads a text file in the workspace and returns its lines numbered like `cat -n`. \
-         Use offset (1-based line) and limit for large files. Binary files are refused."
+    fn description(&self) -> Cow<'static, str> {
+        Cow::Borrowed(
+            "Reads a text file in the workspace and returns its lines numbered like `cat -n`. \
+         Use offset (1-based line) and limit for large files. Binary files are refused.",
+        )
     }
 
     fn input_schema(&self) -> Value {
@@ -48,31 +51,13 @@ impl Tool for ReadTool {
         })
     }
 
-    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
-        parse_input::<ReadInput>(&self.name(), input).map(drop)
-    }
-
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_destructive(&self, _input: &Value) -> bool {
-        false
+    fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
+        let read: ReadInput = parse_input(&self.name(), input)?;
+        Ok(Box::new(read))
     }
 
     fn interrupt_behavior(&self) -> InterruptBehavior {
         InterruptBehavior::Cancel
-    }
-
-    fn check_permissions(&self, input: &Value, ctx: &PermissionContext) -> ToolCheck {
-        match parse_input::<ReadInput>(&self.name(), input) {
-            Ok(read) => check_file_access(ctx, &self.name(), &read.file_path, Access::Read),
-            Err(err) => invalid_input_check(err),
-        }
     }
 
     /// Read results are never offloaded (S8): offloading would make the model read the
@@ -80,20 +65,38 @@ impl Tool for ReadTool {
     fn max_result_chars(&self) -> usize {
         usize::MAX
     }
+}
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+impl ToolInput for ReadInput {
+    fn is_read_only(&self) -> bool {
+        true
+    }
+
+    fn is_concurrency_safe(&self) -> bool {
+        true
+    }
+
+    fn is_destructive(&self) -> bool {
+        false
+    }
+
+    fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
+        check_file_access(ctx, &ToolName::Read, &self.file_path, Access::Read)
+    }
+
+    fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let read: ReadInput = parse_input(&self.name(), &input)?;
+            let read = self;
             let path = resolve_path(
                 &read.file_path,
                 &ctx.workspace.workdir,
                 ctx.workspace.home.as_deref(),
             );
-            let metadata = tokio::fs::metadata(&path)
-                .await
-                .map_err(|err| ToolError::new(format!("cannot read {}: {err}", path.display())))?;
+            let metadata = tokio::fs::metadata(&path).await.map_err(|err| {
+                ToolError::Failed(format!("cannot read {}: {err}", path.display()))
+            })?;
             if metadata.is_dir() {
-                return Err(ToolError::new(format!(
+                return Err(ToolError::Failed(format!(
                     "{} is a directory; use Glob to list it",
                     path.display()
                 )));
@@ -101,17 +104,17 @@ impl Tool for ReadTool {
             let ranged = read.offset.is_some() || read.limit.is_some();
             let cap = ctx.limits.max_read_bytes;
             if metadata.len() > cap.saturating_mul(if ranged { 16 } else { 1 }) {
-                return Err(ToolError::new(format!(
+                return Err(ToolError::Failed(format!(
                     "{} is {} bytes, over the {cap}-byte read limit; read a range with offset and limit, or search it with Grep",
                     path.display(),
                     metadata.len()
                 )));
             }
-            let bytes = tokio::fs::read(&path)
-                .await
-                .map_err(|err| ToolError::new(format!("cannot read {}: {err}", path.display())))?;
+            let bytes = tokio::fs::read(&path).await.map_err(|err| {
+                ToolError::Failed(format!("cannot read {}: {err}", path.display()))
+            })?;
             if looks_binary(&bytes) {
-                return Err(ToolError::new(format!(
+                return Err(ToolError::Failed(format!(
                     "{} is a binary file; Read only shows text",
                     path.display()
                 )));

@@ -7,11 +7,16 @@ use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::context::AbortSignal;
 use super::git_env::git_env;
 use super::progress::ProgressSink;
+use crate::base::AbortSignal;
 use crate::exec::{self, ChildEnv, Ending, ExecRequest};
 use crate::sandbox::{LimitHit, Sandbox};
+
+/// Output kept per stream of a model's command; the rest is drained and counted (a note says
+/// how much). Large, because Bash's output is kept whole and offloaded to a file when long
+/// (S8): a 1 MB build log must survive intact.
+pub const CAPTURE_BYTES: usize = 16 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShellEnding {
@@ -69,6 +74,7 @@ pub async fn run_shell(
         ShellEnv::Model(env) | ShellEnv::Author(env) => env.clone(),
     };
     let mut request = ExecRequest::bash(command, cwd.to_path_buf(), given, timeout);
+    request.capture.max_bytes = CAPTURE_BYTES;
     if let Some(progress) = progress.cloned() {
         request.capture.lines = Some(Arc::new(move |line: &str| progress.line(line)));
     }
@@ -132,8 +138,8 @@ fn with_drop_note(captured: exec::Captured) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::{AbortHandle, AbortReason};
     use crate::exec::RunEnv;
-    use crate::tools::{AbortHandle, AbortReason};
 
     fn model_env() -> ChildEnv {
         RunEnv::new(&Default::default()).model

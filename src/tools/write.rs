@@ -1,13 +1,13 @@
 //! Write: creates or replaces a whole file. Replacing needs a prior Read of the current
 //! version, so the model never overwrites what it has not seen.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::path::{check_file_access, resolve_path};
-use super::{
-    Tool, ToolContext, ToolError, ToolFuture, ToolOutput, invalid_input_check, parse_input,
-};
+use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
 use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
 
 #[derive(Debug, Deserialize)]
@@ -24,8 +24,10 @@ impl Tool for WriteTool {
         ToolName::Write
     }
 
-    fn description(&self) -> &'static str {
-        "Writes a file, creating it and its folders if needed. To replace an existing file, Read it first. Prefer Edit for changes to existing files."
+    fn description(&self) -> Cow<'static, str> {
+        Cow::Borrowed(
+            "Writes a file, creating it and its folders if needed. To replace an existing file, Read it first. Prefer Edit for changes to existing files.",
+        )
     }
 
     fn input_schema(&self) -> Value {
@@ -40,35 +42,37 @@ impl Tool for WriteTool {
         })
     }
 
-    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
-        parse_input::<WriteInput>(&self.name(), input).map(drop)
+    fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
+        let write: WriteInput = parse_input(&self.name(), input)?;
+        Ok(Box::new(write))
+    }
+}
+
+impl ToolInput for WriteInput {
+    fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
+        check_file_access(ctx, &ToolName::Write, &self.file_path, Access::Write)
     }
 
-    fn check_permissions(&self, input: &Value, ctx: &PermissionContext) -> ToolCheck {
-        match parse_input::<WriteInput>(&self.name(), input) {
-            Ok(write) => check_file_access(ctx, &self.name(), &write.file_path, Access::Write),
-            Err(err) => invalid_input_check(err),
-        }
-    }
-
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let write: WriteInput = parse_input(&self.name(), &input)?;
+            let write = self;
             let path = resolve_path(
                 &write.file_path,
                 &ctx.workspace.workdir,
                 ctx.workspace.home.as_deref(),
             );
-            ctx.files.check_fresh(&path).map_err(ToolError::new)?;
+            ctx.files.check_fresh(&path).map_err(ToolError::Stale)?;
             let existed = path.exists();
             if let Some(parent) = path.parent() {
                 tokio::fs::create_dir_all(parent).await.map_err(|err| {
-                    ToolError::new(format!("cannot create {}: {err}", parent.display()))
+                    ToolError::Failed(format!("cannot create {}: {err}", parent.display()))
                 })?;
             }
             tokio::fs::write(&path, write.content.as_bytes())
                 .await
-                .map_err(|err| ToolError::new(format!("cannot write {}: {err}", path.display())))?;
+                .map_err(|err| {
+                    ToolError::Failed(format!("cannot write {}: {err}", path.display()))
+                })?;
             ctx.files.record(&path);
             let verb = if existed { "Replaced" } else { "Created" };
             Ok(ToolOutput::new(format!(

@@ -10,10 +10,27 @@ use crate::hooks::{HookEvent, HookReport};
 use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
 use crate::policy::{DenialCounts, Layer, PermissionDecision, PermissionMode, RuleRef, SourceKind};
 use crate::sandbox::{ProxyConnection, SandboxStatus};
-use crate::scheduler::ProgressUpdate;
 use crate::task::FailOn;
+use crate::tools::Todo;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A result the per-message budget replaced: its id, its size, and the preview sent instead
+/// (the `tool_result` event keeps what the tool returned).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplacedResult {
+    pub id: String,
+    pub chars: usize,
+    pub content: String,
+}
+
+/// A reminder's form: the whole list, or a one-line count while it is unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReminderKind {
+    Full,
+    Sparse,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
     RunStarted {
@@ -90,6 +107,9 @@ pub enum Event {
         content: String,
         disposition: Disposition,
     },
+    /// A stdin line (`--input-format stream-json`) that is not a user message: skipped, and
+    /// reading went on.
+    InputSkipped { line: u64, reason: String },
     /// The current query stopped early: by a queued message (`interrupt`) or a signal. After
     /// a signal, `message` is the text appended to the history.
     QueryAborted {
@@ -146,11 +166,33 @@ pub enum Event {
         redactions: u64,
         /// Every refused call of the run.
         permission_denials: Vec<DenialSummary>,
+        /// Of all prompt tokens, the share read from the provider's cache; `None` before
+        /// any usage was reported.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_read_share: Option<f64>,
+        /// The TodoWrite list as the run left it (S3).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        todos: Vec<Todo>,
+    },
+    /// A TodoWrite snapshot appended to the next user message (S3).
+    Reminder {
+        turn: u32,
+        kind: ReminderKind,
+        content: String,
+    },
+    /// Results of one user message replaced by previews to fit `limits.message_result_chars`
+    /// (S8). Decided once: the message is sent as it is from then on.
+    MessageBudget {
+        turn: u32,
+        /// The results replaced, largest first, with what the history holds instead.
+        replaced: Vec<ReplacedResult>,
+        chars_before: usize,
+        chars_after: usize,
     },
 }
 
 /// Where a queued user message went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Disposition {
     /// It aborted the running `cancel` tools and starts a new query on the kept history.
@@ -163,14 +205,14 @@ pub enum Disposition {
 }
 
 /// How an aborted query ended: during the model request or during the tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QueryEnd {
     AbortedStreaming,
     AbortedTools,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AbortCause {
     /// A queued user message while only `cancel` tools ran.
@@ -180,7 +222,7 @@ pub enum AbortCause {
 }
 
 /// A refused call, as the run's result lists it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DenialSummary {
     pub id: String,
     pub tool: String,
@@ -188,13 +230,13 @@ pub struct DenialSummary {
     pub reason: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskSummary {
     pub name: String,
     pub file: PathBuf,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PolicySummary {
     /// Every policy source in force, highest precedence first.
     pub sources: Vec<(SourceKind, PathBuf)>,
@@ -211,11 +253,11 @@ pub struct PolicySummary {
     /// Allow rules that hand out more than they seem to.
     pub warnings: Vec<String>,
     /// Allow rules auto mode dropped because they would make its classifier moot.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped_for_auto: Vec<RuleRef>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelSummary {
     pub provider: String,
     pub name: String,
@@ -230,7 +272,7 @@ pub enum ResultStatus {
     Cancelled,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckOutcome {
     /// `None` when the check did not exit by itself (timeout, signal, could not start).
     pub exit_code: Option<i32>,
@@ -279,7 +321,7 @@ pub enum Outcome {
     Terminated,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunCounts {
     pub turns: u32,
     pub tool_calls: u32,
@@ -295,7 +337,7 @@ pub struct RunCounts {
 }
 
 /// What the auto-mode classifier did in a run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClassifierCounts {
     /// Actions reviewed (each once, whatever the number of model calls).
     pub reviews: u32,
@@ -307,4 +349,12 @@ pub struct ClassifierCounts {
     /// Answers that were no verdict, or a judge that could not be reached (each a deny).
     pub errors: u32,
     pub usage: Usage,
+}
+
+/// Some new lines of a running call's output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgressUpdate {
+    pub lines: Vec<String>,
+    /// Lines since the last update that were not kept.
+    pub omitted_lines: u64,
 }

@@ -2,12 +2,16 @@
 //! replay the run. The event types are the schema.
 
 mod event;
+mod run;
 mod stream;
+pub mod verdict;
 mod writer;
 
 pub use event::{
     AbortCause, CheckOutcome, ClassifierCounts, DenialSummary, Disposition, Event, ModelSummary,
-    Outcome, PolicySummary, QueryEnd, ResultStatus, RunCounts, TaskSummary,
+    Outcome, PolicySummary, ProgressUpdate, QueryEnd, ReminderKind, ReplacedResult, ResultStatus,
+    RunCounts, TaskSummary,
 };
+pub use run::{CheckRecord, Denial, RunReport};
 pub use stream::{StreamFormat, StreamOutput, stream_type};
-pub use writer::{Transcript, TranscriptLine};
+pub use writer::{RecordedLine, Transcript, TranscriptLine};

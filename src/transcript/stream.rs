@@ -43,12 +43,15 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         Event::NetworkConnection { .. } => "network_connection",
         Event::ApiRetry { .. } => "api_retry",
         Event::QueuedMessage { .. } => "queued_message",
+        Event::InputSkipped { .. } => "input_skipped",
         Event::QueryAborted { .. } => "query_aborted",
         Event::RunFinished { .. } => "result",
         Event::ModelRequest { .. }
         | Event::HookRun { .. }
         | Event::CheckResult { .. }
-        | Event::CheckFeedback { .. } => return None,
+        | Event::CheckFeedback { .. }
+        | Event::Reminder { .. }
+        | Event::MessageBudget { .. } => return None,
     })
 }
 

@@ -2,11 +2,11 @@
 //! a run killed at any point leaves every event that happened.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::event::Event;
 use super::stream::StreamOutput;
@@ -21,10 +21,21 @@ pub struct TranscriptLine<'a> {
     pub event: &'a Event,
 }
 
+/// One line of a transcript as read back (`replay`): the same shape, owned.
+#[derive(Debug, Deserialize)]
+pub struct RecordedLine {
+    pub seq: u64,
+    pub time: String,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
 #[derive(Debug)]
 pub struct Transcript {
     file: File,
     path: PathBuf,
+    /// Bytes of whole lines written: a failed write is cut back to here.
+    len: u64,
     seq: u64,
     redactor: Arc<Redactor>,
     stream: Option<StreamOutput>,
@@ -35,6 +46,7 @@ impl Transcript {
         Ok(Transcript {
             file: File::create(path)?,
             path: path.to_path_buf(),
+            len: 0,
             seq: 0,
             redactor: Arc::default(),
             stream: None,
@@ -67,8 +79,14 @@ impl Transcript {
         let json = serde_json::to_string(&line).map_err(std::io::Error::other)?;
         let mut bytes = self.redactor.redact(&json).into_bytes();
         bytes.push(b'\n');
-        self.file.write_all(&bytes)?;
-        self.file.flush()?;
+        if let Err(err) = self.file.write_all(&bytes).and_then(|()| self.file.flush()) {
+            // A full disk may take half a line: cut it, so the file stays valid JSON lines
+            // up to the failure.
+            let _ = self.file.set_len(self.len);
+            let _ = self.file.seek(std::io::SeekFrom::Start(self.len));
+            return Err(err);
+        }
+        self.len += bytes.len() as u64;
         if let Some(stream) = &mut self.stream
             && let Some(streamed) = serde_json::to_value(&line)
                 .ok()

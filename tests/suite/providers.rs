@@ -10,32 +10,32 @@ use tempfile::TempDir;
 
 use crate::support::fake_model::{Api, Block, FakeModel, Reply, Tokens, text, tool, turn};
 
-const KEY: &str = "sk-planted-5f3a9c1e-never-print-me";
+pub(super) const KEY: &str = "sk-planted-5f3a9c1e-never-print-me";
 
 /// Fast timeouts and retries so fault tests take milliseconds.
 const FAST: &str = "  timeouts: {connect: 2, first_event: 2, idle: 0.5, request: 10}
   retries: {max: 3, base_delay: 0.005, max_delay: 0.02}
 ";
 
-struct Run {
-    code: i32,
-    events: Vec<Value>,
-    junit: String,
-    stdout: String,
-    stderr: String,
-    dir: TempDir,
+pub(super) struct Run {
+    pub(super) code: i32,
+    pub(super) events: Vec<Value>,
+    pub(super) junit: String,
+    pub(super) stdout: String,
+    pub(super) stderr: String,
+    pub(super) dir: TempDir,
 }
 
 impl Run {
-    fn of_type(&self, kind: &str) -> Vec<&Value> {
+    pub(super) fn of_type(&self, kind: &str) -> Vec<&Value> {
         self.events.iter().filter(|e| e["type"] == kind).collect()
     }
 
-    fn finished(&self) -> &Value {
+    pub(super) fn finished(&self) -> &Value {
         self.of_type("run_finished")[0]
     }
 
-    fn retries(&self) -> Vec<(Value, Value)> {
+    pub(super) fn retries(&self) -> Vec<(Value, Value)> {
         self.of_type("api_retry")
             .iter()
             .map(|e| (e["category"].clone(), e["status"].clone()))
@@ -43,7 +43,7 @@ impl Run {
     }
 
     /// Every file the run wrote, and its stdout and stderr, are free of the key.
-    fn assert_key_absent(&self) {
+    pub(super) fn assert_key_absent(&self) {
         // The trace-level log really covers the HTTP exchange, so its silence means something.
         assert!(self.stderr.contains("127.0.0.1"), "{}", self.stderr);
         assert!(!self.stdout.contains(KEY), "stdout has the key");
@@ -70,7 +70,7 @@ fn visit(dir: &Path, f: &mut dyn FnMut(&Path)) {
     }
 }
 
-fn model_block(api: Api, server: &FakeModel, extra: &str) -> String {
+pub(super) fn model_block(api: Api, server: &FakeModel, extra: &str) -> String {
     let (provider, name) = match api {
         Api::Anthropic => ("anthropic", "claude-sonnet-4-5"),
         Api::OpenAi => ("openai", "gpt-4.1"),
@@ -84,12 +84,12 @@ fn model_block(api: Api, server: &FakeModel, extra: &str) -> String {
 const READ_ONLY: &str = "mode: dontAsk\ntools: [Read, Glob, Grep]\n";
 
 /// Runs the binary on a task with `model` and `limits` blocks; the key is in the environment.
-async fn run_task(model: &str, limits: &str, env: &[(&str, &str)]) -> Run {
+pub(super) async fn run_task(model: &str, limits: &str, env: &[(&str, &str)]) -> Run {
     run_task_with(READ_ONLY, model, limits, env, &[]).await
 }
 
 /// As `run_task`, with `preamble` for the task's mode and tools, and extra `run` flags.
-async fn run_task_with(
+pub(super) async fn run_task_with(
     preamble: &str,
     model: &str,
     limits: &str,
@@ -151,7 +151,7 @@ fn tokens(input: u64, output: u64, cache_write: u64, cache_read: u64) -> Tokens 
     }
 }
 
-fn read_turn() -> Reply {
+pub(super) fn read_turn() -> Reply {
     Reply::Turn(turn(
         vec![
             text("Reading the notes."),
@@ -161,7 +161,7 @@ fn read_turn() -> Reply {
     ))
 }
 
-fn done_turn() -> Reply {
+pub(super) fn done_turn() -> Reply {
     Reply::Turn(turn(
         vec![text("The notes say the build is green.")],
         tokens(150, 10, 0, 0),

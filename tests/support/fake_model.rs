@@ -100,6 +100,14 @@ pub enum Reply {
     OverloadedEvent,
     /// A 401 whose message quotes the key it was sent, as a careless gateway might.
     EchoKey,
+    /// HTTP 200 with this content type and body, sent as they are (a proxy's HTML page, an
+    /// error body where a stream belongs, a hand-built stream).
+    Raw {
+        content_type: &'static str,
+        body: String,
+    },
+    /// The turn with every tool call given the id of its first one.
+    SameIds(Turn),
     /// `reply` after `delay` (a slow first byte; a model's think time in benchmarks).
     Delayed {
         delay: Duration,
@@ -274,6 +282,22 @@ async fn handle(
                 "authentication_error",
                 &format!("invalid x-api-key: {sent}"),
             )
+        }
+        Reply::Raw { content_type, body } => Response::builder()
+            .header("content-type", content_type)
+            .body(Body::from(body))
+            .unwrap(),
+        Reply::SameIds(turn) => {
+            let first = format!("_{number:02}_0\"");
+            let events = events(api, &turn, number)
+                .into_iter()
+                .map(|event| {
+                    (1..turn.blocks.len()).fold(event, |event, index| {
+                        event.replace(&format!("_{number:02}_{index}\""), &first)
+                    })
+                })
+                .collect();
+            sse(events, Ending::Clean)
         }
         Reply::Delayed { .. } => error_response(api, 500, &[], "api_error", "nested delay"),
     }

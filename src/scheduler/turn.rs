@@ -1,30 +1,30 @@
-//! The executor of one batch (S6): admits calls in order, runs concurrency-safe ones together
+//! The executor of one model turn's calls (S6): admits calls in order, runs concurrency-safe ones together
 //! (bounded) and any other alone, lands results in call order, and cancels what must stop.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, Id, JoinSet};
 use tokio::time::Instant;
 
 use super::cancel::Cancellation;
-use super::host::{Admission, BatchHost, Call, CallDeadline, Landing};
+use super::host::{Admission, Call, CallDeadline, Landing, TurnHost};
 use super::progress::Throttle;
 use super::queue::MessageQueue;
+use crate::call::{Concurrency, PreparedCall, Scheduling};
 use crate::policy::ToolName;
 use crate::tools::{
-    InterruptBehavior, ProgressLine, ProgressSink, Tool, ToolContext, ToolError, ToolOutput,
+    InterruptBehavior, ProgressLine, ProgressSink, ToolContext, ToolError, ToolOutput,
 };
 
 /// Lines buffered between the tools and the throttle; past it, lines are dropped (progress
 /// is best-effort, the final output is captured by the tool itself).
 const PROGRESS_CHANNEL: usize = 1024;
 
-/// How a batch ended. Every call has landed in each case.
+/// How a turn's calls ended. Every call has landed in each case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BatchEnd {
+pub enum TurnEnd {
     Complete,
     /// A queued user message arrived while only `cancel` tools were running: they were
     /// cancelled with reason `interrupt`, and the query ends (`aborted_tools`).
@@ -48,14 +48,18 @@ enum Slot {
 }
 
 struct Admitted {
-    tool: Arc<dyn Tool>,
-    input: Value,
+    call: Arc<PreparedCall>,
     deadline: Option<CallDeadline>,
-    safe: bool,
-    behavior: InterruptBehavior,
+    scheduling: Scheduling,
 }
 
-struct Batch<'c> {
+impl Admitted {
+    fn safe(&self) -> bool {
+        self.scheduling.concurrency == Concurrency::Shared
+    }
+}
+
+struct Turn<'c> {
     calls: &'c [Call],
     ctx: &'c ToolContext,
     max_parallel: usize,
@@ -65,21 +69,21 @@ struct Batch<'c> {
     tasks: JoinSet<Result<ToolOutput, ToolError>>,
     task_calls: HashMap<Id, usize>,
     progress: mpsc::Sender<ProgressLine>,
-    end: BatchEnd,
+    end: TurnEnd,
 }
 
 /// Runs one model response's calls. The host admits each (gate, hooks) right before it could
 /// start and records each landing in call order; progress goes to the host at once.
 /// `max_parallel` bounds the concurrency-safe calls running together (at least 1).
-pub async fn run_batch<H: BatchHost>(
+pub async fn run_turn<H: TurnHost>(
     host: &mut H,
     calls: &[Call],
     ctx: &ToolContext,
     max_parallel: usize,
     queue: Option<&MessageQueue>,
-) -> Result<BatchEnd, H::Error> {
+) -> Result<TurnEnd, H::Error> {
     let (progress, mut lines) = mpsc::channel(PROGRESS_CHANNEL);
-    let mut batch = Batch {
+    let mut turn = Turn {
         calls,
         ctx,
         max_parallel: max_parallel.max(1),
@@ -89,33 +93,33 @@ pub async fn run_batch<H: BatchHost>(
         tasks: JoinSet::new(),
         task_calls: HashMap::new(),
         progress,
-        end: BatchEnd::Complete,
+        end: TurnEnd::Complete,
     };
     let mut throttle = Throttle::default();
     let mut arrivals = queue.map(MessageQueue::arrivals);
     let result = loop {
-        if let Err(err) = batch.land_ready(host).await {
+        if let Err(err) = turn.land_ready(host).await {
             break Err(err);
         }
-        if batch.next_land == calls.len() {
-            break Ok(batch.end);
+        if turn.next_land == calls.len() {
+            break Ok(turn.end);
         }
-        if batch.end == BatchEnd::Complete && ctx.abort.is_aborted() {
-            batch.cancel_rest(&Cancellation::UserInterrupted);
-            batch.end = BatchEnd::HardStopped;
+        if turn.end == TurnEnd::Complete && ctx.abort.is_aborted() {
+            turn.cancel_rest(&Cancellation::UserInterrupted);
+            turn.end = TurnEnd::HardStopped;
             continue;
         }
-        match batch.start_more(host).await {
+        match turn.start_more(host).await {
             Ok(true) => continue,
             Ok(false) => {}
             Err(err) => break Err(err),
         }
         let due = throttle.next_due();
-        let listening = batch.end == BatchEnd::Complete;
+        let listening = turn.end == TurnEnd::Complete;
         tokio::select! {
             biased;
             _ = ctx.abort.aborted(), if listening => {}
-            Some(joined) = batch.tasks.join_next_with_id() => {
+            Some(joined) = turn.tasks.join_next_with_id() => {
                 // Lines the call sent before it ended come first.
                 let mut updates = Vec::new();
                 while let Ok(line) = lines.try_recv() {
@@ -125,7 +129,7 @@ pub async fn run_batch<H: BatchHost>(
                             .map(|update| (line.call, update)),
                     );
                 }
-                updates.extend(batch.finished(joined, &mut throttle));
+                updates.extend(turn.finished(joined, &mut throttle));
                 let failed = updates
                     .into_iter()
                     .find_map(|(index, update)| host.progress(&calls[index], update).err());
@@ -149,12 +153,12 @@ pub async fn run_batch<H: BatchHost>(
                     break Err(err);
                 }
             }
-            () = next_arrival(&mut arrivals), if listening => batch.message_arrived(),
+            () = next_arrival(&mut arrivals), if listening => turn.message_arrived(),
         }
     };
     // Cancelled calls are aborted tasks: wait until they are dropped, so a Bash call's process
     // group is gone before the loop goes on (or the process exits).
-    batch.tasks.shutdown().await;
+    turn.tasks.shutdown().await;
     result
 }
 
@@ -172,9 +176,9 @@ async fn next_arrival(arrivals: &mut Option<super::queue::QueuedArrivals>) {
     }
 }
 
-impl Batch<'_> {
+impl Turn<'_> {
     /// Hands the host every landed call at the head of the line.
-    async fn land_ready<H: BatchHost>(&mut self, host: &mut H) -> Result<(), H::Error> {
+    async fn land_ready<H: TurnHost>(&mut self, host: &mut H) -> Result<(), H::Error> {
         while let Some(slot) = self.slots.get_mut(self.next_land) {
             if !matches!(slot, Slot::Landed(_)) {
                 break;
@@ -198,12 +202,12 @@ impl Batch<'_> {
     /// A safe call may join running safe calls under the bound; any other call runs alone.
     fn can_start(&self, safe: bool) -> bool {
         let running = self.running().count();
-        running == 0 || (safe && running < self.max_parallel && self.running().all(|c| c.safe))
+        running == 0 || (safe && running < self.max_parallel && self.running().all(Admitted::safe))
     }
 
     /// Starts the held call and admits further ones while they could start. `true` when a
     /// call was answered without running (it may be ready to land).
-    async fn start_more<H: BatchHost>(&mut self, host: &mut H) -> Result<bool, H::Error> {
+    async fn start_more<H: TurnHost>(&mut self, host: &mut H) -> Result<bool, H::Error> {
         loop {
             if self.ctx.abort.is_aborted() {
                 return Ok(false);
@@ -211,7 +215,7 @@ impl Batch<'_> {
             if let Some(index) = self.next_admit.checked_sub(1)
                 && let Some(Slot::Ready(call)) = self.slots.get(index)
             {
-                if !self.can_start(call.safe) {
+                if !self.can_start(call.safe()) {
                     return Ok(false);
                 }
                 self.spawn(index);
@@ -222,9 +226,9 @@ impl Batch<'_> {
             };
             // Judged on the input as sent, before the gate: an unsafe call waits for the
             // running ones before it is even decided, so its decision sees their effects.
-            let (safe, _) = host
-                .scheduling(call)
-                .unwrap_or((true, InterruptBehavior::Cancel));
+            let safe = host
+                .scheduling(index, call)
+                .is_none_or(|scheduling| scheduling.concurrency == Concurrency::Shared);
             if !self.can_start(safe) {
                 return Ok(false);
             }
@@ -235,20 +239,13 @@ impl Batch<'_> {
                     self.slots[index] = Slot::Landed(Landing::Answered { content, status });
                     return Ok(true);
                 }
-                Admission::Run {
-                    tool,
-                    input,
-                    deadline,
-                } => {
+                Admission::Run { call, deadline } => {
                     // A hook may have rewritten the input into one with other properties.
-                    let safe = tool.is_concurrency_safe(&input);
-                    let behavior = tool.interrupt_behavior();
+                    let scheduling = call.scheduling();
                     self.slots[index] = Slot::Ready(Admitted {
-                        tool,
-                        input,
+                        call,
                         deadline,
-                        safe,
-                        behavior,
+                        scheduling,
                     });
                 }
             }
@@ -261,16 +258,15 @@ impl Batch<'_> {
         };
         let mut ctx = self.ctx.clone();
         ctx.progress = Some(ProgressSink::new(index, self.progress.clone()));
-        let tool = call.tool.clone();
-        let input = call.input.clone();
+        let prepared = call.call.clone();
         let deadline = call.deadline.clone();
         let task = self.tasks.spawn(async move {
-            let running = tool.call(input, &ctx);
+            let running = prepared.run(&ctx);
             match deadline {
                 None => running.await,
                 Some(deadline) => tokio::time::timeout_at(deadline.at, running)
                     .await
-                    .unwrap_or_else(|_| Err(ToolError::new(deadline.message))),
+                    .unwrap_or(Err(ToolError::Stopped(deadline.message))),
             }
         });
         self.task_calls.insert(task.id(), index);
@@ -283,14 +279,14 @@ impl Batch<'_> {
         &mut self,
         joined: Result<(Id, Result<ToolOutput, ToolError>), tokio::task::JoinError>,
         throttle: &mut Throttle,
-    ) -> Option<(usize, super::ProgressUpdate)> {
+    ) -> Option<(usize, crate::transcript::ProgressUpdate)> {
         let (id, result) = match joined {
             Ok((id, result)) => (id, result),
             // Cancelled tasks were landed when they were cancelled.
             Err(err) if err.is_cancelled() => return None,
             Err(err) => (
                 err.id(),
-                Err(ToolError::new("the tool failed unexpectedly")),
+                Err(ToolError::Failed("the tool failed unexpectedly".into())),
             ),
         };
         let index = self.task_calls.remove(&id)?;
@@ -298,10 +294,9 @@ impl Batch<'_> {
         else {
             return None;
         };
-        let failed_bash = call.tool.name() == ToolName::Bash && result.is_err();
+        let failed_bash = *call.call.name() == ToolName::Bash && result.is_err();
         self.slots[index] = Slot::Landed(Landing::Ran {
-            tool: call.tool,
-            input: call.input,
+            call: call.call,
             result,
         });
         if failed_bash {
@@ -319,11 +314,11 @@ impl Batch<'_> {
         let interruptible = {
             let mut running = self.running().peekable();
             running.peek().is_some()
-                && running.all(|call| call.behavior == InterruptBehavior::Cancel)
+                && running.all(|call| call.scheduling.interrupt == InterruptBehavior::Cancel)
         };
         if interruptible {
             self.cancel_rest(&Cancellation::Interrupt);
-            self.end = BatchEnd::Interrupted;
+            self.end = TurnEnd::Interrupted;
         }
     }
 

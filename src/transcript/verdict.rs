@@ -2,10 +2,10 @@
 //! and exit code. The precedence between problems is decided here and nowhere else.
 
 use super::Denial;
+use super::Outcome;
 use crate::exit::ExitCode;
 use crate::policy::{Layer, PermissionDecision};
 use crate::task::{FailOn, FailOnSet};
-use crate::transcript::Outcome;
 
 /// Which `fail_on` kind a refused call is. Exhaustive over layers on purpose: a new layer
 /// (the auto-mode classifier) must say whether it is a `classifier_denial`.
@@ -86,7 +86,7 @@ mod tests {
     fn denial() -> Denial {
         Denial {
             id: "toolu_1".into(),
-            tool: "Bash".into(),
+            tool: crate::policy::ToolName::Bash,
             input: json!({"command": "rm -rf build"}),
             decision: PermissionDecision {
                 decision: Decision::Deny,

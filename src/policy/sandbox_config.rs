@@ -1,13 +1,15 @@
 //! The policy file's `sandbox:` block, parsed into typed values with file:line:column errors.
-//! Plain data: nothing here touches the kernel or the disk.
+//! Plain data: nothing here touches the kernel or the disk (`sandbox/` enforces it). It lives
+//! with the policy that carries it, so the policy layer never depends on the sandbox.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 
+use super::rule::DomainPattern;
+use crate::base::normalize_lexically;
 use crate::config::ConfigError;
-use crate::policy::{DomainPattern, normalize_lexically};
 
 /// What to do when the kernel cannot enforce what the policy asks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

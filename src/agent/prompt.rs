@@ -1,0 +1,130 @@
+//! The system prompt tollgate sends: its own, short, one purpose per part (the README's
+//! "System prompt" section measures each). Built once per run, so it never moves between
+//! requests and stays in the cached prefix.
+
+use std::path::Path;
+
+use super::RunSpec;
+use crate::policy::PermissionMode;
+use crate::tools::ToolDefinition;
+
+/// The prompt's parts, named, in order: the name is for measuring, the text is sent.
+pub fn parts(
+    workdir: &Path,
+    mode: PermissionMode,
+    deferred: &[ToolDefinition],
+) -> Vec<(&'static str, String)> {
+    let mut parts = vec![
+        (
+            "role",
+            "You are a coding agent run by tollgate, unattended, in a CI job. \
+             Nobody is present to answer questions or approve actions."
+                .to_string(),
+        ),
+        (
+            "workspace",
+            format!(
+                "Work inside {}; relative paths resolve against it.",
+                workdir.display()
+            ),
+        ),
+        (
+            "permissions",
+            format!(
+                "Permission mode: {mode} ({}). Every tool call passes a permission policy; a refused call \
+                 comes back as an error result starting \"Permission denied:\" that says why. \
+                 Do not repeat a refused call: find an allowed way, or stop and explain what you could not do.",
+                mode_meaning(mode)
+            ),
+        ),
+        (
+            "tools",
+            "Read, Glob and Grep over Bash to read and search files: they are allowed where a shell \
+             command may be refused. In Bash, quote paths that hold spaces or special characters."
+                .to_string(),
+        ),
+        (
+            "offload",
+            "A long tool result is saved to a file and shown as its start and end with the path: \
+             Read that file with offset/limit or Grep it rather than running the command again."
+                .to_string(),
+        ),
+        (
+            "finish",
+            "When the task is done, reply with a short summary of what you did and make no tool call."
+                .to_string(),
+        ),
+    ];
+    if !deferred.is_empty() {
+        let mut index = String::from(
+            "Deferred tools, callable once loaded with ToolSearch (query \"select:Name\"):",
+        );
+        for definition in deferred {
+            index.push_str(&format!(
+                "\n- {}: {}",
+                definition.name,
+                definition.summary()
+            ));
+        }
+        parts.push(("deferred_tools", index));
+    }
+    parts
+}
+
+/// What the mode means for the model's calls, in a few words.
+fn mode_meaning(mode: PermissionMode) -> &'static str {
+    match mode {
+        PermissionMode::Default | PermissionMode::DontAsk => {
+            "only what the policy allows runs; anything else is refused"
+        }
+        PermissionMode::AcceptEdits => {
+            "file edits inside the workspace run; other actions need the policy's allow"
+        }
+        PermissionMode::Plan => "read-only: any call that would change something is refused",
+        PermissionMode::BypassPermissions => {
+            "most calls run; deny rules and guardrails still refuse"
+        }
+        PermissionMode::Auto => "a classifier judges calls the policy does not settle",
+    }
+}
+
+pub fn system_prompt(spec: &RunSpec, deferred: &[ToolDefinition]) -> String {
+    parts(&spec.workspace.workdir, spec.mode, deferred)
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::ToolName;
+
+    /// Bytes of each part (≈ 4 bytes a token): run with `--nocapture` to see the figures the
+    /// README quotes. The bound keeps the prompt short as it grows.
+    #[test]
+    fn every_part_is_short_and_the_whole_stays_small() {
+        let deferred = [ToolDefinition {
+            name: ToolName::WebFetch,
+            description: "Fetches a URL and answers a prompt about the page. More text.".into(),
+            input_schema: serde_json::json!({}),
+        }];
+        let parts = parts(Path::new("/work/repo"), PermissionMode::DontAsk, &deferred);
+        let mut total = 0;
+        for (name, text) in &parts {
+            eprintln!("system prompt part {name}: {} bytes", text.len());
+            assert!(text.len() < 400, "{name} is {} bytes", text.len());
+            total += text.len() + 1;
+        }
+        eprintln!("system prompt total: {total} bytes");
+        assert!(total < 1_400, "{total}");
+        assert!(
+            parts
+                .last()
+                .unwrap()
+                .1
+                .ends_with("- WebFetch: Fetches a URL and answers a prompt about the page.")
+        );
+    }
+}

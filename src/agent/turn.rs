@@ -1,0 +1,366 @@
+//! The loop's side of one turn's calls (S6): prepares each call once, admits it through the
+//! gate and the approval stage, and lands each result (PostToolUse, offload, tool_result) in
+//! call order.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::auto::{self, Judge, Reviews, Stop};
+use super::{AgentError, Loop, denial_limit, hooks, millis};
+use crate::call::approval::{Approver, Classifier};
+use crate::call::{PreparedCall, Scheduling};
+use crate::model::{ContentBlock, MalformedInput};
+use crate::policy::{self, Decision, Layer, PermissionContext, PermissionDecision, Step};
+use crate::scheduler::{Admission, Call, CallDeadline, Landing, TurnHost};
+use crate::tools::ToolRegistry;
+use crate::transcript::{Event, ProgressUpdate, ResultStatus};
+
+/// A call of this turn as preparation left it.
+enum Prepared {
+    Ready(PreparedCall),
+    /// Taken by its admission.
+    Admitted,
+    /// Answered without a gate: the reason is the call's error result.
+    Unrunnable(Unrunnable),
+}
+
+enum Unrunnable {
+    NoSuchTool,
+    /// The model's input was garbled, or its tool rejects it: an error result that says
+    /// what was wrong, and the run goes on.
+    Invalid(String),
+}
+
+pub(super) struct LoopHost<'r, 'a> {
+    pub run: &'r mut Loop<'a>,
+    registry: &'r ToolRegistry,
+    prepared: Vec<Prepared>,
+    /// Why the rest of the turn's calls are not run (a denial limit was reached, or the
+    /// classifier ended the run).
+    pub stopped: Option<Stop>,
+    /// When each call was admitted, for its duration.
+    admitted_at: HashMap<usize, Instant>,
+    /// The tool_result blocks, in call order.
+    pub results: Vec<ContentBlock>,
+    /// tool_use ids of results the per-message budget must not offload (Read's).
+    pub exempt: HashSet<String>,
+}
+
+impl<'r, 'a> LoopHost<'r, 'a> {
+    /// Prepares every call of the turn once: parsing, validation and what scheduling needs.
+    pub fn new(
+        run: &'r mut Loop<'a>,
+        registry: &'r ToolRegistry,
+        calls: &[Call],
+        malformed: &[MalformedInput],
+    ) -> Self {
+        let prepared = calls
+            .iter()
+            .map(|call| {
+                let Some(tool) = registry.get(&call.name) else {
+                    return Prepared::Unrunnable(Unrunnable::NoSuchTool);
+                };
+                if let Some(problem) = malformed.iter().find(|bad| bad.id == call.id) {
+                    return Prepared::Unrunnable(Unrunnable::Invalid(problem.message.clone()));
+                }
+                match PreparedCall::prepare(tool.clone(), call.input.clone()) {
+                    Ok(prepared) => Prepared::Ready(prepared),
+                    Err(err) => Prepared::Unrunnable(Unrunnable::Invalid(err.to_string())),
+                }
+            })
+            .collect();
+        LoopHost {
+            run,
+            registry,
+            prepared,
+            stopped: None,
+            admitted_at: HashMap::new(),
+            results: Vec::new(),
+            exempt: HashSet::new(),
+        }
+    }
+
+    fn announce(&mut self, call: &Call) -> Result<(), AgentError> {
+        self.run.emit(Event::ToolCall {
+            id: call.id.clone(),
+            tool: call.name.to_string(),
+            input: call.input.clone(),
+        })
+    }
+
+    fn answered(content: String, status: ResultStatus) -> Admission {
+        Admission::Answered { content, status }
+    }
+
+    /// The gate's decision and the approval stage; the call and its bounds if they allow.
+    async fn gate(&mut self, call: &Call, prepared: PreparedCall) -> Result<Admission, AgentError> {
+        let run = &mut *self.run;
+        let spec = run.spec;
+        let ctx = PermissionContext {
+            auto_allow_bash: run
+                .ctx
+                .sandbox
+                .as_ref()
+                .is_some_and(|sandbox| sandbox.auto_allow_bash()),
+            mode: spec.mode,
+            rules: &spec.rules,
+            workspace: &spec.workspace,
+        };
+        let gated = policy::decide(&prepared, &ctx);
+        // Out of the loop while the hooks hold it; put back before anything can return.
+        let mut auto_state = run.auto.take();
+        let mut judge = auto_state
+            .as_mut()
+            .map(|auto| Judge::new(auto, spec, run.ctx.abort.clone()));
+        let mut approver = Approver {
+            ctx,
+            classifier: judge.as_mut().map(|judge| judge as &mut dyn Classifier),
+        };
+        let approval = approver
+            .approve(
+                &prepared,
+                gated,
+                &mut hooks::PreToolUseHooks { run, id: &call.id },
+            )
+            .await;
+        let reviews = judge.map(Judge::finish).unwrap_or_default();
+        run.auto = auto_state;
+        let approval = approval?;
+        let prepared = approval.rewritten.unwrap_or(prepared);
+        auto::record_reviews(run, &call.id, &prepared, &reviews)?;
+        record_decision(
+            run,
+            &call.id,
+            &call.name,
+            &prepared,
+            approval.decision.clone(),
+        )?;
+        if !approval.decision.is_allow() {
+            let Reviews { stop, .. } = reviews;
+            self.stopped = stop.or_else(|| denial_limit(self.run));
+            return Ok(Self::answered(
+                format!("Permission denied: {}", approval.decision.reason),
+                ResultStatus::Denied,
+            ));
+        }
+        Ok(Admission::Run {
+            call: Arc::new(prepared),
+            deadline: deadline(self.run),
+        })
+    }
+
+    /// No tool of that name this turn: a refusal that lists what there is.
+    fn no_such_tool(&mut self, call: &Call) -> Result<Admission, AgentError> {
+        let decision = PermissionDecision::deny(
+            policy::Grounds {
+                step: Step::Pool,
+                layer: Layer::Tool,
+                rule: None,
+                reason: format!(
+                    "No such tool available: {}. Available tools: {}{}",
+                    call.name,
+                    self.registry.names(),
+                    deferred_hint(self.run, &call.name)
+                ),
+            },
+            false,
+        );
+        let run = &mut *self.run;
+        count_denial(run, &call.id, &call.name, &call.input, &decision);
+        run.emit(Event::PermissionDecision {
+            id: call.id.clone(),
+            tool: call.name.to_string(),
+            decision: decision.clone(),
+        })?;
+        self.stopped = denial_limit(self.run);
+        Ok(Self::answered(decision.reason, ResultStatus::Denied))
+    }
+}
+
+/// A deferred tool called before ToolSearch loaded it: say how to load it (S7).
+fn deferred_hint(run: &Loop<'_>, name: &policy::ToolName) -> String {
+    let deferred = run.ctx.state.deferred.catalogue();
+    if deferred.iter().any(|definition| definition.name == *name) {
+        format!(". {name} is deferred: load it with ToolSearch (query \"select:{name}\") first")
+    } else {
+        String::new()
+    }
+}
+
+/// The call is bounded by `limits.tool_timeout` and by what is left of the run's wall clock.
+fn deadline(run: &Loop<'_>) -> Option<CallDeadline> {
+    let limits = run.spec.task.limits;
+    let tool_deadline = limits.tool_timeout.map(|limit| Instant::now() + limit);
+    let (at, why, limit) = match (tool_deadline, run.deadline) {
+        (Some(tool), Some(whole)) if whole < tool => {
+            (Some(whole), "the run's limits.timeout", limits.timeout)
+        }
+        (Some(tool), _) => (Some(tool), "limits.tool_timeout", limits.tool_timeout),
+        (None, whole) => (whole, "the run's limits.timeout", limits.timeout),
+    };
+    at.map(|at| CallDeadline {
+        at,
+        message: format!(
+            "The tool call was stopped: {why} = {}s ran out",
+            limit.map_or(0.0, |limit: Duration| limit.as_secs_f64())
+        ),
+    })
+}
+
+impl TurnHost for LoopHost<'_, '_> {
+    type Error = AgentError;
+
+    fn scheduling(&self, index: usize, _call: &Call) -> Option<Scheduling> {
+        match self.prepared.get(index)? {
+            Prepared::Ready(call) => Some(call.scheduling()),
+            Prepared::Admitted | Prepared::Unrunnable(_) => None,
+        }
+    }
+
+    /// Always yields exactly one answer or a call to run.
+    async fn admit(&mut self, index: usize, call: &Call) -> Result<Admission, AgentError> {
+        self.announce(call)?;
+        self.admitted_at.insert(index, Instant::now());
+        if let Some(stop) = &self.stopped {
+            // The run is over, but every tool_use still gets its one result.
+            return Ok(Self::answered(
+                format!("[not run: {}]", stop.why),
+                ResultStatus::Cancelled,
+            ));
+        }
+        let run = &mut *self.run;
+        run.counts.tool_calls += 1;
+        match run
+            .calls_by_tool
+            .iter_mut()
+            .find(|(tool, _)| *tool == call.name)
+        {
+            Some((_, count)) => *count += 1,
+            None => run.calls_by_tool.push((call.name.clone(), 1)),
+        }
+        let slot = self
+            .prepared
+            .get_mut(index)
+            .map(|slot| std::mem::replace(slot, Prepared::Admitted));
+        match slot {
+            Some(Prepared::Ready(prepared)) => self.gate(call, prepared).await,
+            Some(Prepared::Unrunnable(Unrunnable::Invalid(message))) => {
+                Ok(Self::answered(message, ResultStatus::Error))
+            }
+            Some(Prepared::Unrunnable(Unrunnable::NoSuchTool) | Prepared::Admitted) | None => {
+                self.no_such_tool(call)
+            }
+        }
+    }
+
+    /// PostToolUse, offload, the tool_result event and block.
+    async fn land(
+        &mut self,
+        index: usize,
+        call: &Call,
+        landing: Landing,
+    ) -> Result<(), AgentError> {
+        let (status, content) = match landing {
+            Landing::Answered { content, status } => (status, content),
+            Landing::Ran {
+                call: prepared,
+                result,
+            } => {
+                let (status, content) = match result {
+                    Ok(output) => (ResultStatus::Success, output.content),
+                    Err(err) => (ResultStatus::Error, err.to_string()),
+                };
+                let (status, content) =
+                    hooks::post_tool_use(self.run, &call.id, &prepared, status, content).await?;
+                let threshold = self.run.result_threshold(&prepared);
+                if threshold == usize::MAX {
+                    self.exempt.insert(call.id.clone());
+                }
+                let content = self.run.results.fit(&call.id, content, threshold);
+                (status, content)
+            }
+            Landing::Cancelled {
+                why,
+                admitted,
+                started,
+            } => {
+                if !admitted {
+                    self.announce(call)?;
+                }
+                (ResultStatus::Cancelled, why.content(started))
+            }
+        };
+        let is_error = status != ResultStatus::Success;
+        if status == ResultStatus::Error {
+            self.run.counts.tool_errors += 1;
+        }
+        let duration_ms = self
+            .admitted_at
+            .get(&index)
+            .map_or(0, |at| millis(at.into_std()));
+        self.run.emit(Event::ToolResult {
+            id: call.id.clone(),
+            tool: call.name.to_string(),
+            status,
+            is_error,
+            content: content.clone(),
+            duration_ms,
+        })?;
+        self.results.push(ContentBlock::ToolResult {
+            tool_use_id: call.id.clone(),
+            content,
+            is_error,
+        });
+        Ok(())
+    }
+
+    fn progress(&mut self, call: &Call, update: ProgressUpdate) -> Result<(), AgentError> {
+        self.run.emit(Event::ToolProgress {
+            id: call.id.clone(),
+            tool: call.name.to_string(),
+            update,
+        })
+    }
+}
+
+/// The decision's counts and the `permission_decision` event; the input recorded is the one
+/// the call runs with.
+fn record_decision(
+    run: &mut Loop<'_>,
+    id: &str,
+    name: &policy::ToolName,
+    call: &PreparedCall,
+    decision: PermissionDecision,
+) -> Result<(), AgentError> {
+    count_denial(run, id, name, call.raw_input(), &decision);
+    run.emit(Event::PermissionDecision {
+        id: id.to_string(),
+        tool: name.to_string(),
+        decision,
+    })
+}
+
+fn count_denial(
+    run: &mut Loop<'_>,
+    id: &str,
+    name: &policy::ToolName,
+    input: &serde_json::Value,
+    decision: &PermissionDecision,
+) {
+    if decision.decision == Decision::Allow {
+        run.consecutive_denials = 0;
+        return;
+    }
+    run.consecutive_denials += 1;
+    run.counts.denials += 1;
+    run.counts.denials_by_layer.count(decision.layer);
+    run.denials.push(crate::transcript::Denial {
+        id: id.to_string(),
+        tool: name.clone(),
+        input: input.clone(),
+        decision: decision.clone(),
+    });
+}

@@ -1,0 +1,14 @@
+//! Small things every layer may use: the abort signal, bounded text, lexical paths, shared
+//! defaults. Imports nothing else of tollgate's.
+
+mod abort;
+mod path;
+mod text;
+
+pub use abort::{AbortHandle, AbortReason, AbortSignal};
+pub use path::normalize_lexically;
+pub use text::truncate_middle;
+
+/// Concurrency-safe calls of one model response that may run at once, unless the task says
+/// otherwise (`limits.max_parallel_tools`); the task parser and the scheduler both read it.
+pub const DEFAULT_MAX_PARALLEL_TOOLS: usize = 10;

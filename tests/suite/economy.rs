@@ -1,0 +1,454 @@
+//! Token economy end to end (S3, S7, S8): the binary against the fake Anthropic server. Whole
+//! results on disk with previews in the history, the per-message budget, a message history
+//! that only ever grows at its end, TodoWrite reminders on their cadence, and ToolSearch
+//! loading a deferred tool that the model then calls.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::support::fake_model::{Api, Block, FakeModel, Reply, Tokens, text, tool, turn};
+
+const KEY: &str = "sk-economy-test-key";
+
+struct Run {
+    code: i32,
+    stderr: String,
+    events: Vec<Value>,
+    out: PathBuf,
+    _dir: TempDir,
+}
+
+impl Run {
+    fn finished(&self) -> &Value {
+        self.events
+            .iter()
+            .find(|e| e["type"] == "run_finished")
+            .unwrap()
+    }
+}
+
+/// Runs a task whose `rest` sets tools, permissions and limits, against `server`.
+async fn run_task(server: &FakeModel, rest: &str) -> Run {
+    let dir = TempDir::new().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let task = format!(
+        "version: 1\nname: economy\nprompt: Build the project and report.\nworkdir: ws\nmode: dontAsk\n\
+         model:\n  provider: anthropic\n  name: claude-sonnet-4-5\n  max_tokens: 1000\n  base_url: {}\n  api_key_env: TEST_MODEL_KEY\n{rest}",
+        server.base_url(Api::Anthropic)
+    );
+    let task_path = dir.path().join("task.yaml");
+    std::fs::write(&task_path, task).unwrap();
+    let out = dir.path().join("out");
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .arg("run")
+        .arg(&task_path)
+        .arg("--out")
+        .arg(&out)
+        .env_remove("ANTHROPIC_BASE_URL")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("TEST_MODEL_KEY", KEY)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let events = std::fs::read_to_string(out.join("transcript.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        events,
+        out,
+        _dir: dir,
+    }
+}
+
+fn tokens(input: u64, cache_read: u64) -> Tokens {
+    Tokens {
+        input,
+        output: 20,
+        cache_write: 0,
+        cache_read,
+    }
+}
+
+fn reply(blocks: Vec<Block>, used: Tokens) -> Reply {
+    Reply::Turn(turn(blocks, used))
+}
+
+fn bash(command: &str) -> Block {
+    tool("Bash", json!({"command": command}))
+}
+
+fn todos(statuses: &[&str]) -> Block {
+    let list: Vec<Value> = statuses
+        .iter()
+        .enumerate()
+        .map(|(i, status)| json!({"content": format!("step {i}"), "status": status, "activeForm": format!("doing step {i}")}))
+        .collect();
+    tool("TodoWrite", json!({ "todos": list }))
+}
+
+/// The request's messages with the moving `cache_control` marker taken out, each serialised.
+fn messages_without_marker(body: &Value) -> Vec<String> {
+    let mut messages = body["messages"].as_array().unwrap().clone();
+    for message in &mut messages {
+        if let Some(blocks) = message["content"].as_array_mut() {
+            for block in blocks {
+                if let Some(block) = block.as_object_mut() {
+                    block.remove("cache_control");
+                }
+            }
+        }
+    }
+    messages
+        .iter()
+        .map(|m| serde_json::to_string(m).unwrap())
+        .collect()
+}
+
+/// The text of the tool_result answering `id` in the last request.
+fn result_in_history(server: &FakeModel, id: &str) -> String {
+    let last = server.requests().last().unwrap().body.clone();
+    for message in last["messages"].as_array().unwrap() {
+        for block in message["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" && block["tool_use_id"] == id {
+                return match &block["content"] {
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
+            }
+        }
+    }
+    panic!("no result for {id}");
+}
+
+fn reminders_sent(server: &FakeModel) -> Vec<(usize, String)> {
+    let last = server.requests().last().unwrap().body.clone();
+    let mut found = Vec::new();
+    for (index, message) in last["messages"].as_array().unwrap().iter().enumerate() {
+        for block in message["content"].as_array().into_iter().flatten() {
+            if let Some(text) = block["text"]
+                .as_str()
+                .filter(|t| t.starts_with("<system-reminder>"))
+            {
+                found.push((index, text.to_string()));
+            }
+        }
+    }
+    found
+}
+
+fn file_size(path: &Path) -> u64 {
+    std::fs::metadata(path).unwrap().len()
+}
+
+/// A 20-turn run: one 1 MB log, turns of three ~25k results against a 50k message budget,
+/// TodoWrite on some turns. Every request's messages must be the previous request's plus
+/// new ones, byte for byte (the `cache_control` marker aside, which moves to the newest).
+#[tokio::test]
+async fn twenty_turns_only_ever_append_to_the_history() {
+    let mut replies = vec![reply(
+        vec![todos(&["in_progress", "pending"]), bash("seq 1 160000")],
+        tokens(1_000, 0),
+    )];
+    for i in 1..19u64 {
+        let blocks = match i % 4 {
+            0 => vec![todos(&["completed", "in_progress"])],
+            1 => vec![bash("seq 1 4500"), bash("seq 1 4400"), bash("seq 1 4300")],
+            _ => vec![text("Looking."), bash(&format!("echo step {i}"))],
+        };
+        replies.push(reply(blocks, tokens(100, 1_000 * i)));
+    }
+    replies.push(reply(vec![text("The build passed.")], tokens(50, 20_000)));
+    let server = FakeModel::start(KEY, replies).await;
+    let run = run_task(
+        &server,
+        "tools: [Read, Bash, TodoWrite]\npermissions:\n  allow: [Bash]\nlimits:\n  max_turns: 25\n  message_result_chars: 50000\nreminders:\n  full_every: 3\n",
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 20);
+
+    // The history only grows at its end.
+    for pair in requests.windows(2) {
+        let before = messages_without_marker(&pair[0].body);
+        let after = messages_without_marker(&pair[1].body);
+        assert!(after.len() > before.len());
+        assert_eq!(after[..before.len()], before[..]);
+    }
+    // So do the system prompt and the tools array: nothing was loaded.
+    for request in &requests[1..] {
+        assert_eq!(request.body["system"], requests[0].body["system"]);
+        assert_eq!(request.body["tools"], requests[0].body["tools"]);
+    }
+
+    // The 1 MB log is whole on disk; the history holds its head, tail and path only.
+    let log = run.out.join("results/toolu_01_1.txt");
+    let expected: String = (1..=160_000).map(|n| format!("{n}\n")).collect();
+    assert_eq!(file_size(&log) as usize, expected.trim_end().len());
+    assert!(expected.len() > 1_000_000);
+    let kept = result_in_history(&server, "toolu_01_1");
+    assert!(kept.chars().count() <= 2_300, "{} chars", kept.len());
+    assert!(
+        kept.starts_with("1\n2\n3\n") && kept.ends_with("159999\n160000"),
+        "{kept}"
+    );
+    assert!(kept.contains(&log.display().to_string()));
+
+    // Three ~21k results against a 50k budget: the largest is replaced, the others kept.
+    let budget: Vec<&Value> = run
+        .events
+        .iter()
+        .filter(|e| e["type"] == "message_budget")
+        .collect();
+    assert_eq!(budget.len(), 5, "turns 2, 6, 10, 14, 18");
+    assert_eq!(budget[0]["replaced"].as_array().unwrap().len(), 1);
+    assert_eq!(budget[0]["replaced"][0]["id"], "toolu_02_0");
+    assert_eq!(
+        budget[0]["replaced"][0]["content"].as_str().unwrap(),
+        result_in_history(&server, "toolu_02_0")
+    );
+    assert!(budget[0]["chars_before"].as_u64().unwrap() > 50_000);
+    assert!(budget[0]["chars_after"].as_u64().unwrap() <= 50_000);
+    assert!(result_in_history(&server, "toolu_02_0").contains("output too large"));
+    assert!(result_in_history(&server, "toolu_02_1").ends_with("4400"));
+    assert!(result_in_history(&server, "toolu_02_2").ends_with("4300"));
+    assert_eq!(
+        std::fs::read_to_string(run.out.join("results/toolu_02_0.txt")).unwrap(),
+        (1..=4500)
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+
+    // Reminders: full when the list changed (turns 1, 5, 9, 13, 17) and every third,
+    // sparse in between; none was sent before the list existed.
+    let sent = reminders_sent(&server);
+    assert_eq!(sent.len(), 19, "one per tool-result message");
+    let full: Vec<usize> = sent
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, text))| text.contains("Your todo list (keep it current"))
+        .map(|(turn, _)| turn + 1)
+        .collect();
+    assert_eq!(full, vec![1, 4, 5, 8, 9, 12, 13, 16, 17]);
+    assert!(
+        sent[1]
+            .1
+            .contains("1 pending, 1 in progress, 0 completed (unchanged)")
+    );
+
+    // The final list and the cache share are in run_finished and the JUnit report.
+    let finished = run.finished();
+    assert_eq!(finished["todos"][1]["status"], "in_progress");
+    let share = finished["cache_read_share"].as_f64().unwrap();
+    let read: f64 = (1..19).map(|i| 1_000.0 * i as f64).sum::<f64>() + 20_000.0;
+    let fresh = 1_000.0 + 18.0 * 100.0 + 50.0;
+    assert!((share - read / (read + fresh)).abs() < 1e-9, "{share}");
+    let junit = std::fs::read_to_string(run.out.join("junit.xml")).unwrap();
+    assert!(junit.contains("- [in_progress] step 1"), "{junit}");
+}
+
+/// A deferred tool is listed by name only; ToolSearch loads it, the next request carries
+/// it at the end of the tools array, and the model's call to it runs.
+#[tokio::test]
+async fn tool_search_loads_a_deferred_tool_for_the_next_turn() {
+    let server = FakeModel::start(
+        KEY,
+        vec![
+            reply(
+                vec![tool("ToolSearch", json!({"query": "select:TodoWrite"}))],
+                tokens(100, 0),
+            ),
+            reply(vec![todos(&["in_progress"])], tokens(100, 0)),
+            reply(vec![text("Planned.")], tokens(100, 0)),
+        ],
+    )
+    .await;
+    let run = run_task(
+        &server,
+        "tools: [Read, Grep, TodoWrite]\ndeferred_tools: [TodoWrite]\n",
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let requests = server.requests();
+    let names = |index: usize| -> Vec<String> {
+        requests[index].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(0), ["Read", "Grep", "ToolSearch"]);
+    assert_eq!(names(1), ["Read", "Grep", "ToolSearch", "TodoWrite"]);
+    assert_eq!(names(2), names(1));
+    let system = requests[0].body["system"][0]["text"].as_str().unwrap();
+    assert!(
+        system.contains("\n- TodoWrite: Replaces your todo list"),
+        "{system}"
+    );
+    let found = result_in_history(&server, "toolu_01_0");
+    assert!(
+        found.contains("<function>{") && found.contains("\"name\":\"TodoWrite\""),
+        "{found}"
+    );
+    let receipt = result_in_history(&server, "toolu_02_0");
+    assert!(
+        receipt.starts_with("Todo list updated: 0 pending, 1 in progress"),
+        "{receipt}"
+    );
+}
+
+/// Before it is loaded, a deferred tool is no tool at all: the call is refused.
+#[tokio::test]
+async fn a_deferred_tool_called_before_it_is_loaded_is_refused() {
+    let server = FakeModel::start(
+        KEY,
+        vec![
+            reply(vec![todos(&["pending"])], tokens(100, 0)),
+            reply(vec![text("Stopped.")], tokens(100, 0)),
+        ],
+    )
+    .await;
+    run_task(
+        &server,
+        "tools: [Read, TodoWrite]\ndeferred_tools: [TodoWrite]\n",
+    )
+    .await;
+    let refused = result_in_history(&server, "toolu_01_0");
+    assert!(
+        refused.starts_with("No such tool available: TodoWrite"),
+        "{refused}"
+    );
+    assert!(
+        refused.ends_with(
+            "TodoWrite is deferred: load it with ToolSearch (query \"select:TodoWrite\") first"
+        ),
+        "{refused}"
+    );
+}
+
+/// A small site on 127.0.0.1: an HTML page, a same-host redirect to it, and a redirect to
+/// another host name (`localhost`). Counts every request it gets.
+async fn site() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) {
+    use axum::http::{StatusCode, Uri, header};
+    use axum::response::IntoResponse;
+    let hits = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let log = hits.clone();
+    let app = axum::Router::new().fallback(move |uri: Uri| {
+        let log = log.clone();
+        async move {
+            log.lock().unwrap().push(uri.path().to_string());
+            match uri.path() {
+                "/page" => (
+                    StatusCode::OK,
+                    [(header::CONTENT_TYPE, "text/html; charset=utf-8".to_string())],
+                    "<html><head><title>T</title><script>var x = 1;</script></head><body><h1>Release notes</h1><p>Version <b>2.1</b> fixes the <a href=\"/bug\">cache bug</a>.</p><ul><li>one</li><li>two</li></ul></body></html>".to_string(),
+                )
+                    .into_response(),
+                "/moved" => (
+                    StatusCode::MOVED_PERMANENTLY,
+                    [(header::LOCATION, "/page".to_string())],
+                    String::new(),
+                )
+                    .into_response(),
+                "/away" => (
+                    StatusCode::FOUND,
+                    [(header::LOCATION, format!("http://localhost:{}/page", addr.port()))],
+                    String::new(),
+                )
+                    .into_response(),
+                _ => StatusCode::NOT_FOUND.into_response(),
+            }
+        }
+    });
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (addr, hits)
+}
+
+/// WebFetch is deferred; once loaded it fetches an allowed host, follows a redirect on that
+/// host, hands a redirect to another host back to the model, and a host no rule allows is
+/// refused before any connection is made.
+#[tokio::test]
+async fn web_fetch_is_gated_by_domain_before_connecting() {
+    let (addr, hits) = site().await;
+    let port = addr.port();
+    let fetch = |url: String| {
+        tool(
+            "WebFetch",
+            json!({"url": url, "prompt": "Which version fixes the cache bug?"}),
+        )
+    };
+    let server = FakeModel::start(
+        KEY,
+        vec![
+            reply(
+                vec![tool("ToolSearch", json!({"query": "fetch url"}))],
+                tokens(100, 0),
+            ),
+            reply(
+                vec![fetch(format!("http://127.0.0.1:{port}/moved"))],
+                tokens(100, 0),
+            ),
+            reply(
+                vec![fetch(format!("http://127.0.0.1:{port}/away"))],
+                tokens(100, 0),
+            ),
+            reply(
+                vec![fetch(format!("http://localhost:{port}/page"))],
+                tokens(100, 0),
+            ),
+            reply(vec![text("Version 2.1.")], tokens(100, 0)),
+        ],
+    )
+    .await;
+    run_task(
+        &server,
+        "tools: [Read, WebFetch]\npermissions:\n  allow: ['WebFetch(domain:127.0.0.1)']\n",
+    )
+    .await;
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    assert_eq!(
+        requests[0].body["tools"].as_array().unwrap().len(),
+        2,
+        "Read, ToolSearch"
+    );
+    let page = result_in_history(&server, "toolu_02_0");
+    assert!(
+        page.starts_with(&format!("Fetched http://127.0.0.1:{port}/page (HTTP 200). Answer this from the page below: Which version")),
+        "{page}"
+    );
+    assert!(page.contains("# Release notes"), "{page}");
+    assert!(
+        page.contains("Version **2.1** fixes the [cache bug](/bug)."),
+        "{page}"
+    );
+    assert!(!page.contains("var x"), "{page}");
+    let away = result_in_history(&server, "toolu_03_0");
+    assert!(
+        away.contains(&format!("to another host: http://localhost:{port}/page")),
+        "{away}"
+    );
+    let refused = result_in_history(&server, "toolu_04_0");
+    assert!(refused.starts_with("Permission denied:"), "{refused}");
+    assert!(refused.contains("WebFetch(domain:localhost)"), "{refused}");
+    assert_eq!(*hits.lock().unwrap(), ["/moved", "/page", "/away"]);
+}

@@ -1,0 +1,474 @@
+//! Faults and bad input (issue 18): a misbehaving provider, a flooding producer, a full
+//! disk, two runs on one folder, inputs of unusual size. Each test reproduces one fault
+//! against the real binary and asserts the record stays complete and the exit code honest.
+
+use serde_json::{Value, json};
+
+use super::providers::{KEY, done_turn, model_block, read_turn, run_task};
+use crate::support::fake_model::{Api, FakeModel, Reply, Tokens, text, tool, turn};
+
+fn two_reads() -> crate::support::fake_model::Turn {
+    turn(
+        vec![
+            text("Reading twice."),
+            tool("Read", json!({"file_path": "notes.txt"})),
+            tool("Read", json!({"file_path": "missing.txt"})),
+        ],
+        Tokens::default(),
+    )
+}
+
+#[tokio::test]
+async fn a_repeated_tool_use_id_is_a_protocol_error_that_is_retried() {
+    for api in [Api::Anthropic, Api::OpenAi] {
+        let replies = vec![Reply::SameIds(two_reads()), read_turn(), done_turn()];
+        let server = FakeModel::start(KEY, replies).await;
+        let run = run_task(&model_block(api, &server, ""), "", &[]).await;
+        assert_eq!(run.code, 0, "{api:?}: {}\n{}", run.stdout, run.stderr);
+        assert_eq!(run.retries(), vec![(json!("protocol"), Value::Null)]);
+        let retry = run.of_type("api_retry")[0]["message"].as_str().unwrap();
+        assert!(retry.contains("more than once"), "{retry}");
+        // The refused response ran nothing: only the retried turn's one call.
+        assert_eq!(run.of_type("tool_call").len(), 1);
+        assert_eq!(server.violations(), Vec::<String>::new());
+    }
+}
+
+#[tokio::test]
+async fn repeated_ids_on_every_attempt_end_in_exit_4() {
+    let replies = (0..4).map(|_| Reply::SameIds(two_reads())).collect();
+    let server = FakeModel::start(KEY, replies).await;
+    let run = run_task(&model_block(Api::Anthropic, &server, ""), "", &[]).await;
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert_eq!(run.finished()["outcome"], "provider_error");
+    assert!(run.of_type("tool_call").is_empty());
+}
+
+#[tokio::test]
+async fn an_error_body_with_http_200_says_what_the_provider_said() {
+    for (api, body) in [
+        (
+            Api::Anthropic,
+            json!({"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens"}}),
+        ),
+        (
+            Api::OpenAi,
+            json!({"error": {"message": "prompt is too long: 210000 tokens", "type": "invalid_request_error", "code": null}}),
+        ),
+    ] {
+        let reply = Reply::Raw {
+            content_type: "application/json",
+            body: body.to_string(),
+        };
+        let server = FakeModel::start(KEY, vec![reply]).await;
+        let run = run_task(&model_block(api, &server, ""), "", &[]).await;
+        assert_eq!(run.code, 4, "{api:?}: {}", run.stderr);
+        // Not retried: the provider said the request itself is wrong.
+        assert_eq!(run.retries(), vec![]);
+        let error = run.finished()["error"].as_str().unwrap();
+        assert!(
+            error.contains("invalid_request_error: prompt is too long: 210000 tokens"),
+            "{error}"
+        );
+        assert!(run.stdout.contains("prompt is too long"), "{}", run.stdout);
+        run.assert_key_absent();
+    }
+}
+
+#[tokio::test]
+async fn an_html_page_with_http_200_is_named_by_its_title_and_retried() {
+    let page = || Reply::Raw {
+        content_type: "text/html",
+        body: "<html><head><title>Captive portal: sign in</title></head><body>…</body></html>"
+            .into(),
+    };
+    let server = FakeModel::start(KEY, (0..4).map(|_| page()).collect()).await;
+    let run = run_task(&model_block(Api::Anthropic, &server, ""), "", &[]).await;
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert_eq!(run.retries().len(), 3);
+    assert_eq!(run.retries()[0].0, json!("not_event_stream"));
+    let error = run.finished()["error"].as_str().unwrap();
+    assert!(error.contains("Captive portal: sign in"), "{error}");
+    // A JSON error body whose content type claims a stream is still read as an error.
+    let body = json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}});
+    let reply = Reply::Raw {
+        content_type: "text/event-stream",
+        body: body.to_string(),
+    };
+    let server = FakeModel::start(KEY, vec![reply]).await;
+    let run = run_task(&model_block(Api::Anthropic, &server, ""), "", &[]).await;
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    let error = run.finished()["error"].as_str().unwrap();
+    assert!(
+        error.contains("authentication_error: invalid x-api-key"),
+        "{error}"
+    );
+}
+
+/// An Anthropic stream whose one text block arrives as a single `bytes`-long delta.
+fn one_huge_event(bytes: usize) -> String {
+    let event = |data: Value| format!("event: x\ndata: {data}\n\n");
+    let mut body = event(
+        json!({"type": "message_start", "message": {"usage": {"input_tokens": 1, "output_tokens": 1}}}),
+    );
+    body += &event(
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    );
+    body += &event(
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "y".repeat(bytes)}}),
+    );
+    body += &event(json!({"type": "content_block_stop", "index": 0}));
+    body += &event(
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 5}}),
+    );
+    body + &event(json!({"type": "message_stop"}))
+}
+
+/// 8 MB: large enough that the old quadratic reader took seconds of CPU, small enough for
+/// a debug build; `benches/faults.rs` measures 20 MB.
+#[tokio::test]
+async fn an_eight_megabyte_event_is_read_whole() {
+    let reply = Reply::Raw {
+        content_type: "text/event-stream",
+        body: one_huge_event(8 * 1024 * 1024),
+    };
+    let server = FakeModel::start(KEY, vec![reply]).await;
+    let run = run_task(&model_block(Api::Anthropic, &server, ""), "", &[]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let message = run.of_type("assistant_message")[0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .len();
+    assert_eq!(message, 8 * 1024 * 1024);
+}
+
+#[test]
+fn check_calls_answers_every_input_line_even_blank_or_binary_ones() {
+    let sandbox = crate::support::Sandbox::with_examples();
+    let mut calls = Vec::new();
+    calls.extend_from_slice(
+        b"{\"id\":1,\"tool\":\"Read\",\"input\":{\"file_path\":\"README.md\"}}\n",
+    );
+    calls.extend_from_slice(b"\n");
+    calls.extend_from_slice(b"{not json\n");
+    calls.extend_from_slice(b"\xff\xfe\x00binary\r\n");
+    calls.extend_from_slice(b"   \n");
+    calls.extend_from_slice(
+        b"{\"id\":6,\"tool\":\"Write\",\"input\":{\"file_path\":\"a\",\"content\":\"x\"}}",
+    );
+    std::fs::write(sandbox.path().join("calls.jsonl"), calls).unwrap();
+    let output = sandbox.tollgate(&[
+        "check",
+        "--policy",
+        "policies/read-only.yaml",
+        "--mode",
+        "dontAsk",
+        "--calls",
+        "calls.jsonl",
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let reasons: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|line| {
+            (
+                line["decision"].as_str().unwrap(),
+                line["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(reasons.len(), 6, "{reasons:#?}");
+    assert_eq!(reasons[0].0, "allow");
+    assert_eq!(reasons[1], ("deny", "line 2 is blank, not a call"));
+    assert!(
+        reasons[2].1.starts_with("line 3 is not a call"),
+        "{reasons:?}"
+    );
+    assert_eq!(reasons[3], ("deny", "line 4 is not UTF-8 text"));
+    assert_eq!(reasons[4], ("deny", "line 5 is blank, not a call"));
+    assert_eq!((reasons[5].0, &lines[5]["id"]), ("deny", &json!(6)));
+}
+
+/// A scripted task whose one answer is `answer`, with its workdir beside it.
+fn scripted_task(sandbox: &crate::support::Sandbox, answer: &str) -> String {
+    std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
+    let task = json!({
+        "version": 1, "name": "faults", "prompt": "Say something.", "workdir": "ws",
+        "tools": ["Read"], "mode": "dontAsk",
+        "model": {"provider": "scripted", "name": "script", "script": [[{"text": answer}]]},
+    });
+    sandbox.write("task.yaml", &task.to_string());
+    "task.yaml".into()
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn a_second_run_on_a_locked_output_folder_refuses_at_start() {
+    let sandbox = crate::support::Sandbox::empty();
+    let task = scripted_task(&sandbox, "Done.");
+    let out = sandbox.path().join("out");
+    let (_, lock) = tollgate::out_dir::claim(&out).unwrap();
+    let output = sandbox.tollgate(&["run", &task, "--out", "out"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(
+        message.contains(&out.canonicalize().unwrap().display().to_string())
+            && message.contains(&format!("pid {}", std::process::id())),
+        "{message}"
+    );
+    assert!(!out.join("transcript.jsonl").exists());
+    drop(lock);
+    let output = sandbox.tollgate(&["run", &task, "--out", "out"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn a_report_that_cannot_be_written_exits_5_naming_the_file_once() {
+    let sandbox = crate::support::Sandbox::empty();
+    let task = scripted_task(&sandbox, "Done.");
+    // A folder where the report belongs: its rename fails as on a read-only or full disk.
+    std::fs::create_dir_all(sandbox.path().join("out/junit.xml/occupied")).unwrap();
+    let output = sandbox.tollgate(&["run", &task, "--out", "out"]);
+    assert_eq!(output.status.code(), Some(5), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert_eq!(message.matches("junit.xml").count(), 1, "{message}");
+    assert_eq!(message.matches("tollgate: error").count(), 1, "{message}");
+    let all = crate::support::transcript(&sandbox.path().join("out/transcript.jsonl"));
+    assert_eq!(all.last().unwrap()["type"], "run_finished");
+    let leftovers: Vec<_> = std::fs::read_dir(sandbox.path().join("out"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert_eq!(leftovers, Vec::<String>::new());
+}
+
+#[test]
+fn a_full_disk_keeps_the_transcript_valid_and_exits_5() {
+    let sandbox = crate::support::Sandbox::empty();
+    // 64 blocks of file size (32–64 KiB): enough for the run's start, not for the answer.
+    let task = scripted_task(&sandbox, &"word ".repeat(40_000));
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 64 || exit 99; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_tollgate"))
+        .args(["run", &task, "--out", "out"])
+        .current_dir(sandbox.path())
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    if output.status.code() == Some(99) {
+        eprintln!("skipped: this shell cannot set a file-size limit");
+        return;
+    }
+    assert_eq!(output.status.code(), Some(5), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert_eq!(message.matches("transcript.jsonl").count(), 1, "{message}");
+    assert_eq!(message.matches("(os error").count(), 1, "{message}");
+    let text = std::fs::read_to_string(sandbox.path().join("out/transcript.jsonl")).unwrap();
+    assert!(text.ends_with('\n'));
+    let types: Vec<Value> = text
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["type"].clone())
+        .collect();
+    assert_eq!(types[0], "run_started");
+    assert!(!types.contains(&json!("assistant_message")), "{types:?}");
+}
+
+#[test]
+fn a_producer_that_never_stops_ends_at_max_turns_with_bad_lines_recorded() {
+    use std::io::{BufRead, Write};
+    let sandbox = crate::support::Sandbox::empty();
+    std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
+    // The first call waits for `gate`, made once stdin's bad lines were read: the run cannot
+    // finish before its input is queued, however the threads are scheduled.
+    let wait = json!([{"tool_use": {"name": "Bash", "input": {"command": "until [ -e gate ]; do sleep 0.02; done"}}}]);
+    let answer = || json!([{"text": "Noted."}]);
+    let mut script = vec![wait];
+    script.extend((0..4).map(|_| answer()));
+    let task = json!({
+        "version": 1, "name": "flood", "prompt": "Wait for messages.", "workdir": "ws",
+        "tools": ["Bash"], "mode": "bypassPermissions", "limits": {"max_turns": 3},
+        "model": {"provider": "scripted", "name": "script", "script": script},
+    });
+    sandbox.write("task.yaml", &task.to_string());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .args([
+            "run",
+            "task.yaml",
+            "--out",
+            "out",
+            "--input-format",
+            "stream-json",
+        ])
+        .current_dir(sandbox.path())
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // `yes` after three lines: it stops only when the run has gone and the pipe breaks.
+    let producer = std::thread::spawn(move || {
+        stdin
+            .write_all(b"{\"type\":\"user\",\"content\":\"first\"}\n\xff\xfe not text\n{broken\n")
+            .unwrap();
+        let line = b"{\"type\":\"user\",\"content\":\"more\"}\n".repeat(100);
+        while stdin.write_all(&line).is_ok() {}
+    });
+    let mut log = String::new();
+    for line in std::io::BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        log.push_str(&line);
+        log.push('\n');
+        if line.contains("stdin line 3: skipped") {
+            std::fs::write(sandbox.path().join("ws/gate"), "").unwrap();
+        }
+    }
+    let status = child.wait().unwrap();
+    producer.join().unwrap();
+    // The model stopping when the queue is momentarily empty ends the run as designed; a
+    // queue that never empties reaches max_turns. Either way the exit is a normal one.
+    let all = crate::support::transcript(&sandbox.path().join("out/transcript.jsonl"));
+    let finished = all.last().unwrap();
+    assert_eq!(finished["type"], "run_finished");
+    let ended = (status.code(), finished["outcome"].as_str().unwrap());
+    assert!(
+        ended == (Some(1), "max_turns") || ended == (Some(0), "success"),
+        "{ended:?}\n{log}"
+    );
+    let skipped: Vec<(u64, &str)> = crate::support::events(&all, "input_skipped")
+        .iter()
+        .map(|e| (e["line"].as_u64().unwrap(), e["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(skipped[0], (2, "not UTF-8 text"));
+    assert_eq!(skipped[1].0, 3);
+    let queued = crate::support::events(&all, "queued_message");
+    assert_eq!(queued[0]["content"], "first");
+    // Bounded by the read-ahead, not by how fast the producer writes.
+    assert!(queued.len() <= 3 * 64, "{} messages queued", queued.len());
+}
+
+#[test]
+fn a_megabyte_path_is_refused_with_a_sentence() {
+    let sandbox = crate::support::Sandbox::with_examples();
+    let call = json!({"id": 1, "tool": "Read", "input": {"file_path": "a/".repeat(500_000)}});
+    sandbox.write("calls.jsonl", &format!("{call}\n"));
+    let output = sandbox.tollgate(&[
+        "check",
+        "--mode",
+        "bypassPermissions",
+        "--calls",
+        "calls.jsonl",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let line: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(line["decision"], "deny");
+    assert_eq!(
+        line["reason"],
+        "the path is 1000000 bytes long, over the 4096-byte limit"
+    );
+}
+
+/// The quickstart's transcript: a real run with most kinds of events in it.
+fn quickstart_transcript(sandbox: &crate::support::Sandbox) -> String {
+    let output = sandbox.tollgate(&["run", "examples/quickstart.yaml", "--out", "run"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    std::fs::read_to_string(sandbox.path().join("run/transcript.jsonl")).unwrap()
+}
+
+#[test]
+fn every_transcript_event_reads_back_as_the_same_typed_event() {
+    let sandbox = crate::support::Sandbox::with_examples();
+    let text = quickstart_transcript(&sandbox);
+    for line in text.lines() {
+        let original: Value = serde_json::from_str(line).unwrap();
+        let typed: tollgate::transcript::RecordedLine =
+            serde_json::from_str(line).unwrap_or_else(|err| panic!("{err}: {line}"));
+        let again = tollgate::transcript::TranscriptLine {
+            seq: typed.seq,
+            time: typed.time.clone(),
+            event: &typed.event,
+        };
+        assert_eq!(serde_json::to_value(&again).unwrap(), original);
+    }
+}
+
+fn replay_lines(run_started: &str, events: &[Value]) -> String {
+    let mut text = format!("{run_started}\n");
+    for (seq, event) in events.iter().enumerate() {
+        let mut event = event.clone();
+        event["seq"] = json!(seq + 2);
+        event["time"] = json!("2026-11-30T00:00:00.000Z");
+        text.push_str(&format!("{event}\n"));
+    }
+    text
+}
+
+fn call(id: &str, tool: &str, input: Value) -> Value {
+    json!({"type": "tool_call", "id": id, "tool": tool, "input": input})
+}
+
+fn decided(id: &str, tool: &str, decision: &str) -> Value {
+    json!({"type": "permission_decision", "id": id, "tool": tool, "decision": decision, "step": "1d", "layer": "rule", "reason": "recorded"})
+}
+
+#[test]
+fn replay_pairs_decisions_by_position_and_refuses_ambiguous_transcripts() {
+    let sandbox = crate::support::Sandbox::with_examples();
+    let recorded = quickstart_transcript(&sandbox);
+    let started = recorded.lines().next().unwrap();
+    sandbox.write("wide.yaml", "permissions:\n  allow: ['Bash(rm:*)', Read]\n");
+    let rm = json!({"command": "rm -rf build"});
+    let readme = json!({"file_path": "README.md"});
+    // One id for two calls in turn: paired by id alone, the later allow would hide that the
+    // refused rm is now allowed.
+    let reused = replay_lines(
+        started,
+        &[
+            call("toolu_x", "Bash", rm.clone()),
+            decided("toolu_x", "Bash", "deny"),
+            call("toolu_x", "Read", readme.clone()),
+            decided("toolu_x", "Read", "allow"),
+        ],
+    );
+    sandbox.write("reused.jsonl", &reused);
+    let output = sandbox.tollgate(&["replay", "reused.jsonl", "--policy", "wide.yaml"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let change: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        (change["call"].clone(), change["widened"].clone()),
+        (json!(1), json!(true))
+    );
+    // Two undecided calls with one id: which decision is whose cannot be known.
+    let ambiguous = replay_lines(
+        started,
+        &[
+            call("toolu_y", "Bash", rm),
+            call("toolu_y", "Read", readme),
+            decided("toolu_y", "Bash", "deny"),
+            decided("toolu_y", "Read", "allow"),
+        ],
+    );
+    sandbox.write("ambiguous.jsonl", &ambiguous);
+    let output = sandbox.tollgate(&["replay", "ambiguous.jsonl", "--policy", "wide.yaml"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("ambiguous.jsonl:3: the tool_use id \"toolu_y\""),
+        "{}",
+        stderr(&output)
+    );
+}
