@@ -21,8 +21,9 @@ step() { echo "build-image: $*" >&2; }
 
 command -v podman >/dev/null || fail "podman is needed (apt-get install podman runc)"
 busybox="$(command -v busybox || true)"
-[ -n "$busybox" ] && file -b "$busybox" | grep -q 'statically linked' \
-  || fail "a static busybox is needed (apt-get install busybox-static)"
+if [ -z "$busybox" ] || ! file -b "$busybox" | grep -q 'statically linked'; then
+  fail "a static busybox is needed (apt-get install busybox-static)"
+fi
 bin="${TOLLGATE_BIN:-$("$root/scripts/build-static.sh")}"
 [ -x "$bin" ] || fail "no tollgate binary at $bin"
 
