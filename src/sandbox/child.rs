@@ -23,6 +23,17 @@ pub enum RlimitResource {
 }
 
 impl RlimitResource {
+    /// The hard limit this process runs under; `None` when unlimited or unknown.
+    pub fn current_hard(self) -> Option<u64> {
+        let mut value = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit(2) writes into the struct we own and reads nothing else.
+        let ok = unsafe { libc::getrlimit(self.raw(), &mut value) } == 0;
+        (ok && value.rlim_max != libc::RLIM_INFINITY).then_some(value.rlim_max)
+    }
+
     fn raw(self) -> libc::__rlimit_resource_t {
         match self {
             RlimitResource::Processes => libc::RLIMIT_NPROC,

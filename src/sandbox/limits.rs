@@ -162,14 +162,18 @@ impl Drop for CommandCgroup {
 
 /// The rlimits for `config`; the process count only when no cgroup carries it. CPU time gets
 /// a few seconds between soft and hard limit, so SIGXCPU (which names the limit) comes first.
+/// A limit is never raised above the hard limit tollgate itself runs under (a container's
+/// `--ulimit nofile=1024`): raising it would fail in the child and no command could start,
+/// while the lower limit already binds harder than the policy asks.
 pub fn rlimits(config: &LimitsConfig, processes_by_rlimit: bool) -> Vec<Rlimit> {
     let mut out = Vec::new();
-    let mut push = |resource, value: Option<u64>, grace: u64| {
+    let mut push = |resource: RlimitResource, value: Option<u64>, grace: u64| {
         if let Some(value) = value {
+            let ceiling = resource.current_hard().unwrap_or(u64::MAX);
             out.push(Rlimit {
                 resource,
-                soft: value,
-                hard: value.saturating_add(grace),
+                soft: value.min(ceiling),
+                hard: value.saturating_add(grace).min(ceiling),
             });
         }
     };
@@ -226,5 +230,25 @@ mod tests {
             .into_iter()
             .find(|l| l.resource == RlimitResource::CpuSeconds);
         assert_eq!(cpu.map(|l| l.hard - l.soft), Some(5));
+    }
+
+    #[test]
+    fn no_limit_is_raised_above_the_runners_own_hard_limit() {
+        let config = LimitsConfig {
+            max_open_files: Some(u64::MAX / 2),
+            ..LimitsConfig::default()
+        };
+        let ceiling = RlimitResource::OpenFiles.current_hard();
+        let files = rlimits(&config, false)
+            .into_iter()
+            .find(|l| l.resource == RlimitResource::OpenFiles)
+            .unwrap();
+        match ceiling {
+            Some(hard) => assert!(
+                files.soft <= hard && files.hard <= hard,
+                "{files:?} > {hard}"
+            ),
+            None => assert_eq!(files.soft, u64::MAX / 2),
+        }
     }
 }
