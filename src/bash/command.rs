@@ -354,7 +354,12 @@ impl Analyser<'_> {
             let path = match v.split_once('=') {
                 Some((opt, value)) if opt.starts_with('-') => value,
                 // `-a.env`: a short option with its value attached.
-                _ if v.starts_with('-') && !v.starts_with("--") && v.len() > 2 => &v[2..],
+                // Past the dash and the option letter, which may be any character (`-é`).
+                _ if v.starts_with('-') && !v.starts_with("--") && v.chars().count() > 2 => {
+                    let mut rest = v.chars();
+                    rest.nth(1);
+                    rest.as_str()
+                }
                 _ if v.starts_with('-') => continue,
                 _ => v,
             };

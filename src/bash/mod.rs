@@ -215,6 +215,57 @@ mod tests {
         evaluate(script, &rules(), &env)
     }
 
+    /// Options are sliced after their dash and letter; a letter outside ASCII (`-é`, Latin-1
+    /// `-\u{82}`) once panicked on a byte index (found by the fuzz target). Every program
+    /// family with its own option reader is tried.
+    #[test]
+    fn options_with_non_ascii_letters_never_panic() {
+        let programs = [
+            "xxd",
+            "cp",
+            "cat",
+            "grep",
+            "sed -n",
+            "git",
+            "git -c",
+            "cargo test",
+            "npm test",
+            "make",
+            "pytest",
+            "go test",
+            "env",
+            "env -S",
+            "timeout 1",
+            "nice",
+            "parallel",
+            "xargs",
+            "find .",
+            "script",
+            "flock x",
+            "watch",
+            "unshare",
+            "sudo",
+            "jq",
+            "tar",
+        ];
+        let options = [
+            "-é",
+            "-\u{82}",
+            "-éx",
+            "--é",
+            "-é=x",
+            "-\u{82}é",
+            "-aé",
+            "-é é",
+        ];
+        for program in programs {
+            for option in options {
+                let _ = run(&format!("{program} {option} x"));
+            }
+        }
+        let _ = run("\u{1}\0-\u{82}\0\0\0\u{1}\0\0\0\u{7}<");
+    }
+
     #[test]
     fn deny_names_the_command_and_the_rule() {
         assert_eq!(

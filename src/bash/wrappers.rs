@@ -1054,7 +1054,10 @@ fn parallel_options(argv: &[Word]) -> Result<usize, ()> {
             1
         } else if VALUED.contains(&v) {
             2
-        } else if v.len() > 2 && !v.starts_with("--") && VALUED.contains(&&v[..2]) {
+        } else if v.len() > 2
+            && !v.starts_with("--")
+            && v.get(..2).is_some_and(|flag| VALUED.contains(&flag))
+        {
             1
         } else {
             return Err(());
