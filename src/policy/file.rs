@@ -219,36 +219,33 @@ impl Policy {
         let permissions = std::mem::take(&mut parsed.permissions);
         let mut policy = Policy::from_block(permissions, origin)?;
         policy.ignored_keys = ignored_keys;
-        let mut mark = |key, line, column| {
-            policy.managed_keys.push(ManagedKey { key, line, column });
+        // Where each managed-only key stands, so a lower file that writes one is refused at
+        // its location.
+        let at = |spanned: Option<&serde_saphyr::Location>| {
+            spanned.map(|location| (location.line(), location.column()))
         };
-        if let Some(spanned) = &parsed.managed_only {
-            mark(
+        let managed_keys = [
+            (
                 "managed_only",
-                spanned.referenced.line(),
-                spanned.referenced.column(),
-            );
-        }
-        if let Some(spanned) = &parsed.managed_hooks_only {
-            mark(
+                at(parsed.managed_only.as_ref().map(|s| &s.referenced)),
+            ),
+            (
                 "managed_hooks_only",
-                spanned.referenced.line(),
-                spanned.referenced.column(),
-            );
-        }
-        if let Some(spanned) = &parsed.allowed_modes {
-            mark(
+                at(parsed.managed_hooks_only.as_ref().map(|s| &s.referenced)),
+            ),
+            (
                 "allowed_modes",
-                spanned.referenced.line(),
-                spanned.referenced.column(),
-            );
-        }
-        if let Some(spanned) = &parsed.lower_sources_may_add {
-            mark(
+                at(parsed.allowed_modes.as_ref().map(|s| &s.referenced)),
+            ),
+            (
                 "lower_sources_may_add",
-                spanned.referenced.line(),
-                spanned.referenced.column(),
-            );
+                at(parsed.lower_sources_may_add.as_ref().map(|s| &s.referenced)),
+            ),
+        ];
+        for (key, found) in managed_keys {
+            if let Some((line, column)) = found {
+                policy.managed_keys.push(ManagedKey { key, line, column });
+            }
         }
         policy.managed_only = parsed.managed_only.is_some_and(|spanned| spanned.value);
         policy.disable_bypass |= parsed.disable_bypass_mode;
