@@ -7,7 +7,8 @@
 //! (newline-delimited JSON-RPC) rather than the SDK tollgate uses, so the two sides are
 //! independent. Tools: `echo`, `peek` (annotated read-only), `slow`, `crash` (exits mid-call),
 //! `fail` (an `isError` result), `hang` (starts a grandchild and never answers) and `notify`
-//! (a log message and `tools/list_changed`, after which `added` is listed).
+//! (a log message and `tools/list_changed`, after which `added` is listed), and
+//! `write_file` (writes `path`; the OS error is an `isError` result — the sandbox test's probe).
 //! Each call runs on a thread of its own, so a hanging call does not block the others.
 //! Flags: `--exit-at-start` (exits before answering), `--silent-at-start` (never answers).
 
@@ -68,6 +69,11 @@ fn tools(added: bool) -> serde_json::Value {
             serde_json::json!({}),
         ),
     ];
+    list.push(tool(
+        "write_file",
+        "Writes a line to a file.",
+        serde_json::json!({"path": {"type": "string"}}),
+    ));
     let mut peek = tool(
         "peek",
         "Reads nothing, changes nothing.",
@@ -149,6 +155,13 @@ fn tool_call(out: &Out, added: &AtomicBool, id: &serde_json::Value, params: &ser
             std::process::exit(3);
         }
         "fail" => send(out, text(id, "it failed on purpose", true)),
+        "write_file" => {
+            let path = arguments["path"].as_str().unwrap_or_default();
+            match std::fs::write(path, "written by the MCP test server\n") {
+                Ok(()) => send(out, text(id, &format!("wrote {path}"), false)),
+                Err(err) => send(out, text(id, &format!("cannot write {path}: {err}"), true)),
+            }
+        }
         "hang" => {
             let mut child = std::process::Command::new("sleep")
                 .arg("600")

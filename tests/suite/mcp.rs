@@ -158,7 +158,7 @@ fn deferred_tools_are_found_by_tool_search_called_and_the_server_ends_with_the_r
     assert_eq!(status["name"], "t");
     assert_eq!(status["status"], "started");
     assert_eq!(status["origin"], "task");
-    assert_eq!(status["tools"], 7);
+    assert_eq!(status["tools"], 8);
     // Deferred: only ToolSearch on the first request, the loaded two appended after it.
     let first = ran.request_tools(0);
     assert!(first.contains(&"ToolSearch".to_string()), "{first:?}");
@@ -484,6 +484,57 @@ fn sigterm_mid_call_ends_the_run_and_every_server_process() {
     assert_none_survive(&[pid], &[grandchild]);
 }
 
+/// With the policy's sandbox on, a server runs under the same Landlock rules as a Bash
+/// command: it writes inside the workspace, not beside it, and its environment is the
+/// sandbox's scrubbed one.
+#[test]
+fn a_server_runs_inside_the_sandbox_when_the_policy_turns_it_on() {
+    let abi = tollgate::sandbox::kernel_abi();
+    if abi < 4 {
+        println!("skipped: this kernel offers Landlock ABI {abi}; the sandbox needs 4");
+        return;
+    }
+    let sandbox = Sandbox::empty();
+    sandbox.write(
+        "p.yaml",
+        "permissions:\n  allow: [mcp__t]\nsandbox:\n  enabled: true\n  network:\n    mode: none\n",
+    );
+    let outside = sandbox.path().join("outside.txt");
+    let inside = sandbox.path().join("ws/inside.txt");
+    std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
+    std::fs::write(&inside, "").unwrap();
+    sandbox.write(
+        "t.yaml",
+        &format!(
+            "version: 1\nname: mcp\nprompt: go\nworkdir: ws\nmode: dontAsk\nmcp_servers:\n{}model:\n  provider: scripted\n  script:\n    - [{}, {}]\n    - - text: done\n",
+            server("t", "    defer: false\n"),
+            call("mcp__t__write_file", &format!("{{path: {}}}", inside.display())),
+            call("mcp__t__write_file", &format!("{{path: {}}}", outside.display())),
+        ),
+    );
+    let ran = run(&sandbox, &["--policy", "p.yaml"]);
+    assert_eq!(
+        ran.code(),
+        0,
+        "{}",
+        String::from_utf8_lossy(&ran.output.stderr)
+    );
+    assert_eq!(ran.servers()[0]["status"], "started", "{}", ran.started());
+    let results = events(&ran.all, "tool_result");
+    assert_eq!(results[0]["is_error"], false, "{}", results[0]);
+    assert_eq!(results[1]["is_error"], true, "{}", results[1]);
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("ermission denied"),
+        "{}",
+        results[1]
+    );
+    assert!(!outside.exists());
+    assert_none_survive(&ran.pids(), &[]);
+}
+
 /// A log message and `tools/list_changed` reach the transcript; the next request offers the
 /// tool the server added.
 #[test]
@@ -517,7 +568,7 @@ fn notifications_are_recorded_and_a_changed_tool_list_reaches_the_next_request()
     assert!(notices.iter().any(|n| n["kind"] == "tools_changed"));
     let listed = events(&ran.all, "mcp_tools");
     assert_eq!(listed[0]["server"], "t");
-    assert_eq!(listed[0]["tools"].as_array().unwrap().len(), 8);
+    assert_eq!(listed[0]["tools"].as_array().unwrap().len(), 9);
     assert_eq!(ran.result("mcp__t__added", 0)["content"], "echo: new");
     assert_none_survive(&ran.pids(), &[]);
 }
