@@ -203,7 +203,7 @@ pub async fn run(
         sandbox,
         state: RunState::default(),
     };
-    let mcp = McpHub::start(
+    let starting = McpHub::start(
         &spec.mcp,
         McpLaunch {
             workdir: &spec.workspace.workdir,
@@ -211,8 +211,13 @@ pub async fn run(
             sandbox: ctx.sandbox.as_deref(),
             rules: &spec.rules,
         },
-    )
-    .await;
+    );
+    // A signal while servers start ends the wait: the dropped start kills what it began,
+    // and the loop then sees the abort before any model call.
+    let mcp = tokio::select! {
+        hub = starting => hub,
+        _ = abort.aborted() => McpHub::default(),
+    };
     let ctx = ToolContext {
         state: RunState {
             deferred: DeferredTools::new(deferred_catalogue(&spec, &mcp)),

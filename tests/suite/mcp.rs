@@ -4,6 +4,7 @@
 //! crashing, a slow, a hanging and a silent server. After every run, no server process and
 //! nothing it started is left (scanned in /proc by pid and process group).
 
+use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
@@ -533,6 +534,60 @@ fn a_server_runs_inside_the_sandbox_when_the_policy_turns_it_on() {
     );
     assert!(!outside.exists());
     assert_none_survive(&ran.pids(), &[]);
+}
+
+/// SIGTERM while a server is still starting (it never answers `initialize`, and its
+/// start-up timeout is long): the run does not wait for the timeout, it ends 143 and the
+/// server is gone.
+#[test]
+fn sigterm_while_a_server_starts_does_not_wait_for_its_timeout() {
+    let sandbox = Sandbox::empty();
+    task(
+        &sandbox,
+        "mode: dontAsk\n",
+        &server(
+            "mute",
+            "    args: [--silent-at-start]\n    startup_timeout: 3600\n",
+        ),
+        &[],
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .args(["run", "t.yaml", "--out", "out"])
+        .current_dir(sandbox.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The server is a child of tollgate running the test server's binary.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let server_pid = loop {
+        let found = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .find_map(|entry| {
+                let pid: u32 = entry.file_name().to_string_lossy().parse().ok()?;
+                let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+                let parent: u32 = stat
+                    .rsplit_once(')')?
+                    .1
+                    .split_whitespace()
+                    .nth(1)?
+                    .parse()
+                    .ok()?;
+                let exe = std::fs::read_link(entry.path().join("exe")).ok()?;
+                (parent == child.id() && exe == Path::new(SERVER)).then_some(pid)
+            });
+        if let Some(pid) = found {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the server never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    unsafe { libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGTERM) };
+    assert_eq!(child.wait().unwrap().code(), Some(143));
+    let all = transcript(&sandbox.path().join("out/transcript.jsonl"));
+    assert_eq!(all.last().unwrap()["outcome"], "terminated");
+    assert!(events(&all, "model_request").is_empty());
+    assert_none_survive(&[server_pid], &[]);
 }
 
 /// A log message and `tools/list_changed` reach the transcript; the next request offers the
