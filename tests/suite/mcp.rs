@@ -48,6 +48,11 @@ impl Ran {
         self.output.status.code().unwrap_or(-1)
     }
 
+    fn assert_code(&self, code: i32) {
+        let stderr = String::from_utf8_lossy(&self.output.stderr);
+        assert_eq!(self.code(), code, "{stderr}");
+    }
+
     fn started(&self) -> &Value {
         events(&self.all, "run_started")[0]
     }
@@ -115,6 +120,28 @@ fn survivors(pids: &[u32], also: &[u32]) -> Vec<String> {
     found
 }
 
+/// `tollgate run t.yaml` in the background, to be signalled.
+fn spawn_run(sandbox: &Sandbox) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .args(["run", "t.yaml", "--out", "out"])
+        .current_dir(sandbox.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// What `find` finds, polled (bounded) while a background run gets there.
+fn poll<T>(what: &str, mut find: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(found) = find() {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "{what} never happened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Killed processes may take a moment to leave /proc: bounded polling, no assertion on time.
 fn assert_none_survive(pids: &[u32], also: &[u32]) {
     assert!(!pids.is_empty(), "no server pid to check");
@@ -149,12 +176,7 @@ fn deferred_tools_are_found_by_tool_search_called_and_the_server_ends_with_the_r
         ],
     );
     let ran = run(&sandbox, &[]);
-    assert_eq!(
-        ran.code(),
-        0,
-        "{}",
-        String::from_utf8_lossy(&ran.output.stderr)
-    );
+    ran.assert_code(0);
     let status = &ran.servers()[0];
     assert_eq!(status["name"], "t");
     assert_eq!(status["status"], "started");
@@ -282,12 +304,7 @@ fn a_trusted_read_only_hint_passes_plan_mode() {
         ),
     );
     let ran = run(&sandbox, &["--policy", "p.yaml", "--fail-on", "check"]);
-    assert_eq!(
-        ran.code(),
-        0,
-        "{}",
-        String::from_utf8_lossy(&ran.output.stderr)
-    );
+    ran.assert_code(0);
     assert_eq!(ran.servers()[0]["origin"], "managed");
     assert_eq!(ran.result("mcp__t__peek", 0)["status"], "success");
     assert_eq!(ran.result("mcp__t__echo", 0)["status"], "denied");
@@ -320,12 +337,7 @@ fn crash_timeout_and_hang_give_error_results_and_leave_nothing_behind() {
         ],
     );
     let ran = run(&sandbox, &[]);
-    assert_eq!(
-        ran.code(),
-        0,
-        "{}",
-        String::from_utf8_lossy(&ran.output.stderr)
-    );
+    ran.assert_code(0);
     let crash = ran.result("mcp__crashy__crash", 0);
     assert_eq!(crash["is_error"], true);
     let text = crash["content"].as_str().unwrap();
@@ -436,12 +448,7 @@ fn servers_that_do_not_start_are_reported_and_fail_on_mcp_start_stops_the_run() 
     );
     std::fs::remove_dir_all(sandbox.path().join("out")).unwrap();
     let ran = run(&sandbox, &[]);
-    assert_eq!(
-        ran.code(),
-        0,
-        "{}",
-        String::from_utf8_lossy(&ran.output.stderr)
-    );
+    ran.assert_code(0);
     assert_eq!(ran.result("mcp__fine__echo", 0)["content"], "echo: ok");
     assert_none_survive(&ran.pids(), &[]);
 }
@@ -457,24 +464,13 @@ fn sigterm_mid_call_ends_the_run_and_every_server_process() {
         &server("t", "    defer: false\n"),
         &[&format!("[{}]", call("mcp__t__hang", "{}"))],
     );
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .args(["run", "t.yaml", "--out", "out"])
-        .current_dir(sandbox.path())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run(&sandbox);
     let marker = sandbox.path().join("ws/grandchild.pid");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let grandchild: u32 = loop {
-        if let Some(pid) = std::fs::read_to_string(&marker)
+    let grandchild: u32 = poll("the hang call", || {
+        std::fs::read_to_string(&marker)
             .ok()
             .and_then(|text| text.parse().ok())
-        {
-            break pid;
-        }
-        assert!(Instant::now() < deadline, "the hang call never started");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    });
     unsafe { libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGTERM) };
     assert_eq!(child.wait().unwrap().code(), Some(143));
     let all = transcript(&sandbox.path().join("out/transcript.jsonl"));
@@ -514,12 +510,7 @@ fn a_server_runs_inside_the_sandbox_when_the_policy_turns_it_on() {
         ),
     );
     let ran = run(&sandbox, &["--policy", "p.yaml"]);
-    assert_eq!(
-        ran.code(),
-        0,
-        "{}",
-        String::from_utf8_lossy(&ran.output.stderr)
-    );
+    ran.assert_code(0);
     assert_eq!(ran.servers()[0]["status"], "started", "{}", ran.started());
     let results = events(&ran.all, "tool_result");
     assert_eq!(results[0]["is_error"], false, "{}", results[0]);
@@ -551,16 +542,10 @@ fn sigterm_while_a_server_starts_does_not_wait_for_its_timeout() {
         ),
         &[],
     );
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .args(["run", "t.yaml", "--out", "out"])
-        .current_dir(sandbox.path())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run(&sandbox);
     // The server is a child of tollgate running the test server's binary.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let server_pid = loop {
-        let found = std::fs::read_dir("/proc")
+    let server_pid = poll("the server's start", || {
+        std::fs::read_dir("/proc")
             .unwrap()
             .flatten()
             .find_map(|entry| {
@@ -575,13 +560,8 @@ fn sigterm_while_a_server_starts_does_not_wait_for_its_timeout() {
                     .ok()?;
                 let exe = std::fs::read_link(entry.path().join("exe")).ok()?;
                 (parent == child.id() && exe == Path::new(SERVER)).then_some(pid)
-            });
-        if let Some(pid) = found {
-            break pid;
-        }
-        assert!(Instant::now() < deadline, "the server never started");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+            })
+    });
     unsafe { libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGTERM) };
     assert_eq!(child.wait().unwrap().code(), Some(143));
     let all = transcript(&sandbox.path().join("out/transcript.jsonl"));
@@ -605,12 +585,7 @@ fn notifications_are_recorded_and_a_changed_tool_list_reaches_the_next_request()
         ],
     );
     let ran = run(&sandbox, &[]);
-    assert_eq!(
-        ran.code(),
-        0,
-        "{}",
-        String::from_utf8_lossy(&ran.output.stderr)
-    );
+    ran.assert_code(0);
     assert!(!ran.request_tools(0).contains(&"mcp__t__added".to_string()));
     assert!(ran.request_tools(1).contains(&"mcp__t__added".to_string()));
     let notices = events(&ran.all, "mcp_notification");
@@ -651,12 +626,7 @@ fn project_servers_need_approval_and_bad_entries_are_located() {
     sandbox.write("p.yaml", "allow_project_mcp: true\n");
     std::fs::remove_dir_all(sandbox.path().join("out")).unwrap();
     let ran = run(&sandbox, &["--policy", "p.yaml"]);
-    assert_eq!(
-        ran.code(),
-        0,
-        "{}",
-        String::from_utf8_lossy(&ran.output.stderr)
-    );
+    ran.assert_code(0);
     assert_eq!(ran.servers()[0]["origin"], "mcp_json");
     assert_eq!(ran.servers()[0]["status"], "started");
     assert_none_survive(&ran.pids(), &[]);
@@ -718,12 +688,7 @@ fn the_npm_everything_server_is_found_through_tool_search_and_called() {
         ],
     );
     let ran = run(&sandbox, &[]);
-    assert_eq!(
-        ran.code(),
-        0,
-        "{}",
-        String::from_utf8_lossy(&ran.output.stderr)
-    );
+    ran.assert_code(0);
     assert_eq!(ran.servers()[0]["status"], "started", "{}", ran.started());
     let found = ran.result("ToolSearch", 0)["content"]
         .as_str()
