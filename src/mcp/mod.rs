@@ -14,7 +14,7 @@ pub use selection::{
     project_file_approved,
 };
 pub use supervisor::{McpHub, McpLaunch, McpServerStatus, McpState};
-pub use tool::{MAX_TOOL_NAME, tool_name};
+pub use tool::{MAX_TOOL_NAME, stand_in, tool_name};
 
 /// Why a server did not start, or a call to it failed. The text is what the model or the
 /// run's report reads.

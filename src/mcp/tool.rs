@@ -18,12 +18,14 @@ pub const MAX_TOOL_NAME: usize = 64;
 
 pub struct McpTool {
     name: ToolName,
+    server: String,
     /// The name as the server knows it.
     remote: String,
     description: String,
     input_schema: Value,
     read_only: bool,
-    link: Link,
+    /// `None` for a stand-in that is only gated (`check`, policy self-tests), never run.
+    link: Option<Link>,
 }
 
 /// `mcp__<server>__<tool>` with the tool's name made of what the APIs accept (letters,
@@ -54,13 +56,36 @@ impl McpTool {
     pub fn new(link: Link, listed: ListedTool, trust_read_only_hint: bool) -> McpTool {
         McpTool {
             name: tool_name(&link.server, &listed.name),
+            server: link.server.clone(),
             read_only: listed.read_only_hint && trust_read_only_hint,
             remote: listed.name,
             description: listed.description,
             input_schema: object_schema(listed.input_schema),
-            link,
+            link: Some(link),
         }
     }
+}
+
+/// A tool of that name as the gate sees it without its server (`tollgate check`, a policy's
+/// `tests:`): any input, never read-only (no hint can be known), no check of its own that
+/// allows — so the rules decide exactly as in a run. `None` for a name that is no MCP tool.
+pub fn stand_in(name: &ToolName) -> Option<std::sync::Arc<dyn Tool>> {
+    let ToolName::Mcp {
+        server,
+        tool: Some(tool),
+    } = name
+    else {
+        return None;
+    };
+    Some(std::sync::Arc::new(McpTool {
+        name: name.clone(),
+        server: server.clone(),
+        remote: tool.clone(),
+        description: String::new(),
+        input_schema: serde_json::json!({"type": "object"}),
+        read_only: false,
+        link: None,
+    }))
 }
 
 /// The APIs want an object schema; a server that lists something else gets the empty one.
@@ -86,7 +111,7 @@ impl Tool for McpTool {
             } else {
                 &self.description
             },
-            self.link.server
+            self.server
         ))
     }
 
@@ -100,16 +125,23 @@ impl Tool for McpTool {
     }
 
     fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
-        let Value::Object(arguments) = input else {
-            return Err(ToolError::Schema {
-                tool: self.name.clone(),
-                message: "the input must be a JSON object".into(),
-            });
+        // No input is no arguments (`tools/call` makes them optional; a policy test may omit
+        // them); anything else must be an object.
+        let arguments = match input {
+            Value::Object(arguments) => arguments.clone(),
+            Value::Null => serde_json::Map::new(),
+            _ => {
+                return Err(ToolError::Schema {
+                    tool: self.name.clone(),
+                    message: "the input must be a JSON object".into(),
+                });
+            }
         };
         Ok(Box::new(McpCall {
             name: self.name.clone(),
+            server: self.server.clone(),
             remote: self.remote.clone(),
-            arguments: arguments.clone(),
+            arguments,
             read_only: self.read_only,
             link: self.link.clone(),
         }))
@@ -118,10 +150,11 @@ impl Tool for McpTool {
 
 struct McpCall {
     name: ToolName,
+    server: String,
     remote: String,
     arguments: serde_json::Map<String, Value>,
     read_only: bool,
-    link: Link,
+    link: Option<Link>,
 }
 
 impl ToolInput for McpCall {
@@ -142,14 +175,20 @@ impl ToolInput for McpCall {
         ToolCheck::Passthrough {
             reason: format!(
                 "{} is a tool of MCP server `{}`; an allow rule ({}, mcp__{}__* or mcp__{}) must name it",
-                self.name, self.link.server, self.name, self.link.server, self.link.server
+                self.name, self.server, self.name, self.server, self.server
             ),
         }
     }
 
     fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let call = self.link.call(&self.remote, self.arguments.clone());
+            let Some(link) = &self.link else {
+                return Err(ToolError::Failed(format!(
+                    "{} has no server here: it can be gated, not run",
+                    self.name
+                )));
+            };
+            let call = link.call(&self.remote, self.arguments.clone());
             let outcome = tokio::select! {
                 outcome = call => outcome,
                 _ = ctx.abort.aborted() => {

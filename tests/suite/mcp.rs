@@ -713,3 +713,36 @@ fn the_npm_everything_server_is_found_through_tool_search_and_called() {
     );
     assert_none_survive(&ran.pids(), &[]);
 }
+
+/// `tollgate check` and a policy's own `tests:` decide MCP names as a run does, without the
+/// server: rules by tool, by server, an unruled tool an ask (a deny headless), plan mode a deny.
+#[test]
+fn check_and_policy_tests_decide_mcp_names_by_their_rules() {
+    let sandbox = Sandbox::empty();
+    sandbox.write(
+        "p.yaml",
+        "permissions:\n  allow: [mcp__gh__list, 'mcp__docs__*']\n  deny: [mcp__gh__delete]\ntests:\n  - {tool: mcp__gh__list, expect: allow}\n  - {tool: mcp__docs__search, input: {q: x}, expect: allow}\n  - {tool: mcp__gh__delete, expect: deny}\n  - {tool: mcp__gh__merge, expect: ask}\n",
+    );
+    // (tool, mode, decision, step)
+    let table = [
+        ("mcp__gh__list", "dontAsk", "allow", "2b"),
+        ("mcp__docs__search", "dontAsk", "allow", "2b"),
+        ("mcp__gh__delete", "bypassPermissions", "deny", "1a"),
+        ("mcp__gh__merge", "dontAsk", "deny", "3"),
+        ("mcp__gh__list", "plan", "deny", "2b"),
+    ];
+    for (tool, mode, decision, step) in table {
+        let output = sandbox.tollgate(&[
+            "check", "--policy", "p.yaml", "--mode", mode, "--tool", tool, "--input", "{}",
+        ]);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let line: Value = serde_json::from_str(stdout.lines().next().unwrap_or_default())
+            .unwrap_or_else(|err| panic!("{tool}: {err}: {stdout}"));
+        assert_eq!(line["decision"], decision, "{tool} {mode}: {line}");
+        assert_eq!(line["step"], step, "{tool} {mode}: {line}");
+    }
+    let output = sandbox.tollgate(&["policy", "test", "p.yaml"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert_eq!(stdout.matches("ok  ").count(), 4, "{stdout}");
+}
