@@ -13,15 +13,15 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{oneshot, watch};
 
 use super::{ChildEnv, GroupKiller, PreExecStep, command};
 
-/// Lines of stderr kept (the last ones), and the longest line kept whole.
+/// Lines of stderr kept (the last ones), and the characters kept of each.
 const STDERR_TAIL_LINES: usize = 20;
-const STDERR_LINE_BYTES: usize = 512;
+const STDERR_LINE_CHARS: usize = 512;
 
 pub struct ServiceRequest {
     /// The program and its arguments; `argv[0]` is looked up in the child's `PATH`.
@@ -186,17 +186,29 @@ impl ServiceWatch {
     }
 }
 
-async fn keep_tail<R: AsyncRead + Unpin>(pipe: R, tail: Arc<Mutex<VecDeque<String>>>) {
-    let mut lines = BufReader::new(pipe).split(b'\n');
-    while let Ok(Some(line)) = lines.next_segment().await {
-        let cut = &line[..line.len().min(STDERR_LINE_BYTES)];
-        let text = String::from_utf8_lossy(cut).trim_end().to_string();
+/// Keeps the last lines of `pipe`; a line longer than [`super::MAX_LINE_BYTES`] arrives in
+/// pieces, so a server that never writes a newline cannot grow memory.
+async fn keep_tail<R: AsyncRead + Unpin>(mut pipe: R, tail: Arc<Mutex<VecDeque<String>>>) {
+    let sink: super::LineSink = Arc::new(move |line: &str| {
+        let cut: String = line.chars().take(STDERR_LINE_CHARS).collect();
         let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
         if tail.len() == STDERR_TAIL_LINES {
             tail.pop_front();
         }
-        tail.push_back(text);
+        tail.push_back(cut.trim_end().to_string());
+    });
+    let mut lines = super::LineSplitter {
+        sink,
+        partial: Vec::new(),
+    };
+    let mut buffer = [0u8; 8192];
+    while let Ok(read) = pipe.read(&mut buffer).await {
+        if read == 0 {
+            break;
+        }
+        lines.feed(&buffer[..read]);
     }
+    lines.finish();
 }
 
 #[cfg(test)]
@@ -278,6 +290,21 @@ mod tests {
             gone(grandchild).await,
             "the grandchild outlived the service"
         );
+    }
+
+    #[tokio::test]
+    async fn a_stderr_line_without_end_is_kept_in_bounded_pieces() {
+        let dir = tempfile::tempdir().unwrap();
+        let child = spawn_service(bash(
+            "head -c 100000 /dev/zero | tr '\\0' x >&2; echo >&2; echo last >&2",
+            dir.path(),
+        ))
+        .unwrap();
+        child.watch().ended().await;
+        let tail = child.watch().stderr_tail();
+        assert_eq!(tail.len(), STDERR_TAIL_LINES);
+        assert!(tail.iter().all(|line| line.len() <= STDERR_LINE_CHARS));
+        assert_eq!(tail.last().unwrap(), "last");
     }
 
     #[tokio::test]
