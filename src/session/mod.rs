@@ -29,7 +29,7 @@ use crate::model::{
 };
 use crate::policy::{
     AuthorityError, PermissionMode, Policy, PolicySource, RuleError, RuleKind, RuleRef, RuleSet,
-    SelfTestOutcome, SourceKind, Workspace, merge_auto_mode, run_self_tests,
+    SelfTestOutcome, SourceKind, ToolName, Workspace, merge_auto_mode, run_self_tests,
 };
 use crate::redact::Redactor;
 use crate::sandbox::{self, SandboxError, SandboxSpec};
@@ -177,16 +177,30 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
     workspace.read_only_roots.push(out_dir.join("results"));
 
     // The pool a model sees: the task's tools less those a whole-tool deny rule removes (S1).
+    let skills = if task.tools.contains(&ToolName::Skill) {
+        let mut roots = vec![workspace.workdir.join("skills")];
+        roots.extend(task.skills.iter().cloned());
+        crate::skills::discover(&roots)?
+    } else {
+        Vec::new()
+    };
+    let mut skill_tool = crate::skills::SkillTool::new(skills);
     let tools = task
         .tools
         .iter()
         .filter(|name| rules.whole_tool(RuleKind::Deny, name).is_none())
-        .filter_map(builtin)
+        .filter_map(|name| match name {
+            ToolName::Skill => skill_tool
+                .take()
+                .map(|tool| Arc::new(tool) as Arc<dyn crate::tools::Tool>),
+            _ => builtin(name),
+        })
         .collect();
     let hooks = hooks_in_force(&sources);
     let mut policy_summary = policy_summary(&sources, &rules, &hooks, directories);
     policy_summary.dropped_for_auto = dropped_for_auto.iter().map(RuleRef::from).collect();
     let max_turns = options.max_turns.unwrap_or(task.limits.max_turns);
+    let subagent_max_turns = task.subagent_max_turns;
     let mut limits = ToolLimits::default();
     if let Some(tool_timeout) = task.limits.tool_timeout {
         // Bash ends its whole process group at its own timeout; the loop's bound on the
@@ -208,6 +222,7 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         out_dir,
         out_lock: Arc::new(out_lock),
         max_turns,
+        subagent_max_turns,
         limits,
         hooks: hooks.in_force,
         sandbox,

@@ -11,12 +11,14 @@ use crate::base::{DEFAULT_MAX_PARALLEL_TOOLS, normalize_lexically};
 use crate::config::{self, ConfigError};
 use crate::model::{Pricing, RetryPolicy, ScriptedBlock, Timeouts, pricing};
 use crate::policy::{PermissionMode, PermissionsBlock, Policy, PolicyOrigin, ToolName};
-use crate::tools::implemented_builtins;
+use crate::tools::{default_tools, implemented_builtins};
 pub use fail_on::{FailOn, FailOnSet};
 
 mod fail_on;
 
 pub const DEFAULT_MAX_TURNS: u32 = 50;
+/// A sub-agent's own turns (`subagents.max_turns`): a focused job, so fewer than the run's.
+pub const DEFAULT_SUBAGENT_MAX_TURNS: u32 = 20;
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 pub const DEFAULT_CHECK_TIMEOUT_SECS: u64 = 600;
 
@@ -43,6 +45,16 @@ struct TaskFile {
     deferred_tools: Option<Vec<Spanned<String>>>,
     #[serde(default)]
     reminders: RemindersFile,
+    /// Folders of skills (or skill folders), besides the workdir's `skills/`.
+    skills: Option<Vec<Spanned<String>>>,
+    #[serde(default)]
+    subagents: SubagentsFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SubagentsFile {
+    max_turns: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -298,6 +310,10 @@ pub struct Task {
     pub deferred_tools: Vec<ToolName>,
     /// `reminders.full_every`: a TodoWrite reminder is the full list every this many times.
     pub reminders_full_every: u32,
+    /// `skills:`, resolved against the task file's folder.
+    pub skills: Vec<PathBuf>,
+    /// `subagents.max_turns`: the turns of each sub-agent's own conversation.
+    pub subagent_max_turns: u32,
 }
 
 impl Task {
@@ -325,7 +341,7 @@ impl Task {
         }
         let model = model_spec(raw.model, &at)?;
         let tools = match raw.tools {
-            None => implemented_builtins(),
+            None => default_tools(),
             Some(names) => names
                 .into_iter()
                 .map(|spanned| {
@@ -381,6 +397,23 @@ impl Task {
             }
             Some(spanned) => spanned.value,
         };
+        let subagent_max_turns = match raw.subagents.max_turns {
+            None => DEFAULT_SUBAGENT_MAX_TURNS,
+            Some(spanned) if spanned.value == 0 => {
+                return Err(located(
+                    &spanned,
+                    &at,
+                    "subagents.max_turns must be at least 1".into(),
+                ));
+            }
+            Some(spanned) => spanned.value,
+        };
+        let skills = raw
+            .skills
+            .unwrap_or_default()
+            .into_iter()
+            .map(|spanned| normalize_lexically(&dir.join(spanned.value)))
+            .collect();
         let mut checks: Vec<Check> = Vec::new();
         for check in raw.checks {
             if checks.iter().any(|seen| seen.name == check.name.value) {
@@ -436,6 +469,8 @@ impl Task {
             max_result_chars,
             deferred_tools,
             reminders_full_every,
+            skills,
+            subagent_max_turns,
         })
     }
 }
@@ -818,7 +853,7 @@ mod tests {
         let task = parse(MINIMAL).unwrap();
         assert_eq!(task.limits.max_turns, DEFAULT_MAX_TURNS);
         assert_eq!(task.limits.max_parallel_tools, DEFAULT_MAX_PARALLEL_TOOLS);
-        assert_eq!(task.tools, implemented_builtins());
+        assert_eq!(task.tools, default_tools());
         assert_eq!(
             task.model.script,
             vec![vec![ScriptedBlock::Text("done".into())]]
