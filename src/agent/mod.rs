@@ -238,7 +238,8 @@ pub async fn run(
     let mut checks = Vec::new();
     let mut scope = Scope::main(spec.max_turns);
     let (mut outcome, final_message, error) = loop {
-        let ended = conversation(&mut run, &mut provider, &abort, &mut messages, &mut scope).await?;
+        let ended =
+            conversation(&mut run, &mut provider, &abort, &mut messages, &mut scope).await?;
         // After a limit the checks still say where the work stands; after the wall clock
         // ran out there is no time left for them.
         if !matches!(
@@ -379,11 +380,7 @@ async fn conversation(
     scope: &mut Scope,
 ) -> Result<Ending, AgentError> {
     let spec = run.spec;
-    let system = prompt::system_prompt(
-        spec,
-        &run.ctx.state.deferred.catalogue(),
-        scope.subagent,
-    );
+    let system = prompt::system_prompt(spec, &run.ctx.state.deferred.catalogue(), scope.subagent);
     loop {
         // The pool is rebuilt each turn, so tools ToolSearch loaded reach the next request,
         // appended after the others so the tools array sent before stays its prefix.

@@ -78,8 +78,12 @@ fn subagent_part(kind: SubagentKind) -> String {
         }
         SubagentKind::General => "You have the same tools as the agent that started you.",
     };
+    let article = match kind {
+        SubagentKind::Explore => "an",
+        SubagentKind::General => "a",
+    };
     format!(
-        "You are a {kind} sub-agent started by another agent for one job. {reach} \
+        "You are {article} {kind} sub-agent started by another agent for one job. {reach} \
          Your final message is returned to that agent as your whole result: make it complete and short."
     )
 }

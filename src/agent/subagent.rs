@@ -14,7 +14,7 @@ use crate::call::PreparedCall;
 use crate::model::{Message, Provider, Usage};
 use crate::policy::{GatedCall, Grounds, Layer, PermissionDecision, Step};
 use crate::tools::{
-    Delegation, DeferredTools, FileStateCache, RunState, SubagentKind, ToolContext, ToolError,
+    DeferredTools, Delegation, FileStateCache, RunState, SubagentKind, ToolContext, ToolError,
     ToolOutput, ToolRegistry,
 };
 use crate::transcript::{Event, Outcome};

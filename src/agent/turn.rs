@@ -108,7 +108,10 @@ impl<'r, 'a> LoopHost<'r, 'a> {
     async fn gate(&mut self, call: &Call, prepared: PreparedCall) -> Result<Admission, AgentError> {
         // An explore sub-agent's limit is structural: before the gate, so no rule, mode or
         // hook can allow a call that is not proven read-only.
-        if let Some(refusal) = self.subagent.and_then(|kind| explore_refusal(kind, &prepared)) {
+        if let Some(refusal) = self
+            .subagent
+            .and_then(|kind| explore_refusal(kind, &prepared))
+        {
             return self.refuse(call, &prepared, refusal);
         }
         let run = &mut *self.run;
@@ -146,7 +149,10 @@ impl<'r, 'a> LoopHost<'r, 'a> {
         let prepared = approval.rewritten.unwrap_or(prepared);
         auto::record_reviews(run, &call.id, &prepared, &reviews)?;
         // A hook may have rewritten the input into one that writes.
-        let decision = match self.subagent.and_then(|kind| explore_refusal(kind, &prepared)) {
+        let decision = match self
+            .subagent
+            .and_then(|kind| explore_refusal(kind, &prepared))
+        {
             Some(refusal) => refusal,
             None => approval.decision,
         };

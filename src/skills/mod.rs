@@ -119,6 +119,9 @@ mod tests {
         assert!(discover(&[dir.path().join("missing")]).unwrap().is_empty());
         write("again/c", "bee");
         let err = discover(&[dir.path().join("skills"), dir.path().join("again")]).unwrap_err();
-        assert!(err.to_string().contains("a second skill named `bee`"), "{err}");
+        assert!(
+            err.to_string().contains("a second skill named `bee`"),
+            "{err}"
+        );
     }
 }

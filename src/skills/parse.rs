@@ -115,7 +115,11 @@ pub fn parse(text: &str, file: &Path) -> Result<Skill, ConfigError> {
     };
     let instructions = body.trim().to_string();
     if instructions.is_empty() {
-        return Err(at(0, 0, "the skill has no instructions after its front matter"));
+        return Err(at(
+            0,
+            0,
+            "the skill has no instructions after its front matter",
+        ));
     }
     Ok(Skill {
         name: name.to_string(),
@@ -157,7 +161,8 @@ mod tests {
         assert_eq!(skill.mode, SkillMode::Agent(SubagentKind::Explore));
         assert_eq!(skill.instructions, "Read CHANGELOG.md.");
         let injected =
-            parse_text("---\nname: a\ndescription: b\nallowed-tools: [Bash]\n---\nDo c.\n").unwrap();
+            parse_text("---\nname: a\ndescription: b\nallowed-tools: [Bash]\n---\nDo c.\n")
+                .unwrap();
         assert_eq!(injected.mode, SkillMode::Inject);
     }
 
@@ -165,7 +170,10 @@ mod tests {
     fn bad_front_matter_is_located_in_the_file() {
         let cases = [
             ("name: a\n", "skills/x/SKILL.md:1:1: a SKILL.md starts with"),
-            ("---\nname: a\n", "skills/x/SKILL.md:1:1: the front matter is not closed"),
+            (
+                "---\nname: a\n",
+                "skills/x/SKILL.md:1:1: the front matter is not closed",
+            ),
             (
                 "---\nname: a\ndescription: b\nmode: fork\n---\nx\n",
                 "skills/x/SKILL.md:4:7: mode `fork`",

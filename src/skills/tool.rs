@@ -60,7 +60,11 @@ impl Tool for SkillTool {
     }
 
     fn input_schema(&self) -> Value {
-        let names: Vec<&str> = self.skills.iter().map(|skill| skill.name.as_str()).collect();
+        let names: Vec<&str> = self
+            .skills
+            .iter()
+            .map(|skill| skill.name.as_str())
+            .collect();
         json!({
             "type": "object",
             "properties": {
@@ -134,9 +138,13 @@ impl ToolInput for SkillInput {
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
         // The instructions are the file's text: where Read may not see it, Skill may not
         // load it.
-        if let Some(refusal @ ToolCheck::Deny { .. }) =
-            read_refusal(ctx.rules, ctx.workspace, &ToolName::Read, &self.skill.file, false)
-        {
+        if let Some(refusal @ ToolCheck::Deny { .. }) = read_refusal(
+            ctx.rules,
+            ctx.workspace,
+            &ToolName::Read,
+            &self.skill.file,
+            false,
+        ) {
             return refusal;
         }
         check_literal(ctx, &ToolName::Skill, &self.skill.name)

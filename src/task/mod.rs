@@ -408,9 +408,17 @@ impl Task {
             }
             Some(spanned) => spanned.value,
         };
-        let skills = raw
-            .skills
-            .unwrap_or_default()
+        let raw_skills = raw.skills.unwrap_or_default();
+        if let Some(first) = raw_skills.first()
+            && !tools.contains(&ToolName::Skill)
+        {
+            return Err(located(
+                first,
+                &at,
+                "skills: needs the Skill tool: add Skill to tools:".into(),
+            ));
+        }
+        let skills = raw_skills
             .into_iter()
             .map(|spanned| normalize_lexically(&dir.join(spanned.value)))
             .collect();
@@ -788,6 +796,24 @@ mod tests {
 
     fn parse(text: &str) -> Result<Task, ConfigError> {
         Task::parse(text, Path::new("task.yaml"), Path::new("/tasks"), None)
+    }
+
+    #[test]
+    fn agent_and_skill_are_named_to_be_had_and_skills_need_the_skill_tool() {
+        let task = parse(MINIMAL).unwrap();
+        assert!(!task.tools.contains(&ToolName::Agent));
+        assert_eq!(task.subagent_max_turns, DEFAULT_SUBAGENT_MAX_TURNS);
+        let task = parse(&format!(
+            "{MINIMAL}tools: [Read, Agent, Skill]\nskills: [../shared-skills]\nsubagents:\n  max_turns: 3\n"
+        ))
+        .unwrap();
+        assert_eq!(task.skills, [PathBuf::from("/shared-skills")]);
+        assert_eq!(task.subagent_max_turns, 3);
+        let err = parse(&format!("{MINIMAL}skills: [x]\n")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "task.yaml:8:10: skills: needs the Skill tool: add Skill to tools:"
+        );
     }
 
     #[test]

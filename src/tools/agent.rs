@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 
 use super::delegation::{Delegation, SubagentKind};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, parse_input};
-use crate::policy::{AskCause, PermissionContext, RuleContent, RuleKind, RuleRef, ToolCheck, ToolName};
+use crate::policy::{
+    AskCause, PermissionContext, RuleContent, RuleKind, RuleRef, ToolCheck, ToolName,
+};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

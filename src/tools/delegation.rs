@@ -83,7 +83,12 @@ mod tests {
             .collect();
         assert_eq!(
             explore,
-            [ToolName::Read, ToolName::Glob, ToolName::Grep, ToolName::Bash]
+            [
+                ToolName::Read,
+                ToolName::Glob,
+                ToolName::Grep,
+                ToolName::Bash
+            ]
         );
         let general: Vec<ToolName> = ToolName::BUILTINS
             .into_iter()

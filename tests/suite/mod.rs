@@ -23,3 +23,4 @@ mod run_cli;
 mod runner;
 mod sandbox;
 mod scheduling;
+mod subagents;
