@@ -105,7 +105,7 @@ pub(super) async fn run(
         ctx: std::mem::replace(&mut run.ctx, ctx),
         reminders: std::mem::replace(
             &mut run.reminders,
-            Reminders::new(spec.task.reminders_full_every),
+            Reminders::new(spec.reminders_full_every),
         ),
         estimate: run.budget.switch_context(PromptEstimate::default()),
     };
