@@ -138,12 +138,17 @@ fn id_of(run: &Run, reply: usize, index: usize) -> String {
 /// S2 within each conversation: the run's own and every sub-agent's (a sub-agent's calls are
 /// answered before the Agent call that started it).
 fn every_conversation_answers_each_call_once(all: &[Value]) {
-    let mut agents: Vec<Value> = all.iter().map(|event| event["agent_id"].clone()).collect();
-    agents.dedup();
+    let mut agents: Vec<&Value> = Vec::new();
+    for event in all {
+        if !agents.contains(&&event["agent_id"]) {
+            agents.push(&event["agent_id"]);
+        }
+    }
+    assert!(agents.len() > 1, "no sub-agent events");
     for agent in agents {
         let own: Vec<Value> = all
             .iter()
-            .filter(|event| event["agent_id"] == agent)
+            .filter(|event| event["agent_id"] == *agent)
             .cloned()
             .collect();
         assert_every_tool_use_answered_once(&own);
@@ -449,4 +454,44 @@ async fn a_malformed_skill_stops_the_run_before_it_starts() {
     );
     assert!(run.stderr.contains(&want), "{}", run.stderr);
     assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn the_cost_limit_applies_to_the_sum_and_a_subagent_reaching_it_stops_the_run() {
+    let server = FakeModel::start(
+        KEY,
+        vec![
+            reply(vec![agent("explore", "Read a.txt.")], 1000),
+            reply(vec![tool("Read", json!({"file_path": "a.txt"}))], 5000),
+            reply(vec![text("never asked for")], 10),
+        ],
+    )
+    .await;
+    let run = run_task(
+        &server,
+        &[("a.txt", "x\n")],
+        "mode: dontAsk\ntools: [Read, Agent]\npermissions:\n  allow: ['Agent(explore)']\nlimits:\n  max_cost_usd: 0.03\n",
+    )
+    .await;
+    // $3 / $15 per million: the parent's turn cost $0.00375 and the sub-agent's first
+    // $0.01575; its next request could cost $0.03 more, past the run's limit.
+    assert_eq!(server.requests().len(), 2);
+    let finished = run.finished();
+    assert_eq!(finished["outcome"], "max_budget_usd", "{}", run.stderr);
+    assert!(finished["total_cost_usd"].as_f64().unwrap() <= 0.03);
+    let sub = events(&run.events, "subagent_finished")[0];
+    assert_eq!(sub["outcome"], "max_budget_usd");
+    let agent_result = run
+        .events
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["tool"] == "Agent")
+        .unwrap();
+    assert_eq!(agent_result["is_error"], true);
+    assert!(
+        agent_result["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("The explore sub-agent stopped: stopped before a request")
+    );
+    every_conversation_answers_each_call_once(&run.events);
 }
