@@ -495,3 +495,39 @@ async fn the_cost_limit_applies_to_the_sum_and_a_subagent_reaching_it_stops_the_
     );
     every_conversation_answers_each_call_once(&run.events);
 }
+
+/// The shipped example runs offline as its comment says.
+#[test]
+fn the_subagents_example_runs_as_documented() {
+    let sandbox = crate::support::Sandbox::with_examples();
+    let finished =
+        crate::support::runs::run_task(&sandbox.path().join("examples/subagents.yaml"), &[], &[]);
+    assert_eq!(finished.code, 0, "{}", finished.stderr);
+    let all = finished.events();
+    let started = events(&all, "subagent_started");
+    assert_eq!(started.len(), 1);
+    assert_eq!(started[0]["subagent_type"], "explore");
+    let refused: Vec<&Value> = events(&all, "permission_decision")
+        .into_iter()
+        .filter(|e| e["decision"] == "deny")
+        .collect();
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0]["tool"], "Bash");
+    assert_eq!(refused[0]["agent_id"], "agent-1");
+    assert!(
+        sandbox
+            .path()
+            .join("examples/quickstart/build/output.txt")
+            .exists()
+    );
+    let skill = events(&all, "tool_result")
+        .into_iter()
+        .find(|e| e["tool"] == "Skill")
+        .unwrap();
+    assert!(
+        skill["content"]
+            .as_str()
+            .unwrap()
+            .contains("every public function has a doc comment")
+    );
+}
