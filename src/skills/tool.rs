@@ -170,3 +170,64 @@ impl ToolInput for SkillInput {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::SubagentKind;
+
+    fn skill(name: &str, description: &str, mode: SkillMode) -> Skill {
+        Skill {
+            name: name.into(),
+            description: description.into(),
+            mode,
+            instructions: format!("Do {name}."),
+            file: format!("skills/{name}/SKILL.md").into(),
+        }
+    }
+
+    /// Run with `--nocapture` for the bytes the README quotes: what the listing costs in
+    /// every request, fixed part and per skill.
+    #[test]
+    fn each_skill_costs_one_line_and_an_agent_skill_delegates() {
+        assert!(SkillTool::new(Vec::new()).is_none());
+        let one = SkillTool::new(vec![skill("a", "Does a.", SkillMode::Inject)]).unwrap();
+        let two = SkillTool::new(vec![
+            skill("a", "Does a.", SkillMode::Inject),
+            skill(
+                "survey",
+                "Surveys.",
+                SkillMode::Agent(SubagentKind::Explore),
+            ),
+        ])
+        .unwrap();
+        let size = |tool: &SkillTool| {
+            tool.name().to_string().len()
+                + tool.description().len()
+                + tool.input_schema().to_string().len()
+        };
+        eprintln!(
+            "Skill tool with one skill: {} bytes; a second skill adds {}",
+            size(&one),
+            size(&two) - size(&one)
+        );
+        assert!(
+            two.description()
+                .ends_with("Skills:\n- a: Does a.\n- survey: Surveys.")
+        );
+        let injected = two.prepare(&json!({"skill": "a"})).unwrap();
+        assert!(injected.delegation().is_none() && injected.is_concurrency_safe());
+        let delegated = two
+            .prepare(&json!({"skill": "survey", "arguments": "src/"}))
+            .unwrap();
+        let delegation = delegated.delegation().unwrap();
+        assert_eq!(delegation.kind, SubagentKind::Explore);
+        assert_eq!(delegation.prompt, "Do survey.\n\nApply it to: src/");
+        assert!(delegated.is_read_only() && !delegated.is_concurrency_safe());
+        let unknown = two.prepare(&json!({"skill": "nope"})).err().unwrap();
+        assert_eq!(
+            unknown.to_string(),
+            "no skill named `nope`; there are: a, survey"
+        );
+    }
+}
