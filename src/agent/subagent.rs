@@ -11,6 +11,7 @@ use super::budget::PromptEstimate;
 use super::reminders::Reminders;
 use super::{AgentError, Ending, Loop, Scope, conversation};
 use crate::call::PreparedCall;
+use crate::config::serde_name;
 use crate::model::{Message, Provider, Usage};
 use crate::policy::{GatedCall, Grounds, Layer, PermissionDecision, Step};
 use crate::tools::{
@@ -185,7 +186,7 @@ fn answer(
     final_message: Option<String>,
     error: Option<String>,
 ) -> Ran {
-    let why = error.unwrap_or_else(|| format!("the {kind} sub-agent ended: {outcome:?}"));
+    let why = error.unwrap_or_else(|| format!("it ended with outcome {}", serde_name(&outcome)));
     let failed = |text: String| Ran {
         result: Err(ToolError::Failed(text)),
         stop: None,

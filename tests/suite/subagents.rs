@@ -531,3 +531,64 @@ fn the_subagents_example_runs_as_documented() {
             .contains("every public function has a doc comment")
     );
 }
+
+/// SIGTERM while a sub-agent's command runs: the command is killed, the sub-agent's
+/// conversation and its parent's both record the stop, every call of each has its result.
+#[test]
+fn sigterm_inside_a_subagent_stops_both_conversations_cleanly() {
+    use std::time::{Duration, Instant};
+    let sandbox = crate::support::Sandbox::empty();
+    std::fs::create_dir(sandbox.path().join("ws")).unwrap();
+    sandbox.write(
+        "t.yaml",
+        "version: 1\nname: t\nprompt: p\nworkdir: ws\nmode: dontAsk\ntools: [Bash, Agent]\n\
+         permissions:\n  allow: ['Bash(sleep:*)', 'Agent(general)']\n\
+         model:\n  provider: scripted\n  script:\n\
+         \x20   - - tool_use: {name: Agent, input: {description: wait, prompt: wait, subagent_type: general}}\n\
+         \x20   - - tool_use: {name: Bash, input: {command: sleep 60}}\n\
+         \x20   - - text: never reached\n",
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .args(["run", "t.yaml", "--out", "out"])
+        .current_dir(sandbox.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let transcript_path = sandbox.path().join("out/transcript.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&transcript_path)
+        .unwrap_or_default()
+        .contains("\"agent_id\":\"agent-1\",\"type\":\"permission_decision\"")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the sub-agent never reached its Bash call"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    unsafe { libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGTERM) };
+    assert_eq!(child.wait().unwrap().code(), Some(143));
+    let all = crate::support::transcript(&transcript_path);
+    every_conversation_answers_each_call_once(&all);
+    let aborted = events(&all, "query_aborted");
+    assert_eq!(aborted.len(), 2, "{aborted:?}");
+    assert_eq!(aborted[0]["agent_id"], "agent-1");
+    assert_eq!(aborted[1].get("agent_id"), None);
+    assert_eq!(
+        events(&all, "subagent_finished")[0]["outcome"],
+        "terminated"
+    );
+    let agent_result = events(&all, "tool_result")
+        .into_iter()
+        .find(|e| e["tool"] == "Agent")
+        .unwrap();
+    assert_eq!(agent_result["is_error"], true);
+    assert!(
+        agent_result["content"]
+            .as_str()
+            .unwrap()
+            .contains("interrupted")
+    );
+    assert_eq!(all.last().unwrap()["outcome"], "terminated");
+}
