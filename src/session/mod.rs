@@ -182,25 +182,16 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
     workspace.read_only_roots.push(out_dir.join("results"));
 
     // The pool a model sees: the task's tools less those a whole-tool deny rule removes (S1).
-    let skills = if task.tools.contains(&ToolName::Skill) {
-        let mut roots = vec![workspace.workdir.join("skills")];
-        roots.extend(task.skills.iter().cloned());
-        crate::skills::discover(&roots)?
-    } else {
-        Vec::new()
-    };
-    let mut skill_tool = crate::skills::SkillTool::new(skills);
     let tools = task
         .tools
         .iter()
         .filter(|name| rules.whole_tool(RuleKind::Deny, name).is_none())
-        .filter_map(|name| match name {
-            ToolName::Skill => skill_tool
-                .take()
-                .map(|tool| Arc::new(tool) as Arc<dyn crate::tools::Tool>),
-            _ => builtin(name),
+        .map(|name| match name {
+            ToolName::Skill => skill_tool(&workspace, &task.skills),
+            _ => Ok(builtin(name)),
         })
-        .collect();
+        .filter_map(Result::transpose)
+        .collect::<Result<_, _>>()?;
     let hooks = hooks_in_force(&sources);
     let mut policy_summary = policy_summary(&sources, &rules, &hooks, directories);
     policy_summary.dropped_for_auto = dropped_for_auto.iter().map(RuleRef::from).collect();
@@ -251,6 +242,29 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         classifier,
     };
     Ok(Session { spec, provider })
+}
+
+/// The Skill tool over the workdir's `skills/` and the task's `skills:` paths; `None`, with
+/// a warning, when there is no skill to offer. Read only when the pool has Skill, so a run
+/// without it never reads (or fails on) a repository's skills.
+fn skill_tool(
+    workspace: &Workspace,
+    task_paths: &[PathBuf],
+) -> Result<Option<Arc<dyn crate::tools::Tool>>, ConfigError> {
+    let mut roots = vec![workspace.workdir.join("skills")];
+    roots.extend(task_paths.iter().cloned());
+    let tool = crate::skills::SkillTool::new(crate::skills::discover(&roots)?);
+    if tool.is_none() {
+        tracing::warn!(
+            "Skill is in tools: but no skill was found under {}; it is not offered",
+            roots
+                .iter()
+                .map(|root| root.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(tool.map(|tool| Arc::new(tool) as Arc<dyn crate::tools::Tool>))
 }
 
 /// What `run_started` says of the policies: sources, counts, and everything left aside.

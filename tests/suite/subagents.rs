@@ -454,6 +454,15 @@ async fn a_malformed_skill_stops_the_run_before_it_starts() {
     );
     assert!(run.stderr.contains(&want), "{}", run.stderr);
     assert!(server.requests().is_empty());
+    // A whole-tool deny takes Skill out of the pool: the skills are not even read.
+    let run = run_task(
+        &server,
+        &[("skills/bad/SKILL.md", "not a skill\n")],
+        "tools: [Read, Skill]\npermissions:\n  deny: [Skill]\n",
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.requests().len(), 1);
 }
 
 #[tokio::test]
