@@ -138,7 +138,7 @@ impl ToolInput for SkillInput {
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
         // The instructions are the file's text: where Read may not see it, Skill may not
         // load it.
-        if let Some(refusal @ ToolCheck::Deny { .. }) = read_refusal(
+        if let Some(refusal) = read_refusal(
             ctx.rules,
             ctx.workspace,
             &ToolName::Read,
@@ -228,6 +228,59 @@ mod tests {
         assert_eq!(
             unknown.to_string(),
             "no skill named `nope`; there are: a, survey"
+        );
+    }
+
+    /// `Skill(name)` rules decide, and where Read may not see the SKILL.md, Skill may not
+    /// load it whatever they say.
+    #[test]
+    fn skill_rules_and_read_rules_on_its_file_gate_it() {
+        use crate::policy::{Policy, PolicyOrigin, RuleSet, Workspace};
+        let tool = SkillTool::new(vec![Skill {
+            file: "/ws/skills/a/SKILL.md".into(),
+            ..skill("a", "Does a.", SkillMode::Inject)
+        }])
+        .unwrap();
+        let input = tool.prepare(&json!({"skill": "a"})).unwrap();
+        let workspace = Workspace::new("/ws".into(), vec![], None);
+        let check = |policy: &str| {
+            let rules = RuleSet::from_policy(
+                &Policy::parse(
+                    policy,
+                    PolicyOrigin {
+                        file: std::path::Path::new("p.yaml"),
+                        dir: std::path::Path::new("/"),
+                        home: None,
+                    },
+                )
+                .unwrap(),
+            );
+            let ctx = PermissionContext {
+                mode: crate::policy::PermissionMode::DontAsk,
+                rules: &rules,
+                workspace: &workspace,
+                auto_allow_bash: false,
+            };
+            match input.check_permissions(&ctx) {
+                ToolCheck::Allow { .. } => "allow",
+                ToolCheck::Deny { .. } => "deny",
+                ToolCheck::Ask { .. } => "ask",
+                ToolCheck::Passthrough { .. } => "passthrough",
+            }
+        };
+        assert_eq!(check("permissions: {}\n"), "passthrough");
+        assert_eq!(check("permissions:\n  allow: ['Skill(a)']\n"), "allow");
+        assert_eq!(
+            check("permissions:\n  allow: ['Skill(b)']\n"),
+            "passthrough"
+        );
+        assert_eq!(
+            check("permissions:\n  allow: ['Skill(a)']\n  deny: ['Skill(a)']\n"),
+            "deny"
+        );
+        assert_eq!(
+            check("permissions:\n  allow: ['Skill(a)']\n  deny: ['Read(skills/**)']\n"),
+            "deny"
         );
     }
 }
