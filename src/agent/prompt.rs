@@ -154,4 +154,16 @@ mod tests {
                 .ends_with("- WebFetch: Fetches a URL and answers a prompt about the page.")
         );
     }
+
+    /// A sub-agent's prompt adds one part, last, so the run's own prompt is unchanged.
+    #[test]
+    fn a_subagent_is_told_what_it_is_in_one_short_part() {
+        for kind in SubagentKind::ALL {
+            let part = subagent_part(kind);
+            eprintln!("system prompt part subagent ({kind}): {} bytes", part.len());
+            assert!(part.len() < 400, "{kind}: {} bytes", part.len());
+            assert!(part.contains(&format!(" {kind} sub-agent")), "{part}");
+        }
+        assert!(subagent_part(SubagentKind::Explore).contains("anything that writes is refused"));
+    }
 }

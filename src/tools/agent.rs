@@ -150,3 +150,39 @@ impl ToolInput for AgentInput {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Run with `--nocapture` for the bytes the README quotes (measured as the economy
+    /// bench measures every built-in's definition).
+    #[test]
+    fn the_input_names_a_known_subagent_and_a_prompt() {
+        let definition = json!({
+            "name": AgentTool.name().to_string(),
+            "description": AgentTool.description(),
+            "input_schema": AgentTool.input_schema(),
+        });
+        eprintln!("Agent definition: {} bytes", definition.to_string().len());
+        let prepare = |kind: &str, prompt: &str| {
+            AgentTool.prepare(&json!({"description": "d", "prompt": prompt, "subagent_type": kind}))
+        };
+        let explore = prepare("Explore", "look").unwrap();
+        assert_eq!(explore.delegation().unwrap().kind, SubagentKind::Explore);
+        assert!(explore.is_read_only() && !explore.is_destructive());
+        assert!(!explore.is_concurrency_safe());
+        let general = prepare("general", "edit").unwrap();
+        assert!(!general.is_read_only() && general.is_destructive());
+        assert_eq!(
+            prepare("general-purpose", "x").err().unwrap().to_string(),
+            "unknown subagent_type `general-purpose`: use explore or general"
+        );
+        assert!(prepare("explore", "  ").is_err());
+        assert!(
+            AgentTool
+                .prepare(&json!({"prompt": "p", "subagent_type": "explore"}))
+                .is_err()
+        );
+    }
+}
