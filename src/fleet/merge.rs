@@ -126,7 +126,13 @@ pub fn junit_xml(journals: &[Journal]) -> Result<String, quick_junit::SerializeE
         let mut suite = TestSuite::new(journal.repo.as_str());
         let status = match journal.outcome {
             Some(RepoOutcome::Changed | RepoOutcome::Unchanged) => TestCaseStatus::success(),
-            Some(RepoOutcome::Skipped) | None => TestCaseStatus::skipped(),
+            Some(RepoOutcome::Skipped) | None => {
+                let mut status = TestCaseStatus::skipped();
+                if let Some(reason) = &journal.reason {
+                    status.set_message(reason.clone());
+                }
+                status
+            }
             Some(RepoOutcome::Failed) => {
                 let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
                 status.set_message(journal.reason.clone().unwrap_or_default());
@@ -189,7 +195,28 @@ pub fn markdown(journals: &[Journal]) -> String {
             cell(journal.pr_url.as_deref().unwrap_or("")),
         ));
     }
+    let not_started = not_started(journals);
+    if !not_started.is_empty() {
+        text.push_str("\nNot started:\n\n");
+        for (repo, reason) in not_started {
+            text.push_str(&format!("- {repo}: {reason}\n"));
+        }
+    }
     text
+}
+
+/// The repositories the batch did not start, with why (the cost limit, say).
+pub(super) fn not_started(journals: &[Journal]) -> Vec<(&str, &str)> {
+    journals
+        .iter()
+        .filter(|journal| journal.outcome == Some(RepoOutcome::Skipped))
+        .map(|journal| {
+            (
+                journal.repo.as_str(),
+                journal.reason.as_deref().unwrap_or("not started"),
+            )
+        })
+        .collect()
 }
 
 pub(super) fn outcome_name(journal: &Journal) -> String {

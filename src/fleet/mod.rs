@@ -9,6 +9,8 @@ mod html;
 mod journal;
 mod manifest;
 mod merge;
+mod phases;
+mod progress;
 mod shard;
 mod template;
 mod workcopy;

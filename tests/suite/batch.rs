@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::providers::model_block;
 use crate::support::fake_forge::FakeForge;
+use crate::support::fake_model::{Api, FakeModel, Reply, Tokens, text, turn};
 
 const TASK: &str = r#"version: 1
 name: note {{ repo.name }}
@@ -119,12 +121,66 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// A plain progress line: `tollgate batch: [7/12 done, 3 running, 1 failed, $0.4210] api: …`.
+#[derive(Debug)]
+struct ProgressLine {
+    done: usize,
+    total: usize,
+    running: usize,
+    failed: usize,
+    spent: f64,
+    repo: String,
+    outcome: String,
+}
+
+fn progress_lines(stderr: &str) -> Vec<ProgressLine> {
+    stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix("tollgate batch: ["))
+        .map(|rest| {
+            let (counts, tail) = rest.split_once("] ").unwrap();
+            let fields: Vec<&str> = counts.split(", ").collect();
+            let number = |field: &str, unit: &str| {
+                field.strip_suffix(unit).unwrap().parse::<usize>().unwrap()
+            };
+            let (done, total) = fields[0]
+                .strip_suffix(" done")
+                .unwrap()
+                .split_once('/')
+                .unwrap();
+            let (repo, outcome) = tail.split_once(": ").unwrap();
+            ProgressLine {
+                done: done.parse().unwrap(),
+                total: total.parse().unwrap(),
+                running: number(fields[1], " running"),
+                failed: number(fields[2], " failed"),
+                spent: fields[3].strip_prefix('$').unwrap().parse().unwrap(),
+                repo: repo.to_string(),
+                outcome: outcome.split(" — ").next().unwrap().to_string(),
+            }
+        })
+        .collect()
+}
+
 #[test]
 fn twelve_repos_get_their_branch_and_a_failing_check_fails_only_its_repo() {
     let fleet = Fleet::new(12, &[7]);
     let output = fleet.batch("out", &["--jobs", "3"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
+    // stderr is a pipe here, as in a CI log: plain lines, one per finished repository.
+    let progress = progress_lines(&stderr);
+    assert_eq!(progress.len(), 12, "{stderr}");
+    let r07 = progress.iter().position(|line| line.repo == "r07").unwrap();
+    for (n, line) in progress.iter().enumerate() {
+        assert_eq!((line.done, line.total), (n + 1, 12), "{stderr}");
+        assert!(line.running <= 2, "at most --jobs 3 at once: {stderr}");
+        assert_eq!(line.failed, usize::from(n >= r07), "{stderr}");
+        assert_eq!(line.spent, 0.0, "the scripted model is free");
+        let outcome = if line.repo == "r07" { "failed" } else { "changed" };
+        assert_eq!(line.outcome, outcome, "{stderr}");
+    }
+    assert!(!stderr.contains('\r'), "no bar redraws in a log");
     for n in 0..12 {
         let id = format!("r{n:02}");
         let repo = fleet.path().join(&id);
@@ -478,4 +534,119 @@ async fn nothing_is_published_where_the_policy_would_not_let_the_agent_push() {
         "{journal}"
     );
     assert!(forge.requests().is_empty());
+}
+
+const MODEL_KEY: &str = "batch-model-key";
+
+/// A task whose runs cost money: one text turn from the fake model, priced at $1 per
+/// million input tokens; the check fails where `word` is not `ok`.
+fn paid_task(server: &FakeModel, limits: &str) -> String {
+    format!(
+        "version: 1\nname: look at {{{{ repo.name }}}}\nprompt: look at {{{{ repo.name }}}}\n\
+mode: dontAsk\ntools: [Read]\n{model}{limits}checks:\n  - name: word-is-ok\n    run: test {{{{ repo.params.word }}}} = ok\n",
+        model = model_block(Api::Anthropic, server, "  pricing: {input: 1, output: 0}\n"),
+    )
+}
+
+/// A reply costing `cents` US cents at the paid task's price.
+fn paid_reply(cents: u64) -> Reply {
+    let tokens = Tokens {
+        input: cents * 10_000,
+        ..Tokens::default()
+    };
+    Reply::Turn(turn(vec![text("looked")], tokens))
+}
+
+async fn paid_batch(fleet: &Fleet, out: &str, args: &[&str]) -> Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .current_dir(fleet.path())
+        .args(["batch", "task.yaml", "--repos", "repos.yaml", "--out", out])
+        .args(args)
+        .env("TEST_MODEL_KEY", MODEL_KEY)
+        .env_remove("JOB_COMPLETION_INDEX")
+        .output()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn once_the_batch_cost_limit_is_spent_no_repo_starts_and_running_ones_finish() {
+    let fleet = Fleet::new(6, &[]);
+    let server = FakeModel::start(MODEL_KEY, (0..6).map(|_| paid_reply(10)).collect()).await;
+    let task = paid_task(&server, "limits:\n  batch_max_cost_usd: 0.25\n");
+    std::fs::write(fleet.path().join("task.yaml"), task).unwrap();
+
+    let output = paid_batch(&fleet, "out", &["--jobs", "2"]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    // $0.10 a repository, two at a time: r02 and r03 start at $0.10 and $0.20 spent, and
+    // both finish although the limit is crossed while they run; r04 and r05 never start.
+    assert_eq!(server.requests().len(), 4, "{stderr}");
+    assert!(server.violations().is_empty(), "{:?}", server.violations());
+    for id in ["r00", "r01", "r02", "r03"] {
+        let journal = fleet.journal("out", id);
+        assert_eq!(journal["outcome"], "unchanged", "{id}: {journal}");
+        let cost = journal["run"]["cost_usd"].as_f64().unwrap();
+        assert!((cost - 0.1).abs() < 1e-9, "{id}: {cost}");
+    }
+    for id in ["r04", "r05"] {
+        let journal = fleet.journal("out", id);
+        assert_eq!(journal["outcome"], "skipped", "{id}: {journal}");
+        let reason = journal["reason"].as_str().unwrap();
+        assert!(reason.contains("cost limit"), "{reason}");
+    }
+    let last = progress_lines(&stderr).pop().unwrap();
+    assert_eq!((last.done, last.running, last.failed), (6, 0, 0));
+    assert!((last.spent - 0.4).abs() < 1e-9, "{stderr}");
+
+    // The reports say why the rest did not run.
+    let junit = std::fs::read_to_string(fleet.path().join("out/junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&junit).unwrap();
+    let skipped: Vec<(&str, &str)> = doc
+        .descendants()
+        .filter(|node| node.has_tag_name("skipped"))
+        .map(|node| {
+            let case = node.parent().unwrap().attribute("name").unwrap();
+            (case, node.attribute("message").unwrap())
+        })
+        .collect();
+    assert_eq!(skipped.len(), 2, "{junit}");
+    assert!(
+        skipped
+            .iter()
+            .all(|(_, message)| message.contains("cost limit"))
+    );
+    assert_eq!(
+        skipped.iter().map(|(case, _)| *case).collect::<Vec<_>>(),
+        ["r04", "r05"]
+    );
+    let summary = std::fs::read_to_string(fleet.path().join("out/summary.md")).unwrap();
+    assert!(summary.contains("| r05 | skipped |"), "{summary}");
+    assert!(
+        summary.contains("Not started:\n\n- r04: not started: the batch's cost limit"),
+        "{summary}"
+    );
+
+    // Started again, the batch counts what its folder already spent: nothing new starts.
+    let output = paid_batch(&fleet, "out", &["--jobs", "2"]).await;
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(server.requests().len(), 4);
+    assert_eq!(fleet.journal("out", "r05")["outcome"], "skipped");
+}
+
+#[test]
+fn the_batch_cost_limit_in_two_places_stops_the_batch_at_load() {
+    let fleet = Fleet::new(1, &[]);
+    let task = TASK.replace(
+        "batch:\n",
+        "limits:\n  batch_max_cost_usd: 1\nbatch:\n  max_cost_usd: 2\n",
+    );
+    std::fs::write(fleet.path().join("task.yaml"), task).unwrap();
+    let output = fleet.batch("out", &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("task.yaml:7:23: the batch's cost limit is set twice"),
+        "{stderr}"
+    );
 }
