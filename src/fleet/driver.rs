@@ -12,7 +12,7 @@ use super::batch_task::BatchTask;
 use super::forge::Forge;
 use super::journal::{Journal, Phase, RepoOutcome, stable_hash};
 use super::manifest::{Repo, parse_manifest};
-use super::merge::cost_of;
+use super::merge::{cost_of, spent};
 use super::phases::{RepoSteps, RunInputs, Stopped, run_failure, stop};
 use super::progress::Progress;
 use super::shard::Shard;
@@ -151,7 +151,7 @@ impl Batch {
             .map(|repo| Journal::read(&batch.repo_dir(repo).join("journal.json")))
             .collect();
         // What earlier runs over this folder spent counts: a restarted batch gets no new budget.
-        let spent: f64 = previous.iter().flatten().filter_map(cost_of).sum();
+        let spent = spent(previous.iter().flatten());
         let progress = Arc::new(Mutex::new(Progress::start(batch.repos.len(), spent)));
         let gate = Arc::new(Semaphore::new(batch.jobs));
         let mut tasks = Vec::new();

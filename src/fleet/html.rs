@@ -3,7 +3,7 @@
 //! of the cost per repository drawn as inline SVG.
 
 use super::journal::Journal;
-use super::merge::{cost_of, not_started, outcome_name};
+use super::merge::{cost_of, not_started, outcome_name, spent};
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}\
 th,td{border:1px solid #ccc;padding:.3em .6em;text-align:left}th{cursor:pointer;background:#f3f3f3}\
@@ -20,7 +20,7 @@ if(!isNaN(nx)&&!isNaN(ny)){return (nx-ny)*dir;}return x.localeCompare(y)*dir;});
 rows.forEach(function(row){body.appendChild(row);});});});";
 
 pub fn html(journals: &[Journal]) -> String {
-    let total: f64 = journals.iter().filter_map(cost_of).sum();
+    let total = spent(journals);
     let mut rows = String::new();
     for journal in journals {
         let outcome = outcome_name(journal);

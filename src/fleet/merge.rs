@@ -163,7 +163,7 @@ pub fn markdown(journals: &[Journal]) -> String {
         .iter()
         .filter(|journal| journal.outcome == Some(RepoOutcome::Failed))
         .count();
-    let total: f64 = journals.iter().filter_map(cost_of).sum();
+    let total = spent(journals);
     let mut text = format!(
         "# tollgate batch\n\n{} repositories, {failed} failed, ${total:.4} spent.\n\n\
 | repository | outcome | checks | denials | cost (USD) | branch | pull request |\n\
@@ -228,6 +228,15 @@ pub(super) fn outcome_name(journal: &Journal) -> String {
 
 pub(super) fn cost_of(journal: &Journal) -> Option<f64> {
     journal.run.as_ref().and_then(|run| run.cost_usd)
+}
+
+/// What the journals' runs cost together. Folded from +0.0: an empty `f64` sum is -0.0,
+/// which would print as `$-0.0000`.
+pub(super) fn spent<'a>(journals: impl IntoIterator<Item = &'a Journal>) -> f64 {
+    journals
+        .into_iter()
+        .filter_map(cost_of)
+        .fold(0.0, |sum, cost| sum + cost)
 }
 
 #[cfg(test)]

@@ -96,17 +96,20 @@ fn live_bar(tally: &Tally) -> ProgressBar {
     let bar = ProgressBar::new(tally.total as u64);
     // The template is a constant; should indicatif ever refuse it, its default bar still
     // shows the position.
-    if let Ok(style) = ProgressStyle::with_template("tollgate batch [{bar:30}] {msg} {elapsed}") {
+    if let Ok(style) =
+        ProgressStyle::with_template("tollgate batch [{bar:30}] {pos}/{len} done, {msg} {elapsed}")
+    {
         bar.set_style(style.progress_chars("=> "));
     }
     bar.set_message(message(tally));
     bar
 }
 
+/// The counts the bar's own position does not show.
 fn message(tally: &Tally) -> String {
     format!(
-        "{}/{} done, {} running, {} failed, ${:.4}",
-        tally.done, tally.total, tally.running, tally.failed, tally.spent
+        "{} running, {} failed, ${:.4}",
+        tally.running, tally.failed, tally.spent
     )
 }
 

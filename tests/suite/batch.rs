@@ -30,13 +30,13 @@ checks:
     run: grep -q "^ok {{ repo.name }}" NOTE.md
 "#;
 
-struct Fleet {
+pub(super) struct Fleet {
     dir: tempfile::TempDir,
 }
 
 impl Fleet {
     /// `count` repositories `r00`…; `bad` ones get the word that fails the check.
-    fn new(count: usize, bad: &[usize]) -> Fleet {
+    pub(super) fn new(count: usize, bad: &[usize]) -> Fleet {
         let dir = tempfile::tempdir().unwrap();
         let mut manifest = String::new();
         for n in 0..count {
@@ -65,7 +65,7 @@ impl Fleet {
         Fleet { dir }
     }
 
-    fn path(&self) -> &Path {
+    pub(super) fn path(&self) -> &Path {
         self.dir.path()
     }
 
@@ -177,7 +177,11 @@ fn twelve_repos_get_their_branch_and_a_failing_check_fails_only_its_repo() {
         assert!(line.running <= 2, "at most --jobs 3 at once: {stderr}");
         assert_eq!(line.failed, usize::from(n >= r07), "{stderr}");
         assert_eq!(line.spent, 0.0, "the scripted model is free");
-        let outcome = if line.repo == "r07" { "failed" } else { "changed" };
+        let outcome = if line.repo == "r07" {
+            "failed"
+        } else {
+            "changed"
+        };
         assert_eq!(line.outcome, outcome, "{stderr}");
     }
     assert!(!stderr.contains('\r'), "no bar redraws in a log");
@@ -536,11 +540,11 @@ async fn nothing_is_published_where_the_policy_would_not_let_the_agent_push() {
     assert!(forge.requests().is_empty());
 }
 
-const MODEL_KEY: &str = "batch-model-key";
+pub(super) const MODEL_KEY: &str = "batch-model-key";
 
 /// A task whose runs cost money: one text turn from the fake model, priced at $1 per
 /// million input tokens; the check fails where `word` is not `ok`.
-fn paid_task(server: &FakeModel, limits: &str) -> String {
+pub(super) fn paid_task(server: &FakeModel, limits: &str) -> String {
     format!(
         "version: 1\nname: look at {{{{ repo.name }}}}\nprompt: look at {{{{ repo.name }}}}\n\
 mode: dontAsk\ntools: [Read]\n{model}{limits}checks:\n  - name: word-is-ok\n    run: test {{{{ repo.params.word }}}} = ok\n",
@@ -549,7 +553,7 @@ mode: dontAsk\ntools: [Read]\n{model}{limits}checks:\n  - name: word-is-ok\n    
 }
 
 /// A reply costing `cents` US cents at the paid task's price.
-fn paid_reply(cents: u64) -> Reply {
+pub(super) fn paid_reply(cents: u64) -> Reply {
     let tokens = Tokens {
         input: cents * 10_000,
         ..Tokens::default()
@@ -557,7 +561,7 @@ fn paid_reply(cents: u64) -> Reply {
     Reply::Turn(turn(vec![text("looked")], tokens))
 }
 
-async fn paid_batch(fleet: &Fleet, out: &str, args: &[&str]) -> Output {
+pub(super) async fn paid_batch(fleet: &Fleet, out: &str, args: &[&str]) -> Output {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
         .current_dir(fleet.path())
         .args(["batch", "task.yaml", "--repos", "repos.yaml", "--out", out])
