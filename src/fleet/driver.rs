@@ -17,6 +17,7 @@ use super::phases::{RepoSteps, RunInputs, Stopped, run_failure, stop};
 use super::progress::Progress;
 use super::shard::Shard;
 use super::workcopy;
+use crate::out_dir::OutDirLock;
 use crate::redact::Redactor;
 use crate::session::read_text;
 
@@ -57,6 +58,7 @@ pub struct Batch {
     dry_run: bool,
     /// One client and one rate budget for every repository's pull request.
     forge: Option<Forge>,
+    _lock: OutDirLock,
 }
 
 impl Batch {
@@ -98,19 +100,13 @@ impl Batch {
             Some(path) => read_text(path, "policy file")?,
             None => String::new(),
         };
-        std::fs::create_dir_all(options.out.join("repos")).map_err(|source| {
-            FleetError::Output {
-                path: options.out.clone(),
-                source,
-            }
+        // Held for the batch's life: a second batch over the same folder would race this
+        // one through the same journals and working copies.
+        let (out, lock) = crate::out_dir::claim(&options.out)?;
+        std::fs::create_dir_all(out.join("repos")).map_err(|source| FleetError::Output {
+            path: options.out.clone(),
+            source,
         })?;
-        let out = options
-            .out
-            .canonicalize()
-            .map_err(|source| FleetError::Output {
-                path: options.out.clone(),
-                source,
-            })?;
         Ok(Batch {
             task,
             repos,
@@ -123,6 +119,7 @@ impl Batch {
             max_cost_usd,
             dry_run: options.dry_run,
             forge,
+            _lock: lock,
         })
     }
 

@@ -98,9 +98,14 @@ impl RepoSteps<'_> {
     /// commit made just before a kill is found (the branch is ahead of `head`), not repeated.
     pub async fn commit(&self, journal: &mut Journal) -> Result<(), Box<Stopped>> {
         let work = self.work();
-        let commit = workcopy::commit(&work, self.head, &self.settings.commit_message)
-            .await
-            .map_err(|err| stop(journal, format!("cannot commit the change: {err}")))?;
+        let commit = workcopy::commit(
+            &work,
+            self.head,
+            &self.settings.branch,
+            &self.settings.commit_message,
+        )
+        .await
+        .map_err(|err| stop(journal, format!("cannot commit the change: {err}")))?;
         if commit.is_some() {
             let patch = self.dir.join(format!("{}.patch", self.repo.id));
             workcopy::write_patch(&work, self.head, &patch)

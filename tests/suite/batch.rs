@@ -654,3 +654,91 @@ fn the_batch_cost_limit_in_two_places_stops_the_batch_at_load() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_batch_killed_for_real_after_some_repos_finished_resumes_without_redoing_them() {
+    use std::io::{BufRead, BufReader};
+    let fleet = Fleet::new(8, &[]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .current_dir(fleet.path())
+        .args([
+            "batch",
+            "task.yaml",
+            "--repos",
+            "repos.yaml",
+            "--out",
+            "out",
+        ])
+        .args(["--jobs", "2"])
+        .env_remove("JOB_COMPLETION_INDEX")
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // SIGKILL once three repositories have said they finished: the others are wherever
+    // they are — cloning, running, committing — as on a lost machine.
+    let mut finished = Vec::new();
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if let Some(progress) = progress_lines(&line).pop() {
+            finished.push(progress.repo);
+            if finished.len() == 3 {
+                break;
+            }
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run_ids: Vec<Value> = finished
+        .iter()
+        .map(|id| fleet.journal("out", id)["run"]["run_id"].clone())
+        .collect();
+
+    let output = fleet.batch("out", &["--jobs", "2"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    for (id, run_id) in finished.iter().zip(&run_ids) {
+        assert_eq!(
+            &fleet.journal("out", id)["run"]["run_id"],
+            run_id,
+            "{id} ran again"
+        );
+    }
+    for n in 0..8 {
+        let id = format!("r{n:02}");
+        assert_eq!(
+            fleet.journal("out", &id)["outcome"],
+            "changed",
+            "{id}: {stderr}"
+        );
+        let count = git(
+            &fleet.path().join(&id),
+            &["rev-list", "--count", &format!("fix/{id}")],
+        );
+        assert_eq!(count.trim(), "2", "{id}: one change commit on top of init");
+        assert_eq!(
+            git(
+                &fleet.path().join(&id),
+                &["show", &format!("fix/{id}:NOTE.md")]
+            ),
+            format!("ok {id}\n")
+        );
+    }
+}
+
+#[test]
+fn a_second_batch_over_a_folder_in_use_is_refused_before_touching_it() {
+    let fleet = Fleet::new(1, &[]);
+    std::fs::create_dir_all(fleet.path().join("out")).unwrap();
+    // As a running batch holds it.
+    let held = std::fs::File::create(fleet.path().join("out/tollgate.lock")).unwrap();
+    held.try_lock().unwrap();
+    let output = fleet.batch("out", &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is in use by another tollgate run"),
+        "{stderr}"
+    );
+    assert!(!fleet.path().join("out/repos").exists());
+}
