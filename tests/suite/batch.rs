@@ -323,6 +323,25 @@ fn three_shards_cover_every_repo_exactly_once_and_merge_into_one_report() {
     seen.sort();
     let all: Vec<String> = (0..9).map(|n| format!("r{n:02}")).collect();
     assert_eq!(seen, all);
+    // A Kubernetes Indexed Job's pod 1 (0-based) of 3 takes what `--shard 2/3` took. (Its
+    // repositories fail here — their branches are checked out in shard2's working copies —
+    // but each has its journal.)
+    let output = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .current_dir(fleet.path())
+        .args([
+            "batch",
+            "task.yaml",
+            "--repos",
+            "repos.yaml",
+            "--out",
+            "indexed",
+        ])
+        .env("JOB_COMPLETION_INDEX", "1")
+        .env("TOLLGATE_SHARD_COUNT", "3")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&output.stderr).contains("(shard 2/3)"));
+    assert_eq!(fleet.journals("indexed"), fleet.journals("shard2"));
     let output = Command::new(env!("CARGO_BIN_EXE_tollgate"))
         .current_dir(fleet.path())
         .args([
@@ -349,21 +368,94 @@ fn an_unknown_placeholder_stops_the_batch_at_load_with_its_location() {
 }
 
 #[test]
-fn a_repo_that_cannot_be_cloned_is_a_failed_testcase_and_the_batch_goes_on() {
+fn a_url_is_cloned_at_its_ref_and_one_that_cannot_be_cloned_fails_only_its_testcase() {
     let fleet = Fleet::new(2, &[]);
+    // A remote with a `release` branch one commit past its default branch.
+    let upstream = fleet.path().join("upstream.git");
+    git(
+        fleet.path(),
+        &["clone", "-q", "--bare", "r00", "upstream.git"],
+    );
+    git(
+        &fleet.path().join("r01"),
+        &["push", "-q", upstream.to_str().unwrap(), "HEAD:release"],
+    );
+    let release = git(&upstream, &["rev-parse", "release"]);
     let mut manifest = std::fs::read_to_string(fleet.path().join("repos.yaml")).unwrap();
     let missing: PathBuf = fleet.path().join("nowhere.git");
     manifest.push_str(&format!(
-        "- repo: file://{}\n  name: gone\n  params: {{word: ok}}\n",
-        missing.display()
+        "- repo: file://{}\n  name: gone\n  params: {{word: ok}}\n\
+- repo: file://{}\n  name: up\n  ref: release\n  params: {{word: ok}}\n",
+        missing.display(),
+        upstream.display()
     ));
     std::fs::write(fleet.path().join("repos.yaml"), manifest).unwrap();
     let output = fleet.batch("out", &["--jobs", "2"]);
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(fleet.journal("out", "gone")["outcome"], "failed");
     assert_eq!(fleet.journal("out", "r01")["outcome"], "changed");
+    // The clone's branch holds the change on top of the ref's commit.
+    let up = fleet.journal("out", "up");
+    assert_eq!(up["outcome"], "changed", "{up}");
+    assert_eq!(up["head"].as_str().unwrap(), release.trim());
+    let work = fleet.path().join("out/repos/up/work");
+    assert_eq!(git(&work, &["rev-parse", "fix/up~1"]), release);
+    assert_eq!(git(&work, &["show", "fix/up:NOTE.md"]), "ok up\n");
     let junit = std::fs::read_to_string(fleet.path().join("out/junit.xml")).unwrap();
     assert!(junit.contains("cannot read the repository"), "{junit}");
+}
+
+#[test]
+fn rerun_changed_runs_again_only_the_repo_whose_head_moved() {
+    let fleet = Fleet::new(3, &[]);
+    assert_eq!(fleet.batch("out", &[]).status.code(), Some(0));
+    let run_id = |id: &str| fleet.journal("out", id)["run"]["run_id"].clone();
+    let before: Vec<Value> = ["r00", "r01", "r02"].iter().map(|id| run_id(id)).collect();
+    let r01 = fleet.path().join("r01");
+    std::fs::write(r01.join("README"), "moved\n").unwrap();
+    git(
+        &r01,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qam",
+            "move",
+        ],
+    );
+    let head = git(&r01, &["rev-parse", "HEAD"]);
+    assert_eq!(
+        fleet.batch("out", &["--rerun", "changed"]).status.code(),
+        Some(0)
+    );
+    assert_eq!(run_id("r00"), before[0]);
+    assert_ne!(run_id("r01"), before[1]);
+    assert_eq!(run_id("r02"), before[2]);
+    assert_eq!(
+        git(&r01, &["rev-parse", "fix/r01~1"]),
+        head,
+        "rebuilt on the new head"
+    );
+    // Without --rerun, a moved head is not a reason to run again.
+    git(
+        &r01,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "again",
+        ],
+    );
+    let kept = run_id("r01");
+    assert_eq!(fleet.batch("out", &[]).status.code(), Some(0));
+    assert_eq!(run_id("r01"), kept);
 }
 
 /// The task with a `publish:` block aimed at the fake forge, and a policy that lets the
@@ -436,6 +528,20 @@ async fn each_changed_repo_is_pushed_and_gets_one_pull_request_under_one_rate_bu
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("forge-secret-token"));
+    // Nor written anywhere in the batch folder (journals, tasks, transcripts, reports).
+    let mut files = vec![fleet.path().join("out")];
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(
+                std::fs::read_dir(&path)
+                    .unwrap()
+                    .map(|entry| entry.unwrap().path()),
+            );
+        } else if let Ok(text) = std::fs::read(&path) {
+            let text = String::from_utf8_lossy(&text);
+            assert!(!text.contains("forge-secret-token"), "{}", path.display());
+        }
+    }
 
     let pulls = forge.pulls();
     let mut heads: Vec<String> = pulls.iter().map(|pull| pull.head.clone()).collect();
