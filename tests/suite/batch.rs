@@ -40,23 +40,7 @@ impl Fleet {
         let dir = tempfile::tempdir().unwrap();
         let mut manifest = String::new();
         for n in 0..count {
-            let repo = dir.path().join(format!("r{n:02}"));
-            std::fs::create_dir_all(&repo).unwrap();
-            std::fs::write(repo.join("README"), format!("repo {n}\n")).unwrap();
-            git(&repo, &["init", "-q"]);
-            git(&repo, &["add", "-A"]);
-            git(
-                &repo,
-                &[
-                    "-c",
-                    "user.name=t",
-                    "-c",
-                    "user.email=t@t",
-                    "commit",
-                    "-qm",
-                    "init",
-                ],
-            );
+            one_commit_repo(dir.path(), &format!("r{n:02}"));
             let word = if bad.contains(&n) { "bad" } else { "ok" };
             manifest.push_str(&format!("- repo: r{n:02}\n  params: {{word: {word}}}\n"));
         }
@@ -847,4 +831,87 @@ fn a_second_batch_over_a_folder_in_use_is_refused_before_touching_it() {
         "{stderr}"
     );
     assert!(!fleet.path().join("out/repos").exists());
+}
+
+/// A local repository `name` under `dir` with one commit.
+fn one_commit_repo(dir: &Path, name: &str) {
+    let repo = dir.join(name);
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(repo.join("README"), format!("{name}\n")).unwrap();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(
+        &repo,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "init",
+        ],
+    );
+}
+
+#[test]
+fn the_cron_example_runs_nightly_over_one_folder_and_reruns_only_what_changed() {
+    let home = crate::support::Sandbox::with_examples();
+    for name in ["api", "web"] {
+        one_commit_repo(home.path(), name);
+    }
+    home.write("examples/batch/repos.txt", "../../api\n../../web\n");
+    let state = home.path().join("state");
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_tollgate"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let night = || {
+        let output = Command::new("sh")
+            .arg(home.path().join("examples/batch/cron.sh"))
+            .env("TOLLGATE_HOME", home.path())
+            .env("TOLLGATE_STATE", &state)
+            .env("PATH", &path)
+            .env_remove("JOB_COMPLETION_INDEX")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(0), "{stderr}");
+        let summary = std::fs::read_to_string(state.join("report/summary.md")).unwrap();
+        let journal = |id: &str| -> Value {
+            let path = state.join("batch/repos").join(id).join("journal.json");
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+        };
+        (summary, journal("api"), journal("web"))
+    };
+    let (summary, api, web) = night();
+    assert!(summary.contains("| api | changed |"), "{summary}");
+    assert!(summary.contains("| web | changed |"), "{summary}");
+    assert_eq!(
+        git(
+            &home.path().join("api"),
+            &["show", "tollgate/notice-api:NOTICE"]
+        ),
+        "api\n"
+    );
+    // The next night, web's head has moved: only web runs again.
+    let web_repo = home.path().join("web");
+    std::fs::write(web_repo.join("README"), "moved\n").unwrap();
+    git(
+        &web_repo,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qam",
+            "move",
+        ],
+    );
+    let (_, api_again, web_again) = night();
+    assert_eq!(api_again["run"]["run_id"], api["run"]["run_id"]);
+    assert_ne!(web_again["run"]["run_id"], web["run"]["run_id"]);
 }
