@@ -915,3 +915,44 @@ fn the_cron_example_runs_nightly_over_one_folder_and_reruns_only_what_changed() 
     assert_eq!(api_again["run"]["run_id"], api["run"]["run_id"]);
     assert_ne!(web_again["run"]["run_id"], web["run"]["run_id"]);
 }
+
+#[test]
+fn on_a_terminal_the_progress_is_a_live_bar_above_which_each_repo_gets_its_line() {
+    // `script` (util-linux) gives the batch a pseudo-terminal for stderr.
+    let Ok(probe) = Command::new("script").arg("--version").output() else {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"batch bar test: skipped: no `script` (util-linux) to make a terminal\n",
+        );
+        return;
+    };
+    assert!(probe.status.success());
+    let fleet = Fleet::new(3, &[]);
+    let command = format!(
+        "{} batch task.yaml --repos repos.yaml --out out --jobs 2 >/dev/null",
+        env!("CARGO_BIN_EXE_tollgate")
+    );
+    let output = Command::new("script")
+        .current_dir(fleet.path())
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .env_remove("JOB_COMPLETION_INDEX")
+        .output()
+        .unwrap();
+    let terminal = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{terminal}");
+    // The bar, redrawn in place (cursor moves and line clears). indicatif skips redraws
+    // past its rate, so which counts were drawn is not fixed; the first draw always is.
+    assert!(terminal.contains("tollgate batch ["), "{terminal}");
+    assert!(
+        (0..=3).any(|n| terminal.contains(&format!("] {n}/3 done, "))),
+        "{terminal}"
+    );
+    assert!(terminal.contains("\u{1b}[2K"), "{terminal}");
+    // And the same line per repository a log gets.
+    for n in 1..=3 {
+        assert!(
+            terminal.contains(&format!("tollgate batch: [{n}/3 done, ")),
+            "{terminal}"
+        );
+    }
+}
