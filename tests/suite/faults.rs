@@ -472,3 +472,46 @@ fn replay_pairs_decisions_by_position_and_refuses_ambiguous_transcripts() {
         stderr(&output)
     );
 }
+
+#[test]
+fn file_tools_refuse_a_fifo_at_once_instead_of_waiting_on_it() {
+    let sandbox = crate::support::Sandbox::empty();
+    std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
+    let pipe = std::ffi::CString::new(
+        sandbox
+            .path()
+            .join("ws/pipe")
+            .into_os_string()
+            .into_encoded_bytes(),
+    )
+    .unwrap();
+    // SAFETY: mkfifo reads the NUL-terminated path it is given.
+    assert_eq!(unsafe { libc::mkfifo(pipe.as_ptr(), 0o600) }, 0);
+    let calls = json!([
+        {"tool_use": {"name": "Read", "input": {"file_path": "pipe"}}},
+        {"tool_use": {"name": "Grep", "input": {"pattern": "x", "path": "pipe"}}},
+        {"tool_use": {"name": "Edit", "input": {"file_path": "pipe", "old_string": "a", "new_string": "b"}}},
+    ]);
+    let task = json!({
+        "version": 1, "name": "fifo", "prompt": "Read the pipe.", "workdir": "ws",
+        "tools": ["Read", "Grep", "Edit"], "mode": "bypassPermissions",
+        "model": {"provider": "scripted", "name": "script", "script": [calls, [{"text": "Done."}]]},
+    });
+    sandbox.write("task.yaml", &task.to_string());
+    let output = sandbox.tollgate(&["run", "task.yaml", "--out", "out"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let all = crate::support::transcript(&sandbox.path().join("out/transcript.jsonl"));
+    let results: Vec<(&str, &str)> = crate::support::events(&all, "tool_result")
+        .iter()
+        .map(|e| (e["tool"].as_str().unwrap(), e["content"].as_str().unwrap()))
+        .collect();
+    // A blocked open would show as the tool timeout's error instead (Write is refused on a
+    // file it has not read before it opens anything; its open is tested in the library).
+    assert_eq!(results.len(), 3, "{results:?}");
+    for (tool, content) in results {
+        assert!(
+            content.contains("is a FIFO, not a regular file"),
+            "{tool}: {content}"
+        );
+    }
+}
