@@ -515,3 +515,80 @@ fn file_tools_refuse_a_fifo_at_once_instead_of_waiting_on_it() {
         );
     }
 }
+
+/// Makes the results folder unwritable `how`; returns the shell line the run starts under.
+fn unwritable_results(sandbox: &crate::support::Sandbox, how: &str) -> &'static str {
+    match how {
+        // 64 blocks of file size (32–64 KiB): the transcript fits, the offloaded result not.
+        "file-size limit" => "trap '' XFSZ; ulimit -f 64 || exit 99; exec \"$0\" \"$@\"",
+        // A file where the folder belongs, as when the folder is removed and replaced.
+        _ => {
+            std::fs::create_dir_all(sandbox.path().join("out")).unwrap();
+            std::fs::write(sandbox.path().join("out/results"), "not a folder").unwrap();
+            "exec \"$0\" \"$@\""
+        }
+    }
+}
+
+#[test]
+fn a_result_file_that_cannot_be_written_ends_the_run_with_exit_5_and_its_record() {
+    for how in ["file-size limit", "folder replaced by a file"] {
+        let sandbox = crate::support::Sandbox::empty();
+        std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
+        // About 110 KB of output: over Bash's offload threshold and the file-size limit.
+        let call = json!([{"tool_use": {"name": "Bash", "input": {"command": "seq 1 20000"}}}]);
+        let task = json!({
+            "version": 1, "name": "offload", "prompt": "Count.", "workdir": "ws",
+            "tools": ["Bash"], "mode": "bypassPermissions",
+            "model": {"provider": "scripted", "name": "script", "script": [call, [{"text": "Counted."}]]},
+        });
+        sandbox.write("task.yaml", &task.to_string());
+        let shell = unwritable_results(&sandbox, how);
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(shell)
+            .arg(env!("CARGO_BIN_EXE_tollgate"))
+            .args(["run", "task.yaml", "--out", "out"])
+            .current_dir(sandbox.path())
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        if output.status.code() == Some(99) {
+            eprintln!("skipped {how}: this shell cannot set a file-size limit");
+            continue;
+        }
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(5), "{how}: {message}");
+        assert_eq!(
+            message.matches("tollgate: error").count(),
+            1,
+            "{how}: {message}"
+        );
+        assert_eq!(message.matches("results/").count(), 1, "{how}: {message}");
+        assert_eq!(message.matches("(os error").count(), 1, "{how}: {message}");
+        let all = crate::support::transcript(&sandbox.path().join("out/transcript.jsonl"));
+        crate::support::assert_every_tool_use_answered_once(&all);
+        let result = crate::support::events(&all, "tool_result")[0]["content"]
+            .as_str()
+            .unwrap();
+        assert!(result.contains("could not be saved"), "{how}: {result}");
+        // The run stopped at that batch: no further request, a whole record, the reports.
+        assert_eq!(
+            crate::support::events(&all, "model_request").len(),
+            1,
+            "{how}"
+        );
+        let finished = all.last().unwrap();
+        assert_eq!(
+            (
+                &finished["type"],
+                &finished["outcome"],
+                &finished["exit_code"]
+            ),
+            (&json!("run_finished"), &json!("output_failed"), &json!(5)),
+            "{how}"
+        );
+        let junit = std::fs::read_to_string(sandbox.path().join("out/junit.xml")).unwrap();
+        assert!(junit.contains("output_failed"), "{how}: {junit}");
+    }
+}
