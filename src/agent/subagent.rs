@@ -218,6 +218,8 @@ fn answer(
         | Outcome::ClassifierDenials
         | Outcome::ClassifierUnavailable
         | Outcome::ProviderError
+        // A result file of the run could not be written: the whole run ends there.
+        | Outcome::OutputFailed
         // Checks, fail_on and the MCP start are the run's, decided around it; a
         // conversation never ends so.
         | Outcome::ChecksFailed

@@ -12,6 +12,7 @@ mod guardrail;
 mod lint;
 mod mcp_servers;
 mod mode;
+mod path_glob;
 mod path_index;
 mod path_pattern;
 mod rule;

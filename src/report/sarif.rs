@@ -60,6 +60,7 @@ pub fn sarif_json(report: &RunReport) -> Result<String, serde_json::Error> {
             | Outcome::McpStartFailed
             | Outcome::Interrupted
             | Outcome::Terminated
+            | Outcome::OutputFailed
     );
     let invocation = Invocation::builder()
         .execution_successful(finished)
