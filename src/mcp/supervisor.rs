@@ -209,7 +209,7 @@ async fn start_one(
     board: NoticeBoard,
 ) -> Result<Running, McpError> {
     let spec = &server.spec;
-    let (request, limits) = request(spec, launch)?;
+    let (request, limits) = request(spec, server.origin, launch)?;
     let child = spawn_service(request)
         .map_err(|err| McpError::Start(format!("cannot start `{}`: {err}", spec.command)))?;
     let watch = child.watch();
@@ -273,9 +273,12 @@ fn pool(
 }
 
 /// The process request: the entry's command in the workdir, with the run's environment for
-/// servers (or the sandbox's) and the entry's `env` (`${NAME}` is tollgate's NAME).
+/// servers (or the sandbox's) and the entry's `env` (`${NAME}` is tollgate's NAME — except in
+/// `.mcp.json`, whose text comes with the repository and must not pull a secret of the
+/// runner's into a process of its choosing).
 fn request(
     spec: &McpServerSpec,
+    origin: McpOrigin,
     launch: &McpLaunch<'_>,
 ) -> Result<(ServiceRequest, Option<LimitWatch>), McpError> {
     let mut env = launch.env.clone();
@@ -291,7 +294,11 @@ fn request(
         limits = Some(confined.watch);
     }
     for (name, value) in &spec.env {
-        env = env.with(name, expand(value)?);
+        let value = match origin {
+            McpOrigin::McpJson => value.clone(),
+            _ => expand(value)?,
+        };
+        env = env.with(name, value);
     }
     let argv: Vec<OsString> = std::iter::once(spec.command.as_str())
         .chain(spec.args.iter().map(String::as_str))
@@ -339,6 +346,36 @@ fn stderr_note(lines: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mcp_json_env_values_stay_literal() {
+        // SAFETY: a name no other test uses.
+        unsafe { std::env::set_var("TOLLGATE_MCP_LITERAL_TEST", "secret") };
+        let spec = crate::policy::mcp_servers(
+            crate::config::parse(
+                "s:\n  command: x\n  env: {A: '${TOLLGATE_MCP_LITERAL_TEST}'}\n",
+                Path::new("p.yaml"),
+            )
+            .unwrap(),
+            Path::new("p.yaml"),
+        )
+        .unwrap()
+        .remove(0);
+        let rules = RuleSet::default();
+        let base = ChildEnv::default();
+        let launch = McpLaunch {
+            workdir: Path::new("/"),
+            env: &base,
+            sandbox: None,
+            rules: &rules,
+        };
+        let value = |origin| {
+            let (request, _) = request(&spec, origin, &launch).unwrap();
+            request.env.get("A").unwrap().to_string_lossy().into_owned()
+        };
+        assert_eq!(value(McpOrigin::Managed), "secret");
+        assert_eq!(value(McpOrigin::McpJson), "${TOLLGATE_MCP_LITERAL_TEST}");
+    }
 
     #[test]
     fn env_values_expand_whole_variables_only() {
