@@ -9,6 +9,7 @@ mod bash_props;
 mod bash_sweep;
 mod batch;
 mod check_cli;
+mod distribution;
 mod economy;
 mod faults;
 mod gate_cli;
