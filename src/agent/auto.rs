@@ -69,9 +69,9 @@ impl<'r> Judge<'r> {
     pub fn new(auto: &'r mut AutoState, spec: &'r RunSpec, abort: AbortSignal) -> Self {
         Judge {
             auto,
-            intent: &spec.task.prompt,
+            intent: &spec.prompt,
             workspace: &spec.workspace,
-            limits: &spec.task.limits,
+            limits: &spec.limits,
             abort,
             reviews: Vec::new(),
             stop: None,

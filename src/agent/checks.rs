@@ -86,7 +86,7 @@ pub(super) async fn run_round(
     let spec = run.spec;
     let mut failed: Vec<&CheckRecord> = Vec::new();
     let first_new = records.len();
-    for check in &spec.task.checks {
+    for check in &spec.checks {
         let first_attempt = last_attempt(records, &check.name) + 1;
         loop {
             let attempt = last_attempt(records, &check.name) + 1;

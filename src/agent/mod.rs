@@ -25,6 +25,7 @@ use crate::base::{AbortReason, AbortSignal};
 use crate::classifier::{Classifier, ProposedRule, proposed_rules_yaml};
 use crate::exec::RunEnv;
 use crate::hooks::Hook;
+use crate::model::Pricing;
 use crate::model::{
     ContentBlock, Message, ModelRequest, ModelResponse, Provider, ProviderEvent, Role, StopReason,
     ToolSpec,
@@ -35,7 +36,7 @@ use crate::redact::Redactor;
 use crate::results::ResultStore;
 use crate::sandbox::{ProxyConnection, Sandbox, SandboxError, SandboxSpec};
 use crate::scheduler::{Call, MessageQueue, QueuedInput, TurnEnd, run_turn};
-use crate::task::{FailOnSet, Task};
+use crate::task::{Check, FailOnSet, Limits};
 use crate::tools::{
     DeferredTools, FileStateCache, RunState, Tool, ToolContext, ToolDefinition, ToolLimits,
     ToolRegistry,
@@ -46,10 +47,30 @@ use crate::transcript::{
 };
 use reminders::Reminders;
 
-/// Everything a run needs, resolved and validated before the first model call.
+/// Everything a run needs, resolved and validated before the first model call: values the
+/// loop reads as they are (the task file's, overridden by the command line where it may).
 pub struct RunSpec {
     pub run_id: String,
-    pub task: Task,
+    /// The task's name and file, as the transcript and the reports name it.
+    pub task: TaskSummary,
+    /// The first user message.
+    pub prompt: String,
+    /// Which model answers (`--model` applied); its connection lives in the `Provider`.
+    pub model: ModelSummary,
+    /// The model's price, `None` when no table knows it (then no cost limit can be set).
+    pub pricing: Option<Pricing>,
+    /// The most output tokens one request may ask for.
+    pub max_tokens: u32,
+    /// The run's limits: the task's, with `--max-turns` and `--max-cost` applied.
+    pub limits: Limits,
+    /// Per tool: past this many characters a result is offloaded (the task's thresholds).
+    pub max_result_chars: Vec<(ToolName, usize)>,
+    /// Tools offered by name only until ToolSearch loads them.
+    pub deferred_tools: Vec<ToolName>,
+    /// A TodoWrite reminder is the full list every this many times.
+    pub reminders_full_every: u32,
+    /// The task author's commands, run after the model stops.
+    pub checks: Vec<Check>,
     pub mode: PermissionMode,
     pub rules: RuleSet,
     pub policy_summary: PolicySummary,
@@ -58,8 +79,8 @@ pub struct RunSpec {
     pub out_dir: PathBuf,
     /// The output folder's lock: no other run writes there while this one lives.
     pub out_lock: Arc<OutDirLock>,
-    pub max_turns: u32,
-    pub limits: ToolLimits,
+    /// What each tool may take (Bash's timeout, output caps).
+    pub tool_limits: ToolLimits,
     /// PreToolUse / PostToolUse hooks in force, managed policy's first.
     pub hooks: Vec<Hook>,
     /// The task's `fail_on`, or `--fail-on`.
@@ -122,7 +143,6 @@ impl Loop<'_> {
     /// tool, else the tool's own. Read's is unbounded (the task cannot set one).
     fn result_threshold(&self, call: &crate::call::PreparedCall) -> usize {
         self.spec
-            .task
             .max_result_chars
             .iter()
             .find(|(tool, _)| tool == call.name())
@@ -170,7 +190,7 @@ pub async fn run(
     let ctx = ToolContext {
         workspace: spec.workspace.clone(),
         rules: Arc::new(spec.rules.clone()),
-        limits: spec.limits,
+        limits: spec.tool_limits,
         abort: abort.clone(),
         files: FileStateCache::default(),
         command_env: spec.env.model.clone(),
@@ -181,10 +201,7 @@ pub async fn run(
             ..RunState::default()
         },
     };
-    let model = ModelSummary {
-        provider: spec.task.model.provider.to_string(),
-        name: spec.task.model.name.clone(),
-    };
+    let model = spec.model.clone();
     let mut run = Loop {
         spec: &spec,
         transcript,
@@ -193,24 +210,17 @@ pub async fn run(
         counts: RunCounts::default(),
         calls_by_tool: Vec::new(),
         denials: Vec::new(),
-        budget: Budget::new(
-            spec.task.limits,
-            spec.task.model.pricing(),
-            spec.task.model.max_tokens,
-        ),
-        deadline: spec.task.limits.timeout.map(|limit| started + limit),
+        budget: Budget::new(spec.limits, spec.pricing, spec.max_tokens),
+        deadline: spec.limits.timeout.map(|limit| started + limit),
         consecutive_denials: 0,
         auto: classifier.map(auto::AutoState::new),
         network_refusals: Vec::new(),
-        reminders: Reminders::new(spec.task.reminders_full_every),
+        reminders: Reminders::new(spec.reminders_full_every),
     };
     run.emit(Event::RunStarted {
         run_id: spec.run_id.clone(),
         tollgate_version: env!("CARGO_PKG_VERSION").to_string(),
-        task: TaskSummary {
-            name: spec.task.name.clone(),
-            file: spec.task.file.clone(),
-        },
+        task: spec.task.clone(),
         mode: spec.mode,
         policy: Box::new(spec.policy_summary.clone()),
         model: model.clone(),
@@ -220,13 +230,13 @@ pub async fn run(
             .iter()
             .map(|tool| tool.name().to_string())
             .collect(),
-        max_turns: spec.max_turns,
+        max_turns: spec.limits.max_turns,
         sandbox: sandbox_status.clone(),
     })?;
 
     // Checks with `retry.feed_back` send their failures back to the model and the
     // conversation goes on, its history kept, until the checks pass or no retry is left.
-    let mut messages = vec![Message::user_text(spec.task.prompt.clone())];
+    let mut messages = vec![Message::user_text(spec.prompt.clone())];
     let mut checks = Vec::new();
     let (mut outcome, final_message, error) = loop {
         let ended = conversation(&mut run, &mut provider, &abort, &mut messages).await?;
@@ -371,11 +381,14 @@ async fn conversation(
         {
             return Ok(timed_out(spec));
         }
-        if run.counts.turns >= spec.max_turns {
+        if run.counts.turns >= spec.limits.max_turns {
             return Ok((
                 Outcome::MaxTurns,
                 None,
-                Some(format!("stopped after max_turns = {}", spec.max_turns)),
+                Some(format!(
+                    "stopped after max_turns = {}",
+                    spec.limits.max_turns
+                )),
             ));
         }
         let prompt_bytes = fixed_bytes + serde_json::to_vec(&messages).map_or(0, |b| b.len());
@@ -472,7 +485,7 @@ async fn conversation(
             &mut host,
             &calls,
             &ctx,
-            spec.task.limits.max_parallel_tools,
+            spec.limits.max_parallel_tools,
             spec.queue.as_ref(),
         )
         .await?;
@@ -598,7 +611,7 @@ const CUT_OFF: &str = "Your last response was cut off at the max_tokens limit. \
 Continue where it stopped; keep each response and tool input short.";
 
 fn timed_out(spec: &RunSpec) -> Ending {
-    let limit = spec.task.limits.timeout.unwrap_or_default();
+    let limit = spec.limits.timeout.unwrap_or_default();
     (
         Outcome::Timeout,
         None,
@@ -669,7 +682,7 @@ fn denial_limit(run: &Loop<'_>) -> Option<auto::Stop> {
 }
 
 fn denial_limit_reason(run: &Loop<'_>) -> Option<String> {
-    let limits = &run.spec.task.limits;
+    let limits = &run.spec.limits;
     if let Some(max) = limits.max_denials.filter(|max| run.counts.denials >= *max) {
         return Some(format!(
             "stopped after {} refused calls (limits.max_denials = {max})",
@@ -692,7 +705,7 @@ fn denial_limit_reason(run: &Loop<'_>) -> Option<String> {
 fn deferred_catalogue(spec: &RunSpec) -> Vec<ToolDefinition> {
     spec.tools
         .iter()
-        .filter(|tool| spec.task.deferred_tools.contains(&tool.name()))
+        .filter(|tool| spec.deferred_tools.contains(&tool.name()))
         .map(|tool| ToolDefinition {
             name: tool.name(),
             description: tool.description().into_owned(),
@@ -704,7 +717,7 @@ fn deferred_catalogue(spec: &RunSpec) -> Vec<ToolDefinition> {
 /// This turn's tools: the task's tools that are not deferred, ToolSearch when some are,
 /// then the deferred tools ToolSearch has loaded, in the order it loaded them (S7).
 fn offered_tools(spec: &RunSpec, loaded: &[ToolName]) -> ToolRegistry {
-    let deferred = |tool: &&Arc<dyn Tool>| spec.task.deferred_tools.contains(&tool.name());
+    let deferred = |tool: &&Arc<dyn Tool>| spec.deferred_tools.contains(&tool.name());
     let any_deferred = spec.tools.iter().any(|tool| deferred(&tool));
     let search = any_deferred
         .then(|| crate::tools::builtin(&ToolName::ToolSearch))
@@ -744,7 +757,7 @@ fn fit_message_budget(
             _ => None,
         })
         .collect();
-    let replace = crate::results::over_budget(&sizes, run.spec.task.limits.message_result_chars);
+    let replace = crate::results::over_budget(&sizes, run.spec.limits.message_result_chars);
     if replace.is_empty() {
         return Ok(());
     }

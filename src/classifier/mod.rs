@@ -373,16 +373,16 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::model::{ScriptedBlock, ScriptedModel};
+    use crate::model::{ScriptedBlock, ScriptedModel, ScriptedTurns};
 
     fn classifier(answers: &[&str], two_stage: bool, cache_dir: Option<PathBuf>) -> Classifier {
         Classifier::new(ClassifierSetup {
-            provider: Provider::Scripted(ScriptedModel::new(
+            provider: Provider::Scripted(ScriptedModel::new(ScriptedTurns(
                 answers
                     .iter()
                     .map(|answer| vec![ScriptedBlock::Text((*answer).to_string())])
                     .collect(),
-            )),
+            ))),
             provider_name: "scripted".into(),
             model: "scripted".into(),
             pricing: Some(Pricing::FREE),

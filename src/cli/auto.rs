@@ -150,7 +150,6 @@ fn standalone_model(provider: ClassifierProvider) -> ModelSpec {
         provider: kind,
         name: default_model(kind).to_string(),
         max_tokens: crate::classifier::DEFAULT_MAX_TOKENS,
-        script: Vec::new(),
         base_url: None,
         api_key_env: None,
         thinking_budget: None,

@@ -17,7 +17,7 @@ pub use http::{ApiKey, HttpSettings, Timeouts, install_crypto_provider};
 pub use openai::OpenAiModel;
 pub use pricing::Pricing;
 pub use retry::{FailureCategory, RetryPolicy};
-pub use scripted::{ScriptedBlock, ScriptedModel};
+pub use scripted::{ScriptedBlock, ScriptedModel, ScriptedTurns};
 
 /// Default base URLs, used when neither the task nor the environment names one.
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = anthropic::DEFAULT_BASE_URL;
@@ -224,7 +224,7 @@ pub enum Provider {
 #[derive(Debug, Clone)]
 pub enum ProviderConfig {
     /// The replies, in order: tests and offline demos.
-    Scripted(Vec<Vec<ScriptedBlock>>),
+    Scripted(ScriptedTurns),
     Anthropic {
         http: HttpSettings,
         name: String,

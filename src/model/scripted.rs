@@ -24,6 +24,18 @@ fn empty_object() -> Value {
     Value::Object(Default::default())
 }
 
+/// The scripted provider's replies, one assistant turn each, in order: what a task's
+/// `model.script:` holds. Kept apart from the model's settings, which real providers share.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(transparent)]
+pub struct ScriptedTurns(pub Vec<Vec<ScriptedBlock>>);
+
+impl ScriptedTurns {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 #[derive(Debug)]
 pub struct ScriptedModel {
     turns: Vec<Vec<ScriptedBlock>>,
@@ -31,8 +43,11 @@ pub struct ScriptedModel {
 }
 
 impl ScriptedModel {
-    pub fn new(turns: Vec<Vec<ScriptedBlock>>) -> Self {
-        ScriptedModel { turns, next: 0 }
+    pub fn new(turns: ScriptedTurns) -> Self {
+        ScriptedModel {
+            turns: turns.0,
+            next: 0,
+        }
     }
 
     pub fn complete(&mut self, request: &ModelRequest<'_>) -> Result<ModelResponse, ProviderError> {
@@ -149,13 +164,13 @@ mod tests {
 
     #[test]
     fn replays_turns_and_then_reports_exhaustion() {
-        let mut model = ScriptedModel::new(vec![vec![
+        let mut model = ScriptedModel::new(ScriptedTurns(vec![vec![
             ScriptedBlock::Text("hi".into()),
             ScriptedBlock::ToolUse {
                 name: "Read".into(),
                 input: json!({"file_path": "a"}),
             },
-        ]]);
+        ]]));
         let history = vec![Message::user_text("go")];
         let response = model.complete(&request(&history)).unwrap();
         assert_eq!(response.stop_reason, StopReason::ToolUse);
@@ -183,7 +198,9 @@ mod tests {
 
     #[test]
     fn rejects_a_tool_use_without_its_result() {
-        let mut model = ScriptedModel::new(vec![vec![ScriptedBlock::Text("done".into())]]);
+        let mut model = ScriptedModel::new(ScriptedTurns(vec![vec![ScriptedBlock::Text(
+            "done".into(),
+        )]]));
         let history = vec![
             Message::user_text("go"),
             Message {

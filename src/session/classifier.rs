@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::{SessionError, provider_config};
 use crate::classifier::{self, Classifier, ClassifierSetup};
-use crate::model::{Provider, ScriptedBlock};
+use crate::model::{Provider, ScriptedBlock, ScriptedTurns};
 use crate::policy::{AutoModeConfig, ClassifierProvider, Workspace};
 use crate::task::{ModelSpec, ProviderKind};
 
@@ -42,12 +42,6 @@ pub fn auto_classifier(
         max_tokens: settings
             .max_tokens
             .unwrap_or(classifier::DEFAULT_MAX_TOKENS),
-        script: settings
-            .script
-            .iter()
-            .flatten()
-            .map(|answer| vec![ScriptedBlock::Text(answer.clone())])
-            .collect(),
         base_url: settings
             .base_url
             .clone()
@@ -61,7 +55,15 @@ pub fn auto_classifier(
         timeouts,
         retries: task_model.retries,
     };
-    let provider = Provider::new(provider_config(&spec)?)?;
+    let script = settings.script.as_ref().map(|answers| {
+        ScriptedTurns(
+            answers
+                .iter()
+                .map(|answer| vec![ScriptedBlock::Text(answer.clone())])
+                .collect(),
+        )
+    });
+    let provider = Provider::new(provider_config(&spec, script.as_ref())?)?;
     Ok(Some(Classifier::new(ClassifierSetup {
         provider,
         provider_name: kind.to_string(),

@@ -25,7 +25,7 @@ use crate::config::{ConfigError, serde_name};
 use crate::exec::RunEnv;
 use crate::model::{
     ANTHROPIC_DEFAULT_BASE_URL, ApiKey, HttpSettings, OPENAI_DEFAULT_BASE_URL, Provider,
-    ProviderConfig, ProviderError,
+    ProviderConfig, ProviderError, ScriptedTurns,
 };
 use crate::policy::{
     AuthorityError, PermissionMode, Policy, PolicySource, RuleError, RuleKind, RuleRef, RuleSet,
@@ -36,7 +36,7 @@ use crate::sandbox::{self, SandboxError, SandboxSpec};
 use crate::scheduler::MessageQueue;
 use crate::task::{FailOnSet, ModelSpec, ProviderKind, Task};
 use crate::tools::{ToolLimits, builtin, model_command_env};
-use crate::transcript::{PolicySummary, StreamOutput};
+use crate::transcript::{ModelSummary, PolicySummary, StreamOutput, TaskSummary};
 
 #[derive(Debug, Error)]
 pub enum SessionError {
@@ -69,6 +69,8 @@ pub enum SessionError {
         variable: String,
         named_by_task: bool,
     },
+    #[error("the scripted provider needs a script (its replies, in order)")]
+    NoScript,
     #[error("policy self-test failed, refusing to start: {0}")]
     SelfTest(String),
     #[error(transparent)]
@@ -120,6 +122,9 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
     let mut task = load_task(&options.task, home.as_deref())?;
     if let Some(name) = &options.model {
         task.model.name = name.clone();
+    }
+    if let Some(max_turns) = options.max_turns {
+        task.limits.max_turns = max_turns;
     }
     if let Some(cap) = options.max_cost {
         let own = task.limits.max_cost_usd.unwrap_or(cap);
@@ -186,20 +191,34 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
     let hooks = hooks_in_force(&sources);
     let mut policy_summary = policy_summary(&sources, &rules, &hooks, directories);
     policy_summary.dropped_for_auto = dropped_for_auto.iter().map(RuleRef::from).collect();
-    let max_turns = options.max_turns.unwrap_or(task.limits.max_turns);
-    let mut limits = ToolLimits::default();
+    let mut tool_limits = ToolLimits::default();
     if let Some(tool_timeout) = task.limits.tool_timeout {
         // Bash ends its whole process group at its own timeout; the loop's bound on the
         // call is then only a backstop.
-        limits.bash_timeout = tool_timeout;
+        tool_limits.bash_timeout = tool_timeout;
     }
     let fail_on = options.fail_on.unwrap_or_else(|| task.fail_on.clone());
     let mut env = RunEnv::new(&withheld_variables(&task));
     env.model = model_command_env(&env.model, &workspace.workdir);
-    let provider = Provider::new(provider_config(&task.model)?)?;
+    let provider = Provider::new(provider_config(&task.model, task.script.as_ref())?)?;
     let spec = RunSpec {
         run_id,
-        task,
+        task: TaskSummary {
+            name: task.name,
+            file: task.file,
+        },
+        prompt: task.prompt,
+        model: ModelSummary {
+            provider: task.model.provider.to_string(),
+            name: task.model.name.clone(),
+        },
+        pricing: task.model.pricing(),
+        max_tokens: task.model.max_tokens,
+        limits: task.limits,
+        max_result_chars: task.max_result_chars,
+        deferred_tools: task.deferred_tools,
+        reminders_full_every: task.reminders_full_every,
+        checks: task.checks,
         mode,
         rules,
         policy_summary,
@@ -207,8 +226,7 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         tools,
         out_dir,
         out_lock: Arc::new(out_lock),
-        max_turns,
-        limits,
+        tool_limits,
         hooks: hooks.in_force,
         sandbox,
         fail_on,
@@ -281,11 +299,16 @@ fn ignored_keys(sources: &[PolicySource]) -> Vec<String> {
 }
 
 /// The model's provider settings, with its key and base URL from the task and the
-/// environment. A missing key is an error here, before any request; the key's value is
-/// never part of a message.
-pub fn provider_config(model: &ModelSpec) -> Result<ProviderConfig, SessionError> {
+/// environment, and for the scripted provider its replies. A missing key is an error here,
+/// before any request; the key's value is never part of a message.
+pub fn provider_config(
+    model: &ModelSpec,
+    script: Option<&ScriptedTurns>,
+) -> Result<ProviderConfig, SessionError> {
     Ok(match model.provider {
-        ProviderKind::Scripted => ProviderConfig::Scripted(model.script.clone()),
+        ProviderKind::Scripted => {
+            ProviderConfig::Scripted(script.cloned().ok_or(SessionError::NoScript)?)
+        }
         ProviderKind::Anthropic => ProviderConfig::Anthropic {
             http: http_settings(model, "ANTHROPIC_BASE_URL", ANTHROPIC_DEFAULT_BASE_URL)?,
             name: model.name.clone(),

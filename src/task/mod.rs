@@ -9,7 +9,7 @@ use serde_saphyr::Spanned;
 
 use crate::base::{DEFAULT_MAX_PARALLEL_TOOLS, normalize_lexically};
 use crate::config::{self, ConfigError};
-use crate::model::{Pricing, RetryPolicy, ScriptedBlock, Timeouts, pricing};
+use crate::model::{Pricing, RetryPolicy, ScriptedTurns, Timeouts, pricing};
 use crate::policy::{PermissionMode, PermissionsBlock, Policy, PolicyOrigin, ToolName};
 use crate::tools::implemented_builtins;
 pub use fail_on::{FailOn, FailOnSet};
@@ -57,7 +57,7 @@ struct ModelFile {
     provider: Spanned<ProviderKind>,
     name: Option<Spanned<String>>,
     max_tokens: Option<Spanned<u32>>,
-    script: Option<Vec<Vec<ScriptedBlock>>>,
+    script: Option<ScriptedTurns>,
     base_url: Option<Spanned<String>>,
     api_key_env: Option<Spanned<String>>,
     thinking_budget: Option<Spanned<u32>>,
@@ -151,7 +151,6 @@ pub struct ModelSpec {
     pub provider: ProviderKind,
     pub name: String,
     pub max_tokens: u32,
-    pub script: Vec<Vec<ScriptedBlock>>,
     /// The task's base URL; the environment's (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`) and
     /// the vendor's apply when it is `None`.
     pub base_url: Option<String>,
@@ -276,6 +275,9 @@ pub struct Task {
     pub name: String,
     pub prompt: String,
     pub model: ModelSpec,
+    /// `model.script:`, the scripted provider's replies: `Some` exactly when the provider
+    /// is `scripted`.
+    pub script: Option<ScriptedTurns>,
     pub mode: Option<PermissionMode>,
     /// Resolved against the task file's folder.
     pub policy: Option<PathBuf>,
@@ -323,7 +325,7 @@ impl Task {
                 ),
             ));
         }
-        let model = model_spec(raw.model, &at)?;
+        let (model, script) = model_spec(raw.model, &at)?;
         let tools = match raw.tools {
             None => implemented_builtins(),
             Some(names) => names
@@ -425,6 +427,7 @@ impl Task {
             name: raw.name,
             prompt: raw.prompt,
             model,
+            script,
             mode: raw.mode,
             policy: raw.policy.map(|p| normalize_lexically(&dir.join(p))),
             workdir: raw.workdir.map(|w| normalize_lexically(&dir.join(w))),
@@ -472,10 +475,14 @@ fn seconds(
         })
 }
 
-fn model_spec(raw: ModelFile, at: At<'_>) -> Result<ModelSpec, ConfigError> {
+/// The model's settings, and the scripted provider's replies when it is the one.
+fn model_spec(
+    raw: ModelFile,
+    at: At<'_>,
+) -> Result<(ModelSpec, Option<ScriptedTurns>), ConfigError> {
     let provider = raw.provider.value;
     let script = match (provider, raw.script) {
-        (ProviderKind::Scripted, Some(script)) if !script.is_empty() => script,
+        (ProviderKind::Scripted, Some(script)) if !script.is_empty() => Some(script),
         (ProviderKind::Scripted, _) => {
             return Err(located(
                 &raw.provider,
@@ -491,7 +498,7 @@ fn model_spec(raw: ModelFile, at: At<'_>) -> Result<ModelSpec, ConfigError> {
                 format!("`script:` is only for the scripted provider, not {other}"),
             ));
         }
-        (_, None) => Vec::new(),
+        (_, None) => None,
     };
     let name = match (provider, raw.name) {
         (_, Some(name)) => name.value,
@@ -614,18 +621,18 @@ fn model_spec(raw: ModelFile, at: At<'_>) -> Result<ModelSpec, ConfigError> {
         max_delay: seconds(retries_file.max_delay, "retries.max_delay", at)?
             .unwrap_or(defaults.max_delay),
     };
-    Ok(ModelSpec {
+    let model = ModelSpec {
         provider,
         name,
         max_tokens,
-        script,
         base_url,
         api_key_env,
         thinking_budget,
         pricing_override: raw.pricing,
         timeouts,
         retries,
-    })
+    };
+    Ok((model, script))
 }
 
 fn example_model(provider: ProviderKind) -> &'static str {
@@ -746,6 +753,7 @@ fn result_thresholds(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ScriptedBlock;
 
     const MINIMAL: &str = "version: 1\nname: t\nprompt: do it\nmodel:\n  provider: scripted\n  script:\n    - - text: done\n";
 
@@ -820,8 +828,10 @@ mod tests {
         assert_eq!(task.limits.max_parallel_tools, DEFAULT_MAX_PARALLEL_TOOLS);
         assert_eq!(task.tools, implemented_builtins());
         assert_eq!(
-            task.model.script,
-            vec![vec![ScriptedBlock::Text("done".into())]]
+            task.script,
+            Some(ScriptedTurns(vec![vec![ScriptedBlock::Text(
+                "done".into()
+            )]]))
         );
         assert_eq!(task.mode, None);
     }
