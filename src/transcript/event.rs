@@ -11,7 +11,7 @@ use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
 use crate::policy::{DenialCounts, Layer, PermissionDecision, PermissionMode, RuleRef, SourceKind};
 use crate::sandbox::{ProxyConnection, SandboxStatus};
 use crate::task::FailOn;
-use crate::tools::Todo;
+use crate::tools::{SubagentKind, Todo};
 
 /// A result the per-message budget replaced: its id, its size, and the preview sent instead
 /// (the `tool_result` event keeps what the tool returned).
@@ -174,6 +174,30 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         todos: Vec<Todo>,
     },
+    /// An Agent call (or an agent-mode Skill) started a sub-agent; the events after it that
+    /// carry `agent_id` = `id` are its conversation, up to its `subagent_finished`.
+    SubagentStarted {
+        id: String,
+        /// The tool_use id of the call that started it; its result is the sub-agent's answer.
+        parent_id: String,
+        subagent_type: SubagentKind,
+        description: String,
+        /// Its first request's tools.
+        tools: Vec<String>,
+        max_turns: u32,
+    },
+    SubagentFinished {
+        id: String,
+        parent_id: String,
+        outcome: Outcome,
+        turns: u32,
+        /// Its requests' tokens; they are in the run's totals too.
+        usage: Usage,
+        /// Its requests' cost, included in the run's `total_cost_usd`.
+        cost_usd: Option<f64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// A TodoWrite snapshot appended to the next user message (S3).
     Reminder {
         turn: u32,
@@ -319,6 +343,9 @@ pub enum Outcome {
     Interrupted,
     /// SIGTERM.
     Terminated,
+    /// A file of the run's record (an offloaded result) could not be written: the run
+    /// stopped once that batch had its results.
+    OutputFailed,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
