@@ -4,6 +4,7 @@
 //! outside tollgate's process groups, PDEATHSIG, guardian, scrubbed environment and sandbox.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::McpError;
+use super::line_cap::{LineCapped, MAX_LINE_BYTES};
 use crate::exec::{ServiceChild, ServiceExit, ServiceWatch};
 
 /// How long a failed request waits to learn whether the server exited (and how).
@@ -142,6 +144,8 @@ pub struct CallOutcome {
 pub struct Connection {
     session: RunningService<RoleClient, Listener>,
     child: ServiceChild,
+    /// Set when the server sent a line past `MAX_LINE_BYTES` and its session was closed.
+    overflowed: Arc<AtomicBool>,
 }
 
 /// What tool calls need of a connection; cheap to clone, outlives nothing it points at.
@@ -150,6 +154,7 @@ pub struct Link {
     pub server: String,
     peer: rmcp::Peer<RoleClient>,
     watch: ServiceWatch,
+    overflowed: Arc<AtomicBool>,
     pub call_timeout: Duration,
 }
 
@@ -168,10 +173,16 @@ impl Connection {
             server: server.to_string(),
             board,
         };
+        let stdout = LineCapped::new(stdout, MAX_LINE_BYTES);
+        let overflowed = stdout.overflow_flag();
         let session = rmcp::serve_client(listener, (stdout, stdin))
             .await
             .map_err(|err| McpError::Start(err.to_string()))?;
-        Ok(Connection { session, child })
+        Ok(Connection {
+            session,
+            child,
+            overflowed,
+        })
     }
 
     pub fn link(&self, server: &str, call_timeout: Duration) -> Link {
@@ -179,6 +190,7 @@ impl Connection {
             server: server.to_string(),
             peer: self.session.peer().clone(),
             watch: self.child.watch(),
+            overflowed: Arc::clone(&self.overflowed),
             call_timeout,
         }
     }
@@ -230,6 +242,12 @@ impl Link {
         tool: &str,
         arguments: serde_json::Map<String, Value>,
     ) -> Result<CallOutcome, McpError> {
+        if self.overflowed.load(Ordering::SeqCst) {
+            return Err(McpError::LineTooLong {
+                server: self.server.clone(),
+                max: MAX_LINE_BYTES,
+            });
+        }
         if let Some(exit) = self.exit() {
             return Err(self.died(exit, "before the call"));
         }
@@ -251,6 +269,7 @@ impl Link {
                 text: render_content(&result.content, result.structured_content.as_ref()),
                 is_error: result.is_error.unwrap_or(false),
             }),
+            Err(_) if self.overflowed.load(Ordering::SeqCst) => Err(self.line_too_long()),
             // A closed transport is usually the first sign of a server going: wait a moment
             // to say how it ended, with its stderr.
             Err(err) => match tokio::time::timeout(EXIT_NOTICE, self.watch.ended()).await {
@@ -260,7 +279,19 @@ impl Link {
         }
     }
 
+    fn line_too_long(&self) -> McpError {
+        McpError::LineTooLong {
+            server: self.server.clone(),
+            max: MAX_LINE_BYTES,
+        }
+    }
+
+    /// How the server ended; a server that ends because its oversized line closed the
+    /// session is reported for the line, the cause, not the exit that followed.
     fn died(&self, exit: ServiceExit, when: &str) -> McpError {
+        if self.overflowed.load(Ordering::SeqCst) {
+            return self.line_too_long();
+        }
         McpError::Died {
             server: self.server.clone(),
             when: when.to_string(),

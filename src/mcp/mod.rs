@@ -4,6 +4,7 @@
 //! runner; their tools reach the model deferred by default and pass the gate like any other.
 
 mod connection;
+mod line_cap;
 mod selection;
 mod supervisor;
 mod tool;
@@ -26,6 +27,8 @@ pub enum McpError {
     StartTimeout { seconds: f64 },
     #[error("MCP protocol error: {0}")]
     Protocol(String),
+    #[error("MCP server `{server}` sent a line longer than {max} bytes; its session was closed")]
+    LineTooLong { server: String, max: usize },
     #[error("MCP server `{server}` did not answer within its call_timeout of {seconds}s")]
     CallTimeout { server: String, seconds: f64 },
     #[error(

@@ -6,7 +6,7 @@
 //! A small MCP server over stdio for the end-to-end tests, written against the protocol text
 //! (newline-delimited JSON-RPC) rather than the SDK tollgate uses, so the two sides are
 //! independent. Tools: `echo`, `peek` (annotated read-only), `slow`, `crash` (exits mid-call),
-//! `fail` (an `isError` result), `hang` (starts a grandchild and never answers) and `notify`
+//! `fail` (an `isError` result), `flood` (a 20 MiB line without end), `hang` (starts a grandchild and never answers) and `notify`
 //! (a log message and `tools/list_changed`, after which `added` is listed), and
 //! `write_file` (writes `path`; the OS error is an `isError` result — the sandbox test's probe).
 //! Each call runs on a thread of its own, so a hanging call does not block the others.
@@ -56,6 +56,11 @@ fn tools(added: bool) -> serde_json::Value {
         tool(
             "fail",
             "Returns a result marked isError.",
+            serde_json::json!({}),
+        ),
+        tool(
+            "flood",
+            "Sends one line of 20 MiB without a newline.",
             serde_json::json!({}),
         ),
         tool(
@@ -155,6 +160,17 @@ fn tool_call(out: &Out, added: &AtomicBool, id: &serde_json::Value, params: &ser
             std::process::exit(3);
         }
         "fail" => send(out, text(id, "it failed on purpose", true)),
+        "flood" => {
+            // One line without end, past the client's 16 MiB cap: a broken pipe ends it.
+            let chunk = vec![b'x'; 1024 * 1024];
+            let mut out = out.lock().unwrap();
+            for _ in 0..20 {
+                if out.write_all(&chunk).is_err() {
+                    return;
+                }
+            }
+            let _ = out.flush();
+        }
         "write_file" => {
             let path = arguments["path"].as_str().unwrap_or_default();
             match std::fs::write(path, "written by the MCP test server\n") {

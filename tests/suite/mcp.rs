@@ -181,7 +181,7 @@ fn deferred_tools_are_found_by_tool_search_called_and_the_server_ends_with_the_r
     assert_eq!(status["name"], "t");
     assert_eq!(status["status"], "started");
     assert_eq!(status["origin"], "task");
-    assert_eq!(status["tools"], 8);
+    assert_eq!(status["tools"], 9);
     // Deferred: only ToolSearch on the first request, the loaded two appended after it.
     let first = ran.request_tools(0);
     assert!(first.contains(&"ToolSearch".to_string()), "{first:?}");
@@ -375,6 +375,36 @@ fn crash_timeout_and_hang_give_error_results_and_leave_nothing_behind() {
         .parse()
         .unwrap();
     assert_none_survive(&ran.pids(), &[grandchild]);
+}
+
+/// A server that prints a line without end past the client's cap: the call is an error
+/// result instead of the runner's memory growing, the run goes on, and the server ends with it.
+#[test]
+fn a_line_without_end_from_a_server_is_an_error_result_not_unbounded_memory() {
+    let sandbox = Sandbox::empty();
+    task(
+        &sandbox,
+        "mode: dontAsk\npermissions:\n  allow: [mcp__flooder]\n",
+        &server("flooder", "    defer: false\n"),
+        &[
+            &format!("[{}]", call("mcp__flooder__flood", "{}")),
+            &format!("[{}]", call("mcp__flooder__echo", "{text: after}")),
+        ],
+    );
+    let ran = run(&sandbox, &[]);
+    ran.assert_code(0);
+    let flood = ran.result("mcp__flooder__flood", 0);
+    assert_eq!(flood["is_error"], true, "{flood}");
+    let said = |result: &Value| result["content"].as_str().unwrap().to_string();
+    assert!(
+        said(flood).contains("sent a line longer than 16777216 bytes"),
+        "{flood}"
+    );
+    // The session is closed: later calls say why instead of waiting for a timeout.
+    let after = ran.result("mcp__flooder__echo", 0);
+    assert_eq!(after["is_error"], true);
+    assert!(said(after).contains("sent a line longer than"), "{after}");
+    assert_none_survive(&ran.pids(), &[]);
 }
 
 /// A server that exits at start and one that never answers `initialize`: both are listed
@@ -598,7 +628,7 @@ fn notifications_are_recorded_and_a_changed_tool_list_reaches_the_next_request()
     assert!(notices.iter().any(|n| n["kind"] == "tools_changed"));
     let listed = events(&ran.all, "mcp_tools");
     assert_eq!(listed[0]["server"], "t");
-    assert_eq!(listed[0]["tools"].as_array().unwrap().len(), 9);
+    assert_eq!(listed[0]["tools"].as_array().unwrap().len(), 10);
     assert_eq!(ran.result("mcp__t__added", 0)["content"], "echo: new");
     assert_none_survive(&ran.pids(), &[]);
 }
