@@ -108,10 +108,13 @@ struct ToolCache(HashMap<String, Option<Arc<dyn Tool>>>);
 
 impl ToolCache {
     fn get(&mut self, name: &str) -> Option<Arc<dyn Tool>> {
-        self.0
-            .entry(name.to_string())
-            .or_insert_with(|| ToolName::parse(name).as_ref().and_then(builtin))
-            .clone()
+        // Looked up by `&str` first: the key is copied only the first time a name is seen.
+        if let Some(found) = self.0.get(name) {
+            return found.clone();
+        }
+        let found = ToolName::parse(name).as_ref().and_then(builtin);
+        self.0.insert(name.to_string(), found.clone());
+        found
     }
 }
 
@@ -145,7 +148,7 @@ fn decide(
     ctx: &PermissionContext,
     tools: &mut ToolCache,
 ) -> PermissionDecision {
-    match prepare(tool, input.clone(), tools) {
+    match prepare(tool, input, tools) {
         Ok(call) => headless(&call, policy::decide(&call, ctx), ctx, None),
         Err(refused) => refused,
     }
