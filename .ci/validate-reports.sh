@@ -144,4 +144,7 @@ step "actionlint: examples/github/*.yml are clean"
 (cd "$root" && "$actionlint_venv/bin/actionlint" .github/workflows/*.yml) \
   || fail "actionlint found problems in .github/workflows/"
 step "actionlint $("$actionlint_venv/bin/actionlint" -version | head -n 1): .github/workflows/*.yml are clean"
+(cd "$root" && "$actionlint_venv/bin/actionlint" examples/batch/github-actions.yml) \
+  || fail "actionlint found problems in examples/batch/github-actions.yml"
+step "actionlint: examples/batch/github-actions.yml is clean"
 step "all report checks passed"

@@ -6,9 +6,13 @@
 #   0 2 * * * podman run --rm --env ANTHROPIC_API_KEY -v /opt/tollgate:/opt/tollgate
 #     -v /var/lib/tollgate:/var/lib/tollgate --entrypoint /opt/tollgate/cron.sh
 #     ghcr.io/example/tollgate:latest
+# TOLLGATE_HOME holds the task and the manifest; TOLLGATE_STATE the batch folder and the
+# merged report (tests/suite/batch.rs runs this script with both in a temp folder).
 set -eu
-cd /opt/tollgate
+home="${TOLLGATE_HOME:-/opt/tollgate}"
+state="${TOLLGATE_STATE:-/var/lib/tollgate}"
+cd "$home"
 tollgate batch examples/batch/task.yaml --repos examples/batch/repos.txt \
-  --jobs 4 --out /var/lib/tollgate/batch --rerun changed || status=$?
-tollgate report merge /var/lib/tollgate/batch --out /var/lib/tollgate/report
+  --jobs 4 --out "$state/batch" --rerun changed || status=$?
+tollgate report merge "$state/batch" --out "$state/report"
 exit "${status:-0}"

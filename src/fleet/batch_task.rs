@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use serde_saphyr::Spanned;
 
 use super::manifest::Repo;
 use super::template::Template;
@@ -18,7 +19,18 @@ pub const DEFAULT_BRANCH: &str = "tollgate/{{ repo.name }}";
 struct Outer {
     #[serde(default)]
     batch: Option<BatchFile>,
+    #[serde(default)]
+    limits: Option<OuterLimits>,
 }
+
+/// The one key of `limits:` that is the batch's, not a run's: the issue's spelling of
+/// `batch.max_cost_usd`. Every other limit is the single run's and is read there.
+#[derive(Debug, Deserialize)]
+struct OuterLimits {
+    batch_max_cost_usd: Option<Spanned<f64>>,
+}
+
+const LIMIT_KEY: &str = "batch_max_cost_usd:";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -105,14 +117,7 @@ impl BatchTask {
             max_cost_usd: None,
             publish: None,
         });
-        if let Some(limit) = block.max_cost_usd
-            && !(limit.is_finite() && limit > 0.0)
-        {
-            return Err(ConfigError::whole_file(
-                &self.file,
-                "batch.max_cost_usd must be a positive amount of US dollars",
-            ));
-        }
+        let max_cost_usd = self.cost_limit(&rendered, block.max_cost_usd, outer.limits)?;
         let commit_message = block
             .commit_message
             .unwrap_or_else(|| format!("tollgate batch: {}", repo.id));
@@ -129,7 +134,7 @@ impl BatchTask {
         let settings = BatchSettings {
             branch: block.branch.unwrap_or_else(|| self.branch.render(repo)),
             commit_message,
-            max_cost_usd: block.max_cost_usd,
+            max_cost_usd,
             publish,
         };
         if !valid_branch(&settings.branch) {
@@ -146,6 +151,50 @@ impl BatchTask {
     }
 }
 
+impl BatchTask {
+    /// The batch's cost limit, spelt `batch.max_cost_usd` or `limits.batch_max_cost_usd`.
+    fn cost_limit(
+        &self,
+        rendered: &str,
+        in_batch: Option<f64>,
+        limits: Option<OuterLimits>,
+    ) -> Result<Option<f64>, ConfigError> {
+        let in_limits = limits.and_then(|limits| limits.batch_max_cost_usd);
+        if let Some(spanned) = &in_limits {
+            let loc = spanned.referenced;
+            let at = |message: &str| {
+                ConfigError::new(&self.file, loc.line(), loc.column(), message.to_string())
+            };
+            if in_batch.is_some() {
+                return Err(at(
+                    "the batch's cost limit is set twice: keep limits.batch_max_cost_usd or \
+                     batch.max_cost_usd",
+                ));
+            }
+            // The single run never sees the key: its line is blanked (see `task_text`),
+            // which needs the key on a line of its own.
+            let own_line = usize::try_from(loc.line())
+                .ok()
+                .and_then(|line| rendered.lines().nth(line.saturating_sub(1)))
+                .is_some_and(|line| line.trim_start().starts_with(LIMIT_KEY));
+            if !own_line {
+                return Err(at(
+                    "write limits.batch_max_cost_usd on a line of its own (block style), \
+                     or use batch.max_cost_usd",
+                ));
+            }
+        }
+        let limit = in_batch.or(in_limits.map(|spanned| spanned.value));
+        match limit {
+            Some(limit) if !(limit.is_finite() && limit > 0.0) => Err(ConfigError::whole_file(
+                &self.file,
+                "the batch's cost limit (max_cost_usd) must be a positive amount of US dollars",
+            )),
+            _ => Ok(limit),
+        }
+    }
+}
+
 fn absolute_parent(file: &Path) -> PathBuf {
     let absolute = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
     absolute
@@ -153,10 +202,15 @@ fn absolute_parent(file: &Path) -> PathBuf {
         .map_or_else(|| PathBuf::from("/"), Path::to_path_buf)
 }
 
-/// The text a single run reads: the `batch:` block's lines emptied, `policy:` absolute.
+/// The text a single run reads: the `batch:` block's lines and `limits.batch_max_cost_usd`
+/// emptied (line numbers kept), `policy:` absolute.
 fn task_text(rendered: &str, dir: &Path) -> String {
-    let mut out = String::with_capacity(rendered.len());
+    let mut out: Vec<String> = Vec::new();
     let mut in_batch = false;
+    // The bare `limits:` line's index while no run limit has been seen under it: were the
+    // batch's key its only child, the run would read `limits:` as null and refuse it.
+    let mut bare_limits: Option<usize> = None;
+    let mut in_limits = false;
     for line in rendered.lines() {
         let top_level = line
             .chars()
@@ -164,9 +218,21 @@ fn task_text(rendered: &str, dir: &Path) -> String {
             .is_some_and(|c| !c.is_whitespace() && c != '#');
         if top_level {
             in_batch = line.starts_with("batch:");
+            in_limits = line.starts_with("limits:");
+            if let Some(index) = bare_limits.take() {
+                out[index] = "limits: {}".into();
+            }
+            if in_limits && line.trim_end() == "limits:" {
+                bare_limits = Some(out.len());
+            }
         }
-        if in_batch {
-            out.push('\n');
+        let child = in_limits && !top_level;
+        let batch_limit = child && line.trim_start().starts_with(LIMIT_KEY);
+        if child && !batch_limit && !line.trim().is_empty() && !line.trim_start().starts_with('#') {
+            bare_limits = None;
+        }
+        if in_batch || batch_limit {
+            out.push(String::new());
             continue;
         }
         match line.strip_prefix("policy:").map(str::trim) {
@@ -174,13 +240,17 @@ fn task_text(rendered: &str, dir: &Path) -> String {
                 let unquoted = value.trim_matches(|c| c == '"' || c == '\'');
                 let path = dir.join(unquoted);
                 let quoted = path.display().to_string().replace('\'', "''");
-                out.push_str(&format!("policy: '{quoted}'"));
+                out.push(format!("policy: '{quoted}'"));
             }
-            _ => out.push_str(line),
+            _ => out.push(line.to_string()),
         }
-        out.push('\n');
     }
-    out
+    if let Some(index) = bare_limits {
+        out[index] = "limits: {}".into();
+    }
+    let mut text = out.join("\n");
+    text.push('\n');
+    text
 }
 
 /// What `git check-ref-format` would refuse, in the cases a template can produce.
@@ -204,7 +274,7 @@ mod tests {
     use super::*;
     use crate::fleet::manifest::RepoSource;
 
-    const TASK: &str = "version: 1\nname: bump {{ repo.name }}\nprompt: go\npolicy: p.yaml\nbatch:\n  branch: fix/{{ repo.name }}\n  max_cost_usd: 2\nmodel:\n  provider: scripted\n  script: []\n";
+    const TASK: &str = "version: 1\nname: bump {{ repo.name }}\nprompt: go\npolicy: p.yaml\nbatch:\n  branch: fix/{{ repo.name }}\n  max_cost_usd: 2\nmodel:\n  provider: scripted\n  script: [[{text: ok}]]\n";
 
     fn repo(id: &str) -> Repo {
         Repo {
@@ -230,6 +300,46 @@ mod tests {
         assert!(text.contains("name: bump api\n"));
         assert!(text.contains("policy: '/tasks/p.yaml'\n"));
         assert!(!text.contains("branch"));
+    }
+
+    fn load(text: &str) -> Result<BatchTask, ConfigError> {
+        BatchTask::load(text.into(), Path::new("/tasks/t.yaml"), &[repo("api")])
+    }
+
+    #[test]
+    fn the_issue_spelling_limits_batch_max_cost_usd_is_the_batch_limit_and_hidden_from_the_run() {
+        let text = "version: 1\nname: n\nprompt: go\nlimits:\n  max_turns: 3\n  batch_max_cost_usd: 0.5\nmodel:\n  provider: scripted\n  script: [[{text: ok}]]\n";
+        let task = load(text).unwrap();
+        let (run_text, settings) = task.render(&repo("api")).unwrap();
+        assert_eq!(settings.max_cost_usd, Some(0.5));
+        assert!(!run_text.contains("batch_max_cost_usd"));
+        assert!(run_text.contains("  max_turns: 3\n"));
+        // Alone under `limits:`, the key leaves an empty block the run still reads.
+        let alone = text.replace("  max_turns: 3\n", "");
+        assert_eq!(
+            load(&alone)
+                .unwrap()
+                .render(&repo("api"))
+                .unwrap()
+                .1
+                .max_cost_usd,
+            Some(0.5)
+        );
+    }
+
+    #[test]
+    fn the_cost_limit_set_twice_or_in_flow_style_or_not_positive_is_refused() {
+        let base = "version: 1\nname: n\nprompt: go\nmodel:\n  provider: scripted\n  script: [[{text: ok}]]\n";
+        let twice = format!("{base}batch:\n  max_cost_usd: 1\nlimits:\n  batch_max_cost_usd: 2\n");
+        let err = load(&twice).unwrap_err();
+        assert_eq!((err.line, err.column), (10, 23), "{err}");
+        assert!(err.message.contains("set twice"), "{err}");
+        let flow = format!("{base}limits: {{max_turns: 2, batch_max_cost_usd: 2}}\n");
+        let err = load(&flow).unwrap_err();
+        assert_eq!(err.line, 7, "{err}");
+        assert!(err.message.contains("a line of its own"), "{err}");
+        let zero = format!("{base}limits:\n  batch_max_cost_usd: 0\n");
+        assert!(load(&zero).unwrap_err().message.contains("positive"));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! of the cost per repository drawn as inline SVG.
 
 use super::journal::Journal;
-use super::merge::{cost_of, outcome_name};
+use super::merge::{cost_of, not_started, outcome_name, spent};
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}\
 th,td{border:1px solid #ccc;padding:.3em .6em;text-align:left}th{cursor:pointer;background:#f3f3f3}\
@@ -20,7 +20,7 @@ if(!isNaN(nx)&&!isNaN(ny)){return (nx-ny)*dir;}return x.localeCompare(y)*dir;});
 rows.forEach(function(row){body.appendChild(row);});});});";
 
 pub fn html(journals: &[Journal]) -> String {
-    let total: f64 = journals.iter().filter_map(cost_of).sum();
+    let total = spent(journals);
     let mut rows = String::new();
     for journal in journals {
         let outcome = outcome_name(journal);
@@ -50,10 +50,23 @@ pub fn html(journals: &[Journal]) -> String {
 <style>{STYLE}</style></head><body>\n<h1>tollgate batch</h1>\n<p>{count} repositories, ${total:.4} spent.</p>\n\
 <h2>Cost per repository (USD)</h2>\n{chart}\n<h2>Repositories</h2>\n<table id=\"repos\"><thead><tr>\
 <th>repository</th><th>outcome</th><th>checks</th><th>denials</th><th>cost (USD)</th><th>branch</th><th>pull request</th>\
-</tr></thead><tbody>\n{rows}</tbody></table>\n<script>{SCRIPT}</script>\n</body></html>\n",
+</tr></thead><tbody>\n{rows}</tbody></table>\n{skipped}<script>{SCRIPT}</script>\n</body></html>\n",
         count = journals.len(),
         chart = chart(journals),
+        skipped = skipped(journals),
     )
+}
+
+/// Why the repositories that did not start were not started.
+fn skipped(journals: &[Journal]) -> String {
+    let items: String = not_started(journals)
+        .into_iter()
+        .map(|(repo, reason)| format!("<li>{}: {}</li>", escape(repo), escape(reason)))
+        .collect();
+    if items.is_empty() {
+        return String::new();
+    }
+    format!("<h2>Not started</h2>\n<ul id=\"not-started\">{items}</ul>\n")
 }
 
 /// Horizontal bars, one per repository, scaled to the most expensive one.

@@ -37,6 +37,9 @@ pub enum RepoOutcome {
 /// What the merged reports need of a finished run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
+    /// The run's id: a repository that ran again has a new one, so its cost is new spend.
+    #[serde(default)]
+    pub run_id: String,
     pub outcome: String,
     pub exit_code: u8,
     pub checks_passed: u32,

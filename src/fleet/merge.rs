@@ -126,7 +126,13 @@ pub fn junit_xml(journals: &[Journal]) -> Result<String, quick_junit::SerializeE
         let mut suite = TestSuite::new(journal.repo.as_str());
         let status = match journal.outcome {
             Some(RepoOutcome::Changed | RepoOutcome::Unchanged) => TestCaseStatus::success(),
-            Some(RepoOutcome::Skipped) | None => TestCaseStatus::skipped(),
+            Some(RepoOutcome::Skipped) | None => {
+                let mut status = TestCaseStatus::skipped();
+                if let Some(reason) = &journal.reason {
+                    status.set_message(reason.clone());
+                }
+                status
+            }
             Some(RepoOutcome::Failed) => {
                 let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
                 status.set_message(journal.reason.clone().unwrap_or_default());
@@ -157,7 +163,7 @@ pub fn markdown(journals: &[Journal]) -> String {
         .iter()
         .filter(|journal| journal.outcome == Some(RepoOutcome::Failed))
         .count();
-    let total: f64 = journals.iter().filter_map(cost_of).sum();
+    let total = spent(journals);
     let mut text = format!(
         "# tollgate batch\n\n{} repositories, {failed} failed, ${total:.4} spent.\n\n\
 | repository | outcome | checks | denials | cost (USD) | branch | pull request |\n\
@@ -189,7 +195,28 @@ pub fn markdown(journals: &[Journal]) -> String {
             cell(journal.pr_url.as_deref().unwrap_or("")),
         ));
     }
+    let not_started = not_started(journals);
+    if !not_started.is_empty() {
+        text.push_str("\nNot started:\n\n");
+        for (repo, reason) in not_started {
+            text.push_str(&format!("- {repo}: {reason}\n"));
+        }
+    }
     text
+}
+
+/// The repositories the batch did not start, with why (the cost limit, say).
+pub(super) fn not_started(journals: &[Journal]) -> Vec<(&str, &str)> {
+    journals
+        .iter()
+        .filter(|journal| journal.outcome == Some(RepoOutcome::Skipped))
+        .map(|journal| {
+            (
+                journal.repo.as_str(),
+                journal.reason.as_deref().unwrap_or("not started"),
+            )
+        })
+        .collect()
 }
 
 pub(super) fn outcome_name(journal: &Journal) -> String {
@@ -201,6 +228,15 @@ pub(super) fn outcome_name(journal: &Journal) -> String {
 
 pub(super) fn cost_of(journal: &Journal) -> Option<f64> {
     journal.run.as_ref().and_then(|run| run.cost_usd)
+}
+
+/// What the journals' runs cost together. Folded from +0.0: an empty `f64` sum is -0.0,
+/// which would print as `$-0.0000`.
+pub(super) fn spent<'a>(journals: impl IntoIterator<Item = &'a Journal>) -> f64 {
+    journals
+        .into_iter()
+        .filter_map(cost_of)
+        .fold(0.0, |sum, cost| sum + cost)
 }
 
 #[cfg(test)]

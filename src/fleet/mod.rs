@@ -9,6 +9,8 @@ mod html;
 mod journal;
 mod manifest;
 mod merge;
+mod phases;
+mod progress;
 mod shard;
 mod template;
 mod workcopy;
@@ -31,6 +33,8 @@ pub enum FleetError {
     Config(#[from] crate::config::ConfigError),
     #[error(transparent)]
     Forge(#[from] forge::ForgeError),
+    #[error(transparent)]
+    Folder(#[from] crate::out_dir::OutDirError),
     #[error("cannot create the batch folder {}: {source}", path.display())]
     Output {
         path: PathBuf,

@@ -132,8 +132,47 @@ pub async fn discard(repo: &Repo, dir: &Path) {
     }
 }
 
-/// Commits everything the agent changed on top of `base`; `None` when nothing changed.
-pub async fn commit(dir: &Path, base: &str, message: &str) -> Result<Option<String>, GitError> {
+/// Removes the lock files a git process killed with an earlier batch left in this working
+/// copy (the index's, HEAD's and the branch's), which would make every later `git add` or
+/// `git commit` refuse. Safe only because the batch holds its folder's lock: no other git
+/// process works in a batch's working copy.
+async fn clear_stale_locks(dir: &Path, branch: &str) -> Result<(), GitError> {
+    let branch_lock = format!("refs/heads/{branch}.lock");
+    let paths = git(
+        dir,
+        &[
+            "rev-parse",
+            "--git-path",
+            "index.lock",
+            "--git-path",
+            "HEAD.lock",
+            "--git-path",
+            &branch_lock,
+        ],
+    )
+    .await?;
+    for path in paths.lines().filter(|line| !line.is_empty()) {
+        let path = dir.join(path);
+        if path.exists() {
+            tracing::info!(
+                "removing {}, left by a git process killed with the batch",
+                path.display()
+            );
+            std::fs::remove_file(&path).map_err(|source| GitError::Write { path, source })?;
+        }
+    }
+    Ok(())
+}
+
+/// Commits everything the agent changed on top of `base` on `branch`; `None` when nothing
+/// changed.
+pub async fn commit(
+    dir: &Path,
+    base: &str,
+    branch: &str,
+    message: &str,
+) -> Result<Option<String>, GitError> {
+    clear_stale_locks(dir, branch).await?;
     git(dir, &["add", "-A"]).await?;
     if git(dir, &["diff", "--cached", "--quiet"]).await.is_ok() {
         // A batch killed between the commit and its journal entry left the commit made:

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::providers::model_block;
 use crate::support::fake_forge::FakeForge;
+use crate::support::fake_model::{Api, FakeModel, Reply, Tokens, text, turn};
 
 const TASK: &str = r#"version: 1
 name: note {{ repo.name }}
@@ -28,33 +30,17 @@ checks:
     run: grep -q "^ok {{ repo.name }}" NOTE.md
 "#;
 
-struct Fleet {
+pub(super) struct Fleet {
     dir: tempfile::TempDir,
 }
 
 impl Fleet {
     /// `count` repositories `r00`…; `bad` ones get the word that fails the check.
-    fn new(count: usize, bad: &[usize]) -> Fleet {
+    pub(super) fn new(count: usize, bad: &[usize]) -> Fleet {
         let dir = tempfile::tempdir().unwrap();
         let mut manifest = String::new();
         for n in 0..count {
-            let repo = dir.path().join(format!("r{n:02}"));
-            std::fs::create_dir_all(&repo).unwrap();
-            std::fs::write(repo.join("README"), format!("repo {n}\n")).unwrap();
-            git(&repo, &["init", "-q"]);
-            git(&repo, &["add", "-A"]);
-            git(
-                &repo,
-                &[
-                    "-c",
-                    "user.name=t",
-                    "-c",
-                    "user.email=t@t",
-                    "commit",
-                    "-qm",
-                    "init",
-                ],
-            );
+            one_commit_repo(dir.path(), &format!("r{n:02}"));
             let word = if bad.contains(&n) { "bad" } else { "ok" };
             manifest.push_str(&format!("- repo: r{n:02}\n  params: {{word: {word}}}\n"));
         }
@@ -63,7 +49,7 @@ impl Fleet {
         Fleet { dir }
     }
 
-    fn path(&self) -> &Path {
+    pub(super) fn path(&self) -> &Path {
         self.dir.path()
     }
 
@@ -119,12 +105,70 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// A plain progress line: `tollgate batch: [7/12 done, 3 running, 1 failed, $0.4210] api: …`.
+#[derive(Debug)]
+struct ProgressLine {
+    done: usize,
+    total: usize,
+    running: usize,
+    failed: usize,
+    spent: f64,
+    repo: String,
+    outcome: String,
+}
+
+fn progress_lines(stderr: &str) -> Vec<ProgressLine> {
+    stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix("tollgate batch: ["))
+        .map(|rest| {
+            let (counts, tail) = rest.split_once("] ").unwrap();
+            let fields: Vec<&str> = counts.split(", ").collect();
+            let number = |field: &str, unit: &str| {
+                field.strip_suffix(unit).unwrap().parse::<usize>().unwrap()
+            };
+            let (done, total) = fields[0]
+                .strip_suffix(" done")
+                .unwrap()
+                .split_once('/')
+                .unwrap();
+            let (repo, outcome) = tail.split_once(": ").unwrap();
+            ProgressLine {
+                done: done.parse().unwrap(),
+                total: total.parse().unwrap(),
+                running: number(fields[1], " running"),
+                failed: number(fields[2], " failed"),
+                spent: fields[3].strip_prefix('$').unwrap().parse().unwrap(),
+                repo: repo.to_string(),
+                outcome: outcome.split(" — ").next().unwrap().to_string(),
+            }
+        })
+        .collect()
+}
+
 #[test]
 fn twelve_repos_get_their_branch_and_a_failing_check_fails_only_its_repo() {
     let fleet = Fleet::new(12, &[7]);
     let output = fleet.batch("out", &["--jobs", "3"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
+    // stderr is a pipe here, as in a CI log: plain lines, one per finished repository.
+    let progress = progress_lines(&stderr);
+    assert_eq!(progress.len(), 12, "{stderr}");
+    let r07 = progress.iter().position(|line| line.repo == "r07").unwrap();
+    for (n, line) in progress.iter().enumerate() {
+        assert_eq!((line.done, line.total), (n + 1, 12), "{stderr}");
+        assert!(line.running <= 2, "at most --jobs 3 at once: {stderr}");
+        assert_eq!(line.failed, usize::from(n >= r07), "{stderr}");
+        assert_eq!(line.spent, 0.0, "the scripted model is free");
+        let outcome = if line.repo == "r07" {
+            "failed"
+        } else {
+            "changed"
+        };
+        assert_eq!(line.outcome, outcome, "{stderr}");
+    }
+    assert!(!stderr.contains('\r'), "no bar redraws in a log");
     for n in 0..12 {
         let id = format!("r{n:02}");
         let repo = fleet.path().join(&id);
@@ -263,6 +307,25 @@ fn three_shards_cover_every_repo_exactly_once_and_merge_into_one_report() {
     seen.sort();
     let all: Vec<String> = (0..9).map(|n| format!("r{n:02}")).collect();
     assert_eq!(seen, all);
+    // A Kubernetes Indexed Job's pod 1 (0-based) of 3 takes what `--shard 2/3` took. (Its
+    // repositories fail here — their branches are checked out in shard2's working copies —
+    // but each has its journal.)
+    let output = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .current_dir(fleet.path())
+        .args([
+            "batch",
+            "task.yaml",
+            "--repos",
+            "repos.yaml",
+            "--out",
+            "indexed",
+        ])
+        .env("JOB_COMPLETION_INDEX", "1")
+        .env("TOLLGATE_SHARD_COUNT", "3")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&output.stderr).contains("(shard 2/3)"));
+    assert_eq!(fleet.journals("indexed"), fleet.journals("shard2"));
     let output = Command::new(env!("CARGO_BIN_EXE_tollgate"))
         .current_dir(fleet.path())
         .args([
@@ -289,21 +352,94 @@ fn an_unknown_placeholder_stops_the_batch_at_load_with_its_location() {
 }
 
 #[test]
-fn a_repo_that_cannot_be_cloned_is_a_failed_testcase_and_the_batch_goes_on() {
+fn a_url_is_cloned_at_its_ref_and_one_that_cannot_be_cloned_fails_only_its_testcase() {
     let fleet = Fleet::new(2, &[]);
+    // A remote with a `release` branch one commit past its default branch.
+    let upstream = fleet.path().join("upstream.git");
+    git(
+        fleet.path(),
+        &["clone", "-q", "--bare", "r00", "upstream.git"],
+    );
+    git(
+        &fleet.path().join("r01"),
+        &["push", "-q", upstream.to_str().unwrap(), "HEAD:release"],
+    );
+    let release = git(&upstream, &["rev-parse", "release"]);
     let mut manifest = std::fs::read_to_string(fleet.path().join("repos.yaml")).unwrap();
     let missing: PathBuf = fleet.path().join("nowhere.git");
     manifest.push_str(&format!(
-        "- repo: file://{}\n  name: gone\n  params: {{word: ok}}\n",
-        missing.display()
+        "- repo: file://{}\n  name: gone\n  params: {{word: ok}}\n\
+- repo: file://{}\n  name: up\n  ref: release\n  params: {{word: ok}}\n",
+        missing.display(),
+        upstream.display()
     ));
     std::fs::write(fleet.path().join("repos.yaml"), manifest).unwrap();
     let output = fleet.batch("out", &["--jobs", "2"]);
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(fleet.journal("out", "gone")["outcome"], "failed");
     assert_eq!(fleet.journal("out", "r01")["outcome"], "changed");
+    // The clone's branch holds the change on top of the ref's commit.
+    let up = fleet.journal("out", "up");
+    assert_eq!(up["outcome"], "changed", "{up}");
+    assert_eq!(up["head"].as_str().unwrap(), release.trim());
+    let work = fleet.path().join("out/repos/up/work");
+    assert_eq!(git(&work, &["rev-parse", "fix/up~1"]), release);
+    assert_eq!(git(&work, &["show", "fix/up:NOTE.md"]), "ok up\n");
     let junit = std::fs::read_to_string(fleet.path().join("out/junit.xml")).unwrap();
     assert!(junit.contains("cannot read the repository"), "{junit}");
+}
+
+#[test]
+fn rerun_changed_runs_again_only_the_repo_whose_head_moved() {
+    let fleet = Fleet::new(3, &[]);
+    assert_eq!(fleet.batch("out", &[]).status.code(), Some(0));
+    let run_id = |id: &str| fleet.journal("out", id)["run"]["run_id"].clone();
+    let before: Vec<Value> = ["r00", "r01", "r02"].iter().map(|id| run_id(id)).collect();
+    let r01 = fleet.path().join("r01");
+    std::fs::write(r01.join("README"), "moved\n").unwrap();
+    git(
+        &r01,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qam",
+            "move",
+        ],
+    );
+    let head = git(&r01, &["rev-parse", "HEAD"]);
+    assert_eq!(
+        fleet.batch("out", &["--rerun", "changed"]).status.code(),
+        Some(0)
+    );
+    assert_eq!(run_id("r00"), before[0]);
+    assert_ne!(run_id("r01"), before[1]);
+    assert_eq!(run_id("r02"), before[2]);
+    assert_eq!(
+        git(&r01, &["rev-parse", "fix/r01~1"]),
+        head,
+        "rebuilt on the new head"
+    );
+    // Without --rerun, a moved head is not a reason to run again.
+    git(
+        &r01,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "again",
+        ],
+    );
+    let kept = run_id("r01");
+    assert_eq!(fleet.batch("out", &[]).status.code(), Some(0));
+    assert_eq!(run_id("r01"), kept);
 }
 
 /// The task with a `publish:` block aimed at the fake forge, and a policy that lets the
@@ -376,6 +512,20 @@ async fn each_changed_repo_is_pushed_and_gets_one_pull_request_under_one_rate_bu
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("forge-secret-token"));
+    // Nor written anywhere in the batch folder (journals, tasks, transcripts, reports).
+    let mut files = vec![fleet.path().join("out")];
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(
+                std::fs::read_dir(&path)
+                    .unwrap()
+                    .map(|entry| entry.unwrap().path()),
+            );
+        } else if let Ok(text) = std::fs::read(&path) {
+            let text = String::from_utf8_lossy(&text);
+            assert!(!text.contains("forge-secret-token"), "{}", path.display());
+        }
+    }
 
     let pulls = forge.pulls();
     let mut heads: Vec<String> = pulls.iter().map(|pull| pull.head.clone()).collect();
@@ -478,4 +628,331 @@ async fn nothing_is_published_where_the_policy_would_not_let_the_agent_push() {
         "{journal}"
     );
     assert!(forge.requests().is_empty());
+}
+
+pub(super) const MODEL_KEY: &str = "batch-model-key";
+
+/// A task whose runs cost money: one text turn from the fake model, priced at $1 per
+/// million input tokens; the check fails where `word` is not `ok`.
+pub(super) fn paid_task(server: &FakeModel, limits: &str) -> String {
+    format!(
+        "version: 1\nname: look at {{{{ repo.name }}}}\nprompt: look at {{{{ repo.name }}}}\n\
+mode: dontAsk\ntools: [Read]\n{model}{limits}checks:\n  - name: word-is-ok\n    run: test {{{{ repo.params.word }}}} = ok\n",
+        model = model_block(Api::Anthropic, server, "  pricing: {input: 1, output: 0}\n"),
+    )
+}
+
+/// A reply costing `cents` US cents at the paid task's price.
+pub(super) fn paid_reply(cents: u64) -> Reply {
+    let tokens = Tokens {
+        input: cents * 10_000,
+        ..Tokens::default()
+    };
+    Reply::Turn(turn(vec![text("looked")], tokens))
+}
+
+pub(super) async fn paid_batch(fleet: &Fleet, out: &str, args: &[&str]) -> Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .current_dir(fleet.path())
+        .args(["batch", "task.yaml", "--repos", "repos.yaml", "--out", out])
+        .args(args)
+        .env("TEST_MODEL_KEY", MODEL_KEY)
+        .env_remove("JOB_COMPLETION_INDEX")
+        .output()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn once_the_batch_cost_limit_is_spent_no_repo_starts_and_running_ones_finish() {
+    let fleet = Fleet::new(6, &[]);
+    let server = FakeModel::start(MODEL_KEY, (0..6).map(|_| paid_reply(10)).collect()).await;
+    let task = paid_task(&server, "limits:\n  batch_max_cost_usd: 0.25\n");
+    std::fs::write(fleet.path().join("task.yaml"), task).unwrap();
+
+    let output = paid_batch(&fleet, "out", &["--jobs", "2"]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    // $0.10 a repository, two at a time: r02 and r03 start at $0.10 and $0.20 spent, and
+    // both finish although the limit is crossed while they run; r04 and r05 never start.
+    assert_eq!(server.requests().len(), 4, "{stderr}");
+    assert!(server.violations().is_empty(), "{:?}", server.violations());
+    for id in ["r00", "r01", "r02", "r03"] {
+        let journal = fleet.journal("out", id);
+        assert_eq!(journal["outcome"], "unchanged", "{id}: {journal}");
+        let cost = journal["run"]["cost_usd"].as_f64().unwrap();
+        assert!((cost - 0.1).abs() < 1e-9, "{id}: {cost}");
+    }
+    for id in ["r04", "r05"] {
+        let journal = fleet.journal("out", id);
+        assert_eq!(journal["outcome"], "skipped", "{id}: {journal}");
+        let reason = journal["reason"].as_str().unwrap();
+        assert!(reason.contains("cost limit"), "{reason}");
+    }
+    let last = progress_lines(&stderr).pop().unwrap();
+    assert_eq!((last.done, last.running, last.failed), (6, 0, 0));
+    assert!((last.spent - 0.4).abs() < 1e-9, "{stderr}");
+
+    // The reports say why the rest did not run.
+    let junit = std::fs::read_to_string(fleet.path().join("out/junit.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&junit).unwrap();
+    let skipped: Vec<(&str, &str)> = doc
+        .descendants()
+        .filter(|node| node.has_tag_name("skipped"))
+        .map(|node| {
+            let case = node.parent().unwrap().attribute("name").unwrap();
+            (case, node.attribute("message").unwrap())
+        })
+        .collect();
+    assert_eq!(skipped.len(), 2, "{junit}");
+    assert!(
+        skipped
+            .iter()
+            .all(|(_, message)| message.contains("cost limit"))
+    );
+    assert_eq!(
+        skipped.iter().map(|(case, _)| *case).collect::<Vec<_>>(),
+        ["r04", "r05"]
+    );
+    let summary = std::fs::read_to_string(fleet.path().join("out/summary.md")).unwrap();
+    assert!(summary.contains("| r05 | skipped |"), "{summary}");
+    assert!(
+        summary.contains("Not started:\n\n- r04: not started: the batch's cost limit"),
+        "{summary}"
+    );
+
+    // Started again, the batch counts what its folder already spent: nothing new starts.
+    let output = paid_batch(&fleet, "out", &["--jobs", "2"]).await;
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(server.requests().len(), 4);
+    assert_eq!(fleet.journal("out", "r05")["outcome"], "skipped");
+}
+
+#[test]
+fn the_batch_cost_limit_in_two_places_stops_the_batch_at_load() {
+    let fleet = Fleet::new(1, &[]);
+    let task = TASK.replace(
+        "batch:\n",
+        "limits:\n  batch_max_cost_usd: 1\nbatch:\n  max_cost_usd: 2\n",
+    );
+    std::fs::write(fleet.path().join("task.yaml"), task).unwrap();
+    let output = fleet.batch("out", &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("task.yaml:7:23: the batch's cost limit is set twice"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_batch_killed_for_real_after_some_repos_finished_resumes_without_redoing_them() {
+    use std::io::{BufRead, BufReader};
+    let fleet = Fleet::new(8, &[]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .current_dir(fleet.path())
+        .args([
+            "batch",
+            "task.yaml",
+            "--repos",
+            "repos.yaml",
+            "--out",
+            "out",
+        ])
+        .args(["--jobs", "2"])
+        .env_remove("JOB_COMPLETION_INDEX")
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // SIGKILL once three repositories have said they finished: the others are wherever
+    // they are — cloning, running, committing — as on a lost machine.
+    let mut finished = Vec::new();
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if let Some(progress) = progress_lines(&line).pop() {
+            finished.push(progress.repo);
+            if finished.len() == 3 {
+                break;
+            }
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run_ids: Vec<Value> = finished
+        .iter()
+        .map(|id| fleet.journal("out", id)["run"]["run_id"].clone())
+        .collect();
+
+    let output = fleet.batch("out", &["--jobs", "2"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    for (id, run_id) in finished.iter().zip(&run_ids) {
+        assert_eq!(
+            &fleet.journal("out", id)["run"]["run_id"],
+            run_id,
+            "{id} ran again"
+        );
+    }
+    for n in 0..8 {
+        let id = format!("r{n:02}");
+        assert_eq!(
+            fleet.journal("out", &id)["outcome"],
+            "changed",
+            "{id}: {stderr}"
+        );
+        let count = git(
+            &fleet.path().join(&id),
+            &["rev-list", "--count", &format!("fix/{id}")],
+        );
+        assert_eq!(count.trim(), "2", "{id}: one change commit on top of init");
+        assert_eq!(
+            git(
+                &fleet.path().join(&id),
+                &["show", &format!("fix/{id}:NOTE.md")]
+            ),
+            format!("ok {id}\n")
+        );
+    }
+}
+
+#[test]
+fn a_second_batch_over_a_folder_in_use_is_refused_before_touching_it() {
+    let fleet = Fleet::new(1, &[]);
+    std::fs::create_dir_all(fleet.path().join("out")).unwrap();
+    // As a running batch holds it.
+    let held = std::fs::File::create(fleet.path().join("out/tollgate.lock")).unwrap();
+    held.try_lock().unwrap();
+    let output = fleet.batch("out", &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is in use by another tollgate run"),
+        "{stderr}"
+    );
+    assert!(!fleet.path().join("out/repos").exists());
+}
+
+/// A local repository `name` under `dir` with one commit.
+fn one_commit_repo(dir: &Path, name: &str) {
+    let repo = dir.join(name);
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(repo.join("README"), format!("{name}\n")).unwrap();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(
+        &repo,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "init",
+        ],
+    );
+}
+
+#[test]
+fn the_cron_example_runs_nightly_over_one_folder_and_reruns_only_what_changed() {
+    let home = crate::support::Sandbox::with_examples();
+    for name in ["api", "web"] {
+        one_commit_repo(home.path(), name);
+    }
+    home.write("examples/batch/repos.txt", "../../api\n../../web\n");
+    let state = home.path().join("state");
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_tollgate"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let night = || {
+        let output = Command::new("sh")
+            .arg(home.path().join("examples/batch/cron.sh"))
+            .env("TOLLGATE_HOME", home.path())
+            .env("TOLLGATE_STATE", &state)
+            .env("PATH", &path)
+            .env_remove("JOB_COMPLETION_INDEX")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(0), "{stderr}");
+        let summary = std::fs::read_to_string(state.join("report/summary.md")).unwrap();
+        let journal = |id: &str| -> Value {
+            let path = state.join("batch/repos").join(id).join("journal.json");
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+        };
+        (summary, journal("api"), journal("web"))
+    };
+    let (summary, api, web) = night();
+    assert!(summary.contains("| api | changed |"), "{summary}");
+    assert!(summary.contains("| web | changed |"), "{summary}");
+    assert_eq!(
+        git(
+            &home.path().join("api"),
+            &["show", "tollgate/notice-api:NOTICE"]
+        ),
+        "api\n"
+    );
+    // The next night, web's head has moved: only web runs again.
+    let web_repo = home.path().join("web");
+    std::fs::write(web_repo.join("README"), "moved\n").unwrap();
+    git(
+        &web_repo,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qam",
+            "move",
+        ],
+    );
+    let (_, api_again, web_again) = night();
+    assert_eq!(api_again["run"]["run_id"], api["run"]["run_id"]);
+    assert_ne!(web_again["run"]["run_id"], web["run"]["run_id"]);
+}
+
+#[test]
+fn on_a_terminal_the_progress_is_a_live_bar_above_which_each_repo_gets_its_line() {
+    // `script` (util-linux) gives the batch a pseudo-terminal for stderr.
+    let Ok(probe) = Command::new("script").arg("--version").output() else {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"batch bar test: skipped: no `script` (util-linux) to make a terminal\n",
+        );
+        return;
+    };
+    assert!(probe.status.success());
+    let fleet = Fleet::new(3, &[]);
+    let command = format!(
+        "{} batch task.yaml --repos repos.yaml --out out --jobs 2 >/dev/null",
+        env!("CARGO_BIN_EXE_tollgate")
+    );
+    let output = Command::new("script")
+        .current_dir(fleet.path())
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .env_remove("JOB_COMPLETION_INDEX")
+        .output()
+        .unwrap();
+    let terminal = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{terminal}");
+    // The bar, redrawn in place (cursor moves and line clears). indicatif skips redraws
+    // past its rate, so which counts were drawn is not fixed; the first draw always is.
+    assert!(terminal.contains("tollgate batch ["), "{terminal}");
+    assert!(
+        (0..=3).any(|n| terminal.contains(&format!("] {n}/3 done, "))),
+        "{terminal}"
+    );
+    assert!(terminal.contains("\u{1b}[2K"), "{terminal}");
+    // And the same line per repository a log gets.
+    for n in 1..=3 {
+        assert!(
+            terminal.contains(&format!("tollgate batch: [{n}/3 done, ")),
+            "{terminal}"
+        );
+    }
 }

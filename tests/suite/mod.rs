@@ -8,6 +8,7 @@ mod bash_oracle;
 mod bash_props;
 mod bash_sweep;
 mod batch;
+mod batch_browser;
 mod check_cli;
 mod economy;
 mod faults;

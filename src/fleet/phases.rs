@@ -1,0 +1,302 @@
+//! One repository's phases once the driver knows where it resumes: the run with its checks
+//! (from a fresh working copy), the commit and patch, the push and the pull request. Each
+//! step records its phase in the journal as it ends; none decides which repositories run.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::batch_task::{BatchSettings, PublishSettings};
+use super::forge::{Forge, PullRequest};
+use super::journal::{Journal, Phase, PushPermission, RunSummary};
+use super::manifest::Repo;
+use super::workcopy;
+use crate::agent::{self, RunReport};
+use crate::base::AbortHandle;
+use crate::exit::ExitCode;
+use crate::policy::{Decision, PermissionContext, ToolName};
+use crate::redact::Redactor;
+use crate::session::{self, RunOptions, Session};
+use crate::tools::builtin;
+
+/// How far a repository got before it stopped, and why.
+pub(super) struct Stopped {
+    pub journal: Journal,
+    pub reason: String,
+}
+
+pub(super) fn stop(journal: &Journal, reason: impl Into<String>) -> Box<Stopped> {
+    Box::new(Stopped {
+        journal: journal.clone(),
+        reason: reason.into(),
+    })
+}
+
+/// What every run of the batch shares: the managed policy and the model override.
+pub(super) struct RunInputs<'a> {
+    pub policy: Option<&'a Path>,
+    pub model: Option<&'a str>,
+}
+
+/// One repository's steps, its task filled and its folder made.
+pub(super) struct RepoSteps<'a> {
+    pub repo: &'a Repo,
+    pub head: &'a str,
+    pub settings: BatchSettings,
+    /// The task file as filled for this repository.
+    pub task_text: String,
+    /// `OUT/repos/ID`.
+    pub dir: PathBuf,
+    pub inputs: RunInputs<'a>,
+}
+
+impl RepoSteps<'_> {
+    fn work(&self) -> PathBuf {
+        self.dir.join("work")
+    }
+
+    fn save(&self, journal: &Journal) -> Result<(), Box<Stopped>> {
+        journal
+            .write(&self.dir.join("journal.json"))
+            .map_err(|err| stop(journal, format!("cannot write the journal: {err}")))
+    }
+
+    /// A fresh working copy, then the agent's run with its checks: `Cloned`, then `Checked`.
+    /// A run cut short may have left half an edit, so this always starts from a clean copy.
+    pub async fn run(
+        &self,
+        journal: &mut Journal,
+        redactor: Arc<Redactor>,
+    ) -> Result<(), Box<Stopped>> {
+        let work = self.work();
+        workcopy::prepare(self.repo, self.head, &work, &self.settings.branch)
+            .await
+            .map_err(|err| stop(journal, format!("cannot make the working copy: {err}")))?;
+        journal.phase = Phase::Cloned;
+        self.save(journal)?;
+        let task_file = self.dir.join("task.yaml");
+        std::fs::write(&task_file, &self.task_text).map_err(|err| {
+            stop(
+                journal,
+                format!("cannot write {}: {err}", task_file.display()),
+            )
+        })?;
+        let push = self.settings.publish.as_ref().map(|publish| PushCall {
+            remote: &publish.remote,
+            branch: &self.settings.branch,
+        });
+        let (report, push) = self
+            .run_agent(&task_file, &work, push, redactor)
+            .await
+            .map_err(|reason| stop(journal, reason))?;
+        journal.phase = Phase::Checked;
+        journal.run = Some(summary(&report));
+        journal.push = push;
+        self.save(journal)
+    }
+
+    /// Commits what the run changed on the branch and writes its patch: `Committed`. A
+    /// commit made just before a kill is found (the branch is ahead of `head`), not repeated.
+    pub async fn commit(&self, journal: &mut Journal) -> Result<(), Box<Stopped>> {
+        let work = self.work();
+        let commit = workcopy::commit(
+            &work,
+            self.head,
+            &self.settings.branch,
+            &self.settings.commit_message,
+        )
+        .await
+        .map_err(|err| stop(journal, format!("cannot commit the change: {err}")))?;
+        if commit.is_some() {
+            let patch = self.dir.join(format!("{}.patch", self.repo.id));
+            workcopy::write_patch(&work, self.head, &patch)
+                .await
+                .map_err(|err| stop(journal, err.to_string()))?;
+            journal.patch = Some(patch);
+        }
+        journal.commit = commit;
+        journal.phase = Phase::Committed;
+        self.save(journal)
+    }
+
+    /// Pushes the branch and opens (or updates) its one pull request: `Pushed`, then
+    /// `PrOpened`. Only when the run's own gate allowed the push.
+    pub async fn publish(
+        &self,
+        journal: &mut Journal,
+        publish: &PublishSettings,
+        forge: &Forge,
+    ) -> Result<(), Box<Stopped>> {
+        match &journal.push {
+            Some(PushPermission::Allowed) => {}
+            Some(PushPermission::Refused(reason)) => {
+                return Err(stop(
+                    journal,
+                    format!("the run's policy does not allow the push: {reason}"),
+                ));
+            }
+            None => {
+                return Err(stop(
+                    journal,
+                    "the run was made before publishing was configured, so its policy was \
+                     never asked about the push; run it again with --rerun failed",
+                ));
+            }
+        }
+        if journal.phase < Phase::Pushed {
+            workcopy::push(&self.work(), &publish.remote, &self.settings.branch)
+                .await
+                .map_err(|err| stop(journal, format!("cannot push: {err}")))?;
+            journal.phase = Phase::Pushed;
+            self.save(journal)?;
+        }
+        if journal.phase < Phase::PrOpened {
+            let body = pr_body(self.repo, journal);
+            let request = PullRequest {
+                repo: &publish.forge_repo,
+                head: &self.settings.branch,
+                base: &publish.base,
+                title: &publish.title,
+                body: &body,
+            };
+            let url = forge
+                .open_or_update(&request)
+                .await
+                .map_err(|err| stop(journal, format!("cannot open the pull request: {err}")))?;
+            journal.pr_url = Some(url);
+            journal.phase = Phase::PrOpened;
+            self.save(journal)?;
+        }
+        Ok(())
+    }
+
+    async fn run_agent(
+        &self,
+        task: &Path,
+        work: &Path,
+        push: Option<PushCall<'_>>,
+        redactor: Arc<Redactor>,
+    ) -> Result<(RunReport, Option<PushPermission>), String> {
+        let out = self.dir.join("run");
+        let options = RunOptions {
+            task: task.to_path_buf(),
+            policy: self.inputs.policy.map(Path::to_path_buf),
+            model: self.inputs.model.map(str::to_string),
+            workdir: Some(work.to_path_buf()),
+            out: Some(out.clone()),
+            ..RunOptions::default()
+        };
+        let Session { spec, provider } = session::assemble(options, redactor)
+            .map_err(|err| format!("cannot start the run: {err}"))?;
+        let push = push.map(|push| push.permission(&spec));
+        let (_handle, abort) = AbortHandle::new();
+        let report = agent::run(spec, provider, abort)
+            .await
+            .map_err(|err| format!("the run stopped: {err}"))?;
+        if let Ok(junit) = crate::report::junit_xml(&report) {
+            let _ = std::fs::write(out.join("junit.xml"), junit);
+        }
+        if let Ok(sarif) = crate::report::sarif_json(&report) {
+            let _ = std::fs::write(out.join("tollgate.sarif"), sarif);
+        }
+        Ok((report, push))
+    }
+}
+
+/// Why the journaled run does not count as a success, if it does not.
+pub(super) fn run_failure(journal: &Journal) -> Option<String> {
+    let run = journal.run.as_ref();
+    if run.is_some_and(|run| run.exit_code == ExitCode::Success.code()) {
+        return None;
+    }
+    let failures = run.map(|run| run.failures.join("; ")).unwrap_or_default();
+    Some(format!("the run failed: {failures}"))
+}
+
+/// The push a published repository needs, put to its run's own gate as the Bash call it
+/// is: publishing happens only where the policy would let the agent push (fail closed —
+/// an ask is a no in a batch).
+struct PushCall<'a> {
+    remote: &'a str,
+    branch: &'a str,
+}
+
+impl PushCall<'_> {
+    fn permission(&self, spec: &crate::agent::RunSpec) -> PushPermission {
+        let Some(bash) = builtin(&ToolName::Bash) else {
+            return PushPermission::Refused("no Bash tool to decide the push".into());
+        };
+        let command = format!("git push {} {}", self.remote, self.branch);
+        let input = serde_json::json!({ "command": command });
+        let ctx = PermissionContext {
+            mode: spec.mode,
+            rules: &spec.rules,
+            workspace: &spec.workspace,
+            auto_allow_bash: false,
+        };
+        let call = match crate::call::PreparedCall::prepare(bash, input) {
+            Ok(call) => call,
+            Err(err) => return PushPermission::Refused(format!("`{command}`: {err}")),
+        };
+        // The policy alone, as `check` gives it: no hook or classifier is there to answer.
+        let gated = crate::policy::decide(&call, &ctx);
+        let decision = crate::call::approval::headless(&call, gated, &ctx, None);
+        match decision.decision {
+            Decision::Allow => PushPermission::Allowed,
+            Decision::Ask | Decision::Deny => {
+                PushPermission::Refused(format!("`{command}`: {}", decision.reason))
+            }
+        }
+    }
+}
+
+/// The pull request's description: what the run did and what it cost.
+fn pr_body(repo: &Repo, journal: &Journal) -> String {
+    let mut body = format!("Opened by `tollgate batch` for `{}`.\n\n", repo.id);
+    if let Some(run) = &journal.run {
+        body.push_str(&format!(
+            "| checks passed | checks failed | denials | cost (USD) |\n|---|---|---|---|\n| {} | {} | {} | {} |\n",
+            run.checks_passed,
+            run.checks_failed,
+            run.denials,
+            run.cost_usd.map(|cost| format!("{cost:.4}")).unwrap_or_else(|| "unknown".into()),
+        ));
+    }
+    body
+}
+
+fn summary(report: &RunReport) -> RunSummary {
+    let failed: Vec<String> = report
+        .checks
+        .iter()
+        .filter(|record| !record.outcome.passed)
+        .map(|record| format!("check `{}` failed", record.check.name))
+        .collect();
+    let count = |passed: bool| {
+        report
+            .checks
+            .iter()
+            .filter(|record| record.outcome.passed == passed)
+            .count() as u32
+    };
+    let mut failures = failed;
+    if let Some(error) = &report.error {
+        failures.push(error.clone());
+    }
+    if failures.is_empty() && report.exit_code != ExitCode::Success {
+        failures.push(format!(
+            "outcome {}",
+            crate::config::serde_name(&report.outcome)
+        ));
+    }
+    RunSummary {
+        run_id: report.run_id.clone(),
+        outcome: crate::config::serde_name(&report.outcome),
+        exit_code: report.exit_code.code(),
+        checks_passed: count(true),
+        checks_failed: count(false),
+        denials: report.denials.len() as u32,
+        cost_usd: report.total_cost_usd,
+        duration_ms: report.duration_ms,
+        failures,
+    }
+}
