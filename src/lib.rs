@@ -23,6 +23,7 @@ pub mod results;
 pub mod sandbox;
 pub mod scheduler;
 pub mod session;
+pub mod skills;
 pub mod task;
 pub mod tools;
 pub mod transcript;

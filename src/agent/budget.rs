@@ -23,6 +23,10 @@ pub struct Budget {
     last_prompt: Option<(u64, usize)>,
 }
 
+/// One conversation's last prompt as the budget knows it; `default()` for a new one.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PromptEstimate(Option<(u64, usize)>);
+
 /// Without a tokenizer, new prompt text is counted at one token per two bytes: more than any
 /// of the vendors' tokenizers yields for text or code, so the estimate errs high.
 const BYTES_PER_TOKEN: usize = 2;
@@ -105,6 +109,12 @@ impl Budget {
 
     pub fn total_cost_usd(&self) -> Option<f64> {
         self.cost
+    }
+
+    /// Switches the prompt estimate to another conversation (a sub-agent's history is not
+    /// the parent's), returning the one it replaces; totals and limits stay the run's.
+    pub fn switch_context(&mut self, estimate: PromptEstimate) -> PromptEstimate {
+        PromptEstimate(std::mem::replace(&mut self.last_prompt, estimate.0))
     }
 }
 

@@ -11,6 +11,9 @@ mod checks;
 mod hooks;
 mod prompt;
 mod reminders;
+mod subagent;
+
+pub use subagent::explore_refusal;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -38,8 +41,8 @@ use crate::sandbox::{ProxyConnection, Sandbox, SandboxError, SandboxSpec};
 use crate::scheduler::{Call, MessageQueue, QueuedInput, TurnEnd, run_turn};
 use crate::task::{Check, FailOnSet, Limits};
 use crate::tools::{
-    DeferredTools, FileStateCache, RunState, Tool, ToolContext, ToolDefinition, ToolLimits,
-    ToolRegistry,
+    DeferredTools, FileStateCache, RunState, SubagentKind, Tool, ToolContext, ToolDefinition,
+    ToolLimits, ToolRegistry,
 };
 use crate::transcript::{
     AbortCause, DenialSummary, Disposition, Event, ModelSummary, Outcome, PolicySummary, QueryEnd,
@@ -81,6 +84,8 @@ pub struct RunSpec {
     pub out_lock: Arc<OutDirLock>,
     /// What each tool may take (Bash's timeout, output caps).
     pub tool_limits: ToolLimits,
+    /// `subagents.max_turns`: each sub-agent's own turns.
+    pub subagent_max_turns: u32,
     /// PreToolUse / PostToolUse hooks in force, managed policy's first.
     pub hooks: Vec<Hook>,
     /// The task's `fail_on`, or `--fail-on`.
@@ -136,6 +141,8 @@ struct Loop<'a> {
     network_refusals: Vec<ProxyConnection>,
     /// When the TodoWrite list is shown again (S3).
     reminders: Reminders,
+    /// Sub-agents started so far, for their ids.
+    subagents: u32,
 }
 
 impl Loop<'_> {
@@ -216,6 +223,7 @@ pub async fn run(
         auto: classifier.map(auto::AutoState::new),
         network_refusals: Vec::new(),
         reminders: Reminders::new(spec.reminders_full_every),
+        subagents: 0,
     };
     run.emit(Event::RunStarted {
         run_id: spec.run_id.clone(),
@@ -238,8 +246,10 @@ pub async fn run(
     // conversation goes on, its history kept, until the checks pass or no retry is left.
     let mut messages = vec![Message::user_text(spec.prompt.clone())];
     let mut checks = Vec::new();
+    let mut scope = Scope::main(spec.limits.max_turns);
     let (mut outcome, final_message, error) = loop {
-        let ended = conversation(&mut run, &mut provider, &abort, &mut messages).await?;
+        let ended =
+            conversation(&mut run, &mut provider, &abort, &mut messages, &mut scope).await?;
         // After a limit the checks still say where the work stands; after the wall clock
         // ran out there is no time left for them.
         if !matches!(
@@ -345,19 +355,49 @@ pub async fn run(
 
 type Ending = (Outcome, Option<String>, Option<String>);
 
+/// Whose conversation the loop is running: the task's own, or a sub-agent's, with its turns.
+struct Scope {
+    /// `None` for the run's own conversation.
+    subagent: Option<SubagentKind>,
+    max_turns: u32,
+    turns: u32,
+}
+
+impl Scope {
+    fn main(max_turns: u32) -> Scope {
+        Scope {
+            subagent: None,
+            max_turns,
+            turns: 0,
+        }
+    }
+
+    /// The turn limit's name, as the report says it.
+    fn max_turns_key(&self) -> &'static str {
+        match self.subagent {
+            None => "max_turns",
+            Some(_) => "subagents.max_turns",
+        }
+    }
+}
+
 /// The model ↔ tools exchange. Returns how it ended, the model's last words and any error.
 async fn conversation(
     run: &mut Loop<'_>,
     provider: &mut Provider,
     abort: &AbortSignal,
     messages: &mut Vec<Message>,
+    scope: &mut Scope,
 ) -> Result<Ending, AgentError> {
     let spec = run.spec;
-    let system = prompt::system_prompt(spec, &run.ctx.state.deferred.catalogue());
+    let system = prompt::system_prompt(spec, &run.ctx.state.deferred.catalogue(), scope.subagent);
     loop {
         // The pool is rebuilt each turn, so tools ToolSearch loaded reach the next request,
         // appended after the others so the tools array sent before stays its prefix.
-        let registry = offered_tools(spec, &run.ctx.state.deferred.loaded());
+        let registry = subagent::pool(
+            offered_tools(spec, &run.ctx.state.deferred.loaded()),
+            scope.subagent,
+        );
         let tool_specs = tool_specs(&registry);
         let fixed_bytes = system.len() + serde_json::to_vec(&tool_specs).map_or(0, |b| b.len());
         if let Some(reason) = abort.reason() {
@@ -381,13 +421,14 @@ async fn conversation(
         {
             return Ok(timed_out(spec));
         }
-        if run.counts.turns >= spec.limits.max_turns {
+        if scope.turns >= scope.max_turns {
             return Ok((
                 Outcome::MaxTurns,
                 None,
                 Some(format!(
-                    "stopped after max_turns = {}",
-                    spec.limits.max_turns
+                    "stopped after {} = {}",
+                    scope.max_turns_key(),
+                    scope.max_turns
                 )),
             ));
         }
@@ -396,8 +437,11 @@ async fn conversation(
             Ok(max_tokens) => max_tokens,
             Err(limit) => return Ok((limit.outcome, None, Some(limit.reason))),
         };
-        run.counts.turns += 1;
-        let turn = run.counts.turns;
+        scope.turns += 1;
+        if scope.subagent.is_none() {
+            run.counts.turns += 1;
+        }
+        let turn = scope.turns;
         run.emit(Event::ModelRequest {
             turn,
             messages: messages.len(),
@@ -466,8 +510,12 @@ async fn conversation(
                     continue;
                 }
                 StopReason::EndTurn | StopReason::StopSequence | StopReason::ToolUse => {
-                    // A message queued meanwhile starts a new query on this history.
-                    let queued = drain_queue(run, Disposition::NewQuery)?;
+                    // A message queued meanwhile starts a new query on this history; it is
+                    // the run's, so a sub-agent leaves it for its parent.
+                    let queued = match scope.subagent {
+                        None => drain_queue(run, Disposition::NewQuery)?,
+                        Some(_) => Vec::new(),
+                    };
                     if queued.is_empty() {
                         return Ok((Outcome::Success, Some(text), None));
                     }
@@ -480,13 +528,21 @@ async fn conversation(
             }
         }
         let ctx = run.ctx.clone();
-        let mut host = turn::LoopHost::new(run, &registry, &calls, &malformed_inputs);
+        let queue = spec.queue.as_ref().filter(|_| scope.subagent.is_none());
+        let mut host = turn::LoopHost::new(
+            run,
+            provider,
+            scope.subagent,
+            &registry,
+            &calls,
+            &malformed_inputs,
+        );
         let end = run_turn(
             &mut host,
             &calls,
             &ctx,
             spec.limits.max_parallel_tools,
-            spec.queue.as_ref(),
+            queue,
         )
         .await?;
         let stopped = host.stopped.take();
@@ -495,7 +551,10 @@ async fn conversation(
         record_network(run)?;
         fit_message_budget(run, turn, &mut results, &exempt)?;
         match end {
-            TurnEnd::Complete => results.extend(drain_queue(run, Disposition::Drained)?),
+            TurnEnd::Complete if scope.subagent.is_none() => {
+                results.extend(drain_queue(run, Disposition::Drained)?);
+            }
+            TurnEnd::Complete => {}
             // Completed results are kept; the queued message follows them and gives the
             // context, so no "[Request interrupted]" is added (seed §5.2 E).
             TurnEnd::Interrupted => {

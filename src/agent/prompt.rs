@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::RunSpec;
 use crate::policy::PermissionMode;
-use crate::tools::ToolDefinition;
+use crate::tools::{SubagentKind, ToolDefinition};
 
 /// The prompt's parts, named, in order: the name is for measuring, the text is sent.
 pub fn parts(
@@ -71,6 +71,23 @@ pub fn parts(
     parts
 }
 
+fn subagent_part(kind: SubagentKind) -> String {
+    let reach = match kind {
+        SubagentKind::Explore => {
+            "You may only read and search: Read, Glob, Grep and read-only shell commands; anything that writes is refused."
+        }
+        SubagentKind::General => "You have the same tools as the agent that started you.",
+    };
+    let article = match kind {
+        SubagentKind::Explore => "an",
+        SubagentKind::General => "a",
+    };
+    format!(
+        "You are {article} {kind} sub-agent started by another agent for one job. {reach} \
+         Your final message is returned to that agent as your whole result: make it complete and short."
+    )
+}
+
 /// What the mode means for the model's calls, in a few words.
 fn mode_meaning(mode: PermissionMode) -> &'static str {
     match mode {
@@ -88,8 +105,18 @@ fn mode_meaning(mode: PermissionMode) -> &'static str {
     }
 }
 
-pub fn system_prompt(spec: &RunSpec, deferred: &[ToolDefinition]) -> String {
-    parts(&spec.workspace.workdir, spec.mode, deferred)
+/// A sub-agent's prompt is the run's with its role said last: it answers the agent that
+/// started it, not a person, and an explore one is told it only reads (its pool enforces it).
+pub fn system_prompt(
+    spec: &RunSpec,
+    deferred: &[ToolDefinition],
+    subagent: Option<SubagentKind>,
+) -> String {
+    let mut parts = parts(&spec.workspace.workdir, spec.mode, deferred);
+    if let Some(kind) = subagent {
+        parts.push(("subagent", subagent_part(kind)));
+    }
+    parts
         .into_iter()
         .map(|(_, text)| text)
         .collect::<Vec<_>>()
@@ -126,5 +153,17 @@ mod tests {
                 .1
                 .ends_with("- WebFetch: Fetches a URL and answers a prompt about the page.")
         );
+    }
+
+    /// A sub-agent's prompt adds one part, last, so the run's own prompt is unchanged.
+    #[test]
+    fn a_subagent_is_told_what_it_is_in_one_short_part() {
+        for kind in SubagentKind::ALL {
+            let part = subagent_part(kind);
+            eprintln!("system prompt part subagent ({kind}): {} bytes", part.len());
+            assert!(part.len() < 400, "{kind}: {} bytes", part.len());
+            assert!(part.contains(&format!(" {kind} sub-agent")), "{part}");
+        }
+        assert!(subagent_part(SubagentKind::Explore).contains("anything that writes is refused"));
     }
 }

@@ -9,13 +9,14 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::auto::{self, Judge, Reviews, Stop};
+use super::subagent::{self, explore_refusal};
 use super::{AgentError, Loop, denial_limit, hooks, millis};
 use crate::call::approval::{Approver, Classifier};
 use crate::call::{PreparedCall, Scheduling};
-use crate::model::{ContentBlock, MalformedInput};
+use crate::model::{ContentBlock, MalformedInput, Provider};
 use crate::policy::{self, Decision, Layer, PermissionContext, PermissionDecision, Step};
 use crate::scheduler::{Admission, Call, CallDeadline, Landing, TurnHost};
-use crate::tools::ToolRegistry;
+use crate::tools::{SubagentKind, ToolRegistry};
 use crate::transcript::{Event, ProgressUpdate, ResultStatus};
 
 /// A call of this turn as preparation left it.
@@ -36,6 +37,10 @@ enum Unrunnable {
 
 pub(super) struct LoopHost<'r, 'a> {
     pub run: &'r mut Loop<'a>,
+    /// For the sub-agents an Agent call starts.
+    provider: &'r mut Provider,
+    /// The sub-agent whose turn this is; `None` for the run's own conversation.
+    subagent: Option<SubagentKind>,
     registry: &'r ToolRegistry,
     prepared: Vec<Prepared>,
     /// Why the rest of the turn's calls are not run (a denial limit was reached, or the
@@ -53,6 +58,8 @@ impl<'r, 'a> LoopHost<'r, 'a> {
     /// Prepares every call of the turn once: parsing, validation and what scheduling needs.
     pub fn new(
         run: &'r mut Loop<'a>,
+        provider: &'r mut Provider,
+        subagent: Option<SubagentKind>,
         registry: &'r ToolRegistry,
         calls: &[Call],
         malformed: &[MalformedInput],
@@ -74,6 +81,8 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             .collect();
         LoopHost {
             run,
+            provider,
+            subagent,
             registry,
             prepared,
             stopped: None,
@@ -97,6 +106,14 @@ impl<'r, 'a> LoopHost<'r, 'a> {
 
     /// The gate's decision and the approval stage; the call and its bounds if they allow.
     async fn gate(&mut self, call: &Call, prepared: PreparedCall) -> Result<Admission, AgentError> {
+        // An explore sub-agent's limit is structural: before the gate, so no rule, mode or
+        // hook can allow a call that is not proven read-only.
+        if let Some(refusal) = self
+            .subagent
+            .and_then(|kind| explore_refusal(kind, &prepared))
+        {
+            return self.refuse(call, &prepared, refusal);
+        }
         let run = &mut *self.run;
         let spec = run.spec;
         let ctx = PermissionContext {
@@ -131,25 +148,50 @@ impl<'r, 'a> LoopHost<'r, 'a> {
         let approval = approval?;
         let prepared = approval.rewritten.unwrap_or(prepared);
         auto::record_reviews(run, &call.id, &prepared, &reviews)?;
-        record_decision(
-            run,
-            &call.id,
-            &call.name,
-            &prepared,
-            approval.decision.clone(),
-        )?;
-        if !approval.decision.is_allow() {
+        // A hook may have rewritten the input into one that writes.
+        let decision = match self
+            .subagent
+            .and_then(|kind| explore_refusal(kind, &prepared))
+        {
+            Some(refusal) => refusal,
+            None => approval.decision,
+        };
+        record_decision(self.run, &call.id, &call.name, &prepared, decision.clone())?;
+        if !decision.is_allow() {
             let Reviews { stop, .. } = reviews;
             self.stopped = stop.or_else(|| denial_limit(self.run));
             return Ok(Self::answered(
-                format!("Permission denied: {}", approval.decision.reason),
+                format!("Permission denied: {}", decision.reason),
                 ResultStatus::Denied,
             ));
+        }
+        if let Some(delegation) = prepared.delegation().cloned() {
+            let ran = subagent::run(self.run, self.provider, &call.id, &delegation).await?;
+            if let Some(stop) = ran.stop {
+                self.stopped = Some(stop);
+            }
+            return Ok(Admission::Finished {
+                call: Arc::new(prepared),
+                result: ran.result,
+            });
         }
         Ok(Admission::Run {
             call: Arc::new(prepared),
             deadline: deadline(self.run),
         })
+    }
+
+    /// A refusal decided before the gate: recorded and counted like the gate's.
+    fn refuse(
+        &mut self,
+        call: &Call,
+        prepared: &PreparedCall,
+        decision: PermissionDecision,
+    ) -> Result<Admission, AgentError> {
+        let reason = format!("Permission denied: {}", decision.reason);
+        record_decision(self.run, &call.id, &call.name, prepared, decision)?;
+        self.stopped = denial_limit(self.run);
+        Ok(Self::answered(reason, ResultStatus::Denied))
     }
 
     /// No tool of that name this turn: a refusal that lists what there is.

@@ -84,6 +84,11 @@ impl PreparedCall {
         self.input.explain_permissions(ctx)
     }
 
+    /// Set for a call the loop runs as a sub-agent (Agent, an agent-mode Skill).
+    pub fn delegation(&self) -> Option<&crate::tools::Delegation> {
+        self.input.delegation()
+    }
+
     pub fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         self.input.run(ctx)
     }

@@ -762,3 +762,94 @@ async fn decision_reasons_read_as_a_person_expects() {
     }
     insta::assert_snapshot!(lines.join("\n"));
 }
+
+/// `Agent(type)` rules through the real call path: the type is the rule's content, compared
+/// without case; no rule is an ask that only an allow or bypass settles; plan mode lets the
+/// read-only explore sub-agent start and not a general one.
+#[test]
+fn agent_calls_are_gated_by_their_subagent_type() {
+    use PermissionMode::*;
+    let table = [
+        (
+            "permissions: {}\n",
+            "explore",
+            DontAsk,
+            Decision::Deny,
+            Step::Passthrough,
+        ),
+        (
+            "permissions: {}\n",
+            "general",
+            BypassPermissions,
+            Decision::Allow,
+            Step::Bypass,
+        ),
+        (
+            "permissions:\n  allow: ['Agent(explore)']\n",
+            "explore",
+            DontAsk,
+            Decision::Allow,
+            Step::ToolCheck,
+        ),
+        (
+            "permissions:\n  allow: ['Agent(explore)']\n",
+            "general",
+            DontAsk,
+            Decision::Deny,
+            Step::Passthrough,
+        ),
+        (
+            "permissions:\n  allow: [Agent]\n  deny: ['Agent(Explore)']\n",
+            "explore",
+            BypassPermissions,
+            Decision::Deny,
+            Step::ToolDeny,
+        ),
+        (
+            "permissions:\n  allow: [Agent]\n  deny: ['Agent(Explore)']\n",
+            "general",
+            DontAsk,
+            Decision::Allow,
+            Step::WholeToolAllow,
+        ),
+        (
+            "permissions:\n  ask: ['Agent(general)']\n",
+            "general",
+            BypassPermissions,
+            Decision::Deny,
+            Step::ContentAsk,
+        ),
+        (
+            "permissions:\n  allow: [Agent]\n",
+            "explore",
+            Plan,
+            Decision::Allow,
+            Step::WholeToolAllow,
+        ),
+        (
+            "permissions:\n  allow: [Agent]\n",
+            "general",
+            Plan,
+            Decision::Deny,
+            Step::WholeToolAllow,
+        ),
+    ];
+    let workspace = Workspace::new("/ws".into(), vec![], None);
+    let agent = crate::tools::builtin(&ToolName::Agent).unwrap();
+    for (index, (policy, kind, mode, decision, step)) in table.into_iter().enumerate() {
+        let rules = rules(policy);
+        let ctx = context(mode, &rules, &workspace);
+        let call = PreparedCall::prepare(
+            agent.clone(),
+            json!({"description": "d", "prompt": "p", "subagent_type": kind}),
+        )
+        .unwrap();
+        let got = decide(&call, &ctx);
+        assert_eq!(
+            (got.decision, got.step),
+            (decision, step),
+            "row {index}: {kind} in {mode}: {}",
+            got.reason
+        );
+    }
+}

@@ -17,7 +17,7 @@ use crate::call::approval::headless;
 use crate::exit::ExitCode;
 use crate::policy::{self, Decision, PermissionContext, PermissionDecision, Step};
 use crate::session::{PolicyInForce, canonical_dir};
-use crate::tools::builtin;
+use crate::tools::{SubagentKind, builtin};
 use crate::transcript::{Event, RecordedLine};
 
 #[derive(Debug, Serialize)]
@@ -45,6 +45,8 @@ struct PendingCall {
     line: u64,
     tool: String,
     input: Value,
+    /// The kind of sub-agent that made the call; `None` for the run's own.
+    subagent: Option<SubagentKind>,
 }
 
 /// The gate the calls are decided again under, and what changed so far.
@@ -63,10 +65,10 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let (recorded_mode, recorded_workdir, first) = loop {
         match lines.next()? {
             None => bail!("{} holds no run_started or tool_call event", path.display()),
-            Some((_, Event::RunStarted { mode, workdir, .. })) => {
+            Some((_, _, Event::RunStarted { mode, workdir, .. })) => {
                 break (Some(mode), Some(workdir), None);
             }
-            Some(line @ (_, Event::ToolCall { .. })) => break (None, None, Some(line)),
+            Some(line @ (_, _, Event::ToolCall { .. })) => break (None, None, Some(line)),
             Some(_) => {}
         }
     };
@@ -88,11 +90,18 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let mut pending: HashMap<String, PendingCall> = HashMap::new();
     let mut calls = 0u64;
     let mut next = first;
-    while let Some((line, event)) = match next.take() {
+    // Sub-agents by id: an explore one's calls are refused again as the run refused them.
+    let mut subagents: HashMap<String, SubagentKind> = HashMap::new();
+    while let Some((line, agent_id, event)) = match next.take() {
         Some(first) => Some(first),
         None => lines.next()?,
     } {
         match event {
+            Event::SubagentStarted {
+                id, subagent_type, ..
+            } => {
+                subagents.insert(id, subagent_type);
+            }
             Event::ToolCall { id, tool, input } => {
                 calls += 1;
                 if let Some(earlier) = pending.get(&id) {
@@ -107,6 +116,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
                     line,
                     tool,
                     input,
+                    subagent: agent_id.and_then(|agent| subagents.get(&agent).copied()),
                 };
                 pending.insert(id, call);
             }
@@ -154,12 +164,17 @@ impl Replayer<'_> {
         let Ok(prepared) = PreparedCall::prepare(tool, call.input.clone()) else {
             return Ok(());
         };
-        let new = headless(
-            &prepared,
-            policy::decide(&prepared, &self.ctx),
-            &self.ctx,
-            None,
-        );
+        let refusal = call
+            .subagent
+            .and_then(|kind| crate::agent::explore_refusal(kind, &prepared));
+        let new = refusal.unwrap_or_else(|| {
+            headless(
+                &prepared,
+                policy::decide(&prepared, &self.ctx),
+                &self.ctx,
+                None,
+            )
+        });
         if new.decision == old.decision {
             return Ok(());
         }
@@ -217,7 +232,8 @@ impl<'a, R: BufRead> Lines<'a, R> {
         }
     }
 
-    fn next(&mut self) -> Result<Option<(u64, Event)>> {
+    /// The next event with its line number and the sub-agent it belongs to.
+    fn next(&mut self) -> Result<Option<(u64, Option<String>, Event)>> {
         loop {
             self.buffer.clear();
             self.number += 1;
@@ -238,7 +254,7 @@ impl<'a, R: BufRead> Lines<'a, R> {
                     self.number
                 )
             })?;
-            return Ok(Some((self.number, line.event)));
+            return Ok(Some((self.number, line.agent_id, line.event)));
         }
     }
 }

@@ -45,7 +45,7 @@ pub fn lint(policy: &Policy, implemented: &dyn Fn(&ToolName) -> bool) -> Vec<Lin
             continue;
         }
         if let Some(RuleContent::Literal(content)) = &rule.content
-            && rule.tool != ToolName::Agent
+            && !matches!(rule.tool, ToolName::Agent | ToolName::Skill)
         {
             warn(format!(
                 "never matches: {} takes no `{content}` content",

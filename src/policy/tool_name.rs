@@ -16,6 +16,7 @@ pub enum ToolName {
     TodoWrite,
     ToolSearch,
     Agent,
+    Skill,
     /// `mcp__server__tool`; a rule may name a whole server (`tool: None`).
     Mcp {
         server: String,
@@ -28,7 +29,7 @@ pub enum ToolName {
 
 impl ToolName {
     /// The built-in tools; the order is the order they are offered to the model.
-    pub const BUILTINS: [ToolName; 10] = [
+    pub const BUILTINS: [ToolName; 11] = [
         ToolName::Read,
         ToolName::Write,
         ToolName::Edit,
@@ -39,6 +40,7 @@ impl ToolName {
         ToolName::TodoWrite,
         ToolName::ToolSearch,
         ToolName::Agent,
+        ToolName::Skill,
     ];
 
     /// Parses a tool name; `None` when it is not a plausible name at all.
@@ -132,6 +134,7 @@ impl fmt::Display for ToolName {
             ToolName::TodoWrite => "TodoWrite",
             ToolName::ToolSearch => "ToolSearch",
             ToolName::Agent => "Agent",
+            ToolName::Skill => "Skill",
             ToolName::Mcp { server, tool } => {
                 return match tool {
                     Some(tool) => write!(f, "mcp__{server}__{tool}"),

@@ -41,6 +41,12 @@ pub enum Admission {
         content: String,
         status: ResultStatus,
     },
+    /// The host ran the allowed call itself (a sub-agent, which is a conversation of the
+    /// loop's, not a tool's): it lands as a call that ran.
+    Finished {
+        call: Arc<PreparedCall>,
+        result: Result<ToolOutput, ToolError>,
+    },
 }
 
 /// How a call ended, handed to the host in call order.

@@ -239,6 +239,10 @@ impl Turn<'_> {
                     self.slots[index] = Slot::Landed(Landing::Answered { content, status });
                     return Ok(true);
                 }
+                Admission::Finished { call, result } => {
+                    self.slots[index] = Slot::Landed(Landing::Ran { call, result });
+                    return Ok(true);
+                }
                 Admission::Run { call, deadline } => {
                     // A hook may have rewritten the input into one with other properties.
                     let scheduling = call.scheduling();

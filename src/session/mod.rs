@@ -29,7 +29,7 @@ use crate::model::{
 };
 use crate::policy::{
     AuthorityError, PermissionMode, Policy, PolicySource, RuleError, RuleKind, RuleRef, RuleSet,
-    SelfTestOutcome, SourceKind, Workspace, merge_auto_mode, run_self_tests,
+    SelfTestOutcome, SourceKind, ToolName, Workspace, merge_auto_mode, run_self_tests,
 };
 use crate::redact::Redactor;
 use crate::sandbox::{self, SandboxError, SandboxSpec};
@@ -186,8 +186,12 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         .tools
         .iter()
         .filter(|name| rules.whole_tool(RuleKind::Deny, name).is_none())
-        .filter_map(builtin)
-        .collect();
+        .map(|name| match name {
+            ToolName::Skill => skill_tool(&workspace, &task.skills),
+            _ => Ok(builtin(name)),
+        })
+        .filter_map(Result::transpose)
+        .collect::<Result<_, _>>()?;
     let hooks = hooks_in_force(&sources);
     let mut policy_summary = policy_summary(&sources, &rules, &hooks, directories);
     policy_summary.dropped_for_auto = dropped_for_auto.iter().map(RuleRef::from).collect();
@@ -227,6 +231,7 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         out_dir,
         out_lock: Arc::new(out_lock),
         tool_limits,
+        subagent_max_turns: task.subagent_max_turns,
         hooks: hooks.in_force,
         sandbox,
         fail_on,
@@ -237,6 +242,29 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         classifier,
     };
     Ok(Session { spec, provider })
+}
+
+/// The Skill tool over the workdir's `skills/` and the task's `skills:` paths; `None`, with
+/// a warning, when there is no skill to offer. Read only when the pool has Skill, so a run
+/// without it never reads (or fails on) a repository's skills.
+fn skill_tool(
+    workspace: &Workspace,
+    task_paths: &[PathBuf],
+) -> Result<Option<Arc<dyn crate::tools::Tool>>, ConfigError> {
+    let mut roots = vec![workspace.workdir.join("skills")];
+    roots.extend(task_paths.iter().cloned());
+    let tool = crate::skills::SkillTool::new(crate::skills::discover(&roots)?);
+    if tool.is_none() {
+        tracing::warn!(
+            "Skill is in tools: but no skill was found under {}; it is not offered",
+            roots
+                .iter()
+                .map(|root| root.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(tool.map(|tool| Arc::new(tool) as Arc<dyn crate::tools::Tool>))
 }
 
 /// What `run_started` says of the policies: sources, counts, and everything left aside.

@@ -11,12 +11,14 @@ use crate::base::{DEFAULT_MAX_PARALLEL_TOOLS, normalize_lexically};
 use crate::config::{self, ConfigError};
 use crate::model::{Pricing, RetryPolicy, ScriptedTurns, Timeouts, pricing};
 use crate::policy::{PermissionMode, PermissionsBlock, Policy, PolicyOrigin, ToolName};
-use crate::tools::implemented_builtins;
+use crate::tools::{default_tools, implemented_builtins};
 pub use fail_on::{FailOn, FailOnSet};
 
 mod fail_on;
 
 pub const DEFAULT_MAX_TURNS: u32 = 50;
+/// A sub-agent's own turns (`subagents.max_turns`): a focused job, so fewer than the run's.
+pub const DEFAULT_SUBAGENT_MAX_TURNS: u32 = 20;
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 pub const DEFAULT_CHECK_TIMEOUT_SECS: u64 = 600;
 
@@ -43,6 +45,16 @@ struct TaskFile {
     deferred_tools: Option<Vec<Spanned<String>>>,
     #[serde(default)]
     reminders: RemindersFile,
+    /// Folders of skills (or skill folders), besides the workdir's `skills/`.
+    skills: Option<Vec<Spanned<String>>>,
+    #[serde(default)]
+    subagents: SubagentsFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SubagentsFile {
+    max_turns: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -300,6 +312,10 @@ pub struct Task {
     pub deferred_tools: Vec<ToolName>,
     /// `reminders.full_every`: a TodoWrite reminder is the full list every this many times.
     pub reminders_full_every: u32,
+    /// `skills:`, resolved against the task file's folder.
+    pub skills: Vec<PathBuf>,
+    /// `subagents.max_turns`: the turns of each sub-agent's own conversation.
+    pub subagent_max_turns: u32,
 }
 
 impl Task {
@@ -327,7 +343,7 @@ impl Task {
         }
         let (model, script) = model_spec(raw.model, &at)?;
         let tools = match raw.tools {
-            None => implemented_builtins(),
+            None => default_tools(),
             Some(names) => names
                 .into_iter()
                 .map(|spanned| {
@@ -383,6 +399,31 @@ impl Task {
             }
             Some(spanned) => spanned.value,
         };
+        let subagent_max_turns = match raw.subagents.max_turns {
+            None => DEFAULT_SUBAGENT_MAX_TURNS,
+            Some(spanned) if spanned.value == 0 => {
+                return Err(located(
+                    &spanned,
+                    &at,
+                    "subagents.max_turns must be at least 1".into(),
+                ));
+            }
+            Some(spanned) => spanned.value,
+        };
+        let raw_skills = raw.skills.unwrap_or_default();
+        if let Some(first) = raw_skills.first()
+            && !tools.contains(&ToolName::Skill)
+        {
+            return Err(located(
+                first,
+                &at,
+                "skills: needs the Skill tool: add Skill to tools:".into(),
+            ));
+        }
+        let skills = raw_skills
+            .into_iter()
+            .map(|spanned| normalize_lexically(&dir.join(spanned.value)))
+            .collect();
         let mut checks: Vec<Check> = Vec::new();
         for check in raw.checks {
             if checks.iter().any(|seen| seen.name == check.name.value) {
@@ -439,6 +480,8 @@ impl Task {
             max_result_chars,
             deferred_tools,
             reminders_full_every,
+            skills,
+            subagent_max_turns,
         })
     }
 }
@@ -764,6 +807,24 @@ mod tests {
     }
 
     #[test]
+    fn agent_and_skill_are_named_to_be_had_and_skills_need_the_skill_tool() {
+        let task = parse(MINIMAL).unwrap();
+        assert!(!task.tools.contains(&ToolName::Agent));
+        assert_eq!(task.subagent_max_turns, DEFAULT_SUBAGENT_MAX_TURNS);
+        let task = parse(&format!(
+            "{MINIMAL}tools: [Read, Agent, Skill]\nskills: [../shared-skills]\nsubagents:\n  max_turns: 3\n"
+        ))
+        .unwrap();
+        assert_eq!(task.skills, [PathBuf::from("/shared-skills")]);
+        assert_eq!(task.subagent_max_turns, 3);
+        let err = parse(&format!("{MINIMAL}skills: [x]\n")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "task.yaml:8:10: skills: needs the Skill tool: add Skill to tools:"
+        );
+    }
+
+    #[test]
     fn max_parallel_tools_is_at_least_one() {
         let task = parse(&format!("{MINIMAL}limits:\n  max_parallel_tools: 3\n")).unwrap();
         assert_eq!(task.limits.max_parallel_tools, 3);
@@ -826,7 +887,7 @@ mod tests {
         let task = parse(MINIMAL).unwrap();
         assert_eq!(task.limits.max_turns, DEFAULT_MAX_TURNS);
         assert_eq!(task.limits.max_parallel_tools, DEFAULT_MAX_PARALLEL_TOOLS);
-        assert_eq!(task.tools, implemented_builtins());
+        assert_eq!(task.tools, default_tools());
         assert_eq!(
             task.script,
             Some(ScriptedTurns(vec![vec![ScriptedBlock::Text(

@@ -2,8 +2,10 @@
 //! into a typed `ToolInput` with pure functions of it and `run`. Everything a run needs comes
 //! from its `ToolContext`; tools hold no state.
 
+mod agent;
 mod bash;
 mod context;
+mod delegation;
 mod edit;
 mod git_env;
 mod glob;
@@ -30,8 +32,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+pub use agent::{AgentTool, check_literal};
 pub use bash::BashTool;
 pub use context::{FileStateCache, Stale, ToolContext, ToolLimits};
+pub use delegation::{Delegation, SubagentKind};
 pub use edit::EditTool;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
@@ -137,6 +141,11 @@ pub trait ToolInput: Send + Sync {
     fn explain_permissions(&self, _ctx: &PermissionContext) -> Vec<String> {
         Vec::new()
     }
+    /// A call the agent loop runs as a sub-agent's conversation (Agent, an agent-mode
+    /// Skill) instead of through `run`.
+    fn delegation(&self) -> Option<&Delegation> {
+        None
+    }
     fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a>;
 }
 
@@ -160,15 +169,29 @@ pub fn builtin(name: &ToolName) -> Option<Arc<dyn Tool>> {
         ToolName::TodoWrite => Arc::new(TodoWriteTool),
         ToolName::ToolSearch => Arc::new(ToolSearchTool),
         ToolName::WebFetch => Arc::new(WebFetchTool),
+        ToolName::Agent => Arc::new(AgentTool),
         _ => return None,
     };
     Some(tool)
 }
 
 /// Names of the built-ins tollgate implements today, for `tools:` validation and help text.
+/// Skill is built per run from the skills found, so `builtin` has none to give.
 pub fn implemented_builtins() -> Vec<ToolName> {
     ToolName::BUILTINS
         .into_iter()
-        .filter(|name| builtin(name).is_some())
+        .filter(|name| builtin(name).is_some() || *name == ToolName::Skill)
+        .collect()
+}
+
+/// Tools a task names to have: a sub-agent or a skill spends budget in a context of its
+/// own, so a task without `tools:` gets neither.
+pub const OPT_IN: [ToolName; 2] = [ToolName::Agent, ToolName::Skill];
+
+/// The tools of a task without `tools:`.
+pub fn default_tools() -> Vec<ToolName> {
+    implemented_builtins()
+        .into_iter()
+        .filter(|name| !OPT_IN.contains(name))
         .collect()
 }

@@ -11,7 +11,7 @@ use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
 use crate::policy::{DenialCounts, Layer, PermissionDecision, PermissionMode, RuleRef, SourceKind};
 use crate::sandbox::{ProxyConnection, SandboxStatus};
 use crate::task::FailOn;
-use crate::tools::Todo;
+use crate::tools::{SubagentKind, Todo};
 
 /// A result the per-message budget replaced: its id, its size, and the preview sent instead
 /// (the `tool_result` event keeps what the tool returned).
@@ -173,6 +173,30 @@ pub enum Event {
         /// The TodoWrite list as the run left it (S3).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         todos: Vec<Todo>,
+    },
+    /// An Agent call (or an agent-mode Skill) started a sub-agent; the events after it that
+    /// carry `agent_id` = `id` are its conversation, up to its `subagent_finished`.
+    SubagentStarted {
+        id: String,
+        /// The tool_use id of the call that started it; its result is the sub-agent's answer.
+        parent_id: String,
+        subagent_type: SubagentKind,
+        description: String,
+        /// Its first request's tools.
+        tools: Vec<String>,
+        max_turns: u32,
+    },
+    SubagentFinished {
+        id: String,
+        parent_id: String,
+        outcome: Outcome,
+        turns: u32,
+        /// Its requests' tokens; they are in the run's totals too.
+        usage: Usage,
+        /// Its requests' cost, included in the run's `total_cost_usd`.
+        cost_usd: Option<f64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
     /// A TodoWrite snapshot appended to the next user message (S3).
     Reminder {

@@ -46,6 +46,8 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         Event::InputSkipped { .. } => "input_skipped",
         Event::QueryAborted { .. } => "query_aborted",
         Event::RunFinished { .. } => "result",
+        Event::SubagentStarted { .. } => "subagent_started",
+        Event::SubagentFinished { .. } => "subagent_finished",
         Event::ModelRequest { .. }
         | Event::HookRun { .. }
         | Event::CheckResult { .. }

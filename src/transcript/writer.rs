@@ -17,6 +17,9 @@ use crate::redact::Redactor;
 pub struct TranscriptLine<'a> {
     pub seq: u64,
     pub time: String,
+    /// The sub-agent whose conversation the event belongs to; absent for the run's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<&'a str>,
     #[serde(flatten)]
     pub event: &'a Event,
 }
@@ -26,6 +29,8 @@ pub struct TranscriptLine<'a> {
 pub struct RecordedLine {
     pub seq: u64,
     pub time: String,
+    #[serde(default)]
+    pub agent_id: Option<String>,
     #[serde(flatten)]
     pub event: Event,
 }
@@ -39,6 +44,9 @@ pub struct Transcript {
     seq: u64,
     redactor: Arc<Redactor>,
     stream: Option<StreamOutput>,
+    /// The sub-agent running now: its events carry its id. One at a time (Agent calls run
+    /// alone), so a single slot is exact.
+    agent_id: Option<String>,
 }
 
 impl Transcript {
@@ -50,6 +58,7 @@ impl Transcript {
             seq: 0,
             redactor: Arc::default(),
             stream: None,
+            agent_id: None,
         })
     }
 
@@ -69,9 +78,15 @@ impl Transcript {
         &self.path
     }
 
+    /// From now on events belong to sub-agent `agent_id` (`None`: the run's own conversation).
+    pub fn set_agent(&mut self, agent_id: Option<String>) {
+        self.agent_id = agent_id;
+    }
+
     pub fn emit(&mut self, event: &Event) -> std::io::Result<()> {
         self.seq += 1;
         let line = TranscriptLine {
+            agent_id: self.agent_id.as_deref(),
             seq: self.seq,
             time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             event,

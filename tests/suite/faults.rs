@@ -401,6 +401,7 @@ fn every_transcript_event_reads_back_as_the_same_typed_event() {
         let again = tollgate::transcript::TranscriptLine {
             seq: typed.seq,
             time: typed.time.clone(),
+            agent_id: typed.agent_id.as_deref(),
             event: &typed.event,
         };
         assert_eq!(serde_json::to_value(&again).unwrap(), original);

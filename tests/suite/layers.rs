@@ -110,6 +110,11 @@ fn the_forbidden_edges_are_absent() {
         ("policy", "exec"),
         ("bash", "exec"),
         ("bash", "tools"),
+        // Tools sit below the loop: a sub-agent is the loop's to run, and skills name the
+        // loop's sub-agents only through the tools' `Delegation`.
+        ("tools", "agent"),
+        ("tools", "skills"),
+        ("skills", "agent"),
     ];
     let present: Vec<_> = forbidden
         .iter()

@@ -24,3 +24,4 @@ mod run_cli;
 mod runner;
 mod sandbox;
 mod scheduling;
+mod subagents;

@@ -1,0 +1,228 @@
+//! Sub-agents: a nested conversation the loop runs for an Agent call (or an agent-mode Skill),
+//! with its own history, tool context, turn limit and TodoWrite list, under the run's policy,
+//! mode, hooks, sandbox, classifier, budget and transcript. Owns what a sub-agent may use and
+//! what its end means for its parent; the conversation itself is the loop's.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use super::auto::Stop;
+use super::budget::PromptEstimate;
+use super::reminders::Reminders;
+use super::{AgentError, Ending, Loop, Scope, conversation};
+use crate::call::PreparedCall;
+use crate::config::serde_name;
+use crate::model::{Message, Provider, Usage};
+use crate::policy::{GatedCall, Grounds, Layer, PermissionDecision, Step};
+use crate::tools::{
+    DeferredTools, Delegation, FileStateCache, RunState, SubagentKind, ToolContext, ToolError,
+    ToolOutput, ToolRegistry,
+};
+use crate::transcript::{Event, Outcome};
+
+/// A sub-agent's pool: the parent's, less what its kind may not use. The run's own
+/// conversation (`None`) keeps the whole pool.
+pub(super) fn pool(offered: ToolRegistry, subagent: Option<SubagentKind>) -> ToolRegistry {
+    match subagent {
+        None => offered,
+        Some(kind) => ToolRegistry::new(
+            offered
+                .tools()
+                .iter()
+                .filter(|tool| kind.may_use(&tool.name()))
+                .cloned(),
+        ),
+    }
+}
+
+/// The refusal of a call an explore sub-agent may not make: a tool outside its pool (a
+/// forged call), or a call not proven read-only (Bash's analyser decides for a command).
+/// Whatever the rules and the mode say: the sub-agent is read-only by construction. `replay`
+/// applies it again to the calls a transcript records under an explore sub-agent.
+pub fn explore_refusal(kind: SubagentKind, call: &PreparedCall) -> Option<PermissionDecision> {
+    if !kind.read_only() {
+        return None;
+    }
+    let tool = call.name();
+    let reason = if !kind.may_use(tool) {
+        format!("the {kind} sub-agent has no {tool} tool: it only reads")
+    } else if !call.is_read_only() {
+        format!("the {kind} sub-agent only reads, and this {tool} call is not proven read-only")
+    } else {
+        return None;
+    };
+    Some(PermissionDecision::deny(
+        Grounds {
+            step: Step::Pool,
+            layer: Layer::Tool,
+            rule: None,
+            reason,
+        },
+        false,
+    ))
+}
+
+/// What a sub-agent's run gives its parent: the Agent call's result, and a stop when the
+/// sub-agent hit a limit of the whole run (budget, wall clock, denials, the provider).
+pub(super) struct Ran {
+    pub result: Result<ToolOutput, ToolError>,
+    pub stop: Option<Stop>,
+}
+
+/// The parent's per-conversation state, put back when the sub-agent ends.
+struct Parent {
+    ctx: ToolContext,
+    reminders: Reminders,
+    estimate: PromptEstimate,
+}
+
+/// Runs the sub-agent `delegation` asks for, started by the call `parent_id`.
+pub(super) async fn run(
+    run: &mut Loop<'_>,
+    provider: &mut Provider,
+    parent_id: &str,
+    delegation: &Delegation,
+) -> Result<Ran, AgentError> {
+    run.subagents += 1;
+    let agent_id = format!("agent-{}", run.subagents);
+    let kind = delegation.kind;
+    let spec = run.spec;
+    let ctx = own_context(&run.ctx, kind);
+    let tools = pool(
+        super::offered_tools(spec, &ctx.state.deferred.loaded()),
+        Some(kind),
+    );
+    run.emit(Event::SubagentStarted {
+        id: agent_id.clone(),
+        parent_id: parent_id.to_string(),
+        subagent_type: kind,
+        description: delegation.description.clone(),
+        tools: tools.tools().iter().map(|t| t.name().to_string()).collect(),
+        max_turns: spec.subagent_max_turns,
+    })?;
+    let usage_before = run.counts.usage;
+    let cost_before = run.budget.total_cost_usd();
+    let parent = Parent {
+        ctx: std::mem::replace(&mut run.ctx, ctx),
+        reminders: std::mem::replace(
+            &mut run.reminders,
+            Reminders::new(spec.reminders_full_every),
+        ),
+        estimate: run.budget.switch_context(PromptEstimate::default()),
+    };
+    run.transcript.set_agent(Some(agent_id.clone()));
+    let abort = parent.ctx.abort.clone();
+    let mut messages = vec![Message::user_text(delegation.prompt.clone())];
+    let mut scope = Scope {
+        subagent: Some(kind),
+        max_turns: spec.subagent_max_turns,
+        turns: 0,
+    };
+    // Boxed: the sub-agent's conversation is inside the parent's turn, a future of its own type.
+    let nested: Pin<Box<dyn Future<Output = Result<Ending, AgentError>> + '_>> = Box::pin(
+        conversation(run, provider, &abort, &mut messages, &mut scope),
+    );
+    let ended = nested.await;
+    run.transcript.set_agent(None);
+    run.ctx = parent.ctx;
+    run.reminders = parent.reminders;
+    run.budget.switch_context(parent.estimate);
+    let (outcome, final_message, error) = ended?;
+    run.emit(Event::SubagentFinished {
+        id: agent_id,
+        parent_id: parent_id.to_string(),
+        outcome,
+        turns: scope.turns,
+        usage: usage_since(&usage_before, &run.counts.usage),
+        cost_usd: run
+            .budget
+            .total_cost_usd()
+            .zip(cost_before)
+            .map(|(after, before)| after - before),
+        error: error.clone(),
+    })?;
+    Ok(answer(kind, outcome, final_message, error))
+}
+
+/// The same tools with a context of its own: its own file-state cache (a write needs its own
+/// read), TodoWrite list and deferred tools, limited to what its kind may use.
+fn own_context(parent: &ToolContext, kind: SubagentKind) -> ToolContext {
+    let catalogue = parent
+        .state
+        .deferred
+        .catalogue()
+        .into_iter()
+        .filter(|definition| kind.may_use(&definition.name))
+        .collect();
+    ToolContext {
+        files: FileStateCache::default(),
+        progress: None,
+        state: RunState {
+            deferred: DeferredTools::new(catalogue),
+            ..RunState::default()
+        },
+        ..parent.clone()
+    }
+}
+
+fn usage_since(before: &Usage, after: &Usage) -> Usage {
+    Usage {
+        input_tokens: after.input_tokens.saturating_sub(before.input_tokens),
+        output_tokens: after.output_tokens.saturating_sub(before.output_tokens),
+        cache_creation_input_tokens: after
+            .cache_creation_input_tokens
+            .saturating_sub(before.cache_creation_input_tokens),
+        cache_read_input_tokens: after
+            .cache_read_input_tokens
+            .saturating_sub(before.cache_read_input_tokens),
+    }
+}
+
+/// The Agent call's result for how the sub-agent ended. Its own turn limit and a refusal
+/// are the call's failure; a limit of the whole run also stops the parent.
+fn answer(
+    kind: SubagentKind,
+    outcome: Outcome,
+    final_message: Option<String>,
+    error: Option<String>,
+) -> Ran {
+    let why = error.unwrap_or_else(|| format!("it ended with outcome {}", serde_name(&outcome)));
+    let failed = |text: String| Ran {
+        result: Err(ToolError::Failed(text)),
+        stop: None,
+    };
+    match outcome {
+        Outcome::Success => Ran {
+            result: Ok(ToolOutput::new(
+                final_message
+                    .filter(|text| !text.trim().is_empty())
+                    .unwrap_or_else(|| format!("(the {kind} sub-agent ended without a message)")),
+            )),
+            stop: None,
+        },
+        Outcome::MaxTurns | Outcome::Refusal => {
+            failed(format!("The {kind} sub-agent ended without an answer: {why}"))
+        }
+        // The abort reaches the parent's turn by itself, which records the hard stop.
+        Outcome::Interrupted | Outcome::Terminated => Ran {
+            result: Err(ToolError::Stopped(format!(
+                "the {kind} sub-agent was interrupted"
+            ))),
+            stop: None,
+        },
+        Outcome::MaxBudgetUsd
+        | Outcome::MaxInputTokens
+        | Outcome::MaxOutputTokens
+        | Outcome::Timeout
+        | Outcome::DenialLimit
+        | Outcome::ClassifierDenials
+        | Outcome::ClassifierUnavailable
+        | Outcome::ProviderError
+        // Checks and fail_on are the run's, decided after it; a conversation never ends so.
+        | Outcome::ChecksFailed
+        | Outcome::PolicyDenied => Ran {
+            result: Err(ToolError::Failed(format!("The {kind} sub-agent stopped: {why}"))),
+            stop: Some(Stop { outcome, why }),
+        },
+    }
+}
