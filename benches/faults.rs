@@ -13,6 +13,7 @@ use tollgate::policy::{
     Access, PermissionContext, PermissionMode, Policy, PolicyOrigin, RuleSet, ToolName, Workspace,
     check_path,
 };
+use tollgate::transcript::PolicySummary;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -210,9 +211,9 @@ fn policy(n: usize) {
     }
     let per_decision = started.elapsed().as_secs_f64() / (rounds * paths.len()) as f64;
     println!(
-        "policy: {n} path rules: load {:.2} s (YAML and rule parsing {:.2} s), +{:.0} MB peak RSS, {:.1} µs a decision",
-        load,
-        parsed,
+        "policy: {n} path rules: load {:.0} ms (YAML and rule parsing {:.0} ms), +{:.0} MB peak RSS, {:.1} µs a decision",
+        load * 1e3,
+        parsed * 1e3,
         memory,
         per_decision * 1e6
     );
@@ -245,11 +246,14 @@ fn replay(mb: usize) {
         libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr());
         usage.assume_init()
     };
+    assert!(
+        status.success(),
+        "replay refused the generated transcript: {status}"
+    );
     println!(
-        "replay: {mb} MB transcript: {:.1} s, peak RSS {:.0} MB (exit {:?})",
+        "replay: {mb} MB transcript: {:.1} s, peak RSS {:.0} MB",
         elapsed,
-        usage.ru_maxrss as f64 / 1024.0,
-        status.code()
+        usage.ru_maxrss as f64 / 1024.0
     );
 }
 
@@ -269,9 +273,23 @@ fn write_transcript(path: &Path, bytes: usize) {
         writeln!(out, "{text}").unwrap_or_else(|err| panic!("{err}"));
         text.len() + 1
     };
+    // The typed summary, so a field added to it cannot leave the bench replaying a
+    // transcript `replay` refuses.
+    let policy = serde_json::to_value(PolicySummary {
+        sources: Vec::new(),
+        managed_only: false,
+        rules: 1,
+        ignored_rules: Vec::new(),
+        ignored_hooks: Vec::new(),
+        ignored_additional_directories: Vec::new(),
+        ignored_keys: Vec::new(),
+        warnings: Vec::new(),
+        dropped_for_auto: Vec::new(),
+    })
+    .unwrap_or_else(|err| panic!("{err}"));
     written += line(
         &mut out,
-        serde_json::json!({"type": "run_started", "run_id": "bench", "tollgate_version": "0", "task": {"name": "bench", "file": "t.yaml"}, "mode": "dontAsk", "policy": {"sources": [], "managed_only": false, "rules": 1, "ignored_rules": [], "warnings": []}, "model": {"provider": "scripted", "name": "s"}, "workdir": ".", "tools": ["Read"], "max_turns": 100000}),
+        serde_json::json!({"type": "run_started", "run_id": "bench", "tollgate_version": "0", "task": {"name": "bench", "file": "t.yaml"}, "mode": "dontAsk", "policy": policy, "model": {"provider": "scripted", "name": "s"}, "workdir": ".", "tools": ["Read"], "max_turns": 100000}),
     );
     let mut call = 0;
     while written < bytes {

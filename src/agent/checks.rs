@@ -158,11 +158,12 @@ pub(super) async fn run_round(
     // Checks run with the author's full environment, the model's commands without its
     // secrets: what goes back to the model is redacted like what is written.
     let message = spec.redactor.redact(&message);
-    let message = run.results.fit(
+    let fitted = run.results.fit(
         &format!("check-feedback-{attempt}"),
         message,
         FEEDBACK_CHARS,
     );
+    let message = run.keep(fitted);
     run.emit(Event::CheckFeedback {
         attempt,
         checks: failed.iter().map(|r| r.check.name.clone()).collect(),

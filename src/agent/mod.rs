@@ -141,6 +141,9 @@ struct Loop<'a> {
     network_refusals: Vec<ProxyConnection>,
     /// When the TodoWrite list is shown again (S3).
     reminders: Reminders,
+    /// The first offloaded result whose file could not be written: the run stops at the
+    /// end of that batch as an output failure.
+    unsaved: Option<crate::out_dir::OutputError>,
     /// Sub-agents started so far, for their ids.
     subagents: u32,
 }
@@ -158,6 +161,18 @@ impl Loop<'_> {
 }
 
 impl Loop<'_> {
+    /// What the history keeps of an offloaded result; a file that could not be written is
+    /// remembered, and ends the run once the batch has its results.
+    fn keep(&mut self, fitted: Result<String, crate::results::Unsaved>) -> String {
+        match fitted {
+            Ok(content) => content,
+            Err(unsaved) => {
+                self.unsaved.get_or_insert(unsaved.error);
+                unsaved.kept
+            }
+        }
+    }
+
     fn emit(&mut self, event: Event) -> Result<(), AgentError> {
         self.transcript
             .emit(&event)
@@ -223,6 +238,7 @@ pub async fn run(
         auto: classifier.map(auto::AutoState::new),
         network_refusals: Vec::new(),
         reminders: Reminders::new(spec.reminders_full_every),
+        unsaved: None,
         subagents: 0,
     };
     run.emit(Event::RunStarted {
@@ -247,24 +263,26 @@ pub async fn run(
     let mut messages = vec![Message::user_text(spec.prompt.clone())];
     let mut checks = Vec::new();
     let mut scope = Scope::main(spec.limits.max_turns);
-    let (mut outcome, final_message, error) = loop {
+    let (mut outcome, final_message, mut error) = loop {
         let ended =
             conversation(&mut run, &mut provider, &abort, &mut messages, &mut scope).await?;
         // After a limit the checks still say where the work stands; after the wall clock
         // ran out there is no time left for them.
-        if !matches!(
-            ended.0,
-            Outcome::Success
-                | Outcome::MaxTurns
-                | Outcome::MaxBudgetUsd
-                | Outcome::MaxInputTokens
-                | Outcome::MaxOutputTokens
-                | Outcome::Refusal
-        ) {
+        if run.unsaved.is_some()
+            || !matches!(
+                ended.0,
+                Outcome::Success
+                    | Outcome::MaxTurns
+                    | Outcome::MaxBudgetUsd
+                    | Outcome::MaxInputTokens
+                    | Outcome::MaxOutputTokens
+                    | Outcome::Refusal
+            )
+        {
             break ended;
         }
         match checks::run_round(&mut run, &abort, &mut checks).await? {
-            Some(feedback) if ended.0 == Outcome::Success => {
+            Some(feedback) if ended.0 == Outcome::Success && run.unsaved.is_none() => {
                 messages.push(Message::user_text(feedback));
             }
             _ => break ended,
@@ -277,7 +295,11 @@ pub async fn run(
             run.counts.checks_failed += 1;
         }
     }
-    if let Some(reason) = abort.reason() {
+    // An output failure outranks every other ending: the record is incomplete.
+    if let Some(failed) = &run.unsaved {
+        outcome = Outcome::OutputFailed;
+        error = Some(format!("{failed}: {}", failed.source));
+    } else if let Some(reason) = abort.reason() {
         outcome = interrupted(reason);
     } else if outcome == Outcome::Success && run.counts.checks_failed > 0 {
         outcome = Outcome::ChecksFailed;
@@ -392,6 +414,11 @@ async fn conversation(
     let spec = run.spec;
     let system = prompt::system_prompt(spec, &run.ctx.state.deferred.catalogue(), scope.subagent);
     loop {
+        // A result file that could not be written stops the run once its batch has landed;
+        // `run` gives the outcome.
+        if run.unsaved.is_some() {
+            return Ok((Outcome::OutputFailed, None, None));
+        }
         // The pool is rebuilt each turn, so tools ToolSearch loaded reach the next request,
         // appended after the others so the tools array sent before stays its prefix.
         let registry = subagent::pool(
@@ -830,9 +857,10 @@ fn fit_message_budget(
         }) = results.get_mut(index)
         {
             let chars = content.chars().count();
-            *content = run
+            let fitted = run
                 .results
                 .offload(tool_use_id, content, crate::results::KEPT_CHARS);
+            *content = run.keep(fitted);
             replaced.push(crate::transcript::ReplacedResult {
                 id: tool_use_id.clone(),
                 chars,

@@ -218,6 +218,8 @@ fn answer(
         | Outcome::ClassifierDenials
         | Outcome::ClassifierUnavailable
         | Outcome::ProviderError
+        // A result file of the run could not be written: the whole run ends there.
+        | Outcome::OutputFailed
         // Checks and fail_on are the run's, decided after it; a conversation never ends so.
         | Outcome::ChecksFailed
         | Outcome::PolicyDenied => Ran {

@@ -321,7 +321,8 @@ impl TurnHost for LoopHost<'_, '_> {
                 if threshold == usize::MAX {
                     self.exempt.insert(call.id.clone());
                 }
-                let content = self.run.results.fit(&call.id, content, threshold);
+                let fitted = self.run.results.fit(&call.id, content, threshold);
+                let content = self.run.keep(fitted);
                 (status, content)
             }
             Landing::Cancelled {

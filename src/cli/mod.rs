@@ -308,6 +308,7 @@ pub fn main() -> std::process::ExitCode {
     // First of all, while the process has one thread: after this no command the model starts
     // can read a secret from tollgate's /proc/<pid>/environ.
     let sealed = crate::exec::seal_process_environment();
+    crate::exec::ignore_file_size_signal();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {

@@ -19,7 +19,7 @@ use crate::report::{junit_xml, sarif_json, text_summary};
 use crate::scheduler::{MessageQueue, read_input};
 use crate::session::{self, RunOptions, Session};
 use crate::task::FailOnSet;
-use crate::transcript::{StreamFormat, StreamOutput};
+use crate::transcript::{Outcome, StreamFormat, StreamOutput};
 
 pub fn run(args: RunArgs, redactor: Arc<Redactor>) -> Result<ExitCode> {
     let options = run_options(&args);
@@ -94,6 +94,14 @@ async fn execute(
     let signals = listen_for_signals();
     tokio::spawn(forward_signals(signals, handle));
     let report = agent::run(spec, provider, abort).await?;
+    // A result file that could not be written: named once, as an error the CLI prints, while
+    // the transcript and the reports below are still written.
+    if report.outcome == Outcome::OutputFailed
+        && let Some(error) = &report.error
+    {
+        let error = crate::neutral::log_text(&redactor.redact(error));
+        eprintln!("tollgate: error: {error}");
+    }
 
     let mut paths = ReportPaths {
         transcript: report.transcript.clone(),

@@ -157,6 +157,7 @@ pub async fn run(
     unsafe {
         cmd.pre_exec(move || {
             tie_to_parent(parent)?;
+            restore_file_size_signal();
             if let Some(pipe) = guardian {
                 guardian::announce_from_child(pipe);
             }
@@ -216,6 +217,26 @@ fn stdin_bytes(stdin: Stdin) -> Option<Vec<u8>> {
     match stdin {
         Stdin::Null => None,
         Stdin::Bytes(bytes) => Some(bytes),
+    }
+}
+
+/// Makes a write over a file-size limit (`ulimit -f`) fail with EFBIG instead of killing
+/// tollgate with SIGXFSZ: the failure then becomes an output failure (exit 5) with a whole
+/// transcript, not a death with no record. Commands get the default back
+/// ([`restore_file_size_signal`]), so the sandbox's file-size limit still ends them.
+pub fn ignore_file_size_signal() {
+    // SAFETY: sets one signal's disposition to "ignore"; no handler runs.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
+/// In the child, before exec: an ignored signal stays ignored across exec, so SIGXFSZ gets
+/// its default back.
+fn restore_file_size_signal() {
+    // SAFETY: signal() is async-signal-safe and sets one disposition.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
     }
 }
 

@@ -11,6 +11,7 @@ mod gate;
 mod guardrail;
 mod lint;
 mod mode;
+mod path_glob;
 mod path_index;
 mod path_pattern;
 mod rule;

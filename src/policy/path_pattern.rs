@@ -1,10 +1,13 @@
 //! Path rule content for Read/Edit/Write (`Read(./src/**)`), in gitignore syntax with Claude
 //! Code's anchors: `//abs`, `~/home`, `/policy-dir`, `x` and `./x` (the workdir).
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+
+use super::path_glob::PathGlob;
 
 /// Where a path pattern is rooted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,21 +29,33 @@ pub struct PathBases<'a> {
     pub home: Option<&'a Path>,
 }
 
-/// A parsed pattern: its anchor and the globs it stands for, checked but not compiled —
-/// a rule set compiles all its patterns together (`PathIndex`), which is what keeps a policy
-/// of many thousand path rules cheap to load and to decide with.
+/// A parsed pattern: its anchor and its glob, ready to match without any regex for the
+/// usual patterns (`PathGlob`); the few with classes, braces or escapes keep globset's globs,
+/// which a rule set compiles together (`PathIndex`). That is what keeps a policy of many
+/// thousand path rules cheap to load and to decide with.
 #[derive(Debug, Clone)]
 pub struct PathPattern {
     text: String,
     anchor: Anchor,
-    globs: Box<[Glob; 2]>,
+    glob: PatternGlob,
     /// The pattern's fixed leading folders below its anchor (`src/gen` of `src/gen/*.rs`);
     /// None when it may match at any depth (`*.env`, `.env`, `**/x`).
     fixed_prefix: Option<PathBuf>,
-    /// This pattern alone, compiled on first use: only the read checks of tree readers
-    /// (`grep -r`) match one pattern at a time; everything else goes through the rule set's
-    /// index, so a policy of many thousand rules never pays for it.
-    alone: OnceLock<Option<GlobSet>>,
+}
+
+/// How a pattern's glob is matched.
+#[derive(Debug, Clone)]
+pub(super) enum PatternGlob {
+    /// Literal characters, `?`, `*` and `**`: matched step by step, nothing compiled.
+    Steps(PathGlob),
+    /// The pattern itself and its "everything inside" twin, for globset.
+    Globset {
+        globs: Box<[Glob; 2]>,
+        /// This pattern alone, compiled on first use: only the read checks of tree readers
+        /// (`grep -r`) match one pattern at a time; everything else goes through the rule
+        /// set's index.
+        alone: OnceLock<Option<GlobSet>>,
+    },
 }
 
 impl PartialEq for PathPattern {
@@ -76,7 +91,14 @@ impl PathPattern {
         if text.trim().is_empty() {
             return Err(PathPatternError::Empty);
         }
-        let globs = compile(text, rest)?;
+        let body = glob_body(text, rest);
+        let glob = match PathGlob::parse(&body) {
+            Some(steps) => PatternGlob::Steps(steps),
+            None => PatternGlob::Globset {
+                globs: Box::new(compile(text, &body)?),
+                alone: OnceLock::new(),
+            },
+        };
         let trimmed = rest.trim_end_matches('/');
         let floating = text == rest && !trimmed.contains('/');
         let fixed_prefix = (!floating).then(|| {
@@ -88,9 +110,8 @@ impl PathPattern {
         Ok(PathPattern {
             text: text.to_string(),
             anchor,
-            globs: Box::new(globs),
+            glob,
             fixed_prefix,
-            alone: OnceLock::new(),
         })
     }
 
@@ -102,9 +123,8 @@ impl PathPattern {
         &self.anchor
     }
 
-    /// The pattern itself and its "everything inside" twin; either matching is a match.
-    pub fn globs(&self) -> &[Glob] {
-        self.globs.as_slice()
+    pub(super) fn glob(&self) -> &PatternGlob {
+        &self.glob
     }
 }
 
@@ -125,14 +145,19 @@ impl PathPattern {
         let Some(relative) = self.anchor.relative(path, bases) else {
             return false;
         };
-        let alone = self.alone.get_or_init(|| {
-            let mut set = GlobSetBuilder::new();
-            for glob in self.globs.iter() {
-                set.add(glob.clone());
+        match &self.glob {
+            PatternGlob::Steps(steps) => steps.matches(relative.as_os_str().as_bytes()),
+            PatternGlob::Globset { globs, alone } => {
+                let alone = alone.get_or_init(|| {
+                    let mut set = GlobSetBuilder::new();
+                    for glob in globs.iter() {
+                        set.add(glob.clone());
+                    }
+                    set.build().ok()
+                });
+                alone.as_ref().is_none_or(|set| set.is_match(relative))
             }
-            set.build().ok()
-        });
-        alone.as_ref().is_none_or(|set| set.is_match(relative))
+        }
     }
 
     /// Whether the folder `dir` or anything below it may be matched (over-approximated): for
@@ -172,18 +197,23 @@ impl Anchor {
 
 /// gitignore semantics: a pattern with no inner `/` matches at any depth below its anchor
 /// (unless it was explicitly anchored with `./`, `/`, `//` or `~/`); a pattern that names a
-/// folder also matches everything inside it.
-fn compile(text: &str, rest: &str) -> Result<[Glob; 2], PathPatternError> {
+/// folder also matches everything inside it (the glob's twin `body/**`, which every matcher
+/// here applies).
+fn glob_body(text: &str, rest: &str) -> String {
     let explicit_anchor = text != rest;
     let trimmed = rest.trim_end_matches('/');
     let floating = !explicit_anchor && !trimmed.contains('/');
-    let body = if trimmed.is_empty() {
+    if trimmed.is_empty() {
         "**".to_string()
     } else if floating {
         format!("**/{trimmed}")
     } else {
         trimmed.to_string()
-    };
+    }
+}
+
+/// The body and its twin as globset's globs.
+fn compile(text: &str, body: &str) -> Result<[Glob; 2], PathPatternError> {
     let glob = |pattern: &str| {
         GlobBuilder::new(pattern)
             .literal_separator(true)
@@ -194,7 +224,27 @@ fn compile(text: &str, rest: &str) -> Result<[Glob; 2], PathPatternError> {
                 message: err.kind().to_string(),
             })
     };
-    Ok([glob(&body)?, glob(&format!("{body}/**"))?])
+    Ok([glob(body)?, glob(&format!("{body}/**"))?])
+}
+
+#[cfg(test)]
+impl PathPattern {
+    /// The oracle: globset's regexes for this pattern's globs, compiled one by one.
+    pub(super) fn globset_matches(&self, path: &Path, bases: &PathBases) -> bool {
+        let Some(relative) = self.anchor.relative(path, bases) else {
+            return false;
+        };
+        let rest = match &self.anchor {
+            Anchor::Workdir => self.text.strip_prefix("./").unwrap_or(&self.text),
+            Anchor::Root => &self.text[2..],
+            Anchor::Home => self.text.strip_prefix("~/").unwrap_or(""),
+            Anchor::PolicyDir(_) => &self.text[1..],
+        };
+        let globs = compile(&self.text, &glob_body(&self.text, rest)).unwrap();
+        globs
+            .iter()
+            .any(|glob| glob.compile_matcher().is_match(relative))
+    }
 }
 
 #[cfg(test)]
@@ -208,15 +258,16 @@ mod tests {
         }
     }
 
-    fn matches(pattern: &str, path: &str) -> bool {
-        let pattern = PathPattern::parse(pattern, Path::new("/etc/tollgate")).unwrap();
-        let Some(relative) = pattern.anchor().relative(Path::new(path), &bases()) else {
-            return false;
-        };
-        pattern
-            .globs()
-            .iter()
-            .any(|glob| glob.compile_matcher().is_match(relative))
+    /// The pattern's answer, checked against globset's regex for the same globs.
+    fn matches(text: &str, path: &str) -> bool {
+        let pattern = PathPattern::parse(text, Path::new("/etc/tollgate")).unwrap();
+        let found = pattern.matches(Path::new(path), &bases());
+        assert_eq!(
+            found,
+            pattern.globset_matches(Path::new(path), &bases()),
+            "{text} vs {path}"
+        );
+        found
     }
 
     #[test]
@@ -238,6 +289,10 @@ mod tests {
             (".git", "/ws/.git/config", true),
             ("**", "/ws/anything", true),
             ("**", "/elsewhere", false),
+            ("src/{a,b}/**", "/ws/src/b/c", true),
+            ("src/[ab]*", "/ws/src/c", false),
+            // A name ending in a dot (globset's sets skip its basename strategies there).
+            ("foo.", "/ws/x/foo.", true),
         ];
         for (pattern, path, expected) in cases {
             assert_eq!(matches(pattern, path), expected, "{pattern} vs {path}");

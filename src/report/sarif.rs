@@ -59,6 +59,7 @@ pub fn sarif_json(report: &RunReport) -> Result<String, serde_json::Error> {
             | Outcome::ClassifierUnavailable
             | Outcome::Interrupted
             | Outcome::Terminated
+            | Outcome::OutputFailed
     );
     let invocation = Invocation::builder()
         .execution_successful(finished)

@@ -6,7 +6,17 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::out_dir::OutputError;
 use crate::redact::Redactor;
+
+/// A result that had to be offloaded but whose file could not be written. The run's record
+/// is then incomplete, so the caller ends the run as an output failure (exit 5).
+#[derive(Debug)]
+pub struct Unsaved {
+    /// What the history holds instead: the preview, saying the rest was cut and why.
+    pub kept: String,
+    pub error: OutputError,
+}
 
 /// Characters of the start of an offloaded result kept inline: enough for the command's
 /// first errors or a file's header.
@@ -45,18 +55,28 @@ impl ResultStore {
 
     /// Returns what the history should hold for `content`: itself when it fits `max_chars`,
     /// else what [`ResultStore::offload`] leaves.
-    pub fn fit(&self, tool_use_id: &str, content: String, max_chars: usize) -> String {
+    pub fn fit(
+        &self,
+        tool_use_id: &str,
+        content: String,
+        max_chars: usize,
+    ) -> Result<String, Unsaved> {
         if content.chars().count() <= max_chars {
-            return content;
+            return Ok(content);
         }
         self.offload(tool_use_id, &content, max_chars)
     }
 
     /// Writes `content` whole to `<dir>/<tool_use_id>.txt` (`.json` when it is a JSON value)
     /// and returns a preview of at most `max_chars` characters of it, the path and the full
-    /// size. If the file cannot be written the content is cut instead, saying so: a result is
-    /// never silently lost or left whole.
-    pub fn offload(&self, tool_use_id: &str, content: &str, max_chars: usize) -> String {
+    /// size. If the file cannot be written the content is cut instead, saying so, and the
+    /// failure is returned with it: a result is never silently lost or left whole.
+    pub fn offload(
+        &self,
+        tool_use_id: &str,
+        content: &str,
+        max_chars: usize,
+    ) -> Result<String, Unsaved> {
         let total = content.chars().count();
         let file_name: String = tool_use_id
             .chars()
@@ -74,23 +94,32 @@ impl ResultStore {
         );
         let extension = if is_json { "json" } else { "txt" };
         let path = self.dir.join(format!("{file_name}.{extension}"));
-        let written = std::fs::create_dir_all(&self.dir).and_then(|()| {
-            crate::out_dir::write_atomic(&path, self.redactor.redact(content).as_bytes())
-                .map_err(|err| err.source)
-        });
+        let written = std::fs::create_dir_all(&self.dir)
+            .map_err(|source| OutputError {
+                path: path.clone(),
+                source,
+            })
+            .and_then(|()| {
+                crate::out_dir::write_atomic(&path, self.redactor.redact(content).as_bytes())
+            });
         let (head, tail) = preview(content, total, max_chars);
-        let note = match written {
+        let note = match &written {
             Ok(()) => format!(
                 "[output too large: {total} characters; the full text is in {} — Read it with offset/limit or Grep it]",
                 path.display()
             ),
             Err(err) => format!(
-                "[output too large: {total} characters; cut here because it could not be saved: {err}]"
+                "[output too large: {total} characters; cut here because it could not be saved: {}]",
+                err.source
             ),
         };
-        match tail {
+        let kept = match tail {
             Some(tail) => format!("{head}\n… {note} …\n{tail}"),
             None => format!("{head}\n… {note}"),
+        };
+        match written {
+            Ok(()) => Ok(kept),
+            Err(error) => Err(Unsaved { kept, error }),
         }
     }
 }
@@ -146,9 +175,9 @@ mod tests {
     fn large_results_are_offloaded_with_a_head_and_a_tail() {
         let dir = tempfile::tempdir().unwrap();
         let store = ResultStore::new(dir.path().join("results"));
-        assert_eq!(store.fit("toolu_1", "small".into(), 100), "small");
+        assert_eq!(store.fit("toolu_1", "small".into(), 100).unwrap(), "small");
         let big = format!("FIRST{}LAST", "x".repeat(5_000));
-        let kept = store.fit("toolu/2", big.clone(), 3_000);
+        let kept = store.fit("toolu/2", big.clone(), 3_000).unwrap();
         let path = dir.path().join("results/toolu_2.txt");
         assert!(kept.contains(&path.display().to_string()), "{kept}");
         assert!(kept.contains("5009 characters"), "{kept}");
@@ -165,13 +194,37 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = ResultStore::new(dir.path().to_path_buf());
         let json = format!("[{}1]", "1, ".repeat(400));
-        let kept = store.fit("toolu_3", json.clone(), 100);
+        let kept = store.fit("toolu_3", json.clone(), 100).unwrap();
         assert_eq!(
             std::fs::read_to_string(dir.path().join("toolu_3.json")).unwrap(),
             json
         );
         let note = kept.find('…').unwrap();
         assert_eq!(kept[..note].chars().count(), 76);
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_written_is_cut_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        // A file where the results folder belongs: nothing can be created under it.
+        let blocked = dir.path().join("results");
+        std::fs::write(&blocked, "x").unwrap();
+        let store = ResultStore::new(blocked.clone());
+        let big = format!("FIRST{}LAST", "x".repeat(5_000));
+        let unsaved = store.fit("toolu_4", big, 3_000).unwrap_err();
+        assert_eq!(unsaved.error.path, blocked.join("toolu_4.txt"));
+        assert!(
+            unsaved.kept.starts_with("FIRST") && unsaved.kept.ends_with("LAST"),
+            "{}",
+            unsaved.kept
+        );
+        assert!(
+            unsaved
+                .kept
+                .contains("cut here because it could not be saved"),
+            "{}",
+            unsaved.kept
+        );
     }
 
     #[test]

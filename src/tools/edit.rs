@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::path::{check_file_access, resolve_path};
+use super::regular_file::{self, RegularFileError};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
 use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
 
@@ -76,16 +77,25 @@ impl ToolInput for EditInput {
                 &ctx.workspace.workdir,
                 ctx.workspace.home.as_deref(),
             );
-            let text = tokio::fs::read_to_string(&path).await.map_err(|err| {
-                ToolError::Failed(format!("cannot edit {}: {err}", path.display()))
+            let bytes = regular_file::read_in_background(&path)
+                .await
+                .map_err(|err| match err {
+                    RegularFileError::Io { path, error, .. } => {
+                        ToolError::Failed(format!("cannot edit {}: {error}", path.display()))
+                    }
+                    other => ToolError::Failed(other.to_string()),
+                })?;
+            let text = String::from_utf8(bytes).map_err(|_| {
+                ToolError::Failed(format!(
+                    "cannot edit {}: it is not UTF-8 text",
+                    path.display()
+                ))
             })?;
             ctx.files.check_fresh(&path).map_err(ToolError::Stale)?;
             let updated = apply_edit(&text, &edit.old_string, &edit.new_string, edit.replace_all)?;
-            tokio::fs::write(&path, updated.text.as_bytes())
+            regular_file::write_in_background(&path, updated.text.into_bytes())
                 .await
-                .map_err(|err| {
-                    ToolError::Failed(format!("cannot write {}: {err}", path.display()))
-                })?;
+                .map_err(|err| ToolError::Failed(err.to_string()))?;
             ctx.files.record(&path);
             Ok(ToolOutput::new(format!(
                 "Edited {}: {} replacement{}",

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::path::{check_file_access, resolve_path};
+use super::regular_file;
 use super::walk::files_under;
 use super::{
     InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input,
@@ -118,11 +119,16 @@ impl ToolInput for GrepInput {
                 &ctx.workspace.workdir,
                 ctx.workspace.home.as_deref(),
             );
-            if !base.exists() {
+            let Ok(metadata) = std::fs::metadata(&base) else {
                 return Err(ToolError::Failed(format!(
                     "{} does not exist",
                     base.display()
                 )));
+            };
+            if !metadata.is_dir() {
+                // A FIFO or a device is refused here with a sentence rather than found empty.
+                regular_file::open_for_reading(&base)
+                    .map_err(|err| ToolError::Failed(err.to_string()))?;
             }
             let screen = ctx.clone();
             tokio::task::spawn_blocking(move || {
@@ -183,7 +189,12 @@ fn search(grep: &GrepInput, base: &Path, files: Vec<PathBuf>) -> Result<ToolOutp
             hits.push((number, line.trim_end_matches(['\n', '\r']).to_string()));
             Ok(true)
         });
-        if searcher.search_path(&matcher, &path, sink).is_err() || hits.is_empty() {
+        // Opened without waiting and checked to be a regular file: one swapped for a FIFO
+        // since the walk is skipped, not waited on.
+        let Ok((file, _)) = regular_file::open_for_reading(&path) else {
+            continue;
+        };
+        if searcher.search_file(&matcher, &file, sink).is_err() || hits.is_empty() {
             continue;
         }
         match grep.output_mode {

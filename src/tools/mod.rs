@@ -14,6 +14,7 @@ mod path;
 mod progress;
 mod read;
 mod registry;
+mod regular_file;
 mod run_state;
 mod shell;
 mod text;

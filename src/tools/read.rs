@@ -1,11 +1,14 @@
 //! Read: a text file's lines, numbered, within a range and a size cap; binary files refused.
 
 use std::borrow::Cow;
+use std::io::Read;
+use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::path::{check_file_access, resolve_path};
+use super::regular_file::{self, RegularFileError};
 use super::text::{clip_line, looks_binary};
 use super::{
     InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input,
@@ -92,27 +95,12 @@ impl ToolInput for ReadInput {
                 &ctx.workspace.workdir,
                 ctx.workspace.home.as_deref(),
             );
-            let metadata = tokio::fs::metadata(&path).await.map_err(|err| {
-                ToolError::Failed(format!("cannot read {}: {err}", path.display()))
-            })?;
-            if metadata.is_dir() {
-                return Err(ToolError::Failed(format!(
-                    "{} is a directory; use Glob to list it",
-                    path.display()
-                )));
-            }
             let ranged = read.offset.is_some() || read.limit.is_some();
             let cap = ctx.limits.max_read_bytes;
-            if metadata.len() > cap.saturating_mul(if ranged { 16 } else { 1 }) {
-                return Err(ToolError::Failed(format!(
-                    "{} is {} bytes, over the {cap}-byte read limit; read a range with offset and limit, or search it with Grep",
-                    path.display(),
-                    metadata.len()
-                )));
-            }
-            let bytes = tokio::fs::read(&path).await.map_err(|err| {
-                ToolError::Failed(format!("cannot read {}: {err}", path.display()))
-            })?;
+            let target = path.clone();
+            let bytes = tokio::task::spawn_blocking(move || read_file(&target, cap, ranged))
+                .await
+                .map_err(|err| ToolError::Failed(format!("the read failed: {err}")))??;
             if looks_binary(&bytes) {
                 return Err(ToolError::Failed(format!(
                     "{} is a binary file; Read only shows text",
@@ -128,6 +116,29 @@ impl ToolInput for ReadInput {
             )))
         })
     }
+}
+
+/// The bytes of the regular file `path`, if they fit the read cap (sixteen times it for a
+/// ranged read).
+fn read_file(path: &Path, cap: u64, ranged: bool) -> Result<Vec<u8>, ToolError> {
+    let (mut file, metadata) = regular_file::open_for_reading(path).map_err(|err| match err {
+        RegularFileError::Directory { path } => ToolError::Failed(format!(
+            "{} is a directory; use Glob to list it",
+            path.display()
+        )),
+        other => ToolError::Failed(other.to_string()),
+    })?;
+    if metadata.len() > cap.saturating_mul(if ranged { 16 } else { 1 }) {
+        return Err(ToolError::Failed(format!(
+            "{} is {} bytes, over the {cap}-byte read limit; read a range with offset and limit, or search it with Grep",
+            path.display(),
+            metadata.len()
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|err| ToolError::Failed(format!("cannot read {}: {err}", path.display())))?;
+    Ok(bytes)
 }
 
 fn number_lines(text: &str, first: usize, limit: usize) -> String {

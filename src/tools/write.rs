@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::path::{check_file_access, resolve_path};
+use super::regular_file;
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
 use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
 
@@ -68,11 +69,9 @@ impl ToolInput for WriteInput {
                     ToolError::Failed(format!("cannot create {}: {err}", parent.display()))
                 })?;
             }
-            tokio::fs::write(&path, write.content.as_bytes())
+            regular_file::write_in_background(&path, write.content.clone().into_bytes())
                 .await
-                .map_err(|err| {
-                    ToolError::Failed(format!("cannot write {}: {err}", path.display()))
-                })?;
+                .map_err(|err| ToolError::Failed(err.to_string()))?;
             ctx.files.record(&path);
             let verb = if existed { "Replaced" } else { "Created" };
             Ok(ToolOutput::new(format!(

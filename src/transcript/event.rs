@@ -343,6 +343,9 @@ pub enum Outcome {
     Interrupted,
     /// SIGTERM.
     Terminated,
+    /// A file of the run's record (an offloaded result) could not be written: the run
+    /// stopped once that batch had its results.
+    OutputFailed,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

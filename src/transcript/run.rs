@@ -82,6 +82,7 @@ impl Outcome {
             Outcome::ProviderError | Outcome::ClassifierUnavailable => ExitCode::ProviderError,
             Outcome::Interrupted => ExitCode::Interrupted,
             Outcome::Terminated => ExitCode::Terminated,
+            Outcome::OutputFailed => ExitCode::OutputError,
         }
     }
 }

@@ -27,6 +27,8 @@ pub fn counts(fail_on: &FailOnSet, kind: FailOn) -> bool {
 }
 
 /// The final outcome and exit code. Precedence, strongest first:
+/// 0. an output failure (5): the record is incomplete, so nothing else about it can be
+///    trusted (the agent loop sets it over any other ending);
 /// 1. an interruption (130/143) and a provider failure (4): the run did not finish, so no
 ///    other verdict about it can be trusted; a denial limit (`limits.max_denials`, 3), the
 ///    classifier's denial limits (3) and an unreachable classifier (4) stopped it the same way;
@@ -37,7 +39,8 @@ pub fn counts(fail_on: &FailOnSet, kind: FailOn) -> bool {
 ///    reports but does not fail the job.
 pub fn decide(outcome: Outcome, denials: &[Denial], fail_on: &FailOnSet) -> (Outcome, ExitCode) {
     match outcome {
-        Outcome::Interrupted
+        Outcome::OutputFailed
+        | Outcome::Interrupted
         | Outcome::Terminated
         | Outcome::ProviderError
         | Outcome::DenialLimit
@@ -110,7 +113,7 @@ mod tests {
         classified.decision.layer = Layer::Classifier;
         let classified = [classified];
         let no_classifier: FailOnSet = [FailOn::Denial, FailOn::Check].into_iter().collect();
-        let cases: [(Outcome, &[Denial], &FailOnSet, Outcome, u8); 16] = [
+        let cases: [(Outcome, &[Denial], &FailOnSet, Outcome, u8); 17] = [
             (
                 Outcome::Success,
                 &classified,
@@ -175,6 +178,13 @@ mod tests {
                 130,
             ),
             (Outcome::Terminated, &[], &none, Outcome::Terminated, 143),
+            (
+                Outcome::OutputFailed,
+                &denied,
+                &all,
+                Outcome::OutputFailed,
+                5,
+            ),
         ];
         for (outcome, denials, fail_on, expected, code) in cases {
             let (got, exit) = decide(outcome, denials, fail_on);

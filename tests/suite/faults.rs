@@ -255,20 +255,30 @@ fn a_report_that_cannot_be_written_exits_5_naming_the_file_once() {
     assert_eq!(leftovers, Vec::<String>::new());
 }
 
+/// A shell line that runs the rest of its arguments under a file-size limit of 64 blocks
+/// (32–64 KiB); exit 99 when the shell cannot set one. SIGXFSZ keeps its default action:
+/// tollgate itself must turn the limit into a failed write, not a death.
+const FILE_SIZE_LIMIT: &str = "ulimit -f 64 || exit 99; exec \"$0\" \"$@\"";
+
+/// `tollgate run TASK --out out` in the sandbox, started by the shell line `shell`.
+fn run_under(sandbox: &crate::support::Sandbox, shell: &str, task: &str) -> std::process::Output {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(shell)
+        .arg(env!("CARGO_BIN_EXE_tollgate"))
+        .args(["run", task, "--out", "out"])
+        .current_dir(sandbox.path())
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn a_full_disk_keeps_the_transcript_valid_and_exits_5() {
     let sandbox = crate::support::Sandbox::empty();
     // 64 blocks of file size (32–64 KiB): enough for the run's start, not for the answer.
     let task = scripted_task(&sandbox, &"word ".repeat(40_000));
-    let output = std::process::Command::new("sh")
-        .arg("-c")
-        .arg("trap '' XFSZ; ulimit -f 64 || exit 99; exec \"$0\" \"$@\"")
-        .arg(env!("CARGO_BIN_EXE_tollgate"))
-        .args(["run", &task, "--out", "out"])
-        .current_dir(sandbox.path())
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
+    let output = run_under(&sandbox, FILE_SIZE_LIMIT, &task);
     if output.status.code() == Some(99) {
         eprintln!("skipped: this shell cannot set a file-size limit");
         return;
@@ -472,4 +482,125 @@ fn replay_pairs_decisions_by_position_and_refuses_ambiguous_transcripts() {
         "{}",
         stderr(&output)
     );
+}
+
+#[test]
+fn file_tools_refuse_a_fifo_at_once_instead_of_waiting_on_it() {
+    let sandbox = crate::support::Sandbox::empty();
+    std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
+    let pipe = std::ffi::CString::new(
+        sandbox
+            .path()
+            .join("ws/pipe")
+            .into_os_string()
+            .into_encoded_bytes(),
+    )
+    .unwrap();
+    // SAFETY: mkfifo reads the NUL-terminated path it is given.
+    assert_eq!(unsafe { libc::mkfifo(pipe.as_ptr(), 0o600) }, 0);
+    let calls = json!([
+        {"tool_use": {"name": "Read", "input": {"file_path": "pipe"}}},
+        {"tool_use": {"name": "Grep", "input": {"pattern": "x", "path": "pipe"}}},
+        {"tool_use": {"name": "Edit", "input": {"file_path": "pipe", "old_string": "a", "new_string": "b"}}},
+    ]);
+    let task = json!({
+        "version": 1, "name": "fifo", "prompt": "Read the pipe.", "workdir": "ws",
+        "tools": ["Read", "Grep", "Edit"], "mode": "bypassPermissions",
+        "model": {"provider": "scripted", "name": "script", "script": [calls, [{"text": "Done."}]]},
+    });
+    sandbox.write("task.yaml", &task.to_string());
+    let output = sandbox.tollgate(&["run", "task.yaml", "--out", "out"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let all = crate::support::transcript(&sandbox.path().join("out/transcript.jsonl"));
+    let results: Vec<(&str, &str)> = crate::support::events(&all, "tool_result")
+        .iter()
+        .map(|e| (e["tool"].as_str().unwrap(), e["content"].as_str().unwrap()))
+        .collect();
+    // A blocked open would show as the tool timeout's error instead (Write is refused on a
+    // file it has not read before it opens anything; its open is tested in the library).
+    assert_eq!(results.len(), 3, "{results:?}");
+    for (tool, content) in results {
+        assert!(
+            content.contains("is a FIFO, not a regular file"),
+            "{tool}: {content}"
+        );
+    }
+}
+
+/// Makes the results folder unwritable `how`; returns the shell line the run starts under.
+fn unwritable_results(sandbox: &crate::support::Sandbox, how: &str) -> &'static str {
+    match how {
+        // The transcript fits the limit, the offloaded result not.
+        "file-size limit" => FILE_SIZE_LIMIT,
+        // A file where the folder belongs, as when the folder is removed and replaced.
+        _ => {
+            std::fs::create_dir_all(sandbox.path().join("out")).unwrap();
+            std::fs::write(sandbox.path().join("out/results"), "not a folder").unwrap();
+            "exec \"$0\" \"$@\""
+        }
+    }
+}
+
+#[test]
+fn a_result_file_that_cannot_be_written_ends_the_run_with_exit_5_and_its_record() {
+    for how in ["file-size limit", "folder replaced by a file"] {
+        let sandbox = crate::support::Sandbox::empty();
+        std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
+        // About 110 KB of output: over Bash's offload threshold and the file-size limit. The
+        // command's own write over the limit must still end it by SIGXFSZ (128 + 25), which
+        // tollgate ignores for itself only.
+        let command = "seq 1 20000; head -c 100000 /dev/zero > big; echo \"exit $?\"";
+        let call = json!([{"tool_use": {"name": "Bash", "input": {"command": command}}}]);
+        let task = json!({
+            "version": 1, "name": "offload", "prompt": "Count.", "workdir": "ws",
+            "tools": ["Bash"], "mode": "bypassPermissions",
+            "model": {"provider": "scripted", "name": "script", "script": [call, [{"text": "Counted."}]]},
+        });
+        sandbox.write("task.yaml", &task.to_string());
+        let shell = unwritable_results(&sandbox, how);
+        let output = run_under(&sandbox, shell, "task.yaml");
+        if output.status.code() == Some(99) {
+            eprintln!("skipped {how}: this shell cannot set a file-size limit");
+            continue;
+        }
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(5), "{how}: {message}");
+        assert_eq!(
+            message.matches("tollgate: error").count(),
+            1,
+            "{how}: {message}"
+        );
+        assert_eq!(message.matches("results/").count(), 1, "{how}: {message}");
+        assert_eq!(message.matches("(os error").count(), 1, "{how}: {message}");
+        let all = crate::support::transcript(&sandbox.path().join("out/transcript.jsonl"));
+        crate::support::assert_every_tool_use_answered_once(&all);
+        let result = crate::support::events(&all, "tool_result")[0]["content"]
+            .as_str()
+            .unwrap();
+        assert!(result.contains("could not be saved"), "{how}: {result}");
+        let ended = if how == "file-size limit" {
+            "exit 153"
+        } else {
+            "exit 0"
+        };
+        assert!(result.lines().any(|line| line == ended), "{how}: {result}");
+        // The run stopped at that batch: no further request, a whole record, the reports.
+        assert_eq!(
+            crate::support::events(&all, "model_request").len(),
+            1,
+            "{how}"
+        );
+        let finished = all.last().unwrap();
+        assert_eq!(
+            (
+                &finished["type"],
+                &finished["outcome"],
+                &finished["exit_code"]
+            ),
+            (&json!("run_finished"), &json!("output_failed"), &json!(5)),
+            "{how}"
+        );
+        let junit = std::fs::read_to_string(sandbox.path().join("out/junit.xml")).unwrap();
+        assert!(junit.contains("output_failed"), "{how}: {junit}");
+    }
 }
