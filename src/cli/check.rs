@@ -102,7 +102,8 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// Built-in tools by name, made once per stream.
+/// Built-in tools by name (and MCP names as the gate sees them without their server), made
+/// once per stream.
 #[derive(Default)]
 struct ToolCache(HashMap<String, Option<Arc<dyn Tool>>>);
 
@@ -112,7 +113,8 @@ impl ToolCache {
         if let Some(found) = self.0.get(name) {
             return found.clone();
         }
-        let found = ToolName::parse(name).as_ref().and_then(builtin);
+        let found = ToolName::parse(name)
+            .and_then(|name| builtin(&name).or_else(|| crate::mcp::stand_in(&name)));
         self.0.insert(name.to_string(), found.clone());
         found
     }
