@@ -1,12 +1,14 @@
-//! Small things every layer may use: the abort signal, bounded text, lexical paths, shared
-//! defaults. Imports nothing else of tollgate's.
+//! Small things every layer may use: the abort signal, bounded text, lexical paths, which
+//! variable names are secret, shared defaults. Imports nothing else of tollgate's.
 
 mod abort;
 mod path;
+mod secret;
 mod text;
 
 pub use abort::{AbortHandle, AbortReason, AbortSignal};
 pub use path::normalize_lexically;
+pub use secret::is_secret_env_name;
 pub use text::truncate_middle;
 
 /// Concurrency-safe calls of one model response that may run at once, unless the task says

@@ -9,6 +9,7 @@ use super::paths::{inside_workspace, locate};
 use super::pattern::{Match, base};
 use super::readonly::{self, Ctx};
 use super::syntax::SimpleCommand;
+use super::unproven::Unproven;
 use super::word::Word;
 use super::wrappers::{self, Inline, Unwrap};
 use super::{CommandReport, CommandVerdict};
@@ -298,7 +299,7 @@ impl Analyser<'_> {
                         (None, None) => {
                             let proof = self.prove_read_only(job, &argv, through.is_empty());
                             proved = proof.is_ok();
-                            proof
+                            proof.map_err(|unproven| unproven.to_string())
                         }
                     };
                     match proof {
@@ -485,16 +486,14 @@ impl Analyser<'_> {
         job: &Job,
         argv: &[Word],
         direct: bool,
-    ) -> Result<String, String> {
-        let first = argv.first().ok_or("there is no command")?;
+    ) -> Result<String, Unproven> {
+        let first = argv.first().ok_or(Unproven::NoCommand)?;
         let name = first
             .fixed()
             .filter(|_| !first.tilde)
-            .ok_or_else(|| format!("the command name `{}` is not known statically", first.raw))?;
+            .ok_or_else(|| Unproven::DynamicName(first.raw.clone()))?;
         if !system_program(name) {
-            return Err(format!(
-                "`{name}` is a program outside the system's bin folders"
-            ));
+            return Err(Unproven::OutsideBinFolders(name.to_owned()));
         }
         if direct && job.functions.is_some_and(|f| f.contains(name)) {
             return Ok(format!(
@@ -515,7 +514,12 @@ impl Analyser<'_> {
 
     /// A `cd` inside the workspace is harmless, but later relative paths must then be checked
     /// from the new directory as well as the old (the `cd` may fail).
-    fn change_dir(&mut self, name: &str, args: &[Word], repeated: bool) -> Result<String, String> {
+    fn change_dir(
+        &mut self,
+        name: &str,
+        args: &[Word],
+        repeated: bool,
+    ) -> Result<String, Unproven> {
         if name == "popd" {
             self.cwds = super::paths::Cwds::Unknown;
             return Ok("returns to an earlier directory".to_owned());
@@ -525,25 +529,23 @@ impl Analyser<'_> {
             .filter(|w| !matches!(w.fixed(), Some("-L" | "-P" | "-e" | "-@" | "--" | "-n")))
             .collect();
         let [target] = targets.as_slice() else {
-            return Err(format!(
-                "`{name}` without exactly one directory (`cd` alone goes home)"
-            ));
+            return Err(Unproven::DirectoryCount(name.to_owned()));
         };
         if target
             .fixed()
             .is_some_and(|v| v == "-" || v.starts_with('+') || v.starts_with('-'))
         {
-            return Err(format!(
-                "`{name} {}` goes to a directory not known here",
-                target.raw
-            ));
+            return Err(Unproven::UnknownDirectory {
+                name: name.to_owned(),
+                target: target.raw.clone(),
+            });
         }
         let paths = locate(target, self.env, &self.cwds)?;
         if let Some(outside) = paths.iter().find(|p| !inside_workspace(p, self.env)) {
-            return Err(format!(
-                "`{name}` leaves the workspace ({})",
-                outside.display()
-            ));
+            return Err(Unproven::LeavesWorkspace {
+                name: name.to_owned(),
+                outside: outside.clone(),
+            });
         }
         if repeated {
             self.cwds = super::paths::Cwds::Unknown;

@@ -3,6 +3,7 @@
 
 use super::BashEnv;
 use super::paths::{Cwds, ReadLog, check_read, log_read};
+use super::unproven::Unproven;
 use super::word::Word;
 
 /// Long options that write files, run programs or read outside the repository. Git accepts
@@ -56,16 +57,19 @@ pub(crate) fn check(
     env: &BashEnv,
     cwds: &Cwds,
     log: &ReadLog,
-) -> Result<(), String> {
+) -> Result<(), Unproven> {
     log_operands(args, env, cwds, log);
     let mut i = 0;
     let mut chdir = false;
     let sub = loop {
         let Some(w) = args.get(i) else {
-            return Err("`git` without a subcommand".to_owned());
+            return Err(Unproven::GitWithoutSubcommand);
         };
         let Some(v) = w.fixed() else {
-            return Err(format!("git argument `{}` is not known statically", w.raw));
+            return Err(Unproven::ArgumentNotStatic {
+                command: "git",
+                word: w.raw.clone(),
+            });
         };
         i += 1;
         match v {
@@ -78,25 +82,23 @@ pub(crate) fn check(
             | "--icase-pathspecs"
             | "--no-replace-objects" => {}
             "-C" => {
-                let dir = args.get(i).ok_or("`git -C` needs a directory")?;
+                let dir = args.get(i).ok_or(Unproven::GitCNeedsDirectory)?;
                 check_read(dir, env, cwds, log)?;
                 chdir = true;
                 i += 1;
             }
             "-c" | "--config-env" | "--exec-path" | "-p" | "--paginate" | "--git-dir"
             | "--work-tree" | "--bare" | "--namespace" | "--super-prefix" => {
-                return Err(format!(
-                    "`git {v}` can change what git runs or where it writes"
-                ));
+                return Err(Unproven::GitRedirects(v.to_owned()));
             }
             v if v.starts_with('-') => {
-                return Err(format!("git option `{v}` is not known to be safe"));
+                return Err(Unproven::GitOption(v.to_owned()));
             }
             v => break v,
         }
     };
     if !READ_ONLY.contains(&sub) {
-        return Err(format!("`git {sub}` is not a read-only git command"));
+        return Err(Unproven::GitNotReadOnly(sub.to_owned()));
     }
     let rest = &args[i..];
     options(sub, rest)?;
@@ -104,11 +106,11 @@ pub(crate) fn check(
     paths(rest, chdir, env, cwds, log)
 }
 
-fn options(sub: &str, rest: &[Word]) -> Result<(), String> {
+fn options(sub: &str, rest: &[Word]) -> Result<(), Unproven> {
     for w in rest {
         let Some(v) = w.fixed() else {
             if w.may_be_flag {
-                return Err(format!("git argument `{}` may expand to an option", w.raw));
+                return Err(Unproven::GitMayBeOption(w.raw.clone()));
             }
             continue;
         };
@@ -121,10 +123,13 @@ fn options(sub: &str, rest: &[Word]) -> Result<(), String> {
         {
             let name = format!("--{name}");
             if name.len() > 3 && DANGEROUS_LONG.iter().any(|d| d.starts_with(name.as_str())) {
-                return Err(format!("`git {sub} {v}` can write files or run programs"));
+                return Err(Unproven::GitWritesOrRuns {
+                    sub: sub.to_owned(),
+                    option: v.to_owned(),
+                });
             }
         } else if sub == "grep" && v.starts_with('-') && v.contains('O') {
-            return Err("`git grep -O` runs a pager program".to_owned());
+            return Err(Unproven::GitGrepPager);
         }
     }
     Ok(())
@@ -132,7 +137,7 @@ fn options(sub: &str, rest: &[Word]) -> Result<(), String> {
 
 /// `git branch x` creates a branch, `git tag x` a tag, `git stash` stashes: only their
 /// listing forms are read-only.
-fn listing_only(sub: &str, rest: &[Word]) -> Result<(), String> {
+fn listing_only(sub: &str, rest: &[Word]) -> Result<(), Unproven> {
     let values: Vec<&str> = rest.iter().map(|w| w.fixed().unwrap_or("")).collect();
     let has = |names: &[&str]| values.iter().any(|v| names.contains(v));
     match sub {
@@ -191,7 +196,10 @@ fn listing_only(sub: &str, rest: &[Word]) -> Result<(), String> {
                         .any(|w| w.starts_with("--") && v.starts_with(&format!("{w}=")))
             };
             if let Some(v) = values.iter().find(|v| changes(v)) {
-                return Err(format!("`git {sub} {v}` is not a listing"));
+                return Err(Unproven::GitNotListing {
+                    sub: sub.to_owned(),
+                    option: (*v).to_owned(),
+                });
             }
             let positional = values.iter().any(|v| !v.is_empty() && !v.starts_with('-'));
             let listing = has(&[
@@ -204,22 +212,22 @@ fn listing_only(sub: &str, rest: &[Word]) -> Result<(), String> {
                 "--points-at",
             ]);
             if positional && !listing {
-                return Err(format!("`git {sub}` with a name creates one"));
+                return Err(Unproven::GitCreates(sub.to_owned()));
             }
             Ok(())
         }
         "remote" => match values.as_slice() {
             [] | ["-v"] | ["--verbose"] | ["get-url", ..] => Ok(()),
-            _ => Err("only `git remote`, `git remote -v` and `get-url` are read-only".to_owned()),
+            _ => Err(Unproven::GitRemote),
         },
         "stash" => match values.first() {
             Some(&"list") | Some(&"show") => Ok(()),
-            _ => Err("`git stash` changes the working tree".to_owned()),
+            _ => Err(Unproven::GitStash),
         },
         "reflog" => match values.first() {
             None | Some(&"show") => Ok(()),
             Some(v) if v.starts_with('-') => Ok(()),
-            _ => Err("only `git reflog show` is read-only".to_owned()),
+            _ => Err(Unproven::GitReflog),
         },
         _ => Ok(()),
     }
@@ -233,7 +241,7 @@ fn paths(
     env: &BashEnv,
     cwds: &Cwds,
     log: &ReadLog,
-) -> Result<(), String> {
+) -> Result<(), Unproven> {
     for w in rest {
         let Some(v) = w.value.as_deref() else {
             continue;
@@ -243,9 +251,7 @@ fn paths(
             continue;
         }
         if chdir {
-            return Err(format!(
-                "`{v}` is a path outside the directory given to `git -C`"
-            ));
+            return Err(Unproven::GitOutsideC(v.to_owned()));
         }
         check_read(w, env, cwds, log)?;
     }

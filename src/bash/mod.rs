@@ -12,6 +12,7 @@ mod readonly;
 mod runners;
 mod sed;
 mod syntax;
+mod unproven;
 mod word;
 mod wrappers;
 

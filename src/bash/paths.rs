@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::path::{Component, Path, PathBuf};
 
+use super::unproven::Unproven;
 use super::word::Word;
 use super::{BashEnv, ReadAccess};
 
@@ -41,24 +42,21 @@ impl Cwds {
 }
 
 /// The absolute, normalised, symlink-resolved paths a word may name (one per possible cwd).
-pub(crate) fn locate(word: &Word, env: &BashEnv, cwds: &Cwds) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn locate(word: &Word, env: &BashEnv, cwds: &Cwds) -> Result<Vec<PathBuf>, Unproven> {
     let Some(value) = word.value.as_deref() else {
-        return Err(format!("`{}` is not known statically", word.raw));
+        return Err(Unproven::NotStatic(word.raw.clone()));
     };
     let text: String = if word.tilde {
-        expand_tilde(value, env).ok_or_else(|| format!("`{value}`: cannot expand `~` here"))?
+        expand_tilde(value, env).ok_or_else(|| Unproven::Tilde(value.to_owned()))?
     } else {
         value.to_owned()
     };
     if word.glob && text.contains('{') {
         // `{/etc/passwd,x}` becomes two words, one of them absolute.
-        return Err(format!("`{}`: brace expansion cannot be located", word.raw));
+        return Err(Unproven::Brace(word.raw.clone()));
     }
     if word.glob && has_glob_before_parent(&text) {
-        return Err(format!(
-            "`{}`: a glob that may reach `..` cannot be located",
-            word.raw
-        ));
+        return Err(Unproven::GlobReachesParent(word.raw.clone()));
     }
     let path = Path::new(&text);
     if path.is_absolute() {
@@ -66,10 +64,7 @@ pub(crate) fn locate(word: &Word, env: &BashEnv, cwds: &Cwds) -> Result<Vec<Path
     }
     match cwds {
         Cwds::Known(list) => Ok(list.iter().map(|c| normalise(&c.join(path), env)).collect()),
-        Cwds::Unknown => Err(format!(
-            "`{}` is relative and the working directory is not known after `cd`",
-            word.raw
-        )),
+        Cwds::Unknown => Err(Unproven::RelativeAfterCd(word.raw.clone())),
     }
 }
 
@@ -215,7 +210,7 @@ pub(crate) fn check_read(
     env: &BashEnv,
     cwds: &Cwds,
     log: &ReadLog,
-) -> Result<(), String> {
+) -> Result<(), Unproven> {
     check_read_below(word, false, env, cwds, log)
 }
 
@@ -226,7 +221,7 @@ pub(crate) fn check_read_below(
     env: &BashEnv,
     cwds: &Cwds,
     log: &ReadLog,
-) -> Result<(), String> {
+) -> Result<(), Unproven> {
     if word.fixed() == Some("-") {
         return Ok(());
     }
@@ -242,18 +237,16 @@ pub(crate) fn check_read_below(
     };
     for path in located {
         if endless_device(&path) {
-            return Err(format!(
-                "`{}` reads {}, which never ends",
-                word.raw,
-                path.display()
-            ));
+            return Err(Unproven::EndlessRead {
+                word: word.raw.clone(),
+                path,
+            });
         }
         if !(inside_workspace(&path, env) || harmless_read(&path)) {
-            return Err(format!(
-                "`{}` reads {} outside the workspace",
-                word.raw,
-                path.display()
-            ));
+            return Err(Unproven::ReadsOutside {
+                word: word.raw.clone(),
+                path,
+            });
         }
     }
     Ok(())

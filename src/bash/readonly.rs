@@ -4,6 +4,7 @@
 use super::BashEnv;
 use super::paths::{Cwds, ReadLog, check_read, check_read_below};
 use super::sed::{check_awk_program, check_sed_script};
+use super::unproven::Unproven;
 use super::word::Word;
 
 /// What the validators may know: the world and where the script may be.
@@ -673,14 +674,14 @@ pub(crate) fn known(name: &str) -> bool {
 }
 
 /// Proves `name args…` read-only, or says why not.
-pub(crate) fn check(name: &str, args: &[Word], ctx: &Ctx) -> Result<(), String> {
+pub(crate) fn check(name: &str, args: &[Word], ctx: &Ctx) -> Result<(), Unproven> {
     match name {
         // Their arguments are data: no value can make them write, read or run anything.
         "echo" | "sleep" | "test" | "[" | "expr" | "exit" | "return" | "wait" | "shift"
         | "type" | "true" | "false" | ":" => Ok(()),
         "printf" => match args.first().map(|w| w.fixed()) {
-            Some(Some(v)) if v.starts_with("-v") => Err("`printf -v` sets a variable".to_owned()),
-            Some(None) => Err("`printf` with an unknown first argument may be `-v`".to_owned()),
+            Some(Some(v)) if v.starts_with("-v") => Err(Unproven::PrintfSetsVariable),
+            Some(None) => Err(Unproven::PrintfMayBeV),
             _ => Ok(()),
         },
         "git" => super::git::check(args, ctx.env, ctx.cwds, ctx.reads),
@@ -694,12 +695,12 @@ pub(crate) fn check(name: &str, args: &[Word], ctx: &Ctx) -> Result<(), String> 
         "read" => read(args),
         _ => match spec_for(name) {
             Some(spec) => run_spec(name, &spec, args, ctx),
-            None => Err(format!("`{name}` is not a known read-only command")),
+            None => Err(Unproven::UnknownCommand(name.to_owned())),
         },
     }
 }
 
-fn run_spec(name: &str, spec: &Spec, args: &[Word], ctx: &Ctx) -> Result<(), String> {
+fn run_spec(name: &str, spec: &Spec, args: &[Word], ctx: &Ctx) -> Result<(), Unproven> {
     let mut operands: Vec<&Word> = Vec::new();
     let mut pattern_given = false;
     let mut options_done = false;
@@ -712,7 +713,10 @@ fn run_spec(name: &str, spec: &Spec, args: &[Word], ctx: &Ctx) -> Result<(), Str
         }
         let Some(v) = w.fixed() else {
             if w.may_be_flag && !spec.options_harmless {
-                return Err(format!("`{}` may expand to an option of `{name}`", w.raw));
+                return Err(Unproven::MayBeOption {
+                    word: w.raw.clone(),
+                    command: name.to_owned(),
+                });
             }
             operands.push(w);
             continue;
@@ -725,13 +729,14 @@ fn run_spec(name: &str, spec: &Spec, args: &[Word], ctx: &Ctx) -> Result<(), Str
             operands.push(w);
             continue;
         }
-        let mut value_of = |opt: String, inline: Option<Word>| -> Result<(), String> {
+        let mut value_of = |opt: String, inline: Option<Word>| -> Result<(), Unproven> {
             let value = match inline {
                 Some(v) => v,
                 None => {
-                    let next = args
-                        .get(i)
-                        .ok_or_else(|| format!("`{name} {opt}` needs a value"))?;
+                    let next = args.get(i).ok_or_else(|| Unproven::NeedsValue {
+                        command: name.to_owned(),
+                        option: opt.clone(),
+                    })?;
                     i += 1;
                     next.clone()
                 }
@@ -757,14 +762,18 @@ fn run_spec(name: &str, spec: &Spec, args: &[Word], ctx: &Ctx) -> Result<(), Str
                 value_of(format!("--{opt}"), inline)?;
             }
             if from_file {
-                return Err(format!(
-                    "`{name} --{opt}` reads the names of the files to read from a file"
-                ));
+                return Err(Unproven::NamesFromFile {
+                    command: name.to_owned(),
+                    option: format!("--{opt}"),
+                });
             }
             if spec.long_val.contains(&opt) {
                 continue;
             }
-            return Err(format!("`{name} --{opt}` is not known to be read-only"));
+            return Err(Unproven::NotReadOnly {
+                command: name.to_owned(),
+                option: format!("--{opt}"),
+            });
         }
         let letters = &v[1..];
         if spec.numeric && letters.chars().all(|c| c.is_ascii_digit()) {
@@ -772,9 +781,10 @@ fn run_spec(name: &str, spec: &Spec, args: &[Word], ctx: &Ctx) -> Result<(), Str
         }
         for (j, c) in letters.char_indices() {
             if spec.names_from_file.contains(&format!("-{c}").as_str()) {
-                return Err(format!(
-                    "`{name} -{c}` reads the names of the files to read from a file"
-                ));
+                return Err(Unproven::NamesFromFile {
+                    command: name.to_owned(),
+                    option: format!("-{c}"),
+                });
             }
             if spec.short.contains(c) {
                 continue;
@@ -785,7 +795,10 @@ fn run_spec(name: &str, spec: &Spec, args: &[Word], ctx: &Ctx) -> Result<(), Str
                 value_of(format!("-{c}"), inline)?;
                 break;
             }
-            return Err(format!("`{name} -{c}` is not known to be read-only"));
+            return Err(Unproven::NotReadOnly {
+                command: name.to_owned(),
+                option: format!("-{c}"),
+            });
         }
     }
     let below = reads_below(spec, args);
@@ -807,9 +820,10 @@ fn run_spec(name: &str, spec: &Spec, args: &[Word], ctx: &Ctx) -> Result<(), Str
             };
             paths_below(&files, below, ctx)
         }
-        Operands::AtMost(n) if operands.len() > n => Err(format!(
-            "`{name}` with more than {n} file operand(s) writes or is not understood"
-        )),
+        Operands::AtMost(n) if operands.len() > n => Err(Unproven::TooManyOperands {
+            command: name.to_owned(),
+            most: n,
+        }),
         Operands::AtMost(_) => paths(&operands, ctx),
     }
 }
@@ -831,20 +845,20 @@ fn reads_below(spec: &Spec, args: &[Word]) -> bool {
         })
 }
 
-fn paths(words: &[&Word], ctx: &Ctx) -> Result<(), String> {
+fn paths(words: &[&Word], ctx: &Ctx) -> Result<(), Unproven> {
     paths_below(words, false, ctx)
 }
 
 /// Every operand is logged before the first one outside is reported.
-fn paths_below(words: &[&Word], below: bool, ctx: &Ctx) -> Result<(), String> {
-    let results: Vec<Result<(), String>> = words
+fn paths_below(words: &[&Word], below: bool, ctx: &Ctx) -> Result<(), Unproven> {
+    let results: Vec<Result<(), Unproven>> = words
         .iter()
         .map(|w| check_read_below(w, below, ctx.env, ctx.cwds, ctx.reads))
         .collect();
     results.into_iter().collect()
 }
 
-fn sed(args: &[Word], ctx: &Ctx) -> Result<(), String> {
+fn sed(args: &[Word], ctx: &Ctx) -> Result<(), Unproven> {
     let mut scripts: Vec<&Word> = Vec::new();
     let mut operands: Vec<&Word> = Vec::new();
     let mut i = 0;
@@ -852,10 +866,7 @@ fn sed(args: &[Word], ctx: &Ctx) -> Result<(), String> {
         i += 1;
         let Some(v) = w.fixed() else {
             if w.may_be_flag {
-                return Err(format!(
-                    "`{}` may expand to a sed option such as `-i`",
-                    w.raw
-                ));
+                return Err(Unproven::SedMayBeOption(w.raw.clone()));
             }
             operands.push(w);
             continue;
@@ -865,7 +876,7 @@ fn sed(args: &[Word], ctx: &Ctx) -> Result<(), String> {
             | "--null-data" | "-s" | "--separate" | "-u" | "--unbuffered" | "--posix"
             | "--debug" | "--sandbox" | "--" => {}
             "-e" | "--expression" => {
-                scripts.push(args.get(i).ok_or("`sed -e` needs a script")?);
+                scripts.push(args.get(i).ok_or(Unproven::SedNeedsScript)?);
                 i += 1;
             }
             "-l" | "--line-length" => i += 1,
@@ -881,11 +892,9 @@ fn sed(args: &[Word], ctx: &Ctx) -> Result<(), String> {
                     .or_else(|| letters.strip_prefix('n').and_then(|l| l.strip_prefix('e')))
                     && !rest.is_empty()
                 {
-                    return check_sed_script(rest);
+                    return Ok(check_sed_script(rest)?);
                 }
-                return Err(format!(
-                    "`sed {v}` is not known to be read-only (`-i` edits files)"
-                ));
+                return Err(Unproven::SedOption(v.to_owned()));
             }
             _ => operands.push(w),
         }
@@ -901,28 +910,29 @@ fn sed(args: &[Word], ctx: &Ctx) -> Result<(), String> {
             .any(|w| w.fixed().is_some_and(|v| v.starts_with("--expression=")))
     {
         if operands.is_empty() {
-            return Err("`sed` without a script".to_owned());
+            return Err(Unproven::SedWithoutScript);
         }
         scripts.push(operands.remove(0));
     }
     for s in scripts {
         let text = s
             .fixed()
-            .ok_or_else(|| format!("sed script `{}` is not known statically", s.raw))?;
+            .ok_or_else(|| Unproven::SedScriptNotStatic(s.raw.clone()))?;
         check_sed_script(text)?;
     }
     paths(&operands, ctx)
 }
 
-fn awk(args: &[Word], ctx: &Ctx) -> Result<(), String> {
+fn awk(args: &[Word], ctx: &Ctx) -> Result<(), Unproven> {
     let mut program: Option<&Word> = None;
     let mut operands: Vec<&Word> = Vec::new();
     let mut i = 0;
     while let Some(w) = args.get(i) {
         i += 1;
-        let v = w
-            .fixed()
-            .ok_or_else(|| format!("awk argument `{}` is not known statically", w.raw))?;
+        let v = w.fixed().ok_or_else(|| Unproven::ArgumentNotStatic {
+            command: "awk",
+            word: w.raw.clone(),
+        })?;
         if program.is_none() {
             match v {
                 "-F" | "-v" | "--field-separator" | "--assign" => {
@@ -932,7 +942,10 @@ fn awk(args: &[Word], ctx: &Ctx) -> Result<(), String> {
                 "--" => continue,
                 v if v.starts_with("-F") || v.starts_with("-v") => continue,
                 v if v.starts_with('-') => {
-                    return Err(format!("`awk {v}` is not known to be read-only"));
+                    return Err(Unproven::NotReadOnly {
+                        command: "awk".to_owned(),
+                        option: v.to_owned(),
+                    });
                 }
                 _ => {
                     program = Some(w);
@@ -949,7 +962,7 @@ fn awk(args: &[Word], ctx: &Ctx) -> Result<(), String> {
     }
     let program = program
         .and_then(Word::fixed)
-        .ok_or("`awk` without a program")?;
+        .ok_or(Unproven::AwkWithoutProgram)?;
     check_awk_program(program)?;
     paths(&operands, ctx)
 }
@@ -996,17 +1009,18 @@ fn find_primary(p: &str) -> Option<usize> {
     })
 }
 
-fn find(args: &[Word], ctx: &Ctx) -> Result<(), String> {
+fn find(args: &[Word], ctx: &Ctx) -> Result<(), Unproven> {
     let mut i = 0;
     let mut roots: Vec<&Word> = Vec::new();
     while let Some(w) = args.get(i) {
-        let v = w
-            .fixed()
-            .ok_or_else(|| format!("find argument `{}` is not known statically", w.raw))?;
+        let v = w.fixed().ok_or_else(|| Unproven::ArgumentNotStatic {
+            command: "find",
+            word: w.raw.clone(),
+        })?;
         match v {
             "-P" | "-H" => {}
             "-L" | "-follow" => {
-                return Err("`find -L` follows symlinks out of the workspace".to_owned());
+                return Err(Unproven::FindFollowsLinks);
             }
             v if v.starts_with('-') || v == "(" || v == "!" => break,
             _ => roots.push(w),
@@ -1014,34 +1028,38 @@ fn find(args: &[Word], ctx: &Ctx) -> Result<(), String> {
         i += 1;
     }
     while let Some(w) = args.get(i) {
-        let v = w
-            .fixed()
-            .ok_or_else(|| format!("find argument `{}` is not known statically", w.raw))?;
+        let v = w.fixed().ok_or_else(|| Unproven::ArgumentNotStatic {
+            command: "find",
+            word: w.raw.clone(),
+        })?;
         match v {
             "-exec" | "-execdir" | "-ok" | "-okdir" => {
-                return Err(format!("`find {v}` runs a command"));
+                return Err(Unproven::FindRuns(v.to_owned()));
             }
             "-delete" | "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
-                return Err(format!("`find {v}` deletes or writes files"));
+                return Err(Unproven::FindWrites(v.to_owned()));
             }
             _ => match find_primary(v) {
                 Some(n) => i += 1 + n,
-                None => return Err(format!("`find {v}` is not known to be read-only")),
+                None => {
+                    return Err(Unproven::NotReadOnly {
+                        command: "find".to_owned(),
+                        option: v.to_owned(),
+                    });
+                }
             },
         }
     }
     paths(&roots, ctx)
 }
 
-fn jq(args: &[Word], ctx: &Ctx) -> Result<(), String> {
+fn jq(args: &[Word], ctx: &Ctx) -> Result<(), Unproven> {
     let modules = args
         .iter()
         .filter_map(Word::fixed)
         .any(|v| v.contains("import") || v.contains("include") || v.starts_with("-L"));
     if modules {
-        return Err(
-            "`jq` modules (`import`, `include`, `-L`) read files from elsewhere".to_owned(),
-        );
+        return Err(Unproven::JqModules);
     }
     let mut filter_given = false;
     let mut operands: Vec<&Word> = Vec::new();
@@ -1049,9 +1067,10 @@ fn jq(args: &[Word], ctx: &Ctx) -> Result<(), String> {
     let mut i = 0;
     while let Some(w) = args.get(i) {
         i += 1;
-        let v = w
-            .fixed()
-            .ok_or_else(|| format!("jq argument `{}` is not known statically", w.raw))?;
+        let v = w.fixed().ok_or_else(|| Unproven::ArgumentNotStatic {
+            command: "jq",
+            word: w.raw.clone(),
+        })?;
         if positional_args && filter_given {
             continue;
         }
@@ -1088,12 +1107,12 @@ fn jq(args: &[Word], ctx: &Ctx) -> Result<(), String> {
             "--indent" => i += 1,
             "--arg" | "--argjson" => i += 2,
             "--slurpfile" | "--rawfile" => {
-                let file = args.get(i + 1).ok_or("jq: missing file")?;
+                let file = args.get(i + 1).ok_or(Unproven::JqMissingFile)?;
                 check_read(file, ctx.env, ctx.cwds, ctx.reads)?;
                 i += 2;
             }
             "-f" | "--from-file" => {
-                let file = args.get(i).ok_or("jq: missing file")?;
+                let file = args.get(i).ok_or(Unproven::JqMissingFile)?;
                 check_read(file, ctx.env, ctx.cwds, ctx.reads)?;
                 filter_given = true;
                 i += 1;
@@ -1102,7 +1121,10 @@ fn jq(args: &[Word], ctx: &Ctx) -> Result<(), String> {
                 if v[1..].chars().all(|c| "rjacnesSCMRg".contains(c)) && !v.starts_with("--") {
                     continue;
                 }
-                return Err(format!("`jq {v}` is not known to be read-only"));
+                return Err(Unproven::NotReadOnly {
+                    command: "jq".to_owned(),
+                    option: v.to_owned(),
+                });
             }
             _ if !filter_given => filter_given = true,
             _ => operands.push(w),
@@ -1112,20 +1134,18 @@ fn jq(args: &[Word], ctx: &Ctx) -> Result<(), String> {
 }
 
 /// `set -euo pipefail` and friends; `set -k` would turn later words into assignments.
-fn set(args: &[Word]) -> Result<(), String> {
+fn set(args: &[Word]) -> Result<(), Unproven> {
     let mut i = 0;
     while let Some(w) = args.get(i) {
         i += 1;
-        let v = w
-            .fixed()
-            .ok_or("`set` with an argument not known statically")?;
+        let v = w.fixed().ok_or(Unproven::SomeArgumentNotStatic("set"))?;
         if v == "--" {
             return Ok(());
         }
         let letters = v
             .strip_prefix('-')
             .or_else(|| v.strip_prefix('+'))
-            .ok_or_else(|| format!("`set {v}` is not understood"))?;
+            .ok_or_else(|| Unproven::SetNotUnderstood(v.to_owned()))?;
         for c in letters.chars() {
             match c {
                 'e' | 'u' | 'x' | 'v' | 'f' | 'E' | 'C' | 'T' => {}
@@ -1144,30 +1164,36 @@ fn set(args: &[Word]) -> Result<(), String> {
                             | "noclobber"
                             | "functrace"
                     ) {
-                        return Err(format!("`set -o {name}` is not known to be harmless"));
+                        return Err(Unproven::NotHarmless {
+                            command: "set",
+                            option: format!("-o {name}"),
+                        });
                     }
                 }
-                other => return Err(format!("`set -{other}` is not known to be harmless")),
+                other => {
+                    return Err(Unproven::NotHarmless {
+                        command: "set",
+                        option: format!("-{other}"),
+                    });
+                }
             }
         }
     }
     Ok(())
 }
 
-fn date(args: &[Word]) -> Result<(), String> {
+fn date(args: &[Word]) -> Result<(), Unproven> {
     for w in args {
-        let v = w
-            .fixed()
-            .ok_or("`date` with an argument not known statically")?;
+        let v = w.fixed().ok_or(Unproven::SomeArgumentNotStatic("date"))?;
         if v.starts_with("-s") || v.starts_with("--s") || v.starts_with("--set") {
-            return Err("`date -s` sets the clock".to_owned());
+            return Err(Unproven::DateSetsClock);
         }
         if v.starts_with("-f")
             || v.starts_with("-r")
             || v.starts_with("--f")
             || v.starts_with("--r")
         {
-            return Err("`date -f/-r` reads a file".to_owned());
+            return Err(Unproven::DateReadsFile);
         }
     }
     Ok(())
@@ -1241,24 +1267,23 @@ fn git_hazard(args: &[Word]) -> Option<String> {
 }
 
 /// `read` sets the variables it names, so they must be ordinary ones.
-fn read(args: &[Word]) -> Result<(), String> {
+fn read(args: &[Word]) -> Result<(), Unproven> {
     let mut i = 0;
     while let Some(w) = args.get(i) {
         i += 1;
-        let v = w
-            .fixed()
-            .ok_or("`read` with an argument not known statically")?;
+        let v = w.fixed().ok_or(Unproven::SomeArgumentNotStatic("read"))?;
         match v {
             "-r" | "-s" | "-e" => {}
             "-d" | "-n" | "-N" | "-p" | "-t" | "-u" => i += 1,
             v if v.starts_with('-') => {
-                return Err(format!("`read {v}` is not known to be harmless"));
+                return Err(Unproven::NotHarmless {
+                    command: "read",
+                    option: v.to_owned(),
+                });
             }
             name if super::command::bare_variable_ok(name) => {}
             name => {
-                return Err(format!(
-                    "`read` sets `{name}`, which can change what later commands do"
-                ));
+                return Err(Unproven::ReadSetsVariable(name.to_owned()));
             }
         }
     }

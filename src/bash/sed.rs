@@ -1,8 +1,47 @@
 //! Proves sed and awk programs read-only: a strict parser for the sed commands that only print,
 //! and a conservative token screen for awk. Anything not understood is refused.
 
+use thiserror::Error;
+
+/// Why a sed or awk program is not proven read-only; the text is the decision's reason.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub(crate) enum ProgramRefused {
+    #[error("sed: unterminated address")]
+    UnterminatedAddress,
+    #[error("sed: unterminated regular expression")]
+    UnterminatedRegex,
+    #[error("sed: newline inside a regular expression")]
+    NewlineInRegex,
+    #[error("sed: unexpected `{0}` after a command")]
+    Unexpected(char),
+    #[error("sed: an address without a command")]
+    AddressWithoutCommand,
+    #[error("sed: unterminated `y`")]
+    UnterminatedY,
+    #[error("sed `w` writes to a file")]
+    SedWrites,
+    #[error("sed `r` reads another file")]
+    SedReads,
+    #[error("sed `e` runs a command")]
+    SedRuns,
+    #[error("sed command `{0}` is not known to be read-only")]
+    SedCommand(char),
+    #[error("sed: bad `s` delimiter")]
+    BadDelimiter,
+    #[error("sed `s///w` writes to a file")]
+    SubstituteWrites,
+    #[error("sed `s///e` runs the result as a command")]
+    SubstituteRuns,
+    #[error("awk pipes run commands")]
+    AwkPipe,
+    #[error("awk `>` may write to a file")]
+    AwkRedirect,
+    #[error("awk `{0}` is not allowed without asking")]
+    AwkWord(&'static str),
+}
+
 /// Checks a sed script; `Err` names the first command that could write, read or execute.
-pub(crate) fn check_sed_script(script: &str) -> Result<(), String> {
+pub(crate) fn check_sed_script(script: &str) -> Result<(), ProgramRefused> {
     let chars: Vec<char> = script.chars().collect();
     let mut p = SedParser { c: &chars, i: 0 };
     p.script()
@@ -30,7 +69,7 @@ impl SedParser<'_> {
         }
     }
 
-    fn script(&mut self) -> Result<(), String> {
+    fn script(&mut self) -> Result<(), ProgramRefused> {
         loop {
             while self.peek().is_some_and(|c| c.is_whitespace() || c == ';') {
                 self.i += 1;
@@ -54,7 +93,7 @@ impl SedParser<'_> {
         }
     }
 
-    fn address(&mut self) -> Result<(), String> {
+    fn address(&mut self) -> Result<(), ProgramRefused> {
         match self.peek() {
             Some(c) if c.is_ascii_digit() || c == '+' || c == '~' => {
                 self.i += 1;
@@ -70,7 +109,7 @@ impl SedParser<'_> {
             }
             Some('\\') => {
                 self.i += 1;
-                let delim = self.bump().ok_or("sed: unterminated address")?;
+                let delim = self.bump().ok_or(ProgramRefused::UnterminatedAddress)?;
                 self.delimited(delim)?;
                 self.regex_flags();
             }
@@ -86,16 +125,16 @@ impl SedParser<'_> {
     }
 
     /// Consumes up to and including the next unescaped `delim`.
-    fn delimited(&mut self, delim: char) -> Result<(), String> {
+    fn delimited(&mut self, delim: char) -> Result<(), ProgramRefused> {
         loop {
             match self.bump() {
-                None => return Err("sed: unterminated regular expression".to_owned()),
+                None => return Err(ProgramRefused::UnterminatedRegex),
                 Some('\\') => {
                     self.bump();
                 }
                 Some(c) if c == delim => return Ok(()),
                 Some('\n') if delim != '\n' => {
-                    return Err("sed: newline inside a regular expression".to_owned());
+                    return Err(ProgramRefused::NewlineInRegex);
                 }
                 Some(_) => {}
             }
@@ -122,17 +161,17 @@ impl SedParser<'_> {
         }
     }
 
-    fn end_of_command(&mut self) -> Result<(), String> {
+    fn end_of_command(&mut self) -> Result<(), ProgramRefused> {
         self.skip_blank();
         match self.peek() {
             None | Some(';') | Some('\n') | Some('}') | Some('#') => Ok(()),
-            Some(c) => Err(format!("sed: unexpected `{c}` after a command")),
+            Some(c) => Err(ProgramRefused::Unexpected(c)),
         }
     }
 
-    fn command(&mut self) -> Result<(), String> {
+    fn command(&mut self) -> Result<(), ProgramRefused> {
         let Some(cmd) = self.bump() else {
-            return Err("sed: an address without a command".to_owned());
+            return Err(ProgramRefused::AddressWithoutCommand);
         };
         match cmd {
             '{' | '}' => Ok(()),
@@ -162,32 +201,30 @@ impl SedParser<'_> {
             }
             's' => self.substitute(),
             'y' => {
-                let delim = self.bump().ok_or("sed: unterminated `y`")?;
+                let delim = self.bump().ok_or(ProgramRefused::UnterminatedY)?;
                 self.delimited(delim)?;
                 self.delimited(delim)?;
                 self.end_of_command()
             }
-            'w' | 'W' => Err("sed `w` writes to a file".to_owned()),
-            'r' | 'R' => Err("sed `r` reads another file".to_owned()),
-            'e' => Err("sed `e` runs a command".to_owned()),
-            other => Err(format!(
-                "sed command `{other}` is not known to be read-only"
-            )),
+            'w' | 'W' => Err(ProgramRefused::SedWrites),
+            'r' | 'R' => Err(ProgramRefused::SedReads),
+            'e' => Err(ProgramRefused::SedRuns),
+            other => Err(ProgramRefused::SedCommand(other)),
         }
     }
 
-    fn substitute(&mut self) -> Result<(), String> {
+    fn substitute(&mut self) -> Result<(), ProgramRefused> {
         let delim = match self.bump() {
             Some(d) if d != '\n' && d != '\\' => d,
-            _ => return Err("sed: bad `s` delimiter".to_owned()),
+            _ => return Err(ProgramRefused::BadDelimiter),
         };
         self.delimited(delim)?;
         self.delimited(delim)?;
         while let Some(f) = self.peek() {
             match f {
                 'g' | 'p' | 'i' | 'I' | 'm' | 'M' | '0'..='9' => self.i += 1,
-                'w' => return Err("sed `s///w` writes to a file".to_owned()),
-                'e' => return Err("sed `s///e` runs the result as a command".to_owned()),
+                'w' => return Err(ProgramRefused::SubstituteWrites),
+                'e' => return Err(ProgramRefused::SubstituteRuns),
                 _ => break,
             }
         }
@@ -198,16 +235,16 @@ impl SedParser<'_> {
 /// Refuses awk programs that could run commands, write or read other files: `system`, pipes,
 /// output redirection, `getline`, gawk directives. Comparisons with `>` are refused too; that
 /// is the price of not parsing awk.
-pub(crate) fn check_awk_program(program: &str) -> Result<(), String> {
+pub(crate) fn check_awk_program(program: &str) -> Result<(), ProgramRefused> {
     if program.contains('|') {
-        return Err("awk pipes run commands".to_owned());
+        return Err(ProgramRefused::AwkPipe);
     }
     if program.contains('>') {
-        return Err("awk `>` may write to a file".to_owned());
+        return Err(ProgramRefused::AwkRedirect);
     }
     for word in ["system", "getline", "@", "ENVIRON", "PROCINFO"] {
         if program.contains(word) {
-            return Err(format!("awk `{word}` is not allowed without asking"));
+            return Err(ProgramRefused::AwkWord(word));
         }
     }
     Ok(())

@@ -8,6 +8,7 @@ use tree_sitter::{Node, Parser, Tree};
 use super::evaluated::{
     heredoc_delimiter, inert_transformation, inert_variable_name, runs_code, substitutions_loose,
 };
+use super::unproven::Unproven;
 use super::word::{Word, resolve};
 
 /// Deeper syntax trees than this are not walked (the rest becomes a problem, hence ask).
@@ -381,7 +382,7 @@ impl<'s> Walker<'s> {
             "heredoc_redirect" => {
                 if let Err(reason) = self.heredoc_agrees(n) {
                     self.heredoc_unsure = true;
-                    self.problem(reason);
+                    self.problem(reason.to_string());
                 }
                 let mut cursor = n.walk();
                 let kids: Vec<Node> = n.named_children(&mut cursor).collect();
@@ -576,7 +577,7 @@ impl<'s> Walker<'s> {
     /// Bash ends a here-document at the first line equal to its delimiter after quote removal
     /// (`<<E"O"F` ends at `EOF`); tree-sitter-bash may keep the raw word and read later lines
     /// as data. Both views must agree on where the body ends.
-    fn heredoc_agrees(&self, n: Node) -> Result<(), String> {
+    fn heredoc_agrees(&self, n: Node) -> Result<(), Unproven> {
         let mut cursor = n.walk();
         let kids: Vec<Node> = n.children(&mut cursor).collect();
         let strip_tabs = kids.iter().any(|k| k.kind() == "<<-");
@@ -586,11 +587,9 @@ impl<'s> Walker<'s> {
             .map(|s| self.src[s.start_byte()..word_end(self.src, s.start_byte())].to_owned())
             .unwrap_or_default();
         if start.is_some_and(|s| word_end(self.src, s.start_byte()) != s.end_byte()) {
-            return Err(format!(
-                "the here-document word `{raw}` is read differently by the parser"
-            ));
+            return Err(Unproven::HeredocWord(raw));
         }
-        let unsure = || format!("where the here-document `<<{raw}` ends is not certain");
+        let unsure = || Unproven::HeredocEnd(raw.clone());
         let delimiter = heredoc_delimiter(&raw).ok_or_else(unsure)?;
         let line = |text: &'s str| {
             if strip_tabs {

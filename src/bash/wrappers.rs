@@ -1,6 +1,7 @@
 //! Commands that run another command (`env`, `timeout`, `xargs`, `sudo`, …) and commands that
 //! run a script given inline (`sh -c`, `eval`, `su -c`): finds what they really run.
 
+use super::unproven::Unproven;
 use super::word::Word;
 
 /// What a wrapper runs.
@@ -36,13 +37,13 @@ struct Opts {
 }
 
 /// Skips options from `i`; returns the index of the first operand. `--` is consumed.
-fn skip_opts(argv: &[Word], mut i: usize, opts: &Opts, name: &str) -> Result<usize, String> {
+fn skip_opts(argv: &[Word], mut i: usize, opts: &Opts, name: &str) -> Result<usize, Unproven> {
     while let Some(w) = argv.get(i) {
         let Some(v) = w.fixed() else {
-            return Err(format!(
-                "`{name}` has an argument `{}` that is not known",
-                w.raw
-            ));
+            return Err(Unproven::WrapperArgument {
+                wrapper: name.to_owned(),
+                word: w.raw.clone(),
+            });
         };
         if v == "--" {
             return Ok(i + 1);
@@ -50,8 +51,10 @@ fn skip_opts(argv: &[Word], mut i: usize, opts: &Opts, name: &str) -> Result<usi
         if !v.starts_with('-') || v == "-" {
             return Ok(i);
         }
-        i += 1 + option_width(v, argv.get(i + 1), opts)
-            .ok_or_else(|| format!("`{name}` option `{v}` is not understood"))?;
+        i += 1 + option_width(v, argv.get(i + 1), opts).ok_or_else(|| Unproven::WrapperOption {
+            wrapper: name.to_owned(),
+            option: v.to_owned(),
+        })?;
     }
     Ok(i)
 }
@@ -101,10 +104,10 @@ fn inner(start: usize) -> Unwrap {
     }
 }
 
-fn opaque_or(result: Result<usize, String>, f: impl FnOnce(usize) -> Unwrap) -> Unwrap {
+fn opaque_or(result: Result<usize, Unproven>, f: impl FnOnce(usize) -> Unwrap) -> Unwrap {
     match result {
         Ok(i) => f(i),
-        Err(e) => Unwrap::Opaque(e),
+        Err(e) => Unwrap::Opaque(e.to_string()),
     }
 }
 
@@ -411,7 +414,7 @@ fn flock(argv: &[Word]) -> Unwrap {
             problem: Some(format!("`flock` creates its lock file `{}`", argv[i].raw)),
             forced: None,
         },
-        Err(e) => Unwrap::Opaque(e),
+        Err(e) => Unwrap::Opaque(e.to_string()),
     }
 }
 
@@ -572,7 +575,7 @@ fn watch(argv: &[Word]) -> Unwrap {
             forced: None,
         },
         Ok(_) => Unwrap::No,
-        Err(e) => Unwrap::Opaque(e),
+        Err(e) => Unwrap::Opaque(e.to_string()),
     }
 }
 
@@ -586,7 +589,7 @@ fn watch_exec(argv: &[Word]) -> bool {
 
 const PRIVILEGED: &str = "it runs commands as another user";
 
-fn privileged(result: Result<usize, String>) -> Unwrap {
+fn privileged(result: Result<usize, Unproven>) -> Unwrap {
     match result {
         Ok(start) => Unwrap::Inner {
             start,
@@ -941,7 +944,7 @@ fn joined_words(
             }
         }
         Ok(_) => Inline::Unknown(format!("`{name}` without a command")),
-        Err(e) => Inline::Unknown(e),
+        Err(e) => Inline::Unknown(e.to_string()),
     }
 }
 

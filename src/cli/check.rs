@@ -109,13 +109,14 @@ struct ToolCache(HashMap<String, Option<Arc<dyn Tool>>>);
 
 impl ToolCache {
     fn get(&mut self, name: &str) -> Option<Arc<dyn Tool>> {
-        self.0
-            .entry(name.to_string())
-            .or_insert_with(|| {
-                let name = ToolName::parse(name)?;
-                builtin(&name).or_else(|| crate::mcp::stand_in(&name))
-            })
-            .clone()
+        // Looked up by `&str` first: the key is copied only the first time a name is seen.
+        if let Some(found) = self.0.get(name) {
+            return found.clone();
+        }
+        let found = ToolName::parse(name)
+            .and_then(|name| builtin(&name).or_else(|| crate::mcp::stand_in(&name)));
+        self.0.insert(name.to_string(), found.clone());
+        found
     }
 }
 
@@ -149,7 +150,7 @@ fn decide(
     ctx: &PermissionContext,
     tools: &mut ToolCache,
 ) -> PermissionDecision {
-    match prepare(tool, input.clone(), tools) {
+    match prepare(tool, input, tools) {
         Ok(call) => headless(&call, policy::decide(&call, ctx), ctx, None),
         Err(refused) => refused,
     }

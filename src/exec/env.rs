@@ -6,15 +6,7 @@ use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
 use std::sync::Arc;
 
-/// Names of environment variables that look like credentials.
-pub fn is_secret_env_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    ["_KEY", "_TOKEN", "_SECRET", "_SECRETS", "_CREDENTIALS"]
-        .iter()
-        .any(|suffix| upper.ends_with(suffix))
-        || upper.contains("PASSWORD")
-        || upper.contains("API_KEY")
-}
+use crate::base::is_secret_env_name;
 
 /// Variables that would make a command the analyser proved read-only do something else:
 /// start-up files, library injection, `cd` search paths, tool configs that run programs.
@@ -191,22 +183,6 @@ fn environ_block() -> std::io::Result<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn secret_names() {
-        for name in [
-            "ANTHROPIC_API_KEY",
-            "GITHUB_TOKEN",
-            "AWS_SECRET",
-            "DB_PASSWORD",
-            "OPENAI_API_KEY",
-        ] {
-            assert!(is_secret_env_name(name), "{name}");
-        }
-        for name in ["PATH", "HOME", "KEYBOARD", "CI"] {
-            assert!(!is_secret_env_name(name), "{name}");
-        }
-    }
 
     #[test]
     fn start_up_hijacks_are_named() {

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-pub use env::{ChildEnv, RunEnv, is_secret_env_name, seal_process_environment};
+pub use env::{ChildEnv, RunEnv, seal_process_environment};
 pub use service::{ServiceChild, ServiceExit, ServiceRequest, ServiceWatch, spawn_service};
 
 /// A step run in the child between fork and exec, after the child is tied to tollgate's life

@@ -260,6 +260,14 @@ fn folded_names(path: &Path) -> Vec<String> {
 /// `.git` there); without an NTFS stream suffix (`.git::$INDEX_ALLOCATION`) and the trailing
 /// dots and spaces NTFS drops. Git's own `is_hfs_dotgit`/`is_ntfs_dotgit` fold the same way.
 pub fn fold(name: &str) -> String {
+    // The usual name (ASCII, lower case, no `:`, no trailing dot or space) is its own folding;
+    // the gate folds every component of every path it checks.
+    let plain = name
+        .bytes()
+        .all(|b| b.is_ascii() && !b.is_ascii_uppercase() && b != b':');
+    if plain && !name.ends_with(['.', ' ']) {
+        return name.to_owned();
+    }
     let name = name.split(':').next().unwrap_or(name);
     let kept: String = name
         .chars()
@@ -281,9 +289,11 @@ fn same_name(folded: &str, guarded: &str) -> bool {
     if folded == guarded {
         return true;
     }
-    let Some((stem, digits)) = folded.split_once('~') else {
+    // A byte search: this runs for every guarded name against every component.
+    let Some(tilde) = folded.bytes().position(|b| b == b'~') else {
         return false;
     };
+    let (stem, digits) = (&folded[..tilde], &folded[tilde + 1..]);
     let long = guarded.trim_start_matches('.');
     !stem.is_empty()
         && stem.len() <= 6

@@ -225,7 +225,7 @@ impl SandboxBlock {
                     format!("`{name}` is not an environment variable name"),
                 ));
             }
-            if crate::exec::is_secret_env_name(name) {
+            if crate::base::is_secret_env_name(name) {
                 return Err(at(
                     spanned,
                     format!(

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use regex::Regex;
 
-use crate::exec::is_secret_env_name;
+use crate::base::is_secret_env_name;
 
 /// Values shorter than this are not redacted by value: `API_KEY=1` would blank every `1`.
 const MIN_SECRET_CHARS: usize = 8;

@@ -44,7 +44,7 @@ impl Pending {
     }
 }
 
-/// Per-call buffers, keyed by the call's place in its batch. Time is passed in, so the rules
+/// Per-call buffers, keyed by the call's place in its turn. Time is passed in, so the rules
 /// are testable without a clock.
 #[derive(Debug, Default)]
 pub struct Throttle {

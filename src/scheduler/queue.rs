@@ -1,5 +1,5 @@
 //! User messages that arrive while the run is busy (`--input-format stream-json`): parsed
-//! from JSON lines, queued, and announced to the running batch. It never aborts by itself.
+//! from JSON lines, queued, and announced to the running turn. It never aborts by itself.
 
 use std::collections::VecDeque;
 use std::io::BufRead;
@@ -58,7 +58,7 @@ impl Default for MessageQueue {
     }
 }
 
-/// Wakes a batch when a message arrives after the batch began; earlier ones were queued
+/// Wakes a turn when a message arrives after the turn began; earlier ones were queued
 /// while no tool ran, so they wait for the next API round.
 #[derive(Debug)]
 pub struct QueuedArrivals(watch::Receiver<u64>);
@@ -331,12 +331,12 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn only_arrivals_after_subscribing_wake_a_batch() {
+    async fn only_arrivals_after_subscribing_wake_a_turn() {
         let queue = MessageQueue::default();
         queue.push("early".into());
         let mut arrivals = queue.arrivals();
         let woke = tokio::time::timeout(std::time::Duration::ZERO, arrivals.next()).await;
-        assert!(woke.is_err(), "an earlier message woke the batch");
+        assert!(woke.is_err(), "an earlier message woke the turn");
         queue.push("late".into());
         arrivals.next().await;
         assert_eq!(

@@ -379,7 +379,7 @@ async fn a_failed_bash_cancels_its_siblings_and_a_failed_read_does_not() {
             (3, Landed::Cancelled(sibling, true)),
         ]
     );
-    // The cancelled calls' futures are gone before the batch returns.
+    // The cancelled calls' futures are gone before the turn returns.
     span(&lab, 0);
     span(&lab, 3);
 }
@@ -539,7 +539,7 @@ async fn max_parallel_bounds_the_safe_calls() {
     assert!(span(&lab, 1).1 < span(&lab, 2).0);
 }
 
-/// One call of a generated batch.
+/// One call of a generated turn.
 #[derive(Debug, Clone)]
 struct Planned {
     tool: &'static str,
@@ -580,7 +580,7 @@ fn disturbance() -> impl Strategy<Value = Disturbance> {
     ]
 }
 
-fn check_batch(
+fn check_turn(
     plan: &[Planned],
     picks: &[usize],
     max_parallel: usize,
@@ -715,6 +715,6 @@ proptest! {
         max_parallel in 1usize..4,
         disturbance in disturbance(),
     ) {
-        check_batch(&plan, &picks, max_parallel, disturbance)?;
+        check_turn(&plan, &picks, max_parallel, disturbance)?;
     }
 }

@@ -30,6 +30,16 @@ impl Default for ToolLimits {
     }
 }
 
+/// A write to a file the run has not read in its current version; the text tells the model
+/// what to do instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Stale {
+    #[error("{} exists and has not been read yet; Read it first before writing to it", .0.display())]
+    NotRead(PathBuf),
+    #[error("{} has changed since it was last read; Read it again before writing to it", .0.display())]
+    Changed(PathBuf),
+}
+
 /// What the run knows about files it has read or written: a write to an existing file must
 /// follow a read of its current version, so the model never overwrites what it has not seen.
 #[derive(Debug, Clone, Default)]
@@ -43,22 +53,16 @@ impl FileStateCache {
         }
     }
 
-    /// `Err` with the reason when `path` exists and was not read in its current version.
-    pub fn check_fresh(&self, path: &Path) -> Result<(), String> {
+    /// `Err` when `path` exists and was not read in its current version.
+    pub fn check_fresh(&self, path: &Path) -> Result<(), Stale> {
         let Ok(metadata) = std::fs::metadata(path) else {
             return Ok(());
         };
         let current = metadata.modified().ok();
         let known = self.0.lock().ok().and_then(|map| map.get(path).cloned());
         match known {
-            None => Err(format!(
-                "{} exists and has not been read yet; Read it first before writing to it",
-                path.display()
-            )),
-            Some(seen) if seen != current => Err(format!(
-                "{} has changed since it was last read; Read it again before writing to it",
-                path.display()
-            )),
+            None => Err(Stale::NotRead(path.to_path_buf())),
+            Some(seen) if seen != current => Err(Stale::Changed(path.to_path_buf())),
             Some(_) => Ok(()),
         }
     }

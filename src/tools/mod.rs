@@ -35,7 +35,7 @@ use serde_json::Value;
 
 pub use agent::{AgentTool, check_literal};
 pub use bash::BashTool;
-pub use context::{FileStateCache, ToolContext, ToolLimits};
+pub use context::{FileStateCache, Stale, ToolContext, ToolLimits};
 pub use delegation::{Delegation, SubagentKind};
 pub use edit::EditTool;
 pub use glob::GlobTool;
@@ -91,8 +91,8 @@ pub enum ToolError {
     #[error("{0}")]
     Invalid(String),
     /// A write to a file the run has not read in its current version (Write, Edit).
-    #[error("{0}")]
-    Stale(String),
+    #[error(transparent)]
+    Stale(#[from] Stale),
     /// The call ran and failed; the text (with any output) says how.
     #[error("{0}")]
     Failed(String),

@@ -17,8 +17,11 @@ pub fn check_file_access(
     raw: &str,
     access: Access,
 ) -> ToolCheck {
-    if let Err(reason) = path_shape(raw) {
-        return ToolCheck::Deny { reason, rule: None };
+    if let Err(shape) = path_shape(raw) {
+        return ToolCheck::Deny {
+            reason: shape.to_string(),
+            rule: None,
+        };
     }
     let workspace = ctx.workspace;
     let path = resolve_path(raw, &workspace.workdir, workspace.home.as_deref());
@@ -54,19 +57,23 @@ pub const MAX_PATH_BYTES: usize = 4096;
 /// More parts than any real tree has; a deeper path is a generated one.
 pub const MAX_PATH_DEPTH: usize = 256;
 
+/// A path no system call could take; the text is the refusal's reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum PathShape {
+    #[error("the path is {0} bytes long, over the {MAX_PATH_BYTES}-byte limit")]
+    TooLong(usize),
+    #[error("the path has {0} parts, over the {MAX_PATH_DEPTH}-part limit")]
+    TooDeep(usize),
+}
+
 /// A path too long or too deep to name a file, refused with a sentence before any work.
-fn path_shape(raw: &str) -> Result<(), String> {
+fn path_shape(raw: &str) -> Result<(), PathShape> {
     if raw.len() > MAX_PATH_BYTES {
-        return Err(format!(
-            "the path is {} bytes long, over the {MAX_PATH_BYTES}-byte limit",
-            raw.len()
-        ));
+        return Err(PathShape::TooLong(raw.len()));
     }
     let depth = raw.split('/').filter(|part| !part.is_empty()).count();
     if depth > MAX_PATH_DEPTH {
-        return Err(format!(
-            "the path has {depth} parts, over the {MAX_PATH_DEPTH}-part limit"
-        ));
+        return Err(PathShape::TooDeep(depth));
     }
     Ok(())
 }
@@ -219,12 +226,13 @@ mod tests {
 
     #[test]
     fn paths_no_system_call_could_take_are_refused_with_a_sentence() {
+        let reason = |raw: &str| path_shape(raw).map_err(|shape| shape.to_string());
         assert_eq!(
-            path_shape(&"a/".repeat(500_000)),
+            reason(&"a/".repeat(500_000)),
             Err("the path is 1000000 bytes long, over the 4096-byte limit".into())
         );
         assert_eq!(
-            path_shape(&"a/".repeat(300)),
+            reason(&"a/".repeat(300)),
             Err("the path has 300 parts, over the 256-part limit".into())
         );
         assert_eq!(path_shape("src//lib.rs"), Ok(()));

@@ -106,6 +106,10 @@ fn the_forbidden_edges_are_absent() {
         ("model", "tools"),
         ("hooks", "tools"),
         ("base", "policy"),
+        // The pure cores never name the process runner.
+        ("policy", "exec"),
+        ("bash", "exec"),
+        ("bash", "tools"),
         // Tools sit below the loop: a sub-agent is the loop's to run, and skills name the
         // loop's sub-agents only through the tools' `Delegation`.
         ("tools", "agent"),
