@@ -597,4 +597,130 @@ mod tests {
         assert!(prepared("ls").is_concurrency_safe());
         assert!(!prepared("touch x").is_concurrency_safe());
     }
+
+    /// An explore sub-agent runs Bash only where this says read-only: every way a command
+    /// can write or start a program it does not name — redirections of every form,
+    /// writing flags of readers, git subcommands and `-c` config, `find` actions, `xargs`,
+    /// here-docs, wrappers, substitutions, a `cd` first, compound commands, variables that
+    /// change what a later command runs — must come back not read-only.
+    #[test]
+    fn no_way_of_writing_passes_for_read_only() {
+        let read_only = |command: &str| {
+            BashTool
+                .prepare(&json!({ "command": command }))
+                .unwrap()
+                .is_read_only()
+        };
+        let writes = [
+            "echo x > f",
+            "echo x >| f",
+            "echo x >> f",
+            "echo x &> f",
+            "echo x 2> f",
+            "exec > f",
+            "exec 3>f",
+            "ls 1<>f",
+            "cat <>f",
+            "tee f",
+            "echo x | tee f",
+            "sed -i s/a/b/ f",
+            "sed --in-place s/a/b/ f",
+            "sed -n 'w f' g",
+            "sed 's/a/b/w f' g",
+            "sed -e 's/x/y/e' f",
+            "git branch x",
+            "git branch -m x",
+            "git branch -u x",
+            "git tag t",
+            "git tag -d x",
+            "git checkout .",
+            "git stash",
+            "git config user.name x",
+            "git commit -m x",
+            "git reset --hard",
+            "git clean -fd",
+            "git log --output=f",
+            "git diff --output=f",
+            "git -c core.pager='touch p' log",
+            "git -c alias.x='!touch p' x",
+            "git -c core.fsmonitor=x status",
+            "git remote add x y",
+            "git worktree add ../w",
+            "git grep -O x",
+            "git status; git branch -D main",
+            "find . -delete",
+            "find . -exec rm {} \\;",
+            "find . -execdir rm {} +",
+            "find . -ok rm {} \\;",
+            "find . -fprint f",
+            "find . -fls f",
+            "xargs rm",
+            "ls | xargs -I{} touch {}",
+            "cat <<EOF > f\nx\nEOF",
+            "cat <<EOF\n$(touch p)\nEOF",
+            "env rm f",
+            "env X=1 touch f",
+            "nice rm f",
+            "timeout 1 rm f",
+            "command rm f",
+            "exec rm f",
+            "time rm f",
+            "cat <(touch p)",
+            "diff <(ls) >(tee f)",
+            "echo $(touch p)",
+            "echo `touch p`",
+            "cd /tmp && touch f",
+            "cd .. && echo x > f",
+            "ln -s /etc/passwd x",
+            "sort -o f g",
+            "sort --compress-program=touch f",
+            "uniq a b",
+            "tar xf x.tar",
+            "awk 'BEGIN{system(\"touch p\")}'",
+            "rg --pre=touch x",
+            "xxd -r a b",
+            "yq -i . f",
+            "date -s 2020",
+            "PATH=. ls",
+            "declare PATH=.; ls",
+            "declare -x GIT_EXTERNAL_DIFF='touch p'; git diff",
+            "read PATH < f; ls",
+            "read x < f; $x",
+            "declare -x RIPGREP_CONFIG_PATH=f; rg x",
+            "GIT_DIR=x git status",
+            "unset PATH; ls",
+            "declare -x BASH_ENV=f; ls",
+            "echo ${PATH:=.}; ls",
+            "[[ $(touch p) ]]",
+            "(touch f)",
+            "{ touch f; }",
+            "ls && touch f",
+            "ls || touch f",
+            "if true; then touch f; fi",
+            "for i in 1; do touch f; done",
+            "f() { touch p; }; f",
+            "eval touch f",
+            "source x",
+            "bash -c 'touch f'",
+            "trap 'touch p' EXIT",
+            "ls & touch f",
+            "ls > /dev/tcp/127.0.0.1/80",
+        ];
+        let passed: Vec<&str> = writes.into_iter().filter(|c| read_only(c)).collect();
+        assert!(passed.is_empty(), "taken for read-only: {passed:?}");
+        let reads = [
+            "git status && cat /etc/hosts | wc -l",
+            "ls > /dev/null",
+            "ls 2>&1",
+            "cat < f",
+            "git log -p",
+            "find . -name x",
+            "rg -l x",
+            "timeout 5 ls",
+            "ls | xargs",
+            "cd sub; ls",
+        ];
+        let refused: Vec<&str> = reads.into_iter().filter(|c| !read_only(c)).collect();
+        assert!(refused.is_empty(), "not taken for read-only: {refused:?}");
+    }
 }
