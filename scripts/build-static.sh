@@ -4,6 +4,10 @@
 # (default: the host's). Prints the binary's path last; checks with `file` and `ldd` that it
 # needs no shared library, and that it runs.
 #
+# TOLLGATE_PROFILE picks the Cargo profile (default `dist`, the release's). .ci/run sets
+# `ci-static`: the same target, flags, linkage, stripping and checks, without the
+# optimisation that makes `dist` take minutes (see Cargo.toml).
+#
 # Why glibc and not musl: this toolchain has no musl target and cannot download one. A static
 # glibc binary runs on any Linux kernel >= 3.2 without libc.so, but glibc's NSS cannot be
 # linked in: host names resolve only through /etc/hosts and DNS (/etc/resolv.conf), never
@@ -12,10 +16,15 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target="${1:-$(rustc -vV | sed -n 's/^host: //p')}"
+profile="${TOLLGATE_PROFILE:-dist}"
 fail() {
   echo "build-static: error: $*" >&2
   exit 1
 }
+case "$profile" in
+  dist | ci-static) ;;
+  *) fail "TOLLGATE_PROFILE must be dist or ci-static, not $profile" ;;
+esac
 
 cd "$root"
 # --target keeps RUSTFLAGS off build scripts and proc macros (which must stay dynamic).
@@ -28,10 +37,10 @@ export RUSTFLAGS="-C target-feature=+crt-static \
   --remap-path-prefix=$root=/tollgate --remap-path-prefix=$cargo_home=/cargo"
 export CFLAGS="${CFLAGS:-} -ffile-prefix-map=$root=/tollgate -ffile-prefix-map=$cargo_home=/cargo"
 export CARGO_INCREMENTAL=0
-cargo build --locked --profile dist --target "$target" --bin tollgate >&2 \
+cargo build --locked --profile "$profile" --target "$target" --bin tollgate >&2 \
   || fail "cargo build failed"
 
-bin="$root/target/$target/dist/tollgate"
+bin="$root/target/$target/$profile/tollgate"
 [ -x "$bin" ] || fail "no binary at $bin"
 description="$(file -b "$bin")"
 case "$description" in

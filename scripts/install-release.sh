@@ -9,9 +9,10 @@
 # checksum mismatch is one: a binary that does not match its release is never run, nor
 # replaced by a source build that would hide the mismatch.
 #
-# TOLLGATE_RELEASE_URL is the folder holding the release assets (default: the GitHub
-# release of tag vVERSION in TOLLGATE_REPOSITORY, owner/name). With neither set, no
-# release is known: exit 10.
+# The release is tag vVERSION of TOLLGATE_REPOSITORY (owner/name; the action sets it from
+# github.action_repository) on GITHUB_SERVER_URL (default https://github.com). Without
+# TOLLGATE_REPOSITORY no release is known: exit 10 — the repository is never guessed, so a
+# binary is only ever downloaded from the releases of the action's own repository.
 set -euo pipefail
 
 no_release=10
@@ -31,14 +32,11 @@ case "$(uname -s)-$(uname -m)" in
     exit "$no_release"
     ;;
 esac
-if [ -n "${TOLLGATE_RELEASE_URL:-}" ]; then
-  base="${TOLLGATE_RELEASE_URL%/}"
-elif [ -n "${TOLLGATE_REPOSITORY:-}" ]; then
-  base="${GITHUB_SERVER_URL:-https://github.com}/$TOLLGATE_REPOSITORY/releases/download/v$version"
-else
-  echo "install-release: neither TOLLGATE_RELEASE_URL nor TOLLGATE_REPOSITORY is set" >&2
+if [ -z "${TOLLGATE_REPOSITORY:-}" ]; then
+  echo "install-release: TOLLGATE_REPOSITORY is not set: no release to install" >&2
   exit "$no_release"
 fi
+base="${GITHUB_SERVER_URL:-https://github.com}/$TOLLGATE_REPOSITORY/releases/download/v$version"
 asset="tollgate-$target"
 
 work="$(mktemp -d)"

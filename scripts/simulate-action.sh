@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Simulates action.yml's start-up from a release, here: serves a release folder (the static
-# binary as tollgate-<target> and SHA256SUMS) from a file server on 127.0.0.1, installs it
-# with scripts/install-release.sh — the script the action runs — and runs the quick start
-# with the installed binary, timing each part. Then checks the two ways it must refuse: a
-# version with no release (exit 10: the action builds from source) and a binary that does
-# not match its checksum (an error: nothing is installed). Usage: scripts/simulate-action.sh
+# Simulates action.yml's start-up from a release, here: serves a GitHub-like file tree
+# (<owner>/<name>/releases/download/v<version>/, holding the static binary as
+# tollgate-<target> and SHA256SUMS, for the owner/name of Cargo.toml's `repository`) from a
+# file server on 127.0.0.1, installs from it with scripts/install-release.sh — the script the
+# action runs, with GITHUB_SERVER_URL pointed at the server and TOLLGATE_REPOSITORY set as
+# the action sets it from github.action_repository — and runs the quick start with the
+# installed binary, timing each part. Then checks the two ways it must refuse: a version
+# with no release (exit 10: the action builds from source) and a binary that does not match
+# its checksum (an error: nothing is installed). Usage: scripts/simulate-action.sh
 # (TOLLGATE_BIN: a binary to serve instead of building one with scripts/build-static.sh).
 set -euo pipefail
 
@@ -19,6 +22,8 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 bin="${TOLLGATE_BIN:-$("$root/scripts/build-static.sh")}"
 target="$(uname -m)-unknown-linux-gnu"
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml" | head -n 1)"
+repository="$(sed -n 's|^repository = "https://github.com/\([^/"]*/[^/"]*\)"$|\1|p' "$root/Cargo.toml")"
+[ -n "$repository" ] || fail "Cargo.toml's repository is not https://github.com/<owner>/<name>"
 
 work="$(mktemp -d)"
 server=""
@@ -28,15 +33,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The release as the workflow publishes it: v$version/tollgate-<target> and SHA256SUMS.
-release="$work/www/v$version"
+# The release as the workflow publishes it: tollgate-<target> and SHA256SUMS under the
+# release's download path on github.com.
+releases="$work/www/$repository/releases/download"
+release="$releases/v$version"
 mkdir -p "$release"
 cp "$bin" "$release/tollgate-$target"
 (cd "$release" && sha256sum "tollgate-$target" >SHA256SUMS)
 # A tampered release: the same checksum file, different bytes.
-mkdir -p "$work/www/v0.0.0-tampered"
-cp "$release/SHA256SUMS" "$work/www/v0.0.0-tampered/"
-printf 'not tollgate' >"$work/www/v0.0.0-tampered/tollgate-$target"
+mkdir -p "$releases/v0.0.0-tampered"
+cp "$release/SHA256SUMS" "$releases/v0.0.0-tampered/"
+printf 'not tollgate' >"$releases/v0.0.0-tampered/tollgate-$target"
 
 # The file server binds port 0 and writes the port it got, so parallel runs never collide.
 python3 - "$work/www" "$work/port" >"$work/server.log" 2>&1 <<'PY' &
@@ -56,11 +63,13 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 [ -s "$work/port" ] || fail "the file server did not report its port"
-url="http://127.0.0.1:$(cat "$work/port")"
+# What the action passes to install-release.sh, with the server in github.com's place.
+GITHUB_SERVER_URL="http://127.0.0.1:$(cat "$work/port")"
+export GITHUB_SERVER_URL TOLLGATE_REPOSITORY="$repository"
 
 start="$(now_ms)"
-TOLLGATE_RELEASE_URL="$url/v$version" bash "$root/scripts/install-release.sh" "$version" \
-  "$work/bin" || fail "install-release.sh could not install v$version from $url"
+bash "$root/scripts/install-release.sh" "$version" "$work/bin" \
+  || fail "install-release.sh could not install v$version from $GITHUB_SERVER_URL"
 installed="$(now_ms)"
 cmp -s "$bin" "$work/bin/tollgate" || fail "the installed binary differs from the served one"
 
@@ -72,12 +81,17 @@ finished="$(now_ms)"
 [ "$code" = 0 ] || { cat "$work/quickstart.out" >&2; fail "the quick start exited $code"; }
 
 code=0
-TOLLGATE_RELEASE_URL="$url/v9.9.9" bash "$root/scripts/install-release.sh" 9.9.9 \
-  "$work/none" 2>/dev/null || code=$?
+bash "$root/scripts/install-release.sh" 9.9.9 "$work/none" 2>/dev/null || code=$?
 [ "$code" = 10 ] || fail "a version without a release exited $code, expected 10"
+# At a local action (`uses: ./`) github.action_repository is empty: no repository is guessed.
 code=0
-TOLLGATE_RELEASE_URL="$url/v0.0.0-tampered" bash "$root/scripts/install-release.sh" \
-  0.0.0-tampered "$work/tampered" 2>"$work/tampered.err" || code=$?
+TOLLGATE_REPOSITORY="" bash "$root/scripts/install-release.sh" "$version" "$work/none" \
+  2>/dev/null || code=$?
+[ "$code" = 10 ] || fail "no release repository exited $code, expected 10"
+[ ! -e "$work/none/tollgate" ] || fail "a binary was installed without a release repository"
+code=0
+bash "$root/scripts/install-release.sh" 0.0.0-tampered "$work/tampered" \
+  2>"$work/tampered.err" || code=$?
 { [ "$code" != 0 ] && [ "$code" != 10 ]; } || fail "a tampered binary exited $code, expected an error"
 grep -q 'does not match' "$work/tampered.err" || fail "the tampered binary was not refused by its checksum"
 [ ! -e "$work/tampered/tollgate" ] || fail "the tampered binary was installed"
@@ -85,4 +99,4 @@ grep -q 'does not match' "$work/tampered.err" || fail "the tampered binary was n
 step "download + SHA-256 check: $((installed - start)) ms ($(stat -c %s "$bin") bytes)"
 step "quick start with the installed binary: $((finished - installed)) ms"
 step "start-up from a release, total: $((finished - start)) ms"
-step "no release -> exit 10 (source build); tampered binary -> refused, not installed"
+step "no release or no repository -> exit 10 (source build); tampered binary -> refused, not installed"

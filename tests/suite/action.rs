@@ -151,3 +151,73 @@ fn the_example_workflows_use_the_action_as_it_is_defined() {
     assert!(pr.contains("github/codeql-action/upload-sarif@"));
     assert!(pr.contains("actions/upload-artifact@"));
 }
+
+/// Runs the action's release step (its `run` script from action.yml, with the flags the
+/// runner gives bash) at `action_ref` with the `version` input, with no release repository known, so the
+/// installer answers "no release" (exit 10) before any download. Returns the step's
+/// `version` output: the release it would have installed.
+fn release_step_version(action_ref: &str, version_input: &str) -> String {
+    let action = yaml("action.yml");
+    let step = action["runs"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|step| step["id"] == "release")
+        .unwrap();
+    assert_eq!(step["shell"], "bash");
+    let scratch = tempfile::tempdir().unwrap();
+    let output_file = scratch.path().join("github_output");
+    let run = std::process::Command::new("bash")
+        .args(["--noprofile", "--norc", "-eo", "pipefail", "-c"])
+        .arg(step["run"].as_str().unwrap())
+        .env("GITHUB_ACTION_PATH", repo_root())
+        .env("GITHUB_OUTPUT", &output_file)
+        .env("GITHUB_PATH", scratch.path().join("github_path"))
+        .env("ACTION_REF", action_ref)
+        .env("VERSION", version_input)
+        .env("TOLLGATE_REPOSITORY", "")
+        .env("DEST", scratch.path().join("bin"))
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "the release step failed at {action_ref}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let outputs = std::fs::read_to_string(&output_file).unwrap();
+    assert!(
+        outputs.lines().any(|line| line == "installed=false"),
+        "{outputs}"
+    );
+    outputs
+        .lines()
+        .find_map(|line| line.strip_prefix("version="))
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn the_action_uses_a_release_only_at_a_tag_that_marks_one() {
+    let own = env!("CARGO_PKG_VERSION");
+    let (major, rest) = own.split_once('.').unwrap();
+    let minor = rest.split('.').next().unwrap();
+    // Its own tag and the moving tags release.yml points at each release's commit.
+    for tag in [
+        format!("v{own}"),
+        format!("v{major}.{minor}"),
+        format!("v{major}"),
+    ] {
+        assert_eq!(release_step_version(&tag, ""), own, "at {tag}");
+    }
+    // A branch, a commit, another release's tag: the source, not a guessed release.
+    for other in [
+        "main",
+        "0123456789abcdef0123456789abcdef01234567",
+        "v99",
+        "",
+    ] {
+        assert_eq!(release_step_version(other, ""), "", "at {other:?}");
+    }
+    // The `version` input picks the release wherever the action runs.
+    assert_eq!(release_step_version("main", "v1.2.3"), "1.2.3");
+}

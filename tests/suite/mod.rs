@@ -10,6 +10,7 @@ mod bash_sweep;
 mod batch;
 mod batch_browser;
 mod check_cli;
+mod distribution;
 mod economy;
 mod faults;
 mod gate_cli;
