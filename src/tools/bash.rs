@@ -705,6 +705,25 @@ mod tests {
             "trap 'touch p' EXIT",
             "ls & touch f",
             "ls > /dev/tcp/127.0.0.1/80",
+            "git log --help",
+            "git status --help",
+            "git diff --he",
+            "git help log",
+            "sed -f script f",
+            "sed 'r f' g",
+            "sed 's/a/b/3w f' g",
+            "sed 's#a#b#e' g",
+            "awk -f prog.awk f",
+            "awk -i inplace '{print}' f",
+            "awk '{print | \"sh\"}' f",
+            "awk '{\"touch p\" | getline}' f",
+            "git ls-remote --upload-pack='touch p' x",
+            "git show --ext-diff HEAD",
+            "git --config-env=core.pager=X log",
+            "git submodule foreach 'touch p'",
+            "tar tf x.tar -I 'touch p'",
+            "env -S 'touch p'",
+            "man -P 'touch p' ls",
         ];
         let passed: Vec<&str> = writes.into_iter().filter(|c| read_only(c)).collect();
         assert!(passed.is_empty(), "taken for read-only: {passed:?}");
@@ -719,6 +738,9 @@ mod tests {
             "timeout 5 ls",
             "ls | xargs",
             "cd sub; ls",
+            "git log -h",
+            "awk '{print}' f",
+            "sed -n '1!G;h;$p' f",
         ];
         let refused: Vec<&str> = reads.into_iter().filter(|c| !read_only(c)).collect();
         assert!(refused.is_empty(), "not taken for read-only: {refused:?}");
