@@ -13,6 +13,7 @@ pub mod exec;
 pub mod exit;
 pub mod fleet;
 pub mod hooks;
+pub mod mcp;
 pub mod model;
 pub mod neutral;
 pub mod out_dir;

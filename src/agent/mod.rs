@@ -28,6 +28,7 @@ use crate::base::{AbortReason, AbortSignal};
 use crate::classifier::{Classifier, ProposedRule, proposed_rules_yaml};
 use crate::exec::RunEnv;
 use crate::hooks::Hook;
+use crate::mcp::{McpHub, McpLaunch, McpPlan};
 use crate::model::Pricing;
 use crate::model::{
     ContentBlock, Message, ModelRequest, ModelResponse, Provider, ProviderEvent, Role, StopReason,
@@ -102,6 +103,8 @@ pub struct RunSpec {
     pub classifier: Option<Classifier>,
     /// The OS sandbox Bash commands run in, checked by the preflight.
     pub sandbox: Option<SandboxSpec>,
+    /// The MCP servers the run starts, and those the policy left out.
+    pub mcp: McpPlan,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -141,6 +144,8 @@ struct Loop<'a> {
     network_refusals: Vec<ProxyConnection>,
     /// When the TodoWrite list is shown again (S3).
     reminders: Reminders,
+    /// The run's MCP servers; ended before `run_finished` (and killed if the loop is dropped).
+    mcp: McpHub,
     /// The first offloaded result whose file could not be written: the run stops at the
     /// end of that batch as an output failure.
     unsaved: Option<crate::out_dir::OutputError>,
@@ -218,10 +223,29 @@ pub async fn run(
         command_env: spec.env.model.clone(),
         progress: None,
         sandbox,
+        state: RunState::default(),
+    };
+    let starting = McpHub::start(
+        &spec.mcp,
+        McpLaunch {
+            workdir: &spec.workspace.workdir,
+            env: &spec.env.hooks,
+            sandbox: ctx.sandbox.as_deref(),
+            rules: &spec.rules,
+        },
+    );
+    // A signal while servers start ends the wait: the dropped start kills what it began,
+    // and the loop then sees the abort before any model call.
+    let mcp = tokio::select! {
+        hub = starting => hub,
+        _ = abort.aborted() => McpHub::default(),
+    };
+    let ctx = ToolContext {
         state: RunState {
-            deferred: DeferredTools::new(deferred_catalogue(&spec)),
+            deferred: DeferredTools::new(deferred_catalogue(&spec, &mcp)),
             ..RunState::default()
         },
+        ..ctx
     };
     let model = spec.model.clone();
     let mut run = Loop {
@@ -238,6 +262,7 @@ pub async fn run(
         auto: classifier.map(auto::AutoState::new),
         network_refusals: Vec::new(),
         reminders: Reminders::new(spec.reminders_full_every),
+        mcp,
         unsaved: None,
         subagents: 0,
     };
@@ -256,6 +281,7 @@ pub async fn run(
             .collect(),
         max_turns: spec.limits.max_turns,
         sandbox: sandbox_status.clone(),
+        mcp_servers: run.mcp.statuses().to_vec(),
     })?;
 
     // Checks with `retry.feed_back` send their failures back to the model and the
@@ -263,31 +289,36 @@ pub async fn run(
     let mut messages = vec![Message::user_text(spec.prompt.clone())];
     let mut checks = Vec::new();
     let mut scope = Scope::main(spec.limits.max_turns);
-    let (mut outcome, final_message, mut error) = loop {
-        let ended =
-            conversation(&mut run, &mut provider, &abort, &mut messages, &mut scope).await?;
-        // After a limit the checks still say where the work stands; after the wall clock
-        // ran out there is no time left for them.
-        if run.unsaved.is_some()
-            || !matches!(
-                ended.0,
-                Outcome::Success
-                    | Outcome::MaxTurns
-                    | Outcome::MaxBudgetUsd
-                    | Outcome::MaxInputTokens
-                    | Outcome::MaxOutputTokens
-                    | Outcome::Refusal
-            )
-        {
-            break ended;
-        }
-        match checks::run_round(&mut run, &abort, &mut checks).await? {
-            Some(feedback) if ended.0 == Outcome::Success && run.unsaved.is_none() => {
-                messages.push(Message::user_text(feedback));
+    let (mut outcome, final_message, mut error) = match mcp_start_failure(&run) {
+        Some(why) => (Outcome::McpStartFailed, None, Some(why)),
+        None => loop {
+            let ended =
+                conversation(&mut run, &mut provider, &abort, &mut messages, &mut scope).await?;
+            // After a limit the checks still say where the work stands; after the wall clock
+            // ran out there is no time left for them.
+            if run.unsaved.is_some()
+                || !matches!(
+                    ended.0,
+                    Outcome::Success
+                        | Outcome::MaxTurns
+                        | Outcome::MaxBudgetUsd
+                        | Outcome::MaxInputTokens
+                        | Outcome::MaxOutputTokens
+                        | Outcome::Refusal
+                )
+            {
+                break ended;
             }
-            _ => break ended,
-        }
+            match checks::run_round(&mut run, &abort, &mut checks).await? {
+                Some(feedback) if ended.0 == Outcome::Success && run.unsaved.is_none() => {
+                    messages.push(Message::user_text(feedback));
+                }
+                _ => break ended,
+            }
+        },
     };
+    // No server outlives the run's work; a dropped loop kills them as well.
+    std::mem::take(&mut run.mcp).shutdown().await;
     for record in checks::final_attempts(&checks) {
         if record.outcome.passed {
             run.counts.checks_passed += 1;
@@ -421,8 +452,9 @@ async fn conversation(
         }
         // The pool is rebuilt each turn, so tools ToolSearch loaded reach the next request,
         // appended after the others so the tools array sent before stays its prefix.
+        refresh_mcp(run).await?;
         let registry = subagent::pool(
-            offered_tools(spec, &run.ctx.state.deferred.loaded()),
+            offered_tools(spec, &run.mcp, &run.ctx.state.deferred.loaded()),
             scope.subagent,
         );
         let tool_specs = tool_specs(&registry);
@@ -787,39 +819,107 @@ fn denial_limit_reason(run: &Loop<'_>) -> Option<String> {
     None
 }
 
-/// The definitions of the run's deferred tools, for ToolSearch and the system prompt's index.
-fn deferred_catalogue(spec: &RunSpec) -> Vec<ToolDefinition> {
+/// The run's tools (the task's, then the MCP servers'), each with whether it is deferred.
+fn pool<'t>(spec: &'t RunSpec, mcp: &'t McpHub) -> Vec<(&'t Arc<dyn Tool>, bool)> {
     spec.tools
         .iter()
-        .filter(|tool| spec.deferred_tools.contains(&tool.name()))
-        .map(|tool| ToolDefinition {
-            name: tool.name(),
-            description: tool.description().into_owned(),
-            input_schema: tool.input_schema(),
-        })
+        .map(|tool| (tool, spec.deferred_tools.contains(&tool.name())))
+        .chain(mcp.tools())
         .collect()
 }
 
-/// This turn's tools: the task's tools that are not deferred, ToolSearch when some are,
+fn definition(tool: &Arc<dyn Tool>) -> ToolDefinition {
+    ToolDefinition {
+        name: tool.name(),
+        description: tool.description().into_owned(),
+        input_schema: tool.input_schema(),
+    }
+}
+
+/// The definitions of the run's deferred tools, for ToolSearch and the system prompt's index.
+fn deferred_catalogue(spec: &RunSpec, mcp: &McpHub) -> Vec<ToolDefinition> {
+    pool(spec, mcp)
+        .into_iter()
+        .filter(|(_, deferred)| *deferred)
+        .map(|(tool, _)| definition(tool))
+        .collect()
+}
+
+/// This turn's tools: the pool's tools that are not deferred, ToolSearch when some are,
 /// then the deferred tools ToolSearch has loaded, in the order it loaded them (S7).
-fn offered_tools(spec: &RunSpec, loaded: &[ToolName]) -> ToolRegistry {
-    let deferred = |tool: &&Arc<dyn Tool>| spec.deferred_tools.contains(&tool.name());
-    let any_deferred = spec.tools.iter().any(|tool| deferred(&tool));
+fn offered_tools(spec: &RunSpec, mcp: &McpHub, loaded: &[ToolName]) -> ToolRegistry {
+    let pool = pool(spec, mcp);
+    let any_deferred = pool.iter().any(|(_, deferred)| *deferred);
     let search = any_deferred
         .then(|| crate::tools::builtin(&ToolName::ToolSearch))
         .flatten();
-    let immediate = spec
-        .tools
+    let immediate = pool
         .iter()
-        .filter(|tool| !deferred(tool) && tool.name() != ToolName::ToolSearch)
-        .cloned();
+        .filter(|(tool, deferred)| !deferred && tool.name() != ToolName::ToolSearch)
+        .map(|(tool, _)| Arc::clone(tool));
     let loaded = loaded.iter().filter_map(|name| {
-        spec.tools
-            .iter()
-            .find(|tool| deferred(tool) && tool.name() == *name)
-            .cloned()
+        pool.iter()
+            .find(|(tool, deferred)| *deferred && tool.name() == *name)
+            .map(|(tool, _)| Arc::clone(tool))
     });
     ToolRegistry::new(immediate.chain(search).chain(loaded))
+}
+
+/// Why the run stops before its first model call: a server did not start and `fail_on`
+/// has `mcp_start`.
+fn mcp_start_failure(run: &Loop<'_>) -> Option<String> {
+    if !run.spec.fail_on.contains(crate::task::FailOn::McpStart) {
+        return None;
+    }
+    let failed: Vec<String> = run
+        .mcp
+        .failed()
+        .map(|status| {
+            format!(
+                "{} ({})",
+                status.name,
+                status.error.as_deref().unwrap_or("no reason given")
+            )
+        })
+        .collect();
+    (!failed.is_empty()).then(|| {
+        format!(
+            "MCP servers did not start: {}; fail_on has mcp_start",
+            failed.join("; ")
+        )
+    })
+}
+
+/// The servers' notifications since the last turn, into the transcript; servers whose tool
+/// list changed are listed again, so the next request offers what they offer now.
+async fn refresh_mcp(run: &mut Loop<'_>) -> Result<(), AgentError> {
+    for (server, notice) in run.mcp.notices() {
+        run.emit(Event::McpNotification { server, notice })?;
+    }
+    let refreshed = run.mcp.refresh(&run.spec.rules).await;
+    for (server, result) in refreshed {
+        let covered = ToolName::Mcp {
+            server: server.clone(),
+            tool: None,
+        };
+        let deferred: Vec<ToolDefinition> = run
+            .mcp
+            .tools()
+            .filter(|(tool, deferred)| *deferred && covered.covers(&tool.name()))
+            .map(|(tool, _)| definition(tool))
+            .collect();
+        run.ctx.state.deferred.replace(&covered, deferred);
+        let (tools, error) = match result {
+            Ok(tools) => (tools, None),
+            Err(err) => (Vec::new(), Some(err.to_string())),
+        };
+        run.emit(Event::McpTools {
+            server,
+            tools,
+            error,
+        })?;
+    }
+    Ok(())
 }
 
 /// The per-message budget (S8): when the results of this turn exceed

@@ -89,7 +89,7 @@ pub(super) async fn run(
     let spec = run.spec;
     let ctx = own_context(&run.ctx, kind);
     let tools = pool(
-        super::offered_tools(spec, &ctx.state.deferred.loaded()),
+        super::offered_tools(spec, &run.mcp, &ctx.state.deferred.loaded()),
         Some(kind),
     );
     run.emit(Event::SubagentStarted {
@@ -220,9 +220,11 @@ fn answer(
         | Outcome::ProviderError
         // A result file of the run could not be written: the whole run ends there.
         | Outcome::OutputFailed
-        // Checks and fail_on are the run's, decided after it; a conversation never ends so.
+        // Checks, fail_on and the MCP start are the run's, decided around it; a
+        // conversation never ends so.
         | Outcome::ChecksFailed
-        | Outcome::PolicyDenied => Ran {
+        | Outcome::PolicyDenied
+        | Outcome::McpStartFailed => Ran {
             result: Err(ToolError::Failed(format!("The {kind} sub-agent stopped: {why}"))),
             stop: Some(Stop { outcome, why }),
         },

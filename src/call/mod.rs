@@ -112,10 +112,12 @@ impl GatedCall for PreparedCall {
     }
 }
 
-/// A policy self-test's call, over the built-in tools (`policy::PrepareForTest`).
+/// A policy self-test's call, over the built-in tools and MCP names as the gate sees them
+/// without their server (`policy::PrepareForTest`).
 pub fn prepare_for_self_test(name: &ToolName, input: &Value) -> Result<Box<dyn GatedCall>, String> {
-    let tool =
-        crate::tools::builtin(name).ok_or_else(|| format!("tollgate has no tool `{name}`"))?;
+    let tool = crate::tools::builtin(name)
+        .or_else(|| crate::mcp::stand_in(name))
+        .ok_or_else(|| format!("tollgate has no tool `{name}`"))?;
     let call = PreparedCall::prepare(tool, input.clone()).map_err(|err| err.to_string())?;
     Ok(Box::new(call))
 }

@@ -102,7 +102,8 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// Built-in tools by name, made once per stream.
+/// Built-in tools by name (and MCP names as the gate sees them without their server), made
+/// once per stream.
 #[derive(Default)]
 struct ToolCache(HashMap<String, Option<Arc<dyn Tool>>>);
 
@@ -110,7 +111,10 @@ impl ToolCache {
     fn get(&mut self, name: &str) -> Option<Arc<dyn Tool>> {
         self.0
             .entry(name.to_string())
-            .or_insert_with(|| ToolName::parse(name).as_ref().and_then(builtin))
+            .or_insert_with(|| {
+                let name = ToolName::parse(name)?;
+                builtin(&name).or_else(|| crate::mcp::stand_in(&name))
+            })
             .clone()
     }
 }

@@ -1,10 +1,12 @@
 //! The one process runner: every process tollgate starts (the model's Bash commands, hooks,
-//! the task's checks) goes through [`run`]. It owns process groups, the kill on timeout,
+//! the task's checks) goes through [`run`]; a long-lived one (an MCP server) through
+//! [`spawn_service`]. It owns process groups, the kill on timeout,
 //! cancellation or drop, the bounded wait for pipes, the capture limit, the one `pre_exec`
 //! block and the tie to tollgate's own life. It never decides whether something may run.
 
 mod env;
 mod guardian;
+mod service;
 
 use std::ffi::OsString;
 use std::future::Future;
@@ -18,6 +20,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 pub use env::{ChildEnv, RunEnv, is_secret_env_name, seal_process_environment};
+pub use service::{ServiceChild, ServiceExit, ServiceRequest, ServiceWatch, spawn_service};
 
 /// A step run in the child between fork and exec, after the child is tied to tollgate's life
 /// and before the program starts: the place an OS sandbox (Landlock, seccomp) restricts what
@@ -134,39 +137,16 @@ pub async fn run(
         capture,
         pre_exec,
     } = request;
-    let Some((program, args)) = argv.split_first() else {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty argv"));
-    };
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args)
-        .current_dir(&cwd)
-        .env_clear()
-        .envs(env.vars().iter().map(|(name, value)| (name, value)))
-        .stdin(match stdin {
+    let mut cmd = command(
+        &argv,
+        &cwd,
+        &env,
+        match stdin {
             Stdin::Null => Stdio::null(),
             Stdin::Bytes(_) => Stdio::piped(),
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let parent = std::process::id();
-    let guardian = guardian::pipe();
-    // SAFETY: the closure runs in the forked child before exec and only makes system calls
-    // (prctl, getppid, getpid, write) plus the sandbox step, which is documented to do the same.
-    unsafe {
-        cmd.pre_exec(move || {
-            tie_to_parent(parent)?;
-            restore_file_size_signal();
-            if let Some(pipe) = guardian {
-                guardian::announce_from_child(pipe);
-            }
-            match &pre_exec {
-                Some(step) => step(),
-                None => Ok(()),
-            }
-        });
-    }
+        },
+        pre_exec,
+    )?;
     let mut child = cmd.spawn()?;
     // Declared after `child`, so if this future is dropped mid-run (the scheduler cancelled
     // the call) the group is killed before the child is reaped, while its id is reserved.
@@ -211,6 +191,48 @@ pub async fn run(
         stdout,
         stderr,
     })
+}
+
+/// The one way a child is set up: its exact environment, its own process group, killed with
+/// its handle, tied to tollgate's life (PDEATHSIG, the guardian), then the sandbox step.
+fn command(
+    argv: &[OsString],
+    cwd: &std::path::Path,
+    env: &ChildEnv,
+    stdin: Stdio,
+    pre_exec: Option<PreExecStep>,
+) -> io::Result<tokio::process::Command> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty argv"));
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.vars().iter().map(|(name, value)| (name, value)))
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let parent = std::process::id();
+    let guardian = guardian::pipe();
+    // SAFETY: the closure runs in the forked child before exec and only makes system calls
+    // (prctl, getppid, getpid, write) plus the sandbox step, which is documented to do the same.
+    unsafe {
+        cmd.pre_exec(move || {
+            tie_to_parent(parent)?;
+            restore_file_size_signal();
+            if let Some(pipe) = guardian {
+                guardian::announce_from_child(pipe);
+            }
+            match &pre_exec {
+                Some(step) => step(),
+                None => Ok(()),
+            }
+        });
+    }
+    Ok(cmd)
 }
 
 fn stdin_bytes(stdin: Stdin) -> Option<Vec<u8>> {

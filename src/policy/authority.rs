@@ -315,6 +315,7 @@ mod tests {
             "managed_hooks_only: false",
             "allowed_modes: [plan]",
             "lower_sources_may_add: [hooks]",
+            "managed_mcp_only: true",
         ] {
             let text = format!("permissions:\n  allow: [Read]\n{key}\n");
             let sources = [source(Managed, "{}\n"), source(Project, &text)];

@@ -10,6 +10,7 @@ use serde_saphyr::Spanned;
 
 use super::auto_mode::{AutoModeProse, ClassifierFile, ClassifierSettings};
 use super::decision::Decision;
+use super::mcp_servers::{McpPolicy, McpServerMatcher, McpServersBlock, mcp_servers};
 use super::mode::PermissionMode;
 use super::rule::{Rule, RuleKind};
 use super::sandbox_config::{SandboxBlock, SandboxConfig};
@@ -55,6 +56,23 @@ macro_rules! policy_file {
             auto_mode: Option<AutoModeProse>,
             #[serde(default)]
             sandbox: Option<SandboxBlock>,
+            /// MCP servers to start (the shape of `.mcp.json`'s `mcpServers`).
+            #[serde(default)]
+            mcp_servers: Option<McpServersBlock>,
+            /// Read the workdir's `.mcp.json` (Claude Code's `enableAllProjectMcpServers`).
+            #[serde(default, alias = "enableAllProjectMcpServers")]
+            allow_project_mcp: Option<bool>,
+            /// Only the managed policy's MCP servers start (managed policy only).
+            #[serde(default)]
+            managed_mcp_only: Option<Spanned<bool>>,
+            #[serde(default, rename = "enabledMcpjsonServers")]
+            enabled_mcpjson_servers: Vec<String>,
+            #[serde(default, rename = "disabledMcpjsonServers")]
+            disabled_mcpjson_servers: Vec<String>,
+            #[serde(default, rename = "allowedMcpServers")]
+            allowed_mcp_servers: Option<Vec<McpServerMatcher>>,
+            #[serde(default, rename = "deniedMcpServers")]
+            denied_mcp_servers: Vec<McpServerMatcher>,
             $(
                 #[serde(default, rename = $claude_key)]
                 $field: Option<IgnoredAny>,
@@ -101,11 +119,6 @@ policy_file! {
     "preferredNotifChannel" => preferred_notif_channel,
     "language" => language,
     "autoUpdatesChannel" => auto_updates_channel,
-    "enableAllProjectMcpServers" => enable_all_project_mcp_servers,
-    "enabledMcpjsonServers" => enabled_mcpjson_servers,
-    "disabledMcpjsonServers" => disabled_mcpjson_servers,
-    "allowedMcpServers" => allowed_mcp_servers,
-    "deniedMcpServers" => denied_mcp_servers,
     "enabledPlugins" => enabled_plugins,
     "extraKnownMarketplaces" => extra_known_marketplaces,
     "disableAllHooks" => disable_all_hooks,
@@ -210,6 +223,8 @@ pub struct Policy {
     pub ignored_keys: Vec<String>,
     /// The `sandbox:` block, if the file has one.
     pub sandbox: Option<SandboxConfig>,
+    /// MCP servers and which of them may start.
+    pub mcp: McpPolicy,
 }
 
 impl Policy {
@@ -240,6 +255,10 @@ impl Policy {
             (
                 "lower_sources_may_add",
                 at(parsed.lower_sources_may_add.as_ref().map(|s| &s.referenced)),
+            ),
+            (
+                "managed_mcp_only",
+                at(parsed.managed_mcp_only.as_ref().map(|s| &s.referenced)),
             ),
         ];
         for (key, found) in managed_keys {
@@ -281,6 +300,15 @@ impl Policy {
             .sandbox
             .map(|block| block.into_config(origin.file))
             .transpose()?;
+        policy.mcp = McpPolicy {
+            servers: mcp_servers(parsed.mcp_servers.unwrap_or_default(), origin.file)?,
+            allow_project: parsed.allow_project_mcp.unwrap_or(false),
+            enabled_project: parsed.enabled_mcpjson_servers,
+            disabled_project: parsed.disabled_mcpjson_servers,
+            allowed: parsed.allowed_mcp_servers,
+            denied: parsed.denied_mcp_servers,
+            managed_only: parsed.managed_mcp_only.is_some_and(|spanned| spanned.value),
+        };
         policy.hooks = parsed
             .hooks
             .0
@@ -379,6 +407,7 @@ impl Policy {
             managed_keys: Vec::new(),
             ignored_keys: Vec::new(),
             sandbox: None,
+            mcp: McpPolicy::default(),
         })
     }
 
@@ -421,6 +450,7 @@ impl Policy {
             managed_keys: Vec::new(),
             ignored_keys: Vec::new(),
             sandbox: None,
+            mcp: McpPolicy::default(),
         })
     }
 }
@@ -550,6 +580,9 @@ mod tests {
         let policy = Policy::parse(settings, origin).unwrap();
         assert_eq!(policy.rules.len(), 6);
         assert_eq!(policy.hooks.len(), 1);
+        // The MCP approval keys are read, not ignored (`mcp::selection` applies them).
+        assert!(policy.mcp.allow_project);
+        assert_eq!(policy.mcp.enabled_project, ["memory", "github"]);
         assert_eq!(policy.default_mode, Some(PermissionMode::AcceptEdits));
         assert_eq!(
             policy.ignored_keys,
@@ -564,8 +597,6 @@ mod tests {
                 "outputStyle",
                 "statusLine",
                 "spinnerTipsEnabled",
-                "enableAllProjectMcpServers",
-                "enabledMcpjsonServers",
                 "disableAllHooks",
             ]
         );

@@ -10,6 +10,7 @@ mod file_access;
 mod gate;
 mod guardrail;
 mod lint;
+mod mcp_servers;
 mod mode;
 mod path_glob;
 mod path_index;
@@ -38,6 +39,10 @@ pub use file_access::{Access, check_path, read_refusal};
 pub use gate::{GatedCall, TraceStep, decide, explain};
 pub use guardrail::{git_dir_write, read_guardrail, read_guardrail_below, write_guardrail};
 pub use lint::{LintWarning, danger, lint};
+pub use mcp_servers::{
+    DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, McpPolicy, McpServerMatcher,
+    McpServerSpec, McpServersBlock, check_server_name, mcp_servers,
+};
 pub use mode::{PermissionMode, UnknownMode};
 pub use path_pattern::{PathBases, PathPattern};
 pub use rule::{DomainPattern, Rule, RuleContent, RuleError, RuleKind};

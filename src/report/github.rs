@@ -448,7 +448,7 @@ mod tests {
 | Turns | 4 |
 | Tool calls | 6 (1 denied, 0 errors) |
 | Tokens | 0 in, 0 out |
-| Fails on | `denial,classifier_denial,check,limit` |
+| Fails on | `denial,classifier_denial,check,limit,mcp_start` |
 
 #### Denied calls (1)
 

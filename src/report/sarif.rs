@@ -57,6 +57,7 @@ pub fn sarif_json(report: &RunReport) -> Result<String, serde_json::Error> {
         report.outcome,
         Outcome::ProviderError
             | Outcome::ClassifierUnavailable
+            | Outcome::McpStartFailed
             | Outcome::Interrupted
             | Outcome::Terminated
             | Outcome::OutputFailed

@@ -17,7 +17,7 @@ pub use classifier::auto_classifier;
 pub use sources::{
     AdditionalDirectories, HooksInForce, PolicyInForce, SourceFlags, additional_directories,
     canonical_dir, dangerous_allow_rules, home_dir, hooks_in_force, load_policy, load_sources,
-    load_task, read_text, resolve_mode, rules_for_mode, sandbox_in_force,
+    load_task, mcp_in_force, read_text, resolve_mode, rules_for_mode, sandbox_in_force,
 };
 
 use crate::agent::RunSpec;
@@ -193,6 +193,7 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         .filter_map(Result::transpose)
         .collect::<Result<_, _>>()?;
     let hooks = hooks_in_force(&sources);
+    let mcp = mcp_in_force(&sources, &task, &workspace.workdir)?;
     let mut policy_summary = policy_summary(&sources, &rules, &hooks, directories);
     policy_summary.dropped_for_auto = dropped_for_auto.iter().map(RuleRef::from).collect();
     let mut tool_limits = ToolLimits::default();
@@ -240,6 +241,7 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         queue: options.queue,
         stream: options.stream,
         classifier,
+        mcp,
     };
     Ok(Session { spec, provider })
 }

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::hooks::{Hook, merge_hooks};
+use crate::mcp::{McpPlan, parse_project_file, plan, project_file_approved};
 use crate::policy::{
     self, LowerGrant, PermissionContext, PermissionMode, Policy, PolicyOrigin, PolicySource, Rule,
     RuleSet, SourceKind, Workspace, danger, lower_may_add, moots_classifier, refuse_disabled,
@@ -336,4 +337,18 @@ pub fn sandbox_in_force(sources: &[PolicySource]) -> Option<SandboxConfig> {
         .into_iter()
         .find_map(|source| source.policy.sandbox.clone())
         .filter(|config| config.enabled)
+}
+
+/// The MCP servers a run starts: the policies' and the task's, and the workdir's `.mcp.json`
+/// when a trusted policy approves it (a malformed one is then a configuration error).
+pub fn mcp_in_force(sources: &[PolicySource], task: &Task, workdir: &Path) -> Result<McpPlan> {
+    let path = workdir.join(".mcp.json");
+    let (project, skipped) = if project_file_approved(sources) && path.is_file() {
+        parse_project_file(&read_text(&path, "project MCP file")?, &path)?
+    } else {
+        Default::default()
+    };
+    let mut planned = plan(sources, &task.mcp_servers, &project);
+    planned.skipped.extend(skipped);
+    Ok(planned)
 }

@@ -18,14 +18,17 @@ pub enum FailOn {
     Check,
     /// A limit (turns, and later budget or time) that stopped the run.
     Limit,
+    /// An MCP server that did not start: the run stops before its first model call.
+    McpStart,
 }
 
 impl FailOn {
-    pub const ALL: [FailOn; 4] = [
+    pub const ALL: [FailOn; 5] = [
         FailOn::Denial,
         FailOn::ClassifierDenial,
         FailOn::Check,
         FailOn::Limit,
+        FailOn::McpStart,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -34,6 +37,7 @@ impl FailOn {
             FailOn::ClassifierDenial => "classifier_denial",
             FailOn::Check => "check",
             FailOn::Limit => "limit",
+            FailOn::McpStart => "mcp_start",
         }
     }
 }

@@ -10,7 +10,10 @@ use serde_saphyr::Spanned;
 use crate::base::{DEFAULT_MAX_PARALLEL_TOOLS, normalize_lexically};
 use crate::config::{self, ConfigError};
 use crate::model::{Pricing, RetryPolicy, ScriptedTurns, Timeouts, pricing};
-use crate::policy::{PermissionMode, PermissionsBlock, Policy, PolicyOrigin, ToolName};
+use crate::policy::{
+    McpServerSpec, McpServersBlock, PermissionMode, PermissionsBlock, Policy, PolicyOrigin,
+    ToolName, mcp_servers,
+};
 use crate::tools::{default_tools, implemented_builtins};
 pub use fail_on::{FailOn, FailOnSet};
 
@@ -45,6 +48,8 @@ struct TaskFile {
     deferred_tools: Option<Vec<Spanned<String>>>,
     #[serde(default)]
     reminders: RemindersFile,
+    /// MCP servers this task starts (the shape of `.mcp.json`'s `mcpServers`).
+    mcp_servers: Option<McpServersBlock>,
     /// Folders of skills (or skill folders), besides the workdir's `skills/`.
     skills: Option<Vec<Spanned<String>>>,
     #[serde(default)]
@@ -312,6 +317,8 @@ pub struct Task {
     pub deferred_tools: Vec<ToolName>,
     /// `reminders.full_every`: a TodoWrite reminder is the full list every this many times.
     pub reminders_full_every: u32,
+    /// The task's own MCP servers (`mcp_servers:`).
+    pub mcp_servers: Vec<McpServerSpec>,
     /// `skills:`, resolved against the task file's folder.
     pub skills: Vec<PathBuf>,
     /// `subagents.max_turns`: the turns of each sub-agent's own conversation.
@@ -480,6 +487,7 @@ impl Task {
             max_result_chars,
             deferred_tools,
             reminders_full_every,
+            mcp_servers: mcp_servers(raw.mcp_servers.unwrap_or_default(), file)?,
             skills,
             subagent_max_turns,
         })

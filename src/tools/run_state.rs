@@ -119,6 +119,16 @@ impl DeferredTools {
         self.lock().loaded.clone()
     }
 
+    /// Replaces the definitions `covered` names with `definitions` (an MCP server's tools
+    /// after its list changed); what was loaded stays loaded.
+    pub fn replace(&self, covered: &ToolName, definitions: Vec<ToolDefinition>) {
+        let mut deferred = self.lock();
+        deferred
+            .catalogue
+            .retain(|definition| !covered.covers(&definition.name));
+        deferred.catalogue.extend(definitions);
+    }
+
     /// Marks `names` loaded; from the next request on they are in the tools array.
     pub fn load(&self, names: &[ToolName]) {
         let mut deferred = self.lock();

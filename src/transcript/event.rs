@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::classifier::ClassifierCall;
 use crate::hooks::{HookEvent, HookReport};
+use crate::mcp::{McpNotice, McpServerStatus};
 use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
 use crate::policy::{DenialCounts, Layer, PermissionDecision, PermissionMode, RuleRef, SourceKind};
 use crate::sandbox::{ProxyConnection, SandboxStatus};
@@ -47,6 +48,23 @@ pub enum Event {
         /// What the OS sandbox enforces (the preflight); absent when it is off.
         #[serde(skip_serializing_if = "Option::is_none")]
         sandbox: Option<SandboxStatus>,
+        /// Each MCP server with its status (started, failed, skipped) and error.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        mcp_servers: Vec<McpServerStatus>,
+    },
+    /// A notification an MCP server sent (a log message, a changed tool list).
+    McpNotification {
+        server: String,
+        #[serde(flatten)]
+        notice: McpNotice,
+    },
+    /// An MCP server's tools, listed again after it said they changed; `error` when listing
+    /// failed (the old list stays).
+    McpTools {
+        server: String,
+        tools: Vec<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
     ModelRequest {
         turn: u32,
@@ -339,6 +357,8 @@ pub enum Outcome {
     ClassifierUnavailable,
     /// The provider failed.
     ProviderError,
+    /// An MCP server did not start and `fail_on` has `mcp_start`: no model call was made.
+    McpStartFailed,
     /// SIGINT.
     Interrupted,
     /// SIGTERM.

@@ -75,7 +75,8 @@ impl Outcome {
             | Outcome::MaxInputTokens
             | Outcome::MaxOutputTokens
             | Outcome::Timeout
-            | Outcome::Refusal => ExitCode::TaskFailed,
+            | Outcome::Refusal
+            | Outcome::McpStartFailed => ExitCode::TaskFailed,
             Outcome::DenialLimit | Outcome::PolicyDenied | Outcome::ClassifierDenials => {
                 ExitCode::PolicyStop
             }

@@ -53,7 +53,9 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         | Event::CheckResult { .. }
         | Event::CheckFeedback { .. }
         | Event::Reminder { .. }
-        | Event::MessageBudget { .. } => return None,
+        | Event::MessageBudget { .. }
+        | Event::McpNotification { .. }
+        | Event::McpTools { .. } => return None,
     })
 }
 

@@ -48,7 +48,10 @@ pub fn decide(outcome: Outcome, denials: &[Denial], fail_on: &FailOnSet) -> (Out
         | Outcome::ClassifierDenials
         | Outcome::ClassifierUnavailable
         // The model declined the task: nothing else about the run can make it a success.
-        | Outcome::Refusal => return (outcome, outcome.exit_code()),
+        | Outcome::Refusal
+        // A server the task needed did not start and `fail_on` said that fails it; the
+        // model was never asked.
+        | Outcome::McpStartFailed => return (outcome, outcome.exit_code()),
         Outcome::Success
         | Outcome::ChecksFailed
         | Outcome::MaxTurns

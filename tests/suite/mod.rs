@@ -17,6 +17,7 @@ mod gate_cli;
 mod gate_reach;
 mod hooks_cli;
 mod layers;
+mod mcp;
 mod planted_repo;
 mod providers;
 mod redaction;

@@ -1,0 +1,425 @@
+//! Which MCP servers a run starts: the policies', the task's and (when a policy approves it)
+//! the workdir's `.mcp.json`, by precedence, narrowed by `managed_mcp_only`, Claude Code's
+//! `allowedMcpServers`/`deniedMcpServers` and `.mcp.json` approvals. Pure: the caller reads
+//! `.mcp.json` only when [`project_file_approved`] says so.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ConfigError, SourceLocation};
+use crate::policy::{
+    DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, McpServerSpec, PolicySource, SourceKind,
+    check_server_name,
+};
+
+/// Where a server entry was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpOrigin {
+    Managed,
+    CommandLine,
+    Task,
+    Project,
+    /// The workdir's `.mcp.json`.
+    McpJson,
+    User,
+}
+
+impl McpOrigin {
+    fn of(kind: SourceKind) -> McpOrigin {
+        match kind {
+            SourceKind::Managed => McpOrigin::Managed,
+            SourceKind::CommandLine => McpOrigin::CommandLine,
+            SourceKind::Task => McpOrigin::Task,
+            SourceKind::Project => McpOrigin::Project,
+            SourceKind::User => McpOrigin::User,
+        }
+    }
+
+    /// Files a pull request cannot change: only their entries may vouch for a server's
+    /// read-only hint, and only they may approve the workdir's `.mcp.json`.
+    fn is_trusted(self) -> bool {
+        matches!(self, McpOrigin::Managed | McpOrigin::User)
+    }
+}
+
+/// A server the run will start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedServer {
+    pub spec: McpServerSpec,
+    pub origin: McpOrigin,
+}
+
+/// A server entry that will not start, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedServer {
+    pub name: String,
+    pub origin: McpOrigin,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct McpPlan {
+    pub servers: Vec<PlannedServer>,
+    pub skipped: Vec<SkippedServer>,
+}
+
+fn trusted(sources: &[PolicySource]) -> impl Iterator<Item = &PolicySource> {
+    sources
+        .iter()
+        .filter(|source| McpOrigin::of(source.kind).is_trusted())
+}
+
+fn managed_only(sources: &[PolicySource]) -> bool {
+    sources
+        .iter()
+        .any(|source| source.kind == SourceKind::Managed && source.policy.mcp.managed_only)
+}
+
+/// Whether the workdir's `.mcp.json` may be read: the managed or the user's policy says
+/// `allow_project_mcp` (`enableAllProjectMcpServers`) or names servers in
+/// `enabledMcpjsonServers`, and no managed policy is `managed_mcp_only`. A project's or a
+/// task's own file cannot approve it: both may come with the pull request.
+pub fn project_file_approved(sources: &[PolicySource]) -> bool {
+    !managed_only(sources)
+        && trusted(sources).any(|source| {
+            source.policy.mcp.allow_project || !source.policy.mcp.enabled_project.is_empty()
+        })
+}
+
+/// The servers to start. `project` is the parsed `.mcp.json`, when it was read.
+pub fn plan(
+    sources: &[PolicySource],
+    task: &[McpServerSpec],
+    project: &[McpServerSpec],
+) -> McpPlan {
+    // Precedence is `McpOrigin`'s order; the sort is stable, so a file's own order stays.
+    let mut candidates: Vec<(McpOrigin, &McpServerSpec)> = sources
+        .iter()
+        .flat_map(|source| {
+            let origin = McpOrigin::of(source.kind);
+            source
+                .policy
+                .mcp
+                .servers
+                .iter()
+                .map(move |spec| (origin, spec))
+        })
+        .chain(task.iter().map(|spec| (McpOrigin::Task, spec)))
+        .chain(project.iter().map(|spec| (McpOrigin::McpJson, spec)))
+        .collect();
+    candidates.sort_by_key(|(origin, _)| *origin);
+    let mut plan = McpPlan::default();
+    for (origin, spec) in candidates {
+        match refusal(sources, &plan, origin, spec) {
+            Some(reason) => plan.skipped.push(SkippedServer {
+                name: spec.name.clone(),
+                origin,
+                reason,
+            }),
+            None => {
+                let mut spec = spec.clone();
+                spec.trust_read_only_hint &= origin.is_trusted();
+                plan.servers.push(PlannedServer { spec, origin });
+            }
+        }
+    }
+    plan
+}
+
+/// Why `spec` does not start, if it does not.
+fn refusal(
+    sources: &[PolicySource],
+    plan: &McpPlan,
+    origin: McpOrigin,
+    spec: &McpServerSpec,
+) -> Option<String> {
+    if managed_only(sources) && origin != McpOrigin::Managed {
+        return Some("managed_mcp_only: only the managed policy's servers start".into());
+    }
+    if let Some(first) = plan.servers.iter().find(|s| s.spec.name == spec.name) {
+        return Some(format!(
+            "a server of this name comes first from {}",
+            first.spec.source
+        ));
+    }
+    if origin == McpOrigin::McpJson {
+        let all = trusted(sources).any(|source| source.policy.mcp.allow_project);
+        let named =
+            trusted(sources).any(|source| source.policy.mcp.enabled_project.contains(&spec.name));
+        if !all && !named {
+            return Some(
+                "not approved: no enabledMcpjsonServers entry names it and allow_project_mcp is off"
+                    .into(),
+            );
+        }
+        let disabled = sources
+            .iter()
+            .any(|source| source.policy.mcp.disabled_project.contains(&spec.name));
+        if disabled {
+            return Some("disabledMcpjsonServers names it".into());
+        }
+    }
+    if let Some(source) = sources
+        .iter()
+        .find(|source| source.policy.mcp.denied.iter().any(|m| m.matches(spec)))
+    {
+        return Some(format!(
+            "deniedMcpServers in {} matches it",
+            source.policy.file.display()
+        ));
+    }
+    let allowlists: Vec<&PolicySource> = sources
+        .iter()
+        .filter(|source| source.policy.mcp.allowed.is_some())
+        .collect();
+    if let Some(source) = allowlists.iter().find(|source| {
+        !source
+            .policy
+            .mcp
+            .allowed
+            .iter()
+            .flatten()
+            .any(|m| m.matches(spec))
+    }) {
+        return Some(format!(
+            "allowedMcpServers in {} does not list it",
+            source.policy.file.display()
+        ));
+    }
+    None
+}
+
+/// `.mcp.json` as Claude Code writes it. Keys tollgate does not use are left alone (the file
+/// is Claude Code's); an entry of another transport is skipped by [`parse_project_file`].
+#[derive(Debug, Deserialize)]
+struct ProjectFile {
+    #[serde(rename = "mcpServers", default)]
+    mcp_servers: BTreeMap<String, ProjectEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ProjectEntry {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+}
+
+/// The stdio servers of a `.mcp.json`, and the entries left aside with why.
+pub fn parse_project_file(
+    text: &str,
+    file: &Path,
+) -> Result<(Vec<McpServerSpec>, Vec<SkippedServer>), ConfigError> {
+    let parsed: ProjectFile = serde_json::from_str(text).map_err(|err| {
+        ConfigError::new(
+            file,
+            err.line() as u64,
+            err.column() as u64,
+            err.to_string(),
+        )
+    })?;
+    let mut servers = Vec::new();
+    let mut skipped = Vec::new();
+    for (name, entry) in parsed.mcp_servers {
+        let skip = |reason: String| SkippedServer {
+            name: name.clone(),
+            origin: McpOrigin::McpJson,
+            reason,
+        };
+        if let Err(reason) = check_server_name(&name) {
+            skipped.push(skip(reason));
+            continue;
+        }
+        let command = match (entry.kind.as_deref(), entry.command) {
+            (None | Some("stdio"), Some(command)) if !command.trim().is_empty() => command,
+            (Some(kind), _) if kind != "stdio" => {
+                skipped.push(skip(format!(
+                    "type `{kind}`: tollgate starts stdio servers only"
+                )));
+                continue;
+            }
+            _ => {
+                skipped.push(skip("no command".into()));
+                continue;
+            }
+        };
+        servers.push(McpServerSpec {
+            name,
+            command,
+            args: entry.args,
+            env: entry.env,
+            defer: true,
+            startup_timeout: DEFAULT_MCP_STARTUP_TIMEOUT,
+            call_timeout: DEFAULT_MCP_CALL_TIMEOUT,
+            trust_read_only_hint: false,
+            source: SourceLocation {
+                file: file.to_path_buf(),
+                line: 0,
+            },
+        });
+    }
+    Ok((servers, skipped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Policy, PolicyOrigin};
+
+    fn source(kind: SourceKind, yaml: &str) -> PolicySource {
+        let policy = Policy::parse(
+            yaml,
+            PolicyOrigin {
+                file: Path::new("p.yaml"),
+                dir: Path::new("/p"),
+                home: None,
+            },
+        )
+        .unwrap();
+        PolicySource { kind, policy }
+    }
+
+    fn project() -> Vec<McpServerSpec> {
+        let text = r#"{"mcpServers": {
+            "docs": {"command": "node", "args": ["docs.js"]},
+            "web": {"type": "http", "url": "https://x"},
+            "extra": {"command": "extra", "unknownKey": 1}
+        }}"#;
+        let (servers, skipped) = parse_project_file(text, Path::new(".mcp.json")).unwrap();
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert!(skipped[0].reason.contains("stdio servers only"));
+        servers
+    }
+
+    fn started(plan: &McpPlan) -> Vec<(String, McpOrigin)> {
+        plan.servers
+            .iter()
+            .map(|s| (s.spec.name.clone(), s.origin))
+            .collect()
+    }
+
+    #[test]
+    fn the_project_file_needs_a_trusted_approval() {
+        use McpOrigin::*;
+        use SourceKind as K;
+        // (sources, approved, started)
+        type Case = (Vec<PolicySource>, bool, Vec<(&'static str, McpOrigin)>);
+        let table: Vec<Case> = vec![
+            (vec![], false, vec![]),
+            // A project policy cannot approve its own workdir's file.
+            (
+                vec![source(K::Project, "allow_project_mcp: true\n")],
+                false,
+                vec![],
+            ),
+            (
+                vec![source(K::Managed, "allow_project_mcp: true\n")],
+                true,
+                vec![("docs", McpJson), ("extra", McpJson)],
+            ),
+            (
+                vec![source(K::User, "enabledMcpjsonServers: [docs]\n")],
+                true,
+                vec![("docs", McpJson)],
+            ),
+            (
+                vec![source(
+                    K::Managed,
+                    "enableAllProjectMcpServers: true\ndisabledMcpjsonServers: [extra]\n",
+                )],
+                true,
+                vec![("docs", McpJson)],
+            ),
+            (
+                vec![source(
+                    K::Managed,
+                    "allow_project_mcp: true\nmanaged_mcp_only: true\n",
+                )],
+                false,
+                vec![],
+            ),
+        ];
+        for (sources, approved, expected) in table {
+            assert_eq!(project_file_approved(&sources), approved);
+            let read = if approved { project() } else { Vec::new() };
+            let plan = plan(&sources, &[], &read);
+            let expected: Vec<(String, McpOrigin)> = expected
+                .into_iter()
+                .map(|(name, origin)| (name.to_string(), origin))
+                .collect();
+            assert_eq!(started(&plan), expected);
+        }
+    }
+
+    #[test]
+    fn precedence_managed_only_and_server_lists() {
+        use SourceKind as K;
+        let task = crate::policy::mcp_servers(
+            crate::config::parse(
+                "tracker:\n  command: t\ndocs:\n  command: task-docs\n  trust_read_only_hint: true\n",
+                Path::new("task.yaml"),
+            )
+            .unwrap(),
+            Path::new("task.yaml"),
+        )
+        .unwrap();
+        let managed = source(
+            K::Managed,
+            "mcp_servers:\n  docs:\n    command: managed-docs\n    trust_read_only_hint: true\n",
+        );
+        let plan1 = plan(std::slice::from_ref(&managed), &task, &[]);
+        assert_eq!(
+            started(&plan1),
+            [
+                ("docs".to_string(), McpOrigin::Managed),
+                ("tracker".to_string(), McpOrigin::Task)
+            ]
+        );
+        assert_eq!(plan1.servers[0].spec.command, "managed-docs");
+        assert!(plan1.servers[0].spec.trust_read_only_hint);
+        assert!(
+            plan1.skipped[0]
+                .reason
+                .contains("comes first from p.yaml:3")
+        );
+        // The task cannot vouch for its own server's hints.
+        let only_task = plan(&[], &task, &[]);
+        assert!(
+            only_task
+                .servers
+                .iter()
+                .all(|s| !s.spec.trust_read_only_hint)
+        );
+        // managed_mcp_only: the task's servers stay off.
+        let strict = source(
+            K::Managed,
+            "managed_mcp_only: true\nmcp_servers:\n  docs:\n    command: d\n",
+        );
+        let plan2 = plan(&[strict], &task, &[]);
+        assert_eq!(started(&plan2), [("docs".to_string(), McpOrigin::Managed)]);
+        assert!(
+            plan2
+                .skipped
+                .iter()
+                .all(|s| s.reason.contains("managed_mcp_only"))
+        );
+        // Claude Code's allow and deny lists narrow every source.
+        let lists = source(
+            K::User,
+            "allowedMcpServers: [{serverName: tracker}, {serverName: docs}]\ndeniedMcpServers: [{serverCommand: [task-docs]}]\n",
+        );
+        let plan3 = plan(&[lists], &task, &[]);
+        assert_eq!(started(&plan3), [("tracker".to_string(), McpOrigin::Task)]);
+        assert!(plan3.skipped[0].reason.contains("deniedMcpServers"));
+        let allow = source(K::Managed, "allowedMcpServers: [{serverName: other}]\n");
+        let plan4 = plan(&[allow], &task, &[]);
+        assert!(plan4.servers.is_empty());
+        assert!(plan4.skipped[0].reason.contains("does not list it"));
+    }
+}
