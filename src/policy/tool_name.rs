@@ -110,6 +110,28 @@ impl ToolName {
         }
     }
 
+    /// [`covers`](Self::covers) with MCP server and tool names compared in any case (the
+    /// built-ins' names have one spelling).
+    pub fn covers_in_any_case(&self, tool: &ToolName) -> bool {
+        match (self, tool) {
+            (
+                ToolName::Mcp {
+                    server: rule_server,
+                    tool: rule_tool,
+                },
+                ToolName::Mcp { server, tool },
+            ) => {
+                rule_server.eq_ignore_ascii_case(server)
+                    && match (rule_tool, tool) {
+                        (None, _) => true,
+                        (Some(rule_tool), Some(tool)) => rule_tool.eq_ignore_ascii_case(tool),
+                        (Some(_), None) => false,
+                    }
+            }
+            _ => self == tool,
+        }
+    }
+
     /// File tools whose path rules follow Claude Code: Edit rules cover every writing tool,
     /// Read rules every reading one.
     pub fn is_file_writer(&self) -> bool {
@@ -171,6 +193,25 @@ mod tests {
         assert_eq!(server, ToolName::parse("mcp__github").unwrap());
         assert!(server.covers(&ToolName::parse("mcp__github__x").unwrap()));
         assert!(!server.covers(&ToolName::parse("mcp__gitlab__x").unwrap()));
+        // Deny and ask rules compare MCP names in any case; allow rules exactly.
+        let named = |name: &str| ToolName::parse(name).unwrap();
+        let cases = [
+            ("mcp__github", "mcp__GitHub__x", false, true),
+            ("mcp__github__*", "mcp__GITHUB__x", false, true),
+            ("mcp__github__Delete", "mcp__github__delete", false, true),
+            ("mcp__github__delete", "mcp__GitHub__DELETE", false, true),
+            ("mcp__github__delete", "mcp__github__deletes", false, false),
+            ("mcp__github", "mcp__github_x__y", false, false),
+            ("Bash", "Bash", true, true),
+        ];
+        for (rule, call, exact, any_case) in cases {
+            assert_eq!(named(rule).covers(&named(call)), exact, "{rule} {call}");
+            assert_eq!(
+                named(rule).covers_in_any_case(&named(call)),
+                any_case,
+                "{rule} {call}"
+            );
+        }
         assert_eq!(
             ToolName::parse("WebSearch"),
             Some(ToolName::Other("WebSearch".into()))
