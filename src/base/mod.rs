@@ -9,7 +9,7 @@ mod text;
 pub use abort::{AbortHandle, AbortReason, AbortSignal};
 pub use path::normalize_lexically;
 pub use secret::is_secret_env_name;
-pub use text::truncate_middle;
+pub use text::{truncate_middle, wildcard_match};
 
 /// Concurrency-safe calls of one model response that may run at once, unless the task says
 /// otherwise (`limits.max_parallel_tools`); the task parser and the scheduler both read it.

@@ -1,4 +1,5 @@
-//! Bounded text for what a person or a model reads: long output keeps its head and tail.
+//! Bounded text for what a person or a model reads (long output keeps its head and tail), and
+//! the `*` wildcard that rule and matcher names share.
 
 /// Keeps the head and tail of `text` within `max_chars`, saying how much was cut: the end
 /// of a build log matters as much as its start.
@@ -16,6 +17,29 @@ pub fn truncate_middle(text: &str, max_chars: usize) -> String {
         "{head}\n… [{} characters omitted] …\n{tail}",
         total - head_len - tail_len
     )
+}
+
+/// `*` matches any run of characters (including none); everything else matches itself.
+pub fn wildcard_match(pattern: &str, name: &str) -> bool {
+    let mut pieces = pattern.split('*');
+    let Some(first) = pieces.next() else {
+        return pattern == name;
+    };
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let pieces: Vec<&str> = pieces.collect();
+    let Some((last, middle)) = pieces.split_last() else {
+        // No `*` at all: the whole pattern was `first`.
+        return rest.is_empty();
+    };
+    for piece in middle {
+        match rest.find(piece) {
+            Some(at) => rest = &rest[at + piece.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 #[cfg(test)]

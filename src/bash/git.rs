@@ -20,6 +20,8 @@ pub(crate) const DANGEROUS_LONG: &[&str] = &[
     "--upload-pack",
     "--receive-pack",
     "--contents",
+    // `git log --help` is `git help log`: it starts man, info or a browser (help.format).
+    "--help",
 ];
 
 const READ_ONLY: &[&str] = &[

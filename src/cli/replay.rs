@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Serialize;
@@ -17,7 +18,8 @@ use crate::call::approval::headless;
 use crate::exit::ExitCode;
 use crate::policy::{self, Decision, PermissionContext, PermissionDecision, Step};
 use crate::session::{PolicyInForce, canonical_dir};
-use crate::tools::{SubagentKind, builtin};
+use crate::skills::{SKILL_FILE, Skill, SkillMode, SkillTool};
+use crate::tools::{SubagentKind, Tool, builtin};
 use crate::transcript::{Event, RecordedLine};
 
 #[derive(Debug, Serialize)]
@@ -52,6 +54,9 @@ struct PendingCall {
 /// The gate the calls are decided again under, and what changed so far.
 struct Replayer<'a> {
     ctx: PermissionContext<'a>,
+    /// The workdir's skills, for Skill calls (the transcript names a skill, not its file).
+    skills: Vec<Skill>,
+    workdir: PathBuf,
     changed: Vec<String>,
     widened: usize,
 }
@@ -78,10 +83,13 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         _ => canonical_dir(Path::new("."), "workdir")?,
     };
     let flags = args.rules.sources(args.policy.as_deref());
-    let gate = PolicyInForce::load(flags, workdir, args.mode.or(recorded_mode))?;
+    let gate = PolicyInForce::load(flags, workdir.clone(), args.mode.or(recorded_mode))?;
     let mode = gate.mode;
     let mut replayer = Replayer {
         ctx: gate.context(),
+        // A workdir whose skills no longer load still has its Skill calls judged, by name.
+        skills: crate::skills::discover(&[workdir.join("skills")], &workdir).unwrap_or_default(),
+        workdir: workdir.clone(),
         changed: Vec::new(),
         widened: 0,
     };
@@ -147,6 +155,34 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
 }
 
 impl Replayer<'_> {
+    /// The tool a recorded call is decided by: a built-in, or for Skill a tool holding the
+    /// skill it names — the workdir's, or where it is not there (a task's `skills:` path,
+    /// since removed) one of that name in the workdir loaded as text, so `Skill(name)` rules
+    /// still judge it rather than the call being skipped.
+    fn tool(&self, name: &policy::ToolName, input: &Value) -> Option<Arc<dyn Tool>> {
+        if *name != policy::ToolName::Skill {
+            return builtin(name);
+        }
+        let wanted = input.get("skill").and_then(Value::as_str)?;
+        let skill = self
+            .skills
+            .iter()
+            .find(|skill| skill.name == wanted)
+            .cloned()
+            .unwrap_or_else(|| {
+                let file = self.workdir.join("skills").join(wanted).join(SKILL_FILE);
+                Skill {
+                    name: wanted.to_string(),
+                    description: String::new(),
+                    mode: SkillMode::Inject,
+                    instructions: String::new(),
+                    resolved: file.clone(),
+                    file,
+                }
+            });
+        SkillTool::new(vec![skill]).map(|tool| Arc::new(tool) as Arc<dyn Tool>)
+    }
+
     /// Decides `call` again and reports it if the decision differs from `old`.
     fn compare(
         &mut self,
@@ -157,7 +193,7 @@ impl Replayer<'_> {
     ) -> Result<()> {
         let Some(tool) = policy::ToolName::parse(&call.tool)
             .as_ref()
-            .and_then(builtin)
+            .and_then(|name| self.tool(name, &call.input))
         else {
             return Ok(());
         };

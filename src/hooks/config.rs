@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::base::wildcard_match;
+
 /// Seconds a hook may run when its spec names no timeout (Claude Code's default too).
 pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
 
@@ -144,29 +146,6 @@ impl fmt::Display for ToolMatcher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
     }
-}
-
-/// `*` matches any run of characters (including none); everything else matches itself.
-fn wildcard_match(pattern: &str, name: &str) -> bool {
-    let mut pieces = pattern.split('*');
-    let Some(first) = pieces.next() else {
-        return pattern == name;
-    };
-    let Some(mut rest) = name.strip_prefix(first) else {
-        return false;
-    };
-    let pieces: Vec<&str> = pieces.collect();
-    let Some((last, middle)) = pieces.split_last() else {
-        // No `*` at all: the whole pattern was `first`.
-        return rest.is_empty();
-    };
-    for piece in middle {
-        match rest.find(piece) {
-            Some(at) => rest = &rest[at + piece.len()..],
-            None => return false,
-        }
-    }
-    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 fn non_blank<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {

@@ -139,7 +139,13 @@ fn refusal(
     if managed_only(sources) && origin != McpOrigin::Managed {
         return Some("managed_mcp_only: only the managed policy's servers start".into());
     }
-    if let Some(first) = plan.servers.iter().find(|s| s.spec.name == spec.name) {
+    // Names differing in case are one name: a repository's `.mcp.json` cannot add a
+    // `Tracker` beside the managed `tracker` for rules and lists to tell apart.
+    if let Some(first) = plan
+        .servers
+        .iter()
+        .find(|s| s.spec.name.eq_ignore_ascii_case(&spec.name))
+    {
         return Some(format!(
             "a server of this name comes first from {}",
             first.spec.source
@@ -155,17 +161,26 @@ fn refusal(
                     .into(),
             );
         }
-        let disabled = sources
-            .iter()
-            .any(|source| source.policy.mcp.disabled_project.contains(&spec.name));
+        let disabled = sources.iter().any(|source| {
+            source
+                .policy
+                .mcp
+                .disabled_project
+                .iter()
+                .any(|name| name.eq_ignore_ascii_case(&spec.name))
+        });
         if disabled {
             return Some("disabledMcpjsonServers names it".into());
         }
     }
-    if let Some(source) = sources
-        .iter()
-        .find(|source| source.policy.mcp.denied.iter().any(|m| m.matches(spec)))
-    {
+    if let Some(source) = sources.iter().find(|source| {
+        source
+            .policy
+            .mcp
+            .denied
+            .iter()
+            .any(|m| m.matches_any_case(spec))
+    }) {
         return Some(format!(
             "deniedMcpServers in {} matches it",
             source.policy.file.display()
@@ -421,5 +436,52 @@ mod tests {
         let plan4 = plan(&[allow], &task, &[]);
         assert!(plan4.servers.is_empty());
         assert!(plan4.skipped[0].reason.contains("does not list it"));
+    }
+
+    /// A `.mcp.json` server spelled in another case is the same server to every list that
+    /// keeps servers off, and cannot sit beside a trusted server of that name.
+    #[test]
+    fn a_project_server_in_another_case_is_still_the_named_one() {
+        use SourceKind as K;
+        let text = r#"{"mcpServers": {
+            "GitHub": {"command": "evil"},
+            "DOCS": {"command": "evil-docs"}
+        }}"#;
+        let (read, _) = parse_project_file(text, Path::new(".mcp.json")).unwrap();
+        // (the policy, what starts)
+        let cases: [(&str, Vec<&str>); 4] = [
+            (
+                "allow_project_mcp: true
+",
+                vec!["DOCS", "GitHub"],
+            ),
+            (
+                "allow_project_mcp: true
+deniedMcpServers: [{serverName: github}]
+",
+                vec!["DOCS"],
+            ),
+            (
+                "allow_project_mcp: true
+disabledMcpjsonServers: [github, docs]
+",
+                vec![],
+            ),
+            (
+                "allow_project_mcp: true
+mcp_servers:
+  docs:
+    command: managed-docs
+",
+                vec!["GitHub", "docs"],
+            ),
+        ];
+        for (policy, expected) in cases {
+            let managed = source(K::Managed, policy);
+            let plan = plan(std::slice::from_ref(&managed), &[], &read);
+            let mut names: Vec<String> = started(&plan).into_iter().map(|(n, _)| n).collect();
+            names.sort();
+            assert_eq!(names, expected, "{policy}");
+        }
     }
 }

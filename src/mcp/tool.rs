@@ -13,8 +13,9 @@ use crate::tools::{
     InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput,
 };
 
-/// The providers' limit on a tool name (OpenAI's is the tighter, 64).
-pub const MAX_TOOL_NAME: usize = 64;
+/// The providers' limit on a tool name (OpenAI's is the tighter, 64); the policy's, since
+/// its deny rules must still match a name cut to it.
+pub use crate::policy::MAX_TOOL_NAME;
 
 pub struct McpTool {
     name: ToolName,

@@ -69,8 +69,22 @@ pub struct McpServerMatcher {
 }
 
 impl McpServerMatcher {
+    /// Whether this entry names `server` exactly (an allow list grants only what it spells).
     pub fn matches(&self, server: &McpServerSpec) -> bool {
-        let by_name = self.server_name.as_deref() == Some(server.name.as_str());
+        self.matches_by(server, |listed, name| listed == name)
+    }
+
+    /// Whether this entry names `server` in any case: a deny list must not miss a
+    /// `.mcp.json` (the repository's) server spelled `GitHub` for `github`.
+    pub fn matches_any_case(&self, server: &McpServerSpec) -> bool {
+        self.matches_by(server, |listed, name| listed.eq_ignore_ascii_case(name))
+    }
+
+    fn matches_by(&self, server: &McpServerSpec, same: impl Fn(&str, &str) -> bool) -> bool {
+        let by_name = self
+            .server_name
+            .as_deref()
+            .is_some_and(|listed| same(listed, &server.name));
         let by_command = self.server_command.as_ref().is_some_and(|argv| {
             argv.first() == Some(&server.command) && argv[1..] == server.args[..]
         });
@@ -224,6 +238,8 @@ mod tests {
         let by = |json: &str| serde_json::from_str::<McpServerMatcher>(json).unwrap();
         assert!(by(r#"{"serverName": "gh"}"#).matches(server));
         assert!(!by(r#"{"serverName": "gl"}"#).matches(server));
+        assert!(!by(r#"{"serverName": "GH"}"#).matches(server));
+        assert!(by(r#"{"serverName": "GH"}"#).matches_any_case(server));
         assert!(by(r#"{"serverCommand": ["npx", "-y", "gh-mcp"]}"#).matches(server));
         assert!(!by(r#"{"serverCommand": ["npx", "gh-mcp"]}"#).matches(server));
         assert!(!by(r#"{"serverUrl": "https://x"}"#).matches(server));

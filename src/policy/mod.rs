@@ -52,7 +52,7 @@ pub use sandbox_config::{
     SandboxConfig,
 };
 pub use self_test::{PrepareForTest, SelfTestAnswer, SelfTestOutcome, run_self_tests};
-pub use tool_name::ToolName;
+pub use tool_name::{MAX_TOOL_NAME, ToolName};
 pub use workspace::Workspace;
 
 /// What a tool's own permission check may consult: the mode, the rules and the workspace.

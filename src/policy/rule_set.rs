@@ -182,7 +182,14 @@ fn applies_to(rule_tool: &ToolName, kind: RuleKind, tool: &ToolName) -> bool {
     if *rule_tool == ToolName::Read {
         return tool.is_file_reader() || (kind == RuleKind::Deny && tool.is_file_writer());
     }
-    rule_tool.covers(tool)
+    // A deny or ask rule must not miss on case: an MCP server's name may come from the
+    // repository's `.mcp.json`, and its tools' names from the server. An allow rule grants
+    // only the name it spells.
+    if kind == RuleKind::Allow {
+        rule_tool.covers(tool)
+    } else {
+        rule_tool.covers_in_any_case(tool)
+    }
 }
 
 #[cfg(test)]

@@ -27,6 +27,10 @@ pub enum ToolName {
     Other(String),
 }
 
+/// The providers' limit on a tool name (OpenAI's is the tighter, 64): an MCP tool's name is
+/// cut to it.
+pub const MAX_TOOL_NAME: usize = 64;
+
 impl ToolName {
     /// The built-in tools; the order is the order they are offered to the model.
     pub const BUILTINS: [ToolName; 11] = [
@@ -110,6 +114,31 @@ impl ToolName {
         }
     }
 
+    /// [`covers`](Self::covers) with MCP server and tool names compared in any case (the
+    /// built-ins' names have one spelling).
+    pub fn covers_in_any_case(&self, tool: &ToolName) -> bool {
+        match (self, tool) {
+            (
+                ToolName::Mcp {
+                    server: rule_server,
+                    tool: rule_tool,
+                },
+                ToolName::Mcp { server, tool },
+            ) => {
+                rule_server.eq_ignore_ascii_case(server)
+                    && match (rule_tool, tool) {
+                        (None, _) => true,
+                        (Some(rule_tool), Some(tool)) => {
+                            rule_tool.eq_ignore_ascii_case(tool)
+                                || cut_from(rule_tool, tool, self.to_string().len())
+                        }
+                        (Some(_), None) => false,
+                    }
+            }
+            _ => self == tool,
+        }
+    }
+
     /// File tools whose path rules follow Claude Code: Edit rules cover every writing tool,
     /// Read rules every reading one.
     pub fn is_file_writer(&self) -> bool {
@@ -119,6 +148,18 @@ impl ToolName {
     pub fn is_file_reader(&self) -> bool {
         matches!(self, ToolName::Read | ToolName::Glob | ToolName::Grep)
     }
+}
+
+/// Whether an MCP tool's name, cut to [`MAX_TOOL_NAME`] as the APIs require, is the cut of
+/// the name a rule spells in full (`rule_len` long): a deny rule written with the server's
+/// own long name must still match the tool.
+fn cut_from(rule_tool: &str, tool: &str, rule_len: usize) -> bool {
+    let cut_len = rule_len - rule_tool.len() + tool.len();
+    rule_len > MAX_TOOL_NAME
+        && cut_len == MAX_TOOL_NAME
+        && rule_tool
+            .get(..tool.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(tool))
 }
 
 impl fmt::Display for ToolName {
@@ -171,6 +212,37 @@ mod tests {
         assert_eq!(server, ToolName::parse("mcp__github").unwrap());
         assert!(server.covers(&ToolName::parse("mcp__github__x").unwrap()));
         assert!(!server.covers(&ToolName::parse("mcp__gitlab__x").unwrap()));
+        // Deny and ask rules compare MCP names in any case; allow rules exactly.
+        let named = |name: &str| ToolName::parse(name).unwrap();
+        let cases = [
+            ("mcp__github", "mcp__GitHub__x", false, true),
+            ("mcp__github__*", "mcp__GITHUB__x", false, true),
+            ("mcp__github__Delete", "mcp__github__delete", false, true),
+            ("mcp__github__delete", "mcp__GitHub__DELETE", false, true),
+            ("mcp__github__delete", "mcp__github__deletes", false, false),
+            ("mcp__github", "mcp__github_x__y", false, false),
+            ("Bash", "Bash", true, true),
+        ];
+        let long = format!("mcp__srv__{}", "d".repeat(70));
+        let cut = &long[..MAX_TOOL_NAME];
+        assert!(named(&long).covers_in_any_case(&named(cut)));
+        assert!(
+            named(&long.to_uppercase().replacen("MCP", "mcp", 1)).covers_in_any_case(&named(cut))
+        );
+        assert!(!named(&long).covers(&named(cut)));
+        assert!(!named(&long).covers_in_any_case(&named(&cut[..MAX_TOOL_NAME - 1])));
+        assert!(
+            !named(&format!("mcp__srv__{}", "d".repeat(40)))
+                .covers_in_any_case(&named(&format!("mcp__srv__{}", "d".repeat(30))))
+        );
+        for (rule, call, exact, any_case) in cases {
+            assert_eq!(named(rule).covers(&named(call)), exact, "{rule} {call}");
+            assert_eq!(
+                named(rule).covers_in_any_case(&named(call)),
+                any_case,
+                "{rule} {call}"
+            );
+        }
         assert_eq!(
             ToolName::parse("WebSearch"),
             Some(ToolName::Other("WebSearch".into()))

@@ -255,7 +255,7 @@ fn skill_tool(
 ) -> Result<Option<Arc<dyn crate::tools::Tool>>, ConfigError> {
     let mut roots = vec![workspace.workdir.join("skills")];
     roots.extend(task_paths.iter().cloned());
-    let tool = crate::skills::SkillTool::new(crate::skills::discover(&roots)?);
+    let tool = crate::skills::SkillTool::new(crate::skills::discover(&roots, &workspace.workdir)?);
     if tool.is_none() {
         tracing::warn!(
             "Skill is in tools: but no skill was found under {}; it is not offered",

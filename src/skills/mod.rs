@@ -6,11 +6,13 @@
 mod parse;
 mod tool;
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub use parse::parse;
 pub use tool::SkillTool;
 
+use crate::base::normalize_lexically;
 use crate::config::ConfigError;
 use crate::tools::SubagentKind;
 
@@ -29,24 +31,46 @@ pub struct Skill {
     pub description: String,
     pub mode: SkillMode,
     pub instructions: String,
-    /// The `SKILL.md` it came from (`Read` rules on it gate loading it too).
+    /// The `SKILL.md` it came from, as found (`Read` rules on it gate loading it too).
     pub file: PathBuf,
+    /// The same file with every symlink resolved: Read rules and guardrails are checked on
+    /// both, so a skill folder that is a link cannot carry a denied file past them.
+    pub resolved: PathBuf,
 }
 
 /// The file every skill folder holds.
 pub const SKILL_FILE: &str = "SKILL.md";
 
+/// Largest `SKILL.md` read: a skill's instructions are a page of text, and a repository's
+/// multi-gigabyte (or sparse) file must not be read into memory.
+pub const MAX_SKILL_BYTES: u64 = 1024 * 1024;
+
 /// The skills under `roots`, sorted by name. A root that is itself a skill folder is one
 /// skill; otherwise each of its folders holding a `SKILL.md` is. A root that does not exist
 /// holds none. Any unreadable or malformed `SKILL.md`, or two skills of one name, is an error
-/// naming the file: a run never starts with a skill silently missing.
-pub fn discover(roots: &[PathBuf]) -> Result<Vec<Skill>, ConfigError> {
+/// naming the file: a run never starts with a skill silently missing. A root inside
+/// `workdir` is repository content: a `SKILL.md` under it that resolves outside the workdir
+/// (a linked folder or file) is refused, as Read would refuse it.
+pub fn discover(roots: &[PathBuf], workdir: &Path) -> Result<Vec<Skill>, ConfigError> {
+    let workdir_real = std::fs::canonicalize(workdir).unwrap_or_else(|_| workdir.to_path_buf());
     let mut skills: Vec<Skill> = Vec::new();
     for root in roots {
+        let confined = normalize_lexically(root).starts_with(normalize_lexically(workdir));
         for file in skill_files(root)? {
-            let text = std::fs::read_to_string(&file)
+            let resolved = std::fs::canonicalize(&file)
                 .map_err(|err| ConfigError::whole_file(&file, format!("cannot read: {err}")))?;
-            let skill = parse(&text, &file)?;
+            if confined && !resolved.starts_with(&workdir_real) {
+                return Err(ConfigError::whole_file(
+                    &file,
+                    format!(
+                        "resolves to {} outside the workdir: a repository's skills stay in the repository",
+                        resolved.display()
+                    ),
+                ));
+            }
+            let text = read_bounded(&file)?;
+            let mut skill = parse(&text, &file)?;
+            skill.resolved = resolved;
             if let Some(first) = skills.iter().find(|seen| seen.name == skill.name) {
                 return Err(ConfigError::whole_file(
                     &file,
@@ -64,11 +88,33 @@ pub fn discover(roots: &[PathBuf]) -> Result<Vec<Skill>, ConfigError> {
     Ok(skills)
 }
 
-/// The `SKILL.md` files of one root, in name order.
+/// The text of a regular `file` of at most [`MAX_SKILL_BYTES`].
+fn read_bounded(file: &Path) -> Result<String, ConfigError> {
+    let cannot = |err: std::io::Error| ConfigError::whole_file(file, format!("cannot read: {err}"));
+    let opened = std::fs::File::open(file).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    // One byte past the limit tells a file that grew since it was listed from one at it.
+    opened
+        .take(MAX_SKILL_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_SKILL_BYTES {
+        return Err(ConfigError::whole_file(
+            file,
+            format!("larger than {MAX_SKILL_BYTES} bytes: a skill is a page of instructions"),
+        ));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| ConfigError::whole_file(file, "cannot read: not UTF-8 text".to_string()))
+}
+
+/// The `SKILL.md` files of one root, in name order. A `SKILL.md` that is there but is not a
+/// regular file (a FIFO, a device, a folder) is an error, not a skill skipped unseen — and
+/// never opened, since opening a FIFO would hang the run before it starts.
 fn skill_files(root: &Path) -> Result<Vec<PathBuf>, ConfigError> {
     let own = root.join(SKILL_FILE);
-    if own.is_file() {
-        return Ok(vec![own]);
+    if let Some(file) = regular(&own)? {
+        return Ok(vec![file]);
     }
     let entries = match std::fs::read_dir(root) {
         Ok(entries) => entries,
@@ -80,13 +126,35 @@ fn skill_files(root: &Path) -> Result<Vec<PathBuf>, ConfigError> {
             ));
         }
     };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|entry| entry.path().join(SKILL_FILE))
-        .filter(|file| file.is_file())
-        .collect();
+    let mut files = Vec::new();
+    for entry in entries.filter_map(Result::ok) {
+        if let Some(file) = regular(&entry.path().join(SKILL_FILE))? {
+            files.push(file);
+        }
+    }
     files.sort();
     Ok(files)
+}
+
+/// `Some(file)` for a regular file (through symlinks), `None` where there is nothing, an
+/// error for anything else that is there.
+fn regular(file: &Path) -> Result<Option<PathBuf>, ConfigError> {
+    match std::fs::metadata(file) {
+        Ok(meta) if meta.is_file() => Ok(Some(file.to_path_buf())),
+        Ok(_) => Err(ConfigError::whole_file(
+            file,
+            "not a regular file: a SKILL.md is a text file".to_string(),
+        )),
+        Err(err)
+            if matches!(
+                err.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(err) => Err(ConfigError::whole_file(file, format!("cannot read: {err}"))),
+    }
 }
 
 #[cfg(test)]
@@ -110,18 +178,140 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("skills/empty")).unwrap();
         write("extra", "extra");
         let roots = [dir.path().join("skills"), dir.path().join("extra")];
-        let names: Vec<String> = discover(&roots)
+        let names: Vec<String> = discover(&roots, dir.path())
             .unwrap()
             .into_iter()
             .map(|skill| skill.name)
             .collect();
         assert_eq!(names, ["ay", "bee", "extra"]);
-        assert!(discover(&[dir.path().join("missing")]).unwrap().is_empty());
+        assert!(
+            discover(&[dir.path().join("missing")], dir.path())
+                .unwrap()
+                .is_empty()
+        );
         write("again/c", "bee");
-        let err = discover(&[dir.path().join("skills"), dir.path().join("again")]).unwrap_err();
+        let err = discover(
+            &[dir.path().join("skills"), dir.path().join("again")],
+            dir.path(),
+        )
+        .unwrap_err();
         assert!(
             err.to_string().contains("a second skill named `bee`"),
             "{err}"
+        );
+    }
+
+    /// A repository's skills folder cannot reach a file outside the workdir through a link,
+    /// hang the run on a FIFO, or fill memory with a huge file; each is an error naming the
+    /// file. A link that stays inside the workdir is fine, and its resolved path is kept for
+    /// the Read rules.
+    #[test]
+    fn a_repository_skill_cannot_reach_out_hang_or_fill_memory() {
+        use std::os::unix::fs::symlink;
+        let skill_text = "---\nname: x\ndescription: d\n---\nDo it.\n";
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(outside.path().join("folder")).unwrap();
+        std::fs::write(outside.path().join("folder/SKILL.md"), skill_text).unwrap();
+        type Plant = fn(&Path, &Path);
+        let cases: [(&str, Plant, &str); 8] = [
+            (
+                "a skill folder linked outside",
+                |ws, out| symlink(out.join("folder"), ws.join("skills/x")).unwrap(),
+                "outside the workdir",
+            ),
+            (
+                "a SKILL.md linked outside",
+                |ws, out| {
+                    std::fs::create_dir_all(ws.join("skills/x")).unwrap();
+                    symlink(out.join("folder/SKILL.md"), ws.join("skills/x/SKILL.md")).unwrap()
+                },
+                "outside the workdir",
+            ),
+            (
+                "a skill folder linked through ..",
+                |ws, out| {
+                    symlink(
+                        Path::new("../../..")
+                            .join(out.strip_prefix("/").unwrap())
+                            .join("folder"),
+                        ws.join("skills/x"),
+                    )
+                    .unwrap()
+                },
+                "outside the workdir",
+            ),
+            (
+                "a SKILL.md that is a FIFO",
+                |ws, _| {
+                    std::fs::create_dir_all(ws.join("skills/x")).unwrap();
+                    let made = std::process::Command::new("mkfifo")
+                        .arg(ws.join("skills/x/SKILL.md"))
+                        .status()
+                        .unwrap();
+                    assert!(made.success());
+                },
+                "not a regular file",
+            ),
+            (
+                "a SKILL.md linked to a device",
+                |ws, _| {
+                    std::fs::create_dir_all(ws.join("skills/x")).unwrap();
+                    symlink("/dev/zero", ws.join("skills/x/SKILL.md")).unwrap()
+                },
+                "not a regular file",
+            ),
+            (
+                "a SKILL.md that is a folder",
+                |ws, _| std::fs::create_dir_all(ws.join("skills/x/SKILL.md")).unwrap(),
+                "not a regular file",
+            ),
+            (
+                "a SKILL.md over the size limit",
+                |ws, _| {
+                    std::fs::create_dir_all(ws.join("skills/x")).unwrap();
+                    let file = std::fs::File::create(ws.join("skills/x/SKILL.md")).unwrap();
+                    file.set_len(MAX_SKILL_BYTES + 1).unwrap();
+                },
+                "larger than",
+            ),
+            (
+                "a SKILL.md that is not UTF-8",
+                |ws, _| {
+                    std::fs::create_dir_all(ws.join("skills/x")).unwrap();
+                    std::fs::write(ws.join("skills/x/SKILL.md"), b"---\nname: \xff\n---\n")
+                        .unwrap();
+                },
+                "not UTF-8",
+            ),
+        ];
+        for (what, plant, expected) in cases {
+            let ws = tempfile::tempdir().unwrap();
+            std::fs::create_dir_all(ws.path().join("skills")).unwrap();
+            plant(ws.path(), outside.path());
+            let err = discover(&[ws.path().join("skills")], ws.path())
+                .err()
+                .unwrap_or_else(|| panic!("{what}: accepted"));
+            assert!(err.to_string().contains(expected), "{what}: {err}");
+        }
+        // The skills root itself linked outside is the same escape.
+        let ws = tempfile::tempdir().unwrap();
+        symlink(outside.path(), ws.path().join("skills")).unwrap();
+        let err = discover(&[ws.path().join("skills")], ws.path()).unwrap_err();
+        assert!(err.to_string().contains("outside the workdir"), "{err}");
+        // A task's own path outside the workdir is the task author's choice.
+        let named = discover(&[outside.path().join("folder")], ws.path()).unwrap();
+        assert_eq!(named.len(), 1);
+        // A link inside the workdir loads, with its resolved path kept.
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(ws.path().join("docs/x")).unwrap();
+        std::fs::create_dir_all(ws.path().join("skills")).unwrap();
+        std::fs::write(ws.path().join("docs/x/SKILL.md"), skill_text).unwrap();
+        symlink(ws.path().join("docs/x"), ws.path().join("skills/x")).unwrap();
+        let found = discover(&[ws.path().join("skills")], ws.path()).unwrap();
+        assert_eq!(found[0].file, ws.path().join("skills/x/SKILL.md"));
+        assert_eq!(
+            found[0].resolved,
+            std::fs::canonicalize(ws.path().join("docs/x/SKILL.md")).unwrap()
         );
     }
 }

@@ -127,6 +127,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Skill, ConfigError> {
         mode,
         instructions,
         file: file.to_path_buf(),
+        resolved: file.to_path_buf(),
     })
 }
 

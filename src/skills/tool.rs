@@ -12,7 +12,7 @@ use super::{Skill, SkillMode};
 use crate::policy::{PermissionContext, ToolCheck, ToolName, read_refusal};
 use crate::tools::{
     Delegation, Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, check_literal,
-    parse_input,
+    delegation_refusal, parse_input,
 };
 
 pub struct SkillTool {
@@ -138,13 +138,19 @@ impl ToolInput for SkillInput {
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
         // The instructions are the file's text: where Read may not see it, Skill may not
         // load it.
-        if let Some(refusal) = read_refusal(
-            ctx.rules,
-            ctx.workspace,
-            &ToolName::Read,
-            &self.skill.file,
-            false,
-        ) {
+        for file in [&self.skill.file, &self.skill.resolved] {
+            if let Some(refusal) =
+                read_refusal(ctx.rules, ctx.workspace, &ToolName::Read, file, false)
+            {
+                return refusal;
+            }
+        }
+        // An agent-mode skill starts a sub-agent: Agent rules against that kind hold too.
+        if let Some(refusal) = self
+            .delegation
+            .as_ref()
+            .and_then(|delegation| delegation_refusal(ctx, delegation.kind))
+        {
             return refusal;
         }
         check_literal(ctx, &ToolName::Skill, &self.skill.name)
@@ -183,6 +189,7 @@ mod tests {
             mode,
             instructions: format!("Do {name}."),
             file: format!("skills/{name}/SKILL.md").into(),
+            resolved: format!("skills/{name}/SKILL.md").into(),
         }
     }
 
@@ -282,5 +289,143 @@ mod tests {
             check("permissions:\n  allow: ['Skill(a)']\n  deny: ['Read(skills/**)']\n"),
             "deny"
         );
+    }
+
+    /// Every route past a rule that should stop a skill: a wildcard or another case in the
+    /// `Skill(…)` rule, an agent-mode skill under `Agent` rules (whole tool, its kind, any
+    /// spelling), a `SKILL.md` reached through a link into a denied folder.
+    #[test]
+    fn no_spelling_or_route_gets_a_skill_past_a_rule() {
+        use crate::policy::{Policy, PolicyOrigin, RuleSet, Workspace};
+        let located = |name: &str, mode| Skill {
+            file: format!("/ws/skills/{name}/SKILL.md").into(),
+            resolved: format!("/ws/skills/{name}/SKILL.md").into(),
+            ..skill(name, "Does it.", mode)
+        };
+        let tool = SkillTool::new(vec![
+            located("a", SkillMode::Inject),
+            located("survey", SkillMode::Agent(SubagentKind::Explore)),
+            located("fixer", SkillMode::Agent(SubagentKind::General)),
+            Skill {
+                resolved: "/ws/private/SKILL.md".into(),
+                ..located("linked", SkillMode::Inject)
+            },
+        ])
+        .unwrap();
+        let workspace = Workspace::new("/ws".into(), vec![], None);
+        let check = |permissions: &str, name: &str| {
+            let rules = RuleSet::from_policy(
+                &Policy::parse(
+                    &format!("permissions:\n{permissions}"),
+                    PolicyOrigin {
+                        file: std::path::Path::new("p.yaml"),
+                        dir: std::path::Path::new("/"),
+                        home: None,
+                    },
+                )
+                .unwrap(),
+            );
+            let ctx = PermissionContext {
+                mode: crate::policy::PermissionMode::BypassPermissions,
+                rules: &rules,
+                workspace: &workspace,
+                auto_allow_bash: false,
+            };
+            let input = tool.prepare(&json!({ "skill": name })).unwrap();
+            match input.check_permissions(&ctx) {
+                ToolCheck::Allow { .. } => "allow",
+                ToolCheck::Deny { .. } => "deny",
+                ToolCheck::Ask { .. } => "ask",
+                ToolCheck::Passthrough { .. } => "passthrough",
+            }
+        };
+        let cases = [
+            ("  allow: ['Skill(*)']\n", "a", "allow"),
+            ("  allow: ['Skill(a)']\n  deny: ['Skill(*)']\n", "a", "deny"),
+            (
+                "  allow: ['Skill(a)']\n  deny: ['Skill(A*)']\n",
+                "a",
+                "deny",
+            ),
+            (
+                "  allow: ['Skill(a)']\n  deny: ['Skill( A )']\n",
+                "a",
+                "deny",
+            ),
+            (
+                "  allow: ['Skill(*)']\n  deny: ['Skill(surv*)']\n",
+                "survey",
+                "deny",
+            ),
+            (
+                "  allow: ['Skill(*)']\n  deny: ['Skill(*ey)']\n",
+                "survey",
+                "deny",
+            ),
+            (
+                "  allow: ['Skill(*)']\n  deny: ['Skill(surv*)']\n",
+                "a",
+                "allow",
+            ),
+            (
+                "  allow: ['Skill(fixer)']\n  deny: ['Agent']\n",
+                "fixer",
+                "deny",
+            ),
+            (
+                "  allow: ['Skill(fixer)']\n  deny: ['Agent(general)']\n",
+                "fixer",
+                "deny",
+            ),
+            (
+                "  allow: ['Skill(fixer)']\n  deny: ['Agent(GENERAL)']\n",
+                "fixer",
+                "deny",
+            ),
+            (
+                "  allow: ['Skill(fixer)']\n  deny: ['Agent(*)']\n",
+                "fixer",
+                "deny",
+            ),
+            (
+                "  allow: ['Skill(fixer)']\n  ask: ['Agent(general)']\n",
+                "fixer",
+                "ask",
+            ),
+            (
+                "  allow: ['Skill(fixer)']\n  ask: ['Agent']\n",
+                "fixer",
+                "ask",
+            ),
+            (
+                "  allow: ['Skill(survey)']\n  deny: ['Agent(explore)']\n",
+                "survey",
+                "deny",
+            ),
+            (
+                "  allow: ['Skill(survey)']\n  deny: ['Agent(general)']\n",
+                "survey",
+                "allow",
+            ),
+            ("  allow: ['Skill(a)']\n  deny: ['Agent']\n", "a", "allow"),
+            ("  allow: ['Skill(linked)']\n", "linked", "allow"),
+            (
+                "  allow: ['Skill(linked)']\n  deny: ['Read(//ws/private/**)']\n",
+                "linked",
+                "deny",
+            ),
+            (
+                "  allow: ['Skill(linked)']\n  deny: ['Read(//ws/skills/**)']\n",
+                "linked",
+                "deny",
+            ),
+        ];
+        for (permissions, name, expected) in cases {
+            assert_eq!(
+                check(permissions, name),
+                expected,
+                "{name} under\n{permissions}"
+            );
+        }
     }
 }

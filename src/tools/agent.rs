@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::delegation::{Delegation, SubagentKind};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, parse_input};
+use crate::base::wildcard_match;
 use crate::policy::{
     AskCause, PermissionContext, RuleContent, RuleKind, RuleRef, ToolCheck, ToolName,
 };
@@ -70,19 +71,22 @@ impl Tool for AgentTool {
     }
 }
 
-/// The first `kind` rule whose content names `label` (compared case-insensitively: a deny
-/// rule must not miss on case).
+/// The first `kind` rule whose content names `label`: compared case-insensitively, with `*`
+/// matching any run of characters, so `Skill(*)` or `Skill(release-*)` as a deny rule
+/// covers what it says rather than silently matching nothing (a deny rule must never miss
+/// on case or on a wildcard).
 fn literal_rule(
     ctx: &PermissionContext,
     tool: &ToolName,
     kind: RuleKind,
     label: &str,
 ) -> Option<RuleRef> {
+    let label = label.to_ascii_lowercase();
     ctx.rules
         .content_rules(kind, tool)
         .find(|rule| {
             matches!(&rule.content, Some(RuleContent::Literal(content))
-                if content.trim().eq_ignore_ascii_case(label))
+                if wildcard_match(&content.trim().to_ascii_lowercase(), &label))
         })
         .map(RuleRef::from)
 }
@@ -111,6 +115,39 @@ pub fn check_literal(ctx: &PermissionContext, tool: &ToolName, label: &str) -> T
     }
     ToolCheck::Passthrough {
         reason: format!("{tool}({label}) needs an allow rule such as {tool}({label})"),
+    }
+}
+
+/// What the Agent rules say against starting a `kind` sub-agent by another route (an
+/// agent-mode Skill): a whole-tool `Agent` deny or ask rule, or an `Agent(kind)` one. A
+/// skill is repository content and must not start a sub-agent the policy keeps from the
+/// Agent tool; `None` when no such rule applies (the caller's own rules then decide).
+pub fn delegation_refusal(ctx: &PermissionContext, kind: SubagentKind) -> Option<ToolCheck> {
+    let tool = ToolName::Agent;
+    if let Some(rule) = ctx.rules.whole_tool(RuleKind::Deny, &tool) {
+        return Some(ToolCheck::Deny {
+            reason: format!("it starts a {kind} sub-agent, and {tool} is denied by rule {rule}"),
+            rule: Some(RuleRef::from(rule)),
+        });
+    }
+    if let Some(rule) = ctx.rules.whole_tool(RuleKind::Ask, &tool) {
+        return Some(ToolCheck::Ask {
+            reason: format!(
+                "it starts a {kind} sub-agent, and {tool} needs approval by rule {rule}"
+            ),
+            cause: AskCause::ContentRule(RuleRef::from(rule)),
+        });
+    }
+    match check_literal(ctx, &tool, kind.as_str()) {
+        ToolCheck::Deny { reason, rule } => Some(ToolCheck::Deny {
+            reason: format!("it starts a {kind} sub-agent: {reason}"),
+            rule,
+        }),
+        ToolCheck::Ask { reason, cause } => Some(ToolCheck::Ask {
+            reason: format!("it starts a {kind} sub-agent: {reason}"),
+            cause,
+        }),
+        _ => None,
     }
 }
 
@@ -184,5 +221,72 @@ mod tests {
                 .prepare(&json!({"prompt": "p", "subagent_type": "explore"}))
                 .is_err()
         );
+    }
+
+    /// Every spelling of the type and of the rule lands on the same decision, and an unknown
+    /// type is refused rather than taken for general.
+    #[test]
+    fn agent_rules_hold_for_every_spelling_of_type_and_rule() {
+        use crate::policy::{PermissionMode, Policy, PolicyOrigin, RuleSet, Workspace};
+        let workspace = Workspace::new("/ws".into(), vec![], None);
+        let check = |permissions: &str, subagent_type: &str| {
+            let rules = RuleSet::from_policy(
+                &Policy::parse(
+                    &format!("permissions:\n{permissions}"),
+                    PolicyOrigin {
+                        file: std::path::Path::new("p.yaml"),
+                        dir: std::path::Path::new("/"),
+                        home: None,
+                    },
+                )
+                .unwrap(),
+            );
+            let ctx = PermissionContext {
+                mode: PermissionMode::BypassPermissions,
+                rules: &rules,
+                workspace: &workspace,
+                auto_allow_bash: false,
+            };
+            let Ok(input) = AgentTool.prepare(
+                &json!({"description": "d", "prompt": "p", "subagent_type": subagent_type}),
+            ) else {
+                return "invalid";
+            };
+            match input.check_permissions(&ctx) {
+                ToolCheck::Allow { .. } => "allow",
+                ToolCheck::Deny { .. } => "deny",
+                ToolCheck::Ask { .. } => "ask",
+                ToolCheck::Passthrough { .. } => "passthrough",
+            }
+        };
+        let cases = [
+            ("  deny: ['Agent(*)']\n", "general", "deny"),
+            ("  deny: ['Agent(*)']\n", "explore", "deny"),
+            ("  deny: ['Agent(gen*)']\n", " GENERAL ", "deny"),
+            ("  deny: ['Agent(General)']\n", "general", "deny"),
+            (
+                "  allow: ['Agent(*)']\n  deny: ['Agent(*eral)']\n",
+                "general",
+                "deny",
+            ),
+            (
+                "  allow: ['Agent(*)']\n  deny: ['Agent(*eral)']\n",
+                "Explore",
+                "allow",
+            ),
+            ("  ask: ['Agent(EXPLORE)']\n", "explore", "ask"),
+            ("  allow: ['Agent(explore)']\n", "general", "passthrough"),
+            ("  allow: ['Agent(*)']\n", "general-purpose", "invalid"),
+            ("  allow: ['Agent(*)']\n", "", "invalid"),
+            ("  allow: ['Agent(*)']\n", "explore\u{0}", "invalid"),
+            ("  allow: ['Agent(*)']\n", "explorе", "invalid"),
+        ];
+        for (permissions, subagent_type, expected) in cases {
+            assert_eq!(
+                check(permissions, subagent_type),
+                expected,
+                "{subagent_type:?} under\n{permissions}"
+            );
+        }
     }
 }

@@ -33,7 +33,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use agent::{AgentTool, check_literal};
+pub use agent::{AgentTool, check_literal, delegation_refusal};
 pub use bash::BashTool;
 pub use context::{FileStateCache, Stale, ToolContext, ToolLimits};
 pub use delegation::{Delegation, SubagentKind};

@@ -484,6 +484,64 @@ fn replay_pairs_decisions_by_position_and_refuses_ambiguous_transcripts() {
     );
 }
 
+/// A Skill call is judged again like any other, not skipped: a policy that now allows a
+/// refused skill is a widening, and an agent-mode skill of the workdir still answers to the
+/// Agent rules.
+#[test]
+fn replay_judges_skill_calls_again() {
+    let sandbox = crate::support::Sandbox::with_examples();
+    let recorded = quickstart_transcript(&sandbox);
+    let started = recorded.lines().next().unwrap();
+    sandbox.write(
+        "ws/skills/fixer/SKILL.md",
+        "---\nname: fixer\ndescription: Fixes.\nmode: agent\n---\nFix it.\n",
+    );
+    let transcript = replay_lines(
+        started,
+        &[
+            call("toolu_a", "Skill", json!({"skill": "notes"})),
+            decided("toolu_a", "Skill", "deny"),
+            call("toolu_b", "Skill", json!({"skill": "fixer"})),
+            decided("toolu_b", "Skill", "deny"),
+        ],
+    );
+    sandbox.write("skills.jsonl", &transcript);
+    let cases = [
+        ("permissions:\n  allow: ['Skill(notes)']\n", 1, vec![1]),
+        ("permissions:\n  allow: ['Skill(*)']\n", 1, vec![1, 2]),
+        (
+            "permissions:\n  allow: ['Skill(*)']\n  deny: ['Agent(general)']\n",
+            1,
+            vec![1],
+        ),
+        ("permissions:\n  allow: ['Skill(other)']\n", 0, vec![]),
+    ];
+    for (policy, code, widened) in cases {
+        sandbox.write("p.yaml", policy);
+        let output = sandbox.tollgate(&[
+            "replay",
+            "skills.jsonl",
+            "--policy",
+            "p.yaml",
+            "--workdir",
+            "ws",
+        ]);
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{policy}{}",
+            stderr(&output)
+        );
+        let calls: Vec<u64> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .filter(|change| change["widened"] == json!(true))
+            .map(|change| change["call"].as_u64().unwrap())
+            .collect();
+        assert_eq!(calls, widened, "{policy}");
+    }
+}
+
 #[test]
 fn file_tools_refuse_a_fifo_at_once_instead_of_waiting_on_it() {
     let sandbox = crate::support::Sandbox::empty();

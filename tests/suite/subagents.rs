@@ -601,3 +601,99 @@ fn sigterm_inside_a_subagent_stops_both_conversations_cleanly() {
     );
     assert_eq!(all.last().unwrap()["outcome"], "terminated");
 }
+
+/// The explore limit in every headless mode, with allow rules for everything: forged tools
+/// in any spelling (outside its pool, deferred, delegating, unknown) and one Bash command of
+/// each writing class are refused, and the workspace is as it was.
+#[tokio::test]
+async fn an_explore_subagent_writes_nothing_in_any_mode_by_any_route() {
+    let forged = [
+        tool("Write", json!({"file_path": "a.txt", "content": "pwned"})),
+        tool("write", json!({"file_path": "a.txt", "content": "pwned"})),
+        tool("Write ", json!({"file_path": "a.txt", "content": "pwned"})),
+        tool(
+            "Edit",
+            json!({"file_path": "a.txt", "old_string": "hello", "new_string": "pwned"}),
+        ),
+        tool("TodoWrite", json!({"todos": []})),
+        tool(
+            "WebFetch",
+            json!({"url": "http://127.0.0.1:9/", "prompt": "p"}),
+        ),
+        tool("ToolSearch", json!({"query": "select:Write"})),
+        tool(
+            "Agent",
+            json!({"description": "d", "prompt": "write", "subagent_type": "general"}),
+        ),
+        tool("Skill", json!({"skill": "x"})),
+        tool("mcp__srv__write", json!({})),
+    ];
+    let commands = [
+        "echo pwned >| a.txt",
+        "tee a.txt < /dev/null",
+        "sed -i s/hello/pwned/ a.txt",
+        "find . -name a.txt -delete",
+        "cd sub && echo pwned > b.txt",
+        "ls | xargs rm",
+        "cat <<EOF > a.txt\npwned\nEOF",
+        "env rm a.txt",
+        "cat <(rm a.txt)",
+        "exec > a.txt",
+        "git stash",
+        "git log --help",
+        "ln -s a.txt b.txt",
+    ];
+    let modes = [
+        "dontAsk",
+        "default",
+        "acceptEdits",
+        "plan",
+        "bypassPermissions",
+    ];
+    for mode in modes {
+        let mut calls: Vec<Block> = forged.to_vec();
+        calls.extend(
+            commands
+                .iter()
+                .map(|command| tool("Bash", json!({ "command": command }))),
+        );
+        let count = calls.len();
+        let server = FakeModel::start(
+            KEY,
+            vec![
+                reply(vec![agent("explore", "Change a.txt.")], 100),
+                reply(calls, 200),
+                reply(vec![text("done")], 300),
+                reply(vec![text("The explorer is done.")], 400),
+            ],
+        )
+        .await;
+        let run = run_task(
+            &server,
+            &[("a.txt", "hello\n"), ("sub/keep", "")],
+            &format!(
+                "mode: {mode}\ntools: [Read, Write, Edit, Bash, Glob, Grep, TodoWrite, WebFetch, Agent]\n\
+                 permissions:\n  allow: [Write, Edit, Bash, TodoWrite, WebFetch, ToolSearch, Skill, Agent, 'Agent(explore)']\n\
+                 fail_on: []\n"
+            ),
+        )
+        .await;
+        assert_eq!(run.code, 0, "{mode}: {}", run.stderr);
+        assert_eq!(
+            std::fs::read_to_string(run.ws.join("a.txt")).unwrap(),
+            "hello\n",
+            "{mode}"
+        );
+        assert!(!run.ws.join("b.txt").exists() && !run.ws.join("sub/b.txt").exists());
+        let requests = server.requests();
+        assert_eq!(requests.len(), 4, "{mode}");
+        for index in 0..count {
+            let result = result_of(&requests[2].body, &id_of(&run, 1, index));
+            assert!(
+                result.starts_with("No such tool available")
+                    || result.starts_with("Permission denied"),
+                "{mode}: call {index}: {result}"
+            );
+        }
+    }
+}
