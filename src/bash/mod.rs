@@ -6,6 +6,7 @@ mod arg_writes;
 mod command;
 mod evaluated;
 mod git;
+mod kind;
 mod paths;
 mod pattern;
 mod readonly;

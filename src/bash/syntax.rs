@@ -8,6 +8,7 @@ use tree_sitter::{Node, Parser, Tree};
 use super::evaluated::{
     heredoc_delimiter, inert_transformation, inert_variable_name, runs_code, substitutions_loose,
 };
+use super::kind::kind;
 use super::unproven::Unproven;
 use super::word::{Word, resolve};
 
@@ -363,7 +364,7 @@ impl<'s> Walker<'s> {
             return;
         }
         if n.is_missing() {
-            let reason = format!("the script is incomplete (missing `{}`)", n.kind());
+            let reason = format!("the script is incomplete (missing `{}`)", kind(&n));
             self.problem(reason);
             return;
         }
@@ -378,7 +379,7 @@ impl<'s> Walker<'s> {
             owned_assignment: false,
             ..ctx
         };
-        match n.kind() {
+        match kind(&n) {
             "heredoc_redirect" => {
                 if let Err(reason) = self.heredoc_agrees(n) {
                     self.heredoc_unsure = true;
@@ -388,12 +389,12 @@ impl<'s> Walker<'s> {
                 let kids: Vec<Node> = n.named_children(&mut cursor).collect();
                 let quoted = kids
                     .iter()
-                    .find(|c| c.kind() == "heredoc_start")
+                    .find(|c| kind(&c) == "heredoc_start")
                     .is_some_and(|c| self.src[c.byte_range()].contains(['\'', '"', '\\']));
                 for child in kids {
                     // Only the body is data; a pipeline or redirect after `<<'EOF'` is code.
                     let body_ctx = Ctx {
-                        quoted_heredoc: quoted && child.kind() == "heredoc_body",
+                        quoted_heredoc: quoted && kind(&child) == "heredoc_body",
                         ..inner
                     };
                     self.node(child, depth + 1, body_ctx);
@@ -411,7 +412,7 @@ impl<'s> Walker<'s> {
                 let text = &self.src[n.byte_range()];
                 // tree-sitter-bash glues a line that starts with a backslash to the line
                 // before (`echo hi` + `\rm x` becomes one `echo` command); Bash does not.
-                if n.kind() == "word" && unescaped_newline(text) {
+                if kind(&n) == "word" && unescaped_newline(text) {
                     self.broken = true;
                     self.problem(format!(
                         "the word `{}` spans lines, which the parser and Bash read differently",
@@ -479,7 +480,7 @@ impl<'s> Walker<'s> {
                 );
             }
             "compound_statement" => {
-                if n.child(0).is_some_and(|c| c.kind() == "((") {
+                if n.child(0).is_some_and(|c| kind(&c) == "((") {
                     self.arithmetic(n);
                 }
                 self.children(n, depth, inner);
@@ -580,8 +581,8 @@ impl<'s> Walker<'s> {
     fn heredoc_agrees(&self, n: Node) -> Result<(), Unproven> {
         let mut cursor = n.walk();
         let kids: Vec<Node> = n.children(&mut cursor).collect();
-        let strip_tabs = kids.iter().any(|k| k.kind() == "<<-");
-        let start = kids.iter().find(|k| k.kind() == "heredoc_start");
+        let strip_tabs = kids.iter().any(|k| kind(&k) == "<<-");
+        let start = kids.iter().find(|k| kind(&k) == "heredoc_start");
         // tree-sitter-bash may end the word early (`<<'E'"O"F`): Bash reads it whole.
         let raw = start
             .map(|s| self.src[s.start_byte()..word_end(self.src, s.start_byte())].to_owned())
@@ -601,14 +602,14 @@ impl<'s> Walker<'s> {
         let src = self.src;
         let end = kids
             .iter()
-            .find(|k| k.kind() == "heredoc_end")
+            .find(|k| kind(&k) == "heredoc_end")
             .ok_or_else(unsure)?;
         let line_start = src[..end.start_byte()].rfind('\n').map_or(0, |i| i + 1);
         let after = src[end.end_byte()..].chars().next();
         if line(&src[line_start..end.end_byte()]) != delimiter || after.is_some_and(|c| c != '\n') {
             return Err(unsure());
         }
-        for body in kids.iter().filter(|k| k.kind() == "heredoc_body") {
+        for body in kids.iter().filter(|k| kind(&k) == "heredoc_body") {
             let mut pos = body.start_byte();
             for text in src[body.start_byte()..body.end_byte()].split('\n') {
                 let whole_line = pos == 0 || src.as_bytes()[pos - 1] == b'\n';
@@ -628,22 +629,22 @@ impl<'s> Walker<'s> {
         let kids: Vec<Node> = n.children(&mut cursor).collect();
         let text = self.text(n);
         let inner = match kids.as_slice() {
-            [open, inner @ .., close] if open.kind() == "${" && close.kind() == "}" => inner,
+            [open, inner @ .., close] if kind(&open) == "${" && kind(&close) == "}" => inner,
             _ => {
                 self.problem(format!("the expansion `{text}` is not understood"));
                 return;
             }
         };
         let (prefix, rest) = match inner.split_first() {
-            Some((p, rest)) if matches!(p.kind(), "!" | "#") && !p.is_named() => {
-                (Some(p.kind()), rest)
+            Some((p, rest)) if matches!(kind(&p), "!" | "#") && !p.is_named() => {
+                (Some(kind(&p)), rest)
             }
             _ => (None, inner),
         };
         let (param, ops) = match rest.split_first() {
             Some((p, ops))
                 if matches!(
-                    p.kind(),
+                    kind(&p),
                     "variable_name" | "special_variable_name" | "subscript"
                 ) =>
             {
@@ -652,7 +653,7 @@ impl<'s> Walker<'s> {
             _ => (None, rest),
         };
         let listing_subscript = param.is_some_and(|p| {
-            p.kind() == "subscript"
+            kind(&p) == "subscript"
                 && p.child_by_field_name("index")
                     .is_some_and(|i| matches!(&self.src[i.byte_range()], "@" | "*"))
         });
@@ -663,13 +664,13 @@ impl<'s> Walker<'s> {
             let src = self.src;
             self.hidden(&src[first.end_byte()..last.end_byte().max(first.end_byte())]);
         }
-        let op_kinds: Vec<&str> = ops.iter().map(|k| k.kind()).collect();
+        let op_kinds: Vec<&str> = ops.iter().map(|k| kind(&k)).collect();
         match (prefix, param, op_kinds.as_slice()) {
             // `${#}`, `${!}`: the argument count and the last background pid.
             (Some(_), None, []) => {}
             (Some("#"), Some(_), []) => {}
             // `${!prefix*}`, `${!prefix@}`, `${!a[@]}` list names or keys; nothing is evaluated.
-            (Some("!"), Some(p), ["*" | "@"]) if p.kind() == "variable_name" => {}
+            (Some("!"), Some(p), ["*" | "@"]) if kind(&p) == "variable_name" => {}
             (Some("!"), Some(_), []) if listing_subscript => {}
             (Some("!"), _, _) => self.evaluation(format!(
                 "`{text}` uses a variable's value as a name, which Bash evaluates (a subscript in it runs commands)"
@@ -732,13 +733,13 @@ impl<'s> Walker<'s> {
             if depth > MAX_TREE_DEPTH {
                 break;
             }
-            if node.kind() == "command" {
+            if kind(&node) == "command" {
                 let mut cursor = node.walk();
                 let words: Vec<Word> = node
                     .children(&mut cursor)
                     .filter(|c| {
                         matches!(
-                            c.kind(),
+                            kind(&c),
                             "command_name" | "word" | "string" | "raw_string" | "concatenation"
                         )
                     })
@@ -766,7 +767,7 @@ impl<'s> Walker<'s> {
         // `$(` unparsed under `<<-` and splits backquotes around `$VAR`); the rest is scanned.
         let spans: Vec<(usize, usize)> = n
             .named_children(&mut cursor)
-            .filter(|c| c.kind() == "command_substitution")
+            .filter(|c| kind(&c) == "command_substitution")
             .map(|c| (c.start_byte(), c.end_byte()))
             .collect();
         let src = self.src;
@@ -851,7 +852,7 @@ impl<'s> Walker<'s> {
         if depth > MAX_TREE_DEPTH {
             return;
         }
-        match n.kind() {
+        match kind(&n) {
             "command_substitution" | "process_substitution" => {}
             "raw_string" | "ansi_c_string" | "word" | "string" | "concatenation" => {
                 let template = resolve(n, self.src).template().to_owned();
@@ -869,14 +870,14 @@ impl<'s> Walker<'s> {
 
     fn test(&mut self, n: Node) {
         self.variable_tests(n);
-        let double = n.child(0).is_some_and(|c| c.kind() == "[[");
+        let double = n.child(0).is_some_and(|c| kind(&c) == "[[");
         if double {
             let mut stack = vec![n];
             while let Some(node) = stack.pop() {
                 let op = node
                     .child_by_field_name("operator")
                     .map(|o| &self.src[o.byte_range()]);
-                if node.kind() == "binary_expression"
+                if kind(&node) == "binary_expression"
                     && op
                         .is_some_and(|o| matches!(o, "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge"))
                 {
@@ -898,7 +899,7 @@ impl<'s> Walker<'s> {
             }
             let mut cursor = node.walk();
             let kids: Vec<Node> = node.named_children(&mut cursor).collect();
-            if node.kind() == "unary_expression"
+            if kind(&node) == "unary_expression"
                 && let [op, operand] = kids.as_slice()
                 && matches!(&self.src[op.byte_range()], "-v" | "-R")
             {
@@ -928,7 +929,7 @@ impl<'s> Walker<'s> {
                 continue;
             }
             if n.field_name_for_child(i as u32) == Some("destination") && target.is_none() {
-                target = Some(if child.kind() == "process_substitution" {
+                target = Some(if kind(&child) == "process_substitution" {
                     None
                 } else {
                     Some(resolve(child, self.src))
@@ -952,7 +953,7 @@ impl<'s> Walker<'s> {
             .map(|(i, c)| (n.field_name_for_child(i as u32), c))
             .collect();
         for (field, child) in &kids {
-            match (*field, child.kind()) {
+            match (*field, kind(&child)) {
                 (Some("name") | Some("argument"), _) => {
                     words.push((child.start_byte(), resolve(*child, self.src)));
                 }
@@ -965,7 +966,7 @@ impl<'s> Walker<'s> {
             }
         }
         if let Some(parent) = n.parent()
-            && parent.kind() == "redirected_statement"
+            && kind(&parent) == "redirected_statement"
             && parent.child_by_field_name("body") == Some(n)
         {
             let mut cursor = parent.walk();
@@ -1013,7 +1014,7 @@ impl<'s> Walker<'s> {
     /// tree-sitter-bash hangs words that follow a redirect target (`>out a b`) on the redirect;
     /// for Bash they are arguments of the command.
     fn extra_destinations(&self, redirect: Node, words: &mut Vec<(usize, Word)>) {
-        if redirect.kind() != "file_redirect" {
+        if kind(&redirect) != "file_redirect" {
             return;
         }
         let mut cursor = redirect.walk();
@@ -1032,10 +1033,10 @@ impl<'s> Walker<'s> {
         let mut cursor = n.walk();
         let kids: Vec<Node> = n.named_children(&mut cursor).collect();
         for child in kids {
-            match child.kind() {
+            match kind(&child) {
                 "variable_assignment" => {
                     if let Some(value) = child.child_by_field_name("value")
-                        && value.kind() != "array"
+                        && kind(&value) != "array"
                         && resolve(value, self.src)
                             .value
                             .unwrap_or_else(|| self.text(value))
@@ -1073,7 +1074,7 @@ impl<'s> Walker<'s> {
             self.evaluates = true;
         }
         let text = self.text(n);
-        self.items.push(if n.kind() == "unset_command" {
+        self.items.push(if kind(&n) == "unset_command" {
             Item::Unset { flags, names, text }
         } else {
             Item::Declare {
@@ -1155,7 +1156,7 @@ fn has_non_numeric(n: Node, src: &str, depth: usize) -> bool {
     if depth > MAX_TREE_DEPTH {
         return true;
     }
-    match n.kind() {
+    match kind(&n) {
         "number" if n.named_child_count() == 0 => false,
         "binary_expression"
         | "unary_expression"
@@ -1172,11 +1173,11 @@ fn has_non_numeric(n: Node, src: &str, depth: usize) -> bool {
         "test_operator" | "comment" => false,
         // `$?`, `$#`, `$$`, `$!` are numbers Bash itself sets.
         "simple_expansion" => !matches!(
-            n.named_child(0).map(|c| (c.kind(), &src[c.byte_range()])),
+            n.named_child(0).map(|c| (kind(&c), &src[c.byte_range()])),
             Some(("special_variable_name", "?" | "#" | "$" | "!"))
         ),
         // `${#x}` is a length; a subscript inside is checked where it stands.
-        "expansion" => n.child(1).is_none_or(|c| c.kind() != "#"),
+        "expansion" => n.child(1).is_none_or(|c| kind(&c) != "#"),
         _ => n.is_named(),
     }
 }

@@ -3,6 +3,8 @@
 
 use tree_sitter::Node;
 
+use super::kind::kind;
+
 /// One shell word after quote removal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Word {
@@ -186,7 +188,7 @@ pub(crate) fn resolve(node: Node, src: &str) -> Word {
 
 fn add(node: Node, src: &str, b: &mut Builder) {
     let text = &src[node.byte_range()];
-    match node.kind() {
+    match kind(&node) {
         "word" => unquoted(text, b),
         "number" if node.named_child_count() == 0 => unquoted(text, b),
         "raw_string" => b.push_str(strip(text, 1, 1), true),
@@ -254,7 +256,7 @@ fn double_quoted(node: Node, src: &str, b: &mut Builder) {
         if child.start_byte() > pos {
             quoted_text(&src[pos..child.start_byte().min(end)], b);
         }
-        if child.kind() == "string_content" {
+        if kind(&child) == "string_content" {
             quoted_text(&src[child.byte_range()], b);
         } else {
             b.mark_dynamic(&src[child.byte_range()]);
