@@ -351,9 +351,9 @@ impl<'s> Walker<'s> {
     }
 
     fn children(&mut self, n: Node, depth: usize, ctx: Ctx) {
+        // The cursor is this call's own, so the children are walked in place, without a Vec.
         let mut cursor = n.walk();
-        let kids: Vec<Node> = n.named_children(&mut cursor).collect();
-        for child in kids {
+        for child in n.named_children(&mut cursor) {
             self.node(child, depth + 1, ctx);
         }
     }
