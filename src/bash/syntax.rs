@@ -389,7 +389,7 @@ impl<'s> Walker<'s> {
                 let kids: Vec<Node> = n.named_children(&mut cursor).collect();
                 let quoted = kids
                     .iter()
-                    .find(|c| kind(&c) == "heredoc_start")
+                    .find(|c| kind(c) == "heredoc_start")
                     .is_some_and(|c| self.src[c.byte_range()].contains(['\'', '"', '\\']));
                 for child in kids {
                     // Only the body is data; a pipeline or redirect after `<<'EOF'` is code.
@@ -581,8 +581,8 @@ impl<'s> Walker<'s> {
     fn heredoc_agrees(&self, n: Node) -> Result<(), Unproven> {
         let mut cursor = n.walk();
         let kids: Vec<Node> = n.children(&mut cursor).collect();
-        let strip_tabs = kids.iter().any(|k| kind(&k) == "<<-");
-        let start = kids.iter().find(|k| kind(&k) == "heredoc_start");
+        let strip_tabs = kids.iter().any(|k| kind(k) == "<<-");
+        let start = kids.iter().find(|k| kind(k) == "heredoc_start");
         // tree-sitter-bash may end the word early (`<<'E'"O"F`): Bash reads it whole.
         let raw = start
             .map(|s| self.src[s.start_byte()..word_end(self.src, s.start_byte())].to_owned())
@@ -602,14 +602,14 @@ impl<'s> Walker<'s> {
         let src = self.src;
         let end = kids
             .iter()
-            .find(|k| kind(&k) == "heredoc_end")
+            .find(|k| kind(k) == "heredoc_end")
             .ok_or_else(unsure)?;
         let line_start = src[..end.start_byte()].rfind('\n').map_or(0, |i| i + 1);
         let after = src[end.end_byte()..].chars().next();
         if line(&src[line_start..end.end_byte()]) != delimiter || after.is_some_and(|c| c != '\n') {
             return Err(unsure());
         }
-        for body in kids.iter().filter(|k| kind(&k) == "heredoc_body") {
+        for body in kids.iter().filter(|k| kind(k) == "heredoc_body") {
             let mut pos = body.start_byte();
             for text in src[body.start_byte()..body.end_byte()].split('\n') {
                 let whole_line = pos == 0 || src.as_bytes()[pos - 1] == b'\n';
@@ -629,22 +629,22 @@ impl<'s> Walker<'s> {
         let kids: Vec<Node> = n.children(&mut cursor).collect();
         let text = self.text(n);
         let inner = match kids.as_slice() {
-            [open, inner @ .., close] if kind(&open) == "${" && kind(&close) == "}" => inner,
+            [open, inner @ .., close] if kind(open) == "${" && kind(close) == "}" => inner,
             _ => {
                 self.problem(format!("the expansion `{text}` is not understood"));
                 return;
             }
         };
         let (prefix, rest) = match inner.split_first() {
-            Some((p, rest)) if matches!(kind(&p), "!" | "#") && !p.is_named() => {
-                (Some(kind(&p)), rest)
+            Some((p, rest)) if matches!(kind(p), "!" | "#") && !p.is_named() => {
+                (Some(kind(p)), rest)
             }
             _ => (None, inner),
         };
         let (param, ops) = match rest.split_first() {
             Some((p, ops))
                 if matches!(
-                    kind(&p),
+                    kind(p),
                     "variable_name" | "special_variable_name" | "subscript"
                 ) =>
             {
@@ -664,7 +664,7 @@ impl<'s> Walker<'s> {
             let src = self.src;
             self.hidden(&src[first.end_byte()..last.end_byte().max(first.end_byte())]);
         }
-        let op_kinds: Vec<&str> = ops.iter().map(|k| kind(&k)).collect();
+        let op_kinds: Vec<&str> = ops.iter().map(|k| kind(k)).collect();
         match (prefix, param, op_kinds.as_slice()) {
             // `${#}`, `${!}`: the argument count and the last background pid.
             (Some(_), None, []) => {}
@@ -739,7 +739,7 @@ impl<'s> Walker<'s> {
                     .children(&mut cursor)
                     .filter(|c| {
                         matches!(
-                            kind(&c),
+                            kind(c),
                             "command_name" | "word" | "string" | "raw_string" | "concatenation"
                         )
                     })
@@ -767,7 +767,7 @@ impl<'s> Walker<'s> {
         // `$(` unparsed under `<<-` and splits backquotes around `$VAR`); the rest is scanned.
         let spans: Vec<(usize, usize)> = n
             .named_children(&mut cursor)
-            .filter(|c| kind(&c) == "command_substitution")
+            .filter(|c| kind(c) == "command_substitution")
             .map(|c| (c.start_byte(), c.end_byte()))
             .collect();
         let src = self.src;
@@ -953,7 +953,7 @@ impl<'s> Walker<'s> {
             .map(|(i, c)| (n.field_name_for_child(i as u32), c))
             .collect();
         for (field, child) in &kids {
-            match (*field, kind(&child)) {
+            match (*field, kind(child)) {
                 (Some("name") | Some("argument"), _) => {
                     words.push((child.start_byte(), resolve(*child, self.src)));
                 }
