@@ -18,6 +18,17 @@ use super::{CommandReport, CommandVerdict};
 const MAX_UNWRAP: usize = 16;
 
 /// Variables a command may be given without asking: they change formatting, never what runs.
+/// `NAME` of a word written `NAME=…` or `NAME+=…` (an assignment when it leads a command).
+fn assignment_name(raw: &str) -> Option<&str> {
+    let end = raw.find('=')?;
+    let name = raw[..end].strip_suffix('+').unwrap_or(&raw[..end]);
+    let mut chars = name.chars();
+    let first = chars.next()?;
+    ((first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_'))
+    .then_some(name)
+}
+
 fn safe_prefix_var(name: &str) -> bool {
     name.starts_with("LC_")
         || matches!(
@@ -165,6 +176,19 @@ impl Analyser<'_> {
                 argv[0].raw
             ));
             argv.drain(..keywords);
+            // After the misread keyword, `NAME=value` words are the command's assignments
+            // (`then LANG=C touch f`): the command is what follows them.
+            let assignments = argv
+                .iter()
+                .take_while(|word| assignment_name(&word.raw).is_some())
+                .count();
+            for word in argv.drain(..assignments) {
+                if let Some(name) = assignment_name(&word.raw)
+                    && !safe_prefix_var(name)
+                {
+                    unproven.push(format!("it sets `{name}` for the command"));
+                }
+            }
             if argv.is_empty() {
                 self.reports.push(CommandReport {
                     text: job.text.to_owned(),

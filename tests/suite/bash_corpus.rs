@@ -663,6 +663,11 @@ pub(crate) const CORPUS: &[(&str, Want, &str)] = &[
     ("echo 'a;b' # ;\n\\rm x", D, "obfuscation"),
     ("ls\n\\touch x", Q, "obfuscation"),
     ("! if false; then :; else rm x; fi", D, "compound"),
+    // Assignments after the misread keyword are not the command (oracle seed 12).
+    ("! if true; then LANG=C rm x; fi", D, "compound"),
+    ("! if true; then A=1 B+=2 rm x; fi", D, "compound"),
+    ("! while false; do LC_ALL=C rm x; done", D, "compound"),
+    ("! if true; then X=$(date) rm x; else :; fi", D, "compound"),
     ("! function g { rm x; }; g", D, "compound"),
     ("! function g { { rm x; }; }; g", D, "compound"),
     ("! case a in a) rm x;; esac", D, "compound"),
