@@ -983,11 +983,26 @@ impl<'s> Walker<'s> {
                 self.data.push(w.template().to_owned());
             }
         }
+        // The declaration builtins reach here as plain words when tree-sitter-bash misreads
+        // the line (`! declare -a d='([$(cmd)]=1)'`) or through `builtin`/`command`; they
+        // evaluate a quoted array value's keys as they do in a declaration.
         if words.iter().any(|(_, w)| {
             w.fixed().is_some_and(|v| {
                 matches!(
                     v,
-                    "let" | "eval" | "-v" | "-R" | "read" | "mapfile" | "readarray" | "trap"
+                    "let"
+                        | "eval"
+                        | "-v"
+                        | "-R"
+                        | "read"
+                        | "mapfile"
+                        | "readarray"
+                        | "trap"
+                        | "declare"
+                        | "typeset"
+                        | "local"
+                        | "readonly"
+                        | "export"
                 )
             })
         }) {

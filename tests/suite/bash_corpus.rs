@@ -668,6 +668,11 @@ pub(crate) const CORPUS: &[(&str, Want, &str)] = &[
     ("! if true; then A=1 B+=2 rm x; fi", D, "compound"),
     ("! while false; do LC_ALL=C rm x; done", D, "compound"),
     ("! if true; then X=$(date) rm x; else :; fi", D, "compound"),
+    // Declaration builtins read as plain commands still evaluate quoted array keys (seed 13).
+    ("! declare -a d='([$(rm x)]=1)'", D, "evaluated"),
+    ("! typeset -A d='([k]=$(rm x))'", D, "evaluated"),
+    ("builtin declare -a d='([$(rm x)]=1)'", D, "evaluated"),
+    ("command local -a d=\"([\\$(rm x)]=1)\"", D, "evaluated"),
     ("! function g { rm x; }; g", D, "compound"),
     ("! function g { { rm x; }; }; g", D, "compound"),
     ("! case a in a) rm x;; esac", D, "compound"),
