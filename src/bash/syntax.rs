@@ -799,7 +799,10 @@ impl<'s> Walker<'s> {
                         j += if b[j] == b'\\' { 2 } else { 1 };
                     }
                     if j >= b.len() {
+                        // Asked about; what follows is still analysed so deny rules reach
+                        // a command Bash may find in it where this scan found no end.
                         self.problem("an unterminated backquote".to_owned());
+                        self.unsure_rest(&text[start..]);
                         return;
                     }
                     self.items.push(Item::Hidden(text[start..j].to_owned()));
@@ -809,6 +812,7 @@ impl<'s> Walker<'s> {
                     let start = i + 2;
                     let Some(end) = substitution_end(text, start) else {
                         self.problem("an unterminated `$(`".to_owned());
+                        self.unsure_rest(&text[start..]);
                         return;
                     };
                     self.items.push(Item::Hidden(text[start..end].to_owned()));
@@ -820,6 +824,16 @@ impl<'s> Walker<'s> {
                 }
                 _ => i += 1,
             }
+        }
+    }
+
+    /// Text after a substitution whose end the scan did not find: already asked about, it
+    /// is analysed as a script and searched loosely, quotes or not, for the substitutions Bash
+    /// may run from it (`$(x="a[\$(cmd)]"; echo $((x)))`), so deny rules reach them.
+    fn unsure_rest(&mut self, rest: &str) {
+        self.items.push(Item::Hidden(rest.to_owned()));
+        for inner in substitutions_loose(rest) {
+            self.items.push(Item::Hidden(inner));
         }
     }
 

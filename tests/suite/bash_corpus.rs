@@ -673,6 +673,14 @@ pub(crate) const CORPUS: &[(&str, Want, &str)] = &[
     ("! typeset -A d='([k]=$(rm x))'", D, "evaluated"),
     ("builtin declare -a d='([$(rm x)]=1)'", D, "evaluated"),
     ("command local -a d=\"([\\$(rm x)]=1)\"", D, "evaluated"),
+    // A substitution in a here-document that the body scan finds no end of (seed 15).
+    (
+        "cat <<-EOF\n\t$(x=\"a[\\$(rm x)]\"; echo $((x + 1)))\n\tEOF",
+        D,
+        "heredoc",
+    ),
+    ("cat <<EOF\n$(echo \"\\$(rm x\"\nEOF", D, "heredoc"),
+    ("cat <<EOF\n`echo \\`rm x\nEOF", D, "heredoc"),
     ("! function g { rm x; }; g", D, "compound"),
     ("! function g { { rm x; }; }; g", D, "compound"),
     ("! case a in a) rm x;; esac", D, "compound"),
