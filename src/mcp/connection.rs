@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use rmcp::ClientHandler;
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
+    PaginatedRequestParams, ProtocolVersion,
 };
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use serde::{Deserialize, Serialize};
@@ -210,16 +211,28 @@ impl Connection {
 impl Link {
     /// Every tool the server lists (all pages).
     pub async fn list_tools(&self) -> Result<Vec<ListedTool>, McpError> {
-        let tools = self
-            .peer
-            .list_all_tools()
-            .await
-            .map_err(|err| McpError::Protocol(err.to_string()))?;
+        // The SDK's own "all pages" loop has no end of its own; a server that always hands
+        // back a cursor would be listed until its start-up timeout.
+        let mut tools = Vec::new();
+        let mut cursor = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let page = self
+                .peer
+                .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+                .await
+                .map_err(|err| McpError::Protocol(err.to_string()))?;
+            tools.extend(page.tools);
+            cursor = page.next_cursor;
+            if cursor.is_none() || tools.len() >= MAX_TOOLS_PER_SERVER {
+                break;
+            }
+        }
         Ok(tools
             .into_iter()
+            .take(MAX_TOOLS_PER_SERVER)
             .map(|tool| ListedTool {
                 name: tool.name.to_string(),
-                description: tool.description.map(|d| d.to_string()).unwrap_or_default(),
+                description: bounded_description(tool.description.as_deref().unwrap_or_default()),
                 input_schema: Value::Object((*tool.input_schema).clone()),
                 read_only_hint: tool
                     .annotations
@@ -298,6 +311,20 @@ impl Link {
             exit: exit.to_string(),
             stderr: self.watch.stderr_tail(),
         }
+    }
+}
+
+/// Bounds on what one server's listing may put before the model (every description is
+/// read in ToolSearch, the first sentence in the system prompt): more tools than this are
+/// not offered, and a longer description is cut.
+pub const MAX_TOOLS_PER_SERVER: usize = 512;
+const MAX_LIST_PAGES: usize = 64;
+pub const MAX_DESCRIPTION_CHARS: usize = 2048;
+
+fn bounded_description(description: &str) -> String {
+    match description.char_indices().nth(MAX_DESCRIPTION_CHARS) {
+        Some((cut, _)) => format!("{}… [description cut by tollgate]", &description[..cut]),
+        None => description.to_string(),
     }
 }
 

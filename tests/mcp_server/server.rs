@@ -10,7 +10,8 @@
 //! (a log message and `tools/list_changed`, after which `added` is listed), and
 //! `write_file` (writes `path`; the OS error is an `isError` result — the sandbox test's probe).
 //! Each call runs on a thread of its own, so a hanging call does not block the others.
-//! Flags: `--exit-at-start` (exits before answering), `--silent-at-start` (never answers).
+//! Flags: `--exit-at-start` (exits before answering), `--silent-at-start` (never answers),
+//! `--endless-pages` (a tool listing whose every page names a next one).
 
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -99,6 +100,7 @@ fn main() {
         std::process::exit(9);
     }
     let silent = args.iter().any(|a| a == "--silent-at-start");
+    let endless = args.iter().any(|a| a == "--endless-pages");
     let stdin = std::io::stdin();
     let out: Out = Arc::new(Mutex::new(std::io::stdout()));
     let added = Arc::new(AtomicBool::new(false));
@@ -121,6 +123,25 @@ fn main() {
                     "serverInfo": {"name": "tollgate-mcp-test-server", "version": "1"}
                 }}),
             ),
+            "tools/list" if endless => {
+                // Pages without end, 50 tools each with a 10 000-character description.
+                let page = message["params"]["cursor"]
+                    .as_str()
+                    .and_then(|c| c.parse::<usize>().ok())
+                    .unwrap_or(0);
+                let tools: Vec<serde_json::Value> = (0..50)
+                    .map(|n| {
+                        serde_json::json!({"name": format!("t{page}_{n}"),
+                            "description": "Many. ".repeat(2000),
+                            "inputSchema": {"type": "object", "properties": {}}})
+                    })
+                    .collect();
+                send(
+                    &out,
+                    serde_json::json!({"jsonrpc": "2.0", "id": id,
+                        "result": {"tools": tools, "nextCursor": (page + 1).to_string()}}),
+                );
+            }
             "tools/list" => send(
                 &out,
                 serde_json::json!({"jsonrpc": "2.0", "id": id,

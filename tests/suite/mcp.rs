@@ -407,6 +407,39 @@ fn a_line_without_end_from_a_server_is_an_error_result_not_unbounded_memory() {
     assert_none_survive(&ran.pids(), &[]);
 }
 
+/// A listing without end (every page names a next one, 50 tools of 10 000 characters each):
+/// the server starts with its first 512 tools, long descriptions cut, instead of being listed
+/// until its start-up timeout.
+#[test]
+fn an_endless_tool_listing_is_cut_at_512_tools() {
+    let sandbox = Sandbox::empty();
+    task(
+        &sandbox,
+        "mode: dontAsk\npermissions:\n  allow: [mcp__many]\n",
+        &server(
+            "many",
+            "    args: [--endless-pages]\n    startup_timeout: 60\n",
+        ),
+        &[&format!(
+            "[{}]",
+            call("ToolSearch", "{query: 'select:mcp__many__t10_11'}")
+        )],
+    );
+    let ran = run(&sandbox, &[]);
+    ran.assert_code(0);
+    let status = &ran.servers()[0];
+    assert_eq!(status["status"], "started", "{status}");
+    assert_eq!(status["tools"], 512, "{status}");
+    let found = ran.result("ToolSearch", 0)["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(found.contains("mcp__many__t10_11"), "{found}");
+    assert!(found.contains("[description cut by tollgate]"), "{found}");
+    assert!(found.len() < 4000, "{} characters", found.len());
+    assert_none_survive(&ran.pids(), &[]);
+}
+
 /// A server that exits at start and one that never answers `initialize`: both are listed
 /// with their errors in `run_started` and stream-json's `init`; the run goes on without them
 /// unless `fail_on` has `mcp_start` (the default), which stops it before any model call.
