@@ -153,6 +153,18 @@ pub enum ToolCheck {
     },
 }
 
+impl ToolCheck {
+    /// The answer's name, as `check --explain` and tests print it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ToolCheck::Allow { .. } => "allow",
+            ToolCheck::Deny { .. } => "deny",
+            ToolCheck::Ask { .. } => "ask",
+            ToolCheck::Passthrough { .. } => "passthrough",
+        }
+    }
+}
+
 /// The gate's final, headless answer for one call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PermissionDecision {

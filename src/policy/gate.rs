@@ -127,7 +127,7 @@ fn pipeline(call: &dyn GatedCall, ctx: &PermissionContext, trace: &mut Trace) ->
     trace.note(
         "1c",
         || format!("{name}'s own check: {}", describe_check(&check)),
-        check_kind(&check),
+        check.kind(),
     );
     let (step, reason) = match tool_check(check, call.requires_user_interaction(), name, trace) {
         Ok(decided) => return decided,
@@ -249,15 +249,6 @@ fn whole_tool_rule(
         outcome,
     );
     rule
-}
-
-fn check_kind(check: &ToolCheck) -> &'static str {
-    match check {
-        ToolCheck::Allow { .. } => "allow",
-        ToolCheck::Deny { .. } => "deny",
-        ToolCheck::Ask { .. } => "ask",
-        ToolCheck::Passthrough { .. } => "passthrough",
-    }
 }
 
 fn describe_check(check: &ToolCheck) -> String {

@@ -268,12 +268,7 @@ mod tests {
                 workspace: &workspace,
                 auto_allow_bash: false,
             };
-            match input.check_permissions(&ctx) {
-                ToolCheck::Allow { .. } => "allow",
-                ToolCheck::Deny { .. } => "deny",
-                ToolCheck::Ask { .. } => "ask",
-                ToolCheck::Passthrough { .. } => "passthrough",
-            }
+            input.check_permissions(&ctx).kind()
         };
         assert_eq!(check("permissions: {}\n"), "passthrough");
         assert_eq!(check("permissions:\n  allow: ['Skill(a)']\n"), "allow");
@@ -332,12 +327,7 @@ mod tests {
                 auto_allow_bash: false,
             };
             let input = tool.prepare(&json!({ "skill": name })).unwrap();
-            match input.check_permissions(&ctx) {
-                ToolCheck::Allow { .. } => "allow",
-                ToolCheck::Deny { .. } => "deny",
-                ToolCheck::Ask { .. } => "ask",
-                ToolCheck::Passthrough { .. } => "passthrough",
-            }
+            input.check_permissions(&ctx).kind()
         };
         let cases = [
             ("  allow: ['Skill(*)']\n", "a", "allow"),

@@ -252,12 +252,7 @@ mod tests {
             ) else {
                 return "invalid";
             };
-            match input.check_permissions(&ctx) {
-                ToolCheck::Allow { .. } => "allow",
-                ToolCheck::Deny { .. } => "deny",
-                ToolCheck::Ask { .. } => "ask",
-                ToolCheck::Passthrough { .. } => "passthrough",
-            }
+            input.check_permissions(&ctx).kind()
         };
         let cases = [
             ("  deny: ['Agent(*)']\n", "general", "deny"),
