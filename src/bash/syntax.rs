@@ -857,6 +857,14 @@ impl<'s> Walker<'s> {
                 "arithmetic on variables (`{snippet}`) can run commands hidden in their values"
             ));
             self.loose_leaves(n, 0);
+            // Bash reads `$((…))` that is not arithmetic as `$( (…) )`, a subshell in a
+            // command substitution (`$((cmd) &\nwait)`): already asked about, that reading is
+            // analysed too so deny rules reach what it runs.
+            let text = self.text(n);
+            if let Some(inner) = text.strip_prefix("$(") {
+                let inner = inner.strip_suffix(')').unwrap_or(inner);
+                self.items.push(Item::Hidden(inner.to_owned()));
+            }
         }
     }
 

@@ -681,6 +681,11 @@ pub(crate) const CORPUS: &[(&str, Want, &str)] = &[
     ),
     ("cat <<EOF\n$(echo \"\\$(rm x\"\nEOF", D, "heredoc"),
     ("cat <<EOF\n`echo \\`rm x\nEOF", D, "heredoc"),
+    // `$((…))` that is not arithmetic is a subshell in a substitution to Bash (seed 21).
+    ("[ -n \"$((rm \"$f\") &\nwait)\" ]", D, "substitution"),
+    ("echo \"$((rm 'x') &\nwait)\"", D, "substitution"),
+    ("echo $((rm \"$f\") | cat)", D, "substitution"),
+    ("echo $((rm x) | cat)", D, "substitution"),
     ("! function g { rm x; }; g", D, "compound"),
     ("! function g { { rm x; }; }; g", D, "compound"),
     ("! case a in a) rm x;; esac", D, "compound"),
