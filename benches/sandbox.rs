@@ -1,6 +1,7 @@
 //! Start-up cost of a sandboxed command: 1,000 runs of `true` through the shell runner, with
-//! and without the sandbox (Landlock ruleset built in the parent, applied in the child, a
-//! pids cgroup where one can be made). Prints the mean per command of each and the difference.
+//! and without the sandbox (Landlock ruleset built in the parent, applied in the child with
+//! the socket filter, a pids cgroup where one can be made), and in the read-only domain
+//! alone. Prints the mean per command of each, the differences, and the parent's share.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -8,8 +9,11 @@ use std::time::{Duration, Instant};
 use tollgate::base::AbortHandle;
 use tollgate::exec::RunEnv;
 use tollgate::policy::Workspace;
-use tollgate::sandbox::{Sandbox, SandboxConfig, SandboxSpec, kernel_abi, preflight};
-use tollgate::tools::{ShellEnv, run_shell};
+use tollgate::sandbox::{
+    ReadOnlyCommands, ReadOnlyDomain, Sandbox, SandboxConfig, SandboxSpec, kernel_abi, preflight,
+    read_only_preflight,
+};
+use tollgate::tools::{Confinement, ShellEnv, run_confined};
 
 const RUNS: u32 = 1000;
 
@@ -46,6 +50,22 @@ fn main() {
         };
         let plain = time(&root, None).await;
         let confined = time(&root, Some(&sandbox)).await;
+        let prepared = Instant::now();
+        for _ in 0..RUNS {
+            if let Err(err) = sandbox.prepare() {
+                return eprintln!("cannot prepare: {err}");
+            }
+        }
+        let prepared = prepared.elapsed();
+        let read_only = read_only_preflight(ReadOnlyCommands::Enforce);
+        let domain = match ReadOnlyDomain::start(&read_only, None, "bench") {
+            Ok(domain) => domain,
+            Err(err) => return eprintln!("{err}"),
+        };
+        let in_domain = match &domain {
+            Some(domain) => Some(time_confined(&root, Confinement { sandbox: None, read_only: Some(domain) }).await),
+            None => None,
+        };
         let per = |total: Duration| total.as_secs_f64() * 1e6 / f64::from(RUNS);
         println!("{}", sandbox.status().describe());
         println!("unsandboxed: {:.0} µs per `true` ({RUNS} runs)", per(plain));
@@ -57,22 +77,45 @@ fn main() {
             "added:       {:.0} µs per command",
             per(confined) - per(plain)
         );
+        println!(
+            "  of which the parent's preparation (ruleset, cgroup): {:.0} µs",
+            per(prepared)
+        );
+        match in_domain {
+            Some(total) => println!(
+                "read-only domain alone: {:.0} µs per `true`, {:.0} µs over unconfined",
+                per(total),
+                per(total) - per(plain)
+            ),
+            None => println!("read-only domain: {}", read_only.describe()),
+        }
     });
 }
 
 async fn time(root: &Path, sandbox: Option<&Sandbox>) -> Duration {
+    time_confined(
+        root,
+        Confinement {
+            sandbox,
+            read_only: None,
+        },
+    )
+    .await
+}
+
+async fn time_confined(root: &Path, confinement: Confinement<'_>) -> Duration {
     let (_handle, abort) = AbortHandle::new();
     let env = RunEnv::new(&Default::default()).model;
     let started = Instant::now();
     for _ in 0..RUNS {
-        let run = run_shell(
+        let run = run_confined(
             "true",
             root,
             Duration::from_secs(10),
             &abort,
             ShellEnv::Model(&env),
             None,
-            sandbox,
+            confinement,
         )
         .await;
         if let Err(err) = run {

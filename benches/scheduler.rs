@@ -86,6 +86,7 @@ impl TurnHost for Host {
         Ok(Admission::Run {
             call: Arc::new(prepared),
             deadline: None,
+            basis: tollgate::policy::AllowBasis::Granted,
         })
     }
     async fn land(&mut self, _: usize, _: &Call, landing: Landing) -> Result<(), Infallible> {
@@ -118,6 +119,8 @@ fn context() -> (ToolContext, AbortHandle) {
         command_env: tollgate::exec::RunEnv::new(&Default::default()).model,
         progress: None,
         sandbox: None,
+        read_only: None,
+        allow_basis: Default::default(),
         state: Default::default(),
     };
     (ctx, handle)

@@ -38,7 +38,10 @@ use crate::out_dir::OutDirLock;
 use crate::policy::{PermissionMode, RuleSet, ToolName, Workspace};
 use crate::redact::Redactor;
 use crate::results::ResultStore;
-use crate::sandbox::{ProxyConnection, Sandbox, SandboxError, SandboxSpec};
+use crate::policy::AllowBasis;
+use crate::sandbox::{
+    ProxyConnection, ReadOnlyDomain, ReadOnlyStatus, Sandbox, SandboxError, SandboxSpec,
+};
 use crate::scheduler::{Call, MessageQueue, QueuedInput, TurnEnd, run_turn};
 use crate::task::{Check, FailOnSet, Limits};
 use crate::tools::{
@@ -103,6 +106,8 @@ pub struct RunSpec {
     pub classifier: Option<Classifier>,
     /// The OS sandbox Bash commands run in, checked by the preflight.
     pub sandbox: Option<SandboxSpec>,
+    /// Whether commands allowed only by a read-only proof run in the read-only domain.
+    pub read_only: ReadOnlyStatus,
     /// The MCP servers the run starts, and those the policy left out.
     pub mcp: McpPlan,
 }
@@ -214,6 +219,12 @@ pub async fn run(
         )),
         None => None,
     };
+    let read_only = ReadOnlyDomain::start(
+        &spec.read_only,
+        sandbox.as_deref().map(Sandbox::tmpdir),
+        &spec.run_id,
+    )?
+    .map(Arc::new);
     let ctx = ToolContext {
         workspace: spec.workspace.clone(),
         rules: Arc::new(spec.rules.clone()),
@@ -223,6 +234,8 @@ pub async fn run(
         command_env: spec.env.model.clone(),
         progress: None,
         sandbox,
+        read_only,
+        allow_basis: AllowBasis::Granted,
         state: RunState::default(),
     };
     let starting = McpHub::start(
@@ -281,6 +294,7 @@ pub async fn run(
             .collect(),
         max_turns: spec.limits.max_turns,
         sandbox: sandbox_status.clone(),
+        read_only_commands: Some(spec.read_only.clone()),
         mcp_servers: run.mcp.statuses().to_vec(),
     })?;
 
@@ -401,6 +415,7 @@ pub async fn run(
         task_file: spec.task.file.clone(),
         workdir: spec.workspace.workdir.clone(),
         sandbox: sandbox_status,
+        read_only_commands: spec.read_only.clone(),
         network_refusals: run.network_refusals,
         todos,
     })

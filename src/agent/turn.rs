@@ -175,9 +175,11 @@ impl<'r, 'a> LoopHost<'r, 'a> {
                 result: ran.result,
             });
         }
+        let basis = prepared.allow_basis(&decision, &ctx);
         Ok(Admission::Run {
             call: Arc::new(prepared),
             deadline: deadline(self.run),
+            basis,
         })
     }
 

@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::policy::{GatedCall, PermissionContext, ToolCheck, ToolName};
+use crate::policy::{
+    AllowBasis, GatedCall, Layer, PermissionContext, PermissionDecision, Step, ToolCheck, ToolName,
+};
 use crate::tools::{InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput};
 
 /// Whether a call may run beside others (S6).
@@ -91,6 +93,22 @@ impl PreparedCall {
 
     pub fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         self.input.run(ctx)
+    }
+
+    /// What `decision` (an allow of this call) rested on: the read-only proof only when the
+    /// tool's own check had the last word, citing no rule, and that check's allow was the
+    /// proof's.
+    pub fn allow_basis(&self, decision: &PermissionDecision, ctx: &PermissionContext) -> AllowBasis {
+        let by_check = decision.is_allow()
+            && decision.step == Step::ToolCheck
+            && decision.layer == Layer::Tool
+            && decision.rule.is_none()
+            && decision.updated_input.is_none();
+        if by_check && self.input.allowed_by_read_only_proof(ctx) {
+            AllowBasis::ReadOnlyProof
+        } else {
+            AllowBasis::Granted
+        }
     }
 }
 

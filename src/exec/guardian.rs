@@ -4,7 +4,6 @@
 //! is reparented to init and would run on. The guardian learns group ids on its stdin and
 //! acts when that pipe closes, which the kernel does however tollgate ends.
 
-use std::io::Write;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -73,16 +72,6 @@ fn start() -> std::io::Result<Guardian> {
     })
 }
 
-fn send(line: String) {
-    if let Some(guardian) = guardian()
-        && let Ok(mut guardian) = guardian.lock()
-    {
-        // A line is far below the pipe's buffer and the guardian reads continuously, so this
-        // does not block the runtime; if the guardian died, there is nobody left to tell.
-        let _ = guardian.stdin.write_all(line.as_bytes());
-    }
-}
-
 /// The guardian's pipe, for a child to announce itself from `pre_exec` (started now if it
 /// was not yet). A child announces its own group before `exec`, so no process of the group
 /// exists unannounced, however early tollgate is killed.
@@ -97,8 +86,17 @@ pub(super) fn pipe() -> Option<RawFd> {
 pub(super) fn announce_from_child(pipe: RawFd) {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
+    write_line(pipe, b'+', pid);
+}
+
+/// From a call's keeper, once the command's group is gone: `- <group>`.
+pub(super) fn release_from_child(pipe: RawFd, group: libc::pid_t) {
+    write_line(pipe, b'-', group);
+}
+
+fn write_line(pipe: RawFd, op: u8, pid: libc::pid_t) {
     let mut line = [0u8; 24];
-    line[0] = b'+';
+    line[0] = op;
     line[1] = b' ';
     let mut digits = [0u8; 12];
     let mut count = 0;
@@ -120,8 +118,4 @@ pub(super) fn announce_from_child(pipe: RawFd) {
     unsafe {
         libc::write(pipe, line.as_ptr().cast(), 3 + count);
     }
-}
-
-pub(super) fn release(group: u32) {
-    send(format!("- {group}\n"));
 }

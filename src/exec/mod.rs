@@ -6,6 +6,7 @@
 
 mod env;
 mod guardian;
+mod keeper;
 mod service;
 
 use std::ffi::OsString;
@@ -137,7 +138,7 @@ pub async fn run(
         capture,
         pre_exec,
     } = request;
-    let mut cmd = command(
+    let (mut cmd, control) = command(
         &argv,
         &cwd,
         &env,
@@ -149,16 +150,21 @@ pub async fn run(
     )?;
     let mut child = cmd.spawn()?;
     // Declared after `child`, so if this future is dropped mid-run (the scheduler cancelled
-    // the call) the group is killed before the child is reaped, while its id is reserved.
-    let mut group = GroupKiller::new(child.id());
+    // the call) the keeper is told to end the command before the handle goes.
+    let mut group = GroupKiller::new(control);
     let writer = match (stdin_bytes(stdin), child.stdin.take()) {
         (Some(bytes), Some(mut pipe)) => Some(tokio::spawn(async move {
             let _ = pipe.write_all(&bytes).await;
         })),
         _ => None,
     };
-    let mut stdout = tokio::spawn(read_capped(child.stdout.take(), capture.clone()));
-    let mut stderr = tokio::spawn(read_capped(child.stderr.take(), capture));
+    let (stop_reading, stop) = tokio::sync::watch::channel(false);
+    let mut stdout = tokio::spawn(read_capped(
+        child.stdout.take(),
+        capture.clone(),
+        stop.clone(),
+    ));
+    let mut stderr = tokio::spawn(read_capped(child.stderr.take(), capture, stop));
     let ending = tokio::select! {
         status = child.wait() => status.map(|status| Ending::Exited {
             code: status.code(),
@@ -170,22 +176,22 @@ pub async fn run(
     // Nothing a command started outlives it, and its pipes close for the readers below.
     group.kill();
     let ending = ending?;
-    child.wait().await?;
+    wait_for_keeper(&mut child).await?;
     if let Some(writer) = writer {
         writer.abort();
     }
-    let streams = tokio::time::timeout(PIPE_GRACE, async {
-        ((&mut stdout).await, (&mut stderr).await)
-    })
-    .await;
-    let (stdout, stderr) = match streams {
-        Ok((out, err)) => (out.unwrap_or_default(), err.unwrap_or_default()),
-        Err(_) => {
-            stdout.abort();
-            stderr.abort();
-            (Captured::default(), Captured::default())
+    // What was read is kept either way: past the grace the readers stop and return it,
+    // marked incomplete.
+    let streams = async { ((&mut stdout).await, (&mut stderr).await) };
+    tokio::pin!(streams);
+    let (stdout, stderr) = tokio::select! {
+        both = &mut streams => both,
+        _ = tokio::time::sleep(PIPE_GRACE) => {
+            let _ = stop_reading.send(true);
+            streams.await
         }
     };
+    let (stdout, stderr) = (stdout.unwrap_or_default(), stderr.unwrap_or_default());
     Ok(ExecOutcome {
         ending,
         stdout,
@@ -193,15 +199,31 @@ pub async fn run(
     })
 }
 
-/// The one way a child is set up: its exact environment, its own process group, killed with
-/// its handle, tied to tollgate's life (PDEATHSIG, the guardian), then the sandbox step.
+/// How long a keeper may take to end its command once told; past it the keeper is killed
+/// (what it had not yet ended then runs on without it).
+const KEEPER_GRACE: Duration = Duration::from_secs(5);
+
+/// Waits for the keeper (the started child) to exit after its command's end.
+async fn wait_for_keeper(child: &mut tokio::process::Child) -> io::Result<std::process::ExitStatus> {
+    match tokio::time::timeout(KEEPER_GRACE, child.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            child.start_kill()?;
+            child.wait().await
+        }
+    }
+}
+
+/// The one way a child is set up: its exact environment, its keeper (which ends the command
+/// and everything it left when the returned control pipe closes), its own process group, tied
+/// to tollgate's life (PDEATHSIG, the guardian), then the sandbox step.
 fn command(
     argv: &[OsString],
     cwd: &std::path::Path,
     env: &ChildEnv,
     stdin: Stdio,
     pre_exec: Option<PreExecStep>,
-) -> io::Result<tokio::process::Command> {
+) -> io::Result<(tokio::process::Command, keeper::Control)> {
     let Some((program, args)) = argv.split_first() else {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty argv"));
     };
@@ -214,25 +236,28 @@ fn command(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true);
+        // Never: a killed keeper could not end what the command left running. Closing the
+        // control pipe (the `GroupKiller`) is how a dropped call ends its command.
+        .kill_on_drop(false);
     let parent = std::process::id();
     let guardian = guardian::pipe();
+    let control = keeper::Control::new()?;
+    let control_fd = control.read_fd();
     // SAFETY: the closure runs in the forked child before exec and only makes system calls
-    // (prctl, getppid, getpid, write) plus the sandbox step, which is documented to do the same.
+    // (prctl, getppid, getpid, fork, write; the keeper's own are documented there) plus the
+    // sandbox step, which is documented to do the same.
     unsafe {
         cmd.pre_exec(move || {
             tie_to_parent(parent)?;
             restore_file_size_signal();
-            if let Some(pipe) = guardian {
-                guardian::announce_from_child(pipe);
-            }
+            keeper::split(control_fd, guardian)?;
             match &pre_exec {
                 Some(step) => step(),
                 None => Ok(()),
             }
         });
     }
-    Ok(cmd)
+    Ok((cmd, control))
 }
 
 fn stdin_bytes(stdin: Stdin) -> Option<Vec<u8>> {
@@ -280,21 +305,19 @@ fn tie_to_parent(parent: u32) -> io::Result<()> {
     Ok(())
 }
 
-/// Kills the command's process group once: explicitly when the command ends, or on drop.
-/// The child announced its group to the [`guardian`] before exec, so a SIGKILL of tollgate
-/// kills it as well; the kill here withdraws it.
-struct GroupKiller(Option<u32>);
+/// Ends the command once, through its keeper: explicitly when the call ends, or on drop.
+/// Closing the control pipe makes the keeper kill the command's group and every process
+/// reparented to it, then exit. The command announced its group to the [`guardian`] before
+/// exec, so a SIGKILL of tollgate kills it as well; the keeper withdraws it.
+struct GroupKiller(Option<keeper::Control>);
 
 impl GroupKiller {
-    fn new(group: Option<u32>) -> GroupKiller {
-        GroupKiller(group)
+    fn new(control: keeper::Control) -> GroupKiller {
+        GroupKiller(Some(control))
     }
 
     fn kill(&mut self) {
-        if let Some(group) = self.0.take() {
-            kill_group(group);
-            guardian::release(group);
-        }
+        self.0.take();
     }
 }
 
@@ -304,22 +327,14 @@ impl Drop for GroupKiller {
     }
 }
 
-fn kill_group(group: u32) {
-    let Ok(pid) = libc::pid_t::try_from(group) else {
-        return;
-    };
-    // SAFETY: killpg only sends a signal. The group id is our child's pid and the child is
-    // not reaped before this call (`GroupKiller` is killed before the final wait, or dropped
-    // before the child), so the id cannot name another group.
-    unsafe {
-        libc::killpg(pid, libc::SIGKILL);
-    }
-}
-
 /// Pieces an endless line is sent in, so it cannot grow a buffer without bound.
 pub const MAX_LINE_BYTES: usize = 4096;
 
-async fn read_capped<R: AsyncRead + Unpin>(stream: Option<R>, capture: Capture) -> Captured {
+async fn read_capped<R: AsyncRead + Unpin>(
+    stream: Option<R>,
+    capture: Capture,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Captured {
     let Some(mut stream) = stream else {
         return Captured::default();
     };
@@ -332,7 +347,14 @@ async fn read_capped<R: AsyncRead + Unpin>(stream: Option<R>, capture: Capture) 
         partial: Vec::new(),
     });
     loop {
-        match stream.read(&mut buffer).await {
+        let read = tokio::select! {
+            read = stream.read(&mut buffer) => read,
+            _ = stop.wait_for(|stop| *stop) => {
+                complete = false;
+                break;
+            }
+        };
+        match read {
             Ok(0) => break,
             Err(_) => {
                 complete = false;

@@ -79,7 +79,8 @@ pub fn spawn_service(request: ServiceRequest) -> io::Result<ServiceChild> {
         env,
         pre_exec,
     } = request;
-    let mut child = command(&argv, &cwd, &env, Stdio::piped(), pre_exec)?.spawn()?;
+    let (mut cmd, control) = command(&argv, &cwd, &env, Stdio::piped(), pre_exec)?;
+    let mut child = cmd.spawn()?;
     let pid = child
         .id()
         .ok_or_else(|| io::Error::other("the service exited before it could be watched"))?;
@@ -94,15 +95,15 @@ pub fn spawn_service(request: ServiceRequest) -> io::Result<ServiceChild> {
     let (stop, stopped) = oneshot::channel::<()>();
     tokio::spawn(async move {
         // Owned here with the child: if the runtime drops this task, the drop kills the group.
-        let mut group = GroupKiller::new(Some(pid));
+        let mut group = GroupKiller::new(control);
         let status = tokio::select! {
             status = child.wait() => status,
             _ = stopped => {
                 group.kill();
-                child.wait().await
+                super::wait_for_keeper(&mut child).await
             }
         };
-        // The first process is gone: whatever it left in its group goes too.
+        // The first process is gone, and its keeper ended whatever it left.
         group.kill();
         // Its last words, before anyone hears that it ended; bounded, since a process that
         // left the group may hold the pipe open.

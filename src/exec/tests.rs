@@ -92,14 +92,14 @@ async fn cancellation_stops_a_running_command() {
 }
 
 #[tokio::test]
-async fn a_daemon_holding_stdout_does_not_stall_the_call() {
+async fn a_daemon_holding_stdout_is_ended_with_the_call_and_its_output_kept() {
     let dir = tempfile::tempdir().unwrap();
-    // setsid leaves the group, so the group kill cannot reach it; its stdout stays open
-    // past the grace. `left` exists once it has left the group.
+    // setsid leaves the group, so no group kill reaches it, and it holds stdout open. The
+    // call's keeper (its subreaper) ends it when the command exits; what was printed stays.
     let outcome = run(
         bash(
-            "echo before; setsid sh -c 'touch left; exec sleep 10' & \
-             until [ -e left ]; do sleep 0.01; done; echo after",
+            "echo before; setsid sh -c 'echo daemon; echo $$ > left; exec sleep 30' & \
+             until [ -s left ]; do sleep 0.01; done; echo after",
             dir.path(),
             Duration::from_secs(20),
         ),
@@ -111,7 +111,38 @@ async fn a_daemon_holding_stdout_does_not_stall_the_call() {
         outcome.ending,
         Ending::Exited { code: Some(0), .. }
     ));
-    assert!(!outcome.stdout.complete, "{:?}", outcome.stdout);
+    for line in ["before", "daemon", "after"] {
+        assert!(outcome.stdout.text.contains(line), "{:?}", outcome.stdout);
+    }
+    let daemon: i32 = std::fs::read_to_string(dir.path().join("left"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY (test): kill with signal 0 only asks whether the process exists.
+    assert_ne!(unsafe { libc::kill(daemon, 0) }, 0, "the daemon outlived the call");
+}
+
+#[tokio::test]
+async fn nothing_a_command_orphans_outlives_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    // A new session, its own stdio, a delay: neither the group kill, the pipes nor a cgroup
+    // (none here) reach it — only the keeper, to which it was reparented.
+    let outcome = run(
+        bash(
+            "setsid sh -c 'sleep 1; echo x > marker' </dev/null >/dev/null 2>&1 & \
+             (setsid sh -c 'sleep 1; echo y > marker2' </dev/null >/dev/null 2>&1 &); echo started",
+            dir.path(),
+            Duration::from_secs(20),
+        ),
+        never(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome.stdout.text, "started\n");
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(!dir.path().join("marker").exists(), "an orphan wrote after the call");
+    assert!(!dir.path().join("marker2").exists(), "an orphan wrote after the call");
 }
 
 #[tokio::test]

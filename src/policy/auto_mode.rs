@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_saphyr::Spanned;
 
 use super::rule::{Rule, RuleKind};
 use super::rule_set::{PolicySource, SourceKind};
@@ -34,11 +35,25 @@ pub struct ClassifierFile {
     pub timeout: Option<f64>,
     pub max_tokens: Option<u32>,
     pub max_cost_usd: Option<f64>,
-    pub cache_dir: Option<String>,
+    pub cache_dir: Option<Spanned<String>>,
     pub two_stage: Option<bool>,
     /// The scripted provider's answers, in order: a string is sent as the model's text, a
     /// mapping as its JSON.
     pub script: Option<Vec<Value>>,
+}
+
+/// A place in a configuration file, kept with a value checked later than it was parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigSpot {
+    pub file: PathBuf,
+    pub line: u64,
+    pub column: u64,
+}
+
+impl ConfigSpot {
+    pub fn error(&self, message: impl Into<String>) -> crate::config::ConfigError {
+        crate::config::ConfigError::new(&self.file, self.line, self.column, message)
+    }
 }
 
 /// The validated `classifier:` block of one policy.
@@ -53,6 +68,8 @@ pub struct ClassifierSettings {
     pub max_cost_usd: Option<f64>,
     /// Absolute: a relative `cache_dir` is resolved against the policy file's folder.
     pub cache_dir: Option<PathBuf>,
+    /// Where `cache_dir` was written, for the error that refuses a writable one.
+    pub cache_dir_at: Option<ConfigSpot>,
     pub two_stage: Option<bool>,
     /// The scripted answers as the model's text.
     pub script: Option<Vec<String>>,
@@ -60,7 +77,7 @@ pub struct ClassifierSettings {
 
 impl ClassifierFile {
     /// Checks every field; `Err` says what is wrong in words for a ConfigError.
-    pub fn validate(self, policy_dir: &Path) -> Result<ClassifierSettings, String> {
+    pub fn validate(self, policy_dir: &Path, file: &Path) -> Result<ClassifierSettings, String> {
         let timeout = self
             .timeout
             .map(|secs| {
@@ -117,7 +134,12 @@ impl ClassifierFile {
             timeout,
             max_tokens: self.max_tokens,
             max_cost_usd: self.max_cost_usd,
-            cache_dir: self.cache_dir.map(|dir| policy_dir.join(dir)),
+            cache_dir_at: self.cache_dir.as_ref().map(|spanned| ConfigSpot {
+                file: file.to_path_buf(),
+                line: spanned.referenced.line(),
+                column: spanned.referenced.column(),
+            }),
+            cache_dir: self.cache_dir.map(|dir| policy_dir.join(dir.value)),
             two_stage: self.two_stage,
             script,
         })
@@ -205,7 +227,10 @@ fn fill(into: &mut ClassifierSettings, from: &ClassifierSettings) {
     into.timeout = into.timeout.or(from.timeout);
     into.max_tokens = into.max_tokens.or(from.max_tokens);
     into.max_cost_usd = into.max_cost_usd.or(from.max_cost_usd);
-    into.cache_dir = into.cache_dir.take().or_else(|| from.cache_dir.clone());
+    if into.cache_dir.is_none() {
+        into.cache_dir = from.cache_dir.clone();
+        into.cache_dir_at = from.cache_dir_at.clone();
+    }
     into.two_stage = into.two_stage.or(from.two_stage);
     into.script = into.script.take().or_else(|| from.script.clone());
 }

@@ -187,6 +187,18 @@ impl PermissionDecision {
     }
 }
 
+/// What an allow rested on, as far as running the call goes. A Bash command that only the
+/// analyser's read-only proof allowed (no allow rule, no mode, no hook, no person) runs in
+/// the kernel's read-only domain, so a wrong proof cannot write or connect.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AllowBasis {
+    /// A rule, a mode, a hook, the classifier or a person allowed it: it runs as granted.
+    #[default]
+    Granted,
+    /// The tool's own check allowed it because the analyser proved it read-only.
+    ReadOnlyProof,
+}
+
 /// Why a decision was reached: the step, the layer that had the last word, the rule it cites
 /// and the reason the model and the reports read.
 #[derive(Debug, Clone, PartialEq)]

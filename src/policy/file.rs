@@ -291,7 +291,7 @@ impl Policy {
             .classifier
             .map(|spanned| {
                 let at = spanned.referenced;
-                spanned.value.validate(origin.dir).map_err(|message| {
+                spanned.value.validate(origin.dir, origin.file).map_err(|message| {
                     ConfigError::new(origin.file, at.line(), at.column(), message)
                 })
             })

@@ -27,11 +27,12 @@ pub use authority::{
     AuthorityError, lower_may_add, refuse_disabled, refuse_managed_keys_below, resolve_mode,
 };
 pub use auto_mode::{
-    AutoModeConfig, AutoModeProse, ClassifierProvider, ClassifierSettings, merge_auto_mode,
+    AutoModeConfig, AutoModeProse, ClassifierProvider, ClassifierSettings, ConfigSpot,
+    merge_auto_mode,
     moots_classifier,
 };
 pub use decision::{
-    Ask, AskCause, Decision, DenialCounts, GateDecision, Grounds, Layer, PermissionDecision,
+    AllowBasis, Ask, AskCause, Decision, DenialCounts, GateDecision, Grounds, Layer, PermissionDecision,
     RuleRef, Step, ToolCheck,
 };
 pub use file::{LowerGrant, ManagedKey, PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
@@ -48,8 +49,8 @@ pub use path_pattern::{PathBases, PathPattern};
 pub use rule::{DomainPattern, Rule, RuleContent, RuleError, RuleKind};
 pub use rule_set::{PolicySource, RuleSet, SourceKind};
 pub use sandbox_config::{
-    DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, PolicyPath, SandboxBlock,
-    SandboxConfig,
+    DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, PolicyPath, ReadOnlyCommands,
+    SandboxBlock, SandboxConfig,
 };
 pub use self_test::{PrepareForTest, SelfTestAnswer, SelfTestOutcome, run_self_tests};
 pub use tool_name::{MAX_TOOL_NAME, ToolName};

@@ -35,6 +35,18 @@ pub enum NetworkMode {
     Open,
 }
 
+/// Whether a Bash command allowed only by the analyser's read-only proof runs in the
+/// kernel's read-only domain (`sandbox.read_only_commands`). Read even when `enabled: false`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadOnlyCommands {
+    /// Where Landlock ABI 3 is available (the default).
+    #[default]
+    Enforce,
+    /// The read-only verdict is the analyser's word alone.
+    Off,
+}
+
 /// A path as written in the policy: `~/x` is under the home folder, a relative path is under
 /// the workspace, an absolute one is itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,6 +106,7 @@ pub struct SandboxConfig {
     /// The task's checks run in the sandbox too (they are the author's, so off by default).
     pub checks: bool,
     pub limits: LimitsConfig,
+    pub read_only_commands: ReadOnlyCommands,
 }
 
 /// Read refused by default: credentials a runner or a developer keeps in the home folder.
@@ -128,6 +141,8 @@ pub struct SandboxBlock {
     auto_allow_bash: bool,
     #[serde(default)]
     checks: bool,
+    #[serde(default)]
+    read_only_commands: ReadOnlyCommands,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -254,6 +269,7 @@ impl SandboxBlock {
             auto_allow_bash: self.auto_allow_bash,
             checks: self.checks,
             limits: self.limits.resolve(),
+            read_only_commands: self.read_only_commands,
         })
     }
 }

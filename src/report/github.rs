@@ -147,6 +147,12 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
         let icon = if sandbox.enforced() { "🔒" } else { "⚠️" };
         row("Sandbox", format!("{icon} {}", cell(&sandbox.describe())));
     }
+    let read_only = &report.read_only_commands;
+    let icon = if read_only.enforced { "🔒" } else { "⚠️" };
+    row(
+        "Read-only commands",
+        format!("{icon} {}", cell(&read_only.describe())),
+    );
     if let Some(error) = &report.error {
         row("Stopped", cell(error));
     }

@@ -76,6 +76,9 @@ pub(crate) fn sample_report() -> crate::transcript::RunReport {
     };
     RunReport {
         sandbox: None,
+        read_only_commands: crate::sandbox::read_only_preflight(
+            crate::sandbox::ReadOnlyCommands::Off,
+        ),
         network_refusals: Vec::new(),
         run_id: "r1".into(),
         task_name: "fix|tests".into(),

@@ -61,6 +61,10 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
     if let Some(sandbox) = &report.sandbox {
         out.push_str(&format!("  sandbox: {}\n", sandbox.describe()));
     }
+    out.push_str(&format!(
+        "  read-only commands: {}\n",
+        report.read_only_commands.describe()
+    ));
     for connection in &report.network_refusals {
         out.push_str(&format!(
             "  sandbox refused a connection to {}:{}\n",

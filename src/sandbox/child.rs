@@ -1,9 +1,13 @@
 //! What runs in the forked child before `exec`: join the command's pids cgroup, set the
-//! resource limits, set no_new_privs, restrict itself with the prepared Landlock ruleset.
-//! Only raw system calls on values prepared in the parent: no allocation, no locks, so it is
-//! safe between `fork` and `exec` of a multi-threaded runner.
+//! resource limits, drop every capability, set no_new_privs, restrict itself with the
+//! prepared Landlock ruleset(s), install the system-call filter. Only raw system calls on
+//! values prepared in the parent: no allocation, no locks, so it is safe between `fork` and
+//! `exec` of a multi-threaded runner.
 
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
+
+use super::seccomp::SyscallFilter;
 
 /// One `setrlimit` to make: the soft limit is what the command hits first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +61,10 @@ pub struct ChildSetup {
     /// name before the fork (the rest of `/proc/<pid>` stays closed: this kernel lets a
     /// Landlock domain read other processes' `environ`).
     pub own_proc_rights: u64,
+    /// A second domain stacked on the first: the read-only one, shared by the run's commands.
+    pub read_only: Option<Arc<OwnedFd>>,
+    /// Installed last; `None` only where the command is not confined at all.
+    pub filter: Option<Arc<SyscallFilter>>,
 }
 
 /// `struct landlock_path_beneath_attr` (packed in the kernel's ABI).
@@ -91,6 +99,7 @@ impl ChildSetup {
                 return Err(std::io::Error::last_os_error());
             }
         }
+        drop_capabilities()?;
         // SAFETY: prctl(PR_SET_NO_NEW_PRIVS) takes integer arguments only. Without it no
         // unprivileged process may restrict itself, and a setuid binary could shed the rules.
         if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
@@ -108,8 +117,113 @@ impl ChildSetup {
                 return Err(std::io::Error::last_os_error());
             }
         }
+        if let Some(ruleset) = &self.read_only {
+            // SAFETY: as above; a second call stacks a second, independent domain.
+            let done = unsafe {
+                libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32)
+            };
+            if done != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        if let Some(filter) = &self.filter {
+            filter.apply()?;
+        }
         Ok(())
     }
+}
+
+/// `struct __user_cap_header_struct`.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+/// `struct __user_cap_data_struct`; version 3 takes two of them (64 capability bits).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+/// Not in `libc`.
+const CAP_SETPCAP: libc::c_int = 8;
+
+/// Drops every capability for good: the bounding set (so no exec can regain one, root's
+/// included), the ambient set, then effective, permitted and inheritable. As root this is
+/// what keeps a raw or packet socket, a mount or a `ptrace` of tollgate out of reach. A
+/// process without `CAP_SETPCAP` may not shrink its bounding set; it has no capability to
+/// lose, and no_new_privs keeps file capabilities from adding any at exec.
+fn drop_capabilities() -> std::io::Result<()> {
+    for cap in 0..64 {
+        // SAFETY: prctl with integer arguments; EINVAL past the kernel's last capability.
+        if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
+            match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::EINVAL) => break,
+                Some(libc::EPERM) if !has_effective(CAP_SETPCAP) => break,
+                _ => return Err(std::io::Error::last_os_error()),
+            }
+        }
+    }
+    // SAFETY: prctl with integer arguments. EINVAL: a kernel without ambient capabilities.
+    let cleared = unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        )
+    };
+    if cleared != 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut header = CapHeader {
+        version: CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let none = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capset(2) reads the header and the two data structs we own; dropping every
+    // capability is always permitted.
+    if unsafe { libc::syscall(libc::SYS_capset, &mut header as *mut CapHeader, none.as_ptr()) }
+        != 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether `cap` is in this process's effective set.
+fn has_effective(cap: libc::c_int) -> bool {
+    let mut header = CapHeader {
+        version: CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capget(2) writes into the two data structs we own.
+    let got = unsafe {
+        libc::syscall(
+            libc::SYS_capget,
+            &mut header as *mut CapHeader,
+            data.as_mut_ptr(),
+        )
+    };
+    let Ok(bit) = u32::try_from(cap) else {
+        return false;
+    };
+    got == 0 && data[(bit / 32) as usize % 2].effective & (1 << (bit % 32)) != 0
 }
 
 /// Adds a read rule for this process's own `/proc/<pid>` to the ruleset.

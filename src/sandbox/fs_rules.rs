@@ -33,15 +33,15 @@ pub const GUARDED_IN_ROOTS: [&str; 7] = [
     ".mcp.json",
 ];
 
-/// Device files every shell needs to write.
-pub const WRITABLE_DEVICES: [&str; 7] = [
+/// Device files every shell needs to write. Not `/dev/shm`: it is shared by every process
+/// of the machine and outlives the run (POSIX semaphores and shared memory fail there).
+pub const WRITABLE_DEVICES: [&str; 6] = [
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/tty",
     "/dev/pts",
     "/dev/ptmx",
-    "/dev/shm",
 ];
 
 /// What the command may touch, before carving.

@@ -26,10 +26,15 @@ impl ProcessLimit {
     pub fn detect() -> ProcessLimit {
         match pids_parent().filter(|dir| probe(dir)) {
             Some(parent) => ProcessLimit::Cgroup { parent },
-            // SAFETY: geteuid has no preconditions.
-            None => ProcessLimit::Rlimit {
-                binds: unsafe { libc::geteuid() } != 0,
-            },
+            None => ProcessLimit::without_cgroup(),
+        }
+    }
+
+    /// RLIMIT_NPROC, which the kernel does not apply to root.
+    pub fn without_cgroup() -> ProcessLimit {
+        // SAFETY: geteuid has no preconditions.
+        ProcessLimit::Rlimit {
+            binds: unsafe { libc::geteuid() } != 0,
         }
     }
 }

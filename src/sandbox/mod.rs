@@ -6,11 +6,14 @@ mod child;
 mod fs_rules;
 mod limits;
 mod proxy;
+mod read_only;
 mod ruleset;
+mod seccomp;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -20,9 +23,16 @@ pub use crate::policy::{
     DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, PolicyPath, SandboxBlock,
     SandboxConfig,
 };
+
+/// The read-only domain's preflight.
+pub fn read_only_preflight(setting: ReadOnlyCommands) -> ReadOnlyStatus {
+    read_only::preflight(setting)
+}
 pub use child::ChildSetup;
 pub use limits::{LimitHit, ProcessLimit};
 pub use proxy::{Proxy, ProxyConnection};
+pub use read_only::{ReadOnlyCommands, ReadOnlyDomain, ReadOnlyStatus};
+pub use seccomp::{SocketScope, SyscallFilter};
 
 use fs_rules::{FsScope, WRITABLE_DEVICES, grants, guarded_in, list_dir};
 use limits::CommandCgroup;
@@ -102,8 +112,17 @@ pub fn preflight(config: &SandboxConfig) -> Result<SandboxStatus, SandboxError> 
         .ok()
         .and_then(|value| value.trim().parse::<u32>().ok())
         .unwrap_or(u32::MAX);
-    preflight_with(config, kernel_abi().min(cap), ProcessLimit::detect())
+    let process_limit = if std::env::var_os(NO_CGROUP_ENV).is_some_and(|v| v == "1") {
+        ProcessLimit::without_cgroup()
+    } else {
+        ProcessLimit::detect()
+    };
+    preflight_with(config, kernel_abi().min(cap), process_limit)
 }
+
+/// `1` makes tollgate act as on a machine where it may create no pids cgroup (RLIMIT_NPROC
+/// then, and nothing but the keeper to end what a command left running).
+pub const NO_CGROUP_ENV: &str = "TOLLGATE_SANDBOX_NO_CGROUP";
 
 /// Caps the Landlock ABI tollgate uses, to see what a policy does on an older runner's
 /// kernel. It can only lower what the kernel offers, never raise it.
@@ -194,6 +213,8 @@ pub struct Sandbox {
     tmpdir: PathBuf,
     proxy: Option<Proxy>,
     env: Vec<(OsString, OsString)>,
+    /// The socket filter of every command, compiled once.
+    filter: Arc<SyscallFilter>,
 }
 
 impl Sandbox {
@@ -261,6 +282,7 @@ impl Sandbox {
             NetworkMode::None | NetworkMode::Open => None,
         };
         let env = scrubbed_env(&config, &tmpdir, proxy.as_ref().map(Proxy::port));
+        let filter = Arc::new(SyscallFilter::build(socket_scope(&config))?);
         Ok(Sandbox {
             config,
             status,
@@ -268,11 +290,17 @@ impl Sandbox {
             tmpdir,
             proxy,
             env,
+            filter,
         })
     }
 
     pub fn status(&self) -> &SandboxStatus {
         &self.status
+    }
+
+    /// The run's TMPDIR, the one folder outside the workspace its commands may write.
+    pub fn tmpdir(&self) -> &Path {
+        &self.tmpdir
     }
 
     /// Whether the task's checks run in the sandbox too (`sandbox.checks`).
@@ -321,6 +349,8 @@ impl Sandbox {
                     0
                 },
                 ruleset,
+                read_only: None,
+                filter: Some(self.filter.clone()),
             },
             watch: LimitWatch { cgroup, limits },
         })
@@ -332,6 +362,16 @@ impl Drop for Sandbox {
         if let Err(err) = std::fs::remove_dir_all(&self.tmpdir) {
             tracing::debug!("cannot remove {}: {err}", self.tmpdir.display());
         }
+    }
+}
+
+/// The sockets a mode needs: TCP only where some TCP connection is allowed at all (the
+/// proxy, `allowed_ports`), any internet socket only in `open`.
+fn socket_scope(config: &SandboxConfig) -> SocketScope {
+    match config.network {
+        NetworkMode::None if config.allowed_ports.is_empty() => SocketScope::Local,
+        NetworkMode::None | NetworkMode::Proxy => SocketScope::Tcp,
+        NetworkMode::Open => SocketScope::Internet,
     }
 }
 
@@ -414,6 +454,7 @@ mod tests {
             auto_allow_bash: true,
             checks: false,
             limits: LimitsConfig::default(),
+            read_only_commands: ReadOnlyCommands::Enforce,
         }
     }
 

@@ -114,6 +114,54 @@ pub fn build(
     Ok(created.into())
 }
 
+/// The read-only domain's ruleset: every filesystem right that changes something is handled,
+/// and granted only beneath `writable` (devices like `/dev/null`, the run's TMPDIR); TCP
+/// bind and connect are handled with no port allowed (ABI 4); signals and abstract Unix
+/// sockets stay inside the domain (ABI 6). Reading is not this domain's business: it is
+/// stacked on whatever else confines the command. `None` below ABI 3, where truncation is
+/// not a right and a "read-only" domain could still empty a file.
+pub fn build_read_only(version: u32, writable: &[&Path]) -> Result<Option<OwnedFd>, SandboxError> {
+    let Some(abi) = abi(version).filter(|_| version >= 3) else {
+        return Ok(None);
+    };
+    let err = |what: &str, source: landlock::RulesetError| SandboxError::Ruleset {
+        what: format!("read-only domain: {what}"),
+        message: source.to_string(),
+    };
+    let handled = AccessFs::from_write(abi);
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(handled)
+        .map_err(|e| err("filesystem rights", e))?;
+    if version >= 4 {
+        ruleset = ruleset
+            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+            .map_err(|e| err("TCP rights", e))?;
+    }
+    if version >= 6 {
+        ruleset = ruleset
+            .scope(Scope::AbstractUnixSocket | Scope::Signal)
+            .map_err(|e| err("scoping", e))?;
+    }
+    let mut created = ruleset.create().map_err(|e| err("the ruleset", e))?;
+    for path in writable {
+        let Ok(metadata) = std::fs::metadata(path) else {
+            continue;
+        };
+        let Ok(fd) = PathFd::new(path) else {
+            continue;
+        };
+        let mut rights = handled;
+        if !metadata.is_dir() {
+            rights &= AccessFs::from_file(abi);
+        }
+        created = created
+            .add_rule(PathBeneath::new(fd, rights))
+            .map_err(|e| err(&path.display().to_string(), e))?;
+    }
+    Ok(created.into())
+}
+
 /// The path opened (`O_PATH`) with the rights its kind can carry; `None` when it does not
 /// exist (a grant on nothing is nothing).
 fn open(path: &Path, access: Access, abi: ABI) -> Option<(PathFd, BitFlags<AccessFs>)> {

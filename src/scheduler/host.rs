@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::cancel::Cancellation;
 use crate::call::{PreparedCall, Scheduling};
-use crate::policy::ToolName;
+use crate::policy::{AllowBasis, ToolName};
 use crate::tools::{ToolError, ToolOutput};
 use crate::transcript::{ProgressUpdate, ResultStatus};
 
@@ -35,6 +35,8 @@ pub enum Admission {
     Run {
         call: Arc<PreparedCall>,
         deadline: Option<CallDeadline>,
+        /// What allowed it; a call allowed by a read-only proof runs in the read-only domain.
+        basis: AllowBasis,
     },
     /// Already answered without running (refused, invalid, not run): an error result.
     Answered {

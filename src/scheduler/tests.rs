@@ -201,6 +201,7 @@ impl TurnHost for Host {
         Ok(Admission::Run {
             call: Arc::new(self.prepared(call)),
             deadline: None,
+            basis: crate::policy::AllowBasis::Granted,
         })
     }
 
@@ -250,6 +251,8 @@ fn context() -> (ToolContext, AbortHandle) {
         command_env: crate::exec::RunEnv::new(&Default::default()).model,
         progress: None,
         sandbox: None,
+        read_only: None,
+        allow_basis: Default::default(),
         state: Default::default(),
     };
     (ctx, handle)

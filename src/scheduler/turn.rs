@@ -13,7 +13,7 @@ use super::host::{Admission, Call, CallDeadline, Landing, TurnHost};
 use super::progress::Throttle;
 use super::queue::MessageQueue;
 use crate::call::{Concurrency, PreparedCall, Scheduling};
-use crate::policy::ToolName;
+use crate::policy::{AllowBasis, ToolName};
 use crate::tools::{
     InterruptBehavior, ProgressLine, ProgressSink, ToolContext, ToolError, ToolOutput,
 };
@@ -51,6 +51,7 @@ struct Admitted {
     call: Arc<PreparedCall>,
     deadline: Option<CallDeadline>,
     scheduling: Scheduling,
+    basis: AllowBasis,
 }
 
 impl Admitted {
@@ -243,13 +244,18 @@ impl Turn<'_> {
                     self.slots[index] = Slot::Landed(Landing::Ran { call, result });
                     return Ok(true);
                 }
-                Admission::Run { call, deadline } => {
+                Admission::Run {
+                    call,
+                    deadline,
+                    basis,
+                } => {
                     // A hook may have rewritten the input into one with other properties.
                     let scheduling = call.scheduling();
                     self.slots[index] = Slot::Ready(Admitted {
                         call,
                         deadline,
                         scheduling,
+                        basis,
                     });
                 }
             }
@@ -262,6 +268,7 @@ impl Turn<'_> {
         };
         let mut ctx = self.ctx.clone();
         ctx.progress = Some(ProgressSink::new(index, self.progress.clone()));
+        ctx.allow_basis = call.basis;
         let prepared = call.call.clone();
         let deadline = call.deadline.clone();
         let task = self.tasks.spawn(async move {

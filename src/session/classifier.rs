@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::{SessionError, provider_config};
 use crate::classifier::{self, Classifier, ClassifierSetup};
 use crate::model::{Provider, ScriptedBlock, ScriptedTurns};
-use crate::policy::{AutoModeConfig, ClassifierProvider, Workspace};
+use crate::policy::{AutoModeConfig, ClassifierProvider, ConfigSpot, Workspace};
 use crate::task::{ModelSpec, ProviderKind};
 
 /// The classifier, or `None` when nothing can judge (a scripted task and no scripted
@@ -78,20 +78,40 @@ pub fn auto_classifier(
 }
 
 /// A verdict cache the agent could write to would let it plant an allow for its next call:
-/// `classifier.cache_dir` must lie outside every workspace root.
-pub fn refuse_cache_in_workspace(dir: &Path, workspace: &Workspace) -> Result<(), SessionError> {
+/// `classifier.cache_dir` must lie outside every place a command may write — the workspace
+/// roots and, with the sandbox on, its `allow_write` folders. `at` is where the policy
+/// wrote it, for a file:line:column error.
+pub fn refuse_writable_cache(
+    dir: &Path,
+    at: Option<&ConfigSpot>,
+    workspace: &Workspace,
+    allow_write: &[PathBuf],
+) -> Result<(), SessionError> {
     let resolved = existing_prefix_resolved(dir);
-    match workspace
+    let places = workspace
         .roots
         .iter()
-        .find(|root| resolved.starts_with(root))
-    {
-        Some(root) => Err(SessionError::CacheInWorkspace {
-            dir: dir.to_path_buf(),
-            root: root.clone(),
-        }),
-        None => Ok(()),
+        .map(|root| (root.clone(), "the workspace"))
+        .chain(
+            allow_write
+                .iter()
+                .map(|path| (existing_prefix_resolved(path), "sandbox.filesystem.allow_write")),
+        );
+    for (place, what) in places {
+        if !resolved.starts_with(&place) {
+            continue;
+        }
+        let message = format!(
+            "classifier.cache_dir {} is inside {what} {}: the agent could write verdicts there; put it outside",
+            dir.display(),
+            place.display()
+        );
+        return Err(match at {
+            Some(at) => SessionError::Config(at.error(message)),
+            None => SessionError::CacheWritable(message),
+        });
     }
+    Ok(())
 }
 
 /// `path` with its longest existing prefix canonicalised (symlinks resolved), the rest kept.
@@ -123,8 +143,21 @@ mod tests {
         let ws = dir.path().canonicalize().unwrap().join("ws");
         std::fs::create_dir(&ws).unwrap();
         let workspace = Workspace::new(ws.clone(), Vec::new(), None);
-        assert!(refuse_cache_in_workspace(&ws.join("a/../.verdicts/new"), &workspace).is_err());
-        assert!(refuse_cache_in_workspace(&dir.path().join("cache"), &workspace).is_ok());
-        assert!(refuse_cache_in_workspace(&ws.join("../cache"), &workspace).is_ok());
+        let refuse = |path: &Path, allow_write: &[PathBuf]| {
+            refuse_writable_cache(path, None, &workspace, allow_write)
+        };
+        assert!(refuse(&ws.join("a/../.verdicts/new"), &[]).is_err());
+        assert!(refuse(&dir.path().join("cache"), &[]).is_ok());
+        assert!(refuse(&ws.join("../cache"), &[]).is_ok());
+        let shared = dir.path().join("shared");
+        let err = refuse(&shared.join("verdicts"), &[shared.clone()]).unwrap_err();
+        assert!(err.to_string().contains("allow_write"), "{err}");
+        let at = ConfigSpot {
+            file: PathBuf::from("p.yaml"),
+            line: 4,
+            column: 14,
+        };
+        let err = refuse_writable_cache(&ws.join("v"), Some(&at), &workspace, &[]).unwrap_err();
+        assert!(err.to_string().starts_with("p.yaml:4:14"), "{err}");
     }
 }

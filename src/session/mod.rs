@@ -18,6 +18,7 @@ pub use sources::{
     AdditionalDirectories, HooksInForce, PolicyInForce, SourceFlags, additional_directories,
     canonical_dir, dangerous_allow_rules, home_dir, hooks_in_force, load_policy, load_sources,
     load_task, mcp_in_force, read_text, resolve_mode, rules_for_mode, sandbox_in_force,
+    read_only_commands_in_force,
 };
 
 use crate::agent::RunSpec;
@@ -77,12 +78,8 @@ pub enum SessionError {
     Provider(#[from] ProviderError),
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
-    #[error(
-        "classifier.cache_dir {} is inside the workspace {}: the agent could write verdicts there; put it outside",
-        dir.display(),
-        root.display()
-    )]
-    CacheInWorkspace { dir: PathBuf, root: PathBuf },
+    #[error("{0}")]
+    CacheWritable(String),
 }
 
 /// What a run is asked to be, beside its task file: the command line's choices, already
@@ -158,6 +155,10 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
             Ok::<_, SandboxError>(SandboxSpec { config, status })
         })
         .transpose()?;
+    let read_only = sandbox::read_only_preflight(read_only_commands_in_force(&sources));
+    if let Some(reason) = &read_only.reason {
+        tracing::info!("read-only commands are not kernel-enforced: {reason}");
+    }
 
     let run_id = new_run_id();
     let out_dir = options
@@ -173,7 +174,17 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         PermissionMode::Auto => {
             let config = merge_auto_mode(&sources);
             if let Some(dir) = &config.classifier.cache_dir {
-                classifier::refuse_cache_in_workspace(dir, &workspace)?;
+                let allow_write: Vec<PathBuf> = sandbox
+                    .iter()
+                    .flat_map(|spec| &spec.config.allow_write)
+                    .filter_map(|path| path.resolve(&workspace.workdir, workspace.home.as_deref()))
+                    .collect();
+                classifier::refuse_writable_cache(
+                    dir,
+                    config.classifier.cache_dir_at.as_ref(),
+                    &workspace,
+                    &allow_write,
+                )?;
             }
             auto_classifier(&task.model, &config)?
         }
@@ -235,6 +246,7 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         subagent_max_turns: task.subagent_max_turns,
         hooks: hooks.in_force,
         sandbox,
+        read_only,
         fail_on,
         env,
         redactor,

@@ -11,7 +11,7 @@ use crate::policy::{
     RuleSet, SourceKind, Workspace, danger, lower_may_add, moots_classifier, refuse_disabled,
     refuse_managed_keys_below,
 };
-use crate::sandbox::SandboxConfig;
+use crate::sandbox::{ReadOnlyCommands, SandboxConfig};
 use crate::task::Task;
 
 use super::SessionError;
@@ -325,6 +325,22 @@ pub fn hooks_in_force(sources: &[PolicySource]) -> HooksInForce {
 /// The sandbox of the highest-precedence policy that has a `sandbox:` block (only the managed
 /// policy's under `managed_only`), so a task or project file cannot turn off the managed one.
 pub fn sandbox_in_force(sources: &[PolicySource]) -> Option<SandboxConfig> {
+    deciding_sandbox_block(sources)
+        .filter(|config| config.enabled)
+        .cloned()
+}
+
+/// `sandbox.read_only_commands` of the block that decides the sandbox, read even when that
+/// block turns the sandbox off (`enabled: false`); without any block, enforce.
+pub fn read_only_commands_in_force(sources: &[PolicySource]) -> ReadOnlyCommands {
+    deciding_sandbox_block(sources).map_or(ReadOnlyCommands::Enforce, |config| {
+        config.read_only_commands
+    })
+}
+
+/// The `sandbox:` block of the highest-precedence policy that has one (under `managed_only`,
+/// only the managed policy's).
+fn deciding_sandbox_block(sources: &[PolicySource]) -> Option<&SandboxConfig> {
     let managed_only = sources
         .iter()
         .any(|source| source.kind == SourceKind::Managed && source.policy.managed_only);
@@ -335,8 +351,7 @@ pub fn sandbox_in_force(sources: &[PolicySource]) -> Option<SandboxConfig> {
     ordered.sort_by_key(|source| source.kind);
     ordered
         .into_iter()
-        .find_map(|source| source.policy.sandbox.clone())
-        .filter(|config| config.enabled)
+        .find_map(|source| source.policy.sandbox.as_ref())
 }
 
 /// The MCP servers a run starts: the policies' and the task's, and the workdir's `.mcp.json`

@@ -10,13 +10,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::path::{check_write, resolve_symlinks_below};
-use super::shell::{ShellEnding, ShellEnv, run_shell};
+use super::shell::{Confinement, ShellEnding, ShellEnv, run_confined};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
 use crate::bash::{
     BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, Script, evaluate_parsed,
 };
 use crate::policy::{
-    AskCause, PermissionContext, PermissionMode, RuleRef, ToolCheck, ToolName, git_dir_write,
+    AllowBasis, AskCause, PermissionContext, PermissionMode, RuleRef, ToolCheck, ToolName, git_dir_write,
     read_refusal, write_guardrail,
 };
 
@@ -99,6 +99,10 @@ impl ToolInput for PreparedBash {
         check_command(&self.script, ctx)
     }
 
+    fn allowed_by_read_only_proof(&self, ctx: &PermissionContext) -> bool {
+        proven_read_only(&analyse(&self.script, ctx.rules.bash_rules(), ctx))
+    }
+
     fn explain_permissions(&self, ctx: &PermissionContext) -> Vec<String> {
         let analysis = analyse(&self.script, ctx.rules.bash_rules(), ctx);
         let mut lines: Vec<String> = analysis
@@ -167,6 +171,20 @@ fn analyse(script: &Script, rules: &BashRules, ctx: &PermissionContext) -> BashA
         resolve: &resolve,
     };
     evaluate_parsed(script, rules, &env)
+}
+
+/// Whether `check_command`'s allow of this analysis is the read-only proof's alone: every
+/// simple command proven read-only (none allowed by a rule) and nothing written.
+fn proven_read_only(analysis: &BashAnalysis) -> bool {
+    analysis.verdict == BashVerdict::Allow
+        && !analysis.commands.is_empty()
+        && analysis
+            .commands
+            .iter()
+            .all(|report| matches!(report.verdict, CommandVerdict::ReadOnly))
+        && analysis.writes.is_empty()
+        && analysis.named_writes.is_empty()
+        && analysis.unseen_writes.is_empty()
 }
 
 /// Every simple command must be allowed (S5); a deny rule anywhere denies the whole, in every
@@ -385,14 +403,21 @@ fn read_only(script: &Script) -> bool {
 }
 
 async fn run(command: &str, ctx: &ToolContext, timeout: Duration) -> Result<ToolOutput, ToolError> {
-    let run = run_shell(
+    let confinement = Confinement {
+        sandbox: ctx.sandbox.as_deref(),
+        read_only: match ctx.allow_basis {
+            AllowBasis::ReadOnlyProof => ctx.read_only.as_deref(),
+            AllowBasis::Granted => None,
+        },
+    };
+    let run = run_confined(
         command,
         &ctx.workspace.workdir,
         timeout,
         &ctx.abort,
         ShellEnv::Model(&ctx.command_env),
         ctx.progress.as_ref(),
-        ctx.sandbox.as_deref(),
+        confinement,
     )
     .await
     .map_err(|err| ToolError::Failed(format!("cannot start bash: {err}")))?;
@@ -440,6 +465,8 @@ mod tests {
             command_env: crate::exec::RunEnv::new(&Default::default()).model,
             progress: None,
             sandbox: None,
+            read_only: None,
+            allow_basis: AllowBasis::Granted,
             state: Default::default(),
         };
         (ctx, handle)

@@ -83,6 +83,10 @@ pub struct ToolContext {
     pub progress: Option<ProgressSink>,
     /// The OS sandbox Bash commands run in, when the policy turns it on.
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
+    /// The kernel's read-only domain, where the kernel can hold one and the policy keeps it.
+    pub read_only: Option<Arc<crate::sandbox::ReadOnlyDomain>>,
+    /// What allowed this call (the scheduler sets it per call).
+    pub allow_basis: crate::policy::AllowBasis,
     /// The run's TodoWrite list and deferred tools, shared by every call of the run.
     pub state: RunState,
 }

@@ -276,6 +276,8 @@ mod tests {
             command_env: crate::exec::RunEnv::new(&Default::default()).model,
             progress: None,
             sandbox: None,
+            read_only: None,
+            allow_basis: Default::default(),
             state: Default::default(),
         };
         (dir, ctx, handle)

@@ -47,7 +47,9 @@ pub use registry::ToolRegistry;
 pub use run_state::{
     DeferredTools, RunState, Todo, TodoList, TodoSnapshot, TodoStatus, ToolDefinition,
 };
-pub use shell::{ShellEnding, ShellEnv, ShellRun, model_command_env, run_shell};
+pub use shell::{
+    Confinement, ShellEnding, ShellEnv, ShellRun, model_command_env, run_confined, run_shell,
+};
 pub use todo_write::TodoWriteTool;
 pub use tool_search::ToolSearchTool;
 pub use web_fetch::WebFetchTool;
@@ -137,6 +139,11 @@ pub trait ToolInput: Send + Sync {
     }
     /// The tool's own permission check (S4 step 1c).
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck;
+    /// Whether an allow from [`ToolInput::check_permissions`] under `ctx` rests on a proof
+    /// that the call only reads (Bash's analyser), and on nothing a rule or mode granted.
+    fn allowed_by_read_only_proof(&self, _ctx: &PermissionContext) -> bool {
+        false
+    }
     /// Details of the tool's own check for `check --explain` (Bash: each simple command
     /// and its verdict). Empty when the check's reason says it all.
     fn explain_permissions(&self, _ctx: &PermissionContext) -> Vec<String> {

@@ -11,7 +11,7 @@ use super::git_env::git_env;
 use super::progress::ProgressSink;
 use crate::base::AbortSignal;
 use crate::exec::{self, ChildEnv, Ending, ExecRequest};
-use crate::sandbox::{LimitHit, Sandbox};
+use crate::sandbox::{LimitHit, ReadOnlyDomain, Sandbox};
 
 /// Output kept per stream of a model's command; the rest is drained and counted (a note says
 /// how much). Large, because Bash's output is kept whole and offloaded to a file when long
@@ -58,6 +58,14 @@ pub enum ShellEnv<'a> {
     Author(&'a ChildEnv),
 }
 
+/// Where a command runs: the run's sandbox, the read-only domain, both, or neither.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Confinement<'a> {
+    pub sandbox: Option<&'a Sandbox>,
+    /// Stacked on the sandbox (or alone): for a command only a read-only proof allowed.
+    pub read_only: Option<&'a ReadOnlyDomain>,
+}
+
 /// Runs `command`. `Err` only when bash could not be started, or a `sandbox` could not be
 /// prepared for it (nothing runs unconfined then). Each complete output line also goes to
 /// `progress` as it arrives; the captured output is the same either way.
@@ -70,6 +78,23 @@ pub async fn run_shell(
     progress: Option<&ProgressSink>,
     sandbox: Option<&Sandbox>,
 ) -> std::io::Result<ShellRun> {
+    let confinement = Confinement {
+        sandbox,
+        read_only: None,
+    };
+    run_confined(command, cwd, timeout, abort, env, progress, confinement).await
+}
+
+/// [`run_shell`] under any [`Confinement`].
+pub async fn run_confined(
+    command: &str,
+    cwd: &Path,
+    timeout: Duration,
+    abort: &AbortSignal,
+    env: ShellEnv<'_>,
+    progress: Option<&ProgressSink>,
+    confinement: Confinement<'_>,
+) -> std::io::Result<ShellRun> {
     let given = match env {
         ShellEnv::Model(env) | ShellEnv::Author(env) => env.clone(),
     };
@@ -79,7 +104,8 @@ pub async fn run_shell(
         request.capture.lines = Some(Arc::new(move |line: &str| progress.line(line)));
     }
     let mut watch = None;
-    if let Some(sandbox) = sandbox {
+    let mut setup = None;
+    if let Some(sandbox) = confinement.sandbox {
         let confined = sandbox
             .prepare()
             .map_err(|err| std::io::Error::other(err.to_string()))?;
@@ -88,9 +114,19 @@ pub async fn run_shell(
             ShellEnv::Model(_) => model_command_env(&sandboxed, cwd),
             ShellEnv::Author(_) => sandboxed,
         };
-        let setup = Arc::new(confined.child);
-        request.pre_exec = Some(Arc::new(move || setup.apply()));
+        setup = Some(confined.child);
         watch = Some(confined.watch);
+    }
+    if let Some(domain) = confinement.read_only {
+        match &mut setup {
+            Some(setup) => domain.confine(setup),
+            None => setup = Some(domain.setup()),
+        }
+        request.env = request.env.with("TMPDIR", domain.tmpdir());
+    }
+    if let Some(setup) = setup {
+        let setup = Arc::new(setup);
+        request.pre_exec = Some(Arc::new(move || setup.apply()));
     }
     let outcome = exec::run(request, async {
         abort.aborted().await;
@@ -131,6 +167,8 @@ fn with_drop_note(captured: exec::Captured) -> String {
             "\n… [{} more bytes not captured]",
             captured.dropped_bytes
         ));
+    } else if !captured.complete {
+        text.push_str("\n… [output incomplete: the stream was still open when the command ended]");
     }
     text
 }
@@ -143,6 +181,85 @@ mod tests {
 
     fn model_env() -> ChildEnv {
         RunEnv::new(&Default::default()).model
+    }
+
+    /// An execution the gate never made: a writing command injected into the read-only
+    /// domain stands for a read-only verdict that was wrong.
+    #[tokio::test]
+    async fn the_read_only_domain_denies_every_write_and_every_connection() {
+        use crate::sandbox::{ReadOnlyCommands, ReadOnlyDomain, read_only_preflight};
+        let status = read_only_preflight(ReadOnlyCommands::Enforce);
+        if !status.enforced {
+            eprintln!("skipped: {}", status.describe());
+            return;
+        }
+        let domain = ReadOnlyDomain::start(&status, None, "shell-test")
+            .unwrap()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), "kept\n").unwrap();
+        std::fs::create_dir(dir.path().join("folder")).unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let (_handle, abort) = AbortHandle::new();
+        let confinement = Confinement {
+            sandbox: None,
+            read_only: Some(&domain),
+        };
+        let attempts = [
+            "echo x > new",
+            "echo x >> file",
+            ": > file",
+            "rm file",
+            "mv file moved",
+            "ln file hard",
+            "ln -s file soft",
+            "mkdir made",
+            "rmdir folder",
+            "mkfifo fifo",
+            "touch file",
+            "chmod +x file",
+            "exec 3<>/dev/tcp/127.0.0.1/PORT",
+            "echo x > /dev/shm/tollgate-shell-test",
+        ];
+        for attempt in attempts {
+            let script = attempt.replace("PORT", &port.to_string());
+            let run = run_confined(
+                &script,
+                dir.path(),
+                Duration::from_secs(10),
+                &abort,
+                ShellEnv::Model(&model_env()),
+                None,
+                confinement,
+            )
+            .await
+            .unwrap();
+            assert_ne!(run.ending, ShellEnding::Exited(Some(0)), "{attempt}: {run:?}");
+        }
+        assert_eq!(std::fs::read_to_string(dir.path().join("file")).unwrap(), "kept\n");
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["file", "folder"]);
+        assert!(listener.accept().is_err(), "connected from the read-only domain");
+        // What a reader needs still works: /dev/null, its pipes, TMPDIR.
+        let run = run_confined(
+            "cat file | tr a-z A-Z; echo gone > /dev/null; echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"",
+            dir.path(),
+            Duration::from_secs(10),
+            &abort,
+            ShellEnv::Model(&model_env()),
+            None,
+            confinement,
+        )
+        .await
+        .unwrap();
+        assert_eq!(run.ending, ShellEnding::Exited(Some(0)), "{run:?}");
+        assert_eq!(run.output, "KEPT\nt\n");
     }
 
     #[tokio::test]

@@ -219,6 +219,8 @@ mod tests {
             files: crate::tools::FileStateCache::default(),
             progress: None,
             sandbox: None,
+            read_only: None,
+            allow_basis: Default::default(),
             command_env: crate::exec::RunEnv::new(&Default::default()).model,
             state: crate::tools::RunState {
                 deferred: crate::tools::run_state::DeferredTools::new(catalogue()),

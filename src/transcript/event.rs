@@ -10,7 +10,7 @@ use crate::hooks::{HookEvent, HookReport};
 use crate::mcp::{McpNotice, McpServerStatus};
 use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
 use crate::policy::{DenialCounts, Layer, PermissionDecision, PermissionMode, RuleRef, SourceKind};
-use crate::sandbox::{ProxyConnection, SandboxStatus};
+use crate::sandbox::{ProxyConnection, ReadOnlyStatus, SandboxStatus};
 use crate::task::FailOn;
 use crate::tools::{SubagentKind, Todo};
 
@@ -48,6 +48,10 @@ pub enum Event {
         /// What the OS sandbox enforces (the preflight); absent when it is off.
         #[serde(skip_serializing_if = "Option::is_none")]
         sandbox: Option<SandboxStatus>,
+        /// Whether the kernel holds commands allowed by a read-only proof to it (absent only
+        /// in transcripts of older versions).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        read_only_commands: Option<ReadOnlyStatus>,
         /// Each MCP server with its status (started, failed, skipped) and error.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         mcp_servers: Vec<McpServerStatus>,

@@ -9,7 +9,7 @@ use super::{CheckOutcome, ModelSummary, Outcome, RunCounts};
 use crate::classifier::ProposedRule;
 use crate::exit::ExitCode;
 use crate::policy::{PermissionDecision, PermissionMode, ToolName};
-use crate::sandbox::{ProxyConnection, SandboxStatus};
+use crate::sandbox::{ProxyConnection, ReadOnlyStatus, SandboxStatus};
 use crate::task::{Check, FailOnSet};
 use crate::tools::Todo;
 
@@ -59,6 +59,8 @@ pub struct RunReport {
     pub workdir: PathBuf,
     /// What the sandbox enforced, when the policy turned it on.
     pub sandbox: Option<SandboxStatus>,
+    /// Whether commands allowed by a read-only proof ran in the kernel's read-only domain.
+    pub read_only_commands: ReadOnlyStatus,
     /// Connections the sandbox's proxy refused.
     pub network_refusals: Vec<ProxyConnection>,
     /// The TodoWrite list as the run left it (S3).

