@@ -154,7 +154,10 @@ mod tests {
                 pricing.cache_write(),
                 pricing.cache_read()
             );
-            assert!(readme.contains(&row), "docs/providers.md lacks the row {row}");
+            assert!(
+                readme.contains(&row),
+                "docs/providers.md lacks the row {row}"
+            );
         }
     }
 
