@@ -16,6 +16,7 @@ mod faults;
 mod gate_cli;
 mod gate_reach;
 mod hooks_cli;
+mod installer;
 mod layers;
 mod mcp;
 mod planted_repo;
