@@ -73,7 +73,10 @@ fn install(server: &str, repository: &str, version: &str) -> (i32, String, bool)
 }
 
 fn supported_machine() -> bool {
-    let arch = std::process::Command::new("uname").arg("-m").output().unwrap();
+    let arch = std::process::Command::new("uname")
+        .arg("-m")
+        .output()
+        .unwrap();
     let arch = String::from_utf8_lossy(&arch.stdout);
     let supported = matches!(arch.trim(), "x86_64" | "aarch64" | "arm64");
     if !supported {
@@ -91,7 +94,10 @@ fn only_a_plain_version_and_repository_reach_the_download_url() {
     // What a release looks like: the control that shows the server is reachable.
     for (version, path) in [
         ("0.1.0", "/owner/tool/releases/download/v0.1.0/SHA256SUMS"),
-        ("v12.0.3", "/owner/tool/releases/download/v12.0.3/SHA256SUMS"),
+        (
+            "v12.0.3",
+            "/owner/tool/releases/download/v12.0.3/SHA256SUMS",
+        ),
         ("latest", "/owner/tool/releases/latest/download/SHA256SUMS"),
     ] {
         seen.lock().unwrap().clear();

@@ -2,6 +2,7 @@
 //! the library directly).
 
 mod action;
+mod authority;
 mod auto_mode;
 mod bash_corpus;
 mod bash_oracle;
