@@ -371,7 +371,10 @@ fn agent_script() -> Vec<Reply> {
         ]),
         agent_turn(vec![
             text(PLEA),
-            tool("Bash", json!({"command": "mkdir -p build", "description": DESCRIBED})),
+            tool(
+                "Bash",
+                json!({"command": "mkdir -p build", "description": DESCRIBED}),
+            ),
         ]),
         agent_turn(vec![tool(
             "Bash",
@@ -434,7 +437,10 @@ async fn http_verdicts_cost_apart_and_the_judge_never_sees_planted_text() {
             !body.contains(DESCRIBED),
             "the call's description reached the judge: {body}"
         );
-        assert!(body.contains("BEGIN-DATA") && body.contains("END-DATA"), "{body}");
+        assert!(
+            body.contains("BEGIN-DATA") && body.contains("END-DATA"),
+            "{body}"
+        );
         assert!(body.contains("publishing anything"), "{body}");
         assert!(
             body.contains("Read notes.txt and check the build."),
