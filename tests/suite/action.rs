@@ -300,7 +300,10 @@ fn a_pull_request_cannot_widen_the_run_the_bundled_policy_allows() {
         "the pull request widened its run (exit {code}): {stderr}"
     );
     if code == 2 {
-        assert!(stderr.contains("sandbox"), "exit 2 for another reason: {stderr}");
+        assert!(
+            stderr.contains("sandbox"),
+            "exit 2 for another reason: {stderr}"
+        );
         eprintln!(
             "NOTE: the bundled policy's sandbox cannot be enforced here, so the run stopped before any model call (exit 2): {stderr}"
         );
