@@ -54,6 +54,16 @@ impl Scene {
     }
 
     fn run_with_checks(&self, commands: &[&str], checks: &str, env: &[(&str, &str)]) -> Finished {
+        self.run_with_args(commands, checks, env, &[])
+    }
+
+    fn run_with_args(
+        &self,
+        commands: &[&str],
+        checks: &str,
+        env: &[(&str, &str)],
+        args: &[&str],
+    ) -> Finished {
         let steps: String = commands
             .iter()
             .map(|command| {
@@ -69,7 +79,9 @@ impl Scene {
         );
         let path = self.path().join("task.yaml");
         std::fs::write(&path, task).unwrap();
-        run_task(&path, &["--report", "junit,sarif"], env)
+        let mut all = vec!["--report", "junit,sarif"];
+        all.extend_from_slice(args);
+        run_task(&path, &all, env)
     }
 }
 
@@ -615,13 +627,22 @@ fn a_wrong_read_only_verdict_cannot_write_delete_rename_or_connect() {
         run.step_summary
     );
 
-    // Turned off, the same verdict is the analyser's word alone: the planted program writes.
-    let off = Scene::with_policy(
-        "permissions:\n  default_mode: dontAsk\nsandbox: {enabled: false, read_only_commands: off}\n",
+    // A repository's policy cannot turn it off; an operator's can, and then the same verdict
+    // is the analyser's word alone: the planted program writes.
+    let off_yaml = "sandbox: {enabled: false, read_only_commands: off}\n";
+    let repository = Scene::with_policy(
+        &format!("permissions:\n  default_mode: dontAsk\n{off_yaml}"),
         "dontAsk",
     );
+    plant_external_diff(&repository, port);
+    let run = repository.run(&["git diff"], &[]);
+    assert!(!repository.path().join("ws/pwned").exists(), "{}", run.stdout);
+    assert_eq!(run.events()[0]["read_only_commands"]["enforced"], true);
+    let off = Scene::with_policy("permissions:\n  default_mode: dontAsk\n", "dontAsk");
+    let operator = off.path().join("operator.yaml");
+    std::fs::write(&operator, off_yaml).unwrap();
     plant_external_diff(&off, port);
-    let run = off.run(&["git diff"], &[]);
+    let run = off.run_with_args(&["git diff"], "", &[], &["--policy", operator.to_str().unwrap()]);
     assert!(off.path().join("ws/pwned").exists(), "{}", run.stdout);
     assert_eq!(run.events()[0]["read_only_commands"]["enforced"], false);
     assert!(
