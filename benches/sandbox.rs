@@ -63,7 +63,16 @@ fn main() {
             Err(err) => return eprintln!("{err}"),
         };
         let in_domain = match &domain {
-            Some(domain) => Some(time_confined(&root, Confinement { sandbox: None, read_only: Some(domain) }).await),
+            Some(domain) => Some(
+                time_confined(
+                    &root,
+                    Confinement {
+                        sandbox: None,
+                        read_only: Some(domain),
+                    },
+                )
+                .await,
+            ),
             None => None,
         };
         let per = |total: Duration| total.as_secs_f64() * 1e6 / f64::from(RUNS);

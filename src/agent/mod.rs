@@ -35,10 +35,10 @@ use crate::model::{
     ToolSpec,
 };
 use crate::out_dir::OutDirLock;
+use crate::policy::AllowBasis;
 use crate::policy::{PermissionMode, RuleSet, ToolName, Workspace};
 use crate::redact::Redactor;
 use crate::results::ResultStore;
-use crate::policy::AllowBasis;
 use crate::sandbox::{
     ProxyConnection, ReadOnlyDomain, ReadOnlyStatus, Sandbox, SandboxError, SandboxSpec,
 };

@@ -98,7 +98,11 @@ impl PreparedCall {
     /// What `decision` (an allow of this call) rested on: the read-only proof only when the
     /// tool's own check had the last word, citing no rule, and that check's allow was the
     /// proof's.
-    pub fn allow_basis(&self, decision: &PermissionDecision, ctx: &PermissionContext) -> AllowBasis {
+    pub fn allow_basis(
+        &self,
+        decision: &PermissionDecision,
+        ctx: &PermissionContext,
+    ) -> AllowBasis {
         let by_check = decision.is_allow()
             && decision.step == Step::ToolCheck
             && decision.layer == Layer::Tool

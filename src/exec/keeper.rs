@@ -65,7 +65,9 @@ pub(super) fn split(control: RawFd, guardian: Option<RawFd>) -> io::Result<()> {
                 return Err(io::Error::last_os_error());
             }
             if libc::getppid() != keeper {
-                return Err(io::Error::other("the command's keeper exited while it started"));
+                return Err(io::Error::other(
+                    "the command's keeper exited while it started",
+                ));
             }
             if let Some(pipe) = guardian {
                 super::guardian::announce_from_child(pipe);
@@ -254,7 +256,9 @@ fn parse_pid(name: &[u8]) -> Option<libc::pid_t> {
         if !byte.is_ascii_digit() {
             return None;
         }
-        pid = pid.checked_mul(10)?.checked_add(libc::pid_t::from(byte - b'0'))?;
+        pid = pid
+            .checked_mul(10)?
+            .checked_add(libc::pid_t::from(byte - b'0'))?;
         digits += 1;
     }
     (digits > 0).then_some(pid)

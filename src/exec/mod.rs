@@ -204,7 +204,9 @@ pub async fn run(
 const KEEPER_GRACE: Duration = Duration::from_secs(5);
 
 /// Waits for the keeper (the started child) to exit after its command's end.
-async fn wait_for_keeper(child: &mut tokio::process::Child) -> io::Result<std::process::ExitStatus> {
+async fn wait_for_keeper(
+    child: &mut tokio::process::Child,
+) -> io::Result<std::process::ExitStatus> {
     match tokio::time::timeout(KEEPER_GRACE, child.wait()).await {
         Ok(status) => status,
         Err(_) => {

@@ -120,7 +120,11 @@ async fn a_daemon_holding_stdout_is_ended_with_the_call_and_its_output_kept() {
         .parse()
         .unwrap();
     // SAFETY (test): kill with signal 0 only asks whether the process exists.
-    assert_ne!(unsafe { libc::kill(daemon, 0) }, 0, "the daemon outlived the call");
+    assert_ne!(
+        unsafe { libc::kill(daemon, 0) },
+        0,
+        "the daemon outlived the call"
+    );
 }
 
 #[tokio::test]
@@ -141,8 +145,14 @@ async fn nothing_a_command_orphans_outlives_the_call() {
     .unwrap();
     assert_eq!(outcome.stdout.text, "started\n");
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    assert!(!dir.path().join("marker").exists(), "an orphan wrote after the call");
-    assert!(!dir.path().join("marker2").exists(), "an orphan wrote after the call");
+    assert!(
+        !dir.path().join("marker").exists(),
+        "an orphan wrote after the call"
+    );
+    assert!(
+        !dir.path().join("marker2").exists(),
+        "an orphan wrote after the call"
+    );
 }
 
 #[tokio::test]

@@ -306,9 +306,12 @@ impl Policy {
             .classifier
             .map(|spanned| {
                 let at = spanned.referenced;
-                spanned.value.validate(origin.dir, origin.file).map_err(|message| {
-                    ConfigError::new(origin.file, at.line(), at.column(), message)
-                })
+                spanned
+                    .value
+                    .validate(origin.dir, origin.file)
+                    .map_err(|message| {
+                        ConfigError::new(origin.file, at.line(), at.column(), message)
+                    })
             })
             .transpose()?;
         policy.sandbox = parsed

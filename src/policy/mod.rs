@@ -30,12 +30,11 @@ pub use authority::{
 };
 pub use auto_mode::{
     AutoModeConfig, AutoModeProse, ClassifierProvider, ClassifierSettings, ConfigSpot,
-    merge_auto_mode,
-    moots_classifier,
+    merge_auto_mode, moots_classifier,
 };
 pub use decision::{
-    AllowBasis, Ask, AskCause, Decision, DenialCounts, GateDecision, Grounds, Layer, PermissionDecision,
-    RuleRef, Step, ToolCheck,
+    AllowBasis, Ask, AskCause, Decision, DenialCounts, GateDecision, Grounds, Layer,
+    PermissionDecision, RuleRef, Step, ToolCheck,
 };
 pub use file::{LowerGrant, ManagedKey, PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
 pub use file_access::{Access, check_path, read_refusal};

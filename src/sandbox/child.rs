@@ -193,8 +193,13 @@ fn drop_capabilities() -> std::io::Result<()> {
     }; 2];
     // SAFETY: capset(2) reads the header and the two data structs we own; dropping every
     // capability is always permitted.
-    if unsafe { libc::syscall(libc::SYS_capset, &mut header as *mut CapHeader, none.as_ptr()) }
-        != 0
+    if unsafe {
+        libc::syscall(
+            libc::SYS_capset,
+            &mut header as *mut CapHeader,
+            none.as_ptr(),
+        )
+    } != 0
     {
         return Err(std::io::Error::last_os_error());
     }

@@ -98,8 +98,7 @@ impl ReadOnlyDomain {
             Some(dir) => (dir.to_path_buf(), false),
             None => {
                 let dir = std::env::temp_dir().join(format!("tollgate-{run_id}-read-only"));
-                std::fs::create_dir_all(&dir)
-                    .map_err(io(format!("create {}", dir.display())))?;
+                std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
                 (dir, true)
             }
         };
@@ -167,7 +166,11 @@ mod tests {
         ];
         for (setting, abi, enforced, tcp) in table {
             let status = preflight_with(setting, abi);
-            assert_eq!((status.enforced, status.tcp_rules), (enforced, tcp), "{abi}");
+            assert_eq!(
+                (status.enforced, status.tcp_rules),
+                (enforced, tcp),
+                "{abi}"
+            );
             assert_eq!(status.reason.is_none(), enforced);
             assert!(status.describe().contains("enforced"));
         }

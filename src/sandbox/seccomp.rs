@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use seccompiler::{
-    BackendError, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch,
+    BackendError, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
+    SeccompFilter, SeccompRule, TargetArch,
 };
 
 use super::SandboxError;
@@ -174,7 +174,11 @@ fn table(
     map.insert(libc::SYS_socket, socket_refusals(scope)?);
     map.insert(
         libc::SYS_socketpair,
-        vec![rule(vec![cond(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?])?],
+        vec![rule(vec![cond(
+            0,
+            SeccompCmpOp::Ne,
+            libc::AF_UNIX as u64,
+        )?])?],
     );
     // io_uring's socket and connect operations never pass through the filter above.
     for nr in [
@@ -290,7 +294,10 @@ mod tests {
                 || socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_NONBLOCK, 0),
                 EACCES,
             ),
-            (|| socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP), EACCES),
+            (
+                || socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP),
+                EACCES,
+            ),
             (|| socket(libc::AF_PACKET, libc::SOCK_RAW, 0), EACCES),
             (|| socket(libc::AF_NETLINK, libc::SOCK_RAW, 9), EACCES),
             (|| socket(libc::AF_VSOCK, libc::SOCK_STREAM, 0), EACCES),
@@ -303,20 +310,33 @@ mod tests {
     #[test]
     fn local_scope_has_no_internet_socket_and_pairs_have_no_socket_at_all() {
         assert_eq!(
-            in_child(SocketScope::Local, || socket(libc::AF_INET, libc::SOCK_STREAM, 0)),
+            in_child(SocketScope::Local, || socket(
+                libc::AF_INET,
+                libc::SOCK_STREAM,
+                0
+            )),
             EACCES
         );
         assert_eq!(
-            in_child(SocketScope::Local, || socket(libc::AF_NETLINK, libc::SOCK_RAW, 0)),
+            in_child(SocketScope::Local, || socket(
+                libc::AF_NETLINK,
+                libc::SOCK_RAW,
+                0
+            )),
             0
         );
         assert_eq!(
-            in_child(SocketScope::Pairs, || socket(libc::AF_UNIX, libc::SOCK_STREAM, 0)),
+            in_child(SocketScope::Pairs, || socket(
+                libc::AF_UNIX,
+                libc::SOCK_STREAM,
+                0
+            )),
             EACCES
         );
         let pair = || {
             let mut fds = [0; 2];
-            let made = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) };
+            let made =
+                unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) };
             errno_of(if made == 0 { fds[0] } else { -1 })
         };
         assert_eq!(in_child(SocketScope::Pairs, pair), 0);

@@ -92,11 +92,12 @@ pub fn refuse_writable_cache(
         .roots
         .iter()
         .map(|root| (root.clone(), "the workspace"))
-        .chain(
-            allow_write
-                .iter()
-                .map(|path| (existing_prefix_resolved(path), "sandbox.filesystem.allow_write")),
-        );
+        .chain(allow_write.iter().map(|path| {
+            (
+                existing_prefix_resolved(path),
+                "sandbox.filesystem.allow_write",
+            )
+        }));
     for (place, what) in places {
         if !resolved.starts_with(&place) {
             continue;

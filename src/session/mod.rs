@@ -17,8 +17,8 @@ pub use classifier::auto_classifier;
 pub use sources::{
     AdditionalDirectories, HooksInForce, PolicyInForce, SourceFlags, additional_directories,
     canonical_dir, dangerous_allow_rules, home_dir, hooks_in_force, load_policy, load_sources,
-    load_task, mcp_in_force, read_text, resolve_mode, rules_for_mode, sandbox_in_force,
-    read_only_commands_in_force,
+    load_task, mcp_in_force, read_only_commands_in_force, read_text, resolve_mode, rules_for_mode,
+    sandbox_in_force,
 };
 
 use crate::agent::RunSpec;

@@ -371,7 +371,9 @@ pub fn read_only_commands_in_force(sources: &[PolicySource]) -> ReadOnlyCommands
                 .policy
                 .sandbox
                 .as_ref()
-                .map_or(ReadOnlyCommands::Enforce, |config| config.read_only_commands)
+                .map_or(ReadOnlyCommands::Enforce, |config| {
+                    config.read_only_commands
+                })
         }
         _ => ReadOnlyCommands::Enforce,
     }

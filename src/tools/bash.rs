@@ -16,8 +16,8 @@ use crate::bash::{
     BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, Script, evaluate_parsed,
 };
 use crate::policy::{
-    AllowBasis, AskCause, PermissionContext, PermissionMode, RuleRef, ToolCheck, ToolName, git_dir_write,
-    read_refusal, write_guardrail,
+    AllowBasis, AskCause, PermissionContext, PermissionMode, RuleRef, ToolCheck, ToolName,
+    git_dir_write, read_refusal, write_guardrail,
 };
 
 /// The most a single call may ask for, whatever the model requests.

@@ -236,16 +236,26 @@ mod tests {
             )
             .await
             .unwrap();
-            assert_ne!(run.ending, ShellEnding::Exited(Some(0)), "{attempt}: {run:?}");
+            assert_ne!(
+                run.ending,
+                ShellEnding::Exited(Some(0)),
+                "{attempt}: {run:?}"
+            );
         }
-        assert_eq!(std::fs::read_to_string(dir.path().join("file")).unwrap(), "kept\n");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("file")).unwrap(),
+            "kept\n"
+        );
         let mut left: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         left.sort();
         assert_eq!(left, ["file", "folder"]);
-        assert!(listener.accept().is_err(), "connected from the read-only domain");
+        assert!(
+            listener.accept().is_err(),
+            "connected from the read-only domain"
+        );
         // What a reader needs still works: /dev/null, its pipes, TMPDIR.
         let run = run_confined(
             "cat file | tr a-z A-Z; echo gone > /dev/null; echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"",

@@ -445,7 +445,10 @@ fn network_none_admits_no_socket_but_tcp_to_allowed_ports_and_unix() {
     if landlock_missing() {
         return;
     }
-    assert!(!python_missing(), "python3 is needed (install it in .ci/run)");
+    assert!(
+        !python_missing(),
+        "python3 is needed (install it in .ci/run)"
+    );
     let (allowed, allowed_port) = listener();
     let (other, other_port) = listener();
     let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -463,7 +466,13 @@ fn network_none_admits_no_socket_but_tcp_to_allowed_ports_and_unix() {
     let results = results(&run);
     let out = &results[0].1;
     for refused in [
-        "mptcp", "mptcp6", "udp", "icmp", "packet", "netlink_audit", "vsock",
+        "mptcp",
+        "mptcp6",
+        "udp",
+        "icmp",
+        "packet",
+        "netlink_audit",
+        "vsock",
     ] {
         assert!(
             out.contains(&format!("{refused} refused {}", libc::EACCES)),
@@ -473,7 +482,10 @@ fn network_none_admits_no_socket_but_tcp_to_allowed_ports_and_unix() {
     assert!(out.contains("tcp OPEN"), "{out}");
     assert!(out.contains("unix OPEN"), "{out}");
     other.set_nonblocking(true).unwrap();
-    assert!(other.accept().is_err(), "a listener no rule allows was reached");
+    assert!(
+        other.accept().is_err(),
+        "a listener no rule allows was reached"
+    );
     udp.set_nonblocking(true).unwrap();
     assert!(udp.recv(&mut [0u8; 16]).is_err(), "a UDP datagram got out");
     drop(allowed);
@@ -484,13 +496,22 @@ fn network_none_without_ports_admits_no_internet_socket_at_all() {
     if landlock_missing() {
         return;
     }
-    assert!(!python_missing(), "python3 is needed (install it in .ci/run)");
+    assert!(
+        !python_missing(),
+        "python3 is needed (install it in .ci/run)"
+    );
     let (listener, port) = listener();
     let scene = Scene::new("sandbox:\n  network: {mode: none}\n");
     std::fs::write(scene.path().join("ws/src/probe.py"), SOCKET_PROBE).unwrap();
-    let run = scene.run(&[&format!("python3 src/probe.py {port} {port} {port}")], &[]);
+    let run = scene.run(
+        &[&format!("python3 src/probe.py {port} {port} {port}")],
+        &[],
+    );
     let out = &results(&run)[0].1;
-    assert!(out.contains(&format!("tcp refused {}", libc::EACCES)), "{out}");
+    assert!(
+        out.contains(&format!("tcp refused {}", libc::EACCES)),
+        "{out}"
+    );
     assert!(out.contains("unix OPEN"), "{out}");
     listener.set_nonblocking(true).unwrap();
     assert!(listener.accept().is_err());
@@ -636,13 +657,22 @@ fn a_wrong_read_only_verdict_cannot_write_delete_rename_or_connect() {
     );
     plant_external_diff(&repository, port);
     let run = repository.run(&["git diff"], &[]);
-    assert!(!repository.path().join("ws/pwned").exists(), "{}", run.stdout);
+    assert!(
+        !repository.path().join("ws/pwned").exists(),
+        "{}",
+        run.stdout
+    );
     assert_eq!(run.events()[0]["read_only_commands"]["enforced"], true);
     let off = Scene::with_policy("permissions:\n  default_mode: dontAsk\n", "dontAsk");
     let operator = off.path().join("operator.yaml");
     std::fs::write(&operator, off_yaml).unwrap();
     plant_external_diff(&off, port);
-    let run = off.run_with_args(&["git diff"], "", &[], &["--policy", operator.to_str().unwrap()]);
+    let run = off.run_with_args(
+        &["git diff"],
+        "",
+        &[],
+        &["--policy", operator.to_str().unwrap()],
+    );
     assert!(off.path().join("ws/pwned").exists(), "{}", run.stdout);
     assert_eq!(run.events()[0]["read_only_commands"]["enforced"], false);
     assert!(
