@@ -455,6 +455,7 @@ mod tests {
 | Tool calls | 6 (1 denied, 0 errors) |
 | Tokens | 0 in, 0 out |
 | Fails on | `denial,classifier_denial,check,limit,mcp_start` |
+| Read-only commands | ⚠️ NOT enforced: sandbox.read_only_commands is off |
 
 #### Denied calls (1)
 
