@@ -151,7 +151,7 @@ mod tests {
         assert!(refuse(&dir.path().join("cache"), &[]).is_ok());
         assert!(refuse(&ws.join("../cache"), &[]).is_ok());
         let shared = dir.path().join("shared");
-        let err = refuse(&shared.join("verdicts"), &[shared.clone()]).unwrap_err();
+        let err = refuse(&shared.join("verdicts"), std::slice::from_ref(&shared)).unwrap_err();
         assert!(err.to_string().contains("allow_write"), "{err}");
         let at = ConfigSpot {
             file: PathBuf::from("p.yaml"),
