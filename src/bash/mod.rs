@@ -3,6 +3,7 @@
 
 mod analyser;
 mod arg_writes;
+mod bindings;
 mod command;
 mod evaluated;
 mod git;

@@ -670,6 +670,9 @@ pub(crate) fn known(name: &str) -> bool {
             | "date"
             | "hostname"
             | "read"
+            | "mapfile"
+            | "readarray"
+            | "getopts"
     ) || spec_for(name).is_some()
 }
 
@@ -677,10 +680,11 @@ pub(crate) fn known(name: &str) -> bool {
 pub(crate) fn check(name: &str, args: &[Word], ctx: &Ctx) -> Result<(), Unproven> {
     match name {
         // Their arguments are data: no value can make them write, read or run anything.
-        "echo" | "sleep" | "test" | "[" | "expr" | "exit" | "return" | "wait" | "shift"
-        | "type" | "true" | "false" | ":" => Ok(()),
+        "echo" | "sleep" | "test" | "[" | "expr" | "exit" | "return" | "shift" | "type"
+        | "true" | "false" | ":" => Ok(()),
+        "read" | "mapfile" | "readarray" | "getopts" | "wait" => binds(name, args),
         "printf" => match args.first().map(|w| w.fixed()) {
-            Some(Some(v)) if v.starts_with("-v") => Err(Unproven::PrintfSetsVariable),
+            Some(Some(v)) if v.starts_with("-v") => binds(name, args),
             Some(None) => Err(Unproven::PrintfMayBeV),
             _ => Ok(()),
         },
@@ -692,7 +696,6 @@ pub(crate) fn check(name: &str, args: &[Word], ctx: &Ctx) -> Result<(), Unproven
         "set" => set(args),
         "date" => date(args),
         "hostname" if args.is_empty() => Ok(()),
-        "read" => read(args),
         _ => match spec_for(name) {
             Some(spec) => run_spec(name, &spec, args, ctx),
             None => Err(Unproven::UnknownCommand(name.to_owned())),
@@ -1266,26 +1269,22 @@ fn git_hazard(args: &[Word]) -> Option<String> {
     None
 }
 
-/// `read` sets the variables it names, so they must be ordinary ones.
-fn read(args: &[Word]) -> Result<(), Unproven> {
-    let mut i = 0;
-    while let Some(w) = args.get(i) {
-        i += 1;
-        let v = w.fixed().ok_or(Unproven::SomeArgumentNotStatic("read"))?;
-        match v {
-            "-r" | "-s" | "-e" => {}
-            "-d" | "-n" | "-N" | "-p" | "-t" | "-u" => i += 1,
-            v if v.starts_with('-') => {
-                return Err(Unproven::NotHarmless {
-                    command: "read",
-                    option: v.to_owned(),
-                });
-            }
-            name if super::command::bare_variable_ok(name) => {}
-            name => {
-                return Err(Unproven::ReadSetsVariable(name.to_owned()));
-            }
-        }
+/// `read`, `mapfile`, `wait -p`, `printf -v` and `getopts` bind the variables they name:
+/// proven only when every name is harmless and nothing runs as code (see `bindings`).
+fn binds(name: &str, args: &[Word]) -> Result<(), Unproven> {
+    let bound = super::bindings::builtin_bindings(name, args)
+        .ok_or_else(|| Unproven::UnknownCommand(name.to_owned()))?;
+    if let Some(problem) = bound.problem {
+        return Err(Unproven::Binding(problem));
+    }
+    if let Some(callback) = bound.code.first() {
+        return Err(Unproven::Binding(format!(
+            "`{name}` runs `{}` as shell code",
+            callback.raw
+        )));
+    }
+    for n in &bound.names {
+        super::bindings::judge_name(name, n).map_err(Unproven::Binding)?;
     }
     Ok(())
 }

@@ -59,6 +59,11 @@ pub(crate) enum Item {
         names: Vec<String>,
         text: String,
     },
+    /// `for NAME in …`, `select NAME in …`: NAME is bound like `NAME=value`.
+    Bind {
+        via: String,
+        name: Word,
+    },
     /// `[ … ]`, `[[ … ]]`.
     Test {
         text: String,
@@ -323,7 +328,7 @@ impl<'s> Walker<'s> {
         // Prompt strings are expanded like `${x@P}` (PS4 under `set -x`).
         if assignment
             .child_by_field_name("name")
-            .is_some_and(|n| matches!(&self.src[n.byte_range()], "PS1" | "PS2" | "PS3" | "PS4"))
+            .is_some_and(|n| super::bindings::expanded_later(&self.src[n.byte_range()]))
         {
             self.evaluates = true;
         }
@@ -333,6 +338,23 @@ impl<'s> Walker<'s> {
                 self.data.push(template);
             }
         }
+    }
+
+    /// `for NAME in …` and `select NAME in …` bind NAME to each value in turn: a binding like
+    /// `NAME=value`, and a prompt variable's values are code (`for PS4 in '$(cmd)'`).
+    fn loop_variable(&mut self, n: Node) {
+        let Some(variable) = n.child_by_field_name("variable") else {
+            return;
+        };
+        // tree-sitter-bash only reads a plain name here: `for "$v" in` does not parse.
+        let name = Word::literal(&self.text(variable));
+        if name.fixed().is_none_or(super::bindings::expanded_later) {
+            self.evaluates = true;
+        }
+        let via = n
+            .child(0)
+            .map_or_else(|| "for".to_owned(), |k| self.text(k));
+        self.items.push(Item::Bind { via, name });
     }
 
     /// Marks a place where Bash evaluates data as code: a problem (ask), and the script's
@@ -460,7 +482,18 @@ impl<'s> Walker<'s> {
             | "test_operator"
             | "brace_expression"
             | "simple_expansion" => {}
-            "while_statement" | "for_statement" => self.children(
+            "for_statement" => {
+                self.loop_variable(n);
+                self.children(
+                    n,
+                    depth,
+                    Ctx {
+                        repeated: true,
+                        ..inner
+                    },
+                );
+            }
+            "while_statement" => self.children(
                 n,
                 depth,
                 Ctx {
@@ -1008,26 +1041,12 @@ impl<'s> Walker<'s> {
         // The declaration builtins reach here as plain words when tree-sitter-bash misreads
         // the line (`! declare -a d='([$(cmd)]=1)'`) or through `builtin`/`command`; they
         // evaluate a quoted array value's keys as they do in a declaration.
-        if words.iter().any(|(_, w)| {
-            w.fixed().is_some_and(|v| {
-                matches!(
-                    v,
-                    "let"
-                        | "eval"
-                        | "-v"
-                        | "-R"
-                        | "read"
-                        | "mapfile"
-                        | "readarray"
-                        | "trap"
-                        | "declare"
-                        | "typeset"
-                        | "local"
-                        | "readonly"
-                        | "export"
-                )
-            })
-        }) {
+        let fixed: Vec<&str> = words.iter().filter_map(|(_, w)| w.fixed()).collect();
+        if fixed
+            .iter()
+            .any(|v| matches!(*v, "eval" | "-v" | "-R" | "trap"))
+            || super::bindings::may_bind(&fixed)
+        {
             self.evaluates = true;
         }
         for (_, child) in &kids {
