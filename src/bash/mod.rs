@@ -8,6 +8,7 @@ mod command;
 mod evaluated;
 mod git;
 mod kind;
+mod long_options;
 mod paths;
 mod pattern;
 mod readonly;
