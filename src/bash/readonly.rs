@@ -674,6 +674,8 @@ pub(crate) fn known(name: &str) -> bool {
             | "mapfile"
             | "readarray"
             | "getopts"
+            | "break"
+            | "continue"
     ) || spec_for(name).is_some()
 }
 
@@ -681,8 +683,9 @@ pub(crate) fn known(name: &str) -> bool {
 pub(crate) fn check(name: &str, args: &[Word], ctx: &Ctx) -> Result<(), Unproven> {
     match name {
         // Their arguments are data: no value can make them write, read or run anything.
+        // `break N`/`continue N` take a plain number (Bash's `legal_number`, no arithmetic).
         "echo" | "sleep" | "test" | "[" | "expr" | "exit" | "return" | "shift" | "type"
-        | "true" | "false" | ":" => Ok(()),
+        | "true" | "false" | ":" | "break" | "continue" => Ok(()),
         "read" | "mapfile" | "readarray" | "getopts" | "wait" => binds(name, args),
         "printf" => match args.first().map(|w| w.fixed()) {
             Some(Some(v)) if v.starts_with("-v") => binds(name, args),
@@ -1299,12 +1302,14 @@ fn option_hazards(name: &str) -> Option<OptionHazards> {
 
 fn git_hazard(args: &[Word]) -> Option<String> {
     let mut global = true;
+    let mut sub = None;
     for v in args.iter().filter_map(Word::fixed) {
         if v == "--" {
             break;
         }
         if !v.starts_with('-') {
             global = false;
+            sub = sub.or(Some(v));
             continue;
         }
         let name = v.split('=').next().unwrap_or(v);
@@ -1316,7 +1321,9 @@ fn git_hazard(args: &[Word]) -> Option<String> {
                 "-c" | "-p" | "--paginate" | "--config-env" | "--exec-path"
             )
         } else {
+            // `git grep -O[PAGER]`, also inside a cluster (`-nO`), is `--open-files-in-pager`.
             super::git::dangerous_long(name)
+                || (sub == Some("grep") && long_options::cluster_has(v, 'O', "efABCm"))
         };
         if bad {
             return Some(format!("`git {v}` can write files or run programs"));
