@@ -1007,9 +1007,15 @@ impl<'s> Walker<'s> {
             .enumerate()
             .map(|(i, c)| (n.field_name_for_child(i as u32), c))
             .collect();
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        let mut redirect_starts: Vec<usize> = Vec::new();
         for (field, child) in &kids {
+            if *field == Some("redirect") {
+                redirect_starts.push(child.start_byte());
+            }
             match (*field, kind(child)) {
                 (Some("name") | Some("argument"), _) => {
+                    spans.push((child.start_byte(), child.end_byte()));
                     words.push((child.start_byte(), resolve(*child, self.src)));
                 }
                 (Some("redirect"), _) => self.extra_destinations(*child, &mut words),
@@ -1029,9 +1035,11 @@ impl<'s> Walker<'s> {
                 .children_by_field_name("redirect", &mut cursor)
                 .collect();
             for r in redirects {
+                redirect_starts.push(r.start_byte());
                 self.extra_destinations(r, &mut words);
             }
         }
+        self.descriptor_variables(&spans, &redirect_starts, &mut words);
         words.sort_by_key(|(pos, _)| *pos);
         for (_, w) in &words {
             if runs_code(w.template()) {
@@ -1065,6 +1073,39 @@ impl<'s> Walker<'s> {
             words: words.into_iter().map(|(_, w)| w).collect(),
             repeated: ctx.repeated,
         }));
+    }
+
+    /// `{NAME}>file` (also `<`, `>&`, `<&-`…) opens a descriptor and binds its number to NAME
+    /// (a subscript is evaluated); tree-sitter-bash reads `{NAME}` as a word of the command.
+    /// Bash does not pass it on: it is a binding, taken out of the words.
+    fn descriptor_variables(
+        &mut self,
+        spans: &[(usize, usize)],
+        redirect_starts: &[usize],
+        words: &mut Vec<(usize, Word)>,
+    ) {
+        for &(start, end) in spans {
+            let text = &self.src[start..end];
+            let Some(name) = text
+                .strip_prefix('{')
+                .and_then(|t| t.strip_suffix('}'))
+                .filter(|name| !name.is_empty() && !name.contains(['{', '}', ',']))
+            else {
+                continue;
+            };
+            if !redirect_starts.contains(&end) {
+                continue;
+            }
+            words.retain(|(pos, _)| *pos != start);
+            let name = Word::literal(name);
+            if super::evaluated::runs_code(name.template()) {
+                self.evaluates = true;
+            }
+            self.items.push(Item::Bind {
+                via: format!("{text} redirection"),
+                name,
+            });
+        }
     }
 
     /// tree-sitter-bash hangs words that follow a redirect target (`>out a b`) on the redirect;

@@ -1,6 +1,7 @@
 //! Every construct that binds a variable is an assignment: `for`/`select`, `read`, `mapfile`,
-//! `printf -v`, `wait -p`, `getopts`, the declarations, `unset`, `let` and `(( ))` bind
-//! dangerous names only with approval, and what a subscript would run reaches the deny rules.
+//! `printf -v`, `wait -p`, `getopts`, the declarations, `unset`, `{NAME}>` redirections, `let`
+//! and `(( ))` bind dangerous names only with approval, and what a subscript would run reaches
+//! the deny rules.
 //! Tables over the library, then an end-to-end run against the fake model server.
 
 use std::process::Stdio;
@@ -49,6 +50,9 @@ const BINDERS: &[&str] = &[
     "{N}=x",
     "{N}+=x",
     "{N}=x; echo hi",
+    "exec {{N}}>/dev/null",
+    "exec {{N}}<f",
+    "echo hi {{N}}>/dev/null",
 ];
 
 /// Names whose binding changes what later commands do (one or more from each row of the
@@ -223,6 +227,8 @@ fn a_subscript_that_runs_a_denied_command_is_denied() {
         "mapfile -C 'rm -f README.md' -c 1 lines < f",
         "readarray -C 'rm -f README.md' lines < f",
         "mapfile -tC 'rm -f README.md' lines < f",
+        "exec {a[$(rm -f README.md)]}>/dev/null",
+        "echo hi {a[`rm -f README.md`]}>/dev/null",
     ] {
         let got = decision(script);
         if got != "deny" {
