@@ -187,6 +187,12 @@ pub(crate) fn harmless_in_environment(name: &str) -> bool {
         )
 }
 
+/// A variable set for one builtin that only that builtin reads: `IFS= read -r line` splits
+/// the line read and nothing else (the assignment ends with the builtin).
+pub(crate) fn scoped_to_builtin(name: &str, builtin: &str) -> bool {
+    name == "IFS" && builtin == "read"
+}
+
 /// A shell variable the script may bind: the script's own lower-case names (no program reads
 /// them from its environment unless they are exported, and none of those is in the table), and
 /// the formatting variables.

@@ -106,10 +106,18 @@ impl Analyser<'_> {
             }
             return;
         }
+        let builtin = cmd
+            .words
+            .first()
+            .and_then(Word::fixed)
+            .filter(|name| !functions.contains(*name));
         let unproven = cmd
             .assignments
             .iter()
-            .filter(|a| !harmless_in_environment(&a.name))
+            .filter(|a| {
+                !harmless_in_environment(&a.name)
+                    && !builtin.is_some_and(|b| super::bindings::scoped_to_builtin(&a.name, b))
+            })
             .map(|a| format!("it sets `{}` for the command", a.name))
             .collect();
         let job = Job {

@@ -262,7 +262,11 @@ fn subscripts_and_builtin_options_are_read_as_bash_reads_them() {
         ("for f in src/a src/b; do echo \"$f\"; done", "allow"),
         ("read -r line < f", "allow"),
         ("declare -a arr=(1 2)", "allow"),
-        ("IFS= read -r line < f", "ask"),
+        ("IFS= read -r line < f", "allow"),
+        ("while IFS=, read -r a b; do echo \"$a\"; done < f", "allow"),
+        ("IFS=, read -r a PATH < f", "ask"),
+        ("read() { ls; }; IFS=x read", "ask"),
+        ("IFS=x echo a", "ask"),
         (
             "for x in '$(rm -f README.md)'; do echo \"$x\"; done",
             "allow",
