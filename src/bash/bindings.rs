@@ -323,7 +323,7 @@ pub(crate) fn builtin_bindings(name: &str, args: &[Word]) -> Option<Bound> {
         code: Vec::new(),
         problem: None,
     };
-    let (options, operands) = match builtin_options(name, args, &letters) {
+    let Parsed { options, operands } = match builtin_options(name, args, &letters) {
         Ok(parsed) => parsed,
         Err(problem) => {
             bound.problem = Some(problem);
@@ -347,6 +347,12 @@ pub(crate) fn builtin_bindings(name: &str, args: &[Word]) -> Option<Bound> {
     Some(bound)
 }
 
+/// A builtin's arguments split into its options (each letter with its value) and operands.
+struct Parsed<'w> {
+    options: Vec<(char, Word)>,
+    operands: &'w [Word],
+}
+
 /// Splits `args` as Bash's builtins read options: letters clustered after one `-`, a valued
 /// letter taking the rest of the word or the next word, options ending at `--` or at the
 /// first word that is not one.
@@ -354,7 +360,7 @@ fn builtin_options<'w>(
     name: &str,
     args: &'w [Word],
     letters: &Letters,
-) -> Result<(Vec<(char, Word)>, &'w [Word]), String> {
+) -> Result<Parsed<'w>, String> {
     let mut options = Vec::new();
     let mut i = 0;
     while let Some(w) = args.get(i) {
@@ -396,7 +402,10 @@ fn builtin_options<'w>(
             break;
         }
     }
-    Ok((options, &args[i.min(args.len())..]))
+    Ok(Parsed {
+        options,
+        operands: &args[i.min(args.len())..],
+    })
 }
 
 impl Analyser<'_> {
