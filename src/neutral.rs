@@ -211,7 +211,9 @@ pub fn markdown_code(text: &str) -> String {
 /// Markdown or HTML acts on is escaped, and a line that would underline a heading or draw a
 /// rule is escaped too. No image, link, raw HTML, heading, table or code block comes out.
 pub fn markdown_text(text: &str) -> String {
-    let lines: Vec<&str> = text.split(['\n', '\u{85}', '\u{2028}', '\u{2029}']).collect();
+    let lines: Vec<&str> = text
+        .split(['\n', '\u{85}', '\u{2028}', '\u{2029}'])
+        .collect();
     let mut out = String::with_capacity(text.len() + 16);
     for (index, line) in lines.iter().enumerate() {
         let line = line.trim_end_matches('\r');
@@ -267,7 +269,8 @@ pub fn http_url(text: &str) -> Option<String> {
         return None;
     }
     let url = reqwest::Url::parse(text).ok()?;
-    let web = matches!(url.scheme(), "http" | "https") && url.host_str().is_some_and(|h| !h.is_empty());
+    let web =
+        matches!(url.scheme(), "http" | "https") && url.host_str().is_some_and(|h| !h.is_empty());
     web.then(|| url.to_string())
 }
 
@@ -366,12 +369,18 @@ mod tests {
 
     #[test]
     fn html_links_only_to_the_web() {
-        assert_eq!(html_text("<a href='x'>&\""), "&lt;a href=&#39;x&#39;&gt;&amp;&quot;");
+        assert_eq!(
+            html_text("<a href='x'>&\""),
+            "&lt;a href=&#39;x&#39;&gt;&amp;&quot;"
+        );
         assert_eq!(
             http_url("https://github.com/o/r/pull/1").as_deref(),
             Some("https://github.com/o/r/pull/1")
         );
-        assert_eq!(http_url("HTTP://Example.org").as_deref(), Some("http://example.org/"));
+        assert_eq!(
+            http_url("HTTP://Example.org").as_deref(),
+            Some("http://example.org/")
+        );
         for bad in [
             "javascript:alert(1)",
             "JavaScript:alert(1)",

@@ -32,11 +32,7 @@ pub fn html(journals: &[Journal]) -> String {
             )
         });
         let cost = cost_of(journal).unwrap_or(0.0);
-        let pr = journal
-            .pr_url
-            .as_deref()
-            .map(pr_link)
-            .unwrap_or_default();
+        let pr = journal.pr_url.as_deref().map(pr_link).unwrap_or_default();
         rows.push_str(&format!(
             "<tr class=\"{class}\"><td>{repo}</td><td>{outcome}</td><td>{checks}</td>\
 <td data-sort=\"{denials}\">{denials}</td><td data-sort=\"{cost}\">{cost:.4}</td><td>{branch}</td><td>{pr}</td></tr>\n",
@@ -149,8 +145,15 @@ mod tests {
         assert!(page.contains(
             "<a href=\"https://github.com/o/web/pull/7\" rel=\"noopener noreferrer\">https://github.com/o/web/pull/7</a>"
         ));
-        assert!(page.contains("<td>javascript:alert(document.domain)</td>"), "{page}");
+        assert!(
+            page.contains("<td>javascript:alert(document.domain)</td>"),
+            "{page}"
+        );
         assert_eq!(page.matches("<a ").count(), 1, "{page}");
-        assert_eq!(page.matches("<script>").count(), 1, "only the page's own script");
+        assert_eq!(
+            page.matches("<script>").count(),
+            1,
+            "only the page's own script"
+        );
     }
 }

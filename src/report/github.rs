@@ -525,10 +525,25 @@ Transcript: `/out/transcript.jsonl`
             .lines()
             .find(|line| line.starts_with("| Bash"))
             .unwrap();
-        assert_eq!(denied_row.replace("\\|", "").matches('|').count(), 7, "{denied_row}");
-        let headings: Vec<&str> = summary.lines().filter(|line| line.starts_with('#')).collect();
+        assert_eq!(
+            denied_row.replace("\\|", "").matches('|').count(),
+            7,
+            "{denied_row}"
+        );
+        let headings: Vec<&str> = summary
+            .lines()
+            .filter(|line| line.starts_with('#'))
+            .collect();
         assert_eq!(headings.len(), 3, "{headings:?}");
-        for raw in ["<!--", "![", "<img", "</details>\n##", "[click](", "\n===", "\n## "] {
+        for raw in [
+            "<!--",
+            "![",
+            "<img",
+            "</details>\n##",
+            "[click](",
+            "\n===",
+            "\n## ",
+        ] {
             assert!(!summary.contains(raw), "{raw:?} in {summary}");
         }
         assert_eq!(summary.matches("</details>").count(), 1);
