@@ -270,9 +270,9 @@ impl Resolver {
         Ok(ips)
     }
 
-    /// The addresses of `host` a connection may use: every one must be public or named
-    /// exactly by one of `exact` (a rule's pattern); one internal address refuses them all,
-    /// since the name's owner chose it.
+    /// The addresses of `host` a connection may use: the public ones and those `exact` names
+    /// (a rule naming the address itself). The caller connects only to these, so an internal
+    /// address among a name's answers is never reached; with none left, the refusal says why.
     pub async fn checked(
         &self,
         host: &Host,
@@ -280,18 +280,24 @@ impl Resolver {
         exact: impl Fn(IpAddr) -> bool,
     ) -> Result<Vec<IpAddr>, Refusal> {
         let ips = self.resolve(host, port).await?;
-        for ip in &ips {
-            if let Some(class) = internal_address(*ip)
-                && !exact(*ip)
-            {
-                return Err(Refusal::Internal {
-                    host: host.to_string(),
-                    ip: *ip,
-                    class,
-                });
+        let mut refused = None;
+        let mut usable = Vec::with_capacity(ips.len());
+        for ip in ips {
+            match internal_address(ip) {
+                Some(class) if !exact(ip) => {
+                    refused.get_or_insert(Refusal::Internal {
+                        host: host.to_string(),
+                        ip,
+                        class,
+                    });
+                }
+                _ => usable.push(ip),
             }
         }
-        Ok(ips)
+        match refused {
+            Some(refusal) if usable.is_empty() => Err(refusal),
+            _ => Ok(usable),
+        }
     }
 }
 
@@ -396,13 +402,11 @@ mod tests {
                 .await
                 .is_ok()
         );
-        assert!(matches!(
+        assert_eq!(
             resolver.checked(&host("mixed.test"), 80, |_| false).await,
-            Err(Refusal::Internal {
-                class: InternalAddress::Private,
-                ..
-            })
-        ));
+            Ok(vec!["93.184.216.34".parse().unwrap()]),
+            "the internal answer is dropped, the connection goes to the public one"
+        );
         assert!(
             resolver
                 .checked(&host("local.test"), 80, |_| false)
