@@ -282,10 +282,10 @@ async fn handle(
         .await;
     };
     let host = Host::parse(&target.host);
-    let forwarded = match &target.origin_line {
-        Some(origin_line) => Some(forwarded_head(&head, &target, origin_line)),
-        None => None,
-    };
+    let forwarded = target
+        .origin_line
+        .as_ref()
+        .map(|origin_line| forwarded_head(&head, &target, origin_line));
     let decided = match (rules.refusal(&host, target.port), &forwarded) {
         (Some(refusal), _) => Err(refusal),
         (None, Some(Err(refusal))) => Err(refusal.clone()),

@@ -165,9 +165,16 @@ impl ToolInput for WebFetchInput {
                 updated_input: None,
             };
         }
-        ToolCheck::Passthrough {
-            reason: format!("fetching {host} needs an allow rule such as WebFetch(domain:{host})"),
-        }
+        let reason = match host {
+            Host::Ip(std::net::IpAddr::V6(_)) => {
+                format!("fetching {host} needs approval: an IPv6 address has no domain rule form")
+            }
+            _ => format!(
+                "fetching {host} needs an allow rule such as WebFetch(domain:{})",
+                host.rule_text()
+            ),
+        };
+        ToolCheck::Passthrough { reason }
     }
 
     fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {

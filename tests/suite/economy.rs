@@ -515,12 +515,8 @@ async fn hostile_pages_end_as_results_and_the_run_goes_on() {
     .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.finished()["outcome"], "success");
-    for index in 0..paths.len() {
+    for (index, path) in paths.iter().enumerate() {
         let page = result_in_history(&server, &format!("toolu_02_{index}"));
-        assert!(
-            page.contains("deepest words"),
-            "{}: {page:.300}",
-            paths[index]
-        );
+        assert!(page.contains("deepest words"), "{}: {page:.300}", path);
     }
 }
