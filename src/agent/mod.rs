@@ -241,6 +241,7 @@ pub async fn run(
         read_only,
         allow_basis: AllowBasis::Granted,
         state: RunState::default(),
+        resolver: crate::net::Resolver::System,
     };
     let starting = McpHub::start(
         &spec.mcp,

@@ -30,7 +30,7 @@ pub fn read_only_preflight(setting: ReadOnlyCommands) -> ReadOnlyStatus {
 }
 pub use child::ChildSetup;
 pub use limits::{LimitHit, ProcessLimit};
-pub use proxy::{Proxy, ProxyConnection};
+pub use proxy::{Proxy, ProxyConnection, ProxyRules};
 pub use read_only::{ReadOnlyCommands, ReadOnlyDomain, ReadOnlyStatus};
 pub use seccomp::{SocketScope, SyscallFilter};
 
@@ -275,9 +275,12 @@ impl Sandbox {
         };
         let proxy = match config.network {
             NetworkMode::Proxy => Some(
-                Proxy::start(config.allowed_domains.clone())
-                    .await
-                    .map_err(io("start the sandbox proxy"))?,
+                Proxy::start(
+                    ProxyRules::new(config.allowed_domains.clone(), &config.allowed_ports),
+                    crate::net::Resolver::System,
+                )
+                .await
+                .map_err(io("start the sandbox proxy"))?,
             ),
             NetworkMode::None | NetworkMode::Open => None,
         };

@@ -4,7 +4,9 @@
 mod action;
 mod authority;
 mod auto_mode;
+mod bash_bindings;
 mod bash_corpus;
+mod bash_options;
 mod bash_oracle;
 mod bash_props;
 mod bash_sweep;
