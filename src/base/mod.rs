@@ -2,11 +2,13 @@
 //! variable names are secret, shared defaults. Imports nothing else of tollgate's.
 
 mod abort;
+mod bounds;
 mod path;
 mod secret;
 mod text;
 
 pub use abort::{AbortHandle, AbortReason, AbortSignal};
+pub use bounds::{FAR_FUTURE, deadline, deadline_std};
 pub use path::normalize_lexically;
 pub use secret::is_secret_env_name;
 pub use text::{truncate_middle, wildcard_match};

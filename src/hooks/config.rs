@@ -8,6 +8,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::base::wildcard_match;
 
+/// The longest timeout a hook may be given: a day.
+pub const MAX_TIMEOUT_SECS: u64 = 86_400;
+
 /// Seconds a hook may run when its spec names no timeout (Claude Code's default too).
 pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
 
@@ -160,8 +163,8 @@ fn non_blank<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Er
 
 fn positive_seconds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
     match Option::<u64>::deserialize(deserializer)? {
-        Some(0) => Err(serde::de::Error::custom(
-            "a hook's timeout is in seconds and must be at least 1",
+        Some(secs) if secs == 0 || secs > MAX_TIMEOUT_SECS => Err(serde::de::Error::custom(
+            format!("a hook's timeout is in seconds, from 1 to {MAX_TIMEOUT_SECS}"),
         )),
         other => Ok(other),
     }
