@@ -30,14 +30,15 @@ pub enum JournalError {
     },
 }
 
-/// The byte offset of serde_json's 1-based `line` and its `column` (bytes into the line).
+/// The 1-based byte of the file at serde_json's 1-based `line` and `column` (bytes into
+/// the line): the last byte read when parsing broke, so a file cut short names its length.
 fn byte_offset(bytes: &[u8], line: usize, column: usize) -> usize {
     let line_start: usize = bytes
         .split_inclusive(|&b| b == b'\n')
         .take(line.saturating_sub(1))
         .map(<[u8]>::len)
         .sum();
-    (line_start + column.saturating_sub(1)).min(bytes.len())
+    (line_start + column).min(bytes.len())
 }
 
 /// Phases in the order a repository goes through them; each is recorded once finished.
@@ -218,7 +219,7 @@ mod tests {
         for (text, byte) in [
             ("{\n  \"repo\": \"api\",\n  \"phase\": \"ran\",\n  \"outco", 45),
             ("", 0),
-            ("{\"repo\": \"api\", \"phase\": \"flying\"}", 34),
+            ("{\"repo\": \"api\", \"phase\": \"flying\"}", 33),
         ] {
             std::fs::write(&path, text).unwrap();
             let err = Journal::read(&path).unwrap_err();

@@ -58,7 +58,7 @@ struct TaskFile {
     mode: Option<PermissionMode>,
     policy: Option<String>,
     permissions: Option<PermissionsBlock>,
-    workdir: Option<String>,
+    workdir: Option<Spanned<String>>,
     tools: Option<Vec<Spanned<String>>>,
     #[serde(default)]
     limits: LimitsFile,
@@ -326,6 +326,8 @@ pub struct Task {
     pub permissions: Option<Policy>,
     /// Resolved against the task file's folder.
     pub workdir: Option<PathBuf>,
+    /// Where `workdir:` is written (line, column), for an error about the folder.
+    pub workdir_at: Option<(u64, u64)>,
     pub tools: Vec<ToolName>,
     pub limits: Limits,
     pub checks: Vec<Check>,
@@ -523,7 +525,11 @@ impl Task {
             script,
             mode: raw.mode,
             policy: raw.policy.map(|p| normalize_lexically(&dir.join(p))),
-            workdir: raw.workdir.map(|w| normalize_lexically(&dir.join(w))),
+            workdir_at: raw
+                .workdir
+                .as_ref()
+                .map(|w| (w.referenced.line(), w.referenced.column())),
+            workdir: raw.workdir.map(|w| normalize_lexically(&dir.join(w.value))),
             tools,
             limits,
             checks,
