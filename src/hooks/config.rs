@@ -325,7 +325,12 @@ mod tests {
         assert!(err.message.contains("unknown field"), "{err}");
         let err =
             parse("hooks:\n  - event: PreToolUse\n    command: x\n    timeout: 0\n").unwrap_err();
-        assert!(err.message.contains("at least 1"), "{err}");
+        assert!(err.message.contains("from 1 to 86400"), "{err}");
+        let err = parse(
+            "hooks:\n  - event: PreToolUse\n    command: x\n    timeout: 18446744073709551615\n",
+        )
+        .unwrap_err();
+        assert!(err.message.contains("from 1 to 86400"), "{err}");
         let err = parse("hooks:\n  - event: PreToolUse\n    command: '  '\n").unwrap_err();
         assert!(err.message.contains("must not be empty"), "{err}");
         let err = parse("hooks:\n  - event: PreToolUse\n    command: x\n    on_error: allow\n")

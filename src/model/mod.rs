@@ -12,9 +12,9 @@ pub mod sse;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use anthropic::AnthropicModel;
-pub use http::{ApiKey, HttpSettings, Timeouts, install_crypto_provider};
-pub use openai::OpenAiModel;
+pub use anthropic::{AnthropicModel, AnthropicStream};
+pub use http::{ApiKey, Failure, HttpSettings, SseParser, Timeouts, install_crypto_provider};
+pub use openai::{OpenAiModel, OpenAiStream};
 pub use pricing::Pricing;
 
 pub use retry::{FailureCategory, RetryPolicy};

@@ -1193,7 +1193,14 @@ mod tests {
                     "{MINIMAL}checks:\n  - name: c\n    run: x\n    retry: {{max_attempts: 0}}\n"
                 ),
                 11,
-                "retry.max_attempts must be at least 1",
+                "retry.max_attempts must be from 1 to 100",
+            ),
+            (
+                format!(
+                    "{MINIMAL}checks:\n  - name: c\n    run: x\n    retry: {{max_attempts: 4294967295}}\n"
+                ),
+                11,
+                "retry.max_attempts must be from 1 to 100",
             ),
         ];
         for (text, line, message) in cases {
