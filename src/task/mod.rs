@@ -1212,4 +1212,53 @@ mod tests {
             }
         }
     }
+
+    /// docs/reliability.md lists each knob's maximum as the loader checks it.
+    #[test]
+    fn the_docs_list_the_maxima() {
+        let docs = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/reliability.md"
+        ))
+        .unwrap();
+        for row in [
+            format!(
+                "| `model.timeouts.connect`, `first_event`, `idle`, `request` | {} s |",
+                maxima::MODEL_TIMEOUT.as_secs()
+            ),
+            format!(
+                "| `model.retries.base_delay`, `max_delay` | {} s |",
+                maxima::RETRY_DELAY.as_secs()
+            ),
+            format!("| `model.retries.max` | {} |", maxima::PROVIDER_RETRIES),
+            format!("| `limits.timeout` | {} s |", maxima::RUN_TIMEOUT.as_secs()),
+            format!(
+                "| `limits.tool_timeout` | {} s |",
+                maxima::TOOL_TIMEOUT.as_secs()
+            ),
+            format!(
+                "| `limits.max_parallel_tools` | {} |",
+                maxima::PARALLEL_TOOLS
+            ),
+            format!(
+                "| a check's `timeout` | {} s |",
+                maxima::TOOL_TIMEOUT.as_secs()
+            ),
+            format!(
+                "| a check's `retry.max_attempts` | {} |",
+                maxima::CHECK_ATTEMPTS
+            ),
+            format!(
+                "| a hook's `timeout` (policy) | {} s |",
+                crate::hooks::MAX_TIMEOUT_SECS
+            ),
+        ] {
+            assert!(docs.contains(&row), "docs/reliability.md lacks {row}");
+        }
+        assert!(docs.contains(&format!(
+            "estimated at **{} bytes a token**",
+            crate::model::ESTIMATE_BYTES_PER_TOKEN
+        )));
+    }
+
 }
