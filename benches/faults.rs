@@ -116,11 +116,14 @@ fn sse() {
 /// One response of `n` content blocks (Anthropic: text blocks, each started, given a delta
 /// and stopped; OpenAI: tool calls by index), fed event by event to the API's parser.
 fn blocks(n: u64) {
-    let mut anthropic = vec![r#"{"type":"message_start","message":{"usage":{"input_tokens":1}}}"#.to_string()];
+    let mut anthropic =
+        vec![r#"{"type":"message_start","message":{"usage":{"input_tokens":1}}}"#.to_string()];
     for index in 0..n {
         anthropic.push(format!(r#"{{"type":"content_block_start","index":{index},"content_block":{{"type":"text","text":""}}}}"#));
         anthropic.push(format!(r#"{{"type":"content_block_delta","index":{index},"delta":{{"type":"text_delta","text":"b"}}}}"#));
-        anthropic.push(format!(r#"{{"type":"content_block_stop","index":{index}}}"#));
+        anthropic.push(format!(
+            r#"{{"type":"content_block_stop","index":{index}}}"#
+        ));
     }
     anthropic.push(r#"{"type":"message_stop"}"#.to_string());
     let mut openai = Vec::new();
@@ -149,7 +152,10 @@ fn blocks(n: u64) {
             assert_eq!(content as u64, n);
             best = best.min(started.elapsed().as_secs_f64());
         }
-        println!("blocks: {api}: one response of {n} content blocks parsed in {:.0} ms", best * 1e3);
+        println!(
+            "blocks: {api}: one response of {n} content blocks parsed in {:.0} ms",
+            best * 1e3
+        );
     }
 }
 

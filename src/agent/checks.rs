@@ -178,8 +178,7 @@ pub(super) async fn run_round(
     let failed: Vec<&CheckRecord> = records[first_new..]
         .iter()
         .filter(|record| {
-            !record.outcome.passed
-                && last.get(record.check.name.as_str()) == Some(&record.attempt)
+            !record.outcome.passed && last.get(record.check.name.as_str()) == Some(&record.attempt)
         })
         .collect();
     let retryable = |record: &&CheckRecord| {

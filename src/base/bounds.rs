@@ -29,11 +29,19 @@ mod tests {
     #[test]
     fn no_wait_overflows_the_clock() {
         let now = Instant::now();
-        for wait in [Duration::ZERO, Duration::from_secs(1), FAR_FUTURE, Duration::MAX] {
+        for wait in [
+            Duration::ZERO,
+            Duration::from_secs(1),
+            FAR_FUTURE,
+            Duration::MAX,
+        ] {
             let at = deadline(now, wait);
             assert!(at >= now && at - now <= FAR_FUTURE, "{wait:?}");
         }
-        assert_eq!(deadline(now, Duration::from_secs(5)), now + Duration::from_secs(5));
+        assert_eq!(
+            deadline(now, Duration::from_secs(5)),
+            now + Duration::from_secs(5)
+        );
         let std_now = std::time::Instant::now();
         assert!(deadline_std(std_now, Duration::MAX) > std_now);
     }

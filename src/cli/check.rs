@@ -99,8 +99,11 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
     }
     let decided = line.decision;
     let line = serde_json::to_string(&line)?;
-    super::print_out(&format!("{}
-", crate::neutral::json_log_line(&line)));
+    super::print_out(&format!(
+        "{}
+",
+        crate::neutral::json_log_line(&line)
+    ));
     Ok(exit_code(args.exit_code, Some(decided)))
 }
 

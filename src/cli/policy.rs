@@ -22,7 +22,10 @@ pub fn policy(args: PolicyArgs) -> Result<ExitCode> {
                 super::print_out(&format!("{}\n", describe_self_test(outcome)));
             }
             let failed = outcomes.iter().filter(|o| !o.passed).count();
-            super::print_out(&format!("{} passed, {failed} failed\n", outcomes.len() - failed));
+            super::print_out(&format!(
+                "{} passed, {failed} failed\n",
+                outcomes.len() - failed
+            ));
             Ok(if failed == 0 {
                 ExitCode::Success
             } else {
@@ -34,7 +37,10 @@ pub fn policy(args: PolicyArgs) -> Result<ExitCode> {
             let implemented = |tool: &ToolName| builtin(tool).is_some();
             let warnings = lint(&policy, &implemented);
             for warning in &warnings {
-                super::print_out(&format!("{}: {}: {}\n", warning.source, warning.rule, warning.message));
+                super::print_out(&format!(
+                    "{}: {}: {}\n",
+                    warning.source, warning.rule, warning.message
+                ));
             }
             if warnings.is_empty() {
                 super::print_out(&format!("{}: no warnings\n", file.display()));

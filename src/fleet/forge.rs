@@ -252,7 +252,9 @@ fn limit_delay(
     let until_reset = || {
         let reset = number("x-ratelimit-reset")?;
         let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs();
-        Some(Duration::from_secs(reset.saturating_sub(now).saturating_add(1)))
+        Some(Duration::from_secs(
+            reset.saturating_sub(now).saturating_add(1),
+        ))
     };
     let spent = number("x-ratelimit-remaining") == Some(0);
     let limited = status == StatusCode::TOO_MANY_REQUESTS

@@ -217,7 +217,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("journal.json");
         for (text, byte) in [
-            ("{\n  \"repo\": \"api\",\n  \"phase\": \"ran\",\n  \"outco", 45),
+            (
+                "{\n  \"repo\": \"api\",\n  \"phase\": \"ran\",\n  \"outco",
+                45,
+            ),
             ("", 0),
             ("{\"repo\": \"api\", \"phase\": \"flying\"}", 33),
         ] {
@@ -228,7 +231,10 @@ mod tests {
             };
             assert_eq!(*at, byte, "{text:?}: {err}");
             let message = err.to_string();
-            assert!(message.contains("journal.json:") && message.contains("--rerun all"), "{message}");
+            assert!(
+                message.contains("journal.json:") && message.contains("--rerun all"),
+                "{message}"
+            );
         }
     }
 

@@ -67,8 +67,14 @@ pub fn write_reports(out: &Path, records: &[RepoRecord]) -> Result<Vec<PathBuf>,
             .map_err(|err| failed(&path, std::io::Error::other(err)))
     };
     let files = [
-        render("junit.xml", junit_xml(&journals).map_err(|err| err.to_string())),
-        render("tollgate.sarif", sarif(records).map_err(|err| err.to_string())),
+        render(
+            "junit.xml",
+            junit_xml(&journals).map_err(|err| err.to_string()),
+        ),
+        render(
+            "tollgate.sarif",
+            sarif(records).map_err(|err| err.to_string()),
+        ),
         render("summary.md", Ok(markdown(&journals))),
         render("report.html", Ok(super::html::html(&journals))),
     ];

@@ -75,9 +75,8 @@ impl RepoSteps<'_> {
         journal.phase = Phase::Cloned;
         self.save(journal)?;
         let task_file = self.dir.join("task.yaml");
-        crate::out_dir::write_atomic(&task_file, self.task_text.as_bytes()).map_err(|err| {
-            stop(journal, format!("{err}: {}", err.source))
-        })?;
+        crate::out_dir::write_atomic(&task_file, self.task_text.as_bytes())
+            .map_err(|err| stop(journal, format!("{err}: {}", err.source)))?;
         let push = self.settings.publish.as_ref().map(|publish| PushCall {
             remote: &publish.remote,
             branch: &self.settings.branch,
@@ -203,12 +202,10 @@ impl RepoSteps<'_> {
         ];
         for (name, text) in reports {
             let path = out.join(name);
-            let written = text
-                .map_err(std::io::Error::other)
-                .and_then(|text| {
-                    crate::out_dir::write_atomic(&path, redactor.redact(&text).as_bytes())
-                        .map_err(|err| err.source)
-                });
+            let written = text.map_err(std::io::Error::other).and_then(|text| {
+                crate::out_dir::write_atomic(&path, redactor.redact(&text).as_bytes())
+                    .map_err(|err| err.source)
+            });
             // As in a single run: a record that could not be written is the run's ending.
             if let Err(source) = written
                 && report.outcome != Outcome::OutputFailed

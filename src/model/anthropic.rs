@@ -274,7 +274,9 @@ impl AnthropicStream {
         ModelResponse {
             content,
             stop_reason,
-            usage: self.usage.map_or(ReportedUsage::Missing, ReportedUsage::Reported),
+            usage: self
+                .usage
+                .map_or(ReportedUsage::Missing, ReportedUsage::Reported),
             malformed_inputs: malformed,
         }
     }

@@ -13,12 +13,12 @@ use serde_json::Value;
 use tokio::time::{Instant, timeout_at};
 
 use super::retry::{FailureCategory, RetryPolicy, retry_after};
-use crate::base::deadline;
 use super::sse::{SseDecoder, SseError};
 use super::{
     EventSink, ModelResponse, ProviderError, ProviderEvent, ReportedUsage, RetryNotice,
     estimate_usage,
 };
+use crate::base::deadline;
 
 /// An API key. Its `Debug` hides it; only the request header sees the value.
 #[derive(Clone, PartialEq, Eq)]
@@ -280,9 +280,12 @@ impl HttpTransport {
         if !status.is_success() {
             let retry_after = retry_after(response.headers());
             // Capped like every body: a gateway's 1.5 GB error page must not be held whole.
-            let body = timeout_at(deadline(Instant::now(), timeouts.idle), read_capped(response))
-                .await
-                .unwrap_or_default();
+            let body = timeout_at(
+                deadline(Instant::now(), timeouts.idle),
+                read_capped(response),
+            )
+            .await
+            .unwrap_or_default();
             let message = api_message(&body.text).unwrap_or_else(|| {
                 let text = body.text.trim();
                 if text.is_empty() {
@@ -302,9 +305,12 @@ impl HttpTransport {
             });
         }
         if !is_event_stream(response.headers()) {
-            let body = timeout_at(deadline(Instant::now(), timeouts.idle), read_capped(response))
-                .await
-                .unwrap_or_default();
+            let body = timeout_at(
+                deadline(Instant::now(), timeouts.idle),
+                read_capped(response),
+            )
+            .await
+            .unwrap_or_default();
             let mut failure = not_an_event_stream(&body.text);
             failure.message = body.named(failure.message);
             return Err(failure);
@@ -387,8 +393,7 @@ fn checked(response: ModelResponse) -> Result<ModelResponse, Failure> {
 /// so budgets still hold.
 fn with_usage(mut response: ModelResponse, request_bytes: usize) -> ModelResponse {
     if response.usage == ReportedUsage::Missing {
-        response.usage =
-            ReportedUsage::Estimated(estimate_usage(request_bytes, &response.content));
+        response.usage = ReportedUsage::Estimated(estimate_usage(request_bytes, &response.content));
     }
     response
 }

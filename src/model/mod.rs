@@ -184,9 +184,8 @@ pub const ESTIMATE_BYTES_PER_TOKEN: usize = 3;
 /// tools, history — all of it is prompt) and the response's content as JSON, each at
 /// [`ESTIMATE_BYTES_PER_TOKEN`].
 pub fn estimate_usage(request_bytes: usize, content: &[ContentBlock]) -> Usage {
-    let tokens = |bytes: usize| {
-        u64::try_from(bytes.div_ceil(ESTIMATE_BYTES_PER_TOKEN)).unwrap_or(u64::MAX)
-    };
+    let tokens =
+        |bytes: usize| u64::try_from(bytes.div_ceil(ESTIMATE_BYTES_PER_TOKEN)).unwrap_or(u64::MAX);
     let output = serde_json::to_vec(content).map_or(0, |bytes| bytes.len());
     Usage {
         input_tokens: tokens(request_bytes),

@@ -244,7 +244,9 @@ impl OpenAiStream {
         ModelResponse {
             content,
             stop_reason,
-            usage: self.usage.map_or(ReportedUsage::Missing, ReportedUsage::Reported),
+            usage: self
+                .usage
+                .map_or(ReportedUsage::Missing, ReportedUsage::Reported),
             malformed_inputs: malformed,
         }
     }

@@ -35,10 +35,7 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
             |usd| format!("{}${usd:.4}", if estimated { "≈" } else { "" }),
         );
         let basis = if estimated {
-            format!(
-                " · usage {}",
-                super::junit::usage_basis(counts)
-            )
+            format!(" · usage {}", super::junit::usage_basis(counts))
         } else {
             String::new()
         };

@@ -495,8 +495,7 @@ impl Task {
                 timeout: match check.timeout {
                     None => Duration::from_secs(DEFAULT_CHECK_TIMEOUT_SECS),
                     Some(spanned)
-                        if spanned.value == 0
-                            || spanned.value > maxima::TOOL_TIMEOUT.as_secs() =>
+                        if spanned.value == 0 || spanned.value > maxima::TOOL_TIMEOUT.as_secs() =>
                     {
                         return Err(located(
                             &spanned,
@@ -716,27 +715,28 @@ fn model_spec(
             maxima::MODEL_TIMEOUT,
             at,
         )?
-            .unwrap_or(defaults.connect),
+        .unwrap_or(defaults.connect),
         first_event: seconds(
             timeouts_file.first_event,
             "timeouts.first_event",
             maxima::MODEL_TIMEOUT,
             at,
         )?
-            .unwrap_or(defaults.first_event),
+        .unwrap_or(defaults.first_event),
         idle: seconds(
             timeouts_file.idle,
             "timeouts.idle",
             maxima::MODEL_TIMEOUT,
             at,
-        )?.unwrap_or(defaults.idle),
+        )?
+        .unwrap_or(defaults.idle),
         request: seconds(
             timeouts_file.request,
             "timeouts.request",
             maxima::MODEL_TIMEOUT,
             at,
         )?
-            .unwrap_or(defaults.request),
+        .unwrap_or(defaults.request),
     };
     let retries_file = raw.retries.unwrap_or_default();
     let defaults = RetryPolicy::default();
@@ -758,14 +758,14 @@ fn model_spec(
             maxima::RETRY_DELAY,
             at,
         )?
-            .unwrap_or(defaults.base_delay),
+        .unwrap_or(defaults.base_delay),
         max_delay: seconds(
             retries_file.max_delay,
             "retries.max_delay",
             maxima::RETRY_DELAY,
             at,
         )?
-            .unwrap_or(defaults.max_delay),
+        .unwrap_or(defaults.max_delay),
     };
     let model = ModelSpec {
         provider,
@@ -845,12 +845,17 @@ fn limits(raw: LimitsFile, model: &ModelSpec, at: At<'_>) -> Result<Limits, Conf
         max_denials: raw.max_denials,
         max_consecutive_denials: raw.max_consecutive_denials,
         max_parallel_tools: positive(
-            bounded(raw.max_parallel_tools, "max_parallel_tools", maxima::PARALLEL_TOOLS, at)?,
+            bounded(
+                raw.max_parallel_tools,
+                "max_parallel_tools",
+                maxima::PARALLEL_TOOLS,
+                at,
+            )?,
             "max_parallel_tools",
         )?
-            .map_or(DEFAULT_MAX_PARALLEL_TOOLS, |max| {
-                usize::try_from(max).unwrap_or(usize::MAX)
-            }),
+        .map_or(DEFAULT_MAX_PARALLEL_TOOLS, |max| {
+            usize::try_from(max).unwrap_or(usize::MAX)
+        }),
         max_classifier_denials: at_least_one(
             raw.max_classifier_denials,
             "max_classifier_denials",
@@ -1216,11 +1221,9 @@ mod tests {
     /// docs/reliability.md lists each knob's maximum as the loader checks it.
     #[test]
     fn the_docs_list_the_maxima() {
-        let docs = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/docs/reliability.md"
-        ))
-        .unwrap();
+        let docs =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reliability.md"))
+                .unwrap();
         for row in [
             format!(
                 "| `model.timeouts.connect`, `first_event`, `idle`, `request` | {} s |",
@@ -1260,5 +1263,4 @@ mod tests {
             crate::model::ESTIMATE_BYTES_PER_TOKEN
         )));
     }
-
 }

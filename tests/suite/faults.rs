@@ -705,25 +705,53 @@ fn every_numeric_knob_at_its_extremes_is_refused_at_load_or_harmless() {
         format!("model:\n  provider: scripted\n  name: s\n{extra}  script: [[{{text: done}}]]\n")
     };
     let limits = |line: &str| format!("limits:\n  {line}\n");
-    let check = |line: &str| {
-        format!("checks:\n  - name: c\n    run: 'true'\n    {line}\n")
-    };
+    let check = |line: &str| format!("checks:\n  - name: c\n    run: 'true'\n    {line}\n");
     let refused: Vec<(String, &str)> = vec![
         (limits(&format!("timeout: {huge}")), "limits.timeout"),
-        (limits(&format!("tool_timeout: {huge}")), "limits.tool_timeout"),
+        (
+            limits(&format!("tool_timeout: {huge}")),
+            "limits.tool_timeout",
+        ),
         (limits("timeout: -1"), "limits.timeout"),
         (limits("timeout: .nan"), "limits.timeout"),
         (limits("timeout: .inf"), "limits.timeout"),
-        (limits(&format!("max_parallel_tools: {u64_max}")), "max_parallel_tools"),
+        (
+            limits(&format!("max_parallel_tools: {u64_max}")),
+            "max_parallel_tools",
+        ),
         (limits("max_cost_usd: .inf"), "max_cost_usd"),
-        (model(&format!("  timeouts: {{connect: {huge}}}\n")), "timeouts.connect"),
-        (model(&format!("  timeouts: {{first_event: {huge}}}\n")), "timeouts.first_event"),
-        (model(&format!("  timeouts: {{idle: {huge}}}\n")), "timeouts.idle"),
-        (model(&format!("  timeouts: {{request: {huge}}}\n")), "timeouts.request"),
-        (model(&format!("  retries: {{base_delay: {huge}}}\n")), "retries.base_delay"),
-        (model(&format!("  retries: {{max_delay: {huge}}}\n")), "retries.max_delay"),
-        (model(&format!("  retries: {{max: {u32_max}}}\n")), "retries.max"),
-        (check(&format!("retry: {{max_attempts: {u32_max}}}")), "retry.max_attempts"),
+        (
+            model(&format!("  timeouts: {{connect: {huge}}}\n")),
+            "timeouts.connect",
+        ),
+        (
+            model(&format!("  timeouts: {{first_event: {huge}}}\n")),
+            "timeouts.first_event",
+        ),
+        (
+            model(&format!("  timeouts: {{idle: {huge}}}\n")),
+            "timeouts.idle",
+        ),
+        (
+            model(&format!("  timeouts: {{request: {huge}}}\n")),
+            "timeouts.request",
+        ),
+        (
+            model(&format!("  retries: {{base_delay: {huge}}}\n")),
+            "retries.base_delay",
+        ),
+        (
+            model(&format!("  retries: {{max_delay: {huge}}}\n")),
+            "retries.max_delay",
+        ),
+        (
+            model(&format!("  retries: {{max: {u32_max}}}\n")),
+            "retries.max",
+        ),
+        (
+            check(&format!("retry: {{max_attempts: {u32_max}}}")),
+            "retry.max_attempts",
+        ),
         (check(&format!("timeout: {u64_max}")), "timeout"),
     ];
     let harmless: Vec<String> = vec![
@@ -737,17 +765,24 @@ fn every_numeric_knob_at_its_extremes_is_refused_at_load_or_harmless() {
         limits("timeout: 604800"),
         limits("tool_timeout: 86400"),
         model("  max_tokens: 4294967295\n"),
-        model("  timeouts: {connect: 86400, first_event: 86400, idle: 86400, request: 86400}\n  retries: {max: 100, base_delay: 3600, max_delay: 3600}\n"),
+        model(
+            "  timeouts: {connect: 86400, first_event: 86400, idle: 86400, request: 86400}\n  retries: {max: 100, base_delay: 3600, max_delay: 3600}\n",
+        ),
         format!("reminders:\n  full_every: {u32_max}\n"),
         format!("subagents:\n  max_turns: {u32_max}\n"),
         check("retry: {max_attempts: 100}"),
     ];
     let sandbox = crate::support::Sandbox::empty();
     std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
-    let head = "version: 1\nname: knobs\nprompt: go\nworkdir: ws\nmode: dontAsk\ntools: [Read, Bash]\n";
+    let head =
+        "version: 1\nname: knobs\nprompt: go\nworkdir: ws\nmode: dontAsk\ntools: [Read, Bash]\n";
     let task = |block: &str| {
         let model_given = block.starts_with("model:");
-        let default_model = if model_given { String::new() } else { model("") };
+        let default_model = if model_given {
+            String::new()
+        } else {
+            model("")
+        };
         format!("{head}{default_model}{block}")
     };
     for (block, key) in &refused {
@@ -820,7 +855,10 @@ async fn keepalives_and_partial_lines_do_not_reset_the_event_timeouts() {
             let run = run_task(&model, "", &[]).await;
             assert_eq!(run.code, 4, "{api:?} {chunk:?}: {}", run.stderr);
             let error = run.finished()["error"].as_str().unwrap();
-            assert!(error.contains(&format!("timeouts.{which}")), "{api:?} {chunk:?}: {error}");
+            assert!(
+                error.contains(&format!("timeouts.{which}")),
+                "{api:?} {chunk:?}: {error}"
+            );
             // Not a timed assertion of speed: `request` (20 s) must not be what ended it.
             assert!(!error.contains("timeouts.request"), "{error}");
             assert!(started.elapsed() < std::time::Duration::from_secs(15));
@@ -861,7 +899,11 @@ async fn a_budget_holds_when_the_provider_sends_no_usage() {
         }
         let cost = finished["total_cost_usd"].as_f64().unwrap();
         assert!(cost > 0.0 && cost <= 0.05, "{cost}");
-        assert!(run.junit.contains("name=\"usage\" value=\"estimated ("), "{}", run.junit);
+        assert!(
+            run.junit.contains("name=\"usage\" value=\"estimated ("),
+            "{}",
+            run.junit
+        );
         assert!(run.stdout.contains("usage estimated ("), "{}", run.stdout);
         assert!(!run.stdout.contains("cost $0.0000"), "{}", run.stdout);
     }
@@ -917,7 +959,14 @@ fn a_batch_with_a_closed_stdout_keeps_its_exit_code() {
     let fleet = super::batch::Fleet::new(2, &[1]);
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
         .current_dir(fleet.path())
-        .args(["batch", "task.yaml", "--repos", "repos.yaml", "--out", "out"])
+        .args([
+            "batch",
+            "task.yaml",
+            "--repos",
+            "repos.yaml",
+            "--out",
+            "out",
+        ])
         .env_remove("JOB_COMPLETION_INDEX")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -959,7 +1008,10 @@ fn sighup_ends_the_run_like_sigterm_with_its_whole_record() {
         .unwrap_or_default()
         .contains("\"permission_decision\"")
     {
-        assert!(Instant::now() < deadline, "the run never reached the Bash call");
+        assert!(
+            Instant::now() < deadline,
+            "the run never reached the Bash call"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let pid = i32::try_from(child.id()).unwrap();
@@ -995,9 +1047,14 @@ fn a_batch_whose_report_cannot_be_written_exits_5_and_resumes() {
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert!(names.iter().all(|name| !name.ends_with(".tmp")), "{names:?}");
+    assert!(
+        names.iter().all(|name| !name.ends_with(".tmp")),
+        "{names:?}"
+    );
     for name in ["tollgate.sarif", "summary.md", "report.html"] {
-        let len = std::fs::metadata(fleet.path().join("out").join(name)).unwrap().len();
+        let len = std::fs::metadata(fleet.path().join("out").join(name))
+            .unwrap()
+            .len();
         assert!(len > 0, "{name} is empty");
     }
     let run_id = fleet.journal("out", "r00")["run"]["run_id"].clone();
@@ -1072,7 +1129,10 @@ async fn a_forge_retry_after_past_any_clock_fails_the_repo_not_the_batch() {
     let journal = fleet.journal("out", "r00");
     assert_eq!(journal["outcome"], "failed");
     assert!(
-        journal["reason"].as_str().unwrap().contains("over the 3600s cap"),
+        journal["reason"]
+            .as_str()
+            .unwrap()
+            .contains("over the 3600s cap"),
         "{journal}"
     );
     assert!(fleet.path().join("out/junit.xml").is_file());
@@ -1115,8 +1175,17 @@ fn a_missing_workdir_is_located_and_not_echoed_whole() {
         sandbox.write("task.yaml", &task);
         let output = sandbox.tollgate(&["run", "task.yaml", "--out", "out"]);
         let message = stderr(&output);
-        assert_eq!(output.status.code(), Some(2), "{}", &message[..message.len().min(500)]);
-        assert!(message.contains("task.yaml:5:10: workdir"), "{}", &message[..message.len().min(500)]);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{}",
+            &message[..message.len().min(500)]
+        );
+        assert!(
+            message.contains("task.yaml:5:10: workdir"),
+            "{}",
+            &message[..message.len().min(500)]
+        );
         assert!(message.len() < 4096, "{} bytes of error", message.len());
     }
 }

@@ -116,7 +116,9 @@ pub enum Reply {
     /// The turn with no usage anywhere in the stream, as some gateways and proxies send it.
     NoUsage(Turn),
     /// This status with a body that never ends (`x` after `x`), as a broken gateway's.
-    EndlessBody { status: u16 },
+    EndlessBody {
+        status: u16,
+    },
     /// The first `events` events of `turn`, then `chunk` every `every` until the client gives
     /// up: a `: keepalive` comment, or a byte of a line that never ends.
     Drip {
