@@ -1,7 +1,6 @@
 //! Small things every layer may use: the abort signal, capped deadlines, bounded text,
 //! lexical paths, which variable names are secret, JSON read with unique keys, shared
-//! defaults. Imports nothing
-//! else of tollgate's.
+//! defaults. Imports nothing else of tollgate's.
 
 mod abort;
 mod bounds;
