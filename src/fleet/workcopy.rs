@@ -203,9 +203,9 @@ pub async fn commit(
 pub async fn write_patch(dir: &Path, base: &str, path: &Path) -> Result<(), GitError> {
     let range = format!("{base}..HEAD");
     let patch = git(dir, &["format-patch", "--stdout", &range]).await?;
-    std::fs::write(path, patch).map_err(|source| GitError::Write {
-        path: path.to_path_buf(),
-        source,
+    crate::out_dir::write_atomic(path, patch.as_bytes()).map_err(|err| GitError::Write {
+        path: err.path,
+        source: err.source,
     })
 }
 

@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 
 pub use answer::{HookAnswer, HookError};
 pub use config::{
-    DEFAULT_TIMEOUT_SECS, Hook, HookEvent, HookList, HookSpec, MatcherError, OnError, ToolMatcher,
-    merge_hooks,
+    DEFAULT_TIMEOUT_SECS, Hook, HookEvent, HookList, HookSpec, MAX_TIMEOUT_SECS, MatcherError,
+    OnError, ToolMatcher, merge_hooks,
 };
 
 use crate::base::{AbortSignal, truncate_middle};

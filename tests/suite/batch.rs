@@ -53,7 +53,7 @@ impl Fleet {
         self.dir.path()
     }
 
-    fn batch(&self, out: &str, args: &[&str]) -> Output {
+    pub(super) fn batch(&self, out: &str, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_tollgate"))
             .current_dir(self.path())
             .args(["batch", "task.yaml", "--repos", "repos.yaml", "--out", out])
@@ -63,7 +63,7 @@ impl Fleet {
             .unwrap()
     }
 
-    fn journal(&self, out: &str, repo: &str) -> Value {
+    pub(super) fn journal(&self, out: &str, repo: &str) -> Value {
         let path = self
             .path()
             .join(out)
@@ -91,7 +91,7 @@ impl Fleet {
     }
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(super) fn git(dir: &Path, args: &[&str]) -> String {
     let output = Command::new("git")
         .current_dir(dir)
         .args(args)
@@ -444,7 +444,7 @@ fn rerun_changed_runs_again_only_the_repo_whose_head_moved() {
 
 /// The task with a `publish:` block aimed at the fake forge, and a policy that lets the
 /// branch be pushed.
-fn publishing_task(forge: &FakeForge) -> String {
+pub(super) fn publishing_task(forge: &FakeForge) -> String {
     unpermitted_publishing_task(forge).replace(
         "mode: acceptEdits\n",
         "mode: acceptEdits\npermissions:\n  allow: [\"Bash(git push:*)\"]\n",
@@ -461,7 +461,7 @@ fn unpermitted_publishing_task(forge: &FakeForge) -> String {
     )
 }
 
-async fn batch_async(fleet: &Fleet, args: &[&str]) -> Output {
+pub(super) async fn batch_async(fleet: &Fleet, args: &[&str]) -> Output {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
         .current_dir(fleet.path())
         .args([
