@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::{AgentError, Loop};
 use crate::call::PreparedCall;
 use crate::call::approval::PreToolUse;
-use crate::hooks::{HookEvent, HookInput, HookReport, HookVerdict, run_hooks};
+use crate::hooks::{HookEvent, HookInput, HookReport, HookVerdict, run_hooks_in};
 use crate::transcript::{Event, ResultStatus};
 
 /// The run's PreToolUse hooks for one call; each run of them is recorded.
@@ -86,12 +86,25 @@ async fn hooks(
         tool_use_id: id,
         tool_response: response,
     };
-    let report = run_hooks(
+    let sandbox = run.ctx.sandbox.clone();
+    let confined = sandbox.clone().filter(|sandbox| sandbox.confines_hooks());
+    if let Some(sandbox) = sandbox.filter(|sandbox| !sandbox.confines_hooks())
+        && run
+            .spec
+            .hooks
+            .iter()
+            .any(|hook| hook.spec.applies_to(event, name))
+    {
+        // A hook outside the sandbox finds the protected files as the run did.
+        sandbox.restore_protected();
+    }
+    let report = run_hooks_in(
         &run.spec.hooks,
         event,
         &hook_input,
         &run.spec.env.hooks,
         &run.ctx.abort,
+        confined,
     )
     .await;
     if !report.runs.is_empty() {

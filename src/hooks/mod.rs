@@ -6,6 +6,7 @@ mod answer;
 mod config;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -19,6 +20,8 @@ pub use config::{
 
 use crate::base::{AbortSignal, truncate_middle};
 use crate::exec::{self, ChildEnv, Ending, ExecRequest, Stdin};
+use crate::sandbox::Sandbox;
+use crate::tools::trusted_git_env;
 
 /// Output kept per stream. A hook's answer is a small JSON object; anything longer is a bug
 /// in the hook, and is reported as such rather than parsed from a cut-off prefix.
@@ -128,6 +131,20 @@ pub async fn run_hooks(
     env: &ChildEnv,
     abort: &AbortSignal,
 ) -> HookReport {
+    run_hooks_in(hooks, event, input, env, abort, None).await
+}
+
+/// [`run_hooks`], each hook confined by `sandbox` when given (its environment then is the
+/// sandbox's, and what it did to the protected files is undone and noted in its stderr).
+/// Git in a hook runs with the trusted side's config either way.
+pub async fn run_hooks_in(
+    hooks: &[Hook],
+    event: HookEvent,
+    input: &HookInput<'_>,
+    env: &ChildEnv,
+    abort: &AbortSignal,
+    sandbox: Option<Arc<Sandbox>>,
+) -> HookReport {
     let matching: Vec<&Hook> = hooks
         .iter()
         .filter(|hook| hook.spec.applies_to(event, input.tool_name))
@@ -151,6 +168,7 @@ pub async fn run_hooks(
             stdin.clone(),
             env.with("TOLLGATE_HOOK_EVENT", event.as_str()),
             abort.clone(),
+            sandbox.clone(),
         );
         tasks.spawn(async move { (index, run.await) });
     }
@@ -188,20 +206,36 @@ async fn run_one(
     stdin: Vec<u8>,
     env: ChildEnv,
     abort: AbortSignal,
+    sandbox: Option<Arc<Sandbox>>,
 ) -> HookRun {
     let started = Instant::now();
     let timeout_secs = hook.spec.timeout_secs();
-    let (result, exit_code, stderr) = if abort.is_aborted() {
+    let mut request = ExecRequest::bash(
+        &hook.spec.command,
+        cwd,
+        trusted_git_env(&env),
+        Duration::from_secs(timeout_secs),
+    );
+    request.stdin = Stdin::Bytes(stdin);
+    request.capture.max_bytes = HOOK_CAPTURE_BYTES;
+    let confined = match &sandbox {
+        Some(sandbox) => sandbox.prepare().map(Some),
+        None => Ok(None),
+    };
+    let (result, exit_code, mut stderr) = if abort.is_aborted() {
         (Err(HookError::Aborted), None, String::new())
+    } else if let Err(err) = &confined {
+        // A hook that cannot be confined does not run.
+        (Err(HookError::Spawn(err.to_string())), None, String::new())
     } else {
-        let mut request = ExecRequest::bash(
-            &hook.spec.command,
-            cwd,
-            env,
-            Duration::from_secs(timeout_secs),
-        );
-        request.stdin = Stdin::Bytes(stdin);
-        request.capture.max_bytes = HOOK_CAPTURE_BYTES;
+        if let Ok(Some(confined)) = confined {
+            let event_name = env.get("TOLLGATE_HOOK_EVENT").unwrap_or_default();
+            request.env = trusted_git_env(
+                &ChildEnv::from_vars(confined.env).with("TOLLGATE_HOOK_EVENT", event_name),
+            );
+            let setup = Arc::new(confined.child);
+            request.pre_exec = Some(Arc::new(move || setup.apply()));
+        }
         match exec::run(request, async {
             abort.aborted().await;
         })
@@ -218,6 +252,15 @@ async fn run_one(
             Err(err) => (Err(HookError::Spawn(err.to_string())), None, String::new()),
         }
     };
+    if let Some(sandbox) = &sandbox {
+        let violations = sandbox.restore_protected();
+        if !violations.is_empty() {
+            stderr.push_str(&format!(
+                "\n[{}]",
+                crate::sandbox::describe_violations(&violations)
+            ));
+        }
+    }
     let (answer, error) = match result {
         Ok(answer) => (answer, None),
         Err(err) => (on_error(hook.spec.on_error, &err), Some(err.to_string())),

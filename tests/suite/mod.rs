@@ -27,3 +27,4 @@ mod runner;
 mod sandbox;
 mod scheduling;
 mod subagents;
+mod toolchains;
