@@ -25,7 +25,7 @@ use crate::task::FailOn;
     about = "A headless runner for LLM coding agents: every tool call passes a permission gate.",
     long_about = None,
 )]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -33,15 +33,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a task: drive the model through the tool loop, then the task's checks.
-    #[command(
-        after_help = "Example:\n  tollgate run examples/quickstart.yaml --out /tmp/run1\n\n\
-Writes transcript.jsonl and the reports (junit.xml, tollgate.sarif) to the output folder\n\
-and prints a summary. Under GitHub Actions it also appends a step summary, writes step\n\
-outputs and prints annotations.\n\
-Exit codes: 0 success, 1 task failed (check or limit), 2 usage/config error,\n\
-3 a tool call was refused (policy), 4 provider error, 130/143 interrupted.\n\
-Which problems fail the run is the task's `fail_on` (default: all), or --fail-on."
-    )]
+    #[command(after_help = crate::reference::run_after_help())]
     Run(RunArgs),
     /// Decide tool calls under the policies and print the decisions; runs nothing.
     #[command(
@@ -156,8 +148,7 @@ struct RunArgs {
     /// The managed policy file (YAML or JSON); it outranks the task's own policy.
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
-    /// Permission mode; overrides the task and the policies.
-    #[arg(long, value_name = "MODE")]
+    #[arg(long, value_name = "MODE", help = crate::reference::mode_help())]
     mode: Option<PermissionMode>,
     /// Where the transcript and reports go [default: .tollgate/runs/<run-id>/].
     #[arg(long, value_name = "DIR")]
@@ -182,9 +173,13 @@ struct RunArgs {
         default_value = "junit"
     )]
     reports: Vec<ReportFormat>,
-    /// What makes the run exit non-zero: denial, classifier_denial, check, limit, or none;
-    /// comma-separated. Overrides the task's `fail_on` [default: all four].
-    #[arg(long, value_name = "KINDS", value_delimiter = ',', value_parser = parse_fail_on)]
+    #[arg(
+        long,
+        value_name = "KINDS",
+        value_delimiter = ',',
+        value_parser = parse_fail_on,
+        help = crate::reference::fail_on_help()
+    )]
     fail_on: Option<Vec<FailOnArg>>,
     #[command(flatten)]
     rules: RuleFlags,
