@@ -503,7 +503,8 @@ mod tests {
     fn every_protected_path_is_put_back_and_named() {
         let (_dir, ws) = workspace();
         let out = ws.join(".tollgate/runs/r1");
-        let files = ProtectedFiles::capture(std::slice::from_ref(&ws), &[out.clone()]).unwrap();
+        let files =
+            ProtectedFiles::capture(std::slice::from_ref(&ws), std::slice::from_ref(&out)).unwrap();
         assert!(files.restore().is_empty());
         fs::write(ws.join(".git/config"), "[core]\n\tfsmonitor = evil\n").unwrap();
         fs::write(ws.join(".git/hooks/pre-commit"), "evil").unwrap();
