@@ -19,9 +19,17 @@ pub use config::{
 };
 
 use crate::base::{AbortSignal, truncate_middle};
-use crate::exec::{self, ChildEnv, Ending, ExecRequest, Stdin};
-use crate::sandbox::Sandbox;
-use crate::tools::trusted_git_env;
+use crate::exec::{self, ChildEnv, Ending, ExecRequest, PreExecStep, Stdin};
+
+/// How each hook process is confined; the run implements it with its OS sandbox.
+pub trait HookConfinement: Send + Sync {
+    /// The environment and the child's pre-exec step for one hook process given `env`;
+    /// `Err` when it cannot be confined (the hook then does not run).
+    fn prepare(&self, env: &ChildEnv) -> Result<(ChildEnv, PreExecStep), String>;
+    /// Called after each hook process ended: a note for its stderr (what it changed that it
+    /// must not have), if any.
+    fn after(&self) -> Option<String>;
+}
 
 /// Output kept per stream. A hook's answer is a small JSON object; anything longer is a bug
 /// in the hook, and is reported as such rather than parsed from a cut-off prefix.
@@ -134,16 +142,14 @@ pub async fn run_hooks(
     run_hooks_in(hooks, event, input, env, abort, None).await
 }
 
-/// [`run_hooks`], each hook confined by `sandbox` when given (its environment then is the
-/// sandbox's, and what it did to the protected files is undone and noted in its stderr).
-/// Git in a hook runs with the trusted side's config either way.
+/// [`run_hooks`], each hook process confined by `confinement` when given.
 pub async fn run_hooks_in(
     hooks: &[Hook],
     event: HookEvent,
     input: &HookInput<'_>,
     env: &ChildEnv,
     abort: &AbortSignal,
-    sandbox: Option<Arc<Sandbox>>,
+    confinement: Option<Arc<dyn HookConfinement>>,
 ) -> HookReport {
     let matching: Vec<&Hook> = hooks
         .iter()
@@ -168,7 +174,7 @@ pub async fn run_hooks_in(
             stdin.clone(),
             env.with("TOLLGATE_HOOK_EVENT", event.as_str()),
             abort.clone(),
-            sandbox.clone(),
+            confinement.clone(),
         );
         tasks.spawn(async move { (index, run.await) });
     }
@@ -206,35 +212,31 @@ async fn run_one(
     stdin: Vec<u8>,
     env: ChildEnv,
     abort: AbortSignal,
-    sandbox: Option<Arc<Sandbox>>,
+    confinement: Option<Arc<dyn HookConfinement>>,
 ) -> HookRun {
     let started = Instant::now();
     let timeout_secs = hook.spec.timeout_secs();
+    let confined = match &confinement {
+        Some(confinement) => confinement.prepare(&env).map(Some),
+        None => Ok(None),
+    };
     let mut request = ExecRequest::bash(
         &hook.spec.command,
         cwd,
-        trusted_git_env(&env),
+        env,
         Duration::from_secs(timeout_secs),
     );
     request.stdin = Stdin::Bytes(stdin);
     request.capture.max_bytes = HOOK_CAPTURE_BYTES;
-    let confined = match &sandbox {
-        Some(sandbox) => sandbox.prepare().map(Some),
-        None => Ok(None),
-    };
     let (result, exit_code, mut stderr) = if abort.is_aborted() {
         (Err(HookError::Aborted), None, String::new())
     } else if let Err(err) = &confined {
         // A hook that cannot be confined does not run.
-        (Err(HookError::Spawn(err.to_string())), None, String::new())
+        (Err(HookError::Spawn(err.clone())), None, String::new())
     } else {
-        if let Ok(Some(confined)) = confined {
-            let event_name = env.get("TOLLGATE_HOOK_EVENT").unwrap_or_default();
-            request.env = trusted_git_env(
-                &ChildEnv::from_vars(confined.env).with("TOLLGATE_HOOK_EVENT", event_name),
-            );
-            let setup = Arc::new(confined.child);
-            request.pre_exec = Some(Arc::new(move || setup.apply()));
+        if let Ok(Some((env, step))) = confined {
+            request.env = env;
+            request.pre_exec = Some(step);
         }
         match exec::run(request, async {
             abort.aborted().await;
@@ -252,14 +254,8 @@ async fn run_one(
             Err(err) => (Err(HookError::Spawn(err.to_string())), None, String::new()),
         }
     };
-    if let Some(sandbox) = &sandbox {
-        let violations = sandbox.restore_protected();
-        if !violations.is_empty() {
-            stderr.push_str(&format!(
-                "\n[{}]",
-                crate::sandbox::describe_violations(&violations)
-            ));
-        }
+    if let Some(note) = confinement.as_ref().and_then(|c| c.after()) {
+        stderr.push_str(&format!("\n[{note}]"));
     }
     let (answer, error) = match result {
         Ok(answer) => (answer, None),
