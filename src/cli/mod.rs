@@ -4,6 +4,7 @@
 mod auto;
 mod batch;
 mod check;
+mod manual;
 mod policy;
 mod replay;
 mod run;
@@ -75,6 +76,17 @@ Exit codes: 0 every repository passed, 1 one failed, 2 usage/config error."
     Batch(batch::BatchArgs),
     /// Merge the reports of batch folders (one per shard).
     Report(batch::ReportArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(
+        after_help = "Examples:\n  tollgate completions bash > /etc/bash_completion.d/tollgate\n  \
+tollgate completions zsh > \"${fpath[1]}/_tollgate\"\n  tollgate completions fish > ~/.config/fish/completions/tollgate.fish"
+    )]
+    Completions(manual::CompletionsArgs),
+    /// Print the man page, or write one page per command into a folder.
+    #[command(
+        after_help = "Examples:\n  tollgate man | man -l -\n  tollgate man --out /usr/local/share/man/man1"
+    )]
+    Man(manual::ManArgs),
 }
 
 #[derive(Debug, Args)]
@@ -109,7 +121,7 @@ struct ReplayArgs {
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
     /// Permission mode [default: the run's].
-    #[arg(long, value_name = "MODE")]
+    #[arg(long, value_name = "MODE", value_parser = crate::reference::mode_values())]
     mode: Option<PermissionMode>,
     /// The workspace [default: the run's workdir if it still exists, else the current folder].
     #[arg(long, value_name = "DIR")]
@@ -148,7 +160,8 @@ struct RunArgs {
     /// The managed policy file (YAML or JSON); it outranks the task's own policy.
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
-    #[arg(long, value_name = "MODE", help = crate::reference::mode_help())]
+    /// Permission mode; overrides the task and the policies.
+    #[arg(long, value_name = "MODE", value_parser = crate::reference::mode_values())]
     mode: Option<PermissionMode>,
     /// Where the transcript and reports go [default: .tollgate/runs/<run-id>/].
     #[arg(long, value_name = "DIR")]
@@ -259,7 +272,7 @@ struct CheckArgs {
     #[arg(long)]
     explain: bool,
     /// Permission mode [default: the policies' default_mode, else dontAsk].
-    #[arg(long, value_name = "MODE")]
+    #[arg(long, value_name = "MODE", value_parser = crate::reference::mode_values())]
     mode: Option<PermissionMode>,
     /// The workspace the call is judged against [default: the current folder].
     #[arg(long, value_name = "DIR")]
@@ -267,6 +280,10 @@ struct CheckArgs {
     /// Auto mode: the task's intent the classifier judges the call against.
     #[arg(long, value_name = "TEXT")]
     intent: Option<String>,
+    /// Exit with the decision: 0 allow, 3 deny, 1 ask; with --calls, the strongest of all
+    /// lines (deny, then ask, then allow).
+    #[arg(long)]
+    exit_code: bool,
     #[command(flatten)]
     rules: RuleFlags,
 }
@@ -331,6 +348,8 @@ pub fn main() -> std::process::ExitCode {
         }) => auto::eval(args),
         Command::Batch(args) => batch::batch(args, redactor.clone()),
         Command::Report(args) => batch::report(args),
+        Command::Completions(args) => manual::completions(args),
+        Command::Man(args) => manual::man(args),
     };
     match result {
         Ok(code) => code.into(),

@@ -92,12 +92,11 @@ Which problems fail the run is the task's `fail_on` (default: all of {}), or --f
     )
 }
 
-/// The help line of `--mode`.
-pub fn mode_help() -> String {
-    format!(
-        "Permission mode, one of: {}; overrides the task and the policies",
-        modes_inline()
-    )
+/// What `--mode` accepts, so `--help` and completions list the modes.
+pub fn mode_values() -> impl clap::builder::TypedValueParser<Value = PermissionMode> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(PermissionMode::ALL.map(PermissionMode::as_str))
+        .try_map(|name| name.parse::<PermissionMode>())
 }
 
 /// The help line of `--fail-on`.
