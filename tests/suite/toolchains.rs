@@ -242,6 +242,14 @@ fn real_toolchains_pass_under_ci_default_as_they_do_without_the_sandbox() {
             project.name
         );
         assert!(pass_line(content, project.pass_line).is_some(), "{content}");
+        // Not merely passing: nothing the toolchain wanted to write was refused.
+        for refusal in ["Permission denied", "EACCES", "Read-only file system"] {
+            assert!(
+                !content.contains(refusal),
+                "{}: {refusal} in the sandbox:\n{content}",
+                project.name
+            );
+        }
         // The check runs the same command, in the sandbox too (the default).
         assert_eq!(
             run.code, 0,
