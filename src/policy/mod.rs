@@ -37,7 +37,9 @@ pub use decision::{
 pub use file::{LowerGrant, ManagedKey, PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
 pub use file_access::{Access, check_path, read_refusal};
 pub use gate::{GatedCall, TraceStep, decide, explain};
-pub use guardrail::{fold, git_dir_write, read_guardrail, read_guardrail_below, write_guardrail};
+pub use guardrail::{
+    fold, git_dir_write, may_guard_name, read_guardrail, read_guardrail_below, write_guardrail,
+};
 pub use lint::{LintWarning, danger, lint};
 pub use mcp_servers::{
     DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, McpPolicy, McpServerMatcher,

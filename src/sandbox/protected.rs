@@ -17,7 +17,7 @@ use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
-use crate::policy::{fold, write_guardrail};
+use crate::policy::{fold, may_guard_name, write_guardrail};
 
 /// What a baseline may hold: enough for any project's hooks and settings, bounded so a
 /// giant folder under a guarded name cannot make every command slow or the run huge.
@@ -229,7 +229,7 @@ impl Walk<'_> {
             // A HEAD outside a git directory is the guardrails' concern for the file tools;
             // for commands, git refuses a repository it merely discovers (git_env), and a
             // HEAD written by every checkout is no file to keep still.
-            if name != "head" && write_guardrail(rel, None).is_some() {
+            if name != "head" && may_guard_name(&name) && write_guardrail(rel, None).is_some() {
                 self.protect(path, found);
                 continue;
             }
