@@ -54,6 +54,16 @@ impl Scene {
     }
 
     fn run_with_checks(&self, commands: &[&str], checks: &str, env: &[(&str, &str)]) -> Finished {
+        self.run_with_args(commands, checks, env, &[])
+    }
+
+    fn run_with_args(
+        &self,
+        commands: &[&str],
+        checks: &str,
+        env: &[(&str, &str)],
+        args: &[&str],
+    ) -> Finished {
         let steps: String = commands
             .iter()
             .map(|command| {
@@ -69,7 +79,9 @@ impl Scene {
         );
         let path = self.path().join("task.yaml");
         std::fs::write(&path, task).unwrap();
-        run_task(&path, &["--report", "junit,sarif"], env)
+        let mut all = vec!["--report", "junit,sarif"];
+        all.extend(args);
+        run_task(&path, &all, env)
     }
 }
 
@@ -560,9 +572,18 @@ fn hooks_run_in_the_sandbox_unless_the_policy_says_outside() {
             "permissions:\n  default_mode: bypassPermissions\nhooks:\n  - {{event: PreToolUse, matcher: Bash, command: 'f={}; echo x > \"$f\"; exit 0'}}\nsandbox: {{{placement}}}\n",
             escaped.display()
         );
-        std::fs::write(scene.path().join("policy.yaml"), policy).unwrap();
-        let run = scene.run(&["echo ran"], &[]);
-        assert_eq!(escaped.exists(), escapes, "{placement}: {}", run.stderr);
+        // The managed policy's hooks run; a task's own policy file could not add any.
+        let managed = scene.path().join("managed.yaml");
+        std::fs::write(&managed, policy).unwrap();
+        let managed = managed.display().to_string();
+        let run = scene.run_with_args(&["echo ran"], "", &[], &["--policy", &managed]);
+        assert_eq!(
+            escaped.exists(),
+            escapes,
+            "{placement}: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
         let expected = if escapes {
             "hooks run OUTSIDE"
         } else {
