@@ -1,6 +1,8 @@
-//! The task author's checks, run after the agent stops: plain shell commands in the workdir
-//! with the author's full environment. They are not gated: the model did not write them.
-//! With `sandbox.checks: true` they run in the OS sandbox too (its scrubbed environment).
+//! The task author's checks, run after the agent stops: plain shell commands in the workdir.
+//! They are not gated (the model did not write them), but they run what the model wrote and
+//! planted, so with the sandbox on they run in it (its scrubbed environment) unless the
+//! policy says `sandbox.checks: outside` (then with the author's full environment, after the
+//! protected files were put back). Either way git runs with the trusted side's config.
 //! A failing check with `retry.feed_back` sends its output back to the model.
 
 use std::collections::HashMap;
@@ -65,7 +67,7 @@ pub async fn run_check(
     .await;
     let (exit_code, output) = match run {
         Ok(run) => {
-            let note = match run.ending {
+            let mut note = match run.ending {
                 ShellEnding::Exited(_) => String::new(),
                 ShellEnding::TimedOut if clock.run_deadline_first => {
                     "\n[stopped: the run's limits.timeout ran out]".to_string()
@@ -75,6 +77,12 @@ pub async fn run_check(
                 }
                 ShellEnding::Aborted => "\n[interrupted]".into(),
             };
+            if !run.violations.is_empty() {
+                note.push_str(&format!(
+                    "\n[{}]",
+                    crate::sandbox::describe_violations(&run.violations)
+                ));
+            }
             let code = match run.ending {
                 ShellEnding::Exited(code) => code,
                 _ => None,
@@ -138,16 +146,29 @@ pub(super) async fn run_round(
                 return Ok(RoundEnd::OutOfTime);
             };
             let attempt = last.get(check.name.as_str()).copied().unwrap_or(0) + 1;
-            let sandbox = run.ctx.sandbox.as_deref().filter(|s| s.confines_checks());
-            let outcome = run_check(
+            let sandbox = run.ctx.sandbox.as_deref();
+            let confined = sandbox.filter(|s| s.confines_checks());
+            // Outside the sandbox, a check must find the protected files as the run did, even
+            // if something the model started is still changing them.
+            let unconfined = sandbox
+                .filter(|s| !s.confines_checks())
+                .map(Sandbox::restore_protected)
+                .unwrap_or_default();
+            let mut outcome = run_check(
                 check,
                 clock,
                 &spec.workspace.workdir,
                 &spec.env.checks,
                 abort,
-                sandbox,
+                confined,
             )
             .await;
+            if !unconfined.is_empty() {
+                outcome.output.push_str(&format!(
+                    "\n[before this check ran: {}]",
+                    crate::sandbox::describe_violations(&unconfined)
+                ));
+            }
             run.emit(Event::CheckResult {
                 name: check.name.clone(),
                 run: check.run.clone(),

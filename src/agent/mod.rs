@@ -214,7 +214,7 @@ pub async fn run(
     let sandbox_status = spec.sandbox.as_ref().map(|sandbox| sandbox.status.clone());
     let sandbox = match spec.sandbox.take() {
         Some(sandbox) => Some(Arc::new(
-            Sandbox::start(sandbox, &spec.workspace, &spec.run_id).await?,
+            Sandbox::start(sandbox, &spec.workspace, &spec.run_id, &spec.out_dir).await?,
         )),
         None => None,
     };

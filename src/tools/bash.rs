@@ -404,7 +404,27 @@ async fn run(command: &str, ctx: &ToolContext, timeout: Duration) -> Result<Tool
     if let Some(limit) = run.limit {
         return Err(with_note(limit.to_string()));
     }
-    match run.ending {
+    let result = ending_result(run.ending, output, timeout, with_note);
+    if run.violations.is_empty() {
+        return result;
+    }
+    // Whatever the command's own ending, changing a protected file makes it an error the
+    // model reads (and the transcript records).
+    let note = crate::sandbox::describe_violations(&run.violations);
+    let text = match result {
+        Ok(output) => output.content,
+        Err(err) => err.to_string(),
+    };
+    Err(ToolError::Failed(format!("{text}\n[{note}]")))
+}
+
+fn ending_result(
+    ending: ShellEnding,
+    output: &str,
+    timeout: Duration,
+    with_note: impl Fn(String) -> ToolError,
+) -> Result<ToolOutput, ToolError> {
+    match ending {
         ShellEnding::Exited(Some(0)) if output.is_empty() => Ok(ToolOutput::new("(no output)")),
         ShellEnding::Exited(Some(0)) => Ok(ToolOutput::new(output.to_string())),
         ShellEnding::Exited(Some(code)) => Err(with_note(format!("exit code {code}"))),

@@ -31,3 +31,4 @@ mod runner;
 mod sandbox;
 mod scheduling;
 mod subagents;
+mod toolchains;
