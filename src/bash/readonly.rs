@@ -1202,6 +1202,20 @@ fn date(args: &[Word]) -> Result<(), Unproven> {
 /// Flags that make a command write files or run programs, whatever rule allowed it: an allow
 /// rule such as `git diff:*` is taken to allow the command, not `--output=FILE` or `-c`.
 pub(crate) fn hazard(name: &str, args: &[Word]) -> Option<String> {
+    // A word whose expansion is not known may be any of the options below.
+    if matches!(
+        name,
+        "git" | "sed" | "sort" | "rg" | "diff" | "tree" | "find"
+    ) && let Some(w) = args
+        .iter()
+        .take_while(|w| w.fixed() != Some("--"))
+        .find(|w| w.fixed().is_none() && w.may_be_flag)
+    {
+        return Some(format!(
+            "`{}` may expand to an option of `{name}` that writes files or runs programs",
+            w.raw
+        ));
+    }
     if name == "git" {
         return git_hazard(args);
     }

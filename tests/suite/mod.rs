@@ -4,6 +4,7 @@
 mod action;
 mod auto_mode;
 mod bash_corpus;
+mod bash_expand;
 mod bash_oracle;
 mod bash_props;
 mod bash_sweep;
