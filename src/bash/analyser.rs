@@ -118,6 +118,14 @@ impl<'a> Analyser<'a> {
         (self.vars, self.tracked, self.split) = outer;
     }
 
+    /// The call may change how globs match (`shopt`, `GLOBIGNORE`, `BASHOPTS`).
+    pub(crate) fn glob_options_may_change(&self) -> bool {
+        let source = self.parsed.source();
+        ["shopt", "GLOBIGNORE", "BASHOPTS"]
+            .iter()
+            .any(|name| source.contains(name))
+    }
+
     /// Records what a binding leaves in its variable: the value when it is known and the
     /// name tracked, else nothing (later references stay unknown).
     fn bind(&mut self, a: &Assignment) {

@@ -154,7 +154,14 @@ impl Analyser<'_> {
             repeated: cmd.repeated,
             depth,
         };
-        let words = self.expand_variables(&cmd.words);
+        let mut words = self.expand_variables(&cmd.words);
+        if self.glob_options_may_change() {
+            // `shopt -s dotglob`, `GLOBIGNORE`: globs may match what the listing model
+            // does not, so they are not expanded (their folders count as read whole).
+            for w in words.iter_mut().filter(|w| w.glob) {
+                *w = Word::dynamic(&w.raw);
+            }
+        }
         self.judge(&job, words, unproven);
     }
 

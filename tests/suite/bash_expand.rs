@@ -208,6 +208,8 @@ fn glob_operands_are_judged_by_every_path_they_reach() {
         "head .env*",
         "for f in src/*/sub/secret.txt; do cat \"$f\"; done",
         "for f in .e*; do cat \"$f\"; done",
+        "shopt -s dotglob; cat *",
+        "GLOBIGNORE=x; cat *",
     ];
     for command in refused {
         let line = check(&ws, &policy, "dontAsk", command);
@@ -249,6 +251,7 @@ fn deny_rules_reach_expansions_in_every_mode() {
         "$(printf rm) -f README.md",
         "git {push,origin}",
         "grep -{r,i} token .",
+        "shopt -s dotglob; cat *",
     ];
     for mode in ["dontAsk", "bypassPermissions", "auto"] {
         for command in commands {
