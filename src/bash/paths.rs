@@ -183,12 +183,11 @@ pub(crate) fn log_read(word: &Word, below: bool, env: &BashEnv, cwds: &Cwds, log
         return;
     }
     let Some(value) = word.value.as_deref() else {
-        // `cat /proc/$$/environ`, `cat "$f"`: the folder before the expansion, read below.
-        let cut = word.raw.find(['$', '`']).unwrap_or(word.raw.len());
-        let literal: String = word.raw[..cut]
-            .chars()
-            .filter(|c| !matches!(c, '"' | '\'' | '\\'))
-            .collect();
+        // `cat /proc/$$/environ`, `cat "$f"`: the folder before the expansion, read below
+        // (known variables already expanded: `d=/proc; cat $d/$PPID/environ`).
+        let template = word.template();
+        let cut = template.find(['$', '`']).unwrap_or(template.len());
+        let literal: String = template[..cut].to_owned();
         let dir = literal.rsplit_once('/').map_or(".", |(dir, _)| dir);
         let dir = if dir.is_empty() && literal.starts_with('/') {
             "/"
