@@ -2,6 +2,7 @@
 //! the library directly).
 
 mod action;
+mod authority;
 mod auto_mode;
 mod bash_corpus;
 mod bash_expand;
@@ -17,6 +18,7 @@ mod faults;
 mod gate_cli;
 mod gate_reach;
 mod hooks_cli;
+mod installer;
 mod layers;
 mod mcp;
 mod planted_repo;
