@@ -370,13 +370,15 @@ fn trackable(src: &str, items: &[Item]) -> HashSet<String> {
             Item::Function { .. } | Item::Declare { .. } | Item::Unset { .. } | Item::Hidden(_) => {
                 return HashSet::new();
             }
-            Item::Command(cmd) => match cmd.words.first() {
-                Some(first) => match first.fixed() {
-                    Some(name) if !BINDERS.contains(&super::pattern::base(name)) => {}
-                    _ => return HashSet::new(),
-                },
-                None => {}
-            },
+            Item::Command(cmd) => {
+                if let Some(first) = cmd.words.first()
+                    && first
+                        .fixed()
+                        .is_none_or(|name| BINDERS.contains(&super::pattern::base(name)))
+                {
+                    return HashSet::new();
+                }
+            }
             Item::Assign(a) | Item::LoopVar(a) if a.value.is_some() => {
                 *counts.entry(a.name.as_str()).or_default() += 1;
             }
