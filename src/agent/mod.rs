@@ -228,6 +228,7 @@ pub async fn run(
         progress: None,
         sandbox,
         state: RunState::default(),
+        resolver: crate::net::Resolver::System,
     };
     let starting = McpHub::start(
         &spec.mcp,

@@ -3,12 +3,14 @@
 
 mod analyser;
 mod arg_writes;
+mod bindings;
 mod brace;
 mod command;
 mod evaluated;
 mod git;
 mod glob;
 mod kind;
+mod long_options;
 mod paths;
 mod pattern;
 mod readonly;

@@ -600,3 +600,33 @@ async fn a_verdict_cache_inside_the_workspace_is_refused() {
     );
     assert!(run.events.is_empty(), "nothing ran");
 }
+
+/// The classifier's client keeps the key at its origin too: a judge that redirects to another
+/// port is not followed there, the review is an error, and the call is denied.
+#[tokio::test]
+async fn the_judge_s_key_never_follows_a_redirect_to_another_origin() {
+    let agent = FakeModel::start(
+        KEY,
+        vec![
+            agent_turn(vec![tool("Bash", json!({"command": "make release"}))]),
+            agent_turn(vec![text("Done.")]),
+        ],
+    )
+    .await;
+    let judge = FakeModel::start(KEY, vec![judge_turn(&verdict("allow", "fine", "low"))]).await;
+    let (front, hits) =
+        super::providers::redirector(format!("{}/v1/messages", judge.base_url(Api::Anthropic)))
+            .await;
+    let policy = format!(
+        "auto_mode:\n  hard_deny: [publishing anything]\nclassifier:\n  model: claude-haiku-4-5\n  base_url: {front}\n"
+    );
+    let run = run_auto(&policy, &http_task(&agent)).await;
+    assert!(
+        hits.load(std::sync::atomic::Ordering::SeqCst) >= 1,
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
+    assert!(judge.requests().is_empty(), "the other origin was reached");
+    assert_eq!(run.result_statuses(), vec!["denied"]);
+}

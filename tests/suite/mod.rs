@@ -4,8 +4,10 @@
 mod action;
 mod authority;
 mod auto_mode;
+mod bash_bindings;
 mod bash_corpus;
 mod bash_expand;
+mod bash_options;
 mod bash_oracle;
 mod bash_props;
 mod bash_sweep;
