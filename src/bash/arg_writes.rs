@@ -180,6 +180,7 @@ mod tests {
             workspace_roots: &roots,
             home: Some(Path::new("/home/u")),
             resolve: &identity,
+            list_dir: &|_| Some(Vec::new()),
         };
         let rules = BashRules {
             allow: [

@@ -684,6 +684,7 @@ mod tests {
             workspace_roots: &roots,
             home: None,
             resolve: &identity,
+            list_dir: &|_| Some(Vec::new()),
         };
         let argv: Vec<Word> = line.split_whitespace().map(Word::literal).collect();
         hazard(&argv, covered, &env, &Cwds::new(env.cwd))

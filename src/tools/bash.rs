@@ -16,8 +16,8 @@ use crate::bash::{
     BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, Script, evaluate_parsed,
 };
 use crate::policy::{
-    AskCause, PermissionContext, PermissionMode, RuleRef, ToolCheck, ToolName, git_dir_write,
-    read_refusal, write_guardrail,
+    AskCause, PermissionContext, RuleRef, ToolCheck, ToolName, git_dir_write, read_refusal,
+    write_guardrail,
 };
 
 /// The most a single call may ask for, whatever the model requests.
@@ -165,8 +165,27 @@ fn analyse(script: &Script, rules: &BashRules, ctx: &PermissionContext) -> BashA
         workspace_roots: &readable,
         home: workspace.home.as_deref(),
         resolve: &resolve,
+        list_dir: &list_dir,
     };
     evaluate_parsed(script, rules, &env)
+}
+
+/// More entries than this in one folder make a glob over it unproven (bounded work).
+const MAX_LISTED: usize = 10_000;
+
+/// The names in `dir`, for expanding a glob at decision time (the kernel's read-only domain
+/// covers what changes before the command runs). `None` when it cannot be listed, a name is
+/// not UTF-8, or there are too many.
+fn list_dir(dir: &Path) -> Option<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).ok()? {
+        let entry = entry.ok()?;
+        names.push(entry.file_name().into_string().ok()?);
+        if names.len() > MAX_LISTED {
+            return None;
+        }
+    }
+    Some(names)
 }
 
 /// Every simple command must be allowed (S5); a deny rule anywhere denies the whole, in every
@@ -182,10 +201,9 @@ fn check_command(script: &Script, ctx: &PermissionContext) -> ToolCheck {
             rule: rule(*id),
         };
     }
-    // Where nobody reviews what runs, a command not proven safe that names a denied program
-    // is refused rather than run on the strength of the mode.
-    if ctx.mode == PermissionMode::BypassPermissions
-        && matches!(analysis.verdict, BashVerdict::Ask { .. })
+    // A command not proven safe that names a denied program is refused, in every mode: such
+    // an ask is never appealed (to bypassPermissions, the auto-mode classifier, an allow rule).
+    if matches!(analysis.verdict, BashVerdict::Ask { .. })
         && let Some((id, reason)) = &analysis.named_denied
     {
         return ToolCheck::Deny {
@@ -379,6 +397,8 @@ fn read_only(script: &Script) -> bool {
         workspace_roots: &roots,
         home: None,
         resolve: &identity,
+        // A reader of a glob only reads, whatever it matches.
+        list_dir: &|_| Some(Vec::new()),
     };
     let analysis = evaluate_parsed(script, &BashRules::default(), &env);
     analysis.verdict == BashVerdict::Allow && analysis.writes.is_empty()

@@ -6,6 +6,7 @@ mod authority;
 mod auto_mode;
 mod bash_bindings;
 mod bash_corpus;
+mod bash_expand;
 mod bash_options;
 mod bash_oracle;
 mod bash_props;

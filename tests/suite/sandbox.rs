@@ -294,8 +294,9 @@ fn secrets_stay_out_of_reach() {
         &[
             "echo \"[$TOLLGATE_TEST_SECRET_TOKEN][$TOLLGATE_TEST_PLAIN]\"",
             // $PPID of a multi-command `bash -c` is tollgate itself; `/proc` through a
-            // variable, or the gate's read guardrail refuses it before the sandbox can.
-            "p=$PPID; d=/proc; cat $d/$p/environ",
+            // command substitution (the analyser sees through literal variables), or the
+            // gate's read guardrail refuses it before the sandbox can.
+            "p=$PPID; cat $(echo /proc)/$p/environ",
             "head -c 4 /proc/self/status",
         ],
         &[
