@@ -4,6 +4,7 @@
 mod action;
 mod auto_mode;
 mod bash_corpus;
+mod bash_effects;
 mod bash_oracle;
 mod bash_props;
 mod bash_sweep;
