@@ -30,7 +30,7 @@ use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use tollgate::bash::{BashEnv, BashRules, evaluate};
+use tollgate::bash::{BashEnv, BashRules, CommandPattern, CommandVerdict, evaluate};
 use tollgate::policy::read_guardrail;
 
 use super::bash_oracle::{CONTEXTS, MARKERS, Rng, env_number, place, seeds};
@@ -63,6 +63,7 @@ const POLICY: &str = r#"permissions:
     - "Bash(git diff:*)"
     - "Bash(git log:*)"
     - "Bash(make test:*)"
+    - "Bash(cargo test:*)"
 "#;
 
 const SECRET: &str = "s3cret-effect-0racle";
@@ -380,6 +381,26 @@ const MAKE_OPTIONS: &[&str] = &[
     "X=1",
 ];
 
+/// cargo, the other runner: config that names a program, manifests and outputs outside.
+const CARGO_OPTIONS: &[&str] = &[
+    "--offline",
+    "-q",
+    "--lib",
+    "--no-run",
+    "--config 'target.x86_64-unknown-linux-gnu.runner=\"tools/pager\"'",
+    "'--config=build.rustc-wrapper=\"tools/pager\"'",
+    "--config build.rustc-wrapper=tools/pager",
+    "-Zunstable-options",
+    "--manifest-path=src/out/Cargo.toml",
+    "--manifest-path src/out/Cargo.toml",
+    "--target-dir=src/out/t",
+    "--target-dir ../outside/t",
+    "-- --logfile=x",
+    "-- --list",
+    "-- --nocapture",
+    "-- -q",
+];
+
 /// `(name, value, body)`: a dangerous name, the value that makes it bite, and the command it
 /// bites (`None`: any generated payload).
 const DANGEROUS: &[(&str, &str, Option<&str>)] = &[
@@ -421,6 +442,27 @@ const DANGEROUS: &[(&str, &str, Option<&str>)] = &[
     ("PAGER", "'touch MARK'", Some("git -p log -1")),
     ("SHELLOPTS", "xtrace", Some("bash -c :")),
     ("BASH_XTRACEFD", "1", Some("set -x; :")),
+    (
+        "RUSTC_WRAPPER",
+        "tools/pager",
+        Some("cargo test --offline -q"),
+    ),
+    (
+        "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER",
+        "tools/pager",
+        Some("cargo test --offline -q"),
+    ),
+    (
+        "CARGO_BUILD_RUSTC",
+        "tools/pager",
+        Some("cargo test --offline -q"),
+    ),
+    (
+        "RUSTFLAGS",
+        "'-Clinker=tools/pager'",
+        Some("cargo test --offline -q"),
+    ),
+    ("CARGO_HOME", "home", Some("cargo test --offline -q")),
     ("a[$(touch MARK)]", "1", None),
     ("'a[$(touch MARK)]'", "1", None),
     ("x", "1", None),
@@ -515,6 +557,13 @@ fn payload(rng: &mut Rng, seeds: &[String]) -> Vec<String> {
         10 | 11 => {
             let mut out = words("make test");
             for option in pick_n(rng, MAKE_OPTIONS, 2) {
+                out.push(option.to_owned());
+            }
+            out
+        }
+        12 if rng.chance(50) => {
+            let mut out = words("cargo test");
+            for option in pick_n(rng, CARGO_OPTIONS, 2) {
                 out.push(option.to_owned());
             }
             out
@@ -763,7 +812,26 @@ impl World {
         write(&ws.join("tests/t.rs"), "#[test]\nfn t() {}\n");
         write(&ws.join(".env"), &format!("TOKEN={SECRET}\n"));
         write(&ws.join("secrets/token.txt"), &format!("TOKEN={SECRET}\n"));
+        // Secrets are kept out of the repository, as they usually are: git never reads them.
+        write(
+            &ws.join(".gitignore"),
+            "/target\n/Cargo.lock\n/.env\n/secrets/\n",
+        );
         write(&ws.join("Makefile"), "test:\n\t@echo ok\n");
+        write(
+            &ws.join("Cargo.toml"),
+            "[package]\nname = \"planted\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\ndoctest = false\n",
+        );
+        // A crate outside whose build script would leave a marker.
+        write(
+            &outside.join("Cargo.toml"),
+            "[package]\nname = \"outside\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        );
+        write(&outside.join("src/lib.rs"), "");
+        write(
+            &outside.join("build.rs"),
+            "fn main() { std::fs::write(\"outside.ran\", \"\").unwrap(); }\n",
+        );
         // Files named like options, for globs and for `{…}` to feed to a program.
         for name in [
             "--output=x",
@@ -822,6 +890,17 @@ impl World {
         }
         // git refreshes the index on the first status; the template starts refreshed.
         run_git(&ws, &home, &["status", "-s"]);
+        // And the crate is built, so an allowed `cargo test` only runs the tests.
+        let built = Command::new("cargo")
+            .args(["test", "--offline", "-q", "--no-run"])
+            .current_dir(&ws)
+            .env_clear()
+            .envs(toolchain_env(&home))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(built.success(), "the planted crate should build");
 
         let template = root.join("template");
         copy_tree(&ws, &template);
@@ -849,9 +928,8 @@ impl World {
     /// The environment a model's command runs in: nothing inherited, the tool's git
     /// confinement (`tools::git_env`), a HOME outside the workspace.
     fn env(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("PATH", "/usr/bin:/bin".to_owned()),
-            ("HOME", self.home.display().to_string()),
+        let mut env = toolchain_env(&self.home);
+        env.extend([
             ("TMPDIR", self.tmp.display().to_string()),
             ("MARK", self.root.join("MARK").display().to_string()),
             ("LANG", "C".to_owned()),
@@ -859,8 +937,22 @@ impl World {
             ("GIT_CONFIG_KEY_0", "safe.bareRepository".to_owned()),
             ("GIT_CONFIG_VALUE_0", "explicit".to_owned()),
             ("GIT_CEILING_DIRECTORIES", self.root.display().to_string()),
-        ]
+        ]);
+        env
     }
+}
+
+/// `PATH` (the system's folders and the toolchain's, so `cargo` is the one testing this
+/// crate) and a `HOME` outside the workspace.
+fn toolchain_env(home: &Path) -> Vec<(&'static str, String)> {
+    let mut path = String::from("/usr/bin:/bin");
+    if let Some(dir) = std::env::var_os("CARGO")
+        .map(PathBuf::from)
+        .and_then(|cargo| cargo.parent().map(Path::to_path_buf))
+    {
+        path = format!("{}:{path}", dir.display());
+    }
+    vec![("PATH", path), ("HOME", home.display().to_string())]
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -918,9 +1010,39 @@ fn gate_allows(world: &World, scripts: &[String]) -> Vec<bool> {
     decisions
 }
 
-/// The program names the analyser reported: each simple command's resolved name and the
-/// words of its text (wrappers such as `env`, `timeout`, `sh -c` run too).
-fn analysed_names(world: &World, script: &str) -> BTreeSet<String> {
+/// What the analysis says runs: every program name it reported (each simple command's
+/// resolved name and the words of its text: wrappers such as `env`, `timeout`, `sh -c` run
+/// too), and the names of the commands an allow rule, not the read-only proof, let through.
+struct Analysed {
+    names: BTreeSet<String>,
+    by_rule: BTreeSet<String>,
+}
+
+impl Analysed {
+    fn of(names: &[&str]) -> Analysed {
+        Analysed {
+            names: names.iter().map(|n| (*n).to_owned()).collect(),
+            by_rule: BTreeSet::new(),
+        }
+    }
+}
+
+/// The policy's Bash allow rules, for the analysis's per-command verdicts.
+fn policy_rules() -> BashRules {
+    let allow = POLICY
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("- \"Bash("))
+        .filter_map(|rest| rest.strip_suffix(")\""))
+        .enumerate()
+        .map(|(i, pattern)| (CommandPattern::parse(pattern).unwrap(), i))
+        .collect();
+    BashRules {
+        allow,
+        ..BashRules::default()
+    }
+}
+
+fn analysed(world: &World, script: &str) -> Analysed {
     let roots = [world.ws.clone()];
     let resolve = |p: &Path| canonical_prefix(p);
     let env = BashEnv {
@@ -929,9 +1051,15 @@ fn analysed_names(world: &World, script: &str) -> BTreeSet<String> {
         home: Some(&world.home),
         resolve: &resolve,
     };
-    let analysis = evaluate(script, &BashRules::default(), &env);
+    let analysis = evaluate(script, &policy_rules(), &env);
     let mut names = BTreeSet::new();
+    let mut by_rule = BTreeSet::new();
     for command in &analysis.commands {
+        if matches!(command.verdict, CommandVerdict::AllowedByRule(_))
+            && let Some(name) = command.argv.first().and_then(|n| n.rsplit('/').next())
+        {
+            by_rule.insert(name.to_owned());
+        }
         let words = command
             .argv
             .iter()
@@ -950,7 +1078,7 @@ fn analysed_names(world: &World, script: &str) -> BTreeSet<String> {
             }
         }
     }
-    names
+    Analysed { names, by_rule }
 }
 
 /// Symlinks resolved in the longest prefix of `path` that exists.
@@ -1088,7 +1216,8 @@ struct Process {
     children: Vec<u32>,
     /// (path, what, line)
     writes: Vec<(PathBuf, String)>,
-    reads: Vec<(PathBuf, String)>,
+    /// (path, line, how many programs the process had run by then)
+    reads: Vec<(PathBuf, String, usize)>,
     connects: Vec<String>,
 }
 
@@ -1195,7 +1324,8 @@ fn parse_process(text: &str, start: &Path) -> Process {
                     process.writes.push((target.clone(), call.line.to_owned()));
                 }
                 if !absent {
-                    process.reads.push((target, call.line.to_owned()));
+                    let ran = process.execs.len();
+                    process.reads.push((target, call.line.to_owned(), ran));
                 }
             }
             "connect" => {
@@ -1243,10 +1373,11 @@ fn parse_process(text: &str, start: &Path) -> Process {
 /// Programs whose children the oracle does not hold to the analysed names: a rule that
 /// allows a runner allows what it runs (make's recipes). Their writes and the planted
 /// programs still count.
-const RUNNERS: &[&str] = &["make"];
+const RUNNERS: &[&str] = &["make", "cargo"];
 
 /// Why a run convicts the verdict, one line each (empty: nothing the verdict rules out).
-fn judge(world: &World, names: &BTreeSet<String>, procs: &HashMap<u32, Process>) -> Vec<String> {
+fn judge(world: &World, analysed: &Analysed, procs: &HashMap<u32, Process>) -> Vec<String> {
+    let names = &analysed.names;
     let mut findings = Vec::new();
     let children: BTreeSet<u32> = procs.values().flat_map(|p| p.children.clone()).collect();
     let roots: Vec<u32> = procs
@@ -1255,9 +1386,14 @@ fn judge(world: &World, names: &BTreeSet<String>, procs: &HashMap<u32, Process>)
         .filter(|pid| !children.contains(pid))
         .collect();
     // Walk from the root (strace's child, `timeout`), whose first child is the Bash run.
-    let mut stack: Vec<(u32, usize, bool)> = roots.iter().map(|&pid| (pid, 0, false)).collect();
+    // (pid, depth, below a runner, the program it runs until it runs another)
+    let mut stack: Vec<(u32, usize, bool, String)> = roots
+        .iter()
+        .map(|&pid| (pid, 0, false, String::new()))
+        .collect();
     let git_allowed = names.contains("git");
-    while let Some((pid, depth, relaxed)) = stack.pop() {
+    let cargo_allowed = names.contains("cargo");
+    while let Some((pid, depth, relaxed, inherited)) = stack.pop() {
         let Some(process) = procs.get(&pid) else {
             continue;
         };
@@ -1273,7 +1409,9 @@ fn judge(world: &World, names: &BTreeSet<String>, procs: &HashMap<u32, Process>)
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            if path.starts_with(&world.root) {
+            // What a runner built (`cargo test`'s test binaries) is not planted.
+            let built = relaxed && path.starts_with(world.ws.join("target"));
+            if path.starts_with(&world.root) && !built {
                 findings.push(format!("ran a planted program {}: {line}", path.display()));
             } else if !relaxed && !names.contains(&name) {
                 findings.push(format!(
@@ -1285,36 +1423,56 @@ fn judge(world: &World, names: &BTreeSet<String>, procs: &HashMap<u32, Process>)
             }
         }
         for (path, line) in &process.writes {
+            let raw = path.to_string_lossy();
+            if raw.starts_with("pipe:") || raw.starts_with("socket:") {
+                continue;
+            }
             let path = normalise(path);
             let harmless = path == Path::new("/dev/null")
                 || path.starts_with("/dev/tty")
                 || path.starts_with("/dev/pts")
-                || path.to_string_lossy().starts_with("pipe:")
                 || path.starts_with(&world.tmp)
                 || path.starts_with(&world.traces)
                 || (git_allowed
                     && (path == world.ws.join(".git/index.lock")
-                        || path == world.ws.join(".git/index")));
+                        || path == world.ws.join(".git/index")))
+                // What an allowed `cargo test` builds (ci-default lets it write target/).
+                || (cargo_allowed
+                    && (path.starts_with(world.ws.join("target"))
+                        || path == world.ws.join("Cargo.lock")
+                        || path.starts_with(world.home.join(".cargo"))));
             if !harmless {
                 findings.push(format!("wrote {}: {line}", path.display()));
             }
         }
-        for (path, line) in &process.reads {
-            let real = canonical_prefix(&path.clone());
-            let secret = real == world.ws.join(".env")
-                || real.starts_with(world.ws.join("secrets"))
-                || real.starts_with(&world.outside)
-                || read_guardrail(&real).is_some()
-                || read_guardrail(&normalise(path)).is_some();
-            if secret {
+        let program = |ran: usize| {
+            ran.checked_sub(1)
+                .and_then(|n| process.execs.get(n))
+                .and_then(|(path, _)| path.file_name())
+                .map_or_else(|| inherited.clone(), |n| n.to_string_lossy().into_owned())
+        };
+        for (path, line, ran) in &process.reads {
+            let real = canonical_prefix(path);
+            // The Read deny rules cover `.env` and what is below `secrets/`; listing the folder
+            // itself shows names, not contents.
+            let denied = real == world.ws.join(".env")
+                || (real.starts_with(world.ws.join("secrets")) && !real.is_dir());
+            let guarded =
+                read_guardrail(&real).is_some() || read_guardrail(&normalise(path)).is_some();
+            // An allow rule covers the paths its own command reads, outside too (`ls:*`
+            // allows `ls ../..`); a command proven read-only stays in the workspace.
+            let outside =
+                real.starts_with(&world.outside) && !analysed.by_rule.contains(&program(*ran));
+            if denied || guarded || outside {
                 findings.push(format!("opened {}: {line}", real.display()));
             }
         }
         for line in &process.connects {
             findings.push(format!("connected: {line}"));
         }
+        let last = program(process.execs.len());
         for &child in &process.children {
-            stack.push((child, depth + 1, relaxed_below));
+            stack.push((child, depth + 1, relaxed_below, last.clone()));
         }
     }
     findings
@@ -1371,8 +1529,7 @@ fn check_one(world: &World, script: &str) -> Option<Vec<String>> {
     if !gate_allows(world, &[script.to_owned()])[0] {
         return None;
     }
-    let names = analysed_names(world, script);
-    let findings = judge(world, &names, &traced_run(world, script));
+    let findings = judge(world, &analysed(world, script), &traced_run(world, script));
     world.restore();
     Some(findings)
 }
@@ -1421,8 +1578,8 @@ fn allowed_commands_have_no_effect_the_verdict_rules_out() {
             continue;
         }
         ran += 1;
-        let names = analysed_names(&world, script);
-        let findings = judge(&world, &names, &traced_run(&world, script));
+        let analysis = analysed(&world, script);
+        let findings = judge(&world, &analysis, &traced_run(&world, script));
         if findings.is_empty() {
             continue;
         }
@@ -1432,8 +1589,11 @@ fn allowed_commands_have_no_effect_the_verdict_rules_out() {
             .into_iter()
             .find(|form| check_one(&world, form).is_some_and(|f| !f.is_empty()));
         failures.push(format!(
-            "case {i}: {script:?}\n  smallest failing form: {}\n  analysed commands: {names:?}\n  {}",
-            shrunk.as_deref().map_or("(none smaller)".to_owned(), |s| format!("{s:?}")),
+            "case {i}: {script:?}\n  smallest failing form: {}\n  analysed commands: {:?}\n  {}",
+            shrunk
+                .as_deref()
+                .map_or("(none smaller)".to_owned(), |s| format!("{s:?}")),
+            analysis.names,
             findings.join("\n  ")
         ));
     }
@@ -1480,8 +1640,7 @@ fn the_effect_oracle_sees_each_effect() {
         ("cat README.md | sort", &["cat"], "not among the analysed"),
     ];
     for (script, names, expected) in cases {
-        let names = names.iter().map(|n| (*n).to_owned()).collect();
-        let findings = judge(&world, &names, &traced_run(&world, script));
+        let findings = judge(&world, &Analysed::of(names), &traced_run(&world, script));
         world.restore();
         assert!(
             findings.iter().any(|f| f.contains(expected)),
@@ -1489,10 +1648,9 @@ fn the_effect_oracle_sees_each_effect() {
         );
     }
     // And a command that only reads the workspace is clean.
-    let names = ["cat", "grep"].iter().map(|n| (*n).to_owned()).collect();
     let findings = judge(
         &world,
-        &names,
+        &Analysed::of(&["cat", "grep"]),
         &traced_run(&world, "cat README.md | grep hello"),
     );
     assert!(findings.is_empty(), "{findings:?}");
