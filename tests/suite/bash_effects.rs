@@ -31,7 +31,7 @@ use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use tollgate::bash::{BashEnv, BashRules, CommandPattern, CommandVerdict, evaluate};
-use tollgate::policy::read_guardrail;
+use tollgate::policy::{read_guardrail, write_guardrail};
 
 use super::bash_oracle::{CONTEXTS, MARKERS, Rng, env_number, place, seeds};
 
@@ -358,9 +358,9 @@ const MAKE_OPTIONS: &[&str] = &[
     "--file=tools/evil.mk",
     "--fi=tools/evil.mk",
     "--makefile=tools/evil.mk",
-    "'--eval=x:=$(shell touch MARK)'",
-    "'--ev=x:=$(shell touch MARK)'",
-    "-E 'x:=$(shell touch MARK)'",
+    "'--eval=x:=$(shell touch $$MARK)'",
+    "'--ev=x:=$(shell touch $$MARK)'",
+    "-E 'x:=$(shell touch $$MARK)'",
     "SHELL=tools/sh",
     "'MAKEFLAGS=-f tools/evil.mk'",
     "-C src",
@@ -1440,7 +1440,12 @@ fn judge(world: &World, analysed: &Analysed, procs: &HashMap<u32, Process>) -> V
                 || (cargo_allowed
                     && (path.starts_with(world.ws.join("target"))
                         || path == world.ws.join("Cargo.lock")
-                        || path.starts_with(world.home.join(".cargo"))));
+                        || path.starts_with(world.home.join(".cargo"))))
+                // A runner an allow rule lets run writes the workspace as its options say
+                // (`cargo test -- --logfile=x`), never where the write guardrails forbid.
+                || (relaxed
+                    && path.starts_with(&world.ws)
+                    && write_guardrail(&path, Some(&world.home)).is_none());
             if !harmless {
                 findings.push(format!("wrote {}: {line}", path.display()));
             }
