@@ -11,7 +11,7 @@
 # Why glibc and not musl: this toolchain has no musl target and cannot download one. A static
 # glibc binary runs on any Linux kernel >= 3.2 without libc.so, but glibc's NSS cannot be
 # linked in: host names resolve only through /etc/hosts and DNS (/etc/resolv.conf), never
-# through nsswitch plug-ins (systemd-resolved's nss module, LDAP, mDNS). See README "Install".
+# through nsswitch plug-ins (systemd-resolved's nss module, LDAP, mDNS). See docs/install.md.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -1,7 +1,8 @@
 //! The process exit codes: one enum, so what a run means to CI is decided in one place.
 
-/// What the process exit code tells a CI job. The numbers are a public contract (README).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// What the process exit code tells a CI job. The numbers are a public contract: the
+/// README's table and `--help` are rendered from `code`, `summary` and `meaning`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExitCode {
     /// The agent finished and every check passed.
@@ -23,6 +24,78 @@ pub enum ExitCode {
 }
 
 impl ExitCode {
+    pub const ALL: [ExitCode; 8] = [
+        ExitCode::Success,
+        ExitCode::TaskFailed,
+        ExitCode::ConfigError,
+        ExitCode::PolicyStop,
+        ExitCode::ProviderError,
+        ExitCode::OutputError,
+        ExitCode::Interrupted,
+        ExitCode::Terminated,
+    ];
+
+    /// A few words, for help texts.
+    pub fn summary(self) -> &'static str {
+        match self {
+            ExitCode::Success => "success",
+            ExitCode::TaskFailed => "task failed (check or limit)",
+            ExitCode::ConfigError => "usage or configuration error",
+            ExitCode::PolicyStop => "a tool call was refused (policy)",
+            ExitCode::ProviderError => "provider error",
+            ExitCode::OutputError => "the run's record could not be written",
+            ExitCode::Interrupted => "interrupted (SIGINT)",
+            ExitCode::Terminated => "terminated (SIGTERM)",
+        }
+    }
+
+    /// What the code tells a CI job, in full (the README's table).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            ExitCode::Success => {
+                "success: the model finished, and nothing that `fail_on` counts went wrong"
+            }
+            ExitCode::TaskFailed => {
+                "task failed: a check failed (after its retries), or a limit (`max_turns`, \
+`max_cost_usd`, tokens, `timeout`) stopped the run, or the model refused — each only when \
+`fail_on` has `check` / `limit` (the default); or an MCP server did not start and `fail_on` \
+has `mcp_start` (the default; outcome `mcp_start_failed`, no model call made)"
+            }
+            ExitCode::ConfigError => {
+                "usage or configuration error (bad flags, task or policy file); nothing was sent \
+to a model"
+            }
+            ExitCode::PolicyStop => {
+                "the permission policy: a tool call was refused and `fail_on` has its kind \
+(`denial`, `classifier_denial`: the default has both), or `limits.max_denials` / \
+`limits.max_consecutive_denials` stopped the run, or in auto mode \
+`limits.max_classifier_denials` / `limits.max_consecutive_classifier_denials` did (outcome \
+`classifier_denials`)"
+            }
+            ExitCode::ProviderError => {
+                "provider error: the model could not be reached or answered wrongly (the \
+scripted model: its script ran out, or the loop broke the protocol); in auto mode also a \
+classifier that cannot be reached after the provider's retries (outcome \
+`classifier_unavailable`)"
+            }
+            ExitCode::OutputError => {
+                "output failure: the run's record could not be written — the transcript, \
+`junit.xml`, `tollgate.sarif` or an offloaded result under `results/` (disk full, folder \
+removed, no permission). stderr names the file once; the transcript holds every whole line \
+written before the failure (after a result file, the run ends with outcome `output_failed` \
+and its reports)"
+            }
+            ExitCode::Interrupted => {
+                "interrupted by SIGINT: running commands are killed, the transcript and reports \
+are still written. A second signal exits at once."
+            }
+            ExitCode::Terminated => {
+                "terminated by SIGTERM: running commands are killed, the transcript and reports \
+are still written. A second signal exits at once."
+            }
+        }
+    }
+
     pub fn code(self) -> u8 {
         match self {
             ExitCode::Success => 0,

@@ -19,6 +19,7 @@ pub mod neutral;
 pub mod out_dir;
 pub mod policy;
 pub mod redact;
+pub mod reference;
 pub mod report;
 pub mod results;
 pub mod sandbox;

@@ -76,7 +76,8 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
     let sources = &gate.sources;
     let mut tools = ToolCache::default();
     if let Some(calls) = &args.calls {
-        return decide_stream(calls, &ctx, &mut tools);
+        let strongest = decide_stream(calls, &ctx, &mut tools)?;
+        return Ok(exit_code(args.exit_code, strongest));
     }
     let (Some(tool), Some(input)) = (&args.tool, &args.input) else {
         return Err(anyhow!("give --tool and --input, or --calls FILE"));
@@ -97,9 +98,33 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
             &gate, &decision, tool, &input, intent,
         )?);
     }
+    let decided = line.decision;
     let line = serde_json::to_string(&line)?;
     println!("{}", crate::neutral::json_log_line(&line));
-    Ok(ExitCode::Success)
+    Ok(exit_code(args.exit_code, Some(decided)))
+}
+
+/// `--exit-code`: the decision as the process's code, in the run's vocabulary — 3 is the
+/// policy's refusal, 1 an ask nobody answered, 0 allowed (also for an empty stream).
+fn exit_code(asked_for: bool, decision: Option<Decision>) -> ExitCode {
+    match (asked_for, decision) {
+        (true, Some(Decision::Deny)) => ExitCode::PolicyStop,
+        (true, Some(Decision::Ask)) => ExitCode::TaskFailed,
+        _ => ExitCode::Success,
+    }
+}
+
+/// Deny outranks ask, ask outranks allow: a stream's code is its strongest line.
+fn strongest(seen: Option<Decision>, next: Decision) -> Decision {
+    let rank = |decision: Decision| match decision {
+        Decision::Allow => 0,
+        Decision::Ask => 1,
+        Decision::Deny => 2,
+    };
+    match seen {
+        Some(seen) if rank(seen) >= rank(next) => seen,
+        _ => next,
+    }
 }
 
 /// Built-in tools by name (and MCP names as the gate sees them without their server), made
@@ -158,7 +183,12 @@ fn decide(
 
 /// Decides every line of `path` (`-` is stdin), writing one decision a line. A line that is
 /// not a call is answered with a deny saying why, so the output stays one line per input.
-fn decide_stream(path: &Path, ctx: &PermissionContext, tools: &mut ToolCache) -> Result<ExitCode> {
+/// Returns the strongest decision written.
+fn decide_stream(
+    path: &Path,
+    ctx: &PermissionContext,
+    tools: &mut ToolCache,
+) -> Result<Option<Decision>> {
     let mut reader: Box<dyn BufRead> = if path == Path::new("-") {
         Box::new(std::io::stdin().lock())
     } else {
@@ -169,6 +199,7 @@ fn decide_stream(path: &Path, ctx: &PermissionContext, tools: &mut ToolCache) ->
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut bytes = Vec::new();
+    let mut seen = None;
     for number in 1.. {
         bytes.clear();
         let read = reader
@@ -179,24 +210,25 @@ fn decide_stream(path: &Path, ctx: &PermissionContext, tools: &mut ToolCache) ->
         }
         let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let rendered = match call_line(number, line) {
-            Ok(call) => {
-                let decision = decide(&call.tool, call.input, ctx, tools);
-                serde_json::to_string(&DecisionLine::new(
-                    &decision,
-                    call.id.as_ref(),
-                    Some(&call.tool),
-                ))
-            }
-            Err(reason) => serde_json::to_string(&DecisionLine::new(&refusal(reason), None, None)),
+        let decision = match call_line(number, line) {
+            Ok(call) => (
+                decide(&call.tool, call.input, ctx, tools),
+                call.id,
+                Some(call.tool),
+            ),
+            Err(reason) => (refusal(reason), None, None),
         };
+        let (decision, id, tool) = decision;
+        seen = Some(strongest(seen, decision.decision));
+        let rendered =
+            serde_json::to_string(&DecisionLine::new(&decision, id.as_ref(), tool.as_deref()));
         let rendered = rendered.context("cannot write a decision")?;
         // The calls may be a model's: inert on a CI runner's log (see `neutral`).
         writeln!(out, "{}", crate::neutral::json_log_line(&rendered))
             .context("cannot write a decision")?;
     }
     out.flush().context("cannot write the decisions")?;
-    Ok(ExitCode::Success)
+    Ok(seen)
 }
 
 /// One line of a `--calls` stream as a call, or why it is not one. Every line gets an answer,

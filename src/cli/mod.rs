@@ -4,6 +4,7 @@
 mod auto;
 mod batch;
 mod check;
+mod manual;
 mod policy;
 mod replay;
 mod run;
@@ -25,7 +26,7 @@ use crate::task::FailOn;
     about = "A headless runner for LLM coding agents: every tool call passes a permission gate.",
     long_about = None,
 )]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -33,15 +34,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a task: drive the model through the tool loop, then the task's checks.
-    #[command(
-        after_help = "Example:\n  tollgate run examples/quickstart.yaml --out /tmp/run1\n\n\
-Writes transcript.jsonl and the reports (junit.xml, tollgate.sarif) to the output folder\n\
-and prints a summary. Under GitHub Actions it also appends a step summary, writes step\n\
-outputs and prints annotations.\n\
-Exit codes: 0 success, 1 task failed (check or limit), 2 usage/config error,\n\
-3 a tool call was refused (policy), 4 provider error, 130/143 interrupted.\n\
-Which problems fail the run is the task's `fail_on` (default: all), or --fail-on."
-    )]
+    #[command(after_help = crate::reference::run_after_help())]
     Run(RunArgs),
     /// Decide tool calls under the policies and print the decisions; runs nothing.
     #[command(
@@ -83,6 +76,17 @@ Exit codes: 0 every repository passed, 1 one failed, 2 usage/config error."
     Batch(batch::BatchArgs),
     /// Merge the reports of batch folders (one per shard).
     Report(batch::ReportArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(
+        after_help = "Examples:\n  tollgate completions bash > /etc/bash_completion.d/tollgate\n  \
+tollgate completions zsh > \"${fpath[1]}/_tollgate\"\n  tollgate completions fish > ~/.config/fish/completions/tollgate.fish"
+    )]
+    Completions(manual::CompletionsArgs),
+    /// Print the man page, or write one page per command into a folder.
+    #[command(
+        after_help = "Examples:\n  tollgate man | man -l -\n  tollgate man --out /usr/local/share/man/man1"
+    )]
+    Man(manual::ManArgs),
 }
 
 #[derive(Debug, Args)]
@@ -117,7 +121,7 @@ struct ReplayArgs {
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
     /// Permission mode [default: the run's].
-    #[arg(long, value_name = "MODE")]
+    #[arg(long, value_name = "MODE", value_parser = crate::reference::mode_values())]
     mode: Option<PermissionMode>,
     /// The workspace [default: the run's workdir if it still exists, else the current folder].
     #[arg(long, value_name = "DIR")]
@@ -157,7 +161,7 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
     /// Permission mode; overrides the task and the policies.
-    #[arg(long, value_name = "MODE")]
+    #[arg(long, value_name = "MODE", value_parser = crate::reference::mode_values())]
     mode: Option<PermissionMode>,
     /// Where the transcript and reports go [default: .tollgate/runs/<run-id>/].
     #[arg(long, value_name = "DIR")]
@@ -182,9 +186,13 @@ struct RunArgs {
         default_value = "junit"
     )]
     reports: Vec<ReportFormat>,
-    /// What makes the run exit non-zero: denial, classifier_denial, check, limit, or none;
-    /// comma-separated. Overrides the task's `fail_on` [default: all four].
-    #[arg(long, value_name = "KINDS", value_delimiter = ',', value_parser = parse_fail_on)]
+    #[arg(
+        long,
+        value_name = "KINDS",
+        value_delimiter = ',',
+        value_parser = parse_fail_on,
+        help = crate::reference::fail_on_help()
+    )]
     fail_on: Option<Vec<FailOnArg>>,
     #[command(flatten)]
     rules: RuleFlags,
@@ -264,7 +272,7 @@ struct CheckArgs {
     #[arg(long)]
     explain: bool,
     /// Permission mode [default: the policies' default_mode, else dontAsk].
-    #[arg(long, value_name = "MODE")]
+    #[arg(long, value_name = "MODE", value_parser = crate::reference::mode_values())]
     mode: Option<PermissionMode>,
     /// The workspace the call is judged against [default: the current folder].
     #[arg(long, value_name = "DIR")]
@@ -272,6 +280,10 @@ struct CheckArgs {
     /// Auto mode: the task's intent the classifier judges the call against.
     #[arg(long, value_name = "TEXT")]
     intent: Option<String>,
+    /// Exit with the decision: 0 allow, 3 deny, 1 ask; with --calls, the strongest of all
+    /// lines (deny, then ask, then allow).
+    #[arg(long)]
+    exit_code: bool,
     #[command(flatten)]
     rules: RuleFlags,
 }
@@ -336,6 +348,8 @@ pub fn main() -> std::process::ExitCode {
         }) => auto::eval(args),
         Command::Batch(args) => batch::batch(args, redactor.clone()),
         Command::Report(args) => batch::report(args),
+        Command::Completions(args) => manual::completions(args),
+        Command::Man(args) => manual::man(args),
     };
     match result {
         Ok(code) => code.into(),

@@ -38,6 +38,25 @@ impl PermissionMode {
         PermissionMode::DontAsk,
     ];
 
+    /// What the mode does when nobody is there to answer, for the reference.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            PermissionMode::Default => "dangerous actions ask; headless, an ask is a deny",
+            PermissionMode::AcceptEdits => {
+                "file edits inside the workspace are allowed without a rule; other asks are denied"
+            }
+            PermissionMode::Plan => "read-only exploration: only read-only tool calls may run",
+            PermissionMode::BypassPermissions => {
+                "allowed unless a deny rule, an interaction requirement, a content ask rule or a \
+guardrail refuses"
+            }
+            PermissionMode::Auto => {
+                "an ask goes to the classifier (after a fast path); deny rules still decide first"
+            }
+            PermissionMode::DontAsk => "every ask becomes a deny",
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             PermissionMode::Default => "default",

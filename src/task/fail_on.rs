@@ -31,6 +31,21 @@ impl FailOn {
         FailOn::McpStart,
     ];
 
+    /// What the kind counts, for the reference.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            FailOn::Denial => {
+                "a tool call refused by a policy rule, a guardrail, a tool's own check or the mode"
+            }
+            FailOn::ClassifierDenial => "a tool call refused by the auto-mode classifier",
+            FailOn::Check => "a check that did not pass (after its retries)",
+            FailOn::Limit => "a limit (turns, cost, tokens, time) that stopped the run",
+            FailOn::McpStart => {
+                "an MCP server that did not start: the run stops before its first model call"
+            }
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             FailOn::Denial => "denial",

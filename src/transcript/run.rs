@@ -66,6 +66,90 @@ pub struct RunReport {
 }
 
 impl Outcome {
+    pub const ALL: [Outcome; 17] = [
+        Outcome::Success,
+        Outcome::ChecksFailed,
+        Outcome::MaxTurns,
+        Outcome::MaxBudgetUsd,
+        Outcome::MaxInputTokens,
+        Outcome::MaxOutputTokens,
+        Outcome::Timeout,
+        Outcome::Refusal,
+        Outcome::DenialLimit,
+        Outcome::PolicyDenied,
+        Outcome::ClassifierDenials,
+        Outcome::ClassifierUnavailable,
+        Outcome::ProviderError,
+        Outcome::McpStartFailed,
+        Outcome::Interrupted,
+        Outcome::Terminated,
+        Outcome::OutputFailed,
+    ];
+
+    /// The name the transcript, the JSON result and the action's `outcome` output use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::ChecksFailed => "checks_failed",
+            Outcome::MaxTurns => "max_turns",
+            Outcome::MaxBudgetUsd => "max_budget_usd",
+            Outcome::MaxInputTokens => "max_input_tokens",
+            Outcome::MaxOutputTokens => "max_output_tokens",
+            Outcome::Timeout => "timeout",
+            Outcome::Refusal => "refusal",
+            Outcome::DenialLimit => "denial_limit",
+            Outcome::PolicyDenied => "policy_denied",
+            Outcome::ClassifierDenials => "classifier_denials",
+            Outcome::ClassifierUnavailable => "classifier_unavailable",
+            Outcome::ProviderError => "provider_error",
+            Outcome::McpStartFailed => "mcp_start_failed",
+            Outcome::Interrupted => "interrupted",
+            Outcome::Terminated => "terminated",
+            Outcome::OutputFailed => "output_failed",
+        }
+    }
+
+    /// What the outcome means, for the reference.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Outcome::Success => "the model finished and every check passed",
+            Outcome::ChecksFailed => "the model finished but a check failed (after its retries)",
+            Outcome::MaxTurns => "`limits.max_turns` stopped the loop",
+            Outcome::MaxBudgetUsd => {
+                "`limits.max_cost_usd` stopped the loop before a request that could pass it"
+            }
+            Outcome::MaxInputTokens => "`limits.max_input_tokens` stopped the loop",
+            Outcome::MaxOutputTokens => "`limits.max_output_tokens` stopped the loop",
+            Outcome::Timeout => "`limits.timeout`, the run's wall clock, ran out",
+            Outcome::Refusal => {
+                "the model declined the task (stop reason `refusal` or a content filter)"
+            }
+            Outcome::DenialLimit => {
+                "`limits.max_denials` or `limits.max_consecutive_denials` stopped the run"
+            }
+            Outcome::PolicyDenied => {
+                "a tool call was refused and `fail_on` counts that kind of refusal"
+            }
+            Outcome::ClassifierDenials => {
+                "auto mode: `limits.max_classifier_denials` or \
+`limits.max_consecutive_classifier_denials` stopped the run"
+            }
+            Outcome::ClassifierUnavailable => {
+                "auto mode: the classifier could not be reached after the provider's retries \
+(or its budget was spent)"
+            }
+            Outcome::ProviderError => "the provider failed after its retries",
+            Outcome::McpStartFailed => {
+                "an MCP server did not start and `fail_on` has `mcp_start`: no model call was made"
+            }
+            Outcome::Interrupted => "SIGINT",
+            Outcome::Terminated => "SIGTERM",
+            Outcome::OutputFailed => {
+                "a file of the run's record (an offloaded result) could not be written"
+            }
+        }
+    }
+
     pub fn exit_code(self) -> ExitCode {
         match self {
             Outcome::Success => ExitCode::Success,

@@ -169,3 +169,43 @@ fn bad_arguments_exit_2() {
     ]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// `--exit-code` lets a script branch on the decision: 0 allow, 3 deny; without the flag
+/// every decision exits 0. A stream exits with its strongest line.
+#[test]
+fn exit_code_says_the_decision() {
+    let sandbox = Sandbox::with_examples();
+    let policy = "policies/ci-default.yaml";
+    let cases: &[(&str, &str, bool, i32)] = &[
+        ("Read", r#"{"file_path":"README.md"}"#, true, 0),
+        ("Bash", r#"{"command":"rm -rf build"}"#, true, 3),
+        ("Bash", r#"{"command":"curl https://example.com"}"#, true, 3),
+        ("Bash", r#"{"command":"rm -rf build"}"#, false, 0),
+    ];
+    for (tool, input, flag, code) in cases {
+        let mut args = vec![
+            "check", "--policy", policy, "--tool", tool, "--input", input, "--mode", "dontAsk",
+        ];
+        if *flag {
+            args.push("--exit-code");
+        }
+        let output = sandbox.tollgate(&args);
+        assert_eq!(output.status.code(), Some(*code), "{tool} {input} {flag}");
+    }
+    let calls = sandbox.path().join("calls.jsonl");
+    let stream = |lines: &str| {
+        std::fs::write(&calls, lines).unwrap();
+        let calls = calls.to_str().unwrap();
+        let args = ["check", "--policy", policy, "--calls", calls, "--exit-code"];
+        sandbox.tollgate(&args).status.code()
+    };
+    let read = r#"{"tool":"Read","input":{"file_path":"README.md"}}"#;
+    let rm = r#"{"tool":"Bash","input":{"command":"rm -rf build"}}"#;
+    assert_eq!(stream(&format!("{read}\n{read}\n")), Some(0));
+    assert_eq!(stream(&format!("{read}\n{rm}\n{read}\n")), Some(3));
+    assert_eq!(
+        stream("not json\n"),
+        Some(3),
+        "a line that is not a call is a deny"
+    );
+}
