@@ -253,6 +253,99 @@ const SPECIALS: &[&str] = &[
     "env",
     "printenv HOME",
     "true",
+    // Programs that read the names of further files from a file.
+    "md5sum -c sums.txt",
+    "sha256sum --check sums.txt",
+    "file -f names.txt",
+    "file --files-from names.txt",
+    "xargs -a names.txt cat",
+    "xargs cat < names.txt",
+    "grep -f names.txt README.md",
+    "grep --exclude-from=.env x README.md",
+    "wc --files0-from=names0",
+    "du --files0-from=names0",
+    "sort --files0-from=names0",
+    "date -f .env",
+    "date --file=src/out/secret.txt",
+    "jq -f tools/prog.jq -n",
+    "jq --from-file tools/prog.jq -n",
+    "jq -n input .env",
+    "jq -n --rawfile e src/out/secret.txt '$e'",
+    // Reads through redirections and descriptors.
+    "echo $(< .env)",
+    "echo $(<src/out/secret.txt)",
+    "cat /dev/fd/3 3< .env",
+    "cat <&3 3<.env",
+    "cat /dev/stdin < src/out/secret.txt",
+    "exec 3< .env; cat <&3",
+    "read -r line < .env; echo $line",
+    "mapfile -t a < src/out/secret.txt; echo ${a[0]}",
+    // Following symlinks out of the workspace.
+    "grep -R TOKEN src",
+    "grep -r TOKEN src/out",
+    "grep -rs OUTSIDE src",
+    "du -L src",
+    "du -aL src",
+    "ls -LR src",
+    "find -L src -type f",
+    "find src -follow -name secret.txt",
+    "cat src/out/sub/../secret.txt",
+    "head -c 5 src/ps/environ",
+    "cd -P src/out; ls",
+    // Builtins that bind a program or run code.
+    "hash -p tools/ls ls; ls",
+    "BASH_CMDS[ls]=tools/ls; ls",
+    "shopt -s expand_aliases; alias ls=tools/ls\nls",
+    "enable -n echo; echo hi",
+    "mapfile -C 'touch MARK' -c 1 a <<< x",
+    "readarray -C 'touch MARK' -c 1 a <<< x",
+    "history -w x",
+    "history -s x; history -w y",
+    "fc -e tools/pager -1",
+    "trap 'touch MARK' EXIT",
+    "trap 'touch MARK' DEBUG; :",
+    "command_not_found_handle() { touch MARK; }; nosuch",
+    "printf -v x %s y",
+    "ulimit -c 0",
+    "umask 077",
+    // Finds and seds that write or run.
+    "find . -maxdepth 1 -fls x",
+    "find . -maxdepth 1 -fprint0 x",
+    "find . -maxdepth 1 -execdir cat {} \\;",
+    "find . -maxdepth 1 -okdir cat {} \\;",
+    "sed -n 'r /proc/1/environ' README.md",
+    "sed -n 'R .env' README.md",
+    "sed 'W x' README.md",
+    "sed -f tools/prog.jq README.md",
+    "sed --in-place=.bak -n p README.md",
+    "sed -s -n p README.md",
+    "awk -f tools/prog.jq README.md",
+    "awk '{ print | \"cat\" }' README.md",
+    "awk 'BEGIN { getline l < \".env\"; print l }'",
+    "awk 'BEGIN { while ((getline l < \"/proc/1/environ\") > 0) print l }'",
+    "awk -i inplace 1 README.md",
+    // git reading what it usually ignores, or writing its config.
+    "git grep --no-index TOKEN",
+    "git grep --untracked TOKEN",
+    "git grep -f .env",
+    "git status --ignored",
+    "git check-ignore -v .env",
+    "git diff --no-index .env README.md",
+    "git diff --no-index src/out/secret.txt README.md",
+    "git config core.pager x",
+    "git config --global core.pager x",
+    "git config --file=.env --list",
+    "git config -f src/out/secret.txt --list",
+    "git config --get core.pager",
+    "git describe --dirty",
+    "git log --all -- .env",
+    "git ls-files --others",
+    "git help log",
+    "git log -1 --format=%s",
+    "git show HEAD --stat",
+    "git diff HEAD~1 -- README.md",
+    "git log -p -1",
+    "git diff --stat HEAD~1",
 ];
 
 /// Git subcommands: the ones rules allow and the ones the analyser judges read-only.
@@ -880,6 +973,18 @@ impl World {
         write(&ws.join("README.md"), "# planted\nhello\n");
         write(&ws.join("notes.txt"), "README.md\n");
         write(&ws.join("notes.json"), "{\"a\": 1}\n");
+        // Lists of further files to read, for the programs that take one.
+        let names = format!(
+            ".env\nsecrets/token.txt\nsrc/out/secret.txt\n{}/secret.txt\n/proc/1/environ\n",
+            outside.display()
+        );
+        write(&ws.join("names.txt"), &names);
+        write(&ws.join("names0"), &names.replace('\n', "\0"));
+        write(
+            &ws.join("sums.txt"),
+            "d41d8cd98f00b204e9800998ecf8427e  .env\nd41d8cd98f00b204e9800998ecf8427e  src/out/secret.txt\n",
+        );
+        write(&ws.join("tools/prog.jq"), "1\n");
         write(&ws.join("src/lib.rs"), "pub fn f() {}\n");
         write(&ws.join("src/main.rs"), "fn main() {}\n");
         write(&ws.join("tests/t.rs"), "#[test]\nfn t() {}\n");
