@@ -1,10 +1,11 @@
 //! Secret redaction: every byte tollgate writes (transcript, offloaded results, reports,
 //! GitHub outputs, logs) passes through one `Redactor` first. It never decides what runs.
 
-use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{OnceLock, RwLock};
 
-use regex::Regex;
+use aho_corasick::{AhoCorasick, MatchKind};
+use regex::{Captures, Regex};
 
 use crate::base::is_secret_env_name;
 
@@ -33,6 +34,23 @@ const TOKEN_SHAPES: [(&str, &str); 6] = [
 /// crate has no look-behind, so the prefix is captured and put back.
 const TOKEN_PREFIX: &str = r"(?P<pre>^|[^A-Za-z0-9_]|\\[nrt])";
 
+/// Every token shape in one regex (one alternative a shape, in `TOKEN_SHAPES` order, so the
+/// leftmost-first alternation keeps that order), compiled once per process: the shapes are
+/// constants, so every redactor of a run or a batch shares them.
+fn token_shapes() -> Option<&'static Regex> {
+    static SHAPES: OnceLock<Option<Regex>> = OnceLock::new();
+    SHAPES
+        .get_or_init(|| {
+            let alternatives: Vec<String> = TOKEN_SHAPES
+                .iter()
+                .enumerate()
+                .map(|(index, (_, pattern))| format!("(?P<s{index}>{pattern})"))
+                .collect();
+            Regex::new(&format!("{TOKEN_PREFIX}(?:{})", alternatives.join("|"))).ok()
+        })
+        .as_ref()
+}
+
 /// A value to replace, and the name it is replaced by.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Secret {
@@ -40,12 +58,19 @@ struct Secret {
     name: String,
 }
 
+/// The known secret values and one automaton that finds them all in a single pass, the
+/// longest at each place first (so a secret that contains another is replaced whole).
+#[derive(Debug, Default)]
+struct Literals {
+    secrets: Vec<Secret>,
+    finder: Option<AhoCorasick>,
+}
+
 /// Replaces secrets with `[REDACTED:NAME]` and counts the replacements. Built once at
 /// start-up from the environment; the task's `redact_env` names are added once it is read.
 #[derive(Debug)]
 pub struct Redactor {
-    secrets: RwLock<Vec<Secret>>,
-    shapes: Vec<(&'static str, Regex)>,
+    literals: RwLock<Literals>,
     count: AtomicU64,
 }
 
@@ -53,24 +78,13 @@ impl Redactor {
     /// Secrets from this process's environment: the values of variables whose names look
     /// secret.
     pub fn from_env() -> Redactor {
-        let redactor = Redactor::with_vars(std::iter::empty());
-        redactor.add_vars(std::env::vars().filter(|(name, _)| is_secret_env_name(name)));
-        redactor
+        Redactor::with_vars(std::env::vars().filter(|(name, _)| is_secret_env_name(name)))
     }
 
     /// A redactor that knows only the token shapes and the given `(name, value)` pairs.
     pub fn with_vars(vars: impl IntoIterator<Item = (String, String)>) -> Redactor {
-        let shapes = TOKEN_SHAPES
-            .iter()
-            .filter_map(|(name, pattern)| {
-                Regex::new(&format!("{TOKEN_PREFIX}(?:{pattern})"))
-                    .ok()
-                    .map(|re| (*name, re))
-            })
-            .collect();
         let redactor = Redactor {
-            secrets: RwLock::new(Vec::new()),
-            shapes,
+            literals: RwLock::new(Literals::default()),
             count: AtomicU64::new(0),
         };
         redactor.add_vars(vars);
@@ -87,9 +101,10 @@ impl Redactor {
     }
 
     fn add_vars(&self, vars: impl IntoIterator<Item = (String, String)>) {
-        let Ok(mut secrets) = self.secrets.write() else {
+        let Ok(mut literals) = self.literals.write() else {
             return;
         };
+        let known = literals.secrets.len();
         for (name, value) in vars {
             let value = value.trim().to_string();
             if value.chars().count() < MIN_SECRET_CHARS {
@@ -102,38 +117,59 @@ impl Redactor {
                 .map(|quoted| quoted[1..quoted.len() - 1].to_string())
                 .filter(|escaped| *escaped != value);
             for value in std::iter::once(value).chain(escaped) {
-                if !secrets.iter().any(|known| known.value == value) {
-                    secrets.push(Secret {
+                if !literals.secrets.iter().any(|known| known.value == value) {
+                    literals.secrets.push(Secret {
                         value,
                         name: name.clone(),
                     });
                 }
             }
         }
-        // Longest first, so a secret that contains another is replaced whole.
-        secrets.sort_by_key(|secret| std::cmp::Reverse(secret.value.len()));
+        if literals.secrets.len() == known {
+            return;
+        }
+        // Rebuilt only when a value was added: at start-up and once for `redact_env`.
+        literals.finder = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(literals.secrets.iter().map(|secret| secret.value.as_str()))
+            .ok();
     }
 
-    /// `text` with every known secret and token shape replaced.
+    /// `text` with every known secret and token shape replaced: one pass for the known
+    /// values, one for the token shapes.
     pub fn redact(&self, text: &str) -> String {
-        let mut out = text.to_string();
         let mut replaced = 0u64;
-        if let Ok(secrets) = self.secrets.read() {
-            for secret in secrets.iter() {
-                let hits = out.matches(secret.value.as_str()).count();
-                if hits > 0 {
-                    replaced += hits as u64;
-                    out = out.replace(secret.value.as_str(), &label(&secret.name));
+        let mut out = match self.literals.read() {
+            Ok(literals) => match &literals.finder {
+                Some(finder) => {
+                    let mut out = String::with_capacity(text.len());
+                    let mut last = 0;
+                    for found in finder.find_iter(text) {
+                        out.push_str(&text[last..found.start()]);
+                        out.push_str(&label(&literals.secrets[found.pattern().as_usize()].name));
+                        last = found.end();
+                        replaced += 1;
+                    }
+                    out.push_str(&text[last..]);
+                    out
                 }
-            }
-        }
-        for (name, shape) in &self.shapes {
-            let hits = shape.find_iter(&out).count();
-            if hits > 0 {
-                replaced += hits as u64;
-                let replacement = format!("${{pre}}{}", label(name));
-                out = shape.replace_all(&out, replacement.as_str()).into_owned();
-            }
+                None => text.to_string(),
+            },
+            Err(_) => text.to_string(),
+        };
+        if let Some(shapes) = token_shapes()
+            && shapes.is_match(&out)
+        {
+            out = shapes
+                .replace_all(&out, |captures: &Captures| {
+                    replaced += 1;
+                    let name = (0..TOKEN_SHAPES.len())
+                        .find(|index| captures.name(&format!("s{index}")).is_some())
+                        .map_or("secret", |index| TOKEN_SHAPES[index].0);
+                    let pre = captures.name("pre").map_or("", |pre| pre.as_str());
+                    format!("{pre}{}", label(name))
+                })
+                .into_owned();
         }
         self.count.fetch_add(replaced, Ordering::Relaxed);
         out
