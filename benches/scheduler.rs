@@ -110,6 +110,7 @@ fn calls(count: usize, ms: u64, safe: bool) -> Vec<Call> {
 fn context() -> (ToolContext, AbortHandle) {
     let (handle, abort) = AbortHandle::new();
     let ctx = ToolContext {
+        resolver: Default::default(),
         workspace: Arc::new(Workspace::new("/".into(), vec![], None)),
         rules: Arc::default(),
         limits: ToolLimits::default(),

@@ -4,6 +4,10 @@
 # the binary at DEST_DIR/tollgate. Used by action.yml, and by scripts/simulate-action.sh
 # against a local file server. Usage: install-release.sh VERSION DEST_DIR
 #
+# VERSION is `latest` or MAJOR.MINOR.PATCH (a leading `v` is allowed), digits only: it
+# becomes part of a URL, so anything else (`0.1.0/../../other/repo/…`) is refused before any
+# download — a checksum file fetched from another repository would "verify" its binary.
+#
 # Exit codes: 0 installed; 10 no release matches (no asset for this runner, or the version
 # has no release) — the caller may build from source; anything else is an error, and a
 # checksum mismatch is one: a binary that does not match its release is never run, nor
@@ -23,6 +27,14 @@ fail() {
 [ $# = 2 ] || fail "usage: install-release.sh VERSION DEST_DIR"
 version="${1#v}"
 dest="$2"
+# Whole-string matches with bash's own regex engine: no locale ranges, no newline slack.
+number='(0|[1-9][0-9]{0,8})'
+if [ "$version" != latest ] && ! [[ "$version" =~ ^$number\.$number\.$number$ ]]; then
+  fail "version must be \`latest\` or MAJOR.MINOR.PATCH (e.g. 0.1.0), not $(printf '%q' "$1")"
+fi
+server="${GITHUB_SERVER_URL:-https://github.com}"
+[[ "$server" =~ ^https?://[A-Za-z0-9]([A-Za-z0-9.-]{0,252})(:[0-9]{1,5})?$ ]] \
+  || fail "GITHUB_SERVER_URL must be a scheme and a host (and port), not $(printf '%q' "$server")"
 
 case "$(uname -s)-$(uname -m)" in
   Linux-x86_64) target=x86_64-unknown-linux-gnu ;;
@@ -36,7 +48,17 @@ if [ -z "${TOLLGATE_REPOSITORY:-}" ]; then
   echo "install-release: TOLLGATE_REPOSITORY is not set: no release to install" >&2
   exit "$no_release"
 fi
-base="${GITHUB_SERVER_URL:-https://github.com}/$TOLLGATE_REPOSITORY/releases/download/v$version"
+# owner/name as GitHub spells them; `.` and `..` are no repository name.
+repo="$TOLLGATE_REPOSITORY"
+if ! [[ "$repo" =~ ^[A-Za-z0-9]([A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$ ]] \
+  || [ "${repo#*/}" = . ] || [ "${repo#*/}" = .. ]; then
+  fail "TOLLGATE_REPOSITORY must be owner/name, not $(printf '%q' "$repo")"
+fi
+if [ "$version" = latest ]; then
+  base="$server/$repo/releases/latest/download"
+else
+  base="$server/$repo/releases/download/v$version"
+fi
 asset="tollgate-$target"
 
 work="$(mktemp -d)"

@@ -41,9 +41,9 @@ mkdir -p "$release"
 cp "$bin" "$release/tollgate-$target"
 (cd "$release" && sha256sum "tollgate-$target" >SHA256SUMS)
 # A tampered release: the same checksum file, different bytes.
-mkdir -p "$releases/v0.0.0-tampered"
-cp "$release/SHA256SUMS" "$releases/v0.0.0-tampered/"
-printf 'not tollgate' >"$releases/v0.0.0-tampered/tollgate-$target"
+mkdir -p "$releases/v0.0.0"
+cp "$release/SHA256SUMS" "$releases/v0.0.0/"
+printf 'not tollgate' >"$releases/v0.0.0/tollgate-$target"
 
 # The file server binds port 0 and writes the port it got, so parallel runs never collide.
 python3 - "$work/www" "$work/port" >"$work/server.log" 2>&1 <<'PY' &
@@ -90,13 +90,21 @@ TOLLGATE_REPOSITORY="" bash "$root/scripts/install-release.sh" "$version" "$work
 [ "$code" = 10 ] || fail "no release repository exited $code, expected 10"
 [ ! -e "$work/none/tollgate" ] || fail "a binary was installed without a release repository"
 code=0
-bash "$root/scripts/install-release.sh" 0.0.0-tampered "$work/tampered" \
+bash "$root/scripts/install-release.sh" 0.0.0 "$work/tampered" \
   2>"$work/tampered.err" || code=$?
 { [ "$code" != 0 ] && [ "$code" != 10 ]; } || fail "a tampered binary exited $code, expected an error"
 grep -q 'does not match' "$work/tampered.err" || fail "the tampered binary was not refused by its checksum"
 [ ! -e "$work/tampered/tollgate" ] || fail "the tampered binary was installed"
 
+# A version that climbs out of its release folder is refused before any download.
+code=0
+bash "$root/scripts/install-release.sh" "$version/../../../../../evil/tool/releases/download/v6.6.6" \
+  "$work/traversal" 2>"$work/traversal.err" || code=$?
+[ "$code" = 1 ] || fail "a traversal version exited $code, expected 1"
+grep -q 'version must be' "$work/traversal.err" || fail "the traversal version was not refused"
+[ ! -e "$work/traversal/tollgate" ] || fail "a binary was installed for a traversal version"
+
 step "download + SHA-256 check: $((installed - start)) ms ($(stat -c %s "$bin") bytes)"
 step "quick start with the installed binary: $((finished - installed)) ms"
 step "start-up from a release, total: $((finished - start)) ms"
-step "no release or no repository -> exit 10 (source build); tampered binary -> refused, not installed"
+step "no release or no repository -> exit 10 (source build); tampered binary, traversal version -> refused, not installed"

@@ -15,6 +15,7 @@ pub mod fleet;
 pub mod hooks;
 pub mod mcp;
 pub mod model;
+pub mod net;
 pub mod neutral;
 pub mod out_dir;
 pub mod policy;

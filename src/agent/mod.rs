@@ -87,6 +87,8 @@ pub struct RunSpec {
     pub tool_limits: ToolLimits,
     /// `subagents.max_turns`: each sub-agent's own turns.
     pub subagent_max_turns: u32,
+    /// `subagents.max_per_turn`: Agent calls one turn may make.
+    pub subagent_max_per_turn: u32,
     /// PreToolUse / PostToolUse hooks in force, managed policy's first.
     pub hooks: Vec<Hook>,
     /// The task's `fail_on`, or `--fail-on`.
@@ -151,6 +153,8 @@ struct Loop<'a> {
     unsaved: Option<crate::out_dir::OutputError>,
     /// Sub-agents started so far, for their ids.
     subagents: u32,
+    /// Model requests of the whole run, sub-agents' included: `max_turns` bounds these.
+    requests: u32,
 }
 
 impl Loop<'_> {
@@ -224,6 +228,7 @@ pub async fn run(
         progress: None,
         sandbox,
         state: RunState::default(),
+        resolver: crate::net::Resolver::System,
     };
     let starting = McpHub::start(
         &spec.mcp,
@@ -265,6 +270,7 @@ pub async fn run(
         mcp,
         unsaved: None,
         subagents: 0,
+        requests: 0,
     };
     run.emit(Event::RunStarted {
         run_id: spec.run_id.clone(),
@@ -408,6 +414,10 @@ pub async fn run(
 
 type Ending = (Outcome, Option<String>, Option<String>);
 
+fn run_turns_used_up(max_turns: u32) -> String {
+    format!("stopped after max_turns = {max_turns} (the run's model turns, sub-agents' included)")
+}
+
 /// Whose conversation the loop is running: the task's own, or a sub-agent's, with its turns.
 struct Scope {
     /// `None` for the run's own conversation.
@@ -480,6 +490,15 @@ async fn conversation(
         {
             return Ok(timed_out(spec));
         }
+        // One budget for the run: a sub-agent's turns are the run's too, so Agent calls cannot
+        // multiply `max_turns`.
+        if run.requests >= spec.limits.max_turns {
+            return Ok((
+                Outcome::MaxTurns,
+                None,
+                Some(run_turns_used_up(spec.limits.max_turns)),
+            ));
+        }
         if scope.turns >= scope.max_turns {
             return Ok((
                 Outcome::MaxTurns,
@@ -497,6 +516,7 @@ async fn conversation(
             Err(limit) => return Ok((limit.outcome, None, Some(limit.reason))),
         };
         scope.turns += 1;
+        run.requests += 1;
         if scope.subagent.is_none() {
             run.counts.turns += 1;
         }

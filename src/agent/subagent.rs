@@ -141,7 +141,9 @@ pub(super) async fn run(
             .map(|(after, before)| after - before),
         error: error.clone(),
     })?;
-    Ok(answer(kind, outcome, final_message, error))
+    // The run's own `max_turns` used up inside the sub-agent ends the parent too.
+    let run_exhausted = run.requests >= spec.limits.max_turns;
+    Ok(answer(kind, outcome, final_message, error, run_exhausted))
 }
 
 /// The same tools with a context of its own: its own file-state cache (a write needs its own
@@ -179,12 +181,14 @@ fn usage_since(before: &Usage, after: &Usage) -> Usage {
 }
 
 /// The Agent call's result for how the sub-agent ended. Its own turn limit and a refusal
-/// are the call's failure; a limit of the whole run also stops the parent.
+/// are the call's failure; a limit of the whole run (the run's `max_turns` among them) also
+/// stops the parent.
 fn answer(
     kind: SubagentKind,
     outcome: Outcome,
     final_message: Option<String>,
     error: Option<String>,
+    run_exhausted: bool,
 ) -> Ran {
     let why = error.unwrap_or_else(|| format!("it ended with outcome {}", serde_name(&outcome)));
     let failed = |text: String| Ran {
@@ -199,6 +203,10 @@ fn answer(
                     .unwrap_or_else(|| format!("(the {kind} sub-agent ended without a message)")),
             )),
             stop: None,
+        },
+        Outcome::MaxTurns if run_exhausted => Ran {
+            result: Err(ToolError::Failed(format!("The {kind} sub-agent stopped: {why}"))),
+            stop: Some(Stop { outcome, why }),
         },
         Outcome::MaxTurns | Outcome::Refusal => {
             failed(format!("The {kind} sub-agent ended without an answer: {why}"))

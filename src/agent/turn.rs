@@ -52,6 +52,8 @@ pub(super) struct LoopHost<'r, 'a> {
     pub results: Vec<ContentBlock>,
     /// tool_use ids of results the per-message budget must not offload (Read's).
     pub exempt: HashSet<String>,
+    /// Sub-agents this turn's calls asked for so far (Agent, agent-mode Skill).
+    delegations: u32,
 }
 
 impl<'r, 'a> LoopHost<'r, 'a> {
@@ -89,6 +91,7 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             admitted_at: HashMap::new(),
             results: Vec::new(),
             exempt: HashSet::new(),
+            delegations: 0,
         }
     }
 
@@ -106,6 +109,20 @@ impl<'r, 'a> LoopHost<'r, 'a> {
 
     /// The gate's decision and the approval stage; the call and its bounds if they allow.
     async fn gate(&mut self, call: &Call, prepared: PreparedCall) -> Result<Admission, AgentError> {
+        // Each sub-agent is a conversation of its own: past the cap, the call is not run
+        // (nor judged), so one response cannot fan out into many.
+        if prepared.delegation().is_some() {
+            self.delegations += 1;
+            let cap = self.run.spec.subagent_max_per_turn;
+            if self.delegations > cap {
+                return Ok(Self::answered(
+                    format!(
+                        "Not run: at most {cap} sub-agents per turn (subagents.max_per_turn = {cap}); start this one in a later turn"
+                    ),
+                    ResultStatus::Error,
+                ));
+            }
+        }
         // An explore sub-agent's limit is structural: before the gate, so no rule, mode or
         // hook can allow a call that is not proven read-only.
         if let Some(refusal) = self

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::paths::{Cwds, ReadLog, check_read, lexical, locate};
 use super::syntax::{Assignment, Item, Redirect};
+use super::word::Word;
 use super::{BashAnalysis, BashEnv, BashRules, BashVerdict, CommandReport, CommandVerdict, Script};
 
 /// `sh -c 'sh -c …'` deeper than this is not analysed.
@@ -79,8 +80,15 @@ impl<'a> Analyser<'a> {
                     flags,
                     names,
                     text,
-                } => self.declaration(keyword, flags, names, text),
-                Item::Unset { flags, names, text } => self.declaration("unset", flags, names, text),
+                } => self.declaration(keyword, flags, names, text, depth),
+                Item::Unset { flags, names, text } => {
+                    self.declaration("unset", flags, names, text, depth)
+                }
+                Item::Bind { via, name } => {
+                    if let Some(reason) = self.binding(via, name, depth) {
+                        self.problems.push(reason);
+                    }
+                }
                 Item::Test { text } => {
                     let first = text.split_whitespace().next().unwrap_or("[").to_owned();
                     self.reports.push(CommandReport {
@@ -98,13 +106,11 @@ impl<'a> Analyser<'a> {
     }
 
     /// A variable set for the rest of the script: only ordinary names, which no program reads
-    /// from its environment, are proven harmless.
+    /// from its environment, are proven harmless (its subscript is the walker's).
     pub(crate) fn bare_assignment(&mut self, a: &Assignment) {
-        if !super::command::bare_variable_ok(&a.name) {
-            self.problems.push(format!(
-                "`{}` sets `{}`, which can change what later commands do",
-                a.text, a.name
-            ));
+        let name = a.name.split_once('[').map_or(a.name.as_str(), |(n, _)| n);
+        if let Err(reason) = super::bindings::judge_name(&a.text, &Word::literal(name)) {
+            self.problems.push(reason);
         }
     }
 

@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 use super::analyser::Analyser;
+use super::long_options::{LongOptions, any_of};
 use super::paths::locate;
 use super::pattern::base;
 use super::word::Word;
@@ -121,11 +122,11 @@ impl Analyser<'_> {
 /// Why this git invocation makes a repository, if it does.
 fn git_makes_repository(args: &[Word]) -> Option<&'static str> {
     let fixed: Vec<&str> = args.iter().filter_map(Word::fixed).collect();
-    if fixed.iter().any(|v| {
-        GIT_REPOSITORY_OPTIONS
-            .iter()
-            .any(|option| v == option || v.strip_prefix(option).is_some_and(|r| r.starts_with('=')))
-    }) {
+    // `git clone --mirr`, `git init --separate-git=…`: parse-options takes prefixes.
+    if fixed
+        .iter()
+        .any(|v| any_of(v, GIT_REPOSITORY_OPTIONS, LongOptions::Prefix, ""))
+    {
         return Some("creates a git repository or moves a git directory");
     }
     let mut words = fixed.iter();
@@ -146,7 +147,7 @@ fn unpacks_unseen_names(name: &str, args: &[Word]) -> Option<&'static str> {
     let fixed: Vec<&str> = args.iter().filter_map(Word::fixed).collect();
     let unpacks = match name {
         "tar" | "bsdtar" | "gtar" => fixed.iter().enumerate().any(|(i, v)| {
-            matches!(*v, "--extract" | "--get")
+            any_of(v, &["--extract", "--get"], LongOptions::Prefix, "")
                 || (v.starts_with('-') && !v.starts_with("--") && v.contains('x'))
                 // Old-style bundled letters: `tar xzf a.tgz`.
                 || (i == 0 && !v.starts_with('-') && v.contains('x'))
@@ -155,7 +156,7 @@ fn unpacks_unseen_names(name: &str, args: &[Word]) -> Option<&'static str> {
             .iter()
             .any(|v| matches!(*v, "-l" | "-t" | "-v" | "-Z" | "-p" | "-z")),
         "cpio" => fixed.iter().any(|v| {
-            matches!(*v, "--extract" | "--pass-through")
+            any_of(v, &["--extract", "--pass-through"], LongOptions::Prefix, "")
                 || (v.starts_with('-') && !v.starts_with("--") && v.contains(['i', 'p']))
         }),
         "7z" | "7za" | "7zr" => fixed.first().is_some_and(|v| matches!(*v, "x" | "e")),

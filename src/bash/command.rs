@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 
 use super::analyser::{Analyser, MAX_NESTING};
+use super::bindings::harmless_in_environment;
 use super::evaluated::{inert_variable_name, runs_code, substitutions_loose};
 use super::paths::{inside_workspace, locate};
 use super::pattern::{Match, base};
@@ -17,7 +18,6 @@ use super::{CommandReport, CommandVerdict};
 /// Wrappers inside wrappers deeper than this are not looked through.
 const MAX_UNWRAP: usize = 16;
 
-/// Variables a command may be given without asking: they change formatting, never what runs.
 /// `NAME` of a word written `NAME=…` or `NAME+=…` (an assignment when it leads a command).
 fn assignment_name(raw: &str) -> Option<&str> {
     let end = raw.find('=')?;
@@ -27,42 +27,6 @@ fn assignment_name(raw: &str) -> Option<&str> {
     ((first.is_ascii_alphabetic() || first == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_'))
     .then_some(name)
-}
-
-fn safe_prefix_var(name: &str) -> bool {
-    name.starts_with("LC_")
-        || matches!(
-            name,
-            "LANG"
-                | "LANGUAGE"
-                | "TZ"
-                | "NO_COLOR"
-                | "FORCE_COLOR"
-                | "CLICOLOR"
-                | "CLICOLOR_FORCE"
-                | "COLUMNS"
-                | "CI"
-                | "RUST_LOG"
-                | "RUST_BACKTRACE"
-                | "CARGO_TERM_COLOR"
-                | "TERM"
-        )
-}
-
-/// A shell variable set by the script: lower-case names are the script's own, except the
-/// proxy variables that programs read from the environment.
-pub(crate) fn bare_variable_ok(name: &str) -> bool {
-    let lower = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
-    let proxy = name.ends_with("_proxy");
-    // npm, pnpm and yarn read every `npm_config_*` (`npm_config_script_shell`) as a setting.
-    let runner_setting = ["npm_config_", "yarn_", "pnpm_"]
-        .iter()
-        .any(|prefix| name.starts_with(prefix));
-    safe_prefix_var(name) || (lower && !proxy && !runner_setting)
 }
 
 /// System folders whose programs are the real ones: elsewhere `./ls` is not `ls`.
@@ -142,10 +106,18 @@ impl Analyser<'_> {
             }
             return;
         }
+        let builtin = cmd
+            .words
+            .first()
+            .and_then(Word::fixed)
+            .filter(|name| !functions.contains(*name));
         let unproven = cmd
             .assignments
             .iter()
-            .filter(|a| !safe_prefix_var(&a.name))
+            .filter(|a| {
+                !harmless_in_environment(&a.name)
+                    && !builtin.is_some_and(|b| super::bindings::scoped_to_builtin(&a.name, b))
+            })
             .map(|a| format!("it sets `{}` for the command", a.name))
             .collect();
         let job = Job {
@@ -184,7 +156,7 @@ impl Analyser<'_> {
                 .count();
             for word in argv.drain(..assignments) {
                 if let Some(name) = assignment_name(&word.raw)
-                    && !safe_prefix_var(name)
+                    && !harmless_in_environment(name)
                 {
                     unproven.push(format!("it sets `{name}` for the command"));
                 }
@@ -225,7 +197,7 @@ impl Analyser<'_> {
                     unproven.extend(
                         assignments
                             .iter()
-                            .filter(|a| !safe_prefix_var(a))
+                            .filter(|a| !harmless_in_environment(a))
                             .map(|a| format!("`{name}` sets `{a}` for the command")),
                     );
                     unproven.extend(problem);
@@ -281,6 +253,7 @@ impl Analyser<'_> {
             }
         }
         unproven.extend(self.evaluated_operands(job, &argv));
+        unproven.extend(self.builtin_bindings(&argv, job.depth));
         let exec_reason = self.nested(job, &argv);
         let mut proved = false;
         let (verdict, why) = if let Some((id, pattern, maybe)) = hits.deny {
@@ -586,6 +559,7 @@ impl Analyser<'_> {
         flags: &[Word],
         names: &[String],
         text: &str,
+        depth: usize,
     ) {
         let mut argv = vec![Word::literal(keyword)];
         argv.extend(flags.iter().cloned());
@@ -604,10 +578,8 @@ impl Analyser<'_> {
                 reasons.push(format!("`{keyword} -{bad}` is not known to be harmless"));
             }
         }
-        for n in names.iter().filter(|n| !bare_variable_ok(n)) {
-            reasons.push(format!(
-                "it sets or removes `{n}`, which can change what later commands do"
-            ));
+        for n in names {
+            reasons.extend(self.binding(keyword, &Word::literal(n), depth));
         }
         let (verdict, why) = match (hits.deny, hits.ask) {
             (Some((id, p, _)), _) => (

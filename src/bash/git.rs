@@ -2,12 +2,15 @@
 //! only inspecting subcommands pass, and their writing or executing options are refused.
 
 use super::BashEnv;
+use super::long_options;
 use super::paths::{Cwds, ReadLog, check_read, log_read};
 use super::unproven::Unproven;
 use super::word::Word;
 
-/// Long options that write files, run programs or read outside the repository. Git accepts
-/// any unambiguous abbreviation, so an option that is a prefix of one of these is refused too.
+/// Long options that write files, run programs or read outside the repository. Git's
+/// parse-options accepts any unambiguous abbreviation (`git grep --open=`), so an option that
+/// is a prefix of one of these is refused too; `git log` and `git diff` take only full
+/// spellings today, which the prefix reading covers as well.
 pub(crate) const DANGEROUS_LONG: &[&str] = &[
     "--output",
     "--ext-diff",
@@ -23,6 +26,19 @@ pub(crate) const DANGEROUS_LONG: &[&str] = &[
     // `git log --help` is `git help log`: it starts man, info or a browser (help.format).
     "--help",
 ];
+
+/// git options that are prefixes of a [`DANGEROUS_LONG`] entry but options of their own
+/// (parse-options prefers an exact match): `git diff --text` is not `--textconv`.
+pub(crate) const NOT_ABBREVIATIONS: &[&str] = &["--text", "--filter"];
+
+/// Whether git may read the long option `written` as one of [`DANGEROUS_LONG`].
+pub(crate) fn dangerous_long(written: &str) -> bool {
+    let name = written.split_once('=').map_or(written, |(name, _)| name);
+    !NOT_ABBREVIATIONS.contains(&name)
+        && DANGEROUS_LONG
+            .iter()
+            .any(|d| long_options::spells(name, d, long_options::LongOptions::Prefix))
+}
 
 const READ_ONLY: &[&str] = &[
     "status",
@@ -124,7 +140,7 @@ fn options(sub: &str, rest: &[Word]) -> Result<(), Unproven> {
             .map(|n| n.split('=').next().unwrap_or(n))
         {
             let name = format!("--{name}");
-            if name.len() > 3 && DANGEROUS_LONG.iter().any(|d| d.starts_with(name.as_str())) {
+            if dangerous_long(&name) {
                 return Err(Unproven::GitWritesOrRuns {
                     sub: sub.to_owned(),
                     option: v.to_owned(),
@@ -191,12 +207,9 @@ fn listing_only(sub: &str, rest: &[Word]) -> Result<(), Unproven> {
             } else {
                 TAG_WRITING
             };
-            let changes = |v: &&str| {
-                writing.contains(v)
-                    || writing
-                        .iter()
-                        .any(|w| w.starts_with("--") && v.starts_with(&format!("{w}=")))
-            };
+            // git takes `--set-upstream-t` for `--set-upstream-to` and `-vd` for `-v -d`.
+            let changes =
+                |v: &&str| long_options::any_of(v, writing, long_options::LongOptions::Prefix, "");
             if let Some(v) = values.iter().find(|v| changes(v)) {
                 return Err(Unproven::GitNotListing {
                     sub: sub.to_owned(),

@@ -3,10 +3,12 @@
 
 mod analyser;
 mod arg_writes;
+mod bindings;
 mod command;
 mod evaluated;
 mod git;
 mod kind;
+mod long_options;
 mod paths;
 mod pattern;
 mod readonly;

@@ -2,6 +2,7 @@
 //! Flags are allowlisted (an unknown or abbreviated flag is refused); every path must be inside.
 
 use super::BashEnv;
+use super::long_options::{self, LongOptions};
 use super::paths::{Cwds, ReadLog, check_read, check_read_below};
 use super::sed::{check_awk_program, check_sed_script};
 use super::unproven::Unproven;
@@ -672,6 +673,11 @@ pub(crate) fn known(name: &str) -> bool {
             | "date"
             | "hostname"
             | "read"
+            | "mapfile"
+            | "readarray"
+            | "getopts"
+            | "break"
+            | "continue"
     ) || spec_for(name).is_some()
 }
 
@@ -679,10 +685,12 @@ pub(crate) fn known(name: &str) -> bool {
 pub(crate) fn check(name: &str, args: &[Word], ctx: &Ctx) -> Result<(), Unproven> {
     match name {
         // Their arguments are data: no value can make them write, read or run anything.
-        "echo" | "sleep" | "test" | "[" | "expr" | "exit" | "return" | "wait" | "shift"
-        | "type" | "true" | "false" | ":" => Ok(()),
+        // `break N`/`continue N` take a plain number (Bash's `legal_number`, no arithmetic).
+        "echo" | "sleep" | "test" | "[" | "expr" | "exit" | "return" | "shift" | "type"
+        | "true" | "false" | ":" | "break" | "continue" => Ok(()),
+        "read" | "mapfile" | "readarray" | "getopts" | "wait" => binds(name, args),
         "printf" => match args.first().map(|w| w.fixed()) {
-            Some(Some(v)) if v.starts_with("-v") => Err(Unproven::PrintfSetsVariable),
+            Some(Some(v)) if v.starts_with("-v") => binds(name, args),
             Some(None) => Err(Unproven::PrintfMayBeV),
             _ => Ok(()),
         },
@@ -694,7 +702,6 @@ pub(crate) fn check(name: &str, args: &[Word], ctx: &Ctx) -> Result<(), Unproven
         "set" => set(args),
         "date" => date(args),
         "hostname" if args.is_empty() => Ok(()),
-        "read" => read(args),
         _ => match spec_for(name) {
             Some(spec) => run_spec(name, &spec, args, ctx),
             None => Err(Unproven::UnknownCommand(name.to_owned())),
@@ -1065,7 +1072,10 @@ fn jq(args: &[Word], ctx: &Ctx) -> Result<(), Unproven> {
     }
     let mut filter_given = false;
     let mut operands: Vec<&Word> = Vec::new();
+    // After `--args`/`--jsonargs` the operands are strings, not files; but jq keeps reading
+    // options wherever they stand (`--args --rawfile e FILE` reads FILE), up to `--`.
     let mut positional_args = false;
+    let mut options_done = false;
     let mut i = 0;
     while let Some(w) = args.get(i) {
         i += 1;
@@ -1073,7 +1083,16 @@ fn jq(args: &[Word], ctx: &Ctx) -> Result<(), Unproven> {
             command: "jq",
             word: w.raw.clone(),
         })?;
-        if positional_args && filter_given {
+        if !options_done && v == "--" {
+            options_done = true;
+            continue;
+        }
+        if options_done || v == "-" || !v.starts_with('-') {
+            if !filter_given {
+                filter_given = true;
+            } else if !positional_args {
+                operands.push(w);
+            }
             continue;
         }
         match v {
@@ -1128,8 +1147,12 @@ fn jq(args: &[Word], ctx: &Ctx) -> Result<(), Unproven> {
                     option: v.to_owned(),
                 });
             }
-            _ if !filter_given => filter_given = true,
-            _ => operands.push(w),
+            _ => {
+                return Err(Unproven::NotReadOnly {
+                    command: "jq".to_owned(),
+                    option: v.to_owned(),
+                });
+            }
         }
     }
     paths(&operands, ctx)
@@ -1207,59 +1230,102 @@ pub(crate) fn hazard(name: &str, args: &[Word]) -> Option<String> {
     if name == "git" {
         return git_hazard(args);
     }
+    let hazards = option_hazards(name)?;
     let flags = args
         .iter()
         .filter_map(Word::fixed)
         .take_while(|v| *v != "--")
         .filter(|v| v.starts_with('-'));
     for v in flags {
-        let long = |full: &str| {
-            v.len() > 3
-                && v.starts_with("--")
-                && (full.starts_with(v.split('=').next().unwrap_or(v)))
-        };
-        let bad = match name {
-            "sed" => {
-                v.starts_with("--in-place")
-                    || long("--in-place")
-                    || (!v.starts_with("--") && v.contains('i'))
-            }
-            "sort" => v.starts_with("-o") || long("--output") || long("--compress-program"),
-            "rg" => long("--pre") || v.starts_with("--pre"),
-            "diff" => long("--output") || v.starts_with("--output"),
-            "tree" => v.starts_with("-o"),
-            "find" => matches!(v, "-delete" | "-fprint" | "-fprint0" | "-fprintf" | "-fls"),
-            _ => false,
-        };
-        if bad {
+        if long_options::any_of(v, hazards.options, hazards.long_options, hazards.valued) {
             return Some(format!("`{name} {v}` writes files or runs programs"));
         }
     }
     None
 }
 
+/// A program's options that write files or run programs, and how it reads them.
+struct OptionHazards {
+    long_options: LongOptions,
+    /// Short options that take a value, which ends a cluster (`sort -ko` is `-k o`).
+    valued: &'static str,
+    /// `-x` entries are letters of a cluster, `--long` entries are read as the program reads
+    /// them, other single-dash words (`find -delete`) are whole words.
+    options: &'static [&'static str],
+}
+
+fn option_hazards(name: &str) -> Option<OptionHazards> {
+    use LongOptions::Prefix;
+    Some(match name {
+        // GNU sed and sort use getopt_long: `sed --in-pl`, `sort --comp=cat` are taken.
+        "sed" => OptionHazards {
+            long_options: Prefix,
+            valued: "efl",
+            options: &["-i", "--in-place"],
+        },
+        "sort" => OptionHazards {
+            long_options: Prefix,
+            valued: "kStT",
+            options: &[
+                "-o",
+                "--output",
+                "--compress-program",
+                "-T",
+                "--temporary-directory",
+            ],
+        },
+        // ripgrep and tree parse their own flags; whether they take prefixes is not checked
+        // here, so a prefix counts as the option.
+        "rg" => OptionHazards {
+            long_options: Prefix,
+            valued: "efgtTmABCMjEr",
+            options: &["--pre", "--hostname-bin"],
+        },
+        "tree" => OptionHazards {
+            long_options: Prefix,
+            valued: "LIP",
+            options: &["-o"],
+        },
+        // GNU diff: getopt_long.
+        "diff" => OptionHazards {
+            long_options: Prefix,
+            valued: "CUDFILSxXW",
+            options: &["--output"],
+        },
+        // find's primaries are single-dash words, matched whole.
+        "find" => OptionHazards {
+            long_options: LongOptions::Exact,
+            valued: "",
+            options: &["-delete", "-fprint", "-fprint0", "-fprintf", "-fls"],
+        },
+        _ => return None,
+    })
+}
+
 fn git_hazard(args: &[Word]) -> Option<String> {
     let mut global = true;
+    let mut sub = None;
     for v in args.iter().filter_map(Word::fixed) {
         if v == "--" {
             break;
         }
         if !v.starts_with('-') {
             global = false;
+            sub = sub.or(Some(v));
             continue;
         }
         let name = v.split('=').next().unwrap_or(v);
+        // git's global options take full spellings only (`git --no-pag` is an error); after
+        // the subcommand, parse-options takes any unambiguous prefix.
         let bad = if global {
             matches!(
                 name,
                 "-c" | "-p" | "--paginate" | "--config-env" | "--exec-path"
             )
         } else {
-            name.len() > 3
-                && name.starts_with("--")
-                && super::git::DANGEROUS_LONG
-                    .iter()
-                    .any(|d| d.starts_with(name))
+            // `git grep -O[PAGER]`, also inside a cluster (`-nO`), is `--open-files-in-pager`.
+            super::git::dangerous_long(name)
+                || (sub == Some("grep") && long_options::cluster_has(v, 'O', "efABCm"))
         };
         if bad {
             return Some(format!("`git {v}` can write files or run programs"));
@@ -1268,26 +1334,22 @@ fn git_hazard(args: &[Word]) -> Option<String> {
     None
 }
 
-/// `read` sets the variables it names, so they must be ordinary ones.
-fn read(args: &[Word]) -> Result<(), Unproven> {
-    let mut i = 0;
-    while let Some(w) = args.get(i) {
-        i += 1;
-        let v = w.fixed().ok_or(Unproven::SomeArgumentNotStatic("read"))?;
-        match v {
-            "-r" | "-s" | "-e" => {}
-            "-d" | "-n" | "-N" | "-p" | "-t" | "-u" => i += 1,
-            v if v.starts_with('-') => {
-                return Err(Unproven::NotHarmless {
-                    command: "read",
-                    option: v.to_owned(),
-                });
-            }
-            name if super::command::bare_variable_ok(name) => {}
-            name => {
-                return Err(Unproven::ReadSetsVariable(name.to_owned()));
-            }
-        }
+/// `read`, `mapfile`, `wait -p`, `printf -v` and `getopts` bind the variables they name:
+/// proven only when every name is harmless and nothing runs as code (see `bindings`).
+fn binds(name: &str, args: &[Word]) -> Result<(), Unproven> {
+    let bound = super::bindings::builtin_bindings(name, args)
+        .ok_or_else(|| Unproven::UnknownCommand(name.to_owned()))?;
+    if let Some(problem) = bound.problem {
+        return Err(Unproven::Binding(problem));
+    }
+    if let Some(callback) = bound.code.first() {
+        return Err(Unproven::Binding(format!(
+            "`{name}` runs `{}` as shell code",
+            callback.raw
+        )));
+    }
+    for n in &bound.names {
+        super::bindings::judge_name(name, n).map_err(Unproven::Binding)?;
     }
     Ok(())
 }

@@ -59,6 +59,11 @@ pub(crate) enum Item {
         names: Vec<String>,
         text: String,
     },
+    /// `for NAME in …`, `select NAME in …`: NAME is bound like `NAME=value`.
+    Bind {
+        via: String,
+        name: Word,
+    },
     /// `[ … ]`, `[[ … ]]`.
     Test {
         text: String,
@@ -323,7 +328,7 @@ impl<'s> Walker<'s> {
         // Prompt strings are expanded like `${x@P}` (PS4 under `set -x`).
         if assignment
             .child_by_field_name("name")
-            .is_some_and(|n| matches!(&self.src[n.byte_range()], "PS1" | "PS2" | "PS3" | "PS4"))
+            .is_some_and(|n| super::bindings::expanded_later(&self.src[n.byte_range()]))
         {
             self.evaluates = true;
         }
@@ -333,6 +338,23 @@ impl<'s> Walker<'s> {
                 self.data.push(template);
             }
         }
+    }
+
+    /// `for NAME in …` and `select NAME in …` bind NAME to each value in turn: a binding like
+    /// `NAME=value`, and a prompt variable's values are code (`for PS4 in '$(cmd)'`).
+    fn loop_variable(&mut self, n: Node) {
+        let Some(variable) = n.child_by_field_name("variable") else {
+            return;
+        };
+        // tree-sitter-bash only reads a plain name here: `for "$v" in` does not parse.
+        let name = Word::literal(&self.text(variable));
+        if name.fixed().is_none_or(super::bindings::expanded_later) {
+            self.evaluates = true;
+        }
+        let via = n
+            .child(0)
+            .map_or_else(|| "for".to_owned(), |k| self.text(k));
+        self.items.push(Item::Bind { via, name });
     }
 
     /// Marks a place where Bash evaluates data as code: a problem (ask), and the script's
@@ -460,7 +482,18 @@ impl<'s> Walker<'s> {
             | "test_operator"
             | "brace_expression"
             | "simple_expansion" => {}
-            "while_statement" | "for_statement" => self.children(
+            "for_statement" => {
+                self.loop_variable(n);
+                self.children(
+                    n,
+                    depth,
+                    Ctx {
+                        repeated: true,
+                        ..inner
+                    },
+                );
+            }
+            "while_statement" => self.children(
                 n,
                 depth,
                 Ctx {
@@ -974,9 +1007,15 @@ impl<'s> Walker<'s> {
             .enumerate()
             .map(|(i, c)| (n.field_name_for_child(i as u32), c))
             .collect();
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        let mut redirect_starts: Vec<usize> = Vec::new();
         for (field, child) in &kids {
+            if *field == Some("redirect") {
+                redirect_starts.push(child.start_byte());
+            }
             match (*field, kind(child)) {
                 (Some("name") | Some("argument"), _) => {
+                    spans.push((child.start_byte(), child.end_byte()));
                     words.push((child.start_byte(), resolve(*child, self.src)));
                 }
                 (Some("redirect"), _) => self.extra_destinations(*child, &mut words),
@@ -996,9 +1035,11 @@ impl<'s> Walker<'s> {
                 .children_by_field_name("redirect", &mut cursor)
                 .collect();
             for r in redirects {
+                redirect_starts.push(r.start_byte());
                 self.extra_destinations(r, &mut words);
             }
         }
+        self.descriptor_variables(&spans, &redirect_starts, &mut words);
         words.sort_by_key(|(pos, _)| *pos);
         for (_, w) in &words {
             if runs_code(w.template()) {
@@ -1008,26 +1049,12 @@ impl<'s> Walker<'s> {
         // The declaration builtins reach here as plain words when tree-sitter-bash misreads
         // the line (`! declare -a d='([$(cmd)]=1)'`) or through `builtin`/`command`; they
         // evaluate a quoted array value's keys as they do in a declaration.
-        if words.iter().any(|(_, w)| {
-            w.fixed().is_some_and(|v| {
-                matches!(
-                    v,
-                    "let"
-                        | "eval"
-                        | "-v"
-                        | "-R"
-                        | "read"
-                        | "mapfile"
-                        | "readarray"
-                        | "trap"
-                        | "declare"
-                        | "typeset"
-                        | "local"
-                        | "readonly"
-                        | "export"
-                )
-            })
-        }) {
+        let fixed: Vec<&str> = words.iter().filter_map(|(_, w)| w.fixed()).collect();
+        if fixed
+            .iter()
+            .any(|v| matches!(*v, "eval" | "-v" | "-R" | "trap"))
+            || super::bindings::may_bind(&fixed)
+        {
             self.evaluates = true;
         }
         for (_, child) in &kids {
@@ -1046,6 +1073,39 @@ impl<'s> Walker<'s> {
             words: words.into_iter().map(|(_, w)| w).collect(),
             repeated: ctx.repeated,
         }));
+    }
+
+    /// `{NAME}>file` (also `<`, `>&`, `<&-`…) opens a descriptor and binds its number to NAME
+    /// (a subscript is evaluated); tree-sitter-bash reads `{NAME}` as a word of the command.
+    /// Bash does not pass it on: it is a binding, taken out of the words.
+    fn descriptor_variables(
+        &mut self,
+        spans: &[(usize, usize)],
+        redirect_starts: &[usize],
+        words: &mut Vec<(usize, Word)>,
+    ) {
+        for &(start, end) in spans {
+            let text = &self.src[start..end];
+            let Some(name) = text
+                .strip_prefix('{')
+                .and_then(|t| t.strip_suffix('}'))
+                .filter(|name| !name.is_empty() && !name.contains(['{', '}', ',']))
+            else {
+                continue;
+            };
+            if !redirect_starts.contains(&end) {
+                continue;
+            }
+            words.retain(|(pos, _)| *pos != start);
+            let name = Word::literal(name);
+            if super::evaluated::runs_code(name.template()) {
+                self.evaluates = true;
+            }
+            self.items.push(Item::Bind {
+                via: format!("{text} redirection"),
+                name,
+            });
+        }
     }
 
     /// tree-sitter-bash hangs words that follow a redirect target (`>out a b`) on the redirect;

@@ -64,8 +64,6 @@ pub(crate) enum Unproven {
         command: &'static str,
         option: String,
     },
-    #[error("`printf -v` sets a variable")]
-    PrintfSetsVariable,
     #[error("`printf` with an unknown first argument may be `-v`")]
     PrintfMayBeV,
     #[error("`{0}` may expand to a sed option such as `-i`")]
@@ -98,8 +96,9 @@ pub(crate) enum Unproven {
     DateSetsClock,
     #[error("`date -f/-r` reads a file")]
     DateReadsFile,
-    #[error("`read` sets `{0}`, which can change what later commands do")]
-    ReadSetsVariable(String),
+    /// A variable-binding builtin's name or option (bindings.rs).
+    #[error("{0}")]
+    Binding(String),
 
     // git (git.rs).
     #[error("`git` without a subcommand")]

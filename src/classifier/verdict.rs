@@ -37,10 +37,11 @@ pub enum VerdictError {
 }
 
 /// Parses the model's whole text. Surrounding whitespace is the only slack: prose around the
-/// object, a code fence or a second object is refused, since a judge that cannot follow the
-/// format cannot be trusted to have followed the rules either.
+/// object, a code fence, a second object or a key given twice (at any depth) is refused,
+/// since a judge that cannot follow the format cannot be trusted to have followed the rules
+/// either.
 pub fn parse_verdict(text: &str) -> Result<Verdict, VerdictError> {
-    let verdict: Verdict = serde_json::from_str(text.trim())
+    let verdict: Verdict = crate::base::from_str_unique_keys(text.trim())
         .map_err(|err| VerdictError::Malformed(err.to_string()))?;
     if verdict.reason.trim().is_empty() {
         return Err(VerdictError::NoReason);
@@ -77,6 +78,8 @@ mod tests {
             "{\"decision\": \"allow\", \"reason\": \"r\", \"risk\": \"low\", \"override\": true}",
             "{\"decision\": \"allow\", \"reason\": 3, \"risk\": \"low\"}",
             "{\"decision\": \"allow\", \"reason\": \"r\", \"risk\": \"low\"} {}",
+            "{\"decision\": \"deny\", \"decision\": \"allow\", \"reason\": \"r\", \"risk\": \"low\"}",
+            "{\"decision\": \"allow\", \"reason\": \"r\", \"reason\": \"s\", \"risk\": \"low\"}",
         ] {
             assert!(
                 matches!(parse_verdict(bad), Err(VerdictError::Malformed(_))),

@@ -81,6 +81,9 @@ fn write_stdout(bytes: &[u8]) -> Result<()> {
 mod tests {
     use super::*;
 
+    use crate::policy::PermissionMode;
+    use crate::task::FailOn;
+
     fn completion(shell: Shell) -> String {
         let mut script = Vec::new();
         clap_complete::generate(shell, &mut Cli::command(), "tollgate", &mut script);
@@ -101,6 +104,26 @@ mod tests {
             ] {
                 assert!(script.contains(word), "{shell} completion lacks {word}");
             }
+        }
+    }
+
+    #[test]
+    fn run_help_lists_every_code_mode_and_kind() {
+        let mut command = Cli::command();
+        let run = command.find_subcommand_mut("run").unwrap();
+        let help = run.render_long_help().to_string();
+        for code in ExitCode::ALL {
+            assert!(
+                help.contains(&format!("{} {}", code.code(), code.summary())),
+                "run --help lacks exit code {}",
+                code.code()
+            );
+        }
+        for mode in PermissionMode::ALL {
+            assert!(help.contains(mode.as_str()), "run --help lacks {mode}");
+        }
+        for kind in FailOn::ALL {
+            assert!(help.contains(kind.as_str()), "run --help lacks {kind}");
         }
     }
 

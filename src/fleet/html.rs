@@ -1,6 +1,7 @@
 //! The batch's HTML report: one self-contained page (inline style and script, no network,
 //! no external asset) with the repositories' table, sortable by any column, and a bar chart
-//! of the cost per repository drawn as inline SVG.
+//! of the cost per repository drawn as inline SVG. What a repository, a journal or the forge
+//! named goes through `neutral` (text escaped, links only to http(s)).
 
 use super::journal::Journal;
 use super::merge::{cost_of, not_started, outcome_name, spent};
@@ -31,11 +32,7 @@ pub fn html(journals: &[Journal]) -> String {
             )
         });
         let cost = cost_of(journal).unwrap_or(0.0);
-        let pr = journal
-            .pr_url
-            .as_deref()
-            .map(|url| format!("<a href=\"{0}\">{0}</a>", escape(url)))
-            .unwrap_or_default();
+        let pr = journal.pr_url.as_deref().map(pr_link).unwrap_or_default();
         rows.push_str(&format!(
             "<tr class=\"{class}\"><td>{repo}</td><td>{outcome}</td><td>{checks}</td>\
 <td data-sort=\"{denials}\">{denials}</td><td data-sort=\"{cost}\">{cost:.4}</td><td>{branch}</td><td>{pr}</td></tr>\n",
@@ -96,11 +93,21 @@ height=\"{h}\" fill=\"#4a7bd0\"/><text x=\"{tx:.1}\" y=\"{ty}\">{cost:.4}</text>
     )
 }
 
+/// A pull request's address, from a shard's journal or the forge's answer: a link only when
+/// it is an http(s) URL, else text (a `javascript:` address must never be clickable).
+fn pr_link(url: &str) -> String {
+    match crate::neutral::http_url(url) {
+        Some(href) => format!(
+            "<a href=\"{}\" rel=\"noopener noreferrer\">{}</a>",
+            escape(&href),
+            escape(url)
+        ),
+        None => escape(url),
+    }
+}
+
 fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    crate::neutral::html_text(text)
 }
 
 #[cfg(test)]
@@ -124,5 +131,29 @@ mod tests {
         for external in ["src=", "href=\"http", "@import", "url("] {
             assert!(!page.contains(external), "{external}");
         }
+    }
+
+    #[test]
+    fn only_web_addresses_become_links() {
+        let mut web = Journal::new("web");
+        web.pr_url = Some("https://github.com/o/web/pull/7".into());
+        let mut hostile = Journal::new("x\"><script>alert(1)</script>");
+        hostile.pr_url = Some("javascript:alert(document.domain)".into());
+        let mut spaced = Journal::new("y");
+        spaced.pr_url = Some(" JAVASCRIPT:alert(1)".into());
+        let page = html(&[web, hostile, spaced]);
+        assert!(page.contains(
+            "<a href=\"https://github.com/o/web/pull/7\" rel=\"noopener noreferrer\">https://github.com/o/web/pull/7</a>"
+        ));
+        assert!(
+            page.contains("<td>javascript:alert(document.domain)</td>"),
+            "{page}"
+        );
+        assert_eq!(page.matches("<a ").count(), 1, "{page}");
+        assert_eq!(
+            page.matches("<script>").count(),
+            1,
+            "only the page's own script"
+        );
     }
 }

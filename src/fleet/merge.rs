@@ -181,7 +181,7 @@ pub fn markdown(journals: &[Journal]) -> String {
                         run.denials.to_string(),
                     )
                 });
-        let cell = |text: &str| text.replace('|', "\\|").replace('\n', " ");
+        let cell = crate::neutral::markdown_inline;
         text.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} |\n",
             cell(&journal.repo),
@@ -199,7 +199,11 @@ pub fn markdown(journals: &[Journal]) -> String {
     if !not_started.is_empty() {
         text.push_str("\nNot started:\n\n");
         for (repo, reason) in not_started {
-            text.push_str(&format!("- {repo}: {reason}\n"));
+            text.push_str(&format!(
+                "- {}: {}\n",
+                crate::neutral::markdown_inline(repo),
+                crate::neutral::markdown_inline(reason)
+            ));
         }
     }
     text
@@ -260,5 +264,20 @@ mod tests {
         assert_eq!(suites, ["api", "web"]);
         assert!(xml.contains("no such ref"));
         assert!(markdown(&[bad]).contains("| web | failed |"));
+    }
+
+    #[test]
+    fn what_a_repository_or_forge_named_cannot_break_the_summary() {
+        let mut hostile = Journal::new("x |\n\n## ✅ all repositories passed\n\n<!--");
+        hostile.outcome = Some(RepoOutcome::Skipped);
+        hostile.reason = Some("![](https://attacker.example/p.png?d=1)".into());
+        hostile.pr_url = Some("javascript:alert(1)|".into());
+        let text = markdown(&[hostile]);
+        let rows: Vec<&str> = text.lines().filter(|line| line.starts_with('|')).collect();
+        assert_eq!(rows.len(), 3, "{text}");
+        assert!(!text.contains("\n#"), "{text}");
+        for raw in ["<!--", "![", "javascript:alert(1)|"] {
+            assert!(!text.contains(raw), "{raw} in {text}");
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! What one hook said: its exit code, stdout and stderr read as an answer (allow / deny / ask /
-//! no opinion), or as an error. Accepts tollgate's flat JSON and Claude Code's nested form.
+//! no opinion), or as an error. Accepts tollgate's flat JSON and Claude Code's nested form;
+//! an answer that names a key twice or whose forms disagree says two things, and is refused.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -58,6 +59,10 @@ pub enum HookError {
     Aborted,
     #[error("printed output that is not a hook answer: {0}")]
     BadOutput(String),
+    /// Two answers in one: a key given twice, or forms that disagree. Denies whatever
+    /// `on_error` says, since one of the two may be text the hook copied from the model.
+    #[error("gave an ambiguous answer: {0}")]
+    Ambiguous(String),
     #[error("printed more than 1 MiB, or a background process it started kept its output open")]
     IncompleteOutput,
     /// tollgate's own task for the hook failed; the hook's answer is lost.
@@ -152,6 +157,16 @@ enum Said {
     Deny,
 }
 
+impl Said {
+    fn as_str(self) -> &'static str {
+        match self {
+            Said::Allow => "allow",
+            Said::Ask => "ask",
+            Said::Deny => "deny",
+        }
+    }
+}
+
 fn parse_stdout(stdout: &Captured, event: HookEvent) -> Result<HookAnswer, HookError> {
     if !stdout.complete {
         return Err(HookError::IncompleteOutput);
@@ -162,8 +177,14 @@ fn parse_stdout(stdout: &Captured, event: HookEvent) -> Result<HookAnswer, HookE
             updated_input: None,
         });
     }
-    let value: Value = serde_json::from_str(text)
-        .map_err(|err| HookError::BadOutput(format!("{err} in {}", excerpt(text))))?;
+    let value: Value = crate::base::parse_unique_keys(text).map_err(|err| {
+        let message = format!("{err} in {}", excerpt(text));
+        if err.to_string().starts_with("duplicate key") {
+            HookError::Ambiguous(message)
+        } else {
+            HookError::BadOutput(message)
+        }
+    })?;
     if !value.is_object() {
         return Err(HookError::BadOutput(format!(
             "expected a JSON object, got {}",
@@ -184,7 +205,8 @@ fn answer_from(output: Output, event: HookEvent) -> Result<HookAnswer, HookError
             "hookSpecificOutput is for {name}, but this is a {event} hook"
         )));
     }
-    // Every form the hook used counts; if they disagree the strictest wins, as across hooks.
+    // Every form the hook used counts, and they must agree: `block` beside `allow` is two
+    // answers, and which one the hook meant cannot be known.
     let mut said: Vec<(Said, Option<String>)> = Vec::new();
     if let Some(text) = &output.permission_decision {
         said.push((permission(text)?, output.reason.clone()));
@@ -224,10 +246,18 @@ fn answer_from(output: Output, event: HookEvent) -> Result<HookAnswer, HookError
             "updatedInput must be a JSON object (the tool's whole new input)".to_string(),
         ));
     }
-    let strictest = said
-        .into_iter()
-        .reduce(|kept, next| if next.0 > kept.0 { next } else { kept });
-    Ok(match strictest {
+    if let Some((first, _)) = said.first()
+        && let Some((other, _)) = said.iter().find(|(said, _)| said != first)
+    {
+        return Err(HookError::Ambiguous(format!(
+            "its answer says both {} and {}",
+            first.as_str(),
+            other.as_str()
+        )));
+    }
+    // They agree; the reason is the first one given.
+    let reason = said.iter().find_map(|(_, reason)| reason.clone());
+    Ok(match said.first().map(|(said, _)| (*said, reason)) {
         None => HookAnswer::NoOpinion { updated_input },
         Some((Said::Allow, reason)) => HookAnswer::Allow {
             reason,
@@ -346,9 +376,9 @@ mod tests {
             ),
             (
                 0,
-                r#"{"permissionDecision":"allow","hookSpecificOutput":{"permissionDecision":"ask","permissionDecisionReason":"look"}}"#,
+                r#"{"permissionDecision":"deny","hookSpecificOutput":{"permissionDecision":"deny","permissionDecisionReason":"look"},"decision":"block"}"#,
                 "",
-                Ok(HookAnswer::Ask {
+                Ok(HookAnswer::Deny {
                     reason: Some("look".into()),
                 }),
             ),
@@ -407,6 +437,32 @@ mod tests {
             interpret(&cut, HookEvent::PreToolUse, 60),
             Err(HookError::IncompleteOutput)
         );
+    }
+
+    /// A key given twice, or forms that disagree, is two answers: refused, whichever way
+    /// round they come.
+    #[test]
+    fn ambiguous_answers_are_refused() {
+        for stdout in [
+            r#"{"permissionDecision":"deny","permissionDecision":"allow"}"#,
+            r#"{"permissionDecision":"allow","permissionDecision":"allow"}"#,
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecision":"allow"}}"#,
+            r#"{"decision":"block","decision":"approve"}"#,
+            r#"{"reason":"x","reason":"y","permissionDecision":"deny"}"#,
+            r#"{"decision":"block","permissionDecision":"allow"}"#,
+            r#"{"permissionDecision":"allow","decision":"block"}"#,
+            r#"{"permissionDecision":"allow","hookSpecificOutput":{"permissionDecision":"deny"}}"#,
+            r#"{"permissionDecision":"deny","hookSpecificOutput":{"permissionDecision":"allow"}}"#,
+            r#"{"permissionDecision":"allow","hookSpecificOutput":{"permissionDecision":"ask"}}"#,
+            r#"{"decision":"approve","continue":false}"#,
+            r#"{"hookSpecificOutput":{"permissionDecision":"allow"},"decision":"block"}"#,
+        ] {
+            let result = pre(0, stdout, "");
+            assert!(
+                matches!(result, Err(HookError::Ambiguous(_))),
+                "{stdout}: {result:?}"
+            );
+        }
     }
 
     #[test]

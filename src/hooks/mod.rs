@@ -234,8 +234,14 @@ async fn run_one(
     }
 }
 
-/// Fail closed unless the policy author said this hook's failures do not matter.
+/// Fail closed unless the policy author said this hook's failures do not matter; an
+/// ambiguous answer is not a failure to ignore but a possible forgery, and denies.
 fn on_error(policy: OnError, err: &HookError) -> HookAnswer {
+    if matches!(err, HookError::Ambiguous(_)) {
+        return HookAnswer::Deny {
+            reason: Some(format!("the hook {err}")),
+        };
+    }
     match policy {
         OnError::Deny => HookAnswer::Deny {
             reason: Some(format!("the hook {err} (on_error: deny)")),

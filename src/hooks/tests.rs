@@ -617,3 +617,18 @@ async fn cancelling_run_hooks_kills_what_the_hooks_started() {
 fn hook_env() -> crate::exec::ChildEnv {
     crate::exec::RunEnv::new(&Default::default()).hooks
 }
+
+#[test]
+fn an_ambiguous_answer_denies_even_when_errors_are_ignored() {
+    let err = HookError::Ambiguous("duplicate key `permissionDecision`".into());
+    for policy in [OnError::Ignore, OnError::Deny] {
+        assert!(
+            matches!(on_error(policy, &err), HookAnswer::Deny { .. }),
+            "{policy:?}"
+        );
+    }
+    assert!(matches!(
+        on_error(OnError::Ignore, &HookError::TimedOut(1)),
+        HookAnswer::NoOpinion { .. }
+    ));
+}

@@ -1,7 +1,9 @@
 //! Which MCP servers a run starts: the policies', the task's and (when a policy approves it)
-//! the workdir's `.mcp.json`, by precedence, narrowed by `managed_mcp_only`, Claude Code's
-//! `allowedMcpServers`/`deniedMcpServers` and `.mcp.json` approvals. Pure: the caller reads
-//! `.mcp.json` only when [`project_file_approved`] says so.
+//! the workdir's `.mcp.json`, by precedence, narrowed by `managed_only`/`managed_mcp_only`,
+//! Claude Code's `allowedMcpServers`/`deniedMcpServers` and the approvals every server the
+//! repository brings needs (the task's, `.tollgate/policy.yaml`'s, `.mcp.json`'s; the table
+//! is `policy::authority`'s). Pure: the caller reads `.mcp.json` only when
+//! [`project_file_approved`] says so.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{ConfigError, SourceLocation};
 use crate::policy::{
-    DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, McpServerSpec, PolicySource, SourceKind,
-    check_server_name,
+    ConfigOrigin, DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, McpServerSpec,
+    PolicySource, Power, SourceKind, Standing, approvers, check_server_name, standing,
 };
 
 /// Where a server entry was written.
@@ -38,10 +40,21 @@ impl McpOrigin {
         }
     }
 
+    pub fn config(self) -> ConfigOrigin {
+        match self {
+            McpOrigin::Managed => ConfigOrigin::Managed,
+            McpOrigin::CommandLine => ConfigOrigin::CommandLine,
+            McpOrigin::Task => ConfigOrigin::Task,
+            McpOrigin::Project => ConfigOrigin::Project,
+            McpOrigin::McpJson => ConfigOrigin::McpJson,
+            McpOrigin::User => ConfigOrigin::User,
+        }
+    }
+
     /// Files a pull request cannot change: only their entries may vouch for a server's
-    /// read-only hint, and only they may approve the workdir's `.mcp.json`.
+    /// read-only hint.
     fn is_trusted(self) -> bool {
-        matches!(self, McpOrigin::Managed | McpOrigin::User)
+        self.config().is_operators()
     }
 }
 
@@ -50,6 +63,9 @@ impl McpOrigin {
 pub struct PlannedServer {
     pub spec: McpServerSpec,
     pub origin: McpOrigin,
+    /// Whether `${NAME}` in its `env` is the runner's variable NAME; literal text otherwise
+    /// (the repository's entries must not pull a secret into a process of their choosing).
+    pub expand_env: bool,
 }
 
 /// A server entry that will not start, and why.
@@ -66,12 +82,6 @@ pub struct McpPlan {
     pub skipped: Vec<SkippedServer>,
 }
 
-fn trusted(sources: &[PolicySource]) -> impl Iterator<Item = &PolicySource> {
-    sources
-        .iter()
-        .filter(|source| McpOrigin::of(source.kind).is_trusted())
-}
-
 fn managed_only(sources: &[PolicySource]) -> bool {
     sources
         .iter()
@@ -80,13 +90,30 @@ fn managed_only(sources: &[PolicySource]) -> bool {
 
 /// Whether the workdir's `.mcp.json` may be read: the managed or the user's policy says
 /// `allow_project_mcp` (`enableAllProjectMcpServers`) or names servers in
-/// `enabledMcpjsonServers`, and no managed policy is `managed_mcp_only`. A project's or a
-/// task's own file cannot approve it: both may come with the pull request.
+/// `enabledMcpjsonServers`, and no managed policy is `managed_mcp_only` (or `managed_only`
+/// without granting `mcp_servers`). A project's or a task's own file cannot approve it: both
+/// may come with the pull request.
 pub fn project_file_approved(sources: &[PolicySource]) -> bool {
     !managed_only(sources)
-        && trusted(sources).any(|source| {
+        && standing(sources, Power::McpServers, ConfigOrigin::McpJson) != Standing::Ignored
+        && approvers(sources).any(|source| {
             source.policy.mcp.allow_project || !source.policy.mcp.enabled_project.is_empty()
         })
+}
+
+/// Whether an operator's file approves the repository's server `name`: `allow_project_mcp`
+/// (all of them) or `enabledMcpjsonServers` naming it — for `.mcp.json`'s servers and for
+/// those of the task file and `.tollgate/policy.yaml` alike.
+fn approved(sources: &[PolicySource], name: &str) -> bool {
+    approvers(sources).any(|source| {
+        source.policy.mcp.allow_project
+            || source
+                .policy
+                .mcp
+                .enabled_project
+                .iter()
+                .any(|listed| listed == name)
+    })
 }
 
 /// The servers to start. `project` is the parsed `.mcp.json`, when it was read.
@@ -122,7 +149,13 @@ pub fn plan(
             None => {
                 let mut spec = spec.clone();
                 spec.trust_read_only_hint &= origin.is_trusted();
-                plan.servers.push(PlannedServer { spec, origin });
+                let expand_env =
+                    standing(sources, Power::EnvExpansion, origin.config()) == Standing::InForce;
+                plan.servers.push(PlannedServer {
+                    spec,
+                    origin,
+                    expand_env,
+                });
             }
         }
     }
@@ -139,6 +172,19 @@ fn refusal(
     if managed_only(sources) && origin != McpOrigin::Managed {
         return Some("managed_mcp_only: only the managed policy's servers start".into());
     }
+    match standing(sources, Power::McpServers, origin.config()) {
+        Standing::InForce | Standing::Fallback => {}
+        Standing::Ignored => {
+            return Some("managed_only: only the managed policy's servers start".into());
+        }
+        Standing::NeedsApproval if approved(sources, &spec.name) => {}
+        Standing::NeedsApproval => {
+            return Some(format!(
+                "not approved: it comes with the repository ({}), and no enabledMcpjsonServers entry of the managed or user policy names it, nor does one say allow_project_mcp",
+                spec.source.file.display()
+            ));
+        }
+    }
     // Names differing in case are one name: a repository's `.mcp.json` cannot add a
     // `Tracker` beside the managed `tracker` for rules and lists to tell apart.
     if let Some(first) = plan
@@ -151,16 +197,7 @@ fn refusal(
             first.spec.source
         ));
     }
-    if origin == McpOrigin::McpJson {
-        let all = trusted(sources).any(|source| source.policy.mcp.allow_project);
-        let named =
-            trusted(sources).any(|source| source.policy.mcp.enabled_project.contains(&spec.name));
-        if !all && !named {
-            return Some(
-                "not approved: no enabledMcpjsonServers entry names it and allow_project_mcp is off"
-                    .into(),
-            );
-        }
+    if !origin.is_trusted() {
         let disabled = sources.iter().any(|source| {
             source
                 .policy
@@ -384,9 +421,10 @@ mod tests {
             Path::new("task.yaml"),
         )
         .unwrap();
+        // The task's servers come with the repository: they start once approved.
         let managed = source(
             K::Managed,
-            "mcp_servers:\n  docs:\n    command: managed-docs\n    trust_read_only_hint: true\n",
+            "allow_project_mcp: true\nmcp_servers:\n  docs:\n    command: managed-docs\n    trust_read_only_hint: true\n",
         );
         let plan1 = plan(std::slice::from_ref(&managed), &task, &[]);
         assert_eq!(
@@ -401,10 +439,14 @@ mod tests {
         assert!(
             plan1.skipped[0]
                 .reason
-                .contains("comes first from p.yaml:3")
+                .contains("comes first from p.yaml:4")
         );
         // The task cannot vouch for its own server's hints.
-        let only_task = plan(&[], &task, &[]);
+        assert!(plan(&[], &task, &[]).servers.is_empty());
+        let approving = source(K::User, "enabledMcpjsonServers: [docs]\n");
+        let only_task = plan(std::slice::from_ref(&approving), &task, &[]);
+        assert_eq!(started(&only_task), [("docs".to_string(), McpOrigin::Task)]);
+        assert!(only_task.skipped[0].reason.contains("not approved"));
         assert!(
             only_task
                 .servers
@@ -427,12 +469,15 @@ mod tests {
         // Claude Code's allow and deny lists narrow every source.
         let lists = source(
             K::User,
-            "allowedMcpServers: [{serverName: tracker}, {serverName: docs}]\ndeniedMcpServers: [{serverCommand: [task-docs]}]\n",
+            "allow_project_mcp: true\nallowedMcpServers: [{serverName: tracker}, {serverName: docs}]\ndeniedMcpServers: [{serverCommand: [task-docs]}]\n",
         );
         let plan3 = plan(&[lists], &task, &[]);
         assert_eq!(started(&plan3), [("tracker".to_string(), McpOrigin::Task)]);
         assert!(plan3.skipped[0].reason.contains("deniedMcpServers"));
-        let allow = source(K::Managed, "allowedMcpServers: [{serverName: other}]\n");
+        let allow = source(
+            K::Managed,
+            "allow_project_mcp: true\nallowedMcpServers: [{serverName: other}]\n",
+        );
         let plan4 = plan(&[allow], &task, &[]);
         assert!(plan4.servers.is_empty());
         assert!(plan4.skipped[0].reason.contains("does not list it"));

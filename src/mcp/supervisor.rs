@@ -209,7 +209,7 @@ async fn start_one(
     board: NoticeBoard,
 ) -> Result<Running, McpError> {
     let spec = &server.spec;
-    let (request, limits) = request(spec, server.origin, launch)?;
+    let (request, limits) = request(spec, server.expand_env, launch)?;
     let child = spawn_service(request)
         .map_err(|err| McpError::Start(format!("cannot start `{}`: {err}", spec.command)))?;
     let watch = child.watch();
@@ -273,12 +273,12 @@ fn pool(
 }
 
 /// The process request: the entry's command in the workdir, with the run's environment for
-/// servers (or the sandbox's) and the entry's `env` (`${NAME}` is tollgate's NAME — except in
-/// `.mcp.json`, whose text comes with the repository and must not pull a secret of the
+/// servers (or the sandbox's) and the entry's `env` (`${NAME}` is tollgate's NAME when
+/// `expand_env` — an operator's entry; a repository's text must not pull a secret of the
 /// runner's into a process of its choosing).
 fn request(
     spec: &McpServerSpec,
-    origin: McpOrigin,
+    expand_env: bool,
     launch: &McpLaunch<'_>,
 ) -> Result<(ServiceRequest, Option<LimitWatch>), McpError> {
     let mut env = launch.env.clone();
@@ -294,9 +294,10 @@ fn request(
         limits = Some(confined.watch);
     }
     for (name, value) in &spec.env {
-        let value = match origin {
-            McpOrigin::McpJson => value.clone(),
-            _ => expand(value)?,
+        let value = if expand_env {
+            expand(value)?
+        } else {
+            value.clone()
         };
         env = env.with(name, value);
     }
@@ -369,12 +370,12 @@ mod tests {
             sandbox: None,
             rules: &rules,
         };
-        let value = |origin| {
-            let (request, _) = request(&spec, origin, &launch).unwrap();
+        let value = |expand_env| {
+            let (request, _) = request(&spec, expand_env, &launch).unwrap();
             request.env.get("A").unwrap().to_string_lossy().into_owned()
         };
-        assert_eq!(value(McpOrigin::Managed), "secret");
-        assert_eq!(value(McpOrigin::McpJson), "${TOLLGATE_MCP_LITERAL_TEST}");
+        assert_eq!(value(true), "secret");
+        assert_eq!(value(false), "${TOLLGATE_MCP_LITERAL_TEST}");
     }
 
     #[test]

@@ -148,7 +148,8 @@ impl HttpTransport {
         );
         let mut builder = reqwest::Client::builder()
             .connect_timeout(settings.timeouts.connect)
-            .user_agent(concat!("tollgate/", env!("CARGO_PKG_VERSION")));
+            .user_agent(concat!("tollgate/", env!("CARGO_PKG_VERSION")))
+            .redirect(same_origin_redirects());
         if settings.base_url.starts_with("http://") {
             builder = builder.tls_backend_preconfigured(trusting_nothing()?);
         }
@@ -273,6 +274,14 @@ impl HttpTransport {
                 Failure::new(category, error_chain(&err))
             })?;
         let status = response.status();
+        if status.is_redirection() {
+            return Err(Failure {
+                category: FailureCategory::from_status(status.as_u16()),
+                status: Some(status.as_u16()),
+                message: redirect_refused(status, response.headers()),
+                retry_after: None,
+            });
+        }
         if !status.is_success() {
             let retry_after = retry_after(response.headers());
             let text = timeout_at(Instant::now() + timeouts.idle, response.text())
@@ -456,6 +465,37 @@ fn html_title(body: &str) -> Option<String> {
     let start = lower.find("<title>")? + "<title>".len();
     let end = start + lower[start..].find("</title>")?;
     Some(format!("HTML page \"{}\"", body[start..end].trim()))
+}
+
+/// Redirects within the base URL's origin (scheme, host, port) are followed, a few; one to
+/// any other origin is not, and its 3xx is the request's failure. reqwest would follow it
+/// and strip only `Authorization`, so `x-api-key`, the provider's headers and the request
+/// body would reach the other origin.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    const MAX_REDIRECTS: usize = 5;
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if same_origin && attempt.previous().len() <= MAX_REDIRECTS {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    })
+}
+
+/// The failure's message for a redirect that was not followed.
+fn redirect_refused(status: reqwest::StatusCode, headers: &HeaderMap) -> String {
+    let to = headers
+        .get(reqwest::header::LOCATION)
+        .and_then(|location| location.to_str().ok())
+        .unwrap_or("no Location");
+    format!(
+        "the API answered HTTP {} redirecting to {to}; a redirect to another origin is not followed, so the key and the request stay with the configured base_url",
+        status.as_u16()
+    )
 }
 
 /// TLS that trusts no certificate, for a plain-http base URL: no TLS connection is made

@@ -1,7 +1,9 @@
-//! Who may set what (issue 10.9): with a managed policy in force, no lower source (command
-//! line, task, project, user) widens the run's authority by any key — the mode, hooks,
-//! additional directories, or the managed-only switches themselves. Pure: takes the loaded
-//! sources, returns what is in force and what was ignored.
+//! Who may set what: with a managed policy in force, no lower source (command line, task,
+//! project, user) widens the run's authority by any key — the mode, hooks, additional
+//! directories, or the managed-only switches themselves; and whatever the repository brings
+//! (the task file, `.tollgate/policy.yaml`, `.mcp.json`) cannot start a process, pick the
+//! judge or read a secret on its own ([`standing`], the one table every loader consults).
+//! Pure: takes the loaded sources, returns what is in force and what was ignored.
 
 use std::path::PathBuf;
 
@@ -58,6 +60,142 @@ pub fn refuse_managed_keys_below(sources: &[PolicySource]) -> Result<(), ConfigE
         }
     }
     Ok(())
+}
+
+/// Where a piece of configuration was written, as far as authority goes. The task file, the
+/// workdir's `.tollgate/policy.yaml` and its `.mcp.json` come with the repository (a pull
+/// request can change them); the managed policy, the user's own file and the command line
+/// are the operator's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ConfigOrigin {
+    Managed,
+    CommandLine,
+    Task,
+    Project,
+    /// The workdir's `.mcp.json`.
+    McpJson,
+    User,
+}
+
+impl ConfigOrigin {
+    pub fn of(kind: SourceKind) -> ConfigOrigin {
+        match kind {
+            SourceKind::Managed => ConfigOrigin::Managed,
+            SourceKind::CommandLine => ConfigOrigin::CommandLine,
+            SourceKind::Task => ConfigOrigin::Task,
+            SourceKind::Project => ConfigOrigin::Project,
+            SourceKind::User => ConfigOrigin::User,
+        }
+    }
+
+    /// The operator's, not the repository's.
+    pub fn is_operators(self) -> bool {
+        matches!(
+            self,
+            ConfigOrigin::Managed | ConfigOrigin::CommandLine | ConfigOrigin::User
+        )
+    }
+}
+
+/// What a key can do beyond rules: start a process, choose the judge, confine or free the
+/// commands, read the runner's secrets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Power {
+    /// `mcp_servers:` and `.mcp.json`'s `mcpServers`: each entry starts a process.
+    McpServers,
+    /// `hooks:`: each runs a command, and its allow lifts the mode's refusal.
+    Hooks,
+    /// `classifier:`: auto mode's judge (its provider, model, URL and key variable).
+    Classifier,
+    /// `auto_mode:`'s `allow` and `environment` prose: tells the judge what is fine.
+    /// (`soft_deny` and `hard_deny` only narrow; any source may add them.)
+    JudgeLeniency,
+    /// `sandbox:`.
+    Sandbox,
+    /// `${NAME}` in an MCP server's `env`: the runner's variable NAME, secrets included.
+    EnvExpansion,
+}
+
+/// How an entry of some power counts when a given origin wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// As written.
+    InForce,
+    /// Once an operator's file approves it: `allow_project_mcp` (Claude Code's
+    /// `enableAllProjectMcpServers`) or `enabledMcpjsonServers` naming a server,
+    /// `allow_project_hooks` for hooks — the approval `.mcp.json` always needed.
+    NeedsApproval,
+    /// Only when no operator's source sets it: a repository's `sandbox:` may turn a sandbox
+    /// on, never replace or turn off the operator's.
+    Fallback,
+    /// Never.
+    Ignored,
+}
+
+/// The table: which origin may set which power, before `managed_only` (see [`standing`]).
+pub const fn table(power: Power, origin: ConfigOrigin) -> Standing {
+    use ConfigOrigin::*;
+    use Power::*;
+    match (origin, power) {
+        (Managed | CommandLine | User, _) => Standing::InForce,
+        (Task | Project | McpJson, McpServers) => Standing::NeedsApproval,
+        (Task | Project, Hooks) => Standing::NeedsApproval,
+        (Task | Project, Sandbox) => Standing::Fallback,
+        // `.mcp.json` carries servers only.
+        (McpJson, Hooks | Sandbox) => Standing::Ignored,
+        (Task | Project | McpJson, Classifier | JudgeLeniency | EnvExpansion) => Standing::Ignored,
+    }
+}
+
+/// How `power` written by `origin` counts with these sources: under a `managed_only` policy
+/// only the managed policy's entries count (but for what `lower_sources_may_add` grants,
+/// which then still stand as [`table`] says); otherwise [`table`].
+pub fn standing(sources: &[PolicySource], power: Power, origin: ConfigOrigin) -> Standing {
+    if origin == ConfigOrigin::Managed {
+        return Standing::InForce;
+    }
+    let grant = match power {
+        Power::McpServers => Some(LowerGrant::McpServers),
+        Power::Hooks => Some(LowerGrant::Hooks),
+        Power::Classifier | Power::JudgeLeniency | Power::Sandbox | Power::EnvExpansion => None,
+    };
+    let managed_only = managed(sources).any(|s| s.policy.managed_only);
+    if managed_only && !grant.is_some_and(|grant| lower_may_add(sources, grant)) {
+        return Standing::Ignored;
+    }
+    table(power, origin)
+}
+
+/// The files whose approvals count: the managed policies, and the user's unless a managed
+/// policy is `managed_only` (then the user's file is a lower source like any other).
+pub fn approvers(sources: &[PolicySource]) -> impl Iterator<Item = &PolicySource> {
+    let managed_only = managed(sources).any(|s| s.policy.managed_only);
+    sources.iter().filter(move |source| match source.kind {
+        SourceKind::Managed => true,
+        SourceKind::User => !managed_only,
+        _ => false,
+    })
+}
+
+/// Whether an operator's file approves the repository's hooks (`allow_project_hooks`).
+pub fn repository_hooks_approved(sources: &[PolicySource]) -> bool {
+    approvers(sources).any(|source| source.policy.allow_project_hooks)
+}
+
+/// Whether `power` from `origin` is in force here, an approval it needs given by `approved`.
+pub fn counts(
+    sources: &[PolicySource],
+    power: Power,
+    origin: ConfigOrigin,
+    approved: impl FnOnce() -> bool,
+) -> bool {
+    match standing(sources, power, origin) {
+        Standing::InForce => true,
+        Standing::NeedsApproval => approved(),
+        // The caller orders by precedence and asks only when no operator's source set it.
+        Standing::Fallback => true,
+        Standing::Ignored => false,
+    }
 }
 
 fn managed(sources: &[PolicySource]) -> impl Iterator<Item = &PolicySource> {
@@ -344,5 +482,88 @@ mod tests {
         assert!(!lower_may_add(&only, LowerGrant::AdditionalDirectories));
         assert!(lower_may_add(&granted, LowerGrant::Hooks));
         assert!(!lower_may_add(&granted, LowerGrant::AdditionalDirectories));
+    }
+
+    /// Every power from every origin, under no managed policy, a plain one, a managed_only
+    /// one and one that grants mcp_servers and hooks back.
+    #[test]
+    fn the_authority_table_across_every_layer() {
+        use ConfigOrigin as O;
+        use Power::*;
+        use Standing::*;
+        let plain = vec![source(Managed, "{}\n")];
+        let only = vec![source(Managed, "managed_only: true\n")];
+        let granted = vec![source(
+            Managed,
+            "managed_only: true\nlower_sources_may_add: [mcp_servers, hooks]\n",
+        )];
+        let origins = [
+            O::Managed,
+            O::CommandLine,
+            O::User,
+            O::Task,
+            O::Project,
+            O::McpJson,
+        ];
+        let powers = [
+            McpServers,
+            Hooks,
+            Classifier,
+            JudgeLeniency,
+            Sandbox,
+            EnvExpansion,
+        ];
+        for origin in origins {
+            for power in powers {
+                let open = match (origin, power) {
+                    (O::Managed | O::CommandLine | O::User, _) => InForce,
+                    (_, McpServers) => NeedsApproval,
+                    (O::Task | O::Project, Hooks) => NeedsApproval,
+                    (O::Task | O::Project, Sandbox) => Fallback,
+                    _ => Ignored,
+                };
+                assert_eq!(standing(&[], power, origin), open, "{origin:?} {power:?}");
+                assert_eq!(
+                    standing(&plain, power, origin),
+                    open,
+                    "{origin:?} {power:?}"
+                );
+                let closed = if origin == O::Managed {
+                    InForce
+                } else {
+                    Ignored
+                };
+                assert_eq!(
+                    standing(&only, power, origin),
+                    closed,
+                    "{origin:?} {power:?}"
+                );
+                let regranted = match power {
+                    McpServers | Hooks => open,
+                    _ => closed,
+                };
+                assert_eq!(
+                    standing(&granted, power, origin),
+                    regranted,
+                    "{origin:?} {power:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_operators_files_approve_and_managed_only_silences_the_user() {
+        let hooks = "allow_project_hooks: true\n";
+        assert!(repository_hooks_approved(&[source(User, hooks)]));
+        assert!(repository_hooks_approved(&[source(Managed, hooks)]));
+        assert!(!repository_hooks_approved(&[source(Project, hooks)]));
+        assert!(!repository_hooks_approved(&[source(Task, hooks)]));
+        assert!(!repository_hooks_approved(&[
+            source(
+                Managed,
+                "managed_only: true\nlower_sources_may_add: [hooks]\n"
+            ),
+            source(User, hooks),
+        ]));
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::authority::{ConfigOrigin, Power, Standing, standing};
 use super::rule::{Rule, RuleKind};
 use super::rule_set::{PolicySource, SourceKind};
 use super::tool_name::ToolName;
@@ -143,6 +144,16 @@ pub struct AutoModeProse {
 }
 
 impl AutoModeProse {
+    /// Only what narrows: the deny lines.
+    fn denials(&self) -> AutoModeProse {
+        AutoModeProse {
+            environment: Vec::new(),
+            allow: Vec::new(),
+            soft_deny: self.soft_deny.clone(),
+            hard_deny: self.hard_deny.clone(),
+        }
+    }
+
     fn extend(&mut self, other: &AutoModeProse) {
         self.environment.extend(other.environment.iter().cloned());
         self.allow.extend(other.allow.iter().cloned());
@@ -159,10 +170,13 @@ pub struct AutoModeConfig {
 }
 
 /// Merges the sources, highest precedence first. A managed policy that writes `auto_mode:`
-/// or `classifier:` owns it: lower sources (a task file a pull request can change) cannot
-/// extend its prose or swap its judge, since either would let them widen what auto allows.
-/// Without a managed block, prose adds up and each classifier field comes from the highest
-/// source that sets it; `managed_only` drops every lower source's auto-mode configuration.
+/// or `classifier:` owns it: lower sources cannot extend its prose or swap its judge, since
+/// either would let them widen what auto allows. Without a managed block, prose adds up and
+/// each classifier field comes from the highest source that sets it — but, by
+/// `policy::authority`'s table, the judge and the prose that widens (`allow`, `environment`)
+/// come from the operator's files only (managed, command line, user), never the task file or
+/// `.tollgate/policy.yaml`, whose deny lines still count. `managed_only` drops every lower
+/// source's auto-mode configuration.
 pub fn merge_auto_mode(sources: &[PolicySource]) -> AutoModeConfig {
     let mut ordered: Vec<&PolicySource> = sources.iter().collect();
     ordered.sort_by_key(|source| source.kind);
@@ -182,13 +196,20 @@ pub fn merge_auto_mode(sources: &[PolicySource]) -> AutoModeConfig {
     let mut config = AutoModeConfig::default();
     for source in ordered {
         let lower = source.kind != SourceKind::Managed;
+        let origin = ConfigOrigin::of(source.kind);
+        let may = |power| standing(sources, power, origin) == Standing::InForce;
         if let Some(prose) = &source.policy.auto_mode
             && !(lower && (managed_only || managed_prose))
         {
-            config.prose.extend(prose);
+            if may(Power::JudgeLeniency) {
+                config.prose.extend(prose);
+            } else {
+                config.prose.extend(&prose.denials());
+            }
         }
         if let Some(settings) = &source.policy.classifier
             && !(lower && (managed_only || managed_classifier))
+            && may(Power::Classifier)
         {
             fill(&mut config.classifier, settings);
         }
@@ -270,11 +291,11 @@ mod tests {
     fn without_a_managed_block_prose_adds_up_and_fields_fill_by_precedence() {
         let sources = [
             source(
-                SourceKind::Project,
+                SourceKind::User,
                 "auto_mode: {allow: [b]}\nclassifier: {model: low, two_stage: true}\n",
             ),
             source(
-                SourceKind::Task,
+                SourceKind::CommandLine,
                 "auto_mode: {allow: [a]}\nclassifier: {model: high}\n",
             ),
         ];
@@ -282,6 +303,34 @@ mod tests {
         assert_eq!(config.prose.allow, vec!["a".to_string(), "b".to_string()]);
         assert_eq!(config.classifier.model.as_deref(), Some("high"));
         assert_eq!(config.classifier.two_stage, Some(true));
+    }
+
+    /// The repository's files (task, project) never pick the judge nor tell it what is
+    /// fine; their deny lines still count.
+    #[test]
+    fn the_repository_cannot_pick_the_judge_or_widen_its_prose() {
+        let lenient = "auto_mode: {allow: [anything], environment: [pre-approved], soft_deny: [s], hard_deny: [h]}\nclassifier: {provider: scripted, script: [{decision: allow, reason: x, risk: low}]}\n";
+        for kind in [SourceKind::Task, SourceKind::Project] {
+            for others in [
+                vec![],
+                vec![source(SourceKind::User, "classifier: {model: mine}\n")],
+                vec![source(SourceKind::Managed, "permissions: {}\n")],
+            ] {
+                let mut sources = others.clone();
+                sources.push(source(kind, lenient));
+                let config = merge_auto_mode(&sources);
+                assert_eq!(config.classifier.provider, None, "{kind:?}");
+                assert_eq!(config.classifier.script, None, "{kind:?}");
+                assert!(config.prose.allow.is_empty() && config.prose.environment.is_empty());
+                assert_eq!(config.prose.soft_deny, vec!["s".to_string()]);
+                assert_eq!(config.prose.hard_deny, vec!["h".to_string()]);
+                let user_model = others.iter().any(|s| s.kind == SourceKind::User);
+                assert_eq!(
+                    config.classifier.model.as_deref(),
+                    user_model.then_some("mine")
+                );
+            }
+        }
     }
 
     #[test]

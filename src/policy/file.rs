@@ -39,6 +39,10 @@ macro_rules! policy_file {
             tests: Vec<Spanned<PolicyTestFile>>,
             #[serde(default)]
             hooks: HookList,
+            /// Claude Code's `disableAllHooks`: hooks off, as far as this file's authority
+            /// goes (see `session::hooks_in_force`).
+            #[serde(default, alias = "disableAllHooks")]
+            disable_all_hooks: bool,
             /// Claude Code's `allowManagedHooksOnly`.
             #[serde(default, alias = "allowManagedHooksOnly")]
             managed_hooks_only: Option<Spanned<bool>>,
@@ -62,6 +66,10 @@ macro_rules! policy_file {
             /// Read the workdir's `.mcp.json` (Claude Code's `enableAllProjectMcpServers`).
             #[serde(default, alias = "enableAllProjectMcpServers")]
             allow_project_mcp: Option<bool>,
+            /// The repository's hooks (task file, `.tollgate/policy.yaml`) run; honoured in the
+            /// managed and the user's policy only.
+            #[serde(default)]
+            allow_project_hooks: Option<bool>,
             /// Only the managed policy's MCP servers start (managed policy only).
             #[serde(default)]
             managed_mcp_only: Option<Spanned<bool>>,
@@ -121,7 +129,6 @@ policy_file! {
     "autoUpdatesChannel" => auto_updates_channel,
     "enabledPlugins" => enabled_plugins,
     "extraKnownMarketplaces" => extra_known_marketplaces,
-    "disableAllHooks" => disable_all_hooks,
     "otelHeadersHelper" => otel_headers_helper,
     "respectGitignore" => respect_gitignore,
     "plansDirectory" => plans_directory,
@@ -133,6 +140,7 @@ policy_file! {
 pub enum LowerGrant {
     Hooks,
     AdditionalDirectories,
+    McpServers,
 }
 
 /// A key only a managed policy may set, where a file wrote it (so a lower file that does is
@@ -210,6 +218,11 @@ pub struct Policy {
     pub hooks: Vec<Hook>,
     /// Only the managed policy's hooks run (meaningful in a managed policy only).
     pub managed_hooks_only: bool,
+    /// `allow_project_hooks`: the repository's hooks run (meaningful in the managed and the
+    /// user's policy only; see `policy::authority`).
+    pub allow_project_hooks: bool,
+    /// `disable_all_hooks` (Claude Code's `disableAllHooks`).
+    pub disable_all_hooks: bool,
     /// Auto mode's judge (`classifier:`).
     pub classifier: Option<ClassifierSettings>,
     /// Auto mode's prose (`auto_mode:`).
@@ -267,6 +280,8 @@ impl Policy {
             }
         }
         policy.managed_only = parsed.managed_only.is_some_and(|spanned| spanned.value);
+        policy.allow_project_hooks = parsed.allow_project_hooks.unwrap_or(false);
+        policy.disable_all_hooks = parsed.disable_all_hooks;
         policy.disable_bypass |= parsed.disable_bypass_mode;
         policy.disable_auto = parsed.disable_auto_mode;
         policy.managed_hooks_only = parsed
@@ -400,6 +415,8 @@ impl Policy {
             tests: Vec::new(),
             hooks: Vec::new(),
             managed_hooks_only: false,
+            allow_project_hooks: false,
+            disable_all_hooks: false,
             classifier: None,
             auto_mode: None,
             allowed_modes: None,
@@ -443,6 +460,8 @@ impl Policy {
             tests: Vec::new(),
             hooks: Vec::new(),
             managed_hooks_only: false,
+            allow_project_hooks: false,
+            disable_all_hooks: false,
             classifier: None,
             auto_mode: None,
             allowed_modes: None,
@@ -580,6 +599,13 @@ mod tests {
         let policy = Policy::parse(settings, origin).unwrap();
         assert_eq!(policy.rules.len(), 6);
         assert_eq!(policy.hooks.len(), 1);
+        assert!(!policy.disable_all_hooks);
+        let off = Policy::parse(
+            &settings.replace("\"disableAllHooks\": false", "\"disableAllHooks\": true"),
+            origin,
+        )
+        .unwrap();
+        assert!(off.disable_all_hooks);
         // The MCP approval keys are read, not ignored (`mcp::selection` applies them).
         assert!(policy.mcp.allow_project);
         assert_eq!(policy.mcp.enabled_project, ["memory", "github"]);
@@ -597,7 +623,6 @@ mod tests {
                 "outputStyle",
                 "statusLine",
                 "spinnerTipsEnabled",
-                "disableAllHooks",
             ]
         );
         assert!(policy.managed_keys.is_empty());

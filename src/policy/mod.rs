@@ -24,7 +24,9 @@ mod workspace;
 
 pub use ask::{awaits_classifier, fast_path, headless_deny};
 pub use authority::{
-    AuthorityError, lower_may_add, refuse_disabled, refuse_managed_keys_below, resolve_mode,
+    AuthorityError, ConfigOrigin, Power, Standing, approvers, counts, lower_may_add,
+    refuse_disabled, refuse_managed_keys_below, repository_hooks_approved, resolve_mode, standing,
+    table,
 };
 pub use auto_mode::{
     AutoModeConfig, AutoModeProse, ClassifierProvider, ClassifierSettings, merge_auto_mode,

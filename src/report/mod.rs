@@ -132,13 +132,15 @@ pub(crate) fn sample_report() -> crate::transcript::RunReport {
 pub(crate) fn todo_lines(todos: &[crate::tools::Todo]) -> String {
     todos
         .iter()
-        .map(|todo| {
-            let status = match todo.status {
-                crate::tools::TodoStatus::Pending => "pending",
-                crate::tools::TodoStatus::InProgress => "in_progress",
-                crate::tools::TodoStatus::Completed => "completed",
-            };
-            format!("- [{status}] {}\n", todo.content)
-        })
+        .map(|todo| format!("- [{}] {}\n", todo_status(todo.status), todo.content))
         .collect()
+}
+
+/// A todo's status as reports write it.
+pub(crate) fn todo_status(status: crate::tools::TodoStatus) -> &'static str {
+    match status {
+        crate::tools::TodoStatus::Pending => "pending",
+        crate::tools::TodoStatus::InProgress => "in_progress",
+        crate::tools::TodoStatus::Completed => "completed",
+    }
 }

@@ -22,7 +22,7 @@ pub use crate::policy::{
 };
 pub use child::ChildSetup;
 pub use limits::{LimitHit, ProcessLimit};
-pub use proxy::{Proxy, ProxyConnection};
+pub use proxy::{Proxy, ProxyConnection, ProxyRules};
 
 use fs_rules::{FsScope, WRITABLE_DEVICES, grants, guarded_in, list_dir};
 use limits::CommandCgroup;
@@ -254,9 +254,12 @@ impl Sandbox {
         };
         let proxy = match config.network {
             NetworkMode::Proxy => Some(
-                Proxy::start(config.allowed_domains.clone())
-                    .await
-                    .map_err(io("start the sandbox proxy"))?,
+                Proxy::start(
+                    ProxyRules::new(config.allowed_domains.clone(), &config.allowed_ports),
+                    crate::net::Resolver::System,
+                )
+                .await
+                .map_err(io("start the sandbox proxy"))?,
             ),
             NetworkMode::None | NetworkMode::Open => None,
         };

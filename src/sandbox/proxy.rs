@@ -1,7 +1,12 @@
 //! The run's HTTP/HTTPS proxy on 127.0.0.1 (`network.mode: proxy`): sandboxed commands may
-//! connect to it and nowhere else; it lets through only hosts on `allowed_domains` and keeps a
-//! record of every connection, allowed or refused. It never looks inside TLS.
+//! connect to it and nowhere else; it lets through only hosts on `allowed_domains`, on the
+//! allowed ports (`allowed_ports`, else 80 and 443), at addresses that are not internal unless
+//! a domain entry names the address itself (the same classes as WebFetch, `crate::net`), and
+//! connects to the address it checked. A plain-HTTP request is forwarded alone (one request a
+//! connection) and only when its Host header names the host it was admitted for. It keeps a
+//! record of every connection, allowed or refused, and never looks inside TLS.
 
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -9,10 +14,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, copy_bidirectional};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
+use crate::net::{Host, Resolver, names_address, pattern_admits};
 use crate::policy::DomainPattern;
 
 /// A request head larger than this is refused (and nothing else is read).
 const MAX_HEAD_BYTES: usize = 16 * 1024;
+/// The ports a proxied connection may reach when the policy names none.
+const WEB_PORTS: [u16; 2] = [80, 443];
 
 /// One connection a sandboxed command asked the proxy for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,6 +32,44 @@ pub struct ProxyConnection {
     pub allowed: bool,
 }
 
+/// Where the proxy may connect: `sandbox.network`'s domains and ports.
+#[derive(Debug, Clone)]
+pub struct ProxyRules {
+    domains: Vec<DomainPattern>,
+    ports: Vec<u16>,
+}
+
+impl ProxyRules {
+    /// `allowed_ports` when the policy lists any, else the web's 80 and 443.
+    pub fn new(domains: Vec<DomainPattern>, allowed_ports: &[u16]) -> ProxyRules {
+        let ports = if allowed_ports.is_empty() {
+            WEB_PORTS.to_vec()
+        } else {
+            allowed_ports.to_vec()
+        };
+        ProxyRules { domains, ports }
+    }
+
+    /// Why `host:port` is refused before any lookup, or `None`.
+    fn refusal(&self, host: &Host, port: u16) -> Option<String> {
+        if !self
+            .domains
+            .iter()
+            .any(|pattern| pattern_admits(pattern, host))
+        {
+            return Some(format!(
+                "{host} is not in sandbox.network.allowed_domains (a wildcard never admits an address or localhost)"
+            ));
+        }
+        if !self.ports.contains(&port) {
+            return Some(format!(
+                "port {port} is not allowed (sandbox.network.allowed_ports, else 80 and 443)"
+            ));
+        }
+        None
+    }
+}
+
 /// The running proxy; it stops when dropped.
 #[derive(Debug)]
 pub struct Proxy {
@@ -33,12 +79,12 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    pub async fn start(allowed: Vec<DomainPattern>) -> std::io::Result<Proxy> {
+    pub async fn start(rules: ProxyRules, resolver: Resolver) -> std::io::Result<Proxy> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let port = listener.local_addr()?.port();
         let log = Arc::new(Mutex::new(Vec::new()));
-        let allowed = Arc::new(allowed);
-        let task = tokio::spawn(serve(listener, allowed, log.clone()));
+        let shared = Arc::new((rules, resolver));
+        let task = tokio::spawn(serve(listener, shared, log.clone()));
         Ok(Proxy { port, log, task })
     }
 
@@ -63,7 +109,7 @@ impl Drop for Proxy {
 
 async fn serve(
     listener: TcpListener,
-    allowed: Arc<Vec<DomainPattern>>,
+    shared: Arc<(ProxyRules, Resolver)>,
     log: Arc<Mutex<Vec<ProxyConnection>>>,
 ) {
     loop {
@@ -76,10 +122,11 @@ async fn serve(
                 continue;
             }
         };
-        let allowed = allowed.clone();
+        let shared = shared.clone();
         let log = log.clone();
         tokio::spawn(async move {
-            if let Err(err) = handle(client, &allowed, &log).await {
+            let (rules, resolver) = &*shared;
+            if let Err(err) = handle(client, rules, resolver, &log).await {
                 tracing::debug!("proxy connection ended: {err}");
             }
         });
@@ -124,6 +171,10 @@ fn parse_head(head: &str) -> Option<Target> {
 }
 
 fn split_host_port(authority: &str, default_port: u16) -> Option<(String, u16)> {
+    // Credentials or anything else before the host are not an authority a proxy accepts.
+    if authority.contains('@') {
+        return None;
+    }
     let (host, port) = match authority.rsplit_once(':') {
         Some((host, port)) if !host.contains(']') || host.ends_with(']') => {
             (host, port.parse().ok()?)
@@ -131,12 +182,79 @@ fn split_host_port(authority: &str, default_port: u16) -> Option<(String, u16)> 
         _ => (authority, default_port),
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
+    let host = host.trim_end_matches('.');
     (!host.is_empty()).then(|| (host.to_ascii_lowercase(), port))
+}
+
+/// A plain-HTTP request's head as forwarded: origin-form request line, the client's headers
+/// less the hop-by-hop ones, `Connection: close`; and the body's length. `Err` says why the
+/// request is refused: a Host header naming another host, a chunked or doubly-sized body,
+/// a header the proxy cannot read unambiguously.
+fn forwarded_head(head: &str, target: &Target, origin_line: &str) -> Result<(String, u64), String> {
+    let mut out = format!("{origin_line}\r\n");
+    let mut host_seen = false;
+    let mut length: Option<u64> = None;
+    let lines = head.trim_end_matches("\r\n").split("\r\n").skip(1);
+    for line in lines.filter(|line| !line.is_empty()) {
+        if line.contains(['\r', '\n']) || line.starts_with([' ', '\t']) {
+            return Err("a header line is malformed".into());
+        }
+        let (name, value) = line
+            .split_once(':')
+            .ok_or_else(|| "a header line has no name".to_string())?;
+        let value = value.trim();
+        match name.to_ascii_lowercase().as_str() {
+            "host" => {
+                if host_seen {
+                    return Err("the request has two Host headers".into());
+                }
+                host_seen = true;
+                let named = split_host_port(value, 80);
+                if named.as_ref() != Some(&(target.host.clone(), target.port)) {
+                    return Err(format!(
+                        "the Host header names {value}, not {}:{} the request was admitted for",
+                        target.host, target.port
+                    ));
+                }
+            }
+            "content-length" => {
+                let parsed: u64 = value
+                    .parse()
+                    .map_err(|_| "the Content-Length is not a number".to_string())?;
+                if length.is_some() {
+                    return Err("the request has two Content-Length headers".into());
+                }
+                length = Some(parsed);
+            }
+            "transfer-encoding" => {
+                return Err(
+                    "a chunked request body is not forwarded; send a Content-Length".into(),
+                );
+            }
+            "connection"
+            | "proxy-connection"
+            | "keep-alive"
+            | "upgrade"
+            | "te"
+            | "trailer"
+            | "proxy-authorization" => continue,
+            _ => {}
+        }
+        out.push_str(line);
+        out.push_str("\r\n");
+    }
+    if !host_seen {
+        let host = Host::parse(&target.host);
+        out.push_str(&format!("Host: {host}:{}\r\n", target.port));
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    Ok((out, length.unwrap_or(0)))
 }
 
 async fn handle(
     mut client: TcpStream,
-    allowed: &[DomainPattern],
+    rules: &ProxyRules,
+    resolver: &Resolver,
     log: &Mutex<Vec<ProxyConnection>>,
 ) -> std::io::Result<()> {
     let mut buffer = Vec::new();
@@ -163,41 +281,68 @@ async fn handle(
         )
         .await;
     };
-    let is_allowed = allowed.iter().any(|pattern| pattern.matches(&target.host));
+    let host = Host::parse(&target.host);
+    let forwarded = target
+        .origin_line
+        .as_ref()
+        .map(|origin_line| forwarded_head(&head, &target, origin_line));
+    let decided = match (rules.refusal(&host, target.port), &forwarded) {
+        (Some(refusal), _) => Err(refusal),
+        (None, Some(Err(refusal))) => Err(refusal.clone()),
+        (None, _) => resolver
+            .checked(&host, target.port, |ip| {
+                names_address(rules.domains.iter(), ip)
+            })
+            .await
+            .map_err(|refusal| refusal.to_string()),
+    };
     if let Ok(mut log) = log.lock() {
         log.push(ProxyConnection {
             method: target.method.clone(),
             host: target.host.clone(),
             port: target.port,
-            allowed: is_allowed,
+            allowed: decided.is_ok(),
         });
     }
-    if !is_allowed {
-        let body = format!(
-            "tollgate sandbox: {} is not in sandbox.network.allowed_domains\n",
-            target.host
-        );
-        return reply(&mut client, "403 Forbidden", &body).await;
-    }
-    let Ok(mut upstream) = TcpStream::connect((target.host.as_str(), target.port)).await else {
+    let addresses = match decided {
+        Ok(addresses) => addresses,
+        Err(refusal) => {
+            let body = format!("tollgate sandbox: {refusal}\n");
+            return reply(&mut client, "403 Forbidden", &body).await;
+        }
+    };
+    let candidates: Vec<SocketAddr> = addresses
+        .iter()
+        .map(|ip| SocketAddr::new(*ip, target.port))
+        .collect();
+    let Ok(mut upstream) = TcpStream::connect(candidates.as_slice()).await else {
         return reply(&mut client, "502 Bad Gateway", "cannot reach the host\n").await;
     };
-    match &target.origin_line {
+    match forwarded {
         None => {
             client
                 .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
                 .await?;
             upstream.write_all(&buffer[head_end..]).await?;
+            copy_bidirectional(&mut client, &mut upstream).await?;
         }
-        Some(origin_line) => {
-            let rest_of_head = head.split_once("\r\n").map_or("", |(_, rest)| rest);
+        Some(Ok((head, length))) => {
+            upstream.write_all(head.as_bytes()).await?;
+            // Exactly the body the head announced; whatever the client sends after it is not
+            // forwarded (a second request on this connection would dodge the Host check).
+            let early = &buffer[head_end..];
+            let length_usize = usize::try_from(length).unwrap_or(usize::MAX);
             upstream
-                .write_all(format!("{origin_line}\r\n{rest_of_head}").as_bytes())
+                .write_all(&early[..early.len().min(length_usize)])
                 .await?;
-            upstream.write_all(&buffer[head_end..]).await?;
+            let rest = length.saturating_sub(early.len() as u64);
+            let (mut from_client, _) = client.split();
+            tokio::io::copy(&mut (&mut from_client).take(rest), &mut upstream).await?;
+            tokio::io::copy(&mut upstream, &mut client).await?;
         }
+        // Folded into `decided` above, which replied.
+        Some(Err(_)) => {}
     }
-    copy_bidirectional(&mut client, &mut upstream).await?;
     Ok(())
 }
 
@@ -248,5 +393,183 @@ mod tests {
             });
             assert_eq!(got, want, "{head:?}");
         }
+    }
+
+    /// A server on 127.0.0.1 that records what each connection sent and answers `ok`.
+    async fn upstream() -> (u16, Arc<Mutex<Vec<String>>>) {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                let record = record.clone();
+                tokio::spawn(async move {
+                    let mut got = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    // Read what arrives within a moment, then answer and close.
+                    while let Ok(Ok(n)) = tokio::time::timeout(
+                        std::time::Duration::from_millis(300),
+                        stream.read(&mut chunk),
+                    )
+                    .await
+                    {
+                        if n == 0 {
+                            break;
+                        }
+                        got.extend_from_slice(&chunk[..n]);
+                    }
+                    record
+                        .lock()
+                        .unwrap()
+                        .push(String::from_utf8_lossy(&got).into_owned());
+                    let _ = stream
+                        .write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
+                        )
+                        .await;
+                });
+            }
+        });
+        (port, seen)
+    }
+
+    async fn proxy(domains: &[&str], ports: &[u16]) -> Proxy {
+        let rules = ProxyRules::new(
+            domains
+                .iter()
+                .map(|d| DomainPattern::parse(d).unwrap())
+                .collect(),
+            ports,
+        );
+        let resolver = Resolver::fixed([
+            (
+                "allowed.test".to_string(),
+                vec!["127.0.0.1".parse().unwrap()],
+            ),
+            (
+                "rebind.test".to_string(),
+                vec!["127.0.0.1".parse().unwrap()],
+            ),
+        ]);
+        Proxy::start(rules, resolver).await.unwrap()
+    }
+
+    /// Sends `request` through the proxy and returns everything it answered.
+    async fn send(proxy: &Proxy, request: &str) -> String {
+        let mut stream = TcpStream::connect(("127.0.0.1", proxy.port()))
+            .await
+            .unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            stream.read_to_end(&mut answer),
+        )
+        .await;
+        String::from_utf8_lossy(&answer).into_owned()
+    }
+
+    #[tokio::test]
+    async fn a_request_is_forwarded_only_for_the_host_it_was_admitted_for() {
+        let (port, seen) = upstream().await;
+        let proxy = proxy(&["allowed.test", "127.0.0.1"], &[port]).await;
+        for host in [
+            "evil.example",
+            "evil.example:80",
+            "allowed.test:1",
+            "allowed.test\r\nHost: allowed.test",
+        ] {
+            let answer = send(
+                &proxy,
+                &format!("GET http://allowed.test:{port}/x HTTP/1.1\r\nHost: {host}\r\n\r\n"),
+            )
+            .await;
+            assert!(answer.starts_with("HTTP/1.1 403"), "{host}: {answer}");
+        }
+        let twice = format!(
+            "GET http://allowed.test:{port}/x HTTP/1.1\r\nHost: allowed.test:{port}\r\nhost: evil.example\r\n\r\n"
+        );
+        assert!(send(&proxy, &twice).await.starts_with("HTTP/1.1 403"));
+        let chunked = format!(
+            "POST http://allowed.test:{port}/x HTTP/1.1\r\nHost: allowed.test:{port}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        );
+        assert!(send(&proxy, &chunked).await.starts_with("HTTP/1.1 403"));
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "nothing reached the server"
+        );
+
+        // The right Host passes, and a second request on the same connection does not.
+        let pipelined = format!(
+            "POST http://allowed.test:{port}/x HTTP/1.1\r\nHost: ALLOWED.test:{port}\r\nContent-Length: 4\r\nConnection: keep-alive\r\n\r\nbodyGET /admin HTTP/1.1\r\nHost: evil.example\r\n\r\n"
+        );
+        let answer = send(&proxy, &pipelined).await;
+        assert!(answer.ends_with("\r\n\r\nok"), "{answer}");
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            [format!(
+                "POST /x HTTP/1.1\r\nHost: ALLOWED.test:{port}\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbody"
+            )]
+        );
+    }
+
+    #[tokio::test]
+    async fn ports_and_internal_addresses_are_refused_as_landlock_would() {
+        let (port, seen) = upstream().await;
+        // Without allowed_ports only 80 and 443 are reachable.
+        let web_only = proxy(&["allowed.test", "127.0.0.1"], &[]).await;
+        for request in [
+            format!("CONNECT allowed.test:{port} HTTP/1.1\r\n\r\n"),
+            "CONNECT allowed.test:22 HTTP/1.1\r\n\r\n".to_string(),
+            format!(
+                "GET http://allowed.test:{port}/ HTTP/1.1\r\nHost: allowed.test:{port}\r\n\r\n"
+            ),
+        ] {
+            assert!(
+                send(&web_only, &request).await.starts_with("HTTP/1.1 403"),
+                "{request}"
+            );
+        }
+        // A name leading to an internal address, an address or localhost under a wildcard.
+        let wildcard = proxy(&["*", "*.test", "rebind.test"], &[port]).await;
+        for target in [
+            "rebind.test",
+            "allowed.test",
+            "127.0.0.1",
+            "localhost",
+            "[::1]",
+            "[::ffff:7f00:1]",
+            "metadata",
+            "169.254.169.254",
+        ] {
+            let answer = send(
+                &wildcard,
+                &format!("CONNECT {target}:{port} HTTP/1.1\r\n\r\n"),
+            )
+            .await;
+            assert!(answer.starts_with("HTTP/1.1 403"), "{target}: {answer}");
+        }
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "nothing reached the server"
+        );
+        let log = wildcard.take_log();
+        assert_eq!(log.len(), 8);
+        assert!(log.iter().all(|connection| !connection.allowed));
+        // Named exactly, on an allowed port, the address is reached.
+        let exact = proxy(&["allowed.test", "127.0.0.1"], &[port]).await;
+        let answer = send(
+            &exact,
+            &format!("CONNECT allowed.test:{port} HTTP/1.1\r\n\r\nhello"),
+        )
+        .await;
+        assert!(
+            answer.starts_with("HTTP/1.1 200 Connection Established"),
+            "{answer}"
+        );
+        assert_eq!(seen.lock().unwrap().clone(), ["hello"]);
     }
 }

@@ -242,6 +242,7 @@ fn call(index: usize, name: &str, safe: bool) -> Call {
 fn context() -> (ToolContext, AbortHandle) {
     let (handle, abort) = AbortHandle::new();
     let ctx = ToolContext {
+        resolver: Default::default(),
         workspace: Arc::new(Workspace::new("/".into(), vec![], None)),
         rules: Arc::default(),
         limits: ToolLimits::default(),

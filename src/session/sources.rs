@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use crate::hooks::{Hook, merge_hooks};
 use crate::mcp::{McpPlan, parse_project_file, plan, project_file_approved};
 use crate::policy::{
-    self, LowerGrant, PermissionContext, PermissionMode, Policy, PolicyOrigin, PolicySource, Rule,
-    RuleSet, SourceKind, Workspace, danger, lower_may_add, moots_classifier, refuse_disabled,
-    refuse_managed_keys_below,
+    self, ConfigOrigin, LowerGrant, PermissionContext, PermissionMode, Policy, PolicyOrigin,
+    PolicySource, Power, Rule, RuleSet, SourceKind, Standing, Workspace, counts, danger,
+    lower_may_add, moots_classifier, refuse_disabled, refuse_managed_keys_below,
+    repository_hooks_approved, standing,
 };
 use crate::sandbox::SandboxConfig;
 use crate::task::Task;
@@ -299,40 +300,68 @@ pub struct HooksInForce {
     pub ignored: Vec<Hook>,
 }
 
-/// Lower sources' hooks run beside the managed ones unless a managed policy says
-/// `managed_hooks_only`, or is `managed_only` without granting `hooks`: a hook that answers
-/// allow would widen what the managed policy allows.
+/// Lower sources' hooks run beside the managed ones as `policy::authority`'s table says: the
+/// user's and the command line's as written, the repository's (task file,
+/// `.tollgate/policy.yaml`) once the managed or the user's policy says `allow_project_hooks`,
+/// none when a managed policy says `managed_hooks_only` or is `managed_only` without granting
+/// `hooks` — a hook that answers allow would widen what the managed policy allows.
+/// `disableAllHooks` (Claude Code's key) turns hooks off as far as its file's authority goes:
+/// in a managed policy every hook; in the user's file every hook but the managed ones; in a
+/// repository's file the repository's own hooks, never the operator's guards.
 pub fn hooks_in_force(sources: &[PolicySource]) -> HooksInForce {
-    let (managed, others): (Vec<&PolicySource>, Vec<&PolicySource>) = sources
+    let managed_hooks_only = sources
         .iter()
-        .partition(|source| source.kind == SourceKind::Managed);
-    let managed_only = managed
-        .iter()
-        .any(|source| source.policy.managed_hooks_only)
-        || !lower_may_add(sources, LowerGrant::Hooks);
-    let collect = |list: &[&PolicySource]| -> Vec<Hook> {
-        list.iter()
-            .flat_map(|source| source.policy.hooks.iter().cloned())
-            .collect()
+        .any(|source| source.kind == SourceKind::Managed && source.policy.managed_hooks_only);
+    let disabled_by = |kind: SourceKind| {
+        sources.iter().any(|source| {
+            source.policy.disable_all_hooks
+                && match source.kind {
+                    SourceKind::Managed => true,
+                    SourceKind::User | SourceKind::CommandLine => kind != SourceKind::Managed,
+                    SourceKind::Task | SourceKind::Project => {
+                        !ConfigOrigin::of(kind).is_operators()
+                    }
+                }
+        })
     };
-    let lower = collect(&others);
+    let repository_approved = repository_hooks_approved(sources);
+    let mut managed = Vec::new();
+    let mut lower = Vec::new();
+    let mut ignored = Vec::new();
+    for source in sources {
+        let origin = ConfigOrigin::of(source.kind);
+        let runs = !disabled_by(source.kind)
+            && (source.kind == SourceKind::Managed
+                || (!managed_hooks_only
+                    && counts(sources, Power::Hooks, origin, || repository_approved)));
+        let into = match (runs, source.kind) {
+            (false, _) => &mut ignored,
+            (true, SourceKind::Managed) => &mut managed,
+            (true, _) => &mut lower,
+        };
+        into.extend(source.policy.hooks.iter().cloned());
+    }
     HooksInForce {
-        in_force: merge_hooks(&collect(&managed), managed_only, &lower),
-        ignored: if managed_only { lower } else { Vec::new() },
+        in_force: merge_hooks(&managed, false, &lower),
+        ignored,
     }
 }
 
-/// The sandbox of the highest-precedence policy that has a `sandbox:` block (only the managed
-/// policy's under `managed_only`), so a task or project file cannot turn off the managed one.
+/// The sandbox in force (`policy::authority`'s table): the highest-precedence operator's
+/// policy (managed, command line, user) with a `sandbox:` block; a repository's block (task,
+/// project) only when none of those has one, so it may turn a sandbox on but never replace or
+/// turn off the operator's; under `managed_only` only the managed policy's.
 pub fn sandbox_in_force(sources: &[PolicySource]) -> Option<SandboxConfig> {
-    let managed_only = sources
-        .iter()
-        .any(|source| source.kind == SourceKind::Managed && source.policy.managed_only);
     let mut ordered: Vec<&PolicySource> = sources
         .iter()
-        .filter(|source| !managed_only || source.kind == SourceKind::Managed)
+        .filter(|source| {
+            standing(sources, Power::Sandbox, ConfigOrigin::of(source.kind)) != Standing::Ignored
+        })
         .collect();
-    ordered.sort_by_key(|source| source.kind);
+    ordered.sort_by_key(|source| {
+        let standing = standing(sources, Power::Sandbox, ConfigOrigin::of(source.kind));
+        (standing == Standing::Fallback, source.kind)
+    });
     ordered
         .into_iter()
         .find_map(|source| source.policy.sandbox.clone())
@@ -351,4 +380,170 @@ pub fn mcp_in_force(sources: &[PolicySource], task: &Task, workdir: &Path) -> Re
     let mut planned = plan(sources, &task.mcp_servers, &project);
     planned.skipped.extend(skipped);
     Ok(planned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(kind: SourceKind, yaml: &str) -> PolicySource {
+        let file = format!("{kind:?}.yaml");
+        let policy = Policy::parse(
+            yaml,
+            PolicyOrigin {
+                file: Path::new(&file),
+                dir: Path::new("/p"),
+                home: None,
+            },
+        )
+        .unwrap();
+        PolicySource { kind, policy }
+    }
+
+    fn hook(name: &str) -> String {
+        format!("hooks:\n  - {{event: PreToolUse, command: {name}}}\n")
+    }
+
+    /// The hooks that run, by their command.
+    fn running(sources: &[PolicySource]) -> Vec<String> {
+        hooks_in_force(sources)
+            .in_force
+            .into_iter()
+            .map(|hook| hook.spec.command)
+            .collect()
+    }
+
+    #[test]
+    fn the_repositorys_hooks_run_only_when_an_operator_approves_them() {
+        use SourceKind::*;
+        let repo = |kind| source(kind, &hook(&format!("{kind:?}")));
+        // (sources, the hooks that run)
+        let cases: Vec<(Vec<PolicySource>, Vec<&str>)> = vec![
+            (vec![repo(Task), repo(Project)], vec![]),
+            (vec![repo(Project), repo(User)], vec!["User"]),
+            (
+                vec![
+                    repo(Project),
+                    source(
+                        User,
+                        &format!("allow_project_hooks: true\n{}", hook("User")),
+                    ),
+                ],
+                vec!["Project", "User"],
+            ),
+            (
+                vec![source(Managed, "allow_project_hooks: true\n"), repo(Task)],
+                vec!["Task"],
+            ),
+            // The repository cannot approve itself.
+            (
+                vec![source(
+                    Project,
+                    &format!("allow_project_hooks: true\n{}", hook("Project")),
+                )],
+                vec![],
+            ),
+            // managed_only: the user's approval is a lower source's word too.
+            (
+                vec![
+                    source(
+                        Managed,
+                        &format!(
+                            "managed_only: true\nlower_sources_may_add: [hooks]\n{}",
+                            hook("Managed")
+                        ),
+                    ),
+                    repo(Project),
+                    source(
+                        User,
+                        &format!("allow_project_hooks: true\n{}", hook("User")),
+                    ),
+                ],
+                vec!["Managed", "User"],
+            ),
+            (
+                vec![
+                    source(Managed, &format!("managed_only: true\n{}", hook("Managed"))),
+                    repo(User),
+                ],
+                vec!["Managed"],
+            ),
+        ];
+        for (index, (sources, expected)) in cases.into_iter().enumerate() {
+            assert_eq!(running(&sources), expected, "case {index}");
+        }
+    }
+
+    /// Claude Code's `disableAllHooks` and `allowManagedHooksOnly`: a file turns hooks off
+    /// as far as its authority goes; managed hooks only stop for the managed policy.
+    #[test]
+    fn disable_all_hooks_reaches_as_far_as_its_files_authority() {
+        use SourceKind::*;
+        let approve = "allow_project_hooks: true\n";
+        let managed =
+            |extra: &str| source(Managed, &format!("{approve}{extra}{}", hook("Managed")));
+        let user = |extra: &str| source(User, &format!("{extra}{}", hook("User")));
+        let project = |extra: &str| source(Project, &format!("{extra}{}", hook("Project")));
+        let off = "disableAllHooks: true\n";
+        let cases: Vec<(Vec<PolicySource>, Vec<&str>)> = vec![
+            (
+                vec![managed(""), project(""), user("")],
+                vec!["Managed", "Project", "User"],
+            ),
+            (vec![managed(off), project(""), user("")], vec![]),
+            (vec![managed(""), project(""), user(off)], vec!["Managed"]),
+            (
+                vec![managed(""), project(off), user("")],
+                vec!["Managed", "User"],
+            ),
+            (vec![managed(""), user(off)], vec!["Managed"]),
+            (vec![user(off)], vec![]),
+            (
+                vec![
+                    managed("allowManagedHooksOnly: true\n"),
+                    project(""),
+                    user(""),
+                ],
+                vec!["Managed"],
+            ),
+            (
+                vec![
+                    managed("disable_all_hooks: true\n"),
+                    source(User, &format!("{approve}{}", hook("User"))),
+                ],
+                vec![],
+            ),
+        ];
+        for (index, (sources, expected)) in cases.into_iter().enumerate() {
+            assert_eq!(running(&sources), expected, "case {index}");
+        }
+        let ignored = hooks_in_force(&[managed(""), user(off)]).ignored;
+        assert_eq!(ignored.len(), 1);
+    }
+
+    #[test]
+    fn the_repositorys_sandbox_turns_one_on_but_never_replaces_the_operators() {
+        use SourceKind::*;
+        let on = "sandbox: {enabled: true, network: {mode: none}}\n";
+        let off = "sandbox: {enabled: false}\n";
+        let cases: Vec<(Vec<PolicySource>, bool)> = vec![
+            (vec![source(User, on), source(Project, off)], true),
+            (vec![source(User, on), source(Task, off)], true),
+            (vec![source(Project, on)], true),
+            (vec![source(Task, on), source(Project, off)], true),
+            (vec![source(User, off), source(Project, on)], false),
+            (vec![source(Managed, on), source(Task, off)], true),
+            (
+                vec![source(Managed, "managed_only: true\n"), source(Project, on)],
+                false,
+            ),
+        ];
+        for (index, (sources, enabled)) in cases.into_iter().enumerate() {
+            assert_eq!(
+                sandbox_in_force(&sources).is_some(),
+                enabled,
+                "case {index}"
+            );
+        }
+    }
 }

@@ -22,6 +22,9 @@ mod fail_on;
 pub const DEFAULT_MAX_TURNS: u32 = 50;
 /// A sub-agent's own turns (`subagents.max_turns`): a focused job, so fewer than the run's.
 pub const DEFAULT_SUBAGENT_MAX_TURNS: u32 = 20;
+/// Agent calls one model turn may make (`subagents.max_per_turn`); the calls past it get an
+/// error result instead of a sub-agent, so one response cannot multiply the run's requests.
+pub const DEFAULT_SUBAGENT_MAX_PER_TURN: u32 = 3;
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 pub const DEFAULT_CHECK_TIMEOUT_SECS: u64 = 600;
 
@@ -60,6 +63,7 @@ struct TaskFile {
 #[serde(deny_unknown_fields)]
 struct SubagentsFile {
     max_turns: Option<Spanned<u32>>,
+    max_per_turn: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -323,6 +327,8 @@ pub struct Task {
     pub skills: Vec<PathBuf>,
     /// `subagents.max_turns`: the turns of each sub-agent's own conversation.
     pub subagent_max_turns: u32,
+    /// `subagents.max_per_turn`: Agent calls one turn may make.
+    pub subagent_max_per_turn: u32,
 }
 
 impl Task {
@@ -417,6 +423,17 @@ impl Task {
             }
             Some(spanned) => spanned.value,
         };
+        let subagent_max_per_turn = match raw.subagents.max_per_turn {
+            None => DEFAULT_SUBAGENT_MAX_PER_TURN,
+            Some(spanned) if spanned.value == 0 => {
+                return Err(located(
+                    &spanned,
+                    &at,
+                    "subagents.max_per_turn must be at least 1 (remove Agent from `tools` to offer none)".into(),
+                ));
+            }
+            Some(spanned) => spanned.value,
+        };
         let raw_skills = raw.skills.unwrap_or_default();
         if let Some(first) = raw_skills.first()
             && !tools.contains(&ToolName::Skill)
@@ -490,6 +507,7 @@ impl Task {
             mcp_servers: mcp_servers(raw.mcp_servers.unwrap_or_default(), file)?,
             skills,
             subagent_max_turns,
+            subagent_max_per_turn,
         })
     }
 }
@@ -825,6 +843,7 @@ mod tests {
         .unwrap();
         assert_eq!(task.skills, [PathBuf::from("/shared-skills")]);
         assert_eq!(task.subagent_max_turns, 3);
+        assert_eq!(task.subagent_max_per_turn, DEFAULT_SUBAGENT_MAX_PER_TURN);
         let err = parse(&format!("{MINIMAL}skills: [x]\n")).unwrap_err();
         assert_eq!(
             err.to_string(),

@@ -432,6 +432,7 @@ mod tests {
     fn context(dir: &Path) -> (ToolContext, AbortHandle) {
         let (handle, abort) = AbortHandle::new();
         let ctx = ToolContext {
+            resolver: Default::default(),
             workspace: Arc::new(Workspace::new(dir.to_path_buf(), vec![], None)),
             rules: Arc::default(),
             limits: ToolLimits::default(),

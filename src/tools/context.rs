@@ -85,6 +85,8 @@ pub struct ToolContext {
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
     /// The run's TodoWrite list and deferred tools, shared by every call of the run.
     pub state: RunState,
+    /// How WebFetch turns names into addresses (the system's resolver; a test's table).
+    pub resolver: crate::net::Resolver,
 }
 
 impl ToolContext {

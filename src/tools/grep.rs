@@ -268,6 +268,7 @@ mod tests {
         .unwrap();
         let (handle, abort) = AbortHandle::new();
         let ctx = ToolContext {
+            resolver: Default::default(),
             workspace: Arc::new(Workspace::new(root, vec![], None)),
             rules: Arc::new(RuleSet::from_policy(&policy)),
             limits: ToolLimits::default(),

@@ -10,6 +10,7 @@ mod edit;
 mod git_env;
 mod glob;
 mod grep;
+mod page_markdown;
 mod path;
 mod progress;
 mod read;

@@ -208,6 +208,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (_handle, abort) = crate::base::AbortHandle::new();
         let ctx = ToolContext {
+            resolver: Default::default(),
             workspace: std::sync::Arc::new(crate::policy::Workspace::new(
                 dir.path().to_path_buf(),
                 vec![],

@@ -1,7 +1,9 @@
 //! WebFetch (S1): fetches one http(s) URL whose host the gate allowed (`WebFetch(domain:…)`
 //! rules, judged before any connection), converts HTML to Markdown and returns it with the
-//! model's prompt. Redirects are followed only to the same host; any other host goes back to
-//! the model as a new URL to fetch, so it passes the gate as its own call.
+//! model's prompt. The host is resolved once and the connection pinned to the addresses
+//! checked (no internal address unless a rule names it); redirects are followed only within
+//! the same origin (scheme, host, port), any other goes back to the model as a new URL to
+//! fetch, so it passes the gate and the address check as its own call.
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -14,8 +16,10 @@ use serde_json::{Value, json};
 use super::{
     InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input,
 };
+use crate::net::{Host, names_address, pattern_admits};
 use crate::policy::{
-    AskCause, PermissionContext, RuleContent, RuleKind, RuleRef, ToolCheck, ToolName,
+    AskCause, DomainPattern, PermissionContext, RuleContent, RuleKind, RuleRef, RuleSet, ToolCheck,
+    ToolName,
 };
 
 /// Bytes of a response read at most; the rest is not downloaded.
@@ -35,8 +39,7 @@ struct RawInput {
 
 struct WebFetchInput {
     url: Url,
-    /// Lower-case, as the domain rules compare it.
-    host: String,
+    host: Host,
     prompt: String,
 }
 
@@ -50,7 +53,7 @@ impl Tool for WebFetchTool {
     fn description(&self) -> Cow<'static, str> {
         Cow::Borrowed(
             "Fetches an http(s) URL and returns the page as Markdown with your prompt, for you to answer from it. \
-             Only hosts the policy allows can be fetched; a redirect to another host is returned as a URL to fetch.",
+             Only hosts the policy allows can be fetched; a redirect to another host or port is returned as a URL to fetch.",
         )
     }
 
@@ -88,8 +91,8 @@ impl Tool for WebFetchTool {
         }
         let host = url
             .host_str()
-            .map(|host| host.trim_end_matches('.').to_ascii_lowercase())
-            .filter(|host| !host.is_empty())
+            .filter(|host| !host.trim_end_matches('.').is_empty())
+            .map(Host::parse)
             .ok_or_else(|| ToolError::Invalid(format!("`{url}` has no host")))?;
         Ok(Box::new(WebFetchInput {
             url,
@@ -99,12 +102,32 @@ impl Tool for WebFetchTool {
     }
 }
 
-/// The first content rule of `kind` whose domain pattern matches `host`.
-fn domain_rule(ctx: &PermissionContext, kind: RuleKind, host: &str) -> Option<RuleRef> {
+/// The first content rule of `kind` whose domain pattern matches `host`. An allow rule with
+/// a wildcard never admits an address or an internal name (`net::pattern_admits`); deny and
+/// ask rules match as written, so `WebFetch(domain:*)` in `deny` refuses addresses too.
+fn domain_rule(ctx: &PermissionContext, kind: RuleKind, host: &Host) -> Option<RuleRef> {
+    let text = host.rule_text();
     ctx.rules
         .content_rules(kind, &ToolName::WebFetch)
-        .find(|rule| matches!(&rule.content, Some(RuleContent::Domain(pattern)) if pattern.matches(host)))
+        .find(|rule| match &rule.content {
+            Some(RuleContent::Domain(pattern)) if kind == RuleKind::Allow => {
+                pattern_admits(pattern, host)
+            }
+            Some(RuleContent::Domain(pattern)) => pattern.matches(&text),
+            _ => false,
+        })
         .map(RuleRef::from)
+}
+
+/// The domain patterns of the allow rules: an internal address is reached only when one of
+/// them names it exactly.
+fn allow_patterns(rules: &RuleSet) -> impl Iterator<Item = &DomainPattern> {
+    rules
+        .content_rules(RuleKind::Allow, &ToolName::WebFetch)
+        .filter_map(|rule| match &rule.content {
+            Some(RuleContent::Domain(pattern)) => Some(pattern),
+            _ => None,
+        })
 }
 
 impl ToolInput for WebFetchInput {
@@ -142,22 +165,29 @@ impl ToolInput for WebFetchInput {
                 updated_input: None,
             };
         }
-        ToolCheck::Passthrough {
-            reason: format!("fetching {host} needs an allow rule such as WebFetch(domain:{host})"),
-        }
+        let reason = match host {
+            Host::Ip(std::net::IpAddr::V6(_)) => {
+                format!("fetching {host} needs approval: an IPv6 address has no domain rule form")
+            }
+            _ => format!(
+                "fetching {host} needs an allow rule such as WebFetch(domain:{})",
+                host.rule_text()
+            ),
+        };
+        ToolCheck::Passthrough { reason }
     }
 
     fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             tokio::select! {
-                fetched = fetch(&self.url) => fetched.map(|page| ToolOutput::new(answer(self, page))),
+                fetched = fetch(&self.url, &self.host, ctx) => fetched.map(|page| ToolOutput::new(answer(self, page))),
                 _ = ctx.abort.aborted() => Err(ToolError::Stopped("the fetch was interrupted".into())),
             }
         })
     }
 }
 
-/// What came back: a page's text, or a redirect to another host for the model to follow.
+/// What came back: a page's text, or a redirect to another origin for the model to follow.
 enum Page {
     Text {
         url: Url,
@@ -172,21 +202,41 @@ enum Page {
     },
 }
 
-async fn fetch(url: &Url) -> Result<Page, ToolError> {
+async fn fetch(url: &Url, host: &Host, ctx: &ToolContext) -> Result<Page, ToolError> {
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| ToolError::Invalid(format!("`{url}` has no port")))?;
+    let addresses = ctx
+        .resolver
+        .checked(host, port, |ip| {
+            names_address(allow_patterns(&ctx.rules), ip)
+        })
+        .await
+        .map_err(|refusal| ToolError::Failed(format!("not fetched: {refusal}")))?;
     // rustls is built without a default provider; the model client installs the same one.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
+    let origin = url.origin();
+    let mut builder = reqwest::Client::builder()
         .timeout(TIMEOUT)
         .user_agent(concat!("tollgate/", env!("CARGO_PKG_VERSION")))
-        .redirect(reqwest::redirect::Policy::custom(|attempt| {
-            let same_host =
-                attempt.previous().first().and_then(Url::host_str) == attempt.url().host_str();
-            if same_host && attempt.previous().len() <= MAX_REDIRECTS {
+        // A proxy would resolve the name itself, after the check.
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.url().origin() == origin && attempt.previous().len() <= MAX_REDIRECTS {
                 attempt.follow()
             } else {
                 attempt.stop()
             }
-        }))
+        }));
+    if let Host::Name(name) = host {
+        // Connect to the addresses just checked, never to a second answer of the resolver.
+        let pinned: Vec<std::net::SocketAddr> = addresses
+            .iter()
+            .map(|ip| std::net::SocketAddr::new(*ip, port))
+            .collect();
+        builder = builder.resolve_to_addrs(name, &pinned);
+    }
+    let client = builder
         .build()
         .map_err(|err| ToolError::Failed(format!("cannot build the HTTP client: {err}")))?;
     let response = client
@@ -231,25 +281,20 @@ async fn fetch(url: &Url) -> Result<Page, ToolError> {
     }
     let (body, truncated) = read_capped(response).await?;
     let text = String::from_utf8_lossy(&body);
-    let markdown = if is_html {
-        // Scripts, styles and the head are not the page's text; they would only cost tokens.
-        htmd::HtmlToMarkdown::builder()
-            .skip_tags(vec![
-                "head", "script", "style", "noscript", "template", "svg",
-            ])
-            .build()
-            .convert(&text)
+    let (markdown, cut) = if is_html {
+        super::page_markdown::html_to_markdown(text.into_owned())
+            .await
             .map_err(|err| {
                 ToolError::Failed(format!("cannot convert {final_url} to Markdown: {err}"))
             })?
     } else {
-        text.into_owned()
+        (text.into_owned(), false)
     };
     Ok(Page::Text {
         url: final_url,
         status: status.as_u16(),
         markdown,
-        truncated,
+        truncated: truncated || cut,
     })
 }
 
@@ -275,7 +320,7 @@ async fn read_capped(response: reqwest::Response) -> Result<(Vec<u8>, bool), Too
 fn answer(input: &WebFetchInput, page: Page) -> String {
     match page {
         Page::Redirect { from, to, status } => format!(
-            "{from} redirected (HTTP {status}) to another host: {to}\n\
+            "{from} redirected (HTTP {status}) to another origin: {to}\n\
              To read it, call WebFetch again with that URL (the policy must allow its host)."
         ),
         Page::Text {
@@ -287,7 +332,9 @@ fn answer(input: &WebFetchInput, page: Page) -> String {
             let total = markdown.chars().count();
             let mut text: String = markdown.chars().take(MAX_MARKDOWN_CHARS).collect();
             if truncated || total > MAX_MARKDOWN_CHARS {
-                text.push_str("\n\n[the page was cut here: it is larger than WebFetch reads]");
+                text.push_str(
+                    "\n\n[the page was cut: it is larger or nested deeper than WebFetch reads]",
+                );
             }
             format!(
                 "Fetched {url} (HTTP {status}). Answer this from the page below: {}\n\n---\n{text}",
@@ -360,6 +407,212 @@ mod tests {
             "data:text/plain,hi",
         ] {
             assert!(matches!(prepare(bad), Err(ToolError::Invalid(_))), "{bad}");
+        }
+    }
+
+    fn rules(allow: &[&str]) -> RuleSet {
+        let quoted: Vec<String> = allow.iter().map(|rule| format!("'{rule}'")).collect();
+        let policy = Policy::parse(
+            &format!("permissions:\n  allow: [{}]\n", quoted.join(", ")),
+            PolicyOrigin {
+                file: std::path::Path::new("p.yaml"),
+                dir: std::path::Path::new("/"),
+                home: None,
+            },
+        )
+        .unwrap();
+        RuleSet::from_policy(&policy)
+    }
+
+    fn verdict(rules: &RuleSet, url: &str) -> &'static str {
+        let workspace = Workspace::new("/ws".into(), vec![], None);
+        let ctx = PermissionContext {
+            auto_allow_bash: false,
+            mode: PermissionMode::DontAsk,
+            rules,
+            workspace: &workspace,
+        };
+        let input = WebFetchTool
+            .prepare(&json!({"url": url, "prompt": "p"}))
+            .unwrap();
+        match input.check_permissions(&ctx) {
+            ToolCheck::Allow { .. } => "allow",
+            ToolCheck::Deny { .. } => "deny",
+            ToolCheck::Ask { .. } => "ask",
+            ToolCheck::Passthrough { .. } => "passthrough",
+        }
+    }
+
+    #[test]
+    fn a_wildcard_never_allows_an_address_or_an_internal_name() {
+        let star = rules(&[
+            "WebFetch(domain:*)",
+            "WebFetch(domain:*.*.*.*)",
+            "WebFetch(domain:*.localhost)",
+            "WebFetch(domain:*.internal)",
+            "WebFetch(domain:*.google.internal)",
+        ]);
+        for url in [
+            "http://localhost:8080/",
+            "http://LOCALHOST./",
+            "http://metadata/computeMetadata/v1/",
+            "http://metadata.google.internal/computeMetadata/v1/",
+            "http://[::1]/",
+            "http://[::ffff:7f00:1]/",
+            "http://[fd00:ec2::254]/",
+            "http://127.0.0.1/",
+            "http://2130706433/",
+            "http://0x7f.1/",
+            "http://169.254.169.254/latest/meta-data/",
+            "http://api.localhost/",
+        ] {
+            assert_eq!(verdict(&star, url), "passthrough", "{url}");
+        }
+        assert_eq!(verdict(&star, "https://docs/"), "allow");
+        let exact = rules(&["WebFetch(domain:127.0.0.1)", "WebFetch(domain:localhost)"]);
+        assert_eq!(verdict(&exact, "http://127.0.0.1:9/"), "allow");
+        assert_eq!(
+            verdict(&exact, "http://2130706433:9/"),
+            "allow",
+            "the URL standard's form"
+        );
+        assert_eq!(verdict(&exact, "http://localhost/"), "allow");
+        assert_eq!(verdict(&exact, "http://[::ffff:7f00:1]/"), "passthrough");
+    }
+
+    /// A server on 127.0.0.1 answering every request with `reply(path)`; returns its port.
+    async fn serve(reply: fn(&str, u16) -> String) -> u16 {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            loop {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        let n = stream.read(&mut buf).await.unwrap();
+                        if n == 0 {
+                            return;
+                        }
+                        head.extend_from_slice(&buf[..n]);
+                    }
+                    let head = String::from_utf8_lossy(&head);
+                    let path = head.split(' ').nth(1).unwrap_or("/").to_string();
+                    let _ = stream.write_all(reply(&path, port).as_bytes()).await;
+                });
+            }
+        });
+        port
+    }
+
+    fn page(body: &str) -> String {
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    }
+
+    fn context(rules: RuleSet, resolver: crate::net::Resolver) -> ToolContext {
+        let (_handle, abort) = crate::base::AbortHandle::new();
+        ToolContext {
+            resolver,
+            workspace: std::sync::Arc::new(Workspace::new("/ws".into(), vec![], None)),
+            rules: std::sync::Arc::new(rules),
+            limits: crate::tools::ToolLimits::default(),
+            abort,
+            files: crate::tools::FileStateCache::default(),
+            progress: None,
+            sandbox: None,
+            command_env: crate::exec::RunEnv::new(&Default::default()).model,
+            state: Default::default(),
+        }
+    }
+
+    async fn run(ctx: &ToolContext, url: &str) -> Result<String, ToolError> {
+        let input = WebFetchTool
+            .prepare(&json!({"url": url, "prompt": "p"}))
+            .unwrap();
+        input.run(ctx).await.map(|output| output.content)
+    }
+
+    #[tokio::test]
+    async fn names_are_resolved_once_and_internal_addresses_refused() {
+        let port = serve(|_, _| page("<p>inside</p>")).await;
+        let loopback = vec!["127.0.0.1".parse().unwrap()];
+        let resolver = crate::net::Resolver::fixed([
+            ("rebind.test".to_string(), loopback.clone()),
+            ("metadata.google.internal".to_string(), loopback.clone()),
+        ]);
+        // Allowed by name, but the name leads to 127.0.0.1, which no rule names.
+        let ctx = context(
+            rules(&[
+                "WebFetch(domain:rebind.test)",
+                "WebFetch(domain:*.google.internal)",
+                "WebFetch(domain:metadata.google.internal)",
+            ]),
+            resolver.clone(),
+        );
+        for host in ["rebind.test", "metadata.google.internal"] {
+            let err = run(&ctx, &format!("http://{host}:{port}/"))
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&err, ToolError::Failed(text) if text.contains("127.0.0.1, a loopback address")),
+                "{err:?}"
+            );
+        }
+        // A rule naming the address lets it through, and the connection goes to the address
+        // the table gave (the name exists in no DNS).
+        let ctx = context(
+            rules(&["WebFetch(domain:rebind.test)", "WebFetch(domain:127.0.0.1)"]),
+            resolver,
+        );
+        let text = run(&ctx, &format!("http://rebind.test:{port}/"))
+            .await
+            .unwrap();
+        assert!(text.contains("inside"), "{text}");
+        let text = run(&ctx, &format!("http://127.0.0.1:{port}/"))
+            .await
+            .unwrap();
+        assert!(text.contains("inside"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_redirect_to_another_port_or_scheme_is_a_new_origin() {
+        let admin = serve(|_, _| page("<p>internal admin</p>")).await;
+        // The redirecting server learns the admin port through a static: fn pointers hold no state.
+        static ADMIN: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+        ADMIN.store(admin, std::sync::atomic::Ordering::SeqCst);
+        let front = serve(|path, port| {
+            let admin = ADMIN.load(std::sync::atomic::Ordering::SeqCst);
+            let location = match path {
+                "/same" => format!("http://127.0.0.1:{port}/landed"),
+                "/port" => format!("http://127.0.0.1:{admin}/internal-admin"),
+                "/scheme" => format!("https://127.0.0.1:{port}/x"),
+                "/landed" => return page("<p>same origin</p>"),
+                _ => format!("http://127.0.0.1:{admin}/"),
+            };
+            format!("HTTP/1.1 307 Temporary Redirect\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+        })
+        .await;
+        let ctx = context(rules(&["WebFetch(domain:127.0.0.1)"]), Default::default());
+        let text = run(&ctx, &format!("http://127.0.0.1:{front}/same"))
+            .await
+            .unwrap();
+        assert!(text.contains("same origin"), "{text}");
+        for path in ["/port", "/scheme"] {
+            let text = run(&ctx, &format!("http://127.0.0.1:{front}{path}"))
+                .await
+                .unwrap();
+            assert!(
+                text.contains("redirected (HTTP 307) to another origin"),
+                "{text}"
+            );
+            assert!(!text.contains("internal admin"), "{text}");
         }
     }
 }

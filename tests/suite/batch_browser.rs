@@ -71,6 +71,28 @@ async fn the_merged_html_report_reads_back_in_a_real_browser_and_sorts_on_a_clic
             String::from_utf8_lossy(&output.stderr)
         );
     }
+    // A tampered shard journal (or a hostile forge's answer) names a script as one pull
+    // request's address and a real one for another.
+    let tamper = |repo: &str, url: &str| {
+        let journal = ["shard1", "shard2"]
+            .iter()
+            .map(|shard| {
+                fleet
+                    .path()
+                    .join(shard)
+                    .join("repos")
+                    .join(repo)
+                    .join("journal.json")
+            })
+            .find(|path| path.is_file())
+            .unwrap();
+        let mut value: Value =
+            serde_json::from_str(&std::fs::read_to_string(&journal).unwrap()).unwrap();
+        value["pr_url"] = Value::from(url);
+        std::fs::write(&journal, value.to_string()).unwrap();
+    };
+    tamper("r00", "javascript:document.title='pwned'");
+    tamper("r01", "https://forge.example/o/r01/pull/1");
     let merge = Command::new(env!("CARGO_BIN_EXE_tollgate"))
         .current_dir(fleet.path())
         .args(["report", "merge", "shard1", "shard2", "--out", "merged"])
@@ -107,6 +129,22 @@ async fn the_merged_html_report_reads_back_in_a_real_browser_and_sorts_on_a_clic
         .script("return document.querySelectorAll('#cost-chart rect').length;")
         .await;
     assert_eq!(bars, Value::from(5));
+
+    // Only the http(s) address is a link; the script is text, and clicking it runs nothing.
+    let links = browser
+        .script("return Array.from(document.querySelectorAll('a')).map(a => a.href);")
+        .await;
+    assert_eq!(
+        links,
+        serde_json::json!(["https://forge.example/o/r01/pull/1"])
+    );
+    let shown = browser
+        .script("return Array.from(document.querySelectorAll('#repos tbody tr')).find(r => r.cells[0].textContent === 'r00').cells[6].innerHTML;")
+        .await;
+    assert_eq!(shown, Value::from("javascript:document.title='pwned'"));
+    browser.click("#repos tbody tr td:nth-child(7)").await;
+    let title = browser.script("return document.title;").await;
+    assert_eq!(title, Value::from("tollgate batch"));
 
     // A click on "cost (USD)" sorts by cost, as numbers; a second click reverses.
     browser.click("#repos th:nth-child(5)").await;

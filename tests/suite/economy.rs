@@ -444,11 +444,79 @@ async fn web_fetch_is_gated_by_domain_before_connecting() {
     assert!(!page.contains("var x"), "{page}");
     let away = result_in_history(&server, "toolu_03_0");
     assert!(
-        away.contains(&format!("to another host: http://localhost:{port}/page")),
+        away.contains(&format!("to another origin: http://localhost:{port}/page")),
         "{away}"
     );
     let refused = result_in_history(&server, "toolu_04_0");
     assert!(refused.starts_with("Permission denied:"), "{refused}");
     assert!(refused.contains("WebFetch(domain:localhost)"), "{refused}");
     assert_eq!(*hits.lock().unwrap(), ["/moved", "/page", "/away"]);
+}
+
+/// Pages built to break an HTML converter: nesting without end, a huge attribute, deep
+/// tables and lists. Each becomes a result (the text, or an error result) and the run goes
+/// on to its end, reports and all; none takes the process down.
+#[tokio::test]
+async fn hostile_pages_end_as_results_and_the_run_goes_on() {
+    use axum::http::{Uri, header};
+    use axum::response::IntoResponse;
+    fn nested(open: &str, n: usize) -> String {
+        open.repeat(n) + "deepest words"
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let app = axum::Router::new().fallback(|uri: Uri| async move {
+        let body = match uri.path() {
+            "/divs" => nested("<div>", 5_000),
+            "/many-divs" => nested("<div>", 100_000),
+            "/attribute" => format!("<p title=\"{}\">deepest words</p>", "a".repeat(4 << 20)),
+            "/tables" => nested("<table><tr><td>", 20_000),
+            "/lists" => nested("<ul><li>", 20_000),
+            _ => nested("<div><b id=x>", 20_000),
+        };
+        ([(header::CONTENT_TYPE, "text/html")], body).into_response()
+    });
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    let paths = [
+        "/divs",
+        "/many-divs",
+        "/attribute",
+        "/tables",
+        "/lists",
+        "/formatting",
+    ];
+    let fetches: Vec<Block> = paths
+        .iter()
+        .map(|path| {
+            tool(
+                "WebFetch",
+                json!({"url": format!("http://127.0.0.1:{port}{path}"), "prompt": "What is deepest?"}),
+            )
+        })
+        .collect();
+    let server = FakeModel::start(
+        KEY,
+        vec![
+            reply(
+                vec![tool("ToolSearch", json!({"query": "select:WebFetch"}))],
+                tokens(100, 0),
+            ),
+            reply(fetches, tokens(100, 0)),
+            reply(vec![text("Read them all.")], tokens(100, 0)),
+        ],
+    )
+    .await;
+    let run = run_task(
+        &server,
+        "tools: [WebFetch]\npermissions:\n  allow: ['WebFetch(domain:127.0.0.1)']\n",
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.finished()["outcome"], "success");
+    for (index, path) in paths.iter().enumerate() {
+        let page = result_in_history(&server, &format!("toolu_02_{index}"));
+        assert!(page.contains("deepest words"), "{}: {page:.300}", path);
+    }
 }

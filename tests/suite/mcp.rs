@@ -19,8 +19,16 @@ fn server(name: &str, extra: &str) -> String {
     format!("  {name}:\n    command: {SERVER}\n{extra}")
 }
 
-/// A task in `ws/` whose scripted model makes `turns` (YAML lists of blocks), then stops.
+/// The task file comes with the repository: its servers start once the user's own policy
+/// (under `config/`, see [`run`]) approves them.
+fn approve_task_servers(sandbox: &Sandbox) {
+    sandbox.write("config/tollgate/policy.yaml", "allow_project_mcp: true\n");
+}
+
+/// A task in `ws/` whose scripted model makes `turns` (YAML lists of blocks), then stops;
+/// its servers approved.
 fn task(sandbox: &Sandbox, head: &str, servers: &str, turns: &[&str]) {
+    approve_task_servers(sandbox);
     std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
     let mut script = String::new();
     for turn in turns {
@@ -88,10 +96,17 @@ impl Ran {
     }
 }
 
+/// `tollgate run t.yaml` with the user's policy folder `config/` of the sandbox (so only
+/// what the test wrote there approves anything).
 fn run(sandbox: &Sandbox, args: &[&str]) -> Ran {
-    let mut all_args = vec!["run", "t.yaml", "--out", "out"];
-    all_args.extend_from_slice(args);
-    let output = sandbox.tollgate(&all_args);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .args(["run", "t.yaml", "--out", "out"])
+        .args(args)
+        .current_dir(sandbox.path())
+        .env("XDG_CONFIG_HOME", sandbox.path().join("config"))
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
     let all = transcript(&sandbox.path().join("out/transcript.jsonl"));
     assert_every_tool_use_answered_once(&all);
     Ran { output, all }
@@ -125,6 +140,7 @@ fn spawn_run(sandbox: &Sandbox) -> std::process::Child {
     std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
         .args(["run", "t.yaml", "--out", "out"])
         .current_dir(sandbox.path())
+        .env("XDG_CONFIG_HOME", sandbox.path().join("config"))
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap()
@@ -563,6 +579,7 @@ fn a_server_runs_inside_the_sandbox_when_the_policy_turns_it_on() {
     let inside = sandbox.path().join("ws/inside.txt");
     std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
     std::fs::write(&inside, "").unwrap();
+    approve_task_servers(&sandbox);
     sandbox.write(
         "t.yaml",
         &format!(

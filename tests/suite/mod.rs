@@ -2,9 +2,12 @@
 //! the library directly).
 
 mod action;
+mod authority;
 mod auto_mode;
+mod bash_bindings;
 mod bash_corpus;
 mod bash_effects;
+mod bash_options;
 mod bash_oracle;
 mod bash_props;
 mod bash_sweep;
@@ -17,6 +20,7 @@ mod faults;
 mod gate_cli;
 mod gate_reach;
 mod hooks_cli;
+mod installer;
 mod layers;
 mod mcp;
 mod planted_repo;

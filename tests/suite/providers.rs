@@ -755,3 +755,71 @@ async fn the_max_cost_flag_caps_the_task_budget() {
     assert!(run.stderr.contains("my-local-model"), "{}", run.stderr);
     assert_eq!(server.requests().len(), requests);
 }
+
+/// A server on 127.0.0.1 that answers every request with `307` to `to` and counts them;
+/// returns its address (`http://127.0.0.1:port`).
+pub(super) async fn redirector(
+    to: String,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = hits.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new().fallback(move || {
+        counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let to = to.clone();
+        async move { (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, to)]).into_response() }
+    });
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (format!("http://{addr}"), hits)
+}
+
+/// The key and the request never follow a redirect to another origin (another port is
+/// another origin): the run fails as a provider error and the other server sees nothing.
+#[tokio::test]
+async fn credentials_never_follow_a_redirect_to_another_origin() {
+    for api in [Api::Anthropic, Api::OpenAi] {
+        let elsewhere = FakeModel::start(
+            KEY,
+            vec![Reply::Turn(turn(vec![text("done")], tokens(10, 5, 0, 0)))],
+        )
+        .await;
+        let (provider, name, endpoint) = match api {
+            Api::Anthropic => ("anthropic", "claude-sonnet-4-5", "/v1/messages"),
+            Api::OpenAi => ("openai", "gpt-4.1", "/v1/chat/completions"),
+        };
+        let target = format!("{}{endpoint}", elsewhere.base_url(Api::Anthropic));
+        let (front, hits) = redirector(target.clone()).await;
+        let base = match api {
+            Api::Anthropic => front,
+            Api::OpenAi => format!("{front}/v1"),
+        };
+        let model = format!(
+            "model:\n  provider: {provider}\n  name: {name}\n  max_tokens: 1000\n  base_url: {base}\n  api_key_env: TEST_MODEL_KEY\n{FAST}"
+        );
+        let run = run_task(&model, "", &[]).await;
+        assert_eq!(run.code, 4, "{provider}: {}", run.stderr);
+        assert!(
+            elsewhere.requests().is_empty(),
+            "{provider}: the other origin was reached"
+        );
+        assert_eq!(
+            hits.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "{provider}: not retried"
+        );
+        let error = run.finished()["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            error.contains("redirect") && error.contains(&target),
+            "{provider}: {error}"
+        );
+        run.assert_key_absent();
+    }
+}

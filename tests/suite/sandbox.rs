@@ -207,14 +207,19 @@ fn the_proxy_lets_allowed_domains_through_and_records_every_connection() {
         return;
     }
     let port = http_server();
-    let scene =
-        Scene::new("sandbox:\n  network:\n    mode: proxy\n    allowed_domains: [localhost]\n");
+    let other_port = http_server();
+    // localhost resolves to a loopback address: only naming 127.0.0.1 itself lets it through.
+    let scene = Scene::new(&format!(
+        "sandbox:\n  network:\n    mode: proxy\n    allowed_domains: [localhost, 127.0.0.1]\n    allowed_ports: [{port}]\n"
+    ));
     let run = scene.run(
         &[
             &format!("curl -sS --max-time 10 http://localhost:{port}/allowed"),
             &format!("curl -sS -f --max-time 10 http://refused.example:{port}/x"),
             // Around the proxy: refused by Landlock, the port is not the proxy's.
-            &format!("curl -sS --noproxy '*' --max-time 10 http://127.0.0.1:{port}/direct"),
+            &format!("curl -sS --noproxy '*' --max-time 10 http://127.0.0.1:{other_port}/direct"),
+            // Through the proxy to a port Landlock refuses directly: refused there too.
+            &format!("curl -sS -f --max-time 10 http://localhost:{other_port}/x"),
         ],
         &[],
     );
@@ -225,11 +230,9 @@ fn the_proxy_lets_allowed_domains_through_and_records_every_connection() {
         "{}",
         run.stderr
     );
-    assert!(
-        results[1].0 && results[1].1.contains("403"),
-        "{:?}",
-        results[1]
-    );
+    for refused in [&results[1], &results[3]] {
+        assert!(refused.0 && refused.1.contains("403"), "{refused:?}");
+    }
     assert!(
         results[2].0 && !results[2].1.contains("hello"),
         "{:?}",
@@ -250,7 +253,8 @@ fn the_proxy_lets_allowed_domains_through_and_records_every_connection() {
         connections,
         [
             ("localhost".to_string(), true),
-            ("refused.example".to_string(), false)
+            ("refused.example".to_string(), false),
+            ("localhost".to_string(), false)
         ]
     );
     let sarif: Value = run.json("tollgate.sarif");
@@ -260,7 +264,7 @@ fn the_proxy_lets_allowed_domains_through_and_records_every_connection() {
         .iter()
         .filter(|result| result["ruleId"] == "sandbox/network")
         .collect();
-    assert_eq!(network.len(), 1, "{sarif}");
+    assert_eq!(network.len(), 2, "{sarif}");
     assert_eq!(network[0]["properties"]["host"], "refused.example");
 }
 

@@ -697,3 +697,83 @@ async fn an_explore_subagent_writes_nothing_in_any_mode_by_any_route() {
         }
     }
 }
+
+/// One budget for the run: three Agent calls in one turn under `max_turns: 2` make at most
+/// two model requests in all, each sub-agent's turns counted as the run's.
+#[tokio::test]
+async fn subagents_turns_count_towards_the_runs_max_turns() {
+    let mut replies = vec![reply(
+        vec![
+            agent("general", "Look at a."),
+            agent("general", "Look at b."),
+            agent("general", "Look at c."),
+        ],
+        100,
+    )];
+    // Sub-agents that would read forever.
+    for _ in 0..40 {
+        replies.push(reply(
+            vec![tool("Read", json!({"file_path": "a.txt"}))],
+            100,
+        ));
+    }
+    let server = FakeModel::start(KEY, replies).await;
+    for (limits, most) in [
+        ("limits:\n  max_turns: 2\n", 2),
+        ("limits:\n  max_turns: 5\n", 5),
+    ] {
+        let run = run_task(
+            &server,
+            &[("a.txt", "hello\n")],
+            &format!(
+                "mode: bypassPermissions\ntools: [Read, Agent]\n{limits}subagents:\n  max_turns: 3\nfail_on: []\n"
+            ),
+        )
+        .await;
+        let made = events(&run.events, "model_request").len();
+        assert!(made <= most, "{limits}: {made} requests\n{}", run.stderr);
+        assert_eq!(
+            run.finished()["outcome"],
+            "max_turns",
+            "{limits}: {}",
+            run.stderr
+        );
+    }
+}
+
+/// At most `subagents.max_per_turn` (default 3) sub-agents per turn: the calls past it are
+/// error results, never conversations.
+#[tokio::test]
+async fn agent_calls_past_the_per_turn_cap_are_not_run() {
+    for (setting, cap) in [("", 3usize), ("subagents:\n  max_per_turn: 1\n", 1)] {
+        let mut replies = vec![reply(
+            (0..5)
+                .map(|n| agent("general", &format!("Job {n}.")))
+                .collect(),
+            100,
+        )];
+        for n in 0..cap {
+            replies.push(reply(vec![text(&format!("done {n}"))], 100));
+        }
+        replies.push(reply(vec![text("All done.")], 100));
+        let server = FakeModel::start(KEY, replies).await;
+        let run = run_task(
+            &server,
+            &[],
+            &format!("mode: bypassPermissions\ntools: [Read, Agent]\n{setting}fail_on: []\n"),
+        )
+        .await;
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_eq!(events(&run.events, "subagent_started").len(), cap);
+        assert_eq!(server.requests().len(), cap + 2);
+        let last = &server.requests()[cap + 1].body;
+        for index in cap..5 {
+            let id = id_of(&run, 0, index);
+            assert!(
+                result_of(last, &id).contains("at most"),
+                "{}",
+                result_of(last, &id)
+            );
+        }
+    }
+}

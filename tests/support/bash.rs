@@ -161,6 +161,11 @@ const ACCEPTABLE: &[&str] = &[
     "date",
     "hostname",
     "read",
+    "mapfile",
+    "readarray",
+    "getopts",
+    "break",
+    "continue",
 ];
 
 /// A deliberately simple second walker: every `command` node of the tree, its name with
