@@ -344,6 +344,8 @@ fn spec_for(name: &str) -> Option<Spec> {
             ],
             path_opts: &["-m", "-f"],
             options_harmless: false,
+            // `-f list` reads the files the list names.
+            names_from_file: &["-f", "--files-from"],
             ..spec("bcEhiLkNnprsvz0Z", Paths)
         },
         "du" => Spec {

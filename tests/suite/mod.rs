@@ -7,6 +7,7 @@ mod auto_mode;
 mod bash_bindings;
 mod bash_corpus;
 mod bash_expand;
+mod bash_effects;
 mod bash_options;
 mod bash_oracle;
 mod bash_props;
