@@ -1,5 +1,6 @@
-//! Bounded cost under unusual input (issue 18), as figures for the README: SSE parse of one
-//! 20 MB event, confinement of a 1 MB path, policy load time and memory and per-decision cost
+//! Bounded cost under unusual input, as figures for the README: SSE parse of one 20 MB
+//! event, a response of 160k content blocks through each API's parser (`blocks`),
+//! confinement of a 1 MB path, policy load time and memory and per-decision cost
 //! at 1k/10k/100k path rules, and `replay`'s memory on a 200 MB transcript. Inputs are made
 //! at bench time. Run with `cargo bench --bench faults` (or name one section: `sse`, `path`,
 //! `policy`, `replay`). Memory is each case's peak RSS, measured in a child process of its own.
@@ -9,6 +10,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use tollgate::model::sse::SseDecoder;
+use tollgate::model::{AnthropicStream, OpenAiStream, SseParser};
 use tollgate::policy::{
     Access, PermissionContext, PermissionMode, Policy, PolicyOrigin, RuleSet, ToolName, Workspace,
     check_path,
@@ -30,6 +32,9 @@ fn main() {
     let wanted = |name: &str| only.is_empty() || only.contains(&name);
     if wanted("sse") {
         sse();
+    }
+    if wanted("blocks") {
+        blocks(160_000);
     }
     if wanted("path") {
         path();
@@ -106,6 +111,52 @@ fn sse() {
         best * 1e3,
         (size as f64 / (1024.0 * 1024.0)) / best
     );
+}
+
+/// One response of `n` content blocks (Anthropic: text blocks, each started, given a delta
+/// and stopped; OpenAI: tool calls by index), fed event by event to the API's parser.
+fn blocks(n: u64) {
+    let mut anthropic =
+        vec![r#"{"type":"message_start","message":{"usage":{"input_tokens":1}}}"#.to_string()];
+    for index in 0..n {
+        anthropic.push(format!(r#"{{"type":"content_block_start","index":{index},"content_block":{{"type":"text","text":""}}}}"#));
+        anthropic.push(format!(r#"{{"type":"content_block_delta","index":{index},"delta":{{"type":"text_delta","text":"b"}}}}"#));
+        anthropic.push(format!(
+            r#"{{"type":"content_block_stop","index":{index}}}"#
+        ));
+    }
+    anthropic.push(r#"{"type":"message_stop"}"#.to_string());
+    let mut openai = Vec::new();
+    for index in 0..n {
+        openai.push(format!(r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":{index},"id":"call_{index}","type":"function","function":{{"name":"Read","arguments":"{{}}"}}}}]}},"finish_reason":null}}]}}"#));
+    }
+    openai.push(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#.to_string());
+    openai.push(r#"{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1}}"#.to_string());
+    openai.push("[DONE]".to_string());
+    fn feed(mut parser: impl SseParser, events: &[String]) -> usize {
+        for event in events {
+            if let Some(response) = parser.event(event).unwrap_or_else(|err| panic!("{err:?}")) {
+                return response.content.len();
+            }
+        }
+        panic!("the stream did not end")
+    }
+    for (api, events) in [("anthropic", &anthropic), ("openai", &openai)] {
+        let mut best = f64::MAX;
+        for _ in 0..3 {
+            let started = Instant::now();
+            let content = match api {
+                "anthropic" => feed(AnthropicStream::default(), events),
+                _ => feed(OpenAiStream::default(), events),
+            };
+            assert_eq!(content as u64, n);
+            best = best.min(started.elapsed().as_secs_f64());
+        }
+        println!(
+            "blocks: {api}: one response of {n} content blocks parsed in {:.0} ms",
+            best * 1e3
+        );
+    }
 }
 
 fn path() {

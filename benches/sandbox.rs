@@ -44,7 +44,14 @@ fn main() {
         };
         let spec = SandboxSpec { config, status };
         let workspace = Workspace::new(root.clone(), Vec::new(), None);
-        let sandbox = match Sandbox::start(spec, &workspace, "bench").await {
+        let sandbox = match Sandbox::start(
+            spec,
+            &workspace,
+            "bench",
+            &std::env::temp_dir().join("tollgate-bench-out"),
+        )
+        .await
+        {
             Ok(sandbox) => sandbox,
             Err(err) => return eprintln!("{err}"),
         };

@@ -31,18 +31,22 @@ impl ConfigError {
     }
 }
 
+/// The most of a message (and so of a value it quotes) an error prints: a 5 MB value in a
+/// task file must not become a 5 MB line on a CI log.
+pub const MAX_ECHO_CHARS: usize = 1000;
+
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let message = crate::base::truncate_middle(&self.message, MAX_ECHO_CHARS);
         if self.line == 0 {
-            write!(f, "{}: {}", self.file.display(), self.message)
+            write!(f, "{}: {message}", self.file.display())
         } else {
             write!(
                 f,
-                "{}:{}:{}: {}",
+                "{}:{}:{}: {message}",
                 self.file.display(),
                 self.line,
                 self.column,
-                self.message
             )
         }
     }

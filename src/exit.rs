@@ -19,7 +19,7 @@ pub enum ExitCode {
     OutputError,
     /// SIGINT.
     Interrupted,
-    /// SIGTERM.
+    /// SIGTERM, or SIGHUP (which ends a run the same way).
     Terminated,
 }
 
@@ -45,7 +45,7 @@ impl ExitCode {
             ExitCode::ProviderError => "provider error",
             ExitCode::OutputError => "the run's record could not be written",
             ExitCode::Interrupted => "interrupted (SIGINT)",
-            ExitCode::Terminated => "terminated (SIGTERM)",
+            ExitCode::Terminated => "terminated (SIGTERM or SIGHUP)",
         }
     }
 
@@ -81,7 +81,8 @@ classifier that cannot be reached after the provider's retries (outcome \
             ExitCode::OutputError => {
                 "output failure: the run's record could not be written — the transcript, \
 `junit.xml`, `tollgate.sarif` or an offloaded result under `results/` (disk full, folder \
-removed, no permission). stderr names the file once; the transcript holds every whole line \
+removed, no permission); for `batch`, also a merged report or a repository's run record. \
+stderr names the file once; the transcript holds every whole line \
 written before the failure (after a result file, the run ends with outcome `output_failed` \
 and its reports)"
             }
@@ -90,8 +91,9 @@ and its reports)"
 are still written. A second signal exits at once."
             }
             ExitCode::Terminated => {
-                "terminated by SIGTERM: running commands are killed, the transcript and reports \
-are still written. A second signal exits at once."
+                "terminated by SIGTERM, or by SIGHUP (the terminal or the runner's session went \
+away): running commands are killed, the transcript and reports are still written; the \
+transcript's `query_aborted` says which signal. A second signal exits at once."
             }
         }
     }

@@ -1,10 +1,13 @@
-//! The task author's checks, run after the agent stops: plain shell commands in the workdir
-//! with the author's full environment. They are not gated: the model did not write them.
-//! With `sandbox.checks: true` they run in the OS sandbox too (its scrubbed environment).
+//! The task author's checks, run after the agent stops: plain shell commands in the workdir.
+//! They are not gated (the model did not write them), but they run what the model wrote and
+//! planted, so with the sandbox on they run in it (its scrubbed environment) unless the
+//! policy says `sandbox.checks: outside` (then with the author's full environment, after the
+//! protected files were put back). Either way git runs with the trusted side's config.
 //! A failing check with `retry.feed_back` sends its output back to the model.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{AgentError, CheckRecord, Loop};
 use crate::base::AbortSignal;
@@ -17,8 +20,35 @@ use crate::transcript::{CheckOutcome, Event};
 /// Output of a check kept in the transcript and reports.
 const CHECK_OUTPUT_CHARS: usize = 20_000;
 
+/// How long a check may run: its own timeout, or what is left of the run's clock when
+/// that is shorter (the note its output gets then says which).
+#[derive(Debug, Clone, Copy)]
+pub struct CheckClock {
+    pub timeout: Duration,
+    pub run_deadline_first: bool,
+}
+
+impl CheckClock {
+    /// `None` when the run's clock has run out already.
+    pub fn new(check: &Check, run_deadline: Option<tokio::time::Instant>) -> Option<CheckClock> {
+        let left = run_deadline.map(|at| at.saturating_duration_since(tokio::time::Instant::now()));
+        match left {
+            Some(left) if left.is_zero() => None,
+            Some(left) if left < check.timeout => Some(CheckClock {
+                timeout: left,
+                run_deadline_first: true,
+            }),
+            _ => Some(CheckClock {
+                timeout: check.timeout,
+                run_deadline_first: false,
+            }),
+        }
+    }
+}
+
 pub async fn run_check(
     check: &Check,
+    clock: CheckClock,
     workdir: &Path,
     env: &ChildEnv,
     abort: &AbortSignal,
@@ -28,7 +58,7 @@ pub async fn run_check(
     let run = run_shell(
         &check.run,
         workdir,
-        check.timeout,
+        clock.timeout,
         abort,
         ShellEnv::Author(env),
         None,
@@ -37,13 +67,22 @@ pub async fn run_check(
     .await;
     let (exit_code, output) = match run {
         Ok(run) => {
-            let note = match run.ending {
+            let mut note = match run.ending {
                 ShellEnding::Exited(_) => String::new(),
+                ShellEnding::TimedOut if clock.run_deadline_first => {
+                    "\n[stopped: the run's limits.timeout ran out]".to_string()
+                }
                 ShellEnding::TimedOut => {
                     format!("\n[timed out after {}s]", check.timeout.as_secs())
                 }
                 ShellEnding::Aborted => "\n[interrupted]".into(),
             };
+            if !run.violations.is_empty() {
+                note.push_str(&format!(
+                    "\n[{}]",
+                    crate::sandbox::describe_violations(&run.violations)
+                ));
+            }
             let code = match run.ending {
                 ShellEnding::Exited(code) => code,
                 _ => None,
@@ -75,30 +114,61 @@ pub fn millis(since: Instant) -> u64 {
 /// is offloaded to the results folder like a large tool result.
 const FEEDBACK_CHARS: usize = 8_000;
 
+/// How a round of checks ended.
+#[derive(Debug)]
+pub(super) enum RoundEnd {
+    /// Every check ran; nothing goes back to the model.
+    Done,
+    /// Some failed and may be retried: this message goes back to the model.
+    Feedback(String),
+    /// The run's `limits.timeout` ran out during the round (the checks are inside its clock).
+    OutOfTime,
+}
+
 /// Runs every check once (a check with `retry` and no `feed_back` is re-run at once until
-/// it passes or its attempts are spent), recording each attempt. Returns the feedback
-/// message for the model when every failed check may still be retried with feedback.
+/// it passes or its attempts are spent), recording each attempt, inside the run's clock.
+/// Its bookkeeping is linear in the attempts: each check's last attempt is kept by name.
 pub(super) async fn run_round(
     run: &mut Loop<'_>,
     abort: &AbortSignal,
     records: &mut Vec<CheckRecord>,
-) -> Result<Option<String>, AgentError> {
+) -> Result<RoundEnd, AgentError> {
     let spec = run.spec;
-    let mut failed: Vec<&CheckRecord> = Vec::new();
+    let mut last: HashMap<String, u32> = last_attempts(records)
+        .into_iter()
+        .map(|(name, attempt)| (name.to_string(), attempt))
+        .collect();
     let first_new = records.len();
     for check in &spec.checks {
-        let first_attempt = last_attempt(records, &check.name) + 1;
+        let first_attempt = last.get(check.name.as_str()).copied().unwrap_or(0) + 1;
         loop {
-            let attempt = last_attempt(records, &check.name) + 1;
-            let sandbox = run.ctx.sandbox.as_deref().filter(|s| s.confines_checks());
-            let outcome = run_check(
+            let Some(clock) = CheckClock::new(check, run.deadline) else {
+                return Ok(RoundEnd::OutOfTime);
+            };
+            let attempt = last.get(check.name.as_str()).copied().unwrap_or(0) + 1;
+            let sandbox = run.ctx.sandbox.as_deref();
+            let confined = sandbox.filter(|s| s.confines_checks());
+            // Outside the sandbox, a check must find the protected files as the run did, even
+            // if something the model started is still changing them.
+            let unconfined = sandbox
+                .filter(|s| !s.confines_checks())
+                .map(Sandbox::restore_protected)
+                .unwrap_or_default();
+            let mut outcome = run_check(
                 check,
+                clock,
                 &spec.workspace.workdir,
                 &spec.env.checks,
                 abort,
-                sandbox,
+                confined,
             )
             .await;
+            if !unconfined.is_empty() {
+                outcome.output.push_str(&format!(
+                    "\n[before this check ran: {}]",
+                    crate::sandbox::describe_violations(&unconfined)
+                ));
+            }
             run.emit(Event::CheckResult {
                 name: check.name.clone(),
                 run: check.run.clone(),
@@ -111,6 +181,10 @@ pub(super) async fn run_round(
                 attempt,
                 outcome,
             });
+            last.insert(check.name.clone(), attempt);
+            if clock.run_deadline_first && !passed {
+                return Ok(RoundEnd::OutOfTime);
+            }
             // Without feedback, `max_attempts` is a budget per round: the model changed
             // nothing between these attempts.
             let rerun_now = !passed
@@ -122,14 +196,17 @@ pub(super) async fn run_round(
             }
         }
     }
-    failed.extend(records[first_new..].iter().filter(|record| {
-        !record.outcome.passed && last_attempt(records, &record.check.name) == record.attempt
-    }));
+    let failed: Vec<&CheckRecord> = records[first_new..]
+        .iter()
+        .filter(|record| {
+            !record.outcome.passed && last.get(record.check.name.as_str()) == Some(&record.attempt)
+        })
+        .collect();
     let retryable = |record: &&CheckRecord| {
         record.check.retry.feed_back && record.attempt < record.check.retry.max_attempts
     };
     if failed.is_empty() || abort.is_aborted() || !failed.iter().all(retryable) {
-        return Ok(None);
+        return Ok(RoundEnd::Done);
     }
     let mut message = String::from(
         "The task's checks ran after you stopped, and some failed. Fix the cause, then stop \
@@ -169,21 +246,23 @@ pub(super) async fn run_round(
         checks: failed.iter().map(|r| r.check.name.clone()).collect(),
         message: message.clone(),
     })?;
-    Ok(Some(message))
+    Ok(RoundEnd::Feedback(message))
 }
 
-fn last_attempt(records: &[CheckRecord], name: &str) -> u32 {
-    records
-        .iter()
-        .filter(|record| record.check.name == name)
-        .map(|record| record.attempt)
-        .max()
-        .unwrap_or(0)
+/// Each check's last attempt number, by name, in one pass.
+fn last_attempts(records: &[CheckRecord]) -> HashMap<&str, u32> {
+    let mut last: HashMap<&str, u32> = HashMap::new();
+    for record in records {
+        let seen = last.entry(record.check.name.as_str()).or_default();
+        *seen = (*seen).max(record.attempt);
+    }
+    last
 }
 
 /// The last attempt of each check: what decides whether the checks passed.
 pub fn final_attempts(records: &[CheckRecord]) -> impl Iterator<Item = &CheckRecord> {
+    let last = last_attempts(records);
     records
         .iter()
-        .filter(|record| last_attempt(records, &record.check.name) == record.attempt)
+        .filter(move |record| last.get(record.check.name.as_str()) == Some(&record.attempt))
 }

@@ -1,12 +1,17 @@
 //! Where hooks meet the loop: the PreToolUse hooks the approval stage consults (it decides
 //! what their verdict may do), and PostToolUse after the call.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use super::{AgentError, Loop};
 use crate::call::PreparedCall;
 use crate::call::approval::PreToolUse;
-use crate::hooks::{HookEvent, HookInput, HookReport, HookVerdict, run_hooks};
+use crate::exec::{ChildEnv, PreExecStep};
+use crate::hooks::{HookConfinement, HookEvent, HookInput, HookReport, HookVerdict, run_hooks_in};
+use crate::sandbox::Sandbox;
+use crate::tools::trusted_git_env;
 use crate::transcript::{Event, ResultStatus};
 
 /// The run's PreToolUse hooks for one call; each run of them is recorded.
@@ -86,12 +91,28 @@ async fn hooks(
         tool_use_id: id,
         tool_response: response,
     };
-    let report = run_hooks(
+    let sandbox = run.ctx.sandbox.clone();
+    let confined = sandbox
+        .clone()
+        .filter(|sandbox| sandbox.confines_hooks())
+        .map(|sandbox| Arc::new(InSandbox(sandbox)) as Arc<dyn HookConfinement>);
+    if let Some(sandbox) = sandbox.filter(|sandbox| !sandbox.confines_hooks())
+        && run
+            .spec
+            .hooks
+            .iter()
+            .any(|hook| hook.spec.applies_to(event, name))
+    {
+        // A hook outside the sandbox finds the protected files as the run did.
+        sandbox.restore_protected();
+    }
+    let report = run_hooks_in(
         &run.spec.hooks,
         event,
         &hook_input,
-        &run.spec.env.hooks,
+        &trusted_git_env(&run.spec.env.hooks),
         &run.ctx.abort,
+        confined,
     )
     .await;
     if !report.runs.is_empty() {
@@ -103,4 +124,31 @@ async fn hooks(
         })?;
     }
     Ok(report)
+}
+
+/// Hooks in the run's OS sandbox: its environment (with the hook's own variables and git on
+/// the trusted side's config), its child step, and the protected files put back after.
+struct InSandbox(Arc<Sandbox>);
+
+impl HookConfinement for InSandbox {
+    fn prepare(&self, env: &ChildEnv) -> Result<(ChildEnv, PreExecStep), String> {
+        let confined = self.0.prepare().map_err(|err| err.to_string())?;
+        let mut sandboxed = ChildEnv::from_vars(confined.env);
+        for (name, value) in env.vars() {
+            if name
+                .to_str()
+                .is_some_and(|name| name.starts_with("TOLLGATE_HOOK"))
+            {
+                sandboxed = sandboxed.with(name, value);
+            }
+        }
+        let setup = Arc::new(confined.child);
+        let step: PreExecStep = Arc::new(move || setup.apply());
+        Ok((trusted_git_env(&sandboxed), step))
+    }
+
+    fn after(&self) -> Option<String> {
+        let violations = self.0.restore_protected();
+        (!violations.is_empty()).then(|| crate::sandbox::describe_violations(&violations))
+    }
 }

@@ -50,7 +50,7 @@ use crate::tools::{
 };
 use crate::transcript::{
     AbortCause, DenialSummary, Disposition, Event, ModelSummary, Outcome, PolicySummary, QueryEnd,
-    RunCounts, StreamOutput, TaskSummary, Transcript,
+    RunCounts, StreamOutput, TaskSummary, Transcript, UsageSource,
 };
 use reminders::Reminders;
 
@@ -129,7 +129,7 @@ pub enum AgentError {
 fn interrupted(reason: AbortReason) -> Outcome {
     match reason {
         AbortReason::Interrupt => Outcome::Interrupted,
-        AbortReason::Terminate => Outcome::Terminated,
+        AbortReason::Terminate | AbortReason::Hangup => Outcome::Terminated,
     }
 }
 
@@ -219,7 +219,7 @@ pub async fn run(
     let sandbox_status = spec.sandbox.as_ref().map(|sandbox| sandbox.status.clone());
     let sandbox = match spec.sandbox.take() {
         Some(sandbox) => Some(Arc::new(
-            Sandbox::start(sandbox, &spec.workspace, &spec.run_id).await?,
+            Sandbox::start(sandbox, &spec.workspace, &spec.run_id, &spec.out_dir).await?,
         )),
         None => None,
     };
@@ -275,7 +275,10 @@ pub async fn run(
         calls_by_tool: Vec::new(),
         denials: Vec::new(),
         budget: Budget::new(spec.limits, spec.pricing, spec.max_tokens),
-        deadline: spec.limits.timeout.map(|limit| started + limit),
+        deadline: spec
+            .limits
+            .timeout
+            .map(|limit| crate::base::deadline(started, limit)),
         consecutive_denials: 0,
         auto: classifier.map(auto::AutoState::new),
         network_refusals: Vec::new(),
@@ -330,10 +333,13 @@ pub async fn run(
                 break ended;
             }
             match checks::run_round(&mut run, &abort, &mut checks).await? {
-                Some(feedback) if ended.0 == Outcome::Success && run.unsaved.is_none() => {
+                checks::RoundEnd::Feedback(feedback)
+                    if ended.0 == Outcome::Success && run.unsaved.is_none() =>
+                {
                     messages.push(Message::user_text(feedback));
                 }
-                _ => break ended,
+                checks::RoundEnd::OutOfTime => break timed_out(&spec),
+                checks::RoundEnd::Done | checks::RoundEnd::Feedback(_) => break ended,
             }
         },
     };
@@ -555,13 +561,18 @@ async fn conversation(
             }
             Err(Some(ending)) => return Ok(ending),
         };
-        run.counts.usage.add(&response.usage);
-        let cost_usd = run.budget.record(&response.usage, prompt_bytes);
+        let usage = response.usage.tokens();
+        run.counts.usage.add(&usage);
+        if response.usage.is_estimated() {
+            run.counts.estimated_requests += 1;
+        }
+        let cost_usd = run.budget.record(&usage, prompt_bytes);
         run.emit(Event::AssistantMessage {
             turn,
             content: response.content.clone(),
             stop_reason: response.stop_reason,
-            usage: response.usage,
+            usage,
+            usage_source: UsageSource::of(&response.usage),
             cost_usd,
         })?;
         let ModelResponse {
@@ -753,6 +764,7 @@ fn hard_stop(
         by: match reason {
             AbortReason::Interrupt => AbortCause::Sigint,
             AbortReason::Terminate => AbortCause::Sigterm,
+            AbortReason::Hangup => AbortCause::Sighup,
         },
         message: Some(INTERRUPTED_BY_USER.to_string()),
     })?;

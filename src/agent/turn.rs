@@ -254,7 +254,9 @@ fn deferred_hint(run: &Loop<'_>, name: &policy::ToolName) -> String {
 /// The call is bounded by `limits.tool_timeout` and by what is left of the run's wall clock.
 fn deadline(run: &Loop<'_>) -> Option<CallDeadline> {
     let limits = run.spec.limits;
-    let tool_deadline = limits.tool_timeout.map(|limit| Instant::now() + limit);
+    let tool_deadline = limits
+        .tool_timeout
+        .map(|limit| crate::base::deadline(Instant::now(), limit));
     let (at, why, limit) = match (tool_deadline, run.deadline) {
         (Some(tool), Some(whole)) if whole < tool => {
             (Some(whole), "the run's limits.timeout", limits.timeout)

@@ -1,4 +1,4 @@
-//! The run's abort signal (SIGINT/SIGTERM): sent once, observed by the loop, the tools, the
+//! The run's abort signal (SIGINT/SIGTERM/SIGHUP): sent once, observed by the loop, the tools, the
 //! hooks and the checks.
 
 use tokio::sync::watch;
@@ -10,6 +10,9 @@ pub enum AbortReason {
     Interrupt,
     /// SIGTERM.
     Terminate,
+    /// SIGHUP: the session that started the run went away (a closed terminal, a CI runner
+    /// ending the step). Ended as SIGTERM ends it.
+    Hangup,
 }
 
 /// Sends the abort. Dropping it does not abort.

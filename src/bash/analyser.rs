@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::paths::{Cwds, ReadLog, check_read, lexical, locate};
 use super::syntax::{Assignment, Item, Redirect};
-use super::word::Word;
+use super::word::{Value, Word};
 use super::{BashAnalysis, BashEnv, BashRules, BashVerdict, CommandReport, CommandVerdict, Script};
 
 /// `sh -c 'sh -c …'` deeper than this is not analysed.
@@ -29,6 +29,12 @@ pub(crate) struct Analyser<'a> {
     pub problems: Vec<String>,
     pub cwds: Cwds,
     pub reads: ReadLog,
+    /// Variables of the script being walked whose value is known here (see `trackable`).
+    pub vars: HashMap<String, Value>,
+    /// The names whose every binding in the script is one the analyser sees the value of.
+    tracked: HashSet<String>,
+    /// `IFS` is the default, so unquoted references split at blanks.
+    pub split: bool,
 }
 
 impl<'a> Analyser<'a> {
@@ -45,6 +51,9 @@ impl<'a> Analyser<'a> {
             problems: Vec::new(),
             cwds: Cwds::new(env.cwd),
             reads: ReadLog::default(),
+            vars: HashMap::new(),
+            tracked: HashSet::new(),
+            split: true,
         }
     }
 
@@ -70,11 +79,21 @@ impl<'a> Analyser<'a> {
             ));
         }
         let functions: HashSet<String> = calls.keys().map(|n| (*n).to_owned()).collect();
+        // Each shell (this script, `sh -c …` inside it) has its own variables.
+        let outer = (
+            std::mem::take(&mut self.vars),
+            std::mem::replace(&mut self.tracked, trackable(src, &items)),
+            std::mem::replace(&mut self.split, !src.contains("IFS")),
+        );
         for item in items.iter() {
             match item {
                 Item::Command(cmd) => self.simple_command(cmd, &functions, depth),
                 Item::Redirect(r) => self.redirect(r),
-                Item::Assign(a) => self.bare_assignment(a),
+                Item::Assign(a) => {
+                    self.bare_assignment(a);
+                    self.bind(a);
+                }
+                Item::LoopVar(a) => self.bind(a),
                 Item::Declare {
                     keyword,
                     flags,
@@ -101,6 +120,28 @@ impl<'a> Analyser<'a> {
                 Item::Function { .. } => {}
                 Item::Hidden(inner) => self.script(inner, depth + 1),
                 Item::Problem(p) => self.problems.push(p.clone()),
+            }
+        }
+        (self.vars, self.tracked, self.split) = outer;
+    }
+
+    /// The call may change how globs match (`shopt`, `GLOBIGNORE`, `BASHOPTS`).
+    pub(crate) fn glob_options_may_change(&self) -> bool {
+        let source = self.parsed.source();
+        ["shopt", "GLOBIGNORE", "BASHOPTS"]
+            .iter()
+            .any(|name| source.contains(name))
+    }
+
+    /// Records what a binding leaves in its variable: the value when it is known and the
+    /// name tracked, else nothing (later references stay unknown).
+    fn bind(&mut self, a: &Assignment) {
+        match &a.value {
+            Some(v) if self.tracked.contains(&a.name) => {
+                self.vars.insert(a.name.clone(), v.clone());
+            }
+            _ => {
+                self.vars.remove(&a.name);
             }
         }
     }
@@ -290,6 +331,101 @@ fn recursive_function<'n>(calls: &HashMap<&'n str, Vec<&'n str>>) -> Option<&'n 
         }
         false
     })
+}
+
+/// Builtins that can bind a variable whose name the analyser may not see (`read`, `eval`,
+/// `printf -v`, `declare "$n"=…`), or run code later (`trap`, `source`).
+const BINDERS: &[&str] = &[
+    "eval",
+    "source",
+    ".",
+    "read",
+    "mapfile",
+    "readarray",
+    "printf",
+    "declare",
+    "typeset",
+    "local",
+    "export",
+    "readonly",
+    "let",
+    "getopts",
+    "wait",
+    "unset",
+    "builtin",
+    "command",
+    "exec",
+    "enable",
+    "trap",
+    "shopt",
+    "alias",
+    "coproc",
+    "time",
+    "select",
+];
+
+/// The variables of `src` whose values the analyser may know: every binding of each is an
+/// assignment or `for` head with a literal value, seen in order. Nothing is tracked in a
+/// script with functions (their bodies run later), declarations, arithmetic, indirection,
+/// hidden scripts or a command that may bind names it computes.
+fn trackable(src: &str, items: &[Item]) -> HashSet<String> {
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for item in items {
+        match item {
+            Item::Function { .. } | Item::Declare { .. } | Item::Unset { .. } | Item::Hidden(_) => {
+                return HashSet::new();
+            }
+            Item::Command(cmd) => {
+                if let Some(first) = cmd.words.first()
+                    && first
+                        .fixed()
+                        .is_none_or(|name| BINDERS.contains(&super::pattern::base(name)))
+                {
+                    return HashSet::new();
+                }
+            }
+            Item::Assign(a) | Item::LoopVar(a) if a.value.is_some() => {
+                *counts.entry(a.name.as_str()).or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+    if counts.is_empty() || src.contains("((") || src.contains("${!") {
+        return HashSet::new();
+    }
+    counts
+        .into_iter()
+        .filter(|(name, count)| binding_occurrences(src, name) == *count)
+        .map(|(name, _)| name.to_owned())
+        .collect()
+}
+
+/// How often `name` appears in `src` other than as a plain reference (`$x`, `${x}`,
+/// `${x[@]}`, `${x[*]}`): every binding, and anything else that merely spells it.
+fn binding_occurrences(src: &str, name: &str) -> usize {
+    let b = src.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut count = 0;
+    let mut from = 0;
+    while let Some(pos) = src.get(from..).and_then(|rest| rest.find(name)) {
+        let i = from + pos;
+        from = i + name.len();
+        if (i > 0 && ident(b[i - 1])) || b.get(from).is_some_and(|&c| ident(c)) {
+            continue;
+        }
+        let after = &src[from..];
+        let read = (i > 0 && b[i - 1] == b'$')
+            || (i > 1
+                && b[i - 1] == b'{'
+                && b[i - 2] == b'$'
+                && (after.starts_with('}')
+                    || after.starts_with("[@]}")
+                    || after.starts_with("[*]}")));
+        if !read {
+            count += 1;
+        }
+    }
+    count
 }
 
 /// Bash opens `/dev/tcp/host/port` and `/dev/udp/…` as sockets in redirections.

@@ -50,6 +50,13 @@ impl Analyser<'_> {
             self.unseen_writes.push(format!("`{text}` {why}"));
         } else if FILE_WRITERS.contains(&name) {
             self.operand_writes(text, args);
+        } else {
+            for value in super::runners::path_values(argv) {
+                // A value that is not known, or outside, is the hazard table's to refuse.
+                if let Ok(paths) = locate(&value, self.env, &self.cwds) {
+                    self.add_named_writes(paths);
+                }
+            }
         }
     }
 
@@ -180,6 +187,7 @@ mod tests {
             workspace_roots: &roots,
             home: Some(Path::new("/home/u")),
             resolve: &identity,
+            list_dir: &|_| Some(Vec::new()),
         };
         let rules = BashRules {
             allow: [
@@ -194,6 +202,9 @@ mod tests {
                 "ln:*",
                 "sed:*",
                 "npm test:*",
+                "cargo test:*",
+                "go test:*",
+                "pytest:*",
             ]
             .iter()
             .enumerate()
@@ -265,6 +276,44 @@ mod tests {
             ("unzip -l a.zip", &[], false, false),
             ("npm test -- HEAD", &[], false, false),
             ("cat .git/config", &[], false, false),
+            // A runner's output options write where they point, inside the workspace too.
+            (
+                "cargo test -- --logfile=.git/config",
+                &["/ws/.git/config"],
+                false,
+                false,
+            ),
+            (
+                "cargo test -- --logfile .git/config",
+                &["/ws/.git/config"],
+                false,
+                false,
+            ),
+            (
+                "cargo test --target-dir .git/t",
+                &["/ws/.git/t"],
+                false,
+                false,
+            ),
+            (
+                "go test -coverprofile=.git/hooks/pre-commit ./...",
+                &["/ws/.git/hooks/pre-commit"],
+                false,
+                false,
+            ),
+            (
+                "pytest --junitxml=.github/workflows/x.yml",
+                &["/ws/.github/workflows/x.yml"],
+                false,
+                false,
+            ),
+            (
+                "pytest --junit=.github/workflows/x.yml",
+                &["/ws/.github/workflows/x.yml"],
+                false,
+                false,
+            ),
+            ("cargo test -- --nocapture", &[], false, false),
         ];
         for (command, named, unseen, asks) in cases {
             let analysis = evaluate(command, &rules, &env);

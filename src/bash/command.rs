@@ -126,7 +126,36 @@ impl Analyser<'_> {
             repeated: cmd.repeated,
             depth,
         };
-        self.judge(&job, cmd.words.clone(), unproven);
+        let mut words = self.expand_variables(&cmd.words);
+        if self.glob_options_may_change() {
+            // `shopt -s dotglob`, `GLOBIGNORE`: globs may match what the listing model
+            // does not, so they are not expanded (their folders count as read whole).
+            for w in words.iter_mut().filter(|w| w.glob) {
+                *w = Word::dynamic(&w.raw);
+            }
+        }
+        self.judge(&job, words, unproven);
+    }
+
+    /// The words after the variables known here are expanded (`x=rm; $x -f y` is
+    /// `rm -f y`); words that vanish leave the command as written, unknown.
+    fn expand_variables(&self, words: &[Word]) -> Vec<Word> {
+        if self.vars.is_empty() || !words.iter().any(Word::refers_to_variables) {
+            return words.to_vec();
+        }
+        let lookup = |name: &str| self.vars.get(name).cloned();
+        let expanded: Vec<Word> = words
+            .iter()
+            .flat_map(|w| {
+                w.substitute(&lookup, self.split)
+                    .unwrap_or_else(|| vec![w.clone()])
+            })
+            .collect();
+        if expanded.is_empty() {
+            words.to_vec()
+        } else {
+            expanded
+        }
     }
 
     fn judge(&mut self, job: &Job, words: Vec<Word>, mut unproven: Vec<String>) {

@@ -4,9 +4,11 @@
 mod analyser;
 mod arg_writes;
 mod bindings;
+mod brace;
 mod command;
 mod evaluated;
 mod git;
+mod glob;
 mod kind;
 mod long_options;
 mod paths;
@@ -46,6 +48,9 @@ pub struct BashEnv<'a> {
     /// Resolves symlinks of an absolute, lexically normalised path (the caller canonicalises
     /// the longest existing prefix). Tests pass identity.
     pub resolve: &'a dyn Fn(&Path) -> PathBuf,
+    /// The names in a folder (absolute), for expanding globs; `None` when it cannot be
+    /// listed (a glob there is then unproven). Called only for words that hold a glob.
+    pub list_dir: &'a dyn Fn(&Path) -> Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,6 +220,7 @@ mod tests {
             workspace_roots: &roots,
             home: Some(Path::new("/home/u")),
             resolve: &identity,
+            list_dir: &|_| Some(Vec::new()),
         };
         evaluate(script, &rules(), &env)
     }
@@ -384,6 +390,7 @@ mod tests {
             workspace_roots: &roots,
             home: None,
             resolve: &identity,
+            list_dir: &|_| Some(Vec::new()),
         };
         let verdict = |script: &str| evaluate(script, &rules, &env).verdict;
         assert_eq!(

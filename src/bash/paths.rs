@@ -51,12 +51,11 @@ pub(crate) fn locate(word: &Word, env: &BashEnv, cwds: &Cwds) -> Result<Vec<Path
     } else {
         value.to_owned()
     };
-    if word.glob && text.contains('{') {
-        // `{/etc/passwd,x}` becomes two words, one of them absolute.
-        return Err(Unproven::Brace(word.raw.clone()));
-    }
     if word.glob && has_glob_before_parent(&text) {
         return Err(Unproven::GlobReachesParent(word.raw.clone()));
+    }
+    if word.glob {
+        return glob_paths(word, env, cwds);
     }
     let path = Path::new(&text);
     if path.is_absolute() {
@@ -66,6 +65,28 @@ pub(crate) fn locate(word: &Word, env: &BashEnv, cwds: &Cwds) -> Result<Vec<Path
         Cwds::Known(list) => Ok(list.iter().map(|c| normalise(&c.join(path), env)).collect()),
         Cwds::Unknown => Err(Unproven::RelativeAfterCd(word.raw.clone())),
     }
+}
+
+/// Every path a glob word reaches from each possible working directory, symlinks resolved.
+fn glob_paths(word: &Word, env: &BashEnv, cwds: &Cwds) -> Result<Vec<PathBuf>, Unproven> {
+    let absolute = word.value.as_deref().is_some_and(|v| v.starts_with('/')) || word.tilde;
+    let dirs: Vec<PathBuf> = match cwds {
+        _ if absolute => vec![PathBuf::from("/")],
+        Cwds::Known(list) => list.clone(),
+        Cwds::Unknown => return Err(Unproven::RelativeAfterCd(word.raw.clone())),
+    };
+    let mut out = Vec::new();
+    for dir in dirs {
+        let found = super::glob::expand(word, &dir, env.home, env.list_dir)
+            .ok_or_else(|| Unproven::GlobUnknown(word.raw.clone()))?;
+        for path in found {
+            let path = normalise(&path, env);
+            if !out.contains(&path) {
+                out.push(path);
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn expand_tilde(value: &str, env: &BashEnv) -> Option<String> {
@@ -162,12 +183,11 @@ pub(crate) fn log_read(word: &Word, below: bool, env: &BashEnv, cwds: &Cwds, log
         return;
     }
     let Some(value) = word.value.as_deref() else {
-        // `cat /proc/$$/environ`, `cat "$f"`: the folder before the expansion, read below.
-        let cut = word.raw.find(['$', '`']).unwrap_or(word.raw.len());
-        let literal: String = word.raw[..cut]
-            .chars()
-            .filter(|c| !matches!(c, '"' | '\'' | '\\'))
-            .collect();
+        // `cat /proc/$$/environ`, `cat "$f"`: the folder before the expansion, read below
+        // (known variables already expanded: `d=/proc; cat $d/$PPID/environ`).
+        let template = word.template();
+        let cut = template.find(['$', '`']).unwrap_or(template.len());
+        let literal: String = template[..cut].to_owned();
         let dir = literal.rsplit_once('/').map_or(".", |(dir, _)| dir);
         let dir = if dir.is_empty() && literal.starts_with('/') {
             "/"
@@ -184,6 +204,11 @@ pub(crate) fn log_read(word: &Word, below: bool, env: &BashEnv, cwds: &Cwds, log
         return;
     };
     if word.glob {
+        // Every match when they can be listed; else the folder before the first wildcard.
+        if let Ok(paths) = locate(word, env, cwds) {
+            paths.into_iter().for_each(|p| log.record(p, below));
+            return;
+        }
         let literal: Vec<&str> = value
             .split('/')
             .take_while(|c| !c.contains(['*', '?', '[', '{']))
@@ -225,9 +250,22 @@ pub(crate) fn check_read_below(
     if word.fixed() == Some("-") {
         return Ok(());
     }
-    let located = if word.glob || word.value.is_none() {
+    let located = if word.value.is_none() {
         log_read(word, below, env, cwds, log);
         locate(word, env, cwds)?
+    } else if word.glob {
+        match locate(word, env, cwds) {
+            Ok(paths) => {
+                for p in &paths {
+                    log.record(p.clone(), below);
+                }
+                paths
+            }
+            Err(e) => {
+                log_read(word, below, env, cwds, log);
+                return Err(e);
+            }
+        }
     } else {
         let paths = locate(word, env, cwds)?;
         for p in &paths {
@@ -271,6 +309,7 @@ mod tests {
             workspace_roots: &roots,
             home: Some(Path::new("/home/u")),
             resolve: &resolve,
+            list_dir: &|_| None,
         };
         f(&env)
     }

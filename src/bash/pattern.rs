@@ -104,9 +104,15 @@ impl CommandPattern {
                         return Match::No;
                     }
                 }
-                // An unknown command name is never taken to be the rule's command: the caller
-                // asks about it anyway.
-                None if i == 0 => return Match::No,
+                // An unknown command name may be the rule's: a glob that can match it, or
+                // an expansion whose value is not known (`$x`, `$(…)`) unless its last
+                // component is literal.
+                None if i == 0 => {
+                    if !could_name(word, p) {
+                        return Match::No;
+                    }
+                    result = Match::Maybe;
+                }
                 None => result = Match::Maybe,
             }
         }
@@ -212,6 +218,34 @@ fn runs_packages(words: &[String]) -> bool {
             | ["pipx", "run"]
             | ["uv", "run"]
     )
+}
+
+/// Whether a command word not known statically could name the program `name`.
+fn could_name(word: &Word, name: &str) -> bool {
+    use super::word::Piece;
+    if word.value.is_some() {
+        return super::glob::could_name(word, name);
+    }
+    // `"$dir"/tool`: quoted expansions before the last `/`, a literal name after it.
+    let slash = word
+        .pieces
+        .iter()
+        .rposition(|p| matches!(p, Piece::Char { c: '/', .. }));
+    let Some(slash) = slash else { return true };
+    let before_quoted = word.pieces[..slash]
+        .iter()
+        .all(|p| !matches!(p, Piece::Dyn { quoted: false, .. }));
+    let tail: Option<String> = word.pieces[slash + 1..]
+        .iter()
+        .map(|p| match p {
+            Piece::Char { c, .. } if !matches!(c, '*' | '?' | '[') => Some(*c),
+            _ => None,
+        })
+        .collect();
+    match tail {
+        Some(tail) if before_quoted && !tail.is_empty() => base(name) == tail,
+        _ => true,
+    }
 }
 
 /// The last path component of a command word (`/usr/bin/rm` → `rm`).

@@ -344,6 +344,8 @@ fn spec_for(name: &str) -> Option<Spec> {
             ],
             path_opts: &["-m", "-f"],
             options_harmless: false,
+            // `-f list` reads the files the list names.
+            names_from_file: &["-f", "--files-from"],
             ..spec("bcEhiLkNnprsvz0Z", Paths)
         },
         "du" => Spec {
@@ -1225,6 +1227,44 @@ fn date(args: &[Word]) -> Result<(), Unproven> {
 /// Flags that make a command write files or run programs, whatever rule allowed it: an allow
 /// rule such as `git diff:*` is taken to allow the command, not `--output=FILE` or `-c`.
 pub(crate) fn hazard(name: &str, args: &[Word]) -> Option<String> {
+    // A word whose expansion is not known may be any of the options below.
+    // (After an option known to take a value, `git commit -m "$msg"`, it is that value.)
+    let takes_value = |w: &Word| {
+        name == "git"
+            && matches!(
+                w.fixed(),
+                Some(
+                    "-m" | "--message"
+                        | "-F"
+                        | "--file"
+                        | "--author"
+                        | "-b"
+                        | "-B"
+                        | "--format"
+                        | "--pretty"
+                        | "-n"
+                        | "--grep"
+                        | "-S"
+                        | "-G"
+                )
+            )
+    };
+    let before_end = args
+        .iter()
+        .position(|w| w.fixed() == Some("--"))
+        .unwrap_or(args.len());
+    if matches!(
+        name,
+        "git" | "sed" | "sort" | "rg" | "diff" | "tree" | "find"
+    ) && let Some(w) = args[..before_end].iter().enumerate().find_map(|(i, w)| {
+        let value = i > 0 && takes_value(&args[i - 1]);
+        (w.fixed().is_none() && w.may_be_flag && !value).then_some(w)
+    }) {
+        return Some(format!(
+            "`{}` may expand to an option of `{name}` that writes files or runs programs",
+            w.raw
+        ));
+    }
     if name == "git" {
         return git_hazard(args);
     }

@@ -68,6 +68,7 @@ use Value::{Always, Flag, PathOutside, Simple};
 const CODE: &str = "it makes the runner load code or configuration from elsewhere";
 const SHELL: &str = "it replaces the shell or interpreter the runner starts";
 const OUTSIDE: &str = "it points the runner at files outside the workspace";
+const WRITES: &str = "it makes the runner write files its build file names";
 
 const NODE_PM: &[Hazard] = &[
     h(&["--prefix", "-C", "--dir", "--cwd"], Always, OUTSIDE),
@@ -278,6 +279,9 @@ const MAKE: Runner = Runner {
             Always,
             CODE,
         ),
+        // Touches the targets' files instead of running their recipes: writes files
+        // that only the build file names.
+        h(&["-t", "--touch"], Flag, WRITES),
         h(
             &[
                 "-o",
@@ -555,6 +559,35 @@ pub(crate) fn hazard(argv: &[Word], covered: usize, env: &BashEnv, cwds: &Cwds) 
     None
 }
 
+/// The values of the runner's path options (`--logfile`, `--target-dir`, `-coverprofile`,
+/// `--junitxml`…) in `argv`: the runner writes there, so even inside the workspace each is
+/// held to the write guardrails (`cargo test -- --logfile=.git/config`).
+pub(crate) fn path_values(argv: &[Word]) -> Vec<Word> {
+    let Some((runner, start)) = runner(argv) else {
+        return Vec::new();
+    };
+    let mut table = runner.hazards;
+    let mut values = Vec::new();
+    let mut i = start;
+    while let Some(v) = argv.get(i).and_then(Word::fixed) {
+        i += 1;
+        if runner.end.contains(&v) {
+            table = runner.after_end;
+            continue;
+        }
+        if !v.starts_with('-') || v == "-" {
+            continue;
+        }
+        if let Some((hazard, value, consumed)) = match_option(runner, table, v, argv.get(i)) {
+            i += consumed;
+            if hazard.value == PathOutside {
+                values.extend(value);
+            }
+        }
+    }
+    values
+}
+
 /// Finds the hazard `v` spells, with its value and how many further words it consumed.
 fn match_option(
     runner: &Runner,
@@ -684,6 +717,7 @@ mod tests {
             workspace_roots: &roots,
             home: None,
             resolve: &identity,
+            list_dir: &|_| Some(Vec::new()),
         };
         let argv: Vec<Word> = line.split_whitespace().map(Word::literal).collect();
         hazard(&argv, covered, &env, &Cwds::new(env.cwd))
@@ -738,6 +772,12 @@ mod tests {
             ("make -j 4 test", 1, false),
             ("make test CC=/x/cc", 2, true),
             ("make test V=1", 2, false),
+            ("make test -t", 2, true),
+            ("make test --touch", 2, true),
+            ("make test --tou", 2, true),
+            ("make test -it", 2, true),
+            ("make test -itools/x.mk", 2, true),
+            ("make test -k", 2, false),
             ("gmake test SHELL=/x/sh", 2, true),
             ("./gradlew test -I /x/init.gradle", 2, true),
             (

@@ -10,7 +10,7 @@ use super::evaluated::{
 };
 use super::kind::kind;
 use super::unproven::Unproven;
-use super::word::{Word, resolve};
+use super::word::{Value, Word, resolve, resolve_all};
 
 /// Deeper syntax trees than this are not walked (the rest becomes a problem, hence ask).
 const MAX_TREE_DEPTH: usize = 200;
@@ -29,6 +29,9 @@ pub(crate) struct SimpleCommand {
 pub(crate) struct Assignment {
     pub name: String,
     pub text: String,
+    /// The value, when it is literal and the assignment runs unconditionally in the script's
+    /// own shell, in order (a top-level `x=rm`, `x=(a b)`): later `$x` expand to it.
+    pub value: Option<Value>,
 }
 
 /// A redirection operator with its target.
@@ -47,6 +50,8 @@ pub(crate) enum Item {
     Redirect(Redirect),
     /// `x=1` standing alone.
     Assign(Assignment),
+    /// The variable of a `for` loop, with its list's value when that is one known word.
+    LoopVar(Assignment),
     /// `export`/`declare`/`typeset`/`local`/`readonly`.
     Declare {
         keyword: String,
@@ -133,11 +138,21 @@ pub(crate) fn items(script: &str) -> Vec<Item> {
         )));
         return items;
     }
-    let text = prepare(script, &mut items);
-    let Some(tree) = parse_tree(&text) else {
+    let mut text = prepare(script, &mut items);
+    let Some(mut tree) = parse_tree(&text) else {
         items.push(Item::Problem("the script could not be parsed".to_owned()));
         return items;
     };
+    // tree-sitter-bash takes a word like `{rm,-f,x}` or `r[m]` in command position for the
+    // start of a group or an array assignment; Bash runs it as a word. Read again with an
+    // empty quote before each such word, which Bash expands the same.
+    if tree.root_node().has_error()
+        && let Some(quoted) = quote_word_starts(&text)
+        && let Some(again) = parse_tree(&quoted)
+    {
+        text = quoted;
+        tree = again;
+    }
     let mut walker = Walker {
         src: &text,
         items,
@@ -149,6 +164,76 @@ pub(crate) fn items(script: &str) -> Vec<Item> {
     };
     walker.node(tree.root_node(), 0, Ctx::default());
     walker.finish()
+}
+
+/// The script with `''` before every unquoted word that starts with `{` and is not a group's
+/// brace (`{rm,-f,x}`), or that reads like a subscript but assigns nothing (`r[m]`): words
+/// whose meaning, brace and glob expansion included, the empty quote does not change.
+/// `None` when there is no such word, or the script has a here-document (whose body this
+/// scan cannot tell apart).
+fn quote_word_starts(text: &str) -> Option<String> {
+    if text.contains("<<") {
+        return None;
+    }
+    let b = text.as_bytes();
+    let boundary = |c: u8| c.is_ascii_whitespace() || b";&|()`".contains(&c);
+    let mut out: Vec<u8> = Vec::with_capacity(text.len() + 8);
+    let mut changed = false;
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        match quote {
+            Some(q) => {
+                if c == q {
+                    quote = None;
+                } else if q == b'"' && c == b'\\' && i + 1 < b.len() {
+                    out.extend_from_slice(&b[i..i + 2]);
+                    i += 2;
+                    continue;
+                }
+            }
+            None => {
+                let word_start = i == 0 || boundary(b[i - 1]);
+                if c == b'\\' && i + 1 < b.len() {
+                    out.extend_from_slice(&b[i..i + 2]);
+                    i += 2;
+                    continue;
+                }
+                if word_start && c == b'#' {
+                    let end = text[i..].find('\n').map_or(b.len(), |n| i + n);
+                    out.extend_from_slice(&b[i..end]);
+                    i = end;
+                    continue;
+                }
+                if c == b'\'' || c == b'"' {
+                    quote = Some(c);
+                } else if word_start {
+                    let end = (i..b.len()).find(|&k| boundary(b[k])).unwrap_or(b.len());
+                    let word = &text[i..end];
+                    let brace = c == b'{' && end > i + 1 && b[i + 1] != b'}';
+                    let ident = word.find('[').filter(|&k| k > 0).is_some_and(|k| {
+                        word[..k]
+                            .bytes()
+                            .all(|x| x.is_ascii_alphanumeric() || x == b'_')
+                            && !word.contains('=')
+                            && word[k..].contains(']')
+                    });
+                    if brace || ident {
+                        out.extend_from_slice(b"''");
+                        changed = true;
+                    }
+                }
+            }
+        }
+        out.push(c);
+        i += 1;
+    }
+    if changed {
+        String::from_utf8(out).ok()
+    } else {
+        None
+    }
 }
 
 /// CR before LF is a Windows line ending: Bash would keep it inside the last word, which can
@@ -484,6 +569,7 @@ impl<'s> Walker<'s> {
             | "simple_expansion" => {}
             "for_statement" => {
                 self.loop_variable(n);
+                self.loop_value(n);
                 self.children(
                     n,
                     depth,
@@ -585,7 +671,8 @@ impl<'s> Walker<'s> {
             "variable_assignment" => {
                 self.record_value(n);
                 if !ctx.owned_assignment {
-                    let assignment = self.assignment(n);
+                    let mut assignment = self.assignment(n);
+                    assignment.value = self.literal_value(n);
                     self.items.push(Item::Assign(assignment));
                 }
                 self.children(n, depth, inner);
@@ -720,7 +807,11 @@ impl<'s> Walker<'s> {
             )),
             (None, Some(p), [":=" | "=", ..]) => {
                 let name = self.text(p);
-                self.items.push(Item::Assign(Assignment { name, text: text.clone() }));
+                self.items.push(Item::Assign(Assignment {
+                    name,
+                    text: text.clone(),
+                    value: None,
+                }));
             }
             (
                 None,
@@ -776,7 +867,7 @@ impl<'s> Walker<'s> {
                             "command_name" | "word" | "string" | "raw_string" | "concatenation"
                         )
                     })
-                    .map(|c| resolve(c, self.src))
+                    .flat_map(|c| resolve_all(c, self.src))
                     .collect();
                 let mut rest = words.iter().filter_map(|w| w.value.clone());
                 if let Some(name) = rest.next() {
@@ -878,7 +969,69 @@ impl<'s> Walker<'s> {
         Assignment {
             name,
             text: self.text(n),
+            value: None,
         }
+    }
+
+    /// The value of a bare assignment Bash runs unconditionally, in order, in this shell
+    /// (directly in the script's top-level list, not in the background), when it is literal.
+    fn literal_value(&self, n: Node) -> Option<Value> {
+        let parent = n.parent()?;
+        if kind(&parent) != "program" || n.next_sibling().is_some_and(|s| kind(&s) == "&") {
+            return None;
+        }
+        let name = n.child_by_field_name("name")?;
+        if kind(&name) != "variable_name" || self.src[name.end_byte()..].starts_with("+=") {
+            return None;
+        }
+        let Some(value) = n.child_by_field_name("value") else {
+            return Some(Value::Scalar(String::new()));
+        };
+        if kind(&value) == "array" {
+            let mut cursor = value.walk();
+            let mut elements = Vec::new();
+            for element in value.named_children(&mut cursor) {
+                if self.src[element.byte_range()].starts_with('[') {
+                    return None;
+                }
+                for w in resolve_all(element, self.src) {
+                    elements.push(w.fixed().filter(|_| !w.tilde)?.to_owned());
+                }
+            }
+            return Some(Value::Array(elements));
+        }
+        let w = resolve(value, self.src);
+        if self.src[value.byte_range()].contains('~') {
+            return None;
+        }
+        w.value.map(Value::Scalar)
+    }
+
+    /// `for NAME in WORD`: NAME takes each word WORD expands to; when that is one literal
+    /// word or one glob, later `"$NAME"` is known to be it (or one of its matches).
+    fn loop_value(&mut self, n: Node) {
+        let Some(variable) = n.child_by_field_name("variable") else {
+            return;
+        };
+        let mut cursor = n.walk();
+        let values: Vec<Node> = n.children_by_field_name("value", &mut cursor).collect();
+        let words: Vec<Word> = values
+            .iter()
+            .flat_map(|v| resolve_all(*v, self.src))
+            .collect();
+        let value = match words.as_slice() {
+            [w] if kind(&variable) == "variable_name" && !w.tilde => match (w.fixed(), &w.value) {
+                (Some(v), _) => Some(Value::Scalar(v.to_owned())),
+                (None, Some(_)) => Some(Value::OneOf(w.clone())),
+                (None, None) => None,
+            },
+            _ => None,
+        };
+        self.items.push(Item::LoopVar(Assignment {
+            name: self.text(variable),
+            text: self.text(n).chars().take(60).collect(),
+            value,
+        }));
     }
 
     /// Bash evaluates variables met in arithmetic recursively, so `x='a[$(cmd)]'; echo $((x))`
@@ -987,6 +1140,14 @@ impl<'s> Walker<'s> {
                 target = Some(if kind(&child) == "process_substitution" {
                     None
                 } else {
+                    let words = resolve_all(child, self.src);
+                    if words.len() != 1 {
+                        // Bash refuses it ("ambiguous redirect"); not modelled further.
+                        self.problem(format!(
+                            "`{}`: brace expansion in a redirection target",
+                            self.text(n)
+                        ));
+                    }
                     Some(resolve(child, self.src))
                 });
             }
@@ -1016,7 +1177,8 @@ impl<'s> Walker<'s> {
             match (*field, kind(child)) {
                 (Some("name") | Some("argument"), _) => {
                     spans.push((child.start_byte(), child.end_byte()));
-                    words.push((child.start_byte(), resolve(*child, self.src)));
+                    let at = child.start_byte();
+                    words.extend(resolve_all(*child, self.src).into_iter().map(|w| (at, w)));
                 }
                 (Some("redirect"), _) => self.extra_destinations(*child, &mut words),
                 (None, "variable_assignment") => assignments.push(self.assignment(*child)),
@@ -1119,7 +1281,8 @@ impl<'s> Walker<'s> {
             .children_by_field_name("destination", &mut cursor)
             .collect();
         for extra in dests.iter().skip(1) {
-            words.push((extra.start_byte(), resolve(*extra, self.src)));
+            let at = extra.start_byte();
+            words.extend(resolve_all(*extra, self.src).into_iter().map(|w| (at, w)));
         }
     }
 

@@ -30,8 +30,8 @@ pub(crate) enum Unproven {
     NotStatic(String),
     #[error("`{0}`: cannot expand `~` here")]
     Tilde(String),
-    #[error("`{0}`: brace expansion cannot be located")]
-    Brace(String),
+    #[error("`{0}`: the names this glob matches cannot be listed")]
+    GlobUnknown(String),
     #[error("`{0}`: a glob that may reach `..` cannot be located")]
     GlobReachesParent(String),
     #[error("`{0}` is relative and the working directory is not known after `cd`")]

@@ -5,7 +5,56 @@ use tree_sitter::Node;
 
 use super::kind::kind;
 
-/// One shell word after quote removal.
+/// How a character of a word came to be there, which decides what Bash still does with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Quoting {
+    /// Written bare: brace, tilde and glob syntax apply.
+    Bare,
+    /// Quoted or escaped: literal.
+    Quoted,
+    /// Backslash-escaped, as Bash's brace expansion sees it (never a brace comma).
+    Escaped,
+    /// From a variable's value, unquoted: glob syntax applies, braces and tilde do not.
+    Expanded,
+}
+
+impl Quoting {
+    fn literal(self) -> bool {
+        matches!(self, Quoting::Quoted | Quoting::Escaped)
+    }
+}
+
+/// A plain variable reference, whose value the analyser may know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum VarRef {
+    /// `$x`, `${x}`.
+    Scalar(String),
+    /// `${x[@]}`.
+    All(String),
+    /// `${x[*]}`.
+    Star(String),
+}
+
+/// One piece of a word as written: a character, or an expansion whose value the parse alone
+/// cannot know. `at` is the byte offset in the source (for brace expansion, which Bash does
+/// on the word's text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Piece {
+    Char {
+        c: char,
+        q: Quoting,
+        at: usize,
+    },
+    Dyn {
+        raw: String,
+        quoted: bool,
+        var: Option<VarRef>,
+        start: usize,
+        end: usize,
+    },
+}
+
+/// One shell word after brace expansion and quote removal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Word {
     /// The literal value, or `None` when it depends on an expansion or substitution.
@@ -14,15 +63,19 @@ pub(crate) struct Word {
     pub raw: String,
     /// For a dynamic word, the value with every expansion left as written (see `template`).
     expansions_kept: Option<String>,
-    /// Contains an unquoted glob (`*`, `?`, `[`, extglob) or brace expansion: it may stand for
-    /// several words.
+    /// Contains an unquoted glob (`*`, `?`, `[`, extglob): it may stand for several words.
     pub glob: bool,
     /// Starts with an unquoted `~`, so Bash will expand it.
     pub tilde: bool,
-    /// Its expansion could start with `-` (a dynamic word, or a glob in first position), so a
-    /// command may read it as a flag.
+    /// Its expansion could start with `-` (a dynamic word, or a glob that can match a name
+    /// starting with `-`), so a command may read it as a flag.
     pub may_be_flag: bool,
+    /// The word's pieces, with their quoting, for glob matching and variable substitution.
+    pub(crate) pieces: Vec<Piece>,
 }
+
+/// More words than this from one word's brace expansion make it unknowable (ask).
+const MAX_BRACE_WORDS: usize = 256;
 
 impl Word {
     /// A literal word that needs no quoting, as made by the analyser itself.
@@ -34,6 +87,14 @@ impl Word {
             glob: false,
             tilde: false,
             may_be_flag: false,
+            pieces: text
+                .chars()
+                .map(|c| Piece::Char {
+                    c,
+                    q: Quoting::Quoted,
+                    at: 0,
+                })
+                .collect(),
         }
     }
 
@@ -46,6 +107,13 @@ impl Word {
             glob: false,
             tilde: false,
             may_be_flag: true,
+            pieces: vec![Piece::Dyn {
+                raw: raw.to_owned(),
+                quoted: false,
+                var: None,
+                start: 0,
+                end: 0,
+            }],
         }
     }
 
@@ -75,150 +143,379 @@ impl Word {
             None => format!("<dynamic {}>", self.raw),
         }
     }
-}
 
-/// Accumulates the pieces of one word; `chars` remembers which characters were quoted so that
-/// brace expansion and globbing are judged on unquoted characters only.
-struct Builder {
-    /// The value; once an expansion is met, the value with expansions kept as written.
-    text: String,
-    chars: Vec<(char, bool)>,
-    dynamic: bool,
-    glob: bool,
-    leading_glob: bool,
-    tilde: bool,
-}
-
-impl Builder {
-    fn new() -> Builder {
-        Builder {
-            text: String::new(),
-            chars: Vec::new(),
-            dynamic: false,
-            glob: false,
-            leading_glob: false,
-            tilde: false,
-        }
+    /// Whether the word holds a plain variable reference (`$x`, `"${x[@]}"`).
+    pub fn refers_to_variables(&self) -> bool {
+        self.pieces
+            .iter()
+            .any(|p| matches!(p, Piece::Dyn { var: Some(_), .. }))
     }
 
-    fn push(&mut self, c: char, quoted: bool) {
-        if !quoted && self.chars.is_empty() {
-            if c == '~' {
-                self.tilde = true;
-            }
-            if matches!(c, '*' | '?' | '[') {
-                self.leading_glob = true;
+    /// Builds a word from its pieces; `raw` is the source text it came from.
+    pub(crate) fn from_pieces(pieces: Vec<Piece>, raw: &str) -> Word {
+        let mut text = String::new();
+        let mut dynamic = false;
+        let mut glob = false;
+        for (i, p) in pieces.iter().enumerate() {
+            match p {
+                Piece::Char { c, q, .. } => {
+                    text.push(*c);
+                    if !q.literal() && glob_char(&pieces, i) {
+                        glob = true;
+                    }
+                }
+                Piece::Dyn { raw, .. } => {
+                    dynamic = true;
+                    text.push_str(raw);
+                }
             }
         }
-        if !quoted && matches!(c, '*' | '?' | '[') {
-            self.glob = true;
-        }
-        self.text.push(c);
-        self.chars.push((c, quoted));
-    }
-
-    fn push_str(&mut self, s: &str, quoted: bool) {
-        for c in s.chars() {
-            self.push(c, quoted);
-        }
-    }
-
-    fn mark_dynamic(&mut self, raw: &str) {
-        self.text.push_str(raw);
-        if self.chars.is_empty() {
-            self.leading_glob = true;
-        }
-        self.dynamic = true;
-        // A placeholder keeps "something came first" for the leading-position checks.
-        self.chars.push(('\0', true));
-    }
-
-    fn finish(self, raw: &str) -> Word {
-        let brace = has_brace_expansion(&self.chars);
-        let starts_with_brace = brace && self.chars.first().is_some_and(|&(c, q)| c == '{' && !q);
-        let (value, expansions_kept) = if self.dynamic {
-            (None, Some(self.text))
+        let first = pieces.first();
+        let tilde = matches!(
+            first,
+            Some(Piece::Char {
+                c: '~',
+                q: Quoting::Bare,
+                ..
+            })
+        );
+        let leading_glob = match first {
+            Some(Piece::Dyn { .. }) => true,
+            Some(Piece::Char { q, .. }) => !q.literal() && glob_char(&pieces, 0),
+            None => false,
+        };
+        let leading_dash = matches!(first, Some(Piece::Char { c: '-', .. }));
+        let (value, expansions_kept) = if dynamic {
+            (None, Some(text))
         } else {
-            (Some(self.text), None)
+            (Some(text), None)
         };
         Word {
             value,
             raw: raw.to_owned(),
             expansions_kept,
-            glob: self.glob || brace,
-            tilde: self.tilde,
-            may_be_flag: self.leading_glob || starts_with_brace,
+            glob,
+            tilde,
+            may_be_flag: leading_glob || (glob && leading_dash),
+            pieces,
         }
+    }
+
+    /// The words Bash makes of this one once the variables `lookup` knows are expanded
+    /// (quoted or not: word splitting at blanks, an array's elements as words). `None` when
+    /// no reference was replaced. `split` is false when `IFS` may differ from its default:
+    /// unquoted references are then left unknown.
+    pub(crate) fn substitute(
+        &self,
+        lookup: &dyn Fn(&str) -> Option<Value>,
+        split: bool,
+    ) -> Option<Vec<Word>> {
+        let mut words: Vec<(Vec<Piece>, bool)> = vec![(Vec::new(), false)];
+        let mut replaced = false;
+        for piece in &self.pieces {
+            let (var, quoted) = match piece {
+                Piece::Dyn {
+                    var: Some(var),
+                    quoted,
+                    ..
+                } => (var, *quoted),
+                Piece::Char { q, .. } => {
+                    let last = words.last_mut()?;
+                    last.0.push(piece.clone());
+                    last.1 |= q.literal();
+                    continue;
+                }
+                Piece::Dyn { quoted, .. } => {
+                    let last = words.last_mut()?;
+                    last.0.push(piece.clone());
+                    last.1 |= *quoted;
+                    continue;
+                }
+            };
+            let name = match var {
+                VarRef::Scalar(n) | VarRef::All(n) | VarRef::Star(n) => n,
+            };
+            let value = match lookup(name) {
+                Some(v) if quoted || split || matches!(v, Value::OneOf(_)) => v,
+                _ => {
+                    let last = words.last_mut()?;
+                    last.0.push(piece.clone());
+                    last.1 |= quoted;
+                    continue;
+                }
+            };
+            let elements: Vec<String> = match (&value, var) {
+                (Value::OneOf(w), VarRef::Scalar(_)) if quoted => {
+                    replaced = true;
+                    let last = words.last_mut()?;
+                    last.0.extend(w.pieces.iter().cloned());
+                    last.1 = true;
+                    continue;
+                }
+                (Value::OneOf(_), _) => {
+                    let last = words.last_mut()?;
+                    last.0.push(piece.clone());
+                    last.1 |= quoted;
+                    continue;
+                }
+                (Value::Scalar(s), _) => vec![s.clone()],
+                (Value::Array(a), VarRef::Scalar(_)) => {
+                    vec![a.first().cloned().unwrap_or_default()]
+                }
+                (Value::Array(a), VarRef::Star(_)) => vec![a.join(" ")],
+                (Value::Array(a), VarRef::All(_)) => a.clone(),
+            };
+            replaced = true;
+            for (k, element) in elements.iter().enumerate() {
+                if k > 0 {
+                    words.push((Vec::new(), false));
+                }
+                if quoted {
+                    let last = words.last_mut()?;
+                    last.1 = true;
+                    last.0.extend(element.chars().map(|c| Piece::Char {
+                        c,
+                        q: Quoting::Quoted,
+                        at: 0,
+                    }));
+                    continue;
+                }
+                let mut field_open = true;
+                for c in element.chars() {
+                    if matches!(c, ' ' | '\t' | '\n') {
+                        if field_open {
+                            words.push((Vec::new(), false));
+                            field_open = false;
+                        }
+                        continue;
+                    }
+                    field_open = true;
+                    let last = words.last_mut()?;
+                    last.0.push(Piece::Char {
+                        c,
+                        q: Quoting::Expanded,
+                        at: 0,
+                    });
+                }
+            }
+        }
+        if !replaced {
+            return None;
+        }
+        Some(
+            words
+                .into_iter()
+                .filter(|(pieces, quoted)| *quoted || !pieces.is_empty())
+                .map(|(pieces, _)| Word::from_pieces(pieces, &self.raw))
+                .collect(),
+        )
     }
 }
 
-/// `{a,b}` or `{1..3}` with unquoted braces: Bash turns it into several words.
-fn has_brace_expansion(chars: &[(char, bool)]) -> bool {
-    let mut open: Option<usize> = None;
-    for (i, &(c, quoted)) in chars.iter().enumerate() {
-        if quoted {
-            continue;
+/// A value the analyser knows a variable holds.
+#[derive(Debug, Clone)]
+pub(crate) enum Value {
+    Scalar(String),
+    Array(Vec<String>),
+    /// One of the words a `for` loop's list expands to (a glob: one of its matches).
+    OneOf(Word),
+}
+
+/// Whether the character at `i` is glob syntax: `*`, `?`, `[`, or an extglob's `(`.
+fn glob_char(pieces: &[Piece], i: usize) -> bool {
+    match pieces.get(i) {
+        Some(Piece::Char {
+            c: '*' | '?' | '[', ..
+        }) => true,
+        Some(Piece::Char { c: '(', .. }) => true,
+        Some(Piece::Char {
+            c: '@' | '!' | '+', ..
+        }) => matches!(pieces.get(i + 1), Some(Piece::Char { c: '(', q, .. }) if !q.literal()),
+        _ => false,
+    }
+}
+
+/// Accumulates the pieces of one word.
+struct Builder {
+    pieces: Vec<Piece>,
+}
+
+impl Builder {
+    fn push(&mut self, c: char, q: Quoting, at: usize) {
+        self.pieces.push(Piece::Char { c, q, at });
+    }
+
+    fn push_str(&mut self, s: &str, q: Quoting, at: usize) {
+        for c in s.chars() {
+            self.push(c, q, at);
         }
-        match c {
-            '{' => open = Some(i),
-            '}' => {
-                if let Some(start) = open {
-                    let inner = &chars[start + 1..i];
-                    let comma = inner.iter().any(|&(c, q)| c == ',' && !q);
-                    let dots = inner
-                        .windows(2)
-                        .any(|w| w[0] == ('.', false) && w[1] == ('.', false));
-                    if comma || dots {
-                        return true;
+    }
+
+    fn mark_dynamic(&mut self, node: Node, src: &str, quoted: bool) {
+        self.pieces.push(Piece::Dyn {
+            raw: src[node.byte_range()].to_owned(),
+            quoted,
+            var: var_ref(node, src),
+            start: node.start_byte(),
+            end: node.end_byte(),
+        });
+    }
+}
+
+/// `$x`, `${x}`, `${x[@]}`, `${x[*]}`: a reference to a variable by name, nothing more.
+fn var_ref(node: Node, src: &str) -> Option<VarRef> {
+    let text = &src[node.byte_range()];
+    let ident = |s: &str| {
+        let mut chars = s.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    match kind(&node) {
+        "simple_expansion" => {
+            let name = text.strip_prefix('$')?;
+            ident(name).then(|| VarRef::Scalar(name.to_owned()))
+        }
+        "expansion" => {
+            let inner = text.strip_prefix("${")?.strip_suffix('}')?;
+            if ident(inner) {
+                return Some(VarRef::Scalar(inner.to_owned()));
+            }
+            if let Some(name) = inner.strip_suffix("[@]").filter(|n| ident(n)) {
+                return Some(VarRef::All(name.to_owned()));
+            }
+            inner
+                .strip_suffix("[*]")
+                .filter(|n| ident(n))
+                .map(|name| VarRef::Star(name.to_owned()))
+        }
+        _ => None,
+    }
+}
+
+/// Resolves a word-like node (argument, command name, assignment value, redirect target)
+/// without brace expansion (assignment values and redirect targets get none).
+pub(crate) fn resolve(node: Node, src: &str) -> Word {
+    let mut b = Builder { pieces: Vec::new() };
+    add(node, src, &mut b);
+    Word::from_pieces(b.pieces, &src[node.byte_range()])
+}
+
+/// Resolves a word that Bash brace-expands (a command's words, a `for` list, an array's
+/// elements): one word per expansion, in Bash's order. Too many make one unknown word.
+pub(crate) fn resolve_all(node: Node, src: &str) -> Vec<Word> {
+    let mut b = Builder { pieces: Vec::new() };
+    add(node, src, &mut b);
+    let raw = &src[node.byte_range()];
+    let bare = |c: char| {
+        b.pieces
+            .iter()
+            .any(|p| matches!(p, Piece::Char { c: x, q: Quoting::Bare, .. } if *x == c))
+    };
+    if !(bare('{') && bare('}')) {
+        return vec![Word::from_pieces(b.pieces, raw)];
+    }
+    let atoms: Vec<(usize, usize)> = b
+        .pieces
+        .iter()
+        .filter_map(|p| match p {
+            Piece::Dyn { start, end, .. } => Some((*start, *end)),
+            Piece::Char { .. } => None,
+        })
+        .collect();
+    let expander = super::brace::Expander {
+        text: raw.as_bytes(),
+        base: node.start_byte(),
+        atoms: &atoms,
+    };
+    let Some(results) = expander.expand(MAX_BRACE_WORDS) else {
+        return vec![Word::dynamic(raw)];
+    };
+    // A word brace expansion left empty, with no quotes in it, is no word (`{a,}{,b}`).
+    let empty = |segments: &[super::brace::Segment]| {
+        segments
+            .iter()
+            .all(|s| matches!(s, super::brace::Segment::Source(a, b) if a == b))
+    };
+    results
+        .into_iter()
+        .filter(|segments| !empty(segments))
+        .map(|segments| {
+            pieces_of(&b.pieces, &segments)
+                .map_or_else(|| Word::dynamic(raw), |p| Word::from_pieces(p, raw))
+        })
+        .collect()
+}
+
+/// The pieces that fall in `segments` (byte ranges of the source, or generated text); `None`
+/// when a segment cuts an expansion in two.
+fn pieces_of(pieces: &[Piece], segments: &[super::brace::Segment]) -> Option<Vec<Piece>> {
+    use super::brace::Segment;
+    let mut out = Vec::new();
+    for segment in segments {
+        match segment {
+            Segment::Source(a, b) => {
+                for p in pieces {
+                    match p {
+                        Piece::Char { at, .. } if (*a..*b).contains(at) => out.push(p.clone()),
+                        Piece::Char { .. } => {}
+                        Piece::Dyn { start, end, .. } => {
+                            let inside = *start >= *a && *end <= *b;
+                            let overlaps = *start < *b && *end > *a;
+                            if inside {
+                                out.push(p.clone());
+                            } else if overlaps {
+                                return None;
+                            }
+                        }
                     }
                 }
             }
-            _ => {}
+            Segment::Generated(text) => {
+                // Bash re-reads a generated `\` or quote; only plain terms are taken as known.
+                if !text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                    return None;
+                }
+                out.extend(text.chars().map(|c| Piece::Char {
+                    c,
+                    q: Quoting::Quoted,
+                    at: usize::MAX,
+                }));
+            }
         }
     }
-    false
-}
-
-/// Resolves a word-like node (argument, command name, assignment value, redirect target).
-pub(crate) fn resolve(node: Node, src: &str) -> Word {
-    let mut b = Builder::new();
-    add(node, src, &mut b);
-    b.finish(&src[node.byte_range()])
+    Some(out)
 }
 
 fn add(node: Node, src: &str, b: &mut Builder) {
     let text = &src[node.byte_range()];
+    let at = node.start_byte();
     match kind(&node) {
-        "word" => unquoted(text, b),
-        "number" if node.named_child_count() == 0 => unquoted(text, b),
-        "raw_string" => b.push_str(strip(text, 1, 1), true),
+        "word" | "brace_expression" => unquoted(text, at, b),
+        "number" if node.named_child_count() == 0 => unquoted(text, at, b),
+        "raw_string" => b.push_str(strip(text, 1, 1), Quoting::Quoted, at),
         "string" => double_quoted(node, src, b),
-        "ansi_c_string" => b.push_str(&decode_ansi_c(strip(text, 2, 1)), true),
-        "extglob_pattern" => {
-            unquoted(text, b);
-            b.glob = true;
-            if b.chars.len() == text.chars().count() {
-                b.leading_glob = true;
-            }
-        }
+        "ansi_c_string" => b.push_str(&decode_ansi_c(strip(text, 2, 1)), Quoting::Quoted, at),
+        "extglob_pattern" => unquoted(text, at, b),
         // Bash passes a process substitution as a pipe's name; its commands are analysed
         // where they stand.
-        "process_substitution" => b.push_str("/dev/fd/63", true),
+        "process_substitution" => b.push_str("/dev/fd/63", Quoting::Quoted, at),
         "concatenation" | "command_name" => {
             let mut pos = node.start_byte();
             let mut cursor = node.walk();
             for child in node.children(&mut cursor) {
                 if child.start_byte() > pos {
-                    unquoted(&src[pos..child.start_byte()], b);
+                    unquoted(&src[pos..child.start_byte()], pos, b);
                 }
                 add(child, src, b);
                 pos = child.end_byte();
             }
             if node.end_byte() > pos {
-                unquoted(&src[pos..node.end_byte()], b);
+                unquoted(&src[pos..node.end_byte()], pos, b);
             }
         }
-        _ => b.mark_dynamic(text),
+        _ => b.mark_dynamic(node, src, false),
     }
 }
 
@@ -230,18 +527,19 @@ fn strip(text: &str, front: usize, back: usize) -> &str {
     }
 }
 
-/// Unquoted text: a backslash quotes the next character, backslash-newline vanishes.
-fn unquoted(text: &str, b: &mut Builder) {
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
+/// Unquoted text starting at byte `at`: a backslash quotes the next character,
+/// backslash-newline vanishes.
+fn unquoted(text: &str, at: usize, b: &mut Builder) {
+    let mut chars = text.char_indices();
+    while let Some((i, c)) = chars.next() {
         if c == '\\' {
             match chars.next() {
-                Some('\n') => {}
-                Some(next) => b.push(next, true),
-                None => b.push('\\', true),
+                Some((_, '\n')) => {}
+                Some((j, next)) => b.push(next, Quoting::Escaped, at + j),
+                None => b.push('\\', Quoting::Quoted, at + i),
             }
         } else {
-            b.push(c, false);
+            b.push(c, Quoting::Bare, at + i);
         }
     }
 }
@@ -254,36 +552,42 @@ fn double_quoted(node: Node, src: &str, b: &mut Builder) {
     let mut cursor = node.walk();
     for child in node.named_children(&mut cursor) {
         if child.start_byte() > pos {
-            quoted_text(&src[pos..child.start_byte().min(end)], b);
+            quoted_text(&src[pos..child.start_byte().min(end)], pos, b);
         }
         if kind(&child) == "string_content" {
-            quoted_text(&src[child.byte_range()], b);
+            quoted_text(&src[child.byte_range()], child.start_byte(), b);
         } else {
-            b.mark_dynamic(&src[child.byte_range()]);
+            b.mark_dynamic(child, src, true);
         }
         pos = child.end_byte().max(pos);
     }
     if end > pos {
-        quoted_text(&src[pos..end], b);
+        quoted_text(&src[pos..end], pos, b);
     }
 }
 
-fn quoted_text(text: &str, b: &mut Builder) {
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
+fn quoted_text(text: &str, at: usize, b: &mut Builder) {
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
         if c == '\\' {
-            match chars.peek() {
-                Some('\n') => {
+            match chars.peek().copied() {
+                Some((_, '\n')) => {
                     chars.next();
                 }
-                Some(&n) if matches!(n, '$' | '`' | '"' | '\\') => {
+                Some((j, n)) if matches!(n, '$' | '`' | '"' | '\\') => {
                     chars.next();
-                    b.push(n, true);
+                    b.push(n, Quoting::Escaped, at + j);
                 }
-                _ => b.push('\\', true),
+                Some((j, n)) => {
+                    // Kept, but brace expansion still sees the character as escaped.
+                    chars.next();
+                    b.push('\\', Quoting::Quoted, at + i);
+                    b.push(n, Quoting::Escaped, at + j);
+                }
+                None => b.push('\\', Quoting::Quoted, at + i),
             }
         } else {
-            b.push(c, true);
+            b.push(c, Quoting::Quoted, at + i);
         }
     }
 }
@@ -379,17 +683,128 @@ mod tests {
         assert_eq!(decode_ansi_c(r"rm\0 -rf"), "rm");
         assert_eq!(decode_ansi_c(r"\q\x"), r"\q\x");
     }
+}
+
+#[cfg(test)]
+mod expansion_tests {
+    use super::*;
+
+    /// The words `: WORD` passes, as the analyser expands them.
+    fn expand(word: &str) -> Vec<Option<String>> {
+        let script = format!(": {word}");
+        let mut parser = tree_sitter::Parser::new();
+        parser
+            .set_language(&tree_sitter_bash::LANGUAGE.into())
+            .unwrap();
+        let tree = parser.parse(&script, None).unwrap();
+        let mut stack = vec![tree.root_node()];
+        let mut out = Vec::new();
+        while let Some(node) = stack.pop() {
+            if kind(&node) == "command" {
+                let mut cursor = node.walk();
+                for (i, child) in node.children(&mut cursor).enumerate() {
+                    if node.field_name_for_child(i as u32) == Some("argument") {
+                        out.extend(resolve_all(child, &script).into_iter().map(|w| w.value));
+                    }
+                }
+                return out;
+            }
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+        }
+        out
+    }
+
+    /// What Bash itself passes for `WORD` (globbing off, so only brace expansion and quote
+    /// removal act).
+    fn bash(word: &str) -> Vec<String> {
+        let out = std::process::Command::new("bash")
+            .args([
+                "-c",
+                &format!("set -f; for w in {word}; do printf '%s\\0' \"$w\"; done"),
+            ])
+            .output()
+            .expect("bash is needed to compare brace expansion with");
+        assert!(out.status.success(), "bash refused {word}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.split_terminator('\0').map(str::to_owned).collect()
+    }
 
     #[test]
-    fn brace_expansion_needs_unquoted_comma_or_dots() {
-        let unq = |s: &str| s.chars().map(|c| (c, false)).collect::<Vec<_>>();
-        assert!(has_brace_expansion(&unq("{a,b}")));
-        assert!(has_brace_expansion(&unq("x{1..3}")));
-        assert!(!has_brace_expansion(&unq("{}")));
-        assert!(!has_brace_expansion(&[
-            ('{', true),
-            (',', false),
-            ('}', true)
-        ]));
+    fn brace_expansion_matches_bash() {
+        let words = [
+            "{rm,-f,x}",
+            "{cu,}rl",
+            "-{-open-files-in-pager='touch M #',-no-color}",
+            "-{r,i}",
+            "{src,tests}",
+            "a{b,c{d,e}}f",
+            "{a..e}",
+            "{e..a}",
+            "{1..10..2}",
+            "{10..1..3}",
+            "{01..10}",
+            "{-3..3}",
+            "{-05..5..5}",
+            "{1..3}{a,b}",
+            "{a}",
+            "{}",
+            "x{}y",
+            "'{a,b}'",
+            "\\{a,b}",
+            "{a\\,b}",
+            "{'a,b'}",
+            "{\"a,b\",c}",
+            "{a,'b c'}",
+            "{a,b",
+            "a,b}",
+            "{a,b}}",
+            "{{a,b}",
+            "{a..}",
+            "{1..a}",
+            "{a,}{,b}",
+            "x{a}{b,c}",
+            "{,}",
+            "{a,b}c{d,e}",
+            "--{output,x}=y",
+            "{1..3..0}",
+            "{Z..b}",
+            "{a..c..2}",
+            "{+1..3}",
+            "\"{a,b}\"",
+            "{a\\}b,c}",
+        ];
+        let mut mismatches = Vec::new();
+        for word in words {
+            let want = bash(word);
+            let got = expand(word);
+            let known: Option<Vec<String>> = got.iter().cloned().collect();
+            // An expansion the analyser does not model must be unknown, never wrong.
+            if known.as_ref().is_some_and(|k| *k != want) {
+                mismatches.push(format!("{word}: bash {want:?}, analyser {got:?}"));
+            }
+            if known.is_none() && !word.contains("Z..b") {
+                mismatches.push(format!("{word}: unknown, bash {want:?}"));
+            }
+        }
+        assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    }
+
+    #[test]
+    fn expansions_pass_through_brace_expansion_whole() {
+        let got = expand("{$(echo a,b),\"${x}\"}{c,d}");
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert!(got.iter().all(Option::is_none));
+        assert_eq!(
+            expand("${x}{a,b}").len(),
+            2,
+            "`${{` is not a brace, the list after it is"
+        );
+    }
+
+    #[test]
+    fn too_many_words_make_one_unknown_word() {
+        let got = expand("{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}");
+        assert_eq!(got, vec![None]);
     }
 }

@@ -330,7 +330,9 @@ impl Link {
                 };
             }
         };
-        let cost_usd = self.pricing.map(|pricing| pricing.cost(&response.usage));
+        let cost_usd = self
+            .pricing
+            .map(|pricing| pricing.cost(&response.usage.tokens()));
         self.spent_usd += cost_usd.unwrap_or(0.0);
         let text: String = response
             .content
@@ -350,7 +352,7 @@ impl Link {
         Asked {
             answer,
             latency_ms,
-            usage: response.usage,
+            usage: response.usage.tokens(),
             cost_usd,
         }
     }

@@ -46,6 +46,8 @@ fn bash_rules(command: &str, workspace: &Workspace) -> Vec<String> {
         workspace_roots: &workspace.roots,
         home: workspace.home.as_deref(),
         resolve: &identity,
+        // Proposals name commands, not the files a glob matches.
+        list_dir: &|_| Some(Vec::new()),
     };
     let analysis = evaluate(command, &BashRules::default(), &env);
     let mut rules: Vec<String> = Vec::new();

@@ -183,6 +183,6 @@ pub fn eval(args: AutoEvalArgs) -> Result<ExitCode> {
         || anyhow!("no classifier is configured: give a policy with `classifier: {{provider: …}}`, or --task for its provider"),
     )?;
     let report = block_on(run_eval(&mut classifier, &cases))?;
-    print!("{}", report.render(classifier.model()));
+    super::print_out(&report.render(classifier.model()));
     Ok(ExitCode::Success)
 }

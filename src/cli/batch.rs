@@ -32,7 +32,8 @@ pub(super) struct BatchArgs {
     /// Do everything but push.
     #[arg(long)]
     dry_run: bool,
-    /// Also re-run finished repositories: `failed` ones, or those whose inputs `changed`.
+    /// Also re-run finished repositories: `failed` ones, those whose inputs `changed`, or
+    /// `all` of them from the start (also past a journal that does not parse).
     #[arg(long, value_name = "WHICH")]
     rerun: Option<RerunArg>,
     /// The managed policy file for every run.
@@ -47,6 +48,7 @@ pub(super) struct BatchArgs {
 enum RerunArg {
     Failed,
     Changed,
+    All,
 }
 
 #[derive(Debug, Args)]
@@ -88,6 +90,7 @@ pub(super) fn batch(args: BatchArgs, redactor: Arc<Redactor>) -> Result<ExitCode
         rerun: args.rerun.map(|which| match which {
             RerunArg::Failed => Rerun::Failed,
             RerunArg::Changed => Rerun::Changed,
+            RerunArg::All => Rerun::All,
         }),
         policy: args.policy,
         model: args.model,
@@ -110,16 +113,25 @@ pub(super) fn batch(args: BatchArgs, redactor: Arc<Redactor>) -> Result<ExitCode
         .iter()
         .map(|journal| RepoRecord::in_batch(&out, journal.clone()))
         .collect();
-    let written = fleet::write_reports(&out, &records)
-        .with_context(|| format!("cannot write the reports to {}", out.display()))?;
-    print!("{}", fleet::markdown(&journals));
+    // The journals are on disk whatever happens here: a batch whose reports could not be
+    // written exits 5 (as a single run does) and the same command writes them again.
+    let written = fleet::write_reports(&out, &records)?;
+    super::print_out(&fleet::markdown(&journals));
     for path in written {
-        println!("wrote {}", path.display());
+        super::print_out(&format!("wrote {}\n", path.display()));
     }
+    let record_lost = journals.iter().any(|journal| {
+        journal
+            .run
+            .as_ref()
+            .is_some_and(|run| run.exit_code == ExitCode::OutputError.code())
+    });
     let failed = journals
         .iter()
         .any(|journal| journal.outcome == Some(RepoOutcome::Failed));
-    Ok(if failed {
+    Ok(if record_lost {
+        ExitCode::OutputError
+    } else if failed {
         ExitCode::TaskFailed
     } else {
         ExitCode::Success
@@ -130,10 +142,9 @@ pub(super) fn report(args: ReportArgs) -> Result<ExitCode> {
     match args.command {
         ReportCommand::Merge { dirs, out } => {
             let records = fleet::collect(&dirs).context("cannot read the batch folders")?;
-            let written = fleet::write_reports(&out, &records)
-                .with_context(|| format!("cannot write the reports to {}", out.display()))?;
+            let written = fleet::write_reports(&out, &records)?;
             for path in written {
-                println!("wrote {}", path.display());
+                super::print_out(&format!("wrote {}\n", path.display()));
             }
             Ok(ExitCode::Success)
         }

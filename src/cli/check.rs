@@ -84,10 +84,9 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
     };
     let input: Value = serde_json::from_str(input).context("--input is not valid JSON")?;
     if args.explain {
-        print!(
-            "{}",
-            crate::neutral::log_text(&explain(tool, &input, &ctx, sources, &mut tools))
-        );
+        super::print_out(&crate::neutral::log_text(&explain(
+            tool, &input, &ctx, sources, &mut tools,
+        )));
         return Ok(ExitCode::Success);
     }
     let decision = decide(tool, input.clone(), &ctx, &mut tools);
@@ -100,7 +99,11 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
     }
     let decided = line.decision;
     let line = serde_json::to_string(&line)?;
-    println!("{}", crate::neutral::json_log_line(&line));
+    super::print_out(&format!(
+        "{}
+",
+        crate::neutral::json_log_line(&line)
+    ));
     Ok(exit_code(args.exit_code, Some(decided)))
 }
 

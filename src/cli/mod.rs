@@ -71,7 +71,8 @@ confusion matrix, false-block and false-allow rates, model calls, cost and laten
         after_help = "Example:\n  tollgate batch bump.yaml --repos repos.txt --jobs 4 --out .tollgate/batch\n\n\
 Each repository gets its own working copy, run folder, branch and patch under the batch\n\
 folder; a journal per repository lets the same command resume after a kill.\n\
-Exit codes: 0 every repository passed, 1 one failed, 2 usage/config error."
+Exit codes: 0 every repository passed, 1 one failed, 2 usage/config error (also a\n\
+journal that does not parse), 5 a report or a run's record could not be written."
     )]
     Batch(batch::BatchArgs),
     /// Merge the reports of batch folders (one per shard).
@@ -359,6 +360,17 @@ pub fn main() -> std::process::ExitCode {
             eprintln!("tollgate: error: {message}");
             error_code(&err).into()
         }
+    }
+}
+
+/// Writes `text` to stdout. A reader that went away (`tollgate run … | true`, a closed
+/// pipe under a CI runner) is ignored: the record is on disk, and the exit code stays the
+/// command's own instead of a panic's 101.
+pub(crate) fn print_out(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(err) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        tracing::debug!("stdout is closed: {err}");
     }
 }
 

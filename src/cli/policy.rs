@@ -19,10 +19,13 @@ pub fn policy(args: PolicyArgs) -> Result<ExitCode> {
             let workspace = Workspace::new(workdir, Vec::new(), home);
             let outcomes = self_tests(&policy, &workspace);
             for outcome in &outcomes {
-                println!("{}", describe_self_test(outcome));
+                super::print_out(&format!("{}\n", describe_self_test(outcome)));
             }
             let failed = outcomes.iter().filter(|o| !o.passed).count();
-            println!("{} passed, {failed} failed", outcomes.len() - failed);
+            super::print_out(&format!(
+                "{} passed, {failed} failed\n",
+                outcomes.len() - failed
+            ));
             Ok(if failed == 0 {
                 ExitCode::Success
             } else {
@@ -34,13 +37,16 @@ pub fn policy(args: PolicyArgs) -> Result<ExitCode> {
             let implemented = |tool: &ToolName| builtin(tool).is_some();
             let warnings = lint(&policy, &implemented);
             for warning in &warnings {
-                println!("{}: {}: {}", warning.source, warning.rule, warning.message);
+                super::print_out(&format!(
+                    "{}: {}: {}\n",
+                    warning.source, warning.rule, warning.message
+                ));
             }
             if warnings.is_empty() {
-                println!("{}: no warnings", file.display());
+                super::print_out(&format!("{}: no warnings\n", file.display()));
                 Ok(ExitCode::Success)
             } else {
-                println!("{} warnings", warnings.len());
+                super::print_out(&format!("{} warnings\n", warnings.len()));
                 Ok(ExitCode::TaskFailed)
             }
         }

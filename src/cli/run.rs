@@ -1,5 +1,5 @@
 //! `tollgate run`: the flags become `session::RunOptions`, the session assembles the run;
-//! this drives the agent with SIGINT/SIGTERM wired to its abort, then writes the reports
+//! this drives the agent with SIGINT/SIGTERM/SIGHUP wired to its abort, then writes the reports
 //! and prints the summary.
 
 use std::path::Path;
@@ -134,7 +134,7 @@ async fn execute(
         Ok(commands) => {
             for line in commands {
                 match output {
-                    OutputFormat::Text => println!("{line}"),
+                    OutputFormat::Text => super::print_out(&format!("{line}\n")),
                     OutputFormat::Json | OutputFormat::StreamJson => eprintln!("{line}"),
                 }
             }
@@ -148,24 +148,32 @@ async fn execute(
         .into_iter()
         .filter_map(|(name, path)| path.as_deref().map(|path| (name, path)))
         .collect();
-    print!("{}", redactor.redact(&text_summary(&report, &written)));
+    super::print_out(&redactor.redact(&text_summary(&report, &written)));
     Ok(report.exit_code)
 }
 
-/// The first SIGINT/SIGTERM stops the run gracefully (reports are still written); a second
-/// one exits at once — the transcript is already on disk, line by line.
-async fn forward_signals(signals: Option<(Signal, Signal)>, handle: AbortHandle) {
-    let Some((mut interrupt, mut terminate)) = signals else {
+/// The signals that stop a run: SIGINT, SIGTERM and SIGHUP.
+struct StopSignals {
+    interrupt: Signal,
+    terminate: Signal,
+    hangup: Signal,
+}
+
+/// The first SIGINT/SIGTERM/SIGHUP stops the run gracefully (reports are still written); a
+/// second one exits at once — the transcript is already on disk, line by line.
+async fn forward_signals(signals: Option<StopSignals>, handle: AbortHandle) {
+    let Some(mut signals) = signals else {
         tracing::warn!(
-            "cannot listen for SIGINT/SIGTERM; an interrupted run will not write its reports"
+            "cannot listen for SIGINT/SIGTERM/SIGHUP; an interrupted run will not write its reports"
         );
         return;
     };
     let mut first = None;
     loop {
         let reason = tokio::select! {
-            _ = interrupt.recv() => AbortReason::Interrupt,
-            _ = terminate.recv() => AbortReason::Terminate,
+            _ = signals.interrupt.recv() => AbortReason::Interrupt,
+            _ = signals.terminate.recv() => AbortReason::Terminate,
+            _ = signals.hangup.recv() => AbortReason::Hangup,
         };
         match first {
             None => {
@@ -175,7 +183,7 @@ async fn forward_signals(signals: Option<(Signal, Signal)>, handle: AbortHandle)
             Some(first) => {
                 let code = match first {
                     AbortReason::Interrupt => ExitCode::Interrupted,
-                    AbortReason::Terminate => ExitCode::Terminated,
+                    AbortReason::Terminate | AbortReason::Hangup => ExitCode::Terminated,
                 };
                 std::process::exit(i32::from(code.code()));
             }
@@ -183,8 +191,10 @@ async fn forward_signals(signals: Option<(Signal, Signal)>, handle: AbortHandle)
     }
 }
 
-fn listen_for_signals() -> Option<(Signal, Signal)> {
-    let interrupt = signal(SignalKind::interrupt()).ok()?;
-    let terminate = signal(SignalKind::terminate()).ok()?;
-    Some((interrupt, terminate))
+fn listen_for_signals() -> Option<StopSignals> {
+    Some(StopSignals {
+        interrupt: signal(SignalKind::interrupt()).ok()?,
+        terminate: signal(SignalKind::terminate()).ok()?,
+        hangup: signal(SignalKind::hangup()).ok()?,
+    })
 }

@@ -29,6 +29,9 @@ pub enum Rerun {
     Failed,
     /// Those whose cache key (head commit, task, policy, model) changed.
     Changed,
+    /// Every repository, from the start: the way to start over, also past a journal that
+    /// does not parse (which without it stops the batch).
+    All,
 }
 
 pub struct BatchOptions {
@@ -58,6 +61,8 @@ pub struct Batch {
     dry_run: bool,
     /// One client and one rate budget for every repository's pull request.
     forge: Option<Forge>,
+    /// Each repository's journal from an earlier batch over this folder, read at load.
+    previous: Vec<Option<Journal>>,
     _lock: OutDirLock,
 }
 
@@ -107,6 +112,16 @@ impl Batch {
             path: options.out.clone(),
             source,
         })?;
+        let mut previous = Vec::with_capacity(repos.len());
+        for repo in &repos {
+            let path = out.join("repos").join(&repo.id).join("journal.json");
+            previous.push(match Journal::read(&path) {
+                Ok(journal) => journal,
+                // Starting over was asked for: what the journal said no longer matters.
+                Err(_) if options.rerun == Some(Rerun::All) => None,
+                Err(err) => return Err(err.into()),
+            });
+        }
         Ok(Batch {
             task,
             repos,
@@ -119,6 +134,7 @@ impl Batch {
             max_cost_usd,
             dry_run: options.dry_run,
             forge,
+            previous,
             _lock: lock,
         })
     }
@@ -140,13 +156,9 @@ impl Batch {
             .await
     }
 
-    async fn run_local(self, redactor: Arc<Redactor>) -> Vec<Journal> {
+    async fn run_local(mut self, redactor: Arc<Redactor>) -> Vec<Journal> {
+        let previous = std::mem::take(&mut self.previous);
         let batch = Arc::new(self);
-        let previous: Vec<Option<Journal>> = batch
-            .repos
-            .iter()
-            .map(|repo| Journal::read(&batch.repo_dir(repo).join("journal.json")))
-            .collect();
         // What earlier runs over this folder spent counts: a restarted batch gets no new budget.
         let spent = spent(previous.iter().flatten());
         let progress = Arc::new(Mutex::new(Progress::start(batch.repos.len(), spent)));
@@ -365,6 +377,7 @@ impl Batch {
             None => true,
             Some(Rerun::Failed) => journal.outcome != Some(RepoOutcome::Failed),
             Some(Rerun::Changed) => journal.cache_key.as_deref() == Some(key),
+            Some(Rerun::All) => false,
         }
     }
 

@@ -16,6 +16,11 @@ const MAX_ATTEMPTS: u32 = 6;
 /// The wait after a limit response that names none (GitHub's advice for secondary limits:
 /// at least a minute; tests shorten it through the `Retry-After` they send).
 const DEFAULT_BACKOFF: Duration = Duration::from_secs(60);
+/// The longest a forge's `Retry-After` or rate reset is waited for: GitHub's limits reset
+/// within the hour, so a longer wait is a broken server and fails the repository instead.
+pub const MAX_FORGE_WAIT: Duration = Duration::from_secs(3600);
+/// The most of one answer read: pull request lists and objects are kilobytes.
+pub const MAX_FORGE_BODY: usize = 8 * 1024 * 1024;
 
 #[derive(Debug, Error)]
 pub enum ForgeError {
@@ -29,6 +34,16 @@ pub enum ForgeError {
     },
     #[error("still rate-limited after {MAX_ATTEMPTS} tries of {0}")]
     RateLimited(String),
+    #[error(
+        "the forge asked to wait {}s before {what}, over the {}s cap",
+        wait.as_secs(), MAX_FORGE_WAIT.as_secs()
+    )]
+    WaitTooLong { what: String, wait: Duration },
+    #[error(
+        "the forge's answer to {what} is over {} MiB; the rest was not read",
+        MAX_FORGE_BODY / (1024 * 1024)
+    )]
+    BodyTooLarge { what: String },
 }
 
 /// When the next request to the forge may go, for the whole batch.
@@ -64,7 +79,7 @@ impl RateBudget {
     /// Nobody sends before `now + delay` (a later deadline already set stands).
     fn hold(&self, delay: Duration) {
         if let Ok(mut at) = self.not_before.lock() {
-            *at = (*at).max(Instant::now() + delay);
+            *at = (*at).max(crate::base::deadline_std(Instant::now(), delay));
         }
     }
 }
@@ -163,10 +178,15 @@ impl Forge {
             // The hold is set before anything else is awaited, so no other worker's next
             // request slips in while this body is read.
             let limit = limit_delay(status, response.headers(), attempt);
-            if let Some(Limit::Retry(delay) | Limit::Exhausted(delay)) = &limit {
-                self.budget.hold(*delay);
+            if let Some(Limit::Retry(delay)) = &limit
+                && *delay > MAX_FORGE_WAIT
+            {
+                return Err(ForgeError::WaitTooLong { what, wait: *delay });
             }
-            let text = response.text().await.unwrap_or_default();
+            if let Some(Limit::Retry(delay) | Limit::Exhausted(delay)) = &limit {
+                self.budget.hold((*delay).min(MAX_FORGE_WAIT));
+            }
+            let text = read_body(response, &what).await?;
             if let Some(Limit::Retry(delay)) = limit {
                 tracing::info!(
                     "the forge limits requests: every worker waits {}s",
@@ -189,6 +209,23 @@ impl Forge {
         }
         Err(ForgeError::RateLimited(what))
     }
+}
+
+/// The answer's body, streamed and refused past `MAX_FORGE_BODY`.
+async fn read_body(response: reqwest::Response, what: &str) -> Result<String, ForgeError> {
+    use futures_util::StreamExt;
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(chunk) = chunks.next().await {
+        let Ok(chunk) = chunk else { break };
+        if body.len() + chunk.len() > MAX_FORGE_BODY {
+            return Err(ForgeError::BodyTooLarge {
+                what: what.to_string(),
+            });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(String::from_utf8_lossy(&body).into_owned())
 }
 
 enum Limit {
@@ -215,7 +252,9 @@ fn limit_delay(
     let until_reset = || {
         let reset = number("x-ratelimit-reset")?;
         let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs();
-        Some(Duration::from_secs(reset.saturating_sub(now) + 1))
+        Some(Duration::from_secs(
+            reset.saturating_sub(now).saturating_add(1),
+        ))
     };
     let spent = number("x-ratelimit-remaining") == Some(0);
     let limited = status == StatusCode::TOO_MANY_REQUESTS
@@ -243,6 +282,32 @@ mod tests {
             map.insert(*name, HeaderValue::from_str(value).unwrap());
         }
         map
+    }
+
+    #[test]
+    fn an_absurd_wait_neither_panics_nor_parks_the_batch() {
+        let budget = RateBudget::default();
+        budget.hold(Duration::MAX);
+        let until = *budget.not_before.lock().unwrap();
+        assert!(until > Instant::now() && until - Instant::now() <= crate::base::FAR_FUTURE);
+        let wait = match limit_delay(
+            StatusCode::TOO_MANY_REQUESTS,
+            &headers(&[("retry-after", "18446744073709551615")]),
+            0,
+        ) {
+            Some(Limit::Retry(wait)) => wait,
+            _ => panic!("a 429 is a limit"),
+        };
+        assert!(wait > MAX_FORGE_WAIT);
+        let reset = limit_delay(
+            StatusCode::OK,
+            &headers(&[
+                ("x-ratelimit-remaining", "0"),
+                ("x-ratelimit-reset", "18446744073709551615"),
+            ]),
+            0,
+        );
+        assert!(matches!(reset, Some(Limit::Exhausted(_))));
     }
 
     #[test]

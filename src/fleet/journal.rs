@@ -7,6 +7,40 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+/// What to do about a journal that cannot be used, said in every message.
+const START_OVER: &str = "remove that file to run the repository again from the start, or give --rerun all to run every repository again";
+
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("cannot read the journal {}: {source}; {START_OVER}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "the journal {}:{line}:{column} does not parse (at byte {byte}): {message}; tollgate does not guess where the repository stood: {START_OVER}",
+        path.display()
+    )]
+    Parse {
+        path: PathBuf,
+        byte: usize,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+}
+
+/// The 1-based byte of the file at serde_json's 1-based `line` and `column` (bytes into
+/// the line): the last byte read when parsing broke, so a file cut short names its length.
+fn byte_offset(bytes: &[u8], line: usize, column: usize) -> usize {
+    let line_start: usize = bytes
+        .split_inclusive(|&b| b == b'\n')
+        .take(line.saturating_sub(1))
+        .map(<[u8]>::len)
+        .sum();
+    (line_start + column).min(bytes.len())
+}
+
 /// Phases in the order a repository goes through them; each is recorded once finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -97,11 +131,29 @@ impl Journal {
         }
     }
 
-    /// The journal at `path`; `None` when there is none yet, or it cannot be read (a
-    /// repository is then started afresh, which is safe before any push).
-    pub fn read(path: &Path) -> Option<Journal> {
-        let text = std::fs::read_to_string(path).ok()?;
-        serde_json::from_str(&text).ok()
+    /// The journal at `path`; `None` when there is none yet. One that cannot be read or
+    /// parsed is an error, never "no journal": taking it for one would run a finished
+    /// repository again, overwrite its run and drop its cost from the batch's budget.
+    pub fn read(path: &Path) -> Result<Option<Journal>, JournalError> {
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(JournalError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|err| JournalError::Parse {
+                path: path.to_path_buf(),
+                byte: byte_offset(&bytes, err.line(), err.column()),
+                line: err.line(),
+                column: err.column(),
+                message: err.to_string(),
+            })
     }
 
     /// Replaces the journal in one step: a reader sees the old or the new one, never half.
@@ -155,8 +207,35 @@ mod tests {
         journal.phase = Phase::Committed;
         journal.commit = Some("abc".into());
         journal.write(&path).unwrap();
-        assert_eq!(Journal::read(&path), Some(journal));
+        assert_eq!(Journal::read(&path).unwrap(), Some(journal));
+        assert_eq!(Journal::read(&dir.path().join("none.json")).unwrap(), None);
         assert!(!dir.path().join("journal.json.tmp").exists());
+    }
+
+    #[test]
+    fn a_journal_that_does_not_parse_names_the_byte_where_it_broke() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.json");
+        for (text, byte) in [
+            (
+                "{\n  \"repo\": \"api\",\n  \"phase\": \"ran\",\n  \"outco",
+                45,
+            ),
+            ("", 0),
+            ("{\"repo\": \"api\", \"phase\": \"flying\"}", 33),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let err = Journal::read(&path).unwrap_err();
+            let JournalError::Parse { byte: at, .. } = &err else {
+                panic!("{err}")
+            };
+            assert_eq!(*at, byte, "{text:?}: {err}");
+            let message = err.to_string();
+            assert!(
+                message.contains("journal.json:") && message.contains("--rerun all"),
+                "{message}"
+            );
+        }
     }
 
     #[test]

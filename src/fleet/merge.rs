@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::journal::{Journal, RepoOutcome};
 use crate::config::serde_name;
+use crate::out_dir::OutputError;
 
 /// A repository's journal and the folder holding its run (`DIR/repos/ID`).
 #[derive(Debug, Clone)]
@@ -34,7 +35,9 @@ pub fn collect(dirs: &[PathBuf]) -> std::io::Result<Vec<RepoRecord>> {
     for dir in dirs {
         for entry in std::fs::read_dir(dir.join("repos"))? {
             let folder = entry?.path();
-            let Some(journal) = Journal::read(&folder.join("journal.json")) else {
+            let Some(journal) =
+                Journal::read(&folder.join("journal.json")).map_err(std::io::Error::other)?
+            else {
                 continue;
             };
             records.retain(|known| known.journal.repo != journal.repo);
@@ -45,33 +48,53 @@ pub fn collect(dirs: &[PathBuf]) -> std::io::Result<Vec<RepoRecord>> {
     Ok(records)
 }
 
-/// Writes `junit.xml`, `tollgate.sarif`, `summary.md` and `report.html` to `out`; returns
-/// their paths.
-pub fn write_reports(out: &Path, records: &[RepoRecord]) -> std::io::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(out)?;
+/// Writes `junit.xml`, `tollgate.sarif`, `summary.md` and `report.html` to `out`, each
+/// whole or not at all (temp file and rename, as a single run's reports); returns their
+/// paths. Every file is tried; the first that could not be written is the error.
+pub fn write_reports(out: &Path, records: &[RepoRecord]) -> Result<Vec<PathBuf>, OutputError> {
+    let failed = |path: &Path, source| OutputError {
+        path: path.to_path_buf(),
+        source,
+    };
+    std::fs::create_dir_all(out).map_err(|source| failed(out, source))?;
     let journals: Vec<Journal> = records
         .iter()
         .map(|record| record.journal.clone())
         .collect();
+    let render = |name: &str, text: Result<String, String>| {
+        let path = out.join(name);
+        text.map(|text| (path.clone(), text))
+            .map_err(|err| failed(&path, std::io::Error::other(err)))
+    };
     let files = [
-        (
+        render(
             "junit.xml",
-            junit_xml(&journals).map_err(std::io::Error::other)?,
+            junit_xml(&journals).map_err(|err| err.to_string()),
         ),
-        (
+        render(
             "tollgate.sarif",
-            sarif(records).map_err(std::io::Error::other)?,
+            sarif(records).map_err(|err| err.to_string()),
         ),
-        ("summary.md", markdown(&journals)),
-        ("report.html", super::html::html(&journals)),
+        render("summary.md", Ok(markdown(&journals))),
+        render("report.html", Ok(super::html::html(&journals))),
     ];
     let mut written = Vec::new();
-    for (name, text) in files {
-        let path = out.join(name);
-        std::fs::write(&path, text)?;
-        written.push(path);
+    let mut first_error = None;
+    for file in files {
+        let result = file.and_then(|(path, text)| {
+            crate::out_dir::write_atomic(&path, text.as_bytes()).map(|()| path)
+        });
+        match result {
+            Ok(path) => written.push(path),
+            Err(err) => {
+                first_error.get_or_insert(err);
+            }
+        }
     }
-    Ok(written)
+    match first_error {
+        Some(err) => Err(err),
+        None => Ok(written),
+    }
 }
 
 /// One SARIF log with one run: every repository's results, each tagged with its repository

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use thiserror::Error;
 
 pub use driver::{Batch, BatchOptions, Rerun};
-pub use journal::{Journal, Phase, RepoOutcome, RunSummary};
+pub use journal::{Journal, JournalError, Phase, RepoOutcome, RunSummary};
 pub use manifest::{Repo, RepoSource};
 pub use merge::{RepoRecord, collect, junit_xml, markdown, sarif, write_reports};
 pub use shard::Shard;
@@ -35,6 +35,8 @@ pub enum FleetError {
     Forge(#[from] forge::ForgeError),
     #[error(transparent)]
     Folder(#[from] crate::out_dir::OutDirError),
+    #[error(transparent)]
+    Journal(#[from] journal::JournalError),
     #[error("cannot create the batch folder {}: {source}", path.display())]
     Output {
         path: PathBuf,

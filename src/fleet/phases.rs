@@ -17,6 +17,7 @@ use crate::policy::{Decision, PermissionContext, ToolName};
 use crate::redact::Redactor;
 use crate::session::{self, RunOptions, Session};
 use crate::tools::builtin;
+use crate::transcript::Outcome;
 
 /// How far a repository got before it stopped, and why.
 pub(super) struct Stopped {
@@ -74,12 +75,8 @@ impl RepoSteps<'_> {
         journal.phase = Phase::Cloned;
         self.save(journal)?;
         let task_file = self.dir.join("task.yaml");
-        std::fs::write(&task_file, &self.task_text).map_err(|err| {
-            stop(
-                journal,
-                format!("cannot write {}: {err}", task_file.display()),
-            )
-        })?;
+        crate::out_dir::write_atomic(&task_file, self.task_text.as_bytes())
+            .map_err(|err| stop(journal, format!("{err}: {}", err.source)))?;
         let push = self.settings.publish.as_ref().map(|publish| PushCall {
             remote: &publish.remote,
             branch: &self.settings.branch,
@@ -189,14 +186,34 @@ impl RepoSteps<'_> {
             .map_err(|err| format!("cannot start the run: {err}"))?;
         let push = push.map(|push| push.permission(&spec));
         let (_handle, abort) = AbortHandle::new();
-        let report = agent::run(spec, provider, abort)
+        let redactor = spec.redactor.clone();
+        let mut report = agent::run(spec, provider, abort)
             .await
             .map_err(|err| format!("the run stopped: {err}"))?;
-        if let Ok(junit) = crate::report::junit_xml(&report) {
-            let _ = std::fs::write(out.join("junit.xml"), junit);
-        }
-        if let Ok(sarif) = crate::report::sarif_json(&report) {
-            let _ = std::fs::write(out.join("tollgate.sarif"), sarif);
+        let reports = [
+            (
+                "junit.xml",
+                crate::report::junit_xml(&report).map_err(|err| err.to_string()),
+            ),
+            (
+                "tollgate.sarif",
+                crate::report::sarif_json(&report).map_err(|err| err.to_string()),
+            ),
+        ];
+        for (name, text) in reports {
+            let path = out.join(name);
+            let written = text.map_err(std::io::Error::other).and_then(|text| {
+                crate::out_dir::write_atomic(&path, redactor.redact(&text).as_bytes())
+                    .map_err(|err| err.source)
+            });
+            // As in a single run: a record that could not be written is the run's ending.
+            if let Err(source) = written
+                && report.outcome != Outcome::OutputFailed
+            {
+                report.outcome = Outcome::OutputFailed;
+                report.exit_code = ExitCode::OutputError;
+                report.error = Some(format!("cannot write {}: {source}", path.display()));
+            }
         }
         Ok((report, push))
     }

@@ -11,6 +11,7 @@ use thiserror::Error;
 
 use super::manifest::{Repo, RepoSource};
 use crate::exec::{self, ChildEnv, Ending, ExecRequest};
+use crate::tools::{trusted_git_env, trusted_git_env_for_remote};
 
 /// A clone of a large repository over a slow link can take a while; a hung one must not.
 const GIT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -28,10 +29,24 @@ pub enum GitError {
     },
 }
 
-/// Runs git with the given arguments in `cwd`; its stdout on success.
+/// Runs git with the given arguments in `cwd`; its stdout on success. Local work: git with
+/// the trusted side's config, which a planted `.git/config` or hook cannot change.
 async fn git(cwd: &Path, args: &[&str]) -> Result<String, GitError> {
+    run_git(cwd, args, trusted_git_env).await
+}
+
+/// [`git`] for a clone, a listing or a push: the user's credential helpers still answer.
+async fn git_remote(cwd: &Path, args: &[&str]) -> Result<String, GitError> {
+    run_git(cwd, args, trusted_git_env_for_remote).await
+}
+
+async fn run_git(
+    cwd: &Path,
+    args: &[&str],
+    trusted: fn(&ChildEnv) -> ChildEnv,
+) -> Result<String, GitError> {
     // No prompt may wait for a password nobody will type; no secret of tollgate's reaches git.
-    let env = ChildEnv::without_secrets(&BTreeSet::new()).with("GIT_TERMINAL_PROMPT", "0");
+    let env = trusted(&ChildEnv::without_secrets(&BTreeSet::new()));
     let mut argv: Vec<OsString> = vec!["git".into()];
     argv.extend(args.iter().map(OsString::from));
     let mut request = ExecRequest::bash("", cwd.to_path_buf(), env, GIT_TIMEOUT);
@@ -80,7 +95,7 @@ pub async fn source_head(repo: &Repo) -> Result<String, GitError> {
                 .to_string())
         }
         RepoSource::Url(url) => {
-            let listed = git(Path::new("/"), &["ls-remote", url, wanted]).await?;
+            let listed = git_remote(Path::new("/"), &["ls-remote", url, wanted]).await?;
             listed
                 .split_whitespace()
                 .next()
@@ -108,7 +123,7 @@ pub async fn prepare(repo: &Repo, head: &str, dir: &Path, branch: &str) -> Resul
             git(path, &["worktree", "add", "--detach", &target, head]).await?;
         }
         RepoSource::Url(url) => {
-            git(
+            git_remote(
                 Path::new("/"),
                 &["clone", "--quiet", "--no-checkout", url, &target],
             )
@@ -174,7 +189,10 @@ pub async fn commit(
 ) -> Result<Option<String>, GitError> {
     clear_stale_locks(dir, branch).await?;
     git(dir, &["add", "-A"]).await?;
-    if git(dir, &["diff", "--cached", "--quiet"]).await.is_ok() {
+    if git(dir, &["diff", "--cached", "--quiet", "--no-ext-diff"])
+        .await
+        .is_ok()
+    {
         // A batch killed between the commit and its journal entry left the commit made:
         // it is the change, not "no change".
         let current = git(dir, &["rev-parse", "HEAD"]).await?.trim().to_string();
@@ -202,10 +220,10 @@ pub async fn commit(
 /// The committed change as a mail-style patch (`git am` applies it).
 pub async fn write_patch(dir: &Path, base: &str, path: &Path) -> Result<(), GitError> {
     let range = format!("{base}..HEAD");
-    let patch = git(dir, &["format-patch", "--stdout", &range]).await?;
-    std::fs::write(path, patch).map_err(|source| GitError::Write {
-        path: path.to_path_buf(),
-        source,
+    let patch = git(dir, &["format-patch", "--stdout", "--no-ext-diff", &range]).await?;
+    crate::out_dir::write_atomic(path, patch.as_bytes()).map_err(|err| GitError::Write {
+        path: err.path,
+        source: err.source,
     })
 }
 
@@ -213,6 +231,6 @@ pub async fn write_patch(dir: &Path, base: &str, path: &Path) -> Result<(), GitE
 /// the batch's own.
 pub async fn push(dir: &Path, remote: &str, branch: &str) -> Result<(), GitError> {
     let refspec = format!("+HEAD:refs/heads/{branch}");
-    git(dir, &["push", "--quiet", remote, &refspec]).await?;
+    git_remote(dir, &["push", "--quiet", remote, &refspec]).await?;
     Ok(())
 }

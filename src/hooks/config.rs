@@ -8,6 +8,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::base::wildcard_match;
 
+/// The longest timeout a hook may be given: a day.
+pub const MAX_TIMEOUT_SECS: u64 = 86_400;
+
 /// Seconds a hook may run when its spec names no timeout (Claude Code's default too).
 pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
 
@@ -160,8 +163,8 @@ fn non_blank<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Er
 
 fn positive_seconds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
     match Option::<u64>::deserialize(deserializer)? {
-        Some(0) => Err(serde::de::Error::custom(
-            "a hook's timeout is in seconds and must be at least 1",
+        Some(secs) if secs == 0 || secs > MAX_TIMEOUT_SECS => Err(serde::de::Error::custom(
+            format!("a hook's timeout is in seconds, from 1 to {MAX_TIMEOUT_SECS}"),
         )),
         other => Ok(other),
     }
@@ -322,7 +325,12 @@ mod tests {
         assert!(err.message.contains("unknown field"), "{err}");
         let err =
             parse("hooks:\n  - event: PreToolUse\n    command: x\n    timeout: 0\n").unwrap_err();
-        assert!(err.message.contains("at least 1"), "{err}");
+        assert!(err.message.contains("from 1 to 86400"), "{err}");
+        let err = parse(
+            "hooks:\n  - event: PreToolUse\n    command: x\n    timeout: 18446744073709551615\n",
+        )
+        .unwrap_err();
+        assert!(err.message.contains("from 1 to 86400"), "{err}");
         let err = parse("hooks:\n  - event: PreToolUse\n    command: '  '\n").unwrap_err();
         assert!(err.message.contains("must not be empty"), "{err}");
         let err = parse("hooks:\n  - event: PreToolUse\n    command: x\n    on_error: allow\n")

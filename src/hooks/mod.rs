@@ -6,6 +6,7 @@ mod answer;
 mod config;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -13,12 +14,22 @@ use serde_json::{Value, json};
 
 pub use answer::{HookAnswer, HookError};
 pub use config::{
-    DEFAULT_TIMEOUT_SECS, Hook, HookEvent, HookList, HookSpec, MatcherError, OnError, ToolMatcher,
-    merge_hooks,
+    DEFAULT_TIMEOUT_SECS, Hook, HookEvent, HookList, HookSpec, MAX_TIMEOUT_SECS, MatcherError,
+    OnError, ToolMatcher, merge_hooks,
 };
 
 use crate::base::{AbortSignal, truncate_middle};
-use crate::exec::{self, ChildEnv, Ending, ExecRequest, Stdin};
+use crate::exec::{self, ChildEnv, Ending, ExecRequest, PreExecStep, Stdin};
+
+/// How each hook process is confined; the run implements it with its OS sandbox.
+pub trait HookConfinement: Send + Sync {
+    /// The environment and the child's pre-exec step for one hook process given `env`;
+    /// `Err` when it cannot be confined (the hook then does not run).
+    fn prepare(&self, env: &ChildEnv) -> Result<(ChildEnv, PreExecStep), String>;
+    /// Called after each hook process ended: a note for its stderr (what it changed that it
+    /// must not have), if any.
+    fn after(&self) -> Option<String>;
+}
 
 /// Output kept per stream. A hook's answer is a small JSON object; anything longer is a bug
 /// in the hook, and is reported as such rather than parsed from a cut-off prefix.
@@ -128,6 +139,18 @@ pub async fn run_hooks(
     env: &ChildEnv,
     abort: &AbortSignal,
 ) -> HookReport {
+    run_hooks_in(hooks, event, input, env, abort, None).await
+}
+
+/// [`run_hooks`], each hook process confined by `confinement` when given.
+pub async fn run_hooks_in(
+    hooks: &[Hook],
+    event: HookEvent,
+    input: &HookInput<'_>,
+    env: &ChildEnv,
+    abort: &AbortSignal,
+    confinement: Option<Arc<dyn HookConfinement>>,
+) -> HookReport {
     let matching: Vec<&Hook> = hooks
         .iter()
         .filter(|hook| hook.spec.applies_to(event, input.tool_name))
@@ -151,6 +174,7 @@ pub async fn run_hooks(
             stdin.clone(),
             env.with("TOLLGATE_HOOK_EVENT", event.as_str()),
             abort.clone(),
+            confinement.clone(),
         );
         tasks.spawn(async move { (index, run.await) });
     }
@@ -188,20 +212,32 @@ async fn run_one(
     stdin: Vec<u8>,
     env: ChildEnv,
     abort: AbortSignal,
+    confinement: Option<Arc<dyn HookConfinement>>,
 ) -> HookRun {
     let started = Instant::now();
     let timeout_secs = hook.spec.timeout_secs();
-    let (result, exit_code, stderr) = if abort.is_aborted() {
+    let confined = match &confinement {
+        Some(confinement) => confinement.prepare(&env).map(Some),
+        None => Ok(None),
+    };
+    let mut request = ExecRequest::bash(
+        &hook.spec.command,
+        cwd,
+        env,
+        Duration::from_secs(timeout_secs),
+    );
+    request.stdin = Stdin::Bytes(stdin);
+    request.capture.max_bytes = HOOK_CAPTURE_BYTES;
+    let (result, exit_code, mut stderr) = if abort.is_aborted() {
         (Err(HookError::Aborted), None, String::new())
+    } else if let Err(err) = &confined {
+        // A hook that cannot be confined does not run.
+        (Err(HookError::Spawn(err.clone())), None, String::new())
     } else {
-        let mut request = ExecRequest::bash(
-            &hook.spec.command,
-            cwd,
-            env,
-            Duration::from_secs(timeout_secs),
-        );
-        request.stdin = Stdin::Bytes(stdin);
-        request.capture.max_bytes = HOOK_CAPTURE_BYTES;
+        if let Ok(Some((env, step))) = confined {
+            request.env = env;
+            request.pre_exec = Some(step);
+        }
         match exec::run(request, async {
             abort.aborted().await;
         })
@@ -218,6 +254,9 @@ async fn run_one(
             Err(err) => (Err(HookError::Spawn(err.to_string())), None, String::new()),
         }
     };
+    if let Some(note) = confinement.as_ref().and_then(|c| c.after()) {
+        stderr.push_str(&format!("\n[{note}]"));
+    }
     let (answer, error) = match result {
         Ok(answer) => (answer, None),
         Err(err) => (on_error(hook.spec.on_error, &err), Some(err.to_string())),

@@ -1,6 +1,8 @@
 //! The Anthropic Messages API over SSE: the request body (with prompt-cache breakpoints) and
 //! the event stream assembled into one response. HTTP, retries and timeouts are `http.rs`'s.
 
+use std::collections::BTreeMap;
+
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
@@ -8,7 +10,7 @@ use super::http::{Failure, HttpSettings, HttpTransport, SseParser};
 use super::retry::FailureCategory;
 use super::{
     ContentBlock, EventSink, MalformedInput, ModelRequest, ModelResponse, ProviderError,
-    StopReason, Usage,
+    ReportedUsage, StopReason, Usage,
 };
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -124,8 +126,11 @@ enum PartialBlock {
 /// The Messages stream's state: blocks by index, usage, stop reason.
 #[derive(Debug, Default)]
 pub struct AnthropicStream {
-    blocks: Vec<(u64, PartialBlock)>,
-    usage: Usage,
+    /// Keyed by index, so a delta finds its block in log time however many there are (a
+    /// list searched per delta made 160k blocks cost half a minute).
+    blocks: BTreeMap<u64, PartialBlock>,
+    /// `None` until an event carries a `usage` object: a gateway may send none at all.
+    usage: Option<Usage>,
     stop_reason: Option<StopReason>,
 }
 
@@ -139,13 +144,13 @@ fn text_of(value: &Value, key: &str) -> String {
 
 impl AnthropicStream {
     fn block(&mut self, index: u64) -> Option<&mut PartialBlock> {
-        self.blocks
-            .iter_mut()
-            .find(|(i, _)| *i == index)
-            .map(|(_, block)| block)
+        self.blocks.get_mut(&index)
     }
 
-    fn start_block(&mut self, index: u64, block: &Value) {
+    fn start_block(&mut self, index: u64, block: &Value) -> Result<(), Failure> {
+        if self.blocks.contains_key(&index) {
+            return Err(malformed(format!("block {index} started twice")));
+        }
         let partial = match block.get("type").and_then(Value::as_str) {
             Some("text") => PartialBlock::Text(text_of(block, "text")),
             Some("tool_use") => PartialBlock::ToolUse {
@@ -160,7 +165,8 @@ impl AnthropicStream {
             Some("redacted_thinking") => PartialBlock::RedactedThinking(text_of(block, "data")),
             _ => PartialBlock::Ignored,
         };
-        self.blocks.push((index, partial));
+        self.blocks.insert(index, partial);
+        Ok(())
     }
 
     fn delta(&mut self, index: u64, delta: &Value) -> Result<(), Failure> {
@@ -198,23 +204,33 @@ impl AnthropicStream {
     /// event carries replaces the earlier count.
     fn usage(&mut self, usage: &Value) {
         let field = |name: &str| usage.get(name).and_then(Value::as_u64);
-        if let Some(n) = field("input_tokens") {
-            self.usage.input_tokens = n;
+        let counts = [
+            field("input_tokens"),
+            field("output_tokens"),
+            field("cache_creation_input_tokens"),
+            field("cache_read_input_tokens"),
+        ];
+        if counts.iter().all(Option::is_none) {
+            return;
         }
-        if let Some(n) = field("output_tokens") {
-            self.usage.output_tokens = n;
+        let known = self.usage.get_or_insert_with(Usage::default);
+        let [input, output, cache_write, cache_read] = counts;
+        if let Some(n) = input {
+            known.input_tokens = n;
         }
-        if let Some(n) = field("cache_creation_input_tokens") {
-            self.usage.cache_creation_input_tokens = n;
+        if let Some(n) = output {
+            known.output_tokens = n;
         }
-        if let Some(n) = field("cache_read_input_tokens") {
-            self.usage.cache_read_input_tokens = n;
+        if let Some(n) = cache_write {
+            known.cache_creation_input_tokens = n;
+        }
+        if let Some(n) = cache_read {
+            known.cache_read_input_tokens = n;
         }
     }
 
     fn finish(&mut self) -> ModelResponse {
-        let mut blocks = std::mem::take(&mut self.blocks);
-        blocks.sort_by_key(|(index, _)| *index);
+        let blocks = std::mem::take(&mut self.blocks);
         let mut content = Vec::new();
         let mut malformed = Vec::new();
         for (_, block) in blocks {
@@ -258,7 +274,9 @@ impl AnthropicStream {
         ModelResponse {
             content,
             stop_reason,
-            usage: self.usage,
+            usage: self
+                .usage
+                .map_or(ReportedUsage::Missing, ReportedUsage::Reported),
             malformed_inputs: malformed,
         }
     }
@@ -319,12 +337,12 @@ impl SseParser for AnthropicStream {
                 }
             }
             "content_block_start" => {
-                let block = event.get("content_block").cloned().unwrap_or(Value::Null);
-                self.start_block(index, &block);
+                let block = event.get("content_block").unwrap_or(&Value::Null);
+                self.start_block(index, block)?;
             }
             "content_block_delta" => {
-                let delta = event.get("delta").cloned().unwrap_or(Value::Null);
-                self.delta(index, &delta)?;
+                let delta = event.get("delta").unwrap_or(&Value::Null);
+                self.delta(index, delta)?;
             }
             "message_delta" => {
                 if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
@@ -410,12 +428,12 @@ mod tests {
                     },
                 ],
                 stop_reason: StopReason::ToolUse,
-                usage: Usage {
+                usage: ReportedUsage::Reported(Usage {
                     input_tokens: 10,
                     output_tokens: 42,
                     cache_creation_input_tokens: 5,
                     cache_read_input_tokens: 100,
-                },
+                }),
                 malformed_inputs: vec![],
             }
         );
@@ -442,6 +460,34 @@ mod tests {
         assert!(
             matches!(&response.content[0], ContentBlock::ToolUse { input, .. } if input == &json!({}))
         );
+    }
+
+    /// Deltas find their block by index wherever it is, blocks come out in index order
+    /// whatever order they started in, and a stream without usage says so.
+    #[test]
+    fn many_blocks_in_any_order_and_no_usage() {
+        let mut events = vec![json!({"type":"message_start","message":{}})];
+        for index in (0..2000u64).rev() {
+            events.push(json!({"type":"content_block_start","index":index,"content_block":{"type":"text","text":""}}));
+        }
+        for index in 0..2000u64 {
+            events.push(json!({"type":"content_block_delta","index":index,"delta":{"type":"text_delta","text":format!("b{index}")}}));
+        }
+        events.push(json!({"type":"message_stop"}));
+        let response = feed(&events).unwrap().unwrap();
+        assert_eq!(response.content.len(), 2000);
+        assert_eq!(
+            response.content[1999],
+            ContentBlock::Text {
+                text: "b1999".into()
+            }
+        );
+        assert_eq!(response.usage, ReportedUsage::Missing);
+        let twice = feed(&[
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+        ]);
+        assert_eq!(twice.unwrap_err().category, FailureCategory::StreamCut);
     }
 
     #[test]

@@ -14,7 +14,11 @@ use tokio::time::{Instant, timeout_at};
 
 use super::retry::{FailureCategory, RetryPolicy, retry_after};
 use super::sse::{SseDecoder, SseError};
-use super::{EventSink, ModelResponse, ProviderError, ProviderEvent, RetryNotice};
+use super::{
+    EventSink, ModelResponse, ProviderError, ProviderEvent, ReportedUsage, RetryNotice,
+    estimate_usage,
+};
+use crate::base::deadline;
 
 /// An API key. Its `Debug` hides it; only the request header sees the value.
 #[derive(Clone, PartialEq, Eq)]
@@ -183,7 +187,7 @@ impl HttpTransport {
         let mut attempt = 0;
         loop {
             let failure = match self.attempt(url, &body, new_parser()).await {
-                Ok(response) => return Ok(response),
+                Ok(response) => return Ok(with_usage(response, body.len())),
                 Err(failure) => self.scrubbed(failure),
             };
             if !failure.category.is_retryable() || attempt >= policy.max {
@@ -225,8 +229,8 @@ impl HttpTransport {
     ) -> Result<ModelResponse, Failure> {
         let timeouts = self.settings.timeouts;
         let started = Instant::now();
-        let whole = self.exchange(url, body, parser, started + timeouts.first_event);
-        match timeout_at(started + timeouts.request, whole).await {
+        let whole = self.exchange(url, body, parser, deadline(started, timeouts.first_event));
+        match timeout_at(deadline(started, timeouts.request), whole).await {
             Ok(result) => result,
             Err(_) => Err(Failure::new(
                 FailureCategory::RequestTimeout,
@@ -284,42 +288,50 @@ impl HttpTransport {
         }
         if !status.is_success() {
             let retry_after = retry_after(response.headers());
-            let text = timeout_at(Instant::now() + timeouts.idle, response.text())
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default();
+            // Capped like every body: a gateway's 1.5 GB error page must not be held whole.
+            let body = timeout_at(
+                deadline(Instant::now(), timeouts.idle),
+                read_capped(response),
+            )
+            .await
+            .unwrap_or_default();
+            let message = api_message(&body.text).unwrap_or_else(|| {
+                let text = body.text.trim();
+                if text.is_empty() {
+                    status
+                        .canonical_reason()
+                        .unwrap_or("no message")
+                        .to_string()
+                } else {
+                    crate::base::truncate_middle(text, 500)
+                }
+            });
             return Err(Failure {
                 category: FailureCategory::from_status(status.as_u16()),
                 status: Some(status.as_u16()),
-                message: api_message(&text).unwrap_or_else(|| {
-                    let text = text.trim();
-                    if text.is_empty() {
-                        status
-                            .canonical_reason()
-                            .unwrap_or("no message")
-                            .to_string()
-                    } else {
-                        crate::base::truncate_middle(text, 500)
-                    }
-                }),
+                message: body.named(message),
                 retry_after,
             });
         }
         if !is_event_stream(response.headers()) {
-            let text = timeout_at(Instant::now() + timeouts.idle, read_capped(response))
-                .await
-                .unwrap_or_default();
-            return Err(not_an_event_stream(&text));
+            let body = timeout_at(
+                deadline(Instant::now(), timeouts.idle),
+                read_capped(response),
+            )
+            .await
+            .unwrap_or_default();
+            let mut failure = not_an_event_stream(&body.text);
+            failure.message = body.named(failure.message);
+            return Err(failure);
         }
         let mut chunks = response.bytes_stream();
         let mut decoder = SseDecoder::default();
         // The body's start while no event has come, to quote if the stream ends without one.
         let mut head: Option<Vec<u8>> = Some(Vec::new());
-        let mut deadline = first_deadline;
+        let mut next_deadline = first_deadline;
         let mut seen_event = false;
         loop {
-            let next = match timeout_at(deadline, chunks.next()).await {
+            let next = match timeout_at(next_deadline, chunks.next()).await {
                 Ok(next) => next,
                 Err(_) if !seen_event => return Err(first_event_timeout()),
                 Err(_) => {
@@ -332,8 +344,6 @@ impl HttpTransport {
                     ));
                 }
             };
-            seen_event = true;
-            deadline = Instant::now() + timeouts.idle;
             let events = match next {
                 None => {
                     return match (decoder.finish().map_err(sse_failure)?, head) {
@@ -361,8 +371,12 @@ impl HttpTransport {
                     decoder.feed(&chunk).map_err(sse_failure)?
                 }
             };
+            // Only a whole event restarts the clock: a `: keepalive` comment or a byte a
+            // second without an event must not hold the run until `timeouts.request`.
             if !events.is_empty() {
                 head = None;
+                seen_event = true;
+                next_deadline = deadline(Instant::now(), timeouts.idle);
             }
             for data in events {
                 if let Some(response) = parser.event(&data)? {
@@ -382,6 +396,15 @@ fn checked(response: ModelResponse) -> Result<ModelResponse, Failure> {
         )),
         None => Ok(response),
     }
+}
+
+/// A response whose stream carried no usage gets the estimate for its request and content,
+/// so budgets still hold.
+fn with_usage(mut response: ModelResponse, request_bytes: usize) -> ModelResponse {
+    if response.usage == ReportedUsage::Missing {
+        response.usage = ReportedUsage::Estimated(estimate_usage(request_bytes, &response.content));
+    }
+    response
 }
 
 fn sse_failure(err: SseError) -> Failure {
@@ -412,17 +435,45 @@ fn is_event_stream(headers: &HeaderMap) -> bool {
 /// endless one must not hold the run.
 const ERROR_BODY_CAP: usize = 64 * 1024;
 
-async fn read_capped(response: reqwest::Response) -> String {
+/// The start of a body that is no event stream, and whether there was more.
+#[derive(Debug, Default)]
+struct BodyStart {
+    text: String,
+    cut: bool,
+}
+
+impl BodyStart {
+    /// `message`, saying that the body it came from was cut, when it was.
+    fn named(&self, message: String) -> String {
+        if self.cut {
+            format!(
+                "{message} [the body was cut at {} KiB; the rest was not read]",
+                ERROR_BODY_CAP / 1024
+            )
+        } else {
+            message
+        }
+    }
+}
+
+/// Streams at most `ERROR_BODY_CAP` bytes of the body; the rest is never read (the
+/// connection is dropped with the response).
+async fn read_capped(response: reqwest::Response) -> BodyStart {
     let mut body = Vec::new();
+    let mut cut = false;
     let mut chunks = response.bytes_stream();
     while let Some(Ok(chunk)) = chunks.next().await {
         let room = ERROR_BODY_CAP - body.len();
         body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if body.len() >= ERROR_BODY_CAP {
+        if chunk.len() > room || body.len() >= ERROR_BODY_CAP {
+            cut = chunk.len() > room || chunks.next().await.is_some();
             break;
         }
     }
-    String::from_utf8_lossy(&body).into_owned()
+    BodyStart {
+        text: String::from_utf8_lossy(&body).into_owned(),
+        cut,
+    }
 }
 
 /// An HTTP 200 whose body is not an event stream: the API's error shape is classified by

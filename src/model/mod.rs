@@ -12,10 +12,11 @@ pub mod sse;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use anthropic::AnthropicModel;
-pub use http::{ApiKey, HttpSettings, Timeouts, install_crypto_provider};
-pub use openai::OpenAiModel;
+pub use anthropic::{AnthropicModel, AnthropicStream};
+pub use http::{ApiKey, Failure, HttpSettings, SseParser, Timeouts, install_crypto_provider};
+pub use openai::{OpenAiModel, OpenAiStream};
 pub use pricing::Pricing;
+
 pub use retry::{FailureCategory, RetryPolicy};
 pub use scripted::{ScriptedBlock, ScriptedModel, ScriptedTurns};
 
@@ -121,18 +122,75 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Saturating: a server's counts are input, and no input may overflow a total.
     pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
-        self.cache_read_input_tokens += other.cache_read_input_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_creation_input_tokens = self
+            .cache_creation_input_tokens
+            .saturating_add(other.cache_creation_input_tokens);
+        self.cache_read_input_tokens = self
+            .cache_read_input_tokens
+            .saturating_add(other.cache_read_input_tokens);
     }
 }
 
 impl Usage {
     /// Every prompt token, cached or not.
     pub fn prompt_tokens(&self) -> u64 {
-        self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+        self.input_tokens
+            .saturating_add(self.cache_creation_input_tokens)
+            .saturating_add(self.cache_read_input_tokens)
+    }
+}
+
+/// What a response says of its tokens. An OpenAI-compatible gateway or a proxy may send no
+/// usage at all; then the count is estimated, never taken as a known zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportedUsage {
+    /// Counted by the API.
+    Reported(Usage),
+    /// The API sent none: estimated from the request's and the response's bytes
+    /// ([`estimate_usage`]).
+    Estimated(Usage),
+    /// The stream carried none; the transport turns this into `Estimated` before a response
+    /// leaves it, so the loop never sees it.
+    Missing,
+}
+
+impl ReportedUsage {
+    /// The tokens to count and charge (an estimate's too).
+    pub fn tokens(&self) -> Usage {
+        match self {
+            ReportedUsage::Reported(usage) | ReportedUsage::Estimated(usage) => *usage,
+            ReportedUsage::Missing => Usage::default(),
+        }
+    }
+
+    pub fn is_estimated(&self) -> bool {
+        match self {
+            ReportedUsage::Reported(_) => false,
+            ReportedUsage::Estimated(_) | ReportedUsage::Missing => true,
+        }
+    }
+}
+
+/// Bytes counted as one token when a response carries no usage. The vendors' tokenizers
+/// yield about 3.5–4 bytes a token for English and 2.5–3.5 for code and JSON; three errs
+/// high for most text, so a budget charged by the estimate stops early rather than late.
+pub const ESTIMATE_BYTES_PER_TOKEN: usize = 3;
+
+/// The usage of a response the API did not count: the request body as sent (system prompt,
+/// tools, history — all of it is prompt) and the response's content as JSON, each at
+/// [`ESTIMATE_BYTES_PER_TOKEN`].
+pub fn estimate_usage(request_bytes: usize, content: &[ContentBlock]) -> Usage {
+    let tokens =
+        |bytes: usize| u64::try_from(bytes.div_ceil(ESTIMATE_BYTES_PER_TOKEN)).unwrap_or(u64::MAX);
+    let output = serde_json::to_vec(content).map_or(0, |bytes| bytes.len());
+    Usage {
+        input_tokens: tokens(request_bytes),
+        output_tokens: tokens(output),
+        ..Usage::default()
     }
 }
 
@@ -148,7 +206,7 @@ pub struct MalformedInput {
 pub struct ModelResponse {
     pub content: Vec<ContentBlock>,
     pub stop_reason: StopReason,
-    pub usage: Usage,
+    pub usage: ReportedUsage,
     pub malformed_inputs: Vec<MalformedInput>,
 }
 

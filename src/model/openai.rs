@@ -11,7 +11,7 @@ use super::http::{Failure, HttpSettings, HttpTransport, SseParser};
 use super::retry::FailureCategory;
 use super::{
     ContentBlock, EventSink, MalformedInput, Message, ModelRequest, ModelResponse, ProviderError,
-    Role, StopReason, Usage,
+    ReportedUsage, Role, StopReason, Usage,
 };
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -244,7 +244,9 @@ impl OpenAiStream {
         ModelResponse {
             content,
             stop_reason,
-            usage: self.usage.unwrap_or_default(),
+            usage: self
+                .usage
+                .map_or(ReportedUsage::Missing, ReportedUsage::Reported),
             malformed_inputs: malformed,
         }
     }
@@ -330,12 +332,12 @@ mod tests {
                     },
                 ],
                 stop_reason: StopReason::ToolUse,
-                usage: Usage {
+                usage: ReportedUsage::Reported(Usage {
                     input_tokens: 20,
                     output_tokens: 30,
                     cache_creation_input_tokens: 0,
                     cache_read_input_tokens: 100
-                },
+                }),
                 malformed_inputs: vec![],
             }
         );

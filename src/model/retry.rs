@@ -58,14 +58,18 @@ fn unit_random() -> f64 {
 }
 
 /// `retry-after-ms` (milliseconds, Anthropic and OpenAI) wins over `retry-after` (seconds; the
-/// HTTP-date form is not honoured and falls back to the backoff).
+/// HTTP-date form is not honoured and falls back to the backoff). A value a `Duration`
+/// cannot hold (`1e20`, `inf`), a negative one or NaN is no value: the backoff applies.
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let value = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
-    let millis = value("retry-after-ms").map(|ms| ms / 1000.0);
-    millis
-        .or_else(|| value("retry-after"))
-        .filter(|secs| secs.is_finite() && *secs >= 0.0)
-        .map(Duration::from_secs_f64)
+    let seconds = |secs: f64| {
+        (secs.is_finite() && secs >= 0.0)
+            .then(|| Duration::try_from_secs_f64(secs).ok())
+            .flatten()
+    };
+    value("retry-after-ms")
+        .and_then(|ms| seconds(ms / 1000.0))
+        .or_else(|| value("retry-after").and_then(seconds))
 }
 
 /// What went wrong with one attempt, as `api_retry` events and error messages name it.
@@ -211,6 +215,34 @@ mod tests {
             HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
         );
         assert_eq!(retry_after(&headers), Some(Duration::from_secs(3)));
+    }
+
+    /// Whatever a server sends, reading it and waiting for it neither panics nor waits past
+    /// the cap.
+    #[test]
+    fn extreme_retry_after_values_fall_back_to_the_backoff() {
+        let policy = RetryPolicy::default();
+        for value in [
+            "1e20",
+            "18446744073709551615",
+            "1.8e308",
+            "inf",
+            "-inf",
+            "NaN",
+            "-1",
+            "-0.5",
+            "1e-400",
+            "Fri, 31 Dec 9999 23:59:59 GMT",
+            "",
+        ] {
+            for name in ["retry-after", "retry-after-ms"] {
+                let mut headers = HeaderMap::new();
+                headers.insert(name, HeaderValue::from_str(value).unwrap());
+                let wait = retry_after(&headers);
+                let delay = policy.delay(1, wait);
+                assert!(delay <= RETRY_AFTER_CAP, "{name}: {value}: {delay:?}");
+            }
+        }
     }
 
     #[test]

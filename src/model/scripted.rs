@@ -6,7 +6,10 @@ use std::collections::HashSet;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{ContentBlock, ModelRequest, ModelResponse, ProviderError, Role, StopReason, Usage};
+use super::{
+    ContentBlock, ModelRequest, ModelResponse, ProviderError, ReportedUsage, Role, StopReason,
+    Usage,
+};
 
 /// One block of a scripted assistant turn: `{text: …}` or `{tool_use: {name, input}}`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -81,7 +84,8 @@ impl ScriptedModel {
         Ok(ModelResponse {
             content,
             stop_reason,
-            usage: Usage::default(),
+            // A script costs nothing, and that is known.
+            usage: ReportedUsage::Reported(Usage::default()),
             malformed_inputs: Vec::new(),
         })
     }

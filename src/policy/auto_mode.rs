@@ -76,6 +76,9 @@ pub struct ClassifierSettings {
     pub script: Option<Vec<String>>,
 }
 
+/// The longest `classifier.timeout`: a day, as for the model's own timeouts.
+const MAX_TIMEOUT: Duration = Duration::from_secs(86_400);
+
 impl ClassifierFile {
     /// Checks every field; `Err` says what is wrong in words for a ConfigError.
     pub fn validate(self, policy_dir: &Path, file: &Path) -> Result<ClassifierSettings, String> {
@@ -84,8 +87,8 @@ impl ClassifierFile {
             .map(|secs| {
                 Duration::try_from_secs_f64(secs)
                     .ok()
-                    .filter(|timeout| !timeout.is_zero())
-                    .ok_or("classifier.timeout must be a positive number of seconds")
+                    .filter(|timeout| !timeout.is_zero() && *timeout <= MAX_TIMEOUT)
+                    .ok_or("classifier.timeout must be a positive number of seconds, at most 86400")
             })
             .transpose()?;
         if self.max_tokens == Some(0) {

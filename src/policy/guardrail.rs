@@ -190,6 +190,28 @@ pub fn write_guardrail(path: &Path, home: Option<&Path>) -> Option<&'static str>
     })
 }
 
+/// Whether some write guardrail names an entry called `name` (alone or as part of a pair):
+/// when not, [`write_guardrail`] cannot trip on a path ending in it unless an ancestor did.
+/// A cheap test for walking a large tree.
+pub fn may_guard_name(name: &str) -> bool {
+    let name = fold(name);
+    name.ends_with(".git")
+        || PROTECTED_DIRS.iter().any(|(dir, _)| same_name(&name, dir))
+        || PROTECTED_FILES
+            .iter()
+            .any(|(file, _)| same_name(&name, file))
+        || PROTECTED_PAIRS
+            .iter()
+            .any(|(outer, inner, _)| same_name(&name, outer) || same_name(&name, inner))
+        || PROTECTED_PAIR_FILES.iter().any(|(outer, file, _)| {
+            same_name(&name, outer)
+                || match file {
+                    FileName::Exact(exact) => same_name(&name, exact),
+                    FileName::Prefix(prefix) => name.starts_with(prefix),
+                }
+        })
+}
+
 /// What a git directory holds besides `HEAD`: writing one of these next to an existing
 /// `HEAD` changes (or completes) a repository.
 const GIT_DIR_PARTS: &[&str] = &[

@@ -39,7 +39,9 @@ pub use decision::{
 pub use file::{LowerGrant, ManagedKey, PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
 pub use file_access::{Access, check_path, read_refusal};
 pub use gate::{GatedCall, TraceStep, decide, explain};
-pub use guardrail::{git_dir_write, read_guardrail, read_guardrail_below, write_guardrail};
+pub use guardrail::{
+    fold, git_dir_write, may_guard_name, read_guardrail, read_guardrail_below, write_guardrail,
+};
 pub use lint::{LintWarning, danger, lint};
 pub use mcp_servers::{
     DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, McpPolicy, McpServerMatcher,
@@ -50,8 +52,8 @@ pub use path_pattern::{PathBases, PathPattern};
 pub use rule::{DomainPattern, Rule, RuleContent, RuleError, RuleKind};
 pub use rule_set::{PolicySource, RuleSet, SourceKind};
 pub use sandbox_config::{
-    DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, PolicyPath, ReadOnlyCommands,
-    SandboxBlock, SandboxConfig,
+    Caches, DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, Placement, PolicyPath,
+    ReadOnlyCommands, SandboxBlock, SandboxConfig,
 };
 pub use self_test::{PrepareForTest, SelfTestAnswer, SelfTestOutcome, run_self_tests};
 pub use tool_name::{MAX_TOOL_NAME, ToolName};

@@ -47,6 +47,48 @@ pub enum ReadOnlyCommands {
     Off,
 }
 
+/// Where the task's checks or the hooks run when the sandbox is on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// In the sandbox, like the model's commands: they run what the model planted.
+    #[default]
+    Sandbox,
+    /// Outside it, with their own environment (the author's choice, named in the summary).
+    Outside,
+}
+
+/// Where the per-user caches of sandboxed commands go.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Caches {
+    /// A folder of the run's own (removed with it): `XDG_CACHE_HOME`, `CARGO_HOME`,
+    /// `GOCACHE`, `GOMODCACHE`, `npm_config_cache`, `PIP_CACHE_DIR` point into it.
+    #[default]
+    Run,
+    /// The variables as tollgate's environment has them (writable only if `allow_write`
+    /// names their folders).
+    Inherit,
+}
+
+/// `checks:`/`hooks:` as written: a placement, or the older `true` (sandbox) / `false`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(untagged)]
+enum PlacementValue {
+    Named(Placement),
+    Flag(bool),
+}
+
+impl PlacementValue {
+    fn placement(self) -> Placement {
+        match self {
+            PlacementValue::Named(placement) => placement,
+            PlacementValue::Flag(true) => Placement::Sandbox,
+            PlacementValue::Flag(false) => Placement::Outside,
+        }
+    }
+}
+
 /// A path as written in the policy: `~/x` is under the home folder, a relative path is under
 /// the workspace, an absolute one is itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,8 +145,11 @@ pub struct SandboxConfig {
     pub allowed_ports: Vec<u16>,
     pub env_passthrough: Vec<String>,
     pub auto_allow_bash: bool,
-    /// The task's checks run in the sandbox too (they are the author's, so off by default).
-    pub checks: bool,
+    /// Where the task's checks run (`sandbox.checks`).
+    pub checks: Placement,
+    /// Where the hooks run (`sandbox.hooks`).
+    pub hooks: Placement,
+    pub caches: Caches,
     pub limits: LimitsConfig,
     pub read_only_commands: ReadOnlyCommands,
 }
@@ -140,7 +185,11 @@ pub struct SandboxBlock {
     #[serde(default)]
     auto_allow_bash: bool,
     #[serde(default)]
-    checks: bool,
+    checks: Option<PlacementValue>,
+    #[serde(default)]
+    hooks: Option<PlacementValue>,
+    #[serde(default)]
+    caches: Caches,
     #[serde(default)]
     read_only_commands: ReadOnlyCommands,
 }
@@ -267,7 +316,13 @@ impl SandboxBlock {
             allowed_ports: self.network.allowed_ports,
             env_passthrough: self.env_passthrough.into_iter().map(|s| s.value).collect(),
             auto_allow_bash: self.auto_allow_bash,
-            checks: self.checks,
+            checks: self
+                .checks
+                .map_or(Placement::Sandbox, PlacementValue::placement),
+            hooks: self
+                .hooks
+                .map_or(Placement::Sandbox, PlacementValue::placement),
+            caches: self.caches,
             limits: self.limits.resolve(),
             read_only_commands: self.read_only_commands,
         })
@@ -338,7 +393,31 @@ mod tests {
             config.deny_read[0].resolve(Path::new("/w"), None),
             Some(PathBuf::from("/w/secrets"))
         );
-        assert!(config.auto_allow_bash && config.checks);
+        assert!(config.auto_allow_bash);
+        assert_eq!(config.checks, Placement::Sandbox);
+        assert_eq!(config.hooks, Placement::Sandbox);
+    }
+
+    #[test]
+    fn checks_and_hooks_run_in_the_sandbox_unless_the_policy_says_outside() {
+        let config = parse("sandbox: {}\n").unwrap();
+        assert_eq!(
+            (config.checks, config.hooks, config.caches),
+            (Placement::Sandbox, Placement::Sandbox, Caches::Run)
+        );
+        let config =
+            parse("sandbox: {checks: outside, hooks: outside, caches: inherit}\n").unwrap();
+        assert_eq!(
+            (config.checks, config.hooks, config.caches),
+            (Placement::Outside, Placement::Outside, Caches::Inherit)
+        );
+        let config = parse("sandbox: {checks: false, hooks: true}\n").unwrap();
+        assert_eq!(
+            (config.checks, config.hooks),
+            (Placement::Outside, Placement::Sandbox)
+        );
+        let err = parse("sandbox:\n  checks: maybe\n").unwrap_err();
+        assert_eq!(err.line, 2, "{err}");
     }
 
     #[test]

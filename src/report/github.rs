@@ -117,15 +117,25 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
             counts_.tool_calls, counts_.denials, counts_.tool_errors
         ),
     );
+    let estimated = counts_.estimated_requests > 0;
     row(
         "Tokens",
         format!(
-            "{} in, {} out",
-            counts_.usage.input_tokens, counts_.usage.output_tokens
+            "{} in, {} out{}",
+            counts_.usage.input_tokens,
+            counts_.usage.output_tokens,
+            if estimated {
+                format!(" (usage {})", super::junit::usage_basis(counts_))
+            } else {
+                String::new()
+            }
         ),
     );
     if let Some(cost) = cost_usd(report) {
-        row("Cost", format!("${cost:.4}"));
+        row(
+            "Cost",
+            format!("{}${cost:.4}", if estimated { "≈" } else { "" }),
+        );
     }
     let judge = &counts_.classifier;
     if judge.reviews > 0 {

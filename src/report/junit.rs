@@ -9,6 +9,14 @@ use super::{input_summary, serde_name};
 use crate::transcript::Outcome;
 use crate::transcript::RunReport;
 
+/// `reported`, or `estimated (N of M requests)` when some requests came without usage.
+pub fn usage_basis(counts: &crate::transcript::RunCounts) -> String {
+    match counts.estimated_requests {
+        0 => "reported".to_string(),
+        n => format!("estimated ({n} of {} requests)", counts.turns.max(n)),
+    }
+}
+
 pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeError> {
     let mut suite = TestSuite::new(report.task_name.as_str());
     suite.set_time(Duration::from_millis(report.duration_ms));
@@ -50,6 +58,8 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
     );
     // Issue 7's properties, kept apart from the list above so other additions merge cleanly.
     suite.add_property(Property::new("fail_on", report.fail_on.to_string()));
+    // The tokens and the cost above are estimates for requests the API sent no usage for.
+    suite.add_property(Property::new("usage", usage_basis(counts)));
     suite.add_properties(
         counts
             .denials_by_layer

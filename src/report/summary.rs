@@ -28,13 +28,19 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
     }
     let usage = &counts.usage;
     // The scripted model uses no tokens; a real one shows what the run consumed and cost.
-    if usage.input_tokens + usage.output_tokens > 0 {
+    if usage.input_tokens + usage.output_tokens > 0 || counts.estimated_requests > 0 {
+        let estimated = counts.estimated_requests > 0;
         let cost = report.total_cost_usd.map_or_else(
             || "unknown (no price for this model)".to_string(),
-            |usd| format!("${usd:.4}"),
+            |usd| format!("{}${usd:.4}", if estimated { "≈" } else { "" }),
         );
+        let basis = if estimated {
+            format!(" · usage {}", super::junit::usage_basis(counts))
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "  tokens: {} in · {} out · {} cache write · {} cache read · cost {cost}\n",
+            "  tokens: {} in · {} out · {} cache write · {} cache read · cost {cost}{basis}\n",
             usage.input_tokens,
             usage.output_tokens,
             usage.cache_creation_input_tokens,

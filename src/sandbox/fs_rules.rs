@@ -20,19 +20,6 @@ pub struct Grant {
     pub access: Access,
 }
 
-/// Paths under a writable root that stay read-only: what runs code on the next `git`
-/// command, CI with the repository's secrets, or tollgate's and the agent's own settings
-/// (the gate's write guardrails, enforced by the kernel too).
-pub const GUARDED_IN_ROOTS: [&str; 7] = [
-    ".git/hooks",
-    ".git/config",
-    ".tollgate",
-    ".claude",
-    ".github/workflows",
-    ".gitmodules",
-    ".mcp.json",
-];
-
 /// Device files every shell needs to write. Not `/dev/shm`: it is shared by every process
 /// of the machine and outlives the run (POSIX semaphores and shared memory fail there).
 pub const WRITABLE_DEVICES: [&str; 6] = [
@@ -106,11 +93,6 @@ fn carve(
     for child in list(root) {
         carve(&child, &inside, access, list, out);
     }
-}
-
-/// The holes every writable root gets.
-pub fn guarded_in(root: &Path) -> impl Iterator<Item = PathBuf> + '_ {
-    GUARDED_IN_ROOTS.iter().map(move |rel| root.join(rel))
 }
 
 /// A folder's entries on disk; nothing when it cannot be read (or is a file).

@@ -5,6 +5,7 @@
 mod child;
 mod fs_rules;
 mod limits;
+mod protected;
 mod proxy;
 mod read_only;
 mod ruleset;
@@ -20,8 +21,8 @@ use serde::{Deserialize, Serialize};
 use crate::policy::Workspace;
 
 pub use crate::policy::{
-    DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, PolicyPath, SandboxBlock,
-    SandboxConfig,
+    Caches, DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, Placement, PolicyPath,
+    SandboxBlock, SandboxConfig,
 };
 
 /// The read-only domain's preflight.
@@ -30,12 +31,14 @@ pub fn read_only_preflight(setting: ReadOnlyCommands) -> ReadOnlyStatus {
 }
 pub use child::ChildSetup;
 pub use limits::{LimitHit, ProcessLimit};
+pub use protected::{Change, GuardError, Violation, describe as describe_violations};
 pub use proxy::{Proxy, ProxyConnection, ProxyRules};
 pub use read_only::{ReadOnlyCommands, ReadOnlyDomain, ReadOnlyStatus};
 pub use seccomp::{SocketScope, SyscallFilter};
 
-use fs_rules::{FsScope, WRITABLE_DEVICES, grants, guarded_in, list_dir};
+use fs_rules::{FsScope, WRITABLE_DEVICES, grants, list_dir};
 use limits::CommandCgroup;
+use protected::ProtectedFiles;
 use ruleset::TcpAllow;
 
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +47,8 @@ pub enum SandboxError {
     Unavailable(String),
     #[error("cannot build the Landlock ruleset ({what}): {message}")]
     Ruleset { what: String, message: String },
+    #[error(transparent)]
+    Guard(#[from] GuardError),
     #[error("cannot {what}: {source}")]
     Io {
         what: String,
@@ -68,6 +73,11 @@ pub struct SandboxStatus {
     pub network_mode: NetworkMode,
     pub process_limit: ProcessLimit,
     pub auto_allow_bash: bool,
+    /// Where the task's checks and the hooks run.
+    #[serde(default)]
+    pub checks: Placement,
+    #[serde(default)]
+    pub hooks: Placement,
     /// Set when the policy asked for more than the kernel enforces (`on_unavailable: warn`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
@@ -94,6 +104,18 @@ impl SandboxStatus {
             crate::config::serde_name(&self.network_mode),
             on_off(self.scoping),
         );
+        line.push_str(&match (self.checks, self.hooks) {
+            (Placement::Sandbox, Placement::Sandbox) => "; checks and hooks run in it".to_string(),
+            (Placement::Outside, Placement::Outside) => {
+                "; checks and hooks run OUTSIDE it (sandbox.checks/hooks: outside)".to_string()
+            }
+            (Placement::Outside, _) => {
+                "; checks run OUTSIDE it (sandbox.checks: outside), hooks in it".to_string()
+            }
+            (_, Placement::Outside) => {
+                "; hooks run OUTSIDE it (sandbox.hooks: outside), checks in it".to_string()
+            }
+        });
         if let Some(warning) = &self.warning {
             line.push_str(&format!(" — WARNING: {warning}"));
         }
@@ -166,6 +188,8 @@ fn preflight_with(
         network_mode: config.network,
         process_limit,
         auto_allow_bash: config.auto_allow_bash,
+        checks: config.checks,
+        hooks: config.hooks,
         warning,
     })
 }
@@ -215,15 +239,19 @@ pub struct Sandbox {
     env: Vec<(OsString, OsString)>,
     /// The socket filter of every command, compiled once.
     filter: Arc<SyscallFilter>,
+    /// What git and the write guardrails protect in the workspace, as the run found it.
+    protected: ProtectedFiles,
 }
 
 impl Sandbox {
-    /// Creates the run's temp folder and `allow_write` folders inside the workspace, and
-    /// starts the proxy in `proxy` mode.
+    /// Creates the run's temp folder and `allow_write` folders inside the workspace, takes
+    /// the baseline of the protected files (`out_dir`, the run's own output, is not part of
+    /// it), and starts the proxy in `proxy` mode.
     pub async fn start(
         spec: SandboxSpec,
         workspace: &Workspace,
         run_id: &str,
+        out_dir: &Path,
     ) -> Result<Sandbox, SandboxError> {
         let SandboxSpec { config, status } = spec;
         let (workdir, roots, home) = (
@@ -248,10 +276,11 @@ impl Sandbox {
         write_roots.push(tmpdir.clone());
         write_roots.extend(allow_write);
         write_roots.extend(WRITABLE_DEVICES.iter().map(PathBuf::from));
-        let mut deny_write = resolve(&config.deny_write);
-        for root in roots {
-            deny_write.extend(guarded_in(root));
-        }
+        // The workspace roots are writable whole, so new top-level entries can be made (a
+        // hole below a root would leave the root itself list-only). What git and the
+        // guardrails protect there is kept by `protected` instead; a `deny_write` or
+        // `deny_read` the policy names is still a hole the kernel enforces.
+        let deny_write = resolve(&config.deny_write);
         // Other processes' /proc/<pid> folders (tollgate's own `environ` holds the model's
         // API key) are closed; the rest of /proc stays readable. The child opens its own.
         let mut read_roots = vec![PathBuf::from("/")];
@@ -284,7 +313,17 @@ impl Sandbox {
             ),
             NetworkMode::None | NetworkMode::Open => None,
         };
-        let env = scrubbed_env(&config, &tmpdir, proxy.as_ref().map(Proxy::port));
+        let mut env = scrubbed_env(&config, &tmpdir, proxy.as_ref().map(Proxy::port));
+        if config.caches == Caches::Run {
+            let caches = run_caches(&tmpdir.join("cache"), home)?;
+            env.retain(|(name, _)| !caches.iter().any(|(cache, _)| cache == name));
+            env.extend(caches);
+        }
+        let out_dir = out_dir
+            .canonicalize()
+            .unwrap_or_else(|_| out_dir.to_path_buf());
+        let protected = ProtectedFiles::capture(roots, &[out_dir])?;
+        tracing::debug!("{} protected paths in the workspace", protected.len());
         let filter = Arc::new(SyscallFilter::build(socket_scope(&config))?);
         Ok(Sandbox {
             config,
@@ -294,6 +333,7 @@ impl Sandbox {
             proxy,
             env,
             filter,
+            protected,
         })
     }
 
@@ -306,9 +346,25 @@ impl Sandbox {
         &self.tmpdir
     }
 
-    /// Whether the task's checks run in the sandbox too (`sandbox.checks`).
+    /// Whether the task's checks run in the sandbox (`sandbox.checks`, the default).
     pub fn confines_checks(&self) -> bool {
-        self.config.checks
+        self.config.checks == Placement::Sandbox
+    }
+
+    /// Whether the hooks run in the sandbox (`sandbox.hooks`, the default).
+    pub fn confines_hooks(&self) -> bool {
+        self.config.hooks == Placement::Sandbox
+    }
+
+    /// Puts every protected file back as the run found it; called after each sandboxed
+    /// command and before anything trusted (a check, a hook outside the sandbox) runs.
+    /// Returns what had changed.
+    pub fn restore_protected(&self) -> Vec<Violation> {
+        let violations = self.protected.restore();
+        for violation in &violations {
+            tracing::warn!("sandbox: protected path {violation}");
+        }
+        violations
     }
 
     pub fn auto_allow_bash(&self) -> bool {
@@ -407,6 +463,44 @@ fn scrubbed_env(
     env
 }
 
+/// The per-user caches of sandboxed commands, in a folder of the run's own: a command can
+/// fill them (a build, `npm test`'s logs) and nothing it leaves there outlives the run or
+/// reaches the next one. Cargo's own settings (`config.toml`, never `credentials`) are
+/// copied into its per-run home.
+fn run_caches(
+    cache: &Path,
+    home: Option<&Path>,
+) -> Result<Vec<(OsString, OsString)>, SandboxError> {
+    let cargo_home = cache.join("cargo");
+    let dirs = [
+        ("XDG_CACHE_HOME", cache.join("xdg")),
+        ("CARGO_HOME", cargo_home.clone()),
+        ("GOCACHE", cache.join("go-build")),
+        ("GOMODCACHE", cache.join("go-mod")),
+        ("npm_config_cache", cache.join("npm")),
+        ("PIP_CACHE_DIR", cache.join("pip")),
+    ];
+    for (_, dir) in &dirs {
+        std::fs::create_dir_all(dir).map_err(io(format!("create {}", dir.display())))?;
+    }
+    let real_cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.map(|home| home.join(".cargo")));
+    if let Some(real) = real_cargo_home {
+        for name in ["config.toml", "config"] {
+            let from = real.join(name);
+            if from.is_file() {
+                std::fs::copy(&from, cargo_home.join(name))
+                    .map_err(io(format!("copy {}", from.display())))?;
+            }
+        }
+    }
+    Ok(dirs
+        .into_iter()
+        .map(|(name, dir)| (OsString::from(name), dir.into_os_string()))
+        .collect())
+}
+
 /// One command's confinement: its environment, what the child applies (moved into the
 /// spawn's pre-exec step), and what tells afterwards which limit it hit.
 #[derive(Debug)]
@@ -455,7 +549,9 @@ mod tests {
             allowed_ports: Vec::new(),
             env_passthrough: Vec::new(),
             auto_allow_bash: true,
-            checks: false,
+            checks: Placement::Sandbox,
+            hooks: Placement::Sandbox,
+            caches: Caches::Run,
             limits: LimitsConfig::default(),
             read_only_commands: ReadOnlyCommands::Enforce,
         }

@@ -47,7 +47,10 @@ pub enum SessionError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{what} {} does not exist or is not a folder", path.display())]
+    #[error(
+        "{what} {} does not exist or is not a folder",
+        crate::base::truncate_middle(&path.display().to_string(), crate::config::MAX_ECHO_CHARS)
+    )]
     NoFolder { what: &'static str, path: PathBuf },
     #[error(transparent)]
     OutputFolder(#[from] crate::out_dir::OutDirError),
@@ -133,7 +136,12 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
     }
     redactor.add_env_names(&task.redact_env);
     let workdir = match (&options.workdir, &task.workdir) {
-        (Some(dir), _) | (None, Some(dir)) => canonical_dir(dir, "workdir")?,
+        (Some(dir), _) => canonical_dir(dir, "workdir")?,
+        // The task's own: the error points at its line.
+        (None, Some(dir)) => canonical_dir(dir, "workdir").map_err(|err| {
+            let (line, column) = task.workdir_at.unwrap_or((0, 0));
+            SessionError::Config(ConfigError::new(&task.file, line, column, err.to_string()))
+        })?,
         (None, None) => canonical_dir(Path::new("."), "workdir")?,
     };
     let flags = SourceFlags {

@@ -28,6 +28,29 @@ pub const DEFAULT_SUBAGENT_MAX_PER_TURN: u32 = 3;
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 pub const DEFAULT_CHECK_TIMEOUT_SECS: u64 = 600;
 
+/// The most each knob of a task may be, checked at load (a larger value is a config error
+/// with its file:line:col, not a deadline past what a clock holds). Generous on purpose:
+/// each is far past any real use, so only a typo or a hostile file meets it.
+pub mod maxima {
+    use std::time::Duration;
+
+    const DAY: u64 = 86_400;
+    /// `model.timeouts.connect`, `first_event`, `idle` and `request`.
+    pub const MODEL_TIMEOUT: Duration = Duration::from_secs(DAY);
+    /// `model.retries.base_delay` and `max_delay`.
+    pub const RETRY_DELAY: Duration = Duration::from_secs(3600);
+    /// `model.retries.max`.
+    pub const PROVIDER_RETRIES: u32 = 100;
+    /// `limits.timeout`: a week of wall clock.
+    pub const RUN_TIMEOUT: Duration = Duration::from_secs(7 * DAY);
+    /// `limits.tool_timeout` and a check's `timeout`.
+    pub const TOOL_TIMEOUT: Duration = Duration::from_secs(DAY);
+    /// A check's `retry.max_attempts`.
+    pub const CHECK_ATTEMPTS: u32 = 100;
+    /// `limits.max_parallel_tools`.
+    pub const PARALLEL_TOOLS: u64 = 1024;
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TaskFile {
@@ -38,7 +61,7 @@ struct TaskFile {
     mode: Option<PermissionMode>,
     policy: Option<String>,
     permissions: Option<PermissionsBlock>,
-    workdir: Option<String>,
+    workdir: Option<Spanned<String>>,
     tools: Option<Vec<Spanned<String>>>,
     #[serde(default)]
     limits: LimitsFile,
@@ -100,7 +123,7 @@ struct TimeoutsFile {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RetriesFile {
-    max: Option<u32>,
+    max: Option<Spanned<u32>>,
     /// Seconds.
     base_delay: Option<Spanned<f64>>,
     /// Seconds.
@@ -137,7 +160,7 @@ struct CheckFile {
     #[serde(default)]
     expect_exit: i32,
     /// Seconds.
-    timeout: Option<u64>,
+    timeout: Option<Spanned<u64>>,
     retry: Option<Spanned<RetryFile>>,
 }
 
@@ -307,6 +330,8 @@ pub struct Task {
     pub permissions: Option<Policy>,
     /// Resolved against the task file's folder.
     pub workdir: Option<PathBuf>,
+    /// Where `workdir:` is written (line, column), for an error about the folder.
+    pub workdir_at: Option<(u64, u64)>,
     pub tools: Vec<ToolName>,
     pub limits: Limits,
     pub checks: Vec<Check>,
@@ -460,12 +485,18 @@ impl Task {
             }
             let retry = match check.retry {
                 None => Retry::default(),
-                Some(spanned) if spanned.value.max_attempts == 0 => {
+                Some(spanned)
+                    if spanned.value.max_attempts == 0
+                        || spanned.value.max_attempts > maxima::CHECK_ATTEMPTS =>
+                {
                     let loc = spanned.referenced;
                     return Err(at(
                         loc.line(),
                         loc.column(),
-                        "retry.max_attempts must be at least 1".into(),
+                        format!(
+                            "retry.max_attempts must be from 1 to {}",
+                            maxima::CHECK_ATTEMPTS
+                        ),
                     ));
                 }
                 Some(spanned) => Retry {
@@ -478,7 +509,22 @@ impl Task {
                 name: check.name.value,
                 run: check.run,
                 expect_exit: check.expect_exit,
-                timeout: Duration::from_secs(check.timeout.unwrap_or(DEFAULT_CHECK_TIMEOUT_SECS)),
+                timeout: match check.timeout {
+                    None => Duration::from_secs(DEFAULT_CHECK_TIMEOUT_SECS),
+                    Some(spanned)
+                        if spanned.value == 0 || spanned.value > maxima::TOOL_TIMEOUT.as_secs() =>
+                    {
+                        return Err(located(
+                            &spanned,
+                            &at,
+                            format!(
+                                "a check's timeout must be from 1 to {} seconds",
+                                maxima::TOOL_TIMEOUT.as_secs()
+                            ),
+                        ));
+                    }
+                    Some(spanned) => Duration::from_secs(spanned.value),
+                },
                 retry,
             });
         }
@@ -495,7 +541,11 @@ impl Task {
             script,
             mode: raw.mode,
             policy: raw.policy.map(|p| normalize_lexically(&dir.join(p))),
-            workdir: raw.workdir.map(|w| normalize_lexically(&dir.join(w))),
+            workdir_at: raw
+                .workdir
+                .as_ref()
+                .map(|w| (w.referenced.line(), w.referenced.column())),
+            workdir: raw.workdir.map(|w| normalize_lexically(&dir.join(w.value))),
             tools,
             limits,
             checks,
@@ -522,10 +572,11 @@ fn located<T>(spanned: &Spanned<T>, at: At<'_>, message: String) -> ConfigError 
     )
 }
 
-/// A positive, finite number of seconds.
+/// A positive, finite number of seconds, at most `max`.
 fn seconds(
     value: Option<Spanned<f64>>,
     key: &str,
+    max: Duration,
     at: At<'_>,
 ) -> Result<Option<Duration>, ConfigError> {
     let Some(spanned) = value else {
@@ -533,13 +584,16 @@ fn seconds(
     };
     Duration::try_from_secs_f64(spanned.value)
         .ok()
-        .filter(|duration| !duration.is_zero())
+        .filter(|duration| !duration.is_zero() && *duration <= max)
         .map(Some)
         .ok_or_else(|| {
             located(
                 &spanned,
                 at,
-                format!("{key} must be a positive number of seconds"),
+                format!(
+                    "{key} must be a positive number of seconds, at most {}",
+                    max.as_secs()
+                ),
             )
         })
 }
@@ -673,22 +727,63 @@ fn model_spec(
     let timeouts_file = raw.timeouts.unwrap_or_default();
     let defaults = Timeouts::default();
     let timeouts = Timeouts {
-        connect: seconds(timeouts_file.connect, "timeouts.connect", at)?
-            .unwrap_or(defaults.connect),
-        first_event: seconds(timeouts_file.first_event, "timeouts.first_event", at)?
-            .unwrap_or(defaults.first_event),
-        idle: seconds(timeouts_file.idle, "timeouts.idle", at)?.unwrap_or(defaults.idle),
-        request: seconds(timeouts_file.request, "timeouts.request", at)?
-            .unwrap_or(defaults.request),
+        connect: seconds(
+            timeouts_file.connect,
+            "timeouts.connect",
+            maxima::MODEL_TIMEOUT,
+            at,
+        )?
+        .unwrap_or(defaults.connect),
+        first_event: seconds(
+            timeouts_file.first_event,
+            "timeouts.first_event",
+            maxima::MODEL_TIMEOUT,
+            at,
+        )?
+        .unwrap_or(defaults.first_event),
+        idle: seconds(
+            timeouts_file.idle,
+            "timeouts.idle",
+            maxima::MODEL_TIMEOUT,
+            at,
+        )?
+        .unwrap_or(defaults.idle),
+        request: seconds(
+            timeouts_file.request,
+            "timeouts.request",
+            maxima::MODEL_TIMEOUT,
+            at,
+        )?
+        .unwrap_or(defaults.request),
     };
     let retries_file = raw.retries.unwrap_or_default();
     let defaults = RetryPolicy::default();
     let retries = RetryPolicy {
-        max: retries_file.max.unwrap_or(defaults.max),
-        base_delay: seconds(retries_file.base_delay, "retries.base_delay", at)?
-            .unwrap_or(defaults.base_delay),
-        max_delay: seconds(retries_file.max_delay, "retries.max_delay", at)?
-            .unwrap_or(defaults.max_delay),
+        max: match retries_file.max {
+            None => defaults.max,
+            Some(spanned) if spanned.value > maxima::PROVIDER_RETRIES => {
+                return Err(located(
+                    &spanned,
+                    at,
+                    format!("retries.max must be at most {}", maxima::PROVIDER_RETRIES),
+                ));
+            }
+            Some(spanned) => spanned.value,
+        },
+        base_delay: seconds(
+            retries_file.base_delay,
+            "retries.base_delay",
+            maxima::RETRY_DELAY,
+            at,
+        )?
+        .unwrap_or(defaults.base_delay),
+        max_delay: seconds(
+            retries_file.max_delay,
+            "retries.max_delay",
+            maxima::RETRY_DELAY,
+            at,
+        )?
+        .unwrap_or(defaults.max_delay),
     };
     let model = ModelSpec {
         provider,
@@ -758,14 +853,27 @@ fn limits(raw: LimitsFile, model: &ModelSpec, at: At<'_>) -> Result<Limits, Conf
         max_cost_usd,
         max_input_tokens: positive(raw.max_input_tokens, "max_input_tokens")?,
         max_output_tokens: positive(raw.max_output_tokens, "max_output_tokens")?,
-        timeout: seconds(raw.timeout, "limits.timeout", at)?,
-        tool_timeout: seconds(raw.tool_timeout, "limits.tool_timeout", at)?,
+        timeout: seconds(raw.timeout, "limits.timeout", maxima::RUN_TIMEOUT, at)?,
+        tool_timeout: seconds(
+            raw.tool_timeout,
+            "limits.tool_timeout",
+            maxima::TOOL_TIMEOUT,
+            at,
+        )?,
         max_denials: raw.max_denials,
         max_consecutive_denials: raw.max_consecutive_denials,
-        max_parallel_tools: positive(raw.max_parallel_tools, "max_parallel_tools")?
-            .map_or(DEFAULT_MAX_PARALLEL_TOOLS, |max| {
-                usize::try_from(max).unwrap_or(usize::MAX)
-            }),
+        max_parallel_tools: positive(
+            bounded(
+                raw.max_parallel_tools,
+                "max_parallel_tools",
+                maxima::PARALLEL_TOOLS,
+                at,
+            )?,
+            "max_parallel_tools",
+        )?
+        .map_or(DEFAULT_MAX_PARALLEL_TOOLS, |max| {
+            usize::try_from(max).unwrap_or(usize::MAX)
+        }),
         max_classifier_denials: at_least_one(
             raw.max_classifier_denials,
             "max_classifier_denials",
@@ -781,6 +889,23 @@ fn limits(raw: LimitsFile, model: &ModelSpec, at: At<'_>) -> Result<Limits, Conf
                 usize::try_from(max).unwrap_or(usize::MAX)
             }),
     })
+}
+
+/// `value` unless it is over `max`.
+fn bounded(
+    value: Option<Spanned<u64>>,
+    key: &str,
+    max: u64,
+    at: At<'_>,
+) -> Result<Option<Spanned<u64>>, ConfigError> {
+    match value {
+        Some(spanned) if spanned.value > max => Err(located(
+            &spanned,
+            at,
+            format!("{key} must be at most {max}"),
+        )),
+        other => Ok(other),
+    }
 }
 
 /// `limits.max_result_chars: {Bash: 50000}`. Read's results are never offloaded (offloading
@@ -1092,7 +1217,14 @@ mod tests {
                     "{MINIMAL}checks:\n  - name: c\n    run: x\n    retry: {{max_attempts: 0}}\n"
                 ),
                 11,
-                "retry.max_attempts must be at least 1",
+                "retry.max_attempts must be from 1 to 100",
+            ),
+            (
+                format!(
+                    "{MINIMAL}checks:\n  - name: c\n    run: x\n    retry: {{max_attempts: 4294967295}}\n"
+                ),
+                11,
+                "retry.max_attempts must be from 1 to 100",
             ),
         ];
         for (text, line, message) in cases {
@@ -1103,5 +1235,51 @@ mod tests {
                 assert!(err.column > 0, "{err}");
             }
         }
+    }
+
+    /// docs/reliability.md lists each knob's maximum as the loader checks it.
+    #[test]
+    fn the_docs_list_the_maxima() {
+        let docs =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reliability.md"))
+                .unwrap();
+        for row in [
+            format!(
+                "| `model.timeouts.connect`, `first_event`, `idle`, `request` | {} s |",
+                maxima::MODEL_TIMEOUT.as_secs()
+            ),
+            format!(
+                "| `model.retries.base_delay`, `max_delay` | {} s |",
+                maxima::RETRY_DELAY.as_secs()
+            ),
+            format!("| `model.retries.max` | {} |", maxima::PROVIDER_RETRIES),
+            format!("| `limits.timeout` | {} s |", maxima::RUN_TIMEOUT.as_secs()),
+            format!(
+                "| `limits.tool_timeout` | {} s |",
+                maxima::TOOL_TIMEOUT.as_secs()
+            ),
+            format!(
+                "| `limits.max_parallel_tools` | {} |",
+                maxima::PARALLEL_TOOLS
+            ),
+            format!(
+                "| a check's `timeout` | {} s |",
+                maxima::TOOL_TIMEOUT.as_secs()
+            ),
+            format!(
+                "| a check's `retry.max_attempts` | {} |",
+                maxima::CHECK_ATTEMPTS
+            ),
+            format!(
+                "| a hook's `timeout` (policy) | {} s |",
+                crate::hooks::MAX_TIMEOUT_SECS
+            ),
+        ] {
+            assert!(docs.contains(&row), "docs/reliability.md lacks {row}");
+        }
+        assert!(docs.contains(&format!(
+            "estimated at **{} bytes a token**",
+            crate::model::ESTIMATE_BYTES_PER_TOKEN
+        )));
     }
 }

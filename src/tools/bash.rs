@@ -16,8 +16,8 @@ use crate::bash::{
     BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, Script, evaluate_parsed,
 };
 use crate::policy::{
-    AllowBasis, AskCause, PermissionContext, PermissionMode, RuleRef, ToolCheck, ToolName,
-    git_dir_write, read_refusal, write_guardrail,
+    AllowBasis, AskCause, PermissionContext, RuleRef, ToolCheck, ToolName, git_dir_write,
+    read_refusal, write_guardrail,
 };
 
 /// The most a single call may ask for, whatever the model requests.
@@ -169,6 +169,7 @@ fn analyse(script: &Script, rules: &BashRules, ctx: &PermissionContext) -> BashA
         workspace_roots: &readable,
         home: workspace.home.as_deref(),
         resolve: &resolve,
+        list_dir: &list_dir,
     };
     evaluate_parsed(script, rules, &env)
 }
@@ -187,6 +188,24 @@ fn proven_read_only(analysis: &BashAnalysis) -> bool {
         && analysis.unseen_writes.is_empty()
 }
 
+/// More entries than this in one folder make a glob over it unproven (bounded work).
+const MAX_LISTED: usize = 10_000;
+
+/// The names in `dir`, for expanding a glob at decision time (the kernel's read-only domain
+/// covers what changes before the command runs). `None` when it cannot be listed, a name is
+/// not UTF-8, or there are too many.
+fn list_dir(dir: &Path) -> Option<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).ok()? {
+        let entry = entry.ok()?;
+        names.push(entry.file_name().into_string().ok()?);
+        if names.len() > MAX_LISTED {
+            return None;
+        }
+    }
+    Some(names)
+}
+
 /// Every simple command must be allowed (S5); a deny rule anywhere denies the whole, in every
 /// mode. Redirections are writes, each checked like an Edit of its target: path rules,
 /// workspace boundary, guardrails.
@@ -200,10 +219,9 @@ fn check_command(script: &Script, ctx: &PermissionContext) -> ToolCheck {
             rule: rule(*id),
         };
     }
-    // Where nobody reviews what runs, a command not proven safe that names a denied program
-    // is refused rather than run on the strength of the mode.
-    if ctx.mode == PermissionMode::BypassPermissions
-        && matches!(analysis.verdict, BashVerdict::Ask { .. })
+    // A command not proven safe that names a denied program is refused, in every mode: such
+    // an ask is never appealed (to bypassPermissions, the auto-mode classifier, an allow rule).
+    if matches!(analysis.verdict, BashVerdict::Ask { .. })
         && let Some((id, reason)) = &analysis.named_denied
     {
         return ToolCheck::Deny {
@@ -397,6 +415,8 @@ fn read_only(script: &Script) -> bool {
         workspace_roots: &roots,
         home: None,
         resolve: &identity,
+        // A reader of a glob only reads, whatever it matches.
+        list_dir: &|_| Some(Vec::new()),
     };
     let analysis = evaluate_parsed(script, &BashRules::default(), &env);
     analysis.verdict == BashVerdict::Allow && analysis.writes.is_empty()
@@ -429,7 +449,27 @@ async fn run(command: &str, ctx: &ToolContext, timeout: Duration) -> Result<Tool
     if let Some(limit) = run.limit {
         return Err(with_note(limit.to_string()));
     }
-    match run.ending {
+    let result = ending_result(run.ending, output, timeout, with_note);
+    if run.violations.is_empty() {
+        return result;
+    }
+    // Whatever the command's own ending, changing a protected file makes it an error the
+    // model reads (and the transcript records).
+    let note = crate::sandbox::describe_violations(&run.violations);
+    let text = match result {
+        Ok(output) => output.content,
+        Err(err) => err.to_string(),
+    };
+    Err(ToolError::Failed(format!("{text}\n[{note}]")))
+}
+
+fn ending_result(
+    ending: ShellEnding,
+    output: &str,
+    timeout: Duration,
+    with_note: impl Fn(String) -> ToolError,
+) -> Result<ToolOutput, ToolError> {
+    match ending {
         ShellEnding::Exited(Some(0)) if output.is_empty() => Ok(ToolOutput::new("(no output)")),
         ShellEnding::Exited(Some(0)) => Ok(ToolOutput::new(output.to_string())),
         ShellEnding::Exited(Some(code)) => Err(with_note(format!("exit code {code}"))),

@@ -14,9 +14,74 @@
 //! starts would inherit it and act on the workspace's repository instead of its own.
 //! `GIT_CONFIG_GLOBAL`/`GIT_CONFIG_NOSYSTEM` stay as they are: container jobs rely on the
 //! global `safe.directory` and identity, and the model cannot write either file.
+//!
+//! The git that runs on the trusted side after the model (tollgate's own, for a batch's
+//! commit and patch; whatever the task's checks and the hooks start) gets [`trusted_git_env`]
+//! on top: command-scope config, which no repository file overrides and which git passes on
+//! to the git it starts in submodules, turns off what a planted `.git/config`,
+//! `.git/modules/*/config` or nested repository would make it run — the fsmonitor, hooks,
+//! pager, credential helpers, submodule recursion, bare repositories it only discovered — and
+//! the system config is not read. What command-scope config cannot switch off (an external
+//! diff, a textconv or filter driver named in a repository's config) the sandbox's restore of
+//! the protected files removes before the trusted side runs.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+
+use crate::exec::ChildEnv;
+
+/// Config for git on the trusted side, at command scope (it wins over every config file).
+/// `safe.directory` is left to the user's global config: a repository owned by someone else
+/// stays refused.
+const TRUSTED_CONFIG: &[(&str, &str)] = &[
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("submodule.recurse", "false"),
+    ("fetch.recurseSubmodules", "false"),
+    ("protocol.ext.allow", "never"),
+    ("safe.bareRepository", "explicit"),
+];
+
+/// An empty value empties the list of helpers every config file before it named.
+const NO_CREDENTIAL_HELPER: (&str, &str) = ("credential.helper", "");
+
+/// `env` for git on the trusted side: [`TRUSTED_CONFIG`] appended after the config entries
+/// `env` already passes (`GIT_CONFIG_COUNT`), so later entries, ours, win; no credential
+/// helper, no system config, no pager, no prompt.
+pub fn trusted_git_env(env: &ChildEnv) -> ChildEnv {
+    with_trusted_config(env, true)
+}
+
+/// [`trusted_git_env`] for tollgate's own git that talks to a remote (a batch's clone and
+/// push): the user's credential helpers still answer. A helper planted in the working copy's
+/// config is put back by the sandbox's restore before this runs.
+pub fn trusted_git_env_for_remote(env: &ChildEnv) -> ChildEnv {
+    with_trusted_config(env, false)
+}
+
+fn with_trusted_config(env: &ChildEnv, no_credentials: bool) -> ChildEnv {
+    let given = env
+        .get("GIT_CONFIG_COUNT")
+        .and_then(|count| count.to_str())
+        .and_then(|count| count.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut env = env.clone();
+    let entries = TRUSTED_CONFIG
+        .iter()
+        .chain(no_credentials.then_some(&NO_CREDENTIAL_HELPER));
+    let mut count = given;
+    for (key, value) in entries {
+        env = env
+            .with(format!("GIT_CONFIG_KEY_{count}"), key)
+            .with(format!("GIT_CONFIG_VALUE_{count}"), value);
+        count += 1;
+    }
+    env.with("GIT_CONFIG_COUNT", count.to_string())
+        .with("GIT_CONFIG_NOSYSTEM", "1")
+        .with("GIT_PAGER", "cat")
+        .with("GIT_TERMINAL_PROMPT", "0")
+}
 
 /// Variables that point git at a repository, an index or objects other than the one it
 /// would discover; a parent process (a git hook running tollgate) may have set them.
@@ -83,6 +148,88 @@ mod tests {
         }
         cmd.envs(env.set.iter().map(|(k, v)| (k, v)));
         cmd.output().unwrap()
+    }
+
+    fn trusted(dir: &Path, env: &ChildEnv, args: &[&str]) -> std::process::Output {
+        let mut cmd = Command::new("git");
+        cmd.args(args)
+            .current_dir(dir)
+            .env_clear()
+            .envs(env.vars().iter().map(|(k, v)| (k, v)));
+        cmd.output().unwrap()
+    }
+
+    #[test]
+    fn trusted_git_runs_nothing_a_planted_config_or_hook_names() {
+        let scratch = tempfile::tempdir().unwrap();
+        let root = scratch.path().canonicalize().unwrap();
+        let marker = root.join("MARK");
+        let plain = ChildEnv::from_vars(vec![
+            ("PATH".into(), std::env::var_os("PATH").unwrap()),
+            ("HOME".into(), root.clone().into_os_string()),
+            ("GIT_CONFIG_COUNT".into(), "2".into()),
+            ("GIT_CONFIG_KEY_0".into(), "user.name".into()),
+            ("GIT_CONFIG_VALUE_0".into(), "t".into()),
+            ("GIT_CONFIG_KEY_1".into(), "user.email".into()),
+            ("GIT_CONFIG_VALUE_1".into(), "t@t".into()),
+        ]);
+        let ok = |out: std::process::Output| assert!(out.status.success(), "{out:?}");
+        let sub = root.join("sub");
+        let ws = root.join("ws");
+        for dir in [&sub, &ws] {
+            std::fs::create_dir_all(dir).unwrap();
+            ok(trusted(dir, &plain, &["init", "-q"]));
+            ok(trusted(
+                dir,
+                &plain,
+                &["commit", "-q", "--allow-empty", "-m", "0"],
+            ));
+        }
+        let add = ["-c", "protocol.file.allow=always", "submodule", "add", "-q"];
+        let mut args = add.to_vec();
+        let sub_url = sub.display().to_string();
+        args.extend([sub_url.as_str(), "sub"]);
+        ok(trusted(&ws, &plain, &args));
+        ok(trusted(&ws, &plain, &["commit", "-q", "-m", "1"]));
+        let run = format!("\"touch {}; false\"", marker.display());
+        let hooks = root.join("planted-hooks");
+        std::fs::create_dir_all(&hooks).unwrap();
+        for dir in [ws.join(".git/hooks"), hooks.clone()] {
+            let hook = dir.join("pre-commit");
+            std::fs::write(&hook, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let planted = format!(
+            "[core]\n\tfsmonitor = {run}\n\thooksPath = {}\n\tpager = {run}\n[credential]\n\thelper = {run}\n",
+            hooks.display()
+        );
+        for config in [ws.join(".git/config"), ws.join(".git/modules/sub/config")] {
+            let mut text = std::fs::read_to_string(&config).unwrap();
+            text.push_str(&planted);
+            std::fs::write(&config, text).unwrap();
+        }
+        std::fs::write(ws.join("sub/new"), "x").unwrap();
+        std::fs::write(ws.join("file"), "x").unwrap();
+        // The same commands without the trusted environment run what was planted.
+        trusted(&ws, &plain, &["status"]);
+        assert!(
+            marker.exists(),
+            "the planted fsmonitor should run unprotected"
+        );
+        std::fs::remove_file(&marker).unwrap();
+
+        let env = trusted_git_env(&plain);
+        ok(trusted(&ws, &env, &["status"]));
+        ok(trusted(&ws, &env, &["-C", "sub", "status"]));
+        ok(trusted(&ws, &env, &["diff", "HEAD"]));
+        ok(trusted(&ws, &env, &["add", "-A"]));
+        ok(trusted(&ws, &env, &["commit", "-q", "-m", "2"]));
+        ok(trusted(&ws, &env, &["log", "-p", "-1"]));
+        assert!(!marker.exists(), "a planted command ran");
+        // The entries the caller gave still hold (the commit above had its identity).
+        let name = trusted(&ws, &env, &["config", "user.name"]);
+        assert_eq!(String::from_utf8_lossy(&name.stdout).trim(), "t");
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub use bash::BashTool;
 pub use context::{FileStateCache, Stale, ToolContext, ToolLimits};
 pub use delegation::{Delegation, SubagentKind};
 pub use edit::EditTool;
+pub use git_env::{trusted_git_env, trusted_git_env_for_remote};
 pub use glob::GlobTool;
 pub use grep::GrepTool;
 pub use path::{check_file_access, resolve_path, resolve_symlinks};

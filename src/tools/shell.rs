@@ -7,11 +7,11 @@ use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::git_env::git_env;
+use super::git_env::{git_env, trusted_git_env};
 use super::progress::ProgressSink;
 use crate::base::AbortSignal;
 use crate::exec::{self, ChildEnv, Ending, ExecRequest};
-use crate::sandbox::{LimitHit, ReadOnlyDomain, Sandbox};
+use crate::sandbox::{LimitHit, ReadOnlyDomain, Sandbox, Violation};
 
 /// Output kept per stream of a model's command; the rest is drained and counted (a note says
 /// how much). Large, because Bash's output is kept whole and offloaded to a file when long
@@ -33,6 +33,8 @@ pub struct ShellRun {
     pub output: String,
     /// The sandbox limit the command ran into, if any.
     pub limit: Option<LimitHit>,
+    /// Protected files the sandboxed command changed, put back after it ended.
+    pub violations: Vec<Violation>,
 }
 
 /// The environment of the model's commands run in `workdir`: `base` (no secrets, no
@@ -54,7 +56,8 @@ pub enum ShellEnv<'a> {
     /// sandbox, the sandbox's scrubbed environment with git confined to the workspace's
     /// repository.
     Model(&'a ChildEnv),
-    /// The task author's checks: exactly this; in the sandbox, the sandbox's environment.
+    /// The task author's checks: this, or in the sandbox the sandbox's environment; either
+    /// way with git on the trusted side's config (`trusted_git_env`).
     Author(&'a ChildEnv),
 }
 
@@ -96,7 +99,8 @@ pub async fn run_confined(
     confinement: Confinement<'_>,
 ) -> std::io::Result<ShellRun> {
     let given = match env {
-        ShellEnv::Model(env) | ShellEnv::Author(env) => env.clone(),
+        ShellEnv::Model(env) => env.clone(),
+        ShellEnv::Author(env) => trusted_git_env(env),
     };
     let mut request = ExecRequest::bash(command, cwd.to_path_buf(), given, timeout);
     request.capture.max_bytes = CAPTURE_BYTES;
@@ -112,7 +116,7 @@ pub async fn run_confined(
         let sandboxed = ChildEnv::from_vars(confined.env);
         request.env = match env {
             ShellEnv::Model(_) => model_command_env(&sandboxed, cwd),
-            ShellEnv::Author(_) => sandboxed,
+            ShellEnv::Author(_) => trusted_git_env(&sandboxed),
         };
         setup = Some(confined.child);
         watch = Some(confined.watch);
@@ -153,10 +157,17 @@ pub async fn run_confined(
         output.push_str(&stderr);
     }
     let limit = watch.and_then(|watch| watch.limit_hit(status));
+    // The command's process group is gone by now; whatever it did to what git or a shell
+    // runs code from is undone before anything else (the next command, a check) runs.
+    let violations = confinement
+        .sandbox
+        .map(Sandbox::restore_protected)
+        .unwrap_or_default();
     Ok(ShellRun {
         ending,
         output,
         limit,
+        violations,
     })
 }
 

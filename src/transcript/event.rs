@@ -86,7 +86,12 @@ pub enum Event {
         content: Vec<ContentBlock>,
         stop_reason: StopReason,
         usage: Usage,
-        /// This request's cost; `None` when the model's price is unknown.
+        /// `estimated` when the API sent no usage and `usage` is tollgate's estimate;
+        /// absent when the API counted it.
+        #[serde(default, skip_serializing_if = "UsageSource::is_reported")]
+        usage_source: UsageSource,
+        /// This request's cost (of the estimate, when estimated); `None` when the model's
+        /// price is unknown.
         cost_usd: Option<f64>,
     },
     ToolCall {
@@ -258,6 +263,33 @@ pub enum QueryEnd {
     AbortedTools,
 }
 
+/// Whether a request's usage was counted by the API or estimated by tollgate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageSource {
+    #[default]
+    Reported,
+    Estimated,
+}
+
+impl UsageSource {
+    pub fn of(usage: &crate::model::ReportedUsage) -> UsageSource {
+        if usage.is_estimated() {
+            UsageSource::Estimated
+        } else {
+            UsageSource::Reported
+        }
+    }
+
+    pub fn is_reported(&self) -> bool {
+        *self == UsageSource::Reported
+    }
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AbortCause {
@@ -265,6 +297,7 @@ pub enum AbortCause {
     Interrupt,
     Sigint,
     Sigterm,
+    Sighup,
 }
 
 /// A refused call, as the run's result lists it.
@@ -383,6 +416,9 @@ pub struct RunCounts {
     pub checks_passed: u32,
     pub checks_failed: u32,
     pub usage: Usage,
+    /// Requests whose usage the API did not send: their tokens in `usage` are estimates.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub estimated_requests: u32,
     /// Auto mode's classifier, counted apart from the agent.
     pub classifier: ClassifierCounts,
 }

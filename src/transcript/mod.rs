@@ -10,7 +10,7 @@ mod writer;
 pub use event::{
     AbortCause, CheckOutcome, ClassifierCounts, DenialSummary, Disposition, Event, ModelSummary,
     Outcome, PolicySummary, ProgressUpdate, QueryEnd, ReminderKind, ReplacedResult, ResultStatus,
-    RunCounts, TaskSummary,
+    RunCounts, TaskSummary, UsageSource,
 };
 pub use run::{CheckRecord, Denial, RunReport};
 pub use stream::{StreamFormat, StreamOutput, stream_type};

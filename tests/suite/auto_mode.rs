@@ -630,3 +630,32 @@ async fn the_judge_s_key_never_follows_a_redirect_to_another_origin() {
     assert!(judge.requests().is_empty(), "the other origin was reached");
     assert_eq!(run.result_statuses(), vec!["denied"]);
 }
+
+/// The classifier's provider answers 429 with a `retry-after` no clock can hold: the
+/// backoff applies and the review goes on (it used to panic the run, exit 101).
+#[tokio::test]
+async fn a_classifier_retry_after_past_any_clock_is_backed_off() {
+    let agent = FakeModel::start(
+        KEY,
+        vec![
+            agent_turn(vec![tool("Bash", json!({"command": "mkdir -p build"}))]),
+            agent_turn(vec![text("Done.")]),
+        ],
+    )
+    .await;
+    let limited = Reply::Status {
+        status: 429,
+        headers: vec![("retry-after", "1e20")],
+        kind: "rate_limit_error",
+        message: "slow down".into(),
+    };
+    let judge = FakeModel::start(
+        KEY,
+        vec![limited, judge_turn(&verdict("allow", "harmless", "low"))],
+    )
+    .await;
+    let run = run_auto(&http_policy(&judge, ""), &http_task(&agent)).await;
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(judge.requests().len(), 2);
+    assert_eq!(run.classifier_verdicts(), vec![("allow".into(), false)]);
+}

@@ -23,7 +23,7 @@ use crate::support::bash::{analyse, rules};
 const BASH: &str = "/usr/bin/bash";
 
 /// The marker command, spelled as an attacker would: quoting, escapes, wrappers, shells.
-const MARKERS: &[&str] = &[
+pub(crate) const MARKERS: &[&str] = &[
     r#"touch "$MARK""#,
     r#"touch $MARK"#,
     r#"\touch "$MARK""#,
@@ -56,7 +56,7 @@ const MARKERS: &[&str] = &[
 
 /// Structural positions; `@` stands for the marker. Several of them make Bash evaluate data
 /// (arithmetic, subscripts, `${!x}`, `${x@P}`) or end a here-document early.
-const CONTEXTS: &[&str] = &[
+pub(crate) const CONTEXTS: &[&str] = &[
     "@",
     "echo $(@)",
     "echo `@`",
@@ -150,10 +150,10 @@ const TOOLS: &[&str] = &[
 ];
 
 /// splitmix64: small, seeded, the same on every machine.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -161,16 +161,16 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+    pub(crate) fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
         items[(self.next() % items.len() as u64) as usize]
     }
 
-    fn chance(&mut self, percent: u64) -> bool {
+    pub(crate) fn chance(&mut self, percent: u64) -> bool {
         self.next() % 100 < percent
     }
 }
 
-fn env_number(name: &str, default: u64) -> u64 {
+pub(crate) fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
@@ -179,7 +179,7 @@ fn env_number(name: &str, default: u64) -> u64 {
 
 /// Places `inner` in `context`; `None` when the result could not be what Bash reads (a single
 /// quote inside single quotes, a backquote inside backquotes).
-fn place(context: &str, inner: &str) -> Option<String> {
+pub(crate) fn place(context: &str, inner: &str) -> Option<String> {
     let at = context.find('@')?;
     let before = &context[..at];
     let in_single = before.matches('\'').count() % 2 == 1;
@@ -218,7 +218,7 @@ fn generate(rng: &mut Rng, seeds: &[String]) -> String {
 
 /// Corpus commands safe to run: the analyser alone proves every command read-only, nothing
 /// is written, and no word of the screen appears.
-fn seeds() -> Vec<String> {
+pub(crate) fn seeds() -> Vec<String> {
     let rules = rules();
     let mut candidates: Vec<String> = super::bash_corpus::CORPUS
         .iter()

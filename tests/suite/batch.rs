@@ -53,7 +53,7 @@ impl Fleet {
         self.dir.path()
     }
 
-    fn batch(&self, out: &str, args: &[&str]) -> Output {
+    pub(super) fn batch(&self, out: &str, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_tollgate"))
             .current_dir(self.path())
             .args(["batch", "task.yaml", "--repos", "repos.yaml", "--out", out])
@@ -63,7 +63,7 @@ impl Fleet {
             .unwrap()
     }
 
-    fn journal(&self, out: &str, repo: &str) -> Value {
+    pub(super) fn journal(&self, out: &str, repo: &str) -> Value {
         let path = self
             .path()
             .join(out)
@@ -91,7 +91,7 @@ impl Fleet {
     }
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(super) fn git(dir: &Path, args: &[&str]) -> String {
     let output = Command::new("git")
         .current_dir(dir)
         .args(args)
@@ -444,7 +444,7 @@ fn rerun_changed_runs_again_only_the_repo_whose_head_moved() {
 
 /// The task with a `publish:` block aimed at the fake forge, and a policy that lets the
 /// branch be pushed.
-fn publishing_task(forge: &FakeForge) -> String {
+pub(super) fn publishing_task(forge: &FakeForge) -> String {
     unpermitted_publishing_task(forge).replace(
         "mode: acceptEdits\n",
         "mode: acceptEdits\npermissions:\n  allow: [\"Bash(git push:*)\"]\n",
@@ -461,7 +461,7 @@ fn unpermitted_publishing_task(forge: &FakeForge) -> String {
     )
 }
 
-async fn batch_async(fleet: &Fleet, args: &[&str]) -> Output {
+pub(super) async fn batch_async(fleet: &Fleet, args: &[&str]) -> Output {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
         .current_dir(fleet.path())
         .args([
@@ -958,4 +958,72 @@ fn on_a_terminal_the_progress_is_a_live_bar_above_which_each_repo_gets_its_line(
             "{terminal}"
         );
     }
+}
+
+/// A batch whose sandboxed model plants what would make tollgate's own git (the commit and
+/// the patch after the run) run code: a `.git` file pointing at a planted git directory with
+/// an fsmonitor, hooks and a filter driver, and attributes that name the filter for every file.
+#[test]
+fn the_batch_s_own_git_runs_nothing_the_sandboxed_model_planted() {
+    if tollgate::sandbox::kernel_abi() < 4 {
+        eprintln!("skipped: this kernel offers no Landlock ABI 4");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    one_commit_repo(dir.path(), "r00");
+    let marker = dir.path().join("MARK");
+    let run = format!("env > {}; false", marker.display());
+    let plant = format!(
+        "g=git; mkdir -p evil && cp -r \"$($g rev-parse --git-common-dir)\"/. evil/ && printf '[core]\\n\\tfsmonitor = \"{run}\"\\n\\thooksPath = hooks\\n[filter \"x\"]\\n\\tclean = \"{run}\"\\n' >> evil/config && mkdir -p evil/hooks && printf '#!/bin/sh\\n{run}\\n' > evil/hooks/pre-commit && chmod +x evil/hooks/pre-commit && f=.git && echo \"gitdir: $PWD/evil\" > \"$f\" && a=.gitattributes && echo '* filter=x' > \"$a\" && echo change > README"
+    );
+    let task = format!(
+        "version: 1\nname: plant {{{{ repo.name }}}}\nprompt: go\nmode: bypassPermissions\npolicy: policy.yaml\ntools: [Bash]\nbatch:\n  branch: fix/{{{{ repo.name }}}}\n  commit_message: planted\nmodel:\n  provider: scripted\n  name: s\n  script:\n    - - tool_use: {{name: Bash, input: {{command: {}}}}}\n    - - text: done\n",
+        serde_json::to_string(&plant).unwrap()
+    );
+    std::fs::write(dir.path().join("task.yaml"), task).unwrap();
+    std::fs::write(
+        dir.path().join("policy.yaml"),
+        "permissions:\n  default_mode: bypassPermissions\nsandbox: {}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("repos.yaml"), "- repo: r00\n").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .current_dir(dir.path())
+        .args([
+            "batch",
+            "task.yaml",
+            "--repos",
+            "repos.yaml",
+            "--out",
+            "out",
+        ])
+        .env_remove("JOB_COMPLETION_INDEX")
+        .output()
+        .unwrap();
+    let transcript = std::fs::read_dir(dir.path().join("out/repos/r00"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path().join("transcript.jsonl"))
+        .find(|path| path.exists())
+        .map(|path| std::fs::read_to_string(path).unwrap())
+        .unwrap_or_default();
+    let stderr = format!("{}\n{transcript}", String::from_utf8_lossy(&output.stderr));
+    let repo = dir.path().join("r00");
+    assert!(
+        !marker.exists(),
+        "something planted ran: {}\n{stderr}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+    // The change itself is committed on the branch, in the user's repository.
+    assert_eq!(
+        git(&repo, &["show", "fix/r00:README"]),
+        "change\n",
+        "{stderr}"
+    );
+    let patch = dir.path().join("out/repos/r00/r00.patch");
+    assert!(
+        std::fs::read_to_string(&patch).unwrap().contains("+change"),
+        "{stderr}"
+    );
 }

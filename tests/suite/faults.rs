@@ -662,3 +662,530 @@ fn a_result_file_that_cannot_be_written_ends_the_run_with_exit_5_and_its_record(
         assert!(junit.contains("output_failed"), "{how}: {junit}");
     }
 }
+
+// ---- Faults that must end in a whole record: extreme values, endless bodies, no usage,
+// ---- closed stdout, SIGHUP, batch output and journals, checks on the run's clock.
+
+/// A `429` whose `retry-after` no `Duration` can hold, in every spelling, from either API:
+/// the backoff applies and the run goes on.
+#[tokio::test]
+async fn a_retry_after_past_any_clock_falls_back_to_the_backoff() {
+    for api in [Api::Anthropic, Api::OpenAi] {
+        let limited = |name: &'static str, value: &'static str| Reply::Status {
+            status: 429,
+            headers: vec![(name, value)],
+            kind: "rate_limit_error",
+            message: "slow down".into(),
+        };
+        let replies = vec![
+            limited("retry-after", "1e20"),
+            limited("retry-after-ms", "18446744073709551615000"),
+            limited("retry-after", "Fri, 31 Dec 9999 23:59:59 GMT"),
+            done_turn(),
+        ];
+        let server = FakeModel::start(KEY, replies).await;
+        let run = run_task(&model_block(api, &server, ""), "", &[]).await;
+        assert_eq!(run.code, 0, "{api:?}: {}", run.stderr);
+        assert_eq!(run.retries().len(), 3, "{api:?}");
+        for retry in run.of_type("api_retry") {
+            assert!(retry["delay_ms"].as_u64().unwrap() <= 60_000, "{retry}");
+        }
+        assert_eq!(run.finished()["outcome"], "success");
+    }
+}
+
+/// Every numeric knob of a task at the extremes: a value past its documented maximum is a
+/// config error at its line (exit 2); one that is harmless however large runs (exit 0).
+#[test]
+fn every_numeric_knob_at_its_extremes_is_refused_at_load_or_harmless() {
+    let huge = "1e19";
+    let u32_max = "4294967295";
+    let u64_max = "18446744073709551615";
+    let model = |extra: &str| {
+        format!("model:\n  provider: scripted\n  name: s\n{extra}  script: [[{{text: done}}]]\n")
+    };
+    let limits = |line: &str| format!("limits:\n  {line}\n");
+    let check = |line: &str| format!("checks:\n  - name: c\n    run: 'true'\n    {line}\n");
+    let refused: Vec<(String, &str)> = vec![
+        (limits(&format!("timeout: {huge}")), "limits.timeout"),
+        (
+            limits(&format!("tool_timeout: {huge}")),
+            "limits.tool_timeout",
+        ),
+        (limits("timeout: -1"), "limits.timeout"),
+        (limits("timeout: .nan"), "limits.timeout"),
+        (limits("timeout: .inf"), "limits.timeout"),
+        (
+            limits(&format!("max_parallel_tools: {u64_max}")),
+            "max_parallel_tools",
+        ),
+        (limits("max_cost_usd: .inf"), "max_cost_usd"),
+        (
+            model(&format!("  timeouts: {{connect: {huge}}}\n")),
+            "timeouts.connect",
+        ),
+        (
+            model(&format!("  timeouts: {{first_event: {huge}}}\n")),
+            "timeouts.first_event",
+        ),
+        (
+            model(&format!("  timeouts: {{idle: {huge}}}\n")),
+            "timeouts.idle",
+        ),
+        (
+            model(&format!("  timeouts: {{request: {huge}}}\n")),
+            "timeouts.request",
+        ),
+        (
+            model(&format!("  retries: {{base_delay: {huge}}}\n")),
+            "retries.base_delay",
+        ),
+        (
+            model(&format!("  retries: {{max_delay: {huge}}}\n")),
+            "retries.max_delay",
+        ),
+        (
+            model(&format!("  retries: {{max: {u32_max}}}\n")),
+            "retries.max",
+        ),
+        (
+            check(&format!("retry: {{max_attempts: {u32_max}}}")),
+            "retry.max_attempts",
+        ),
+        (check(&format!("timeout: {u64_max}")), "timeout"),
+    ];
+    let harmless: Vec<String> = vec![
+        limits(&format!("max_turns: {u32_max}")),
+        limits(&format!("max_input_tokens: {u64_max}")),
+        limits(&format!("max_output_tokens: {u64_max}")),
+        limits(&format!("max_denials: {u32_max}")),
+        limits(&format!("max_consecutive_denials: {u32_max}")),
+        limits(&format!("message_result_chars: {u64_max}")),
+        limits(&format!("max_result_chars: {{Bash: {u64_max}}}")),
+        limits("timeout: 604800"),
+        limits("tool_timeout: 86400"),
+        model("  max_tokens: 4294967295\n"),
+        model(
+            "  timeouts: {connect: 86400, first_event: 86400, idle: 86400, request: 86400}\n  retries: {max: 100, base_delay: 3600, max_delay: 3600}\n",
+        ),
+        format!("reminders:\n  full_every: {u32_max}\n"),
+        format!("subagents:\n  max_turns: {u32_max}\n"),
+        check("retry: {max_attempts: 100}"),
+    ];
+    let sandbox = crate::support::Sandbox::empty();
+    std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
+    let head =
+        "version: 1\nname: knobs\nprompt: go\nworkdir: ws\nmode: dontAsk\ntools: [Read, Bash]\n";
+    let task = |block: &str| {
+        let model_given = block.starts_with("model:");
+        let default_model = if model_given {
+            String::new()
+        } else {
+            model("")
+        };
+        format!("{head}{default_model}{block}")
+    };
+    for (block, key) in &refused {
+        sandbox.write("task.yaml", &task(block));
+        let output = sandbox.tollgate(&["run", "task.yaml", "--out", "out"]);
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{block}{message}");
+        assert!(message.contains("task.yaml:"), "{block}{message}");
+        assert!(message.contains(key), "{block}{message}");
+        assert!(!message.contains("panicked"), "{block}{message}");
+    }
+    for block in &harmless {
+        sandbox.write("task.yaml", &task(block));
+        let _ = std::fs::remove_dir_all(sandbox.path().join("out"));
+        let output = sandbox.tollgate(&["run", "task.yaml", "--out", "out"]);
+        assert_eq!(output.status.code(), Some(0), "{block}{}", stderr(&output));
+    }
+}
+
+/// A 500 whose body never ends: its first 64 KiB are read, the message says it was cut,
+/// and the run does not hold the body (nor wait for it to end).
+#[tokio::test]
+async fn an_endless_error_body_is_cut_and_named() {
+    for api in [Api::Anthropic, Api::OpenAi] {
+        let replies = (0..4).map(|_| Reply::EndlessBody { status: 500 }).collect();
+        let server = FakeModel::start(KEY, replies).await;
+        let run = run_task(&model_block(api, &server, ""), "", &[]).await;
+        assert_eq!(run.code, 4, "{api:?}: {}", run.stderr);
+        let error = run.finished()["error"].as_str().unwrap();
+        assert!(error.contains("HTTP 500"), "{error}");
+        assert!(error.contains("the body was cut at 64 KiB"), "{error}");
+        assert!(error.len() < 2000, "{} bytes", error.len());
+        assert_eq!(run.retries().len(), 3);
+    }
+}
+
+/// A model block with these timeouts and no retry.
+fn model_with_timeouts(api: Api, server: &FakeModel, timeouts: &str) -> String {
+    let block = model_block(api, server, "");
+    let head = block.split("  timeouts:").next().unwrap().to_string();
+    format!("{head}  timeouts: {timeouts}\n  retries: {{max: 0}}\n")
+}
+
+/// `: keepalive` comments or a line that never ends are not events: `first_event` and
+/// `idle` still end the request, long before `request`.
+#[tokio::test]
+async fn keepalives_and_partial_lines_do_not_reset_the_event_timeouts() {
+    let every = std::time::Duration::from_millis(50);
+    let cases = [
+        (0, ": keepalive\n\n", "first_event"),
+        (0, "d", "first_event"),
+        (3, ": keepalive\n\n", "idle"),
+        (3, "x", "idle"),
+    ];
+    for api in [Api::Anthropic, Api::OpenAi] {
+        for (events, chunk, which) in cases {
+            let reply = Reply::Drip {
+                turn: turn(vec![text("Reading the notes slowly.")], Tokens::default()),
+                events,
+                chunk,
+                every,
+            };
+            let server = FakeModel::start(KEY, vec![reply]).await;
+            let model = model_with_timeouts(
+                api,
+                &server,
+                "{connect: 2, first_event: 1, idle: 1, request: 20}",
+            );
+            let started = std::time::Instant::now();
+            let run = run_task(&model, "", &[]).await;
+            assert_eq!(run.code, 4, "{api:?} {chunk:?}: {}", run.stderr);
+            let error = run.finished()["error"].as_str().unwrap();
+            assert!(
+                error.contains(&format!("timeouts.{which}")),
+                "{api:?} {chunk:?}: {error}"
+            );
+            // Not a timed assertion of speed: `request` (20 s) must not be what ended it.
+            assert!(!error.contains("timeouts.request"), "{error}");
+            assert!(started.elapsed() < std::time::Duration::from_secs(15));
+        }
+    }
+}
+
+/// A priced model whose stream carries no usage: each request is charged the estimate, the
+/// budget stops the run, and every report says the usage was estimated.
+#[tokio::test]
+async fn a_budget_holds_when_the_provider_sends_no_usage() {
+    for api in [Api::Anthropic, Api::OpenAi] {
+        let reading = || {
+            Reply::NoUsage(turn(
+                vec![
+                    text("Reading the notes again."),
+                    tool("Read", json!({"file_path": "notes.txt"})),
+                ],
+                Tokens::default(),
+            ))
+        };
+        let server = FakeModel::start(KEY, (0..12).map(|_| reading()).collect()).await;
+        // $10 per million tokens either way: each request's estimate is a few thousand
+        // tokens of prompt, so the $0.05 holds a few requests, not twelve.
+        let model = model_block(api, &server, "  pricing: {input: 10, output: 10}\n");
+        let run = run_task(&model, "limits:\n  max_cost_usd: 0.05\n", &[]).await;
+        assert_eq!(run.code, 1, "{api:?}: {}\n{}", run.stdout, run.stderr);
+        let finished = run.finished();
+        assert_eq!(finished["outcome"], "max_budget_usd", "{finished}");
+        let requests = server.requests().len();
+        assert!(requests < 12, "{api:?}: {requests} requests");
+        let messages = run.of_type("assistant_message");
+        assert_eq!(messages.len(), requests);
+        for message in &messages {
+            assert_eq!(message["usage_source"], "estimated", "{message}");
+            assert!(message["usage"]["input_tokens"].as_u64().unwrap() > 0);
+            assert!(message["cost_usd"].as_f64().unwrap() > 0.0);
+        }
+        let cost = finished["total_cost_usd"].as_f64().unwrap();
+        assert!(cost > 0.0 && cost <= 0.05, "{cost}");
+        assert!(
+            run.junit.contains("name=\"usage\" value=\"estimated ("),
+            "{}",
+            run.junit
+        );
+        assert!(run.stdout.contains("usage estimated ("), "{}", run.stdout);
+        assert!(!run.stdout.contains("cost $0.0000"), "{}", run.stdout);
+    }
+}
+
+/// `tollgate run … | true`: stdout is closed before the summary (and, under GitHub
+/// Actions, before the annotations); the run keeps its own exit code and its record.
+#[test]
+fn a_closed_stdout_keeps_the_runs_exit_code_and_record() {
+    let sandbox = crate::support::Sandbox::empty();
+    std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
+    // One refused call: exit 3, and an annotation to print under GitHub Actions.
+    let task = json!({
+        "version": 1, "name": "closed", "prompt": "Write.", "workdir": "ws",
+        "tools": ["Write"], "mode": "dontAsk",
+        "model": {"provider": "scripted", "name": "script", "script": [
+            [{"tool_use": {"name": "Write", "input": {"file_path": "a", "content": "x"}}}],
+            [{"text": "Refused."}],
+        ]},
+    });
+    sandbox.write("task.yaml", &task.to_string());
+    for github in [false, true] {
+        let _ = std::fs::remove_dir_all(sandbox.path().join("out"));
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"));
+        command
+            .args(["run", "task.yaml", "--out", "out"])
+            .current_dir(sandbox.path())
+            .env_remove("RUST_LOG")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .env_remove("GITHUB_OUTPUT")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if github {
+            command.env("GITHUB_ACTIONS", "true");
+        } else {
+            command.env_remove("GITHUB_ACTIONS");
+        }
+        let mut child = command.spawn().unwrap();
+        // The read end closed before the run writes anything: every write gets EPIPE.
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let message = stderr(&output);
+        assert_eq!(output.status.code(), Some(3), "github {github}: {message}");
+        assert!(!message.contains("panicked"), "{message}");
+        let all = crate::support::transcript(&sandbox.path().join("out/transcript.jsonl"));
+        assert_eq!(all.last().unwrap()["type"], "run_finished");
+        assert!(sandbox.path().join("out/junit.xml").is_file());
+    }
+}
+
+#[test]
+fn a_batch_with_a_closed_stdout_keeps_its_exit_code() {
+    let fleet = super::batch::Fleet::new(2, &[1]);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .current_dir(fleet.path())
+        .args([
+            "batch",
+            "task.yaml",
+            "--repos",
+            "repos.yaml",
+            "--out",
+            "out",
+        ])
+        .env_remove("JOB_COMPLETION_INDEX")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("panicked"));
+    assert!(fleet.path().join("out/junit.xml").is_file());
+}
+
+/// SIGHUP (a closed terminal, a runner ending the session) ends the run as SIGTERM does:
+/// the running command is stopped, `run_finished` and the reports are written, exit 143.
+#[test]
+fn sighup_ends_the_run_like_sigterm_with_its_whole_record() {
+    use std::time::{Duration, Instant};
+    let sandbox = crate::support::Sandbox::empty();
+    std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
+    let task = json!({
+        "version": 1, "name": "hangup", "prompt": "Wait.", "workdir": "ws",
+        "tools": ["Bash"], "mode": "bypassPermissions",
+        "model": {"provider": "scripted", "name": "script", "script": [
+            [{"tool_use": {"name": "Bash", "input": {"command": "sleep 60"}}}],
+            [{"text": "never reached"}],
+        ]},
+    });
+    sandbox.write("task.yaml", &task.to_string());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+        .args(["run", "task.yaml", "--out", "out"])
+        .current_dir(sandbox.path())
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let transcript_path = sandbox.path().join("out/transcript.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&transcript_path)
+        .unwrap_or_default()
+        .contains("\"permission_decision\"")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the run never reached the Bash call"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: signals the child this test started.
+    unsafe { libc::kill(pid, libc::SIGHUP) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143));
+    let all = crate::support::transcript(&transcript_path);
+    crate::support::assert_every_tool_use_answered_once(&all);
+    let aborted = crate::support::events(&all, "query_aborted");
+    assert_eq!(aborted[0]["by"], "sighup", "{aborted:?}");
+    let finished = all.last().unwrap();
+    assert_eq!(
+        (&finished["type"], &finished["outcome"]),
+        (&json!("run_finished"), &json!("terminated"))
+    );
+    assert!(sandbox.path().join("out/junit.xml").is_file());
+}
+
+/// A batch whose merged report cannot be written exits 5 naming the file once, leaves no
+/// 0-byte or temp file, keeps the journals; the same command then finishes the job.
+#[test]
+fn a_batch_whose_report_cannot_be_written_exits_5_and_resumes() {
+    let fleet = super::batch::Fleet::new(2, &[]);
+    // A folder where the report belongs: its rename fails as on a read-only or full disk.
+    std::fs::create_dir_all(fleet.path().join("out/junit.xml/occupied")).unwrap();
+    let output = fleet.batch("out", &[]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(5), "{message}");
+    assert_eq!(message.matches("junit.xml").count(), 1, "{message}");
+    assert_eq!(message.matches("tollgate: error").count(), 1, "{message}");
+    let names: Vec<String> = std::fs::read_dir(fleet.path().join("out"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().all(|name| !name.ends_with(".tmp")),
+        "{names:?}"
+    );
+    for name in ["tollgate.sarif", "summary.md", "report.html"] {
+        let len = std::fs::metadata(fleet.path().join("out").join(name))
+            .unwrap()
+            .len();
+        assert!(len > 0, "{name} is empty");
+    }
+    let run_id = fleet.journal("out", "r00")["run"]["run_id"].clone();
+    std::fs::remove_dir_all(fleet.path().join("out/junit.xml")).unwrap();
+    let output = fleet.batch("out", &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(fleet.path().join("out/junit.xml").is_file());
+    // Resumed, not redone: the finished repositories kept their runs.
+    assert_eq!(fleet.journal("out", "r00")["run"]["run_id"], run_id);
+}
+
+/// A run folder inside the batch whose report cannot be written: that repository's record
+/// is incomplete, and the batch says so with exit 5.
+#[test]
+fn a_repository_whose_run_report_cannot_be_written_makes_the_batch_exit_5() {
+    let fleet = super::batch::Fleet::new(2, &[]);
+    std::fs::create_dir_all(fleet.path().join("out/repos/r01/run/junit.xml/occupied")).unwrap();
+    let output = fleet.batch("out", &[]);
+    assert_eq!(output.status.code(), Some(5), "{}", stderr(&output));
+    let journal = fleet.journal("out", "r01");
+    assert_eq!(journal["run"]["exit_code"], 5, "{journal}");
+    assert!(
+        journal["reason"].as_str().unwrap().contains("junit.xml"),
+        "{journal}"
+    );
+    assert_eq!(fleet.journal("out", "r00")["outcome"], "changed");
+}
+
+/// A journal cut short (a full disk, a kill mid-copy) stops the batch at load with exit 2
+/// naming the file and the byte; nothing runs again until the user says how to start over.
+#[test]
+fn a_journal_that_does_not_parse_stops_the_batch_naming_the_byte() {
+    let fleet = super::batch::Fleet::new(2, &[]);
+    let output = fleet.batch("out", &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let path = fleet.path().join("out/repos/r00/journal.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, &text[..40]).unwrap();
+    let transcript = fleet.path().join("out/repos/r00/run/transcript.jsonl");
+    let before = std::fs::read_to_string(&transcript).unwrap();
+    let output = fleet.batch("out", &[]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(message.contains("r00/journal.json:"), "{message}");
+    assert!(message.contains("at byte 40"), "{message}");
+    assert!(message.contains("--rerun all"), "{message}");
+    assert_eq!(std::fs::read_to_string(&transcript).unwrap(), before);
+    let output = fleet.batch("out", &["--rerun", "all"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(fleet.journal("out", "r00")["outcome"], "changed");
+}
+
+/// A forge whose `Retry-After` is u64::MAX seconds: the repository fails saying so, the
+/// batch ends with its reports, no panic.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forge_retry_after_past_any_clock_fails_the_repo_not_the_batch() {
+    use super::batch::{Fleet, batch_async, git, publishing_task};
+    let fleet = Fleet::new(1, &[]);
+    let bare = fleet.path().join("remotes/r00.git");
+    std::fs::create_dir_all(&bare).unwrap();
+    git(&bare, &["init", "-q", "--bare"]);
+    git(
+        &fleet.path().join("r00"),
+        &["remote", "add", "origin", bare.to_str().unwrap()],
+    );
+    let forge = crate::support::fake_forge::FakeForge::start(u64::MAX).await;
+    std::fs::write(fleet.path().join("task.yaml"), publishing_task(&forge)).unwrap();
+    let output = batch_async(&fleet, &[]).await;
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{message}");
+    assert!(!message.contains("panicked"), "{message}");
+    let journal = fleet.journal("out", "r00");
+    assert_eq!(journal["outcome"], "failed");
+    assert!(
+        journal["reason"]
+            .as_str()
+            .unwrap()
+            .contains("over the 3600s cap"),
+        "{journal}"
+    );
+    assert!(fleet.path().join("out/junit.xml").is_file());
+}
+
+/// `limits.timeout` covers the checks: a check that would run longer than what is left of
+/// the run's clock is stopped at the deadline and the run ends as timed out.
+#[test]
+fn the_checks_run_inside_the_runs_clock() {
+    let sandbox = crate::support::Sandbox::empty();
+    std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
+    let task = json!({
+        "version": 1, "name": "clock", "prompt": "Done.", "workdir": "ws",
+        "tools": ["Read"], "mode": "dontAsk", "limits": {"timeout": 2},
+        "checks": [{"name": "slow", "run": "sleep 30", "timeout": 60,
+                    "retry": {"max_attempts": 100}}],
+        "model": {"provider": "scripted", "name": "script", "script": [[{"text": "Done."}]]},
+    });
+    sandbox.write("task.yaml", &task.to_string());
+    let output = sandbox.tollgate(&["run", "task.yaml", "--out", "out"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let all = crate::support::transcript(&sandbox.path().join("out/transcript.jsonl"));
+    let finished = all.last().unwrap();
+    assert_eq!(finished["outcome"], "timeout", "{finished}");
+    let checks = crate::support::events(&all, "check_result");
+    assert_eq!(checks.len(), 1, "{checks:?}");
+    let output = checks[0]["output"].as_str().unwrap();
+    assert!(output.contains("limits.timeout ran out"), "{output}");
+}
+
+/// A task's missing `workdir` is a config error at its line and column, and a 5 MB value is
+/// not echoed whole.
+#[test]
+fn a_missing_workdir_is_located_and_not_echoed_whole() {
+    let sandbox = crate::support::Sandbox::empty();
+    for workdir in ["missing".to_string(), "w".repeat(5 * 1024 * 1024)] {
+        let task = format!(
+            "version: 1\nname: w\nprompt: go\nmode: dontAsk\nworkdir: {workdir}\nmodel:\n  provider: scripted\n  script: [[{{text: done}}]]\n"
+        );
+        sandbox.write("task.yaml", &task);
+        let output = sandbox.tollgate(&["run", "task.yaml", "--out", "out"]);
+        let message = stderr(&output);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{}",
+            &message[..message.len().min(500)]
+        );
+        assert!(
+            message.contains("task.yaml:5:10: workdir"),
+            "{}",
+            &message[..message.len().min(500)]
+        );
+        assert!(message.len() < 4096, "{} bytes of error", message.len());
+    }
+}

@@ -19,8 +19,10 @@ fn secret(kind: &str) -> String {
 /// this test is about what a read the gate cannot see finds.
 const PROBES: [&str; 6] = [
     "env",
-    "d=/proc; cat $d/$PPID/environ",
-    "d=/proc; cat $d/self/environ",
+    // Spelled so the analyser cannot see the path (it refuses `d=/proc; cat $d/self/environ`
+    // like the plain spelling): what reaches the file is the scrubbed environment.
+    "cat $(echo /proc)/$PPID/environ",
+    "cat $(echo /proc)/self/environ",
     "d=/proc; tr '\\0' '\\n' < $d/$PPID/environ | rev",
     "for f in /proc/$PPID/task/*/environ; do base64 -w0 < \"$f\"; done",
     "xxd -p /proc/$PPID/environ | tr -d '\\n'",

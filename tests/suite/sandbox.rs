@@ -80,7 +80,7 @@ impl Scene {
         let path = self.path().join("task.yaml");
         std::fs::write(&path, task).unwrap();
         let mut all = vec!["--report", "junit,sarif"];
-        all.extend_from_slice(args);
+        all.extend(args);
         run_task(&path, &all, env)
     }
 }
@@ -129,13 +129,17 @@ fn gate_allowed_commands_stay_inside_the_workspace() {
     let results = results(&run);
     assert_eq!(results.len(), 6, "{}", run.stderr);
     assert_eq!(results[0], (false, "kept".to_string()));
-    for (index, what) in [
-        (1, "outside"),
-        (2, "hook"),
-        (3, "git config"),
-        (4, "secret"),
-    ] {
+    for (index, what) in [(1, "outside"), (4, "secret")] {
         assert!(refused(&results[index]), "{what}: {:?}", results[index]);
+    }
+    // The workspace is writable whole (new top-level entries must be), so what git runs
+    // code from is put back after the command, which then fails and says so.
+    for (index, what) in [(2, ".git/hooks"), (3, ".git/config")] {
+        let (is_error, content) = &results[index];
+        assert!(
+            *is_error && content.contains(&format!("{what} (")),
+            "{what}: {content}"
+        );
     }
     assert!(!outside.exists());
     assert!(!scene.path().join("ws/.git/hooks/pre-commit").exists());
@@ -290,8 +294,9 @@ fn secrets_stay_out_of_reach() {
         &[
             "echo \"[$TOLLGATE_TEST_SECRET_TOKEN][$TOLLGATE_TEST_PLAIN]\"",
             // $PPID of a multi-command `bash -c` is tollgate itself; `/proc` through a
-            // variable, or the gate's read guardrail refuses it before the sandbox can.
-            "p=$PPID; d=/proc; cat $d/$p/environ",
+            // command substitution (the analyser sees through literal variables), or the
+            // gate's read guardrail refuses it before the sandbox can.
+            "p=$PPID; cat $(echo /proc)/$p/environ",
             "head -c 4 /proc/self/status",
         ],
         &[
@@ -383,19 +388,214 @@ fn auto_allow_bash_runs_unlisted_commands_but_deny_rules_and_guardrails_still_wi
 }
 
 #[test]
-fn checks_run_confined_only_when_the_policy_says_so() {
+fn checks_run_confined_unless_the_policy_says_outside() {
     if landlock_missing() {
         return;
     }
     let checks = "checks:\n  - name: escape\n    run: 'f=../escaped.txt; echo x > \"$f\"'\n";
-    let confined = Scene::new("sandbox: {checks: true}\n");
+    let confined = Scene::new("sandbox: {}\n");
     let run = confined.run_with_checks(&[], checks, &[]);
     assert_eq!(run.code, 1, "{}", run.stdout);
     assert!(!confined.path().join("escaped.txt").exists());
-    let free = Scene::new("sandbox: {}\n");
+    assert!(
+        run.stdout.contains("checks and hooks run in it"),
+        "{}",
+        run.stdout
+    );
+    let free = Scene::new("sandbox: {checks: outside}\n");
     let run = free.run_with_checks(&[], checks, &[]);
     assert_eq!(run.code, 0, "{}", run.stdout);
     assert!(free.path().join("escaped.txt").exists());
+    assert!(
+        run.stdout
+            .contains("checks run OUTSIDE it (sandbox.checks: outside)"),
+        "{}",
+        run.stdout
+    );
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(["-c", "protocol.file.allow=always"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+/// A workspace that is a real repository with a submodule `sub` and a nested repository
+/// `src/nest`, in a scene whose policy is `sandbox_yaml`.
+fn repository_scene(sandbox_yaml: &str) -> Scene {
+    let scene = Scene::new(sandbox_yaml);
+    let ws = scene.path().join("ws");
+    std::fs::remove_dir_all(ws.join(".git")).unwrap();
+    let lib = scene.path().join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    for dir in [&lib, &ws] {
+        git(dir, &["init", "-q"]);
+        std::fs::write(dir.join("README"), "x\n").unwrap();
+        git(dir, &["add", "README"]);
+        git(dir, &["commit", "-q", "-m", "0"]);
+    }
+    git(&ws, &["submodule", "add", "-q", "../lib", "sub"]);
+    git(&ws, &["commit", "-q", "-m", "1"]);
+    let nest = ws.join("src/nest");
+    std::fs::create_dir_all(&nest).unwrap();
+    git(&nest, &["init", "-q"]);
+    scene
+}
+
+/// What each planting command writes, through variables (the gate cannot see the paths;
+/// bypassPermissions lets everything run): `[core] fsmonitor`, hooks, a filter driver with
+/// the attributes that use it, a direnv file, a submodule definition, a new nested
+/// repository. Every planted command writes `marker` with its environment.
+fn plantings(marker: &Path) -> Vec<String> {
+    let run = format!("env > {}; false", marker.display());
+    let monitor = format!("printf '[core]\\n\\tfsmonitor = \"{run}\"\\n'");
+    let hook = format!("printf '#!/bin/sh\\n{run}\\n'");
+    vec![
+        format!("f=.git/modules/sub/config; {monitor} >> \"$f\""),
+        format!("f=src/nest/.git/config; {monitor} >> \"$f\""),
+        format!(
+            "f=.git/info/attributes; echo '* filter=evil' > \"$f\"; c=.git/config; printf '[filter \"evil\"]\\n\\tclean = \"{run}\"\\n\\tsmudge = \"{run}\"\\n\\trequired\\n' >> \"$c\""
+        ),
+        format!(
+            "for h in .git/modules/*/hooks .git/hooks; do {hook} > \"$h/pre-commit\"; {hook} > \"$h/post-checkout\"; chmod +x \"$h\"/*; done"
+        ),
+        format!("f=src/.envrc; echo '{run}' > \"$f\""),
+        format!(
+            "f=.gitmodules; printf '[submodule \"sub\"]\\n\\tpath = sub\\n\\turl = ../lib\\n\\tupdate = !{}\\n' > \"$f\"",
+            run.replace(';', " &&")
+        ),
+        format!(
+            "g=git; mkdir -p made && cd made && $g init -q && c=.git/config && {monitor} >> \"$c\""
+        ),
+    ]
+}
+
+/// The checks that would run what was planted: git in every repository, a commit, a
+/// submodule update, and a direnv-like `source` of every `.envrc`.
+const PLANTED_CHECKS: &str = "checks:\n  - name: trusted git\n    run: |\n      set -e\n      for e in $(find . -name .envrc); do . \"$e\"; done\n      git status\n      git diff HEAD\n      git -C sub status\n      git -C src/nest status\n      test ! -e made/.git/config || git -C made status\n      echo change >> README\n      git add README\n      git -c user.name=t -c user.email=t@t commit -q -m planted\n      git submodule update --init\n      echo checked\n";
+
+#[test]
+fn nothing_planted_in_git_or_shell_files_runs_on_the_trusted_side() {
+    if landlock_missing() {
+        return;
+    }
+    for placement in ["", "checks: outside"] {
+        let scene = repository_scene(&format!("sandbox: {{{placement}}}\n"));
+        let marker = scene.path().join("MARK");
+        let commands = plantings(&marker);
+        let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+        let run = scene.run_with_checks(
+            &commands,
+            PLANTED_CHECKS,
+            &[("TOLLGATE_TEST_SECRET_TOKEN", "s3cret-value")],
+        );
+        let results = results(&run);
+        assert_eq!(results.len(), commands.len(), "{}", run.stderr);
+        for ((is_error, content), command) in results.iter().zip(&commands) {
+            assert!(
+                *is_error && content.contains("changed protected files"),
+                "{placement}: {command}: {content}"
+            );
+        }
+        let check = run
+            .events()
+            .into_iter()
+            .find(|event| event["type"] == "check_result")
+            .unwrap();
+        assert_eq!(
+            check["passed"], true,
+            "{placement}: {check}\n{}",
+            run.stderr
+        );
+        assert!(
+            !marker.exists(),
+            "{placement}: something planted ran: {}",
+            std::fs::read_to_string(&marker).unwrap_or_default()
+        );
+        let ws = scene.path().join("ws");
+        assert!(!ws.join("src/.envrc").exists());
+        assert!(!ws.join(".git/info/attributes").exists());
+        assert!(!ws.join("made/.git/config").exists());
+        assert!(
+            !std::fs::read_to_string(ws.join(".git/modules/sub/config"))
+                .unwrap()
+                .contains("fsmonitor")
+        );
+        assert!(
+            !std::fs::read_to_string(ws.join(".gitmodules"))
+                .unwrap()
+                .contains("update")
+        );
+    }
+}
+
+#[test]
+fn new_top_level_entries_and_per_run_caches_are_writable() {
+    if landlock_missing() {
+        return;
+    }
+    let scene = Scene::new("sandbox: {}\n");
+    let run = scene.run(
+        &[
+            "mkdir target && echo x > NEWFILE && echo y > target/out && cat NEWFILE target/out",
+            "for v in XDG_CACHE_HOME CARGO_HOME GOCACHE GOMODCACHE npm_config_cache PIP_CACHE_DIR; do d=$(printenv $v); case \"$d\" in \"$TMPDIR\"/*) echo ok > \"$d/probe\" && echo \"$v\";; *) echo \"$v=$d not per-run\";; esac; done",
+            "rm -rf target NEWFILE && ls",
+        ],
+        &[],
+    );
+    let results = results(&run);
+    assert_eq!(results[0], (false, "x\ny".to_string()), "{}", run.stderr);
+    assert_eq!(
+        results[1],
+        (
+            false,
+            "XDG_CACHE_HOME\nCARGO_HOME\nGOCACHE\nGOMODCACHE\nnpm_config_cache\nPIP_CACHE_DIR"
+                .to_string()
+        )
+    );
+    assert_eq!(results[2], (false, "src".to_string()));
+    // `caches: inherit` leaves them as tollgate's environment has them.
+    let scene = Scene::new("sandbox: {caches: inherit}\n");
+    let run = scene.run(&["echo \"[${GOCACHE:-}]\""], &[("GOCACHE", "/nowhere")]);
+    assert_eq!(self::results(&run)[0], (false, "[]".to_string()));
+}
+
+#[test]
+fn hooks_run_in_the_sandbox_unless_the_policy_says_outside() {
+    if landlock_missing() {
+        return;
+    }
+    for (placement, escapes) in [("", false), ("hooks: outside", true)] {
+        let scene = Scene::new("");
+        let escaped = scene.path().join("hook-escaped.txt");
+        let policy = format!(
+            "permissions:\n  default_mode: bypassPermissions\nhooks:\n  - {{event: PreToolUse, matcher: Bash, command: 'f={}; echo x > \"$f\"; exit 0'}}\nsandbox: {{{placement}}}\n",
+            escaped.display()
+        );
+        // The managed policy's hooks run; a task's own policy file could not add any.
+        let managed = scene.path().join("managed.yaml");
+        std::fs::write(&managed, policy).unwrap();
+        let managed = managed.display().to_string();
+        let run = scene.run_with_args(&["echo ran"], "", &[], &["--policy", &managed]);
+        assert_eq!(
+            escaped.exists(),
+            escapes,
+            "{placement}: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        let expected = if escapes {
+            "hooks run OUTSIDE"
+        } else {
+            "checks and hooks run in it"
+        };
+        assert!(run.stdout.contains(expected), "{placement}: {}", run.stdout);
+    }
 }
 
 /// Opens sockets of each kind and uses them: one line per probe, `NAME refused ERRNO`,

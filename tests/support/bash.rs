@@ -56,6 +56,7 @@ pub fn analyse(script: &str, rules: &BashRules) -> BashAnalysis {
         workspace_roots: &roots,
         home: Some(Path::new("/home/u")),
         resolve: &identity,
+        list_dir: &|_| Some(Vec::new()),
     };
     evaluate(script, rules, &env)
 }

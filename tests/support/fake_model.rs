@@ -113,6 +113,20 @@ pub enum Reply {
         delay: Duration,
         reply: Box<Reply>,
     },
+    /// The turn with no usage anywhere in the stream, as some gateways and proxies send it.
+    NoUsage(Turn),
+    /// This status with a body that never ends (`x` after `x`), as a broken gateway's.
+    EndlessBody {
+        status: u16,
+    },
+    /// The first `events` events of `turn`, then `chunk` every `every` until the client gives
+    /// up: a `: keepalive` comment, or a byte of a line that never ends.
+    Drip {
+        turn: Turn,
+        events: usize,
+        chunk: &'static str,
+        every: Duration,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -300,7 +314,59 @@ async fn handle(
             sse(events, Ending::Clean)
         }
         Reply::Delayed { .. } => error_response(api, 500, &[], "api_error", "nested delay"),
+        Reply::NoUsage(turn) => sse(without_usage(api, &turn, number), Ending::Clean),
+        Reply::EndlessBody { status } => {
+            let chunk = Bytes::from(vec![b'x'; 64 * 1024]);
+            let body = stream::repeat_with(move || Ok::<_, std::io::Error>(chunk.clone()));
+            Response::builder()
+                .status(StatusCode::from_u16(status).unwrap())
+                .header("content-type", "text/html")
+                .body(Body::from_stream(body))
+                .unwrap()
+        }
+        Reply::Drip {
+            turn,
+            events: n,
+            chunk,
+            every,
+        } => {
+            let head = events(api, &turn, number).into_iter().take(n);
+            let head = stream::iter(head.map(Ok::<_, std::io::Error>));
+            let drip = stream::unfold((), move |()| async move {
+                tokio::time::sleep(every).await;
+                Some((Ok(chunk.to_string()), ()))
+            });
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from_stream(head.chain(drip)))
+                .unwrap()
+        }
     }
+}
+
+/// The turn's events with every usage field taken out (and OpenAI's usage chunk left out).
+fn without_usage(api: Api, turn: &Turn, number: usize) -> Vec<String> {
+    events(api, turn, number)
+        .into_iter()
+        .filter(|event| !event.contains("\"choices\":[]"))
+        .map(|event| {
+            let Some(data) = event
+                .lines()
+                .find_map(|line| line.strip_prefix("data: "))
+                .filter(|data| data.starts_with('{'))
+            else {
+                return event;
+            };
+            let mut value: Value = serde_json::from_str(data).unwrap();
+            if let Some(object) = value.as_object_mut() {
+                object.remove("usage");
+            }
+            if let Some(message) = value.get_mut("message").and_then(Value::as_object_mut) {
+                message.remove("usage");
+            }
+            event.replace(data, &value.to_string())
+        })
+        .collect()
 }
 
 fn authenticate(api: Api, headers: &HeaderMap, key: &str) -> Result<(), String> {

@@ -1,0 +1,607 @@
+//! The files in the workspace a sandboxed command must not change but Landlock cannot keep
+//! read-only: what git obeys or runs (every git directory's `config`, `hooks/`, `info/`…,
+//! submodules' under `.git/modules/`, nested repositories anywhere) and the write
+//! guardrails' files (`.envrc`, `.gitmodules`, `.claude/`, CI definitions…) at any depth.
+//!
+//! Landlock only allows, and a grant on a folder covers everything below it, so a workspace
+//! whose top level is writable (a build's `target/`, `npm install`'s `node_modules/`) cannot
+//! also have a read-only `.git/config` or a `src/.envrc` that does not exist yet. Instead the
+//! run keeps a baseline of these paths taken before any command, and after every sandboxed
+//! command (and before the trusted side acts) compares each with it and puts it back: a file
+//! changed is rewritten, one created (a nested repository's `.git` config included) removed,
+//! one removed recreated. Each such change is a [`Violation`] the caller reports.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+
+use crate::policy::{fold, may_guard_name, write_guardrail};
+
+/// What a baseline may hold: enough for any project's hooks and settings, bounded so a
+/// giant folder under a guarded name cannot make every command slow or the run huge.
+const MAX_BYTES: u64 = 64 << 20;
+const MAX_ENTRIES: usize = 20_000;
+
+/// Members of a git directory that git obeys as config or runs as code (`info/attributes`
+/// names filters, `commondir` points at another git directory).
+const GIT_DIR_MEMBERS: [&str; 5] = ["config", "config.worktree", "hooks", "info", "commondir"];
+
+/// Under `.tollgate/`: the runs' and batches' output, which tollgate itself writes while a
+/// command runs, is not part of the baseline.
+const TOLLGATE_OUTPUT: [&str; 2] = ["runs", "batch"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum GuardError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "the protected files in the workspace exceed {} MiB or {MAX_ENTRIES} entries (at {}); \
+         they cannot be kept read-only for sandboxed commands",
+        MAX_BYTES >> 20,
+        path.display()
+    )]
+    TooLarge { path: PathBuf },
+}
+
+/// One protected path as it is on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    Absent,
+    File {
+        mode: u32,
+        bytes: Vec<u8>,
+    },
+    Link(PathBuf),
+    Dir {
+        mode: u32,
+        entries: BTreeMap<OsString, Node>,
+    },
+    /// A fifo, socket or device: compared by kind; never restored.
+    Other,
+}
+
+/// What a command did to a protected path.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Change {
+    Created,
+    Modified,
+    Removed,
+}
+
+/// A protected path a command changed, and whether it was put back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// Relative to its workspace root.
+    pub path: PathBuf,
+    pub change: Change,
+    /// Why it could not be put back; `None` when it was.
+    pub unrestored: Option<String>,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let change = match self.change {
+            Change::Created => "created",
+            Change::Modified => "modified",
+            Change::Removed => "removed",
+        };
+        write!(f, "{} ({change}", self.path.display())?;
+        match &self.unrestored {
+            None => write!(f, ", restored)"),
+            Some(why) => write!(f, ", NOT restored: {why})"),
+        }
+    }
+}
+
+/// The sentence a tool result or a check's output ends with.
+pub fn describe(violations: &[Violation]) -> String {
+    let list: Vec<String> = violations.iter().map(ToString::to_string).collect();
+    format!(
+        "sandbox: this command changed protected files, which are read-only for sandboxed \
+         commands: {}",
+        list.join(", ")
+    )
+}
+
+/// The baseline of one run's workspace roots.
+#[derive(Debug)]
+pub struct ProtectedFiles {
+    roots: Vec<PathBuf>,
+    /// Never compared or restored: the run's own output folder.
+    excluded: Vec<PathBuf>,
+    baseline: BTreeMap<PathBuf, Node>,
+}
+
+impl ProtectedFiles {
+    /// Reads every protected path below `roots` as it is now.
+    pub fn capture(roots: &[PathBuf], excluded: &[PathBuf]) -> Result<ProtectedFiles, GuardError> {
+        let mut files = ProtectedFiles {
+            roots: roots.to_vec(),
+            excluded: excluded.to_vec(),
+            baseline: BTreeMap::new(),
+        };
+        let mut budget = Budget::default();
+        for path in files.discover() {
+            let node = read_node(&path, &mut budget)?;
+            files.baseline.insert(path, node);
+        }
+        Ok(files)
+    }
+
+    /// How many protected paths the baseline holds.
+    pub(super) fn len(&self) -> usize {
+        self.baseline.len()
+    }
+
+    /// Compares every protected path (those of the baseline and any that exist now) with the
+    /// baseline and puts back what differs.
+    pub fn restore(&self) -> Vec<Violation> {
+        let mut paths: Vec<PathBuf> = self.baseline.keys().cloned().collect();
+        paths.extend(self.discover());
+        paths.sort();
+        paths.dedup();
+        let mut violations = Vec::new();
+        // Nothing here is bounded by the budget: what a command planted is read to compare
+        // it, whatever its size, and a path that cannot be read is put back regardless.
+        let mut budget = Budget::unbounded();
+        for path in paths {
+            let want = self.baseline.get(&path).unwrap_or(&Node::Absent);
+            let now = read_node(&path, &mut budget).ok();
+            if now.as_ref() == Some(want) {
+                continue;
+            }
+            let change = match (want, &now) {
+                (Node::Absent, _) => Change::Created,
+                (_, Some(Node::Absent)) => Change::Removed,
+                _ => Change::Modified,
+            };
+            let root = self.root_of(&path);
+            let unrestored = put_back(root, &path, want).err().map(|err| err.to_string());
+            violations.push(Violation {
+                path: path.strip_prefix(root).unwrap_or(&path).to_path_buf(),
+                change,
+                unrestored,
+            });
+        }
+        violations
+    }
+
+    fn root_of(&self, path: &Path) -> &Path {
+        self.roots
+            .iter()
+            .filter(|root| path.starts_with(root))
+            .max_by_key(|root| root.as_os_str().len())
+            .map_or(Path::new("/"), PathBuf::as_path)
+    }
+
+    /// The protected paths that exist now.
+    fn discover(&self) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        for root in &self.roots {
+            let walk = Walk {
+                root,
+                excluded: &self.excluded,
+            };
+            walk.dir(root, &mut found);
+        }
+        found
+    }
+}
+
+struct Walk<'a> {
+    root: &'a Path,
+    excluded: &'a [PathBuf],
+}
+
+impl Walk<'_> {
+    fn dir(&self, dir: &Path, found: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if self.excluded.iter().any(|ex| path.starts_with(ex)) {
+                continue;
+            }
+            let name = fold(&entry.file_name().to_string_lossy());
+            if name == ".git" {
+                if kind.is_dir() {
+                    git_dir(&path, found);
+                } else {
+                    // A gitfile names the git directory to use: changing it redirects git.
+                    found.push(path);
+                }
+                continue;
+            }
+            if name == ".tollgate" && kind.is_dir() {
+                self.tollgate(&path, found);
+                continue;
+            }
+            let rel = path.strip_prefix(self.root).unwrap_or(&path);
+            // A HEAD outside a git directory is the guardrails' concern for the file tools;
+            // for commands, git refuses a repository it merely discovers (git_env), and a
+            // HEAD written by every checkout is no file to keep still.
+            if name != "head" && may_guard_name(&name) && write_guardrail(rel, None).is_some() {
+                self.protect(path, found);
+                continue;
+            }
+            if kind.is_dir() {
+                self.dir(&path, found);
+            }
+        }
+    }
+
+    /// A protected path, or its entries one by one when the run's output is inside it.
+    fn protect(&self, path: PathBuf, found: &mut Vec<PathBuf>) {
+        if self
+            .excluded
+            .iter()
+            .any(|ex| ex.starts_with(&path) && ex != &path)
+        {
+            for entry in std::fs::read_dir(&path).into_iter().flatten().flatten() {
+                let child = entry.path();
+                if !self.excluded.iter().any(|ex| child.starts_with(ex)) {
+                    self.protect(child, found);
+                }
+            }
+        } else {
+            found.push(path);
+        }
+    }
+
+    fn tollgate(&self, dir: &Path, found: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = fold(&entry.file_name().to_string_lossy());
+            if !TOLLGATE_OUTPUT.contains(&name.as_str()) {
+                self.protect(entry.path(), found);
+            }
+        }
+    }
+}
+
+/// The members of the git directory `dir` that exist, and those of its submodules' git
+/// directories (`modules/<name>/`, names may hold slashes) and worktrees.
+fn git_dir(dir: &Path, found: &mut Vec<PathBuf>) {
+    for member in GIT_DIR_MEMBERS {
+        let path = dir.join(member);
+        if path.symlink_metadata().is_ok() {
+            found.push(path);
+        }
+    }
+    modules(&dir.join("modules"), found);
+    for entry in std::fs::read_dir(dir.join("worktrees"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let path = entry.path().join("config.worktree");
+        if path.symlink_metadata().is_ok() {
+            found.push(path);
+        }
+    }
+}
+
+fn modules(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if !entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            continue;
+        }
+        let path = entry.path();
+        let is_git_dir = ["HEAD", "config"]
+            .iter()
+            .any(|name| path.join(name).symlink_metadata().is_ok());
+        if is_git_dir {
+            git_dir(&path, found);
+        } else {
+            modules(&path, found);
+        }
+    }
+}
+
+#[derive(Default)]
+struct Budget {
+    bytes: u64,
+    entries: usize,
+    unbounded: bool,
+}
+
+impl Budget {
+    fn unbounded() -> Budget {
+        Budget {
+            unbounded: true,
+            ..Budget::default()
+        }
+    }
+
+    fn spend(&mut self, path: &Path, bytes: u64) -> Result<(), GuardError> {
+        self.bytes = self.bytes.saturating_add(bytes);
+        self.entries += 1;
+        if !self.unbounded && (self.bytes > MAX_BYTES || self.entries > MAX_ENTRIES) {
+            return Err(GuardError::TooLarge {
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(())
+    }
+}
+
+fn read_node(path: &Path, budget: &mut Budget) -> Result<Node, GuardError> {
+    let read_err = |source| GuardError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let metadata = match path.symlink_metadata() {
+        Ok(metadata) => metadata,
+        Err(err)
+            if matches!(
+                err.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(Node::Absent);
+        }
+        Err(err) => return Err(read_err(err)),
+    };
+    let kind = metadata.file_type();
+    let mode = metadata.mode() & 0o7777;
+    if kind.is_symlink() {
+        budget.spend(path, 0)?;
+        return Ok(Node::Link(std::fs::read_link(path).map_err(read_err)?));
+    }
+    if kind.is_file() {
+        budget.spend(path, metadata.len())?;
+        return Ok(Node::File {
+            mode,
+            bytes: std::fs::read(path).map_err(read_err)?,
+        });
+    }
+    if kind.is_dir() {
+        budget.spend(path, 0)?;
+        let mut entries = BTreeMap::new();
+        for entry in std::fs::read_dir(path).map_err(read_err)? {
+            let entry = entry.map_err(read_err)?;
+            let node = read_node(&entry.path(), budget)?;
+            entries.insert(entry.file_name(), node);
+        }
+        return Ok(Node::Dir { mode, entries });
+    }
+    budget.spend(path, 0)?;
+    Ok(Node::Other)
+}
+
+/// Makes `path` what `want` says: its folders on the way from `root` real folders again,
+/// whatever is there now removed (never followed), then `want` written.
+fn put_back(root: &Path, path: &Path, want: &Node) -> std::io::Result<()> {
+    if *want != Node::Absent
+        && let Some(parent) = path.parent()
+    {
+        real_folders(root, parent)?;
+    }
+    remove(path)?;
+    write_node(path, want)
+}
+
+fn real_folders(root: &Path, dir: &Path) -> std::io::Result<()> {
+    let Ok(rel) = dir.strip_prefix(root) else {
+        return Ok(());
+    };
+    let mut current = root.to_path_buf();
+    for component in rel.components() {
+        let Component::Normal(name) = component else {
+            continue;
+        };
+        current.push(name);
+        match current.symlink_metadata() {
+            Ok(metadata) if metadata.is_dir() => {}
+            Ok(_) => {
+                std::fs::remove_file(&current)?;
+                std::fs::create_dir(&current)?;
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir(&current)?;
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
+}
+
+fn remove(path: &Path) -> std::io::Result<()> {
+    match path.symlink_metadata() {
+        // remove_dir_all removes symbolic links inside without following them.
+        Ok(metadata) if metadata.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(err)
+            if matches!(
+                err.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            Ok(())
+        }
+        Err(err) => Err(err),
+    }
+}
+
+fn write_node(path: &Path, node: &Node) -> std::io::Result<()> {
+    match node {
+        Node::Absent | Node::Other => Ok(()),
+        Node::File { mode, bytes } => {
+            // create_new: a link planted in the meantime is not followed.
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(*mode)
+                .open(path)?;
+            file.write_all(bytes)?;
+            file.set_permissions(std::fs::Permissions::from_mode(*mode))
+        }
+        Node::Link(target) => std::os::unix::fs::symlink(target, path),
+        Node::Dir { mode, entries } => {
+            std::fs::create_dir(path)?;
+            for (name, entry) in entries {
+                write_node(&path.join(name), entry)?;
+            }
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(*mode))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::*;
+
+    fn workspace() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap().join("ws");
+        for folder in [
+            ".git/hooks",
+            ".git/info",
+            ".git/objects",
+            ".git/modules/lib/hooks",
+            "src/nest/.git",
+            "lib",
+            ".tollgate/runs/r1",
+        ] {
+            fs::create_dir_all(ws.join(folder)).unwrap();
+        }
+        for (file, text) in [
+            (".git/config", "[core]\n"),
+            (".git/HEAD", "ref: refs/heads/main\n"),
+            (".git/modules/lib/config", "[core]\n"),
+            (".git/modules/lib/HEAD", "ref: refs/heads/main\n"),
+            ("src/nest/.git/config", "[core]\n"),
+            ("lib/.git", "gitdir: ../.git/modules/lib\n"),
+            (".gitmodules", "[submodule \"lib\"]\n"),
+            (".tollgate/policy.yaml", "permissions: {}\n"),
+            ("src/main.rs", "fn main() {}\n"),
+        ] {
+            fs::write(ws.join(file), text).unwrap();
+        }
+        (dir, ws)
+    }
+
+    fn rel(violations: &[Violation]) -> Vec<(String, Change)> {
+        violations
+            .iter()
+            .inspect(|v| assert_eq!(v.unrestored, None, "{v}"))
+            .map(|v| (v.path.display().to_string(), v.change.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn every_protected_path_is_put_back_and_named() {
+        let (_dir, ws) = workspace();
+        let out = ws.join(".tollgate/runs/r1");
+        let files =
+            ProtectedFiles::capture(std::slice::from_ref(&ws), std::slice::from_ref(&out)).unwrap();
+        assert!(files.restore().is_empty());
+        fs::write(ws.join(".git/config"), "[core]\n\tfsmonitor = evil\n").unwrap();
+        fs::write(ws.join(".git/hooks/pre-commit"), "evil").unwrap();
+        fs::write(ws.join(".git/info/attributes"), "* filter=evil").unwrap();
+        fs::write(
+            ws.join(".git/modules/lib/config"),
+            "[core]\n\tfsmonitor=x\n",
+        )
+        .unwrap();
+        fs::write(ws.join(".git/modules/lib/hooks/post-checkout"), "evil").unwrap();
+        fs::write(ws.join("src/nest/.git/config"), "[core]\n\tfsmonitor=x\n").unwrap();
+        fs::write(ws.join("src/.envrc"), "evil").unwrap();
+        fs::remove_file(ws.join(".gitmodules")).unwrap();
+        fs::create_dir_all(ws.join("tests/made/.git/hooks")).unwrap();
+        fs::write(ws.join("tests/made/.git/config"), "[core]\n").unwrap();
+        fs::write(ws.join(".tollgate/policy.yaml"), "evil").unwrap();
+        // What is not protected, and the run's own output, stay as the command left them.
+        fs::write(ws.join("src/main.rs"), "changed").unwrap();
+        fs::write(ws.join(".git/objects/x"), "object").unwrap();
+        fs::write(out.join("transcript.jsonl"), "{}").unwrap();
+        fs::create_dir(ws.join("target")).unwrap();
+        let violations = files.restore();
+        let mut got = rel(&violations);
+        got.sort();
+        let mut want = vec![
+            (".git/config".to_string(), Change::Modified),
+            (".git/hooks".to_string(), Change::Modified),
+            (".git/info".to_string(), Change::Modified),
+            (".git/modules/lib/config".to_string(), Change::Modified),
+            (".git/modules/lib/hooks".to_string(), Change::Modified),
+            (".gitmodules".to_string(), Change::Removed),
+            (".tollgate/policy.yaml".to_string(), Change::Modified),
+            ("src/.envrc".to_string(), Change::Created),
+            ("src/nest/.git/config".to_string(), Change::Modified),
+            ("tests/made/.git/config".to_string(), Change::Created),
+            ("tests/made/.git/hooks".to_string(), Change::Created),
+        ];
+        want.sort();
+        assert_eq!(got, want);
+        assert_eq!(
+            fs::read_to_string(ws.join(".git/config")).unwrap(),
+            "[core]\n"
+        );
+        assert!(!ws.join(".git/hooks/pre-commit").exists());
+        assert!(!ws.join(".git/info/attributes").exists());
+        assert!(!ws.join("src/.envrc").exists());
+        assert!(!ws.join("tests/made/.git/config").exists());
+        assert!(ws.join(".gitmodules").exists());
+        assert_eq!(
+            fs::read_to_string(ws.join("src/main.rs")).unwrap(),
+            "changed"
+        );
+        assert!(ws.join(".git/objects/x").exists() && ws.join("target").is_dir());
+        assert!(out.join("transcript.jsonl").exists());
+        assert!(files.restore().is_empty());
+    }
+
+    #[test]
+    fn a_folder_swapped_for_a_link_is_a_folder_again_and_the_target_is_untouched() {
+        let (dir, ws) = workspace();
+        fs::write(ws.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+        fs::set_permissions(
+            ws.join(".git/hooks/pre-commit"),
+            fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        let files = ProtectedFiles::capture(std::slice::from_ref(&ws), &[]).unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        fs::write(elsewhere.join("pre-commit"), "evil").unwrap();
+        fs::remove_dir_all(ws.join(".git/hooks")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, ws.join(".git/hooks")).unwrap();
+        // A hard link to a protected file changes it too: the file is replaced, not written.
+        fs::hard_link(ws.join(".git/config"), ws.join("src/alias")).unwrap();
+        fs::write(ws.join("src/alias"), "evil").unwrap();
+        let got = rel(&files.restore());
+        assert_eq!(got.len(), 2, "{got:?}");
+        let hook = ws.join(".git/hooks/pre-commit");
+        assert!(ws.join(".git/hooks").symlink_metadata().unwrap().is_dir());
+        assert_eq!(fs::read_to_string(&hook).unwrap(), "#!/bin/sh\n");
+        assert_eq!(hook.metadata().unwrap().mode() & 0o777, 0o755);
+        assert_eq!(
+            fs::read_to_string(elsewhere.join("pre-commit")).unwrap(),
+            "evil"
+        );
+        assert_eq!(
+            fs::read_to_string(ws.join(".git/config")).unwrap(),
+            "[core]\n"
+        );
+    }
+
+    #[test]
+    fn a_baseline_too_large_to_keep_is_an_error() {
+        let (_dir, ws) = workspace();
+        let big = vec![0u8; usize::try_from(MAX_BYTES).unwrap() + 1];
+        fs::write(ws.join(".git/hooks/huge"), big).unwrap();
+        let err = ProtectedFiles::capture(std::slice::from_ref(&ws), &[]).unwrap_err();
+        assert!(matches!(err, GuardError::TooLarge { .. }), "{err}");
+    }
+}
