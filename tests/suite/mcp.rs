@@ -623,23 +623,28 @@ fn sigterm_while_a_server_starts_does_not_wait_for_its_timeout() {
         &[],
     );
     let mut child = spawn_run(&sandbox);
-    // The server is a child of tollgate running the test server's binary.
+    // The server runs the test server's binary under tollgate: its child, or the child of
+    // the per-call keeper tollgate starts (which reaps what the server orphans).
+    let parent_of = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
     let server_pid = poll("the server's start", || {
         std::fs::read_dir("/proc")
             .unwrap()
             .flatten()
             .find_map(|entry| {
                 let pid: u32 = entry.file_name().to_string_lossy().parse().ok()?;
-                let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-                let parent: u32 = stat
-                    .rsplit_once(')')?
-                    .1
-                    .split_whitespace()
-                    .nth(1)?
-                    .parse()
-                    .ok()?;
+                let parent = parent_of(pid)?;
+                let under_tollgate =
+                    parent == child.id() || parent_of(parent).is_some_and(|up| up == child.id());
                 let exe = std::fs::read_link(entry.path().join("exe")).ok()?;
-                (parent == child.id() && exe == Path::new(SERVER)).then_some(pid)
+                (under_tollgate && exe == Path::new(SERVER)).then_some(pid)
             })
     });
     unsafe { libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGTERM) };
