@@ -146,12 +146,14 @@ pub(crate) fn items(script: &str) -> Vec<Item> {
     // tree-sitter-bash takes a word like `{rm,-f,x}` or `r[m]` in command position for the
     // start of a group or an array assignment; Bash runs it as a word. Read again with an
     // empty quote before each such word, which Bash expands the same.
+    let mut empty_alternative = false;
     if tree.root_node().has_error()
-        && let Some(quoted) = quote_word_starts(&text)
+        && let Some((quoted, empty)) = quote_word_starts(&text)
         && let Some(again) = parse_tree(&quoted)
     {
         text = quoted;
         tree = again;
+        empty_alternative = empty;
     }
     let mut walker = Walker {
         src: &text,
@@ -162,6 +164,13 @@ pub(crate) fn items(script: &str) -> Vec<Item> {
         heredoc_starts: Vec::new(),
         heredoc_unsure: false,
     };
+    if empty_alternative {
+        walker.problem(
+            "a brace expansion with an empty alternative in command position: its arguments \
+are not known exactly"
+                .to_string(),
+        );
+    }
     walker.node(tree.root_node(), 0, Ctx::default());
     walker.finish()
 }
@@ -170,8 +179,10 @@ pub(crate) fn items(script: &str) -> Vec<Item> {
 /// brace (`{rm,-f,x}`), or that reads like a subscript but assigns nothing (`r[m]`): words
 /// whose meaning, brace and glob expansion included, the empty quote does not change.
 /// `None` when there is no such word, or the script has a here-document (whose body this
-/// scan cannot tell apart).
-fn quote_word_starts(text: &str) -> Option<String> {
+/// scan cannot tell apart). The flag says a brace word may expand to an empty word, which
+/// Bash drops and the quote keeps: then the arguments are not Bash's, and the script is
+/// unproven.
+fn quote_word_starts(text: &str) -> Option<(String, bool)> {
     if text.contains("<<") {
         return None;
     }
@@ -179,6 +190,7 @@ fn quote_word_starts(text: &str) -> Option<String> {
     let boundary = |c: u8| c.is_ascii_whitespace() || b";&|()`".contains(&c);
     let mut out: Vec<u8> = Vec::with_capacity(text.len() + 8);
     let mut changed = false;
+    let mut empty_alternative = false;
     let mut quote: Option<u8> = None;
     let mut i = 0;
     while i < b.len() {
@@ -219,6 +231,12 @@ fn quote_word_starts(text: &str) -> Option<String> {
                             && !word.contains('=')
                             && word[k..].contains(']')
                     });
+                    // An empty alternative (`{sed,}`) is dropped from an unquoted word but
+                    // kept as an empty argument after `''`: the reading names the right
+                    // commands (deny rules reach them) but not the right arguments.
+                    if brace && ["{,", ",,", ",}"].iter().any(|e| word.contains(e)) {
+                        empty_alternative = true;
+                    }
                     if brace || ident {
                         out.extend_from_slice(b"''");
                         changed = true;
@@ -230,7 +248,9 @@ fn quote_word_starts(text: &str) -> Option<String> {
         i += 1;
     }
     if changed {
-        String::from_utf8(out).ok()
+        String::from_utf8(out)
+            .ok()
+            .map(|out| (out, empty_alternative))
     } else {
         None
     }
