@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use super::analyser::{Analyser, MAX_NESTING};
 use super::bindings::harmless_in_environment;
 use super::evaluated::{inert_variable_name, runs_code, substitutions_loose};
-use super::paths::{inside_workspace, locate};
+use super::paths::{check_glob_listing, inside_workspace, locate};
 use super::pattern::{Match, base};
 use super::readonly::{self, Ctx};
 use super::syntax::SimpleCommand;
@@ -159,6 +159,11 @@ impl Analyser<'_> {
     }
 
     fn judge(&mut self, job: &Job, words: Vec<Word>, mut unproven: Vec<String>) {
+        for word in words.iter().filter(|w| w.glob) {
+            if let Err(e) = check_glob_listing(word, self.env, &self.cwds, &self.reads) {
+                unproven.push(format!("`{}`: the folders this glob lists: {e}", word.raw));
+            }
+        }
         let mut argv = words;
         // A reserved word in command position means tree-sitter-bash misread the syntax
         // (`! if …` parses as a command `if`); Bash runs what follows it.

@@ -89,6 +89,43 @@ fn glob_paths(word: &Word, env: &BashEnv, cwds: &Cwds) -> Result<Vec<PathBuf>, U
     Ok(out)
 }
 
+/// Bash lists every folder a glob word walks through, whatever the command then does with
+/// the names, so each listed folder is a read of its names: it must pass the same check as a
+/// read of that folder, symlinks resolved (`echo src/o*/s*` through `src/out -> /outside`
+/// lists `/outside`, though `echo` reads nothing).
+pub(crate) fn check_glob_listing(
+    word: &Word,
+    env: &BashEnv,
+    cwds: &Cwds,
+    log: &ReadLog,
+) -> Result<(), Unproven> {
+    if !word.glob {
+        return Ok(());
+    }
+    let absolute = word.value.as_deref().is_some_and(|v| v.starts_with('/')) || word.tilde;
+    let dirs: Vec<PathBuf> = match cwds {
+        _ if absolute => vec![PathBuf::from("/")],
+        Cwds::Known(list) => list.clone(),
+        Cwds::Unknown => return Err(Unproven::RelativeAfterCd(word.raw.clone())),
+    };
+    let listed = RefCell::new(Vec::new());
+    let record = |dir: &Path| {
+        listed.borrow_mut().push(dir.to_path_buf());
+        (env.list_dir)(dir)
+    };
+    for dir in dirs {
+        super::glob::expand(word, &dir, env.home, &record)
+            .ok_or_else(|| Unproven::GlobUnknown(word.raw.clone()))?;
+    }
+    for dir in listed.into_inner() {
+        let Some(text) = dir.to_str() else {
+            return Err(Unproven::GlobUnknown(word.raw.clone()));
+        };
+        check_read(&Word::literal(text), env, cwds, log)?;
+    }
+    Ok(())
+}
+
 fn expand_tilde(value: &str, env: &BashEnv) -> Option<String> {
     let rest = value.strip_prefix('~')?;
     if !(rest.is_empty() || rest.starts_with('/')) {

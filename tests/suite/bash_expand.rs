@@ -91,6 +91,10 @@ fn expansions_that_produce_a_denied_command_are_denied() {
 fn unknowable_or_hazardous_expansions_are_not_allowed() {
     let cases = [
         "git grep -{-open-files-in-pager='touch M #',-no-color} x",
+        // An empty alternative is dropped by Bash: `sed -n 's/a/b/w x' README.md` writes x.
+        "{sed,} -n 's/a/b/w x' README.md",
+        "{,sed} -n '1w x' README.md",
+        "{s{,}ed,} -n '1w x' README.md",
         "git log -{-output=.git/config,-no-color}",
         "git diff -{-output=x,-stat}",
         "cargo test -{-config='target.x.runner=\"touch M\"',-offline}",
@@ -210,6 +214,13 @@ fn glob_operands_are_judged_by_every_path_they_reach() {
         "for f in .e*; do cat \"$f\"; done",
         "shopt -s dotglob; cat *",
         "GLOBIGNORE=x; cat *",
+        // The folders a glob walks are read by Bash itself, whatever the command reads.
+        "echo src/l*/sub/*",
+        "echo src/l*/*",
+        "realpath src/l*/sub/secret.t?t",
+        "dirname src/link/su?/secret.txt",
+        "ls src/link/sub/secret.t?t",
+        "for f in src/l*/sub/*; do echo \"$f\"; done",
     ];
     for command in refused {
         let line = check(&ws, &policy, "dontAsk", command);
@@ -217,6 +228,7 @@ fn glob_operands_are_judged_by_every_path_they_reach() {
     }
     let allowed = [
         "cat src/*.rs",
+        "echo src/*.rs",
         "for f in src/*.rs; do wc -l \"$f\"; done",
         "ls -l {src,tests}",
         "git diff HEAD -- {src,tests}",
@@ -242,6 +254,8 @@ fn deny_rules_reach_expansions_in_every_mode() {
     let policy = sandbox.write("p.yaml", &auto_policy);
     let commands = [
         "{rm,-f,README.md}",
+        "{rm,} -f README.md",
+        "{,rm} -f README.md",
         "{cu,}rl http://127.0.0.1:9/",
         "eval {rm,-f,README.md}",
         "x=({rm,-f,README.md}); \"${x[@]}\"",
