@@ -1160,15 +1160,18 @@ impl<'s> Walker<'s> {
                 target = Some(if kind(&child) == "process_substitution" {
                     None
                 } else {
-                    let words = resolve_all(child, self.src);
-                    if words.len() != 1 {
+                    let mut words = resolve_all(child, self.src);
+                    if words.len() == 1 {
+                        // What Bash opens: `< {secret,}` is `< secret`.
+                        words.pop()
+                    } else {
                         // Bash refuses it ("ambiguous redirect"); not modelled further.
                         self.problem(format!(
                             "`{}`: brace expansion in a redirection target",
                             self.text(n)
                         ));
+                        Some(resolve(child, self.src))
                     }
-                    Some(resolve(child, self.src))
                 });
             }
         }

@@ -221,6 +221,9 @@ fn glob_operands_are_judged_by_every_path_they_reach() {
         "dirname src/link/su?/secret.txt",
         "ls src/link/sub/secret.t?t",
         "for f in src/l*/sub/*; do echo \"$f\"; done",
+        // A redirection target is brace-expanded too; one word left is what Bash opens.
+        "cat < {src/link/sub/secret.txt,}",
+        "wc -l < {,.env}",
     ];
     for command in refused {
         let line = check(&ws, &policy, "dontAsk", command);
