@@ -11,8 +11,7 @@ mod tool;
 
 pub use connection::McpNotice;
 pub use selection::{
-    McpOrigin, McpPlan, PlannedServer, SkippedServer, parse_project_file, plan,
-    project_file_approved,
+    McpPlan, PlannedServer, SkippedServer, parse_project_file, plan, project_file_approved,
 };
 pub use supervisor::{McpHub, McpLaunch, McpServerStatus, McpState};
 pub use tool::{MAX_TOOL_NAME, stand_in, tool_name};

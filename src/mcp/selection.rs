@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::config::{ConfigError, SourceLocation};
 use crate::policy::{
@@ -16,53 +16,11 @@ use crate::policy::{
     PolicySource, Power, SourceKind, Standing, approvers, check_server_name, standing,
 };
 
-/// Where a server entry was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum McpOrigin {
-    Managed,
-    CommandLine,
-    Task,
-    Project,
-    /// The workdir's `.mcp.json`.
-    McpJson,
-    User,
-}
-
-impl McpOrigin {
-    fn of(kind: SourceKind) -> McpOrigin {
-        match kind {
-            SourceKind::Managed => McpOrigin::Managed,
-            SourceKind::CommandLine => McpOrigin::CommandLine,
-            SourceKind::Task => McpOrigin::Task,
-            SourceKind::Project => McpOrigin::Project,
-            SourceKind::User => McpOrigin::User,
-        }
-    }
-
-    pub fn config(self) -> ConfigOrigin {
-        match self {
-            McpOrigin::Managed => ConfigOrigin::Managed,
-            McpOrigin::CommandLine => ConfigOrigin::CommandLine,
-            McpOrigin::Task => ConfigOrigin::Task,
-            McpOrigin::Project => ConfigOrigin::Project,
-            McpOrigin::McpJson => ConfigOrigin::McpJson,
-            McpOrigin::User => ConfigOrigin::User,
-        }
-    }
-
-    /// Files a pull request cannot change: only their entries may vouch for a server's
-    /// read-only hint.
-    fn is_trusted(self) -> bool {
-        self.config().is_operators()
-    }
-}
-
 /// A server the run will start.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedServer {
     pub spec: McpServerSpec,
-    pub origin: McpOrigin,
+    pub origin: ConfigOrigin,
     /// Whether `${NAME}` in its `env` is the runner's variable NAME; literal text otherwise
     /// (the repository's entries must not pull a secret into a process of their choosing).
     pub expand_env: bool,
@@ -72,7 +30,7 @@ pub struct PlannedServer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkippedServer {
     pub name: String,
-    pub origin: McpOrigin,
+    pub origin: ConfigOrigin,
     pub reason: String,
 }
 
@@ -122,11 +80,11 @@ pub fn plan(
     task: &[McpServerSpec],
     project: &[McpServerSpec],
 ) -> McpPlan {
-    // Precedence is `McpOrigin`'s order; the sort is stable, so a file's own order stays.
-    let mut candidates: Vec<(McpOrigin, &McpServerSpec)> = sources
+    // Precedence is `ConfigOrigin`'s order; the sort is stable, so a file's own order stays.
+    let mut candidates: Vec<(ConfigOrigin, &McpServerSpec)> = sources
         .iter()
         .flat_map(|source| {
-            let origin = McpOrigin::of(source.kind);
+            let origin = ConfigOrigin::of(source.kind);
             source
                 .policy
                 .mcp
@@ -134,8 +92,8 @@ pub fn plan(
                 .iter()
                 .map(move |spec| (origin, spec))
         })
-        .chain(task.iter().map(|spec| (McpOrigin::Task, spec)))
-        .chain(project.iter().map(|spec| (McpOrigin::McpJson, spec)))
+        .chain(task.iter().map(|spec| (ConfigOrigin::Task, spec)))
+        .chain(project.iter().map(|spec| (ConfigOrigin::McpJson, spec)))
         .collect();
     candidates.sort_by_key(|(origin, _)| *origin);
     let mut plan = McpPlan::default();
@@ -148,9 +106,9 @@ pub fn plan(
             }),
             None => {
                 let mut spec = spec.clone();
-                spec.trust_read_only_hint &= origin.is_trusted();
+                spec.trust_read_only_hint &= origin.is_operators();
                 let expand_env =
-                    standing(sources, Power::EnvExpansion, origin.config()) == Standing::InForce;
+                    standing(sources, Power::EnvExpansion, origin) == Standing::InForce;
                 plan.servers.push(PlannedServer {
                     spec,
                     origin,
@@ -166,13 +124,13 @@ pub fn plan(
 fn refusal(
     sources: &[PolicySource],
     plan: &McpPlan,
-    origin: McpOrigin,
+    origin: ConfigOrigin,
     spec: &McpServerSpec,
 ) -> Option<String> {
-    if managed_only(sources) && origin != McpOrigin::Managed {
+    if managed_only(sources) && origin != ConfigOrigin::Managed {
         return Some("managed_mcp_only: only the managed policy's servers start".into());
     }
-    match standing(sources, Power::McpServers, origin.config()) {
+    match standing(sources, Power::McpServers, origin) {
         Standing::InForce | Standing::Fallback => {}
         Standing::Ignored => {
             return Some("managed_only: only the managed policy's servers start".into());
@@ -197,7 +155,7 @@ fn refusal(
             first.spec.source
         ));
     }
-    if !origin.is_trusted() {
+    if !origin.is_operators() {
         let disabled = sources.iter().any(|source| {
             source
                 .policy
@@ -281,7 +239,7 @@ pub fn parse_project_file(
     for (name, entry) in parsed.mcp_servers {
         let skip = |reason: String| SkippedServer {
             name: name.clone(),
-            origin: McpOrigin::McpJson,
+            origin: ConfigOrigin::McpJson,
             reason,
         };
         if let Err(reason) = check_server_name(&name) {
@@ -349,7 +307,7 @@ mod tests {
         servers
     }
 
-    fn started(plan: &McpPlan) -> Vec<(String, McpOrigin)> {
+    fn started(plan: &McpPlan) -> Vec<(String, ConfigOrigin)> {
         plan.servers
             .iter()
             .map(|s| (s.spec.name.clone(), s.origin))
@@ -358,10 +316,10 @@ mod tests {
 
     #[test]
     fn the_project_file_needs_a_trusted_approval() {
-        use McpOrigin::*;
+        use ConfigOrigin::*;
         use SourceKind as K;
         // (sources, approved, started)
-        type Case = (Vec<PolicySource>, bool, Vec<(&'static str, McpOrigin)>);
+        type Case = (Vec<PolicySource>, bool, Vec<(&'static str, ConfigOrigin)>);
         let table: Vec<Case> = vec![
             (vec![], false, vec![]),
             // A project policy cannot approve its own workdir's file.
@@ -401,7 +359,7 @@ mod tests {
             assert_eq!(project_file_approved(&sources), approved);
             let read = if approved { project() } else { Vec::new() };
             let plan = plan(&sources, &[], &read);
-            let expected: Vec<(String, McpOrigin)> = expected
+            let expected: Vec<(String, ConfigOrigin)> = expected
                 .into_iter()
                 .map(|(name, origin)| (name.to_string(), origin))
                 .collect();
@@ -430,8 +388,8 @@ mod tests {
         assert_eq!(
             started(&plan1),
             [
-                ("docs".to_string(), McpOrigin::Managed),
-                ("tracker".to_string(), McpOrigin::Task)
+                ("docs".to_string(), ConfigOrigin::Managed),
+                ("tracker".to_string(), ConfigOrigin::Task)
             ]
         );
         assert_eq!(plan1.servers[0].spec.command, "managed-docs");
@@ -445,7 +403,10 @@ mod tests {
         assert!(plan(&[], &task, &[]).servers.is_empty());
         let approving = source(K::User, "enabledMcpjsonServers: [docs]\n");
         let only_task = plan(std::slice::from_ref(&approving), &task, &[]);
-        assert_eq!(started(&only_task), [("docs".to_string(), McpOrigin::Task)]);
+        assert_eq!(
+            started(&only_task),
+            [("docs".to_string(), ConfigOrigin::Task)]
+        );
         assert!(only_task.skipped[0].reason.contains("not approved"));
         assert!(
             only_task
@@ -459,7 +420,10 @@ mod tests {
             "managed_mcp_only: true\nmcp_servers:\n  docs:\n    command: d\n",
         );
         let plan2 = plan(&[strict], &task, &[]);
-        assert_eq!(started(&plan2), [("docs".to_string(), McpOrigin::Managed)]);
+        assert_eq!(
+            started(&plan2),
+            [("docs".to_string(), ConfigOrigin::Managed)]
+        );
         assert!(
             plan2
                 .skipped
@@ -472,7 +436,10 @@ mod tests {
             "allow_project_mcp: true\nallowedMcpServers: [{serverName: tracker}, {serverName: docs}]\ndeniedMcpServers: [{serverCommand: [task-docs]}]\n",
         );
         let plan3 = plan(&[lists], &task, &[]);
-        assert_eq!(started(&plan3), [("tracker".to_string(), McpOrigin::Task)]);
+        assert_eq!(
+            started(&plan3),
+            [("tracker".to_string(), ConfigOrigin::Task)]
+        );
         assert!(plan3.skipped[0].reason.contains("deniedMcpServers"));
         let allow = source(
             K::Managed,

@@ -13,9 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use super::McpError;
 use super::connection::{Connection, EXIT_NOTICE, Link, McpNotice, NoticeBoard};
-use super::selection::{McpOrigin, McpPlan, PlannedServer};
+use super::selection::{McpPlan, PlannedServer};
 use super::tool::McpTool;
 use crate::exec::{ChildEnv, PreExecStep, ServiceRequest, spawn_service};
+use crate::policy::ConfigOrigin;
 use crate::policy::{McpServerSpec, RuleKind, RuleSet, ToolName};
 use crate::sandbox::{LimitWatch, Sandbox};
 use crate::tools::Tool;
@@ -36,7 +37,7 @@ pub enum McpState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct McpServerStatus {
     pub name: String,
-    pub origin: McpOrigin,
+    pub origin: ConfigOrigin,
     pub status: McpState,
     /// Tools it offers (after whole-tool deny rules).
     pub tools: usize,

@@ -65,8 +65,11 @@ pub fn refuse_managed_keys_below(sources: &[PolicySource]) -> Result<(), ConfigE
 /// Where a piece of configuration was written, as far as authority goes. The task file, the
 /// workdir's `.tollgate/policy.yaml` and its `.mcp.json` come with the repository (a pull
 /// request can change them); the managed policy, the user's own file and the command line
-/// are the operator's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// are the operator's. The order is precedence (MCP servers of the same name: the first wins).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum ConfigOrigin {
     Managed,
     CommandLine,
