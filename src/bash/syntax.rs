@@ -146,17 +146,18 @@ pub(crate) fn items(script: &str) -> Vec<Item> {
     // tree-sitter-bash takes a word like `{rm,-f,x}` or `r[m]` in command position for the
     // start of a group or an array assignment; Bash runs it as a word. Read again with an
     // empty quote before each such word, which Bash expands the same.
-    let mut empty_alternative = false;
+    let mut injected = Vec::new();
     if tree.root_node().has_error()
-        && let Some((quoted, empty)) = quote_word_starts(&text)
+        && let Some((quoted, at)) = quote_word_starts(&text)
         && let Some(again) = parse_tree(&quoted)
     {
         text = quoted;
         tree = again;
-        empty_alternative = empty;
+        injected = at;
     }
     let mut walker = Walker {
         src: &text,
+        injected: &injected,
         items,
         evaluates: false,
         data: Vec::new(),
@@ -164,13 +165,6 @@ pub(crate) fn items(script: &str) -> Vec<Item> {
         heredoc_starts: Vec::new(),
         heredoc_unsure: false,
     };
-    if empty_alternative {
-        walker.problem(
-            "a brace expansion with an empty alternative in command position: its arguments \
-are not known exactly"
-                .to_string(),
-        );
-    }
     walker.node(tree.root_node(), 0, Ctx::default());
     walker.finish()
 }
@@ -178,19 +172,18 @@ are not known exactly"
 /// The script with `''` before every unquoted word that starts with `{` and is not a group's
 /// brace (`{rm,-f,x}`), or that reads like a subscript but assigns nothing (`r[m]`): words
 /// whose meaning, brace and glob expansion included, the empty quote does not change.
-/// `None` when there is no such word, or the script has a here-document (whose body this
-/// scan cannot tell apart). The flag says a brace word may expand to an empty word, which
-/// Bash drops and the quote keeps: then the arguments are not Bash's, and the script is
-/// unproven.
-fn quote_word_starts(text: &str) -> Option<(String, bool)> {
+/// Returns the new text and where each inserted quote starts in it: a word that brace
+/// expansion leaves as nothing but such a quote is no word, as it would be without it
+/// (`{sed,}` is `sed` alone). `None` when there is no such word, or the script has a
+/// here-document (whose body this scan cannot tell apart).
+fn quote_word_starts(text: &str) -> Option<(String, Vec<usize>)> {
     if text.contains("<<") {
         return None;
     }
     let b = text.as_bytes();
     let boundary = |c: u8| c.is_ascii_whitespace() || b";&|()`".contains(&c);
     let mut out: Vec<u8> = Vec::with_capacity(text.len() + 8);
-    let mut changed = false;
-    let mut empty_alternative = false;
+    let mut injected = Vec::new();
     let mut quote: Option<u8> = None;
     let mut i = 0;
     while i < b.len() {
@@ -231,15 +224,9 @@ fn quote_word_starts(text: &str) -> Option<(String, bool)> {
                             && !word.contains('=')
                             && word[k..].contains(']')
                     });
-                    // An empty alternative (`{sed,}`) is dropped from an unquoted word but
-                    // kept as an empty argument after `''`: the reading names the right
-                    // commands (deny rules reach them) but not the right arguments.
-                    if brace && ["{,", ",,", ",}"].iter().any(|e| word.contains(e)) {
-                        empty_alternative = true;
-                    }
                     if brace || ident {
+                        injected.push(out.len());
                         out.extend_from_slice(b"''");
-                        changed = true;
                     }
                 }
             }
@@ -247,12 +234,10 @@ fn quote_word_starts(text: &str) -> Option<(String, bool)> {
         out.push(c);
         i += 1;
     }
-    if changed {
-        String::from_utf8(out)
-            .ok()
-            .map(|out| (out, empty_alternative))
-    } else {
+    if injected.is_empty() {
         None
+    } else {
+        String::from_utf8(out).ok().map(|out| (out, injected))
     }
 }
 
@@ -342,6 +327,8 @@ struct Ctx {
 
 struct Walker<'s> {
     src: &'s str,
+    /// Where `quote_word_starts` put an empty quote into `src`.
+    injected: &'s [usize],
     items: Vec<Item>,
     /// The script has a place where Bash evaluates a value as code.
     evaluates: bool,
@@ -887,7 +874,7 @@ impl<'s> Walker<'s> {
                             "command_name" | "word" | "string" | "raw_string" | "concatenation"
                         )
                     })
-                    .flat_map(|c| resolve_all(c, self.src))
+                    .flat_map(|c| resolve_all(c, self.src, self.injected))
                     .collect();
                 let mut rest = words.iter().filter_map(|w| w.value.clone());
                 if let Some(name) = rest.next() {
@@ -1014,7 +1001,7 @@ impl<'s> Walker<'s> {
                 if self.src[element.byte_range()].starts_with('[') {
                     return None;
                 }
-                for w in resolve_all(element, self.src) {
+                for w in resolve_all(element, self.src, self.injected) {
                     elements.push(w.fixed().filter(|_| !w.tilde)?.to_owned());
                 }
             }
@@ -1037,7 +1024,7 @@ impl<'s> Walker<'s> {
         let values: Vec<Node> = n.children_by_field_name("value", &mut cursor).collect();
         let words: Vec<Word> = values
             .iter()
-            .flat_map(|v| resolve_all(*v, self.src))
+            .flat_map(|v| resolve_all(*v, self.src, self.injected))
             .collect();
         let value = match words.as_slice() {
             [w] if kind(&variable) == "variable_name" && !w.tilde => match (w.fixed(), &w.value) {
@@ -1160,7 +1147,7 @@ impl<'s> Walker<'s> {
                 target = Some(if kind(&child) == "process_substitution" {
                     None
                 } else {
-                    let mut words = resolve_all(child, self.src);
+                    let mut words = resolve_all(child, self.src, self.injected);
                     if words.len() == 1 {
                         // What Bash opens: `< {secret,}` is `< secret`.
                         words.pop()
@@ -1201,7 +1188,11 @@ impl<'s> Walker<'s> {
                 (Some("name") | Some("argument"), _) => {
                     spans.push((child.start_byte(), child.end_byte()));
                     let at = child.start_byte();
-                    words.extend(resolve_all(*child, self.src).into_iter().map(|w| (at, w)));
+                    words.extend(
+                        resolve_all(*child, self.src, self.injected)
+                            .into_iter()
+                            .map(|w| (at, w)),
+                    );
                 }
                 (Some("redirect"), _) => self.extra_destinations(*child, &mut words),
                 (None, "variable_assignment") => assignments.push(self.assignment(*child)),
@@ -1305,7 +1296,11 @@ impl<'s> Walker<'s> {
             .collect();
         for extra in dests.iter().skip(1) {
             let at = extra.start_byte();
-            words.extend(resolve_all(*extra, self.src).into_iter().map(|w| (at, w)));
+            words.extend(
+                resolve_all(*extra, self.src, self.injected)
+                    .into_iter()
+                    .map(|w| (at, w)),
+            );
         }
     }
 

@@ -404,7 +404,9 @@ pub(crate) fn resolve(node: Node, src: &str) -> Word {
 
 /// Resolves a word that Bash brace-expands (a command's words, a `for` list, an array's
 /// elements): one word per expansion, in Bash's order. Too many make one unknown word.
-pub(crate) fn resolve_all(node: Node, src: &str) -> Vec<Word> {
+/// `injected` are the offsets of empty quotes the parser's second reading put into `src`:
+/// they are not the script's, so they do not keep an otherwise empty word.
+pub(crate) fn resolve_all(node: Node, src: &str, injected: &[usize]) -> Vec<Word> {
     let mut b = Builder { pieces: Vec::new() };
     add(node, src, &mut b);
     let raw = &src[node.byte_range()];
@@ -434,9 +436,10 @@ pub(crate) fn resolve_all(node: Node, src: &str) -> Vec<Word> {
     };
     // A word brace expansion left empty, with no quotes in it, is no word (`{a,}{,b}`).
     let empty = |segments: &[super::brace::Segment]| {
-        segments
-            .iter()
-            .all(|s| matches!(s, super::brace::Segment::Source(a, b) if a == b))
+        segments.iter().all(|s| {
+            matches!(s, super::brace::Segment::Source(a, b)
+                if a == b || (b - a == 2 && injected.contains(a)))
+        })
     };
     results
         .into_iter()
@@ -691,7 +694,16 @@ mod expansion_tests {
 
     /// The words `: WORD` passes, as the analyser expands them.
     fn expand(word: &str) -> Vec<Option<String>> {
-        let script = format!(": {word}");
+        expand_in(&format!(": {word}"), &[])
+    }
+
+    /// The same for the parser's second reading, which puts `''` before the word.
+    fn expand_reread(word: &str) -> Vec<Option<String>> {
+        expand_in(&format!(": ''{word}"), &[2])
+    }
+
+    fn expand_in(script: &str, injected: &[usize]) -> Vec<Option<String>> {
+        let script = script.to_string();
         let mut parser = tree_sitter::Parser::new();
         parser
             .set_language(&tree_sitter_bash::LANGUAGE.into())
@@ -704,7 +716,11 @@ mod expansion_tests {
                 let mut cursor = node.walk();
                 for (i, child) in node.children(&mut cursor).enumerate() {
                     if node.field_name_for_child(i as u32) == Some("argument") {
-                        out.extend(resolve_all(child, &script).into_iter().map(|w| w.value));
+                        out.extend(
+                            resolve_all(child, &script, injected)
+                                .into_iter()
+                                .map(|w| w.value),
+                        );
                     }
                 }
                 return out;
@@ -788,6 +804,23 @@ mod expansion_tests {
             }
         }
         assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    }
+
+    /// The empty quote of the second reading keeps no word Bash drops: `{sed,}` is `sed` alone.
+    #[test]
+    fn the_second_reading_expands_as_bash_does() {
+        for word in [
+            "{sed,}",
+            "{,rm}",
+            "{s{,}ed,}",
+            "{a,}{,b}",
+            "{rm,-f,x}",
+            "{,}",
+            "{a}",
+        ] {
+            let want: Vec<Option<String>> = bash(word).into_iter().map(Some).collect();
+            assert_eq!(expand_reread(word), want, "{word}");
+        }
     }
 
     #[test]
