@@ -2,6 +2,8 @@
 //! or an interrupt kills everything it started), with captured, bounded output.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -164,12 +166,22 @@ fn analyse(script: &Script, rules: &BashRules, ctx: &PermissionContext) -> BashA
         .cloned()
         .collect();
     let resolve = |path: &Path| resolve_symlinks_below(path, &workspace.roots);
+    // A glob's folders are listed once per decision: the operand check and the check of
+    // what Bash lists walk the same folders.
+    let listed = RefCell::new(HashMap::<PathBuf, Option<Vec<String>>>::new());
+    let list = |dir: &Path| {
+        listed
+            .borrow_mut()
+            .entry(dir.to_path_buf())
+            .or_insert_with(|| list_dir(dir))
+            .clone()
+    };
     let env = BashEnv {
         cwd: &workspace.workdir,
         workspace_roots: &readable,
         home: workspace.home.as_deref(),
         resolve: &resolve,
-        list_dir: &list_dir,
+        list_dir: &list,
     };
     evaluate_parsed(script, rules, &env)
 }
