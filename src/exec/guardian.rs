@@ -98,20 +98,7 @@ fn write_line(pipe: RawFd, op: u8, pid: libc::pid_t) {
     let mut line = [0u8; 24];
     line[0] = op;
     line[1] = b' ';
-    let mut digits = [0u8; 12];
-    let mut count = 0;
-    let mut rest = u32::try_from(pid).unwrap_or(0);
-    loop {
-        digits[count] = b'0' + (rest % 10) as u8;
-        count += 1;
-        rest /= 10;
-        if rest == 0 || count == digits.len() {
-            break;
-        }
-    }
-    for (index, digit) in digits[..count].iter().rev().enumerate() {
-        line[2 + index] = *digit;
-    }
+    let count = super::digits::write_decimal(u32::try_from(pid).unwrap_or(0), &mut line[2..]);
     line[2 + count] = b'\n';
     // SAFETY: write(2) of our own stack buffer to a descriptor the parent keeps open; a
     // failure (the guardian is gone) leaves nothing to do.

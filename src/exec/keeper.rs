@@ -269,22 +269,8 @@ fn parent_of(pid: libc::pid_t) -> Option<libc::pid_t> {
     let mut path = [0u8; 32];
     let prefix = b"/proc/";
     path[..prefix.len()].copy_from_slice(prefix);
-    let mut at = prefix.len();
-    let mut digits = [0u8; 12];
-    let mut count = 0;
-    let mut rest = u32::try_from(pid).ok()?;
-    loop {
-        digits[count] = b'0' + (rest % 10) as u8;
-        count += 1;
-        rest /= 10;
-        if rest == 0 || count == digits.len() {
-            break;
-        }
-    }
-    for digit in digits[..count].iter().rev() {
-        path[at] = *digit;
-        at += 1;
-    }
+    let at = prefix.len()
+        + super::digits::write_decimal(u32::try_from(pid).ok()?, &mut path[prefix.len()..]);
     path[at..at + 5].copy_from_slice(b"/stat");
     let mut stat = [0u8; 512];
     // SAFETY: open/read/close of a NUL-terminated stack path into a stack buffer.

@@ -4,6 +4,7 @@
 //! cancellation or drop, the bounded wait for pipes, the capture limit, the one `pre_exec`
 //! block and the tie to tollgate's own life. It never decides whether something may run.
 
+mod digits;
 mod env;
 mod guardian;
 mod keeper;

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use landlock::{
     ABI, Access as _, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
-    PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+    PathFd, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
 
 use super::SandboxError;
@@ -71,23 +71,13 @@ pub fn build(
         what: what.to_string(),
         message: source.to_string(),
     };
-    let handled = AccessFs::from_all(abi);
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(handled)
-        .map_err(|e| err("filesystem rights", e))?;
     let restrict_tcp = tcp.filter(|_| version >= 4);
-    if restrict_tcp.is_some() {
-        ruleset = ruleset
-            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
-            .map_err(|e| err("TCP rights", e))?;
-    }
-    if version >= 6 {
-        ruleset = ruleset
-            .scope(Scope::AbstractUnixSocket | Scope::Signal)
-            .map_err(|e| err("scoping", e))?;
-    }
-    let mut created = ruleset.create().map_err(|e| err("the ruleset", e))?;
+    let mut created = create(
+        AccessFs::from_all(abi),
+        restrict_tcp.is_some(),
+        version,
+        &err,
+    )?;
     for grant in grants {
         let Some((fd, rights)) = open(&grant.path, grant.access, abi) else {
             continue;
@@ -129,21 +119,7 @@ pub fn build_read_only(version: u32, writable: &[&Path]) -> Result<Option<OwnedF
         message: source.to_string(),
     };
     let handled = AccessFs::from_write(abi);
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(handled)
-        .map_err(|e| err("filesystem rights", e))?;
-    if version >= 4 {
-        ruleset = ruleset
-            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
-            .map_err(|e| err("TCP rights", e))?;
-    }
-    if version >= 6 {
-        ruleset = ruleset
-            .scope(Scope::AbstractUnixSocket | Scope::Signal)
-            .map_err(|e| err("scoping", e))?;
-    }
-    let mut created = ruleset.create().map_err(|e| err("the ruleset", e))?;
+    let mut created = create(handled, version >= 4, version, &err)?;
     for path in writable {
         let Ok(metadata) = std::fs::metadata(path) else {
             continue;
@@ -160,6 +136,31 @@ pub fn build_read_only(version: u32, writable: &[&Path]) -> Result<Option<OwnedF
             .map_err(|e| err(&path.display().to_string(), e))?;
     }
     Ok(created.into())
+}
+
+/// A ruleset that handles `handled`, TCP bind and connect when `tcp` (ABI 4), and keeps
+/// signals and abstract Unix sockets inside the domain from ABI 6.
+fn create(
+    handled: BitFlags<AccessFs>,
+    tcp: bool,
+    version: u32,
+    err: &dyn Fn(&str, landlock::RulesetError) -> SandboxError,
+) -> Result<RulesetCreated, SandboxError> {
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(handled)
+        .map_err(|e| err("filesystem rights", e))?;
+    if tcp {
+        ruleset = ruleset
+            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+            .map_err(|e| err("TCP rights", e))?;
+    }
+    if version >= 6 {
+        ruleset = ruleset
+            .scope(Scope::AbstractUnixSocket | Scope::Signal)
+            .map_err(|e| err("scoping", e))?;
+    }
+    ruleset.create().map_err(|e| err("the ruleset", e))
 }
 
 /// The path opened (`O_PATH`) with the rights its kind can carry; `None` when it does not
