@@ -245,8 +245,8 @@ async fn run_one(
         {
             Ok(process) => {
                 let exit_code = match process.ending {
-                    Ending::Exited { code, .. } => code,
-                    Ending::TimedOut | Ending::Cancelled => None,
+                    Ending::Exited(code) => Some(code),
+                    Ending::Signalled(_) | Ending::TimedOut | Ending::Cancelled => None,
                 };
                 let result = answer::interpret(&process, event, timeout_secs);
                 (result, exit_code, process.stderr.text)

@@ -220,3 +220,59 @@ fn json_output_is_the_result_alone_and_stream_json_parses_line_by_line() {
         }
     }
 }
+
+/// Each Bash result records how its command ended as a type beside the model's text; a
+/// failed command cancels the rest of the turn, which ran no command of its own.
+#[test]
+fn tool_results_record_the_command_outcome() {
+    let sandbox = Sandbox::empty();
+    std::fs::create_dir(sandbox.path().join("ws")).unwrap();
+    sandbox.write(
+        "p.yaml",
+        "permissions:\n  allow: ['Bash(touch:*)', 'Bash(sleep:*)']\n",
+    );
+    sandbox.write(
+        "t.yaml",
+        &format!(
+            "{TASK_HEAD}model:\n  provider: scripted\n  script:\n    - - tool_use: {{name: Bash, input: {{command: echo out}}}}\n    - - tool_use: {{name: Bash, input: {{command: ls missing}}}}\n      - tool_use: {{name: Bash, input: {{command: touch made}}}}\n    - - tool_use: {{name: Bash, input: {{command: sleep 5, timeout: 300}}}}\n    - - text: done\n"
+        ),
+    );
+    let output = sandbox.tollgate(&["run", "t.yaml", "--policy", "p.yaml", "--out", "out"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let all = transcript(&sandbox.path().join("out/transcript.jsonl"));
+    assert_every_tool_use_answered_once(&all);
+    let results = events(&all, "tool_result");
+    let commands: Vec<&Value> = results.iter().map(|r| &r["command"]).collect();
+    assert_eq!(
+        commands,
+        [
+            &serde_json::json!({"ending": "exited", "code": 0}),
+            &serde_json::json!({"ending": "exited", "code": 2}),
+            &Value::Null,
+            &serde_json::json!({"ending": "timed_out", "timeout_ms": 300}),
+        ]
+    );
+    assert_eq!(results[0]["content"], "out");
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("\n[exit code 2]"),
+        "{}",
+        results[1]
+    );
+    assert_eq!(results[2]["status"], "cancelled");
+    assert!(
+        results[2]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("[sibling_error: this call was not run"),
+        "{}",
+        results[2]
+    );
+    assert!(!sandbox.path().join("ws/made").exists());
+    assert_eq!(
+        results[3]["content"],
+        "[timed out after 0.3s; the command and its children were killed]"
+    );
+}
