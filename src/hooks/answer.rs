@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::config::HookEvent;
+use super::HookEvent;
 use crate::exec::{Captured, Ending, ExecOutcome};
 
 /// One hook's own answer, before aggregation. Reasons are the hook's words, unprefixed.
