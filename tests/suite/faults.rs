@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::providers::{KEY, done_turn, model_block, read_turn, run_task};
+use super::providers::{KEY, assert_key_absent, done_turn, model_block, read_turn, run_task};
 use crate::support::fake_model::{Api, FakeModel, Reply, Tokens, text, tool, turn};
 
 fn two_reads() -> crate::support::fake_model::Turn {
@@ -71,7 +71,7 @@ async fn an_error_body_with_http_200_says_what_the_provider_said() {
             "{error}"
         );
         assert!(run.stdout.contains("prompt is too long"), "{}", run.stdout);
-        run.assert_key_absent();
+        assert_key_absent(&run);
     }
 }
 
@@ -898,9 +898,10 @@ async fn a_budget_holds_when_the_provider_sends_no_usage() {
         let cost = finished["total_cost_usd"].as_f64().unwrap();
         assert!(cost > 0.0 && cost <= 0.05, "{cost}");
         assert!(
-            run.junit.contains("name=\"usage\" value=\"estimated ("),
+            run.read("junit.xml")
+                .contains("name=\"usage\" value=\"estimated ("),
             "{}",
-            run.junit
+            run.read("junit.xml")
         );
         assert!(run.stdout.contains("usage estimated ("), "{}", run.stdout);
         assert!(!run.stdout.contains("cost $0.0000"), "{}", run.stdout);

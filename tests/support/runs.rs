@@ -286,6 +286,14 @@ impl Finished {
         self.of_type("run_finished")[0]
     }
 
+    /// Each `api_retry`'s (category, status).
+    pub fn retries(&self) -> Vec<(Value, Value)> {
+        self.of_type("api_retry")
+            .iter()
+            .map(|e| (e["category"].clone(), e["status"].clone()))
+            .collect()
+    }
+
     pub fn junit(&self) -> super::Junit {
         super::junit(&self.out.join("junit.xml"))
     }
