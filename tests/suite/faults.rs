@@ -956,15 +956,8 @@ fn a_closed_stdout_keeps_the_runs_exit_code_and_record() {
 #[test]
 fn a_batch_with_a_closed_stdout_keeps_its_exit_code() {
     let fleet = super::batch::Fleet::new(2, &[1]);
-    let mut child = crate::support::tollgate_in(fleet.path())
-        .args([
-            "batch",
-            "task.yaml",
-            "--repos",
-            "repos.yaml",
-            "--out",
-            "out",
-        ])
+    let mut child = fleet
+        .command("out")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
