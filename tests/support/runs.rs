@@ -29,9 +29,9 @@ const AMBIENT: &[&str] = &[
 
 /// The binary, to run in `dir`, with none of the machine's `AMBIENT` settings: every test
 /// starts tollgate through this, so no test depends on the shell it was started from.
-pub fn tollgate_in(dir: &Path) -> Command {
+pub fn tollgate_in(dir: impl AsRef<Path>) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tollgate"));
-    command.current_dir(dir);
+    command.current_dir(dir.as_ref());
     for name in AMBIENT {
         command.env_remove(name);
     }
