@@ -7,7 +7,12 @@ use tollgate::redact::Redactor;
 
 fn secrets() -> Vec<(String, String)> {
     (0..20)
-        .map(|i| (format!("SECRET_{i}_TOKEN"), format!("s3cr3t-value-{i:02}-abcdefgh")))
+        .map(|i| {
+            (
+                format!("SECRET_{i}_TOKEN"),
+                format!("s3cr3t-value-{i:02}-abcdefgh"),
+            )
+        })
         .collect()
 }
 
@@ -33,8 +38,12 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(text.len() as u64));
     group.bench_function("1MiB_output", |b| b.iter(|| redactor.redact(&text)));
     group.finish();
-    c.bench_function("redact/transcript_line", |b| b.iter(|| redactor.redact(line)));
-    c.bench_function("redact/build", |b| b.iter(|| Redactor::with_vars(secrets())));
+    c.bench_function("redact/transcript_line", |b| {
+        b.iter(|| redactor.redact(line))
+    });
+    c.bench_function("redact/build", |b| {
+        b.iter(|| Redactor::with_vars(secrets()))
+    });
 }
 
 criterion_group!(benches, bench);
