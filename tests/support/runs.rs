@@ -89,7 +89,6 @@ pub struct Run {
     task: PathBuf,
     args: Vec<OsString>,
     env: Vec<(OsString, OsString)>,
-    github: bool,
 }
 
 impl Default for Run {
@@ -107,7 +106,6 @@ impl Run {
             task: scratch.path().join("task.yaml"),
             args: Vec::new(),
             env: vec![("TOLLGATE_MANAGED_DIR".into(), managed.into())],
-            github: false,
             scratch,
         }
     }
@@ -151,9 +149,8 @@ impl Run {
 
     /// As GitHub Actions runs it: summary, outputs and annotations on, `GITHUB_WORKSPACE` the
     /// repository.
-    pub fn github_actions(mut self) -> Run {
+    pub fn github_actions(self) -> Run {
         let dir = self.dir().to_path_buf();
-        self.github = true;
         self.env("GITHUB_ACTIONS", "true")
             .env("GITHUB_STEP_SUMMARY", dir.join("step_summary.md"))
             .env("GITHUB_OUTPUT", dir.join("github_output"))
@@ -206,12 +203,8 @@ impl Run {
 
     fn finished(self, output: Output) -> Finished {
         let dir = self.dir().to_path_buf();
+        // Written only under `github_actions`.
         let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
-        let (step_summary, github_output) = if self.github {
-            (read("step_summary.md"), read("github_output"))
-        } else {
-            (String::new(), String::new())
-        };
         let out = dir.join("out");
         let transcript = out.join("transcript.jsonl");
         Finished {
@@ -221,8 +214,8 @@ impl Run {
             events: transcript.is_file().then(|| super::transcript(&transcript)),
             ws: dir.join("ws"),
             out,
-            step_summary,
-            github_output,
+            step_summary: read("step_summary.md"),
+            github_output: read("github_output"),
             dir,
             _scratch: self.scratch,
         }
