@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::support::{
-    Sandbox, assert_every_tool_use_answered_once, events, tollgate_in, transcript, wait_for_text,
+    Run, Sandbox, assert_every_tool_use_answered_once, events, tollgate_in, transcript,
+    wait_for_text,
 };
 
 const TASK_HEAD: &str = "version: 1\nname: t\nprompt: go\nmode: dontAsk\nworkdir: ws\n";
@@ -213,23 +214,15 @@ fn json_output_is_the_result_alone_and_stream_json_parses_line_by_line() {
 /// failed command cancels the rest of the turn, which ran no command of its own.
 #[test]
 fn tool_results_record_the_command_outcome() {
-    let sandbox = Sandbox::empty();
-    std::fs::create_dir(sandbox.path().join("ws")).unwrap();
-    sandbox.write(
-        "p.yaml",
-        "permissions:\n  allow: ['Bash(touch:*)', 'Bash(sleep:*)']\n",
-    );
-    sandbox.write(
-        "t.yaml",
-        &format!(
+    let run = Run::new()
+        .policy("permissions:\n  allow: ['Bash(touch:*)', 'Bash(sleep:*)']\n")
+        .task(&format!(
             "{TASK_HEAD}model:\n  provider: scripted\n  script:\n    - - tool_use: {{name: Bash, input: {{command: echo out}}}}\n    - - tool_use: {{name: Bash, input: {{command: ls missing}}}}\n      - tool_use: {{name: Bash, input: {{command: touch made}}}}\n    - - tool_use: {{name: Bash, input: {{command: sleep 5, timeout: 300}}}}\n    - - text: done\n"
-        ),
-    );
-    let output = sandbox.tollgate(&["run", "t.yaml", "--policy", "p.yaml", "--out", "out"]);
-    assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let all = transcript(&sandbox.path().join("out/transcript.jsonl"));
-    assert_every_tool_use_answered_once(&all);
-    let results = events(&all, "tool_result");
+        ))
+        .finish();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.assert_every_tool_use_answered_once();
+    let results = run.of_type("tool_result");
     let commands: Vec<&Value> = results.iter().map(|r| &r["command"]).collect();
     assert_eq!(
         commands,
@@ -258,7 +251,7 @@ fn tool_results_record_the_command_outcome() {
         "{}",
         results[2]
     );
-    assert!(!sandbox.path().join("ws/made").exists());
+    assert!(!run.ws.join("made").exists());
     assert_eq!(
         results[3]["content"],
         "[timed out after 0.3s; the command and its children were killed]"
