@@ -255,7 +255,7 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
         reminders_full_every: task.reminders_full_every,
         checks: task.checks,
         mode,
-        rules,
+        rules: Arc::new(rules),
         policy_summary,
         workspace: Arc::new(workspace),
         tools,
