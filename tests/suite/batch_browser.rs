@@ -231,8 +231,7 @@ async fn the_merged_html_report_reads_back_in_a_real_browser_and_sorts_on_a_clic
             std::fs::write(&journal, value.to_string()).unwrap();
         }
     }
-    let merge = Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .current_dir(fleet.path())
+    let merge = crate::support::tollgate_in(fleet.path())
         .args(["report", "merge", "shard1", "shard2", "--out", "free"])
         .output()
         .unwrap();
