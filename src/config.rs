@@ -99,10 +99,7 @@ impl SourceLine {
         let end = token_end(&chars, start);
         // A window of the line around the token, so a long line stays short.
         let from = start.saturating_sub(MAX_SNIPPET_CHARS / 2);
-        let to = chars
-            .len()
-            .min(from + MAX_SNIPPET_CHARS)
-            .max(end.min(from + MAX_SNIPPET_CHARS));
+        let to = chars.len().min(from + MAX_SNIPPET_CHARS);
         let mut shown = String::new();
         if from > 0 {
             shown.push('…');
