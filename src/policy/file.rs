@@ -242,6 +242,10 @@ pub struct Policy {
 
 impl Policy {
     pub fn parse(text: &str, origin: PolicyOrigin) -> Result<Policy, ConfigError> {
+        Self::parse_text(text, origin).map_err(|err| err.with_source(origin.file, text))
+    }
+
+    fn parse_text(text: &str, origin: PolicyOrigin) -> Result<Policy, ConfigError> {
         let mut parsed: PolicyFile = config::parse(text, origin.file)?;
         let ignored_keys = parsed.ignored_claude_code_keys();
         let permissions = std::mem::take(&mut parsed.permissions);

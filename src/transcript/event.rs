@@ -8,6 +8,8 @@ use serde_json::Value;
 use crate::classifier::ClassifierCall;
 use crate::hooks::{HookEvent, HookReport};
 use crate::mcp::{McpNotice, McpServerStatus};
+pub use crate::model::UsageSource;
+use crate::model::pricing::PriceSource;
 use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
 use crate::policy::{DenialCounts, Layer, PermissionDecision, PermissionMode, RuleRef, SourceKind};
 use crate::sandbox::{ProxyConnection, ReadOnlyStatus, SandboxStatus};
@@ -267,29 +269,6 @@ pub enum QueryEnd {
     AbortedTools,
 }
 
-/// Whether a request's usage was counted by the API or estimated by tollgate.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UsageSource {
-    #[default]
-    Reported,
-    Estimated,
-}
-
-impl UsageSource {
-    pub fn of(usage: &crate::model::ReportedUsage) -> UsageSource {
-        if usage.is_estimated() {
-            UsageSource::Estimated
-        } else {
-            UsageSource::Reported
-        }
-    }
-
-    pub fn is_reported(&self) -> bool {
-        *self == UsageSource::Reported
-    }
-}
-
 fn is_zero(count: &u32) -> bool {
     *count == 0
 }
@@ -344,6 +323,12 @@ pub struct PolicySummary {
 pub struct ModelSummary {
     pub provider: String,
     pub name: String,
+    /// Where the run's price came from (absent in older transcripts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<PriceSource>,
+    /// Said when the price table knows only the model's family: its cost may be wrong.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_warning: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -440,6 +425,9 @@ pub struct ClassifierCounts {
     /// Answers that were no verdict, or a judge that could not be reached (each a deny).
     pub errors: u32,
     pub usage: Usage,
+    /// Model calls whose usage the API did not send: their tokens in `usage` are estimates.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub estimated_calls: u32,
 }
 
 /// Some new lines of a running call's output.

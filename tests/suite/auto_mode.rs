@@ -605,3 +605,49 @@ async fn a_classifier_retry_after_past_any_clock_is_backed_off() {
     assert_eq!(judge.requests().len(), 2);
     assert_eq!(classifier_verdicts(&run), vec![("allow".into(), false)]);
 }
+
+/// A judge whose provider sends no usage: each `classifier_call` says `estimated`, as the
+/// agent's `assistant_message` does, and the summary and JUnit say the classifier's usage
+/// was estimated rather than showing its tokens as counted.
+#[tokio::test]
+async fn a_judge_without_usage_is_recorded_as_estimated() {
+    let agent = FakeModel::start(KEY, agent_script()).await;
+    let unreported = |answer: &str| Reply::NoUsage(turn(vec![text(answer)], Tokens::default()));
+    let judge = FakeModel::start(
+        KEY,
+        vec![
+            unreported(&verdict(
+                "allow",
+                "creating a build folder is harmless",
+                "low",
+            )),
+            unreported(&verdict("deny", "a release publishes artefacts", "high")),
+        ],
+    )
+    .await;
+    let run = run_auto(&http_policy(&judge, ""), &http_task(&agent)).await;
+    assert_eq!(run.code, 3, "{}{}", run.stdout, run.stderr);
+    let calls = run.of_type("classifier_call");
+    assert_eq!(calls.len(), 2);
+    for call in &calls {
+        assert_eq!(call["usage_source"], "estimated", "{call}");
+        assert!(
+            call["usage"]["input_tokens"].as_u64().unwrap() > 0,
+            "{call}"
+        );
+    }
+    // The agent's usage was reported: its messages carry no marker.
+    for message in run.of_type("assistant_message") {
+        assert!(message.get("usage_source").is_none(), "{message}");
+    }
+    assert!(
+        run.stdout.contains("· usage estimated (2 of 2 calls)"),
+        "{}",
+        run.stdout
+    );
+    let junit = std::fs::read_to_string(run.out.join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("name=\"classifier_usage\" value=\"estimated (2 of 2 calls)\""),
+        "{junit}"
+    );
+}

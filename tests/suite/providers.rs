@@ -760,3 +760,56 @@ async fn credentials_never_follow_a_redirect_to_another_origin() {
         assert_key_absent(&run);
     }
 }
+
+/// A model the price table knows only by its family (`claude-opus-4-6` under
+/// `claude-opus-4`) is priced, and warned about, in `run_started`, the summary and JUnit;
+/// the model itself (or the task's own price) is not; the table's date is recorded.
+#[tokio::test]
+async fn a_price_found_by_family_prefix_only_is_a_warning() {
+    let done = || Reply::Turn(turn(vec![text("done")], tokens(10, 5, 0, 0)));
+    let cases: [(&[&str], &str, Option<&str>); 3] = [
+        (&["--model", "claude-opus-4-6"], "", Some("family")),
+        (&[], "", Some("table")),
+        (
+            &["--model", "claude-opus-4-6"],
+            "  pricing: {input: 1, output: 2}\n",
+            Some("task"),
+        ),
+    ];
+    for (flags, pricing, source) in cases {
+        let server = FakeModel::start(KEY, vec![done()]).await;
+        let model = model_block(Api::Anthropic, &server, pricing);
+        let run = run_task_with(READ_ONLY, &model, "", &[], flags).await;
+        assert_eq!(run.code, 0, "{flags:?}: {}", run.stderr);
+        let started = run.of_type("run_started")[0];
+        let price = &started["model"]["price"];
+        assert_eq!(price["source"].as_str(), source, "{started}");
+        let warning = started["model"]["price_warning"].as_str();
+        if source == Some("family") {
+            assert_eq!(price["prefix"], "claude-opus-4");
+            assert!(price["as_of"].as_str().unwrap().len() == 10, "{price}");
+            let warning = warning.unwrap();
+            assert!(
+                warning.starts_with("model `claude-opus-4-6` is not in the price table (of "),
+                "{warning}"
+            );
+            assert!(
+                run.stdout.contains(&format!("  warning: {warning}\n")),
+                "{}",
+                run.stdout
+            );
+            assert!(run.stderr.contains(warning), "{}", run.stderr);
+            assert_eq!(
+                run.junit()
+                    .properties
+                    .get("price_warning")
+                    .map(String::as_str),
+                Some(warning)
+            );
+        } else {
+            assert_eq!(warning, None, "{started}");
+            assert!(!run.stdout.contains("warning:"), "{}", run.stdout);
+            assert!(!run.junit().properties.contains_key("price_warning"));
+        }
+    }
+}
