@@ -19,7 +19,9 @@ pub use prompt::{Action, Review, Stage, review_hash, system_prompt, user_message
 pub use proposal::{ProposedRule, narrowest_rules, paste_block, proposed_rules_yaml, record};
 pub use verdict::{Risk, Ruling, Verdict, VerdictError, parse_verdict};
 
-use crate::model::{Message, ModelRequest, Pricing, Provider, ProviderError, StopReason, Usage};
+use crate::model::{
+    History, Message, ModelRequest, Pricing, Provider, ProviderError, StopReason, Usage,
+};
 use crate::policy::AutoModeProse;
 use cache::VerdictCache;
 
@@ -309,7 +311,7 @@ impl Link {
             )));
         }
         let system = system_prompt(review.prose, stage);
-        let messages = [Message::user_text(user_message(review))];
+        let messages = History::new(vec![Message::user_text(user_message(review))]);
         let request = ModelRequest {
             system: &system,
             messages: &messages,
