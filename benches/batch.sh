@@ -55,7 +55,7 @@ done
 if command -v strace > /dev/null; then
   for bin in "$@"; do
     out="$work/out-strace-$(basename "$bin")"
-    calls=$(cd "$work" && strace -f -c -e trace=fsync,fdatasync,syncfs "$bin" batch task.yaml --repos repos.yaml --out "$out" --jobs 1 2>&1 >/dev/null | awk '/fsync|fdatasync|syncfs/ {sum += $4} END {print sum + 0}')
+    calls=$(cd "$work" && strace -f -c -e trace=fsync,fdatasync,syncfs "$bin" batch task.yaml --repos repos.yaml --out "$out" --jobs 1 2>&1 >/dev/null | awk '/fsync|fdatasync|syncfs/ {sum += $4} END {print sum + 0}' || true)
     echo "$bin: $calls fsync/fdatasync calls, $(echo "$calls / $count" | bc -l | xargs printf '%.1f') per repository (git's own included)"
   done
 fi

@@ -63,7 +63,10 @@ async fn run(server: &FakeModel, mut task: Value, dir: &Path) {
     });
     let path = dir.join("task.yaml");
     std::fs::write(&path, serde_json::to_string_pretty(&task).unwrap()).unwrap();
-    let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    // `TOLLGATE_BENCH_BIN`: another build to measure, for a before/after in one run.
+    let binary = std::env::var("TOLLGATE_BENCH_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_tollgate").to_string());
+    let status = tokio::process::Command::new(binary)
         .arg("run")
         .arg(&path)
         .arg("--out")
