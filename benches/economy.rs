@@ -13,6 +13,8 @@
 #[allow(dead_code)]
 #[path = "../tests/support/fake_model.rs"]
 mod fake_model;
+#[path = "support/request_parts.rs"]
+mod request_parts;
 
 use std::path::{Path, PathBuf};
 
@@ -61,7 +63,10 @@ async fn run(server: &FakeModel, mut task: Value, dir: &Path) {
     });
     let path = dir.join("task.yaml");
     std::fs::write(&path, serde_json::to_string_pretty(&task).unwrap()).unwrap();
-    let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    // `TOLLGATE_BENCH_BIN`: another build to measure, for a before/after in one run.
+    let binary = std::env::var("TOLLGATE_BENCH_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_tollgate").to_string());
+    let status = tokio::process::Command::new(binary)
         .arg("run")
         .arg(&path)
         .arg("--out")
@@ -145,6 +150,109 @@ async fn twenty_turns_with_a_log(inline: bool) -> Vec<Value> {
     server.requests().into_iter().map(|r| r.body).collect()
 }
 
+/// Ten calls of the everyday kinds, then an answer, with the default tool set (no `tools:`):
+/// what a short task costs on the wire.
+async fn ten_calls() -> Vec<Value> {
+    let calls = [
+        tool("Glob", json!({"pattern": "**/*.rs"})),
+        tool("Read", json!({"file_path": "src/lib.rs"})),
+        tool("Grep", json!({"pattern": "fn add", "path": "src"})),
+        tool("Bash", json!({"command": "ls -la"})),
+        tool("Read", json!({"file_path": "README.md"})),
+        tool(
+            "TodoWrite",
+            json!({"todos": [
+                {"content": "Fix add", "status": "in_progress", "activeForm": "Fixing add"},
+                {"content": "Run the tests", "status": "pending", "activeForm": "Running the tests"},
+            ]}),
+        ),
+        tool(
+            "Edit",
+            json!({"file_path": "src/lib.rs", "old_string": "a - b", "new_string": "a + b"}),
+        ),
+        tool("Bash", json!({"command": "git diff --stat"})),
+        tool(
+            "Grep",
+            json!({"pattern": "add", "path": "README.md", "output_mode": "content"}),
+        ),
+        tool(
+            "Write",
+            json!({"file_path": "NOTES.md", "content": "add fixed\n"}),
+        ),
+    ];
+    let mut replies: Vec<Reply> = calls
+        .into_iter()
+        .enumerate()
+        .map(|(i, call)| reply(vec![text(&format!("Step {}.", i + 1)), call]))
+        .collect();
+    replies.push(reply(vec![text("Fixed add; the tests pass.")]));
+    let server = FakeModel::start(KEY, replies).await;
+    let dir = tempfile::TempDir::new().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    std::fs::write(
+        ws.join("src/lib.rs"),
+        "/// Adds two numbers.\npub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
+    )
+    .unwrap();
+    std::fs::write(ws.join("README.md"), "# adder\n\n`add` adds two numbers.\n").unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &["add", "."],
+        &[
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@example.com",
+            "commit",
+            "-qm",
+            "init",
+        ],
+    ] {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&ws)
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    }
+    let task = json!({
+        "version": 1,
+        "name": "ten",
+        "prompt": "Fix the add function in src/lib.rs and note what you did in NOTES.md.",
+        "workdir": ws,
+        "mode": "acceptEdits",
+        "permissions": {"allow": ["Bash(ls:*)", "Bash(git diff:*)"]},
+        "limits": {"max_turns": 15},
+    });
+    run(&server, task, dir.path()).await;
+    server.requests().into_iter().map(|r| r.body).collect()
+}
+
+/// What each part of the first request costs, in bytes as sent, against the budget kept in
+/// `benches/request-budget.toml` (which `suite::economy` enforces).
+fn first_request_parts(bodies: &[Value]) {
+    let budget = request_parts::budget();
+    println!("| part of the first request | bytes | budget |\n|---|---|---|");
+    let parts = request_parts::first_request(&bodies[0]);
+    for (name, bytes) in &parts {
+        let limit = budget
+            .iter()
+            .find(|(part, _)| part == name)
+            .map_or("none".to_string(), |(_, limit)| limit.to_string());
+        println!("| {name} | {bytes} | {limit} |");
+    }
+    let reminders: Vec<String> = bodies
+        .iter()
+        .flat_map(request_parts::reminders)
+        .map(|bytes| bytes.to_string())
+        .collect();
+    println!("reminders sent, bytes each: {}", reminders.join(", "));
+    for problem in request_parts::over_budget(&parts) {
+        println!("over budget: {problem}");
+    }
+}
+
 /// The body in cache order without the `cache_control` markers.
 fn cache_order(body: &Value) -> String {
     let mut body = body.clone();
@@ -212,6 +320,8 @@ async fn main() {
         "| run | requests | request bytes, total | largest request | input tokens (est., bytes/4) | prefix share, min | prefix share, mean |"
     );
     println!("|---|---|---|---|---|---|---|");
+    let ten = ten_calls().await;
+    report("10 calls, default tools", &ten);
     report("quick start", &quickstart().await);
     report(
         "20 turns, one 1 MB log (Bash)",
@@ -221,4 +331,10 @@ async fn main() {
         "the same, offload off (thresholds 2,000,000)",
         &twenty_turns_with_a_log(true).await,
     );
+    first_request_parts(&ten);
+    let sizes: Vec<String> = ten
+        .iter()
+        .map(|b| b.to_string().len().to_string())
+        .collect();
+    println!("10 calls, each request's bytes: {}", sizes.join(", "));
 }

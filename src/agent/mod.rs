@@ -31,8 +31,8 @@ use crate::hooks::Hook;
 use crate::mcp::{McpHub, McpLaunch, McpPlan};
 use crate::model::Pricing;
 use crate::model::{
-    ContentBlock, Message, ModelRequest, ModelResponse, Provider, ProviderEvent, Role, StopReason,
-    ToolSpec,
+    ContentBlock, History, Message, ModelRequest, ModelResponse, Provider, ProviderEvent, Role,
+    StopReason, ToolSpec,
 };
 use crate::out_dir::OutDirLock;
 use crate::policy::AllowBasis;
@@ -309,7 +309,7 @@ pub async fn run(
 
     // Checks with `retry.feed_back` send their failures back to the model and the
     // conversation goes on, its history kept, until the checks pass or no retry is left.
-    let mut messages = vec![Message::user_text(spec.prompt.clone())];
+    let mut messages = History::new(vec![Message::user_text(spec.prompt.clone())]);
     let mut checks = Vec::new();
     let mut scope = Scope::main(spec.limits.max_turns);
     let (mut outcome, final_message, mut error) = match mcp_start_failure(&run) {
@@ -470,7 +470,7 @@ async fn conversation(
     run: &mut Loop<'_>,
     provider: &mut Provider,
     abort: &AbortSignal,
-    messages: &mut Vec<Message>,
+    messages: &mut History,
     scope: &mut Scope,
 ) -> Result<Ending, AgentError> {
     let spec = run.spec;
@@ -531,7 +531,7 @@ async fn conversation(
                 )),
             ));
         }
-        let prompt_bytes = fixed_bytes + serde_json::to_vec(&messages).map_or(0, |b| b.len());
+        let prompt_bytes = fixed_bytes + messages.encoded_len();
         let max_tokens = match run.budget.admit(prompt_bytes) {
             Ok(max_tokens) => max_tokens,
             Err(limit) => return Ok((limit.outcome, None, Some(limit.reason))),
@@ -745,7 +745,7 @@ fn drain_queue(
 /// query stood, and the run ends.
 fn hard_stop(
     run: &mut Loop<'_>,
-    messages: &mut Vec<Message>,
+    messages: &mut History,
     reason: AbortReason,
     during: QueryEnd,
 ) -> Result<Ending, AgentError> {

@@ -12,7 +12,7 @@ use super::reminders::Reminders;
 use super::{AgentError, Ending, Loop, Scope, conversation};
 use crate::call::PreparedCall;
 use crate::config::serde_name;
-use crate::model::{Message, Provider, Usage};
+use crate::model::{History, Message, Provider, Usage};
 use crate::policy::{GatedCall, Grounds, Layer, PermissionDecision, Step};
 use crate::tools::{
     DeferredTools, Delegation, FileStateCache, RunState, SubagentKind, ToolContext, ToolError,
@@ -112,7 +112,7 @@ pub(super) async fn run(
     };
     run.transcript.set_agent(Some(agent_id.clone()));
     let abort = parent.ctx.abort.clone();
-    let mut messages = vec![Message::user_text(delegation.prompt.clone())];
+    let mut messages = History::new(vec![Message::user_text(delegation.prompt.clone())]);
     let mut scope = Scope {
         subagent: Some(kind),
         max_turns: spec.subagent_max_turns,

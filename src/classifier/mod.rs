@@ -20,7 +20,8 @@ pub use proposal::{ProposedRule, narrowest_rules, paste_block, proposed_rules_ya
 pub use verdict::{Risk, Ruling, Verdict, VerdictError, parse_verdict};
 
 use crate::model::{
-    Message, ModelRequest, Pricing, Provider, ProviderError, StopReason, Usage, UsageSource,
+    History, Message, ModelRequest, Pricing, Provider, ProviderError, StopReason, Usage,
+    UsageSource,
 };
 use crate::policy::AutoModeProse;
 use cache::VerdictCache;
@@ -319,7 +320,7 @@ impl Link {
             )));
         }
         let system = system_prompt(review.prose, stage);
-        let messages = [Message::user_text(user_message(review))];
+        let messages = History::new(vec![Message::user_text(user_message(review))]);
         let request = ModelRequest {
             system: &system,
             messages: &messages,

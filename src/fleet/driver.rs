@@ -10,7 +10,7 @@ use tokio::sync::Semaphore;
 use super::FleetError;
 use super::batch_task::BatchTask;
 use super::forge::Forge;
-use super::journal::{Journal, Phase, RepoOutcome, stable_hash};
+use super::journal::{Durability, Journal, Phase, RepoOutcome, stable_hash};
 use super::manifest::{Repo, parse_manifest};
 use super::phases::{RepoSteps, RunInputs, Stopped, run_failure, stop};
 use super::progress::Progress;
@@ -410,10 +410,11 @@ enum Resume {
 }
 
 /// Writes the journal to `dir`; a journal that cannot be written fails its repository,
-/// since a restart could not know where it stood.
+/// since a restart could not know where it stood. Not flushed: a repository's outcome is
+/// derived from the phases journaled before it, so a lost write only derives it again.
 fn write_journal(dir: &Path, journal: &mut Journal) {
-    if let Err(err) =
-        std::fs::create_dir_all(dir).and_then(|()| journal.write(&dir.join("journal.json")))
+    if let Err(err) = std::fs::create_dir_all(dir)
+        .and_then(|()| journal.write(&dir.join("journal.json"), Durability::Process))
     {
         journal.outcome = Some(RepoOutcome::Failed);
         journal.reason = Some(format!("cannot write the journal: {err}"));

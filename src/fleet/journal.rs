@@ -1,6 +1,7 @@
 //! The per-repository journal: the last finished phase, what the run reported and the cache
-//! key, written atomically (temp file, fsync, rename) after every phase so a batch killed at
-//! any point restarts each repository where it stood. It never decides what to redo.
+//! key, written atomically (temp file, rename) after every phase so a batch killed at any
+//! point restarts each repository where it stood; flushed to disk (fsync) only where a write
+//! lost to a power cut would cost something. It never decides what to redo.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -39,6 +40,20 @@ fn byte_offset(bytes: &[u8], line: usize, column: usize) -> usize {
         .map(<[u8]>::len)
         .sum();
     (line_start + column).min(bytes.len())
+}
+
+/// How far a journal write reaches before it returns. Both are atomic: a killed batch finds
+/// the old journal or the new one, never half of one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// In the kernel's cache (rename, no flush): enough where a write lost to a power cut
+    /// only makes the next batch redo a step that is found done (a commit, an outcome) or
+    /// costs nothing (a fresh working copy).
+    Process,
+    /// Flushed to disk (the file, then its folder's rename) before it returns: a run's spend
+    /// and result, whose loss would run it again unpaid-for in the budget; a push and a pull
+    /// request, which reach beyond the machine; a journal that replaces an earlier one.
+    Disk,
 }
 
 /// Phases in the order a repository goes through them; each is recorded once finished.
@@ -162,15 +177,20 @@ impl Journal {
             })
     }
 
-    /// Replaces the journal in one step: a reader sees the old or the new one, never half.
-    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+    /// Replaces the journal in one step: a reader sees the old or the new one, never half,
+    /// whenever the process is killed. `durability` says whether it must also survive the
+    /// machine losing power.
+    pub fn write(&self, path: &Path, durability: Durability) -> std::io::Result<()> {
         let tmp = path.with_extension("json.tmp");
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(text.as_bytes())?;
-        file.sync_all()?;
+        if durability == Durability::Disk {
+            file.sync_all()?;
+        }
         std::fs::rename(&tmp, path)?;
-        if let Some(dir) = path.parent()
+        if durability == Durability::Disk
+            && let Some(dir) = path.parent()
             && let Ok(dir) = std::fs::File::open(dir)
         {
             // The rename itself survives a power loss only once the folder is synced.
@@ -212,7 +232,10 @@ mod tests {
         let mut journal = Journal::new("api");
         journal.phase = Phase::Committed;
         journal.commit = Some("abc".into());
-        journal.write(&path).unwrap();
+        journal.write(&path, Durability::Process).unwrap();
+        assert_eq!(Journal::read(&path).unwrap(), Some(journal.clone()));
+        journal.phase = Phase::Pushed;
+        journal.write(&path, Durability::Disk).unwrap();
         assert_eq!(Journal::read(&path).unwrap(), Some(journal));
         assert_eq!(Journal::read(&dir.path().join("none.json")).unwrap(), None);
         assert!(!dir.path().join("journal.json.tmp").exists());

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::batch_task::{BatchSettings, PublishSettings};
 use super::forge::{Forge, PullRequest};
-use super::journal::{Journal, Phase, PushPermission, RunSummary};
+use super::journal::{Durability, Journal, Phase, PushPermission, RunSummary};
 use super::manifest::Repo;
 use super::workcopy;
 use crate::agent::{self, RunReport};
@@ -55,9 +55,9 @@ impl RepoSteps<'_> {
         self.dir.join("work")
     }
 
-    fn save(&self, journal: &Journal) -> Result<(), Box<Stopped>> {
+    fn save(&self, journal: &Journal, durability: Durability) -> Result<(), Box<Stopped>> {
         journal
-            .write(&self.dir.join("journal.json"))
+            .write(&self.dir.join("journal.json"), durability)
             .map_err(|err| stop(journal, format!("cannot write the journal: {err}")))
     }
 
@@ -73,7 +73,14 @@ impl RepoSteps<'_> {
             .await
             .map_err(|err| stop(journal, format!("cannot make the working copy: {err}")))?;
         journal.phase = Phase::Cloned;
-        self.save(journal)?;
+        // An earlier journal must not come back after a power cut once its working copy is
+        // gone; without one, a lost write only starts the repository afresh again.
+        let replaces = if self.dir.join("journal.json").exists() {
+            Durability::Disk
+        } else {
+            Durability::Process
+        };
+        self.save(journal, replaces)?;
         let task_file = self.dir.join("task.yaml");
         crate::out_dir::write_atomic(&task_file, self.task_text.as_bytes())
             .map_err(|err| stop(journal, format!("{err}: {}", err.source)))?;
@@ -88,7 +95,7 @@ impl RepoSteps<'_> {
         journal.phase = Phase::Checked;
         journal.run = Some(summary(&report));
         journal.push = push;
-        self.save(journal)
+        self.save(journal, Durability::Disk)
     }
 
     /// Commits what the run changed on the branch and writes its patch: `Committed`. A
@@ -112,7 +119,7 @@ impl RepoSteps<'_> {
         }
         journal.commit = commit;
         journal.phase = Phase::Committed;
-        self.save(journal)
+        self.save(journal, Durability::Process)
     }
 
     /// Pushes the branch and opens (or updates) its one pull request: `Pushed`, then
@@ -144,7 +151,7 @@ impl RepoSteps<'_> {
                 .await
                 .map_err(|err| stop(journal, format!("cannot push: {err}")))?;
             journal.phase = Phase::Pushed;
-            self.save(journal)?;
+            self.save(journal, Durability::Disk)?;
         }
         if journal.phase < Phase::PrOpened {
             let body = pr_body(self.repo, journal);
@@ -161,7 +168,7 @@ impl RepoSteps<'_> {
                 .map_err(|err| stop(journal, format!("cannot open the pull request: {err}")))?;
             journal.pr_url = Some(url);
             journal.phase = Phase::PrOpened;
-            self.save(journal)?;
+            self.save(journal, Durability::Disk)?;
         }
         Ok(())
     }

@@ -52,7 +52,7 @@ impl AnthropicModel {
         let body = request_body(&self.model, request, self.thinking_budget);
         let url = self.transport.url("/v1/messages");
         self.transport
-            .stream(&url, &body, AnthropicStream::default, events)
+            .stream(&url, body, AnthropicStream::default, events)
             .await
     }
 }
@@ -62,7 +62,11 @@ const CACHE: fn() -> Value = || json!({"type": "ephemeral"});
 /// Three of the four allowed cache breakpoints: after the system prompt, after the tools
 /// (both fixed for the run), and on the newest message, so each request reads the previous
 /// one's prefix from the cache and writes its own.
-pub fn request_body(model: &str, request: &ModelRequest<'_>, thinking: Option<u32>) -> Value {
+///
+/// The body is the JSON object `{model, max_tokens, stream, system, messages, tools?,
+/// thinking?}`, written as bytes: every message but the newest is its encoding from the
+/// history, made once per message for the whole run.
+pub fn request_body(model: &str, request: &ModelRequest<'_>, thinking: Option<u32>) -> Vec<u8> {
     let mut tools: Vec<Value> = request
         .tools
         .iter()
@@ -77,25 +81,12 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>, thinking: Option<u3
     if let Some(Value::Object(last)) = tools.last_mut() {
         last.insert("cache_control".into(), CACHE());
     }
-    let mut messages: Vec<Value> = request
-        .messages
-        .iter()
-        .map(|message| serde_json::to_value(message).unwrap_or(Value::Null))
-        .collect();
-    if let Some(Value::Object(block)) = messages
-        .last_mut()
-        .and_then(|message| message.get_mut("content"))
-        .and_then(Value::as_array_mut)
-        .and_then(|blocks| blocks.last_mut())
-    {
-        block.insert("cache_control".into(), CACHE());
-    }
     let mut body = json!({
         "model": model,
         "max_tokens": request.max_tokens,
         "stream": true,
         "system": [{"type": "text", "text": request.system, "cache_control": CACHE()}],
-        "messages": messages,
+        "messages": [],
     });
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
@@ -103,7 +94,75 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>, thinking: Option<u3
     if let Some(budget) = thinking {
         body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
     }
-    body
+    let history = request.messages;
+    with_messages(&body, |out| {
+        let newest = history.len().checked_sub(1);
+        for index in 0..newest.unwrap_or(0) {
+            out.extend_from_slice(history.value_bytes(index));
+            out.push(b',');
+        }
+        if let Some(newest) = newest {
+            write_json(out, &marked(&history[newest]));
+        }
+    })
+}
+
+/// The newest message with the moving breakpoint on its last block.
+fn marked(message: &super::Message) -> Value {
+    let mut value = serde_json::to_value(message).unwrap_or(Value::Null);
+    if let Some(Value::Object(block)) = value
+        .get_mut("content")
+        .and_then(Value::as_array_mut)
+        .and_then(|blocks| blocks.last_mut())
+    {
+        block.insert("cache_control".into(), CACHE());
+    }
+    value
+}
+
+/// `body` (an object) encoded as `serde_json::to_vec` would, its field order kept, with the
+/// items of its `messages` array written by `messages` instead of from the value.
+pub(super) fn with_messages(body: &Value, messages: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut out = Vec::new();
+    let Value::Object(fields) = body else {
+        write_json(&mut out, body);
+        return out;
+    };
+    let mut messages = Some(messages);
+    out.push(b'{');
+    for (index, (key, value)) in fields.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        write_json(&mut out, &Value::String(key.clone()));
+        out.push(b':');
+        if key == "messages" {
+            out.push(b'[');
+            let start = out.len();
+            if let Value::Array(fixed) = value {
+                for item in fixed {
+                    write_json(&mut out, item);
+                    out.push(b',');
+                }
+            }
+            if let Some(messages) = messages.take() {
+                messages(&mut out);
+            }
+            if out.len() > start && out.last() == Some(&b',') {
+                out.pop();
+            }
+            out.push(b']');
+        } else {
+            write_json(&mut out, value);
+        }
+    }
+    out.push(b'}');
+    out
+}
+
+/// A `Value` holds strings and numbers only, so writing it to memory cannot fail.
+pub(super) fn write_json(out: &mut Vec<u8>, value: &Value) {
+    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 #[derive(Debug)]
@@ -379,7 +438,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::model::{Message, Role, ToolSpec};
+    use crate::model::{History, Message, Role, ToolSpec};
 
     fn feed(events: &[Value]) -> Result<Option<ModelResponse>, Failure> {
         let mut stream = AnthropicStream::default();
@@ -510,14 +569,14 @@ mod tests {
 
     #[test]
     fn the_body_carries_cache_breakpoints() {
-        let messages = vec![
+        let messages = History::new(vec![
             Message::user_text("go"),
             Message {
                 role: Role::Assistant,
                 content: vec![ContentBlock::Text { text: "ok".into() }],
             },
             Message::user_text("more"),
-        ];
+        ]);
         let tools = vec![
             ToolSpec {
                 name: "Read".into(),
@@ -530,7 +589,7 @@ mod tests {
                 input_schema: json!({"type": "object"}),
             },
         ];
-        let body = request_body(
+        let body: Value = serde_json::from_slice(&request_body(
             "claude-x",
             &ModelRequest {
                 system: "sys",
@@ -539,7 +598,8 @@ mod tests {
                 max_tokens: 100,
             },
             Some(2048),
-        );
+        ))
+        .unwrap();
         assert_eq!(body["system"][0]["cache_control"], CACHE());
         assert_eq!(body["tools"][1]["cache_control"], CACHE());
         assert!(body["tools"][0].get("cache_control").is_none());
@@ -551,5 +611,137 @@ mod tests {
         );
         assert_eq!(body["thinking"]["budget_tokens"], 2048);
         assert_eq!(body["stream"], true);
+    }
+
+    /// The body as it was built before the history kept its encodings: one `Value` for the
+    /// whole request. The bytes sent must not change, or the cached prefix would.
+    fn whole_value_body(model: &str, request: &ModelRequest<'_>, thinking: Option<u32>) -> Vec<u8> {
+        let mut tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "name": tool.name,
+                    "description": tool.description,
+                    "input_schema": tool.input_schema,
+                })
+            })
+            .collect();
+        if let Some(Value::Object(last)) = tools.last_mut() {
+            last.insert("cache_control".into(), CACHE());
+        }
+        let mut messages: Vec<Value> = request
+            .messages
+            .iter()
+            .map(|message| serde_json::to_value(message).unwrap())
+            .collect();
+        if let Some(Value::Object(block)) = messages
+            .last_mut()
+            .and_then(|message| message.get_mut("content"))
+            .and_then(Value::as_array_mut)
+            .and_then(|blocks| blocks.last_mut())
+        {
+            block.insert("cache_control".into(), CACHE());
+        }
+        let mut body = json!({
+            "model": model,
+            "max_tokens": request.max_tokens,
+            "stream": true,
+            "system": [{"type": "text", "text": request.system, "cache_control": CACHE()}],
+            "messages": messages,
+        });
+        if !tools.is_empty() {
+            body["tools"] = Value::Array(tools);
+        }
+        if let Some(budget) = thinking {
+            body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+        }
+        serde_json::to_vec(&body).unwrap()
+    }
+
+    /// Every kind of block, in every position, with and without tools and thinking, and the
+    /// history grown turn by turn (so earlier messages' kept bytes are reused).
+    #[test]
+    fn the_body_is_byte_for_byte_the_whole_value_encoding() {
+        let tools = vec![ToolSpec {
+            name: "Read".into(),
+            description: "reads \"files\"\n".into(),
+            input_schema: json!({"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}),
+        }];
+        let turns = [
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    ContentBlock::Thinking {
+                        thinking: "hm".into(),
+                        signature: "sig".into(),
+                    },
+                    ContentBlock::Text {
+                        text: "Let me\tlook ü".into(),
+                    },
+                    ContentBlock::ToolUse {
+                        id: "toolu_1".into(),
+                        name: "Read".into(),
+                        input: json!({"z": 1, "a": [1.5, null, {"y": "</x>"}]}),
+                    },
+                ],
+            },
+            Message {
+                role: Role::User,
+                content: vec![
+                    ContentBlock::ToolResult {
+                        tool_use_id: "toolu_1".into(),
+                        content: "line\n\u{1}".into(),
+                        is_error: true,
+                    },
+                    ContentBlock::Text {
+                        text: "<system-reminder>x</system-reminder>".into(),
+                    },
+                ],
+            },
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::RedactedThinking { data: "d".into() }],
+            },
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::ToolResult {
+                    tool_use_id: "toolu_2".into(),
+                    content: String::new(),
+                    is_error: false,
+                }],
+            },
+            Message {
+                role: Role::User,
+                content: vec![],
+            },
+        ];
+        for (tools, thinking) in [(&tools[..], Some(1024)), (&[][..], None)] {
+            let mut history = History::new(vec![Message::user_text("go \"now\"")]);
+            for turn in turns.iter().cloned() {
+                let request = ModelRequest {
+                    system: "sys\n",
+                    messages: &history,
+                    tools,
+                    max_tokens: 300,
+                };
+                assert_eq!(
+                    String::from_utf8(request_body("claude-x", &request, thinking)).unwrap(),
+                    String::from_utf8(whole_value_body("claude-x", &request, thinking)).unwrap()
+                );
+                history.push(turn);
+            }
+        }
+        let empty = History::default();
+        let request = ModelRequest {
+            system: "",
+            messages: &empty,
+            tools: &tools,
+            max_tokens: 1,
+        };
+        assert_eq!(
+            request_body("m", &request, None),
+            whole_value_body("m", &request, None)
+        );
     }
 }

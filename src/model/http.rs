@@ -177,12 +177,12 @@ impl HttpTransport {
     pub async fn stream<P: SseParser>(
         &self,
         url: &str,
-        body: &Value,
+        body: Vec<u8>,
         new_parser: impl Fn() -> P,
         events: &EventSink,
     ) -> Result<ModelResponse, ProviderError> {
-        let body = serde_json::to_vec(body)
-            .map_err(|err| ProviderError::Setup(format!("cannot encode the request: {err}")))?;
+        // Shared by every attempt without a copy.
+        let body = bytes::Bytes::from(body);
         let policy = self.settings.retries;
         let mut attempt = 0;
         loop {
@@ -224,7 +224,7 @@ impl HttpTransport {
     async fn attempt<P: SseParser>(
         &self,
         url: &str,
-        body: &[u8],
+        body: &bytes::Bytes,
         parser: P,
     ) -> Result<ModelResponse, Failure> {
         let timeouts = self.settings.timeouts;
@@ -245,7 +245,7 @@ impl HttpTransport {
     async fn exchange<P: SseParser>(
         &self,
         url: &str,
-        body: &[u8],
+        body: &bytes::Bytes,
         mut parser: P,
         first_deadline: Instant,
     ) -> Result<ModelResponse, Failure> {
@@ -263,7 +263,7 @@ impl HttpTransport {
             .client
             .post(url)
             .headers(self.headers.clone())
-            .body(body.to_vec())
+            .body(body.clone())
             .send();
         let response = timeout_at(first_deadline, request)
             .await

@@ -2,6 +2,7 @@
 //! providers that turn a request into an assistant response.
 
 mod anthropic;
+mod history;
 mod http;
 mod openai;
 pub mod pricing;
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use anthropic::{AnthropicModel, AnthropicStream};
+pub use history::History;
 pub use http::{ApiKey, Failure, HttpSettings, SseParser, Timeouts, install_crypto_provider};
 pub use openai::{OpenAiModel, OpenAiStream};
 pub use pricing::Pricing;
@@ -97,7 +99,7 @@ pub struct ToolSpec {
 #[derive(Debug, Clone, Copy)]
 pub struct ModelRequest<'a> {
     pub system: &'a str,
-    pub messages: &'a [Message],
+    pub messages: &'a History,
     pub tools: &'a [ToolSpec],
     pub max_tokens: u32,
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde_json::{Value, json};
 
-use super::anthropic::tool_input;
+use super::anthropic::{tool_input, with_messages, write_json};
 use super::http::{Failure, HttpSettings, HttpTransport, SseParser};
 use super::retry::FailureCategory;
 use super::{
@@ -51,19 +51,17 @@ impl OpenAiModel {
         let body = request_body(&self.model, request, self.max_tokens_field);
         let url = self.transport.url("/chat/completions");
         self.transport
-            .stream(&url, &body, OpenAiStream::default, events)
+            .stream(&url, body, OpenAiStream::default, events)
             .await
     }
 }
 
-pub fn request_body(model: &str, request: &ModelRequest<'_>, max_tokens_field: &str) -> Value {
-    let mut messages = vec![json!({"role": "system", "content": request.system})];
-    for message in request.messages {
-        chat_messages(message, &mut messages);
-    }
+/// Each message's chat messages come from the history, encoded once per message for the
+/// whole run; the rest of the body is built as a `Value` each request.
+pub fn request_body(model: &str, request: &ModelRequest<'_>, max_tokens_field: &str) -> Vec<u8> {
     let mut body = json!({
         "model": model,
-        "messages": messages,
+        "messages": [{"role": "system", "content": request.system}],
         "stream": true,
         "stream_options": {"include_usage": true},
     });
@@ -81,7 +79,30 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>, max_tokens_field: &
             })
             .collect();
     }
-    body
+    let history = request.messages;
+    with_messages(&body, |out| {
+        for index in 0..history.len() {
+            let chat = history.chat(index, encode_chat);
+            if !chat.is_empty() {
+                out.extend_from_slice(chat);
+                out.push(b',');
+            }
+        }
+    })
+}
+
+/// One message's chat messages, comma-separated.
+fn encode_chat(message: &Message) -> Vec<u8> {
+    let mut chat = Vec::new();
+    chat_messages(message, &mut chat);
+    let mut bytes = Vec::new();
+    for (index, value) in chat.iter().enumerate() {
+        if index > 0 {
+            bytes.push(b',');
+        }
+        write_json(&mut bytes, value);
+    }
+    bytes
 }
 
 /// One conversation message as chat messages: tool results become `tool` messages, which must
@@ -296,6 +317,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
+    use crate::model::History;
 
     #[test]
     fn assembles_tool_calls_by_index_and_reads_usage() {
@@ -357,7 +379,7 @@ mod tests {
 
     #[test]
     fn results_follow_their_calls_and_text_follows_results() {
-        let messages = vec![
+        let messages = History::new(vec![
             Message::user_text("go"),
             Message {
                 role: Role::Assistant,
@@ -380,8 +402,8 @@ mod tests {
                     },
                 ],
             },
-        ];
-        let body = request_body(
+        ]);
+        let body: Value = serde_json::from_slice(&request_body(
             "m",
             &ModelRequest {
                 system: "sys",
@@ -390,7 +412,8 @@ mod tests {
                 max_tokens: 7,
             },
             "max_tokens",
-        );
+        ))
+        .unwrap();
         assert_eq!(
             body["messages"],
             json!([
@@ -405,5 +428,126 @@ mod tests {
         );
         assert_eq!(body["max_tokens"], 7);
         assert!(body.get("tools").is_none());
+    }
+
+    /// The body as it was built before the history kept its encodings: one `Value` for the
+    /// whole request, which the bytes sent must still equal.
+    fn whole_value_body(model: &str, request: &ModelRequest<'_>, field: &str) -> Vec<u8> {
+        let mut messages = vec![json!({"role": "system", "content": request.system})];
+        for message in request.messages.iter() {
+            chat_messages(message, &mut messages);
+        }
+        let mut body = json!({
+            "model": model,
+            "messages": messages,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        });
+        body[field] = json!(request.max_tokens);
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|tool| {
+                    json!({"type": "function", "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": tool.input_schema,
+                    }})
+                })
+                .collect();
+        }
+        serde_json::to_vec(&body).unwrap()
+    }
+
+    #[test]
+    fn the_body_is_byte_for_byte_the_whole_value_encoding() {
+        let tools = [crate::model::ToolSpec {
+            name: "Grep".into(),
+            description: "searches \"text\"".into(),
+            input_schema: json!({"type": "object", "properties": {"pattern": {"type": "string"}}}),
+        }];
+        let turns = [
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    ContentBlock::Thinking {
+                        thinking: "t".into(),
+                        signature: "s".into(),
+                    },
+                    ContentBlock::Text {
+                        text: "Looking ü\n".into(),
+                    },
+                    ContentBlock::ToolUse {
+                        id: "c1".into(),
+                        name: "Grep".into(),
+                        input: json!({"pattern": "a\"b", "z": [1, 2.5]}),
+                    },
+                    ContentBlock::ToolUse {
+                        id: "c2".into(),
+                        name: "Read".into(),
+                        input: json!({}),
+                    },
+                ],
+            },
+            Message {
+                role: Role::User,
+                content: vec![
+                    ContentBlock::ToolResult {
+                        tool_use_id: "c1".into(),
+                        content: "x".into(),
+                        is_error: false,
+                    },
+                    ContentBlock::ToolResult {
+                        tool_use_id: "c2".into(),
+                        content: "denied".into(),
+                        is_error: true,
+                    },
+                    ContentBlock::Text {
+                        text: "reminder".into(),
+                    },
+                ],
+            },
+            Message {
+                role: Role::User,
+                content: vec![],
+            },
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::Text {
+                    text: "done".into(),
+                }],
+            },
+        ];
+        for (tools, field) in [
+            (&tools[..], "max_completion_tokens"),
+            (&[][..], "max_tokens"),
+        ] {
+            let mut history = History::new(vec![Message::user_text("go")]);
+            for turn in turns.iter().cloned() {
+                let request = ModelRequest {
+                    system: "sys \"x\"",
+                    messages: &history,
+                    tools,
+                    max_tokens: 9,
+                };
+                assert_eq!(
+                    String::from_utf8(request_body("m", &request, field)).unwrap(),
+                    String::from_utf8(whole_value_body("m", &request, field)).unwrap()
+                );
+                history.push(turn);
+            }
+        }
+        let empty = History::default();
+        let request = ModelRequest {
+            system: "",
+            messages: &empty,
+            tools: &[],
+            max_tokens: 1,
+        };
+        assert_eq!(
+            request_body("m", &request, "max_tokens"),
+            whole_value_body("m", &request, "max_tokens")
+        );
     }
 }

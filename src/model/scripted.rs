@@ -155,9 +155,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::model::Message;
+    use crate::model::{History, Message};
 
-    fn request(messages: &[Message]) -> ModelRequest<'_> {
+    fn request(messages: &History) -> ModelRequest<'_> {
         ModelRequest {
             system: "",
             messages,
@@ -175,7 +175,7 @@ mod tests {
                 input: json!({"file_path": "a"}),
             },
         ]]));
-        let history = vec![Message::user_text("go")];
+        let history = History::new(vec![Message::user_text("go")]);
         let response = model.complete(&request(&history)).unwrap();
         assert_eq!(response.stop_reason, StopReason::ToolUse);
         assert!(
@@ -205,7 +205,7 @@ mod tests {
         let mut model = ScriptedModel::new(ScriptedTurns(vec![vec![ScriptedBlock::Text(
             "done".into(),
         )]]));
-        let history = vec![
+        let history = History::new(vec![
             Message::user_text("go"),
             Message {
                 role: Role::Assistant,
@@ -216,7 +216,7 @@ mod tests {
                 }],
             },
             Message::user_text("no result here"),
-        ];
+        ]);
         assert!(matches!(
             model.complete(&request(&history)),
             Err(ProviderError::Protocol(_))

@@ -71,8 +71,7 @@ impl Tool for SkillTool {
                 "skill": {"type": "string", "enum": names},
                 "arguments": {"type": "string", "description": "What to apply it to, if anything"}
             },
-            "required": ["skill"],
-            "additionalProperties": false
+            "required": ["skill"]
         })
     }
 

@@ -47,8 +47,7 @@ impl Tool for AgentTool {
                 "prompt": {"type": "string", "description": "The whole job, self-contained"},
                 "subagent_type": {"type": "string", "enum": ["explore", "general"]}
             },
-            "required": ["description", "prompt", "subagent_type"],
-            "additionalProperties": false
+            "required": ["description", "prompt", "subagent_type"]
         })
     }
 

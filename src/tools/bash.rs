@@ -57,8 +57,7 @@ impl Tool for BashTool {
                 "timeout": {"type": "integer", "minimum": 1, "maximum": 600000, "description": "Timeout in milliseconds"},
                 "description": {"type": "string", "description": "What the command does, in a few words"}
             },
-            "required": ["command"],
-            "additionalProperties": false
+            "required": ["command"]
         })
     }
 

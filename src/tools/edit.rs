@@ -38,13 +38,12 @@ impl Tool for EditTool {
         json!({
             "type": "object",
             "properties": {
-                "file_path": {"type": "string", "description": "Path to the file, absolute or relative to the workdir"},
+                "file_path": {"type": "string", "description": "Path to the file"},
                 "old_string": {"type": "string", "description": "Exact text to replace"},
                 "new_string": {"type": "string", "description": "Replacement text"},
                 "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)"}
             },
-            "required": ["file_path", "old_string", "new_string"],
-            "additionalProperties": false
+            "required": ["file_path", "old_string", "new_string"]
         })
     }
 

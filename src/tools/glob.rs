@@ -42,8 +42,7 @@ impl Tool for GlobTool {
                 "pattern": {"type": "string", "description": "Glob pattern relative to path; `**` crosses folders, `*` does not"},
                 "path": {"type": "string", "description": "Folder to search (default: the workdir)"}
             },
-            "required": ["pattern"],
-            "additionalProperties": false
+            "required": ["pattern"]
         })
     }
 

@@ -72,8 +72,7 @@ impl Tool for GrepTool {
                 "-n": {"type": "boolean", "description": "Line numbers in content mode (default true)"},
                 "head_limit": {"type": "integer", "minimum": 1, "description": "At most this many output lines (default 500)"}
             },
-            "required": ["pattern"],
-            "additionalProperties": false
+            "required": ["pattern"]
         })
     }
 

@@ -45,12 +45,11 @@ impl Tool for ReadTool {
         json!({
             "type": "object",
             "properties": {
-                "file_path": {"type": "string", "description": "Path to the file, absolute or relative to the workdir"},
+                "file_path": {"type": "string", "description": "Path to the file"},
                 "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)"},
                 "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read (default 2000)"}
             },
-            "required": ["file_path"],
-            "additionalProperties": false
+            "required": ["file_path"]
         })
     }
 

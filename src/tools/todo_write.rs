@@ -47,13 +47,11 @@ impl Tool for TodoWriteTool {
                             "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
                             "activeForm": {"type": "string", "minLength": 1, "description": "Shown while in progress: \"Running the tests\""}
                         },
-                        "required": ["content", "status", "activeForm"],
-                        "additionalProperties": false
+                        "required": ["content", "status", "activeForm"]
                     }
                 }
             },
-            "required": ["todos"],
-            "additionalProperties": false
+            "required": ["todos"]
         })
     }
 

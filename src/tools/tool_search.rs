@@ -41,8 +41,7 @@ impl Tool for ToolSearchTool {
                 "query": {"type": "string", "minLength": 1, "description": "`select:Name1,Name2`, or keywords"},
                 "max_results": {"type": "integer", "minimum": 1, "description": "Keyword search: at most this many tools (default 5)"}
             },
-            "required": ["query"],
-            "additionalProperties": false
+            "required": ["query"]
         })
     }
 

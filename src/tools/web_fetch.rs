@@ -64,8 +64,7 @@ impl Tool for WebFetchTool {
                 "url": {"type": "string", "description": "An http:// or https:// URL"},
                 "prompt": {"type": "string", "description": "What you want to learn from the page"}
             },
-            "required": ["url", "prompt"],
-            "additionalProperties": false
+            "required": ["url", "prompt"]
         })
     }
 

@@ -35,11 +35,10 @@ impl Tool for WriteTool {
         json!({
             "type": "object",
             "properties": {
-                "file_path": {"type": "string", "description": "Path to the file, absolute or relative to the workdir"},
+                "file_path": {"type": "string", "description": "Path to the file"},
                 "content": {"type": "string", "description": "The whole new content"}
             },
-            "required": ["file_path", "content"],
-            "additionalProperties": false
+            "required": ["file_path", "content"]
         })
     }
 

@@ -10,6 +10,9 @@ use serde_json::{Value, json};
 use crate::support::fake_model::{Api, Block, FakeModel, Reply, Tokens, text, tool, turn};
 use crate::support::{Finished, Run};
 
+#[path = "../../benches/support/request_parts.rs"]
+mod request_parts;
+
 const KEY: &str = "sk-economy-test-key";
 
 /// Runs a task whose `rest` sets tools, permissions and limits, against `server`.
@@ -470,4 +473,39 @@ async fn hostile_pages_end_as_results_and_the_run_goes_on() {
         let page = result_in_history(&server, &format!("toolu_02_{index}"));
         assert!(page.contains("deepest words"), "{}: {page:.300}", path);
     }
+}
+
+/// The first request of a run with the default tools, part by part, and the reminders a
+/// two-item todo list adds (full, then sparse), against `benches/request-budget.toml`: a part
+/// that grows past its budget fails here until the budget is raised on purpose.
+#[tokio::test]
+async fn the_first_request_and_the_reminders_stay_within_their_budget() {
+    let server = FakeModel::start(
+        KEY,
+        vec![
+            reply(vec![todos(&["in_progress", "pending"])], tokens(10, 0)),
+            reply(vec![tool("Glob", json!({"pattern": "*"}))], tokens(10, 0)),
+            reply(vec![tool("Glob", json!({"pattern": "*"}))], tokens(10, 0)),
+            reply(vec![text("Done.")], tokens(10, 0)),
+        ],
+    )
+    .await;
+    let run = run_task(&server, "").await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let requests = server.requests();
+    let mut measured = request_parts::first_request(&requests[0].body);
+    let reminders: Vec<usize> = requests[1..3]
+        .iter()
+        .flat_map(|request| request_parts::reminders(&request.body))
+        .collect();
+    assert_eq!(reminders.len(), 2, "a full reminder, then a sparse one");
+    measured.push(("reminder, full (two items)".into(), reminders[0]));
+    measured.push(("reminder, sparse".into(), reminders[1]));
+    let problems = request_parts::over_budget(&measured);
+    assert!(
+        problems.is_empty(),
+        "the request grew past benches/request-budget.toml (raise a budget there only if the \
+         growth is meant):\n{}\nmeasured: {measured:?}",
+        problems.join("\n")
+    );
 }
