@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use super::progress::{Display, RunProgress, Stderr};
 use super::{FailOnArg, InputFormat, OutputFormat, ReportFormat, RunArgs};
 use crate::agent::{self, RunSpec};
 use crate::base::{AbortHandle, AbortReason};
@@ -21,8 +22,11 @@ use crate::session::{self, RunOptions, Session};
 use crate::task::FailOnSet;
 use crate::transcript::{Outcome, StreamFormat, StreamOutput};
 
-pub fn run(args: RunArgs, redactor: Arc<Redactor>) -> Result<ExitCode> {
-    let options = run_options(&args);
+pub fn run(args: RunArgs, redactor: Arc<Redactor>, stderr: Stderr) -> Result<ExitCode> {
+    let mut options = run_options(&args);
+    options.observer = Display::choose(args.quiet).map(|display| {
+        Box::new(RunProgress::start(display, stderr)) as Box<dyn crate::transcript::Observer>
+    });
     let Session { spec, provider } = session::assemble(options, redactor)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -69,6 +73,7 @@ fn run_options(args: &RunArgs) -> RunOptions {
             OutputFormat::StreamJson => Some(StreamFormat::StreamJson),
         }
         .map(|format| StreamOutput::new(format, Box::new(std::io::stdout()))),
+        observer: None,
     }
 }
 
