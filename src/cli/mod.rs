@@ -463,3 +463,60 @@ impl std::io::Write for RedactingStderr {
         std::io::Write::flush(&mut std::io::stderr())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tracing::Level;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    use super::log_filter;
+
+    /// Whether an event of `level` from `target` would be logged under RUST_LOG and `-v`s.
+    fn logged(rust_log: Option<&str>, verbose: u8, target: &str, level: Level) -> bool {
+        let (filter, _) = log_filter(rust_log, verbose);
+        let subscriber = tracing_subscriber::registry().with(filter);
+        tracing::subscriber::with_default(subscriber, || match (target, level) {
+            ("tollgate", Level::INFO) => tracing::enabled!(target: "tollgate::model", Level::INFO),
+            ("tollgate", Level::DEBUG) => {
+                tracing::enabled!(target: "tollgate::model", Level::DEBUG)
+            }
+            ("tollgate", Level::WARN) => tracing::enabled!(target: "tollgate::model", Level::WARN),
+            ("hyper", Level::DEBUG) => tracing::enabled!(target: "hyper::client", Level::DEBUG),
+            ("hyper", Level::WARN) => tracing::enabled!(target: "hyper::client", Level::WARN),
+            other => panic!("no probe for {other:?}"),
+        })
+    }
+
+    #[test]
+    fn each_v_raises_tollgate_s_own_level_on_top_of_rust_log() {
+        let table = [
+            (None, 0, "tollgate", Level::WARN, true),
+            (None, 0, "tollgate", Level::INFO, false),
+            (None, 1, "tollgate", Level::INFO, true),
+            (None, 1, "tollgate", Level::DEBUG, false),
+            (None, 1, "hyper", Level::DEBUG, false),
+            (None, 2, "tollgate", Level::DEBUG, true),
+            (None, 3, "hyper", Level::DEBUG, true),
+            (Some(""), 0, "tollgate", Level::INFO, false),
+            (Some("debug"), 0, "tollgate", Level::DEBUG, true),
+            (Some("debug"), 0, "hyper", Level::DEBUG, true),
+            (Some("hyper=debug"), 1, "hyper", Level::DEBUG, true),
+            (Some("hyper=debug"), 1, "tollgate", Level::INFO, true),
+            // -v wins over a lower level RUST_LOG gives tollgate itself.
+            (Some("tollgate=warn"), 1, "tollgate", Level::INFO, true),
+            (Some("error"), 0, "tollgate", Level::WARN, false),
+            // A RUST_LOG that does not parse is replaced by the default.
+            (Some("tollgate=loud"), 0, "tollgate", Level::WARN, true),
+            (Some("tollgate=loud"), 0, "tollgate", Level::INFO, false),
+        ];
+        for (rust_log, verbose, target, level, want) in table {
+            assert_eq!(
+                logged(rust_log, verbose, target, level),
+                want,
+                "RUST_LOG={rust_log:?} -v×{verbose} {target} {level}"
+            );
+        }
+        assert!(log_filter(Some("tollgate=loud"), 0).1.is_some());
+        assert!(log_filter(Some("tollgate=info"), 0).1.is_none());
+    }
+}

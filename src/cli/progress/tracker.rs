@@ -51,6 +51,8 @@ struct CallState {
     decision: Option<String>,
     /// A refusal's reason, said after the outcome.
     refusal: Option<String>,
+    /// Allowed, so it ran and its duration means something.
+    ran: bool,
 }
 
 /// The sub-agent whose conversation the events belong to now.
@@ -172,6 +174,7 @@ impl Tracker {
                         label: label(tool, input),
                         decision: None,
                         refusal: None,
+                        ran: false,
                     },
                 ));
                 None
@@ -181,6 +184,7 @@ impl Tracker {
                     call.decision = Some(decision_text(decision));
                     call.refusal =
                         (!decision.is_allow()).then(|| clip(&decision.reason, REASON_CHARS));
+                    call.ran = decision.is_allow();
                 }
                 if decision.is_allow() {
                     self.running.push(id.clone());
@@ -205,21 +209,19 @@ impl Tracker {
                     .iter()
                     .position(|(known, _)| known == id)
                     .map(|index| self.calls.remove(index).1);
-                let (label, decision, refusal) = match call {
+                let (label, decision, refusal, ran) = match call {
                     Some(call) => (
                         call.label,
                         call.decision.unwrap_or_else(|| "not run".to_string()),
                         call.refusal,
+                        call.ran,
                     ),
-                    None => (tool.clone(), "not run".to_string(), None),
+                    None => (tool.clone(), "not run".to_string(), None, false),
                 };
-                let took = match status {
-                    ResultStatus::Success | ResultStatus::Error | ResultStatus::Cancelled
-                        if *duration_ms > 0 =>
-                    {
-                        format!(" in {}", duration(Duration::from_millis(*duration_ms)))
-                    }
-                    _ => String::new(),
+                let took = if ran {
+                    format!(" in {}", duration(Duration::from_millis(*duration_ms)))
+                } else {
+                    String::new()
                 };
                 let detail = match status {
                     ResultStatus::Error => first_line(content),
