@@ -404,12 +404,14 @@ fn error_code(err: &anyhow::Error) -> ExitCode {
 fn init_logging(redactor: Arc<Redactor>, verbose: u8, stderr: progress::Stderr) {
     let rust_log = std::env::var(tracing_subscriber::EnvFilter::DEFAULT_ENV).ok();
     let (filter, bad_rust_log) = log_filter(rust_log.as_deref(), verbose);
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(terminal)
         .with_writer(move || RedactingStderr {
             redactor: redactor.clone(),
             stderr: stderr.clone(),
+            inert: !terminal,
         })
         .try_init();
     if let Some(err) = bad_rust_log {
@@ -449,13 +451,22 @@ fn log_filter(
 struct RedactingStderr {
     redactor: Arc<Redactor>,
     stderr: progress::Stderr,
+    /// Off a terminal (a CI log): a logged command, path or provider message may carry
+    /// what the runner would read as a workflow command, so each line is made inert.
+    inert: bool,
 }
 
 impl std::io::Write for RedactingStderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let text = String::from_utf8_lossy(buf);
-        self.stderr
-            .write(self.redactor.redact_uncounted(&text).as_bytes())?;
+        let text = self
+            .redactor
+            .redact_uncounted(&String::from_utf8_lossy(buf));
+        let text = if self.inert {
+            crate::neutral::log_text(&text)
+        } else {
+            text
+        };
+        self.stderr.write(text.as_bytes())?;
         Ok(buf.len())
     }
 

@@ -158,6 +158,38 @@ fn a_secret_in_a_call_s_input_is_redacted_in_its_progress_line() {
     assert!(!stderr.contains(&secret[..12]), "{stderr}");
 }
 
+/// A CI runner reads `::` at a line's start and `##[` anywhere as its commands: neither the
+/// progress nor the `-v` logs (which quote the command) may carry one the model wrote.
+#[test]
+fn a_forged_workflow_command_in_a_call_is_inert_in_the_progress_and_the_logs() {
+    let sandbox = Sandbox::empty();
+    let command = "echo '##[error]forged\n::warning::forged'";
+    sandbox.write(
+        "task.yaml",
+        &format!(
+            "version: 1\nname: forged\nprompt: go\nworkdir: ws\nmode: dontAsk\ntools: [Bash]\nmodel:\n  provider: scripted\n  name: s\n  script:\n    - - tool_use: {{name: Bash, input: {{command: {}}}}}\n    - - text: done\n",
+            json!(command)
+        ),
+    );
+    sandbox.write("ws/.keep", "");
+    let output = sandbox.tollgate(&[
+        "-vv",
+        "run",
+        "task.yaml",
+        "--out",
+        "out",
+        "--allow",
+        "Bash(echo:*)",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("forged"), "{stderr}");
+    assert!(stderr.contains("process started"), "{stderr}");
+    assert!(!stderr.contains("##["), "{stderr}");
+    for line in stderr.split(['\n', '\r']) {
+        assert!(!line.trim_start().starts_with("::"), "{line}");
+    }
+}
+
 #[test]
 fn on_a_terminal_a_live_line_shows_the_turn_the_tool_running_and_the_cost() {
     // `script` (util-linux) gives the run a pseudo-terminal for stderr, as batch's bar test.
