@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use super::progress::{Display, RunProgress, Stderr};
+use super::progress::{RunProgress, Stderr, View};
 use super::{FailOnArg, InputFormat, OutputFormat, ReportFormat, RunArgs};
 use crate::agent::{self, RunSpec};
 use crate::base::{AbortHandle, AbortReason};
@@ -24,8 +24,8 @@ use crate::transcript::{Outcome, StreamFormat, StreamOutput};
 
 pub fn run(args: RunArgs, redactor: Arc<Redactor>, stderr: Stderr) -> Result<ExitCode> {
     let mut options = run_options(&args);
-    options.observer = Display::choose(args.quiet).map(|display| {
-        Box::new(RunProgress::start(display, stderr)) as Box<dyn crate::transcript::Observer>
+    options.observer = View::choose(args.quiet).map(|view| {
+        Box::new(RunProgress::start(view, stderr)) as Box<dyn crate::transcript::Observer>
     });
     let Session { spec, provider } = session::assemble(options, redactor)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

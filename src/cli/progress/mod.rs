@@ -20,22 +20,22 @@ use crate::transcript::{Observer, RecordedLine};
 /// How often the live line is redrawn while nothing happens, so its clock keeps moving.
 const TICK: Duration = Duration::from_millis(200);
 
-/// Where the progress goes: chosen once, from `--quiet` and whether stderr is a terminal.
+/// How the progress is shown: chosen once, from `--quiet` and whether stderr is a terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Display {
+pub enum View {
     Live,
     Plain,
 }
 
-impl Display {
+impl View {
     /// `None` under `--quiet`.
-    pub fn choose(quiet: bool) -> Option<Display> {
+    pub fn choose(quiet: bool) -> Option<View> {
         if quiet {
             None
         } else if std::io::stderr().is_terminal() {
-            Some(Display::Live)
+            Some(View::Live)
         } else {
-            Some(Display::Plain)
+            Some(View::Plain)
         }
     }
 }
@@ -48,17 +48,17 @@ pub struct RunProgress {
 
 impl RunProgress {
     /// Starts showing progress; a live line is drawn at once and logs are written above it.
-    pub fn start(display: Display, stderr: Stderr) -> RunProgress {
+    pub fn start(view: View, stderr: Stderr) -> RunProgress {
         let tracker = Tracker::default();
-        let bar = match display {
-            Display::Live => {
+        let bar = match view {
+            View::Live => {
                 let bar = live_line();
                 bar.set_message(tracker.status());
                 bar.enable_steady_tick(TICK);
                 stderr.attach(bar.clone());
                 Some(bar)
             }
-            Display::Plain => None,
+            View::Plain => None,
         };
         RunProgress {
             tracker,

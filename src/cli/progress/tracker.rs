@@ -333,7 +333,8 @@ impl Tracker {
             Activity::Starting => "starting".to_string(),
             Activity::Asking => "asking the model".to_string(),
             Activity::Retrying { attempt, max } => format!("retrying the model ({attempt}/{max})"),
-            Activity::Tools => match self.running.first().and_then(|id| self.call(id)) {
+            // The latest: inside a sub-agent, its call rather than the Agent call around it.
+            Activity::Tools => match self.running.last().and_then(|id| self.call(id)) {
                 Some(call) if self.running.len() > 1 => {
                     format!("{} (+{} more)", call.label, self.running.len() - 1)
                 }
@@ -653,11 +654,14 @@ mod tests {
         tracker.observe(&decision("b", "Grep", "allow", "1c", None), now);
         assert_eq!(
             tracker.status(),
-            "turn 3/20, Bash(cargo test) (+1 more), $0.5000 so far"
+            "turn 3/20, Grep(fn main) (+1 more), $0.5000 so far"
+        );
+        tracker.observe(&result("b", "Grep", "success", "", 5), now);
+        assert_eq!(
+            tracker.status(),
+            "turn 3/20, Bash(cargo test), $0.5000 so far"
         );
         tracker.observe(&result("a", "Bash", "success", "", 5), now);
-        assert_eq!(tracker.status(), "turn 3/20, Grep(fn main), $0.5000 so far");
-        tracker.observe(&result("b", "Grep", "success", "", 5), now);
         assert_eq!(tracker.status(), "turn 3/20, tools done, $0.5000 so far");
         tracker.observe(&request(4), now);
         tracker.observe(&answer(4, &[], Some(0.25)), now);
