@@ -24,7 +24,8 @@ use crate::transcript::{Outcome, StreamFormat, StreamOutput};
 
 pub fn run(args: RunArgs, redactor: Arc<Redactor>, stderr: Stderr) -> Result<ExitCode> {
     let mut options = run_options(&args);
-    options.observer = View::choose(args.quiet).map(|view| {
+    let streaming = args.output_format == OutputFormat::StreamJson;
+    options.observer = View::choose(args.quiet, streaming).map(|view| {
         Box::new(RunProgress::start(view, stderr)) as Box<dyn crate::transcript::Observer>
     });
     let Session { spec, provider } = session::assemble(options, redactor)?;

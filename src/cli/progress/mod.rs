@@ -28,11 +28,13 @@ pub enum View {
 }
 
 impl View {
-    /// `None` under `--quiet`.
-    pub fn choose(quiet: bool) -> Option<View> {
+    /// `None` under `--quiet`. `streaming`: stdout gets lines while the run goes on; on the
+    /// same terminal they would be drawn over, so the progress is plain lines then.
+    pub fn choose(quiet: bool, streaming: bool) -> Option<View> {
+        let shared = streaming && std::io::stdout().is_terminal();
         if quiet {
             None
-        } else if std::io::stderr().is_terminal() {
+        } else if std::io::stderr().is_terminal() && !shared {
             Some(View::Live)
         } else {
             Some(View::Plain)
