@@ -50,6 +50,8 @@ pub use mcp_servers::{
 pub use mode::{PermissionMode, UnknownMode};
 pub use path_pattern::{PathBases, PathPattern};
 pub use rule::{DomainPattern, Rule, RuleContent, RuleError, RuleKind};
+#[cfg(test)]
+pub(crate) use rule_set::test_source;
 pub use rule_set::{PolicySource, RuleSet, SourceKind};
 pub use sandbox_config::{
     Caches, DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, Placement, PolicyPath,

@@ -413,20 +413,7 @@ pub fn mcp_in_force(sources: &[PolicySource], task: &Task, workdir: &Path) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn source(kind: SourceKind, yaml: &str) -> PolicySource {
-        let file = format!("{kind:?}.yaml");
-        let policy = Policy::parse(
-            yaml,
-            PolicyOrigin {
-                file: Path::new(&file),
-                dir: Path::new("/p"),
-                home: None,
-            },
-        )
-        .unwrap();
-        PolicySource { kind, policy }
-    }
+    use crate::policy::test_source as source;
 
     fn hook(name: &str) -> String {
         format!("hooks:\n  - {{event: PreToolUse, command: {name}}}\n")

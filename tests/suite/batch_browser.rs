@@ -4,7 +4,6 @@
 //! chromium is not installed; `.ci/run` installs it and requires the check.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -93,8 +92,7 @@ async fn the_merged_html_report_reads_back_in_a_real_browser_and_sorts_on_a_clic
     };
     tamper("r00", "javascript:document.title='pwned'");
     tamper("r01", "https://forge.example/o/r01/pull/1");
-    let merge = Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .current_dir(fleet.path())
+    let merge = crate::support::tollgate_in(fleet.path())
         .args(["report", "merge", "shard1", "shard2", "--out", "merged"])
         .output()
         .unwrap();

@@ -7,21 +7,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Sandbox, assert_every_tool_use_answered_once, events, transcript};
+use crate::support::{
+    Sandbox, assert_every_tool_use_answered_once, events, tollgate_in, transcript, wait_for_text,
+};
 
 const TASK_HEAD: &str = "version: 1\nname: t\nprompt: go\nmode: dontAsk\nworkdir: ws\n";
-
-/// Waits (bounded) until the transcript holds `needle`.
-fn wait_for(path: &std::path::Path, needle: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .contains(needle)
-    {
-        assert!(Instant::now() < deadline, "the run never wrote {needle}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 #[test]
 fn sigterm_with_calls_queued_answers_each_and_records_the_interrupt() {
@@ -38,15 +28,14 @@ fn sigterm_with_calls_queued_answers_each_and_records_the_interrupt() {
             "{TASK_HEAD}model:\n  provider: scripted\n  script:\n    - - tool_use: {{name: Bash, input: {{command: sleep 60}}}}\n      - tool_use: {{name: Write, input: {{file_path: a.txt, content: x}}}}\n      - tool_use: {{name: Read, input: {{file_path: b.txt}}}}\n    - - text: never reached\n"
         ),
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    let mut child = tollgate_in(sandbox.path())
         .args(["run", "t.yaml", "--policy", "p.yaml", "--out", "out"])
-        .current_dir(sandbox.path())
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
     let transcript_path = sandbox.path().join("out/transcript.jsonl");
     // The Write waits for the running Bash: only one decision is written before the stop.
-    wait_for(&transcript_path, "\"permission_decision\"");
+    wait_for_text(&transcript_path, "\"permission_decision\"");
     let started = Instant::now();
     unsafe { libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGTERM) };
     assert_eq!(child.wait().unwrap().code(), Some(143));
@@ -104,7 +93,7 @@ fn a_message_queued_while_a_block_tool_runs_goes_into_the_next_round() {
             "{TASK_HEAD}model:\n  provider: scripted\n  script:\n    - - tool_use: {{name: Bash, input: {{command: cat pipe}}}}\n    - - text: done\n"
         ),
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    let mut child = tollgate_in(sandbox.path())
         .args([
             "run",
             "t.yaml",
@@ -117,7 +106,6 @@ fn a_message_queued_while_a_block_tool_runs_goes_into_the_next_round() {
             "--output-format",
             "stream-json",
         ])
-        .current_dir(sandbox.path())
         .env("RUST_LOG", "tollgate=info")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -126,7 +114,7 @@ fn a_message_queued_while_a_block_tool_runs_goes_into_the_next_round() {
         .unwrap();
     let transcript_path = sandbox.path().join("out/transcript.jsonl");
     // Bash is a `block` tool: while `cat` waits on the FIFO, the message must only queue.
-    wait_for(&transcript_path, "\"permission_decision\"");
+    wait_for_text(&transcript_path, "\"permission_decision\"");
     let mut stdin = child.stdin.take().unwrap();
     writeln!(
         stdin,
