@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::suite::providers::{KEY, done_turn, model_block, read_turn, run_task_with};
 use crate::support::Sandbox;
 use crate::support::fake_model::{Api, FakeModel};
+use crate::support::runs::{Finished, Run};
 
 /// One turn of three calls (allowed, denied by a rule, allowed but failing), a final answer,
 /// and a check that passes and one that fails.
@@ -36,11 +37,14 @@ checks:
     run: "false"
 "#;
 
-fn progress_run() -> Sandbox {
-    let sandbox = Sandbox::empty();
-    sandbox.write("task.yaml", TASK);
-    sandbox.write("ws/notes.txt", "notes\n");
-    sandbox
+/// `tollgate run` of [`TASK`] with `args`, `echo` allowed and `rm` denied.
+fn progress_run(args: &[&str]) -> Finished {
+    Run::new()
+        .file("ws/notes.txt", "notes\n")
+        .task(TASK)
+        .args(RULES)
+        .args(args)
+        .finish()
 }
 
 const RULES: [&str; 4] = ["--allow", "Bash(echo:*)", "--deny", "Bash(rm:*)"];
@@ -62,15 +66,11 @@ fn normalised(stderr: &str, dir: &std::path::Path) -> Vec<String> {
 
 #[test]
 fn on_a_log_each_turn_call_and_check_gets_one_plain_line_on_stderr() {
-    let sandbox = progress_run();
-    let mut args = vec!["run", "task.yaml", "--out", "out"];
-    args.extend(RULES);
-    let output = sandbox.tollgate(&args);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    let run = progress_run(&[]);
+    let (stdout, stderr) = (&run.stdout, &run.stderr);
+    assert_eq!(run.code, 1, "{stdout}\n{stderr}");
     pretty_assertions::assert_eq!(
-        normalised(&stderr, sandbox.path()),
+        normalised(stderr, &run.dir),
         [
             "tollgate run: started <id>: task `progress`, model scripted/s, mode dontAsk, at most 5 turns",
             "tollgate run: turn 1: model answered in <t>: 3 tool calls, $0.0000 so far",
@@ -97,37 +97,24 @@ fn on_a_log_each_turn_call_and_check_gets_one_plain_line_on_stderr() {
 
 #[test]
 fn quiet_silences_the_progress_and_json_output_keeps_stdout_to_the_result() {
-    let sandbox = progress_run();
-    let mut args = vec!["run", "task.yaml", "--out", "out", "--quiet"];
-    args.extend(RULES);
-    let quiet = sandbox.tollgate(&args);
-    assert_eq!(quiet.status.code(), Some(1));
-    assert_eq!(String::from_utf8_lossy(&quiet.stderr), "");
-    assert!(String::from_utf8_lossy(&quiet.stdout).starts_with("tollgate: progress"));
-
-    let mut args = vec![
-        "run",
-        "task.yaml",
-        "--out",
-        "out2",
-        "--output-format",
-        "json",
-    ];
-    args.extend(RULES);
-    let json = sandbox.tollgate(&args);
-    let stdout = String::from_utf8_lossy(&json.stdout);
-    let result: Value =
-        serde_json::from_str(&stdout).unwrap_or_else(|err| panic!("{err}: {stdout}"));
-    assert_eq!(result["type"], "result");
-    let stderr = String::from_utf8_lossy(&json.stderr);
-    assert_eq!(
-        stderr
-            .lines()
-            .filter(|l| l.starts_with("tollgate run: "))
-            .count(),
-        9,
-        "{stderr}"
+    let quiet = progress_run(&["--quiet"]);
+    assert_eq!(quiet.code, 1);
+    assert_eq!(quiet.stderr, "");
+    assert!(
+        quiet.stdout.starts_with("tollgate: progress"),
+        "{}",
+        quiet.stdout
     );
+
+    let json = progress_run(&["--output-format", "json"]);
+    let result: Value =
+        serde_json::from_str(&json.stdout).unwrap_or_else(|err| panic!("{err}: {}", json.stdout));
+    assert_eq!(result["type"], "result");
+    let progress = json
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("tollgate run: "));
+    assert_eq!(progress.count(), 9, "{}", json.stderr);
 }
 
 /// A sensitive value in a call's input is redacted on stderr as in the transcript, even
@@ -135,53 +122,31 @@ fn quiet_silences_the_progress_and_json_output_keeps_stdout_to_the_result() {
 #[test]
 fn a_secret_in_a_call_s_input_is_redacted_in_its_progress_line() {
     let secret = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
-    let sandbox = Sandbox::empty();
     let command = format!("echo {} {secret}", "x".repeat(40));
-    sandbox.write(
-        "task.yaml",
-        &format!(
+    let run = Run::new()
+        .task(&format!(
             "version: 1\nname: secret\nprompt: go\nworkdir: ws\nmode: dontAsk\ntools: [Bash]\nmodel:\n  provider: scripted\n  name: s\n  script:\n    - - tool_use: {{name: Bash, input: {{command: {}}}}}\n    - - text: done\n",
             json!(command)
-        ),
-    );
-    sandbox.write("ws/.keep", "");
-    let output = sandbox.tollgate(&[
-        "run",
-        "task.yaml",
-        "--out",
-        "out",
-        "--allow",
-        "Bash(echo:*)",
-    ]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("[REDACTED:"), "{stderr}");
-    assert!(!stderr.contains(&secret[..12]), "{stderr}");
+        ))
+        .args(["--allow", "Bash(echo:*)"])
+        .finish();
+    assert!(run.stderr.contains("[REDACTED:"), "{}", run.stderr);
+    assert!(!run.stderr.contains(&secret[..12]), "{}", run.stderr);
 }
 
 /// A CI runner reads `::` at a line's start and `##[` anywhere as its commands: neither the
 /// progress nor the `-v` logs (which quote the command) may carry one the model wrote.
 #[test]
 fn a_forged_workflow_command_in_a_call_is_inert_in_the_progress_and_the_logs() {
-    let sandbox = Sandbox::empty();
     let command = "echo '##[error]forged\n::warning::forged'";
-    sandbox.write(
-        "task.yaml",
-        &format!(
+    let run = Run::new()
+        .task(&format!(
             "version: 1\nname: forged\nprompt: go\nworkdir: ws\nmode: dontAsk\ntools: [Bash]\nmodel:\n  provider: scripted\n  name: s\n  script:\n    - - tool_use: {{name: Bash, input: {{command: {}}}}}\n    - - text: done\n",
             json!(command)
-        ),
-    );
-    sandbox.write("ws/.keep", "");
-    let output = sandbox.tollgate(&[
-        "-vv",
-        "run",
-        "task.yaml",
-        "--out",
-        "out",
-        "--allow",
-        "Bash(echo:*)",
-    ]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+        ))
+        .args(["-vv", "--allow", "Bash(echo:*)"])
+        .finish();
+    let stderr = &run.stderr;
     assert!(stderr.contains("forged"), "{stderr}");
     assert!(stderr.contains("process started"), "{stderr}");
     assert!(!stderr.contains("##["), "{stderr}");
@@ -216,6 +181,7 @@ fn on_a_terminal_a_live_line_shows_the_turn_the_tool_running_and_the_cost() {
         .current_dir(sandbox.path())
         .args(["-q", "-e", "-c", &command, "/dev/null"])
         .env_remove("RUST_LOG")
+        .env_remove("GITHUB_ACTIONS")
         .output()
         .unwrap();
     let terminal = String::from_utf8_lossy(&output.stdout);
