@@ -4,7 +4,7 @@
 //! named goes through `neutral` (text escaped, links only to http(s)).
 
 use super::journal::Journal;
-use super::merge::{cost_of, not_started, outcome_name, spent};
+use super::tally::{cost_of, not_started, outcome_name, spent};
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}\
 th,td{border:1px solid #ccc;padding:.3em .6em;text-align:left}th{cursor:pointer;background:#f3f3f3}\

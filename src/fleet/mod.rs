@@ -12,6 +12,7 @@ mod merge;
 mod phases;
 mod progress;
 mod shard;
+mod tally;
 mod template;
 mod workcopy;
 

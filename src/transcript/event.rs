@@ -12,7 +12,7 @@ use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
 use crate::policy::{DenialCounts, Layer, PermissionDecision, PermissionMode, RuleRef, SourceKind};
 use crate::sandbox::{ProxyConnection, ReadOnlyStatus, SandboxStatus};
 use crate::task::FailOn;
-use crate::tools::{SubagentKind, Todo};
+use crate::tools::{CommandOutcome, SubagentKind, Todo};
 
 /// A result the per-message budget replaced: its id, its size, and the preview sent instead
 /// (the `tool_result` event keeps what the tool returned).
@@ -157,6 +157,10 @@ pub enum Event {
         is_error: bool,
         content: String,
         duration_ms: u64,
+        /// How the command the call ran ended (Bash); absent when it ran none, or was
+        /// cancelled before it returned.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<CommandOutcome>,
     },
     CheckResult {
         name: String,

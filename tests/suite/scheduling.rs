@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::support::{
-    Sandbox, assert_every_tool_use_answered_once, events, tollgate_in, transcript, wait_for_text,
+    Run, Sandbox, assert_every_tool_use_answered_once, events, tollgate_in, transcript,
+    wait_for_text,
 };
 
 const TASK_HEAD: &str = "version: 1\nname: t\nprompt: go\nmode: dontAsk\nworkdir: ws\n";
@@ -207,4 +208,52 @@ fn json_output_is_the_result_alone_and_stream_json_parses_line_by_line() {
             assert!(lines[0]["tools"].is_array() && lines[0]["policy"].is_object());
         }
     }
+}
+
+/// Each Bash result records how its command ended as a type beside the model's text; a
+/// failed command cancels the rest of the turn, which ran no command of its own.
+#[test]
+fn tool_results_record_the_command_outcome() {
+    let run = Run::new()
+        .policy("permissions:\n  allow: ['Bash(touch:*)', 'Bash(sleep:*)']\n")
+        .task(&format!(
+            "{TASK_HEAD}model:\n  provider: scripted\n  script:\n    - - tool_use: {{name: Bash, input: {{command: echo out}}}}\n    - - tool_use: {{name: Bash, input: {{command: ls missing}}}}\n      - tool_use: {{name: Bash, input: {{command: touch made}}}}\n    - - tool_use: {{name: Bash, input: {{command: sleep 5, timeout: 300}}}}\n    - - text: done\n"
+        ))
+        .finish();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.assert_every_tool_use_answered_once();
+    let results = run.of_type("tool_result");
+    let commands: Vec<&Value> = results.iter().map(|r| &r["command"]).collect();
+    assert_eq!(
+        commands,
+        [
+            &serde_json::json!({"ending": "exited", "code": 0}),
+            &serde_json::json!({"ending": "exited", "code": 2}),
+            &Value::Null,
+            &serde_json::json!({"ending": "timed_out", "timeout_ms": 300}),
+        ]
+    );
+    assert_eq!(results[0]["content"], "out");
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("\n[exit code 2]"),
+        "{}",
+        results[1]
+    );
+    assert_eq!(results[2]["status"], "cancelled");
+    assert!(
+        results[2]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("[sibling_error: this call was not run"),
+        "{}",
+        results[2]
+    );
+    assert!(!run.ws.join("made").exists());
+    assert_eq!(
+        results[3]["content"],
+        "[timed out after 0.3s; the command and its children were killed]"
+    );
 }
