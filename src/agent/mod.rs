@@ -49,8 +49,8 @@ use crate::tools::{
     ToolLimits, ToolRegistry,
 };
 use crate::transcript::{
-    AbortCause, DenialSummary, Disposition, Event, ModelSummary, Outcome, PolicySummary, QueryEnd,
-    RunCounts, StreamOutput, TaskSummary, Transcript, UsageSource,
+    AbortCause, DenialSummary, Disposition, Event, ModelSummary, Observer, Outcome, PolicySummary,
+    QueryEnd, RunCounts, StreamOutput, TaskSummary, Transcript, UsageSource,
 };
 use reminders::Reminders;
 
@@ -104,6 +104,8 @@ pub struct RunSpec {
     pub queue: Option<MessageQueue>,
     /// Where events are streamed as they happen (`--output-format json|stream-json`).
     pub stream: Option<StreamOutput>,
+    /// Shown every event as it is written (the command line's progress).
+    pub observer: Option<Box<dyn Observer>>,
     /// Auto mode's judge, when the run is in auto mode and one is configured.
     pub classifier: Option<Classifier>,
     /// The OS sandbox Bash commands run in, checked by the preflight.
@@ -214,7 +216,8 @@ pub async fn run(
             source,
         })?
         .redacting(spec.redactor.clone())
-        .streaming(spec.stream.take());
+        .streaming(spec.stream.take())
+        .observed_by(spec.observer.take());
     let classifier = spec.classifier.take();
     let sandbox_status = spec.sandbox.as_ref().map(|sandbox| sandbox.status.clone());
     let sandbox = match spec.sandbox.take() {

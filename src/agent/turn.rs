@@ -409,6 +409,16 @@ fn record_decision(
     decision: PermissionDecision,
 ) -> Result<(), AgentError> {
     count_denial(run, id, name, call.raw_input(), &decision);
+    tracing::info!(
+        id,
+        tool = %name,
+        decision = %crate::config::serde_name(&decision.decision),
+        step = %crate::config::serde_name(&decision.step),
+        layer = %crate::config::serde_name(&decision.layer),
+        rule = decision.rule.as_ref().map(|rule| rule.rule.as_str()),
+        reason = %decision.reason,
+        "gate decision"
+    );
     run.emit(Event::PermissionDecision {
         id: id.to_string(),
         tool: name.to_string(),

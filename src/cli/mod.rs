@@ -6,13 +6,14 @@ mod batch;
 mod check;
 mod manual;
 mod policy;
+mod progress;
 mod replay;
 mod run;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
 use crate::exit::ExitCode;
 use crate::policy::PermissionMode;
@@ -27,6 +28,10 @@ use crate::task::FailOn;
     long_about = None,
 )]
 pub(crate) struct Cli {
+    /// Log what tollgate does on stderr: -v provider requests, gate decisions, processes,
+    /// the sandbox and MCP servers; -vv more detail; -vvv its libraries too. Added to RUST_LOG.
+    #[arg(short, long, action = ArgAction::Count, global = true)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -205,6 +210,10 @@ struct RunArgs {
     /// `stream-json`: every event as a JSON line as it happens (docs/stream-json.md).
     #[arg(long, value_name = "FORMAT", default_value = "text")]
     output_format: OutputFormat,
+    /// No progress on stderr (a live line on a terminal, else a line per turn, tool call
+    /// and check); warnings and errors are still written.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -335,12 +344,13 @@ pub fn main() -> std::process::ExitCode {
     };
     // Built before anything can be written, so logs are redacted from the first line.
     let redactor = Arc::new(Redactor::from_env());
-    init_logging(redactor.clone());
+    let stderr = progress::Stderr::default();
+    init_logging(redactor.clone(), cli.verbose, stderr.clone());
     if let Err(err) = sealed {
         tracing::warn!("cannot clear the environment block /proc shows: {err}");
     }
     let result = match cli.command {
-        Command::Run(args) => run::run(args, redactor.clone()),
+        Command::Run(args) => run::run(args, redactor.clone(), stderr),
         Command::Check(args) => check::check(args),
         Command::Policy(args) => policy::policy(args),
         Command::Replay(args) => replay::replay(args),
@@ -408,26 +418,133 @@ fn error_code(err: &anyhow::Error) -> ExitCode {
     }
 }
 
-fn init_logging(redactor: Arc<Redactor>) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+fn init_logging(redactor: Arc<Redactor>, verbose: u8, stderr: progress::Stderr) {
+    let rust_log = std::env::var(tracing_subscriber::EnvFilter::DEFAULT_ENV).ok();
+    let (filter, bad_rust_log) = log_filter(rust_log.as_deref(), verbose);
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(move || RedactingStderr(redactor.clone()))
+        .with_ansi(terminal)
+        .with_writer(move || RedactingStderr {
+            redactor: redactor.clone(),
+            stderr: stderr.clone(),
+            inert: !terminal,
+        })
         .try_init();
+    if let Some(err) = bad_rust_log {
+        tracing::warn!("RUST_LOG is not a valid filter ({err}); logging warnings only");
+    }
 }
 
-/// stderr for log lines, each redacted before it is written.
-struct RedactingStderr(Arc<Redactor>);
+/// RUST_LOG (tracing-subscriber's syntax; `warn` when unset), with tollgate's own level
+/// raised by each `-v`. A RUST_LOG that does not parse is reported and replaced by `warn`.
+fn log_filter(
+    rust_log: Option<&str>,
+    verbose: u8,
+) -> (tracing_subscriber::EnvFilter, Option<String>) {
+    use tracing_subscriber::EnvFilter;
+    let own = match verbose {
+        0 => None,
+        1 => Some("tollgate=info"),
+        2 => Some("tollgate=debug"),
+        _ => Some("tollgate=trace"),
+    };
+    // -vvv also opens the libraries (HTTP, MCP) at debug, unless RUST_LOG says otherwise.
+    let default = if verbose >= 3 { "debug" } else { "warn" };
+    let given = rust_log.map(str::trim).filter(|text| !text.is_empty());
+    let (base, bad) = match given.map(EnvFilter::try_new) {
+        Some(Ok(_)) => (given.unwrap_or(default), None),
+        None => (default, None),
+        Some(Err(err)) => (default, Some(err.to_string())),
+    };
+    let directives: Vec<&str> = [base].into_iter().chain(own).collect();
+    let filter =
+        EnvFilter::try_new(directives.join(",")).unwrap_or_else(|_| EnvFilter::new(default));
+    (filter, bad)
+}
+
+/// stderr for log lines, each redacted before it is written (and written above the live
+/// progress line, when one is drawn).
+struct RedactingStderr {
+    redactor: Arc<Redactor>,
+    stderr: progress::Stderr,
+    /// Off a terminal (a CI log): a logged command, path or provider message may carry
+    /// what the runner would read as a workflow command, so each line is made inert.
+    inert: bool,
+}
 
 impl std::io::Write for RedactingStderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let text = String::from_utf8_lossy(buf);
-        std::io::stderr().write_all(self.0.redact(&text).as_bytes())?;
+        let text = self
+            .redactor
+            .redact_uncounted(&String::from_utf8_lossy(buf));
+        let text = if self.inert {
+            crate::neutral::log_text(&text)
+        } else {
+            text
+        };
+        self.stderr.write(text.as_bytes())?;
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        std::io::stderr().flush()
+        std::io::Write::flush(&mut std::io::stderr())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tracing::Level;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    use super::log_filter;
+
+    /// Whether an event of `level` from `target` would be logged under RUST_LOG and `-v`s.
+    fn logged(rust_log: Option<&str>, verbose: u8, target: &str, level: Level) -> bool {
+        let (filter, _) = log_filter(rust_log, verbose);
+        let subscriber = tracing_subscriber::registry().with(filter);
+        tracing::subscriber::with_default(subscriber, || match (target, level) {
+            ("tollgate", Level::INFO) => tracing::enabled!(target: "tollgate::model", Level::INFO),
+            ("tollgate", Level::DEBUG) => {
+                tracing::enabled!(target: "tollgate::model", Level::DEBUG)
+            }
+            ("tollgate", Level::WARN) => tracing::enabled!(target: "tollgate::model", Level::WARN),
+            ("hyper", Level::DEBUG) => tracing::enabled!(target: "hyper::client", Level::DEBUG),
+            ("hyper", Level::WARN) => tracing::enabled!(target: "hyper::client", Level::WARN),
+            other => panic!("no probe for {other:?}"),
+        })
+    }
+
+    #[test]
+    fn each_v_raises_tollgate_s_own_level_on_top_of_rust_log() {
+        let table = [
+            (None, 0, "tollgate", Level::WARN, true),
+            (None, 0, "tollgate", Level::INFO, false),
+            (None, 1, "tollgate", Level::INFO, true),
+            (None, 1, "tollgate", Level::DEBUG, false),
+            (None, 1, "hyper", Level::DEBUG, false),
+            (None, 2, "tollgate", Level::DEBUG, true),
+            (None, 3, "hyper", Level::DEBUG, true),
+            (Some(""), 0, "tollgate", Level::INFO, false),
+            (Some("debug"), 0, "tollgate", Level::DEBUG, true),
+            (Some("debug"), 0, "hyper", Level::DEBUG, true),
+            (Some("hyper=debug"), 1, "hyper", Level::DEBUG, true),
+            (Some("hyper=debug"), 1, "tollgate", Level::INFO, true),
+            // -v wins over a lower level RUST_LOG gives tollgate itself.
+            (Some("tollgate=warn"), 1, "tollgate", Level::INFO, true),
+            (Some("error"), 0, "tollgate", Level::WARN, false),
+            // A RUST_LOG that does not parse is replaced by the default.
+            (Some("tollgate=loud"), 0, "tollgate", Level::WARN, true),
+            (Some("tollgate=loud"), 0, "tollgate", Level::INFO, false),
+        ];
+        for (rust_log, verbose, target, level, want) in table {
+            assert_eq!(
+                logged(rust_log, verbose, target, level),
+                want,
+                "RUST_LOG={rust_log:?} -v×{verbose} {target} {level}"
+            );
+        }
+        assert!(log_filter(Some("tollgate=loud"), 0).1.is_some());
+        assert!(log_filter(Some("tollgate=info"), 0).1.is_none());
     }
 }

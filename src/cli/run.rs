@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use super::progress::{RunProgress, Stderr, View};
 use super::{FailOnArg, InputFormat, OutputFormat, ReportFormat, RunArgs};
 use crate::agent::{self, RunSpec};
 use crate::base::{AbortHandle, AbortReason};
@@ -21,8 +22,12 @@ use crate::session::{self, RunOptions, Session};
 use crate::task::FailOnSet;
 use crate::transcript::{Outcome, StreamFormat, StreamOutput};
 
-pub fn run(args: RunArgs, redactor: Arc<Redactor>) -> Result<ExitCode> {
-    let options = run_options(&args);
+pub fn run(args: RunArgs, redactor: Arc<Redactor>, stderr: Stderr) -> Result<ExitCode> {
+    let mut options = run_options(&args);
+    let streaming = args.output_format == OutputFormat::StreamJson;
+    options.observer = View::choose(args.quiet, streaming).map(|view| {
+        Box::new(RunProgress::start(view, stderr)) as Box<dyn crate::transcript::Observer>
+    });
     let Session { spec, provider } = session::assemble(options, redactor)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -69,6 +74,7 @@ fn run_options(args: &RunArgs) -> RunOptions {
             OutputFormat::StreamJson => Some(StreamFormat::StreamJson),
         }
         .map(|format| StreamOutput::new(format, Box::new(std::io::stdout()))),
+        observer: None,
     }
 }
 

@@ -151,6 +151,7 @@ pub async fn run(
         capture,
         pre_exec,
     } = request;
+    let confined = pre_exec.is_some();
     let (mut cmd, control) = command(
         &argv,
         &cwd,
@@ -162,6 +163,8 @@ pub async fn run(
         pre_exec,
     )?;
     let mut child = cmd.spawn()?;
+    let (pid, started) = (child.id(), std::time::Instant::now());
+    tracing::info!(pid, ?argv, cwd = %cwd.display(), confined, "process started");
     // Declared after `child`, so if this future is dropped mid-run (the scheduler cancelled
     // the call) the keeper is told to end the command before the handle goes.
     let mut group = GroupKiller::new(control);
@@ -183,6 +186,12 @@ pub async fn run(
         _ = tokio::time::sleep(timeout) => Ok(Ending::TimedOut),
         _ = cancelled => Ok(Ending::Cancelled),
     };
+    tracing::info!(
+        pid,
+        ?ending,
+        elapsed_ms = started.elapsed().as_millis(),
+        "process ended"
+    );
     // Nothing a command started outlives it, and its pipes close for the readers below.
     group.kill();
     let ending = ending?;

@@ -84,6 +84,7 @@ pub fn spawn_service(request: ServiceRequest) -> io::Result<ServiceChild> {
     let pid = child
         .id()
         .ok_or_else(|| io::Error::other("the service exited before it could be watched"))?;
+    tracing::info!(pid, ?argv, "service process started");
     let stdin = child.stdin.take();
     let stdout = child.stdout.take();
     let stderr = Arc::new(Mutex::new(VecDeque::new()));
@@ -120,6 +121,12 @@ pub fn spawn_service(request: ServiceRequest) -> io::Result<ServiceChild> {
                 signal: None,
             },
         };
+        tracing::info!(
+            pid,
+            code = ended.code,
+            signal = ended.signal,
+            "service process ended"
+        );
         let _ = exit_tx.send(Some(ended));
     });
     Ok(ServiceChild {

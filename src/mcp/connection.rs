@@ -264,6 +264,7 @@ impl Link {
         if let Some(exit) = self.exit() {
             return Err(self.died(exit, "before the call"));
         }
+        tracing::debug!(server = %self.server, tool, "MCP tools/call");
         let request = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let call = self.peer.call_tool(request);
         let ended = self.watch.ended();
@@ -305,6 +306,7 @@ impl Link {
         if self.overflowed.load(Ordering::SeqCst) {
             return self.line_too_long();
         }
+        tracing::info!(server = %self.server, when, %exit, "MCP server died");
         McpError::Died {
             server: self.server.clone(),
             when: when.to_string(),

@@ -105,11 +105,18 @@ impl McpHub {
             };
             match result {
                 Ok(running) => {
+                    tracing::info!(
+                        server = %status.name,
+                        pid = running.connection.pid(),
+                        tools = running.tools.len(),
+                        "MCP server started"
+                    );
                     status.tools = running.tools.len();
                     status.pid = Some(running.connection.pid());
                     hub.running.push(running);
                 }
                 Err(err) => {
+                    tracing::info!(server = %status.name, "MCP server did not start: {err}");
                     status.status = McpState::Failed;
                     status.error = Some(err.to_string());
                 }
@@ -186,6 +193,11 @@ impl McpHub {
                 running.tools = pool(&running.link, &running.spec, listed, rules);
                 running.tools.iter().map(|t| t.name().to_string()).collect()
             });
+            tracing::info!(
+                server = %running.spec.name,
+                listed = ?result,
+                "MCP tools listed again"
+            );
             refreshed.push((running.spec.name.clone(), result));
         }
         refreshed
@@ -193,6 +205,9 @@ impl McpHub {
 
     /// Ends every server and what it started, at once; bounded by the grace and the reaping.
     pub async fn shutdown(mut self) {
+        if !self.running.is_empty() {
+            tracing::info!(servers = self.running.len(), "MCP servers shutting down");
+        }
         join_all(
             self.running
                 .drain(..)
@@ -210,6 +225,7 @@ async fn start_one(
     board: NoticeBoard,
 ) -> Result<Running, McpError> {
     let spec = &server.spec;
+    tracing::info!(server = %spec.name, command = %spec.command, "MCP server starting");
     let (request, limits) = request(spec, server.expand_env, launch)?;
     let child = spawn_service(request)
         .map_err(|err| McpError::Start(format!("cannot start `{}`: {err}", spec.command)))?;

@@ -186,6 +186,13 @@ impl HttpTransport {
         let policy = self.settings.retries;
         let mut attempt = 0;
         loop {
+            tracing::debug!(
+                provider = self.provider,
+                url,
+                bytes = body.len(),
+                attempt = attempt + 1,
+                "HTTP request"
+            );
             let failure = match self.attempt(url, &body, new_parser()).await {
                 Ok(response) => return Ok(with_usage(response, body.len())),
                 Err(failure) => self.scrubbed(failure),
@@ -201,6 +208,16 @@ impl HttpTransport {
             }
             attempt += 1;
             let delay = policy.delay(attempt, failure.retry_after);
+            tracing::info!(
+                provider = self.provider,
+                attempt,
+                max = policy.max,
+                delay_ms = delay.as_millis(),
+                status = failure.status,
+                category = ?failure.category,
+                "provider request failed, retrying: {}",
+                failure.message
+            );
             // The receiver may be gone if the loop stopped listening; the retry happens anyway.
             let _ = events.send(ProviderEvent::Retry(RetryNotice {
                 attempt,

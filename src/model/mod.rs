@@ -340,10 +340,42 @@ impl Provider {
         request: &ModelRequest<'_>,
         events: &EventSink,
     ) -> Result<ModelResponse, ProviderError> {
-        match self {
+        let started = std::time::Instant::now();
+        let provider = self.kind();
+        tracing::info!(
+            provider,
+            messages = request.messages.len(),
+            tools = request.tools.len(),
+            max_tokens = request.max_tokens,
+            "provider request"
+        );
+        let result = match self {
             Provider::Scripted(model) => model.complete(request),
             Provider::Anthropic(model) => model.complete(request, events).await,
             Provider::OpenAi(model) => model.complete(request, events).await,
+        };
+        let elapsed_ms = started.elapsed().as_millis();
+        match &result {
+            Ok(response) => tracing::info!(
+                provider,
+                elapsed_ms,
+                stop_reason = %crate::config::serde_name(&response.stop_reason),
+                input_tokens = response.usage.tokens().input_tokens,
+                output_tokens = response.usage.tokens().output_tokens,
+                estimated = response.usage.is_estimated(),
+                "provider response"
+            ),
+            Err(err) => tracing::info!(provider, elapsed_ms, "provider request failed: {err}"),
+        }
+        result
+    }
+
+    /// The provider's name, for log lines.
+    fn kind(&self) -> &'static str {
+        match self {
+            Provider::Scripted(_) => "scripted",
+            Provider::Anthropic(_) => "anthropic",
+            Provider::OpenAi(_) => "openai",
         }
     }
 }

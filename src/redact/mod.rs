@@ -138,6 +138,18 @@ impl Redactor {
     /// `text` with every known secret and token shape replaced: one pass for the known
     /// values, one for the token shapes.
     pub fn redact(&self, text: &str) -> String {
+        let (out, replaced) = self.replace(text);
+        self.count.fetch_add(replaced, Ordering::Relaxed);
+        out
+    }
+
+    /// Redacted as [`Redactor::redact`] does, but not counted: for log lines, which are not
+    /// part of the run's record whose replacements the count reports.
+    pub fn redact_uncounted(&self, text: &str) -> String {
+        self.replace(text).0
+    }
+
+    fn replace(&self, text: &str) -> (String, u64) {
         let mut replaced = 0u64;
         let mut out = match self.literals.read() {
             Ok(literals) => match &literals.finder {
@@ -171,8 +183,7 @@ impl Redactor {
                 })
                 .into_owned();
         }
-        self.count.fetch_add(replaced, Ordering::Relaxed);
-        out
+        (out, replaced)
     }
 
     /// Replacements made so far.

@@ -139,7 +139,12 @@ pub fn preflight(config: &SandboxConfig) -> Result<SandboxStatus, SandboxError> 
     } else {
         ProcessLimit::detect()
     };
-    preflight_with(config, kernel_abi().min(cap), process_limit)
+    let status = preflight_with(config, kernel_abi().min(cap), process_limit);
+    match &status {
+        Ok(status) => tracing::info!("sandbox preflight: {}", status.describe()),
+        Err(err) => tracing::info!("sandbox preflight: refused to start: {err}"),
+    }
+    status
 }
 
 /// `1` makes tollgate act as on a machine where it may create no pids cgroup (RLIMIT_NPROC
@@ -324,6 +329,12 @@ impl Sandbox {
             .unwrap_or_else(|_| out_dir.to_path_buf());
         let protected = ProtectedFiles::capture(roots, &[out_dir])?;
         tracing::debug!("{} protected paths in the workspace", protected.len());
+        tracing::info!(
+            tmpdir = %tmpdir.display(),
+            proxy_port = proxy.as_ref().map(Proxy::port),
+            write_roots = ?scope.write_roots,
+            "sandbox started"
+        );
         let filter = Arc::new(SyscallFilter::build(socket_scope(&config))?);
         Ok(Sandbox {
             config,

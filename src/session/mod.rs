@@ -37,7 +37,7 @@ use crate::sandbox::{self, SandboxError, SandboxSpec};
 use crate::scheduler::MessageQueue;
 use crate::task::{FailOnSet, ModelSpec, ProviderKind, Task};
 use crate::tools::{ToolLimits, builtin, model_command_env};
-use crate::transcript::{ModelSummary, PolicySummary, StreamOutput, TaskSummary};
+use crate::transcript::{ModelSummary, Observer, PolicySummary, StreamOutput, TaskSummary};
 
 #[derive(Debug, Error)]
 pub enum SessionError {
@@ -108,6 +108,8 @@ pub struct RunOptions {
     pub queue: Option<MessageQueue>,
     /// Where events are streamed as they happen.
     pub stream: Option<StreamOutput>,
+    /// Shown every event as it is written (the command line's progress).
+    pub observer: Option<Box<dyn Observer>>,
 }
 
 /// A run ready to start.
@@ -272,6 +274,7 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
         redactor,
         queue: options.queue,
         stream: options.stream,
+        observer: options.observer,
         classifier,
         mcp,
     };

@@ -14,4 +14,4 @@ pub use event::{
 };
 pub use run::{CheckRecord, Denial, RunReport};
 pub use stream::{StreamFormat, StreamOutput, stream_type};
-pub use writer::{RecordedLine, Transcript, TranscriptLine};
+pub use writer::{Observer, RecordedLine, Transcript, TranscriptLine};

@@ -35,7 +35,13 @@ pub struct RecordedLine {
     pub event: Event,
 }
 
-#[derive(Debug)]
+/// Watches the run's events as they are written (the command line's progress on stderr).
+/// Called after each line is on disk, on the loop's own task: it must not block.
+pub trait Observer: Send {
+    /// `line` is the event as the transcript recorded it, secrets already replaced.
+    fn observe(&mut self, line: &RecordedLine);
+}
+
 pub struct Transcript {
     file: File,
     path: PathBuf,
@@ -44,9 +50,20 @@ pub struct Transcript {
     seq: u64,
     redactor: Arc<Redactor>,
     stream: Option<StreamOutput>,
+    observer: Option<Box<dyn Observer>>,
     /// The sub-agent running now: its events carry its id. One at a time (Agent calls run
     /// alone), so a single slot is exact.
     agent_id: Option<String>,
+}
+
+impl std::fmt::Debug for Transcript {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transcript")
+            .field("path", &self.path)
+            .field("seq", &self.seq)
+            .field("agent_id", &self.agent_id)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Transcript {
@@ -58,6 +75,7 @@ impl Transcript {
             seq: 0,
             redactor: Arc::default(),
             stream: None,
+            observer: None,
             agent_id: None,
         })
     }
@@ -71,6 +89,12 @@ impl Transcript {
     /// Also streams the events to `stream` (stdout), redacted the same way.
     pub fn streaming(mut self, stream: Option<StreamOutput>) -> Transcript {
         self.stream = stream;
+        self
+    }
+
+    /// Also shows every event to `observer` once it is written.
+    pub fn observed_by(mut self, observer: Option<Box<dyn Observer>>) -> Transcript {
+        self.observer = observer;
         self
     }
 
@@ -112,6 +136,14 @@ impl Transcript {
             // are still written, and they are the record.
             tracing::warn!("stopped streaming events to stdout: {err}");
             self.stream = None;
+        }
+        // Read back from the redacted line, so whatever the observer shows (even a piece of
+        // an input it shortens) is redacted exactly as the transcript is.
+        if let Some(observer) = &mut self.observer {
+            match serde_json::from_slice::<RecordedLine>(&bytes) {
+                Ok(recorded) => observer.observe(&recorded),
+                Err(err) => tracing::debug!("cannot read back transcript line {}: {err}", self.seq),
+            }
         }
         Ok(())
     }

@@ -26,6 +26,7 @@ mod installer;
 mod layers;
 mod mcp;
 mod planted_repo;
+mod progress;
 mod providers;
 mod redaction;
 mod reports;
