@@ -134,7 +134,7 @@ fn action(call: &PreparedCall) -> Action {
     }
 }
 
-/// After the approval stage: the reviews' model calls as `classifier_call` events and in the
+/// After the decision: the reviews' model calls as `classifier_call` events and in the
 /// counts, and the call — whatever decided it — remembered as context for later reviews.
 pub(super) fn record_reviews(
     run: &mut Loop<'_>,
