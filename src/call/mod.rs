@@ -106,6 +106,11 @@ impl PreparedCall {
         self.input.run(ctx)
     }
 
+    /// The result of this call when the scheduler ends it before `run` returned.
+    pub fn stopped(&self, reason: String) -> ToolError {
+        self.input.stopped(reason)
+    }
+
     /// The narrowest allow rules that would let this call through, for a classifier's
     /// denial: a Bash command's are read from the analysis its gate made under `ctx`.
     pub fn proposed_rules(&self, ctx: &PermissionContext) -> Vec<String> {
