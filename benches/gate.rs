@@ -6,10 +6,9 @@ use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use tollgate::call::PreparedCall;
-use tollgate::call::approval::headless;
+use tollgate::call::{Decider, PreparedCall};
 use tollgate::policy::{
-    PermissionContext, PermissionMode, Policy, PolicyOrigin, RuleSet, ToolName, Workspace, decide,
+    PermissionContext, PermissionMode, Policy, PolicyOrigin, RuleSet, ToolName, Workspace,
 };
 use tollgate::tools::{Tool, builtin};
 
@@ -67,11 +66,10 @@ fn gate(c: &mut Criterion) {
         b.iter(|| {
             let mut allowed = 0usize;
             for (tool, input) in &calls {
-                // As `check --calls` does: prepare the call once, gate it, answer any ask.
+                // As `check --calls` does: prepare the call once and decide it.
                 let call = PreparedCall::prepare(tool.clone(), input.clone())
                     .unwrap_or_else(|err| panic!("{err}"));
-                let decision = headless(&call, decide(&call, &ctx), &ctx, None);
-                allowed += usize::from(decision.is_allow());
+                allowed += usize::from(Decider::headless(ctx).decide_now(call).is_allowed());
             }
             allowed
         })

@@ -1,17 +1,14 @@
-//! Auto mode in the loop: the classifier in the approval stage's seam. An ask that the
+//! Auto mode in the loop: the classifier in the call decision's seam. An ask that the
 //! PreToolUse hooks and the fast path left open is judged here, and the headless contract
 //! holds — a judge that keeps saying no ends the run with exit 3, one that cannot be reached
 //! with exit 4, never a stall.
 
-use super::{AgentError, Loop, RunSpec};
+use super::{AgentError, Loop};
 use crate::base::AbortSignal;
-use crate::call::PreparedCall;
-use crate::call::approval::{Classifier as Seam, ClassifierAnswer, ClassifierFuture};
-use crate::classifier::{
-    Action, Classifier, Judged, Judgement, ProposedRule, narrowest_rules, record,
-};
+use crate::call::{Classifier as Seam, ClassifierFuture, PreparedCall, Verdict};
+use crate::classifier::{Action, Classifier, Judged, Judgement, ProposedRule, record};
 use crate::config::serde_name;
-use crate::policy::{Ask, Decision, Layer, PermissionDecision, Workspace};
+use crate::policy::{Ask, PermissionContext};
 use crate::task::Limits;
 use crate::transcript::{Event, Outcome};
 
@@ -44,13 +41,12 @@ impl AutoState {
     }
 }
 
-/// Auto mode's classifier in the approval stage's seam for one call. The approval stage
-/// holds the loop's hooks while it decides, so what the reviews produced (their model calls,
-/// a stop) is kept here and recorded by the loop once the decision is made.
+/// Auto mode's classifier in the decision's seam for one call. The decision holds the
+/// loop's hooks while it is made, so what the reviews produced (their model calls, a stop) is
+/// kept here and recorded by the loop once the decision is made.
 pub(super) struct Judge<'r> {
     auto: &'r mut AutoState,
     intent: &'r str,
-    workspace: &'r Workspace,
     limits: &'r Limits,
     abort: AbortSignal,
     /// Every review of this call: a hook's rewritten input is judged again.
@@ -66,12 +62,16 @@ pub(super) struct Reviews {
 }
 
 impl<'r> Judge<'r> {
-    pub fn new(auto: &'r mut AutoState, spec: &'r RunSpec, abort: AbortSignal) -> Self {
+    pub fn new(
+        auto: &'r mut AutoState,
+        intent: &'r str,
+        limits: &'r Limits,
+        abort: AbortSignal,
+    ) -> Self {
         Judge {
             auto,
-            intent: &spec.prompt,
-            workspace: &spec.workspace,
-            limits: &spec.limits,
+            intent,
+            limits,
             abort,
             reviews: Vec::new(),
             stop: None,
@@ -85,49 +85,45 @@ impl<'r> Judge<'r> {
         }
     }
 
-    async fn review(&mut self, call: &PreparedCall, ask: &Ask) -> ClassifierAnswer {
+    async fn review(&mut self, call: &PreparedCall, ctx: &PermissionContext<'_>) -> Verdict {
         let action = action(call);
-        // The mode's refusal: what the classifier's judgement replaces.
-        let refused = PermissionDecision::deny(ask.grounds.clone(), true);
         let abort = self.abort.clone();
         // A signal must not wait for the judge: the call is refused and the loop's abort
         // handling ends the run.
         let judged = tokio::select! {
             judged = self.auto.classifier.judge(self.intent, &action) => judged,
             _ = abort.aborted() => {
-                return ClassifierAnswer::Deny {
+                return Verdict::Deny {
                     reason: "the run was interrupted while the classifier was judging the call"
                         .to_string(),
                 };
             }
         };
         let model = self.auto.classifier.model().to_string();
-        let (decision, stop) = self.auto.settle(
+        // A denial proposes rules from the analysis the gate read, not a new one.
+        let proposal = || call.proposed_rules(ctx);
+        let (verdict, stop) = self.auto.settle(
             judged.judgement.clone(),
-            refused,
             &action,
             &model,
-            self.workspace,
+            proposal,
             self.limits,
         );
         self.reviews.push(judged);
         // The first stop is the one that ended the run.
         self.stop = self.stop.take().or(stop);
-        match decision.decision {
-            Decision::Allow => ClassifierAnswer::Allow {
-                reason: decision.reason,
-            },
-            // settle never asks; anything but an allow is a deny.
-            Decision::Deny | Decision::Ask => ClassifierAnswer::Deny {
-                reason: decision.reason,
-            },
-        }
+        verdict
     }
 }
 
 impl Seam for Judge<'_> {
-    fn classify<'a>(&'a mut self, call: &'a PreparedCall, ask: &'a Ask) -> ClassifierFuture<'a> {
-        Box::pin(self.review(call, ask))
+    fn classify<'a>(
+        &'a mut self,
+        call: &'a PreparedCall,
+        _ask: &'a Ask,
+        ctx: &'a PermissionContext<'a>,
+    ) -> ClassifierFuture<'a> {
+        Box::pin(self.review(call, ctx))
     }
 }
 
@@ -138,7 +134,7 @@ fn action(call: &PreparedCall) -> Action {
     }
 }
 
-/// After the approval stage: the reviews' model calls as `classifier_call` events and in the
+/// After the decision: the reviews' model calls as `classifier_call` events and in the
 /// counts, and the call — whatever decided it — remembered as context for later reviews.
 pub(super) fn record_reviews(
     run: &mut Loop<'_>,
@@ -164,25 +160,16 @@ pub(super) fn record_reviews(
 }
 
 impl AutoState {
-    /// The classifier's judgement as the call's decision, its proposals recorded and its
+    /// The classifier's judgement as the call's verdict, its proposals recorded and its
     /// limits counted.
     fn settle(
         &mut self,
         judgement: Judgement,
-        decision: PermissionDecision,
         action: &Action,
         model: &str,
-        workspace: &Workspace,
+        proposal: impl FnOnce() -> Vec<String>,
         limits: &Limits,
-    ) -> (PermissionDecision, Option<Stop>) {
-        let judged_by = |reason: String, verdict| PermissionDecision {
-            decision: verdict,
-            layer: Layer::Classifier,
-            reason,
-            rule: None,
-            updated_input: None,
-            ..decision.clone()
-        };
+    ) -> (Verdict, Option<Stop>) {
         match judgement {
             Judgement::Allow { reason, risk } => {
                 self.consecutive_denials = 0;
@@ -190,12 +177,12 @@ impl AutoState {
                     "auto mode: the classifier ({model}) allowed it: {reason} (risk: {})",
                     serde_name(&risk)
                 );
-                (judged_by(reason, Decision::Allow), None)
+                (Verdict::Allow { reason }, None)
             }
             Judgement::Deny { reason, risk } => {
                 self.consecutive_denials += 1;
                 self.denials += 1;
-                let rules = narrowest_rules(action, workspace);
+                let rules = proposal();
                 record(&mut self.proposals, &rules, action, &reason);
                 let risk = risk.map_or_else(String::new, |risk| {
                     format!(" (risk: {})", serde_name(&risk))
@@ -208,13 +195,14 @@ impl AutoState {
                     outcome: Outcome::ClassifierDenials,
                     why,
                 });
-                (judged_by(reason, Decision::Deny), stop)
+                (Verdict::Deny { reason }, stop)
             }
             Judgement::Unavailable { reason } => (
-                judged_by(
-                    format!("auto mode: nothing could judge this call, so it is denied: {reason}"),
-                    Decision::Deny,
-                ),
+                Verdict::Deny {
+                    reason: format!(
+                        "auto mode: nothing could judge this call, so it is denied: {reason}"
+                    ),
+                },
                 Some(Stop {
                     outcome: Outcome::ClassifierUnavailable,
                     why: reason,
@@ -265,5 +253,122 @@ fn account(run: &mut Loop<'_>, judged: &Judged) {
             (Some(sum), Some(cost)) => Some(sum + cost),
             _ => None,
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::base::AbortHandle;
+    use crate::call::{Answerer, Decider, NoHooks, Resolution};
+    use crate::classifier::ClassifierSetup;
+    use crate::model::{Pricing, Provider, ScriptedBlock, ScriptedModel, ScriptedTurns};
+    use crate::policy::{AutoModeProse, PermissionMode, Policy, PolicyOrigin, RuleSet, Workspace};
+    use crate::tools::{BashTool, Tool};
+
+    const DENY: &str = r#"{"decision": "deny", "reason": "not the task", "risk": "high"}"#;
+
+    fn classifier(answers: usize) -> Classifier {
+        Classifier::new(ClassifierSetup {
+            provider: Provider::Scripted(ScriptedModel::new(ScriptedTurns(
+                (0..answers)
+                    .map(|_| vec![ScriptedBlock::Text(DENY.to_string())])
+                    .collect(),
+            ))),
+            provider_name: "scripted".into(),
+            model: "scripted".into(),
+            pricing: Some(Pricing::FREE),
+            max_tokens: 100,
+            two_stage: false,
+            max_cost_usd: None,
+            prose: AutoModeProse::default(),
+            cache_dir: None,
+        })
+    }
+
+    fn limits() -> Limits {
+        Limits {
+            max_turns: 10,
+            max_cost_usd: None,
+            max_input_tokens: None,
+            max_output_tokens: None,
+            timeout: None,
+            tool_timeout: None,
+            max_denials: None,
+            max_consecutive_denials: None,
+            max_parallel_tools: 4,
+            max_classifier_denials: 100,
+            max_consecutive_classifier_denials: 100,
+            message_result_chars: 200_000,
+        }
+    }
+
+    /// The loop's classifier, judging a Bash call and proposing rules for its denial, reads
+    /// the analysis the gate made: one read-only probe (scheduling) and one analysis under
+    /// the rules per call, in auto mode as in every other.
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_classifier_proposes_from_the_gates_analysis() {
+        let origin = PolicyOrigin {
+            file: std::path::Path::new("p.yaml"),
+            dir: std::path::Path::new("/"),
+            home: None,
+        };
+        let policy =
+            Policy::parse("permissions:\n  allow: ['Bash(npm test:*)']\n", origin).unwrap();
+        let rules = RuleSet::from_policy(&policy);
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = Workspace::new(dir.path().canonicalize().unwrap(), vec![], None);
+        let ctx = PermissionContext {
+            auto_allow_bash: false,
+            mode: PermissionMode::Auto,
+            rules: &rules,
+            workspace: &workspace,
+        };
+        let commands = [
+            "make lint",
+            "npm test && curl https://example.com",
+            "bash -c 'make; ls'",
+        ];
+        let mut auto = AutoState::new(classifier(commands.len()));
+        let limits = limits();
+        let (_handle, abort) = AbortHandle::new();
+        for command in commands {
+            let before = crate::bash::analyses_on_this_thread();
+            let tool: Arc<dyn Tool> = Arc::new(BashTool);
+            let call = PreparedCall::prepare(tool, json!({ "command": command })).unwrap();
+            let _ = call.scheduling();
+            let mut judge = Judge::new(&mut auto, "run the tests", &limits, abort.clone());
+            let resolution = Decider {
+                classifier: Some(&mut judge),
+                ..Decider::headless(ctx)
+            }
+            .decide(call, &mut NoHooks)
+            .await;
+            let Ok(Resolution::Refused { by, .. }) = resolution else {
+                panic!("`{command}`: the classifier denies");
+            };
+            assert_eq!(by, Answerer::Classifier, "`{command}`");
+            assert_eq!(judge.finish().judged.len(), 1);
+            assert_eq!(
+                crate::bash::analyses_on_this_thread() - before,
+                2,
+                "analyses of `{command}`"
+            );
+        }
+        let proposed: Vec<&str> = auto.proposals.iter().map(|p| p.rule.as_str()).collect();
+        // The command the policy allows needs no rule of its own.
+        assert_eq!(
+            proposed,
+            [
+                "Bash(make lint:*)",
+                "Bash(curl https://example.com)",
+                "Bash(make)",
+                "Bash(bash -c 'make; ls')"
+            ]
+        );
     }
 }

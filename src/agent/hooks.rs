@@ -1,4 +1,4 @@
-//! Where hooks meet the loop: the PreToolUse hooks the approval stage consults (it decides
+//! Where hooks meet the loop: the PreToolUse hooks a call's decision consults (it decides
 //! what their verdict may do), and PostToolUse after the call.
 
 use std::sync::Arc;
@@ -6,8 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{AgentError, Loop};
-use crate::call::PreparedCall;
-use crate::call::approval::PreToolUse;
+use crate::call::{PreToolUse, PreparedCall};
 use crate::exec::{ChildEnv, PreExecStep};
 use crate::hooks::{HookConfinement, HookEvent, HookInput, HookReport, HookVerdict, run_hooks_in};
 use crate::sandbox::Sandbox;

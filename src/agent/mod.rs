@@ -13,8 +13,6 @@ mod prompt;
 mod reminders;
 mod subagent;
 
-pub use subagent::explore_refusal;
-
 use std::path::PathBuf;
 use std::sync::Arc;
 

@@ -1,7 +1,8 @@
 //! Sub-agents: a nested conversation the loop runs for an Agent call (or an agent-mode Skill),
 //! with its own history, tool context, turn limit and TodoWrite list, under the run's policy,
-//! mode, hooks, sandbox, classifier, budget and transcript. Owns what a sub-agent may use and
-//! what its end means for its parent; the conversation itself is the loop's.
+//! mode, hooks, sandbox, classifier, budget and transcript. Owns what a sub-agent is offered
+//! and what its end means for its parent; the conversation itself is the loop's, and what an
+//! explore sub-agent may not do is a step of each call's decision (`call::Decider`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,10 +11,8 @@ use super::auto::Stop;
 use super::budget::PromptEstimate;
 use super::reminders::Reminders;
 use super::{AgentError, Ending, Loop, Scope, conversation};
-use crate::call::PreparedCall;
 use crate::config::serde_name;
 use crate::model::{History, Message, Provider, Usage};
-use crate::policy::{GatedCall, Grounds, Layer, PermissionDecision, Step};
 use crate::tools::{
     DeferredTools, Delegation, FileStateCache, RunState, SubagentKind, ToolContext, ToolError,
     ToolOutput, ToolRegistry,
@@ -33,33 +32,6 @@ pub(super) fn pool(offered: ToolRegistry, subagent: Option<SubagentKind>) -> Too
                 .cloned(),
         ),
     }
-}
-
-/// The refusal of a call an explore sub-agent may not make: a tool outside its pool (a
-/// forged call), or a call not proven read-only (Bash's analyser decides for a command).
-/// Whatever the rules and the mode say: the sub-agent is read-only by construction. `replay`
-/// applies it again to the calls a transcript records under an explore sub-agent.
-pub fn explore_refusal(kind: SubagentKind, call: &PreparedCall) -> Option<PermissionDecision> {
-    if !kind.read_only() {
-        return None;
-    }
-    let tool = call.name();
-    let reason = if !kind.may_use(tool) {
-        format!("the {kind} sub-agent has no {tool} tool: it only reads")
-    } else if !call.is_read_only() {
-        format!("the {kind} sub-agent only reads, and this {tool} call is not proven read-only")
-    } else {
-        return None;
-    };
-    Some(PermissionDecision::deny(
-        Grounds {
-            step: Step::Pool,
-            layer: Layer::Tool,
-            rule: None,
-            reason,
-        },
-        false,
-    ))
 }
 
 /// What a sub-agent's run gives its parent: the Agent call's result, and a stop when the

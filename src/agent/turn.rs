@@ -1,5 +1,5 @@
-//! The loop's side of one turn's calls (S6): prepares each call once, admits it through the
-//! gate and the approval stage, and lands each result (PostToolUse, offload, tool_result) in
+//! The loop's side of one turn's calls (S6): prepares each call once, admits it by its one
+//! decision (`call::Decider`), and lands each result (PostToolUse, offload, tool_result) in
 //! call order.
 
 use std::collections::{HashMap, HashSet};
@@ -9,10 +9,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::auto::{self, Judge, Reviews, Stop};
-use super::subagent::{self, explore_refusal};
+use super::subagent;
 use super::{AgentError, Loop, denial_limit, hooks, millis};
-use crate::call::approval::{Approver, Classifier};
-use crate::call::{PreparedCall, Scheduling};
+use crate::call::{Classifier, Decider, PreparedCall, Resolution, Scheduling};
 use crate::model::{ContentBlock, MalformedInput, Provider};
 use crate::policy::{self, Decision, Layer, PermissionContext, PermissionDecision, Step};
 use crate::scheduler::{Admission, Call, CallDeadline, Landing, TurnHost};
@@ -107,7 +106,7 @@ impl<'r, 'a> LoopHost<'r, 'a> {
         Admission::Answered { content, status }
     }
 
-    /// The gate's decision and the approval stage; the call and its bounds if they allow.
+    /// The call's decision; the call and its bounds if it is allowed.
     async fn gate(&mut self, call: &Call, prepared: PreparedCall) -> Result<Admission, AgentError> {
         // Each sub-agent is a conversation of its own: past the cap, the call is not run
         // (nor judged), so one response cannot fan out into many.
@@ -123,14 +122,6 @@ impl<'r, 'a> LoopHost<'r, 'a> {
                 ));
             }
         }
-        // An explore sub-agent's limit is structural: before the gate, so no rule, mode or
-        // hook can allow a call that is not proven read-only.
-        if let Some(refusal) = self
-            .subagent
-            .and_then(|kind| explore_refusal(kind, &prepared))
-        {
-            return self.refuse(call, &prepared, refusal);
-        }
         let run = &mut *self.run;
         let spec = run.spec;
         let ctx = PermissionContext {
@@ -143,45 +134,49 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             rules: &spec.rules,
             workspace: &spec.workspace,
         };
-        let gated = policy::decide(&prepared, &ctx);
         // Out of the loop while the hooks hold it; put back before anything can return.
         let mut auto_state = run.auto.take();
         let mut judge = auto_state
             .as_mut()
-            .map(|auto| Judge::new(auto, spec, run.ctx.abort.clone()));
-        let mut approver = Approver {
+            .map(|auto| Judge::new(auto, &spec.prompt, &spec.limits, run.ctx.abort.clone()));
+        let mut decider = Decider {
             ctx,
+            // An explore sub-agent's limit is structural: the decision's first step, so no
+            // rule, mode or hook can allow a call that is not proven read-only.
+            scope: self.subagent,
             classifier: judge.as_mut().map(|judge| judge as &mut dyn Classifier),
+            trace: None,
         };
-        let approval = approver
-            .approve(
-                &prepared,
-                gated,
-                &mut hooks::PreToolUseHooks { run, id: &call.id },
-            )
+        let resolution = decider
+            .decide(prepared, &mut hooks::PreToolUseHooks { run, id: &call.id })
             .await;
         let reviews = judge.map(Judge::finish).unwrap_or_default();
         run.auto = auto_state;
-        let approval = approval?;
-        let prepared = approval.rewritten.unwrap_or(prepared);
-        auto::record_reviews(run, &call.id, &prepared, &reviews)?;
-        // A hook may have rewritten the input into one that writes.
-        let decision = match self
-            .subagent
-            .and_then(|kind| explore_refusal(kind, &prepared))
-        {
-            Some(refusal) => refusal,
-            None => approval.decision,
-        };
-        record_decision(self.run, &call.id, &call.name, &prepared, decision.clone())?;
-        if !decision.is_allow() {
-            let Reviews { stop, .. } = reviews;
-            self.stopped = stop.or_else(|| denial_limit(self.run));
-            return Ok(Self::answered(
-                format!("Permission denied: {}", decision.reason),
-                ResultStatus::Denied,
-            ));
+        let resolution = resolution?;
+        if let Some(judged) = resolution.call() {
+            auto::record_reviews(run, &call.id, judged, &reviews)?;
         }
+        let input = resolution
+            .call()
+            .map_or_else(|| call.input.clone(), |judged| judged.raw_input().clone());
+        record_decision(
+            self.run,
+            &call.id,
+            &call.name,
+            &input,
+            resolution.decision().clone(),
+        )?;
+        let (prepared, basis) = match resolution {
+            Resolution::Refused { decision, .. } => {
+                let Reviews { stop, .. } = reviews;
+                self.stopped = stop.or_else(|| denial_limit(self.run));
+                return Ok(Self::answered(
+                    format!("Permission denied: {}", decision.reason),
+                    ResultStatus::Denied,
+                ));
+            }
+            Resolution::Allowed { run, basis, .. } => (run, basis),
+        };
         if let Some(delegation) = prepared.delegation().cloned() {
             let ran = subagent::run(self.run, self.provider, &call.id, &delegation).await?;
             if let Some(stop) = ran.stop {
@@ -192,25 +187,11 @@ impl<'r, 'a> LoopHost<'r, 'a> {
                 result: ran.result,
             });
         }
-        let basis = prepared.allow_basis(&decision, &ctx);
         Ok(Admission::Run {
             call: Arc::new(prepared),
             deadline: deadline(self.run),
             basis,
         })
-    }
-
-    /// A refusal decided before the gate: recorded and counted like the gate's.
-    fn refuse(
-        &mut self,
-        call: &Call,
-        prepared: &PreparedCall,
-        decision: PermissionDecision,
-    ) -> Result<Admission, AgentError> {
-        let reason = format!("Permission denied: {}", decision.reason);
-        record_decision(self.run, &call.id, &call.name, prepared, decision)?;
-        self.stopped = denial_limit(self.run);
-        Ok(Self::answered(reason, ResultStatus::Denied))
     }
 
     /// No tool of that name this turn: a refusal that lists what there is.
@@ -229,15 +210,10 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             },
             false,
         );
-        let run = &mut *self.run;
-        count_denial(run, &call.id, &call.name, &call.input, &decision);
-        run.emit(Event::PermissionDecision {
-            id: call.id.clone(),
-            tool: call.name.to_string(),
-            decision: decision.clone(),
-        })?;
+        let reason = decision.reason.clone();
+        record_decision(self.run, &call.id, &call.name, &call.input, decision)?;
         self.stopped = denial_limit(self.run);
-        Ok(Self::answered(decision.reason, ResultStatus::Denied))
+        Ok(Self::answered(reason, ResultStatus::Denied))
     }
 }
 
@@ -400,15 +376,15 @@ impl TurnHost for LoopHost<'_, '_> {
 }
 
 /// The decision's counts and the `permission_decision` event; the input recorded is the one
-/// the call runs with.
+/// the call was judged with.
 fn record_decision(
     run: &mut Loop<'_>,
     id: &str,
     name: &policy::ToolName,
-    call: &PreparedCall,
+    input: &serde_json::Value,
     decision: PermissionDecision,
 ) -> Result<(), AgentError> {
-    count_denial(run, id, name, call.raw_input(), &decision);
+    count_denial(run, id, name, input, &decision);
     tracing::info!(
         id,
         tool = %name,

@@ -29,6 +29,18 @@ pub use pattern::{CommandPattern, PatternError};
 #[cfg(test)]
 pub(crate) use syntax::parses_on_this_thread;
 
+#[cfg(test)]
+thread_local! {
+    static ANALYSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many analyses (walks of a parse against rules and an environment) this thread has
+/// made, for tests that count them per call: a parse kept is not yet an analysis kept.
+#[cfg(test)]
+pub(crate) fn analyses_on_this_thread() -> usize {
+    ANALYSES.with(std::cell::Cell::get)
+}
+
 /// Rules as the gate hands them in: each pattern tagged with an opaque id the caller maps
 /// back to its rule (file:line).
 #[derive(Debug, Clone, Default)]
@@ -175,6 +187,8 @@ pub fn evaluate(script: &str, rules: &BashRules, env: &BashEnv) -> BashAnalysis 
 /// Analyses `script` against `rules`. Precedence over the whole script: any deny ⇒ Deny;
 /// else any ask-rule match ⇒ Ask with its rule; else anything unproven ⇒ Ask; else Allow.
 pub fn evaluate_parsed(parsed: &Script, rules: &BashRules, env: &BashEnv) -> BashAnalysis {
+    #[cfg(test)]
+    ANALYSES.with(|count| count.set(count.get() + 1));
     let script = parsed.source();
     if script.len() > MAX_SCRIPT_BYTES {
         return BashAnalysis {

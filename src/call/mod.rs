@@ -1,17 +1,26 @@
-//! One tool call from `tool_use` to the decision: `PreparedCall` parses and validates the
-//! input once and carries the facts every later stage reads (scheduling, the gate, approval);
-//! `approval` resolves the gate's asks. Runs no tool and records nothing: the loop does.
+//! One tool call from `tool_use` to its decision: `PreparedCall` parses and validates the
+//! input once and carries the facts every later stage reads (scheduling, the gate, the
+//! classifier's proposal); `decide` makes the call's one decision, a `Resolution` naming who
+//! answered. Runs no tool and records nothing: the loop does.
 
-pub mod approval;
+mod decide;
+mod resolution;
+mod scope;
 #[cfg(test)]
 mod tests;
+
+pub use decide::{Classifier, ClassifierFuture, Decider, NoHooks, PreToolUse, Verdict};
+pub use resolution::{Answerer, Awaited, Resolution};
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::bash::BashAnalysis;
+use crate::classifier::{Action, narrowest_rules};
 use crate::policy::{
-    AllowBasis, GatedCall, Layer, PermissionContext, PermissionDecision, Step, ToolCheck, ToolName,
+    AllowBasis, GatedCall, Layer, PermissionContext, PermissionDecision, SelfTestAnswer, Step,
+    ToolCheck, ToolName,
 };
 use crate::tools::{InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput};
 
@@ -32,7 +41,9 @@ pub struct Scheduling {
 }
 
 /// A call whose input its tool has parsed and validated, once. Every stage after the model's
-/// response reads this value: nothing parses the input or analyses a command again.
+/// response reads this value: nothing parses the input again, and a Bash command's analysis
+/// under the run's rules is made once and read by the gate, auto's fast path, the read-only
+/// proof, `check --explain` and the classifier's proposal.
 pub struct PreparedCall {
     tool: Arc<dyn Tool>,
     name: ToolName,
@@ -100,16 +111,27 @@ impl PreparedCall {
         self.input.stopped(reason)
     }
 
-    /// What `decision` (an allow of this call) rested on: the read-only proof only when the
-    /// tool's own check had the last word, citing no rule, and that check's allow was the
-    /// proof's.
-    pub fn allow_basis(
+    /// The narrowest allow rules that would let this call through, for a classifier's
+    /// denial: a Bash command's are read from the analysis its gate made under `ctx`.
+    pub fn proposed_rules(&self, ctx: &PermissionContext) -> Vec<String> {
+        let action = Action {
+            tool: self.name.to_string(),
+            input: self.raw.clone(),
+        };
+        let analysis: Option<Arc<BashAnalysis>> = self.input.bash_analysis(ctx);
+        narrowest_rules(&action, ctx.workspace, analysis.as_deref())
+    }
+
+    /// What `decision` (an allow of this call by `by`) rested on: the read-only proof only
+    /// when the tool's own check had the last word, citing no rule, and that check's allow
+    /// was the proof's.
+    fn allow_basis(
         &self,
+        by: Answerer,
         decision: &PermissionDecision,
         ctx: &PermissionContext,
     ) -> AllowBasis {
-        let by_check = decision.is_allow()
-            && decision.step == Step::ToolCheck
+        let by_check = by == Answerer::Gate(Step::ToolCheck)
             && decision.layer == Layer::Tool
             && decision.rule.is_none()
             && decision.updated_input.is_none();
@@ -139,12 +161,25 @@ impl GatedCall for PreparedCall {
     }
 }
 
-/// A policy self-test's call, over the built-in tools and MCP names as the gate sees them
-/// without their server (`policy::PrepareForTest`).
-pub fn prepare_for_self_test(name: &ToolName, input: &Value) -> Result<Box<dyn GatedCall>, String> {
+/// How the policy alone answers a self-test's call, over the built-in tools and MCP names
+/// as the gate sees them without their server (`policy::AnswerForTest`): `Err` when there is
+/// no such tool or the tool rejects the input.
+pub fn self_test_answer(
+    name: &ToolName,
+    input: &Value,
+    ctx: &PermissionContext,
+) -> Result<SelfTestAnswer, String> {
     let tool = crate::tools::builtin(name)
         .or_else(|| crate::mcp::stand_in(name))
         .ok_or_else(|| format!("tollgate has no tool `{name}`"))?;
     let call = PreparedCall::prepare(tool, input.clone()).map_err(|err| err.to_string())?;
-    Ok(Box::new(call))
+    Ok(match Decider::headless(*ctx).decide_now(call) {
+        Resolution::Allowed { decision, .. } => SelfTestAnswer::Allowed(decision),
+        Resolution::Refused {
+            by: Answerer::Mode(_),
+            decision,
+            ..
+        } => SelfTestAnswer::Asked(decision),
+        Resolution::Refused { decision, .. } => SelfTestAnswer::Denied(decision),
+    })
 }

@@ -1,5 +1,5 @@
 //! The path of a call end to end, with tools whose own check says what a test needs: the
-//! gate's order, what approval may do with an ask, and how often a Bash call is analysed.
+//! gate's order, who may answer an ask, and how often a Bash call is parsed and analysed.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -7,9 +7,9 @@ use std::sync::Arc;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::PreparedCall;
-use super::approval::{
-    Approval, Approver, Classifier, ClassifierAnswer, ClassifierFuture, PreToolUse, headless,
+use super::{
+    Answerer, Awaited, Classifier, ClassifierFuture, Decider, PreToolUse, PreparedCall, Resolution,
+    Verdict,
 };
 use crate::hooks::HookVerdict;
 use crate::policy::{
@@ -65,9 +65,9 @@ fn probe(kind: &str, read_only: bool, interactive: bool) -> PreparedCall {
     PreparedCall::prepare(Arc::new(tool), json!({})).unwrap()
 }
 
-/// The gate's decision with the policy alone, as `check` gives it.
-fn decide(call: &PreparedCall, ctx: &PermissionContext) -> PermissionDecision {
-    headless(call, policy::decide(call, ctx), ctx, None)
+/// The decision with the policy alone, as `check` gives it.
+fn decide(call: PreparedCall, ctx: &PermissionContext) -> PermissionDecision {
+    Decider::headless(*ctx).decide_now(call).into_decision()
 }
 
 fn rule_ref() -> RuleRef {
@@ -321,7 +321,7 @@ fn pipeline_steps_and_immunities() {
             rules: &rules,
             workspace: &workspace,
         };
-        let got = decide(&probe(tool_check, read_only, interactive), &ctx);
+        let got = decide(probe(tool_check, read_only, interactive), &ctx);
         assert_eq!(
             (got.decision, got.step, got.layer),
             (decision, step, layer),
@@ -344,14 +344,21 @@ fn context<'a>(
     }
 }
 
+/// The input a tool's check normalised is the call that runs, judged again like a hook's
+/// rewrite (the same decision in a run and in `check`).
 #[test]
-fn allow_keeps_the_rewritten_input_and_asks_explain_the_mode() {
+fn an_allow_runs_the_normalised_input_and_asks_explain_the_mode() {
     let rules = rules("permissions: {}\n");
     let workspace = Workspace::new("/ws".into(), vec![], None);
     let ctx = context(PermissionMode::DontAsk, &rules, &workspace);
-    let allowed = decide(&probe("allow", false, false), &ctx);
-    assert_eq!(allowed.updated_input, Some(json!({"normalised": true})));
-    let denied = decide(&probe("passthrough", false, false), &ctx);
+    let Resolution::Allowed { run, decision, .. } =
+        Decider::headless(ctx).decide_now(probe("allow", false, false))
+    else {
+        panic!("the probe's check allows");
+    };
+    assert_eq!(run.raw_input(), &json!({"normalised": true}));
+    assert_eq!(decision.updated_input, None);
+    let denied = decide(probe("passthrough", false, false), &ctx);
     assert!(
         denied
             .reason
@@ -366,9 +373,17 @@ fn explain_lists_every_step_taken() {
     let rules = rules("permissions:\n  allow: [Bash]\n");
     let workspace = Workspace::new("/ws".into(), vec![], None);
     let ctx = context(PermissionMode::DontAsk, &rules, &workspace);
-    let call = probe("passthrough", false, false);
-    let (gated, mut trace) = policy::explain(&call, &ctx);
-    let decision = headless(&call, gated, &ctx, Some(&mut trace));
+    let explained = |call: PreparedCall| {
+        let mut trace = Vec::new();
+        let decision = Decider {
+            trace: Some(&mut trace),
+            ..Decider::headless(ctx)
+        }
+        .decide_now(call)
+        .into_decision();
+        (decision, trace)
+    };
+    let (decision, trace) = explained(probe("passthrough", false, false));
     let steps: Vec<(&str, &str)> = trace.iter().map(|t| (t.step, t.outcome.as_str())).collect();
     assert_eq!(
         steps,
@@ -380,18 +395,16 @@ fn explain_lists_every_step_taken() {
             ("2b", "allow")
         ]
     );
-    assert_eq!(decision, decide(&call, &ctx));
-    let call = probe("guardrail", false, false);
-    let (gated, mut trace) = policy::explain(&call, &ctx);
-    headless(&call, gated, &ctx, Some(&mut trace));
+    assert_eq!(decision, decide(probe("passthrough", false, false), &ctx));
+    let (_, trace) = explained(probe("guardrail", false, false));
     let steps: Vec<&str> = trace.iter().map(|t| t.step).collect();
     assert_eq!(steps, ["1a", "1b", "1c", "1g", "mode"]);
 }
 
 /// PreToolUse hooks that always give one verdict.
-struct Verdict(Option<HookVerdict>);
+struct Hooks(Option<HookVerdict>);
 
-impl PreToolUse for Verdict {
+impl PreToolUse for Hooks {
     type Error = std::convert::Infallible;
     async fn verdict(&mut self, _call: &PreparedCall) -> Result<Option<HookVerdict>, Self::Error> {
         Ok(self.0.clone())
@@ -399,15 +412,17 @@ impl PreToolUse for Verdict {
 }
 
 async fn approve<'a>(
-    call: &PreparedCall,
+    call: PreparedCall,
     ctx: PermissionContext<'a>,
     classifier: Option<&'a mut dyn Classifier>,
     verdict: Option<HookVerdict>,
-) -> Approval {
-    let mut approver = Approver { ctx, classifier };
-    let gated = policy::decide(call, &approver.ctx);
-    match approver.approve(call, gated, &mut Verdict(verdict)).await {
-        Ok(approval) => approval,
+) -> Resolution {
+    let mut decider = Decider {
+        classifier,
+        ..Decider::headless(ctx)
+    };
+    match decider.decide(call, &mut Hooks(verdict)).await {
+        Ok(resolution) => resolution,
         Err(never) => match never {},
     }
 }
@@ -445,9 +460,9 @@ async fn hooks_stop_anything_but_allow_only_what_the_mode_refused() {
     ];
     for (kind, verdict, expected, layer) in table {
         let call = probe(kind, false, false);
-        let got = approve(&call, ctx, None, Some(verdict.clone()))
+        let got = approve(call, ctx, None, Some(verdict.clone()))
             .await
-            .decision;
+            .into_decision();
         assert_eq!(
             (got.decision, got.layer),
             (expected, layer),
@@ -456,11 +471,12 @@ async fn hooks_stop_anything_but_allow_only_what_the_mode_refused() {
         );
     }
     let call = probe("passthrough", false, false);
-    let rewritten = approve(&call, ctx, None, Some(allow)).await.rewritten;
-    assert_eq!(
-        rewritten.map(|call| call.raw_input().clone()),
-        Some(json!({"x": 1}))
-    );
+    let resolution = approve(call, ctx, None, Some(allow)).await;
+    assert_eq!(resolution.by(), Answerer::Hook);
+    let Resolution::Allowed { run, .. } = resolution else {
+        panic!("the hook's allow stands");
+    };
+    assert_eq!(run.raw_input(), &json!({"x": 1}));
 }
 
 #[tokio::test]
@@ -475,13 +491,13 @@ async fn auto_fast_path_allows_reads_and_workspace_edits_only() {
         PreparedCall::prepare(tool, input).unwrap()
     };
     let inside = approve(
-        &write(json!({"file_path": "src/a.rs", "content": ""})),
+        write(json!({"file_path": "src/a.rs", "content": ""})),
         ctx,
         None,
         None,
     )
     .await
-    .decision;
+    .into_decision();
     assert_eq!(
         (inside.decision, inside.layer),
         (Decision::Allow, Layer::Mode),
@@ -489,14 +505,14 @@ async fn auto_fast_path_allows_reads_and_workspace_edits_only() {
         inside.reason
     );
     let guarded = decide(
-        &write(json!({"file_path": ".git/config", "content": ""})),
+        write(json!({"file_path": ".git/config", "content": ""})),
         &ctx,
     );
     assert_eq!(
         (guarded.decision, guarded.step),
         (Decision::Deny, Step::Guardrail)
     );
-    let outside = decide(&write(json!({"file_path": "/etc/x", "content": ""})), &ctx);
+    let outside = decide(write(json!({"file_path": "/etc/x", "content": ""})), &ctx);
     assert_eq!(
         (outside.decision, outside.step),
         (Decision::Deny, Step::ToolDeny)
@@ -504,10 +520,15 @@ async fn auto_fast_path_allows_reads_and_workspace_edits_only() {
 }
 
 /// A classifier that answers one way and counts what it was asked.
-struct FixedClassifier(ClassifierAnswer, std::sync::atomic::AtomicUsize);
+struct FixedClassifier(Verdict, std::sync::atomic::AtomicUsize);
 
 impl Classifier for FixedClassifier {
-    fn classify<'a>(&'a mut self, _call: &'a PreparedCall, ask: &'a Ask) -> ClassifierFuture<'a> {
+    fn classify<'a>(
+        &'a mut self,
+        _call: &'a PreparedCall,
+        ask: &'a Ask,
+        _ctx: &'a PermissionContext<'a>,
+    ) -> ClassifierFuture<'a> {
         assert!(!ask.immune, "an immune ask never reaches the classifier");
         self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let answer = self.0.clone();
@@ -520,57 +541,56 @@ async fn the_classifier_answers_only_what_hooks_and_the_fast_path_left_open_in_a
     let rules = rules("permissions: {}\n");
     let workspace = Workspace::new("/ws".into(), vec![], None);
     let mut allowing = FixedClassifier(
-        ClassifierAnswer::Allow {
+        Verdict::Allow {
             reason: "looks fine".into(),
         },
         Default::default(),
     );
     let mut denying = FixedClassifier(
-        ClassifierAnswer::Deny {
+        Verdict::Deny {
             reason: "exfiltration".into(),
         },
         Default::default(),
     );
-    let mut abstaining = FixedClassifier(ClassifierAnswer::Abstain, Default::default());
     let auto = context(PermissionMode::Auto, &rules, &workspace);
     let asked = |kind| probe(kind, false, false);
     let hook_deny = HookVerdict::Deny {
         reason: "hook says no".into(),
     };
-    let got = approve(&asked("ask"), auto, Some(&mut allowing), None)
+    let got = approve(asked("ask"), auto, Some(&mut allowing), None)
         .await
-        .decision;
+        .into_decision();
     assert_eq!(
         (got.decision, got.layer),
         (Decision::Allow, Layer::Classifier)
     );
-    let got = approve(&asked("ask"), auto, Some(&mut denying), None)
+    let got = approve(asked("ask"), auto, Some(&mut denying), None)
         .await
-        .decision;
+        .into_decision();
     assert_eq!(
         (got.decision, got.layer),
         (Decision::Deny, Layer::Classifier)
     );
-    let got = approve(&asked("ask"), auto, Some(&mut abstaining), None)
-        .await
-        .decision;
-    assert_eq!((got.decision, got.layer), (Decision::Deny, Layer::Mode));
+    // With no classifier, the mode refuses what it would have judged, and says so.
+    let got = approve(asked("ask"), auto, None, None).await;
+    assert_eq!(got.by(), Answerer::Mode(Awaited::Classifier));
+    assert_eq!(got.decision().layer, Layer::Mode);
     // A hook's deny comes first; an immune ask and another mode never reach it.
-    let got = approve(&asked("ask"), auto, Some(&mut allowing), Some(hook_deny))
+    let got = approve(asked("ask"), auto, Some(&mut allowing), Some(hook_deny))
         .await
-        .decision;
+        .into_decision();
     assert_eq!((got.decision, got.layer), (Decision::Deny, Layer::Hook));
-    let got = approve(&asked("guardrail"), auto, Some(&mut allowing), None)
+    let got = approve(asked("guardrail"), auto, Some(&mut allowing), None)
         .await
-        .decision;
+        .into_decision();
     assert_eq!(
         (got.decision, got.layer),
         (Decision::Deny, Layer::Guardrail)
     );
     let dont_ask = context(PermissionMode::DontAsk, &rules, &workspace);
-    let got = approve(&asked("ask"), dont_ask, Some(&mut allowing), None)
+    let got = approve(asked("ask"), dont_ask, Some(&mut allowing), None)
         .await
-        .decision;
+        .into_decision();
     assert_eq!((got.decision, got.layer), (Decision::Deny, Layer::Mode));
     // The fast path answers before the classifier is asked.
     let dir = tempfile::tempdir().unwrap();
@@ -578,9 +598,9 @@ async fn the_classifier_answers_only_what_hooks_and_the_fast_path_left_open_in_a
     let tool: Arc<dyn Tool> = Arc::new(crate::tools::WriteTool);
     let edit = PreparedCall::prepare(tool, json!({"file_path": "a.rs", "content": ""})).unwrap();
     let in_real = context(PermissionMode::Auto, &rules, &real);
-    let got = approve(&edit, in_real, Some(&mut denying), None)
+    let got = approve(edit, in_real, Some(&mut denying), None)
         .await
-        .decision;
+        .into_decision();
     assert_eq!(
         (got.decision, got.layer),
         (Decision::Allow, Layer::Mode),
@@ -591,14 +611,7 @@ async fn the_classifier_answers_only_what_hooks_and_the_fast_path_left_open_in_a
         |classifier: &FixedClassifier| classifier.1.load(std::sync::atomic::Ordering::SeqCst);
     // Each was asked once: never after a hook's deny, for an immune ask, outside auto mode or
     // for what the fast path allowed.
-    assert_eq!(
-        (
-            asked_of(&allowing),
-            asked_of(&denying),
-            asked_of(&abstaining)
-        ),
-        (1, 1, 1)
-    );
+    assert_eq!((asked_of(&allowing), asked_of(&denying)), (1, 1));
 }
 
 #[test]
@@ -609,7 +622,7 @@ fn self_tests_pass_and_fail_with_the_step_that_decided() {
     )
     .unwrap();
     let workspace = Workspace::new("/ws".into(), vec![], None);
-    let outcomes = policy::run_self_tests(&policy, &workspace, &super::prepare_for_self_test);
+    let outcomes = policy::run_self_tests(&policy, &workspace, &super::self_test_answer);
     let passed: Vec<bool> = outcomes.iter().map(|o| o.passed).collect();
     assert_eq!(passed, [true, true, true, false, false]);
     assert_eq!(outcomes[3].test.name, "wrong");
@@ -618,12 +631,76 @@ fn self_tests_pass_and_fail_with_the_step_that_decided() {
     assert!(outcomes[4].got_label().contains("no tool `Nope`"));
 }
 
-/// Exactly one tree-sitter parse per Bash call, whatever the mode and however many stages
-/// look at it: scheduling, the gate, auto's fast path, plan mode, approval.
+/// The answerer of every kind of decision is the resolution's field: the gate's step for a
+/// rule or the tool's check, the mode for an ask nobody answered (waiting for a person, or in
+/// auto mode for the classifier when the ask was not immune), the fast path, a hook.
+#[tokio::test]
+async fn every_decision_names_who_answered() {
+    use PermissionMode::{Auto, DontAsk};
+    let rules = rules("permissions: {}\n");
+    let workspace = Workspace::new("/ws".into(), vec![], None);
+    let hook_deny = HookVerdict::Deny {
+        reason: "no".into(),
+    };
+    let cases = [
+        ("allow", DontAsk, None, Answerer::Gate(Step::ToolCheck)),
+        ("deny", DontAsk, None, Answerer::Gate(Step::ToolDeny)),
+        ("ask", DontAsk, None, Answerer::Mode(Awaited::Person)),
+        (
+            "passthrough",
+            Auto,
+            None,
+            Answerer::Mode(Awaited::Classifier),
+        ),
+        ("guardrail", Auto, None, Answerer::Mode(Awaited::Person)),
+        ("ask-rule", Auto, None, Answerer::Mode(Awaited::Person)),
+        ("ask", DontAsk, Some(hook_deny), Answerer::Hook),
+    ];
+    for (kind, mode, verdict, expected) in cases {
+        let got = approve(
+            probe(kind, false, false),
+            context(mode, &rules, &workspace),
+            None,
+            verdict,
+        )
+        .await;
+        assert_eq!(got.by(), expected, "{kind} in {mode}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let real = Workspace::new(dir.path().canonicalize().unwrap(), vec![], None);
+    let tool: Arc<dyn Tool> = Arc::new(crate::tools::WriteTool);
+    let edit = PreparedCall::prepare(tool, json!({"file_path": "a.rs", "content": ""})).unwrap();
+    let got = approve(edit, context(Auto, &rules, &real), None, None).await;
+    assert_eq!(got.by(), Answerer::FastPath);
+}
+
+/// A classifier that denies, proposing rules as the loop's does: from the call.
+struct Proposing(Vec<Vec<String>>);
+
+impl Classifier for Proposing {
+    fn classify<'a>(
+        &'a mut self,
+        call: &'a PreparedCall,
+        _ask: &'a Ask,
+        ctx: &'a PermissionContext<'a>,
+    ) -> ClassifierFuture<'a> {
+        self.0.push(call.proposed_rules(ctx));
+        Box::pin(async {
+            Verdict::Deny {
+                reason: "no".into(),
+            }
+        })
+    }
+}
+
+/// One tree-sitter parse per Bash call, and one analysis per question asked of it, whatever
+/// the mode and however many stages look: whether it only reads (scheduling, plan mode, the
+/// fast path) is one analysis; the gate, auto's fast path, the read-only proof, `--explain`
+/// and the classifier's proposal read one more, made once under the run's rules.
 #[tokio::test(flavor = "current_thread")]
-async fn a_bash_call_is_parsed_once_in_every_mode() {
+async fn a_bash_call_is_parsed_once_and_analysed_once_per_question_in_every_mode() {
     let rules = rules(
-        "permissions:\n  allow: ['Bash(git status)']\n  deny: ['Bash(rm:*)']\n  ask: ['Bash(git push:*)']\n",
+        "permissions:\n  allow: ['Bash(git status)', 'Bash(npm test:*)']\n  deny: ['Bash(rm:*)']\n  ask: ['Bash(git push:*)']\n",
     );
     let dir = tempfile::tempdir().unwrap();
     let workspace = Workspace::new(dir.path().canonicalize().unwrap(), vec![], None);
@@ -634,29 +711,85 @@ async fn a_bash_call_is_parsed_once_in_every_mode() {
         "rm -rf build",
         "git push origin main",
         "bash -c 'ls; cat x'",
+        "make && curl https://example.com",
     ];
-    for mode in [
+    let modes = [
         PermissionMode::Default,
         PermissionMode::AcceptEdits,
         PermissionMode::Plan,
         PermissionMode::DontAsk,
         PermissionMode::BypassPermissions,
         PermissionMode::Auto,
-    ] {
+    ];
+    let bash = || -> Arc<dyn Tool> { Arc::new(crate::tools::BashTool) };
+    let mut proposing = Proposing(Vec::new());
+    for mode in modes {
         for command in commands {
-            let before = crate::bash::parses_on_this_thread();
-            let tool: Arc<dyn Tool> = Arc::new(crate::tools::BashTool);
-            let call = PreparedCall::prepare(tool, json!({ "command": command })).unwrap();
-            let _ = call.scheduling();
-            approve(&call, context(mode, &rules, &workspace), None, None).await;
+            let ctx = context(mode, &rules, &workspace);
             let nested = usize::from(command.starts_with("bash -c"));
+            // As the loop takes it: scheduling, the decision (with a classifier in auto
+            // mode), the proof behind an allow.
+            let (parses, analyses) = (
+                crate::bash::parses_on_this_thread(),
+                crate::bash::analyses_on_this_thread(),
+            );
+            let call = PreparedCall::prepare(bash(), json!({ "command": command })).unwrap();
+            let _ = call.scheduling();
+            let classifier =
+                (mode == PermissionMode::Auto).then_some(&mut proposing as &mut dyn Classifier);
+            let resolution = approve(call, ctx, classifier, None).await;
+            if let Some(call) = resolution.call() {
+                let _ = call.scheduling();
+                let _ = call.proposed_rules(&ctx);
+                let _ = call.explain_permissions(&ctx);
+            }
             assert_eq!(
-                crate::bash::parses_on_this_thread() - before,
+                crate::bash::parses_on_this_thread() - parses,
                 1 + nested,
-                "`{command}` in {mode}"
+                "parses of `{command}` in {mode}"
+            );
+            assert_eq!(
+                crate::bash::analyses_on_this_thread() - analyses,
+                2,
+                "analyses of `{command}` in {mode}: one read-only probe, one under the rules"
+            );
+            // As `check` and `check --explain` take it: no scheduling, so one analysis under
+            // the rules (and the read-only probe where plan mode asks); explaining, with the
+            // tool's details, adds none.
+            let count = |trace: Option<&mut Vec<_>>| {
+                let before = crate::bash::analyses_on_this_thread();
+                let call = PreparedCall::prepare(bash(), json!({ "command": command })).unwrap();
+                let by = Decider {
+                    trace,
+                    ..Decider::headless(ctx)
+                }
+                .decide_now(call)
+                .by();
+                (crate::bash::analyses_on_this_thread() - before, by)
+            };
+            let (decided, by) = count(None);
+            let probe = usize::from(
+                mode == PermissionMode::Plan
+                    && by != Answerer::Gate(Step::ToolDeny)
+                    && !matches!(by, Answerer::Mode(_)),
+            );
+            assert_eq!(decided, 1 + probe, "`check` of `{command}` in {mode}");
+            let mut trace = Vec::new();
+            assert_eq!(
+                count(Some(&mut trace)),
+                (decided, by),
+                "`check --explain` of `{command}` in {mode}"
             );
         }
     }
+    assert!(
+        proposing
+            .0
+            .iter()
+            .any(|rules| rules == &["Bash(make)", "Bash(curl https://example.com)"]),
+        "the classifier proposed from the analysis: {:?}",
+        proposing.0
+    );
 }
 
 /// The reasons a model and a CI log read for the decisions a typical policy gives, one line a
@@ -748,12 +881,13 @@ async fn decision_reasons_read_as_a_person_expects() {
     for (mode, tool, input, verdict) in cases {
         let tool = crate::tools::builtin(&ToolName::parse(tool).unwrap()).unwrap();
         let call = PreparedCall::prepare(tool, input.clone()).unwrap();
-        let got = approve(&call, context(mode, &rules, &workspace), None, verdict)
+        let name = call.name().clone();
+        let got = approve(call, context(mode, &rules, &workspace), None, verdict)
             .await
-            .decision;
+            .into_decision();
         lines.push(format!(
             "{mode} {} {input}\n  → {} at {} ({}): {}",
-            call.name(),
+            name,
             crate::config::serde_name(&got.decision),
             crate::config::serde_name(&got.step),
             crate::config::serde_name(&got.layer),
@@ -844,7 +978,7 @@ fn agent_calls_are_gated_by_their_subagent_type() {
             json!({"description": "d", "prompt": "p", "subagent_type": kind}),
         )
         .unwrap();
-        let got = decide(&call, &ctx);
+        let got = decide(call, &ctx);
         assert_eq!(
             (got.decision, got.step),
             (decision, step),

@@ -7,19 +7,27 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::prompt::Action;
-use crate::bash::{BashEnv, BashRules, CommandVerdict, evaluate};
+use crate::bash::{BashAnalysis, BashEnv, BashRules, CommandVerdict, evaluate};
 use crate::policy::Workspace;
 
 /// The rules that would have allowed `action`, narrowest first-guess: for Bash one rule per
-/// simple command that is not already read-only, on its first two words when the second is
-/// a subcommand (`Bash(make lint:*)`), else on the exact command; for file tools the folder
-/// (`Edit(docs/**)`); for WebFetch the host.
-pub fn narrowest_rules(action: &Action, workspace: &Workspace) -> Vec<String> {
+/// simple command that is not already read-only (or allowed), on its first two words when the
+/// second is a subcommand (`Bash(make lint:*)`), else on the exact command; for file tools the
+/// folder (`Edit(docs/**)`); for WebFetch the host. `analysis` is the one the call's gate read,
+/// when there is a call: the command is not analysed again.
+pub fn narrowest_rules(
+    action: &Action,
+    workspace: &Workspace,
+    analysis: Option<&BashAnalysis>,
+) -> Vec<String> {
     let text = |key: &str| action.input.get(key).and_then(Value::as_str);
     match action.tool.as_str() {
         "Bash" => text("command").map_or_else(
             || vec!["Bash".to_string()],
-            |command| bash_rules(command, workspace),
+            |command| match analysis {
+                Some(analysis) => rules_of(analysis, command),
+                None => bash_rules(command, workspace),
+            },
         ),
         "Edit" | "Write" | "NotebookEdit" => text("file_path")
             .or_else(|| text("notebook_path"))
@@ -39,6 +47,8 @@ pub fn narrowest_rules(action: &Action, workspace: &Workspace) -> Vec<String> {
     }
 }
 
+/// A command no call carries an analysis for (`auto eval`'s cases, tests): analysed here
+/// without rules.
 fn bash_rules(command: &str, workspace: &Workspace) -> Vec<String> {
     let identity = |path: &Path| path.to_path_buf();
     let env = BashEnv {
@@ -49,10 +59,18 @@ fn bash_rules(command: &str, workspace: &Workspace) -> Vec<String> {
         // Proposals name commands, not the files a glob matches.
         list_dir: &|_| Some(Vec::new()),
     };
-    let analysis = evaluate(command, &BashRules::default(), &env);
+    rules_of(&evaluate(command, &BashRules::default(), &env), command)
+}
+
+/// One rule per simple command the analysis left unallowed: one already read-only or
+/// allowed by a rule of the policy needs none.
+fn rules_of(analysis: &BashAnalysis, command: &str) -> Vec<String> {
     let mut rules: Vec<String> = Vec::new();
     for report in &analysis.commands {
-        if report.verdict == CommandVerdict::ReadOnly {
+        if matches!(
+            report.verdict,
+            CommandVerdict::ReadOnly | CommandVerdict::AllowedByRule(_)
+        ) {
             continue;
         }
         let rule = command_rule(&report.argv);
@@ -257,7 +275,7 @@ mod tests {
                 input: input.clone(),
             };
             assert_eq!(
-                narrowest_rules(&action, &workspace()),
+                narrowest_rules(&action, &workspace(), None),
                 expected,
                 "{tool} {input}"
             );

@@ -9,16 +9,15 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::AutoEvalArgs;
+use crate::call::{Answerer, Awaited, Resolution};
 use crate::classifier::{
     Action, Classifier, Judgement, Risk, default_model,
     eval::{parse_cases, run_eval},
-    narrowest_rules,
 };
 use crate::exit::ExitCode;
 use crate::model::{RetryPolicy, Timeouts};
 use crate::policy::{
-    ClassifierProvider, Decision, Layer, PermissionDecision, PermissionMode, PolicySource,
-    awaits_classifier, merge_auto_mode,
+    ClassifierProvider, Decision, PermissionContext, PolicySource, merge_auto_mode,
 };
 use crate::session::{
     PolicyInForce, SourceFlags, auto_classifier, canonical_dir, home_dir, load_sources, load_task,
@@ -37,13 +36,18 @@ pub enum AutoRoute {
     Classifier,
 }
 
-pub fn route(decision: &PermissionDecision) -> AutoRoute {
-    if awaits_classifier(decision, PermissionMode::Auto) {
-        AutoRoute::Classifier
-    } else if decision.asked && decision.is_allow() && decision.layer == Layer::Mode {
-        AutoRoute::FastPath
-    } else {
-        AutoRoute::Gate
+impl AutoRoute {
+    /// Read from who answered the call's decision in a run without a classifier.
+    pub fn of(resolution: &Resolution) -> AutoRoute {
+        match resolution.by() {
+            Answerer::FastPath => AutoRoute::FastPath,
+            Answerer::Mode(Awaited::Classifier) | Answerer::Classifier => AutoRoute::Classifier,
+            Answerer::Gate(_)
+            | Answerer::Pool
+            | Answerer::Scope
+            | Answerer::Hook
+            | Answerer::Mode(Awaited::Person) => AutoRoute::Gate,
+        }
     }
 }
 
@@ -70,12 +74,13 @@ pub struct ClassifierLine {
 /// verdict for `intent` (a check has no task, so the provider must be explicit).
 pub fn check_line(
     gate: &PolicyInForce,
-    decision: &PermissionDecision,
+    ctx: &PermissionContext,
+    resolution: &Resolution,
     tool: &str,
     input: &Value,
     intent: &str,
 ) -> Result<AutoLine> {
-    let route = route(decision);
+    let route = AutoRoute::of(resolution);
     if route != AutoRoute::Classifier {
         return Ok(AutoLine {
             route,
@@ -96,12 +101,13 @@ pub fn check_line(
     let model = classifier.model().to_string();
     let (decision, reason, risk, proposed_rules) = match judged.judgement {
         Judgement::Allow { reason, risk } => (Decision::Allow, reason, Some(risk), Vec::new()),
-        Judgement::Deny { reason, risk } => (
-            Decision::Deny,
-            reason,
-            risk,
-            narrowest_rules(&action, &gate.workspace),
-        ),
+        Judgement::Deny { reason, risk } => {
+            // The proposal reads the analysis the decision's gate made.
+            let rules = resolution
+                .call()
+                .map_or_else(Vec::new, |call| call.proposed_rules(ctx));
+            (Decision::Deny, reason, risk, rules)
+        }
         Judgement::Unavailable { reason } => (Decision::Deny, reason, None, Vec::new()),
     };
     Ok(AutoLine {

@@ -11,13 +11,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::CheckArgs;
-use crate::call::PreparedCall;
-use crate::call::approval::headless;
+use crate::call::{Decider, PreparedCall, Resolution};
 use crate::config::serde_name;
 use crate::exit::ExitCode;
 use crate::policy::{
-    self, Decision, Layer, PermissionContext, PermissionDecision, PermissionMode, PolicySource,
-    Step, ToolName, TraceStep,
+    Decision, Layer, PermissionContext, PermissionDecision, PermissionMode, PolicySource, Step,
+    ToolName, TraceStep,
 };
 use crate::session::{PolicyInForce, canonical_dir};
 use crate::tools::{Tool, builtin};
@@ -89,12 +88,17 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
         )));
         return Ok(ExitCode::Success);
     }
-    let decision = decide(tool, input.clone(), &ctx, &mut tools);
-    let mut line = DecisionLine::new(&decision, None, None);
+    let resolution = decide(tool, input.clone(), &ctx, &mut tools);
+    let mut line = DecisionLine::new(resolution.decision(), None, None);
     if gate.mode == PermissionMode::Auto {
         let intent = args.intent.as_deref().unwrap_or(NO_INTENT);
         line.auto = Some(super::auto::check_line(
-            &gate, &decision, tool, &input, intent,
+            &gate,
+            &ctx,
+            &resolution,
+            tool,
+            &input,
+            intent,
         )?);
     }
     let decided = line.decision;
@@ -172,15 +176,11 @@ fn prepare(
     PreparedCall::prepare(found, input).map_err(|err| refusal(err.to_string()))
 }
 
-fn decide(
-    tool: &str,
-    input: Value,
-    ctx: &PermissionContext,
-    tools: &mut ToolCache,
-) -> PermissionDecision {
+/// The policy's decision, as a run without hooks or a classifier makes it.
+fn decide(tool: &str, input: Value, ctx: &PermissionContext, tools: &mut ToolCache) -> Resolution {
     match prepare(tool, input, tools) {
-        Ok(call) => headless(&call, policy::decide(&call, ctx), ctx, None),
-        Err(refused) => refused,
+        Ok(call) => Decider::headless(*ctx).decide_now(call),
+        Err(refused) => Resolution::from_pool(refused),
     }
 }
 
@@ -215,7 +215,7 @@ fn decide_stream(
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let decision = match call_line(number, line) {
             Ok(call) => (
-                decide(&call.tool, call.input, ctx, tools),
+                decide(&call.tool, call.input, ctx, tools).into_decision(),
                 call.id,
                 Some(call.tool),
             ),
@@ -277,28 +277,16 @@ fn explain(
             rule.kind, rule.text, rule.source
         ));
     }
-    let (decision, trace): (PermissionDecision, Vec<TraceStep>) =
-        match prepare(tool, input.clone(), tools) {
-            Err(refused) => (refused, Vec::new()),
-            Ok(call) => {
-                let (gated, mut trace) = policy::explain(&call, ctx);
-                let details = call.explain_permissions(ctx);
-                if let Some(index) = trace.iter().position(|step| step.step == "1c") {
-                    for (offset, detail) in details.into_iter().enumerate() {
-                        trace.insert(
-                            index + 1 + offset,
-                            TraceStep {
-                                step: "",
-                                saw: detail,
-                                outcome: String::new(),
-                            },
-                        );
-                    }
-                }
-                let decision = headless(&call, gated, ctx, Some(&mut trace));
-                (decision, trace)
-            }
-        };
+    let mut trace: Vec<TraceStep> = Vec::new();
+    let decision = match prepare(tool, input.clone(), tools) {
+        Err(refused) => refused,
+        Ok(call) => Decider {
+            trace: Some(&mut trace),
+            ..Decider::headless(*ctx)
+        }
+        .decide_now(call)
+        .into_decision(),
+    };
     out.push_str("pipeline:\n");
     for step in &trace {
         if step.step.is_empty() {

@@ -13,8 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::ReplayArgs;
-use crate::call::PreparedCall;
-use crate::call::approval::headless;
+use crate::call::{Decider, PreparedCall};
 use crate::exit::ExitCode;
 use crate::policy::{self, Decision, PermissionContext, PermissionDecision, Step};
 use crate::session::{PolicyInForce, canonical_dir};
@@ -200,17 +199,13 @@ impl Replayer<'_> {
         let Ok(prepared) = PreparedCall::prepare(tool, call.input.clone()) else {
             return Ok(());
         };
-        let refusal = call
-            .subagent
-            .and_then(|kind| crate::agent::explore_refusal(kind, &prepared));
-        let new = refusal.unwrap_or_else(|| {
-            headless(
-                &prepared,
-                policy::decide(&prepared, &self.ctx),
-                &self.ctx,
-                None,
-            )
-        });
+        // An explore sub-agent's calls are refused again as the run refused them.
+        let new = Decider {
+            scope: call.subagent,
+            ..Decider::headless(self.ctx)
+        }
+        .decide_now(prepared)
+        .into_decision();
         if new.decision == old.decision {
             return Ok(());
         }

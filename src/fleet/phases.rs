@@ -13,7 +13,7 @@ use super::workcopy;
 use crate::agent::{self, RunReport};
 use crate::base::AbortHandle;
 use crate::exit::ExitCode;
-use crate::policy::{Decision, PermissionContext, ToolName};
+use crate::policy::{PermissionContext, ToolName};
 use crate::redact::Redactor;
 use crate::session::{self, RunOptions, Session};
 use crate::tools::builtin;
@@ -264,11 +264,9 @@ impl PushCall<'_> {
             Err(err) => return PushPermission::Refused(format!("`{command}`: {err}")),
         };
         // The policy alone, as `check` gives it: no hook or classifier is there to answer.
-        let gated = crate::policy::decide(&call, &ctx);
-        let decision = crate::call::approval::headless(&call, gated, &ctx, None);
-        match decision.decision {
-            Decision::Allow => PushPermission::Allowed,
-            Decision::Ask | Decision::Deny => {
+        match crate::call::Decider::headless(ctx).decide_now(call) {
+            crate::call::Resolution::Allowed { .. } => PushPermission::Allowed,
+            crate::call::Resolution::Refused { decision, .. } => {
                 PushPermission::Refused(format!("`{command}`: {}", decision.reason))
             }
         }

@@ -1,7 +1,7 @@
 //! What the mode says about an ask, headless: auto's fast path and the final deny. Pure
-//! pieces; the approval stage (`call::approval`) orders them around hooks and the classifier.
+//! pieces; a call's decision (`call::Decider`) orders them around hooks and the classifier.
 
-use super::decision::{Ask, Decision, Grounds, Layer, PermissionDecision, Step, ToolCheck};
+use super::decision::{Ask, Grounds, Layer, PermissionDecision, ToolCheck};
 use super::gate::GatedCall;
 use super::{PermissionContext, PermissionMode, ToolName};
 
@@ -59,79 +59,4 @@ pub fn headless_deny(ctx: &PermissionContext, ask: Ask) -> PermissionDecision {
         mode => format!("{reason}; nobody is present to approve it in a headless {mode}-mode run"),
     };
     PermissionDecision::deny(Grounds { reason, ..grounds }, true)
-}
-
-/// A decision that is an ask only the mode refused (steps 1c and 3, no rule, guardrail or
-/// interaction behind it): what the classifier would be asked about. `check --mode auto` reads
-/// its route from the headless decision with this; the approval stage asks the ask itself.
-pub fn awaits_classifier(decision: &PermissionDecision, mode: PermissionMode) -> bool {
-    mode == PermissionMode::Auto
-        && decision.decision == Decision::Deny
-        && decision.asked
-        && decision.layer == Layer::Mode
-        && matches!(decision.step, Step::ToolCheck | Step::Passthrough)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::SourceLocation;
-    use crate::policy::RuleRef;
-
-    fn decision(step: Step, layer: Layer, asked: bool) -> PermissionDecision {
-        PermissionDecision {
-            decision: Decision::Deny,
-            step,
-            layer,
-            rule: None,
-            reason: "r".into(),
-            updated_input: None,
-            asked,
-        }
-    }
-
-    #[test]
-    fn only_asks_the_mode_alone_refused_reach_the_classifier() {
-        let auto = PermissionMode::Auto;
-        assert!(awaits_classifier(
-            &decision(Step::Passthrough, Layer::Mode, true),
-            auto
-        ));
-        assert!(awaits_classifier(
-            &decision(Step::ToolCheck, Layer::Mode, true),
-            auto
-        ));
-        let cases = [
-            (
-                decision(Step::Passthrough, Layer::Mode, true),
-                PermissionMode::DontAsk,
-            ),
-            (decision(Step::ToolDeny, Layer::Tool, false), auto),
-            (decision(Step::WholeToolDeny, Layer::Rule, false), auto),
-            (decision(Step::Guardrail, Layer::Guardrail, true), auto),
-            (decision(Step::ContentAsk, Layer::Rule, true), auto),
-            (
-                decision(Step::RequiresInteraction, Layer::Interaction, true),
-                auto,
-            ),
-            (decision(Step::Passthrough, Layer::Hook, true), auto),
-            (decision(Step::Passthrough, Layer::Mode, false), auto),
-        ];
-        for (decision, mode) in cases {
-            assert!(!awaits_classifier(&decision, mode), "{decision:?} {mode}");
-        }
-        let mut with_rule = decision(Step::ToolCheck, Layer::Mode, true);
-        with_rule.decision = Decision::Allow;
-        with_rule.rule = Some(RuleRef {
-            rule: "Edit".into(),
-            source: SourceLocation {
-                file: "p".into(),
-                line: 1,
-            },
-        });
-        assert!(
-            !awaits_classifier(&with_rule, auto),
-            "an allow is not an ask"
-        );
-    }
 }

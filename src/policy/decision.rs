@@ -210,7 +210,7 @@ pub struct Grounds {
 }
 
 /// A call the gate could neither allow nor deny: a person would be asked. Headless, the
-/// approval stage answers it (a PreToolUse hook, auto's fast path, the classifier) or denies it.
+/// call's decision answers it (a PreToolUse hook, auto's fast path, the classifier) or denies it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ask {
     pub grounds: Grounds,

@@ -1,5 +1,5 @@
 //! The permission gate (S4): the short-circuit pipeline 1a→3 over one call, and plan mode's
-//! read-only rule. It answers allow, deny or ask; resolving an ask is the approval stage's job.
+//! read-only rule. It answers allow, deny or ask; `call::Decider` resolves an ask.
 //! Knows a call only through `GatedCall`, so the policy layer never depends on the tools.
 //! Its table-driven tests run through the real call path, in `call::tests`.
 

@@ -24,7 +24,7 @@ mod self_test;
 mod tool_name;
 mod workspace;
 
-pub use ask::{awaits_classifier, fast_path, headless_deny};
+pub use ask::{fast_path, headless_deny};
 pub use authority::{
     AuthorityError, ConfigOrigin, Power, Standing, approvers, counts, lower_may_add,
     refuse_disabled, refuse_managed_keys_below, repository_hooks_approved, resolve_mode, standing,
@@ -63,7 +63,7 @@ pub use sandbox_config::{
     Caches, DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, Placement, PolicyPath,
     ReadOnlyCommands, SandboxBlock, SandboxConfig,
 };
-pub use self_test::{PrepareForTest, SelfTestAnswer, SelfTestOutcome, run_self_tests};
+pub use self_test::{AnswerForTest, SelfTestAnswer, SelfTestOutcome, run_self_tests};
 pub use tool_name::{MAX_TOOL_NAME, ToolName};
 pub use workspace::Workspace;
 

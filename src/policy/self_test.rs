@@ -1,20 +1,20 @@
 //! Policy self-tests: the decisions a policy's author wrote down (`tests:`), checked against
-//! the gate so a policy that drifts from its intent refuses to start.
+//! the policy's own answers so a policy that drifts from its intent refuses to start.
 
 use serde_json::Value;
 
-use super::ask::{fast_path, headless_deny};
-use super::decision::{Decision, GateDecision, PermissionDecision};
+use super::decision::{Decision, PermissionDecision};
 use super::file::{Policy, PolicyTest};
-use super::gate::{GatedCall, decide};
 use super::rule_set::RuleSet;
 use super::workspace::Workspace;
 use super::{PermissionContext, PermissionMode, ToolName};
 use crate::config::serde_name;
 
-/// Makes a call the gate can judge from a test's tool name and input; `Err` says why there
-/// is none (no such tool, an input the tool rejects). The call layer supplies it.
-pub type PrepareForTest<'a> = dyn Fn(&ToolName, &Value) -> Result<Box<dyn GatedCall>, String> + 'a;
+/// How the policy alone answers a test's tool name and input under a context; `Err` says
+/// why there is no call (no such tool, an input the tool rejects). The call layer supplies
+/// it: the same decision a run makes, without hooks or a classifier.
+pub type AnswerForTest<'a> =
+    dyn Fn(&ToolName, &Value, &PermissionContext) -> Result<SelfTestAnswer, String> + 'a;
 
 /// How the policy on its own answered a test's call: headless, with no hook or classifier.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,7 +68,7 @@ impl SelfTestOutcome {
 pub fn run_self_tests(
     policy: &Policy,
     workspace: &Workspace,
-    prepare: &PrepareForTest,
+    answer: &AnswerForTest,
 ) -> Vec<SelfTestOutcome> {
     // Most policies have no tests: building their rule index for nothing would hold a
     // second copy of every rule while the run's own index is built (a 100k-rule policy's
@@ -96,7 +96,7 @@ pub fn run_self_tests(
                     .as_ref()
                     .is_some_and(|sandbox| sandbox.enabled && sandbox.auto_allow_bash),
             };
-            let got = prepare(&test.tool, &test.input).map(|call| answer(call.as_ref(), &ctx));
+            let got = answer(&test.tool, &test.input, &ctx);
             let passed = got
                 .as_ref()
                 .is_ok_and(|answer| answer.kind() == test.expect);
@@ -107,20 +107,4 @@ pub fn run_self_tests(
             }
         })
         .collect()
-}
-
-fn answer(call: &dyn GatedCall, ctx: &PermissionContext) -> SelfTestAnswer {
-    match decide(call, ctx) {
-        GateDecision::Allow {
-            grounds,
-            updated_input,
-        } => SelfTestAnswer::Allowed(PermissionDecision::allow(grounds, updated_input, false)),
-        GateDecision::Deny(grounds) => {
-            SelfTestAnswer::Denied(PermissionDecision::deny(grounds, false))
-        }
-        GateDecision::Ask(ask) => match fast_path(call, ctx, &ask) {
-            Some(allowed) => SelfTestAnswer::Allowed(allowed),
-            None => SelfTestAnswer::Asked(headless_deny(ctx, ask)),
-        },
-    }
 }

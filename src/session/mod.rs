@@ -425,7 +425,7 @@ fn http_settings(
 
 /// Runs a policy's own `tests:`, deciding with the built-in tools.
 pub fn self_tests(policy: &Policy, workspace: &Workspace) -> Vec<SelfTestOutcome> {
-    run_self_tests(policy, workspace, &crate::call::prepare_for_self_test)
+    run_self_tests(policy, workspace, &crate::call::self_test_answer)
 }
 
 /// Runs every source's self-tests; the first failure refuses the run.

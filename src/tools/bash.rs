@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -19,8 +19,8 @@ use crate::bash::{
     BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, Script, evaluate_parsed,
 };
 use crate::policy::{
-    AllowBasis, AskCause, PermissionContext, RuleRef, ToolCheck, ToolName, git_dir_write,
-    read_refusal, write_guardrail,
+    AllowBasis, AskCause, PermissionContext, RuleRef, RuleSet, ToolCheck, ToolName, Workspace,
+    git_dir_write, read_refusal, write_guardrail,
 };
 
 /// The most a single call may ask for, whatever the model requests.
@@ -72,16 +72,63 @@ impl Tool for BashTool {
             timeout: bash.timeout.map(Duration::from_millis),
             script: Script::new(bash.command),
             read_only: OnceLock::new(),
+            analysed: OnceLock::new(),
         }))
     }
 }
 
-/// A Bash call: its command parsed at most once, however many stages judge it (scheduling,
-/// the gate, auto's fast path, plan mode); whether it only reads is kept once known.
+/// A Bash call: its command parsed at most once, and each of the two questions asked of it
+/// answered once, however many stages ask. Whether it only reads, wherever its paths point
+/// (scheduling, plan mode, an explore sub-agent's scope), takes no rules and no workspace;
+/// the analysis under the run's rules and workspace serves the gate, auto's fast path (the
+/// mode is not an input of it), the read-only proof, `check --explain` and the classifier's
+/// rule proposal.
 struct PreparedBash {
     timeout: Option<Duration>,
     script: Script,
     read_only: OnceLock<bool>,
+    analysed: OnceLock<Analysed>,
+}
+
+/// The analysis kept with the context it was made under.
+struct Analysed {
+    under: Under,
+    analysis: Arc<BashAnalysis>,
+}
+
+/// Which rules and workspace an analysis was made under, by address: a call is judged while
+/// its run's policy lives, so the same address is the same rule set.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Under {
+    rules: usize,
+    workspace: usize,
+}
+
+impl Under {
+    fn of(ctx: &PermissionContext) -> Under {
+        Under {
+            rules: std::ptr::from_ref::<RuleSet>(ctx.rules).addr(),
+            workspace: std::ptr::from_ref::<Workspace>(ctx.workspace).addr(),
+        }
+    }
+}
+
+impl PreparedBash {
+    /// The analysis under `ctx`, made on first need. A call judged under another rule set
+    /// (a test deciding one call under two policies) is analysed afresh, never misread.
+    fn analysis(&self, ctx: &PermissionContext) -> Arc<BashAnalysis> {
+        let under = Under::of(ctx);
+        let analyse_now = || Arc::new(analyse(&self.script, ctx.rules.bash_rules(), ctx));
+        let kept = self.analysed.get_or_init(|| Analysed {
+            under,
+            analysis: analyse_now(),
+        });
+        if kept.under == under {
+            kept.analysis.clone()
+        } else {
+            analyse_now()
+        }
+    }
 }
 
 impl ToolInput for PreparedBash {
@@ -98,15 +145,19 @@ impl ToolInput for PreparedBash {
     }
 
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
-        check_command(&self.script, ctx)
+        check_command(self.script.source(), &self.analysis(ctx), ctx)
     }
 
     fn allowed_by_read_only_proof(&self, ctx: &PermissionContext) -> bool {
-        proven_read_only(&analyse(&self.script, ctx.rules.bash_rules(), ctx))
+        proven_read_only(&self.analysis(ctx))
+    }
+
+    fn bash_analysis(&self, ctx: &PermissionContext) -> Option<Arc<BashAnalysis>> {
+        Some(self.analysis(ctx))
     }
 
     fn explain_permissions(&self, ctx: &PermissionContext) -> Vec<String> {
-        let analysis = analyse(&self.script, ctx.rules.bash_rules(), ctx);
+        let analysis = self.analysis(ctx);
         let mut lines: Vec<String> = analysis
             .commands
             .iter()
@@ -225,9 +276,7 @@ fn list_dir(dir: &Path) -> Option<Vec<String>> {
 /// Every simple command must be allowed (S5); a deny rule anywhere denies the whole, in every
 /// mode. Redirections are writes, each checked like an Edit of its target: path rules,
 /// workspace boundary, guardrails.
-fn check_command(script: &Script, ctx: &PermissionContext) -> ToolCheck {
-    let command = script.source();
-    let analysis = analyse(script, ctx.rules.bash_rules(), ctx);
+fn check_command(command: &str, analysis: &BashAnalysis, ctx: &PermissionContext) -> ToolCheck {
     let rule = |id: Option<usize>| id.and_then(|id| ctx.rules.rule_at(id)).map(RuleRef::from);
     if let BashVerdict::Deny { rule: id, reason } = &analysis.verdict {
         return ToolCheck::Deny {
@@ -246,7 +295,7 @@ fn check_command(script: &Script, ctx: &PermissionContext) -> ToolCheck {
         };
     }
     // What the script reads answers to Read rules and the read guardrails, in every mode.
-    let mut reads = read_checks(&analysis, ctx).into_iter().peekable();
+    let mut reads = read_checks(analysis, ctx).into_iter().peekable();
     if let Some(refused) = reads.next_if(|check| {
         matches!(
             check,
@@ -298,7 +347,7 @@ fn check_command(script: &Script, ctx: &PermissionContext) -> ToolCheck {
     }) {
         return guarded;
     }
-    if let Some(guarded) = argument_guardrail(command, &analysis, ctx) {
+    if let Some(guarded) = argument_guardrail(command, analysis, ctx) {
         return guarded;
     }
     if let BashVerdict::Ask {
@@ -346,7 +395,7 @@ fn check_command(script: &Script, ctx: &PermissionContext) -> ToolCheck {
         Some(rule) if analysis.commands.len() == 1 => {
             format!("`{command}` is allowed by rule {}", rule.rule)
         }
-        _ => format!("`{command}`: {}", summary(&analysis)),
+        _ => format!("`{command}`: {}", summary(analysis)),
     };
     ToolCheck::Allow {
         reason,
@@ -531,7 +580,8 @@ mod tests {
                 rules: &rules,
                 workspace: &workspace,
             };
-            match check_command(&Script::new(command), &ctx) {
+            let analysis = analyse(&Script::new(command), ctx.rules.bash_rules(), &ctx);
+            match check_command(command, &analysis, &ctx) {
                 ToolCheck::Allow { .. } => "allow",
                 ToolCheck::Deny { .. } => "deny",
                 ToolCheck::Ask {

@@ -179,6 +179,11 @@ pub trait ToolInput: Send + Sync {
     fn allowed_by_read_only_proof(&self, _ctx: &PermissionContext) -> bool {
         false
     }
+    /// A Bash command's analysis under `ctx`'s rules and workspace, the one the tool's own
+    /// check read: the classifier's rule proposal names its commands. `None` for other tools.
+    fn bash_analysis(&self, _ctx: &PermissionContext) -> Option<Arc<crate::bash::BashAnalysis>> {
+        None
+    }
     /// Details of the tool's own check for `check --explain` (Bash: each simple command
     /// and its verdict). Empty when the check's reason says it all.
     fn explain_permissions(&self, _ctx: &PermissionContext) -> Vec<String> {
