@@ -209,7 +209,9 @@ struct ControlBuffer([u8; 64]);
 
 fn send(socket: &OwnedFd, bytes: &[u8], fds: &[RawFd]) -> io::Result<()> {
     if fds.len() > MAX_FDS || bytes.len() > MAX_MESSAGE {
-        return Err(io::Error::other("the command's launch request is too large"));
+        return Err(io::Error::other(
+            "the command's launch request is too large",
+        ));
     }
     let mut control = ControlBuffer([0; 64]);
     let fd_bytes = std::mem::size_of_val(fds);
@@ -229,11 +231,7 @@ fn send(socket: &OwnedFd, bytes: &[u8], fds: &[RawFd]) -> io::Result<()> {
         (*cmsg).cmsg_level = libc::SOL_SOCKET;
         (*cmsg).cmsg_type = libc::SCM_RIGHTS;
         (*cmsg).cmsg_len = libc::CMSG_LEN(fd_bytes as u32) as usize;
-        std::ptr::copy_nonoverlapping(
-            fds.as_ptr().cast::<u8>(),
-            libc::CMSG_DATA(cmsg),
-            fd_bytes,
-        );
+        std::ptr::copy_nonoverlapping(fds.as_ptr().cast::<u8>(), libc::CMSG_DATA(cmsg), fd_bytes);
         if libc::sendmsg(socket.as_raw_fd(), &header, libc::MSG_NOSIGNAL) < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -335,7 +333,9 @@ unsafe fn launch(argv: *const *const libc::c_char) -> ! {
 }
 
 fn errno() -> i32 {
-    io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
 }
 
 /// What one launch request holds.

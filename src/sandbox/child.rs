@@ -63,8 +63,9 @@ pub struct ChildSetup {
     /// `cgroup.procs` of the command's own pids cgroup, open for writing.
     pub cgroup_procs: Option<OwnedFd>,
     pub rlimits: Vec<Rlimit>,
-    /// The Landlock ruleset; `None` where the kernel has no Landlock (`on_unavailable: warn`).
-    pub ruleset: Option<OwnedFd>,
+    /// The Landlock ruleset, shared by the run's commands; `None` where the kernel has no
+    /// Landlock (`on_unavailable: warn`).
+    pub ruleset: Option<Arc<OwnedFd>>,
     /// Read rights the child grants itself on its own `/proc/<pid>`, which the parent cannot
     /// name before the fork (the rest of `/proc/<pid>` stays closed: this kernel lets a
     /// Landlock domain read other processes' `environ`).
@@ -105,7 +106,7 @@ impl ChildSetup {
         let mut flags = 0;
         for (flag, fd) in [
             (HAS_CGROUP, self.cgroup_procs.as_ref()),
-            (HAS_RULESET, self.ruleset.as_ref()),
+            (HAS_RULESET, self.ruleset.as_deref()),
             (HAS_READ_ONLY, self.read_only.as_deref()),
         ] {
             if let Some(fd) = fd {
@@ -135,10 +136,7 @@ impl ChildSetup {
 
     /// The setup [`ChildSetup::encode`] wrote, its descriptors taken from `fds` in order;
     /// `None` when the bytes or the descriptors do not make one.
-    pub fn decode(
-        mut bytes: &[u8],
-        fds: &mut dyn Iterator<Item = OwnedFd>,
-    ) -> Option<ChildSetup> {
+    pub fn decode(mut bytes: &[u8], fds: &mut dyn Iterator<Item = OwnedFd>) -> Option<ChildSetup> {
         let bytes = &mut bytes;
         let flags = take_u64(bytes)?;
         let own_proc_rights = take_u64(bytes)?;
@@ -159,7 +157,7 @@ impl ChildSetup {
             fds.next().map(Some)
         };
         let cgroup_procs = take(HAS_CGROUP)?;
-        let ruleset = take(HAS_RULESET)?;
+        let ruleset = take(HAS_RULESET)?.map(Arc::new);
         let read_only = take(HAS_READ_ONLY)?.map(Arc::new);
         let filter = if flags & HAS_FILTER != 0 {
             Some(Arc::new(SyscallFilter::decode(bytes)?))
