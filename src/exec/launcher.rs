@@ -1,7 +1,7 @@
 //! How a child starts without copying tollgate: `posix_spawn` (a `vfork`-style clone, no copy
 //! of the runner's memory) of tollgate's own binary as a small launcher, which receives what
 //! the child needs over its stdin — a Unix socket — and then does, as a fresh single-threaded
-//! process, what used to run between `fork` and `exec` of the runner: tie itself to
+//! process, what must happen before the command's `exec`: tie itself to
 //! tollgate's life, split off the command under its keeper, apply the sandbox setup, `exec`.
 //!
 //! The launcher is entered from `.init_array`, before `main`, in every binary that links
