@@ -10,12 +10,20 @@
 //! command (and before the trusted side acts) compares each with it and puts it back: a file
 //! changed is rewritten, one created (a nested repository's `.git` config included) removed,
 //! one removed recreated. Each such change is a [`Violation`] the caller reports.
+//!
+//! The check runs after every command, so it remembers what it already saw: a folder's
+//! listing and a file found equal to the baseline are kept with the inode's change time
+//! (`ctime`, which a command cannot set back), and reused while that is unchanged. Only what
+//! settled before it was looked at is remembered, so a change made within the clock's
+//! granularity of the look is never mistaken for the state it saw.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
 
 use crate::policy::{fold, may_guard_name, write_guardrail};
 
@@ -115,6 +123,64 @@ pub struct ProtectedFiles {
     /// Never compared or restored: the run's own output folder.
     excluded: Vec<PathBuf>,
     baseline: BTreeMap<PathBuf, Node>,
+    memo: Mutex<Memo>,
+}
+
+/// How long a change must be past before what it left is remembered: well above the
+/// coarse clock the kernel stamps inodes with (a jiffy, at most 10 ms).
+const SETTLED: Duration = Duration::from_secs(2);
+
+/// What an inode looked like, enough to tell that it did not change since: a write, a
+/// create, remove or rename inside a folder, `chmod` and `utimensat` all move `ctime`
+/// forward, and a replacement is another inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    mode: u32,
+    size: u64,
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(metadata: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            dev: metadata.dev(),
+            ino: metadata.ino(),
+            mode: metadata.mode(),
+            size: metadata.size(),
+            ctime: (metadata.ctime(), metadata.ctime_nsec()),
+        }
+    }
+
+    /// Whether the last change is at least `settled` before `now`.
+    fn settled(&self, now: SystemTime, settled: Duration) -> bool {
+        let (Ok(secs), Ok(nanos)) = (u64::try_from(self.ctime.0), u32::try_from(self.ctime.1))
+        else {
+            return false;
+        };
+        let changed = SystemTime::UNIX_EPOCH + Duration::new(secs, nanos);
+        now.duration_since(changed).is_ok_and(|age| age >= settled)
+    }
+}
+
+/// What the check already saw, by path.
+#[derive(Debug, Default)]
+struct Memo {
+    /// A folder's entries the walk acts on, as classified when it was listed.
+    listings: HashMap<PathBuf, (Stamp, Vec<Listed>)>,
+    /// Files found equal to their baseline.
+    clean: HashMap<PathBuf, Stamp>,
+    settled: Duration,
+}
+
+/// An entry of a listed folder that the walk acts on (plain files are not kept).
+#[derive(Debug)]
+enum Listed {
+    Folder(PathBuf),
+    GitDir(PathBuf),
+    Tollgate(PathBuf),
+    Protected(PathBuf),
 }
 
 impl ProtectedFiles {
@@ -124,9 +190,14 @@ impl ProtectedFiles {
             roots: roots.to_vec(),
             excluded: excluded.to_vec(),
             baseline: BTreeMap::new(),
+            memo: Mutex::new(Memo {
+                settled: SETTLED,
+                ..Memo::default()
+            }),
         };
         let mut budget = Budget::default();
-        for path in files.discover() {
+        let found = files.discover(&mut files.memo.lock().unwrap_or_else(PoisonError::into_inner));
+        for path in found {
             let node = read_node(&path, &mut budget)?;
             files.baseline.insert(path, node);
         }
@@ -141,21 +212,28 @@ impl ProtectedFiles {
     /// Compares every protected path (those of the baseline and any that exist now) with the
     /// baseline and puts back what differs.
     pub fn restore(&self) -> Vec<Violation> {
+        let mut memo = self.memo.lock().unwrap_or_else(PoisonError::into_inner);
         let mut paths: Vec<PathBuf> = self.baseline.keys().cloned().collect();
-        paths.extend(self.discover());
+        paths.extend(self.discover(&mut memo));
         paths.sort();
         paths.dedup();
         let mut violations = Vec::new();
         // Nothing here is bounded by the budget: what a command planted is read to compare
         // it, whatever its size, and a path that cannot be read is put back regardless.
         let mut budget = Budget::unbounded();
+        let now = SystemTime::now();
         for path in paths {
             let want = self.baseline.get(&path).unwrap_or(&Node::Absent);
-            let now = read_node(&path, &mut budget).ok();
-            if now.as_ref() == Some(want) {
+            if memo.unchanged_file(&path, want, now) {
                 continue;
             }
-            let change = match (want, &now) {
+            let now_node = read_node(&path, &mut budget).ok();
+            if now_node.as_ref() == Some(want) {
+                memo.remember_clean(&path, want, now);
+                continue;
+            }
+            memo.clean.remove(&path);
+            let change = match (want, &now_node) {
                 (Node::Absent, _) => Change::Created,
                 (_, Some(Node::Absent)) => Change::Removed,
                 _ => Change::Modified,
@@ -180,28 +258,92 @@ impl ProtectedFiles {
     }
 
     /// The protected paths that exist now.
-    fn discover(&self) -> Vec<PathBuf> {
+    fn discover(&self, memo: &mut Memo) -> Vec<PathBuf> {
         let mut found = Vec::new();
+        let now = SystemTime::now();
         for root in &self.roots {
             let walk = Walk {
                 root,
                 excluded: &self.excluded,
+                now,
             };
-            walk.dir(root, &mut found);
+            walk.dir(root, &mut found, memo);
         }
         found
+    }
+}
+
+impl Memo {
+    /// Whether `path` is a file the check found equal to `want` and that has not changed
+    /// since.
+    fn unchanged_file(&self, path: &Path, want: &Node, now: SystemTime) -> bool {
+        if !matches!(want, Node::File { .. }) {
+            return false;
+        }
+        let Some(seen) = self.clean.get(path) else {
+            return false;
+        };
+        path.symlink_metadata().is_ok_and(|metadata| {
+            let stamp = Stamp::of(&metadata);
+            stamp == *seen && stamp.settled(now, self.settled)
+        })
+    }
+
+    fn remember_clean(&mut self, path: &Path, want: &Node, now: SystemTime) {
+        if !matches!(want, Node::File { .. }) {
+            return;
+        }
+        match path.symlink_metadata() {
+            Ok(metadata) if Stamp::of(&metadata).settled(now, self.settled) => {
+                self.clean.insert(path.to_path_buf(), Stamp::of(&metadata));
+            }
+            _ => {
+                self.clean.remove(path);
+            }
+        }
     }
 }
 
 struct Walk<'a> {
     root: &'a Path,
     excluded: &'a [PathBuf],
+    now: SystemTime,
 }
 
 impl Walk<'_> {
-    fn dir(&self, dir: &Path, found: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
+    /// Every protected path below `dir`; a folder not changed since it was last listed is
+    /// not listed again.
+    fn dir(&self, dir: &Path, found: &mut Vec<PathBuf>, memo: &mut Memo) {
+        // The stamp is taken before the listing: a change while listing moves it on.
+        let Ok(metadata) = dir.symlink_metadata() else {
             return;
+        };
+        let stamp = Stamp::of(&metadata);
+        // Taken out while the walk goes below, and put back after: no copy of the listing.
+        let listed = match memo.listings.remove(dir) {
+            Some((seen, listed)) if seen == stamp && stamp.settled(self.now, memo.settled) => {
+                listed
+            }
+            _ => self.list(dir),
+        };
+        for entry in &listed {
+            match entry {
+                Listed::Folder(path) => self.dir(path, found, memo),
+                Listed::GitDir(path) => git_dir(path, found),
+                Listed::Tollgate(path) => self.tollgate(path, found),
+                Listed::Protected(path) => self.protect(path.clone(), found),
+            }
+        }
+        if stamp.settled(self.now, memo.settled) {
+            memo.listings.insert(dir.to_path_buf(), (stamp, listed));
+        }
+    }
+
+    /// The entries of `dir` the walk acts on.
+    fn list(&self, dir: &Path) -> Vec<Listed> {
+        let mut listed = Vec::new();
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return listed;
         };
         for entry in entries.flatten() {
             let path = entry.path();
@@ -213,16 +355,16 @@ impl Walk<'_> {
             }
             let name = fold(&entry.file_name().to_string_lossy());
             if name == ".git" {
-                if kind.is_dir() {
-                    git_dir(&path, found);
+                listed.push(if kind.is_dir() {
+                    Listed::GitDir(path)
                 } else {
                     // A gitfile names the git directory to use: changing it redirects git.
-                    found.push(path);
-                }
+                    Listed::Protected(path)
+                });
                 continue;
             }
             if name == ".tollgate" && kind.is_dir() {
-                self.tollgate(&path, found);
+                listed.push(Listed::Tollgate(path));
                 continue;
             }
             let rel = path.strip_prefix(self.root).unwrap_or(&path);
@@ -230,13 +372,14 @@ impl Walk<'_> {
             // for commands, git refuses a repository it merely discovers (git_env), and a
             // HEAD written by every checkout is no file to keep still.
             if name != "head" && may_guard_name(&name) && write_guardrail(rel, None).is_some() {
-                self.protect(path, found);
+                listed.push(Listed::Protected(path));
                 continue;
             }
             if kind.is_dir() {
-                self.dir(&path, found);
+                listed.push(Listed::Folder(path));
             }
         }
+        listed
     }
 
     /// A protected path, or its entries one by one when the run's output is inside it.
@@ -593,6 +736,55 @@ mod tests {
         assert_eq!(
             fs::read_to_string(ws.join(".git/config")).unwrap(),
             "[core]\n"
+        );
+    }
+
+    #[test]
+    fn what_the_check_remembers_never_hides_a_later_change() {
+        let (_dir, ws) = workspace();
+        let files = ProtectedFiles::capture(std::slice::from_ref(&ws), &[]).unwrap();
+        let settled = Duration::from_millis(50);
+        files.memo.lock().unwrap().settled = settled;
+        std::thread::sleep(settled * 3);
+        assert!(files.restore().is_empty());
+        {
+            let memo = files.memo.lock().unwrap();
+            assert!(memo.clean.contains_key(&ws.join(".git/config")), "{memo:?}");
+            assert!(memo.listings.contains_key(&ws.join("src")), "{memo:?}");
+        }
+        assert!(
+            files.restore().is_empty(),
+            "a remembered state is no change"
+        );
+        // Same size, and the modification time set back: only the change time tells.
+        let config = ws.join(".git/config");
+        let before = config.metadata().unwrap().modified().unwrap();
+        fs::write(&config, "[evil]\n").unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&config)
+            .unwrap()
+            .set_modified(before)
+            .unwrap();
+        // A new repository inside a folder whose listing was remembered.
+        fs::create_dir_all(ws.join("src/late/.git")).unwrap();
+        fs::write(ws.join("src/late/.git/config"), "[core]\n").unwrap();
+        let mut got = rel(&files.restore());
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (".git/config".to_string(), Change::Modified),
+                ("src/late/.git/config".to_string(), Change::Created),
+            ]
+        );
+        assert_eq!(fs::read_to_string(&config).unwrap(), "[core]\n");
+        std::thread::sleep(settled * 3);
+        assert!(files.restore().is_empty());
+        fs::write(ws.join("src/late/.git/config"), "[core]\n\tfsmonitor=x\n").unwrap();
+        assert_eq!(
+            rel(&files.restore()),
+            vec![("src/late/.git/config".to_string(), Change::Created)]
         );
     }
 
