@@ -249,6 +249,9 @@ fn account(run: &mut Loop<'_>, judged: &Judged) {
             counts.cache_hits += 1;
         } else {
             counts.calls += 1;
+            if !call.usage_source.is_reported() {
+                counts.estimated_calls += 1;
+            }
         }
     }
     counts.usage.add(&judged.usage());

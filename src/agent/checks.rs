@@ -14,7 +14,7 @@ use crate::base::AbortSignal;
 use crate::exec::ChildEnv;
 use crate::sandbox::Sandbox;
 use crate::task::Check;
-use crate::tools::{ShellEnding, ShellEnv, run_shell};
+use crate::tools::{CommandEnding, ShellEnv, run_shell};
 use crate::transcript::{CheckOutcome, Event};
 
 /// Output of a check kept in the transcript and reports.
@@ -67,26 +67,27 @@ pub async fn run_check(
     .await;
     let (exit_code, output) = match run {
         Ok(run) => {
-            let mut note = match run.ending {
-                ShellEnding::Exited(_) => String::new(),
-                ShellEnding::TimedOut if clock.run_deadline_first => {
+            let ending = &run.outcome.ending;
+            let mut note = match ending {
+                CommandEnding::TimedOut { .. } if clock.run_deadline_first => {
                     "\n[stopped: the run's limits.timeout ran out]".to_string()
                 }
-                ShellEnding::TimedOut => {
+                CommandEnding::TimedOut { .. } => {
                     format!("\n[timed out after {}s]", check.timeout.as_secs())
                 }
-                ShellEnding::Aborted => "\n[interrupted]".into(),
+                CommandEnding::Cancelled => "\n[interrupted]".into(),
+                CommandEnding::Exited { .. }
+                | CommandEnding::Signalled { .. }
+                | CommandEnding::Stopped { .. }
+                | CommandEnding::NotStarted { .. } => String::new(),
             };
-            if !run.violations.is_empty() {
+            if !run.outcome.protected.is_empty() {
                 note.push_str(&format!(
                     "\n[{}]",
-                    crate::sandbox::describe_violations(&run.violations)
+                    crate::sandbox::describe_violations(&run.outcome.protected)
                 ));
             }
-            let code = match run.ending {
-                ShellEnding::Exited(code) => code,
-                _ => None,
-            };
+            let code = ending.exit_code();
             (
                 code,
                 format!(

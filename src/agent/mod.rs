@@ -79,7 +79,7 @@ pub struct RunSpec {
     /// The task author's commands, run after the model stops.
     pub checks: Vec<Check>,
     pub mode: PermissionMode,
-    pub rules: RuleSet,
+    pub rules: Arc<RuleSet>,
     pub policy_summary: PolicySummary,
     pub workspace: Arc<Workspace>,
     pub tools: Vec<Arc<dyn Tool>>,
@@ -231,7 +231,7 @@ pub async fn run(
     .map(Arc::new);
     let ctx = ToolContext {
         workspace: spec.workspace.clone(),
-        rules: Arc::new(spec.rules.clone()),
+        rules: Arc::clone(&spec.rules),
         limits: spec.tool_limits,
         abort: abort.clone(),
         files: FileStateCache::default(),

@@ -326,15 +326,23 @@ impl TurnHost for LoopHost<'_, '_> {
         call: &Call,
         landing: Landing,
     ) -> Result<(), AgentError> {
+        let mut command = None;
         let (status, content) = match landing {
             Landing::Answered { content, status } => (status, content),
             Landing::Ran {
                 call: prepared,
                 result,
             } => {
+                // The model's text is written here, from the typed result.
                 let (status, content) = match result {
-                    Ok(output) => (ResultStatus::Success, output.content),
-                    Err(err) => (ResultStatus::Error, err.to_string()),
+                    Ok(output) => {
+                        command = output.command;
+                        (ResultStatus::Success, output.content)
+                    }
+                    Err(err) => {
+                        command = err.command().cloned();
+                        (ResultStatus::Error, err.to_string())
+                    }
                 };
                 let (status, content) =
                     hooks::post_tool_use(self.run, &call.id, &prepared, status, content).await?;
@@ -372,6 +380,7 @@ impl TurnHost for LoopHost<'_, '_> {
             is_error,
             content: content.clone(),
             duration_ms,
+            command,
         })?;
         self.results.push(ContentBlock::ToolResult {
             tool_use_id: call.id.clone(),

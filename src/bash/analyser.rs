@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use super::bindings::{builtin_bindings, code_in, evaluated_part, judge_name};
 use super::paths::{Cwds, ReadLog, check_read, lexical, locate};
 use super::syntax::{Assignment, Item, Redirect};
 use super::word::{Value, Word};
@@ -150,7 +151,7 @@ impl<'a> Analyser<'a> {
     /// from its environment, are proven harmless (its subscript is the walker's).
     pub(crate) fn bare_assignment(&mut self, a: &Assignment) {
         let name = a.name.split_once('[').map_or(a.name.as_str(), |(n, _)| n);
-        if let Err(reason) = super::bindings::judge_name(&a.text, &Word::literal(name)) {
+        if let Err(reason) = judge_name(&a.text, &Word::literal(name)) {
             self.problems.push(reason);
         }
     }
@@ -431,4 +432,49 @@ fn binding_occurrences(src: &str, name: &str) -> usize {
 /// Bash opens `/dev/tcp/host/port` and `/dev/udp/…` as sockets in redirections.
 fn is_network(path: &Path) -> bool {
     path.starts_with("/dev/tcp") || path.starts_with("/dev/udp")
+}
+
+/// Variable bindings: the table and the reading of subscripts are `bindings`'; what a
+/// subscript or a callback would run is analysed here.
+impl Analyser<'_> {
+    /// Judges one bound name: what its subscript (or a name not known statically) would run
+    /// is analysed, so deny rules reach it; returns why the binding is not proven harmless.
+    pub(crate) fn binding(&mut self, via: &str, name: &Word, depth: usize) -> Option<String> {
+        if let Some(text) = evaluated_part(name) {
+            for script in code_in(&text) {
+                self.script(&script, depth + 1);
+            }
+        }
+        judge_name(via, name).err()
+    }
+
+    /// Why a call of a variable-binding builtin (`read`, `mapfile -C`, `wait -p`, `printf -v`,
+    /// `getopts`) is not proven harmless; the code it would run is analysed.
+    pub(crate) fn builtin_bindings(&mut self, argv: &[Word], depth: usize) -> Vec<String> {
+        let Some(name) = argv.first().and_then(Word::fixed).map(super::pattern::base) else {
+            return Vec::new();
+        };
+        let Some(bound) = builtin_bindings(name, &argv[1..]) else {
+            return Vec::new();
+        };
+        let mut reasons: Vec<String> = bound.problem.into_iter().collect();
+        for callback in &bound.code {
+            reasons.push(format!(
+                "`{name} -C {}` runs its callback as shell code",
+                callback.raw
+            ));
+            match callback.fixed() {
+                Some(script) => self.script(script, depth + 1),
+                None => {
+                    for script in code_in(callback.template()) {
+                        self.script(&script, depth + 1);
+                    }
+                }
+            }
+        }
+        for bound_name in &bound.names {
+            reasons.extend(self.binding(name, bound_name, depth));
+        }
+        reasons
+    }
 }

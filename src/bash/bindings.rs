@@ -3,9 +3,7 @@
 //! `unset` — judged by one table of names and one reading of subscripts. Data and pure checks;
 //! the analyser calls them and analyses what a subscript would run.
 
-use super::analyser::Analyser;
 use super::evaluated::{plain_number, runs_code, substitutions_loose};
-use super::pattern::base;
 use super::word::Word;
 
 /// Names whose binding changes what later commands do, with why. A trailing `*` matches any
@@ -406,47 +404,4 @@ fn builtin_options<'w>(
         options,
         operands: &args[i.min(args.len())..],
     })
-}
-
-impl Analyser<'_> {
-    /// Judges one bound name: what its subscript (or a name not known statically) would run
-    /// is analysed, so deny rules reach it; returns why the binding is not proven harmless.
-    pub(crate) fn binding(&mut self, via: &str, name: &Word, depth: usize) -> Option<String> {
-        if let Some(text) = evaluated_part(name) {
-            for script in code_in(&text) {
-                self.script(&script, depth + 1);
-            }
-        }
-        judge_name(via, name).err()
-    }
-
-    /// Why a call of a variable-binding builtin (`read`, `mapfile -C`, `wait -p`, `printf -v`,
-    /// `getopts`) is not proven harmless; the code it would run is analysed.
-    pub(crate) fn builtin_bindings(&mut self, argv: &[Word], depth: usize) -> Vec<String> {
-        let Some(name) = argv.first().and_then(Word::fixed).map(base) else {
-            return Vec::new();
-        };
-        let Some(bound) = builtin_bindings(name, &argv[1..]) else {
-            return Vec::new();
-        };
-        let mut reasons: Vec<String> = bound.problem.into_iter().collect();
-        for callback in &bound.code {
-            reasons.push(format!(
-                "`{name} -C {}` runs its callback as shell code",
-                callback.raw
-            ));
-            match callback.fixed() {
-                Some(script) => self.script(script, depth + 1),
-                None => {
-                    for script in code_in(callback.template()) {
-                        self.script(&script, depth + 1);
-                    }
-                }
-            }
-        }
-        for bound_name in &bound.names {
-            reasons.extend(self.binding(name, bound_name, depth));
-        }
-        reasons
-    }
 }

@@ -95,6 +95,11 @@ impl PreparedCall {
         self.input.run(ctx)
     }
 
+    /// The result of this call when the scheduler ends it before `run` returned.
+    pub fn stopped(&self, reason: String) -> ToolError {
+        self.input.stopped(reason)
+    }
+
     /// What `decision` (an allow of this call) rested on: the read-only proof only when the
     /// tool's own check had the last word, citing no rule, and that check's allow was the
     /// proof's.

@@ -19,7 +19,9 @@ pub use prompt::{Action, Review, Stage, review_hash, system_prompt, user_message
 pub use proposal::{ProposedRule, narrowest_rules, paste_block, proposed_rules_yaml, record};
 pub use verdict::{Risk, Ruling, Verdict, VerdictError, parse_verdict};
 
-use crate::model::{Message, ModelRequest, Pricing, Provider, ProviderError, StopReason, Usage};
+use crate::model::{
+    Message, ModelRequest, Pricing, Provider, ProviderError, StopReason, Usage, UsageSource,
+};
 use crate::policy::AutoModeProse;
 use cache::VerdictCache;
 
@@ -99,6 +101,10 @@ pub struct ClassifierCall {
     pub risk: Option<Risk>,
     pub latency_ms: u64,
     pub usage: Usage,
+    /// `estimated` when the API sent no usage and `usage` is tollgate's estimate (as on the
+    /// agent's `assistant_message`); absent when the API counted it.
+    #[serde(default, skip_serializing_if = "UsageSource::is_reported")]
+    pub usage_source: UsageSource,
     /// `None` when the model's price is unknown.
     pub cost_usd: Option<f64>,
     pub cache_hit: bool,
@@ -197,6 +203,7 @@ impl Classifier {
                 answer: Answer::Verdict(verdict),
                 latency_ms: 0,
                 usage: Usage::default(),
+                usage_source: UsageSource::Reported,
                 cost_usd: Some(0.0),
             };
             return Judged {
@@ -262,6 +269,7 @@ impl Record<'_> {
             risk,
             latency_ms: asked.latency_ms,
             usage: asked.usage,
+            usage_source: asked.usage_source,
             cost_usd: asked.cost_usd,
             cache_hit,
         }
@@ -292,6 +300,7 @@ struct Asked {
     answer: Answer,
     latency_ms: u64,
     usage: Usage,
+    usage_source: UsageSource,
     cost_usd: Option<f64>,
 }
 
@@ -301,6 +310,7 @@ impl Link {
             answer,
             latency_ms: 0,
             usage: Usage::default(),
+            usage_source: UsageSource::Reported,
             cost_usd: Some(0.0),
         };
         if let Some(cap) = self.max_cost_usd.filter(|cap| self.spent_usd >= *cap) {
@@ -353,6 +363,7 @@ impl Link {
             answer,
             latency_ms,
             usage: response.usage.tokens(),
+            usage_source: UsageSource::of(&response.usage),
             cost_usd,
         }
     }

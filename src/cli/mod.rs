@@ -356,7 +356,7 @@ pub fn main() -> std::process::ExitCode {
         Ok(code) => code.into(),
         Err(err) => {
             // An error may quote a file or a provider's answer: inert on a runner's log.
-            let message = crate::neutral::log_text(&redactor.redact(&format!("{err:#}")));
+            let message = crate::neutral::log_text(&redactor.redact(&error_text(&err)));
             eprintln!("tollgate: error: {message}");
             error_code(&err).into()
         }
@@ -372,6 +372,23 @@ pub(crate) fn print_out(text: &str) {
     if let Err(err) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         tracing::debug!("stdout is closed: {err}");
     }
+}
+
+/// The error and its causes, each said once: a cause whose words its error already quotes
+/// (`cannot read task file t.yaml: No such file or directory`) is not repeated.
+fn error_text(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let said = cause.to_string();
+        if text.contains(&said) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&said);
+    }
+    text
 }
 
 /// A run whose record could not be written exits with its own code; every other error

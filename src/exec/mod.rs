@@ -95,15 +95,27 @@ impl Default for Capture {
     }
 }
 
+/// How a command ended, as the runner saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ending {
-    /// `code` is `None` when `signal` ended it.
-    Exited {
-        code: Option<i32>,
-        signal: Option<i32>,
-    },
+    /// It exited by itself with this code.
+    Exited(i32),
+    /// A signal ended it (a sandbox limit, the kernel, another process).
+    Signalled(i32),
     TimedOut,
     Cancelled,
+}
+
+impl Ending {
+    fn of(status: std::process::ExitStatus) -> Ending {
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Ending::Exited(code),
+            (None, Some(signal)) => Ending::Signalled(signal),
+            // wait(2) without WUNTRACED reports no stopped child; should it, the command did
+            // not exit by itself.
+            (None, None) => Ending::Signalled(status.stopped_signal().unwrap_or_default()),
+        }
+    }
 }
 
 /// One captured stream.
@@ -167,10 +179,7 @@ pub async fn run(
     ));
     let mut stderr = tokio::spawn(read_capped(child.stderr.take(), capture, stop));
     let ending = tokio::select! {
-        status = child.wait() => status.map(|status| Ending::Exited {
-            code: status.code(),
-            signal: status.signal(),
-        }),
+        status = child.wait() => status.map(Ending::of),
         _ = tokio::time::sleep(timeout) => Ok(Ending::TimedOut),
         _ = cancelled => Ok(Ending::Cancelled),
     };

@@ -88,6 +88,11 @@ pub struct BatchTask {
 
 impl BatchTask {
     pub fn load(text: String, file: &Path, repos: &[Repo]) -> Result<BatchTask, ConfigError> {
+        let source = text.clone();
+        Self::load_text(text, file, repos).map_err(|err| err.with_source(file, &source))
+    }
+
+    fn load_text(text: String, file: &Path, repos: &[Repo]) -> Result<BatchTask, ConfigError> {
         let template = Template::parse(&text, file, 1, repos)?;
         let branch = Template::parse(DEFAULT_BRANCH, file, 1, repos)?;
         let task = BatchTask {

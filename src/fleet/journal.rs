@@ -83,6 +83,12 @@ pub struct RunSummary {
     pub duration_ms: u64,
     /// The failed checks' names and the run's error, for the testcase's message.
     pub failures: Vec<String>,
+    /// The first refused call (tool, what it was, the reason), for the report's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denial: Option<String>,
+    /// The provider did not report some request's usage: the cost is an estimate's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub usage_estimated: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

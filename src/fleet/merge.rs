@@ -10,23 +10,11 @@ use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, Te
 use serde_json::{Value, json};
 
 use super::journal::{Journal, RepoOutcome};
-use crate::config::serde_name;
+use super::record::RepoRecord;
+use super::tally::{
+    committed_branch, cost_cell, cost_of, not_started, outcome_name, reason, spent_sentence,
+};
 use crate::out_dir::OutputError;
-
-/// A repository's journal and the folder holding its run (`DIR/repos/ID`).
-#[derive(Debug, Clone)]
-pub struct RepoRecord {
-    pub journal: Journal,
-    pub folder: PathBuf,
-}
-
-impl RepoRecord {
-    /// The record of a repository of the batch folder `batch_dir`.
-    pub fn in_batch(batch_dir: &Path, journal: Journal) -> RepoRecord {
-        let folder = batch_dir.join("repos").join(&journal.repo);
-        RepoRecord { journal, folder }
-    }
-}
 
 /// The journals under each batch folder (`DIR/repos/*/journal.json`), by repository id; a
 /// repository in two folders (shards run twice) keeps the later folder's journal.
@@ -76,7 +64,7 @@ pub fn write_reports(out: &Path, records: &[RepoRecord]) -> Result<Vec<PathBuf>,
             sarif(records).map_err(|err| err.to_string()),
         ),
         render("summary.md", Ok(markdown(&journals))),
-        render("report.html", Ok(super::html::html(&journals))),
+        render("report.html", Ok(super::html::html(records, out))),
     ];
     let mut written = Vec::new();
     let mut first_error = None;
@@ -186,12 +174,12 @@ pub fn markdown(journals: &[Journal]) -> String {
         .iter()
         .filter(|journal| journal.outcome == Some(RepoOutcome::Failed))
         .count();
-    let total = spent(journals);
     let mut text = format!(
-        "# tollgate batch\n\n{} repositories, {failed} failed, ${total:.4} spent.\n\n\
-| repository | outcome | checks | denials | cost (USD) | branch | pull request |\n\
-|---|---|---|---|---|---|---|\n",
-        journals.len()
+        "# tollgate batch\n\n**{failed} failed** of {} repositories · {}.\n\n\
+| repository | outcome | reason | checks | denials | cost (USD) | branch | pull request |\n\
+|---|---|---|---|---|---|---|---|\n",
+        journals.len(),
+        spent_sentence(journals)
     );
     for journal in journals {
         let (checks, denials) =
@@ -206,15 +194,14 @@ pub fn markdown(journals: &[Journal]) -> String {
                 });
         let cell = crate::neutral::markdown_inline;
         text.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
             cell(&journal.repo),
             cell(&outcome_name(journal)),
+            cell(&reason(journal)),
             checks,
             denials,
-            cost_of(journal)
-                .map(|cost| format!("{cost:.4}"))
-                .unwrap_or_default(),
-            cell(journal.branch.as_deref().unwrap_or("")),
+            cell(&cost_cell(journal)),
+            cell(committed_branch(journal).unwrap_or("")),
             cell(journal.pr_url.as_deref().unwrap_or("")),
         ));
     }
@@ -230,40 +217,6 @@ pub fn markdown(journals: &[Journal]) -> String {
         }
     }
     text
-}
-
-/// The repositories the batch did not start, with why (the cost limit, say).
-pub(super) fn not_started(journals: &[Journal]) -> Vec<(&str, &str)> {
-    journals
-        .iter()
-        .filter(|journal| journal.outcome == Some(RepoOutcome::Skipped))
-        .map(|journal| {
-            (
-                journal.repo.as_str(),
-                journal.reason.as_deref().unwrap_or("not started"),
-            )
-        })
-        .collect()
-}
-
-pub(super) fn outcome_name(journal: &Journal) -> String {
-    journal
-        .outcome
-        .map(|outcome| serde_name(&outcome))
-        .unwrap_or_else(|| "unfinished".into())
-}
-
-pub(super) fn cost_of(journal: &Journal) -> Option<f64> {
-    journal.run.as_ref().and_then(|run| run.cost_usd)
-}
-
-/// What the journals' runs cost together. Folded from +0.0: an empty `f64` sum is -0.0,
-/// which would print as `$-0.0000`.
-pub(super) fn spent<'a>(journals: impl IntoIterator<Item = &'a Journal>) -> f64 {
-    journals
-        .into_iter()
-        .filter_map(cost_of)
-        .fold(0.0, |sum, cost| sum + cost)
 }
 
 #[cfg(test)]

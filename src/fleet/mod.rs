@@ -11,7 +11,9 @@ mod manifest;
 mod merge;
 mod phases;
 mod progress;
+mod record;
 mod shard;
+mod tally;
 mod template;
 mod workcopy;
 
@@ -22,7 +24,8 @@ use thiserror::Error;
 pub use driver::{Batch, BatchOptions, Rerun};
 pub use journal::{Journal, JournalError, Phase, RepoOutcome, RunSummary};
 pub use manifest::{Repo, RepoSource};
-pub use merge::{RepoRecord, collect, junit_xml, markdown, sarif, write_reports};
+pub use merge::{collect, junit_xml, markdown, sarif, write_reports};
+pub use record::RepoRecord;
 pub use shard::Shard;
 
 #[derive(Debug, Error)]

@@ -199,6 +199,8 @@ impl RepoSteps<'_> {
                 "tollgate.sarif",
                 crate::report::sarif_json(&report).map_err(|err| err.to_string()),
             ),
+            // What `tollgate run` prints, kept for the batch report's link.
+            ("summary.txt", Ok(crate::report::text_summary(&report, &[]))),
         ];
         for (name, text) in reports {
             let path = out.join(name);
@@ -315,5 +317,14 @@ fn summary(report: &RunReport) -> RunSummary {
         cost_usd: report.total_cost_usd,
         duration_ms: report.duration_ms,
         failures,
+        denial: report.denials.first().map(|denial| {
+            format!(
+                "{} {}: {}",
+                denial.tool,
+                crate::report::input_summary(&denial.tool, &denial.input),
+                denial.decision.reason
+            )
+        }),
+        usage_estimated: report.counts.estimated_requests > 0,
     }
 }

@@ -58,8 +58,8 @@ async fn run_git(
         .map_err(GitError::Start)?;
     let command = args.join(" ");
     match outcome.ending {
-        Ending::Exited { code: Some(0), .. } => Ok(outcome.stdout.text),
-        Ending::Exited { .. } => Err(GitError::Failed {
+        Ending::Exited(0) => Ok(outcome.stdout.text),
+        Ending::Exited(_) | Ending::Signalled(_) => Err(GitError::Failed {
             command,
             detail: last_line(&outcome.stderr.text),
         }),

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::config::HookEvent;
+use super::HookEvent;
 use crate::exec::{Captured, Ending, ExecOutcome};
 
 /// One hook's own answer, before aggregation. Reasons are the hook's words, unprefixed.
@@ -93,8 +93,8 @@ pub(super) fn interpret(
     match run.ending {
         Ending::TimedOut => Err(HookError::TimedOut(timeout_secs)),
         Ending::Cancelled => Err(HookError::Aborted),
-        Ending::Exited { code: Some(0), .. } => parse_stdout(&run.stdout, event),
-        Ending::Exited { code: Some(2), .. } => {
+        Ending::Exited(0) => parse_stdout(&run.stdout, event),
+        Ending::Exited(2) => {
             let stderr = run.stderr.text.trim();
             Ok(HookAnswer::Deny {
                 reason: Some(if stderr.is_empty() {
@@ -104,14 +104,12 @@ pub(super) fn interpret(
                 }),
             })
         }
-        Ending::Exited {
-            code: Some(code), ..
-        } => Err(HookError::Exit {
+        Ending::Exited(code) => Err(HookError::Exit {
             code,
             stderr: run.stderr.text.clone(),
         }),
-        Ending::Exited { code: None, signal } => Err(HookError::Signal {
-            signal: signal.unwrap_or(0),
+        Ending::Signalled(signal) => Err(HookError::Signal {
+            signal,
             stderr: run.stderr.text.clone(),
         }),
     }
@@ -295,10 +293,7 @@ mod tests {
 
     fn exited(code: i32, stdout: &str, stderr: &str) -> ExecOutcome {
         ExecOutcome {
-            ending: Ending::Exited {
-                code: Some(code),
-                signal: None,
-            },
+            ending: Ending::Exited(code),
             stdout: Captured {
                 text: stdout.into(),
                 complete: true,

@@ -3,7 +3,6 @@
 //! allow) that names the hook behind it. Decides nothing about rules: the gate combines the two.
 
 mod answer;
-mod config;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 pub use answer::{HookAnswer, HookError};
-pub use config::{
+// Hooks as a policy file writes them are the policy's data; this module runs them.
+pub use crate::policy::{
     DEFAULT_TIMEOUT_SECS, Hook, HookEvent, HookList, HookSpec, MAX_TIMEOUT_SECS, MatcherError,
     OnError, ToolMatcher, merge_hooks,
 };
@@ -245,8 +245,8 @@ async fn run_one(
         {
             Ok(process) => {
                 let exit_code = match process.ending {
-                    Ending::Exited { code, .. } => code,
-                    Ending::TimedOut | Ending::Cancelled => None,
+                    Ending::Exited(code) => Some(code),
+                    Ending::Signalled(_) | Ending::TimedOut | Ending::Cancelled => None,
                 };
                 let result = answer::interpret(&process, event, timeout_secs);
                 (result, exit_code, process.stderr.text)

@@ -226,14 +226,8 @@ pub fn parse_project_file(
     text: &str,
     file: &Path,
 ) -> Result<(Vec<McpServerSpec>, Vec<SkippedServer>), ConfigError> {
-    let parsed: ProjectFile = serde_json::from_str(text).map_err(|err| {
-        ConfigError::new(
-            file,
-            err.line() as u64,
-            err.column() as u64,
-            err.to_string(),
-        )
-    })?;
+    let parsed: ProjectFile = serde_json::from_str(text)
+        .map_err(|err| crate::config::json_error(&err, file).with_source(file, text))?;
     let mut servers = Vec::new();
     let mut skipped = Vec::new();
     for (name, entry) in parsed.mcp_servers {

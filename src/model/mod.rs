@@ -175,6 +175,29 @@ impl ReportedUsage {
     }
 }
 
+/// Whether a request's usage was counted by the API or estimated by tollgate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageSource {
+    #[default]
+    Reported,
+    Estimated,
+}
+
+impl UsageSource {
+    pub fn of(usage: &ReportedUsage) -> UsageSource {
+        if usage.is_estimated() {
+            UsageSource::Estimated
+        } else {
+            UsageSource::Reported
+        }
+    }
+
+    pub fn is_reported(&self) -> bool {
+        *self == UsageSource::Reported
+    }
+}
+
 /// Bytes counted as one token when a response carries no usage. The vendors' tokenizers
 /// yield about 3.5–4 bytes a token for English and 2.5–3.5 for code and JSON; three errs
 /// high for most text, so a budget charged by the estimate stops early rather than late.

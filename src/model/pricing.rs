@@ -59,14 +59,20 @@ impl Pricing {
     }
 }
 
+/// The day the table's prices were taken from the vendors' price pages. A price that
+/// changed since is set in the task (`model.pricing`), which always wins.
+pub const PRICES_AS_OF: &str = "2025-11-24";
+
 /// Model-name prefixes and their prices, as published by Anthropic and OpenAI (standard
 /// tier; Anthropic cache writes at the 5-minute rate). The longest matching prefix wins, so
 /// dated snapshots (`claude-sonnet-4-5-20250929`) and `-latest` aliases find their family.
 const TABLE: &[(&str, Pricing)] = &[
     // Anthropic
     ("claude-opus-4-5", Pricing::new(5.0, 25.0, 6.25, 0.50)),
+    ("claude-opus-4-1", Pricing::new(15.0, 75.0, 18.75, 1.50)),
     ("claude-opus-4", Pricing::new(15.0, 75.0, 18.75, 1.50)),
     ("claude-3-opus", Pricing::new(15.0, 75.0, 18.75, 1.50)),
+    ("claude-sonnet-4-5", Pricing::new(3.0, 15.0, 3.75, 0.30)),
     ("claude-sonnet-4", Pricing::new(3.0, 15.0, 3.75, 0.30)),
     ("claude-3-7-sonnet", Pricing::new(3.0, 15.0, 3.75, 0.30)),
     ("claude-3-5-sonnet", Pricing::new(3.0, 15.0, 3.75, 0.30)),
@@ -90,12 +96,81 @@ const TABLE: &[(&str, Pricing)] = &[
 /// The table's price for `model`, if it knows the model. Gateways often prefix the vendor
 /// (`anthropic/claude-…`, `openai/gpt-…`); that prefix is ignored.
 pub fn lookup(model: &str) -> Option<Pricing> {
+    find(model).map(|(_, pricing, _)| pricing)
+}
+
+/// The table's entry for `model`: its prefix, its price, and whether the name is that
+/// model itself (the prefix alone, or with a date or `-latest`) or only of its family
+/// (`claude-opus-4-6` under `claude-opus-4`), whose price may differ.
+fn find(model: &str) -> Option<(&'static str, Pricing, bool)> {
     let name = model.rsplit('/').next().unwrap_or(model);
-    TABLE
+    let (prefix, pricing) = TABLE
         .iter()
         .filter(|(prefix, _)| name.starts_with(prefix))
-        .max_by_key(|(prefix, _)| prefix.len())
-        .map(|(_, pricing)| *pricing)
+        .max_by_key(|(prefix, _)| prefix.len())?;
+    Some((prefix, *pricing, is_same_model(&name[prefix.len()..])))
+}
+
+/// What may follow a table prefix and still name that model: nothing, a snapshot date
+/// (`-20250929`, `-2024-07-18`) or `-latest`.
+fn is_same_model(rest: &str) -> bool {
+    let Some(rest) = rest.strip_prefix('-') else {
+        return rest.is_empty();
+    };
+    let digits =
+        |part: &str, len: usize| part.len() == len && part.bytes().all(|b| b.is_ascii_digit());
+    let parts: Vec<&str> = rest.split('-').collect();
+    rest == "latest"
+        || matches!(parts.as_slice(), [date] if digits(date, 8))
+        || matches!(parts.as_slice(), [y, m, d] if digits(y, 4) && digits(m, 2) && digits(d, 2))
+}
+
+/// Where a run's price came from, as `run_started` and the reports say it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "snake_case")]
+pub enum PriceSource {
+    /// The task's `model.pricing`.
+    Task,
+    /// The scripted model, which costs nothing.
+    Free,
+    /// The price table's entry for this model.
+    Table { prefix: String, as_of: String },
+    /// The price table's entry for the model's family only: the model itself is not in the
+    /// table (a newer one, say), and its price may differ.
+    Family { prefix: String, as_of: String },
+    /// Neither the task nor the table knows the model: its cost is unknown.
+    Unknown,
+}
+
+impl PriceSource {
+    /// The table's answer for `model`: its price, and where it came from.
+    pub fn of_table(model: &str) -> (Option<Pricing>, PriceSource) {
+        match find(model) {
+            None => (None, PriceSource::Unknown),
+            Some((prefix, pricing, same)) => {
+                let (prefix, as_of) = (prefix.to_string(), PRICES_AS_OF.to_string());
+                let source = if same {
+                    PriceSource::Table { prefix, as_of }
+                } else {
+                    PriceSource::Family { prefix, as_of }
+                };
+                (Some(pricing), source)
+            }
+        }
+    }
+
+    /// The warning a price found by family prefix only deserves.
+    pub fn warning(&self, model: &str) -> Option<String> {
+        match self {
+            PriceSource::Family { prefix, as_of } => Some(format!(
+                "model `{model}` is not in the price table (of {as_of}); it is priced as its family `{prefix}`, which may cost otherwise: set model.pricing in the task to give its price"
+            )),
+            PriceSource::Task
+            | PriceSource::Free
+            | PriceSource::Table { .. }
+            | PriceSource::Unknown => None,
+        }
+    }
 }
 
 /// The price table as rows for documentation: (model prefix, pricing).
@@ -123,6 +198,41 @@ mod tests {
         );
         assert_eq!(lookup("openai/gpt-4o").map(|p| p.input), Some(2.50));
         assert_eq!(lookup("llama3.1:8b"), None);
+    }
+
+    #[test]
+    fn a_model_priced_by_its_family_only_is_told_apart() {
+        let source = |model: &str| PriceSource::of_table(model).1;
+        let table = |prefix: &str| PriceSource::Table {
+            prefix: prefix.into(),
+            as_of: PRICES_AS_OF.into(),
+        };
+        let family = |prefix: &str| PriceSource::Family {
+            prefix: prefix.into(),
+            as_of: PRICES_AS_OF.into(),
+        };
+        assert_eq!(source("claude-opus-4-5"), table("claude-opus-4-5"));
+        assert_eq!(source("claude-opus-4-5-20251101"), table("claude-opus-4-5"));
+        assert_eq!(source("gpt-4o-mini-2024-07-18"), table("gpt-4o-mini"));
+        assert_eq!(
+            source("claude-3-7-sonnet-latest"),
+            table("claude-3-7-sonnet")
+        );
+        assert_eq!(source("openai/gpt-4o"), table("gpt-4o"));
+        assert_eq!(source("claude-opus-4-6"), family("claude-opus-4"));
+        assert_eq!(source("claude-opus-4-1-20250805"), table("claude-opus-4-1"));
+        assert_eq!(source("claude-opus-4-20250514"), table("claude-opus-4"));
+        assert_eq!(source("claude-sonnet-4-7"), family("claude-sonnet-4"));
+        assert_eq!(source("gpt-5-codex"), family("gpt-5"));
+        assert_eq!(source("llama3.1:8b"), PriceSource::Unknown);
+        let warning = source("claude-opus-4-6")
+            .warning("claude-opus-4-6")
+            .unwrap();
+        assert!(
+            warning.contains("priced as its family `claude-opus-4`"),
+            "{warning}"
+        );
+        assert_eq!(source("claude-opus-4-5").warning("claude-opus-4-5"), None);
     }
 
     #[test]

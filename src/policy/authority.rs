@@ -315,24 +315,8 @@ pub fn refuse_disabled(
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
-    use crate::policy::{Policy, PolicyOrigin};
-
-    fn source(kind: SourceKind, yaml: &str) -> PolicySource {
-        let file = format!("{kind:?}.yaml");
-        let policy = Policy::parse(
-            yaml,
-            PolicyOrigin {
-                file: Path::new(&file),
-                dir: Path::new("/p"),
-                home: None,
-            },
-        )
-        .unwrap();
-        PolicySource { kind, policy }
-    }
+    use crate::policy::test_source as source;
 
     use PermissionMode::*;
     use SourceKind::*;

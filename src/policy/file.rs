@@ -8,15 +8,15 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
-use super::auto_mode::{AutoModeProse, ClassifierFile, ClassifierSettings};
+use super::auto_mode_blocks::{AutoModeProse, ClassifierFile, ClassifierSettings};
 use super::decision::Decision;
+use super::hooks_config::{Hook, HookList};
 use super::mcp_servers::{McpPolicy, McpServerMatcher, McpServersBlock, mcp_servers};
 use super::mode::PermissionMode;
 use super::rule::{Rule, RuleKind};
 use super::sandbox_config::{SandboxBlock, SandboxConfig};
 use super::tool_name::ToolName;
 use crate::config::{self, ConfigError, SourceLocation};
-use crate::hooks::{Hook, HookList};
 
 /// Declares `PolicyFile` with tollgate's own keys plus the Claude Code settings keys that a
 /// user's `settings.json` may carry and tollgate does not use: those load, are ignored, and
@@ -242,6 +242,10 @@ pub struct Policy {
 
 impl Policy {
     pub fn parse(text: &str, origin: PolicyOrigin) -> Result<Policy, ConfigError> {
+        Self::parse_text(text, origin).map_err(|err| err.with_source(origin.file, text))
+    }
+
+    fn parse_text(text: &str, origin: PolicyOrigin) -> Result<Policy, ConfigError> {
         let mut parsed: PolicyFile = config::parse(text, origin.file)?;
         let ignored_keys = parsed.ignored_claude_code_keys();
         let permissions = std::mem::take(&mut parsed.permissions);

@@ -32,7 +32,15 @@ pub fn lint(policy: &Policy, implemented: &dyn Fn(&ToolName) -> bool) -> Vec<Lin
         }
         let is_mcp = matches!(rule.tool, ToolName::Mcp { .. });
         if !is_mcp && !implemented(&rule.tool) {
-            warn(format!("never matches: tollgate has no {} tool", rule.tool));
+            let close = rule
+                .tool
+                .close_builtin()
+                .map(|close| format!("; did you mean `{close}`?"))
+                .unwrap_or_default();
+            warn(format!(
+                "never matches: tollgate has no {} tool{close}",
+                rule.tool
+            ));
             continue;
         }
         if let Some(denied) = policy.rules.iter().find(|other| {

@@ -4,11 +4,13 @@
 mod ask;
 mod authority;
 mod auto_mode;
+mod auto_mode_blocks;
 mod decision;
 mod file;
 mod file_access;
 mod gate;
 mod guardrail;
+mod hooks_config;
 mod lint;
 mod mcp_servers;
 mod mode;
@@ -28,9 +30,9 @@ pub use authority::{
     refuse_disabled, refuse_managed_keys_below, repository_hooks_approved, resolve_mode, standing,
     table,
 };
-pub use auto_mode::{
-    AutoModeConfig, AutoModeProse, ClassifierProvider, ClassifierSettings, ConfigSpot,
-    merge_auto_mode, moots_classifier,
+pub use auto_mode::{AutoModeConfig, merge_auto_mode, moots_classifier};
+pub use auto_mode_blocks::{
+    AutoModeProse, ClassifierFile, ClassifierProvider, ClassifierSettings, ConfigSpot,
 };
 pub use decision::{
     AllowBasis, Ask, AskCause, Decision, DenialCounts, GateDecision, Grounds, Layer,
@@ -42,6 +44,10 @@ pub use gate::{GatedCall, TraceStep, decide, explain};
 pub use guardrail::{
     fold, git_dir_write, may_guard_name, read_guardrail, read_guardrail_below, write_guardrail,
 };
+pub use hooks_config::{
+    DEFAULT_TIMEOUT_SECS, Hook, HookEvent, HookList, HookSpec, MAX_TIMEOUT_SECS, MatcherError,
+    OnError, ToolMatcher, merge_hooks,
+};
 pub use lint::{LintWarning, danger, lint};
 pub use mcp_servers::{
     DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, McpPolicy, McpServerMatcher,
@@ -50,6 +56,8 @@ pub use mcp_servers::{
 pub use mode::{PermissionMode, UnknownMode};
 pub use path_pattern::{PathBases, PathPattern};
 pub use rule::{DomainPattern, Rule, RuleContent, RuleError, RuleKind};
+#[cfg(test)]
+pub(crate) use rule_set::test_source;
 pub use rule_set::{PolicySource, RuleSet, SourceKind};
 pub use sandbox_config::{
     Caches, DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, Placement, PolicyPath,

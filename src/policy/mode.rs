@@ -77,9 +77,18 @@ impl fmt::Display for PermissionMode {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown permission mode `{0}` (expected one of: default, acceptEdits, plan, bypassPermissions, auto, dontAsk)"
+    "unknown permission mode `{given}` (expected one of: default, acceptEdits, plan, bypassPermissions, auto, dontAsk){close}",
+    given = .0,
+    close = close_mode(.0).map(|close| format!("; did you mean `{close}`?")).unwrap_or_default()
 )]
 pub struct UnknownMode(pub String);
+
+fn close_mode(given: &str) -> Option<&'static str> {
+    crate::config::did_you_mean(
+        given,
+        PermissionMode::ALL.into_iter().map(PermissionMode::as_str),
+    )
+}
 
 impl FromStr for PermissionMode {
     type Err = UnknownMode;

@@ -35,6 +35,20 @@ pub struct PolicySource {
     pub policy: Policy,
 }
 
+/// A source of `kind` parsed from `yaml` as if read from `<kind>.yaml` in `/p`: the unit
+/// tests' one fixture for a layer of policy.
+#[cfg(test)]
+pub(crate) fn test_source(kind: SourceKind, yaml: &str) -> PolicySource {
+    let file = format!("{kind:?}.yaml");
+    let origin = super::file::PolicyOrigin {
+        file: Path::new(&file),
+        dir: Path::new("/p"),
+        home: None,
+    };
+    let policy = Policy::parse(yaml, origin).unwrap();
+    PolicySource { kind, policy }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct RuleSet {
     rules: Vec<Rule>,

@@ -81,6 +81,17 @@ impl ToolName {
         )
     }
 
+    /// For a name that is no tool of tollgate's, the built-in it is likely a slip for
+    /// (`Raed` → `Read`, `bash` → `Bash`).
+    pub fn close_builtin(&self) -> Option<ToolName> {
+        let ToolName::Other(name) = self else {
+            return None;
+        };
+        let names: Vec<String> = Self::BUILTINS.iter().map(ToString::to_string).collect();
+        let close = crate::config::did_you_mean(name, names.iter().map(String::as_str))?;
+        ToolName::parse(close)
+    }
+
     /// A tool whose `file_path` names the one file it touches (Claude Code's NotebookEdit too).
     pub fn is_file_tool(&self) -> bool {
         match self {

@@ -152,6 +152,9 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
             ),
         );
     }
+    if let Some(warning) = &report.model.price_warning {
+        row("Price", format!("⚠️ {}", cell(warning)));
+    }
     row("Fails on", format!("`{}`", report.fail_on));
     if let Some(sandbox) = &report.sandbox {
         let icon = if sandbox.enforced() { "🔒" } else { "⚠️" };

@@ -17,6 +17,14 @@ pub fn usage_basis(counts: &crate::transcript::RunCounts) -> String {
     }
 }
 
+/// The classifier's [`usage_basis`]: `reported`, or `estimated (N of M calls)`.
+pub fn classifier_usage_basis(counts: &crate::transcript::ClassifierCounts) -> String {
+    match counts.estimated_calls {
+        0 => "reported".to_string(),
+        n => format!("estimated ({n} of {} calls)", counts.calls.max(n)),
+    }
+}
+
 pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeError> {
     let mut suite = TestSuite::new(report.task_name.as_str());
     suite.set_time(Duration::from_millis(report.duration_ms));
@@ -81,6 +89,13 @@ pub fn junit_xml(report: &RunReport) -> Result<String, quick_junit::SerializeErr
             ]
             .map(|(name, count)| Property::new(name, count.to_string())),
         );
+        suite.add_property(Property::new(
+            "classifier_usage",
+            classifier_usage_basis(judge),
+        ));
+    }
+    if let Some(warning) = &report.model.price_warning {
+        suite.add_property(Property::new("price_warning", warning.as_str()));
     }
 
     let agent_status = match report.outcome {

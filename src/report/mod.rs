@@ -85,6 +85,8 @@ pub(crate) fn sample_report() -> crate::transcript::RunReport {
         model: ModelSummary {
             provider: "scripted".into(),
             name: "m".into(),
+            price: None,
+            price_warning: None,
         },
         mode: PermissionMode::DontAsk,
         outcome: Outcome::PolicyDenied,

@@ -47,11 +47,24 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
             usage.cache_read_input_tokens
         ));
     }
+    if let Some(warning) = &report.model.price_warning {
+        out.push_str(&format!("  warning: {warning}\n"));
+    }
     let judge = &counts.classifier;
     if judge.reviews > 0 {
-        let cost = report
-            .classifier_cost_usd
-            .map_or_else(|| "unknown".to_string(), |usd| format!("${usd:.4}"));
+        let estimated = judge.estimated_calls > 0;
+        let cost = report.classifier_cost_usd.map_or_else(
+            || "unknown".to_string(),
+            |usd| format!("{}${usd:.4}", if estimated { "≈" } else { "" }),
+        );
+        let cost = if estimated {
+            format!(
+                "{cost} · usage {}",
+                super::junit::classifier_usage_basis(judge)
+            )
+        } else {
+            cost
+        };
         out.push_str(&format!(
             "  classifier: {} reviewed · {} allowed · {} denied · {} errors · {} model calls · {} cache hits · {} in · {} out · cost {cost}\n",
             judge.reviews,

@@ -89,8 +89,9 @@ fn probe(parent: &Path) -> bool {
     usable
 }
 
-/// A limit a command ran into, named as the policy names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A limit a command ran into, named as the policy names it (the file size in bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LimitHit {
     MaxProcesses(u64),
     MaxCpuSeconds(u64),

@@ -14,11 +14,11 @@ mod shared_ruleset;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::ExitStatus;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::exec::Ending;
 use crate::policy::Workspace;
 
 pub use crate::policy::{
@@ -521,8 +521,7 @@ pub struct LimitWatch {
 
 impl LimitWatch {
     /// The limit the command ran into, if its ending shows one.
-    pub fn limit_hit(&self, status: Option<ExitStatus>) -> Option<LimitHit> {
-        use std::os::unix::process::ExitStatusExt;
+    pub fn limit_hit(&self, ending: Ending) -> Option<LimitHit> {
         if self
             .cgroup
             .as_ref()
@@ -530,8 +529,11 @@ impl LimitWatch {
         {
             return self.limits.max_processes.map(LimitHit::MaxProcesses);
         }
-        let status = status?;
-        limits::signalled_limit(&self.limits, status.signal(), status.code())
+        match ending {
+            Ending::Exited(code) => limits::signalled_limit(&self.limits, None, Some(code)),
+            Ending::Signalled(signal) => limits::signalled_limit(&self.limits, Some(signal), None),
+            Ending::TimedOut | Ending::Cancelled => None,
+        }
     }
 }
 

@@ -25,6 +25,8 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
+use serde::{Deserialize, Serialize};
+
 use crate::policy::{fold, may_guard_name, write_guardrail};
 
 /// What a baseline may hold: enough for any project's hooks and settings, bounded so a
@@ -74,7 +76,8 @@ enum Node {
 }
 
 /// What a command did to a protected path.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Change {
     Created,
     Modified,
@@ -82,12 +85,13 @@ pub enum Change {
 }
 
 /// A protected path a command changed, and whether it was put back.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Violation {
     /// Relative to its workspace root.
     pub path: PathBuf,
     pub change: Change,
     /// Why it could not be put back; `None` when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unrestored: Option<String>,
 }
 

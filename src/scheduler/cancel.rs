@@ -7,8 +7,8 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum Cancellation {
-    /// A Bash call of the same response failed; commands often depend on each other, so the
-    /// rest of the turn's calls is moot.
+    /// A command a call of the same response ran did not succeed (a Bash call failed);
+    /// commands often depend on each other, so the rest of the turn's calls is moot.
     SiblingError { failed_id: String },
     /// A hard stop (SIGINT/SIGTERM): everything running is cancelled, block tools too.
     UserInterrupted,

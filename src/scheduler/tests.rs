@@ -16,8 +16,8 @@ use crate::base::{AbortHandle, AbortReason};
 use crate::call::{PreparedCall, Scheduling};
 use crate::policy::{ToolName, Workspace};
 use crate::tools::{
-    FileStateCache, InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput,
-    ToolLimits, ToolOutput,
+    CommandEnding, CommandOutcome, CommandRun, FileStateCache, InterruptBehavior, Tool,
+    ToolContext, ToolError, ToolFuture, ToolInput, ToolLimits, ToolOutput,
 };
 use crate::transcript::{ProgressUpdate, ResultStatus};
 
@@ -49,8 +49,8 @@ impl Drop for Span {
     }
 }
 
-/// Named Bash, Read or Write for what the scheduler reads off the name and the behaviour;
-/// safety comes from the input, the result from the test through a oneshot.
+/// Named Bash, Read or Write for the behaviour the scheduler reads off the tool; safety and
+/// whether it runs a command come from the input, the result from the test through a oneshot.
 struct LatchTool {
     name: ToolName,
     behavior: InterruptBehavior,
@@ -83,6 +83,20 @@ struct LatchInput {
     lab: Arc<Lab>,
 }
 
+impl LatchInput {
+    /// A failure as the tool reports it: a command's ending when it runs one.
+    fn failure(&self, text: String) -> ToolError {
+        if self.input["command"] == true {
+            ToolError::Command(CommandRun {
+                outcome: CommandOutcome::new(CommandEnding::Exited { code: 1 }),
+                output: text,
+            })
+        } else {
+            ToolError::Failed(text)
+        }
+    }
+}
+
 impl ToolInput for LatchInput {
     fn is_concurrency_safe(&self) -> bool {
         self.input["safe"] == true
@@ -93,6 +107,12 @@ impl ToolInput for LatchInput {
     ) -> crate::policy::ToolCheck {
         crate::policy::ToolCheck::Passthrough {
             reason: "the scheduler test never gates".into(),
+        }
+    }
+    fn stopped(&self, reason: String) -> ToolError {
+        match self.input["command"] == true {
+            true => ToolError::Command(CommandRun::stopped(reason)),
+            false => ToolError::Stopped(reason),
         }
     }
     fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -117,7 +137,7 @@ impl ToolInput for LatchInput {
             match gate {
                 Some(gate) => match gate.await {
                     Ok(Ok(text)) => Ok(ToolOutput::new(text)),
-                    Ok(Err(text)) => Err(ToolError::Failed(text)),
+                    Ok(Err(text)) => Err(self.failure(text)),
                     Err(_) => Err(ToolError::Failed("the test dropped the latch".into())),
                 },
                 None => Ok(ToolOutput::new("ran")),
@@ -144,6 +164,8 @@ struct Host {
     lab: Arc<Lab>,
     /// (index, clock) of each landing, to check head-of-line order against the tools' ends.
     land_times: Vec<(usize, u64)>,
+    /// One call's deadline.
+    deadline: Option<(usize, CallDeadline)>,
 }
 
 impl Host {
@@ -167,6 +189,7 @@ impl Host {
             progress: Vec::new(),
             lab: lab.clone(),
             land_times: Vec::new(),
+            deadline: None,
         }
     }
 
@@ -200,7 +223,10 @@ impl TurnHost for Host {
         }
         Ok(Admission::Run {
             call: Arc::new(self.prepared(call)),
-            deadline: None,
+            deadline: self
+                .deadline
+                .clone()
+                .and_then(|(at, deadline)| (at == index).then_some(deadline)),
             basis: crate::policy::AllowBasis::Granted,
         })
     }
@@ -232,11 +258,12 @@ impl TurnHost for Host {
     }
 }
 
+/// A Bash call runs a command, as the real one does.
 fn call(index: usize, name: &str, safe: bool) -> Call {
     Call {
         id: format!("t{index}"),
         name: ToolName::from_model(name),
-        input: json!({"key": index, "safe": safe}),
+        input: json!({"key": index, "safe": safe, "command": name == "Bash"}),
     }
 }
 
@@ -363,7 +390,7 @@ async fn a_failed_bash_cancels_its_siblings_and_a_failed_read_does_not() {
         }
         // The Read fails alone; then the Bash fails and takes 0 and 3 with it.
         gates.remove(2).send(Err("no such file".into())).unwrap();
-        gates.remove(1).send(Err("exit code 1".into())).unwrap();
+        gates.remove(1).send(Err("out".into())).unwrap();
         std::future::pending::<()>().await;
     };
     let end = tokio::select! {
@@ -378,7 +405,7 @@ async fn a_failed_bash_cancels_its_siblings_and_a_failed_read_does_not() {
         host.landed,
         vec![
             (0, Landed::Cancelled(sibling.clone(), true)),
-            (1, Landed::Err("exit code 1".into())),
+            (1, Landed::Err("out\n[exit code 1]".into())),
             (2, Landed::Err("no such file".into())),
             (3, Landed::Cancelled(sibling, true)),
         ]
@@ -386,6 +413,89 @@ async fn a_failed_bash_cancels_its_siblings_and_a_failed_read_does_not() {
     // The cancelled calls' futures are gone before the turn returns.
     span(&lab, 0);
     span(&lab, 3);
+}
+
+/// The rule reads the outcome: a failed command cancels its siblings whatever the tool's
+/// name, and a failure that is no command's does not, even from a tool named Bash.
+#[tokio::test]
+async fn the_sibling_rule_reads_the_outcome_not_the_name() {
+    let (lab, mut gates, mut started) = latched(3);
+    let mut host = Host::new(&lab);
+    let mut runs_command = call(1, "Read", true);
+    runs_command.input["command"] = json!(true);
+    let mut no_command = call(0, "Bash", true);
+    no_command.input["command"] = json!(false);
+    let calls = vec![no_command, runs_command, call(2, "Read", true)];
+    let (ctx, _handle) = context();
+    let driver = async {
+        for _ in 0..3 {
+            started.recv().await.unwrap();
+        }
+        gates.remove(0).send(Err("not a command".into())).unwrap();
+        while calls_ended(&lab) < 1 {
+            tokio::task::yield_now().await;
+        }
+        gates.remove(0).send(Err("failed".into())).unwrap();
+        std::future::pending::<()>().await;
+    };
+    let end = tokio::select! {
+        end = run_turn(&mut host, &calls, &ctx, 10, None) => end,
+        () = driver => unreachable!(),
+    };
+    assert_eq!(end, Ok(TurnEnd::Complete));
+    assert_eq!(
+        host.landed,
+        vec![
+            (0, Landed::Err("not a command".into())),
+            (1, Landed::Err("failed\n[exit code 1]".into())),
+            (
+                2,
+                Landed::Cancelled(
+                    Cancellation::SiblingError {
+                        failed_id: "t1".into()
+                    },
+                    true
+                )
+            ),
+        ]
+    );
+}
+
+/// A command stopped at the call's deadline did not succeed either: its siblings go.
+#[tokio::test]
+async fn a_command_stopped_at_its_deadline_cancels_its_siblings() {
+    let (lab, _gates, mut started) = latched(2);
+    let mut host = Host::new(&lab);
+    host.deadline = Some((
+        0,
+        CallDeadline {
+            at: tokio::time::Instant::now() + std::time::Duration::from_millis(50),
+            message: "The tool call was stopped: limits.tool_timeout = 0.05s ran out".into(),
+        },
+    ));
+    let calls = vec![call(0, "Bash", true), call(1, "Read", true)];
+    let (ctx, _handle) = context();
+    let driver = async {
+        let _ = (started.recv().await, started.recv().await);
+        std::future::pending::<()>().await;
+    };
+    let end = tokio::select! {
+        end = run_turn(&mut host, &calls, &ctx, 10, None) => end,
+        () = driver => unreachable!(),
+    };
+    assert_eq!(end, Ok(TurnEnd::Complete));
+    assert_eq!(
+        host.landed[0].1,
+        Landed::Err("The tool call was stopped: limits.tool_timeout = 0.05s ran out".into())
+    );
+    assert!(
+        matches!(
+            &host.landed[1].1,
+            Landed::Cancelled(Cancellation::SiblingError { failed_id }, _) if failed_id == "t0"
+        ),
+        "{:?}",
+        host.landed
+    );
 }
 
 #[tokio::test]

@@ -13,7 +13,7 @@ use super::host::{Admission, Call, CallDeadline, Landing, TurnHost};
 use super::progress::Throttle;
 use super::queue::MessageQueue;
 use crate::call::{Concurrency, PreparedCall, Scheduling};
-use crate::policy::{AllowBasis, ToolName};
+use crate::policy::AllowBasis;
 use crate::tools::{
     InterruptBehavior, ProgressLine, ProgressSink, ToolContext, ToolError, ToolOutput,
 };
@@ -275,42 +275,48 @@ impl Turn<'_> {
             let running = prepared.run(&ctx);
             match deadline {
                 None => running.await,
-                Some(deadline) => tokio::time::timeout_at(deadline.at, running)
-                    .await
-                    .unwrap_or(Err(ToolError::Stopped(deadline.message))),
+                Some(deadline) => match tokio::time::timeout_at(deadline.at, running).await {
+                    Ok(result) => result,
+                    Err(_) => Err(prepared.stopped(deadline.message)),
+                },
             }
         });
         self.task_calls.insert(task.id(), index);
         self.slots[index] = Slot::Running { call, task };
     }
 
-    /// A task ended: its call lands, and a failed Bash call cancels its siblings. Returns
-    /// the call's held progress, which goes out before its result.
+    /// A task ended: its call lands, and a command that did not succeed cancels the call's
+    /// siblings. Returns the call's held progress, which goes out before its result.
     fn finished(
         &mut self,
         joined: Result<(Id, Result<ToolOutput, ToolError>), tokio::task::JoinError>,
         throttle: &mut Throttle,
     ) -> Option<(usize, crate::transcript::ProgressUpdate)> {
         let (id, result) = match joined {
-            Ok((id, result)) => (id, result),
+            Ok((id, result)) => (id, Some(result)),
             // Cancelled tasks were landed when they were cancelled.
             Err(err) if err.is_cancelled() => return None,
-            Err(err) => (
-                err.id(),
-                Err(ToolError::Failed("the tool failed unexpectedly".into())),
-            ),
+            Err(err) => (err.id(), None),
         };
         let index = self.task_calls.remove(&id)?;
         let Slot::Running { call, .. } = std::mem::replace(&mut self.slots[index], Slot::Done)
         else {
             return None;
         };
-        let failed_bash = *call.call.name() == ToolName::Bash && result.is_err();
+        let result =
+            result.unwrap_or_else(|| Err(call.call.stopped("the tool failed unexpectedly".into())));
+        // Read off the outcome, whichever tool ran the command: commands often depend on each
+        // other, so the rest of the turn is moot.
+        let failed_command = result
+            .as_ref()
+            .err()
+            .and_then(ToolError::command)
+            .is_some_and(|outcome| !outcome.succeeded());
         self.slots[index] = Slot::Landed(Landing::Ran {
             call: call.call,
             result,
         });
-        if failed_bash {
+        if failed_command {
             let failed_id = self.calls[index].id.clone();
             self.cancel_rest(&Cancellation::SiblingError { failed_id });
         }

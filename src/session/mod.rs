@@ -17,8 +17,8 @@ pub use classifier::auto_classifier;
 pub use sources::{
     AdditionalDirectories, HooksInForce, PolicyInForce, SourceFlags, additional_directories,
     canonical_dir, dangerous_allow_rules, home_dir, hooks_in_force, load_policy, load_sources,
-    load_task, mcp_in_force, read_only_commands_in_force, read_text, resolve_mode, rules_for_mode,
-    sandbox_in_force,
+    load_task, log_warnings, mcp_in_force, read_only_commands_in_force, read_text, resolve_mode,
+    rules_for_mode, sandbox_in_force, unknown_tool_rules, with_snippet,
 };
 
 use crate::agent::RunSpec;
@@ -118,6 +118,10 @@ pub struct Session {
 
 /// Loads and validates everything a run needs. `redactor` learns the task's `redact_env`.
 pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session, SessionError> {
+    assemble_checked(options, redactor).map_err(with_snippet)
+}
+
+fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session, SessionError> {
     let home = home_dir();
     let mut task = load_task(&options.task, home.as_deref())?;
     if let Some(name) = &options.model {
@@ -225,6 +229,11 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
     let mut env = RunEnv::new(&withheld_variables(&task));
     env.model = model_command_env(&env.model, &workspace.workdir);
     let provider = Provider::new(provider_config(&task.model, task.script.as_ref())?)?;
+    let (pricing, price) = task.model.price();
+    let price_warning = price.warning(&task.model.name);
+    if let Some(warning) = &price_warning {
+        tracing::warn!("{}", crate::neutral::log_line(warning));
+    }
     let spec = RunSpec {
         run_id,
         task: TaskSummary {
@@ -235,8 +244,10 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         model: ModelSummary {
             provider: task.model.provider.to_string(),
             name: task.model.name.clone(),
+            price: Some(price),
+            price_warning,
         },
-        pricing: task.model.pricing(),
+        pricing,
         max_tokens: task.model.max_tokens,
         limits: task.limits,
         max_result_chars: task.max_result_chars,
@@ -244,7 +255,7 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
         reminders_full_every: task.reminders_full_every,
         checks: task.checks,
         mode,
-        rules,
+        rules: Arc::new(rules),
         policy_summary,
         workspace: Arc::new(workspace),
         tools,
@@ -298,10 +309,8 @@ fn policy_summary(
     directories: AdditionalDirectories,
 ) -> PolicySummary {
     let mut warnings = dangerous_allow_rules(rules);
-    for warning in &warnings {
-        // Rule text may come from a project's file: inert on a runner's log.
-        tracing::warn!("{}", crate::neutral::log_line(warning));
-    }
+    warnings.extend(unknown_tool_rules(rules));
+    log_warnings(&warnings);
     warnings.extend(directories.warnings);
     PolicySummary {
         sources: sources

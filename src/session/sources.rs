@@ -4,11 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::config::ConfigError;
 use crate::hooks::{Hook, merge_hooks};
 use crate::mcp::{McpPlan, parse_project_file, plan, project_file_approved};
 use crate::policy::{
     self, ConfigOrigin, LowerGrant, PermissionContext, PermissionMode, Policy, PolicyOrigin,
-    PolicySource, Power, Rule, RuleSet, SourceKind, Standing, Workspace, counts, danger,
+    PolicySource, Power, Rule, RuleSet, SourceKind, Standing, ToolName, Workspace, counts, danger,
     lower_may_add, moots_classifier, refuse_disabled, refuse_managed_keys_below,
     repository_hooks_approved, standing,
 };
@@ -29,6 +30,42 @@ pub fn read_text(path: &Path, what: &'static str) -> Result<String> {
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// Shows the offending line of an error found after its file was parsed (a `workdir:` that
+/// does not exist, a managed-only key in a lower file): the file is read again for it.
+pub fn with_snippet(err: SessionError) -> SessionError {
+    match err {
+        SessionError::Config(config) => SessionError::Config(snippet_from_file(config)),
+        SessionError::Authority(policy::AuthorityError::ManagedKeyInLowerSource(config)) => {
+            SessionError::Authority(policy::AuthorityError::ManagedKeyInLowerSource(
+                snippet_from_file(config),
+            ))
+        }
+        other => other,
+    }
+}
+
+/// The most of a file read again only to show one of its lines.
+const MAX_SNIPPET_FILE_BYTES: u64 = 4 << 20;
+
+fn snippet_from_file(err: ConfigError) -> ConfigError {
+    if err.snippet.is_some() || err.line == 0 {
+        return err;
+    }
+    // Only a regular file: reading a FIFO or a device again could block or differ.
+    let readable = std::fs::metadata(&err.file)
+        .is_ok_and(|meta| meta.is_file() && meta.len() <= MAX_SNIPPET_FILE_BYTES);
+    match readable
+        .then(|| std::fs::read_to_string(&err.file).ok())
+        .flatten()
+    {
+        Some(text) => {
+            let file = err.file.clone();
+            err.with_source(&file, &text)
+        }
+        None => err,
+    }
 }
 
 pub fn load_task(path: &Path, home: Option<&Path>) -> Result<Task> {
@@ -108,6 +145,14 @@ impl PolicyInForce {
         workdir: PathBuf,
         mode: Option<PermissionMode>,
     ) -> Result<PolicyInForce> {
+        Self::load_checked(flags, workdir, mode).map_err(with_snippet)
+    }
+
+    fn load_checked(
+        flags: SourceFlags,
+        workdir: PathBuf,
+        mode: Option<PermissionMode>,
+    ) -> Result<PolicyInForce> {
         let home = home_dir();
         let sources = load_sources(flags, None, &workdir, home.as_deref())?;
         // `check --mode` asks how a call would be decided in that mode; it grants nothing,
@@ -120,6 +165,7 @@ impl PolicyInForce {
             None => resolve_mode(None, None, &sources)?,
         };
         let (rules, _) = rules_for_mode(RuleSet::from_sources(&sources), mode);
+        log_warnings(&unknown_tool_rules(&rules));
         let workspace = Workspace::new(workdir, additional_directories(&sources).dirs, home);
         Ok(PolicyInForce {
             sources,
@@ -294,6 +340,36 @@ pub fn dangerous_allow_rules(rules: &RuleSet) -> Vec<String> {
         .collect()
 }
 
+/// Rules that name no tool tollgate has: they load (a Claude Code settings file may name
+/// Claude Code's own tools) but never match, which hides a slip such as `Raed(src/**)`.
+/// Every kind counts: a deny rule that never matches denies nothing.
+pub fn unknown_tool_rules(rules: &RuleSet) -> Vec<String> {
+    rules
+        .rules()
+        .iter()
+        .filter(|rule| matches!(rule.tool, ToolName::Other(_)))
+        .map(|rule| {
+            let close = rule
+                .tool
+                .close_builtin()
+                .map(|close| format!("; did you mean `{close}`?"))
+                .unwrap_or_default();
+            format!(
+                "{} rule {} at {} never matches: tollgate has no {} tool{close}",
+                rule.kind, rule.text, rule.source, rule.tool
+            )
+        })
+        .collect()
+}
+
+/// Logs each of `warnings` once, inert on a runner's log (rule text may come from a
+/// repository's file).
+pub fn log_warnings(warnings: &[String]) {
+    for warning in warnings {
+        tracing::warn!("{}", crate::neutral::log_line(warning));
+    }
+}
+
 /// The hooks that run, managed policies' first, and the lower ones left aside.
 pub struct HooksInForce {
     pub in_force: Vec<Hook>,
@@ -413,20 +489,7 @@ pub fn mcp_in_force(sources: &[PolicySource], task: &Task, workdir: &Path) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn source(kind: SourceKind, yaml: &str) -> PolicySource {
-        let file = format!("{kind:?}.yaml");
-        let policy = Policy::parse(
-            yaml,
-            PolicyOrigin {
-                file: Path::new(&file),
-                dir: Path::new("/p"),
-                home: None,
-            },
-        )
-        .unwrap();
-        PolicySource { kind, policy }
-    }
+    use crate::policy::test_source as source;
 
     fn hook(name: &str) -> String {
         format!("hooks:\n  - {{event: PreToolUse, command: {name}}}\n")

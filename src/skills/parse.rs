@@ -33,6 +33,10 @@ struct FrontMatter {
 
 /// Parses `text`, the content of `file`.
 pub fn parse(text: &str, file: &Path) -> Result<Skill, ConfigError> {
+    parse_text(text, file).map_err(|err| err.with_source(file, text))
+}
+
+fn parse_text(text: &str, file: &Path) -> Result<Skill, ConfigError> {
     let at = |line: u64, column: u64, message: &str| ConfigError::new(file, line, column, message);
     let Some(rest) = text
         .strip_prefix("---\n")

@@ -9,7 +9,8 @@ use serde_saphyr::Spanned;
 
 use crate::base::{DEFAULT_MAX_PARALLEL_TOOLS, normalize_lexically};
 use crate::config::{self, ConfigError};
-use crate::model::{Pricing, RetryPolicy, ScriptedTurns, Timeouts, pricing};
+use crate::model::pricing::PriceSource;
+use crate::model::{Pricing, RetryPolicy, ScriptedTurns, Timeouts};
 use crate::policy::{
     McpServerSpec, McpServersBlock, PermissionMode, PermissionsBlock, Policy, PolicyOrigin,
     ToolName, mcp_servers,
@@ -212,11 +213,15 @@ impl ModelSpec {
     /// The task's price, else the price table's for the model's name (which `--model` may
     /// change after parsing); `None` when neither knows the model. The scripted model is free.
     pub fn pricing(&self) -> Option<Pricing> {
-        match self.provider {
-            ProviderKind::Scripted => Some(Pricing::FREE),
-            _ => self
-                .pricing_override
-                .or_else(|| pricing::lookup(&self.name)),
+        self.price().0
+    }
+
+    /// [`pricing`](Self::pricing) and where it came from.
+    pub fn price(&self) -> (Option<Pricing>, PriceSource) {
+        match (self.provider, self.pricing_override) {
+            (ProviderKind::Scripted, _) => (Some(Pricing::FREE), PriceSource::Free),
+            (_, Some(pricing)) => (Some(pricing), PriceSource::Task),
+            (_, None) => PriceSource::of_table(&self.name),
         }
     }
 
@@ -365,7 +370,16 @@ impl Task {
         dir: &Path,
         home: Option<&Path>,
     ) -> Result<Task, ConfigError> {
-        let mut raw: TaskFile = config::parse(text, file)?;
+        Self::parse_text(text, file, dir, home).map_err(|err| err.with_source(file, text))
+    }
+
+    fn parse_text(
+        text: &str,
+        file: &Path,
+        dir: &Path,
+        home: Option<&Path>,
+    ) -> Result<Task, ConfigError> {
+        let mut raw: TaskFile = config::parse(text, file).map_err(|err| batch_hint(err, file))?;
         let at =
             |line: u64, column: u64, message: String| ConfigError::new(file, line, column, message);
         if raw.version.value != 1 {
@@ -389,18 +403,13 @@ impl Task {
                     ToolName::parse(&spanned.value)
                         .filter(|name| implemented_builtins().contains(name))
                         .ok_or_else(|| {
-                            at(
-                                loc.line(),
-                                loc.column(),
-                                format!(
-                                    "unknown tool `{}`; built-in tools are: {}",
-                                    spanned.value,
-                                    implemented_builtins()
-                                        .iter()
-                                        .map(ToString::to_string)
-                                        .collect::<Vec<_>>()
-                                        .join(", ")
+                            unknown_tool(
+                                at(
+                                    loc.line(),
+                                    loc.column(),
+                                    format!("unknown tool `{}`", spanned.value),
                                 ),
+                                &spanned.value,
                             )
                         })
                 })
@@ -413,7 +422,10 @@ impl Task {
             let name = ToolName::parse(&spanned.value)
                 .filter(|name| implemented_builtins().contains(name))
                 .ok_or_else(|| {
-                    located(&spanned, &at, format!("unknown tool `{}`", spanned.value))
+                    unknown_tool(
+                        located(&spanned, &at, format!("unknown tool `{}`", spanned.value)),
+                        &spanned.value,
+                    )
                 })?;
             if NEVER_DEFERRED.contains(&name) {
                 return Err(located(
@@ -560,6 +572,38 @@ impl Task {
             subagent_max_per_turn,
         })
     }
+}
+
+/// A batch task's own keys (`batch:`, `limits.batch_max_cost_usd`) in a task given to a
+/// single run: name the command that reads them.
+fn batch_hint(mut err: ConfigError, file: &Path) -> ConfigError {
+    if matches!(
+        err.unknown_key.as_deref(),
+        Some("batch" | "batch_max_cost_usd")
+    ) {
+        err.message = format!(
+            "`{}` is a batch task's key; `tollgate run` runs a single task",
+            err.unknown_key.as_deref().unwrap_or_default()
+        );
+        err.hint = Some(format!(
+            "run a batch task over its repositories with `tollgate batch {} --repos FILE`",
+            file.display()
+        ));
+    }
+    err
+}
+
+/// The hint of an unknown name in `tools:`: the close built-in, else the list of them.
+fn unknown_tool(err: ConfigError, given: &str) -> ConfigError {
+    let names: Vec<String> = implemented_builtins()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let hint = match config::did_you_mean(given, names.iter().map(String::as_str)) {
+        Some(close) => format!("did you mean `{close}`?"),
+        None => format!("built-in tools are: {}", names.join(", ")),
+    };
+    err.with_hint(hint)
 }
 
 type At<'a> = &'a dyn Fn(u64, u64, String) -> ConfigError;
@@ -971,7 +1015,7 @@ mod tests {
         assert_eq!(task.subagent_max_per_turn, DEFAULT_SUBAGENT_MAX_PER_TURN);
         let err = parse(&format!("{MINIMAL}skills: [x]\n")).unwrap_err();
         assert_eq!(
-            err.to_string(),
+            err.headline(),
             "task.yaml:8:10: skills: needs the Skill tool: add Skill to tools:"
         );
     }
@@ -1151,7 +1195,7 @@ mod tests {
                 0,
                 "missing field `prompt`",
             ),
-            (format!("{MINIMAL}mode: yolo\n"), 8, "unknown variant"),
+            (format!("{MINIMAL}mode: yolo\n"), 8, "unknown value"),
             (
                 format!("{MINIMAL}tools: [Read, Nope]\n"),
                 8,
@@ -1200,18 +1244,14 @@ mod tests {
             (
                 MINIMAL.replace("text: done", "txt: done"),
                 7,
-                "unknown variant",
+                "unknown value",
             ),
             (
                 format!("{MINIMAL}limits:\n  max_turns: 0\n"),
                 9,
                 "at least 1",
             ),
-            (
-                format!("{MINIMAL}fail_on: [denials]\n"),
-                8,
-                "unknown variant",
-            ),
+            (format!("{MINIMAL}fail_on: [denials]\n"), 8, "unknown value"),
             (
                 format!(
                     "{MINIMAL}checks:\n  - name: c\n    run: x\n    retry: {{max_attempts: 0}}\n"

@@ -11,8 +11,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::outcome::CommandRun;
 use super::path::{check_write, resolve_symlinks_below};
-use super::shell::{Confinement, ShellEnding, ShellEnv, run_confined};
+use super::shell::{Confinement, ShellEnv, run_confined};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
 use crate::bash::{
     BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, Script, evaluate_parsed,
@@ -142,6 +143,10 @@ impl ToolInput for PreparedBash {
         );
         lines.extend(analysis.unseen_writes.iter().cloned());
         lines
+    }
+
+    fn stopped(&self, reason: String) -> ToolError {
+        ToolError::Command(CommandRun::stopped(reason))
     }
 
     fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -464,48 +469,10 @@ async fn run(command: &str, ctx: &ToolContext, timeout: Duration) -> Result<Tool
         confinement,
     )
     .await
-    .map_err(|err| ToolError::Failed(format!("cannot start bash: {err}")))?;
+    .unwrap_or_else(CommandRun::not_started);
     // Kept whole: the land step offloads a long output to a file with its head and tail
     // inline, so a build log's middle is never lost (S8).
-    let output = run.output.trim_end();
-    let with_note =
-        |note: String| ToolError::Failed(format!("{output}\n[{note}]").trim_start().to_string());
-    if let Some(limit) = run.limit {
-        return Err(with_note(limit.to_string()));
-    }
-    let result = ending_result(run.ending, output, timeout, with_note);
-    if run.violations.is_empty() {
-        return result;
-    }
-    // Whatever the command's own ending, changing a protected file makes it an error the
-    // model reads (and the transcript records).
-    let note = crate::sandbox::describe_violations(&run.violations);
-    let text = match result {
-        Ok(output) => output.content,
-        Err(err) => err.to_string(),
-    };
-    Err(ToolError::Failed(format!("{text}\n[{note}]")))
-}
-
-fn ending_result(
-    ending: ShellEnding,
-    output: &str,
-    timeout: Duration,
-    with_note: impl Fn(String) -> ToolError,
-) -> Result<ToolOutput, ToolError> {
-    match ending {
-        ShellEnding::Exited(Some(0)) if output.is_empty() => Ok(ToolOutput::new("(no output)")),
-        ShellEnding::Exited(Some(0)) => Ok(ToolOutput::new(output.to_string())),
-        ShellEnding::Exited(Some(code)) => Err(with_note(format!("exit code {code}"))),
-        ShellEnding::Exited(None) => Err(with_note("killed by a signal".into())),
-        ShellEnding::TimedOut => Err(with_note(format!(
-            "timed out after {}s; the command and its children were killed",
-            timeout.as_secs_f32()
-        ))),
-        ShellEnding::Aborted => Err(with_note(
-            "interrupted; the command and its children were killed".into(),
-        )),
-    }
+    ToolOutput::of_command(run)
 }
 
 #[cfg(test)]

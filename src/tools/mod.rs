@@ -10,6 +10,7 @@ mod edit;
 mod git_env;
 mod glob;
 mod grep;
+mod outcome;
 mod page_markdown;
 mod path;
 mod progress;
@@ -42,6 +43,7 @@ pub use edit::EditTool;
 pub use git_env::{trusted_git_env, trusted_git_env_for_remote};
 pub use glob::GlobTool;
 pub use grep::GrepTool;
+pub use outcome::{CommandEnding, CommandOutcome, CommandRun};
 pub use path::{check_file_access, resolve_path, resolve_symlinks};
 pub use progress::{ProgressLine, ProgressSink};
 pub use read::ReadTool;
@@ -49,9 +51,7 @@ pub use registry::ToolRegistry;
 pub use run_state::{
     DeferredTools, RunState, Todo, TodoList, TodoSnapshot, TodoStatus, ToolDefinition,
 };
-pub use shell::{
-    Confinement, ShellEnding, ShellEnv, ShellRun, model_command_env, run_confined, run_shell,
-};
+pub use shell::{Confinement, ShellEnv, model_command_env, run_confined, run_shell};
 pub use todo_write::TodoWriteTool;
 pub use tool_search::ToolSearchTool;
 pub use web_fetch::WebFetchTool;
@@ -73,12 +73,27 @@ pub enum InterruptBehavior {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutput {
     pub content: String,
+    /// How the command the call ran ended (Bash); `None` for a call that ran none.
+    pub command: Option<CommandOutcome>,
 }
 
 impl ToolOutput {
     pub fn new(content: impl Into<String>) -> Self {
         ToolOutput {
             content: content.into(),
+            command: None,
+        }
+    }
+
+    /// A command's result: an output when it succeeded, else an error that keeps its outcome.
+    pub fn of_command(run: CommandRun) -> Result<ToolOutput, ToolError> {
+        if run.outcome.succeeded() {
+            Ok(ToolOutput {
+                content: run.to_string(),
+                command: Some(run.outcome),
+            })
+        } else {
+            Err(ToolError::Command(run))
         }
     }
 }
@@ -103,6 +118,24 @@ pub enum ToolError {
     /// The scheduler stopped the call at its deadline.
     #[error("{0}")]
     Stopped(String),
+    /// The command the call ran did not succeed ([`ToolOutput::of_command`]), or was stopped;
+    /// its text is written when the result lands.
+    #[error("{0}")]
+    Command(CommandRun),
+}
+
+impl ToolError {
+    /// How the call's command ended, for a call that ran one.
+    pub fn command(&self) -> Option<&CommandOutcome> {
+        match self {
+            ToolError::Command(run) => Some(&run.outcome),
+            ToolError::Schema { .. }
+            | ToolError::Invalid(_)
+            | ToolError::Stale(_)
+            | ToolError::Failed(_)
+            | ToolError::Stopped(_) => None,
+        }
+    }
 }
 
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + Send + 'a>>;
@@ -150,6 +183,11 @@ pub trait ToolInput: Send + Sync {
     /// and its verdict). Empty when the check's reason says it all.
     fn explain_permissions(&self, _ctx: &PermissionContext) -> Vec<String> {
         Vec::new()
+    }
+    /// This call's result when the scheduler ends it before `run` returned (its deadline ran
+    /// out, its task panicked). A call that runs a command reports the command as stopped.
+    fn stopped(&self, reason: String) -> ToolError {
+        ToolError::Stopped(reason)
     }
     /// A call the agent loop runs as a sub-agent's conversation (Agent, an agent-mode
     /// Skill) instead of through `run`.

@@ -1,41 +1,21 @@
 //! The model's shell commands: `bash -c` in a folder through the one process runner
 //! (`exec`), its two streams joined into the text the model reads.
 
-use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::git_env::{git_env, trusted_git_env};
+use super::outcome::{CommandEnding, CommandOutcome, CommandRun};
 use super::progress::ProgressSink;
 use crate::base::AbortSignal;
-use crate::exec::{self, ChildEnv, Ending, ExecRequest};
-use crate::sandbox::{LimitHit, ReadOnlyDomain, Sandbox, Violation};
+use crate::exec::{self, ChildEnv, ExecRequest};
+use crate::sandbox::{ReadOnlyDomain, Sandbox};
 
 /// Output kept per stream of a model's command; the rest is drained and counted (a note says
 /// how much). Large, because Bash's output is kept whole and offloaded to a file when long
 /// (S8): a 1 MB build log must survive intact.
 pub const CAPTURE_BYTES: usize = 16 * 1024 * 1024;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShellEnding {
-    /// Exit code, or `None` when a signal ended it.
-    Exited(Option<i32>),
-    TimedOut,
-    Aborted,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShellRun {
-    pub ending: ShellEnding,
-    /// stdout then stderr.
-    pub output: String,
-    /// The sandbox limit the command ran into, if any.
-    pub limit: Option<LimitHit>,
-    /// Protected files the sandboxed command changed, put back after it ended.
-    pub violations: Vec<Violation>,
-}
 
 /// The environment of the model's commands run in `workdir`: `base` (no secrets, no
 /// start-up hijacks, no inherited `GIT_CONFIG*`) with git confined to the workspace's
@@ -80,7 +60,7 @@ pub async fn run_shell(
     env: ShellEnv<'_>,
     progress: Option<&ProgressSink>,
     sandbox: Option<&Sandbox>,
-) -> std::io::Result<ShellRun> {
+) -> std::io::Result<CommandRun> {
     let confinement = Confinement {
         sandbox,
         read_only: None,
@@ -97,7 +77,7 @@ pub async fn run_confined(
     env: ShellEnv<'_>,
     progress: Option<&ProgressSink>,
     confinement: Confinement<'_>,
-) -> std::io::Result<ShellRun> {
+) -> std::io::Result<CommandRun> {
     let given = match env {
         ShellEnv::Model(env) => env.clone(),
         ShellEnv::Author(env) => trusted_git_env(env),
@@ -136,18 +116,6 @@ pub async fn run_confined(
         abort.aborted().await;
     })
     .await?;
-    let (ending, status) = match outcome.ending {
-        Ending::Exited { code, signal } => (
-            ShellEnding::Exited(code),
-            Some(ExitStatus::from_raw(match (code, signal) {
-                (Some(code), _) => code << 8,
-                (None, Some(signal)) => signal,
-                (None, None) => 0,
-            })),
-        ),
-        Ending::TimedOut => (ShellEnding::TimedOut, None),
-        Ending::Cancelled => (ShellEnding::Aborted, None),
-    };
     let mut output = with_drop_note(outcome.stdout);
     let stderr = with_drop_note(outcome.stderr);
     if !stderr.is_empty() {
@@ -156,18 +124,20 @@ pub async fn run_confined(
         }
         output.push_str(&stderr);
     }
-    let limit = watch.and_then(|watch| watch.limit_hit(status));
+    let limit = watch.and_then(|watch| watch.limit_hit(outcome.ending));
     // The command's process group is gone by now; whatever it did to what git or a shell
     // runs code from is undone before anything else (the next command, a check) runs.
-    let violations = confinement
+    let protected = confinement
         .sandbox
         .map(Sandbox::restore_protected)
         .unwrap_or_default();
-    Ok(ShellRun {
-        ending,
+    Ok(CommandRun {
+        outcome: CommandOutcome {
+            ending: CommandEnding::of(outcome.ending, timeout),
+            limit,
+            protected,
+        },
         output,
-        limit,
-        violations,
     })
 }
 
@@ -248,8 +218,8 @@ mod tests {
             .await
             .unwrap();
             assert_ne!(
-                run.ending,
-                ShellEnding::Exited(Some(0)),
+                run.outcome.ending,
+                CommandEnding::Exited { code: 0 },
                 "{attempt}: {run:?}"
             );
         }
@@ -279,7 +249,11 @@ mod tests {
         )
         .await
         .unwrap();
-        assert_eq!(run.ending, ShellEnding::Exited(Some(0)), "{run:?}");
+        assert_eq!(
+            run.outcome.ending,
+            CommandEnding::Exited { code: 0 },
+            "{run:?}"
+        );
         assert_eq!(run.output, "KEPT\nt\n");
     }
 
@@ -298,7 +272,7 @@ mod tests {
         )
         .await
         .unwrap();
-        assert_eq!(run.ending, ShellEnding::Exited(Some(3)));
+        assert_eq!(run.outcome.ending, CommandEnding::Exited { code: 3 });
         let name = dir.path().file_name().unwrap().to_str().unwrap();
         assert!(
             run.output.contains(name) && run.output.ends_with("err\n"),
@@ -322,7 +296,12 @@ mod tests {
         )
         .await
         .unwrap();
-        assert_eq!(run.ending, ShellEnding::TimedOut);
+        assert_eq!(
+            run.outcome.ending,
+            CommandEnding::TimedOut {
+                after: Duration::from_millis(300)
+            }
+        );
         tokio::time::sleep(Duration::from_millis(2500)).await;
         assert!(
             !dir.path().join("late").exists(),
@@ -346,7 +325,7 @@ mod tests {
         )
         .await
         .unwrap();
-        assert_eq!(run.ending, ShellEnding::Aborted);
+        assert_eq!(run.outcome.ending, CommandEnding::Cancelled);
     }
 
     #[tokio::test]

@@ -8,11 +8,13 @@ use serde_json::Value;
 use crate::classifier::ClassifierCall;
 use crate::hooks::{HookEvent, HookReport};
 use crate::mcp::{McpNotice, McpServerStatus};
+pub use crate::model::UsageSource;
+use crate::model::pricing::PriceSource;
 use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
 use crate::policy::{DenialCounts, Layer, PermissionDecision, PermissionMode, RuleRef, SourceKind};
 use crate::sandbox::{ProxyConnection, ReadOnlyStatus, SandboxStatus};
 use crate::task::FailOn;
-use crate::tools::{SubagentKind, Todo};
+use crate::tools::{CommandOutcome, SubagentKind, Todo};
 
 /// A result the per-message budget replaced: its id, its size, and the preview sent instead
 /// (the `tool_result` event keeps what the tool returned).
@@ -157,6 +159,10 @@ pub enum Event {
         is_error: bool,
         content: String,
         duration_ms: u64,
+        /// How the command the call ran ended (Bash); absent when it ran none, or was
+        /// cancelled before it returned.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<CommandOutcome>,
     },
     CheckResult {
         name: String,
@@ -263,29 +269,6 @@ pub enum QueryEnd {
     AbortedTools,
 }
 
-/// Whether a request's usage was counted by the API or estimated by tollgate.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UsageSource {
-    #[default]
-    Reported,
-    Estimated,
-}
-
-impl UsageSource {
-    pub fn of(usage: &crate::model::ReportedUsage) -> UsageSource {
-        if usage.is_estimated() {
-            UsageSource::Estimated
-        } else {
-            UsageSource::Reported
-        }
-    }
-
-    pub fn is_reported(&self) -> bool {
-        *self == UsageSource::Reported
-    }
-}
-
 fn is_zero(count: &u32) -> bool {
     *count == 0
 }
@@ -340,6 +323,12 @@ pub struct PolicySummary {
 pub struct ModelSummary {
     pub provider: String,
     pub name: String,
+    /// Where the run's price came from (absent in older transcripts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<PriceSource>,
+    /// Said when the price table knows only the model's family: its cost may be wrong.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_warning: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -436,6 +425,9 @@ pub struct ClassifierCounts {
     /// Answers that were no verdict, or a judge that could not be reached (each a deny).
     pub errors: u32,
     pub usage: Usage,
+    /// Model calls whose usage the API did not send: their tokens in `usage` are estimates.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub estimated_calls: u32,
 }
 
 /// Some new lines of a running call's output.

@@ -20,15 +20,13 @@ fn run(sandbox: &Sandbox, args: &[&str]) -> Output {
     std::fs::create_dir_all(sandbox.path().join("etc")).unwrap();
     let out = sandbox.path().join("out");
     let _ = std::fs::remove_dir_all(&out);
-    std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    crate::support::tollgate_in(sandbox.path())
         .args(["run", "t.yaml", "--out"])
         .arg(&out)
         .args(args)
-        .current_dir(sandbox.path())
         .env("XDG_CONFIG_HOME", sandbox.path().join("config"))
         .env("TOLLGATE_MANAGED_DIR", sandbox.path().join("etc"))
         .env("TG_FAKE_SECRET", SECRET)
-        .env_remove("RUST_LOG")
         .output()
         .unwrap()
 }

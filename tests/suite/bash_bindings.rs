@@ -349,15 +349,11 @@ async fn bindings_of_dangerous_names_do_nothing_end_to_end() {
     );
     std::fs::write(root.join("task.yaml"), task).unwrap();
     let out = root.join("out");
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    let output = tokio::process::Command::from(crate::support::tollgate_in(&root))
         .arg("run")
         .arg(root.join("task.yaml"))
         .arg("--out")
         .arg(&out)
-        .env_remove("ANTHROPIC_BASE_URL")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("RUST_LOG")
-        .env_remove("GITHUB_ACTIONS")
         .env("TEST_MODEL_KEY", KEY)
         .env("TOLLGATE_MANAGED_DIR", root.join("no-managed"))
         .stdin(Stdio::null())

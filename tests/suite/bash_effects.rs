@@ -1150,13 +1150,12 @@ fn gate_allows(world: &World, scripts: &[String]) -> Vec<bool> {
         input.push_str(&line.to_string());
         input.push('\n');
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    let mut child = crate::support::tollgate_in(&world.ws)
         .args(["check", "--policy"])
         .arg(&world.policy)
         .arg("--workdir")
         .arg(&world.ws)
         .args(["--calls", "-"])
-        .current_dir(&world.ws)
         .env_clear()
         .envs(world.env())
         .stdin(Stdio::piped())

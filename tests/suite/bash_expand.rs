@@ -174,15 +174,13 @@ fn planted(sandbox: &Sandbox) -> std::path::PathBuf {
 const POLICY: &str = "permissions:\n  deny: ['Bash(rm:*)', 'Bash(curl:*)', 'Bash(git push:*)', 'Read(.env)']\n  allow: ['Bash(ls:*)', 'Bash(git diff:*)']\n";
 
 fn check(ws: &Path, policy: &Path, mode: &str, command: &str) -> Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    let output = crate::support::tollgate_in(ws)
         .args(["check", "--policy"])
         .arg(policy)
         .args(["--mode", mode, "--tool", "Bash", "--input"])
         .arg(json!({ "command": command }).to_string())
         .args(["--intent", "Tidy the workspace"])
-        .current_dir(ws)
         .env("TOLLGATE_MANAGED_DIR", "/nonexistent")
-        .env_remove("RUST_LOG")
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{output:?}");

@@ -53,14 +53,15 @@ impl Fleet {
         self.dir.path()
     }
 
+    /// `tollgate batch task.yaml --repos repos.yaml --out OUT` in the fleet's folder.
+    pub(super) fn command(&self, out: &str) -> Command {
+        let mut command = crate::support::tollgate_in(self.path());
+        command.args(["batch", "task.yaml", "--repos", "repos.yaml", "--out", out]);
+        command
+    }
+
     pub(super) fn batch(&self, out: &str, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_tollgate"))
-            .current_dir(self.path())
-            .args(["batch", "task.yaml", "--repos", "repos.yaml", "--out", out])
-            .args(args)
-            .env_remove("JOB_COMPLETION_INDEX")
-            .output()
-            .unwrap()
+        self.command(out).args(args).output().unwrap()
     }
 
     pub(super) fn journal(&self, out: &str, repo: &str) -> Value {
@@ -223,7 +224,8 @@ fn twelve_repos_get_their_branch_and_a_failing_check_fails_only_its_repo() {
     assert_eq!(tagged, ["r07"], "the failed check is r07's only");
     let html = std::fs::read_to_string(fleet.path().join("out/report.html")).unwrap();
     assert_eq!(html.matches("<tr class=").count(), 12);
-    assert!(html.contains("<svg id=\"cost-chart\""));
+    // The scripted model is free: no chart of zeros.
+    assert!(!html.contains("cost-chart"), "{html}");
 }
 
 #[test]
@@ -310,24 +312,15 @@ fn three_shards_cover_every_repo_exactly_once_and_merge_into_one_report() {
     // A Kubernetes Indexed Job's pod 1 (0-based) of 3 takes what `--shard 2/3` took. (Its
     // repositories fail here — their branches are checked out in shard2's working copies —
     // but each has its journal.)
-    let output = Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .current_dir(fleet.path())
-        .args([
-            "batch",
-            "task.yaml",
-            "--repos",
-            "repos.yaml",
-            "--out",
-            "indexed",
-        ])
+    let output = fleet
+        .command("indexed")
         .env("JOB_COMPLETION_INDEX", "1")
         .env("TOLLGATE_SHARD_COUNT", "3")
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&output.stderr).contains("(shard 2/3)"));
     assert_eq!(fleet.journals("indexed"), fleet.journals("shard2"));
-    let output = Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .current_dir(fleet.path())
+    let output = crate::support::tollgate_in(fleet.path())
         .args([
             "report", "merge", "shard1", "shard2", "shard3", "--out", "merged",
         ])
@@ -462,19 +455,9 @@ fn unpermitted_publishing_task(forge: &FakeForge) -> String {
 }
 
 pub(super) async fn batch_async(fleet: &Fleet, args: &[&str]) -> Output {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .current_dir(fleet.path())
-        .args([
-            "batch",
-            "task.yaml",
-            "--repos",
-            "repos.yaml",
-            "--out",
-            "out",
-        ])
-        .args(args)
-        .env("FORGE_TOKEN", "forge-secret-token")
-        .env_remove("JOB_COMPLETION_INDEX")
+    let mut command = fleet.command("out");
+    command.args(args).env("FORGE_TOKEN", "forge-secret-token");
+    tokio::process::Command::from(command)
         .output()
         .await
         .unwrap()
@@ -655,12 +638,9 @@ pub(super) fn paid_reply(cents: u64) -> Reply {
 }
 
 pub(super) async fn paid_batch(fleet: &Fleet, out: &str, args: &[&str]) -> Output {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .current_dir(fleet.path())
-        .args(["batch", "task.yaml", "--repos", "repos.yaml", "--out", out])
-        .args(args)
-        .env("TEST_MODEL_KEY", MODEL_KEY)
-        .env_remove("JOB_COMPLETION_INDEX")
+    let mut command = fleet.command(out);
+    command.args(args).env("TEST_MODEL_KEY", MODEL_KEY);
+    tokio::process::Command::from(command)
         .output()
         .await
         .unwrap()
@@ -752,18 +732,9 @@ fn the_batch_cost_limit_in_two_places_stops_the_batch_at_load() {
 fn a_batch_killed_for_real_after_some_repos_finished_resumes_without_redoing_them() {
     use std::io::{BufRead, BufReader};
     let fleet = Fleet::new(8, &[]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .current_dir(fleet.path())
-        .args([
-            "batch",
-            "task.yaml",
-            "--repos",
-            "repos.yaml",
-            "--out",
-            "out",
-        ])
+    let mut child = fleet
+        .command("out")
         .args(["--jobs", "2"])
-        .env_remove("JOB_COMPLETION_INDEX")
         .stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -987,8 +958,7 @@ fn the_batch_s_own_git_runs_nothing_the_sandboxed_model_planted() {
     )
     .unwrap();
     std::fs::write(dir.path().join("repos.yaml"), "- repo: r00\n").unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .current_dir(dir.path())
+    let output = crate::support::tollgate_in(dir.path())
         .args([
             "batch",
             "task.yaml",
@@ -997,7 +967,6 @@ fn the_batch_s_own_git_runs_nothing_the_sandboxed_model_planted() {
             "--out",
             "out",
         ])
-        .env_remove("JOB_COMPLETION_INDEX")
         .output()
         .unwrap();
     let transcript = std::fs::read_dir(dir.path().join("out/repos/r00"))

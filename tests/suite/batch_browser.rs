@@ -4,7 +4,6 @@
 //! chromium is not installed; `.ci/run` installs it and requires the check.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -35,6 +34,13 @@ fn junit_rows(junit: &str) -> BTreeMap<String, (String, String)> {
         .collect()
 }
 
+/// The table's columns the test reads, by index.
+const REASON: usize = 2;
+const COST: usize = 5;
+const BRANCH: usize = 6;
+const PULL_REQUEST: usize = 7;
+const FILES: usize = 8;
+
 const READ_ROWS: &str = "return Array.from(document.querySelectorAll('#repos tbody tr'))\
     .map(row => Array.from(row.cells).map(cell => cell.textContent));";
 
@@ -46,7 +52,7 @@ async fn table(browser: &Browser) -> Vec<(String, String, String)> {
         .iter()
         .map(|row| {
             let cell = |n: usize| row[n].as_str().unwrap().to_string();
-            (cell(0), cell(1), cell(4))
+            (cell(0), cell(1), cell(COST))
         })
         .collect()
 }
@@ -93,8 +99,7 @@ async fn the_merged_html_report_reads_back_in_a_real_browser_and_sorts_on_a_clic
     };
     tamper("r00", "javascript:document.title='pwned'");
     tamper("r01", "https://forge.example/o/r01/pull/1");
-    let merge = Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .current_dir(fleet.path())
+    let merge = crate::support::tollgate_in(fleet.path())
         .args(["report", "merge", "shard1", "shard2", "--out", "merged"])
         .output()
         .unwrap();
@@ -130,27 +135,81 @@ async fn the_merged_html_report_reads_back_in_a_real_browser_and_sorts_on_a_clic
         .await;
     assert_eq!(bars, Value::from(5));
 
-    // Only the http(s) address is a link; the script is text, and clicking it runs nothing.
+    // The failed count comes first; the failed repository's row says which check failed.
+    let totals = browser
+        .script("return document.querySelector('#totals').textContent;")
+        .await;
+    assert_eq!(
+        totals,
+        Value::from("1 failed of 5 repositories · 4 unchanged · $0.1500 spent")
+    );
+    let cells = browser
+        .script(&format!("return Array.from(document.querySelectorAll('#repos tbody tr')).map(r => [r.cells[0].textContent, r.cells[{REASON}].textContent, r.cells[{BRANCH}].textContent]);"))
+        .await;
+    for row in cells.as_array().unwrap() {
+        let (repo, reason, branch) = (&row[0], row[1].as_str().unwrap(), &row[2]);
+        if repo == "r03" {
+            assert!(reason.contains("check `word-is-ok` failed"), "{reason}");
+        } else {
+            assert_eq!(reason, "", "{repo}");
+        }
+        // Nothing was committed (the model changed no file): no branch is shown.
+        assert_eq!(branch, "", "{repo}");
+    }
+
+    // Each repository links its transcript, JUnit and summary, relative to the page, and
+    // each link leads to the file in the shard's folder.
+    let files = browser
+        .script(&format!("return Array.from(document.querySelectorAll('#repos tbody tr')).map(r => Array.from(r.cells[{FILES}].querySelectorAll('a')).map(a => [a.textContent, a.getAttribute('href'), a.href]));"))
+        .await;
+    for row in files.as_array().unwrap() {
+        let labels: Vec<&str> = row
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|link| link[0].as_str().unwrap())
+            .collect();
+        assert_eq!(labels, ["transcript", "JUnit", "summary"], "{row}");
+        for link in row.as_array().unwrap() {
+            let href = link[1].as_str().unwrap();
+            assert!(href.starts_with("../shard"), "{href}");
+            let resolved = link[2].as_str().unwrap().strip_prefix("file://").unwrap();
+            assert!(std::path::Path::new(resolved).is_file(), "{resolved}");
+        }
+    }
+
+    // Only the http(s) address and the files are links; the script is text, and clicking
+    // it runs nothing.
     let links = browser
-        .script("return Array.from(document.querySelectorAll('a')).map(a => a.href);")
+        .script(&format!("return Array.from(document.querySelectorAll('#repos tbody tr')).flatMap(r => Array.from(r.cells[{PULL_REQUEST}].querySelectorAll('a')).map(a => a.href));"))
         .await;
     assert_eq!(
         links,
         serde_json::json!(["https://forge.example/o/r01/pull/1"])
     );
+    let outside_files = browser
+        .script(&format!("return document.querySelectorAll('a').length - document.querySelectorAll('#repos td:nth-child({}) a').length;", FILES + 1))
+        .await;
+    assert_eq!(outside_files, Value::from(1));
     let shown = browser
-        .script("return Array.from(document.querySelectorAll('#repos tbody tr')).find(r => r.cells[0].textContent === 'r00').cells[6].innerHTML;")
+        .script(&format!("return Array.from(document.querySelectorAll('#repos tbody tr')).find(r => r.cells[0].textContent === 'r00').cells[{PULL_REQUEST}].innerHTML;"))
         .await;
     assert_eq!(shown, Value::from("javascript:document.title='pwned'"));
-    browser.click("#repos tbody tr td:nth-child(7)").await;
+    browser
+        .click(&format!(
+            "#repos tbody tr td:nth-child({})",
+            PULL_REQUEST + 1
+        ))
+        .await;
     let title = browser.script("return document.title;").await;
     assert_eq!(title, Value::from("tollgate batch"));
 
     // A click on "cost (USD)" sorts by cost, as numbers; a second click reverses.
-    browser.click("#repos th:nth-child(5)").await;
+    let cost_header = format!("#repos th:nth-child({})", COST + 1);
+    browser.click(&cost_header).await;
     let costs: Vec<String> = table(&browser).await.into_iter().map(|row| row.2).collect();
     assert_eq!(costs, ["0.0100", "0.0200", "0.0300", "0.0400", "0.0500"]);
-    browser.click("#repos th:nth-child(5)").await;
+    browser.click(&cost_header).await;
     let costs: Vec<String> = table(&browser).await.into_iter().map(|row| row.2).collect();
     assert_eq!(costs, ["0.0500", "0.0400", "0.0300", "0.0200", "0.0100"]);
     // And on "repository", by name.
@@ -161,6 +220,27 @@ async fn the_merged_html_report_reads_back_in_a_real_browser_and_sorts_on_a_clic
 
     // The screenshot: a PNG of the drawn page (its header says its size).
     let png = browser.screenshot().await;
+
+    // The same batch as if its model were free: no chart of zeros.
+    for shard in ["shard1", "shard2"] {
+        for entry in std::fs::read_dir(fleet.path().join(shard).join("repos")).unwrap() {
+            let journal = entry.unwrap().path().join("journal.json");
+            let mut value: Value =
+                serde_json::from_str(&std::fs::read_to_string(&journal).unwrap()).unwrap();
+            value["run"]["cost_usd"] = Value::from(0.0);
+            std::fs::write(&journal, value.to_string()).unwrap();
+        }
+    }
+    let merge = crate::support::tollgate_in(fleet.path())
+        .args(["report", "merge", "shard1", "shard2", "--out", "free"])
+        .output()
+        .unwrap();
+    assert!(merge.status.success());
+    browser.open(&fleet.path().join("free/report.html")).await;
+    let chart = browser
+        .script("return document.querySelectorAll('#cost-chart').length + document.querySelectorAll('h2').length;")
+        .await;
+    assert_eq!(chart, Value::from(1), "only the table's heading");
     browser.quit().await;
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     let width = u32::from_be_bytes(png[16..20].try_into().unwrap());

@@ -3,70 +3,25 @@
 //! that only ever grows at its end, TodoWrite reminders on their cadence, and ToolSearch
 //! loading a deferred tool that the model then calls.
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::Path;
 
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
 use crate::support::fake_model::{Api, Block, FakeModel, Reply, Tokens, text, tool, turn};
+use crate::support::{Finished, Run};
 
 const KEY: &str = "sk-economy-test-key";
 
-struct Run {
-    code: i32,
-    stderr: String,
-    events: Vec<Value>,
-    out: PathBuf,
-    _dir: TempDir,
-}
-
-impl Run {
-    fn finished(&self) -> &Value {
-        self.events
-            .iter()
-            .find(|e| e["type"] == "run_finished")
-            .unwrap()
-    }
-}
-
 /// Runs a task whose `rest` sets tools, permissions and limits, against `server`.
-async fn run_task(server: &FakeModel, rest: &str) -> Run {
-    let dir = TempDir::new().unwrap();
-    let ws = dir.path().join("ws");
-    std::fs::create_dir(&ws).unwrap();
-    let task = format!(
-        "version: 1\nname: economy\nprompt: Build the project and report.\nworkdir: ws\nmode: dontAsk\n\
-         model:\n  provider: anthropic\n  name: claude-sonnet-4-5\n  max_tokens: 1000\n  base_url: {}\n  api_key_env: TEST_MODEL_KEY\n{rest}",
-        server.base_url(Api::Anthropic)
-    );
-    let task_path = dir.path().join("task.yaml");
-    std::fs::write(&task_path, task).unwrap();
-    let out = dir.path().join("out");
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .arg("run")
-        .arg(&task_path)
-        .arg("--out")
-        .arg(&out)
-        .env_remove("ANTHROPIC_BASE_URL")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env("TEST_MODEL_KEY", KEY)
-        .stdin(Stdio::null())
-        .output()
+async fn run_task(server: &FakeModel, rest: &str) -> Finished {
+    Run::new()
+        .task(&format!(
+            "version: 1\nname: economy\nprompt: Build the project and report.\nworkdir: ws\nmode: dontAsk\n{}{rest}",
+            server.model_block(Api::Anthropic, "")
+        ))
+        .model(server)
+        .finish_async()
         .await
-        .unwrap();
-    let events = std::fs::read_to_string(out.join("transcript.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        events,
-        out,
-        _dir: dir,
-    }
 }
 
 fn tokens(input: u64, cache_read: u64) -> Tokens {
@@ -205,11 +160,7 @@ async fn twenty_turns_only_ever_append_to_the_history() {
     assert!(kept.contains(&log.display().to_string()));
 
     // Three ~21k results against a 50k budget: the largest is replaced, the others kept.
-    let budget: Vec<&Value> = run
-        .events
-        .iter()
-        .filter(|e| e["type"] == "message_budget")
-        .collect();
+    let budget = run.of_type("message_budget");
     assert_eq!(budget.len(), 5, "turns 2, 6, 10, 14, 18");
     assert_eq!(budget[0]["replaced"].as_array().unwrap().len(), 1);
     assert_eq!(budget[0]["replaced"][0]["id"], "toolu_02_0");

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::providers::{KEY, done_turn, model_block, read_turn, run_task};
+use super::providers::{KEY, assert_key_absent, done_turn, model_block, read_turn, run_task};
 use crate::support::fake_model::{Api, FakeModel, Reply, Tokens, text, tool, turn};
 
 fn two_reads() -> crate::support::fake_model::Turn {
@@ -71,7 +71,7 @@ async fn an_error_body_with_http_200_says_what_the_provider_said() {
             "{error}"
         );
         assert!(run.stdout.contains("prompt is too long"), "{}", run.stdout);
-        run.assert_key_absent();
+        assert_key_absent(&run);
     }
 }
 
@@ -314,7 +314,7 @@ fn a_producer_that_never_stops_ends_at_max_turns_with_bad_lines_recorded() {
         "model": {"provider": "scripted", "name": "script", "script": script},
     });
     sandbox.write("task.yaml", &task.to_string());
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    let mut child = crate::support::tollgate_in(sandbox.path())
         .args([
             "run",
             "task.yaml",
@@ -323,8 +323,6 @@ fn a_producer_that_never_stops_ends_at_max_turns_with_bad_lines_recorded() {
             "--input-format",
             "stream-json",
         ])
-        .current_dir(sandbox.path())
-        .env_remove("RUST_LOG")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -900,9 +898,10 @@ async fn a_budget_holds_when_the_provider_sends_no_usage() {
         let cost = finished["total_cost_usd"].as_f64().unwrap();
         assert!(cost > 0.0 && cost <= 0.05, "{cost}");
         assert!(
-            run.junit.contains("name=\"usage\" value=\"estimated ("),
+            run.read("junit.xml")
+                .contains("name=\"usage\" value=\"estimated ("),
             "{}",
-            run.junit
+            run.read("junit.xml")
         );
         assert!(run.stdout.contains("usage estimated ("), "{}", run.stdout);
         assert!(!run.stdout.contains("cost $0.0000"), "{}", run.stdout);
@@ -927,7 +926,7 @@ fn a_closed_stdout_keeps_the_runs_exit_code_and_record() {
     sandbox.write("task.yaml", &task.to_string());
     for github in [false, true] {
         let _ = std::fs::remove_dir_all(sandbox.path().join("out"));
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"));
+        let mut command = crate::support::tollgate_in(sandbox.path());
         command
             .args(["run", "task.yaml", "--out", "out"])
             .current_dir(sandbox.path())
@@ -957,17 +956,8 @@ fn a_closed_stdout_keeps_the_runs_exit_code_and_record() {
 #[test]
 fn a_batch_with_a_closed_stdout_keeps_its_exit_code() {
     let fleet = super::batch::Fleet::new(2, &[1]);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .current_dir(fleet.path())
-        .args([
-            "batch",
-            "task.yaml",
-            "--repos",
-            "repos.yaml",
-            "--out",
-            "out",
-        ])
-        .env_remove("JOB_COMPLETION_INDEX")
+    let mut child = fleet
+        .command("out")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -983,7 +973,6 @@ fn a_batch_with_a_closed_stdout_keeps_its_exit_code() {
 /// the running command is stopped, `run_finished` and the reports are written, exit 143.
 #[test]
 fn sighup_ends_the_run_like_sigterm_with_its_whole_record() {
-    use std::time::{Duration, Instant};
     let sandbox = crate::support::Sandbox::empty();
     std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
     let task = json!({
@@ -995,25 +984,13 @@ fn sighup_ends_the_run_like_sigterm_with_its_whole_record() {
         ]},
     });
     sandbox.write("task.yaml", &task.to_string());
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    let mut child = crate::support::tollgate_in(sandbox.path())
         .args(["run", "task.yaml", "--out", "out"])
-        .current_dir(sandbox.path())
-        .env_remove("RUST_LOG")
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let transcript_path = sandbox.path().join("out/transcript.jsonl");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !std::fs::read_to_string(&transcript_path)
-        .unwrap_or_default()
-        .contains("\"permission_decision\"")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the run never reached the Bash call"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    crate::support::wait_for_text(&transcript_path, "\"permission_decision\"");
     let pid = i32::try_from(child.id()).unwrap();
     // SAFETY: signals the child this test started.
     unsafe { libc::kill(pid, libc::SIGHUP) };

@@ -1,8 +1,6 @@
 //! The gate from the outside: policy sources and managed-only, self-tests, lint, replay,
 //! `check --calls`/`--explain`, and denial limits.
 
-use std::process::Command;
-
 use serde_json::Value;
 
 use crate::support::{Sandbox, events, junit, transcript};
@@ -12,13 +10,11 @@ const TASK_HEAD: &str = "version: 1\nname: t\nprompt: go\nmode: dontAsk\nworkdir
 /// Runs tollgate with a managed-policy folder and a home of the sandbox's own, so no policy
 /// of the machine's leaks in.
 fn tollgate(sandbox: &Sandbox, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    crate::support::tollgate_in(sandbox.path())
         .args(args)
-        .current_dir(sandbox.path())
         .env("TOLLGATE_MANAGED_DIR", sandbox.path().join("etc"))
         .env("HOME", sandbox.path().join("home"))
         .env_remove("XDG_CONFIG_HOME")
-        .env_remove("RUST_LOG")
         .output()
         .unwrap()
 }

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::support::{Sandbox, assert_every_tool_use_answered_once, events, repo_root, transcript};
+use crate::support::{Run, repo_root};
 
 const SECRET: &str = "s3cret-7f1c9e";
 
@@ -52,19 +52,20 @@ fn all_output(dir: &Path) -> String {
 
 #[test]
 fn denied_hazardous_and_secret_reading_commands_never_run_in_dont_ask() {
-    let sandbox = Sandbox::empty();
-    sandbox.write("ws/src/lib.rs", "pub fn f() {}\n");
-    sandbox.write("ws/secrets/token.txt", &format!("TOKEN={SECRET}\n"));
-    sandbox.write("ws/.env", &format!("TOKEN={SECRET}\n"));
-    sandbox.write("p.yaml", &policy());
-    // A crate whose build would run the wrapper a hazardous `--config` names: `cargo test`
-    // is allowed by the policy, the wrapper is not.
-    sandbox.write(
-        "ws/Cargo.toml",
-        "[package]\nname = \"reach\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-    );
-    let marker = sandbox.path().join("MARKER");
-    let wrapper = sandbox.write(
+    let run = Run::new()
+        .file("ws/src/lib.rs", "pub fn f() {}\n")
+        .file("ws/secrets/token.txt", &format!("TOKEN={SECRET}\n"))
+        .file("ws/.env", &format!("TOKEN={SECRET}\n"))
+        .policy(&policy())
+        // A crate whose build would run the wrapper a hazardous `--config` names: `cargo test`
+        // is allowed by the policy, the wrapper is not.
+        .file(
+            "ws/Cargo.toml",
+            "[package]\nname = \"reach\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        );
+    let marker = run.dir().join("MARKER");
+    let wrapper = run.dir().join("wrapper.sh");
+    let run = run.file(
         "wrapper.sh",
         &format!("#!/bin/sh\ntouch {}\nexec \"$@\"\n", marker.display()),
     );
@@ -89,17 +90,10 @@ fn denied_hazardous_and_secret_reading_commands_never_run_in_dont_ask() {
         "head -c 100 < .env".to_owned(),
         "cat /proc/self/environ".to_owned(),
     ];
-    sandbox.write("t.yaml", &task(&commands));
-    let output = sandbox.tollgate(&["run", "t.yaml", "--policy", "p.yaml", "--out", "out"]);
-    assert_eq!(
-        output.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&output.stdout)
-    );
-    let all = transcript(&sandbox.path().join("out/transcript.jsonl"));
-    assert_every_tool_use_answered_once(&all);
-    let results = events(&all, "tool_result");
+    let run = run.task(&task(&commands)).finish();
+    assert_eq!(run.code, 3, "{}", run.stdout);
+    run.assert_every_tool_use_answered_once();
+    let results = run.of_type("tool_result");
     assert_eq!(results.len(), commands.len());
     for (command, result) in commands.iter().zip(&results) {
         assert_eq!(result["status"], "denied", "{command}: {result}");
@@ -114,25 +108,13 @@ fn denied_hazardous_and_secret_reading_commands_never_run_in_dont_ask() {
     assert!(reason(11).contains("Read(.env)"), "{}", reason(11));
     assert!(reason(12).contains("guardrail"), "{}", reason(12));
     assert!(!marker.exists(), "a refused command ran");
-    assert!(
-        sandbox.path().join("ws/src/lib.rs").exists(),
-        "src was deleted"
-    );
-    let everything = format!(
-        "{}{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr),
-        all_output(&sandbox.path().join("out"))
-    );
+    assert!(run.ws.join("src/lib.rs").exists(), "src was deleted");
+    let everything = format!("{}{}{}", run.stdout, run.stderr, all_output(&run.out));
     assert!(!everything.contains(SECRET), "the secret reached an output");
 }
 
 #[test]
 fn deny_rules_read_rules_and_read_guardrails_hold_in_bypass_permissions() {
-    let sandbox = Sandbox::empty();
-    sandbox.write("ws/src/lib.rs", "pub fn f() {}\n");
-    sandbox.write("ws/secrets/token.txt", &format!("TOKEN={SECRET}\n"));
-    sandbox.write("ws/.env", &format!("TOKEN={SECRET}\n"));
     // The managed policy itself chooses bypassPermissions (its self-tests expect dontAsk).
     let policy = policy().replacen(
         "default_mode: dontAsk",
@@ -140,7 +122,6 @@ fn deny_rules_read_rules_and_read_guardrails_hold_in_bypass_permissions() {
         1,
     );
     let without_tests = policy.split("\ntests:\n").next().unwrap();
-    sandbox.write("p.yaml", without_tests);
     let commands = [
         "git -C . push origin main",
         "ionice -c 3 rm -rf src",
@@ -157,30 +138,23 @@ fn deny_rules_read_rules_and_read_guardrails_hold_in_bypass_permissions() {
     ]
     .map(str::to_owned);
     let task = task(&commands).replacen("mode: dontAsk\n", "", 1);
-    sandbox.write("t.yaml", &task);
-    let output = sandbox.tollgate(&["run", "t.yaml", "--policy", "p.yaml", "--out", "out"]);
-    let all = transcript(&sandbox.path().join("out/transcript.jsonl"));
-    assert_every_tool_use_answered_once(&all);
-    let results = events(&all, "tool_result");
+    let run = Run::new()
+        .file("ws/src/lib.rs", "pub fn f() {}\n")
+        .file("ws/secrets/token.txt", &format!("TOKEN={SECRET}\n"))
+        .file("ws/.env", &format!("TOKEN={SECRET}\n"))
+        .policy(without_tests)
+        .task(&task)
+        .finish();
+    run.assert_every_tool_use_answered_once();
+    let results = run.of_type("tool_result");
     assert_eq!(results.len(), commands.len());
     let (refused, ran) = results.split_at(commands.len() - 1);
     for (command, result) in commands.iter().zip(refused) {
         assert_eq!(result["status"], "denied", "{command}: {result}");
     }
     assert_ne!(ran[0]["status"], "denied", "{}", ran[0]);
-    assert!(
-        sandbox.path().join("ws/src/ran.txt").exists(),
-        "bypass did not run"
-    );
-    assert!(
-        sandbox.path().join("ws/src/lib.rs").exists(),
-        "src was deleted"
-    );
-    let everything = format!(
-        "{}{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr),
-        all_output(&sandbox.path().join("out"))
-    );
+    assert!(run.ws.join("src/ran.txt").exists(), "bypass did not run");
+    assert!(run.ws.join("src/lib.rs").exists(), "src was deleted");
+    let everything = format!("{}{}{}", run.stdout, run.stderr, all_output(&run.out));
     assert!(!everything.contains(SECRET), "the secret reached an output");
 }

@@ -1,9 +1,12 @@
 //! The module graph points one way: no top-level module of `src/` reaches itself through the
-//! modules it names (`crate::x` anywhere in its files, tests included), and the edges the
-//! design forbids are absent. Read from the source, so a new import that closes a loop fails here.
+//! modules it names (`crate::x` anywhere in its files, tests included), no file reaches itself
+//! through the files its paths name, and the edges the design forbids are absent. Read from the
+//! source, so a new import that closes a loop fails here.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use syn::visit::Visit;
 
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
@@ -115,6 +118,8 @@ fn the_forbidden_edges_are_absent() {
         ("tools", "agent"),
         ("tools", "skills"),
         ("skills", "agent"),
+        // The policy is data and decisions; hooks run processes.
+        ("policy", "hooks"),
     ];
     let present: Vec<_> = forbidden
         .iter()
@@ -136,5 +141,224 @@ fn a_cycle_is_found_when_there_is_one() {
         Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
     );
     graph.entry("c".into()).or_default().remove("a");
+    assert_eq!(find_cycle(&graph), None);
+}
+
+/// A source file's module path: `src/a/b.rs` and `src/a/b/mod.rs` are `a::b`, `src/lib.rs` is
+/// the crate root.
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let relative = file.strip_prefix(src).unwrap().with_extension("");
+    let mut path: Vec<String> = relative
+        .iter()
+        .map(|part| part.to_string_lossy().into_owned())
+        .collect();
+    if matches!(path.last().map(String::as_str), Some("mod" | "lib")) {
+        path.pop();
+    }
+    path
+}
+
+/// The files a file's paths name. A path counts from `crate::`, `super::` or `self::`, in
+/// code, `use` trees and macro bodies alike, and names the file of the deepest module it goes
+/// through; a parent naming its own children by their bare names is how it declares them,
+/// not an import.
+struct FileEdges<'m> {
+    /// Module path → the file that holds it.
+    files: &'m BTreeMap<Vec<String>, String>,
+    /// The module the visitor is in: the file's, then any inline `mod` inside it.
+    here: Vec<String>,
+    named: BTreeSet<String>,
+}
+
+impl FileEdges<'_> {
+    fn resolve(&mut self, segments: &[String]) {
+        let Some(first) = segments.first() else {
+            return;
+        };
+        let mut module = match first.as_str() {
+            "crate" => Vec::new(),
+            "self" => self.here.clone(),
+            "super" => self.here[..self.here.len().saturating_sub(1)].to_vec(),
+            _ => return,
+        };
+        let mut rest = &segments[1..];
+        while rest.first().is_some_and(|s| s == "super") {
+            module.pop();
+            rest = &rest[1..];
+        }
+        for segment in rest {
+            module.push(segment.clone());
+            if !self.files.contains_key(&module) {
+                module.pop();
+                break;
+            }
+        }
+        // The deepest module that is a file: an inline module lives in its parent's.
+        while !self.files.contains_key(&module) && !module.is_empty() {
+            module.pop();
+        }
+        if let Some(file) = self.files.get(&module) {
+            self.named.insert(file.clone());
+        }
+    }
+
+    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
+        match tree {
+            syn::UseTree::Path(path) => {
+                prefix.push(path.ident.to_string());
+                self.use_tree(prefix, &path.tree);
+                prefix.pop();
+            }
+            syn::UseTree::Name(name) => {
+                prefix.push(name.ident.to_string());
+                self.resolve(&prefix.clone());
+                prefix.pop();
+            }
+            syn::UseTree::Rename(rename) => {
+                prefix.push(rename.ident.to_string());
+                self.resolve(&prefix.clone());
+                prefix.pop();
+            }
+            syn::UseTree::Glob(_) => self.resolve(&prefix.clone()),
+            syn::UseTree::Group(group) => {
+                for tree in &group.items {
+                    self.use_tree(prefix, tree);
+                }
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for FileEdges<'_> {
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        self.here.push(item.ident.to_string());
+        syn::visit::visit_item_mod(self, item);
+        self.here.pop();
+    }
+
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        self.use_tree(&mut Vec::new(), &item.tree);
+    }
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        self.resolve(&segments);
+        syn::visit::visit_path(self, path);
+    }
+
+    /// A macro's body is tokens, not a syntax tree: its paths are read off the token text.
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        let text = mac.tokens.to_string();
+        let words: Vec<&str> = text.split_whitespace().collect();
+        for (at, word) in words.iter().enumerate() {
+            if !matches!(*word, "crate" | "super" | "self") || words.get(at + 1) != Some(&"::") {
+                continue;
+            }
+            if at > 0 && words[at - 1] == "::" {
+                continue;
+            }
+            let mut segments = vec![word.to_string()];
+            let mut next = at + 2;
+            while let Some(segment) = words.get(next) {
+                let ident = segment
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !ident {
+                    break;
+                }
+                segments.push(segment.to_string());
+                if words.get(next + 1) != Some(&"::") {
+                    break;
+                }
+                next += 2;
+            }
+            self.resolve(&segments);
+        }
+        syn::visit::visit_macro(self, mac);
+    }
+}
+
+/// File → the files it names, for sources given as (path under `src/`, text).
+fn file_graph_of(sources: &[(PathBuf, String)]) -> Graph {
+    let src = Path::new("");
+    let files: BTreeMap<Vec<String>, String> = sources
+        .iter()
+        .map(|(path, _)| (module_of(src, path), path.display().to_string()))
+        .collect();
+    let mut graph = Graph::new();
+    for (path, text) in sources {
+        let name = path.display().to_string();
+        let syntax = syn::parse_file(text).unwrap_or_else(|err| panic!("{name}: {err}"));
+        let mut edges = FileEdges {
+            files: &files,
+            here: module_of(src, path),
+            named: BTreeSet::new(),
+        };
+        edges.visit_file(&syntax);
+        edges.named.remove(&name);
+        graph.insert(name, edges.named);
+    }
+    graph
+}
+
+/// The library's files (`main.rs` is another crate, whose `crate::` is itself).
+fn file_graph() -> Graph {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let sources: Vec<(PathBuf, String)> = files
+        .into_iter()
+        .filter(|file| file != &src.join("main.rs"))
+        .map(|file| {
+            let text = std::fs::read_to_string(&file).unwrap();
+            (file.strip_prefix(&src).unwrap().to_path_buf(), text)
+        })
+        .collect();
+    file_graph_of(&sources)
+}
+
+#[test]
+fn no_file_reaches_itself() {
+    let graph = file_graph();
+    assert!(graph["policy/file.rs"].contains("policy/rule.rs"));
+    if let Some(cycle) = find_cycle(&graph) {
+        panic!("the files import each other: {}", cycle.join(" → "));
+    }
+}
+
+#[test]
+fn file_paths_resolve_to_the_file_of_the_deepest_module() {
+    let sources = [
+        ("lib.rs", "mod a; mod b;"),
+        (
+            "a/mod.rs",
+            "mod x; mod y; use x::Local; pub fn f() { crate::b::g(); }",
+        ),
+        (
+            "a/x.rs",
+            "use super::{y::{self, Y}, Shared}; fn h() { format!(\"{}\", super::super::b::C); }",
+        ),
+        (
+            "a/y.rs",
+            "pub struct Y; #[cfg(test)] mod tests { use super::*; fn t() { super::Y; } }",
+        ),
+        (
+            "b.rs",
+            "pub fn g() {} pub const C: u8 = 0; fn k() { crate::a::y::Y; }",
+        ),
+    ];
+    let sources: Vec<(PathBuf, String)> = sources
+        .iter()
+        .map(|(path, text)| (PathBuf::from(path), text.to_string()))
+        .collect();
+    let graph = file_graph_of(&sources);
+    let edges = |file: &str| -> Vec<&str> { graph[file].iter().map(String::as_str).collect() };
+    // A parent's bare names of its children declare them; `crate::b` is an import.
+    assert_eq!(edges("a/mod.rs"), ["b.rs"]);
+    // A group, `self` in it, an item of the parent, and a path inside a macro.
+    assert_eq!(edges("a/x.rs"), ["a/mod.rs", "a/y.rs", "b.rs"]);
+    // An inline test module's `super` is its own file.
+    assert!(edges("a/y.rs").is_empty());
+    assert_eq!(edges("b.rs"), ["a/y.rs"]);
     assert_eq!(find_cycle(&graph), None);
 }

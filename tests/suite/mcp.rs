@@ -6,11 +6,13 @@
 
 use std::path::Path;
 use std::process::Output;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{Sandbox, assert_every_tool_use_answered_once, events, transcript};
+use crate::support::{
+    Sandbox, assert_every_tool_use_answered_once, events, poll_until, tollgate_in, transcript,
+};
 
 const SERVER: &str = env!("CARGO_BIN_EXE_tollgate-mcp-test-server");
 
@@ -99,12 +101,10 @@ impl Ran {
 /// `tollgate run t.yaml` with the user's policy folder `config/` of the sandbox (so only
 /// what the test wrote there approves anything).
 fn run(sandbox: &Sandbox, args: &[&str]) -> Ran {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    let output = tollgate_in(sandbox.path())
         .args(["run", "t.yaml", "--out", "out"])
         .args(args)
-        .current_dir(sandbox.path())
         .env("XDG_CONFIG_HOME", sandbox.path().join("config"))
-        .env_remove("RUST_LOG")
         .output()
         .unwrap();
     let all = transcript(&sandbox.path().join("out/transcript.jsonl"));
@@ -137,9 +137,8 @@ fn survivors(pids: &[u32], also: &[u32]) -> Vec<String> {
 
 /// `tollgate run t.yaml` in the background, to be signalled.
 fn spawn_run(sandbox: &Sandbox) -> std::process::Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    tollgate_in(sandbox.path())
         .args(["run", "t.yaml", "--out", "out"])
-        .current_dir(sandbox.path())
         .env("XDG_CONFIG_HOME", sandbox.path().join("config"))
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -147,28 +146,21 @@ fn spawn_run(sandbox: &Sandbox) -> std::process::Child {
 }
 
 /// What `find` finds, polled (bounded) while a background run gets there.
-fn poll<T>(what: &str, mut find: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(found) = find() {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "{what} never happened");
-        std::thread::sleep(Duration::from_millis(20));
+#[track_caller]
+fn poll<T>(what: &str, find: impl FnMut() -> Option<T>) -> T {
+    match poll_until(Duration::from_secs(30), find) {
+        Some(found) => found,
+        None => panic!("{what} never happened"),
     }
 }
 
 /// Killed processes may take a moment to leave /proc: bounded polling, no assertion on time.
+#[track_caller]
 fn assert_none_survive(pids: &[u32], also: &[u32]) {
     assert!(!pids.is_empty(), "no server pid to check");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let left = survivors(pids, also);
-        if left.is_empty() {
-            return;
-        }
-        assert!(Instant::now() < deadline, "still running: {left:#?}");
-        std::thread::sleep(Duration::from_millis(20));
+    let gone = || survivors(pids, also).is_empty().then_some(());
+    if poll_until(Duration::from_secs(10), gone).is_none() {
+        panic!("still running: {:#?}", survivors(pids, also));
     }
 }
 

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::{Sandbox, assert_every_tool_use_answered_once, events, transcript};
+use crate::support::Run;
 
 fn git(dir: &Path, args: &[&str]) -> std::process::Output {
     Command::new("git")
@@ -28,11 +28,10 @@ fn planted_config(worktree: &Path, marker: &Path) -> String {
 
 #[test]
 fn a_planted_repository_never_runs_its_config() {
-    let sandbox = Sandbox::empty();
-    let root = sandbox.path().canonicalize().unwrap();
+    let run = Run::new().file("ws/src/lib.rs", "pub fn f() {}\n");
+    let root = run.dir().canonicalize().unwrap();
     let ws = root.join("ws");
     let marker = root.join("MARK");
-    sandbox.write("ws/src/lib.rs", "pub fn f() {}\n");
     assert!(git(&ws, &["init", "-q"]).status.success());
 
     // A repository-shaped folder that is already there (committed as a test fixture, or
@@ -54,8 +53,7 @@ fn a_planted_repository_never_runs_its_config() {
     );
     std::fs::remove_file(&marker).unwrap();
 
-    sandbox.write(
-        "p.yaml",
+    let run = run.policy(
         "permissions:\n  allow: ['Edit(src/**)', 'Bash(git status:*)', 'Bash(mkdir:*)', 'Bash(cp:*)', 'Bash(tar:*)', 'Bash(ln:*)']\n",
     );
     let config = planted_config(&ws.join("src"), &marker);
@@ -104,8 +102,7 @@ fn a_planted_repository_never_runs_its_config() {
             })
             .collect::<String>()
     };
-    sandbox.write(
-        "t.yaml",
+    let run = run.task(
         &format!(
             "version: 1\nname: plant\nprompt: go\nmode: dontAsk\nworkdir: ws\nmodel:\n  provider: scripted\n  script:\n{}{}    - - text: done\n",
             turn(&planting),
@@ -113,10 +110,10 @@ fn a_planted_repository_never_runs_its_config() {
             running.iter().map(|call| turn(std::slice::from_ref(call))).collect::<String>()
         ),
     );
-    let output = sandbox.tollgate(&["run", "t.yaml", "--policy", "p.yaml", "--out", "out"]);
-    let all = transcript(&sandbox.path().join("out/transcript.jsonl"));
-    assert_every_tool_use_answered_once(&all);
-    let statuses: Vec<String> = events(&all, "tool_result")
+    let run = run.finish();
+    run.assert_every_tool_use_answered_once();
+    let statuses: Vec<String> = run
+        .of_type("tool_result")
         .iter()
         .map(|e| e["status"].as_str().unwrap().to_string())
         .collect();
@@ -125,14 +122,14 @@ fn a_planted_repository_never_runs_its_config() {
         statuses[..3],
         ["success", "success", "success"],
         "writing a file named config or under objects/ is ordinary: {}",
-        String::from_utf8_lossy(&output.stdout)
+        run.stdout
     );
     assert_eq!(
         denied,
         planting.len() - 3,
         "every write that makes a repository is refused: {statuses:?}"
     );
-    for result in &events(&all, "tool_result")[3..planting.len()] {
+    for result in &run.of_type("tool_result")[3..planting.len()] {
         let reason = result["content"].as_str().unwrap();
         assert!(reason.contains("guardrail"), "{reason}");
     }
@@ -142,7 +139,7 @@ fn a_planted_repository_never_runs_its_config() {
         statuses[planting.len()..],
         ["success", "success", "error", "error", "success"]
     );
-    let fixture_result = events(&all, "tool_result")[planting.len() + 2]["content"]
+    let fixture_result = run.of_type("tool_result")[planting.len() + 2]["content"]
         .as_str()
         .unwrap()
         .to_string();

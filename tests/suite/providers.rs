@@ -2,13 +2,12 @@
 //! both APIs — long runs with usage and cost, each injected fault, the limits, and the key.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
 use crate::support::fake_model::{Api, Block, FakeModel, Reply, Tokens, text, tool, turn};
+use crate::support::{Finished, Run};
 
 pub(super) const KEY: &str = "sk-planted-5f3a9c1e-never-print-me";
 
@@ -17,46 +16,20 @@ const FAST: &str = "  timeouts: {connect: 2, first_event: 2, idle: 0.5, request:
   retries: {max: 3, base_delay: 0.005, max_delay: 0.02}
 ";
 
-pub(super) struct Run {
-    pub(super) code: i32,
-    pub(super) events: Vec<Value>,
-    pub(super) junit: String,
-    pub(super) stdout: String,
-    pub(super) stderr: String,
-    pub(super) dir: TempDir,
-}
-
-impl Run {
-    pub(super) fn of_type(&self, kind: &str) -> Vec<&Value> {
-        self.events.iter().filter(|e| e["type"] == kind).collect()
-    }
-
-    pub(super) fn finished(&self) -> &Value {
-        self.of_type("run_finished")[0]
-    }
-
-    pub(super) fn retries(&self) -> Vec<(Value, Value)> {
-        self.of_type("api_retry")
-            .iter()
-            .map(|e| (e["category"].clone(), e["status"].clone()))
-            .collect()
-    }
-
-    /// Every file the run wrote, and its stdout and stderr, are free of the key.
-    pub(super) fn assert_key_absent(&self) {
-        // The trace-level log really covers the HTTP exchange, so its silence means something.
-        assert!(self.stderr.contains("127.0.0.1"), "{}", self.stderr);
-        assert!(!self.stdout.contains(KEY), "stdout has the key");
-        assert!(!self.stderr.contains(KEY), "stderr has the key");
-        let mut files = 0;
-        visit(self.dir.path(), &mut |path| {
-            files += 1;
-            let bytes = std::fs::read(path).unwrap();
-            let text = String::from_utf8_lossy(&bytes);
-            assert!(!text.contains(KEY), "{} has the key", path.display());
-        });
-        assert!(files >= 3, "expected transcript, junit and the task");
-    }
+/// Every file the run wrote, and its stdout and stderr, are free of the key.
+pub(super) fn assert_key_absent(run: &Finished) {
+    // The trace-level log really covers the HTTP exchange, so its silence means something.
+    assert!(run.stderr.contains("127.0.0.1"), "{}", run.stderr);
+    assert!(!run.stdout.contains(KEY), "stdout has the key");
+    assert!(!run.stderr.contains(KEY), "stderr has the key");
+    let mut files = 0;
+    visit(&run.dir, &mut |path| {
+        files += 1;
+        let bytes = std::fs::read(path).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(KEY), "{} has the key", path.display());
+    });
+    assert!(files >= 3, "expected transcript, junit and the task");
 }
 
 fn visit(dir: &Path, f: &mut dyn FnMut(&Path)) {
@@ -71,20 +44,13 @@ fn visit(dir: &Path, f: &mut dyn FnMut(&Path)) {
 }
 
 pub(super) fn model_block(api: Api, server: &FakeModel, extra: &str) -> String {
-    let (provider, name) = match api {
-        Api::Anthropic => ("anthropic", "claude-sonnet-4-5"),
-        Api::OpenAi => ("openai", "gpt-4.1"),
-    };
-    format!(
-        "model:\n  provider: {provider}\n  name: {name}\n  max_tokens: 1000\n  base_url: {}\n  api_key_env: TEST_MODEL_KEY\n{FAST}{extra}",
-        server.base_url(api)
-    )
+    server.model_block(api, &format!("{FAST}{extra}"))
 }
 
 const READ_ONLY: &str = "mode: dontAsk\ntools: [Read, Glob, Grep]\n";
 
 /// Runs the binary on a task with `model` and `limits` blocks; the key is in the environment.
-pub(super) async fn run_task(model: &str, limits: &str, env: &[(&str, &str)]) -> Run {
+pub(super) async fn run_task(model: &str, limits: &str, env: &[(&str, &str)]) -> Finished {
     run_task_with(READ_ONLY, model, limits, env, &[]).await
 }
 
@@ -95,51 +61,19 @@ pub(super) async fn run_task_with(
     limits: &str,
     env: &[(&str, &str)],
     flags: &[&str],
-) -> Run {
-    let dir = TempDir::new().unwrap();
-    let ws = dir.path().join("ws");
-    std::fs::create_dir(&ws).unwrap();
-    std::fs::write(ws.join("notes.txt"), "the build is green\n").unwrap();
-    let task = format!(
-        "version: 1\nname: providers\nprompt: Read notes.txt and summarise it.\nworkdir: ws\n{preamble}{model}{limits}"
-    );
-    let task_path = dir.path().join("task.yaml");
-    std::fs::write(&task_path, task).unwrap();
-    let out = dir.path().join("out");
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_tollgate"));
-    command
-        .arg("run")
-        .arg(&task_path)
-        .arg("--out")
-        .arg(&out)
+) -> Finished {
+    Run::new()
+        .file("ws/notes.txt", "the build is green\n")
+        .task(&format!(
+            "version: 1\nname: providers\nprompt: Read notes.txt and summarise it.\nworkdir: ws\n{preamble}{model}{limits}"
+        ))
         .args(flags)
-        .env_remove("ANTHROPIC_BASE_URL")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
         .env("TEST_MODEL_KEY", KEY)
         // Everything the HTTP stack logs, so a key in a log line would be caught.
         .env("RUST_LOG", "trace")
-        .stdin(Stdio::null());
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let output = command.output().await.unwrap();
-    let events = std::fs::read_to_string(out.join("transcript.jsonl"))
-        .map(|text| {
-            text.lines()
-                .map(|line| serde_json::from_str(line).unwrap())
-                .collect()
-        })
-        .unwrap_or_default();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        events,
-        junit: std::fs::read_to_string(out.join("junit.xml")).unwrap_or_default(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        dir,
-    }
+        .envs(env)
+        .finish_async()
+        .await
 }
 
 fn tokens(input: u64, output: u64, cache_write: u64, cache_read: u64) -> Tokens {
@@ -241,11 +175,11 @@ async fn twenty_turns(api: Api) {
         .sum();
     assert!((per_request - cost).abs() < 1e-9);
     assert_eq!(
-        junit_property(&run.junit, "total_cost_usd"),
+        junit_property(&run.read("junit.xml"), "total_cost_usd"),
         format!("{cost:.6}")
     );
     assert_eq!(
-        junit_property(&run.junit, "cache_read_input_tokens"),
+        junit_property(&run.read("junit.xml"), "cache_read_input_tokens"),
         expected.cache_read.to_string()
     );
     let summary_line = format!("cost ${cost:.4}");
@@ -254,7 +188,7 @@ async fn twenty_turns(api: Api) {
         "{summary_line} missing from:\n{}",
         run.stdout
     );
-    run.assert_key_absent();
+    assert_key_absent(&run);
 }
 
 #[tokio::test]
@@ -295,7 +229,7 @@ async fn anthropic_requests_carry_headers_tools_and_cache_breakpoints() {
 }
 
 /// A fault, then a good turn: one `api_retry` of the expected kind, then success.
-async fn recovers_from(api: Api, fault: Reply, category: &str, status: Value) -> Run {
+async fn recovers_from(api: Api, fault: Reply, category: &str, status: Value) -> Finished {
     let server = FakeModel::start(KEY, vec![fault, done_turn()]).await;
     let run = run_task(&model_block(api, &server, ""), "", &[]).await;
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
@@ -314,7 +248,7 @@ async fn recovers_from(api: Api, fault: Reply, category: &str, status: Value) ->
     assert_eq!(server.violations(), Vec::<String>::new());
     // The fault's half message, if any, was never applied.
     assert_eq!(run.of_type("assistant_message").len(), 1);
-    run.assert_key_absent();
+    assert_key_absent(&run);
     run
 }
 
@@ -453,7 +387,7 @@ async fn unauthorised_fails_at_once_with_the_api_message_and_never_the_key() {
         assert!(error.contains("invalid x-api-key: "), "{error}");
         assert!(error.contains("[REDACTED]"), "{error}");
         assert!(run.stdout.contains("invalid x-api-key"));
-        run.assert_key_absent();
+        assert_key_absent(&run);
     }
 }
 
@@ -476,7 +410,7 @@ async fn retries_run_out_into_a_provider_error() {
         "{error}"
     );
     assert_eq!(server.replies_left(), 0);
-    assert!(run.junit.contains("provider_error"));
+    assert!(run.read("junit.xml").contains("provider_error"));
 }
 
 #[tokio::test]
@@ -508,9 +442,12 @@ async fn the_budget_stops_the_run_before_it_is_overshot() {
     let turns = finished["turns"].as_u64().unwrap();
     assert_eq!(server.requests().len() as u64, turns);
     assert!(finished["error"].as_str().unwrap().contains("max_cost_usd"));
-    assert_eq!(junit_property(&run.junit, "outcome"), "max_budget_usd");
     assert_eq!(
-        junit_property(&run.junit, "total_cost_usd"),
+        junit_property(&run.read("junit.xml"), "outcome"),
+        "max_budget_usd"
+    );
+    assert_eq!(
+        junit_property(&run.read("junit.xml"), "total_cost_usd"),
         format!("{spent:.6}")
     );
     // Every tool_use of the last turn was answered before the run stopped.
@@ -577,7 +514,7 @@ async fn the_wall_clock_limit_ends_a_stalled_run() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(run.finished()["outcome"], "timeout");
     assert!(run.finished()["duration_ms"].as_u64().unwrap() < 5000);
-    assert!(run.junit.contains("timeout"));
+    assert!(run.read("junit.xml").contains("timeout"));
 }
 
 #[tokio::test]
@@ -612,7 +549,7 @@ async fn the_gateway_base_url_comes_from_the_environment() {
     .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(server.requests().len(), 1);
-    run.assert_key_absent();
+    assert_key_absent(&run);
 }
 
 #[tokio::test]
@@ -820,6 +757,59 @@ async fn credentials_never_follow_a_redirect_to_another_origin() {
             error.contains("redirect") && error.contains(&target),
             "{provider}: {error}"
         );
-        run.assert_key_absent();
+        assert_key_absent(&run);
+    }
+}
+
+/// A model the price table knows only by its family (`claude-opus-4-6` under
+/// `claude-opus-4`) is priced, and warned about, in `run_started`, the summary and JUnit;
+/// the model itself (or the task's own price) is not; the table's date is recorded.
+#[tokio::test]
+async fn a_price_found_by_family_prefix_only_is_a_warning() {
+    let done = || Reply::Turn(turn(vec![text("done")], tokens(10, 5, 0, 0)));
+    let cases: [(&[&str], &str, Option<&str>); 3] = [
+        (&["--model", "claude-opus-4-6"], "", Some("family")),
+        (&[], "", Some("table")),
+        (
+            &["--model", "claude-opus-4-6"],
+            "  pricing: {input: 1, output: 2}\n",
+            Some("task"),
+        ),
+    ];
+    for (flags, pricing, source) in cases {
+        let server = FakeModel::start(KEY, vec![done()]).await;
+        let model = model_block(Api::Anthropic, &server, pricing);
+        let run = run_task_with(READ_ONLY, &model, "", &[], flags).await;
+        assert_eq!(run.code, 0, "{flags:?}: {}", run.stderr);
+        let started = run.of_type("run_started")[0];
+        let price = &started["model"]["price"];
+        assert_eq!(price["source"].as_str(), source, "{started}");
+        let warning = started["model"]["price_warning"].as_str();
+        if source == Some("family") {
+            assert_eq!(price["prefix"], "claude-opus-4");
+            assert!(price["as_of"].as_str().unwrap().len() == 10, "{price}");
+            let warning = warning.unwrap();
+            assert!(
+                warning.starts_with("model `claude-opus-4-6` is not in the price table (of "),
+                "{warning}"
+            );
+            assert!(
+                run.stdout.contains(&format!("  warning: {warning}\n")),
+                "{}",
+                run.stdout
+            );
+            assert!(run.stderr.contains(warning), "{}", run.stderr);
+            assert_eq!(
+                run.junit()
+                    .properties
+                    .get("price_warning")
+                    .map(String::as_str),
+                Some(warning)
+            );
+        } else {
+            assert_eq!(warning, None, "{started}");
+            assert!(!run.stdout.contains("warning:"), "{}", run.stdout);
+            assert!(!run.junit().properties.contains_key("price_warning"));
+        }
     }
 }

@@ -238,26 +238,15 @@ fn sigterm_during_a_command_kills_it_and_still_writes_everything() {
         "t.yaml",
         &format!("{TASK_HEAD}workdir: ws\nmodel:\n  provider: scripted\n  script:\n    - - tool_use: {{name: Bash, input: {{command: sleep 60}}}}\n    - - text: never reached\n"),
     );
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    let mut child = crate::support::tollgate_in(sandbox.path())
         .args(["run", "t.yaml", "--policy", "p.yaml", "--out", "out"])
-        .current_dir(sandbox.path())
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let transcript_path = sandbox.path().join("out/transcript.jsonl");
     // Wait (bounded) until the command has been allowed and started: the gate's decision is
     // written right before the call.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !std::fs::read_to_string(&transcript_path)
-        .unwrap_or_default()
-        .contains("\"permission_decision\"")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the run never reached the Bash call"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    crate::support::wait_for_text(&transcript_path, "\"permission_decision\"");
     let started = Instant::now();
     let pid = i32::try_from(child.id()).unwrap();
     unsafe { libc::kill(pid, libc::SIGTERM) };

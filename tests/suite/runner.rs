@@ -3,9 +3,10 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support::runs::run_task;
+use crate::support::{poll_until, tollgate_in};
 
 /// Built at run time so no token-shaped literal sits in the source; each is planted under a
 /// name of a different kind.
@@ -117,17 +118,6 @@ fn processes_with(needle: &str) -> Vec<u32> {
     found
 }
 
-fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < limit {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    done()
-}
-
 #[test]
 fn sigkill_of_tollgate_leaves_no_command_running() {
     let dir = tempfile::tempdir().unwrap();
@@ -140,7 +130,7 @@ model:\n  provider: scripted\n  script:\n    - - tool_use: {{name: Bash, input: 
         serde_json::to_string(command).unwrap()
     );
     std::fs::write(dir.path().join("task.yaml"), task).unwrap();
-    let mut tollgate = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    let mut tollgate = tollgate_in(dir.path())
         .arg("run")
         .arg(dir.path().join("task.yaml"))
         .arg("--out")
@@ -151,17 +141,20 @@ model:\n  provider: scripted\n  script:\n    - - tool_use: {{name: Bash, input: 
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let started = wait_until(Duration::from_secs(20), || {
+    let started = poll_until(Duration::from_secs(20), || {
         ["917.25", "917.5", "917.75"]
             .iter()
             .all(|needle| !processes_with(&format!("sleep {needle}")).is_empty())
-    });
+            .then_some(())
+    })
+    .is_some();
     tollgate.kill().unwrap();
     tollgate.wait().unwrap();
     assert!(started, "the command never started");
-    let gone = wait_until(Duration::from_secs(10), || {
-        processes_with("sleep 917.").is_empty()
-    });
+    let gone = poll_until(Duration::from_secs(10), || {
+        processes_with("sleep 917.").is_empty().then_some(())
+    })
+    .is_some();
     let left = processes_with("sleep 917.");
     for pid in &left {
         let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();

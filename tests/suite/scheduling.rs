@@ -7,21 +7,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Sandbox, assert_every_tool_use_answered_once, events, transcript};
+use crate::support::{
+    Run, Sandbox, assert_every_tool_use_answered_once, events, tollgate_in, transcript,
+    wait_for_text,
+};
 
 const TASK_HEAD: &str = "version: 1\nname: t\nprompt: go\nmode: dontAsk\nworkdir: ws\n";
-
-/// Waits (bounded) until the transcript holds `needle`.
-fn wait_for(path: &std::path::Path, needle: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .contains(needle)
-    {
-        assert!(Instant::now() < deadline, "the run never wrote {needle}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 #[test]
 fn sigterm_with_calls_queued_answers_each_and_records_the_interrupt() {
@@ -38,15 +29,14 @@ fn sigterm_with_calls_queued_answers_each_and_records_the_interrupt() {
             "{TASK_HEAD}model:\n  provider: scripted\n  script:\n    - - tool_use: {{name: Bash, input: {{command: sleep 60}}}}\n      - tool_use: {{name: Write, input: {{file_path: a.txt, content: x}}}}\n      - tool_use: {{name: Read, input: {{file_path: b.txt}}}}\n    - - text: never reached\n"
         ),
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    let mut child = tollgate_in(sandbox.path())
         .args(["run", "t.yaml", "--policy", "p.yaml", "--out", "out"])
-        .current_dir(sandbox.path())
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
     let transcript_path = sandbox.path().join("out/transcript.jsonl");
     // The Write waits for the running Bash: only one decision is written before the stop.
-    wait_for(&transcript_path, "\"permission_decision\"");
+    wait_for_text(&transcript_path, "\"permission_decision\"");
     let started = Instant::now();
     unsafe { libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGTERM) };
     assert_eq!(child.wait().unwrap().code(), Some(143));
@@ -104,7 +94,7 @@ fn a_message_queued_while_a_block_tool_runs_goes_into_the_next_round() {
             "{TASK_HEAD}model:\n  provider: scripted\n  script:\n    - - tool_use: {{name: Bash, input: {{command: cat pipe}}}}\n    - - text: done\n"
         ),
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    let mut child = tollgate_in(sandbox.path())
         .args([
             "run",
             "t.yaml",
@@ -117,7 +107,6 @@ fn a_message_queued_while_a_block_tool_runs_goes_into_the_next_round() {
             "--output-format",
             "stream-json",
         ])
-        .current_dir(sandbox.path())
         .env("RUST_LOG", "tollgate=info")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -126,7 +115,7 @@ fn a_message_queued_while_a_block_tool_runs_goes_into_the_next_round() {
         .unwrap();
     let transcript_path = sandbox.path().join("out/transcript.jsonl");
     // Bash is a `block` tool: while `cat` waits on the FIFO, the message must only queue.
-    wait_for(&transcript_path, "\"permission_decision\"");
+    wait_for_text(&transcript_path, "\"permission_decision\"");
     let mut stdin = child.stdin.take().unwrap();
     writeln!(
         stdin,
@@ -219,4 +208,52 @@ fn json_output_is_the_result_alone_and_stream_json_parses_line_by_line() {
             assert!(lines[0]["tools"].is_array() && lines[0]["policy"].is_object());
         }
     }
+}
+
+/// Each Bash result records how its command ended as a type beside the model's text; a
+/// failed command cancels the rest of the turn, which ran no command of its own.
+#[test]
+fn tool_results_record_the_command_outcome() {
+    let run = Run::new()
+        .policy("permissions:\n  allow: ['Bash(touch:*)', 'Bash(sleep:*)']\n")
+        .task(&format!(
+            "{TASK_HEAD}model:\n  provider: scripted\n  script:\n    - - tool_use: {{name: Bash, input: {{command: echo out}}}}\n    - - tool_use: {{name: Bash, input: {{command: ls missing}}}}\n      - tool_use: {{name: Bash, input: {{command: touch made}}}}\n    - - tool_use: {{name: Bash, input: {{command: sleep 5, timeout: 300}}}}\n    - - text: done\n"
+        ))
+        .finish();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.assert_every_tool_use_answered_once();
+    let results = run.of_type("tool_result");
+    let commands: Vec<&Value> = results.iter().map(|r| &r["command"]).collect();
+    assert_eq!(
+        commands,
+        [
+            &serde_json::json!({"ending": "exited", "code": 0}),
+            &serde_json::json!({"ending": "exited", "code": 2}),
+            &Value::Null,
+            &serde_json::json!({"ending": "timed_out", "timeout_ms": 300}),
+        ]
+    );
+    assert_eq!(results[0]["content"], "out");
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("\n[exit code 2]"),
+        "{}",
+        results[1]
+    );
+    assert_eq!(results[2]["status"], "cancelled");
+    assert!(
+        results[2]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("[sibling_error: this call was not run"),
+        "{}",
+        results[2]
+    );
+    assert!(!run.ws.join("made").exists());
+    assert_eq!(
+        results[3]["content"],
+        "[timed out after 0.3s; the command and its children were killed]"
+    );
 }

@@ -4,77 +4,28 @@
 //! edits; its events carry its id; its cost is in the run's; `Agent(…)` and `Skill(…)` rules
 //! gate; a malformed SKILL.md stops the run before it starts.
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::Path;
 
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
 use crate::support::fake_model::{Api, Block, FakeModel, Reply, Tokens, text, tool, turn};
-use crate::support::{assert_every_tool_use_answered_once, events};
+use crate::support::{Finished, Run, assert_every_tool_use_answered_once, events};
 
 const KEY: &str = "sk-subagent-test-key";
 
-struct Run {
-    code: i32,
-    stderr: String,
-    events: Vec<Value>,
-    ws: PathBuf,
-    out: PathBuf,
-    _dir: TempDir,
-}
-
-impl Run {
-    fn finished(&self) -> &Value {
-        events(&self.events, "run_finished")[0]
-    }
-}
-
 /// Writes `files` into a fresh workspace, then runs a task whose `rest` sets mode, tools and
 /// permissions against `server`.
-async fn run_task(server: &FakeModel, files: &[(&str, &str)], rest: &str) -> Run {
-    let dir = TempDir::new().unwrap();
-    let ws = dir.path().join("ws");
-    for (name, content) in files {
-        let path = ws.join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, content).unwrap();
-    }
-    std::fs::create_dir_all(&ws).unwrap();
-    let task = format!(
-        "version: 1\nname: subagents\nprompt: Look, then fix.\nworkdir: ws\n\
-         model:\n  provider: anthropic\n  name: claude-sonnet-4-5\n  max_tokens: 1000\n  base_url: {}\n  api_key_env: TEST_MODEL_KEY\n{rest}",
-        server.base_url(Api::Anthropic)
-    );
-    let task_path = dir.path().join("task.yaml");
-    std::fs::write(&task_path, task).unwrap();
-    let out = dir.path().join("out");
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
-        .arg("run")
-        .arg(&task_path)
-        .arg("--out")
-        .arg(&out)
-        .env_remove("ANTHROPIC_BASE_URL")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("RUST_LOG")
-        .env("TEST_MODEL_KEY", KEY)
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .unwrap();
-    let events = std::fs::read_to_string(out.join("transcript.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        events,
-        ws,
-        out,
-        _dir: dir,
-    }
+async fn run_task(server: &FakeModel, files: &[(&str, &str)], rest: &str) -> Finished {
+    let run = files.iter().fold(Run::new(), |run, (name, content)| {
+        run.file(&format!("ws/{name}"), content)
+    });
+    run.task(&format!(
+        "version: 1\nname: subagents\nprompt: Look, then fix.\nworkdir: ws\n{}{rest}",
+        server.model_block(Api::Anthropic, "")
+    ))
+    .model(server)
+    .finish_async()
+    .await
 }
 
 fn reply(blocks: Vec<Block>, input: u64) -> Reply {
@@ -121,8 +72,8 @@ fn result_of(request: &Value, id: &str) -> String {
 }
 
 /// The tool_use id the fake server gave the `index`-th call of the `reply`-th reply.
-fn id_of(run: &Run, reply: usize, index: usize) -> String {
-    let message = events(&run.events, "assistant_message")[reply];
+fn id_of(run: &Finished, reply: usize, index: usize) -> String {
+    let message = run.of_type("assistant_message")[reply];
     message["content"]
         .as_array()
         .unwrap()
@@ -226,12 +177,12 @@ async fn an_explore_subagent_is_not_offered_write_and_its_forged_writes_are_refu
     );
 
     // The transcript: the sub-agent's events carry its id and sit between its start and end.
-    let started = events(&run.events, "subagent_started");
+    let started = run.of_type("subagent_started");
     assert_eq!(started.len(), 1);
     assert_eq!(started[0]["subagent_type"], "explore");
     assert_eq!(started[0]["parent_id"], id_of(&run, 0, 0));
-    let tagged: Vec<&Value> = run
-        .events
+    let all = run.events();
+    let tagged: Vec<&Value> = all
         .iter()
         .filter(|event| event["agent_id"] == "agent-1")
         .collect();
@@ -246,13 +197,13 @@ async fn an_explore_subagent_is_not_offered_write_and_its_forged_writes_are_refu
         .collect();
     assert_eq!(denied.len(), 3);
     assert!(denied.iter().all(|e| e["step"] == "0"));
-    every_conversation_answers_each_call_once(&run.events);
+    every_conversation_answers_each_call_once(&run.events());
     let finished = run.finished();
     assert_eq!(finished["turns"], 2, "the run's own turns");
     assert_eq!(finished["denials"], 3);
 
     // replay under the same permissive policy widens nothing: the explore refusals hold.
-    let replay = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    let replay = crate::support::tollgate_in(&run.dir)
         .arg("replay")
         .arg(run.out.join("transcript.jsonl"))
         .args([
@@ -313,7 +264,8 @@ async fn a_general_subagent_edits_and_its_cost_is_in_the_runs() {
     );
 
     // Cost: every request's cost, the sub-agent's included, is in the run's total.
-    let costs: Vec<f64> = events(&run.events, "assistant_message")
+    let costs: Vec<f64> = run
+        .of_type("assistant_message")
         .iter()
         .map(|e| e["cost_usd"].as_f64().unwrap())
         .collect();
@@ -323,7 +275,7 @@ async fn a_general_subagent_edits_and_its_cost_is_in_the_runs() {
         (total - costs.iter().sum::<f64>()).abs() < 1e-12,
         "{total} vs {costs:?}"
     );
-    let sub = events(&run.events, "subagent_finished")[0];
+    let sub = run.of_type("subagent_finished")[0];
     assert_eq!(sub["outcome"], "success");
     assert_eq!(sub["turns"], 3);
     assert_eq!(sub["usage"]["input_tokens"], 2000 + 3000 + 4000);
@@ -333,9 +285,9 @@ async fn a_general_subagent_edits_and_its_cost_is_in_the_runs() {
     assert_eq!(run.finished()["usage"]["input_tokens"], 15000);
     // The sub-agent's own tool calls are attributed to it.
     let edit_call = run
-        .events
-        .iter()
-        .find(|e| e["type"] == "tool_call" && e["tool"] == "Edit")
+        .of_type("tool_call")
+        .into_iter()
+        .find(|e| e["tool"] == "Edit")
         .unwrap();
     assert_eq!(edit_call["agent_id"], "agent-1");
 }
@@ -358,8 +310,8 @@ async fn an_agent_deny_rule_refuses_the_subagent_whatever_its_case() {
     .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(server.requests().len(), 2, "no sub-agent request was made");
-    assert!(events(&run.events, "subagent_started").is_empty());
-    let decision = events(&run.events, "permission_decision")[0];
+    assert!(run.of_type("subagent_started").is_empty());
+    let decision = run.of_type("permission_decision")[0];
     assert_eq!(decision["decision"], "deny");
     assert_eq!(decision["step"], "1d");
     assert_eq!(decision["rule"]["rule"], "Agent(Explore)");
@@ -430,7 +382,7 @@ async fn skills_are_listed_injected_or_delegated_and_gated_by_name() {
     );
     assert_eq!(result_of(last, &id_of(&run, 0, 2)), "one file: a.txt");
     assert_eq!(
-        events(&run.events, "subagent_started")[0]["description"],
+        run.of_type("subagent_started")[0]["description"],
         "skill survey"
     );
 }
@@ -488,12 +440,12 @@ async fn the_cost_limit_applies_to_the_sum_and_a_subagent_reaching_it_stops_the_
     let finished = run.finished();
     assert_eq!(finished["outcome"], "max_budget_usd", "{}", run.stderr);
     assert!(finished["total_cost_usd"].as_f64().unwrap() <= 0.03);
-    let sub = events(&run.events, "subagent_finished")[0];
+    let sub = run.of_type("subagent_finished")[0];
     assert_eq!(sub["outcome"], "max_budget_usd");
     let agent_result = run
-        .events
-        .iter()
-        .find(|e| e["type"] == "tool_result" && e["tool"] == "Agent")
+        .of_type("tool_result")
+        .into_iter()
+        .find(|e| e["tool"] == "Agent")
         .unwrap();
     assert_eq!(agent_result["is_error"], true);
     assert!(
@@ -502,7 +454,7 @@ async fn the_cost_limit_applies_to_the_sum_and_a_subagent_reaching_it_stops_the_
             .unwrap()
             .starts_with("The explore sub-agent stopped: stopped before a request")
     );
-    every_conversation_answers_each_call_once(&run.events);
+    every_conversation_answers_each_call_once(&run.events());
 }
 
 /// The shipped example runs offline as its comment says.
@@ -545,7 +497,6 @@ fn the_subagents_example_runs_as_documented() {
 /// conversation and its parent's both record the stop, every call of each has its result.
 #[test]
 fn sigterm_inside_a_subagent_stops_both_conversations_cleanly() {
-    use std::time::{Duration, Instant};
     let sandbox = crate::support::Sandbox::empty();
     std::fs::create_dir(sandbox.path().join("ws")).unwrap();
     sandbox.write(
@@ -557,25 +508,17 @@ fn sigterm_inside_a_subagent_stops_both_conversations_cleanly() {
          \x20   - - tool_use: {name: Bash, input: {command: sleep 60}}\n\
          \x20   - - text: never reached\n",
     );
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+    let mut child = crate::support::tollgate_in(sandbox.path())
         .args(["run", "t.yaml", "--out", "out"])
-        .current_dir(sandbox.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let transcript_path = sandbox.path().join("out/transcript.jsonl");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !std::fs::read_to_string(&transcript_path)
-        .unwrap_or_default()
-        .contains("\"agent_id\":\"agent-1\",\"type\":\"permission_decision\"")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the sub-agent never reached its Bash call"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    crate::support::wait_for_text(
+        &transcript_path,
+        "\"agent_id\":\"agent-1\",\"type\":\"permission_decision\"",
+    );
     unsafe { libc::kill(i32::try_from(child.id()).unwrap(), libc::SIGTERM) };
     assert_eq!(child.wait().unwrap().code(), Some(143));
     let all = crate::support::transcript(&transcript_path);
@@ -730,7 +673,7 @@ async fn subagents_turns_count_towards_the_runs_max_turns() {
             ),
         )
         .await;
-        let made = events(&run.events, "model_request").len();
+        let made = run.of_type("model_request").len();
         assert!(made <= most, "{limits}: {made} requests\n{}", run.stderr);
         assert_eq!(
             run.finished()["outcome"],
@@ -764,7 +707,7 @@ async fn agent_calls_past_the_per_turn_cap_are_not_run() {
         )
         .await;
         assert_eq!(run.code, 0, "{}", run.stderr);
-        assert_eq!(events(&run.events, "subagent_started").len(), cap);
+        assert_eq!(run.of_type("subagent_started").len(), cap);
         assert_eq!(server.requests().len(), cap + 2);
         let last = &server.requests()[cap + 1].body;
         for index in cap..5 {

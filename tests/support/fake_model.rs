@@ -151,6 +151,7 @@ struct Shared {
 
 pub struct FakeModel {
     addr: SocketAddr,
+    key: String,
     log: Arc<Mutex<Log>>,
     server: tokio::task::JoinHandle<()>,
 }
@@ -175,7 +176,30 @@ impl FakeModel {
         let server = tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
-        FakeModel { addr, log, server }
+        FakeModel {
+            addr,
+            key: key.to_string(),
+            log,
+            server,
+        }
+    }
+
+    /// The key a request must carry.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// A task's `model:` block for this server, the key in `TEST_MODEL_KEY`, with `extra`
+    /// (more of the block's fields) at its end.
+    pub fn model_block(&self, api: Api, extra: &str) -> String {
+        let (provider, name) = match api {
+            Api::Anthropic => ("anthropic", "claude-sonnet-4-5"),
+            Api::OpenAi => ("openai", "gpt-4.1"),
+        };
+        format!(
+            "model:\n  provider: {provider}\n  name: {name}\n  max_tokens: 1000\n  base_url: {}\n  api_key_env: TEST_MODEL_KEY\n{extra}",
+            self.base_url(api)
+        )
     }
 
     /// The `base_url` a task sets: Anthropic's has no `/v1`, OpenAI's does, as in the SDKs.

@@ -1,5 +1,18 @@
-//! Helpers for end-to-end tests: copies of the shipped examples in temp folders, the real
-//! binary, and readers for what a run leaves behind.
+//! Helpers for end-to-end tests, one of each:
+//!
+//! - starting the binary: `tollgate_in(dir)` is the real `tollgate` as a `Command`, run in
+//!   `dir` without the machine's log level, provider keys or CI variables. Every suite starts
+//!   it through this (or through what is built on it below).
+//! - a run of a task: `Run::new().file(..).task(..).policy(..).model(&server)`, then
+//!   `.finish()` (or `.finish_async().await` beside a fake server) gives a `Finished`: exit
+//!   code, stdout, stderr, the workspace and output folders, and assertions on the transcript
+//!   (`events`, `of_type`, `finished`, `assert_every_tool_use_answered_once`) and the reports
+//!   (`read`, `json`, `junit`). `runs::run_task` is that run as GitHub Actions does it.
+//! - a shell-like folder: `Sandbox` holds files for commands other than a plain run
+//!   (`check`, `batch`, several runs in one folder) and runs `tollgate ARGS` in it.
+//! - waiting on a run in the background: `poll_until(within, find)` and `wait_for_text`.
+//! - the fake servers: `fake_model` (Anthropic and OpenAI over HTTP/SSE, `model_block` for a
+//!   task), `fake_forge`; `browser` for the HTML reports; `bash` for the analyser's tables.
 
 #![allow(dead_code)]
 
@@ -9,11 +22,12 @@ pub mod fake_model;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
 pub mod runs;
+pub use runs::{Finished, Run, poll_until, tollgate_in, wait_for_text};
 
 /// The repository root, where `examples/` and `policies/` live.
 pub fn repo_root() -> PathBuf {
@@ -54,12 +68,7 @@ impl Sandbox {
 
     /// Runs `tollgate ARGS` with the sandbox as the current folder.
     pub fn tollgate(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_tollgate"))
-            .args(args)
-            .current_dir(self.path())
-            .env_remove("RUST_LOG")
-            .output()
-            .unwrap()
+        tollgate_in(self.path()).args(args).output().unwrap()
     }
 }
 

@@ -1,11 +1,225 @@
-//! Running the real `tollgate` binary on a task in a scratch folder, with the GitHub
-//! Actions environment files pointed into that folder.
+//! Running the real `tollgate` binary: `tollgate_in` for any command line, `Run` to build a
+//! run of a task in a scratch folder, `Finished` for what it left behind, and `poll_until`
+//! for a test that waits on a run in the background.
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::fake_model::FakeModel;
 
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// What of the test machine's environment would change what a run does: the log level, the
+/// real providers' keys and URLs, being inside GitHub Actions, a batch's shard index.
+const AMBIENT: &[&str] = &[
+    "RUST_LOG",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "GITHUB_ACTIONS",
+    "JOB_COMPLETION_INDEX",
+];
+
+/// The binary, to run in `dir`, with none of the machine's `AMBIENT` settings: every test
+/// starts tollgate through this, so no test depends on the shell it was started from.
+pub fn tollgate_in(dir: impl AsRef<Path>) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tollgate"));
+    command.current_dir(dir.as_ref());
+    for name in AMBIENT {
+        command.env_remove(name);
+    }
+    command
+}
+
+/// Calls `find` every 20 ms until it finds something, for at most `within`: how a test waits
+/// for a run in the background to get somewhere, without a sleep standing in for the event.
+pub fn poll_until<T>(within: Duration, mut find: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(found) = find() {
+            return Some(found);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits (at most 20 s) until the file at `path` holds `needle`: a run in the background has
+/// written that far into its transcript.
+#[track_caller]
+pub fn wait_for_text(path: &Path, needle: &str) {
+    let holds = || {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .contains(needle)
+            .then_some(())
+    };
+    if poll_until(Duration::from_secs(20), holds).is_none() {
+        panic!("{} never held {needle}", path.display());
+    }
+}
+
+/// One `tollgate run` of a task in a scratch folder (`ws/` its workspace, `out/` its output):
+///
+/// ```ignore
+/// let run = Run::new()
+///     .file("ws/notes.txt", "…")
+///     .task(&task_yaml)
+///     .policy("permissions:\n  allow: [Read]\n")
+///     .model(&server)
+///     .finish_async()
+///     .await;
+/// assert_eq!(run.code, 0, "{}", run.stderr);
+/// run.assert_every_tool_use_answered_once();
+/// ```
+///
+/// No managed policy applies (`TOLLGATE_MANAGED_DIR` is the scratch's absent `etc/`) unless
+/// the test writes one there or sets the variable itself.
+pub struct Run {
+    scratch: tempfile::TempDir,
+    task: PathBuf,
+    args: Vec<OsString>,
+    env: Vec<(OsString, OsString)>,
+}
+
+impl Default for Run {
+    fn default() -> Run {
+        Run::new()
+    }
+}
+
+impl Run {
+    pub fn new() -> Run {
+        let scratch = tempfile::tempdir().unwrap();
+        std::fs::create_dir(scratch.path().join("ws")).unwrap();
+        let managed = scratch.path().join("etc");
+        Run {
+            task: scratch.path().join("task.yaml"),
+            args: Vec::new(),
+            env: vec![("TOLLGATE_MANAGED_DIR".into(), managed.into())],
+            scratch,
+        }
+    }
+
+    /// The scratch folder, to write into before the run.
+    pub fn dir(&self) -> &Path {
+        self.scratch.path()
+    }
+
+    /// Writes `text` to `relative` in the scratch folder (`ws/…` for the workspace).
+    pub fn file(self, relative: &str, text: &str) -> Run {
+        let path = self.dir().join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+        self
+    }
+
+    /// The task, as `task.yaml` in the scratch folder.
+    pub fn task(self, yaml: &str) -> Run {
+        self.file("task.yaml", yaml)
+    }
+
+    /// A task file that is already somewhere (an example of the repository's).
+    pub fn task_file(mut self, path: &Path) -> Run {
+        self.task = path.to_path_buf();
+        self
+    }
+
+    /// The operator's policy, as `policy.yaml` given with `--policy`.
+    pub fn policy(self, yaml: &str) -> Run {
+        let path = self.dir().join("policy.yaml");
+        self.file("policy.yaml", yaml)
+            .args([OsStr::new("--policy"), path.as_os_str()])
+    }
+
+    /// The key `server` wants, in `TEST_MODEL_KEY` (the task's `api_key_env`).
+    pub fn model(self, server: &FakeModel) -> Run {
+        let key = server.key().to_string();
+        self.env("TEST_MODEL_KEY", key)
+    }
+
+    /// As GitHub Actions runs it: summary, outputs and annotations on, `GITHUB_WORKSPACE` the
+    /// repository.
+    pub fn github_actions(self) -> Run {
+        let dir = self.dir().to_path_buf();
+        self.env("GITHUB_ACTIONS", "true")
+            .env("GITHUB_STEP_SUMMARY", dir.join("step_summary.md"))
+            .env("GITHUB_OUTPUT", dir.join("github_output"))
+            .env("GITHUB_WORKSPACE", repo_root())
+    }
+
+    pub fn args<S: AsRef<OsStr>>(mut self, args: impl IntoIterator<Item = S>) -> Run {
+        self.args
+            .extend(args.into_iter().map(|arg| arg.as_ref().to_os_string()));
+        self
+    }
+
+    pub fn env(mut self, name: &str, value: impl AsRef<OsStr>) -> Run {
+        self.env.push((name.into(), value.as_ref().to_os_string()));
+        self
+    }
+
+    pub fn envs(self, vars: &[(&str, &str)]) -> Run {
+        vars.iter()
+            .fold(self, |run, (name, value)| run.env(name, value))
+    }
+
+    /// `tollgate run TASK --out OUT ARGS`, waited for.
+    pub fn finish(self) -> Finished {
+        let output = self.command().output().unwrap();
+        self.finished(output)
+    }
+
+    /// As `finish`, without blocking the runtime a fake server in this test runs on.
+    pub async fn finish_async(self) -> Finished {
+        let output = tokio::process::Command::from(self.command())
+            .output()
+            .await
+            .unwrap();
+        self.finished(output)
+    }
+
+    fn command(&self) -> Command {
+        let mut command = tollgate_in(self.dir());
+        command
+            .arg("run")
+            .arg(&self.task)
+            .arg("--out")
+            .arg(self.dir().join("out"))
+            .args(&self.args)
+            .envs(self.env.iter().map(|(name, value)| (name, value)))
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn finished(self, output: Output) -> Finished {
+        let dir = self.dir().to_path_buf();
+        // Written only under `github_actions`.
+        let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+        let out = dir.join("out");
+        let transcript = out.join("transcript.jsonl");
+        Finished {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            events: transcript.is_file().then(|| super::transcript(&transcript)),
+            ws: dir.join("ws"),
+            out,
+            step_summary: read("step_summary.md"),
+            github_output: read("github_output"),
+            dir,
+            _scratch: self.scratch,
+        }
+    }
 }
 
 /// What one `tollgate run` left behind.
@@ -13,14 +227,20 @@ pub struct Finished {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
+    /// The scratch folder the run was in, `ws` its workspace, `out` its output folder.
+    pub dir: PathBuf,
+    pub ws: PathBuf,
     pub out: PathBuf,
     pub step_summary: String,
     pub github_output: String,
-    /// Keeps the output folder until the test ends.
-    pub _scratch: tempfile::TempDir,
+    /// The transcript's events, `None` when the run wrote none.
+    events: Option<Vec<Value>>,
+    /// Keeps the scratch folder until the test ends.
+    _scratch: tempfile::TempDir,
 }
 
 impl Finished {
+    /// A file of the output folder.
     pub fn read(&self, name: &str) -> String {
         std::fs::read_to_string(self.out.join(name)).unwrap_or_else(|err| {
             panic!(
@@ -30,17 +250,61 @@ impl Finished {
         })
     }
 
-    pub fn json(&self, name: &str) -> serde_json::Value {
+    pub fn json(&self, name: &str) -> Value {
         serde_json::from_str(&self.read(name)).unwrap()
     }
 
-    /// The transcript's events, parsed.
-    pub fn events(&self) -> Vec<serde_json::Value> {
-        self.read("transcript.jsonl")
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
+    pub fn wrote_transcript(&self) -> bool {
+        self.events.is_some()
+    }
+
+    /// The transcript's events; a run that wrote none fails the test here.
+    pub fn events(&self) -> Vec<Value> {
+        self.all().to_vec()
+    }
+
+    /// The events of type `kind`.
+    pub fn of_type(&self, kind: &str) -> Vec<&Value> {
+        super::events(self.all(), kind)
+    }
+
+    fn all(&self) -> &[Value] {
+        self.events
+            .as_deref()
+            .unwrap_or_else(|| panic!("no transcript\nstderr: {}", self.stderr))
+    }
+
+    /// The `run_finished` event.
+    pub fn finished(&self) -> &Value {
+        self.of_type("run_finished")[0]
+    }
+
+    /// Each `api_retry`'s (category, status).
+    pub fn retries(&self) -> Vec<(Value, Value)> {
+        self.of_type("api_retry")
+            .iter()
+            .map(|e| (e["category"].clone(), e["status"].clone()))
             .collect()
     }
+
+    pub fn junit(&self) -> super::Junit {
+        super::junit(&self.out.join("junit.xml"))
+    }
+
+    pub fn assert_every_tool_use_answered_once(&self) {
+        super::assert_every_tool_use_answered_once(self.all());
+    }
+}
+
+/// Runs `tollgate run TASK --out <scratch>/out ARGS…` as GitHub Actions would, with `env`
+/// added.
+pub fn run_task(task: &Path, args: &[&str], env: &[(&str, &str)]) -> Finished {
+    Run::new()
+        .task_file(task)
+        .github_actions()
+        .args(args)
+        .envs(env)
+        .finish()
 }
 
 /// Copies a folder tree (files and folders only).
@@ -54,40 +318,6 @@ pub fn copy_tree(from: &Path, to: &Path) {
         } else {
             std::fs::copy(entry.path(), target).unwrap();
         }
-    }
-}
-
-/// Runs `tollgate run TASK --out <scratch>/out ARGS…` as GitHub Actions would (summary,
-/// outputs and annotations on, `GITHUB_WORKSPACE` the repository), with `env` added.
-pub fn run_task(task: &Path, args: &[&str], env: &[(&str, &str)]) -> Finished {
-    let scratch = tempfile::tempdir().unwrap();
-    let out = scratch.path().join("out");
-    let summary = scratch.path().join("step_summary.md");
-    let output = scratch.path().join("github_output");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_tollgate"));
-    command
-        .arg("run")
-        .arg(task)
-        .arg("--out")
-        .arg(&out)
-        .args(args)
-        .env("GITHUB_ACTIONS", "true")
-        .env("GITHUB_STEP_SUMMARY", &summary)
-        .env("GITHUB_OUTPUT", &output)
-        .env("GITHUB_WORKSPACE", repo_root())
-        .env_remove("RUST_LOG");
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let result = command.output().unwrap();
-    Finished {
-        code: result.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&result.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&result.stderr).into_owned(),
-        out,
-        step_summary: std::fs::read_to_string(summary).unwrap_or_default(),
-        github_output: std::fs::read_to_string(output).unwrap_or_default(),
-        _scratch: scratch,
     }
 }
 

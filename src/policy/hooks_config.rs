@@ -404,11 +404,11 @@ mod tests {
         for (refused, says) in [
             (
                 r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x"}]}]}}"#,
-                "unknown variant `Stop`",
+                "unknown value `Stop`",
             ),
             (
                 r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}"#,
-                "unknown variant `prompt`",
+                "unknown value `prompt`",
             ),
             (
                 r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "x", "async": true}]}]}}"#,
