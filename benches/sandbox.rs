@@ -55,8 +55,15 @@ fn main() {
             Ok(sandbox) => sandbox,
             Err(err) => return eprintln!("{err}"),
         };
-        let plain = time(&root, None).await;
-        let confined = time(&root, Some(&sandbox)).await;
+        let floor = bash_floor();
+        let Spent {
+            wall: plain,
+            cpu: plain_cpu,
+        } = time(&root, None).await;
+        let Spent {
+            wall: confined,
+            cpu: confined_cpu,
+        } = time(&root, Some(&sandbox)).await;
         let prepared = Instant::now();
         for _ in 0..RUNS {
             if let Err(err) = sandbox.prepare() {
@@ -97,18 +104,26 @@ fn main() {
             "  of which the parent's preparation (ruleset, cgroup): {:.0} µs",
             per(prepared)
         );
+        println!(
+            "CPU per command: `bash -c true` alone {:.0} µs; unsandboxed {:.0} µs ({:.0} µs beyond bash); sandboxed {:.0} µs ({:.0} µs beyond unsandboxed)",
+            per(floor),
+            per(plain_cpu),
+            per(plain_cpu) - per(floor),
+            per(confined_cpu),
+            per(confined_cpu) - per(plain_cpu)
+        );
         match in_domain {
             Some(total) => println!(
                 "read-only domain alone: {:.0} µs per `true`, {:.0} µs over unconfined",
-                per(total),
-                per(total) - per(plain)
+                per(total.wall),
+                per(total.wall) - per(plain)
             ),
             None => println!("read-only domain: {}", read_only.describe()),
         }
     });
 }
 
-async fn time(root: &Path, sandbox: Option<&Sandbox>) -> Duration {
+async fn time(root: &Path, sandbox: Option<&Sandbox>) -> Spent {
     time_confined(
         root,
         Confinement {
@@ -119,9 +134,43 @@ async fn time(root: &Path, sandbox: Option<&Sandbox>) -> Duration {
     .await
 }
 
-async fn time_confined(root: &Path, confinement: Confinement<'_>) -> Duration {
+/// CPU time (user + system) of this process and of its reaped children: a command's keeper
+/// is reaped by the runner, and the command by its keeper, so both are counted.
+fn cpu_so_far() -> Duration {
+    let micros = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    let mut total = 0;
+    for who in [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN] {
+        // SAFETY: getrusage(2) fills the struct we own.
+        let usage = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            libc::getrusage(who, &mut usage);
+            usage
+        };
+        total += micros(usage.ru_utime) + micros(usage.ru_stime);
+    }
+    Duration::from_micros(total)
+}
+
+/// The floor: `bash -c true` started directly (`posix_spawn`, no runner, no keeper), waited
+/// for; CPU time per run.
+fn bash_floor() -> Duration {
+    let cpu = cpu_so_far();
+    for _ in 0..RUNS {
+        let status = std::process::Command::new("/bin/bash")
+            .args(["-c", "true"])
+            .env_clear()
+            .status();
+        if let Err(err) = status {
+            eprintln!("bash did not start: {err}");
+        }
+    }
+    cpu_so_far() - cpu
+}
+
+async fn time_confined(root: &Path, confinement: Confinement<'_>) -> Spent {
     let (_handle, abort) = AbortHandle::new();
     let env = RunEnv::new(&Default::default()).model;
+    let cpu = cpu_so_far();
     let started = Instant::now();
     for _ in 0..RUNS {
         let run = run_confined(
@@ -138,5 +187,14 @@ async fn time_confined(root: &Path, confinement: Confinement<'_>) -> Duration {
             eprintln!("`true` did not start: {err}");
         }
     }
-    started.elapsed()
+    Spent {
+        wall: started.elapsed(),
+        cpu: cpu_so_far() - cpu,
+    }
+}
+
+/// Wall and CPU time of [`RUNS`] commands.
+struct Spent {
+    wall: Duration,
+    cpu: Duration,
 }

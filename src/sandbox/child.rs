@@ -55,8 +55,9 @@ pub struct ChildSetup {
     /// `cgroup.procs` of the command's own pids cgroup, open for writing.
     pub cgroup_procs: Option<OwnedFd>,
     pub rlimits: Vec<Rlimit>,
-    /// The Landlock ruleset; `None` where the kernel has no Landlock (`on_unavailable: warn`).
-    pub ruleset: Option<OwnedFd>,
+    /// The Landlock ruleset, shared by the run's commands; `None` where the kernel has no
+    /// Landlock (`on_unavailable: warn`).
+    pub ruleset: Option<Arc<OwnedFd>>,
     /// Read rights the child grants itself on its own `/proc/<pid>`, which the parent cannot
     /// name before the fork (the rest of `/proc/<pid>` stays closed: this kernel lets a
     /// Landlock domain read other processes' `environ`).

@@ -10,6 +10,7 @@ mod proxy;
 mod read_only;
 mod ruleset;
 mod seccomp;
+mod shared_ruleset;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -36,10 +37,11 @@ pub use proxy::{Proxy, ProxyConnection, ProxyRules};
 pub use read_only::{ReadOnlyCommands, ReadOnlyDomain, ReadOnlyStatus};
 pub use seccomp::{SocketScope, SyscallFilter};
 
-use fs_rules::{FsScope, WRITABLE_DEVICES, grants, list_dir};
+use fs_rules::{FsScope, WRITABLE_DEVICES, list_dir};
 use limits::CommandCgroup;
 use protected::ProtectedFiles;
 use ruleset::TcpAllow;
+use shared_ruleset::SharedRuleset;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
@@ -237,8 +239,8 @@ const BASE_ENV: [&str; 22] = [
 pub struct Sandbox {
     config: SandboxConfig,
     status: SandboxStatus,
-    /// Before carving; the workspace is listed again for each command.
-    scope: FsScope,
+    /// The commands' Landlock ruleset, built at the start and shared.
+    rules: SharedRuleset,
     tmpdir: PathBuf,
     proxy: Option<Proxy>,
     env: Vec<(OsString, OsString)>,
@@ -336,10 +338,18 @@ impl Sandbox {
             "sandbox started"
         );
         let filter = Arc::new(SyscallFilter::build(socket_scope(&config))?);
+        let tcp = match config.network {
+            NetworkMode::Open => None,
+            NetworkMode::None | NetworkMode::Proxy => Some(TcpAllow {
+                ports: config.allowed_ports.clone(),
+                connect_only: proxy.iter().map(Proxy::port).collect(),
+            }),
+        };
+        let rules = SharedRuleset::new(status.landlock_abi, scope, tcp)?;
         Ok(Sandbox {
             config,
             status,
-            scope,
+            rules,
             tmpdir,
             proxy,
             env,
@@ -389,15 +399,7 @@ impl Sandbox {
 
     /// Everything one command's child needs, prepared here in the parent.
     pub fn prepare(&self) -> Result<CommandSandbox, SandboxError> {
-        let grants = grants(&self.scope, &list_dir);
-        let tcp = match self.config.network {
-            NetworkMode::Open => None,
-            NetworkMode::None | NetworkMode::Proxy => Some(TcpAllow {
-                ports: self.config.allowed_ports.clone(),
-                connect_only: self.proxy.iter().map(Proxy::port).collect(),
-            }),
-        };
-        let ruleset = ruleset::build(self.status.landlock_abi, &grants, tcp.as_ref())?;
+        let ruleset = self.rules.for_command()?;
         let limits = self.config.limits;
         let (cgroup, procs) = match (&self.status.process_limit, limits.max_processes) {
             (ProcessLimit::Cgroup { parent }, Some(max)) => {

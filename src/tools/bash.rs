@@ -220,7 +220,19 @@ fn analyse(script: &Script, rules: &BashRules, ctx: &PermissionContext) -> BashA
         .chain(&workspace.read_only_roots)
         .cloned()
         .collect();
-    let resolve = |path: &Path| resolve_symlinks_below(path, &workspace.roots);
+    // A path is resolved once per decision, however many checks name it (`git checkout -b
+    // x origin/main` names `origin` in three).
+    let resolved = RefCell::new(HashMap::<PathBuf, PathBuf>::new());
+    let resolve = |path: &Path| {
+        if let Some(known) = resolved.borrow().get(path) {
+            return known.clone();
+        }
+        let real = resolve_symlinks_below(path, &workspace.roots);
+        resolved
+            .borrow_mut()
+            .insert(path.to_path_buf(), real.clone());
+        real
+    };
     // A glob's folders are listed once per decision: the operand check and the check of
     // what Bash lists walk the same folders.
     let listed = RefCell::new(HashMap::<PathBuf, Option<Vec<String>>>::new());

@@ -48,8 +48,8 @@ impl Tool for GlobTool {
 
     fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
         let glob: GlobInput = parse_input(&self.name(), input)?;
-        let matcher = compile(&glob.pattern)?;
-        Ok(Box::new(PreparedGlob { glob, matcher }))
+        let parsed = parse(&glob.pattern)?;
+        Ok(Box::new(PreparedGlob { glob, parsed }))
     }
 
     fn interrupt_behavior(&self) -> InterruptBehavior {
@@ -57,10 +57,11 @@ impl Tool for GlobTool {
     }
 }
 
-/// A Glob call with its pattern compiled once.
+/// A Glob call with its pattern checked. Its matcher (a regex) is compiled only when the
+/// call runs: deciding a call (`check` decides many) never needs it.
 struct PreparedGlob {
     glob: GlobInput,
-    matcher: globset::GlobMatcher,
+    parsed: globset::Glob,
 }
 
 impl ToolInput for PreparedGlob {
@@ -88,7 +89,7 @@ impl ToolInput for PreparedGlob {
     fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let glob = &self.glob;
-            let matcher = &self.matcher;
+            let matcher = self.parsed.compile_matcher();
             let base = resolve_path(
                 glob.path.as_deref().unwrap_or("."),
                 &ctx.workspace.workdir,
@@ -130,7 +131,7 @@ impl ToolInput for PreparedGlob {
     }
 }
 
-fn compile(pattern: &str) -> Result<globset::GlobMatcher, ToolError> {
+fn parse(pattern: &str) -> Result<globset::Glob, ToolError> {
     if pattern.starts_with('/') {
         return Err(ToolError::Invalid(
             "pattern must be relative; give the folder as `path`".into(),
@@ -139,7 +140,6 @@ fn compile(pattern: &str) -> Result<globset::GlobMatcher, ToolError> {
     GlobBuilder::new(pattern)
         .literal_separator(true)
         .build()
-        .map(|glob| glob.compile_matcher())
         .map_err(|err| {
             ToolError::Invalid(format!("invalid glob pattern `{pattern}`: {}", err.kind()))
         })

@@ -90,17 +90,33 @@ pub fn resolve_path(raw: &str, workdir: &Path, home: Option<&Path>) -> PathBuf {
 
 /// [`resolve_symlinks`] for a path that may lie below folders known to be canonical (the
 /// workspace's roots, canonical from the run's start): only the components under the root are
-/// looked at, one `lstat` each, instead of a `readlink` for every component from `/` — the
-/// gate resolves a path for nearly every call it decides.
+/// looked at — the gate resolves a path for nearly every call it decides.
 pub fn resolve_symlinks_below<P: AsRef<Path>>(normal: &Path, canonical: &[P]) -> PathBuf {
     let below = canonical
         .iter()
         .map(AsRef::as_ref)
         .filter_map(|root| Some((root, normal.strip_prefix(root).ok()?)))
         .max_by_key(|(root, _)| root.as_os_str().len());
-    let Some((root, rest)) = below else {
-        return resolve_symlinks(normal);
-    };
+    match below {
+        Some((root, rest)) => walk(root, rest),
+        None => resolve_symlinks(normal),
+    }
+}
+
+/// Resolves the symlinks in the existing part of an absolute, normalised path; the part
+/// that does not exist yet is kept as written. Walked forward from `/`, one `lstat` per
+/// component, and only a component that is a link is resolved in full (`realpath`): linear
+/// in the path's length, however many parts follow the first missing one.
+pub fn resolve_symlinks(normal: &Path) -> PathBuf {
+    match normal.strip_prefix("/") {
+        Ok(rest) => walk(Path::new("/"), rest),
+        Err(_) => normal.to_path_buf(),
+    }
+}
+
+/// `root` (canonical) joined with `rest`, each component checked with one `lstat` and a link
+/// resolved where one is met; the walk stops at the first component that does not exist.
+fn walk(root: &Path, rest: &Path) -> PathBuf {
     let mut resolved = root.to_path_buf();
     let mut components = rest.components();
     for component in components.by_ref() {
@@ -116,29 +132,6 @@ pub fn resolve_symlinks_below<P: AsRef<Path>>(normal: &Path, canonical: &[P]) ->
         }
     }
     resolved.extend(components);
-    resolved
-}
-
-/// Resolves the symlinks in the existing part of an absolute, normalised path; the part
-/// that does not exist yet is kept as written. Walked forward, one part at a time from the
-/// already-resolved prefix, so each system call sees at most a real path's length and the
-/// rest is appended once: linear, however many parts follow the first missing one.
-pub fn resolve_symlinks(normal: &Path) -> PathBuf {
-    let mut resolved = PathBuf::new();
-    let mut rest = normal.components();
-    while let Some(part) = rest.clone().next() {
-        match resolved.join(part).canonicalize() {
-            Ok(real) => {
-                resolved = real;
-                rest.next();
-            }
-            Err(_) => break,
-        }
-    }
-    if resolved.as_os_str().is_empty() {
-        return normal.to_path_buf();
-    }
-    resolved.extend(rest);
     resolved
 }
 
@@ -171,8 +164,27 @@ mod tests {
         );
     }
 
-    /// Below a canonical root the walk gives what a full resolution gives: links in and out
-    /// of the root, chains of links, dangling links, files used as folders, missing parts.
+    /// What `realpath` gives for the longest prefix that exists, the rest kept as written:
+    /// the resolution the walks must agree with.
+    fn by_realpath(normal: &Path) -> PathBuf {
+        let mut resolved = PathBuf::new();
+        let mut rest = normal.components();
+        while let Some(part) = rest.clone().next() {
+            match resolved.join(part).canonicalize() {
+                Ok(real) => {
+                    resolved = real;
+                    rest.next();
+                }
+                Err(_) => break,
+            }
+        }
+        resolved.extend(rest);
+        resolved
+    }
+
+    /// Below a canonical root and from `/`, the walk gives what a full resolution gives: links
+    /// in and out of the root, chains of links, dangling links, files used as folders,
+    /// missing parts.
     #[test]
     fn resolving_below_a_root_agrees_with_a_full_resolution() {
         let dir = tempfile::tempdir().unwrap();
@@ -204,15 +216,23 @@ mod tests {
             };
             assert_eq!(
                 resolve_symlinks_below(&path, &[&root]),
-                resolve_symlinks(&path),
+                by_realpath(&path),
                 "{relative}"
             );
+            assert_eq!(resolve_symlinks(&path), by_realpath(&path), "{relative}");
         }
-        let outside = Path::new("/etc/hosts");
-        assert_eq!(
-            resolve_symlinks_below(outside, &[&root]),
-            resolve_symlinks(outside)
-        );
+        for outside in [
+            "/etc/hosts",
+            "/usr/include/missing/x.h",
+            "/proc/self/cwd",
+            "/",
+        ] {
+            let outside = Path::new(outside);
+            assert_eq!(
+                resolve_symlinks_below(outside, &[&root]),
+                by_realpath(outside)
+            );
+        }
     }
 
     #[test]
