@@ -13,40 +13,75 @@ use crate::base::is_secret_env_name;
 const MIN_SECRET_CHARS: usize = 8;
 
 /// Well-known token shapes, found whatever variable (if any) they came from. Order matters:
-/// the Anthropic prefix is tried before the OpenAI one it starts like.
-const TOKEN_SHAPES: [(&str, &str); 6] = [
+/// the Anthropic prefix is tried before the OpenAI one it starts like. A shape marked glued is
+/// distinctive enough to be found right after a word character too (`xxghp_…`, a token pasted
+/// onto other text); the others need what `TOKEN_PREFIX` allows before them, so `disk-…` or
+/// `task-…` words are never taken for an OpenAI key.
+const TOKEN_SHAPES: [(&str, &str, Glued); 6] = [
     (
         "private_key",
         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----",
+        Glued::Yes,
     ),
-    ("github_token", r"gh[pousr]_[A-Za-z0-9]{36,}"),
-    ("github_token", r"github_pat_[A-Za-z0-9_]{22,}"),
-    ("anthropic_api_key", r"sk-ant-[A-Za-z0-9_\-]{20,}"),
+    ("github_token", r"gh[pousr]_[A-Za-z0-9]{36,}", Glued::Yes),
+    ("github_token", r"github_pat_[A-Za-z0-9_]{22,}", Glued::Yes),
+    (
+        "anthropic_api_key",
+        r"sk-ant-[A-Za-z0-9_\-]{20,}",
+        Glued::Yes,
+    ),
     (
         "openai_api_key",
         r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
+        Glued::No,
     ),
-    ("aws_access_key_id", r"(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    (
+        "aws_access_key_id",
+        r"(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+        Glued::Yes,
+    ),
 ];
 
-/// What may stand before a token: the start, a non-word character, or a JSON escape such
-/// as `\n` (a serialised line has `\nsk-ant-…` where the text had a line break). The regex
-/// crate has no look-behind, so the prefix is captured and put back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Glued {
+    Yes,
+    No,
+}
+
+/// What may stand before a token that is not glued: the start, a non-word character, or a
+/// JSON escape such as `\n` (a serialised line has `\nsk-…` where the text had a line
+/// break). The regex crate has no look-behind, so the prefix is captured and put back.
 const TOKEN_PREFIX: &str = r"(?P<pre>^|[^A-Za-z0-9_]|\\[nrt])";
 
-/// Every token shape in one regex (one alternative a shape, in `TOKEN_SHAPES` order, so the
-/// leftmost-first alternation keeps that order), compiled once per process: the shapes are
-/// constants, so every redactor of a run or a batch shares them.
+/// Every token shape in one regex, compiled once per process: the shapes are constants, so
+/// every redactor of a run or a batch shares them. Two groups: the shapes that need a prefix
+/// (with every shape listed before the last of them, so that where a prefix stands the
+/// leftmost-first alternation still keeps `TOKEN_SHAPES`' order) and the glued ones. A
+/// shape's group is named `b{index}` in the first, `g{index}` in the second.
 fn token_shapes() -> Option<&'static Regex> {
     static SHAPES: OnceLock<Option<Regex>> = OnceLock::new();
     SHAPES
         .get_or_init(|| {
-            let alternatives: Vec<String> = TOKEN_SHAPES
+            let last_bounded = TOKEN_SHAPES
+                .iter()
+                .rposition(|(_, _, glued)| *glued == Glued::No)?;
+            let bounded: Vec<String> = TOKEN_SHAPES[..=last_bounded]
                 .iter()
                 .enumerate()
-                .map(|(index, (_, pattern))| format!("(?P<s{index}>{pattern})"))
+                .map(|(index, (_, pattern, _))| format!("(?P<b{index}>{pattern})"))
                 .collect();
-            Regex::new(&format!("{TOKEN_PREFIX}(?:{})", alternatives.join("|"))).ok()
+            let glued: Vec<String> = TOKEN_SHAPES
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, _, glued))| *glued == Glued::Yes)
+                .map(|(index, (_, pattern, _))| format!("(?P<g{index}>{pattern})"))
+                .collect();
+            Regex::new(&format!(
+                "{TOKEN_PREFIX}(?:{})|(?:{})",
+                bounded.join("|"),
+                glued.join("|")
+            ))
+            .ok()
         })
         .as_ref()
 }
@@ -176,7 +211,10 @@ impl Redactor {
                 .replace_all(&out, |captures: &Captures| {
                     replaced += 1;
                     let name = (0..TOKEN_SHAPES.len())
-                        .find(|index| captures.name(&format!("s{index}")).is_some())
+                        .find(|index| {
+                            captures.name(&format!("b{index}")).is_some()
+                                || captures.name(&format!("g{index}")).is_some()
+                        })
                         .map_or("secret", |index| TOKEN_SHAPES[index].0);
                     let pre = captures.name("pre").map_or("", |pre| pre.as_str());
                     format!("{pre}{}", label(name))
@@ -255,11 +293,30 @@ mod tests {
                 r#""a\nsk-ant-abcdefghijklmnopqrstuvwxyz""#,
                 r#""a\n[REDACTED:anthropic_api_key]""#,
             ),
+            // Pasted onto other text: distinctive shapes are found all the same.
+            (
+                "xxxxghp_0123456789abcdefghijABCDEFGHIJ0123456789 x",
+                "xxxx[REDACTED:github_token] x",
+            ),
+            (
+                "tokensk-ant-api03-abcdefghijklmnopqrstuvwxyz0123",
+                "token[REDACTED:anthropic_api_key]",
+            ),
+            ("idAKIAIOSFODNN7EXAMPLE", "id[REDACTED:aws_access_key_id]"),
+            (
+                "key:github_pat_11AAAAAAA0123456789_abcdefghijklmnopqrstuvwxyz",
+                "key:[REDACTED:github_token]",
+            ),
+            // The generic OpenAI shape still needs a boundary.
+            (
+                "disk-abcdefghijklmnopqrstuvwxyz0123",
+                "disk-abcdefghijklmnopqrstuvwxyz0123",
+            ),
         ];
         for (input, expected) in cases {
             assert_eq!(redactor.redact(input), expected, "{input}");
         }
-        assert_eq!(redactor.count(), 8);
+        assert_eq!(redactor.count(), 12);
     }
 
     #[test]
