@@ -10,6 +10,7 @@ mod budget;
 mod checks;
 mod hooks;
 mod prompt;
+mod refusals;
 mod reminders;
 mod subagent;
 
@@ -146,6 +147,8 @@ struct Loop<'a> {
     deadline: Option<Instant>,
     /// Refusals since the last allowed call.
     consecutive_denials: u32,
+    /// Refused calls, so a verbatim repeat gets the same answer without a new judgement.
+    refusals: refusals::Refusals,
     /// Auto mode's classifier and its tallies.
     auto: Option<auto::AutoState>,
     network_refusals: Vec<ProxyConnection>,
@@ -281,6 +284,7 @@ pub async fn run(
             .timeout
             .map(|limit| crate::base::deadline(started, limit)),
         consecutive_denials: 0,
+        refusals: refusals::Refusals::default(),
         auto: classifier.map(auto::AutoState::new),
         network_refusals: Vec::new(),
         reminders: Reminders::new(spec.reminders_full_every),
@@ -849,19 +853,16 @@ fn denial_limit(run: &Loop<'_>) -> Option<auto::Stop> {
 
 fn denial_limit_reason(run: &Loop<'_>) -> Option<String> {
     let limits = &run.spec.limits;
-    if let Some(max) = limits.max_denials.filter(|max| run.counts.denials >= *max) {
+    if run.counts.denials >= limits.max_denials {
         return Some(format!(
-            "stopped after {} refused calls (limits.max_denials = {max})",
-            run.counts.denials
+            "stopped after {} refused calls (limits.max_denials = {})",
+            run.counts.denials, limits.max_denials
         ));
     }
-    if let Some(max) = limits
-        .max_consecutive_denials
-        .filter(|max| run.consecutive_denials >= *max)
-    {
+    if run.consecutive_denials >= limits.max_consecutive_denials {
         return Some(format!(
-            "stopped after {} refused calls in a row (limits.max_consecutive_denials = {max})",
-            run.consecutive_denials
+            "stopped after {} refused calls in a row (limits.max_consecutive_denials = {})",
+            run.consecutive_denials, limits.max_consecutive_denials
         ));
     }
     None

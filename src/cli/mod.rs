@@ -169,9 +169,13 @@ struct RunArgs {
     /// Permission mode; overrides the task and the policies.
     #[arg(long, value_name = "MODE", value_parser = crate::reference::mode_values())]
     mode: Option<PermissionMode>,
-    /// Where the transcript and reports go [default: .tollgate/runs/<run-id>/].
+    /// Where the transcript and reports go [default: .tollgate/runs/<run-id>/]; `{run_id}`
+    /// in it is the run's id. A folder holding an earlier run is refused without --force.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Replace the run already in --out instead of refusing to start.
+    #[arg(long)]
+    force: bool,
     /// The folder the agent works in; overrides the task's `workdir`.
     #[arg(long, value_name = "DIR")]
     workdir: Option<PathBuf>,

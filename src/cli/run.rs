@@ -63,6 +63,11 @@ fn run_options(args: &RunArgs) -> RunOptions {
         }),
         workdir: args.workdir.clone(),
         out: args.out.clone(),
+        existing_out: if args.force {
+            crate::out_dir::Existing::Replace
+        } else {
+            crate::out_dir::Existing::Refuse
+        },
         queue: (args.input_format == InputFormat::StreamJson).then(|| {
             let queue = MessageQueue::default();
             read_messages(queue.clone());

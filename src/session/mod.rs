@@ -102,8 +102,10 @@ pub struct RunOptions {
     pub max_turns: Option<u32>,
     pub fail_on: Option<FailOnSet>,
     pub workdir: Option<PathBuf>,
-    /// Default: `.tollgate/runs/<run-id>/`.
+    /// Default: `.tollgate/runs/<run-id>/`; `{run_id}` in the path is the run's id.
     pub out: Option<PathBuf>,
+    /// What to do when `out` already holds a run (refused unless told otherwise).
+    pub existing_out: crate::out_dir::Existing,
     /// User messages arriving mid-run, fed by the caller.
     pub queue: Option<MessageQueue>,
     /// Where events are streamed as they happen.
@@ -175,11 +177,11 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
     }
 
     let run_id = new_run_id();
-    let out_dir = options
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(".tollgate/runs").join(&run_id));
-    let (out_dir, out_lock) = crate::out_dir::claim(&out_dir)?;
+    let out_dir = options.out.as_deref().map_or_else(
+        || PathBuf::from(DEFAULT_OUT_ROOT).join(&run_id),
+        |out| with_run_id(out, &run_id),
+    );
+    let (out_dir, out_lock) = crate::out_dir::claim_run(&out_dir, options.existing_out)?;
 
     let directories = additional_directories(&sources);
     let mut workspace = Workspace::new(workdir, directories.dirs.clone(), home);
@@ -470,6 +472,17 @@ pub fn describe_self_test(outcome: &SelfTestOutcome) -> String {
         test.input,
         outcome.got_label()
     )
+}
+
+/// Where runs go without `--out`: a folder per run id, so runs never share one.
+pub const DEFAULT_OUT_ROOT: &str = ".tollgate/runs";
+
+/// `out` with each `{run_id}` replaced by the run's id (a path that is not UTF-8 has none).
+fn with_run_id(out: &Path, run_id: &str) -> PathBuf {
+    match out.to_str() {
+        Some(text) if text.contains("{run_id}") => PathBuf::from(text.replace("{run_id}", run_id)),
+        _ => out.to_path_buf(),
+    }
 }
 
 /// Sortable by start time, unique enough for parallel runs on one machine.

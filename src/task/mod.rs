@@ -142,8 +142,8 @@ struct LimitsFile {
     timeout: Option<Spanned<f64>>,
     /// Seconds for one tool call.
     tool_timeout: Option<Spanned<f64>>,
-    max_denials: Option<u32>,
-    max_consecutive_denials: Option<u32>,
+    max_denials: Option<Spanned<u32>>,
+    max_consecutive_denials: Option<Spanned<u32>>,
     max_parallel_tools: Option<Spanned<u64>>,
     max_classifier_denials: Option<Spanned<u32>>,
     max_consecutive_classifier_denials: Option<Spanned<u32>>,
@@ -249,9 +249,9 @@ pub struct Limits {
     /// Wall clock for one tool call.
     pub tool_timeout: Option<Duration>,
     /// Refused calls in the whole run before it stops with exit 3.
-    pub max_denials: Option<u32>,
+    pub max_denials: u32,
     /// Refused calls in a row before it stops with exit 3.
-    pub max_consecutive_denials: Option<u32>,
+    pub max_consecutive_denials: u32,
     /// Concurrency-safe calls of one response that may run at once (S6).
     pub max_parallel_tools: usize,
     /// Auto mode: classifier denials in the whole run before it stops with exit 3.
@@ -262,6 +262,11 @@ pub struct Limits {
     /// replaced by previews (S8).
     pub message_result_chars: usize,
 }
+
+/// Every mode's headless contract: a model that keeps retrying refused calls is going
+/// nowhere, so the run stops (exit 3) instead of burning turns until `max_turns`.
+pub const DEFAULT_MAX_DENIALS: u32 = 20;
+pub const DEFAULT_MAX_CONSECUTIVE_DENIALS: u32 = 5;
 
 /// Auto mode's headless contract: a judge that keeps saying no ends the run, it never stalls.
 pub const DEFAULT_MAX_CLASSIFIER_DENIALS: u32 = 20;
@@ -904,8 +909,12 @@ fn limits(raw: LimitsFile, model: &ModelSpec, at: At<'_>) -> Result<Limits, Conf
             maxima::TOOL_TIMEOUT,
             at,
         )?,
-        max_denials: raw.max_denials,
-        max_consecutive_denials: raw.max_consecutive_denials,
+        max_denials: at_least_one(raw.max_denials, "max_denials", DEFAULT_MAX_DENIALS)?,
+        max_consecutive_denials: at_least_one(
+            raw.max_consecutive_denials,
+            "max_consecutive_denials",
+            DEFAULT_MAX_CONSECUTIVE_DENIALS,
+        )?,
         max_parallel_tools: positive(
             bounded(
                 raw.max_parallel_tools,
