@@ -107,6 +107,15 @@ impl Budget {
         cost
     }
 
+    /// From now on requests are charged at `pricing` (a fallback model's); a price nobody
+    /// knows makes the run's total unknown rather than wrong.
+    pub fn reprice(&mut self, pricing: Option<Pricing>) {
+        self.pricing = pricing;
+        if pricing.is_none() {
+            self.cost = None;
+        }
+    }
+
     pub fn total_cost_usd(&self) -> Option<f64> {
         self.cost
     }

@@ -8,6 +8,7 @@ mod turn;
 pub use crate::transcript::{CheckRecord, Denial, RunReport};
 mod budget;
 mod checks;
+mod fallback;
 mod hooks;
 mod prompt;
 mod refusals;
@@ -22,6 +23,7 @@ use tokio::time::Instant;
 
 use budget::Budget;
 pub use checks::millis;
+pub use fallback::FallbackModel;
 
 use crate::base::{AbortReason, AbortSignal};
 use crate::classifier::{Classifier, ProposedRule, proposed_rules_yaml};
@@ -65,6 +67,8 @@ pub struct RunSpec {
     pub model: ModelSummary,
     /// The model's price, `None` when no table knows it (then no cost limit can be set).
     pub pricing: Option<Pricing>,
+    /// The model that takes over once this one is overloaded or unavailable.
+    pub fallback: Option<FallbackModel>,
     /// The most output tokens one request may ask for.
     pub max_tokens: u32,
     /// The run's limits: the task's, with `--max-turns` and `--max-cost` applied.
@@ -147,6 +151,9 @@ struct Loop<'a> {
     deadline: Option<Instant>,
     /// Refusals since the last allowed call.
     consecutive_denials: u32,
+    /// The fallback not yet switched to, and the model answering now.
+    fallback: Option<FallbackModel>,
+    answering: String,
     /// Refused calls, so a verbatim repeat gets the same answer without a new judgement.
     refusals: refusals::Refusals,
     /// Auto mode's classifier and its tallies.
@@ -285,6 +292,8 @@ pub async fn run(
             .map(|limit| crate::base::deadline(started, limit)),
         consecutive_denials: 0,
         refusals: refusals::Refusals::default(),
+        fallback: spec.fallback.clone(),
+        answering: spec.model.name.clone(),
         auto: classifier.map(auto::AutoState::new),
         network_refusals: Vec::new(),
         reminders: Reminders::new(spec.reminders_full_every),
@@ -810,6 +819,48 @@ async fn request_once(
     turn: u32,
     abort: &AbortSignal,
 ) -> Result<Result<ModelResponse, Option<Ending>>, AgentError> {
+    loop {
+        let result = match attempt(run, provider, request, turn, abort).await? {
+            Ok(result) => result,
+            Err(ending) => return Ok(Err(ending)),
+        };
+        let err = match result {
+            Ok(response) => return Ok(Ok(response)),
+            Err(err) => err,
+        };
+        let switched = fallback::switch(
+            &mut run.fallback,
+            &mut run.answering,
+            provider,
+            &mut run.budget,
+            &err,
+            turn,
+        );
+        match switched {
+            Some(event) => run.emit(event)?,
+            None => {
+                return Ok(Err(Some((
+                    Outcome::ProviderError,
+                    None,
+                    Some(err.to_string()),
+                ))));
+            }
+        }
+    }
+}
+
+/// The provider's answer, or how the run ended while it was awaited.
+type Attempted = Result<Result<ModelResponse, crate::model::ProviderError>, Option<Ending>>;
+
+/// The provider's answer to one request, its retries included; `Err` for the abort (`None`)
+/// or the run's deadline.
+async fn attempt(
+    run: &mut Loop<'_>,
+    provider: &mut Provider,
+    request: &ModelRequest<'_>,
+    turn: u32,
+    abort: &AbortSignal,
+) -> Result<Attempted, AgentError> {
     let (sink, mut notices) = mpsc::unbounded_channel();
     let call = provider.complete(request, &sink);
     tokio::pin!(call);
@@ -829,7 +880,7 @@ async fn request_once(
     while let Ok(ProviderEvent::Retry(retry)) = notices.try_recv() {
         run.emit(Event::ApiRetry { turn, retry })?;
     }
-    Ok(result.map_err(|err| Some((Outcome::ProviderError, None, Some(err.to_string())))))
+    Ok(Ok(result))
 }
 
 /// `proposed-rules.yaml` in the run's folder, when the classifier denied anything.

@@ -185,6 +185,10 @@ struct RunArgs {
     /// Overrides the task's model name (`model.name`).
     #[arg(long, value_name = "NAME")]
     model: Option<String>,
+    /// The model of the same provider that answers once the first is overloaded or
+    /// unavailable after its retries; overrides `model.fallback`.
+    #[arg(long, value_name = "NAME")]
+    fallback_model: Option<String>,
     /// Caps `limits.max_cost_usd`: the run never spends more than this many US dollars.
     #[arg(long, value_name = "USD", value_parser = parse_usd)]
     max_cost: Option<f64>,

@@ -50,6 +50,7 @@ fn run_options(args: &RunArgs) -> RunOptions {
         ask: args.rules.ask.clone(),
         mode: args.mode,
         model: args.model.clone(),
+        fallback_model: args.fallback_model.clone(),
         max_cost: args.max_cost,
         max_turns: args.max_turns,
         fail_on: args.fail_on.as_ref().map(|values| {

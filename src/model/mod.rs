@@ -293,6 +293,21 @@ pub enum ProviderError {
     ScriptExhausted(usize),
 }
 
+impl ProviderError {
+    /// The model is overloaded or unavailable (HTTP 529 or 503, an `overloaded_error`) after
+    /// the retries: another model may still answer.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            ProviderError::Failed {
+                category, status, ..
+            } => *category == FailureCategory::Overloaded || *status == Some(503),
+            ProviderError::Setup(_)
+            | ProviderError::Protocol(_)
+            | ProviderError::ScriptExhausted(_) => false,
+        }
+    }
+}
+
 /// The providers tollgate speaks to. An enum, not a trait object: the set is closed and
 /// each request is one `match`.
 #[derive(Debug)]
@@ -368,6 +383,16 @@ impl Provider {
             Err(err) => tracing::info!(provider, elapsed_ms, "provider request failed: {err}"),
         }
         result
+    }
+
+    /// Sends every later request to model `name` of the same provider (a fallback). The
+    /// scripted model has no models to switch between.
+    pub fn switch_model(&mut self, name: &str) {
+        match self {
+            Provider::Scripted(_) => {}
+            Provider::Anthropic(model) => model.model = name.to_string(),
+            Provider::OpenAi(model) => model.model = name.to_string(),
+        }
     }
 
     /// The provider's name, for log lines.

@@ -65,6 +65,12 @@ pub enum SessionError {
     )]
     NoPrice(String),
     #[error(
+        "a cost limit needs a price for the fallback model `{0}`, which the price table does not know; name a model it knows or drop the cost limit"
+    )]
+    NoFallbackPrice(String),
+    #[error("--fallback-model: the scripted provider has no other model to fall back to")]
+    ScriptedFallback,
+    #[error(
         "the {provider} provider needs an API key: set the environment variable {variable}{}",
         if *named_by_task { " (named by model.api_key_env)" } else { "" }
     )]
@@ -97,6 +103,8 @@ pub struct RunOptions {
     pub ask: Vec<String>,
     pub mode: Option<crate::policy::PermissionMode>,
     pub model: Option<String>,
+    /// `--fallback-model`: overrides the task's `model.fallback`.
+    pub fallback_model: Option<String>,
     /// Caps the task's own `max_cost_usd`.
     pub max_cost: Option<f64>,
     pub max_turns: Option<u32>,
@@ -142,6 +150,7 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
     if task.limits.max_cost_usd.is_some() && task.model.pricing().is_none() {
         return Err(SessionError::NoPrice(task.model.name.clone()));
     }
+    let fallback = fallback_model(&options, &task)?;
     redactor.add_env_names(&task.redact_env);
     let workdir = match (&options.workdir, &task.workdir) {
         (Some(dir), _) => canonical_dir(dir, "workdir")?,
@@ -252,6 +261,7 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
             price_warning,
         },
         pricing,
+        fallback,
         max_tokens: task.model.max_tokens,
         limits: task.limits,
         max_result_chars: task.max_result_chars,
@@ -281,6 +291,29 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
         mcp,
     };
     Ok(Session { spec, provider })
+}
+
+/// The fallback model (`--fallback-model` over `model.fallback`), priced: a cost limit needs
+/// its price as much as the first model's.
+fn fallback_model(
+    options: &RunOptions,
+    task: &Task,
+) -> Result<Option<crate::agent::FallbackModel>, SessionError> {
+    let Some(name) = options
+        .fallback_model
+        .clone()
+        .or_else(|| task.model.fallback.clone())
+    else {
+        return Ok(None);
+    };
+    if task.model.provider == ProviderKind::Scripted {
+        return Err(SessionError::ScriptedFallback);
+    }
+    let fallback = crate::agent::FallbackModel::priced(name);
+    if task.limits.max_cost_usd.is_some() && fallback.pricing.is_none() {
+        return Err(SessionError::NoFallbackPrice(fallback.name));
+    }
+    Ok(Some(fallback))
 }
 
 /// The Skill tool over the workdir's `skills/` and the task's `skills:` paths; `None`, with

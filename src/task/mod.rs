@@ -109,6 +109,9 @@ struct ModelFile {
     pricing: Option<Pricing>,
     timeouts: Option<TimeoutsFile>,
     retries: Option<RetriesFile>,
+    /// Another model of the same provider, for the rest of the run once this one is
+    /// overloaded or unavailable after its retries.
+    fallback: Option<Spanned<String>>,
 }
 
 /// Seconds; fractions allowed (tests use milliseconds).
@@ -207,6 +210,9 @@ pub struct ModelSpec {
     pub pricing_override: Option<Pricing>,
     pub timeouts: Timeouts,
     pub retries: RetryPolicy,
+    /// `model.fallback`: the model that answers once this one is overloaded (`--fallback-model`
+    /// overrides it).
+    pub fallback: Option<String>,
 }
 
 impl ModelSpec {
@@ -711,6 +717,17 @@ fn model_spec(
             .map(|s| (s.referenced.line(), s.referenced.column()))
     };
     real_only("base_url", position(&raw.base_url))?;
+    real_only("fallback", position(&raw.fallback))?;
+    let fallback = match raw.fallback {
+        Some(spanned) if spanned.value.trim().is_empty() || spanned.value == name => {
+            return Err(located(
+                &spanned,
+                at,
+                "model.fallback must name another model of the same provider".into(),
+            ));
+        }
+        other => other.map(|spanned| spanned.value),
+    };
     real_only("api_key_env", position(&raw.api_key_env))?;
     let base_url = raw
         .base_url
@@ -844,6 +861,7 @@ fn model_spec(
         pricing_override: raw.pricing,
         timeouts,
         retries,
+        fallback,
     };
     Ok((model, script))
 }
@@ -1224,6 +1242,24 @@ mod tests {
                 ),
                 6,
                 "not scripted",
+            ),
+            (
+                MINIMAL.replace(
+                    "provider: scripted",
+                    "provider: scripted\n  fallback: other",
+                ),
+                6,
+                "not scripted",
+            ),
+            (
+                REAL.replace("name: my-local-model", "name: m\n  fallback: m"),
+                7,
+                "must name another model",
+            ),
+            (
+                format!("{MINIMAL}limits:\n  max_denials: 0\n"),
+                9,
+                "max_denials must be at least 1",
             ),
             (
                 format!("{MINIMAL}limits:\n  timeout: -1\n"),

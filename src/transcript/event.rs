@@ -83,6 +83,16 @@ pub enum Event {
         #[serde(flatten)]
         retry: RetryNotice,
     },
+    /// The run's model was overloaded or unavailable after its retries: this request and
+    /// every later one go to `to`, charged at its own price.
+    ModelFallback {
+        turn: u32,
+        from: String,
+        to: String,
+        price: PriceSource,
+        /// The failure that caused the switch.
+        error: String,
+    },
     AssistantMessage {
         turn: u32,
         content: Vec<ContentBlock>,

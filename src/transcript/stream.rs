@@ -42,6 +42,7 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         Event::ToolResult { .. } => "tool_result",
         Event::NetworkConnection { .. } => "network_connection",
         Event::ApiRetry { .. } => "api_retry",
+        Event::ModelFallback { .. } => "model_fallback",
         Event::QueuedMessage { .. } => "queued_message",
         Event::InputSkipped { .. } => "input_skipped",
         Event::QueryAborted { .. } => "query_aborted",

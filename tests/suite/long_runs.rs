@@ -164,3 +164,110 @@ async fn a_denial_loop_stops_by_default_and_a_verbatim_repeat_gets_the_earlier_r
     assert_eq!(server.replies_left(), 7);
     assert_eq!(server.violations(), Vec::<String>::new());
 }
+
+fn unavailable(status: u16) -> Reply {
+    let kind = if status == 529 {
+        "overloaded_error"
+    } else {
+        "api_error"
+    };
+    Reply::Status {
+        status,
+        headers: vec![],
+        kind,
+        message: "Overloaded".into(),
+    }
+}
+
+/// After the retries for an overloaded (529) or unavailable (503) model, the run goes on
+/// with the fallback for the rest of the run, priced at the fallback's rates.
+#[tokio::test]
+async fn an_overloaded_model_hands_the_rest_of_the_run_to_the_fallback() {
+    let fast = "  retries: {max: 1, base_delay: 0.005, max_delay: 0.01}\n";
+    // (API, the model's status, where the fallback is named, the fallback, its $/M in and out)
+    let cases = [
+        (Api::Anthropic, 529, "task", "claude-haiku-4-5", (1.0, 5.0)),
+        (Api::OpenAi, 503, "flag", "gpt-4.1-mini", (0.40, 1.60)),
+    ];
+    for (api, status, named, fallback, (input_price, output_price)) in cases {
+        let used = Tokens {
+            input: 1000,
+            output: 100,
+            ..Tokens::default()
+        };
+        let replies = vec![
+            unavailable(status),
+            unavailable(status),
+            Reply::Turn(turn(
+                vec![tool("Read", json!({"file_path": "notes.txt"}))],
+                used,
+            )),
+            Reply::Turn(turn(vec![text("The notes are short.")], used)),
+        ];
+        let server = FakeModel::start(KEY, replies).await;
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path();
+        std::fs::create_dir(dir.join("ws")).unwrap();
+        std::fs::write(dir.join("ws/notes.txt"), "short\n").unwrap();
+        let in_task = if named == "task" {
+            format!("  fallback: {fallback}\n")
+        } else {
+            String::new()
+        };
+        std::fs::write(
+            dir.join("task.yaml"),
+            format!(
+                "version: 1\nname: fallback\nprompt: Summarise notes.txt.\nworkdir: ws\nmode: dontAsk\ntools: [Read]\n{}",
+                server.model_block(api, &format!("{fast}{in_task}"))
+            ),
+        )
+        .unwrap();
+        let mut args = vec!["run", "task.yaml", "--out", "out"];
+        if named == "flag" {
+            args.extend(["--fallback-model", fallback]);
+        }
+        let run = tollgate(dir, &args).await;
+        assert_eq!(run.status.code(), Some(0), "{api:?}: {}", stderr(&run));
+        let models: Vec<Value> = server
+            .requests()
+            .iter()
+            .map(|request| request.body["model"].clone())
+            .collect();
+        let first = if api == Api::Anthropic {
+            "claude-sonnet-4-5"
+        } else {
+            "gpt-4.1"
+        };
+        assert_eq!(
+            models,
+            [json!(first), json!(first), json!(fallback), json!(fallback)]
+        );
+        let all = transcript(&dir.join("out/transcript.jsonl"));
+        let switched = events(&all, "model_fallback");
+        assert_eq!(switched.len(), 1, "{api:?}");
+        assert_eq!(
+            (&switched[0]["from"], &switched[0]["to"]),
+            (&json!(first), &json!(fallback))
+        );
+        assert_eq!(switched[0]["turn"], 1);
+        assert!(
+            switched[0]["error"]
+                .as_str()
+                .unwrap()
+                .contains(&status.to_string())
+        );
+        let per_request = (1000.0 * input_price + 100.0 * output_price) / 1e6;
+        for message in events(&all, "assistant_message") {
+            let cost = message["cost_usd"].as_f64().unwrap();
+            assert!(
+                (cost - per_request).abs() < 1e-12,
+                "{api:?}: {cost} vs {per_request}"
+            );
+        }
+        let total = events(&all, "run_finished")[0]["total_cost_usd"]
+            .as_f64()
+            .unwrap();
+        assert!((total - 2.0 * per_request).abs() < 1e-12, "{total}");
+        assert_eq!(server.violations(), Vec::<String>::new());
+    }
+}

@@ -137,6 +137,9 @@ impl Tracker {
                 };
                 Some(self.in_turn(&retry_text(retry)))
             }
+            Event::ModelFallback { from, to, .. } => {
+                Some(self.in_turn(&format!("{from} is unavailable; switched to {to}")))
+            }
             Event::AssistantMessage {
                 content,
                 stop_reason,
