@@ -8,6 +8,7 @@ mod turn;
 pub use crate::transcript::{CheckRecord, Denial, RunReport};
 mod budget;
 mod checks;
+mod compaction;
 mod fallback;
 mod hooks;
 mod prompt;
@@ -117,6 +118,11 @@ pub struct RunSpec {
     pub read_only: ReadOnlyStatus,
     /// The MCP servers the run starts, and those the policy left out.
     pub mcp: McpPlan,
+    /// When the history is compacted, and what of it is kept.
+    pub compaction: crate::task::Compaction,
+    /// The model's context window in tokens (the task's, else the table's); `None`: unknown,
+    /// so only a provider's "too long" answer compacts.
+    pub context_window: Option<u64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -154,6 +160,8 @@ struct Loop<'a> {
     /// The fallback not yet switched to, and the model answering now.
     fallback: Option<FallbackModel>,
     answering: String,
+    /// Each compaction's prompt tokens before and after, for `run_finished`.
+    compactions: Vec<crate::transcript::CompactionTokens>,
     /// Refused calls, so a verbatim repeat gets the same answer without a new judgement.
     refusals: refusals::Refusals,
     /// Auto mode's classifier and its tallies.
@@ -292,6 +300,7 @@ pub async fn run(
             .map(|limit| crate::base::deadline(started, limit)),
         consecutive_denials: 0,
         refusals: refusals::Refusals::default(),
+        compactions: Vec::new(),
         fallback: spec.fallback.clone(),
         answering: spec.model.name.clone(),
         auto: classifier.map(auto::AutoState::new),
@@ -395,6 +404,7 @@ pub async fn run(
         usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens;
     let cache_read_share =
         (prompt_tokens > 0).then(|| usage.cache_read_input_tokens as f64 / prompt_tokens as f64);
+    let compactions = std::mem::take(&mut run.compactions);
     run.emit(Event::RunFinished {
         outcome,
         exit_code: exit_code.code(),
@@ -418,6 +428,7 @@ pub async fn run(
             .collect(),
         cache_read_share,
         todos: todos.clone(),
+        compactions,
     })?;
     Ok(RunReport {
         run_id: spec.run_id.clone(),
@@ -545,7 +556,27 @@ async fn conversation(
                 )),
             ));
         }
-        let prompt_bytes = fixed_bytes + messages.encoded_len();
+        let fixed = compaction::Fixed {
+            system: &system,
+            tools: &tool_specs,
+            bytes: fixed_bytes,
+        };
+        let mut prompt_bytes = fixed_bytes + messages.encoded_len();
+        // Sub-agents' conversations are short by their own turn limit; the run's own grows.
+        if scope.subagent.is_none() && compaction::due(run, prompt_bytes) {
+            let trigger = crate::transcript::CompactionTrigger::Threshold;
+            let turn = scope.turns + 1;
+            match compaction::compact(run, provider, abort, messages, &fixed, turn, trigger).await?
+            {
+                compaction::Compacted::Stopped(None) => {
+                    let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
+                    return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming);
+                }
+                compaction::Compacted::Stopped(Some(ending)) => return Ok(ending),
+                compaction::Compacted::Yes | compaction::Compacted::No => {}
+            }
+            prompt_bytes = fixed_bytes + messages.encoded_len();
+        }
         let max_tokens = match run.budget.admit(prompt_bytes) {
             Ok(max_tokens) => max_tokens,
             Err(limit) => return Ok((limit.outcome, None, Some(limit.reason))),
@@ -561,19 +592,44 @@ async fn conversation(
             messages: messages.len(),
             tools: tool_specs.iter().map(|tool| tool.name.clone()).collect(),
         })?;
-        let request = ModelRequest {
-            system: &system,
-            messages,
-            tools: &tool_specs,
-            max_tokens,
-        };
-        let response = match request_once(run, provider, &request, turn, abort).await? {
-            Ok(response) => response,
-            Err(None) => {
-                let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
-                return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming);
+        // A request the provider finds too long for its context is compacted and sent once
+        // more, instead of ending the run.
+        let mut overflowed = false;
+        let response = loop {
+            let request = ModelRequest {
+                system: &system,
+                messages,
+                tools: &tool_specs,
+                max_tokens,
+            };
+            let stop = match request_once(run, provider, &request, turn, abort).await? {
+                Ok(response) => break response,
+                Err(stop) => stop,
+            };
+            let message = match stop {
+                Stop::Aborted => {
+                    let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
+                    return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming);
+                }
+                Stop::Ended(ending) => return Ok(ending),
+                Stop::TooLong(message) => message,
+            };
+            let too_long = || Ok((Outcome::ProviderError, None, Some(message.clone())));
+            if overflowed || scope.subagent.is_some() {
+                return too_long();
             }
-            Err(Some(ending)) => return Ok(ending),
+            overflowed = true;
+            let trigger = crate::transcript::CompactionTrigger::ContextOverflow;
+            match compaction::compact(run, provider, abort, messages, &fixed, turn, trigger).await?
+            {
+                compaction::Compacted::Yes => {}
+                compaction::Compacted::No => return too_long(),
+                compaction::Compacted::Stopped(None) => {
+                    let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
+                    return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming);
+                }
+                compaction::Compacted::Stopped(Some(ending)) => return Ok(ending),
+            }
         };
         let usage = response.usage.tokens();
         run.counts.usage.add(&usage);
@@ -809,23 +865,37 @@ async fn deadline_passed(deadline: Option<Instant>) {
     }
 }
 
+/// Why a request got no response.
+enum Stop {
+    /// A signal; the caller records it.
+    Aborted,
+    /// The run ends so (its deadline, the provider's failure).
+    Ended(Ending),
+    /// The provider refused the request as too long for its context (its message).
+    TooLong(String),
+}
+
 /// One model request, raced against the abort and the run's deadline; the provider's retry
-/// notices become `api_retry` events as they happen. `Err` inside ends the run: `None` for
-/// the abort, which the caller records.
+/// notices become `api_retry` events as they happen, and an unavailable model hands over to
+/// the fallback.
 async fn request_once(
     run: &mut Loop<'_>,
     provider: &mut Provider,
     request: &ModelRequest<'_>,
     turn: u32,
     abort: &AbortSignal,
-) -> Result<Result<ModelResponse, Option<Ending>>, AgentError> {
+) -> Result<Result<ModelResponse, Stop>, AgentError> {
     loop {
         let result = match attempt(run, provider, request, turn, abort).await? {
             Ok(result) => result,
-            Err(ending) => return Ok(Err(ending)),
+            Err(None) => return Ok(Err(Stop::Aborted)),
+            Err(Some(ending)) => return Ok(Err(Stop::Ended(ending))),
         };
         let err = match result {
             Ok(response) => return Ok(Ok(response)),
+            Err(err) if err.is_context_overflow() => {
+                return Ok(Err(Stop::TooLong(err.to_string())));
+            }
             Err(err) => err,
         };
         let switched = fallback::switch(
@@ -839,7 +909,7 @@ async fn request_once(
         match switched {
             Some(event) => run.emit(event)?,
             None => {
-                return Ok(Err(Some((
+                return Ok(Err(Stop::Ended((
                     Outcome::ProviderError,
                     None,
                     Some(err.to_string()),

@@ -42,6 +42,24 @@ impl Refusals {
         }
     }
 
+    /// The run's own refused calls, one line each (tool, input, reason), for a compacted
+    /// history: the model keeps knowing what not to try again.
+    pub fn lines(&self, max: usize) -> Vec<String> {
+        self.refused
+            .iter()
+            .filter(|refused| refused.scope.is_none())
+            .take(max)
+            .map(|refused| {
+                format!(
+                    "{} {}: {}",
+                    refused.tool,
+                    crate::base::truncate_middle(&refused.input.to_string(), 200),
+                    refused.decision.reason
+                )
+            })
+            .collect()
+    }
+
     /// The refusal of an earlier call identical to this one. Inputs compare as JSON values,
     /// so the order of an object's keys does not make a call new.
     pub fn earlier(

@@ -41,6 +41,11 @@ impl Reminders {
     }
 }
 
+/// The whole list as a reminder, whatever the cadence (a compacted history restates it).
+pub fn full(todos: &TodoSnapshot) -> String {
+    render(ReminderKind::Full, todos)
+}
+
 fn render(kind: ReminderKind, todos: &TodoSnapshot) -> String {
     let (pending, in_progress, completed) = todos.counts();
     let body = match kind {

@@ -9,6 +9,7 @@ pub mod pricing;
 mod retry;
 mod scripted;
 pub mod sse;
+pub mod window;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -294,6 +295,29 @@ pub enum ProviderError {
 }
 
 impl ProviderError {
+    /// The request was refused for its size ("prompt is too long", a context-length error):
+    /// a shorter history may still be answered.
+    pub fn is_context_overflow(&self) -> bool {
+        let ProviderError::Failed {
+            category, message, ..
+        } = self
+        else {
+            return false;
+        };
+        let message = message.to_ascii_lowercase();
+        *category == FailureCategory::InvalidRequest
+            && [
+                "prompt is too long",
+                "context_length_exceeded",
+                "context length",
+                "context window",
+                "maximum context",
+                "too many tokens",
+            ]
+            .iter()
+            .any(|phrase| message.contains(phrase))
+    }
+
     /// The model is overloaded or unavailable (HTTP 529 or 503, an `overloaded_error`) after
     /// the retries: another model may still answer.
     pub fn is_unavailable(&self) -> bool {

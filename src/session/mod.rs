@@ -289,6 +289,11 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
         observer: options.observer,
         classifier,
         mcp,
+        context_window: task
+            .compaction
+            .context_window
+            .or_else(|| crate::model::window::context_window(&task.model.name)),
+        compaction: task.compaction,
     };
     Ok(Session { spec, provider })
 }

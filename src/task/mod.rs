@@ -81,6 +81,20 @@ struct TaskFile {
     skills: Option<Vec<Spanned<String>>>,
     #[serde(default)]
     subagents: SubagentsFile,
+    #[serde(default)]
+    compaction: CompactionFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CompactionFile {
+    enabled: Option<bool>,
+    /// The share of the context window past which the older turns are summarised.
+    threshold: Option<Spanned<f64>>,
+    /// Model turns (assistant messages) kept as they are.
+    keep_recent: Option<Spanned<u32>>,
+    /// Tokens; overrides the window the table knows for the model.
+    context_window: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -272,6 +286,11 @@ pub struct Limits {
 /// Every mode's headless contract: a model that keeps retrying refused calls is going
 /// nowhere, so the run stops (exit 3) instead of burning turns until `max_turns`.
 pub const DEFAULT_MAX_DENIALS: u32 = 20;
+/// Compaction starts when the next request would fill this share of the context window:
+/// room is left for the answer and for the summary request itself.
+pub const DEFAULT_COMPACTION_THRESHOLD: f64 = 0.8;
+/// The model turns a compaction keeps whole, with their results.
+pub const DEFAULT_COMPACTION_KEEP_RECENT: u32 = 4;
 pub const DEFAULT_MAX_CONSECUTIVE_DENIALS: u32 = 5;
 
 /// Auto mode's headless contract: a judge that keeps saying no ends the run, it never stalls.
@@ -370,6 +389,30 @@ pub struct Task {
     pub subagent_max_turns: u32,
     /// `subagents.max_per_turn`: Agent calls one turn may make.
     pub subagent_max_per_turn: u32,
+    pub compaction: Compaction,
+}
+
+/// `compaction:`: when and how the history is summarised to fit the model's window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Compaction {
+    pub enabled: bool,
+    /// In (0, 1]: the share of the window the next request may fill before compaction.
+    pub threshold: f64,
+    /// At least 1: the most recent model turns kept as they are.
+    pub keep_recent: u32,
+    /// The task's window in tokens; `None` leaves it to the table of known models.
+    pub context_window: Option<u64>,
+}
+
+impl Default for Compaction {
+    fn default() -> Self {
+        Compaction {
+            enabled: true,
+            threshold: DEFAULT_COMPACTION_THRESHOLD,
+            keep_recent: DEFAULT_COMPACTION_KEEP_RECENT,
+            context_window: None,
+        }
+    }
 }
 
 impl Task {
@@ -482,6 +525,7 @@ impl Task {
             }
             Some(spanned) => spanned.value,
         };
+        let compaction = compaction(raw.compaction, &at)?;
         let raw_skills = raw.skills.unwrap_or_default();
         if let Some(first) = raw_skills.first()
             && !tools.contains(&ToolName::Skill)
@@ -581,8 +625,52 @@ impl Task {
             skills,
             subagent_max_turns,
             subagent_max_per_turn,
+            compaction,
         })
     }
+}
+
+fn compaction(raw: CompactionFile, at: At<'_>) -> Result<Compaction, ConfigError> {
+    let defaults = Compaction::default();
+    let threshold = match raw.threshold {
+        None => defaults.threshold,
+        Some(spanned) if spanned.value > 0.0 && spanned.value <= 1.0 => spanned.value,
+        Some(spanned) => {
+            return Err(located(
+                &spanned,
+                at,
+                "compaction.threshold must be a share of the context window, above 0 and at most 1"
+                    .into(),
+            ));
+        }
+    };
+    let keep_recent = match raw.keep_recent {
+        None => defaults.keep_recent,
+        Some(spanned) if spanned.value == 0 => {
+            return Err(located(
+                &spanned,
+                at,
+                "compaction.keep_recent must be at least 1".into(),
+            ));
+        }
+        Some(spanned) => spanned.value,
+    };
+    let context_window = match raw.context_window {
+        Some(spanned) if spanned.value == 0 => {
+            return Err(located(
+                &spanned,
+                at,
+                "compaction.context_window must be at least 1 token".into(),
+            ));
+        }
+        other => other.map(|spanned| spanned.value),
+    };
+    Ok(Compaction {
+        enabled: raw.enabled.unwrap_or(defaults.enabled),
+        threshold,
+        keep_recent,
+        context_window,
+    })
 }
 
 /// A batch task's own keys (`batch:`, `limits.batch_max_cost_usd`) in a task given to a

@@ -216,6 +216,9 @@ pub enum Event {
         /// The TodoWrite list as the run left it (S3).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         todos: Vec<Todo>,
+        /// Each compaction's prompt tokens before and after.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        compactions: Vec<CompactionTokens>,
     },
     /// An Agent call (or an agent-mode Skill) started a sub-agent; the events after it that
     /// carry `agent_id` = `id` are its conversation, up to its `subagent_finished`.
@@ -247,6 +250,29 @@ pub enum Event {
         kind: ReminderKind,
         content: String,
     },
+    /// The older turns were replaced by a summary (S8): the system prompt and tools are
+    /// unchanged, the recent turns kept whole, the todo list and offloaded files restated.
+    Compaction {
+        turn: u32,
+        trigger: CompactionTrigger,
+        outcome: CompactionOutcome,
+        /// Messages replaced by the summary, and messages kept after it.
+        dropped_messages: usize,
+        kept_messages: usize,
+        /// The tool calls whose exchanges were dropped (their results stay on record here).
+        dropped_tool_uses: Vec<String>,
+        #[serde(flatten)]
+        tokens: CompactionTokens,
+        summary: String,
+        /// The summary request's tokens and cost (in the run's totals too).
+        usage: Usage,
+        cost_usd: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// PreCompact hooks that ran.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        hooks: Vec<crate::hooks::HookRun>,
+    },
     /// Results of one user message replaced by previews to fit `limits.message_result_chars`
     /// (S8). Decided once: the message is sent as it is from then on.
     MessageBudget {
@@ -256,6 +282,35 @@ pub enum Event {
         chars_before: usize,
         chars_after: usize,
     },
+}
+
+/// Why a history was compacted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionTrigger {
+    /// The next request would have passed `compaction.threshold` of the context window.
+    Threshold,
+    /// The provider refused a request as too long for its context.
+    ContextOverflow,
+}
+
+/// What became of one compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionOutcome {
+    Compacted,
+    /// A PreCompact hook said no: the history is as it was.
+    Vetoed,
+    /// No summary could be had (too few turns, the provider failed, an empty answer).
+    Failed,
+}
+
+/// A compaction's prompt size, estimated in tokens, before and after (`run_finished`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactionTokens {
+    pub turn: u32,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
 }
 
 /// Where a queued user message went.

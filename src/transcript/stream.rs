@@ -43,6 +43,7 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         Event::NetworkConnection { .. } => "network_connection",
         Event::ApiRetry { .. } => "api_retry",
         Event::ModelFallback { .. } => "model_fallback",
+        Event::Compaction { .. } => "compaction",
         Event::QueuedMessage { .. } => "queued_message",
         Event::InputSkipped { .. } => "input_skipped",
         Event::QueryAborted { .. } => "query_aborted",

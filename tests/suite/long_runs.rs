@@ -7,7 +7,9 @@ use std::process::{Output, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::support::fake_model::{Api, FakeModel, Reply, Tokens, text, tool, turn};
+use crate::support::fake_model::{
+    Api, FakeModel, Reply, SUMMARY_REQUEST, Tokens, text, tool, turn,
+};
 use crate::support::{events, tollgate_in, transcript};
 
 const KEY: &str = "sk-long-runs-test-key";
@@ -268,6 +270,222 @@ async fn an_overloaded_model_hands_the_rest_of_the_run_to_the_fallback() {
             .as_f64()
             .unwrap();
         assert!((total - 2.0 * per_request).abs() < 1e-12, "{total}");
+        assert_eq!(server.violations(), Vec::<String>::new());
+    }
+}
+
+/// The request's messages with the moving `cache_control` marker taken out.
+fn unmarked(body: &Value) -> Vec<Value> {
+    let mut messages = body["messages"].as_array().unwrap().clone();
+    for message in &mut messages {
+        for block in message["content"].as_array_mut().into_iter().flatten() {
+            if let Some(block) = block.as_object_mut() {
+                block.remove("cache_control");
+            }
+        }
+    }
+    messages
+}
+
+fn is_summary_request(body: &Value) -> bool {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .to_string()
+        .contains(SUMMARY_REQUEST)
+}
+
+fn plan(statuses: &[&str]) -> crate::support::fake_model::Block {
+    let todos: Vec<Value> = statuses
+        .iter()
+        .enumerate()
+        .map(|(i, status)| json!({"content": format!("step {i} of the plan"), "status": status, "activeForm": format!("doing step {i}")}))
+        .collect();
+    tool("TodoWrite", json!({ "todos": todos }))
+}
+
+/// A 60-turn run over a small window: the history is compacted several times, the system
+/// prompt and tools never change, the plan and the task survive each compaction, the
+/// history after one only ever grows at its end again, and the run finishes.
+#[tokio::test]
+async fn a_sixty_turn_run_over_a_small_window_compacts_keeps_the_plan_and_finishes() {
+    let mut replies = vec![Reply::Turn(turn(
+        vec![
+            text("Planning."),
+            plan(&["in_progress", "pending", "pending"]),
+        ],
+        Tokens::default(),
+    ))];
+    for _ in 1..59 {
+        replies.push(calling("Read", json!({"file_path": "notes.txt"})));
+    }
+    replies.push(done("All three steps are done."));
+    let server = FakeModel::start(KEY, replies).await;
+    server.answer_summaries(turn(
+        vec![text("Read notes.txt many times; it is unchanged.")],
+        Tokens::default(),
+    ));
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    write_task(
+        dir,
+        &server,
+        "limits: {max_turns: 100}\ncompaction: {context_window: 40000, threshold: 0.5, keep_recent: 3}\n",
+    );
+    std::fs::write(
+        dir.join("ws/notes.txt"),
+        "a line of notes to read again\n".repeat(60),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("pre-compact.sh"),
+        "cat > ../pre-compact.json\nprintf '%s' '{\"hookSpecificOutput\":{\"hookEventName\":\"PreCompact\",\"additionalContext\":\"Notes from the hook: notes.txt is the only input.\"}}'\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("policy.yaml"),
+        "hooks:\n  - event: PreCompact\n    matcher: auto\n    command: bash ../pre-compact.sh\n",
+    )
+    .unwrap();
+    let run = tollgate(
+        dir,
+        &[
+            "run",
+            "task.yaml",
+            "--out",
+            "out",
+            "--policy",
+            "policy.yaml",
+        ],
+    )
+    .await;
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let all = transcript(&dir.join("out/transcript.jsonl"));
+    crate::support::assert_every_tool_use_answered_once(&all);
+    let finished = events(&all, "run_finished")[0];
+    assert_eq!(finished["outcome"], "success");
+    assert_eq!(finished["turns"], 60);
+    assert_eq!(finished["final_message"], "All three steps are done.");
+    assert_eq!(finished["todos"].as_array().unwrap().len(), 3);
+    let compactions = events(&all, "compaction");
+    assert!(compactions.len() >= 2, "{} compactions", compactions.len());
+    assert!(
+        compactions
+            .iter()
+            .all(|c| c["outcome"] == "compacted" && c["trigger"] == "threshold")
+    );
+    assert!(
+        compactions
+            .iter()
+            .all(|c| !c["dropped_tool_uses"].as_array().unwrap().is_empty())
+    );
+    let totals = finished["compactions"].as_array().unwrap();
+    assert_eq!(totals.len(), compactions.len());
+    for total in totals {
+        let (before, after) = (
+            total["tokens_before"].as_u64().unwrap(),
+            total["tokens_after"].as_u64().unwrap(),
+        );
+        assert!(before > 20_000 && after < before / 2, "{total}");
+    }
+    // The hook saw Claude Code's input and its text reached the compacted history.
+    let input: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("pre-compact.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        (&input["hook_event_name"], &input["trigger"]),
+        (&json!("PreCompact"), &json!("auto"))
+    );
+
+    let requests: Vec<Value> = server
+        .requests()
+        .into_iter()
+        .map(|request| request.body)
+        .collect();
+    let (summaries, turns): (Vec<&Value>, Vec<&Value>) =
+        requests.iter().partition(|body| is_summary_request(body));
+    assert_eq!(summaries.len(), compactions.len());
+    assert_eq!(turns.len(), 60);
+    // System prompt and tools byte-identical in every request, the summaries' included.
+    for body in &requests {
+        assert_eq!(body["system"], turns[0]["system"]);
+        assert_eq!(body["tools"], turns[0]["tools"]);
+    }
+    let mut compacted_turns = 0;
+    for pair in turns.windows(2) {
+        let (before, after) = (unmarked(pair[0]), unmarked(pair[1]));
+        if after.len() >= before.len() && after[..before.len()] == before[..] {
+            // The history only grew at its end: the cached prefix holds.
+            continue;
+        }
+        // Compacted between these two: the task, the summary, the hook's note and the whole
+        // plan stand first, and the history is shorter.
+        compacted_turns += 1;
+        let first = after[0].to_string();
+        assert!(first.contains("<compacted-history>"), "{first}");
+        assert!(first.contains("Summarise notes.txt."), "{first}");
+        assert!(first.contains("Read notes.txt many times"), "{first}");
+        assert!(first.contains("notes.txt is the only input"), "{first}");
+        assert!(
+            first.contains("[in_progress] step 0 of the plan"),
+            "{first}"
+        );
+        assert!(first.contains("[pending] step 2 of the plan"), "{first}");
+        assert!(after.len() < before.len());
+    }
+    assert_eq!(compacted_turns, compactions.len());
+}
+
+/// The provider's "prompt is too long" compacts the history and sends the request once more;
+/// a second refusal ends the run as before.
+#[tokio::test]
+async fn prompt_is_too_long_compacts_and_retries_once() {
+    let too_long = || Reply::Status {
+        status: 400,
+        headers: vec![],
+        kind: "invalid_request_error",
+        message: "prompt is too long: 210345 tokens > 200000 maximum".into(),
+    };
+    let read = || calling("Read", json!({"file_path": "notes.txt"}));
+    for (tail, code, compacted) in [
+        (vec![too_long(), done("Done.")], 0, 1),
+        (vec![too_long(), too_long()], 4, 1),
+    ] {
+        let mut replies = vec![read(), read(), read()];
+        replies.extend(tail);
+        let server = FakeModel::start(KEY, replies).await;
+        server.answer_summaries(turn(
+            vec![text("Read the notes three times.")],
+            Tokens::default(),
+        ));
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path();
+        write_task(dir, &server, "");
+        std::fs::write(dir.join("ws/notes.txt"), "notes\n").unwrap();
+        let run = tollgate(dir, &["run", "task.yaml", "--out", "out"]).await;
+        assert_eq!(run.status.code(), Some(code), "{}", stderr(&run));
+        let all = transcript(&dir.join("out/transcript.jsonl"));
+        let compactions = events(&all, "compaction");
+        assert_eq!(compactions.len(), compacted);
+        assert_eq!(compactions[0]["trigger"], "context_overflow");
+        assert_eq!(compactions[0]["outcome"], "compacted");
+        let requests = server.requests();
+        let retried = &requests.last().unwrap().body;
+        assert!(
+            retried["messages"][0]
+                .to_string()
+                .contains("<compacted-history>")
+        );
+        if code == 4 {
+            let error = events(&all, "run_finished")[0]["error"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            assert!(error.contains("prompt is too long"), "{error}");
+        }
         assert_eq!(server.violations(), Vec::<String>::new());
     }
 }

@@ -137,6 +137,14 @@ impl Tracker {
                 };
                 Some(self.in_turn(&retry_text(retry)))
             }
+            Event::Compaction {
+                outcome, tokens, ..
+            } => Some(self.in_turn(&format!(
+                "compaction {}: about {} → {} prompt tokens",
+                serde_name(outcome),
+                tokens.tokens_before,
+                tokens.tokens_after
+            ))),
             Event::ModelFallback { from, to, .. } => {
                 Some(self.in_turn(&format!("{from} is unavailable; switched to {to}")))
             }
