@@ -557,12 +557,9 @@ impl Analyser<'_> {
         argv: &[Word],
         direct: bool,
     ) -> Option<Result<String, Unproven>> {
-        let Some(name) = argv
+        let name = argv
             .first()
-            .map(|first| first.fixed().filter(|_| !first.tilde))
-        else {
-            return None;
-        };
+            .map(|first| first.fixed().filter(|_| !first.tilde))?;
         let Some(name) = name.map(base) else {
             self.cwds = super::paths::Cwds::Unknown;
             return None;
