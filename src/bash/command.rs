@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::analyser::{Analyser, MAX_NESTING};
 use super::bindings::harmless_in_environment;
 use super::evaluated::{inert_variable_name, runs_code, substitutions_loose};
-use super::paths::{check_glob_listing, inside_workspace, locate};
+use super::paths::{Cwds, check_glob_listing, inside_workspace, locate};
 use super::pattern::{Match, base};
 use super::readonly::{self, Ctx};
 use super::syntax::SimpleCommand;
@@ -95,7 +95,38 @@ impl Analyser<'_> {
             .map(|(p, id)| (*id, p.to_string(), p.words().len()))
     }
 
+    /// Judges one simple command; a folder it alone runs in (`env -C`, `make -C`) holds for
+    /// it and what it runs, not for the commands after it.
     pub(crate) fn simple_command(
+        &mut self,
+        cmd: &SimpleCommand,
+        functions: &HashSet<String>,
+        depth: usize,
+    ) {
+        let outer = self.shifted_from.take();
+        self.judge_simple_command(cmd, functions, depth);
+        if let Some(cwds) = self.shifted_from.take() {
+            self.cwds = cwds;
+        }
+        self.shifted_from = outer;
+    }
+
+    /// This command runs in `dir` (relative to where the script may be), or somewhere unknown.
+    fn shift_cwds(&mut self, dir: Option<&Word>) {
+        let located = dir.map(|dir| locate(dir, self.env, &self.cwds));
+        let shifted = match (located, &self.cwds) {
+            (Some(Ok(paths)), Cwds::Known(_)) => {
+                let mut cwds = self.cwds.clone();
+                cwds.add(paths);
+                cwds
+            }
+            _ => Cwds::Unknown,
+        };
+        let before = std::mem::replace(&mut self.cwds, shifted);
+        self.shifted_from.get_or_insert(before);
+    }
+
+    fn judge_simple_command(
         &mut self,
         cmd: &SimpleCommand,
         functions: &HashSet<String>,
@@ -217,6 +248,16 @@ impl Analyser<'_> {
             };
             let name = base(&name).to_owned();
             let unwrapped = wrappers::unwrap(&name, &argv);
+            // `env -C sub cat ../.env`, `make -C sub`: this command's relative paths are
+            // relative to that folder.
+            let own_options = match &unwrapped {
+                Unwrap::Inner { start, .. } => &argv[1..(*start).min(argv.len())],
+                Unwrap::No => &argv[1..],
+                _ => &[],
+            };
+            for dir in super::chdir::directories(&name, own_options) {
+                self.shift_cwds(dir.as_ref());
+            }
             // A wrapper may read its own operands (`xargs -a FILE`, `flock FILE`).
             if !matches!(unwrapped, Unwrap::No) {
                 self.log_reads(&argv);

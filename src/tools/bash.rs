@@ -639,6 +639,20 @@ mod tests {
             ),
             ("cd sub && echo ../.env", BypassPermissions, "allow"),
             ("cd sub && cat ../README", BypassPermissions, "allow"),
+            // One command in a folder of its own.
+            ("env -C sub cat ../.env", BypassPermissions, "deny"),
+            ("env --chdir=sub cat ../.env", BypassPermissions, "deny"),
+            ("env -Csub head ../.env", BypassPermissions, "deny"),
+            ("sudo -D sub cat ../.env", BypassPermissions, "deny"),
+            ("make -C sub -f ../.env", BypassPermissions, "deny"),
+            (
+                "tar --directory sub -cf /dev/null ../.env",
+                BypassPermissions,
+                "deny",
+            ),
+            ("make $FLAGS -f ../.env", BypassPermissions, "deny"),
+            ("env -C sub true; cat README", BypassPermissions, "ask"),
+            ("make -j$(nproc) -f README", BypassPermissions, "ask"),
         ];
         let wrong: Vec<String> = cases
             .iter()
