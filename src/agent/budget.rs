@@ -120,6 +120,14 @@ impl Budget {
         self.cost
     }
 
+    /// A resumed run: what the run had spent before, against the same limits.
+    pub fn restore(&mut self, spent: Usage, cost: Option<f64>) {
+        self.total = spent;
+        if self.pricing.is_some() {
+            self.cost = cost;
+        }
+    }
+
     /// After the history was rewritten (compacted): a prompt of `bytes` is taken to be
     /// `tokens` long, until the next response counts it.
     pub fn calibrate(&mut self, tokens: u64, bytes: usize) {

@@ -148,7 +148,13 @@ pub(super) async fn compact(
             _ => None,
         })
         .collect();
-    let mut kept = vec![restated(run, cut, &summary, &verdict.added)];
+    let standing = restated(run, cut, &summary, &verdict.added);
+    run.emit(Event::UserMessage {
+        content: standing.content.clone(),
+        extends: false,
+        replaces: Some(cut),
+    })?;
+    let mut kept = vec![standing];
     kept.extend(messages[cut..].iter().cloned());
     record.dropped_messages = cut;
     record.kept_messages = messages.len() - cut;

@@ -14,6 +14,7 @@ mod hooks;
 mod prompt;
 mod refusals;
 mod reminders;
+mod resume;
 mod subagent;
 
 use std::path::PathBuf;
@@ -25,6 +26,7 @@ use tokio::time::Instant;
 use budget::Budget;
 pub use checks::millis;
 pub use fallback::FallbackModel;
+pub use resume::{Resume, ResumeError};
 
 use crate::base::{AbortReason, AbortSignal};
 use crate::classifier::{Classifier, ProposedRule, proposed_rules_yaml};
@@ -123,6 +125,10 @@ pub struct RunSpec {
     /// The model's context window in tokens (the task's, else the table's); `None`: unknown,
     /// so only a provider's "too long" answer compacts.
     pub context_window: Option<u64>,
+    /// `--resume`: the run as its transcript left it; the loop goes on from there.
+    pub resume: Option<Resume>,
+    /// The new user message a resumed run goes on with; `None`: from where it stopped.
+    pub resume_prompt: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -225,8 +231,13 @@ pub async fn run(
     abort: AbortSignal,
 ) -> Result<RunReport, AgentError> {
     let started = Instant::now();
-    let transcript_path = spec.out_dir.join("transcript.jsonl");
-    let transcript = Transcript::create(&transcript_path)
+    let transcript_path = spec.out_dir.join(crate::out_dir::TRANSCRIPT_FILE);
+    let resume = spec.resume.take();
+    let transcript = match &resume {
+        Some(resume) => Transcript::append(&transcript_path, resume.last_seq),
+        None => Transcript::create(&transcript_path),
+    };
+    let transcript = transcript
         .map_err(|source| AgentError::Transcript {
             path: transcript_path.clone(),
             source,
@@ -311,28 +322,38 @@ pub async fn run(
         subagents: 0,
         requests: 0,
     };
-    run.emit(Event::RunStarted {
-        run_id: spec.run_id.clone(),
-        tollgate_version: env!("CARGO_PKG_VERSION").to_string(),
-        task: spec.task.clone(),
-        mode: spec.mode,
-        policy: Box::new(spec.policy_summary.clone()),
-        model: model.clone(),
-        workdir: spec.workspace.workdir.clone(),
-        tools: spec
-            .tools
-            .iter()
-            .map(|tool| tool.name().to_string())
-            .collect(),
-        max_turns: spec.limits.max_turns,
-        sandbox: sandbox_status.clone(),
-        read_only_commands: Some(spec.read_only.clone()),
-        mcp_servers: run.mcp.statuses().to_vec(),
-    })?;
-
+    let mut messages = match resume {
+        Some(resume) => resumed(&mut run, &mut provider, resume)?,
+        None => {
+            run.emit(Event::RunStarted {
+                run_id: spec.run_id.clone(),
+                tollgate_version: env!("CARGO_PKG_VERSION").to_string(),
+                task: spec.task.clone(),
+                mode: spec.mode,
+                policy: Box::new(spec.policy_summary.clone()),
+                model: model.clone(),
+                workdir: spec.workspace.workdir.clone(),
+                tools: spec
+                    .tools
+                    .iter()
+                    .map(|tool| tool.name().to_string())
+                    .collect(),
+                max_turns: spec.limits.max_turns,
+                sandbox: sandbox_status.clone(),
+                read_only_commands: Some(spec.read_only.clone()),
+                mcp_servers: run.mcp.statuses().to_vec(),
+            })?;
+            let mut messages = History::default();
+            push_user(
+                &mut run,
+                &mut messages,
+                Message::user_text(spec.prompt.clone()),
+            )?;
+            messages
+        }
+    };
     // Checks with `retry.feed_back` send their failures back to the model and the
     // conversation goes on, its history kept, until the checks pass or no retry is left.
-    let mut messages = History::new(vec![Message::user_text(spec.prompt.clone())]);
     let mut checks = Vec::new();
     let mut scope = Scope::main(spec.limits.max_turns);
     let (mut outcome, final_message, mut error) = match mcp_start_failure(&run) {
@@ -359,7 +380,7 @@ pub async fn run(
                 checks::RoundEnd::Feedback(feedback)
                     if ended.0 == Outcome::Success && run.unsaved.is_none() =>
                 {
-                    messages.push(Message::user_text(feedback));
+                    push_user(&mut run, &mut messages, Message::user_text(feedback))?;
                 }
                 checks::RoundEnd::OutOfTime => break timed_out(&spec),
                 checks::RoundEnd::Done | checks::RoundEnd::Feedback(_) => break ended,
@@ -681,7 +702,7 @@ async fn conversation(
                 // A server-side pause: sending the turn back as it is lets the model go on.
                 StopReason::PauseTurn => continue,
                 StopReason::MaxTokens => {
-                    messages.push(Message::user_text(CUT_OFF));
+                    push_user(run, messages, Message::user_text(CUT_OFF))?;
                     continue;
                 }
                 StopReason::EndTurn | StopReason::StopSequence | StopReason::ToolUse => {
@@ -694,10 +715,14 @@ async fn conversation(
                     if queued.is_empty() {
                         return Ok((Outcome::Success, Some(text), None));
                     }
-                    messages.push(Message {
-                        role: Role::User,
-                        content: queued,
-                    });
+                    push_user(
+                        run,
+                        messages,
+                        Message {
+                            role: Role::User,
+                            content: queued,
+                        },
+                    )?;
                     continue;
                 }
             }
@@ -751,10 +776,14 @@ async fn conversation(
             })?;
             results.push(ContentBlock::Text { text: content });
         }
-        messages.push(Message {
-            role: Role::User,
-            content: results,
-        });
+        push_user(
+            run,
+            messages,
+            Message {
+                role: Role::User,
+                content: results,
+            },
+        )?;
         if end == TurnEnd::HardStopped {
             let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
             return hard_stop(run, messages, reason, QueryEnd::AbortedTools);
@@ -763,6 +792,121 @@ async fn conversation(
             return Ok((stop.outcome, None, Some(stop.why)));
         }
     }
+}
+
+/// A resumed run: its state restored from the transcript, `run_resumed` recorded, and the
+/// conversation to go on from (a call the run never answered gets its result first).
+fn resumed(
+    run: &mut Loop<'_>,
+    provider: &mut Provider,
+    resume: Resume,
+) -> Result<History, AgentError> {
+    let spec = run.spec;
+    run.counts = resume.counts;
+    run.requests = resume.requests;
+    run.budget.restore(resume.counts.usage, resume.cost_usd);
+    run.calls_by_tool = resume.calls_by_tool;
+    run.denials = resume.denials;
+    run.compactions = resume.compactions;
+    for (tool, input, decision) in &resume.refused {
+        run.refusals.remember(None, tool, input, decision);
+    }
+    if !resume.todos.is_empty() {
+        let snapshot = run.ctx.state.todos.replace(resume.todos.clone());
+        run.reminders.shown(snapshot.version);
+    }
+    let deferred: Vec<ToolName> = run
+        .ctx
+        .state
+        .deferred
+        .catalogue()
+        .into_iter()
+        .map(|definition| definition.name)
+        .filter(|name| resume.offered_tools.contains(&name.to_string()))
+        .collect();
+    // In the order the last request offered them, so the tools array is the same again.
+    let mut loaded: Vec<ToolName> = resume
+        .offered_tools
+        .iter()
+        .filter_map(|name| {
+            deferred
+                .iter()
+                .find(|tool| tool.to_string() == *name)
+                .cloned()
+        })
+        .collect();
+    loaded.dedup();
+    run.ctx.state.deferred.load(&loaded);
+    if let Some(to) = &resume.fallback_to {
+        let fallback = run
+            .fallback
+            .take()
+            .filter(|fallback| fallback.name == *to)
+            .unwrap_or_else(|| FallbackModel::priced(to.clone()));
+        provider.switch_model(&fallback.name);
+        run.budget.reprice(fallback.pricing);
+        run.answering = fallback.name;
+    }
+    let mut messages = History::new(resume.messages);
+    let prompt = spec.resume_prompt.clone();
+    run.emit(Event::RunResumed {
+        tollgate_version: env!("CARGO_PKG_VERSION").to_string(),
+        after_seq: resume.last_seq,
+        mode: spec.mode,
+        policy: Box::new(spec.policy_summary.clone()),
+        model: spec.model.clone(),
+        messages: messages.len(),
+        prompt: prompt.clone(),
+        requests: run.requests,
+        cost_usd: run.budget.total_cost_usd(),
+        loaded_tools: loaded.iter().map(ToString::to_string).collect(),
+        todos: resume.todos,
+    })?;
+    if let Some(repaired) = resume.repaired {
+        run.emit(Event::UserMessage {
+            content: repaired.content,
+            extends: false,
+            replaces: None,
+        })?;
+    }
+    if let Some(prompt) = prompt {
+        let text = ContentBlock::Text { text: prompt };
+        match messages.last_mut() {
+            // Roles alternate: the new words join the last user message.
+            Some(last) if last.role == Role::User => {
+                last.content.push(text.clone());
+                run.emit(Event::UserMessage {
+                    content: vec![text],
+                    extends: true,
+                    replaces: None,
+                })?;
+            }
+            _ => push_user(
+                run,
+                &mut messages,
+                Message {
+                    role: Role::User,
+                    content: vec![text],
+                },
+            )?,
+        }
+    }
+    Ok(messages)
+}
+
+/// Appends a user message to the history and records it, so a resumed run finds it.
+fn push_user(
+    run: &mut Loop<'_>,
+    messages: &mut History,
+    message: Message,
+) -> Result<(), AgentError> {
+    run.emit(Event::UserMessage {
+        content: message.content.clone(),
+        extends: false,
+        replaces: None,
+    })?;
+    messages.push(message);
+    Ok(())
 }
 
 /// The connections the sandbox's proxy saw during the batch, as transcript events; refused
@@ -823,11 +967,22 @@ fn hard_stop(
         text: INTERRUPTED_BY_USER.to_string(),
     };
     match messages.last_mut() {
-        Some(last) if last.role == Role::User => last.content.push(text),
-        _ => messages.push(Message {
-            role: Role::User,
-            content: vec![text],
-        }),
+        Some(last) if last.role == Role::User => {
+            last.content.push(text.clone());
+            run.emit(Event::UserMessage {
+                content: vec![text],
+                extends: true,
+                replaces: None,
+            })?;
+        }
+        _ => push_user(
+            run,
+            messages,
+            Message {
+                role: Role::User,
+                content: vec![text],
+            },
+        )?,
     }
     run.emit(Event::QueryAborted {
         reason: during,

@@ -23,6 +23,11 @@ impl Reminders {
         }
     }
 
+    /// A resumed run: the list at `version` was already shown.
+    pub fn shown(&mut self, version: u64) {
+        self.shown = version;
+    }
+
     /// The reminder for the next user message, if one is due.
     pub fn next(&mut self, todos: &TodoSnapshot) -> Option<(ReminderKind, String)> {
         let changed = todos.version != self.shown;

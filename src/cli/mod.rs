@@ -161,8 +161,16 @@ enum PolicyCommand {
 
 #[derive(Debug, Args)]
 struct RunArgs {
-    /// The task file (YAML).
-    task: PathBuf,
+    /// The task file (YAML). Optional with --resume or --continue: the run's own then.
+    #[arg(required_unless_present_any = ["resume", "continue_run"])]
+    task: Option<PathBuf>,
+    /// Go on with an earlier run from its transcript: its folder, or its run id under
+    /// .tollgate/runs/. It continues in that folder, from where it stopped.
+    #[arg(long, value_name = "DIR|RUN_ID", conflicts_with_all = ["continue_run", "out", "force"])]
+    resume: Option<PathBuf>,
+    /// Resume the latest run of this workdir under .tollgate/runs/.
+    #[arg(long = "continue", conflicts_with_all = ["out", "force"])]
+    continue_run: bool,
     /// The managed policy file (YAML or JSON); it outranks the task's own policy.
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,

@@ -23,7 +23,7 @@ use crate::task::FailOnSet;
 use crate::transcript::{Outcome, StreamFormat, StreamOutput};
 
 pub fn run(args: RunArgs, redactor: Arc<Redactor>, stderr: Stderr) -> Result<ExitCode> {
-    let mut options = run_options(&args);
+    let mut options = run_options(&args)?;
     let streaming = args.output_format == OutputFormat::StreamJson;
     options.observer = View::choose(args.quiet, streaming).map(|view| {
         Box::new(RunProgress::start(view, stderr)) as Box<dyn crate::transcript::Observer>
@@ -41,9 +41,18 @@ pub fn run(args: RunArgs, redactor: Arc<Redactor>, stderr: Stderr) -> Result<Exi
 
 /// The flags as the library's run options; stdin and stdout are wired here, as only the
 /// command line has them.
-fn run_options(args: &RunArgs) -> RunOptions {
-    RunOptions {
-        task: args.task.clone(),
+fn run_options(args: &RunArgs) -> Result<RunOptions> {
+    let resume = match (&args.resume, args.continue_run) {
+        (Some(given), _) => Some(session::resume_folder(given)?),
+        (None, true) => Some(session::latest_run(
+            args.workdir.as_deref().unwrap_or(Path::new(".")),
+        )?),
+        (None, false) => None,
+    };
+    Ok(RunOptions {
+        task: args.task.clone().unwrap_or_default(),
+        resume,
+        resume_prompt: None,
         policy: args.policy.clone(),
         allow: args.rules.allow.clone(),
         deny: args.rules.deny.clone(),
@@ -81,7 +90,7 @@ fn run_options(args: &RunArgs) -> RunOptions {
         }
         .map(|format| StreamOutput::new(format, Box::new(std::io::stdout()))),
         observer: None,
-    }
+    })
 }
 
 /// Reads user messages from stdin on a thread of its own (a blocking read must not hold the

@@ -89,6 +89,10 @@ pub enum SessionError {
     Sandbox(#[from] SandboxError),
     #[error("{0}")]
     CacheWritable(String),
+    #[error(transparent)]
+    Resume(#[from] crate::agent::ResumeError),
+    #[error("cannot resume {}: {why}", dir.display())]
+    CannotResume { dir: PathBuf, why: String },
 }
 
 /// What a run is asked to be, beside its task file: the command line's choices, already
@@ -114,6 +118,10 @@ pub struct RunOptions {
     pub out: Option<PathBuf>,
     /// What to do when `out` already holds a run (refused unless told otherwise).
     pub existing_out: crate::out_dir::Existing,
+    /// `--resume`/`--continue`: the folder of the run to go on with (see [`resume_folder`]).
+    pub resume: Option<PathBuf>,
+    /// The new user message a resumed run goes on with.
+    pub resume_prompt: Option<String>,
     /// User messages arriving mid-run, fed by the caller.
     pub queue: Option<MessageQueue>,
     /// Where events are streamed as they happen.
@@ -133,8 +141,15 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
     assemble_checked(options, redactor).map_err(with_snippet)
 }
 
-fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session, SessionError> {
+fn assemble_checked(
+    mut options: RunOptions,
+    redactor: Arc<Redactor>,
+) -> Result<Session, SessionError> {
     let home = home_dir();
+    let resume = match options.resume.clone() {
+        Some(dir) => Some(resuming(&dir, &mut options)?),
+        None => None,
+    };
     let mut task = load_task(&options.task, home.as_deref())?;
     if let Some(name) = &options.model {
         task.model.name = name.clone();
@@ -185,7 +200,9 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
         tracing::info!("read-only commands are not kernel-enforced: {reason}");
     }
 
-    let run_id = new_run_id();
+    let run_id = resume
+        .as_ref()
+        .map_or_else(new_run_id, |resume| resume.run_id.clone());
     let out_dir = options.out.as_deref().map_or_else(
         || PathBuf::from(DEFAULT_OUT_ROOT).join(&run_id),
         |out| with_run_id(out, &run_id),
@@ -294,6 +311,8 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
             .context_window
             .or_else(|| crate::model::window::context_window(&task.model.name)),
         compaction: task.compaction,
+        resume,
+        resume_prompt: options.resume_prompt,
     };
     Ok(Session { spec, provider })
 }
@@ -510,6 +529,107 @@ pub fn describe_self_test(outcome: &SelfTestOutcome) -> String {
         test.input,
         outcome.got_label()
     )
+}
+
+/// `--resume DIR|RUN_ID`: the folder itself, else the run of that id under the default out
+/// root (relative to the current folder).
+pub fn resume_folder(given: &Path) -> Result<PathBuf, SessionError> {
+    if given.join(crate::out_dir::TRANSCRIPT_FILE).is_file() {
+        return Ok(given.to_path_buf());
+    }
+    let by_id = Path::new(DEFAULT_OUT_ROOT).join(given);
+    if by_id.join(crate::out_dir::TRANSCRIPT_FILE).is_file() {
+        return Ok(by_id);
+    }
+    Err(SessionError::CannotResume {
+        dir: given.to_path_buf(),
+        why: format!("it is neither a run's folder nor the id of a run under {DEFAULT_OUT_ROOT}/"),
+    })
+}
+
+/// `--continue`: the newest run under the default out root whose workdir is `workdir`.
+pub fn latest_run(workdir: &Path) -> Result<PathBuf, SessionError> {
+    let workdir = canonical_dir(workdir, "workdir")?;
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(DEFAULT_OUT_ROOT)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|dir| started_in(dir).is_some_and(|dir| dir == workdir))
+        .collect();
+    // Run ids sort by their start time.
+    runs.sort();
+    runs.pop().ok_or_else(|| SessionError::CannotResume {
+        dir: PathBuf::from(DEFAULT_OUT_ROOT),
+        why: format!("no run of the workdir {} is there", workdir.display()),
+    })
+}
+
+/// The workdir a run folder's transcript started in.
+fn started_in(dir: &Path) -> Option<PathBuf> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(dir.join(crate::out_dir::TRANSCRIPT_FILE)).ok()?;
+    let mut first = String::new();
+    std::io::BufReader::new(file).read_line(&mut first).ok()?;
+    let line: crate::transcript::RecordedLine = serde_json::from_str(&first).ok()?;
+    match line.event {
+        crate::transcript::Event::RunStarted { workdir, .. } => Some(workdir),
+        _ => None,
+    }
+}
+
+/// Reads the run in `dir` and points `options` at it: its task, workdir, mode and folder. A
+/// resume may narrow the policy (`--deny`, a stricter managed policy re-read now) but never
+/// widen it, so the flags that could are refused.
+fn resuming(dir: &Path, options: &mut RunOptions) -> Result<crate::agent::Resume, SessionError> {
+    let refuse = |why: String| SessionError::CannotResume {
+        dir: dir.to_path_buf(),
+        why,
+    };
+    for (given, flag) in [
+        (!options.allow.is_empty(), "--allow"),
+        (!options.ask.is_empty(), "--ask"),
+        (options.mode.is_some(), "--mode"),
+    ] {
+        if given {
+            return Err(refuse(format!(
+                "{flag} is not taken on a resume: a resumed run keeps its mode and never widens its policy"
+            )));
+        }
+    }
+    let resume = crate::agent::Resume::read(&dir.join(crate::out_dir::TRANSCRIPT_FILE))?;
+    if resume
+        .messages
+        .first()
+        .is_none_or(|first| first.role != crate::model::Role::User)
+    {
+        return Err(refuse(
+            "its transcript records no conversation to go on from (written by an older tollgate?)"
+                .into(),
+        ));
+    }
+    let stopped_with_answer = resume
+        .messages
+        .last()
+        .is_some_and(|last| last.role == crate::model::Role::Assistant);
+    if stopped_with_answer && options.resume_prompt.is_none() {
+        let ended = resume
+            .finished
+            .map_or("its model answered", crate::transcript::Outcome::as_str);
+        return Err(refuse(format!(
+            "the run ended ({ended}) with the model's answer: there is nothing to go on from without a new prompt"
+        )));
+    }
+    if options.task.as_os_str().is_empty() {
+        options.task = resume.task_file.clone();
+    }
+    if options.workdir.is_none() {
+        options.workdir = Some(resume.workdir.clone());
+    }
+    options.mode = resume.mode;
+    options.out = Some(dir.to_path_buf());
+    options.existing_out = crate::out_dir::Existing::Resume;
+    Ok(resume)
 }
 
 /// Where runs go without `--out`: a folder per run id, so runs never share one.

@@ -106,6 +106,39 @@ pub enum Event {
         /// price is unknown.
         cost_usd: Option<f64>,
     },
+    /// A user message the history gained, as it is sent (results already fitted and
+    /// offloaded): with the assistant messages, the conversation a resumed run goes on from.
+    UserMessage {
+        content: Vec<ContentBlock>,
+        /// The blocks were added to the last user message instead (an interruption's note).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        extends: bool,
+        /// A compaction: this message replaced the history's first `replaces` messages.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        replaces: Option<usize>,
+    },
+    /// `tollgate run --resume`: the run goes on from its transcript, in the same folder, under
+    /// the policy as it is now.
+    RunResumed {
+        tollgate_version: String,
+        /// The transcript line the run goes on after.
+        after_seq: u64,
+        mode: PermissionMode,
+        policy: Box<PolicySummary>,
+        model: ModelSummary,
+        /// Messages restored, and the new prompt added to them, if any.
+        messages: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt: Option<String>,
+        /// Model requests and cost spent before, counted against the limits.
+        requests: u32,
+        cost_usd: Option<f64>,
+        /// Deferred tools ToolSearch had loaded, offered again.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        loaded_tools: Vec<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        todos: Vec<Todo>,
+    },
     ToolCall {
         id: String,
         tool: String,

@@ -44,6 +44,7 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         Event::ApiRetry { .. } => "api_retry",
         Event::ModelFallback { .. } => "model_fallback",
         Event::Compaction { .. } => "compaction",
+        Event::RunResumed { .. } => "resumed",
         Event::QueuedMessage { .. } => "queued_message",
         Event::InputSkipped { .. } => "input_skipped",
         Event::QueryAborted { .. } => "query_aborted",
@@ -51,6 +52,7 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         Event::SubagentStarted { .. } => "subagent_started",
         Event::SubagentFinished { .. } => "subagent_finished",
         Event::ModelRequest { .. }
+        | Event::UserMessage { .. }
         | Event::HookRun { .. }
         | Event::CheckResult { .. }
         | Event::CheckFeedback { .. }

@@ -489,3 +489,143 @@ async fn prompt_is_too_long_compacts_and_retries_once() {
         assert_eq!(server.violations(), Vec::<String>::new());
     }
 }
+
+/// SIGTERM while a command runs, then `--resume`: the conversation is rebuilt from the
+/// transcript, and the model's next request is the one the run would have sent next — the
+/// last request's messages byte for byte, then the interrupted turn and its answers — with
+/// the same system prompt and tools. The transcript grows with `run_resumed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_stopped_by_sigterm_resumes_with_the_request_it_would_have_sent() {
+    let replies = vec![
+        Reply::Turn(turn(
+            vec![
+                text("Planning."),
+                plan(&["in_progress", "pending"]),
+                tool("Read", json!({"file_path": "notes.txt"})),
+            ],
+            Tokens::default(),
+        )),
+        calling("Bash", json!({"command": "sleep 30"})),
+        done("Resumed and done."),
+    ];
+    let server = FakeModel::start(KEY, replies).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    std::fs::create_dir(dir.join("ws")).unwrap();
+    std::fs::write(dir.join("ws/notes.txt"), "notes\n").unwrap();
+    std::fs::write(
+        dir.join("task.yaml"),
+        format!(
+            "version: 1\nname: resume\nprompt: Summarise notes.txt, then wait.\nworkdir: ws\nmode: dontAsk\ntools: [Read, Bash, TodoWrite]\n{}",
+            server.model_block(Api::Anthropic, "")
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("policy.yaml"),
+        "permissions:\n  allow: ['Bash(sleep:*)']\n",
+    )
+    .unwrap();
+    let mut command = tollgate_in(dir);
+    command
+        .args([
+            "run",
+            "task.yaml",
+            "--out",
+            "out",
+            "--policy",
+            "policy.yaml",
+        ])
+        .env("TEST_MODEL_KEY", KEY)
+        .env("TOLLGATE_MANAGED_DIR", dir.join("etc"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    let mut child = tokio::process::Command::from(command).spawn().unwrap();
+    let transcript_path = dir.join("out/transcript.jsonl");
+    let bash_allowed = || {
+        std::fs::read_to_string(&transcript_path)
+            .unwrap_or_default()
+            .lines()
+            .any(|line| line.contains("\"permission_decision\"") && line.contains("\"Bash\""))
+            .then_some(())
+    };
+    crate::support::poll_until(std::time::Duration::from_secs(20), bash_allowed)
+        .expect("the Bash call was never allowed");
+    let pid = i32::try_from(child.id().unwrap()).unwrap();
+    // SAFETY: signals the child this test started.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    assert_eq!(child.wait().await.unwrap().code(), Some(143));
+    assert_eq!(server.requests().len(), 2);
+
+    // Nothing that could widen the policy is taken, and the folder keeps its record.
+    let widened = tollgate(dir, &["run", "--resume", "out", "--allow", "Bash"]).await;
+    assert_eq!(widened.status.code(), Some(2), "{}", stderr(&widened));
+    assert!(
+        stderr(&widened).contains("never widens"),
+        "{}",
+        stderr(&widened)
+    );
+
+    let resumed = tollgate(dir, &["run", "--resume", "out", "--policy", "policy.yaml"]).await;
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let requests: Vec<Value> = server
+        .requests()
+        .into_iter()
+        .map(|request| request.body)
+        .collect();
+    assert_eq!(requests.len(), 3);
+    let (last, next) = (&requests[1], &requests[2]);
+    assert_eq!(next["system"], last["system"]);
+    assert_eq!(next["tools"], last["tools"]);
+    let (before, after) = (unmarked(last), unmarked(next));
+    assert_eq!(after.len(), before.len() + 2);
+    assert_eq!(
+        after[..before.len()],
+        before[..],
+        "the history sent before changed"
+    );
+    let all = transcript(&transcript_path);
+    let interrupted = events(&all, "assistant_message")[1]["content"].clone();
+    assert_eq!(after[before.len()]["content"], interrupted);
+    let answers = after[before.len() + 1]["content"].as_array().unwrap();
+    assert_eq!(answers[0]["type"], "tool_result");
+    assert_eq!(answers[0]["is_error"], true);
+    assert_eq!(
+        answers.last().unwrap()["text"],
+        "[Request interrupted by user]"
+    );
+
+    crate::support::assert_every_tool_use_answered_once(&all);
+    let resumed_event = events(&all, "run_resumed")[0];
+    assert_eq!(resumed_event["messages"], 5);
+    assert_eq!(resumed_event["requests"], 2);
+    assert_eq!(resumed_event["todos"].as_array().unwrap().len(), 2);
+    let finished = events(&all, "run_finished");
+    assert_eq!(
+        (
+            finished[0]["outcome"].clone(),
+            finished[1]["outcome"].clone()
+        ),
+        (json!("terminated"), json!("success"))
+    );
+    assert_eq!(finished[1]["turns"], 3);
+    assert_eq!(finished[1]["todos"].as_array().unwrap().len(), 2);
+    let seqs: Vec<u64> = all
+        .iter()
+        .map(|line| line["seq"].as_u64().unwrap())
+        .collect();
+    assert!(
+        seqs.windows(2).all(|pair| pair[1] == pair[0] + 1),
+        "{seqs:?}"
+    );
+
+    // A run that ended with the model's answer has nothing to go on from without a prompt.
+    let again = tollgate(dir, &["run", "--resume", "out", "--policy", "policy.yaml"]).await;
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("nothing to go on from"),
+        "{}",
+        stderr(&again)
+    );
+}

@@ -145,6 +145,12 @@ impl Tracker {
                 tokens.tokens_before,
                 tokens.tokens_after
             ))),
+            Event::RunResumed {
+                messages, requests, ..
+            } => Some(format!(
+                "resumed: {messages} messages restored, {requests} requests spent before"
+            )),
+            Event::UserMessage { .. } => None,
             Event::ModelFallback { from, to, .. } => {
                 Some(self.in_turn(&format!("{from} is unavailable; switched to {to}")))
             }
