@@ -623,9 +623,15 @@ fn resuming(dir: &Path, options: &mut RunOptions) -> Result<crate::agent::Resume
     if options.task.as_os_str().is_empty() {
         options.task = resume.task_file.clone();
     }
-    if options.workdir.is_none() {
-        options.workdir = Some(resume.workdir.clone());
+    if let Some(given) = &options.workdir
+        && canonical_dir(given, "workdir")? != resume.workdir
+    {
+        return Err(refuse(format!(
+            "the run worked in {}; a resume goes on there",
+            resume.workdir.display()
+        )));
     }
+    options.workdir = Some(resume.workdir.clone());
     options.mode = resume.mode;
     options.out = Some(dir.to_path_buf());
     options.existing_out = crate::out_dir::Existing::Resume;

@@ -629,3 +629,48 @@ async fn a_run_stopped_by_sigterm_resumes_with_the_request_it_would_have_sent() 
         stderr(&again)
     );
 }
+
+/// `--continue` finds the latest run of this workdir under the default out root; a run
+/// stopped by `max_turns` after its tools goes on with the request it would have sent.
+#[tokio::test]
+async fn continue_takes_the_latest_run_of_this_workdir() {
+    let server = FakeModel::start(
+        KEY,
+        vec![
+            calling("Read", json!({"file_path": "notes.txt"})),
+            done("Read them."),
+        ],
+    )
+    .await;
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    write_task(dir, &server, "limits: {max_turns: 1}\n");
+    std::fs::write(dir.join("ws/notes.txt"), "notes\n").unwrap();
+    let first = tollgate(dir, &["run", "task.yaml"]).await;
+    assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
+    // Another workdir has no run to continue.
+    std::fs::create_dir(dir.join("elsewhere")).unwrap();
+    let none = tollgate(dir, &["run", "--continue", "--workdir", "elsewhere"]).await;
+    assert_eq!(none.status.code(), Some(2), "{}", stderr(&none));
+    assert!(
+        stderr(&none).contains("no run of the workdir"),
+        "{}",
+        stderr(&none)
+    );
+
+    let next = tollgate(
+        dir,
+        &["run", "--continue", "--workdir", "ws", "--max-turns", "3"],
+    )
+    .await;
+    assert_eq!(next.status.code(), Some(0), "{}", stderr(&next));
+    let requests = server.requests();
+    let (before, after) = (unmarked(&requests[0].body), unmarked(&requests[1].body));
+    assert_eq!(after[..before.len()], before[..]);
+    assert_eq!(after.len(), before.len() + 2);
+    let runs: Vec<_> = std::fs::read_dir(dir.join(".tollgate/runs"))
+        .unwrap()
+        .collect();
+    assert_eq!(runs.len(), 1, "the run went on in its own folder");
+    assert_eq!(server.violations(), Vec::<String>::new());
+}
