@@ -308,8 +308,8 @@ mod tests {
     }
 
     /// The loop's classifier, judging a Bash call and proposing rules for its denial, reads
-    /// the analysis the gate made: one read-only probe (scheduling) and one analysis under
-    /// the rules per call, in auto mode as in every other.
+    /// the analysis the gate made: one analysis under the rules per call (scheduling
+    /// included), in auto mode as in every other.
     #[tokio::test(flavor = "current_thread")]
     async fn the_classifier_proposes_from_the_gates_analysis() {
         let origin = PolicyOrigin {
