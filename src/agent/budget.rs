@@ -153,8 +153,8 @@ mod tests {
             max_output_tokens: None,
             timeout: None,
             tool_timeout: None,
-            max_denials: crate::task::DEFAULT_MAX_DENIALS,
-            max_consecutive_denials: crate::task::DEFAULT_MAX_CONSECUTIVE_DENIALS,
+            max_denials: None,
+            max_consecutive_denials: None,
             max_classifier_denials: crate::task::DEFAULT_MAX_CLASSIFIER_DENIALS,
             max_consecutive_classifier_denials:
                 crate::task::DEFAULT_MAX_CONSECUTIVE_CLASSIFIER_DENIALS,

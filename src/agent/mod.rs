@@ -557,6 +557,9 @@ async fn conversation(
         {
             return Ok(timed_out(spec));
         }
+        if let Some(why) = default_denial_limit(run) {
+            return Ok((Outcome::DenialLimit, None, Some(why)));
+        }
         // One budget for the run: a sub-agent's turns are the run's too, so Agent calls cannot
         // multiply `max_turns`.
         if run.requests >= spec.limits.max_turns {
@@ -1129,16 +1132,43 @@ fn denial_limit(run: &Loop<'_>) -> Option<auto::Stop> {
 
 fn denial_limit_reason(run: &Loop<'_>) -> Option<String> {
     let limits = &run.spec.limits;
-    if run.counts.denials >= limits.max_denials {
+    if let Some(max) = limits.max_denials.filter(|max| run.counts.denials >= *max) {
         return Some(format!(
-            "stopped after {} refused calls (limits.max_denials = {})",
-            run.counts.denials, limits.max_denials
+            "stopped after {} refused calls (limits.max_denials = {max})",
+            run.counts.denials
         ));
     }
-    if run.consecutive_denials >= limits.max_consecutive_denials {
+    if let Some(max) = limits
+        .max_consecutive_denials
+        .filter(|max| run.consecutive_denials >= *max)
+    {
         return Some(format!(
-            "stopped after {} refused calls in a row (limits.max_consecutive_denials = {})",
-            run.consecutive_denials, limits.max_consecutive_denials
+            "stopped after {} refused calls in a row (limits.max_consecutive_denials = {max})",
+            run.consecutive_denials
+        ));
+    }
+    None
+}
+
+/// The defaults of the denial limits the task left unset, checked before a request: a model
+/// that keeps retrying refused calls stops here, while one response's batch of refused calls
+/// was answered whole.
+fn default_denial_limit(run: &Loop<'_>) -> Option<String> {
+    let limits = &run.spec.limits;
+    if limits.max_denials.is_none() && run.counts.denials >= crate::task::DEFAULT_MAX_DENIALS {
+        return Some(format!(
+            "stopped after {} refused calls (limits.max_denials defaults to {})",
+            run.counts.denials,
+            crate::task::DEFAULT_MAX_DENIALS
+        ));
+    }
+    if limits.max_consecutive_denials.is_none()
+        && run.consecutive_denials >= crate::task::DEFAULT_MAX_CONSECUTIVE_DENIALS
+    {
+        return Some(format!(
+            "stopped after {} refused calls in a row (limits.max_consecutive_denials defaults to {})",
+            run.consecutive_denials,
+            crate::task::DEFAULT_MAX_CONSECUTIVE_DENIALS
         ));
     }
     None

@@ -268,10 +268,12 @@ pub struct Limits {
     pub timeout: Option<Duration>,
     /// Wall clock for one tool call.
     pub tool_timeout: Option<Duration>,
-    /// Refused calls in the whole run before it stops with exit 3.
-    pub max_denials: u32,
-    /// Refused calls in a row before it stops with exit 3.
-    pub max_consecutive_denials: u32,
+    /// Refused calls in the whole run before it stops with exit 3, checked after each call;
+    /// unset, [`DEFAULT_MAX_DENIALS`] applies between turns.
+    pub max_denials: Option<u32>,
+    /// Refused calls in a row before it stops with exit 3, checked after each call; unset,
+    /// [`DEFAULT_MAX_CONSECUTIVE_DENIALS`] applies between turns.
+    pub max_consecutive_denials: Option<u32>,
     /// Concurrency-safe calls of one response that may run at once (S6).
     pub max_parallel_tools: usize,
     /// Auto mode: classifier denials in the whole run before it stops with exit 3.
@@ -284,14 +286,16 @@ pub struct Limits {
 }
 
 /// Every mode's headless contract: a model that keeps retrying refused calls is going
-/// nowhere, so the run stops (exit 3) instead of burning turns until `max_turns`.
-pub const DEFAULT_MAX_DENIALS: u32 = 20;
+/// nowhere, so the run stops (exit 3) instead of burning turns until `max_turns`. The
+/// defaults are checked before each request, not after each call, so one response's batch of
+/// calls — a sweep the gate refuses call by call — is always answered whole.
+pub const DEFAULT_MAX_DENIALS: u32 = 50;
+pub const DEFAULT_MAX_CONSECUTIVE_DENIALS: u32 = 20;
 /// Compaction starts when the next request would fill this share of the context window:
 /// room is left for the answer and for the summary request itself.
 pub const DEFAULT_COMPACTION_THRESHOLD: f64 = 0.8;
 /// The model turns a compaction keeps whole, with their results.
 pub const DEFAULT_COMPACTION_KEEP_RECENT: u32 = 4;
-pub const DEFAULT_MAX_CONSECUTIVE_DENIALS: u32 = 5;
 
 /// Auto mode's headless contract: a judge that keeps saying no ends the run, it never stalls.
 pub const DEFAULT_MAX_CLASSIFIER_DENIALS: u32 = 20;
@@ -997,6 +1001,12 @@ fn limits(raw: LimitsFile, model: &ModelSpec, at: At<'_>) -> Result<Limits, Conf
         }
         other => Ok(other.map(|spanned| spanned.value)),
     };
+    let at_least_one_if_set = |value: Option<Spanned<u32>>, key: &str| match value {
+        Some(spanned) if spanned.value == 0 => {
+            Err(located(&spanned, at, format!("{key} must be at least 1")))
+        }
+        other => Ok(other.map(|spanned| spanned.value)),
+    };
     let at_least_one = |value: Option<Spanned<u32>>, key: &str, default: u32| match value {
         Some(spanned) if spanned.value == 0 => {
             Err(located(&spanned, at, format!("{key} must be at least 1")))
@@ -1015,11 +1025,10 @@ fn limits(raw: LimitsFile, model: &ModelSpec, at: At<'_>) -> Result<Limits, Conf
             maxima::TOOL_TIMEOUT,
             at,
         )?,
-        max_denials: at_least_one(raw.max_denials, "max_denials", DEFAULT_MAX_DENIALS)?,
-        max_consecutive_denials: at_least_one(
+        max_denials: at_least_one_if_set(raw.max_denials, "max_denials")?,
+        max_consecutive_denials: at_least_one_if_set(
             raw.max_consecutive_denials,
             "max_consecutive_denials",
-            DEFAULT_MAX_CONSECUTIVE_DENIALS,
         )?,
         max_parallel_tools: positive(
             bounded(

@@ -104,11 +104,12 @@ fn calling(name: &str, input: Value) -> Reply {
 }
 
 /// No limit in the task: a model that keeps retrying a refused call is stopped by the
-/// defaults, and each verbatim repeat gets the first refusal back, counted.
+/// defaults, and each verbatim repeat gets the first refusal back, counted. A batch of
+/// refused calls in one response is answered whole (the defaults apply between turns).
 #[tokio::test]
 async fn a_denial_loop_stops_by_default_and_a_verbatim_repeat_gets_the_earlier_refusal() {
     let rm = || calling("Bash", json!({"command": "rm -rf build"}));
-    let replies = (0..12).map(|_| rm()).collect();
+    let replies = (0..24).map(|_| rm()).collect();
     let server = FakeModel::start(KEY, replies).await;
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path();
@@ -127,20 +128,20 @@ async fn a_denial_loop_stops_by_default_and_a_verbatim_repeat_gets_the_earlier_r
     let finished = events(&all, "run_finished")[0];
     assert_eq!(finished["outcome"], "denial_limit");
     assert_eq!(
-        finished["turns"], 5,
-        "the default max_consecutive_denials is 5"
+        finished["turns"], 20,
+        "the default max_consecutive_denials is 20"
     );
-    assert_eq!(finished["denials"], 5);
+    assert_eq!(finished["denials"], 20);
     assert!(
         finished["error"]
             .as_str()
             .unwrap()
-            .contains("limits.max_consecutive_denials = 5"),
+            .contains("limits.max_consecutive_denials defaults to 20"),
         "{finished}"
     );
     // Every refusal is recorded; the repeats carry the first one's reason and say so.
     let decisions = events(&all, "permission_decision");
-    assert_eq!(decisions.len(), 5);
+    assert_eq!(decisions.len(), 20);
     assert!(
         decisions
             .iter()
@@ -163,8 +164,40 @@ async fn a_denial_loop_stops_by_default_and_a_verbatim_repeat_gets_the_earlier_r
     let last = server.requests().last().unwrap().body["messages"].clone();
     let sent = last.as_array().unwrap().last().unwrap()["content"][0]["content"].clone();
     assert_eq!(sent, json!(results[3]));
-    assert_eq!(server.replies_left(), 7);
+    assert_eq!(server.replies_left(), 4);
     assert_eq!(server.violations(), Vec::<String>::new());
+
+    // Twenty-four different refused calls in one response: each is judged and answered, then the
+    // run stops before asking the model again.
+    let sweep: Vec<_> = (0..24)
+        .map(|i| tool("Bash", json!({"command": format!("rm -rf build{i}")})))
+        .collect();
+    let server = FakeModel::start(
+        KEY,
+        vec![
+            Reply::Turn(turn(sweep, Tokens::default())),
+            done("never asked"),
+        ],
+    )
+    .await;
+    std::fs::write(
+        dir.join("task.yaml"),
+        format!(
+            "version: 1\nname: sweep\nprompt: Clean up.\nworkdir: ws\nmode: dontAsk\ntools: [Read, Bash]\nfail_on: []\n{}",
+            server.model_block(Api::Anthropic, "")
+        ),
+    )
+    .unwrap();
+    let run = tollgate(dir, &["run", "task.yaml", "--out", "sweep"]).await;
+    assert_eq!(run.status.code(), Some(3), "{}", stderr(&run));
+    let all = transcript(&dir.join("sweep/transcript.jsonl"));
+    let statuses: Vec<&Value> = events(&all, "tool_result")
+        .iter()
+        .map(|r| &r["status"])
+        .collect();
+    assert_eq!(statuses, vec![&json!("denied"); 24]);
+    assert_eq!(events(&all, "run_finished")[0]["outcome"], "denial_limit");
+    assert_eq!(server.replies_left(), 1);
 }
 
 fn unavailable(status: u16) -> Reply {
