@@ -34,15 +34,16 @@ pub fn task(options: &RunOptions, home: Option<&Path>) -> Result<Task, SessionEr
         task.prompt.clone_from(prompt);
         task.prompt_line = 1;
     }
+    // Another provider: what the task said of its own provider's model (its name, endpoint,
+    // price, script) does not carry over; `--model` and `--base-url` may set them again.
     if let Some(provider) = options.provider
         && provider != task.model.provider
     {
-        let was_scripted = task.model.provider == ProviderKind::Scripted;
         task.model.provider = provider;
+        task.model.name = default_model(provider).to_string();
+        task.model.base_url = None;
+        task.model.pricing_override = None;
         task.script = None;
-        if was_scripted || options.task.is_none() {
-            task.model.name = default_model(provider).to_string();
-        }
     }
     if let Some(url) = &options.base_url {
         if task.model.provider == ProviderKind::Scripted {
@@ -107,10 +108,10 @@ pub fn render(
     options: &RunOptions,
     withheld: &std::collections::BTreeSet<String>,
 ) -> Result<String, SessionError> {
-    let params = params(task, &options.vars, options.vars_file.as_deref())?;
     if options.prompt_is_filled {
         return Ok(task.prompt.clone());
     }
+    let params = params(task, &options.vars, options.vars_file.as_deref())?;
     let (file, first_line) = match (&options.prompt, &options.prompt_file) {
         (Some(_), Some(path)) => (path.clone(), 1),
         (Some(_), None) => (PathBuf::from(FLAG_PROMPT), 1),
@@ -127,7 +128,12 @@ pub fn render(
         },
         env: Box::new(|name| std::env::var(name).ok()),
     };
-    Ok(template.render(|path| context.fill(path))?)
+    let prompt = template.render(|path| context.fill(path))?;
+    // A provider refuses an empty message; say so before asking one.
+    if prompt.trim().is_empty() {
+        return Err(ConfigError::new(&file, first_line, 1, "the prompt is empty").into());
+    }
+    Ok(prompt)
 }
 
 /// The parameters' values: `--var` over `--vars-file` over the task's defaults. A task that

@@ -279,6 +279,13 @@ fn parameters_are_strict() {
         assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
         assert!(run.stderr.contains(message), "{args:?}: {}", run.stderr);
     }
+    let empty = Run::new().without_task().args(["-p", "  \n"]).finish();
+    assert_eq!(empty.code, 2, "{}", empty.stderr);
+    assert!(
+        empty.stderr.contains("the prompt is empty"),
+        "{}",
+        empty.stderr
+    );
     let secret = Run::new()
         .without_task()
         .args(["-p", "key: {{ env.ANTHROPIC_API_KEY }}"])
@@ -539,4 +546,30 @@ async fn the_json_result_reads_like_claude_code_s() {
         std::fs::read_to_string(run.dir.join("final.txt")).unwrap(),
         "All done: one write was refused."
     );
+}
+
+/// `--provider` over a task's: the task's model name, endpoint and price were its own
+/// provider's, so the other provider's default model is asked, where `--base-url` says.
+#[tokio::test]
+async fn another_provider_takes_none_of_the_task_s_model_settings() {
+    let server = FakeModel::start(KEY, vec![reply(vec![text("ok")])]).await;
+    let task = format!(
+        "version: 1\nname: t\nprompt: hi\nworkdir: ws\n{}",
+        server.model_block(Api::Anthropic, "  pricing: {input: 1, output: 1}\n")
+    );
+    let run = Run::new()
+        .task(&task)
+        .model(&server)
+        .args([
+            "--provider",
+            "openai",
+            "--base-url",
+            &server.base_url(Api::OpenAi),
+        ])
+        .finish_async()
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let request = &server.requests()[0];
+    assert_eq!(request.api, Api::OpenAi);
+    assert_eq!(request.body["model"], "gpt-4.1");
 }
