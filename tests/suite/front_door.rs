@@ -279,6 +279,16 @@ fn parameters_are_strict() {
         assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
         assert!(run.stderr.contains(message), "{args:?}: {}", run.stderr);
     }
+    // The placeholder's own line of the task file.
+    let located = Run::new()
+        .task("version: 1\nname: t\nprompt: |\n  line one\n  {{ missing }}\nmodel:\n  provider: scripted\n  script:\n    - - text: done\n")
+        .finish();
+    assert_eq!(located.code, 2, "{}", located.stderr);
+    assert!(
+        located.stderr.contains("task.yaml:5:"),
+        "{}",
+        located.stderr
+    );
     let empty = Run::new().without_task().args(["-p", "  \n"]).finish();
     assert_eq!(empty.code, 2, "{}", empty.stderr);
     assert!(
