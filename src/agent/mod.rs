@@ -691,6 +691,9 @@ async fn conversation(
                                 return Ok((Outcome::Success, Some(text), None));
                             }
                             Err(errors) => {
+                                // A later answer supersedes an earlier valid one (after a
+                                // check's feedback): only the last answer counts.
+                                run.structured_output = None;
                                 let max = spec.output_schema_attempts;
                                 run.emit(Event::StructuredOutputRejected {
                                     turn,

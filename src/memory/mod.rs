@@ -18,6 +18,8 @@ pub const MAX_FILE_BYTES: usize = 40_000;
 pub const MAX_TOTAL_BYTES: usize = 100_000;
 /// Imports of imports, as Claude Code bounds them.
 pub const MAX_IMPORT_DEPTH: usize = 5;
+/// The most `@` imports read from one file; the rest are recorded as left out.
+pub const MAX_IMPORTS_PER_FILE: usize = 32;
 
 /// One file included, as the transcript records it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -180,8 +182,17 @@ impl Reader {
             imported_by: imported_by.map(|by| self.shown(by)),
         });
         let imports = imports(&text);
-        self.sections.push((shown, text));
-        for import in imports {
+        self.sections.push((shown.clone(), text));
+        if imports.len() > MAX_IMPORTS_PER_FILE {
+            self.skip(
+                &shown,
+                format!(
+                    "{} imports past the first {MAX_IMPORTS_PER_FILE} are not read",
+                    imports.len() - MAX_IMPORTS_PER_FILE
+                ),
+            );
+        }
+        for import in imports.into_iter().take(MAX_IMPORTS_PER_FILE) {
             let Some(target) = self.resolve(&canonical, &import) else {
                 self.skip(
                     Path::new(&import),
@@ -354,8 +365,23 @@ mod tests {
         }
         write(&root, "CLAUDE.md", "@d0.md");
         let memory = load(&root);
-        assert!(!memory.text.contains("level 6"), "{chain}");
+        assert!(!memory.text.contains("level 5"), "{chain}");
         assert!(memory.text.contains("level 4"));
         assert!(memory.skipped.iter().any(|s| s.reason.contains("deeper")));
+        let many: String = (0..40).map(|i| format!("@m{i}.md ")).collect();
+        write(&root, "AGENTS.md", &many);
+        let memory = load(&root);
+        let missing = memory
+            .skipped
+            .iter()
+            .filter(|s| s.reason == "imported file does not exist")
+            .count();
+        assert_eq!(missing, MAX_IMPORTS_PER_FILE);
+        assert!(
+            memory
+                .skipped
+                .iter()
+                .any(|s| s.reason.starts_with("8 imports past"))
+        );
     }
 }
