@@ -200,8 +200,9 @@ struct RunArgs {
     /// Do not read AGENTS.md / CLAUDE.md (as the task's `memory: false`).
     #[arg(long)]
     no_memory: bool,
-    /// Writes the model's final message to this file (empty when there is none).
-    #[arg(long, value_name = "FILE")]
+    /// Writes the model's final message to this file (empty when there is none); also
+    /// spelled --output-last-message, as `codex exec` has it.
+    #[arg(long, value_name = "FILE", alias = "output-last-message")]
     final_message_file: Option<PathBuf>,
     /// The managed policy file (YAML or JSON); it outranks the task's own policy.
     #[arg(long, value_name = "FILE")]

@@ -488,7 +488,20 @@ async fn memory_files_are_sent_once_and_the_prefix_holds() {
     );
     assert!(started["memory_skipped"].to_string().contains("outside.md"));
 
-    // memory off: none of it is read.
+    // memory off, by the task's key or the flag: none of it is read.
+    let server = FakeModel::start(KEY, vec![reply(vec![text("done")])]).await;
+    let task = format!(
+        "version: 1\nname: t\nprompt: Tidy up.\nworkdir: ws\nmemory: false\n{}",
+        server.model_block(Api::Anthropic, "")
+    );
+    let run = Run::new()
+        .task(&task)
+        .model(&server)
+        .file("ws/CLAUDE.md", agents)
+        .finish_async()
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(texts(&server.requests()[0]), ["Tidy up."]);
     let server = FakeModel::start(KEY, vec![reply(vec![text("done")])]).await;
     let run = prompt_run(&server)
         .file("ws/AGENTS.md", agents)
@@ -525,7 +538,7 @@ async fn the_json_result_reads_like_claude_code_s() {
             "json",
             "--fail-on",
             "none",
-            "--final-message-file",
+            "--output-last-message",
             "final.txt",
         ])
         .finish_async()
