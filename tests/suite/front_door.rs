@@ -398,6 +398,23 @@ async fn answers_that_stay_invalid_end_the_run_with_its_own_outcome() {
     assert_eq!(server.requests().len(), 2);
     assert!(!run.out.join("structured_output.json").exists());
 
+    // A schema file named by the task, relative to it (YAML as well as JSON).
+    let run = Run::new()
+        .task("version: 1\nname: t\nprompt: x\noutput_schema: schemas/label.yaml\nmodel:\n  provider: scripted\n  script:\n    - - text: '{\"label\": \"bug\"}'\n")
+        .file("schemas/label.yaml", "type: object\nrequired: [label]\nproperties:\n  label: {enum: [bug]}\n")
+        .finish();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.json("structured_output.json"), json!({"label": "bug"}));
+    let missing = Run::new()
+        .task("version: 1\nname: t\nprompt: x\noutput_schema: nowhere.json\nmodel:\n  provider: scripted\n  script:\n    - - text: done\n")
+        .finish();
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains("nowhere.json"),
+        "{}",
+        missing.stderr
+    );
+
     // A schema that is no schema stops the run before any request.
     let run = Run::new()
         .task("version: 1\nname: t\nprompt: x\noutput_schema:\n  type: 12\nmodel:\n  provider: scripted\n  script:\n    - - text: done\n")
