@@ -405,6 +405,11 @@ async fn answers_that_stay_invalid_end_the_run_with_its_own_outcome() {
         .finish();
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.json("structured_output.json"), json!({"label": "bug"}));
+    assert!(
+        run.stdout.contains("structured output: ") && run.stdout.contains("structured_output.json"),
+        "the summary names the file: {}",
+        run.stdout
+    );
     let missing = Run::new()
         .task("version: 1\nname: t\nprompt: x\noutput_schema: nowhere.json\nmodel:\n  provider: scripted\n  script:\n    - - text: done\n")
         .finish();
