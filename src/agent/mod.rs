@@ -474,7 +474,7 @@ fn write_structured_output(
     let Some(value) = value else {
         return Ok(());
     };
-    let path = spec.out_dir.join(STRUCTURED_OUTPUT_FILE);
+    let path = spec.out_dir.join(crate::out_dir::STRUCTURED_OUTPUT_FILE);
     let text = serde_json::to_string_pretty(value).unwrap_or_default() + "\n";
     crate::out_dir::write_atomic(&path, spec.redactor.redact(&text).as_bytes()).map_err(|err| {
         AgentError::Transcript {
@@ -483,9 +483,6 @@ fn write_structured_output(
         }
     })
 }
-
-/// The file in the output folder that holds the structured output.
-pub const STRUCTURED_OUTPUT_FILE: &str = "structured_output.json";
 
 type Ending = (Outcome, Option<String>, Option<String>);
 

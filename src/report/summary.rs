@@ -129,7 +129,9 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
     {
         out.push_str(&format!(
             "  structured output: {}\n",
-            folder.join(crate::agent::STRUCTURED_OUTPUT_FILE).display()
+            folder
+                .join(crate::out_dir::STRUCTURED_OUTPUT_FILE)
+                .display()
         ));
     }
     out.push_str(&format!("  transcript: {}\n", report.transcript.display()));
