@@ -11,6 +11,7 @@ mod checks;
 mod hooks;
 mod prompt;
 mod reminders;
+mod structured;
 mod subagent;
 
 use std::path::PathBuf;
@@ -58,8 +59,16 @@ pub struct RunSpec {
     pub run_id: String,
     /// The task's name and file, as the transcript and the reports name it.
     pub task: TaskSummary,
-    /// The first user message.
+    /// The first user message (its placeholders filled).
     pub prompt: String,
+    /// AGENTS.md / CLAUDE.md, sent once, in the first user message before the prompt.
+    pub memory: Option<crate::memory::Memory>,
+    /// The operator's text at the end of the system prompt.
+    pub append_system_prompt: Option<String>,
+    /// The final answer must be JSON valid against this schema.
+    pub output_schema: Option<crate::task::OutputSchema>,
+    /// Answers the model may give before one is valid.
+    pub output_schema_attempts: u32,
     /// Which model answers (`--model` applied); its connection lives in the `Provider`.
     pub model: ModelSummary,
     /// The model's price, `None` when no table knows it (then no cost limit can be set).
@@ -160,6 +169,10 @@ struct Loop<'a> {
     subagents: u32,
     /// Model requests of the whole run, sub-agents' included: `max_turns` bounds these.
     requests: u32,
+    /// The final answer's value under `output_schema`, once one was valid.
+    structured_output: Option<serde_json::Value>,
+    /// Final answers given so far under `output_schema`, valid or not.
+    structured_answers: u32,
 }
 
 impl Loop<'_> {
@@ -288,6 +301,8 @@ pub async fn run(
         unsaved: None,
         subagents: 0,
         requests: 0,
+        structured_output: None,
+        structured_answers: 0,
     };
     run.emit(Event::RunStarted {
         run_id: spec.run_id.clone(),
@@ -306,11 +321,21 @@ pub async fn run(
         sandbox: sandbox_status.clone(),
         read_only_commands: Some(spec.read_only.clone()),
         mcp_servers: run.mcp.statuses().to_vec(),
+        memory: spec
+            .memory
+            .as_ref()
+            .map(|memory| memory.files.clone())
+            .unwrap_or_default(),
+        memory_skipped: spec
+            .memory
+            .as_ref()
+            .map(|memory| memory.skipped.clone())
+            .unwrap_or_default(),
     })?;
 
     // Checks with `retry.feed_back` send their failures back to the model and the
     // conversation goes on, its history kept, until the checks pass or no retry is left.
-    let mut messages = History::new(vec![Message::user_text(spec.prompt.clone())]);
+    let mut messages = History::new(vec![prompt::first_message(&spec)]);
     let mut checks = Vec::new();
     let mut scope = Scope::main(spec.limits.max_turns);
     let (mut outcome, final_message, mut error) = match mcp_start_failure(&run) {
@@ -376,6 +401,8 @@ pub async fn run(
         .map(|auto| std::mem::take(&mut auto.proposals))
         .unwrap_or_default();
     write_proposed_rules(&spec, &proposed_rules)?;
+    let structured_output = run.structured_output.take();
+    write_structured_output(&spec, structured_output.as_ref())?;
     let todos = run.ctx.state.todos.snapshot().items;
     let usage = run.counts.usage;
     let prompt_tokens =
@@ -383,6 +410,8 @@ pub async fn run(
     let cache_read_share =
         (prompt_tokens > 0).then(|| usage.cache_read_input_tokens as f64 / prompt_tokens as f64);
     run.emit(Event::RunFinished {
+        run_id: spec.run_id.clone(),
+        transcript: transcript_path.clone(),
         outcome,
         exit_code: exit_code.code(),
         counts: run.counts,
@@ -401,10 +430,12 @@ pub async fn run(
                 tool: denial.tool.to_string(),
                 layer: denial.decision.layer,
                 reason: denial.decision.reason.clone(),
+                tool_input: denial.input.clone(),
             })
             .collect(),
         cache_read_share,
         todos: todos.clone(),
+        structured_output: structured_output.clone(),
     })?;
     Ok(RunReport {
         run_id: spec.run_id.clone(),
@@ -431,6 +462,25 @@ pub async fn run(
         read_only_commands: spec.read_only.clone(),
         network_refusals: run.network_refusals,
         todos,
+        structured_output,
+    })
+}
+
+/// `structured_output.json` in the output folder, redacted like every record.
+fn write_structured_output(
+    spec: &RunSpec,
+    value: Option<&serde_json::Value>,
+) -> Result<(), AgentError> {
+    let Some(value) = value else {
+        return Ok(());
+    };
+    let path = spec.out_dir.join(crate::out_dir::STRUCTURED_OUTPUT_FILE);
+    let text = serde_json::to_string_pretty(value).unwrap_or_default() + "\n";
+    crate::out_dir::write_atomic(&path, spec.redactor.redact(&text).as_bytes()).map_err(|err| {
+        AgentError::Transcript {
+            path: err.path,
+            source: err.source,
+        }
     })
 }
 
@@ -623,7 +673,47 @@ async fn conversation(
                         Some(_) => Vec::new(),
                     };
                     if queued.is_empty() {
-                        return Ok((Outcome::Success, Some(text), None));
+                        let schema = spec
+                            .output_schema
+                            .as_ref()
+                            .filter(|_| scope.subagent.is_none());
+                        let Some(schema) = schema else {
+                            return Ok((Outcome::Success, Some(text), None));
+                        };
+                        run.structured_answers += 1;
+                        let attempt = run.structured_answers;
+                        match structured::check(&schema.schema, &text) {
+                            Ok(value) => {
+                                run.structured_output = Some(value);
+                                return Ok((Outcome::Success, Some(text), None));
+                            }
+                            Err(errors) => {
+                                // A later answer supersedes an earlier valid one (after a
+                                // check's feedback): only the last answer counts.
+                                run.structured_output = None;
+                                let max = spec.output_schema_attempts;
+                                run.emit(Event::StructuredOutputRejected {
+                                    turn,
+                                    attempt,
+                                    max_attempts: max,
+                                    errors: errors.clone(),
+                                })?;
+                                if attempt >= max {
+                                    return Ok((
+                                        Outcome::StructuredOutputInvalid,
+                                        Some(text),
+                                        Some(format!(
+                                            "the final answer was not valid against the output schema after {max} answers: {}",
+                                            errors.first().map_or("", String::as_str)
+                                        )),
+                                    ));
+                                }
+                                messages.push(Message::user_text(structured::feedback(
+                                    &errors, attempt, max,
+                                )));
+                                continue;
+                            }
+                        }
                     }
                     messages.push(Message {
                         role: Role::User,

@@ -88,6 +88,37 @@ fn subagent_part(kind: SubagentKind) -> String {
     )
 }
 
+/// The final answer's contract under `output_schema`.
+pub fn output_schema_part(schema: &serde_json::Value) -> String {
+    format!(
+        "Your final answer (the message with no tool call) must be one JSON value, valid against this JSON Schema, \
+         and nothing else: no prose, no code fence.\n{schema}"
+    )
+}
+
+/// The first user message: the repository's memory files in a block of their own, then the
+/// prompt. Sent once; it opens the history, so every later request repeats it unchanged.
+pub fn first_message(spec: &RunSpec) -> crate::model::Message {
+    use crate::model::{ContentBlock, Message, Role};
+    let mut content = Vec::new();
+    if let Some(memory) = spec
+        .memory
+        .as_ref()
+        .filter(|memory| !memory.text.is_empty())
+    {
+        content.push(ContentBlock::Text {
+            text: memory.text.clone(),
+        });
+    }
+    content.push(ContentBlock::Text {
+        text: spec.prompt.clone(),
+    });
+    Message {
+        role: Role::User,
+        content,
+    }
+}
+
 /// What the mode means for the model's calls, in a few words.
 fn mode_meaning(mode: PermissionMode) -> &'static str {
     match mode {
@@ -113,6 +144,12 @@ pub fn system_prompt(
     subagent: Option<SubagentKind>,
 ) -> String {
     let mut parts = parts(&spec.workspace.workdir, spec.mode, deferred);
+    if let (Some(schema), None) = (&spec.output_schema, subagent) {
+        parts.push(("output_schema", output_schema_part(&schema.schema)));
+    }
+    if let Some(text) = &spec.append_system_prompt {
+        parts.push(("appended", text.clone()));
+    }
     if let Some(kind) = subagent {
         parts.push(("subagent", subagent_part(kind)));
     }

@@ -204,7 +204,9 @@ fn answer(
         // conversation never ends so.
         | Outcome::ChecksFailed
         | Outcome::PolicyDenied
-        | Outcome::McpStartFailed => Ran {
+        | Outcome::McpStartFailed
+        // The output schema is the run's final answer's, never a sub-agent's.
+        | Outcome::StructuredOutputInvalid => Ran {
             result: Err(ToolError::Failed(format!("The {kind} sub-agent stopped: {why}"))),
             stop: Some(Stop { outcome, why }),
         },

@@ -5,6 +5,7 @@
 //! configuration error.
 
 mod classifier;
+mod prompt;
 mod sources;
 
 use std::collections::BTreeSet;
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use thiserror::Error;
 
 pub use classifier::auto_classifier;
+pub use prompt::{PROMPT_DEFAULT_POLICY, default_model};
 pub use sources::{
     AdditionalDirectories, HooksInForce, PolicyInForce, SourceFlags, additional_directories,
     canonical_dir, dangerous_allow_rules, home_dir, hooks_in_force, load_policy, load_sources,
@@ -86,10 +88,28 @@ pub enum SessionError {
 }
 
 /// What a run is asked to be, beside its task file: the command line's choices, already
-/// parsed. `None` leaves the task's (or the default) value.
+/// parsed. `None` leaves the task's (or the default) value; a flag wins over the task.
 #[derive(Default)]
 pub struct RunOptions {
-    pub task: PathBuf,
+    /// The task file; `None` runs `prompt` alone under a built-in task.
+    pub task: Option<PathBuf>,
+    /// The prompt (`-p`, `--prompt-file`); replaces the task's.
+    pub prompt: Option<String>,
+    /// The file the prompt was read from, for its placeholders' errors.
+    pub prompt_file: Option<PathBuf>,
+    /// The prompt's placeholders are filled already (a batch renders its own).
+    pub prompt_is_filled: bool,
+    /// `--var NAME=VALUE`, in order; later ones win.
+    pub vars: Vec<(String, String)>,
+    pub vars_file: Option<PathBuf>,
+    pub provider: Option<ProviderKind>,
+    pub base_url: Option<String>,
+    /// `--output-schema`: replaces the task's `output_schema:`.
+    pub output_schema: Option<PathBuf>,
+    /// Added after the task's `append_system_prompt:`.
+    pub append_system_prompt: Option<String>,
+    /// `--no-memory`: AGENTS.md / CLAUDE.md are not read.
+    pub no_memory: bool,
     /// The managed policy (else /etc/tollgate).
     pub policy: Option<PathBuf>,
     pub allow: Vec<String>,
@@ -125,7 +145,7 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
 
 fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session, SessionError> {
     let home = home_dir();
-    let mut task = load_task(&options.task, home.as_deref())?;
+    let mut task = prompt::task(&options, home.as_deref())?;
     if let Some(name) = &options.model {
         task.model.name = name.clone();
     }
@@ -227,8 +247,17 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
         // call is then only a backstop.
         tool_limits.bash_timeout = tool_timeout;
     }
-    let fail_on = options.fail_on.unwrap_or_else(|| task.fail_on.clone());
-    let mut env = RunEnv::new(&withheld_variables(&task));
+    let fail_on = options
+        .fail_on
+        .clone()
+        .unwrap_or_else(|| task.fail_on.clone());
+    let withheld = withheld_variables(&task);
+    let prompt = prompt::render(&task, &options, &withheld)?;
+    let memory = task
+        .memory
+        .then(|| crate::memory::load(&workspace.workdir))
+        .filter(|memory| !memory.is_empty() || !memory.skipped.is_empty());
+    let mut env = RunEnv::new(&withheld);
     env.model = model_command_env(&env.model, &workspace.workdir);
     let provider = Provider::new(provider_config(&task.model, task.script.as_ref())?)?;
     let (pricing, price) = task.model.price();
@@ -242,7 +271,11 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
             name: task.name,
             file: task.file,
         },
-        prompt: task.prompt,
+        prompt,
+        memory,
+        append_system_prompt: task.append_system_prompt,
+        output_schema: task.output_schema,
+        output_schema_attempts: task.output_schema_attempts,
         model: ModelSummary {
             provider: task.model.provider.to_string(),
             name: task.model.name.clone(),

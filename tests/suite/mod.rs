@@ -19,6 +19,7 @@ mod config_errors;
 mod distribution;
 mod economy;
 mod faults;
+mod front_door;
 mod gate_cli;
 mod gate_reach;
 mod hooks_cli;
