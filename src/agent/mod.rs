@@ -251,6 +251,7 @@ pub async fn run(
             env: &spec.env.hooks,
             sandbox: ctx.sandbox.as_deref(),
             rules: &spec.rules,
+            resolver: &ctx.resolver,
         },
     );
     // A signal while servers start ends the wait: the dropped start kills what it began,

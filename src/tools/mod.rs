@@ -54,7 +54,7 @@ pub use run_state::{
 pub use shell::{Confinement, ShellEnv, model_command_env, run_confined, run_shell};
 pub use todo_write::TodoWriteTool;
 pub use tool_search::ToolSearchTool;
-pub use web_fetch::WebFetchTool;
+pub use web_fetch::{WebFetchTool, allow_patterns, domain_rule};
 pub use write::WriteTool;
 
 use crate::policy::{PermissionContext, ToolCheck, ToolName};
