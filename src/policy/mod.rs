@@ -17,6 +17,7 @@ mod mode;
 mod path_glob;
 mod path_index;
 mod path_pattern;
+mod plugin_settings;
 mod rule;
 mod rule_set;
 mod sandbox_config;
@@ -56,6 +57,9 @@ pub use mcp_servers::{
 };
 pub use mode::{PermissionMode, UnknownMode};
 pub use path_pattern::{PathBases, PathPattern};
+pub use plugin_settings::{
+    EnabledPlugins, KnownMarketplaces, Marketplace, MarketplaceSource, PluginSettings,
+};
 pub use rule::{DomainPattern, Rule, RuleContent, RuleError, RuleKind};
 #[cfg(test)]
 pub(crate) use rule_set::test_source;

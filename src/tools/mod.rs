@@ -38,7 +38,7 @@ use serde_json::Value;
 pub use agent::{AgentTool, check_literal, delegation_refusal};
 pub use bash::BashTool;
 pub use context::{FileStateCache, Stale, ToolContext, ToolLimits};
-pub use delegation::{Delegation, SubagentKind};
+pub use delegation::{AgentProfile, Delegation, Subagent, SubagentKind};
 pub use edit::EditTool;
 pub use git_env::{trusted_git_env, trusted_git_env_for_remote};
 pub use glob::GlobTool;
@@ -222,7 +222,7 @@ pub fn builtin(name: &ToolName) -> Option<Arc<dyn Tool>> {
         ToolName::TodoWrite => Arc::new(TodoWriteTool),
         ToolName::ToolSearch => Arc::new(ToolSearchTool),
         ToolName::WebFetch => Arc::new(WebFetchTool),
-        ToolName::Agent => Arc::new(AgentTool),
+        ToolName::Agent => Arc::new(AgentTool::default()),
         _ => return None,
     };
     Some(tool)

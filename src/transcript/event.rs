@@ -214,6 +214,9 @@ pub enum Event {
         /// The tool_use id of the call that started it; its result is the sub-agent's answer.
         parent_id: String,
         subagent_type: SubagentKind,
+        /// The custom agent's name (its file's `name`), which runs as a general one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
         description: String,
         /// Its first request's tools.
         tools: Vec<String>,
