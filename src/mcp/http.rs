@@ -14,7 +14,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 
 use super::McpError;
 use crate::net::{Host, Resolver, names_address};
-use crate::policy::{RuleKind, RuleSet};
+use crate::policy::{McpTransport, RuleKind, RuleSet};
 use crate::tools::{allow_patterns, domain_rule};
 
 pub type HttpTransport = StreamableHttpClientTransport<reqwest::Client>;
@@ -138,6 +138,37 @@ fn headers(target: &HttpTarget<'_>) -> Result<HashMap<HeaderName, HeaderValue>, 
     Ok(headers)
 }
 
+/// The variables an operator's HTTP server entries name in their headers: their values are
+/// secrets the run must redact wherever they show (a server may echo its token back).
+pub fn header_variables(plan: &super::McpPlan) -> Vec<String> {
+    plan.servers
+        .iter()
+        .filter(|server| server.expand_env)
+        .filter_map(|server| match &server.spec.transport {
+            McpTransport::Http { headers, .. } => Some(headers),
+            McpTransport::Stdio { .. } => None,
+        })
+        .flat_map(|headers| headers.values())
+        .flat_map(|value| named(value))
+        .collect()
+}
+
+/// The names of `${env:NAME}` / `${NAME}` in `value`, as [`expand`] reads them.
+fn named(value: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            break;
+        };
+        let name = after[..end].strip_prefix("env:").unwrap_or(&after[..end]);
+        names.push(name.to_string());
+        rest = &after[end + 1..];
+    }
+    names
+}
+
 /// `${env:NAME}` and `${NAME}` anywhere in `value` are the runner's variable NAME, which must
 /// be set; every other character is literal. Only variables a header names are read.
 fn expand(value: &str) -> Result<String, McpError> {
@@ -226,6 +257,10 @@ mod tests {
         assert_eq!(
             literal.values().next().unwrap(),
             "Bearer ${env:TOLLGATE_MCP_HTTP_TOKEN}"
+        );
+        assert_eq!(
+            named("Bearer ${env:A_TOKEN} ${B} ${unclosed"),
+            ["A_TOKEN", "B"]
         );
         for reserved in ["Accept", "Mcp-Session-Id", "HOST"] {
             let headers = [(reserved.to_string(), "x".to_string())]

@@ -12,6 +12,7 @@ mod supervisor;
 mod tool;
 
 pub use connection::McpNotice;
+pub use http::header_variables;
 pub use selection::{
     McpPlan, PlannedServer, SkippedServer, parse_project_file, plan, project_file_approved,
 };

@@ -225,6 +225,7 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
         .collect::<Result<_, _>>()?;
     let hooks = hooks_in_force(&sources);
     let mcp = mcp_in_force(&sources, &task, &workspace.workdir)?;
+    redactor.add_env_names(&crate::mcp::header_variables(&mcp));
     let mut policy_summary = policy_summary(&sources, &rules, &hooks, directories);
     for notice in &extensions {
         tracing::warn!("{notice}");

@@ -824,12 +824,12 @@ fn check_and_policy_tests_decide_mcp_names_by_their_rules() {
     assert_eq!(stdout.matches("ok  ").count(), 4, "{stdout}");
 }
 
-/// `tollgate run t.yaml` with `TOLLGATE_TEST_MCP_TOKEN` set in the runner's environment.
+/// `tollgate run t.yaml` with `TOLLGATE_TEST_MCP_HEADER` set in the runner's environment.
 fn run_with_token(sandbox: &Sandbox) -> Ran {
     let output = tollgate_in(sandbox.path())
         .args(["run", "t.yaml", "--out", "out"])
         .env("XDG_CONFIG_HOME", sandbox.path().join("config"))
-        .env("TOLLGATE_TEST_MCP_TOKEN", "tok-123")
+        .env("TOLLGATE_TEST_MCP_HEADER", "cred-value-9f3k2")
         .output()
         .unwrap();
     let all = transcript(&sandbox.path().join("out/transcript.jsonl"));
@@ -843,11 +843,11 @@ fn run_with_token(sandbox: &Sandbox) -> Ran {
 /// repository's; without the rule nothing connects.
 #[test]
 fn an_http_server_is_gated_by_domain_rules_found_through_tool_search_and_called() {
-    let server = crate::support::mcp_http::HttpMcpServer::start(Some("Bearer tok-123"));
+    let server = crate::support::mcp_http::HttpMcpServer::start(Some("Bearer cred-value-9f3k2"));
     let sandbox = Sandbox::empty();
     let entry = |name: &str| {
         format!(
-            "  {name}:\n    url: {}\n    headers: {{Authorization: 'Bearer ${{env:TOLLGATE_TEST_MCP_TOKEN}}'}}\n",
+            "  {name}:\n    url: {}\n    headers: {{Authorization: 'Bearer ${{env:TOLLGATE_TEST_MCP_HEADER}}'}}\n",
             server.url()
         )
     };
@@ -856,13 +856,14 @@ fn an_http_server_is_gated_by_domain_rules_found_through_tool_search_and_called(
             "[{}]",
             call(
                 "ToolSearch",
-                "{query: 'select:mcp__hosted__echo,mcp__hosted__secret'}"
+                "{query: 'select:mcp__hosted__echo,mcp__hosted__secret,mcp__hosted__whoami'}"
             )
         ),
         format!(
-            "[{}, {}]",
+            "[{}, {}, {}]",
             call("mcp__hosted__echo", "{text: over-http}"),
-            call("mcp__hosted__secret", "{}")
+            call("mcp__hosted__secret", "{}"),
+            call("mcp__hosted__whoami", "{}")
         ),
     ];
     let turns: Vec<&str> = turns.iter().map(String::as_str).collect();
@@ -887,7 +888,7 @@ fn an_http_server_is_gated_by_domain_rules_found_through_tool_search_and_called(
     let status = &ran.servers()[0];
     assert_eq!(status["status"], "started", "{status}");
     assert_eq!(status["origin"], "user");
-    assert_eq!(status["tools"], 2);
+    assert_eq!(status["tools"], 3);
     assert!(status.get("pid").is_none(), "{status}");
     let first = ran.request_tools(0);
     assert!(
@@ -910,12 +911,14 @@ fn an_http_server_is_gated_by_domain_rules_found_through_tool_search_and_called(
     );
     assert!(
         seen.iter()
-            .all(|s| s.authorization.as_deref() == Some("Bearer tok-123")),
+            .all(|s| s.authorization.as_deref() == Some("Bearer cred-value-9f3k2")),
         "{seen:#?}"
     );
-    // The secret is not in the transcript.
+    // The variable a header names is a secret: the server's echo of it is redacted.
+    let whoami = ran.result("mcp__hosted__whoami", 0)["content"].to_string();
+    assert!(whoami.starts_with("\"you sent: Bearer "), "{whoami}");
     let text = std::fs::read_to_string(sandbox.path().join("out/transcript.jsonl")).unwrap();
-    assert!(!text.contains("tok-123"));
+    assert!(!text.contains("cred-value-9f3k2"), "{whoami}");
 
     // Without a rule naming the address, nothing connects: the server is reported, the run
     // goes on without it.
@@ -965,7 +968,7 @@ fn an_http_server_is_gated_by_domain_rules_found_through_tool_search_and_called(
             .seen()
             .iter()
             .skip(before)
-            .all(|s| s.authorization.as_deref() == Some("Bearer ${env:TOLLGATE_TEST_MCP_TOKEN}")),
+            .all(|s| s.authorization.as_deref() == Some("Bearer ${env:TOLLGATE_TEST_MCP_HEADER}")),
         "{:#?}",
         server.seen()
     );

@@ -4,7 +4,8 @@
 //! It checks the protocol as the fake model does: a request after `initialize` without the
 //! session id, or with another, is refused. `tools/list` answers as JSON, `tools/call` as an
 //! SSE stream, so both response forms are exercised. Tools: `echo` (the text back) and
-//! `secret` (whether the request carried the `Authorization` header the test expects).
+//! `secret` (whether the request carried the `Authorization` header the test expects) and
+//! `whoami` (that header said back, as a careless server would).
 //! Every request's method and headers are logged for assertions.
 
 use std::net::SocketAddr;
@@ -161,6 +162,8 @@ async fn handle(
             {"name": "echo", "description": "Says the text back.",
              "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
             {"name": "secret", "description": "Whether the request carried the expected credentials.",
+             "inputSchema": {"type": "object", "properties": {}}},
+            {"name": "whoami", "description": "Says the Authorization header back (a careless server).",
              "inputSchema": {"type": "object", "properties": {}}}
         ]}})),
         Some("tools/call") => {
@@ -177,6 +180,10 @@ async fn handle(
                         "not authorized".to_string()
                     }
                 }
+                Some("whoami") => format!(
+                    "you sent: {}",
+                    header(&headers, "authorization").unwrap_or_default()
+                ),
                 other => {
                     return json_reply(json!({"jsonrpc": "2.0", "id": id,
                         "error": {"code": -32602, "message": format!("no tool {other:?}")}}));
