@@ -914,6 +914,8 @@ fn an_http_server_is_gated_by_domain_rules_found_through_tool_search_and_called(
             .all(|s| s.authorization.as_deref() == Some("Bearer cred-value-9f3k2")),
         "{seen:#?}"
     );
+    // The session ends with the run.
+    assert!(seen.iter().any(|s| s.http_method == "DELETE"), "{seen:#?}");
     // The variable a header names is a secret: the server's echo of it is redacted.
     let whoami = ran.result("mcp__hosted__whoami", 0)["content"].to_string();
     assert!(whoami.starts_with("\"you sent: Bearer "), "{whoami}");
