@@ -151,6 +151,16 @@ fn a_custom_agent_only_narrows_the_pool_grants_nothing_and_answers_to_its_rules(
         "{warnings}"
     );
 
+    // `replay` judges the recorded Agent call by the agent's name under another policy.
+    sandbox.write("narrow.yaml", "permissions:\n  deny: ['Task(reviewer)']\n");
+    let replayed = sandbox.tollgate(&["replay", "out/transcript.jsonl", "--policy", "narrow.yaml"]);
+    let said = String::from_utf8_lossy(&replayed.stderr);
+    let row = said
+        .lines()
+        .find(|line| line.contains("Agent"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(row.contains("allow") && row.contains("deny"), "{said}");
+
     // Claude Code's older `Task(name)` spelling denies it; `Agent(general)` does not allow it.
     for permissions in [
         "  allow: [Read, 'Agent(*)']\n  deny: ['Task(reviewer)']\n",
