@@ -231,6 +231,15 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
         tracing::warn!("{notice}");
     }
     policy_summary.warnings.extend(extensions);
+    policy_summary.plugins = plugins
+        .plugins
+        .iter()
+        .map(|(parts, kind)| crate::transcript::PluginSummary {
+            name: parts.name.clone(),
+            root: parts.root.clone(),
+            enabled_by: *kind,
+        })
+        .collect();
     policy_summary.dropped_for_auto = dropped_for_auto.iter().map(RuleRef::from).collect();
     let mut tool_limits = ToolLimits::default();
     if let Some(tool_timeout) = task.limits.tool_timeout {
@@ -390,6 +399,7 @@ fn policy_summary(
         ignored_keys: ignored_keys(sources),
         warnings,
         dropped_for_auto: Vec::new(),
+        plugins: Vec::new(),
     }
 }
 

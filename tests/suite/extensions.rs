@@ -266,6 +266,9 @@ fn a_plugins_skill_agent_hook_and_server_are_used_together_in_one_run() {
     .unwrap();
     assert_eq!(hook["tool_name"], "mcp__kit__echo");
     assert_eq!(hook["tool_input"]["text"], "hi");
+    let loaded = &ran.started()["policy"]["plugins"][0];
+    assert_eq!(loaded["name"], "team-kit");
+    assert_eq!(loaded["enabled_by"], "command_line");
     let warnings = ran.warnings();
     assert!(warnings.contains("commands (slash commands"), "{warnings}");
     assert!(warnings.contains("outputStyles"), "{warnings}");
