@@ -214,6 +214,27 @@ fn hooks(text: &str, file: &Path, root: &Path) -> Result<Vec<(HookSpec, PathBuf)
     }
     let parsed: HooksFile =
         serde_json::from_str(text).map_err(|err| json_error(&err, file).with_source(file, text))?;
+    let uses_root = parsed
+        .hooks
+        .0
+        .iter()
+        .any(|spec| spec.command.contains(ROOT_VARIABLE));
+    // A hook command is shell text: the folder's path goes into it as it is, so a path the
+    // shell would split or expand is refused rather than quoted (the author may have quoted
+    // it already, and quoting twice would break the command).
+    let plain = root.to_str().is_some_and(|path| {
+        path.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+@%,:=".contains(c))
+    });
+    if uses_root && !plain {
+        return Err(ConfigError::whole_file(
+            file,
+            format!(
+                "{ROOT_VARIABLE} is {}, a path a hook command cannot carry as shell text (spaces or shell characters); move the plugin folder",
+                root.display()
+            ),
+        ));
+    }
     Ok(parsed
         .hooks
         .0
@@ -257,7 +278,129 @@ fn servers(
     Ok(())
 }
 
+/// Claude Code's name for the plugin folder in its files.
+const ROOT_VARIABLE: &str = "${CLAUDE_PLUGIN_ROOT}";
+
 /// `${CLAUDE_PLUGIN_ROOT}` is the plugin folder; nothing else is expanded.
 fn with_root(text: &str, root: &Path) -> String {
-    text.replace("${CLAUDE_PLUGIN_ROOT}", &root.display().to_string())
+    text.replace(ROOT_VARIABLE, &root.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plugin(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn a_plugin_folder_gives_its_parts_with_its_root_expanded() {
+        let dir = plugin(&[
+            (
+                MANIFEST,
+                r#"{"name": "kit", "agents": ["./more-agents"], "mcpServers": {"db": {"command": "${CLAUDE_PLUGIN_ROOT}/db", "args": ["--root=${CLAUDE_PLUGIN_ROOT}"]}}, "lspServers": {}}"#,
+            ),
+            (
+                "hooks/hooks.json",
+                r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/guard.sh"}]}]}}"#,
+            ),
+            (
+                ".mcp.json",
+                r#"{"mcpServers": {"web": {"type": "sse", "url": "https://x/sse"}}}"#,
+            ),
+        ]);
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let parts = read(dir.path()).unwrap();
+        assert_eq!(parts.name, "kit");
+        assert_eq!(
+            parts.agents,
+            [root.join("agents"), root.join("./more-agents")]
+        );
+        assert_eq!(parts.hooks.len(), 1);
+        assert_eq!(
+            parts.hooks[0].0.command,
+            format!("{}/guard.sh", root.display())
+        );
+        assert_eq!(parts.mcp_servers.len(), 1);
+        assert_eq!(
+            parts.mcp_servers[0].transport,
+            McpTransport::Stdio {
+                command: format!("{}/db", root.display()),
+                args: vec![format!("--root={}", root.display())],
+                env: Default::default(),
+            }
+        );
+        assert_eq!(parts.ignored.len(), 2, "{:?}", parts.ignored);
+        assert!(
+            parts.ignored[0].contains("legacy HTTP+SSE"),
+            "{:?}",
+            parts.ignored
+        );
+        assert!(
+            parts.ignored[1].starts_with("lspServers"),
+            "{:?}",
+            parts.ignored
+        );
+    }
+
+    #[test]
+    fn a_folder_that_is_not_a_well_formed_plugin_is_an_error() {
+        let hook = |event: &str| {
+            format!(
+                r#"{{"hooks": {{"{event}": [{{"hooks": [{{"type": "command", "command": "x"}}]}}]}}}}"#
+            )
+        };
+        let cases: Vec<(Vec<(&str, String)>, &str)> = vec![
+            (vec![], "there is no .claude-plugin/plugin.json"),
+            (
+                vec![(MANIFEST, r#"{"name": "Team Kit"}"#.into())],
+                "a-z, 0-9",
+            ),
+            (vec![(MANIFEST, r#"{"version": "1"}"#.into())], "name"),
+            (
+                vec![(
+                    MANIFEST,
+                    r#"{"name": "k", "agents": "../elsewhere"}"#.into(),
+                )],
+                "inside the plugin folder",
+            ),
+            (
+                vec![(MANIFEST, r#"{"name": "k", "skills": ["/etc"]}"#.into())],
+                "inside the plugin folder",
+            ),
+            (
+                vec![
+                    (MANIFEST, r#"{"name": "k"}"#.into()),
+                    ("hooks/hooks.json", hook("Bogus")),
+                ],
+                "Bogus",
+            ),
+        ];
+        for (files, part) in cases {
+            let files: Vec<(&str, &str)> = files
+                .iter()
+                .map(|(name, text)| (*name, text.as_str()))
+                .collect();
+            let dir = plugin(&files);
+            let err = read(dir.path()).unwrap_err().to_string();
+            assert!(err.contains(part), "{files:?}: {err}");
+        }
+        // A hook that names the folder, in a folder whose path the shell would split.
+        let dir = plugin(&[
+            ("a b/.claude-plugin/plugin.json", r#"{"name": "k"}"#),
+            (
+                "a b/hooks/hooks.json",
+                r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/g.sh"}]}]}}"#,
+            ),
+        ]);
+        let err = read(&dir.path().join("a b")).unwrap_err().to_string();
+        assert!(err.contains("cannot carry as shell text"), "{err}");
+    }
 }

@@ -156,3 +156,61 @@ fn inside(base: &Path, relative: &str, name: &str) -> Result<PathBuf, String> {
     }
     Ok(base.join(path))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{SourceKind, test_source};
+
+    #[test]
+    fn local_marketplaces_resolve_and_remote_ones_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let market = dir.path().join("m");
+        std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
+        std::fs::write(
+            market.join(MARKETPLACE_FILE),
+            r#"{"name": "m", "metadata": {"pluginRoot": "./plugins"}, "plugins": [
+                {"name": "kit", "source": "./kit"},
+                {"name": "out", "source": "../../etc"},
+                {"name": "far", "source": {"source": "url", "url": "https://x/far.git"}}]}"#,
+        )
+        .unwrap();
+        let source = test_source(
+            SourceKind::User,
+            &format!(
+                "extraKnownMarketplaces:\n  dir: {{source: {{source: directory, path: {0}}}}}\n  file: {{source: {{source: file, path: {0}/.claude-plugin/marketplace.json}}}}\n  gh: {{source: {{source: github, repo: a/b}}}}\n  odd: {{source: {{source: npm, package: x}}}}\n",
+                market.display()
+            ),
+        );
+        let sources = [source.clone()];
+        let resolve =
+            |plugin: &str, market: Option<&str>| resolve(plugin, market, &source, &sources);
+        assert_eq!(resolve("kit", Some("dir")), Ok(market.join("plugins/kit")));
+        assert_eq!(resolve("kit", Some("file")), Ok(market.join("plugins/kit")));
+        let refused = [
+            (resolve("kit", None), "names no marketplace"),
+            (
+                resolve("kit", Some("nowhere")),
+                "no extraKnownMarketplaces entry",
+            ),
+            (
+                resolve("kit", Some("gh")),
+                "github source: tollgate fetches nothing",
+            ),
+            (
+                resolve("kit", Some("odd")),
+                "only local directory and file sources",
+            ),
+            (resolve("out", Some("dir")), "inside the marketplace"),
+            (
+                resolve("far", Some("dir")),
+                "url source: tollgate fetches nothing",
+            ),
+            (resolve("none", Some("dir")), "lists no plugin `none`"),
+        ];
+        for (result, part) in refused {
+            let why = result.unwrap_err();
+            assert!(why.contains(part), "{part}: {why}");
+        }
+    }
+}
