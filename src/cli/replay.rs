@@ -18,7 +18,7 @@ use crate::exit::ExitCode;
 use crate::policy::{self, Decision, PermissionContext, PermissionDecision, Step};
 use crate::session::{PolicyInForce, canonical_dir};
 use crate::skills::{SKILL_FILE, Skill, SkillMode, SkillTool};
-use crate::tools::{AgentProfile, AgentTool, SubagentKind, Tool, builtin};
+use crate::tools::{AgentTool, SubagentKind, Tool, builtin};
 use crate::transcript::{Event, RecordedLine};
 
 #[derive(Debug, Serialize)]
@@ -153,28 +153,6 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     })
 }
 
-/// The Agent tool a recorded call is decided by: for a custom agent's name, one holding an
-/// agent of that name (its file is not needed: `Agent(name)` rules judge the name alone, and
-/// a custom agent is a general one, never read-only).
-fn agent_tool(input: &Value) -> Arc<dyn Tool> {
-    let custom = input
-        .get("subagent_type")
-        .and_then(Value::as_str)
-        .filter(|wanted| SubagentKind::parse(wanted).is_none())
-        .map(|wanted| {
-            Arc::new(AgentProfile {
-                name: wanted.trim().to_string(),
-                description: String::new(),
-                tools: None,
-                disallowed: Vec::new(),
-                prompt: String::new(),
-                max_turns: None,
-                file: PathBuf::new(),
-            })
-        });
-    Arc::new(AgentTool::with_agents(custom.into_iter().collect()))
-}
-
 impl Replayer<'_> {
     /// The tool a recorded call is decided by: a built-in, or for Skill a tool holding the
     /// skill it names — the workdir's, or where it is not there (a task's `skills:` path,
@@ -182,7 +160,8 @@ impl Replayer<'_> {
     /// still judge it rather than the call being skipped.
     fn tool(&self, name: &policy::ToolName, input: &Value) -> Option<Arc<dyn Tool>> {
         if *name == policy::ToolName::Agent {
-            return Some(agent_tool(input));
+            // A custom agent's call is judged by its name, as the run judged it.
+            return Some(Arc::new(AgentTool::naming(input)));
         }
         if *name != policy::ToolName::Skill {
             return builtin(name);

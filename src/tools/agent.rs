@@ -45,6 +45,29 @@ impl AgentTool {
         AgentTool { custom }
     }
 
+    /// An Agent tool that takes the `subagent_type` of `input`, when no built-in's, for a
+    /// custom agent of that name: for deciding a call without the agent's file (`check`,
+    /// `replay`), since `Agent(name)` rules judge the name alone and a custom agent is a
+    /// general one, never read-only.
+    pub fn naming(input: &Value) -> AgentTool {
+        let custom = input
+            .get("subagent_type")
+            .and_then(Value::as_str)
+            .filter(|wanted| SubagentKind::parse(wanted).is_none())
+            .map(|wanted| {
+                Arc::new(AgentProfile {
+                    name: wanted.trim().to_string(),
+                    description: String::new(),
+                    tools: None,
+                    disallowed: Vec::new(),
+                    prompt: String::new(),
+                    max_turns: None,
+                    file: std::path::PathBuf::new(),
+                })
+            });
+        AgentTool::with_agents(custom.into_iter().collect())
+    }
+
     fn subagent(&self, name: &str) -> Option<Subagent> {
         if let Some(kind) = SubagentKind::parse(name) {
             return Some(Subagent::builtin(kind));

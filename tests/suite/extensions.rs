@@ -369,3 +369,27 @@ fn enabled_plugins_load_from_a_local_marketplace_and_never_from_the_network() {
     }
     assert!(!warnings.contains("off@team"), "{warnings}");
 }
+
+/// `tollgate check` judges a custom agent's Agent call by the name it gives, as a run does.
+#[test]
+fn check_decides_a_custom_agent_by_its_name() {
+    let sandbox = Sandbox::empty();
+    let input = r#"{"description":"d","prompt":"p","subagent_type":"reviewer"}"#;
+    let cases = [
+        ("permissions:\n  allow: ['Agent(reviewer)']\n", "allow"),
+        (
+            "permissions:\n  allow: ['Agent(*)']\n  deny: ['Task(reviewer)']\n",
+            "deny",
+        ),
+        ("permissions:\n  allow: ['Agent(general)']\n", "deny"),
+    ];
+    for (policy, expected) in cases {
+        sandbox.write("p.yaml", policy);
+        let output = sandbox.tollgate(&[
+            "check", "--policy", "p.yaml", "--tool", "Agent", "--input", input, "--mode", "dontAsk",
+        ]);
+        let line: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|err| panic!("{err}: {}", String::from_utf8_lossy(&output.stderr)));
+        assert_eq!(line["decision"], expected, "{policy}: {line}");
+    }
+}
