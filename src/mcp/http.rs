@@ -14,7 +14,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 
 use super::McpError;
 use crate::net::{Host, Resolver, names_address};
-use crate::policy::{McpTransport, RuleKind, RuleSet};
+use crate::policy::{McpTransport, RuleKind, RuleSet, ToolName};
 use crate::tools::{allow_patterns, domain_rule};
 
 pub type HttpTransport = StreamableHttpClientTransport<reqwest::Client>;
@@ -92,6 +92,12 @@ pub async fn transport(
 /// it, an ask rule has nobody to ask before the run starts, and without an allow rule
 /// admitting it (a wildcard never admits an address or an internal name) nothing connects.
 fn admit(host: &Host, rules: &RuleSet) -> Result<(), McpError> {
+    // A whole-tool WebFetch deny rule admits no domain: the domain rules are off as a whole.
+    if let Some(rule) = rules.whole_tool(RuleKind::Deny, &ToolName::WebFetch) {
+        return Err(McpError::Start(format!(
+            "not connected: WebFetch is denied by rule {rule}, so no domain rule admits {host}"
+        )));
+    }
     if let Some(rule) = domain_rule(rules, RuleKind::Deny, host) {
         return Err(McpError::Start(format!(
             "not connected: {host} is denied by rule {}",
@@ -329,6 +335,13 @@ mod tests {
         .await
         .unwrap_err();
         assert!(asked.contains("needs approval"), "{asked}");
+        let off = reach(
+            "https://mcp.example.com/mcp",
+            "permissions:\n  allow: ['WebFetch(domain:mcp.example.com)']\n  deny: [WebFetch]\n",
+        )
+        .await
+        .unwrap_err();
+        assert!(off.contains("WebFetch is denied by rule"), "{off}");
         // A name admitted by a wildcard that resolves inside is refused by the address check.
         let inside = reach("https://inside.example.com/mcp", allow_all)
             .await
