@@ -81,13 +81,29 @@ pub fn requests(
         via: task_file.display().to_string(),
     }));
     let mut notices = Vec::new();
-    for source in sources {
+    for (at, source) in sources.iter().enumerate() {
         requests.extend(source.policy.plugin_dirs.iter().map(|dir| PluginRequest {
             dir: dir.clone(),
             enabled_by: source.kind,
             via: source.policy.file.display().to_string(),
         }));
         for (plugin, market) in source.policy.plugins.enabled.enabled() {
+            let key = match market {
+                Some(market) => format!("{plugin}@{market}"),
+                None => plugin.to_string(),
+            };
+            // A source of higher precedence that switches the entry off keeps it off.
+            if let Some(higher) = sources[..at]
+                .iter()
+                .find(|higher| higher.policy.plugins.enabled.0.get(&key) == Some(&false))
+            {
+                notices.push(format!(
+                    "plugin {key} ({}) not loaded: {} switches it off",
+                    source.policy.file.display(),
+                    higher.policy.file.display()
+                ));
+                continue;
+            }
             match marketplace::resolve(plugin, market, source, sources) {
                 Ok(dir) => requests.push(PluginRequest {
                     dir,

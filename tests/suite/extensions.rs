@@ -368,6 +368,19 @@ fn enabled_plugins_load_from_a_local_marketplace_and_never_from_the_network() {
         assert!(warnings.contains(part), "{part}: {warnings}");
     }
     assert!(!warnings.contains("off@team"), "{warnings}");
+
+    // The managed policy switching the entry off keeps it off.
+    sandbox.write(
+        "managed/policy.yaml",
+        "enabledPlugins:\n  team-kit@team: false\npermissions:\n  allow: ['Skill(notes)', 'Agent(checker)', mcp__kit__echo]\n",
+    );
+    let ran = run(&sandbox, &[]);
+    assert!(
+        ran.warnings().contains("not loaded: ") && ran.warnings().contains("switches it off"),
+        "{}",
+        ran.warnings()
+    );
+    assert!(ran.started()["policy"].get("plugins").is_none());
 }
 
 /// `tollgate check` judges a custom agent's Agent call by the name it gives, as a run does.
