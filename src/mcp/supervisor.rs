@@ -375,8 +375,7 @@ fn request(
             .prepare()
             .map_err(|err| McpError::Start(format!("cannot prepare the sandbox: {err}")))?;
         env = ChildEnv::from_vars(confined.env);
-        let setup = Arc::new(confined.child);
-        pre_exec = Some(Arc::new(move || setup.apply()));
+        pre_exec = Some(Arc::new(confined.child));
         limits = Some(confined.watch);
     }
     for (name, value) in process.env {
