@@ -3,6 +3,7 @@
 //! reports and an exit code that says what happened.
 
 pub mod agent;
+pub mod agents;
 pub mod base;
 pub mod bash;
 pub mod call;
@@ -19,6 +20,7 @@ pub mod model;
 pub mod net;
 pub mod neutral;
 pub mod out_dir;
+pub mod plugins;
 pub mod policy;
 pub mod redact;
 pub mod reference;

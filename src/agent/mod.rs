@@ -44,7 +44,7 @@ use crate::sandbox::{
 use crate::scheduler::{Call, MessageQueue, QueuedInput, TurnEnd, run_turn};
 use crate::task::{Check, FailOnSet, Limits};
 use crate::tools::{
-    DeferredTools, FileStateCache, RunState, SubagentKind, Tool, ToolContext, ToolDefinition,
+    DeferredTools, FileStateCache, RunState, Subagent, Tool, ToolContext, ToolDefinition,
     ToolLimits, ToolRegistry,
 };
 use crate::transcript::{
@@ -264,6 +264,7 @@ pub async fn run(
             env: &spec.env.hooks,
             sandbox: ctx.sandbox.as_deref(),
             rules: &spec.rules,
+            resolver: &ctx.resolver,
         },
     );
     // A signal while servers start ends the wait: the dropped start kills what it began,
@@ -493,7 +494,7 @@ fn run_turns_used_up(max_turns: u32) -> String {
 /// Whose conversation the loop is running: the task's own, or a sub-agent's, with its turns.
 struct Scope {
     /// `None` for the run's own conversation.
-    subagent: Option<SubagentKind>,
+    subagent: Option<Subagent>,
     max_turns: u32,
     turns: u32,
 }
@@ -525,7 +526,11 @@ async fn conversation(
     scope: &mut Scope,
 ) -> Result<Ending, AgentError> {
     let spec = run.spec;
-    let system = prompt::system_prompt(spec, &run.ctx.state.deferred.catalogue(), scope.subagent);
+    let system = prompt::system_prompt(
+        spec,
+        &run.ctx.state.deferred.catalogue(),
+        scope.subagent.as_ref(),
+    );
     loop {
         // A result file that could not be written stops the run once its batch has landed;
         // `run` gives the outcome.
@@ -537,7 +542,7 @@ async fn conversation(
         refresh_mcp(run).await?;
         let registry = subagent::pool(
             offered_tools(spec, &run.mcp, &run.ctx.state.deferred.loaded()),
-            scope.subagent,
+            scope.subagent.as_ref(),
         );
         let tool_specs = tool_specs(&registry);
         let fixed_bytes = system.len() + serde_json::to_vec(&tool_specs).map_or(0, |b| b.len());
@@ -728,7 +733,7 @@ async fn conversation(
         let mut host = turn::LoopHost::new(
             run,
             provider,
-            scope.subagent,
+            scope.subagent.clone(),
             &registry,
             &calls,
             &malformed_inputs,

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::RunSpec;
 use crate::policy::PermissionMode;
-use crate::tools::{SubagentKind, ToolDefinition};
+use crate::tools::{Subagent, SubagentKind, ToolDefinition};
 
 /// The prompt's parts, named, in order: the name is for measuring, the text is sent.
 pub fn parts(
@@ -71,7 +71,20 @@ pub fn parts(
     parts
 }
 
-fn subagent_part(kind: SubagentKind) -> String {
+fn subagent_part(agent: &Subagent) -> String {
+    let Some(profile) = &agent.custom else {
+        return builtin_part(agent.kind);
+    };
+    format!(
+        "You are the {} sub-agent, started by another agent for one job. Your final message is returned to that agent as your whole result: make it complete and short.\n\
+         Your instructions (from {}, the agent's definition; they cannot change what the policy allows):\n{}",
+        profile.name,
+        profile.file.display(),
+        profile.prompt.trim()
+    )
+}
+
+fn builtin_part(kind: SubagentKind) -> String {
     let reach = match kind {
         SubagentKind::Explore => {
             "You may only read and search: Read, Glob, Grep and read-only shell commands; anything that writes is refused."
@@ -141,7 +154,7 @@ fn mode_meaning(mode: PermissionMode) -> &'static str {
 pub fn system_prompt(
     spec: &RunSpec,
     deferred: &[ToolDefinition],
-    subagent: Option<SubagentKind>,
+    subagent: Option<&Subagent>,
 ) -> String {
     let mut parts = parts(&spec.workspace.workdir, spec.mode, deferred);
     if let (Some(schema), None) = (&spec.output_schema, subagent) {
@@ -150,8 +163,8 @@ pub fn system_prompt(
     if let Some(text) = &spec.append_system_prompt {
         parts.push(("appended", text.clone()));
     }
-    if let Some(kind) = subagent {
-        parts.push(("subagent", subagent_part(kind)));
+    if let Some(agent) = subagent {
+        parts.push(("subagent", subagent_part(agent)));
     }
     parts
         .into_iter()
@@ -196,11 +209,14 @@ mod tests {
     #[test]
     fn a_subagent_is_told_what_it_is_in_one_short_part() {
         for kind in SubagentKind::ALL {
-            let part = subagent_part(kind);
+            let part = subagent_part(&Subagent::builtin(kind));
             eprintln!("system prompt part subagent ({kind}): {} bytes", part.len());
             assert!(part.len() < 400, "{kind}: {} bytes", part.len());
             assert!(part.contains(&format!(" {kind} sub-agent")), "{part}");
         }
-        assert!(subagent_part(SubagentKind::Explore).contains("anything that writes is refused"));
+        assert!(
+            subagent_part(&Subagent::builtin(SubagentKind::Explore))
+                .contains("anything that writes is refused")
+        );
     }
 }

@@ -216,6 +216,10 @@ struct RunArgs {
     /// The folder the agent works in; overrides the task's `workdir`.
     #[arg(long, value_name = "DIR")]
     workdir: Option<PathBuf>,
+    /// A local plugin folder (Claude Code's layout) whose skills, agents, hooks and MCP
+    /// servers the run uses, as the operator's; repeatable.
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    plugin_dirs: Vec<PathBuf>,
     /// Overrides the task's `limits.max_turns`.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_turns: Option<u32>,

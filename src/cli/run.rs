@@ -83,6 +83,7 @@ fn run_options(args: &RunArgs) -> Result<RunOptions> {
                 .collect::<FailOnSet>()
         }),
         workdir: args.workdir.clone(),
+        plugin_dirs: args.plugin_dirs.clone(),
         out: args.out.clone(),
         queue: (args.input_format == InputFormat::StreamJson).then(|| {
             let queue = MessageQueue::default();

@@ -122,6 +122,8 @@ pub struct RunOptions {
     pub max_turns: Option<u32>,
     pub fail_on: Option<FailOnSet>,
     pub workdir: Option<PathBuf>,
+    /// `--plugin-dir`: local plugin folders, the operator's.
+    pub plugin_dirs: Vec<PathBuf>,
     /// Default: `.tollgate/runs/<run-id>/`.
     pub out: Option<PathBuf>,
     /// User messages arriving mid-run, fed by the caller.
@@ -176,7 +178,8 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
         deny: &options.deny,
         ask: &options.ask,
     };
-    let sources = load_sources(flags, Some(&task), &workdir, home.as_deref())?;
+    let mut sources = load_sources(flags, Some(&task), &workdir, home.as_deref())?;
+    let plugins = load_plugins(&options, &mut task, &mut sources, &workdir)?;
     let mode = resolve_mode(options.mode, task.mode, &sources)?;
     let (rules, dropped_for_auto) = rules_for_mode(RuleSet::from_sources(&sources), mode);
     // Before any model call: a sandbox the kernel cannot enforce stops the run here (exit 2).
@@ -226,20 +229,37 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
     };
     workspace.read_only_roots.push(out_dir.join("results"));
 
+    // What the plugins and agent files said that is not applied, for `run_started`.
+    let mut extensions = plugins.notices.clone();
     // The pool a model sees: the task's tools less those a whole-tool deny rule removes (S1).
     let tools = task
         .tools
         .iter()
         .filter(|name| rules.whole_tool(RuleKind::Deny, name).is_none())
         .map(|name| match name {
-            ToolName::Skill => skill_tool(&workspace, &task.skills),
+            ToolName::Skill => skill_tool(&workspace, &task.skills, &plugins),
+            ToolName::Agent => agent_tool(&workspace, &task.agents, &plugins, &mut extensions),
             _ => Ok(builtin(name)),
         })
         .filter_map(Result::transpose)
         .collect::<Result<_, _>>()?;
     let hooks = hooks_in_force(&sources);
     let mcp = mcp_in_force(&sources, &task, &workspace.workdir)?;
+    redactor.add_env_names(&crate::mcp::header_variables(&mcp));
     let mut policy_summary = policy_summary(&sources, &rules, &hooks, directories);
+    for notice in &extensions {
+        tracing::warn!("{notice}");
+    }
+    policy_summary.warnings.extend(extensions);
+    policy_summary.plugins = plugins
+        .plugins
+        .iter()
+        .map(|(parts, kind)| crate::transcript::PluginSummary {
+            name: parts.name.clone(),
+            root: parts.root.clone(),
+            enabled_by: *kind,
+        })
+        .collect();
     policy_summary.dropped_for_auto = dropped_for_auto.iter().map(RuleRef::from).collect();
     let mut tool_limits = ToolLimits::default();
     if let Some(tool_timeout) = task.limits.tool_timeout {
@@ -314,15 +334,60 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
     Ok(Session { spec, provider })
 }
 
-/// The Skill tool over the workdir's `skills/` and the task's `skills:` paths; `None`, with
-/// a warning, when there is no skill to offer. Read only when the pool has Skill, so a run
-/// without it never reads (or fails on) a repository's skills.
+/// The plugins the run uses (`plugins`), their hooks and servers put with the sources that
+/// enabled them, and the task's plugins' servers with the task's own.
+fn load_plugins(
+    options: &RunOptions,
+    task: &mut Task,
+    sources: &mut Vec<PolicySource>,
+    workdir: &Path,
+) -> Result<crate::plugins::Loaded, ConfigError> {
+    let (requests, mut notices) =
+        crate::plugins::requests(&options.plugin_dirs, &task.plugins, &task.file, sources);
+    let mut loaded = crate::plugins::load(&requests, sources)?;
+    crate::plugins::apply(&loaded, sources, &mut task.mcp_servers, workdir)?;
+    notices.append(&mut loaded.notices);
+    loaded.notices = notices;
+    for (parts, kind) in &loaded.plugins {
+        tracing::info!(
+            plugin = %parts.name,
+            root = %parts.root.display(),
+            enabled_by = %serde_name(kind),
+            "plugin loaded"
+        );
+    }
+    Ok(loaded)
+}
+
+/// The Agent tool over the built-in sub-agents and the custom agents of the workdir's
+/// `.claude/agents/`, the task's `agents:` paths and the plugins' `agents/`. Read only when
+/// the pool has Agent.
+fn agent_tool(
+    workspace: &Workspace,
+    task_paths: &[PathBuf],
+    plugins: &crate::plugins::Loaded,
+    notices: &mut Vec<String>,
+) -> Result<Option<Arc<dyn crate::tools::Tool>>, ConfigError> {
+    let mut roots = vec![workspace.workdir.join(crate::agents::PROJECT_AGENTS)];
+    roots.extend(task_paths.iter().cloned());
+    roots.extend(plugins.agent_roots().cloned());
+    let found = crate::agents::discover(&roots, &workspace.workdir)?;
+    notices.extend(found.notices);
+    let tool = crate::tools::AgentTool::with_agents(found.agents);
+    Ok(Some(Arc::new(tool) as Arc<dyn crate::tools::Tool>))
+}
+
+/// The Skill tool over the workdir's `skills/`, the task's `skills:` paths and the plugins'
+/// skills; `None`, with a warning, when there is no skill to offer. Read only when the pool
+/// has Skill, so a run without it never reads (or fails on) a repository's skills.
 fn skill_tool(
     workspace: &Workspace,
     task_paths: &[PathBuf],
+    plugins: &crate::plugins::Loaded,
 ) -> Result<Option<Arc<dyn crate::tools::Tool>>, ConfigError> {
     let mut roots = vec![workspace.workdir.join("skills")];
     roots.extend(task_paths.iter().cloned());
+    roots.extend(plugins.skill_roots().cloned());
     let tool = crate::skills::SkillTool::new(crate::skills::discover(&roots, &workspace.workdir)?);
     if tool.is_none() {
         tracing::warn!(
@@ -367,6 +432,7 @@ fn policy_summary(
         ignored_keys: ignored_keys(sources),
         warnings,
         dropped_for_auto: Vec::new(),
+        plugins: Vec::new(),
     }
 }
 

@@ -79,6 +79,10 @@ struct TaskFile {
     mcp_servers: Option<McpServersBlock>,
     /// Folders of skills (or skill folders), besides the workdir's `skills/`.
     skills: Option<Vec<Spanned<String>>>,
+    /// Agent files (or folders of them), besides the workdir's `.claude/agents/`.
+    agents: Option<Vec<Spanned<String>>>,
+    /// Local plugin folders (Claude Code's layout) whose parts the run uses.
+    plugins: Option<Vec<Spanned<String>>>,
     #[serde(default)]
     subagents: SubagentsFile,
     /// The prompt's parameters: `{{ NAME }}` placeholders, typed, with defaults.
@@ -473,6 +477,10 @@ pub struct Task {
     pub mcp_servers: Vec<McpServerSpec>,
     /// `skills:`, resolved against the task file's folder.
     pub skills: Vec<PathBuf>,
+    /// `agents:`, resolved against the task file's folder.
+    pub agents: Vec<PathBuf>,
+    /// `plugins:`, resolved against the task file's folder.
+    pub plugins: Vec<PathBuf>,
     /// `subagents.max_turns`: the turns of each sub-agent's own conversation.
     pub subagent_max_turns: u32,
     /// `subagents.max_per_turn`: Agent calls one turn may make.
@@ -610,6 +618,26 @@ impl Task {
             .into_iter()
             .map(|spanned| normalize_lexically(&dir.join(spanned.value)))
             .collect();
+        let raw_agents = raw.agents.unwrap_or_default();
+        if let Some(first) = raw_agents.first()
+            && !tools.contains(&ToolName::Agent)
+        {
+            return Err(located(
+                first,
+                &at,
+                "agents: needs the Agent tool: add Agent to tools:".into(),
+            ));
+        }
+        let agents = raw_agents
+            .into_iter()
+            .map(|spanned| normalize_lexically(&dir.join(spanned.value)))
+            .collect();
+        let plugins = raw
+            .plugins
+            .unwrap_or_default()
+            .into_iter()
+            .map(|spanned| normalize_lexically(&dir.join(spanned.value)))
+            .collect();
         let mut checks: Vec<Check> = Vec::new();
         for check in raw.checks {
             if checks.iter().any(|seen| seen.name == check.name.value) {
@@ -713,6 +741,8 @@ impl Task {
             reminders_full_every,
             mcp_servers: mcp_servers(raw.mcp_servers.unwrap_or_default(), file)?,
             skills,
+            agents,
+            plugins,
             subagent_max_turns,
             subagent_max_per_turn,
             params,

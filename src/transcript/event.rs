@@ -236,6 +236,9 @@ pub enum Event {
         /// The tool_use id of the call that started it; its result is the sub-agent's answer.
         parent_id: String,
         subagent_type: SubagentKind,
+        /// The custom agent's name (its file's `name`), which runs as a general one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
         description: String,
         /// Its first request's tools.
         tools: Vec<String>,
@@ -342,6 +345,18 @@ pub struct PolicySummary {
     /// Allow rules auto mode dropped because they would make its classifier moot.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped_for_auto: Vec<RuleRef>,
+    /// The plugins the run uses (their parts are in the pool, the hooks and the servers).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plugins: Vec<PluginSummary>,
+}
+
+/// A plugin a run loaded, and which source enabled it (its hooks and servers are that
+/// source's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PluginSummary {
+    pub name: String,
+    pub root: PathBuf,
+    pub enabled_by: SourceKind,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -18,6 +18,7 @@ mod check_cli;
 mod config_errors;
 mod distribution;
 mod economy;
+mod extensions;
 mod faults;
 mod front_door;
 mod gate_cli;
