@@ -23,6 +23,9 @@ pub enum Existing {
     Resume,
 }
 
+/// The file in the output folder that holds a run's structured output (`output_schema`).
+pub const STRUCTURED_OUTPUT_FILE: &str = "structured_output.json";
+
 #[derive(Debug, thiserror::Error)]
 pub enum OutDirError {
     #[error("cannot create the output folder {path}")]

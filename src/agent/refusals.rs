@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::policy::{PermissionDecision, ToolName};
-use crate::tools::SubagentKind;
+use crate::tools::Subagent;
 
 /// What the model is told besides the earlier refusal, so it stops retrying.
 pub const REPEATED: &str = "(This exact call was refused before; repeating it gets the same answer. Try another way or stop.)";
@@ -18,7 +18,7 @@ pub struct Refusals {
 #[derive(Debug)]
 struct Refused {
     /// Whose conversation: an explore sub-agent refuses what the run itself may do.
-    scope: Option<SubagentKind>,
+    scope: Option<Subagent>,
     tool: ToolName,
     input: Value,
     decision: PermissionDecision,
@@ -27,14 +27,14 @@ struct Refused {
 impl Refusals {
     pub fn remember(
         &mut self,
-        scope: Option<SubagentKind>,
+        scope: Option<&Subagent>,
         tool: &ToolName,
         input: &Value,
         decision: &PermissionDecision,
     ) {
         if self.earlier(scope, tool, input).is_none() {
             self.refused.push(Refused {
-                scope,
+                scope: scope.cloned(),
                 tool: tool.clone(),
                 input: input.clone(),
                 decision: decision.clone(),
@@ -64,14 +64,14 @@ impl Refusals {
     /// so the order of an object's keys does not make a call new.
     pub fn earlier(
         &self,
-        scope: Option<SubagentKind>,
+        scope: Option<&Subagent>,
         tool: &ToolName,
         input: &Value,
     ) -> Option<&PermissionDecision> {
         self.refused
             .iter()
             .find(|refused| {
-                refused.scope == scope && refused.tool == *tool && refused.input == *input
+                refused.scope.as_ref() == scope && refused.tool == *tool && refused.input == *input
             })
             .map(|refused| &refused.decision)
     }
@@ -117,7 +117,11 @@ mod tests {
         assert!(refusals.earlier(None, &ToolName::Read, &input).is_none());
         assert!(
             refusals
-                .earlier(Some(SubagentKind::Explore), &ToolName::Bash, &input)
+                .earlier(
+                    Some(&Subagent::builtin(crate::tools::SubagentKind::Explore)),
+                    &ToolName::Bash,
+                    &input
+                )
                 .is_none()
         );
     }

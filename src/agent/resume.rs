@@ -223,7 +223,8 @@ impl Builder {
             | Event::SubagentStarted { .. }
             | Event::SubagentFinished { .. }
             | Event::Reminder { .. }
-            | Event::MessageBudget { .. } => {}
+            | Event::MessageBudget { .. }
+            | Event::StructuredOutputRejected { .. } => {}
         }
     }
 

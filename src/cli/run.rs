@@ -33,7 +33,13 @@ pub fn run(args: RunArgs, redactor: Arc<Redactor>, stderr: Stderr) -> Result<Exi
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let code = runtime.block_on(execute(spec, provider, &args.reports, args.output_format));
+    let code = runtime.block_on(execute(
+        spec,
+        provider,
+        &args.reports,
+        args.output_format,
+        args.final_message_file.as_deref(),
+    ));
     // The stdin reader may still be blocked on a line nobody will send: do not wait for it.
     runtime.shutdown_background();
     code
@@ -49,10 +55,30 @@ fn run_options(args: &RunArgs) -> Result<RunOptions> {
         )?),
         (None, false) => None,
     };
+    let prompt = match (&args.prompt, &args.prompt_file) {
+        (Some(text), _) => Some(text.clone()),
+        (None, Some(path)) => Some(read_prompt_file(path, args.input_format)?),
+        (None, None) => None,
+    };
+    // On a resume the prompt is the new message the run goes on with, not the task's.
+    let (prompt, resume_prompt) = match resume {
+        Some(_) => (None, prompt),
+        None => (prompt, None),
+    };
     Ok(RunOptions {
-        task: args.task.clone().unwrap_or_default(),
+        task: args.task.clone(),
         resume,
-        resume_prompt: None,
+        resume_prompt,
+        prompt,
+        prompt_file: args.prompt_file.clone(),
+        prompt_is_filled: false,
+        vars: args.vars.clone(),
+        vars_file: args.vars_file.clone(),
+        provider: args.provider,
+        base_url: args.base_url.clone(),
+        output_schema: args.output_schema.clone(),
+        append_system_prompt: args.append_system_prompt.clone(),
+        no_memory: args.no_memory,
         policy: args.policy.clone(),
         allow: args.rules.allow.clone(),
         deny: args.rules.deny.clone(),
@@ -72,6 +98,7 @@ fn run_options(args: &RunArgs) -> Result<RunOptions> {
                 .collect::<FailOnSet>()
         }),
         workdir: args.workdir.clone(),
+        plugin_dirs: args.plugin_dirs.clone(),
         out: args.out.clone(),
         existing_out: if args.force {
             crate::out_dir::Existing::Replace
@@ -93,6 +120,26 @@ fn run_options(args: &RunArgs) -> Result<RunOptions> {
     })
 }
 
+/// The prompt from `--prompt-file` (`-`: all of standard input, which stream-json input
+/// then cannot also have).
+fn read_prompt_file(path: &Path, input: InputFormat) -> Result<String> {
+    if path == Path::new("-") {
+        if input == InputFormat::StreamJson {
+            return Err(crate::config::ConfigError::whole_file(
+                path,
+                "--prompt-file - and --input-format stream-json both want standard input",
+            )
+            .into());
+        }
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
+            .context("cannot read the prompt from standard input")?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the prompt file {}", path.display()))
+}
+
 /// Reads user messages from stdin on a thread of its own (a blocking read must not hold the
 /// runtime at exit); a line that is not a user message is recorded as skipped; end of input
 /// only means no more messages.
@@ -105,6 +152,7 @@ async fn execute(
     provider: Provider,
     formats: &[ReportFormat],
     output: OutputFormat,
+    final_message_file: Option<&Path>,
 ) -> Result<ExitCode> {
     let out_dir = spec.out_dir.clone();
     // Held until the reports are written too.
@@ -122,6 +170,11 @@ async fn execute(
     {
         let error = crate::neutral::log_text(&redactor.redact(error));
         eprintln!("tollgate: error: {error}");
+    }
+
+    if let Some(path) = final_message_file {
+        let text = redactor.redact(report.final_message.as_deref().unwrap_or_default());
+        crate::out_dir::write_atomic(path, text.as_bytes())?;
     }
 
     let mut paths = ReportPaths {

@@ -13,6 +13,7 @@ use super::decision::Decision;
 use super::hooks_config::{Hook, HookList};
 use super::mcp_servers::{McpPolicy, McpServerMatcher, McpServersBlock, mcp_servers};
 use super::mode::PermissionMode;
+use super::plugin_settings::{EnabledPlugins, KnownMarketplaces, PluginSettings};
 use super::rule::{Rule, RuleKind};
 use super::sandbox_config::{SandboxBlock, SandboxConfig};
 use super::tool_name::ToolName;
@@ -81,6 +82,15 @@ macro_rules! policy_file {
             allowed_mcp_servers: Option<Vec<McpServerMatcher>>,
             #[serde(default, rename = "deniedMcpServers")]
             denied_mcp_servers: Vec<McpServerMatcher>,
+            /// Claude Code's plugins switched on (`name@marketplace: true`).
+            #[serde(default, rename = "enabledPlugins")]
+            enabled_plugins: EnabledPlugins,
+            /// Claude Code's marketplaces beyond the official one.
+            #[serde(default, rename = "extraKnownMarketplaces")]
+            extra_known_marketplaces: KnownMarketplaces,
+            /// Local plugin folders (Claude Code's layout) this file enables.
+            #[serde(default, rename = "plugins")]
+            plugin_dirs: Vec<Spanned<String>>,
             $(
                 #[serde(default, rename = $claude_key)]
                 $field: Option<IgnoredAny>,
@@ -127,8 +137,6 @@ policy_file! {
     "preferredNotifChannel" => preferred_notif_channel,
     "language" => language,
     "autoUpdatesChannel" => auto_updates_channel,
-    "enabledPlugins" => enabled_plugins,
-    "extraKnownMarketplaces" => extra_known_marketplaces,
     "otelHeadersHelper" => otel_headers_helper,
     "respectGitignore" => respect_gitignore,
     "plansDirectory" => plans_directory,
@@ -234,6 +242,10 @@ pub struct Policy {
     pub managed_keys: Vec<ManagedKey>,
     /// Claude Code settings keys present and ignored.
     pub ignored_keys: Vec<String>,
+    /// Claude Code's `enabledPlugins` and `extraKnownMarketplaces`, as written.
+    pub plugins: PluginSettings,
+    /// `plugins:`, local plugin folders, resolved against the file's folder.
+    pub plugin_dirs: Vec<PathBuf>,
     /// The `sandbox:` block, if the file has one.
     pub sandbox: Option<SandboxConfig>,
     /// MCP servers and which of them may start.
@@ -322,6 +334,15 @@ impl Policy {
             .sandbox
             .map(|block| block.into_config(origin.file))
             .transpose()?;
+        policy.plugins = PluginSettings {
+            enabled: std::mem::take(&mut parsed.enabled_plugins),
+            marketplaces: std::mem::take(&mut parsed.extra_known_marketplaces),
+        };
+        policy.plugin_dirs = parsed
+            .plugin_dirs
+            .iter()
+            .map(|spanned| resolve_dir(&spanned.value, origin.dir, origin.home))
+            .collect();
         policy.mcp = McpPolicy {
             servers: mcp_servers(parsed.mcp_servers.unwrap_or_default(), origin.file)?,
             allow_project: parsed.allow_project_mcp.unwrap_or(false),
@@ -430,6 +451,8 @@ impl Policy {
             lower_may_add: Vec::new(),
             managed_keys: Vec::new(),
             ignored_keys: Vec::new(),
+            plugins: PluginSettings::default(),
+            plugin_dirs: Vec::new(),
             sandbox: None,
             mcp: McpPolicy::default(),
         })
@@ -475,6 +498,8 @@ impl Policy {
             lower_may_add: Vec::new(),
             managed_keys: Vec::new(),
             ignored_keys: Vec::new(),
+            plugins: PluginSettings::default(),
+            plugin_dirs: Vec::new(),
             sandbox: None,
             mcp: McpPolicy::default(),
         })

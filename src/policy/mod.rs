@@ -17,6 +17,7 @@ mod mode;
 mod path_glob;
 mod path_index;
 mod path_pattern;
+mod plugin_settings;
 mod rule;
 mod rule_set;
 mod sandbox_config;
@@ -51,10 +52,14 @@ pub use hooks_config::{
 pub use lint::{LintWarning, danger, lint};
 pub use mcp_servers::{
     DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, McpPolicy, McpServerMatcher,
-    McpServerSpec, McpServersBlock, check_server_name, mcp_servers,
+    McpServerSpec, McpServersBlock, McpTransport, check_server_name, mcp_servers, mcp_transport,
+    unsupported_transport,
 };
 pub use mode::{PermissionMode, UnknownMode};
 pub use path_pattern::{PathBases, PathPattern};
+pub use plugin_settings::{
+    EnabledPlugins, KnownMarketplaces, Marketplace, MarketplaceSource, PluginSettings,
+};
 pub use rule::{DomainPattern, Rule, RuleContent, RuleError, RuleKind};
 #[cfg(test)]
 pub(crate) use rule_set::test_source;

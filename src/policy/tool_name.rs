@@ -73,6 +73,11 @@ impl ToolName {
                 tool,
             });
         }
+        // `Task` is Claude Code's older name for Agent: its settings files still say
+        // `Task(Explore)`.
+        if name == "Task" {
+            return Some(ToolName::Agent);
+        }
         Some(
             ToolName::BUILTINS
                 .into_iter()

@@ -65,10 +65,12 @@ pub struct RunReport {
     pub network_refusals: Vec<ProxyConnection>,
     /// The TodoWrite list as the run left it (S3).
     pub todos: Vec<Todo>,
+    /// Under `output_schema`: the final answer's JSON value, once one was valid.
+    pub structured_output: Option<Value>,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 17] = [
+    pub const ALL: [Outcome; 18] = [
         Outcome::Success,
         Outcome::ChecksFailed,
         Outcome::MaxTurns,
@@ -86,6 +88,7 @@ impl Outcome {
         Outcome::Interrupted,
         Outcome::Terminated,
         Outcome::OutputFailed,
+        Outcome::StructuredOutputInvalid,
     ];
 
     /// The name the transcript, the JSON result and the action's `outcome` output use.
@@ -108,6 +111,7 @@ impl Outcome {
             Outcome::Interrupted => "interrupted",
             Outcome::Terminated => "terminated",
             Outcome::OutputFailed => "output_failed",
+            Outcome::StructuredOutputInvalid => "structured_output_invalid",
         }
     }
 
@@ -149,6 +153,10 @@ impl Outcome {
             Outcome::OutputFailed => {
                 "a file of the run's record (an offloaded result) could not be written"
             }
+            Outcome::StructuredOutputInvalid => {
+                "`output_schema`: no final answer was valid JSON against the schema within \
+`output_schema_attempts` (each invalid one was fed back with the validator's errors)"
+            }
         }
     }
 
@@ -162,7 +170,8 @@ impl Outcome {
             | Outcome::MaxOutputTokens
             | Outcome::Timeout
             | Outcome::Refusal
-            | Outcome::McpStartFailed => ExitCode::TaskFailed,
+            | Outcome::McpStartFailed
+            | Outcome::StructuredOutputInvalid => ExitCode::TaskFailed,
             Outcome::DenialLimit | Outcome::PolicyDenied | Outcome::ClassifierDenials => {
                 ExitCode::PolicyStop
             }

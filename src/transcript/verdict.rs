@@ -51,7 +51,9 @@ pub fn decide(outcome: Outcome, denials: &[Denial], fail_on: &FailOnSet) -> (Out
         | Outcome::Refusal
         // A server the task needed did not start and `fail_on` said that fails it; the
         // model was never asked.
-        | Outcome::McpStartFailed => return (outcome, outcome.exit_code()),
+        | Outcome::McpStartFailed
+        // The answer a step needed does not exist: nothing else can make it a success.
+        | Outcome::StructuredOutputInvalid => return (outcome, outcome.exit_code()),
         Outcome::Success
         | Outcome::ChecksFailed
         | Outcome::MaxTurns
