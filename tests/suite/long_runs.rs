@@ -693,7 +693,16 @@ async fn continue_takes_the_latest_run_of_this_workdir() {
 
     let next = tollgate(
         dir,
-        &["run", "--continue", "--workdir", "ws", "--max-turns", "3"],
+        &[
+            "run",
+            "--continue",
+            "--workdir",
+            "ws",
+            "--max-turns",
+            "3",
+            "-p",
+            "Also say how long they are.",
+        ],
     )
     .await;
     assert_eq!(next.status.code(), Some(0), "{}", stderr(&next));
@@ -701,6 +710,10 @@ async fn continue_takes_the_latest_run_of_this_workdir() {
     let (before, after) = (unmarked(&requests[0].body), unmarked(&requests[1].body));
     assert_eq!(after[..before.len()], before[..]);
     assert_eq!(after.len(), before.len() + 2);
+    // The new message joins the results the run had for the model: roles alternate.
+    let last = after.last().unwrap()["content"].as_array().unwrap();
+    assert_eq!(last[0]["type"], "tool_result");
+    assert_eq!(last.last().unwrap()["text"], "Also say how long they are.");
     let runs: Vec<_> = std::fs::read_dir(dir.join(".tollgate/runs"))
         .unwrap()
         .collect();
