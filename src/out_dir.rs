@@ -8,6 +8,20 @@ use std::path::{Path, PathBuf};
 
 /// The lock file's name; it holds the pid of the run that owns the folder.
 pub const LOCK_FILE: &str = "tollgate.lock";
+/// The transcript's name: a folder holding one holds a run's record.
+pub const TRANSCRIPT_FILE: &str = "transcript.jsonl";
+
+/// What a run does with an output folder that already holds another run's transcript.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Existing {
+    /// Refuse it: a second cron run on the same `--out` must not replace the first.
+    #[default]
+    Refuse,
+    /// Replace it (`--force`, or a batch re-running a repository its journal says to redo).
+    Replace,
+    /// Continue it (`--resume`): the transcript must be there.
+    Resume,
+}
 
 /// The file in the output folder that holds a run's structured output (`output_schema`).
 pub const STRUCTURED_OUTPUT_FILE: &str = "structured_output.json";
@@ -28,6 +42,12 @@ pub enum OutDirError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "the output folder {path} already holds a run ({state}); give another --out, put {{run_id}} in its path, resume it with --resume, or pass --force to replace it"
+    )]
+    HoldsRun { path: PathBuf, state: String },
+    #[error("the output folder {path} holds no run to resume (no {TRANSCRIPT_FILE})")]
+    NoRun { path: PathBuf },
 }
 
 /// A file of the run's record (transcript, report, offloaded result) could not be written.
@@ -87,6 +107,39 @@ pub fn claim(dir: &Path) -> Result<(PathBuf, OutDirLock), OutDirError> {
     Ok((dir, OutDirLock { _file: file }))
 }
 
+/// [`claim`] for a run: the folder's existing record is refused, replaced or resumed as
+/// `existing` says. Checked under the lock, so no other run can write one meanwhile.
+pub fn claim_run(dir: &Path, existing: Existing) -> Result<(PathBuf, OutDirLock), OutDirError> {
+    let (dir, lock) = claim(dir)?;
+    let transcript = dir.join(TRANSCRIPT_FILE);
+    let holds_run = transcript.is_file();
+    match (existing, holds_run) {
+        (Existing::Refuse, true) => Err(OutDirError::HoldsRun {
+            state: run_state(&transcript),
+            path: dir,
+        }),
+        (Existing::Resume, false) => Err(OutDirError::NoRun { path: dir }),
+        _ => Ok((dir, lock)),
+    }
+}
+
+/// How the transcript's run ended, in words: its last line is `run_finished` or it is not.
+fn run_state(transcript: &Path) -> String {
+    let text = std::fs::read_to_string(transcript).unwrap_or_default();
+    let last = text
+        .lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .and_then(|line| serde_json::from_str::<serde_json::Value>(line).ok());
+    match last {
+        Some(event) if event["type"] == "run_finished" => format!(
+            "finished: {}",
+            event["outcome"].as_str().unwrap_or("unknown outcome")
+        ),
+        _ => "not finished".to_string(),
+    }
+}
+
 /// Writes `bytes` to `path` through a temp file in the same folder and a rename, so `path`
 /// is either its old self or complete — never the 0-byte or half file a full disk leaves.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
@@ -126,6 +179,29 @@ mod tests {
         assert_eq!(holder, std::process::id().to_string());
         drop(lock);
         assert!(claim(&out).is_ok());
+    }
+
+    #[test]
+    fn a_folder_with_a_run_is_refused_unless_replaced_and_resumed_only_with_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        assert!(matches!(
+            claim_run(&out, Existing::Resume),
+            Err(OutDirError::NoRun { .. })
+        ));
+        drop(claim_run(&out, Existing::Refuse).unwrap());
+        std::fs::write(
+            out.join(TRANSCRIPT_FILE),
+            "{\"type\":\"run_started\"}\n{\"type\":\"run_finished\",\"outcome\":\"success\"}\n",
+        )
+        .unwrap();
+        let err = claim_run(&out, Existing::Refuse).unwrap_err();
+        assert!(err.to_string().contains("(finished: success)"), "{err}");
+        drop(claim_run(&out, Existing::Replace).unwrap());
+        drop(claim_run(&out, Existing::Resume).unwrap());
+        std::fs::write(out.join(TRANSCRIPT_FILE), "{\"type\":\"run_started\"}\n").unwrap();
+        let err = claim_run(&out, Existing::Refuse).unwrap_err();
+        assert!(err.to_string().contains("(not finished)"), "{err}");
     }
 
     #[test]

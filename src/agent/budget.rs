@@ -45,7 +45,7 @@ impl Budget {
 
     /// The most tokens a prompt of `bytes` can be: the last prompt's exact count plus the
     /// estimate for what was added since.
-    fn prompt_estimate(&self, bytes: usize) -> u64 {
+    pub fn prompt_estimate(&self, bytes: usize) -> u64 {
         let (known, known_bytes) = self.last_prompt.unwrap_or((0, 0));
         let added = bytes.saturating_sub(known_bytes).div_ceil(BYTES_PER_TOKEN);
         known + u64::try_from(added).unwrap_or(u64::MAX)
@@ -107,8 +107,31 @@ impl Budget {
         cost
     }
 
+    /// From now on requests are charged at `pricing` (a fallback model's); a price nobody
+    /// knows makes the run's total unknown rather than wrong.
+    pub fn reprice(&mut self, pricing: Option<Pricing>) {
+        self.pricing = pricing;
+        if pricing.is_none() {
+            self.cost = None;
+        }
+    }
+
     pub fn total_cost_usd(&self) -> Option<f64> {
         self.cost
+    }
+
+    /// A resumed run: what the run had spent before, against the same limits.
+    pub fn restore(&mut self, spent: Usage, cost: Option<f64>) {
+        self.total = spent;
+        if self.pricing.is_some() {
+            self.cost = cost;
+        }
+    }
+
+    /// After the history was rewritten (compacted): a prompt of `bytes` is taken to be
+    /// `tokens` long, until the next response counts it.
+    pub fn calibrate(&mut self, tokens: u64, bytes: usize) {
+        self.last_prompt = Some((tokens, bytes));
     }
 
     /// Switches the prompt estimate to another conversation (a sub-agent's history is not

@@ -127,7 +127,7 @@ async fn hooks(
 
 /// Hooks in the run's OS sandbox: its environment (with the hook's own variables and git on
 /// the trusted side's config), its child step, and the protected files put back after.
-struct InSandbox(Arc<Sandbox>);
+pub(super) struct InSandbox(pub(super) Arc<Sandbox>);
 
 impl HookConfinement for InSandbox {
     fn prepare(&self, env: &ChildEnv) -> Result<(ChildEnv, PreExecStep), String> {

@@ -8,9 +8,13 @@ mod turn;
 pub use crate::transcript::{CheckRecord, Denial, RunReport};
 mod budget;
 mod checks;
+mod compaction;
+mod fallback;
 mod hooks;
 mod prompt;
+mod refusals;
 mod reminders;
+mod resume;
 mod structured;
 mod subagent;
 
@@ -22,6 +26,8 @@ use tokio::time::Instant;
 
 use budget::Budget;
 pub use checks::millis;
+pub use fallback::FallbackModel;
+pub use resume::{Resume, ResumeError};
 
 use crate::base::{AbortReason, AbortSignal};
 use crate::classifier::{Classifier, ProposedRule, proposed_rules_yaml};
@@ -73,6 +79,8 @@ pub struct RunSpec {
     pub model: ModelSummary,
     /// The model's price, `None` when no table knows it (then no cost limit can be set).
     pub pricing: Option<Pricing>,
+    /// The model that takes over once this one is overloaded or unavailable.
+    pub fallback: Option<FallbackModel>,
     /// The most output tokens one request may ask for.
     pub max_tokens: u32,
     /// The run's limits: the task's, with `--max-turns` and `--max-cost` applied.
@@ -121,6 +129,15 @@ pub struct RunSpec {
     pub read_only: ReadOnlyStatus,
     /// The MCP servers the run starts, and those the policy left out.
     pub mcp: McpPlan,
+    /// When the history is compacted, and what of it is kept.
+    pub compaction: crate::task::Compaction,
+    /// The model's context window in tokens (the task's, else the table's); `None`: unknown,
+    /// so only a provider's "too long" answer compacts.
+    pub context_window: Option<u64>,
+    /// `--resume`: the run as its transcript left it; the loop goes on from there.
+    pub resume: Option<Resume>,
+    /// The new user message a resumed run goes on with; `None`: from where it stopped.
+    pub resume_prompt: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -155,6 +172,13 @@ struct Loop<'a> {
     deadline: Option<Instant>,
     /// Refusals since the last allowed call.
     consecutive_denials: u32,
+    /// The fallback not yet switched to, and the model answering now.
+    fallback: Option<FallbackModel>,
+    answering: String,
+    /// Each compaction's prompt tokens before and after, for `run_finished`.
+    compactions: Vec<crate::transcript::CompactionTokens>,
+    /// Refused calls, so a verbatim repeat gets the same answer without a new judgement.
+    refusals: refusals::Refusals,
     /// Auto mode's classifier and its tallies.
     auto: Option<auto::AutoState>,
     network_refusals: Vec<ProxyConnection>,
@@ -220,8 +244,13 @@ pub async fn run(
     abort: AbortSignal,
 ) -> Result<RunReport, AgentError> {
     let started = Instant::now();
-    let transcript_path = spec.out_dir.join("transcript.jsonl");
-    let transcript = Transcript::create(&transcript_path)
+    let transcript_path = spec.out_dir.join(crate::out_dir::TRANSCRIPT_FILE);
+    let resume = spec.resume.take();
+    let transcript = match &resume {
+        Some(resume) => Transcript::append(&transcript_path, resume.last_seq),
+        None => Transcript::create(&transcript_path),
+    };
+    let transcript = transcript
         .map_err(|source| AgentError::Transcript {
             path: transcript_path.clone(),
             source,
@@ -295,6 +324,10 @@ pub async fn run(
             .timeout
             .map(|limit| crate::base::deadline(started, limit)),
         consecutive_denials: 0,
+        refusals: refusals::Refusals::default(),
+        compactions: Vec::new(),
+        fallback: spec.fallback.clone(),
+        answering: spec.model.name.clone(),
         auto: classifier.map(auto::AutoState::new),
         network_refusals: Vec::new(),
         reminders: Reminders::new(spec.reminders_full_every),
@@ -305,38 +338,44 @@ pub async fn run(
         structured_output: None,
         structured_answers: 0,
     };
-    run.emit(Event::RunStarted {
-        run_id: spec.run_id.clone(),
-        tollgate_version: env!("CARGO_PKG_VERSION").to_string(),
-        task: spec.task.clone(),
-        mode: spec.mode,
-        policy: Box::new(spec.policy_summary.clone()),
-        model: model.clone(),
-        workdir: spec.workspace.workdir.clone(),
-        tools: spec
-            .tools
-            .iter()
-            .map(|tool| tool.name().to_string())
-            .collect(),
-        max_turns: spec.limits.max_turns,
-        sandbox: sandbox_status.clone(),
-        read_only_commands: Some(spec.read_only.clone()),
-        mcp_servers: run.mcp.statuses().to_vec(),
-        memory: spec
-            .memory
-            .as_ref()
-            .map(|memory| memory.files.clone())
-            .unwrap_or_default(),
-        memory_skipped: spec
-            .memory
-            .as_ref()
-            .map(|memory| memory.skipped.clone())
-            .unwrap_or_default(),
-    })?;
-
+    let mut messages = match resume {
+        Some(resume) => resumed(&mut run, &mut provider, resume)?,
+        None => {
+            run.emit(Event::RunStarted {
+                run_id: spec.run_id.clone(),
+                tollgate_version: env!("CARGO_PKG_VERSION").to_string(),
+                task: spec.task.clone(),
+                mode: spec.mode,
+                policy: Box::new(spec.policy_summary.clone()),
+                model: model.clone(),
+                workdir: spec.workspace.workdir.clone(),
+                tools: spec
+                    .tools
+                    .iter()
+                    .map(|tool| tool.name().to_string())
+                    .collect(),
+                max_turns: spec.limits.max_turns,
+                sandbox: sandbox_status.clone(),
+                read_only_commands: Some(spec.read_only.clone()),
+                mcp_servers: run.mcp.statuses().to_vec(),
+                memory: spec
+                    .memory
+                    .as_ref()
+                    .map(|memory| memory.files.clone())
+                    .unwrap_or_default(),
+                memory_skipped: spec
+                    .memory
+                    .as_ref()
+                    .map(|memory| memory.skipped.clone())
+                    .unwrap_or_default(),
+            })?;
+            let mut messages = History::default();
+            push_user(&mut run, &mut messages, prompt::first_message(&spec))?;
+            messages
+        }
+    };
     // Checks with `retry.feed_back` send their failures back to the model and the
     // conversation goes on, its history kept, until the checks pass or no retry is left.
-    let mut messages = History::new(vec![prompt::first_message(&spec)]);
     let mut checks = Vec::new();
     let mut scope = Scope::main(spec.limits.max_turns);
     let (mut outcome, final_message, mut error) = match mcp_start_failure(&run) {
@@ -363,7 +402,7 @@ pub async fn run(
                 checks::RoundEnd::Feedback(feedback)
                     if ended.0 == Outcome::Success && run.unsaved.is_none() =>
                 {
-                    messages.push(Message::user_text(feedback));
+                    push_user(&mut run, &mut messages, Message::user_text(feedback))?;
                 }
                 checks::RoundEnd::OutOfTime => break timed_out(&spec),
                 checks::RoundEnd::Done | checks::RoundEnd::Feedback(_) => break ended,
@@ -410,6 +449,7 @@ pub async fn run(
         usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens;
     let cache_read_share =
         (prompt_tokens > 0).then(|| usage.cache_read_input_tokens as f64 / prompt_tokens as f64);
+    let compactions = std::mem::take(&mut run.compactions);
     run.emit(Event::RunFinished {
         run_id: spec.run_id.clone(),
         transcript: transcript_path.clone(),
@@ -436,6 +476,7 @@ pub async fn run(
             .collect(),
         cache_read_share,
         todos: todos.clone(),
+        compactions,
         structured_output: structured_output.clone(),
     })?;
     Ok(RunReport {
@@ -567,6 +608,9 @@ async fn conversation(
         {
             return Ok(timed_out(spec));
         }
+        if let Some(why) = default_denial_limit(run) {
+            return Ok((Outcome::DenialLimit, None, Some(why)));
+        }
         // One budget for the run: a sub-agent's turns are the run's too, so Agent calls cannot
         // multiply `max_turns`.
         if run.requests >= spec.limits.max_turns {
@@ -587,7 +631,27 @@ async fn conversation(
                 )),
             ));
         }
-        let prompt_bytes = fixed_bytes + messages.encoded_len();
+        let fixed = compaction::Fixed {
+            system: &system,
+            tools: &tool_specs,
+            bytes: fixed_bytes,
+        };
+        let mut prompt_bytes = fixed_bytes + messages.encoded_len();
+        // Sub-agents' conversations are short by their own turn limit; the run's own grows.
+        if scope.subagent.is_none() && compaction::due(run, prompt_bytes) {
+            let trigger = crate::transcript::CompactionTrigger::Threshold;
+            let turn = scope.turns + 1;
+            match compaction::compact(run, provider, abort, messages, &fixed, turn, trigger).await?
+            {
+                compaction::Compacted::Stopped(None) => {
+                    let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
+                    return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming);
+                }
+                compaction::Compacted::Stopped(Some(ending)) => return Ok(ending),
+                compaction::Compacted::Yes | compaction::Compacted::No => {}
+            }
+            prompt_bytes = fixed_bytes + messages.encoded_len();
+        }
         let max_tokens = match run.budget.admit(prompt_bytes) {
             Ok(max_tokens) => max_tokens,
             Err(limit) => return Ok((limit.outcome, None, Some(limit.reason))),
@@ -603,19 +667,44 @@ async fn conversation(
             messages: messages.len(),
             tools: tool_specs.iter().map(|tool| tool.name.clone()).collect(),
         })?;
-        let request = ModelRequest {
-            system: &system,
-            messages,
-            tools: &tool_specs,
-            max_tokens,
-        };
-        let response = match request_once(run, provider, &request, turn, abort).await? {
-            Ok(response) => response,
-            Err(None) => {
-                let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
-                return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming);
+        // A request the provider finds too long for its context is compacted and sent once
+        // more, instead of ending the run.
+        let mut overflowed = false;
+        let response = loop {
+            let request = ModelRequest {
+                system: &system,
+                messages,
+                tools: &tool_specs,
+                max_tokens,
+            };
+            let stop = match request_once(run, provider, &request, turn, abort).await? {
+                Ok(response) => break response,
+                Err(stop) => stop,
+            };
+            let message = match stop {
+                Stop::Aborted => {
+                    let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
+                    return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming);
+                }
+                Stop::Ended(ending) => return Ok(ending),
+                Stop::TooLong(message) => message,
+            };
+            let too_long = || Ok((Outcome::ProviderError, None, Some(message.clone())));
+            if overflowed || scope.subagent.is_some() {
+                return too_long();
             }
-            Err(Some(ending)) => return Ok(ending),
+            overflowed = true;
+            let trigger = crate::transcript::CompactionTrigger::ContextOverflow;
+            match compaction::compact(run, provider, abort, messages, &fixed, turn, trigger).await?
+            {
+                compaction::Compacted::Yes => {}
+                compaction::Compacted::No => return too_long(),
+                compaction::Compacted::Stopped(None) => {
+                    let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
+                    return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming);
+                }
+                compaction::Compacted::Stopped(Some(ending)) => return Ok(ending),
+            }
         };
         let usage = response.usage.tokens();
         run.counts.usage.add(&usage);
@@ -667,7 +756,7 @@ async fn conversation(
                 // A server-side pause: sending the turn back as it is lets the model go on.
                 StopReason::PauseTurn => continue,
                 StopReason::MaxTokens => {
-                    messages.push(Message::user_text(CUT_OFF));
+                    push_user(run, messages, Message::user_text(CUT_OFF))?;
                     continue;
                 }
                 StopReason::EndTurn | StopReason::StopSequence | StopReason::ToolUse => {
@@ -713,17 +802,20 @@ async fn conversation(
                                         )),
                                     ));
                                 }
-                                messages.push(Message::user_text(structured::feedback(
-                                    &errors, attempt, max,
-                                )));
+                                let feedback = structured::feedback(&errors, attempt, max);
+                                push_user(run, messages, Message::user_text(feedback))?;
                                 continue;
                             }
                         }
                     }
-                    messages.push(Message {
-                        role: Role::User,
-                        content: queued,
-                    });
+                    push_user(
+                        run,
+                        messages,
+                        Message {
+                            role: Role::User,
+                            content: queued,
+                        },
+                    )?;
                     continue;
                 }
             }
@@ -777,10 +869,14 @@ async fn conversation(
             })?;
             results.push(ContentBlock::Text { text: content });
         }
-        messages.push(Message {
-            role: Role::User,
-            content: results,
-        });
+        push_user(
+            run,
+            messages,
+            Message {
+                role: Role::User,
+                content: results,
+            },
+        )?;
         if end == TurnEnd::HardStopped {
             let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
             return hard_stop(run, messages, reason, QueryEnd::AbortedTools);
@@ -789,6 +885,121 @@ async fn conversation(
             return Ok((stop.outcome, None, Some(stop.why)));
         }
     }
+}
+
+/// A resumed run: its state restored from the transcript, `run_resumed` recorded, and the
+/// conversation to go on from (a call the run never answered gets its result first).
+fn resumed(
+    run: &mut Loop<'_>,
+    provider: &mut Provider,
+    resume: Resume,
+) -> Result<History, AgentError> {
+    let spec = run.spec;
+    run.counts = resume.counts;
+    run.requests = resume.requests;
+    run.budget.restore(resume.counts.usage, resume.cost_usd);
+    run.calls_by_tool = resume.calls_by_tool;
+    run.denials = resume.denials;
+    run.compactions = resume.compactions;
+    for (tool, input, decision) in &resume.refused {
+        run.refusals.remember(None, tool, input, decision);
+    }
+    if !resume.todos.is_empty() {
+        let snapshot = run.ctx.state.todos.replace(resume.todos.clone());
+        run.reminders.shown(snapshot.version);
+    }
+    let deferred: Vec<ToolName> = run
+        .ctx
+        .state
+        .deferred
+        .catalogue()
+        .into_iter()
+        .map(|definition| definition.name)
+        .filter(|name| resume.offered_tools.contains(&name.to_string()))
+        .collect();
+    // In the order the last request offered them, so the tools array is the same again.
+    let mut loaded: Vec<ToolName> = resume
+        .offered_tools
+        .iter()
+        .filter_map(|name| {
+            deferred
+                .iter()
+                .find(|tool| tool.to_string() == *name)
+                .cloned()
+        })
+        .collect();
+    loaded.dedup();
+    run.ctx.state.deferred.load(&loaded);
+    if let Some(to) = &resume.fallback_to {
+        let fallback = run
+            .fallback
+            .take()
+            .filter(|fallback| fallback.name == *to)
+            .unwrap_or_else(|| FallbackModel::priced(to.clone()));
+        provider.switch_model(&fallback.name);
+        run.budget.reprice(fallback.pricing);
+        run.answering = fallback.name;
+    }
+    let mut messages = History::new(resume.messages);
+    let prompt = spec.resume_prompt.clone();
+    run.emit(Event::RunResumed {
+        tollgate_version: env!("CARGO_PKG_VERSION").to_string(),
+        after_seq: resume.last_seq,
+        mode: spec.mode,
+        policy: Box::new(spec.policy_summary.clone()),
+        model: spec.model.clone(),
+        messages: messages.len(),
+        prompt: prompt.clone(),
+        requests: run.requests,
+        cost_usd: run.budget.total_cost_usd(),
+        loaded_tools: loaded.iter().map(ToString::to_string).collect(),
+        todos: resume.todos,
+    })?;
+    if let Some(repaired) = resume.repaired {
+        run.emit(Event::UserMessage {
+            content: repaired.content,
+            extends: false,
+            replaces: None,
+        })?;
+    }
+    if let Some(prompt) = prompt {
+        let text = ContentBlock::Text { text: prompt };
+        match messages.last_mut() {
+            // Roles alternate: the new words join the last user message.
+            Some(last) if last.role == Role::User => {
+                last.content.push(text.clone());
+                run.emit(Event::UserMessage {
+                    content: vec![text],
+                    extends: true,
+                    replaces: None,
+                })?;
+            }
+            _ => push_user(
+                run,
+                &mut messages,
+                Message {
+                    role: Role::User,
+                    content: vec![text],
+                },
+            )?,
+        }
+    }
+    Ok(messages)
+}
+
+/// Appends a user message to the history and records it, so a resumed run finds it.
+fn push_user(
+    run: &mut Loop<'_>,
+    messages: &mut History,
+    message: Message,
+) -> Result<(), AgentError> {
+    run.emit(Event::UserMessage {
+        content: message.content.clone(),
+        extends: false,
+        replaces: None,
+    })?;
+    messages.push(message);
+    Ok(())
 }
 
 /// The connections the sandbox's proxy saw during the batch, as transcript events; refused
@@ -849,11 +1060,22 @@ fn hard_stop(
         text: INTERRUPTED_BY_USER.to_string(),
     };
     match messages.last_mut() {
-        Some(last) if last.role == Role::User => last.content.push(text),
-        _ => messages.push(Message {
-            role: Role::User,
-            content: vec![text],
-        }),
+        Some(last) if last.role == Role::User => {
+            last.content.push(text.clone());
+            run.emit(Event::UserMessage {
+                content: vec![text],
+                extends: true,
+                replaces: None,
+            })?;
+        }
+        _ => push_user(
+            run,
+            messages,
+            Message {
+                role: Role::User,
+                content: vec![text],
+            },
+        )?,
     }
     run.emit(Event::QueryAborted {
         reason: during,
@@ -891,16 +1113,72 @@ async fn deadline_passed(deadline: Option<Instant>) {
     }
 }
 
+/// Why a request got no response.
+enum Stop {
+    /// A signal; the caller records it.
+    Aborted,
+    /// The run ends so (its deadline, the provider's failure).
+    Ended(Ending),
+    /// The provider refused the request as too long for its context (its message).
+    TooLong(String),
+}
+
 /// One model request, raced against the abort and the run's deadline; the provider's retry
-/// notices become `api_retry` events as they happen. `Err` inside ends the run: `None` for
-/// the abort, which the caller records.
+/// notices become `api_retry` events as they happen, and an unavailable model hands over to
+/// the fallback.
 async fn request_once(
     run: &mut Loop<'_>,
     provider: &mut Provider,
     request: &ModelRequest<'_>,
     turn: u32,
     abort: &AbortSignal,
-) -> Result<Result<ModelResponse, Option<Ending>>, AgentError> {
+) -> Result<Result<ModelResponse, Stop>, AgentError> {
+    loop {
+        let result = match attempt(run, provider, request, turn, abort).await? {
+            Ok(result) => result,
+            Err(None) => return Ok(Err(Stop::Aborted)),
+            Err(Some(ending)) => return Ok(Err(Stop::Ended(ending))),
+        };
+        let err = match result {
+            Ok(response) => return Ok(Ok(response)),
+            Err(err) if err.is_context_overflow() => {
+                return Ok(Err(Stop::TooLong(err.to_string())));
+            }
+            Err(err) => err,
+        };
+        let switched = fallback::switch(
+            &mut run.fallback,
+            &mut run.answering,
+            provider,
+            &mut run.budget,
+            &err,
+            turn,
+        );
+        match switched {
+            Some(event) => run.emit(event)?,
+            None => {
+                return Ok(Err(Stop::Ended((
+                    Outcome::ProviderError,
+                    None,
+                    Some(err.to_string()),
+                ))));
+            }
+        }
+    }
+}
+
+/// The provider's answer, or how the run ended while it was awaited.
+type Attempted = Result<Result<ModelResponse, crate::model::ProviderError>, Option<Ending>>;
+
+/// The provider's answer to one request, its retries included; `Err` for the abort (`None`)
+/// or the run's deadline.
+async fn attempt(
+    run: &mut Loop<'_>,
+    provider: &mut Provider,
+    request: &ModelRequest<'_>,
+    turn: u32,
+    abort: &AbortSignal,
+) -> Result<Attempted, AgentError> {
     let (sink, mut notices) = mpsc::unbounded_channel();
     let call = provider.complete(request, &sink);
     tokio::pin!(call);
@@ -920,7 +1198,7 @@ async fn request_once(
     while let Ok(ProviderEvent::Retry(retry)) = notices.try_recv() {
         run.emit(Event::ApiRetry { turn, retry })?;
     }
-    Ok(result.map_err(|err| Some((Outcome::ProviderError, None, Some(err.to_string())))))
+    Ok(Ok(result))
 }
 
 /// `proposed-rules.yaml` in the run's folder, when the classifier denied anything.
@@ -957,6 +1235,30 @@ fn denial_limit_reason(run: &Loop<'_>) -> Option<String> {
         return Some(format!(
             "stopped after {} refused calls in a row (limits.max_consecutive_denials = {max})",
             run.consecutive_denials
+        ));
+    }
+    None
+}
+
+/// The defaults of the denial limits the task left unset, checked before a request: a model
+/// that keeps retrying refused calls stops here, while one response's batch of refused calls
+/// was answered whole.
+fn default_denial_limit(run: &Loop<'_>) -> Option<String> {
+    let limits = &run.spec.limits;
+    if limits.max_denials.is_none() && run.counts.denials >= crate::task::DEFAULT_MAX_DENIALS {
+        return Some(format!(
+            "stopped after {} refused calls (limits.max_denials defaults to {})",
+            run.counts.denials,
+            crate::task::DEFAULT_MAX_DENIALS
+        ));
+    }
+    if limits.max_consecutive_denials.is_none()
+        && run.consecutive_denials >= crate::task::DEFAULT_MAX_CONSECUTIVE_DENIALS
+    {
+        return Some(format!(
+            "stopped after {} refused calls in a row (limits.max_consecutive_denials defaults to {})",
+            run.consecutive_denials,
+            crate::task::DEFAULT_MAX_CONSECUTIVE_DENIALS
         ));
     }
     None

@@ -23,6 +23,11 @@ impl Reminders {
         }
     }
 
+    /// A resumed run: the list at `version` was already shown.
+    pub fn shown(&mut self, version: u64) {
+        self.shown = version;
+    }
+
     /// The reminder for the next user message, if one is due.
     pub fn next(&mut self, todos: &TodoSnapshot) -> Option<(ReminderKind, String)> {
         let changed = todos.version != self.shown;
@@ -39,6 +44,11 @@ impl Reminders {
         };
         Some((kind, render(kind, todos)))
     }
+}
+
+/// The whole list as a reminder, whatever the cadence (a compacted history restates it).
+pub fn full(todos: &TodoSnapshot) -> String {
+    render(ReminderKind::Full, todos)
 }
 
 fn render(kind: ReminderKind, todos: &TodoSnapshot) -> String {

@@ -94,7 +94,13 @@ pub(super) async fn run(
     };
     run.transcript.set_agent(Some(agent_id.clone()));
     let abort = parent.ctx.abort.clone();
-    let mut messages = History::new(vec![Message::user_text(delegation.prompt.clone())]);
+    let first = Message::user_text(delegation.prompt.clone());
+    run.emit(Event::UserMessage {
+        content: first.content.clone(),
+        extends: false,
+        replaces: None,
+    })?;
+    let mut messages = History::new(vec![first]);
     let mut scope = Scope {
         subagent: Some(agent.clone()),
         max_turns,

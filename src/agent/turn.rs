@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::auto::{self, Judge, Reviews, Stop};
+use super::refusals::REPEATED;
 use super::subagent;
 use super::{AgentError, Loop, denial_limit, hooks, millis};
 use crate::call::{Classifier, Decider, PreparedCall, Resolution, Scheduling};
@@ -122,6 +123,14 @@ impl<'r, 'a> LoopHost<'r, 'a> {
                 ));
             }
         }
+        if let Some(earlier) = self
+            .run
+            .refusals
+            .earlier(self.subagent.as_ref(), &call.name, &call.input)
+            .cloned()
+        {
+            return self.refused_again(call, earlier);
+        }
         let ctx = permission_context(self.run);
         let run = &mut *self.run;
         let spec = run.spec;
@@ -161,6 +170,12 @@ impl<'r, 'a> LoopHost<'r, 'a> {
         )?;
         let (prepared, basis) = match resolution {
             Resolution::Refused { decision, .. } => {
+                self.run.refusals.remember(
+                    self.subagent.as_ref(),
+                    &call.name,
+                    &call.input,
+                    &decision,
+                );
                 let Reviews { stop, .. } = reviews;
                 self.stopped = stop.or_else(|| denial_limit(self.run));
                 return Ok(Self::answered(
@@ -187,6 +202,19 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             deadline: deadline(self.run),
             basis,
         })
+    }
+
+    /// A call refused before, repeated verbatim: the same refusal, recorded and counted like
+    /// the first, with no hook, rule or classifier asked again.
+    fn refused_again(
+        &mut self,
+        call: &Call,
+        earlier: PermissionDecision,
+    ) -> Result<Admission, AgentError> {
+        let content = format!("Permission denied: {} {REPEATED}", earlier.reason);
+        record_decision(self.run, &call.id, &call.name, &call.input, earlier)?;
+        self.stopped = denial_limit(self.run);
+        Ok(Self::answered(content, ResultStatus::Denied))
     }
 
     /// No tool of that name this turn: a refusal that lists what there is.

@@ -162,6 +162,7 @@ fn standalone_model(provider: ClassifierProvider) -> ModelSpec {
         pricing_override: None,
         timeouts: Timeouts::default(),
         retries: RetryPolicy::default(),
+        fallback: None,
     }
 }
 

@@ -162,8 +162,9 @@ enum PolicyCommand {
 #[derive(Debug, Args)]
 struct RunArgs {
     /// The task file (YAML). Optional with -p or --prompt-file: the prompt then runs alone,
-    /// under policies/prompt-default.yaml's read-only rules unless --policy is given.
-    #[arg(required_unless_present_any = ["prompt", "prompt_file"])]
+    /// under policies/prompt-default.yaml's read-only rules unless --policy is given; and
+    /// with --resume or --continue: the run's own then.
+    #[arg(required_unless_present_any = ["prompt", "prompt_file", "resume", "continue_run"])]
     task: Option<PathBuf>,
     /// The prompt; replaces the task's `prompt:`. Its `{{ NAME }}` placeholders are filled
     /// from --var, --vars-file and the task's `params:`.
@@ -204,15 +205,26 @@ struct RunArgs {
     /// spelled --output-last-message, as `codex exec` has it.
     #[arg(long, value_name = "FILE", alias = "output-last-message")]
     final_message_file: Option<PathBuf>,
+    /// Go on with an earlier run from its transcript: its folder, or its run id under
+    /// .tollgate/runs/. It continues in that folder, from where it stopped.
+    #[arg(long, value_name = "DIR|RUN_ID", conflicts_with_all = ["continue_run", "out", "force"])]
+    resume: Option<PathBuf>,
+    /// Resume the latest run of this workdir under .tollgate/runs/.
+    #[arg(long = "continue", conflicts_with_all = ["out", "force"])]
+    continue_run: bool,
     /// The managed policy file (YAML or JSON); it outranks the task's own policy.
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
     /// Permission mode; overrides the task and the policies.
     #[arg(long, value_name = "MODE", value_parser = crate::reference::mode_values())]
     mode: Option<PermissionMode>,
-    /// Where the transcript and reports go [default: .tollgate/runs/<run-id>/].
+    /// Where the transcript and reports go [default: .tollgate/runs/<run-id>/]; `{run_id}`
+    /// in it is the run's id. A folder holding an earlier run is refused without --force.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Replace the run already in --out instead of refusing to start.
+    #[arg(long)]
+    force: bool,
     /// The folder the agent works in; overrides the task's `workdir`.
     #[arg(long, value_name = "DIR")]
     workdir: Option<PathBuf>,
@@ -226,6 +238,10 @@ struct RunArgs {
     /// Overrides the task's model name (`model.name`).
     #[arg(long, value_name = "NAME")]
     model: Option<String>,
+    /// The model of the same provider that answers once the first is overloaded or
+    /// unavailable after its retries; overrides `model.fallback`.
+    #[arg(long, value_name = "NAME")]
+    fallback_model: Option<String>,
     /// Caps `limits.max_cost_usd`: the run never spends more than this many US dollars.
     #[arg(long, value_name = "USD", value_parser = parse_usd)]
     max_cost: Option<f64>,

@@ -48,13 +48,27 @@ pub fn run(args: RunArgs, redactor: Arc<Redactor>, stderr: Stderr) -> Result<Exi
 /// The flags as the library's run options; stdin and stdout are wired here, as only the
 /// command line has them.
 fn run_options(args: &RunArgs) -> Result<RunOptions> {
+    let resume = match (&args.resume, args.continue_run) {
+        (Some(given), _) => Some(session::resume_folder(given)?),
+        (None, true) => Some(session::latest_run(
+            args.workdir.as_deref().unwrap_or(Path::new(".")),
+        )?),
+        (None, false) => None,
+    };
     let prompt = match (&args.prompt, &args.prompt_file) {
         (Some(text), _) => Some(text.clone()),
         (None, Some(path)) => Some(read_prompt_file(path, args.input_format)?),
         (None, None) => None,
     };
+    // On a resume the prompt is the new message the run goes on with, not the task's.
+    let (prompt, resume_prompt) = match resume {
+        Some(_) => (None, prompt),
+        None => (prompt, None),
+    };
     Ok(RunOptions {
         task: args.task.clone(),
+        resume,
+        resume_prompt,
         prompt,
         prompt_file: args.prompt_file.clone(),
         prompt_is_filled: false,
@@ -71,6 +85,7 @@ fn run_options(args: &RunArgs) -> Result<RunOptions> {
         ask: args.rules.ask.clone(),
         mode: args.mode,
         model: args.model.clone(),
+        fallback_model: args.fallback_model.clone(),
         max_cost: args.max_cost,
         max_turns: args.max_turns,
         fail_on: args.fail_on.as_ref().map(|values| {
@@ -85,6 +100,11 @@ fn run_options(args: &RunArgs) -> Result<RunOptions> {
         workdir: args.workdir.clone(),
         plugin_dirs: args.plugin_dirs.clone(),
         out: args.out.clone(),
+        existing_out: if args.force {
+            crate::out_dir::Existing::Replace
+        } else {
+            crate::out_dir::Existing::Refuse
+        },
         queue: (args.input_format == InputFormat::StreamJson).then(|| {
             let queue = MessageQueue::default();
             read_messages(queue.clone());

@@ -189,6 +189,9 @@ impl RepoSteps<'_> {
             model: self.inputs.model.map(str::to_string),
             workdir: Some(work.to_path_buf()),
             out: Some(out.clone()),
+            // The journal decides when a repository's run is done again; its folder is then
+            // the new run's.
+            existing_out: crate::out_dir::Existing::Replace,
             ..RunOptions::default()
         };
         let Session { spec, provider } = session::assemble(options, redactor)

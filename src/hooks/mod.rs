@@ -1,8 +1,9 @@
-//! PreToolUse / PostToolUse command hooks (S9, issue 3): which hooks run for a call, running
-//! them with the JSON input on stdin, and folding their answers into one verdict (deny > ask >
-//! allow) that names the hook behind it. Decides nothing about rules: the gate combines the two.
+//! PreToolUse / PostToolUse command hooks (S9), and PreCompact (`compact.rs`): which hooks run
+//! for a call, running them with the JSON input on stdin, and folding their answers into one
+//! verdict (deny > ask > allow) that names the hook behind it. Decides nothing about rules.
 
 mod answer;
+mod compact;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 pub use answer::{HookAnswer, HookError};
+pub use compact::{CompactInput, CompactVerdict, run_pre_compact};
 // Hooks as a policy file writes them are the policy's data; this module runs them.
 pub use crate::policy::{
     DEFAULT_TIMEOUT_SECS, Hook, HookEvent, HookList, HookSpec, MAX_TIMEOUT_SECS, MatcherError,

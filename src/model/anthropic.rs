@@ -19,7 +19,7 @@ pub const API_VERSION: &str = "2023-06-01";
 #[derive(Debug)]
 pub struct AnthropicModel {
     transport: HttpTransport,
-    model: String,
+    pub(super) model: String,
     thinking_budget: Option<u32>,
 }
 

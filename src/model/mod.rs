@@ -9,6 +9,7 @@ pub mod pricing;
 mod retry;
 mod scripted;
 pub mod sse;
+pub mod window;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -293,6 +294,44 @@ pub enum ProviderError {
     ScriptExhausted(usize),
 }
 
+impl ProviderError {
+    /// The request was refused for its size ("prompt is too long", a context-length error):
+    /// a shorter history may still be answered.
+    pub fn is_context_overflow(&self) -> bool {
+        let ProviderError::Failed {
+            category, message, ..
+        } = self
+        else {
+            return false;
+        };
+        let message = message.to_ascii_lowercase();
+        *category == FailureCategory::InvalidRequest
+            && [
+                "prompt is too long",
+                "context_length_exceeded",
+                "context length",
+                "context window",
+                "maximum context",
+                "too many tokens",
+            ]
+            .iter()
+            .any(|phrase| message.contains(phrase))
+    }
+
+    /// The model is overloaded or unavailable (HTTP 529 or 503, an `overloaded_error`) after
+    /// the retries: another model may still answer.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            ProviderError::Failed {
+                category, status, ..
+            } => *category == FailureCategory::Overloaded || *status == Some(503),
+            ProviderError::Setup(_)
+            | ProviderError::Protocol(_)
+            | ProviderError::ScriptExhausted(_) => false,
+        }
+    }
+}
+
 /// The providers tollgate speaks to. An enum, not a trait object: the set is closed and
 /// each request is one `match`.
 #[derive(Debug)]
@@ -368,6 +407,16 @@ impl Provider {
             Err(err) => tracing::info!(provider, elapsed_ms, "provider request failed: {err}"),
         }
         result
+    }
+
+    /// Sends every later request to model `name` of the same provider (a fallback). The
+    /// scripted model has no models to switch between.
+    pub fn switch_model(&mut self, name: &str) {
+        match self {
+            Provider::Scripted(_) => {}
+            Provider::Anthropic(model) => model.model = name.to_string(),
+            Provider::OpenAi(model) => model.model = name.to_string(),
+        }
     }
 
     /// The provider's name, for log lines.

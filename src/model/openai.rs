@@ -19,7 +19,7 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 #[derive(Debug)]
 pub struct OpenAiModel {
     transport: HttpTransport,
-    model: String,
+    pub(super) model: String,
     max_tokens_field: &'static str,
 }
 

@@ -51,6 +51,8 @@ impl HookSpec {
 pub enum HookEvent {
     PreToolUse,
     PostToolUse,
+    /// Before the history is compacted; its matcher is the trigger (`auto`).
+    PreCompact,
 }
 
 impl HookEvent {
@@ -58,6 +60,7 @@ impl HookEvent {
         match self {
             HookEvent::PreToolUse => "PreToolUse",
             HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::PreCompact => "PreCompact",
         }
     }
 }

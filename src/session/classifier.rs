@@ -52,6 +52,7 @@ pub fn auto_classifier(
             .or_else(|| task_model.api_key_env.clone().filter(|_| same)),
         thinking_budget: None,
         pricing_override: None,
+        fallback: None,
         timeouts,
         retries: task_model.retries,
     };

@@ -67,6 +67,12 @@ pub enum SessionError {
     )]
     NoPrice(String),
     #[error(
+        "a cost limit needs a price for the fallback model `{0}`, which the price table does not know; name a model it knows or drop the cost limit"
+    )]
+    NoFallbackPrice(String),
+    #[error("--fallback-model: the scripted provider has no other model to fall back to")]
+    ScriptedFallback,
+    #[error(
         "the {provider} provider needs an API key: set the environment variable {variable}{}",
         if *named_by_task { " (named by model.api_key_env)" } else { "" }
     )]
@@ -85,6 +91,10 @@ pub enum SessionError {
     Sandbox(#[from] SandboxError),
     #[error("{0}")]
     CacheWritable(String),
+    #[error(transparent)]
+    Resume(#[from] crate::agent::ResumeError),
+    #[error("cannot resume {}: {why}", dir.display())]
+    CannotResume { dir: PathBuf, why: String },
 }
 
 /// What a run is asked to be, beside its task file: the command line's choices, already
@@ -117,6 +127,8 @@ pub struct RunOptions {
     pub ask: Vec<String>,
     pub mode: Option<crate::policy::PermissionMode>,
     pub model: Option<String>,
+    /// `--fallback-model`: overrides the task's `model.fallback`.
+    pub fallback_model: Option<String>,
     /// Caps the task's own `max_cost_usd`.
     pub max_cost: Option<f64>,
     pub max_turns: Option<u32>,
@@ -124,8 +136,14 @@ pub struct RunOptions {
     pub workdir: Option<PathBuf>,
     /// `--plugin-dir`: local plugin folders, the operator's.
     pub plugin_dirs: Vec<PathBuf>,
-    /// Default: `.tollgate/runs/<run-id>/`.
+    /// Default: `.tollgate/runs/<run-id>/`; `{run_id}` in the path is the run's id.
     pub out: Option<PathBuf>,
+    /// What to do when `out` already holds a run (refused unless told otherwise).
+    pub existing_out: crate::out_dir::Existing,
+    /// `--resume`/`--continue`: the folder of the run to go on with (see [`resume_folder`]).
+    pub resume: Option<PathBuf>,
+    /// The new user message a resumed run goes on with.
+    pub resume_prompt: Option<String>,
     /// User messages arriving mid-run, fed by the caller.
     pub queue: Option<MessageQueue>,
     /// Where events are streamed as they happen.
@@ -145,8 +163,15 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
     assemble_checked(options, redactor).map_err(with_snippet)
 }
 
-fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session, SessionError> {
+fn assemble_checked(
+    mut options: RunOptions,
+    redactor: Arc<Redactor>,
+) -> Result<Session, SessionError> {
     let home = home_dir();
+    let resume = match options.resume.clone() {
+        Some(dir) => Some(resuming(&dir, &mut options)?),
+        None => None,
+    };
     let mut task = prompt::task(&options, home.as_deref())?;
     if let Some(name) = &options.model {
         task.model.name = name.clone();
@@ -162,6 +187,7 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
     if task.limits.max_cost_usd.is_some() && task.model.pricing().is_none() {
         return Err(SessionError::NoPrice(task.model.name.clone()));
     }
+    let fallback = fallback_model(&options, &task)?;
     redactor.add_env_names(&task.redact_env);
     let workdir = match (&options.workdir, &task.workdir) {
         (Some(dir), _) => canonical_dir(dir, "workdir")?,
@@ -197,12 +223,14 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
         tracing::info!("read-only commands are not kernel-enforced: {reason}");
     }
 
-    let run_id = new_run_id();
-    let out_dir = options
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(".tollgate/runs").join(&run_id));
-    let (out_dir, out_lock) = crate::out_dir::claim(&out_dir)?;
+    let run_id = resume
+        .as_ref()
+        .map_or_else(new_run_id, |resume| resume.run_id.clone());
+    let out_dir = options.out.as_deref().map_or_else(
+        || PathBuf::from(DEFAULT_OUT_ROOT).join(&run_id),
+        |out| with_run_id(out, &run_id),
+    );
+    let (out_dir, out_lock) = crate::out_dir::claim_run(&out_dir, options.existing_out)?;
 
     let directories = additional_directories(&sources);
     let mut workspace = Workspace::new(workdir, directories.dirs.clone(), home);
@@ -303,6 +331,7 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
             price_warning,
         },
         pricing,
+        fallback,
         max_tokens: task.model.max_tokens,
         limits: task.limits,
         max_result_chars: task.max_result_chars,
@@ -330,8 +359,38 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
         observer: options.observer,
         classifier,
         mcp,
+        context_window: task
+            .compaction
+            .context_window
+            .or_else(|| crate::model::window::context_window(&task.model.name)),
+        compaction: task.compaction,
+        resume,
+        resume_prompt: options.resume_prompt,
     };
     Ok(Session { spec, provider })
+}
+
+/// The fallback model (`--fallback-model` over `model.fallback`), priced: a cost limit needs
+/// its price as much as the first model's.
+fn fallback_model(
+    options: &RunOptions,
+    task: &Task,
+) -> Result<Option<crate::agent::FallbackModel>, SessionError> {
+    let Some(name) = options
+        .fallback_model
+        .clone()
+        .or_else(|| task.model.fallback.clone())
+    else {
+        return Ok(None);
+    };
+    if task.model.provider == ProviderKind::Scripted {
+        return Err(SessionError::ScriptedFallback);
+    }
+    let fallback = crate::agent::FallbackModel::priced(name);
+    if task.limits.max_cost_usd.is_some() && fallback.pricing.is_none() {
+        return Err(SessionError::NoFallbackPrice(fallback.name));
+    }
+    Ok(Some(fallback))
 }
 
 /// The plugins the run uses (`plugins`), their hooks and servers put with the sources that
@@ -569,6 +628,126 @@ pub fn describe_self_test(outcome: &SelfTestOutcome) -> String {
         test.input,
         outcome.got_label()
     )
+}
+
+/// `--resume DIR|RUN_ID`: the folder itself, else the run of that id under the default out
+/// root (relative to the current folder).
+pub fn resume_folder(given: &Path) -> Result<PathBuf, SessionError> {
+    if given.join(crate::out_dir::TRANSCRIPT_FILE).is_file() {
+        return Ok(given.to_path_buf());
+    }
+    let by_id = Path::new(DEFAULT_OUT_ROOT).join(given);
+    if by_id.join(crate::out_dir::TRANSCRIPT_FILE).is_file() {
+        return Ok(by_id);
+    }
+    Err(SessionError::CannotResume {
+        dir: given.to_path_buf(),
+        why: format!("it is neither a run's folder nor the id of a run under {DEFAULT_OUT_ROOT}/"),
+    })
+}
+
+/// `--continue`: the newest run under the default out root whose workdir is `workdir`.
+pub fn latest_run(workdir: &Path) -> Result<PathBuf, SessionError> {
+    let workdir = canonical_dir(workdir, "workdir")?;
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(DEFAULT_OUT_ROOT)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|dir| started_in(dir).is_some_and(|dir| dir == workdir))
+        .collect();
+    // Run ids sort by their start time.
+    runs.sort();
+    runs.pop().ok_or_else(|| SessionError::CannotResume {
+        dir: PathBuf::from(DEFAULT_OUT_ROOT),
+        why: format!("no run of the workdir {} is there", workdir.display()),
+    })
+}
+
+/// The workdir a run folder's transcript started in.
+fn started_in(dir: &Path) -> Option<PathBuf> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(dir.join(crate::out_dir::TRANSCRIPT_FILE)).ok()?;
+    let mut first = String::new();
+    std::io::BufReader::new(file).read_line(&mut first).ok()?;
+    let line: crate::transcript::RecordedLine = serde_json::from_str(&first).ok()?;
+    match line.event {
+        crate::transcript::Event::RunStarted { workdir, .. } => Some(workdir),
+        _ => None,
+    }
+}
+
+/// Reads the run in `dir` and points `options` at it: its task, workdir, mode and folder. A
+/// resume may narrow the policy (`--deny`, a stricter managed policy re-read now) but never
+/// widen it, so the flags that could are refused.
+fn resuming(dir: &Path, options: &mut RunOptions) -> Result<crate::agent::Resume, SessionError> {
+    let refuse = |why: String| SessionError::CannotResume {
+        dir: dir.to_path_buf(),
+        why,
+    };
+    for (given, flag) in [
+        (!options.allow.is_empty(), "--allow"),
+        (!options.ask.is_empty(), "--ask"),
+        (options.mode.is_some(), "--mode"),
+    ] {
+        if given {
+            return Err(refuse(format!(
+                "{flag} is not taken on a resume: a resumed run keeps its mode and never widens its policy"
+            )));
+        }
+    }
+    let resume = crate::agent::Resume::read(&dir.join(crate::out_dir::TRANSCRIPT_FILE))?;
+    if resume
+        .messages
+        .first()
+        .is_none_or(|first| first.role != crate::model::Role::User)
+    {
+        return Err(refuse(
+            "its transcript records no conversation to go on from (written by an older tollgate?)"
+                .into(),
+        ));
+    }
+    let stopped_with_answer = resume
+        .messages
+        .last()
+        .is_some_and(|last| last.role == crate::model::Role::Assistant);
+    if stopped_with_answer && options.resume_prompt.is_none() {
+        let ended = resume
+            .finished
+            .map_or("its model answered", crate::transcript::Outcome::as_str);
+        return Err(refuse(format!(
+            "the run ended ({ended}) with the model's answer: there is nothing to go on from without a new prompt"
+        )));
+    }
+    // A run of `-p` alone had no task file: it goes on as one again (its provider and model
+    // flags, if any, are given again).
+    if options.task.is_none() && resume.task_file != Path::new(prompt::FLAG_PROMPT) {
+        options.task = Some(resume.task_file.clone());
+    }
+    if let Some(given) = &options.workdir
+        && canonical_dir(given, "workdir")? != resume.workdir
+    {
+        return Err(refuse(format!(
+            "the run worked in {}; a resume goes on there",
+            resume.workdir.display()
+        )));
+    }
+    options.workdir = Some(resume.workdir.clone());
+    options.mode = resume.mode;
+    options.out = Some(dir.to_path_buf());
+    options.existing_out = crate::out_dir::Existing::Resume;
+    Ok(resume)
+}
+
+/// Where runs go without `--out`: a folder per run id, so runs never share one.
+pub const DEFAULT_OUT_ROOT: &str = ".tollgate/runs";
+
+/// `out` with each `{run_id}` replaced by the run's id (a path that is not UTF-8 has none).
+fn with_run_id(out: &Path, run_id: &str) -> PathBuf {
+    match out.to_str() {
+        Some(text) if text.contains("{run_id}") => PathBuf::from(text.replace("{run_id}", run_id)),
+        _ => out.to_path_buf(),
+    }
 }
 
 /// Sortable by start time, unique enough for parallel runs on one machine.

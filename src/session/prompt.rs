@@ -22,7 +22,7 @@ pub const PROMPT_DEFAULT_POLICY: &str = include_str!("../../policies/prompt-defa
 pub const PROMPT_DEFAULT_POLICY_FILE: &str = "policies/prompt-default.yaml (built in)";
 
 /// What names the command line's prompt in messages.
-const FLAG_PROMPT: &str = "--prompt";
+pub(super) const FLAG_PROMPT: &str = "--prompt";
 
 /// The task file's task, or the built-in one, with the command line's choices applied.
 pub fn task(options: &RunOptions, home: Option<&Path>) -> Result<Task, SessionError> {

@@ -95,6 +95,20 @@ struct TaskFile {
     append_system_prompt: Option<String>,
     /// `false`: AGENTS.md and CLAUDE.md are not read.
     memory: Option<bool>,
+    #[serde(default)]
+    compaction: CompactionFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CompactionFile {
+    enabled: Option<bool>,
+    /// The share of the context window past which the older turns are summarised.
+    threshold: Option<Spanned<f64>>,
+    /// Model turns (assistant messages) kept as they are.
+    keep_recent: Option<Spanned<u32>>,
+    /// Tokens; overrides the window the table knows for the model.
+    context_window: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -228,6 +242,9 @@ struct ModelFile {
     pricing: Option<Pricing>,
     timeouts: Option<TimeoutsFile>,
     retries: Option<RetriesFile>,
+    /// Another model of the same provider, for the rest of the run once this one is
+    /// overloaded or unavailable after its retries.
+    fallback: Option<Spanned<String>>,
 }
 
 /// Seconds; fractions allowed (tests use milliseconds).
@@ -261,8 +278,8 @@ struct LimitsFile {
     timeout: Option<Spanned<f64>>,
     /// Seconds for one tool call.
     tool_timeout: Option<Spanned<f64>>,
-    max_denials: Option<u32>,
-    max_consecutive_denials: Option<u32>,
+    max_denials: Option<Spanned<u32>>,
+    max_consecutive_denials: Option<Spanned<u32>>,
     max_parallel_tools: Option<Spanned<u64>>,
     max_classifier_denials: Option<Spanned<u32>>,
     max_consecutive_classifier_denials: Option<Spanned<u32>>,
@@ -326,6 +343,9 @@ pub struct ModelSpec {
     pub pricing_override: Option<Pricing>,
     pub timeouts: Timeouts,
     pub retries: RetryPolicy,
+    /// `model.fallback`: the model that answers once this one is overloaded (`--fallback-model`
+    /// overrides it).
+    pub fallback: Option<String>,
 }
 
 impl ModelSpec {
@@ -367,9 +387,11 @@ pub struct Limits {
     pub timeout: Option<Duration>,
     /// Wall clock for one tool call.
     pub tool_timeout: Option<Duration>,
-    /// Refused calls in the whole run before it stops with exit 3.
+    /// Refused calls in the whole run before it stops with exit 3, checked after each call;
+    /// unset, [`DEFAULT_MAX_DENIALS`] applies between turns.
     pub max_denials: Option<u32>,
-    /// Refused calls in a row before it stops with exit 3.
+    /// Refused calls in a row before it stops with exit 3, checked after each call; unset,
+    /// [`DEFAULT_MAX_CONSECUTIVE_DENIALS`] applies between turns.
     pub max_consecutive_denials: Option<u32>,
     /// Concurrency-safe calls of one response that may run at once (S6).
     pub max_parallel_tools: usize,
@@ -381,6 +403,18 @@ pub struct Limits {
     /// replaced by previews (S8).
     pub message_result_chars: usize,
 }
+
+/// Every mode's headless contract: a model that keeps retrying refused calls is going
+/// nowhere, so the run stops (exit 3) instead of burning turns until `max_turns`. The
+/// defaults are checked before each request, not after each call, so one response's batch of
+/// calls — a sweep the gate refuses call by call — is always answered whole.
+pub const DEFAULT_MAX_DENIALS: u32 = 50;
+pub const DEFAULT_MAX_CONSECUTIVE_DENIALS: u32 = 20;
+/// Compaction starts when the next request would fill this share of the context window:
+/// room is left for the answer and for the summary request itself.
+pub const DEFAULT_COMPACTION_THRESHOLD: f64 = 0.8;
+/// The model turns a compaction keeps whole, with their results.
+pub const DEFAULT_COMPACTION_KEEP_RECENT: u32 = 4;
 
 /// Auto mode's headless contract: a judge that keeps saying no ends the run, it never stalls.
 pub const DEFAULT_MAX_CLASSIFIER_DENIALS: u32 = 20;
@@ -492,6 +526,30 @@ pub struct Task {
     pub append_system_prompt: Option<String>,
     /// Whether AGENTS.md / CLAUDE.md are read (`memory:`, default true).
     pub memory: bool,
+    pub compaction: Compaction,
+}
+
+/// `compaction:`: when and how the history is summarised to fit the model's window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Compaction {
+    pub enabled: bool,
+    /// In (0, 1]: the share of the window the next request may fill before compaction.
+    pub threshold: f64,
+    /// At least 1: the most recent model turns kept as they are.
+    pub keep_recent: u32,
+    /// The task's window in tokens; `None` leaves it to the table of known models.
+    pub context_window: Option<u64>,
+}
+
+impl Default for Compaction {
+    fn default() -> Self {
+        Compaction {
+            enabled: true,
+            threshold: DEFAULT_COMPACTION_THRESHOLD,
+            keep_recent: DEFAULT_COMPACTION_KEEP_RECENT,
+            context_window: None,
+        }
+    }
 }
 
 impl Task {
@@ -604,6 +662,7 @@ impl Task {
             }
             Some(spanned) => spanned.value,
         };
+        let compaction = compaction(raw.compaction, &at)?;
         let raw_skills = raw.skills.unwrap_or_default();
         if let Some(first) = raw_skills.first()
             && !tools.contains(&ToolName::Skill)
@@ -750,8 +809,52 @@ impl Task {
             output_schema_attempts,
             append_system_prompt: raw.append_system_prompt,
             memory: raw.memory.unwrap_or(true),
+            compaction,
         })
     }
+}
+
+fn compaction(raw: CompactionFile, at: At<'_>) -> Result<Compaction, ConfigError> {
+    let defaults = Compaction::default();
+    let threshold = match raw.threshold {
+        None => defaults.threshold,
+        Some(spanned) if spanned.value > 0.0 && spanned.value <= 1.0 => spanned.value,
+        Some(spanned) => {
+            return Err(located(
+                &spanned,
+                at,
+                "compaction.threshold must be a share of the context window, above 0 and at most 1"
+                    .into(),
+            ));
+        }
+    };
+    let keep_recent = match raw.keep_recent {
+        None => defaults.keep_recent,
+        Some(spanned) if spanned.value == 0 => {
+            return Err(located(
+                &spanned,
+                at,
+                "compaction.keep_recent must be at least 1".into(),
+            ));
+        }
+        Some(spanned) => spanned.value,
+    };
+    let context_window = match raw.context_window {
+        Some(spanned) if spanned.value == 0 => {
+            return Err(located(
+                &spanned,
+                at,
+                "compaction.context_window must be at least 1 token".into(),
+            ));
+        }
+        other => other.map(|spanned| spanned.value),
+    };
+    Ok(Compaction {
+        enabled: raw.enabled.unwrap_or(defaults.enabled),
+        threshold,
+        keep_recent,
+        context_window,
+    })
 }
 
 /// The line the prompt's text starts on: the next one after a block scalar's `|` or `>`.
@@ -969,6 +1072,17 @@ fn model_spec(
             .map(|s| (s.referenced.line(), s.referenced.column()))
     };
     real_only("base_url", position(&raw.base_url))?;
+    real_only("fallback", position(&raw.fallback))?;
+    let fallback = match raw.fallback {
+        Some(spanned) if spanned.value.trim().is_empty() || spanned.value == name => {
+            return Err(located(
+                &spanned,
+                at,
+                "model.fallback must name another model of the same provider".into(),
+            ));
+        }
+        other => other.map(|spanned| spanned.value),
+    };
     real_only("api_key_env", position(&raw.api_key_env))?;
     let base_url = raw
         .base_url
@@ -1102,6 +1216,7 @@ fn model_spec(
         pricing_override: raw.pricing,
         timeouts,
         retries,
+        fallback,
     };
     Ok((model, script))
 }
@@ -1149,6 +1264,12 @@ fn limits(raw: LimitsFile, model: &ModelSpec, at: At<'_>) -> Result<Limits, Conf
         }
         other => Ok(other.map(|spanned| spanned.value)),
     };
+    let at_least_one_if_set = |value: Option<Spanned<u32>>, key: &str| match value {
+        Some(spanned) if spanned.value == 0 => {
+            Err(located(&spanned, at, format!("{key} must be at least 1")))
+        }
+        other => Ok(other.map(|spanned| spanned.value)),
+    };
     let at_least_one = |value: Option<Spanned<u32>>, key: &str, default: u32| match value {
         Some(spanned) if spanned.value == 0 => {
             Err(located(&spanned, at, format!("{key} must be at least 1")))
@@ -1167,8 +1288,11 @@ fn limits(raw: LimitsFile, model: &ModelSpec, at: At<'_>) -> Result<Limits, Conf
             maxima::TOOL_TIMEOUT,
             at,
         )?,
-        max_denials: raw.max_denials,
-        max_consecutive_denials: raw.max_consecutive_denials,
+        max_denials: at_least_one_if_set(raw.max_denials, "max_denials")?,
+        max_consecutive_denials: at_least_one_if_set(
+            raw.max_consecutive_denials,
+            "max_consecutive_denials",
+        )?,
         max_parallel_tools: positive(
             bounded(
                 raw.max_parallel_tools,
@@ -1478,6 +1602,24 @@ mod tests {
                 ),
                 6,
                 "not scripted",
+            ),
+            (
+                MINIMAL.replace(
+                    "provider: scripted",
+                    "provider: scripted\n  fallback: other",
+                ),
+                6,
+                "not scripted",
+            ),
+            (
+                REAL.replace("name: my-local-model", "name: m\n  fallback: m"),
+                7,
+                "must name another model",
+            ),
+            (
+                format!("{MINIMAL}limits:\n  max_denials: 0\n"),
+                9,
+                "max_denials must be at least 1",
             ),
             (
                 format!("{MINIMAL}limits:\n  timeout: -1\n"),

@@ -89,6 +89,16 @@ pub enum Event {
         #[serde(flatten)]
         retry: RetryNotice,
     },
+    /// The run's model was overloaded or unavailable after its retries: this request and
+    /// every later one go to `to`, charged at its own price.
+    ModelFallback {
+        turn: u32,
+        from: String,
+        to: String,
+        price: PriceSource,
+        /// The failure that caused the switch.
+        error: String,
+    },
     AssistantMessage {
         turn: u32,
         content: Vec<ContentBlock>,
@@ -101,6 +111,39 @@ pub enum Event {
         /// This request's cost (of the estimate, when estimated); `None` when the model's
         /// price is unknown.
         cost_usd: Option<f64>,
+    },
+    /// A user message the history gained, as it is sent (results already fitted and
+    /// offloaded): with the assistant messages, the conversation a resumed run goes on from.
+    UserMessage {
+        content: Vec<ContentBlock>,
+        /// The blocks were added to the last user message instead (an interruption's note).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        extends: bool,
+        /// A compaction: this message replaced the history's first `replaces` messages.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        replaces: Option<usize>,
+    },
+    /// `tollgate run --resume`: the run goes on from its transcript, in the same folder, under
+    /// the policy as it is now.
+    RunResumed {
+        tollgate_version: String,
+        /// The transcript line the run goes on after.
+        after_seq: u64,
+        mode: PermissionMode,
+        policy: Box<PolicySummary>,
+        model: ModelSummary,
+        /// Messages restored, and the new prompt added to them, if any.
+        messages: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt: Option<String>,
+        /// Model requests and cost spent before, counted against the limits.
+        requests: u32,
+        cost_usd: Option<f64>,
+        /// Deferred tools ToolSearch had loaded, offered again.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        loaded_tools: Vec<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        todos: Vec<Todo>,
     },
     ToolCall {
         id: String,
@@ -216,6 +259,9 @@ pub enum Event {
         /// The TodoWrite list as the run left it (S3).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         todos: Vec<Todo>,
+        /// Each compaction's prompt tokens before and after.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        compactions: Vec<CompactionTokens>,
         /// Under `output_schema`: the final answer's JSON value, once one was valid.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         structured_output: Option<serde_json::Value>,
@@ -262,6 +308,29 @@ pub enum Event {
         kind: ReminderKind,
         content: String,
     },
+    /// The older turns were replaced by a summary (S8): the system prompt and tools are
+    /// unchanged, the recent turns kept whole, the todo list and offloaded files restated.
+    Compaction {
+        turn: u32,
+        trigger: CompactionTrigger,
+        outcome: CompactionOutcome,
+        /// Messages replaced by the summary, and messages kept after it.
+        dropped_messages: usize,
+        kept_messages: usize,
+        /// The tool calls whose exchanges were dropped (their results stay on record here).
+        dropped_tool_uses: Vec<String>,
+        #[serde(flatten)]
+        tokens: CompactionTokens,
+        summary: String,
+        /// The summary request's tokens and cost (in the run's totals too).
+        usage: Usage,
+        cost_usd: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// PreCompact hooks that ran.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        hooks: Vec<crate::hooks::HookRun>,
+    },
     /// Results of one user message replaced by previews to fit `limits.message_result_chars`
     /// (S8). Decided once: the message is sent as it is from then on.
     MessageBudget {
@@ -271,6 +340,35 @@ pub enum Event {
         chars_before: usize,
         chars_after: usize,
     },
+}
+
+/// Why a history was compacted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionTrigger {
+    /// The next request would have passed `compaction.threshold` of the context window.
+    Threshold,
+    /// The provider refused a request as too long for its context.
+    ContextOverflow,
+}
+
+/// What became of one compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionOutcome {
+    Compacted,
+    /// A PreCompact hook said no: the history is as it was.
+    Vetoed,
+    /// No summary could be had (too few turns, the provider failed, an empty answer).
+    Failed,
+}
+
+/// A compaction's prompt size, estimated in tokens, before and after (`run_finished`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactionTokens {
+    pub turn: u32,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
 }
 
 /// Where a queued user message went.

@@ -8,9 +8,10 @@ pub mod verdict;
 mod writer;
 
 pub use event::{
-    AbortCause, CheckOutcome, ClassifierCounts, DenialSummary, Disposition, Event, ModelSummary,
-    Outcome, PluginSummary, PolicySummary, ProgressUpdate, QueryEnd, ReminderKind, ReplacedResult,
-    ResultStatus, RunCounts, TaskSummary, UsageSource,
+    AbortCause, CheckOutcome, ClassifierCounts, CompactionOutcome, CompactionTokens,
+    CompactionTrigger, DenialSummary, Disposition, Event, ModelSummary, Outcome, PluginSummary,
+    PolicySummary, ProgressUpdate, QueryEnd, ReminderKind, ReplacedResult, ResultStatus, RunCounts,
+    TaskSummary, UsageSource,
 };
 pub use run::{CheckRecord, Denial, RunReport};
 pub use stream::{StreamFormat, StreamOutput, stream_type};

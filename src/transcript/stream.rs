@@ -42,6 +42,9 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         Event::ToolResult { .. } => "tool_result",
         Event::NetworkConnection { .. } => "network_connection",
         Event::ApiRetry { .. } => "api_retry",
+        Event::ModelFallback { .. } => "model_fallback",
+        Event::Compaction { .. } => "compaction",
+        Event::RunResumed { .. } => "resumed",
         Event::QueuedMessage { .. } => "queued_message",
         Event::InputSkipped { .. } => "input_skipped",
         Event::QueryAborted { .. } => "query_aborted",
@@ -49,6 +52,7 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         Event::SubagentStarted { .. } => "subagent_started",
         Event::SubagentFinished { .. } => "subagent_finished",
         Event::ModelRequest { .. }
+        | Event::UserMessage { .. }
         | Event::HookRun { .. }
         | Event::CheckResult { .. }
         | Event::CheckFeedback { .. }

@@ -80,6 +80,23 @@ impl Transcript {
         })
     }
 
+    /// Opens an existing transcript to go on writing it (a resumed run): lines are appended,
+    /// numbered on from `last_seq`.
+    pub fn append(path: &Path, last_seq: u64) -> std::io::Result<Transcript> {
+        let file = std::fs::OpenOptions::new().append(true).open(path)?;
+        let len = file.metadata()?.len();
+        Ok(Transcript {
+            file,
+            path: path.to_path_buf(),
+            len,
+            seq: last_seq,
+            redactor: Arc::default(),
+            stream: None,
+            observer: None,
+            agent_id: None,
+        })
+    }
+
     /// Redacts every line before it is written (on the serialised JSON, so no field escapes).
     pub fn redacting(mut self, redactor: Arc<Redactor>) -> Transcript {
         self.redactor = redactor;

@@ -26,6 +26,7 @@ mod gate_reach;
 mod hooks_cli;
 mod installer;
 mod layers;
+mod long_runs;
 mod mcp;
 mod planted_repo;
 mod progress;

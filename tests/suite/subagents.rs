@@ -617,7 +617,8 @@ async fn an_explore_subagent_writes_nothing_in_any_mode_by_any_route() {
             &format!(
                 "mode: {mode}\ntools: [Read, Write, Edit, Bash, Glob, Grep, TodoWrite, WebFetch, Agent]\n\
                  permissions:\n  allow: [Write, Edit, Bash, TodoWrite, WebFetch, ToolSearch, Skill, Agent, 'Agent(explore)']\n\
-                 fail_on: []\n"
+                 fail_on: []\n\
+                 limits: {{max_denials: 100, max_consecutive_denials: 100}}\n"
             ),
         )
         .await;

@@ -141,7 +141,12 @@ struct Log {
     replies: VecDeque<Reply>,
     requests: Vec<Recorded>,
     violations: Vec<String>,
+    /// The answer to every compaction's summary request, outside the scripted order.
+    summary: Option<Turn>,
 }
+
+/// Words of tollgate's fixed compaction instruction, by which its summary requests are known.
+pub const SUMMARY_REQUEST: &str = "is about to be compacted";
 
 #[derive(Clone)]
 struct Shared {
@@ -218,6 +223,12 @@ impl FakeModel {
         self.log.lock().unwrap().violations.clone()
     }
 
+    /// Answers each summary request (its last message holds [`SUMMARY_REQUEST`]) with
+    /// `turn`, as a model would whenever asked, leaving the scripted replies to the turns.
+    pub fn answer_summaries(&self, turn: Turn) {
+        self.log.lock().unwrap().summary = Some(turn);
+    }
+
     pub fn replies_left(&self) -> usize {
         self.log.lock().unwrap().replies.len()
     }
@@ -259,6 +270,13 @@ async fn handle(
         if let Some(problem) = problem {
             log.violations.push(format!("request {number}: {problem}"));
             return error_response(api, 400, &[], "invalid_request_error", &problem);
+        }
+        let asks_summary = body["messages"]
+            .as_array()
+            .and_then(|messages| messages.last())
+            .is_some_and(|last| last.to_string().contains(SUMMARY_REQUEST));
+        if let Some(summary) = log.summary.clone().filter(|_| asks_summary) {
+            return sse(events(api, &summary, number), Ending::Clean);
         }
         match log.replies.pop_front() {
             Some(reply) => (reply, number),

@@ -137,6 +137,23 @@ impl Tracker {
                 };
                 Some(self.in_turn(&retry_text(retry)))
             }
+            Event::Compaction {
+                outcome, tokens, ..
+            } => Some(self.in_turn(&format!(
+                "compaction {}: about {} → {} prompt tokens",
+                serde_name(outcome),
+                tokens.tokens_before,
+                tokens.tokens_after
+            ))),
+            Event::RunResumed {
+                messages, requests, ..
+            } => Some(format!(
+                "resumed: {messages} messages restored, {requests} requests spent before"
+            )),
+            Event::UserMessage { .. } => None,
+            Event::ModelFallback { from, to, .. } => {
+                Some(self.in_turn(&format!("{from} is unavailable; switched to {to}")))
+            }
             Event::AssistantMessage {
                 content,
                 stop_reason,

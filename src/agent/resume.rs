@@ -1,0 +1,372 @@
+//! Resuming a run (`tollgate run --resume`): its transcript read back into what the loop
+//! needs to go on — the conversation as it was sent, the todo list, the deferred tools
+//! ToolSearch loaded, what was spent and counted, the refused calls and the fallback taken.
+//! Pure: it reads recorded lines and decides nothing about what the run may do now.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::model::{ContentBlock, Message, Role, Usage};
+use crate::policy::{Decision, PermissionDecision, PermissionMode, ToolName};
+use crate::tools::Todo;
+use crate::transcript::{
+    CompactionTokens, Denial, Event, Outcome, RecordedLine, ResultStatus, RunCounts,
+};
+
+/// The note a tool call gets when the run stopped before its result was recorded.
+pub const NOT_FINISHED: &str = "[not run: the run stopped before this call finished]";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    #[error("cannot read the transcript {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the transcript {path}:{line} does not parse: {message}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("the transcript {0} has no run_started: it is not a run's record")]
+    NotARun(PathBuf),
+}
+
+/// A run as its transcript left it.
+#[derive(Debug, Clone, Default)]
+pub struct Resume {
+    pub run_id: String,
+    pub task_file: PathBuf,
+    pub workdir: PathBuf,
+    pub mode: Option<PermissionMode>,
+    /// The run's own conversation, as it was last sent (or about to be).
+    pub messages: Vec<Message>,
+    /// A user message made up for calls that never got their result, to be recorded.
+    pub repaired: Option<Message>,
+    pub todos: Vec<Todo>,
+    /// Deferred tools the last request offered, in their order.
+    pub offered_tools: Vec<String>,
+    pub counts: RunCounts,
+    /// Model requests of the whole run, sub-agents' included.
+    pub requests: u32,
+    pub cost_usd: Option<f64>,
+    pub denials: Vec<Denial>,
+    /// The run's own refused calls (tool, input, decision), for verbatim repeats.
+    pub refused: Vec<(ToolName, Value, PermissionDecision)>,
+    pub calls_by_tool: Vec<(ToolName, u32)>,
+    /// The model the run had switched to, if it fell back.
+    pub fallback_to: Option<String>,
+    pub compactions: Vec<CompactionTokens>,
+    /// How the run ended, when it said so.
+    pub finished: Option<Outcome>,
+    /// The last line's sequence number.
+    pub last_seq: u64,
+}
+
+impl Resume {
+    /// Reads `transcript` whole. A line that does not parse (a record cut by a full disk is
+    /// cut at a line's end, so this is damage) refuses the resume.
+    pub fn read(transcript: &Path) -> Result<Resume, ResumeError> {
+        let text = std::fs::read_to_string(transcript).map_err(|source| ResumeError::Read {
+            path: transcript.to_path_buf(),
+            source,
+        })?;
+        let mut state = Resume::default();
+        let mut builder = Builder::default();
+        let mut started = false;
+        for (index, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let recorded: RecordedLine =
+                serde_json::from_str(line).map_err(|err| ResumeError::Parse {
+                    path: transcript.to_path_buf(),
+                    line: index + 1,
+                    message: err.to_string(),
+                })?;
+            started |= matches!(recorded.event, Event::RunStarted { .. });
+            state.last_seq = recorded.seq;
+            builder.read(&mut state, recorded);
+        }
+        if !started {
+            return Err(ResumeError::NotARun(transcript.to_path_buf()));
+        }
+        state.repaired = answer_unanswered(&state.messages);
+        if let Some(repaired) = &state.repaired {
+            state.messages.push(repaired.clone());
+        }
+        Ok(state)
+    }
+}
+
+/// What only the reading needs: calls' inputs by id, the cost's known-ness.
+#[derive(Default)]
+struct Builder {
+    inputs: HashMap<String, (ToolName, Value)>,
+    priced: bool,
+}
+
+impl Builder {
+    fn read(&mut self, state: &mut Resume, line: RecordedLine) {
+        let main = line.agent_id.is_none();
+        match line.event {
+            Event::RunStarted {
+                run_id,
+                task,
+                mode,
+                workdir,
+                ..
+            } => {
+                state.run_id = run_id;
+                state.task_file = task.file;
+                state.workdir = workdir;
+                state.mode = Some(mode);
+                self.priced = true;
+                state.cost_usd = Some(0.0);
+            }
+            Event::RunResumed { mode, .. } => state.mode = Some(mode),
+            Event::ModelRequest { tools, .. } => {
+                state.requests += 1;
+                if main {
+                    state.counts.turns += 1;
+                    state.offered_tools = tools;
+                }
+            }
+            Event::AssistantMessage {
+                content,
+                usage,
+                cost_usd,
+                usage_source,
+                ..
+            } => {
+                self.spend(state, &usage, cost_usd);
+                if !usage_source.is_reported() {
+                    state.counts.estimated_requests += 1;
+                }
+                if main {
+                    state.messages.push(Message {
+                        role: Role::Assistant,
+                        content,
+                    });
+                }
+            }
+            Event::Compaction {
+                usage,
+                cost_usd,
+                outcome,
+                tokens,
+                ..
+            } => {
+                self.spend(state, &usage, cost_usd);
+                if outcome == crate::transcript::CompactionOutcome::Compacted {
+                    state.compactions.push(tokens);
+                }
+            }
+            Event::UserMessage {
+                content,
+                extends,
+                replaces,
+            } if main => add_user(&mut state.messages, content, extends, replaces),
+            Event::ToolCall { id, tool, input } => {
+                let name = ToolName::from_model(&tool);
+                state.counts.tool_calls += 1;
+                match state
+                    .calls_by_tool
+                    .iter_mut()
+                    .find(|(seen, _)| *seen == name)
+                {
+                    Some((_, count)) => *count += 1,
+                    None => state.calls_by_tool.push((name.clone(), 1)),
+                }
+                self.inputs.insert(id, (name, input));
+            }
+            Event::PermissionDecision { id, decision, .. } => {
+                self.decided(state, id, decision, main);
+            }
+            Event::ToolResult {
+                id, tool, status, ..
+            } => {
+                if status == ResultStatus::Error {
+                    state.counts.tool_errors += 1;
+                }
+                // The list is the last one TodoWrite accepted in the run's own conversation.
+                if main
+                    && tool == ToolName::TodoWrite.to_string()
+                    && status == ResultStatus::Success
+                    && let Some((_, input)) = self.inputs.get(&id)
+                    && let Ok(todos) = serde_json::from_value::<Vec<Todo>>(input["todos"].clone())
+                {
+                    state.todos = todos;
+                }
+            }
+            Event::ModelFallback { to, .. } => state.fallback_to = Some(to),
+            Event::RunFinished { outcome, .. } => state.finished = Some(outcome),
+            // Each of these is in the history through a user or assistant message already
+            // (queued messages, reminders, replaced results, check feedback), or is not part of
+            // it at all; a sub-agent's messages are its own conversation's.
+            Event::UserMessage { .. }
+            | Event::McpNotification { .. }
+            | Event::McpTools { .. }
+            | Event::ApiRetry { .. }
+            | Event::ClassifierCall { .. }
+            | Event::HookRun { .. }
+            | Event::ToolProgress { .. }
+            | Event::QueuedMessage { .. }
+            | Event::InputSkipped { .. }
+            | Event::QueryAborted { .. }
+            | Event::NetworkConnection { .. }
+            | Event::CheckResult { .. }
+            | Event::CheckFeedback { .. }
+            | Event::SubagentStarted { .. }
+            | Event::SubagentFinished { .. }
+            | Event::Reminder { .. }
+            | Event::MessageBudget { .. }
+            | Event::StructuredOutputRejected { .. } => {}
+        }
+    }
+
+    fn spend(&mut self, state: &mut Resume, usage: &Usage, cost_usd: Option<f64>) {
+        state.counts.usage.add(usage);
+        match (cost_usd, &mut state.cost_usd) {
+            (Some(cost), Some(total)) if self.priced => *total += cost,
+            _ => {
+                self.priced = false;
+                state.cost_usd = None;
+            }
+        }
+    }
+
+    fn decided(
+        &mut self,
+        state: &mut Resume,
+        id: String,
+        decision: PermissionDecision,
+        main: bool,
+    ) {
+        if decision.decision == Decision::Allow {
+            return;
+        }
+        state.counts.denials += 1;
+        state.counts.denials_by_layer.count(decision.layer);
+        let (tool, input) = self
+            .inputs
+            .get(&id)
+            .cloned()
+            .unwrap_or((ToolName::from_model(""), Value::Null));
+        if main {
+            state
+                .refused
+                .push((tool.clone(), input.clone(), decision.clone()));
+        }
+        state.denials.push(Denial {
+            id,
+            tool,
+            input,
+            decision,
+        });
+    }
+}
+
+fn add_user(
+    messages: &mut Vec<Message>,
+    content: Vec<ContentBlock>,
+    extends: bool,
+    replaces: Option<usize>,
+) {
+    match (extends, replaces, messages.last_mut()) {
+        (true, _, Some(last)) if last.role == Role::User => last.content.extend(content),
+        (_, Some(dropped), _) => {
+            let kept = messages.split_off(dropped.min(messages.len()));
+            *messages = std::iter::once(Message {
+                role: Role::User,
+                content,
+            })
+            .chain(kept)
+            .collect();
+        }
+        _ => messages.push(Message {
+            role: Role::User,
+            content,
+        }),
+    }
+}
+
+/// A run killed while its calls ran leaves tool_use blocks with no result: each gets one
+/// (every tool_use is answered, or the next request is refused), with the interruption's note.
+fn answer_unanswered(messages: &[Message]) -> Option<Message> {
+    let last = messages
+        .last()
+        .filter(|last| last.role == Role::Assistant)?;
+    let mut content: Vec<ContentBlock> = last
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::ToolUse { id, .. } => Some(ContentBlock::ToolResult {
+                tool_use_id: id.clone(),
+                content: NOT_FINISHED.to_string(),
+                is_error: true,
+            }),
+            _ => None,
+        })
+        .collect();
+    if content.is_empty() {
+        return None;
+    }
+    content.push(ContentBlock::Text {
+        text: super::INTERRUPTED_BY_USER.to_string(),
+    });
+    Some(Message {
+        role: Role::User,
+        content,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_compaction_replaces_the_head_and_an_interruption_extends_the_last_message() {
+        let text = |t: &str| vec![ContentBlock::Text { text: t.into() }];
+        let mut messages = Vec::new();
+        add_user(&mut messages, text("task"), false, None);
+        messages.push(Message {
+            role: Role::Assistant,
+            content: text("a1"),
+        });
+        add_user(&mut messages, text("r1"), false, None);
+        messages.push(Message {
+            role: Role::Assistant,
+            content: text("a2"),
+        });
+        add_user(&mut messages, text("r2"), false, None);
+        add_user(&mut messages, text("summary"), false, Some(3));
+        let texts: Vec<String> = messages.iter().map(Message::text).collect();
+        assert_eq!(texts, ["summary", "a2", "r2"]);
+        add_user(&mut messages, text("[interrupted]"), true, None);
+        assert_eq!(messages.last().unwrap().text(), "r2\n[interrupted]");
+    }
+
+    #[test]
+    fn calls_without_results_are_answered() {
+        let messages = vec![
+            Message::user_text("task"),
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::ToolUse {
+                    id: "t1".into(),
+                    name: "Bash".into(),
+                    input: serde_json::json!({"command": "sleep 60"}),
+                }],
+            },
+        ];
+        let repaired = answer_unanswered(&messages).unwrap();
+        assert!(
+            matches!(&repaired.content[0], ContentBlock::ToolResult { tool_use_id, is_error: true, .. } if tool_use_id == "t1")
+        );
+        assert_eq!(answer_unanswered(&messages[..1]), None);
+    }
+}
