@@ -48,6 +48,7 @@ fn run_options(args: &RunArgs) -> RunOptions {
         allow: args.rules.allow.clone(),
         deny: args.rules.deny.clone(),
         ask: args.rules.ask.clone(),
+        strict: args.rules.strict,
         mode: args.mode,
         model: args.model.clone(),
         max_cost: args.max_cost,

@@ -17,6 +17,7 @@ mod mode;
 mod path_glob;
 mod path_index;
 mod path_pattern;
+mod plugin_settings;
 mod rule;
 mod rule_set;
 mod sandbox_config;
@@ -38,23 +39,28 @@ pub use decision::{
     AllowBasis, Ask, AskCause, Decision, DenialCounts, GateDecision, Grounds, Layer,
     PermissionDecision, RuleRef, Step, ToolCheck,
 };
-pub use file::{LowerGrant, ManagedKey, PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
+pub use file::{
+    IgnoredKey, LowerGrant, ManagedKey, PermissionsBlock, Policy, PolicyOrigin, PolicyTest,
+};
 pub use file_access::{Access, check_path, read_refusal};
 pub use gate::{GatedCall, TraceStep, decide, explain};
 pub use guardrail::{
     fold, git_dir_write, may_guard_name, read_guardrail, read_guardrail_below, write_guardrail,
 };
 pub use hooks_config::{
-    DEFAULT_TIMEOUT_SECS, Hook, HookEvent, HookList, HookSpec, MAX_TIMEOUT_SECS, MatcherError,
-    OnError, ToolMatcher, merge_hooks,
+    DEFAULT_TIMEOUT_SECS, Hook, HookEvent, HookList, HookSpec, IGNORED_EVENTS, MAX_TIMEOUT_SECS,
+    MatcherError, OnError, ToolMatcher, merge_hooks,
 };
-pub use lint::{LintWarning, danger, lint};
+pub use lint::{LintWarning, danger, lint, reach};
 pub use mcp_servers::{
     DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, McpPolicy, McpServerMatcher,
     McpServerSpec, McpServersBlock, check_server_name, mcp_servers,
 };
 pub use mode::{PermissionMode, UnknownMode};
 pub use path_pattern::{PathBases, PathPattern};
+pub use plugin_settings::{
+    EnabledPlugins, KnownMarketplaces, Marketplace, MarketplaceSource, PluginSettings,
+};
 pub use rule::{DomainPattern, Rule, RuleContent, RuleError, RuleKind};
 #[cfg(test)]
 pub(crate) use rule_set::test_source;

@@ -17,8 +17,8 @@ pub use classifier::auto_classifier;
 pub use sources::{
     AdditionalDirectories, HooksInForce, PolicyInForce, SourceFlags, additional_directories,
     canonical_dir, dangerous_allow_rules, home_dir, hooks_in_force, load_policy, load_sources,
-    load_task, log_warnings, mcp_in_force, read_only_commands_in_force, read_text, resolve_mode,
-    rules_for_mode, sandbox_in_force, unknown_tool_rules, with_snippet,
+    load_task, log_warnings, mcp_in_force, read_only_commands_in_force, read_text, refuse_warnings,
+    resolve_mode, rules_for_mode, sandbox_in_force, unknown_tool_rules, with_snippet,
 };
 
 use crate::agent::RunSpec;
@@ -95,6 +95,8 @@ pub struct RunOptions {
     pub allow: Vec<String>,
     pub deny: Vec<String>,
     pub ask: Vec<String>,
+    /// The policy's warnings are configuration errors (`--strict`).
+    pub strict: bool,
     pub mode: Option<crate::policy::PermissionMode>,
     pub model: Option<String>,
     /// Caps the task's own `max_cost_usd`.
@@ -155,10 +157,12 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
         allow: &options.allow,
         deny: &options.deny,
         ask: &options.ask,
+        strict: options.strict,
     };
     let sources = load_sources(flags, Some(&task), &workdir, home.as_deref())?;
     let mode = resolve_mode(options.mode, task.mode, &sources)?;
     let (rules, dropped_for_auto) = rules_for_mode(RuleSet::from_sources(&sources), mode);
+    refuse_warnings(&rules, options.strict)?;
     // Before any model call: a sandbox the kernel cannot enforce stops the run here (exit 2).
     let sandbox = sandbox_in_force(&sources)
         .map(|config| {
