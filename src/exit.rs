@@ -59,7 +59,8 @@ impl ExitCode {
                 "task failed: a check failed (after its retries), or a limit (`max_turns`, \
 `max_cost_usd`, tokens, `timeout`) stopped the run, or the model refused — each only when \
 `fail_on` has `check` / `limit` (the default); or an MCP server did not start and `fail_on` \
-has `mcp_start` (the default; outcome `mcp_start_failed`, no model call made)"
+has `mcp_start` (the default; outcome `mcp_start_failed`, no model call made); or a hook \
+stopped the run (outcome `hook_stopped`)"
             }
             ExitCode::ConfigError => {
                 "usage or configuration error (bad flags, task or policy file); nothing was sent \

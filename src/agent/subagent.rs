@@ -89,6 +89,7 @@ pub(super) async fn run(
         subagent: Some(kind),
         max_turns: spec.subagent_max_turns,
         turns: 0,
+        stop_continuations: 0,
     };
     // Boxed: the sub-agent's conversation is inside the parent's turn, a future of its own type.
     let nested: Pin<Box<dyn Future<Output = Result<Ending, AgentError>> + '_>> = Box::pin(
@@ -204,7 +205,9 @@ fn answer(
         // conversation never ends so.
         | Outcome::ChecksFailed
         | Outcome::PolicyDenied
-        | Outcome::McpStartFailed => Ran {
+        | Outcome::McpStartFailed
+        // A SubagentStop hook stopped it: the run stops with it.
+        | Outcome::HookStopped => Ran {
             result: Err(ToolError::Failed(format!("The {kind} sub-agent stopped: {why}"))),
             stop: Some(Stop { outcome, why }),
         },

@@ -557,6 +557,31 @@ mod tests {
         }
     }
 
+    /// Every event Claude Code documents either loads as a hook that runs, or (Notification)
+    /// loads, is listed with why, and runs nothing; a matcher entry's `description` loads.
+    #[test]
+    fn claude_code_events_load_or_are_listed_as_ignored() {
+        let group = r#"[{"matcher": "startup", "description": "why it is here", "hooks": [{"type": "command", "command": "x"}]}]"#;
+        let mut events: Vec<String> = HookEvent::ALL.iter().map(|e| e.to_string()).collect();
+        events.push("Notification".into());
+        let body: Vec<String> = events.iter().map(|e| format!("\"{e}\": {group}")).collect();
+        let settings = format!("{{\"hooks\": {{{}}}}}", body.join(", "));
+        let list = config::parse::<Settings>(&settings, Path::new("settings.json"))
+            .unwrap()
+            .hooks;
+        let loaded: Vec<HookEvent> = list.specs.iter().map(|spec| spec.event).collect();
+        assert_eq!(loaded, HookEvent::ALL);
+        assert_eq!(list.ignored.len(), 1);
+        assert_eq!(list.ignored[0].key, "hooks.Notification");
+        // A matcher selects only where the event has one: Stop's runs whatever it says.
+        let stop = &list.specs[6];
+        assert_eq!(stop.event, HookEvent::Stop);
+        assert!(stop.applies_to(HookEvent::Stop, ""));
+        let start = &list.specs[4];
+        assert!(start.applies_to(HookEvent::SessionStart, "startup"));
+        assert!(!start.applies_to(HookEvent::SessionStart, "resume"));
+    }
+
     #[test]
     fn managed_hooks_only_drops_the_others() {
         let hook = |command: &str, source: &str| Hook {

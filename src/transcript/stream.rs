@@ -50,6 +50,7 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         Event::SubagentFinished { .. } => "subagent_finished",
         Event::ModelRequest { .. }
         | Event::HookRun { .. }
+        | Event::EventHooks { .. }
         | Event::CheckResult { .. }
         | Event::CheckFeedback { .. }
         | Event::Reminder { .. }

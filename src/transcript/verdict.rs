@@ -51,7 +51,9 @@ pub fn decide(outcome: Outcome, denials: &[Denial], fail_on: &FailOnSet) -> (Out
         | Outcome::Refusal
         // A server the task needed did not start and `fail_on` said that fails it; the
         // model was never asked.
-        | Outcome::McpStartFailed => return (outcome, outcome.exit_code()),
+        | Outcome::McpStartFailed
+        // A hook said the run ends there, and why.
+        | Outcome::HookStopped => return (outcome, outcome.exit_code()),
         Outcome::Success
         | Outcome::ChecksFailed
         | Outcome::MaxTurns
