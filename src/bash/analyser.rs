@@ -29,6 +29,8 @@ pub(crate) struct Analyser<'a> {
     /// Script-level reasons the script is not proven safe.
     pub problems: Vec<String>,
     pub cwds: Cwds,
+    /// Where the script is while one command runs in a folder of its own (`env -C`).
+    pub shifted_from: Option<Cwds>,
     pub reads: ReadLog,
     /// Variables of the script being walked whose value is known here (see `trackable`).
     pub vars: HashMap<String, Value>,
@@ -51,6 +53,7 @@ impl<'a> Analyser<'a> {
             refusals: Vec::new(),
             problems: Vec::new(),
             cwds: Cwds::new(env.cwd),
+            shifted_from: None,
             reads: ReadLog::default(),
             vars: HashMap::new(),
             tracked: HashSet::new(),

@@ -2,11 +2,12 @@
 //! inline (`sh -c`, `find -exec`), and whether it is proven read-only.
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 
 use super::analyser::{Analyser, MAX_NESTING};
 use super::bindings::harmless_in_environment;
 use super::evaluated::{inert_variable_name, runs_code, substitutions_loose};
-use super::paths::{check_glob_listing, inside_workspace, locate};
+use super::paths::{Cwds, check_glob_listing, inside_workspace, locate};
 use super::pattern::{Match, base};
 use super::readonly::{self, Ctx};
 use super::syntax::SimpleCommand;
@@ -94,7 +95,38 @@ impl Analyser<'_> {
             .map(|(p, id)| (*id, p.to_string(), p.words().len()))
     }
 
+    /// Judges one simple command; a folder it alone runs in (`env -C`, `make -C`) holds for
+    /// it and what it runs, not for the commands after it.
     pub(crate) fn simple_command(
+        &mut self,
+        cmd: &SimpleCommand,
+        functions: &HashSet<String>,
+        depth: usize,
+    ) {
+        let outer = self.shifted_from.take();
+        self.judge_simple_command(cmd, functions, depth);
+        if let Some(cwds) = self.shifted_from.take() {
+            self.cwds = cwds;
+        }
+        self.shifted_from = outer;
+    }
+
+    /// This command runs in `dir` (relative to where the script may be), or somewhere unknown.
+    fn shift_cwds(&mut self, dir: Option<&Word>) {
+        let located = dir.map(|dir| locate(dir, self.env, &self.cwds));
+        let shifted = match (located, &self.cwds) {
+            (Some(Ok(paths)), Cwds::Known(_)) => {
+                let mut cwds = self.cwds.clone();
+                cwds.add(paths);
+                cwds
+            }
+            _ => Cwds::Unknown,
+        };
+        let before = std::mem::replace(&mut self.cwds, shifted);
+        self.shifted_from.get_or_insert(before);
+    }
+
+    fn judge_simple_command(
         &mut self,
         cmd: &SimpleCommand,
         functions: &HashSet<String>,
@@ -216,6 +248,16 @@ impl Analyser<'_> {
             };
             let name = base(&name).to_owned();
             let unwrapped = wrappers::unwrap(&name, &argv);
+            // `env -C sub cat ../.env`, `make -C sub`: this command's relative paths are
+            // relative to that folder.
+            let own_options = match &unwrapped {
+                Unwrap::Inner { start, .. } => &argv[1..(*start).min(argv.len())],
+                Unwrap::No => &argv[1..],
+                _ => &[],
+            };
+            for dir in super::chdir::directories(&name, own_options) {
+                self.shift_cwds(dir.as_ref());
+            }
             // A wrapper may read its own operands (`xargs -a FILE`, `flock FILE`).
             if !matches!(unwrapped, Unwrap::No) {
                 self.log_reads(&argv);
@@ -289,6 +331,9 @@ impl Analyser<'_> {
         unproven.extend(self.evaluated_operands(job, &argv));
         unproven.extend(self.builtin_bindings(&argv, job.depth));
         let exec_reason = self.nested(job, &argv);
+        // Where a `cd` takes the script decides what every later relative path names, whatever
+        // allowed the `cd` (a rule, the mode) or refused it.
+        let moved = self.follow_directory_change(job, &argv, through.is_empty());
         let mut proved = false;
         let (verdict, why) = if let Some((id, pattern, maybe)) = hits.deny {
             let why = if maybe {
@@ -328,7 +373,10 @@ impl Analyser<'_> {
                         (None, Some((true, why))) => Ok(why.to_owned()),
                         (None, Some((false, why))) => Err(why.to_owned()),
                         (None, None) => {
-                            let proof = self.prove_read_only(job, &argv, through.is_empty());
+                            let proof = match moved {
+                                Some(moved) => moved,
+                                None => self.prove_read_only(job, &argv, through.is_empty()),
+                            };
                             proved = proof.is_ok();
                             proof.map_err(|unproven| unproven.to_string())
                         }
@@ -532,9 +580,6 @@ impl Analyser<'_> {
             ));
         }
         let name = base(name);
-        if matches!(name, "cd" | "pushd" | "popd") {
-            return self.change_dir(name, &argv[1..], job.repeated);
-        }
         let ctx = Ctx {
             env: self.env,
             cwds: &self.cwds,
@@ -543,8 +588,37 @@ impl Analyser<'_> {
         readonly::check(name, &argv[1..], &ctx).map(|()| "read-only".to_owned())
     }
 
+    /// Follows a command that may change the shell's directory: `None` when it cannot (or a
+    /// function of the script shadows it, which leaves the directory unknown), else whether
+    /// the move is proven harmless. A command whose name is not known statically may be a
+    /// `cd` too.
+    fn follow_directory_change(
+        &mut self,
+        job: &Job,
+        argv: &[Word],
+        direct: bool,
+    ) -> Option<Result<String, Unproven>> {
+        let name = argv
+            .first()
+            .map(|first| first.fixed().filter(|_| !first.tilde))?;
+        let Some(name) = name.map(base) else {
+            self.cwds = super::paths::Cwds::Unknown;
+            return None;
+        };
+        if !matches!(name, "cd" | "pushd" | "popd") {
+            return None;
+        }
+        if direct && job.functions.is_some_and(|f| f.contains(name)) {
+            self.cwds = super::paths::Cwds::Unknown;
+            return None;
+        }
+        Some(self.change_dir(name, &argv[1..], job.repeated))
+    }
+
     /// A `cd` inside the workspace is harmless, but later relative paths must then be checked
-    /// from the new directory as well as the old (the `cd` may fail).
+    /// from the new directory as well as the old (the `cd` may fail). Whatever the answer, the
+    /// directories later commands may run in are updated: a `cd` that a rule allows, or that
+    /// leaves the workspace, moves the script all the same.
     fn change_dir(
         &mut self,
         name: &str,
@@ -552,38 +626,56 @@ impl Analyser<'_> {
         repeated: bool,
     ) -> Result<String, Unproven> {
         if name == "popd" {
+            // Where it returns only the directory stack knows.
             self.cwds = super::paths::Cwds::Unknown;
             return Ok("returns to an earlier directory".to_owned());
         }
+        let (reached, verdict) = match self.directory_change(name, args) {
+            Ok(paths) => (Some(paths), Ok(())),
+            Err((paths, unproven)) => (paths, Err(unproven)),
+        };
+        match reached {
+            Some(paths) if !repeated => self.cwds.add(paths),
+            _ => self.cwds = super::paths::Cwds::Unknown,
+        }
+        verdict.map(|()| "changes directory inside the workspace".to_owned())
+    }
+
+    /// The folders a `cd`/`pushd` may move the script to: `Ok` when all are inside the
+    /// workspace; else why it is not proven, with the folders when they are known.
+    fn directory_change(
+        &self,
+        name: &str,
+        args: &[Word],
+    ) -> Result<Vec<PathBuf>, (Option<Vec<PathBuf>>, Unproven)> {
         let targets: Vec<&Word> = args
             .iter()
             .filter(|w| !matches!(w.fixed(), Some("-L" | "-P" | "-e" | "-@" | "--" | "-n")))
             .collect();
         let [target] = targets.as_slice() else {
-            return Err(Unproven::DirectoryCount(name.to_owned()));
+            return Err((None, Unproven::DirectoryCount(name.to_owned())));
         };
         if target
             .fixed()
             .is_some_and(|v| v == "-" || v.starts_with('+') || v.starts_with('-'))
         {
-            return Err(Unproven::UnknownDirectory {
-                name: name.to_owned(),
-                target: target.raw.clone(),
-            });
+            return Err((
+                None,
+                Unproven::UnknownDirectory {
+                    name: name.to_owned(),
+                    target: target.raw.clone(),
+                },
+            ));
         }
-        let paths = locate(target, self.env, &self.cwds)?;
+        let paths = locate(target, self.env, &self.cwds).map_err(|unproven| (None, unproven))?;
         if let Some(outside) = paths.iter().find(|p| !inside_workspace(p, self.env)) {
-            return Err(Unproven::LeavesWorkspace {
+            let unproven = Unproven::LeavesWorkspace {
                 name: name.to_owned(),
                 outside: outside.clone(),
-            });
+            };
+            return Err((Some(paths), unproven));
         }
-        if repeated {
-            self.cwds = super::paths::Cwds::Unknown;
-        } else {
-            self.cwds.add(paths);
-        }
-        Ok("changes directory inside the workspace".to_owned())
+        Ok(paths)
     }
 
     /// `export`, `declare`, `local`, `readonly`, `typeset` and `unset`.

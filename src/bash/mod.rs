@@ -5,6 +5,7 @@ mod analyser;
 mod arg_writes;
 mod bindings;
 mod brace;
+mod chdir;
 mod command;
 mod evaluated;
 mod git;

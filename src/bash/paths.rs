@@ -235,9 +235,7 @@ pub(crate) fn log_read(word: &Word, below: bool, env: &BashEnv, cwds: &Cwds, log
         };
         let mut prefix = Word::literal(dir);
         prefix.tilde = word.tilde;
-        if let Ok(paths) = locate(&prefix, env, cwds) {
-            paths.into_iter().for_each(|p| log.record(p, true));
-        }
+        record_located(&prefix, true, env, cwds, log);
         return;
     };
     if word.glob {
@@ -255,13 +253,18 @@ pub(crate) fn log_read(word: &Word, below: bool, env: &BashEnv, cwds: &Cwds, log
         if prefix.value.as_deref() == Some("") {
             prefix = Word::literal(if value.starts_with('/') { "/" } else { "." });
         }
-        if let Ok(paths) = locate(&prefix, env, cwds) {
-            paths.into_iter().for_each(|p| log.record(p, true));
-        }
+        record_located(&prefix, true, env, cwds, log);
         return;
     }
-    if let Ok(paths) = locate(word, env, cwds) {
-        paths.into_iter().for_each(|p| log.record(p, below));
+    record_located(word, below, env, cwds, log);
+}
+
+/// Logs the paths `word` names; one that cannot be located (relative after a `cd` to an
+/// unknown place, `~` without a home) may be anywhere, so everything is logged as read.
+fn record_located(word: &Word, below: bool, env: &BashEnv, cwds: &Cwds, log: &ReadLog) {
+    match locate(word, env, cwds) {
+        Ok(paths) => paths.into_iter().for_each(|p| log.record(p, below)),
+        Err(_) => log.record(PathBuf::from("/"), true),
     }
 }
 
@@ -304,7 +307,8 @@ pub(crate) fn check_read_below(
             }
         }
     } else {
-        let paths = locate(word, env, cwds)?;
+        let paths =
+            locate(word, env, cwds).inspect_err(|_| log.record(PathBuf::from("/"), true))?;
         for p in &paths {
             log.record(p.clone(), below);
         }

@@ -576,6 +576,94 @@ mod tests {
         );
     }
 
+    /// A `cd` moves every later relative path, whatever let the `cd` through (an allow rule,
+    /// bypassPermissions) and however it is spelt; where the script then is cannot be known,
+    /// a relative read may be anywhere, so Read deny rules reach it.
+    #[test]
+    fn a_cd_moves_every_later_path_whatever_allowed_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("ws/sub")).unwrap();
+        std::fs::write(root.join("ws/.env"), "KEY=1").unwrap();
+        std::fs::write(root.join("ws/README"), "hi").unwrap();
+        let policy = Policy::parse(
+            "permissions:\n  allow: ['Bash(cd:*)', 'Bash(pushd:*)', 'Bash(cat:*)', 'Bash(echo:*)']\n  deny: ['Read(.env)']\n",
+            crate::policy::PolicyOrigin { file: Path::new("p.yaml"), dir: Path::new("/"), home: None },
+        )
+        .unwrap();
+        let rules = RuleSet::from_policy(&policy);
+        let workspace = Workspace::new(root.join("ws"), vec![], None);
+        let decide = |command: &str, mode: PermissionMode| {
+            let ctx = PermissionContext {
+                auto_allow_bash: false,
+                mode,
+                rules: &rules,
+                workspace: &workspace,
+            };
+            let analysis = analyse(&Script::new(command), ctx.rules.bash_rules(), &ctx);
+            match check_command(command, &analysis, &ctx) {
+                ToolCheck::Allow { .. } => "allow",
+                ToolCheck::Deny { .. } => "deny",
+                _ => "ask",
+            }
+        };
+        use PermissionMode::{BypassPermissions, Default};
+        let cases = [
+            ("cd sub && cat README", Default, "allow"),
+            ("cd sub && cat ../README", Default, "allow"),
+            ("cd sub && cat ../.env", Default, "deny"),
+            ("cd sub && cat ../.env", BypassPermissions, "deny"),
+            ("cd sub; cat ../.env", BypassPermissions, "deny"),
+            ("cd -P sub && cat ../.env", BypassPermissions, "deny"),
+            ("pushd sub; cat ../.env", BypassPermissions, "deny"),
+            ("builtin cd sub; cat ../.env", BypassPermissions, "deny"),
+            ("command cd sub; cat ../.env", BypassPermissions, "deny"),
+            ("cd sub; cd ..; cat .env", BypassPermissions, "deny"),
+            ("cd sub/../sub && cat ../.env", BypassPermissions, "deny"),
+            ("cd .. && cat ws/.env", BypassPermissions, "deny"),
+            ("cd \"$X\" && cat .env", BypassPermissions, "deny"),
+            ("cd \"$X\" && cat README", BypassPermissions, "deny"),
+            ("cd; cat ws/.env", BypassPermissions, "deny"),
+            ("cd sub; cd -; cat .env", BypassPermissions, "deny"),
+            (
+                "for d in sub; do cd $d; done; cat ../.env",
+                BypassPermissions,
+                "deny",
+            ),
+            ("d=sub; cd $d && cat ../.env", BypassPermissions, "deny"),
+            ("$GO sub; cat ../.env", BypassPermissions, "deny"),
+            (
+                "cd() { echo; }; cd sub; cat ../.env",
+                BypassPermissions,
+                "deny",
+            ),
+            ("cd sub && echo ../.env", BypassPermissions, "allow"),
+            ("cd sub && cat ../README", BypassPermissions, "allow"),
+            // One command in a folder of its own.
+            ("env -C sub cat ../.env", BypassPermissions, "deny"),
+            ("env --chdir=sub cat ../.env", BypassPermissions, "deny"),
+            ("env -Csub head ../.env", BypassPermissions, "deny"),
+            ("sudo -D sub cat ../.env", BypassPermissions, "deny"),
+            ("make -C sub -f ../.env", BypassPermissions, "deny"),
+            (
+                "tar --directory sub -cf /dev/null ../.env",
+                BypassPermissions,
+                "deny",
+            ),
+            ("make $FLAGS -f ../.env", BypassPermissions, "deny"),
+            ("env -C sub true; cat README", BypassPermissions, "ask"),
+            ("make -j$(nproc) -f README", BypassPermissions, "ask"),
+        ];
+        let wrong: Vec<String> = cases
+            .iter()
+            .filter_map(|(command, mode, want)| {
+                let got = decide(command, *mode);
+                (got != *want).then(|| format!("`{command}` in {mode}: {got}, want {want}"))
+            })
+            .collect();
+        assert!(wrong.is_empty(), "{wrong:#?}");
+    }
+
     #[test]
     fn analysis_rules_and_writes_combine() {
         let policy = Policy::parse(
