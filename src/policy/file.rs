@@ -11,6 +11,7 @@ use serde_saphyr::Spanned;
 use super::auto_mode_blocks::{AutoModeProse, ClassifierFile, ClassifierSettings};
 use super::decision::Decision;
 use super::hooks_config::{Hook, HookList};
+use super::ignored_key::IgnoredKey;
 use super::mcp_servers::{McpPolicy, McpServerMatcher, McpServersBlock, mcp_servers};
 use super::mode::PermissionMode;
 use super::plugin_settings::{EnabledPlugins, KnownMarketplaces, PluginSettings};
@@ -170,29 +171,6 @@ policy_file! {
     "disableNonEssentialModelCalls" => disable_non_essential_model_calls: "tollgate makes no side model calls besides auto mode's classifier",
     "autoMemoryEnabled" => auto_memory_enabled: "tollgate keeps no memory between runs",
     "claudeMdExcludes" => claude_md_excludes: "the task file, not a settings file, decides which memory files the model reads",
-}
-
-/// A Claude Code settings key that loaded and grants nothing here, with why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IgnoredKey {
-    /// As written, dotted below the top level (`sandbox.excludedCommands`).
-    pub key: String,
-    pub why: String,
-}
-
-impl IgnoredKey {
-    pub fn new(key: impl Into<String>, why: impl Into<String>) -> IgnoredKey {
-        IgnoredKey {
-            key: key.into(),
-            why: why.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for IgnoredKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({})", self.key, self.why)
-    }
 }
 
 /// What a managed policy lets lower sources add although it is `managed_only`.

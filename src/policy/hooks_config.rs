@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::file::IgnoredKey;
+use super::ignored_key::IgnoredKey;
 use crate::base::wildcard_match;
 
 /// The longest timeout a hook may be given: a day.

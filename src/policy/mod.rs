@@ -11,6 +11,7 @@ mod file_access;
 mod gate;
 mod guardrail;
 mod hooks_config;
+mod ignored_key;
 mod lint;
 mod mcp_servers;
 mod mode;
@@ -39,9 +40,7 @@ pub use decision::{
     AllowBasis, Ask, AskCause, Decision, DenialCounts, GateDecision, Grounds, Layer,
     PermissionDecision, RuleRef, Step, ToolCheck,
 };
-pub use file::{
-    IgnoredKey, LowerGrant, ManagedKey, PermissionsBlock, Policy, PolicyOrigin, PolicyTest,
-};
+pub use file::{LowerGrant, ManagedKey, PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
 pub use file_access::{Access, check_path, read_refusal};
 pub use gate::{GatedCall, TraceStep, decide, explain};
 pub use guardrail::{
@@ -51,6 +50,7 @@ pub use hooks_config::{
     DEFAULT_TIMEOUT_SECS, Hook, HookEvent, HookList, HookSpec, IGNORED_EVENTS, MAX_TIMEOUT_SECS,
     MatcherError, OnError, ToolMatcher, merge_hooks,
 };
+pub use ignored_key::IgnoredKey;
 pub use lint::{LintWarning, danger, lint, reach};
 pub use mcp_servers::{
     DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, McpPolicy, McpServerMatcher,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 
-use super::file::IgnoredKey;
+use super::ignored_key::IgnoredKey;
 use super::rule::DomainPattern;
 use crate::base::normalize_lexically;
 use crate::config::ConfigError;

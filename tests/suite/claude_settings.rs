@@ -131,6 +131,12 @@ fn corpus_files_decide_as_written() {
             "allow",
         ),
         (
+            "agents-and-skills.settings.json",
+            "Agent",
+            r#"{"subagent_type":"general","description":"d","prompt":"p"}"#.into(),
+            "deny",
+        ),
+        (
             "github-actions.settings.json",
             "Bash",
             bash("gh api repos/x/y -X DELETE"),
@@ -148,4 +154,35 @@ fn corpus_files_decide_as_written() {
         assert_eq!(code, 0, "{file}: {stderr}");
         assert_eq!(line["decision"], *expected, "{file} {tool} {input}: {line}");
     }
+}
+
+/// `run` warns on stderr about the allow rules that let `rm -rf ~` through when it loads the
+/// file, and `--strict` makes them a configuration error before any model call.
+#[test]
+fn run_warns_about_destructive_allow_rules_and_strict_refuses_them() {
+    let settings =
+        r#"{"permissions": {"allow": ["Bash(rm:*)", "Bash(gh:*)", "Bash(git checkout:*)"]}}"#;
+    let task = "version: 1\nname: t\nprompt: go\nworkdir: ws\nmodel:\n  provider: scripted\n  script:\n    - - text: done\n";
+    let run = crate::support::Run::new()
+        .policy(settings)
+        .task(task)
+        .finish();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for rule in ["Bash(rm:*)", "Bash(gh:*)", "Bash(git checkout:*)"] {
+        assert!(
+            run.stderr.contains(&format!("allow rule {rule}")),
+            "{rule}: {}",
+            run.stderr
+        );
+    }
+    let warnings = run.of_type("run_started")[0]["policy"]["warnings"].to_string();
+    assert!(warnings.contains("Bash(rm:*)"), "{warnings}");
+    let strict = crate::support::Run::new()
+        .policy(settings)
+        .task(task)
+        .args(["--strict"])
+        .finish();
+    assert_eq!(strict.code, 2, "{}", strict.stderr);
+    assert!(strict.stderr.contains("--strict"), "{}", strict.stderr);
+    assert!(!strict.wrote_transcript());
 }
