@@ -164,6 +164,7 @@ policy_file! {
     "autoCompactEnabled" => auto_compact_enabled: "the task file, not a settings file, decides how a run handles its context",
     "respectGitignore" => respect_gitignore: CLIENT,
     "plansDirectory" => plans_directory: "tollgate writes no plan files; plan mode only restricts tools",
+    "skipDangerousModePermissionPrompt" => skip_dangerous_mode_permission_prompt: "tollgate asks nobody before bypassPermissions; the managed policy's `allowed_modes` decide whether it may run",
     "installedPluginVersions" => installed_plugin_versions: "a record of what the interactive client installed; tollgate loads plugins from local folders only",
     "strictKnownMarketplaces" => strict_known_marketplaces: "tollgate fetches no marketplace; only local plugin folders load",
     "pluginConfigs" => plugin_configs: "plugin options are the plugin folder's own",

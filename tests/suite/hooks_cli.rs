@@ -341,3 +341,44 @@ fn permission_request_answers_asks_and_permission_denied_sees_denials() {
         assert!(denials.contains("\"tool_use_id\""), "{denials}");
     }
 }
+
+/// SubagentStop sends a sub-agent back to work once, as Stop does for the run: the
+/// sub-agent's second answer is the one its parent gets.
+#[test]
+fn a_subagent_stop_hook_sends_the_subagent_back_once() {
+    let hook = "#!/bin/bash\ncat >> sub-inputs.jsonl\necho >> sub-inputs.jsonl\nif [ -e once ]; then exit 0; fi\ntouch once\necho 'cite the file you read' >&2\nexit 2\n";
+    let run = Run::new().file("sub.sh", hook);
+    let path = run.dir().join("sub.sh");
+    let run = run
+        .policy(&format!(
+            "permissions:\n  allow: ['Agent(general)']\nhooks:\n  - {{event: SubagentStop, command: 'bash {}'}}\n",
+            path.display()
+        ))
+        .task("version: 1\nname: t\nprompt: go\nworkdir: ws\ntools: [Agent, Read]\nmodel:\n  provider: scripted\n  script:\n    - - tool_use: {name: Agent, input: {description: d, prompt: look around, subagent_type: general}}\n    - - text: first answer\n    - - text: second answer, citing a.txt\n    - - text: done\n")
+        .finish();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.assert_every_tool_use_answered_once();
+    let result = &run.of_type("tool_result")[0];
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("second answer, citing a.txt"),
+        "{result}"
+    );
+    let verdicts: Vec<String> = run
+        .of_type("event_hooks")
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["event"].as_str().unwrap(),
+                e["verdict"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(verdicts, ["SubagentStop block", "SubagentStop proceed"]);
+    let inputs = std::fs::read_to_string(run.ws.join("sub-inputs.jsonl")).unwrap();
+    assert!(inputs.contains("\"agent_type\":\"general\""), "{inputs}");
+    assert!(inputs.contains("\"stop_hook_active\":true"), "{inputs}");
+}
