@@ -49,7 +49,7 @@ impl Tool for Sleeper {
 }
 
 impl ToolInput for Sleep {
-    fn is_concurrency_safe(&self) -> bool {
+    fn is_concurrency_safe(&self, _ctx: &PermissionContext) -> bool {
         self.safe
     }
     fn check_permissions(&self, _ctx: &PermissionContext) -> ToolCheck {
@@ -69,21 +69,26 @@ impl ToolInput for Sleep {
 
 struct Host(Arc<dyn Tool>);
 
+fn scheduling(call: &Call) -> Scheduling {
+    Scheduling {
+        concurrency: if call.input["safe"] == true {
+            Concurrency::Shared
+        } else {
+            Concurrency::Exclusive
+        },
+        interrupt: InterruptBehavior::Cancel,
+    }
+}
+
 impl TurnHost for Host {
     type Error = Infallible;
     fn scheduling(&self, _index: usize, call: &Call) -> Option<Scheduling> {
-        Some(Scheduling {
-            concurrency: if call.input["safe"] == true {
-                Concurrency::Shared
-            } else {
-                Concurrency::Exclusive
-            },
-            interrupt: InterruptBehavior::Cancel,
-        })
+        Some(scheduling(call))
     }
     async fn admit(&mut self, _index: usize, call: &Call) -> Result<Admission, Infallible> {
         let prepared = PreparedCall::prepare(self.0.clone(), call.input.clone()).unwrap();
         Ok(Admission::Run {
+            scheduling: scheduling(call),
             call: Arc::new(prepared),
             deadline: None,
             basis: tollgate::policy::AllowBasis::Granted,

@@ -308,8 +308,8 @@ mod tests {
     }
 
     /// The loop's classifier, judging a Bash call and proposing rules for its denial, reads
-    /// the analysis the gate made: one read-only probe (scheduling) and one analysis under
-    /// the rules per call, in auto mode as in every other.
+    /// the analysis the gate made: one analysis under the rules per call (scheduling
+    /// included), in auto mode as in every other.
     #[tokio::test(flavor = "current_thread")]
     async fn the_classifier_proposes_from_the_gates_analysis() {
         let origin = PolicyOrigin {
@@ -340,7 +340,7 @@ mod tests {
             let before = crate::bash::analyses_on_this_thread();
             let tool: Arc<dyn Tool> = Arc::new(BashTool);
             let call = PreparedCall::prepare(tool, json!({ "command": command })).unwrap();
-            let _ = call.scheduling();
+            let _ = call.scheduling(&ctx);
             let mut judge = Judge::new(&mut auto, "run the tests", &limits, abort.clone());
             let resolution = Decider {
                 classifier: Some(&mut judge),
@@ -355,7 +355,7 @@ mod tests {
             assert_eq!(judge.finish().judged.len(), 1);
             assert_eq!(
                 crate::bash::analyses_on_this_thread() - before,
-                2,
+                1,
                 "analyses of `{command}`"
             );
         }

@@ -123,18 +123,9 @@ impl<'r, 'a> LoopHost<'r, 'a> {
                 ));
             }
         }
+        let ctx = permission_context(self.run);
         let run = &mut *self.run;
         let spec = run.spec;
-        let ctx = PermissionContext {
-            auto_allow_bash: run
-                .ctx
-                .sandbox
-                .as_ref()
-                .is_some_and(|sandbox| sandbox.auto_allow_bash()),
-            mode: spec.mode,
-            rules: &spec.rules,
-            workspace: &spec.workspace,
-        };
         // Out of the loop while the hooks hold it; put back before anything can return.
         let mut auto_state = run.auto.take();
         let mut judge = auto_state
@@ -212,6 +203,8 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             });
         }
         Ok(Admission::Run {
+            // A hook may have rewritten the input into one with other properties.
+            scheduling: prepared.scheduling(&ctx),
             call: Arc::new(prepared),
             deadline: deadline(self.run),
             basis,
@@ -273,12 +266,28 @@ fn deadline(run: &Loop<'_>) -> Option<CallDeadline> {
     })
 }
 
+/// What the run's calls are judged under: the same rules and workspace for scheduling and
+/// the decision, so a Bash command's one analysis answers both.
+fn permission_context<'s>(run: &Loop<'s>) -> PermissionContext<'s> {
+    let spec = run.spec;
+    PermissionContext {
+        auto_allow_bash: run
+            .ctx
+            .sandbox
+            .as_ref()
+            .is_some_and(|sandbox| sandbox.auto_allow_bash()),
+        mode: spec.mode,
+        rules: &spec.rules,
+        workspace: &spec.workspace,
+    }
+}
+
 impl TurnHost for LoopHost<'_, '_> {
     type Error = AgentError;
 
     fn scheduling(&self, index: usize, _call: &Call) -> Option<Scheduling> {
         match self.prepared.get(index)? {
-            Prepared::Ready(call) => Some(call.scheduling()),
+            Prepared::Ready(call) => Some(call.scheduling(&permission_context(self.run))),
             Prepared::Admitted | Prepared::Unrunnable(_) => None,
         }
     }

@@ -119,14 +119,29 @@ impl<'a> Analyser<'a> {
                         argv: vec![first],
                         verdict: CommandVerdict::ReadOnly,
                         why: "a test expression only reads".to_owned(),
+                        reads_only: true,
                     });
                 }
                 Item::Function { .. } => {}
-                Item::Hidden(inner) => self.script(inner, depth + 1),
+                Item::Hidden(inner) => {
+                    self.in_subshell(|analyser| analyser.script(inner, depth + 1))
+                }
                 Item::Problem(p) => self.problems.push(p.clone()),
             }
         }
         (self.vars, self.tracked, self.split) = outer;
+    }
+
+    /// Analyses a script that may run in another shell process (a substitution, `sh -c`) or
+    /// is another reading of this one (a script that does not parse, read piece by piece):
+    /// the folders it may move to count as places this shell may be too, but where it loses
+    /// track (`v=$(cd "$d" && pwd)`), this shell has not moved.
+    pub(crate) fn in_subshell(&mut self, analyse: impl FnOnce(&mut Self)) {
+        let before = self.cwds.clone();
+        analyse(self);
+        if matches!(self.cwds, Cwds::Unknown) {
+            self.cwds = before;
+        }
     }
 
     /// The call may change how globs match (`shopt`, `GLOBIGNORE`, `BASHOPTS`).
@@ -211,7 +226,12 @@ impl<'a> Analyser<'a> {
     pub fn finish(self) -> BashAnalysis {
         let verdict = self.verdict();
         let named_denied = self.named_denied();
+        let only_reads = self.refusals.is_empty()
+            && self.problems.is_empty()
+            && self.writes.is_empty()
+            && self.reports.iter().all(|report| report.reads_only);
         BashAnalysis {
+            only_reads,
             verdict,
             commands: self.reports,
             writes: self.writes,

@@ -156,6 +156,7 @@ impl Analyser<'_> {
             text: &cmd.text,
             functions: Some(functions),
             repeated: cmd.repeated,
+            subshell: cmd.subshell,
             depth,
         };
         let mut words = self.expand_variables(&cmd.words);
@@ -233,6 +234,7 @@ impl Analyser<'_> {
                     argv: Vec::new(),
                     verdict: CommandVerdict::Unproven,
                     why: format!("`{}`: {}", job.text, unproven.join("; ")),
+                    reads_only: false,
                 });
                 return;
             }
@@ -335,6 +337,7 @@ impl Analyser<'_> {
         // allowed the `cd` (a rule, the mode) or refused it.
         let moved = self.follow_directory_change(job, &argv, through.is_empty());
         let mut proved = false;
+        let mut reads_only = false;
         let (verdict, why) = if let Some((id, pattern, maybe)) = hits.deny {
             let why = if maybe {
                 format!(
@@ -357,7 +360,24 @@ impl Analyser<'_> {
             }
             let allowed = self.allow_rule(&argv);
             let covered = allowed.as_ref().map_or(1, |(_, _, len)| *len);
+            // Whether the command only reads is its own property, whatever rule allows it: the
+            // runner options a rule's words cover (`Bash(npm --prefix x:*)`) still count.
+            let rule_covers_hazards =
+                covered > 1 && super::runners::hazard(&argv, 1, self.env, &self.cwds).is_some();
             unproven.extend(super::runners::hazard(&argv, covered, self.env, &self.cwds));
+            let proof = (unproven.is_empty() && !rule_covers_hazards).then(|| {
+                match (exec_reason, runs_nothing) {
+                    (Some(r), _) => Err(r),
+                    (None, Some((true, why))) => Ok(why.to_owned()),
+                    (None, Some((false, why))) => Err(why.to_owned()),
+                    (None, None) => match moved {
+                        Some(moved) => moved,
+                        None => self.prove_read_only(job, &argv, through.is_empty()),
+                    }
+                    .map_err(|unproven| unproven.to_string()),
+                }
+            });
+            reads_only = proof.as_ref().is_some_and(Result::is_ok);
             match (unproven.is_empty(), allowed) {
                 (false, _) => (
                     CommandVerdict::Unproven,
@@ -367,25 +387,18 @@ impl Analyser<'_> {
                     CommandVerdict::AllowedByRule(id),
                     format!("allowed by rule Bash({pattern})"),
                 ),
-                (true, None) => {
-                    let proof = match (exec_reason, runs_nothing) {
-                        (Some(r), _) => Err(r),
-                        (None, Some((true, why))) => Ok(why.to_owned()),
-                        (None, Some((false, why))) => Err(why.to_owned()),
-                        (None, None) => {
-                            let proof = match moved {
-                                Some(moved) => moved,
-                                None => self.prove_read_only(job, &argv, through.is_empty()),
-                            };
-                            proved = proof.is_ok();
-                            proof.map_err(|unproven| unproven.to_string())
-                        }
-                    };
-                    match proof {
-                        Ok(why) => (CommandVerdict::ReadOnly, why),
-                        Err(r) => (CommandVerdict::Unproven, format!("`{}`: {r}", job.text)),
+                // Nothing unproven and no rule: the proof was made.
+                (true, None) => match proof {
+                    Some(Ok(why)) => {
+                        proved = true;
+                        (CommandVerdict::ReadOnly, why)
                     }
-                }
+                    Some(Err(r)) => (CommandVerdict::Unproven, format!("`{}`: {r}", job.text)),
+                    None => (
+                        CommandVerdict::Unproven,
+                        format!("`{}`: not proven", job.text),
+                    ),
+                },
             }
         };
         if !matches!(
@@ -409,6 +422,7 @@ impl Analyser<'_> {
             argv: argv.iter().map(Word::display).collect(),
             verdict,
             why,
+            reads_only,
         });
     }
 
@@ -465,8 +479,13 @@ impl Analyser<'_> {
         }
         match wrappers::inline_script(&name, argv) {
             Inline::No => None,
-            Inline::Script(script) => {
+            // `eval`'s `cd` moves this shell, another shell's that shell.
+            Inline::Script(script) if name == "eval" => {
                 self.script(&script, job.depth + 1);
+                Some("it runs a script; it needs an allow rule that names it".to_owned())
+            }
+            Inline::Script(script) => {
+                self.in_subshell(|analyser| analyser.script(&script, job.depth + 1));
                 Some("it runs a script; it needs an allow rule that names it".to_owned())
             }
             Inline::Unknown(reason) => Some(reason),
@@ -554,6 +573,7 @@ impl Analyser<'_> {
                 text: job.text,
                 functions: None,
                 repeated: true,
+                subshell: true,
                 depth: job.depth + 1,
             };
             self.judge(&nested, inner, Vec::new());
@@ -590,8 +610,8 @@ impl Analyser<'_> {
 
     /// Follows a command that may change the shell's directory: `None` when it cannot (or a
     /// function of the script shadows it, which leaves the directory unknown), else whether
-    /// the move is proven harmless. A command whose name is not known statically may be a
-    /// `cd` too.
+    /// the move is proven harmless. (A command whose name is not known statically is not
+    /// followed: it is unproven, and like an interpreter it could read anything anyway.)
     fn follow_directory_change(
         &mut self,
         job: &Job,
@@ -600,17 +620,23 @@ impl Analyser<'_> {
     ) -> Option<Result<String, Unproven>> {
         let name = argv
             .first()
-            .map(|first| first.fixed().filter(|_| !first.tilde))?;
-        let Some(name) = name.map(base) else {
-            self.cwds = super::paths::Cwds::Unknown;
-            return None;
-        };
+            .and_then(|first| first.fixed().filter(|_| !first.tilde))
+            .map(base)?;
         if !matches!(name, "cd" | "pushd" | "popd") {
             return None;
         }
         if direct && job.functions.is_some_and(|f| f.contains(name)) {
             self.cwds = super::paths::Cwds::Unknown;
             return None;
+        }
+        if job.subshell {
+            // Its folders count as places the script may be; where it loses track, the
+            // commands after the subshell have not moved.
+            let mut moved = None;
+            self.in_subshell(|analyser| {
+                moved = Some(analyser.change_dir(name, &argv[1..], job.repeated));
+            });
+            return moved;
         }
         Some(self.change_dir(name, &argv[1..], job.repeated))
     }
@@ -728,6 +754,7 @@ impl Analyser<'_> {
         self.reports.push(CommandReport {
             text: text.to_owned(),
             argv: argv.iter().map(Word::display).collect(),
+            reads_only: verdict == CommandVerdict::ReadOnly,
             verdict,
             why,
         });
@@ -772,5 +799,7 @@ struct Job<'j> {
     /// (`find -exec f` cannot call a shell function).
     functions: Option<&'j HashSet<String>>,
     repeated: bool,
+    /// See [`SimpleCommand::subshell`].
+    subshell: bool,
     depth: usize,
 }

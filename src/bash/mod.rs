@@ -92,6 +92,9 @@ pub struct BashAnalysis {
     /// write files whose names only their input knows (`tar -x`, `unzip`, `patch`): the
     /// caller treats each as a guardrail, since a planted `.git` can hide in them.
     pub unseen_writes: Vec<String>,
+    /// The whole script only reads, whatever the rules allow or deny: every command proven
+    /// read-only, nothing redirected to a file, no script-level problem.
+    pub only_reads: bool,
 }
 
 /// A path a command reads.
@@ -126,6 +129,9 @@ pub struct CommandReport {
     pub argv: Vec<String>,
     pub verdict: CommandVerdict,
     pub why: String,
+    /// Proven to only read, whatever the rules said of it (`git status` allowed by a rule
+    /// still only reads); what plan mode, an explore sub-agent and scheduling ask.
+    pub reads_only: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,6 +212,7 @@ pub fn evaluate_parsed(parsed: &Script, rules: &BashRules, env: &BashEnv) -> Bas
             named_denied: None,
             named_writes: Vec::new(),
             unseen_writes: Vec::new(),
+            only_reads: false,
         };
     }
     let mut analyser = analyser::Analyser::new(rules, env, parsed);

@@ -23,6 +23,9 @@ pub(crate) struct SimpleCommand {
     pub words: Vec<Word>,
     /// Inside a loop or function body: it may run many times, in any working directory.
     pub repeated: bool,
+    /// Runs in a subshell (`( … )`, a substitution, a part of a pipeline): a `cd` there does
+    /// not move the commands after the subshell.
+    pub subshell: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -319,6 +322,8 @@ fn joins_words(script: &str) -> bool {
 #[derive(Clone, Copy, Default)]
 struct Ctx {
     repeated: bool,
+    /// Inside `( … )`, `$( … )`, `<( … )` or a pipeline of several commands.
+    subshell: bool,
     /// A `variable_assignment` here belongs to a command or declaration, not a bare assignment.
     owned_assignment: bool,
     /// Inside a here-document whose delimiter is quoted: its body is not expanded.
@@ -542,10 +547,17 @@ impl<'s> Walker<'s> {
                 let text = &self.src[n.byte_range()];
                 self.data.push(text.to_owned());
             }
+            "subshell" | "command_substitution" | "process_substitution" | "pipeline" => self
+                .children(
+                    n,
+                    depth,
+                    Ctx {
+                        subshell: true,
+                        ..inner
+                    },
+                ),
             "program"
             | "list"
-            | "pipeline"
-            | "subshell"
             | "do_group"
             | "if_statement"
             | "elif_clause"
@@ -558,8 +570,6 @@ impl<'s> Walker<'s> {
             | "number"
             | "command_name"
             | "translated_string"
-            | "command_substitution"
-            | "process_substitution"
             | "variable_assignments" => self.children(n, depth, inner),
             "heredoc_start" => {
                 let end = word_end(self.src, n.start_byte()).max(n.end_byte());
@@ -1248,6 +1258,7 @@ impl<'s> Walker<'s> {
             assignments,
             words: words.into_iter().map(|(_, w)| w).collect(),
             repeated: ctx.repeated,
+            subshell: ctx.subshell,
         }));
     }
 

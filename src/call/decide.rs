@@ -151,7 +151,7 @@ impl<'a> Decider<'a> {
     }
 
     fn out_of_scope(&self, call: &PreparedCall) -> Option<Answer> {
-        let decision = scope::refusal(self.scope?, call)?;
+        let decision = scope::refusal(self.scope?, call, &self.ctx)?;
         Some(Answer {
             by: Answerer::Scope,
             decision,

@@ -76,9 +76,10 @@ impl PreparedCall {
         &self.tool
     }
 
-    pub fn scheduling(&self) -> Scheduling {
+    /// Judged under the run's rules and workspace, so a Bash command's one analysis answers.
+    pub fn scheduling(&self, ctx: &PermissionContext) -> Scheduling {
         Scheduling {
-            concurrency: if self.input.is_concurrency_safe() {
+            concurrency: if self.input.is_concurrency_safe(ctx) {
                 Concurrency::Shared
             } else {
                 Concurrency::Exclusive
@@ -148,8 +149,8 @@ impl GatedCall for PreparedCall {
         &self.name
     }
 
-    fn is_read_only(&self) -> bool {
-        self.input.is_read_only()
+    fn is_read_only(&self, ctx: &PermissionContext) -> bool {
+        self.input.is_read_only(ctx)
     }
 
     fn requires_user_interaction(&self) -> bool {

@@ -159,15 +159,15 @@ struct McpCall {
 }
 
 impl ToolInput for McpCall {
-    fn is_read_only(&self) -> bool {
+    fn is_read_only(&self, _ctx: &PermissionContext) -> bool {
         self.read_only
     }
 
-    fn is_concurrency_safe(&self) -> bool {
+    fn is_concurrency_safe(&self, _ctx: &PermissionContext) -> bool {
         self.read_only
     }
 
-    fn is_destructive(&self) -> bool {
+    fn is_destructive(&self, _ctx: &PermissionContext) -> bool {
         !self.read_only
     }
 

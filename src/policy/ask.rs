@@ -25,7 +25,7 @@ pub fn fast_path(
         return None;
     }
     let name = call.tool_name();
-    let reason = if AUTO_SAFE_TOOLS.contains(name) && call.is_read_only() {
+    let reason = if AUTO_SAFE_TOOLS.contains(name) && call.is_read_only(ctx) {
         format!("auto mode fast path: {name} only reads")
     } else {
         let as_accept_edits = PermissionContext {

@@ -10,8 +10,8 @@ use super::{PermissionContext, PermissionMode, ToolName};
 /// What the gate needs to know of a call; the call layer implements it over a prepared call.
 pub trait GatedCall {
     fn tool_name(&self) -> &ToolName;
-    /// Read-only by construction, wherever its paths point (plan mode, auto's fast path).
-    fn is_read_only(&self) -> bool;
+    /// Only reads, under `ctx`'s rules and workspace (plan mode, auto's fast path).
+    fn is_read_only(&self, ctx: &PermissionContext) -> bool;
     fn requires_user_interaction(&self) -> bool;
     /// The tool's own check (step 1c) under `ctx`.
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck;
@@ -274,7 +274,7 @@ fn enforce_plan(
             updated_input,
         };
     }
-    let read_only = call.is_read_only();
+    let read_only = call.is_read_only(ctx);
     trace.note(
         "plan",
         || {

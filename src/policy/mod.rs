@@ -83,3 +83,17 @@ pub struct PermissionContext<'a> {
     /// ask rule or guardrail stopped may run without an allow rule (step 2b).
     pub auto_allow_bash: bool,
 }
+
+/// A context for tests of a tool's own properties: no rules, a workspace at `/ws`, default
+/// mode.
+#[cfg(test)]
+pub(crate) fn with_test_context<R>(f: impl FnOnce(&PermissionContext) -> R) -> R {
+    let rules = RuleSet::default();
+    let workspace = Workspace::new("/ws".into(), vec![], None);
+    f(&PermissionContext {
+        auto_allow_bash: false,
+        mode: PermissionMode::Default,
+        rules: &rules,
+        workspace: &workspace,
+    })
+}

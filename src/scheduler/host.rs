@@ -37,6 +37,8 @@ pub enum Admission {
         deadline: Option<CallDeadline>,
         /// What allowed it; a call allowed by a read-only proof runs in the read-only domain.
         basis: AllowBasis,
+        /// How it runs beside the others, judged on the input that runs.
+        scheduling: Scheduling,
     },
     /// Already answered without running (refused, invalid, not run): an error result.
     Answered {

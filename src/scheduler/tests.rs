@@ -98,7 +98,7 @@ impl LatchInput {
 }
 
 impl ToolInput for LatchInput {
-    fn is_concurrency_safe(&self) -> bool {
+    fn is_concurrency_safe(&self, _ctx: &crate::policy::PermissionContext) -> bool {
         self.input["safe"] == true
     }
     fn check_permissions(
@@ -210,7 +210,9 @@ impl TurnHost for Host {
     type Error = Infallible;
 
     fn scheduling(&self, _index: usize, call: &Call) -> Option<Scheduling> {
-        Some(self.prepared(call).scheduling())
+        Some(crate::policy::with_test_context(|ctx| {
+            self.prepared(call).scheduling(ctx)
+        }))
     }
 
     async fn admit(&mut self, index: usize, call: &Call) -> Result<Admission, Infallible> {
@@ -221,8 +223,10 @@ impl TurnHost for Host {
                 status: ResultStatus::Denied,
             });
         }
+        let prepared = self.prepared(call);
         Ok(Admission::Run {
-            call: Arc::new(self.prepared(call)),
+            scheduling: crate::policy::with_test_context(|ctx| prepared.scheduling(ctx)),
+            call: Arc::new(prepared),
             deadline: self
                 .deadline
                 .clone()

@@ -248,9 +248,8 @@ impl Turn<'_> {
                     call,
                     deadline,
                     basis,
+                    scheduling,
                 } => {
-                    // A hook may have rewritten the input into one with other properties.
-                    let scheduling = call.scheduling();
                     self.slots[index] = Slot::Ready(Admitted {
                         call,
                         deadline,

@@ -119,19 +119,19 @@ fn instructions(skill: &Skill, arguments: Option<&str>) -> String {
 }
 
 impl ToolInput for SkillInput {
-    fn is_read_only(&self) -> bool {
+    fn is_read_only(&self, _ctx: &PermissionContext) -> bool {
         self.delegation
             .as_ref()
             .is_none_or(|delegation| delegation.kind.read_only())
     }
 
     // Loading text may run beside anything; a sub-agent runs alone (see Agent).
-    fn is_concurrency_safe(&self) -> bool {
+    fn is_concurrency_safe(&self, _ctx: &PermissionContext) -> bool {
         self.delegation.is_none()
     }
 
-    fn is_destructive(&self) -> bool {
-        !self.is_read_only()
+    fn is_destructive(&self, ctx: &PermissionContext) -> bool {
+        !self.is_read_only(ctx)
     }
 
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
@@ -222,14 +222,18 @@ mod tests {
                 .ends_with("Skills:\n- a: Does a.\n- survey: Surveys.")
         );
         let injected = two.prepare(&json!({"skill": "a"})).unwrap();
-        assert!(injected.delegation().is_none() && injected.is_concurrency_safe());
+        crate::policy::with_test_context(|ctx| {
+            assert!(injected.delegation().is_none() && injected.is_concurrency_safe(ctx));
+        });
         let delegated = two
             .prepare(&json!({"skill": "survey", "arguments": "src/"}))
             .unwrap();
         let delegation = delegated.delegation().unwrap();
         assert_eq!(delegation.kind, SubagentKind::Explore);
         assert_eq!(delegation.prompt, "Do survey.\n\nApply it to: src/");
-        assert!(delegated.is_read_only() && !delegated.is_concurrency_safe());
+        crate::policy::with_test_context(|ctx| {
+            assert!(delegated.is_read_only(ctx) && !delegated.is_concurrency_safe(ctx));
+        });
         let unknown = two.prepare(&json!({"skill": "nope"})).err().unwrap();
         assert_eq!(
             unknown.to_string(),

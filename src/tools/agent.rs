@@ -152,7 +152,7 @@ pub fn delegation_refusal(ctx: &PermissionContext, kind: SubagentKind) -> Option
 
 impl ToolInput for AgentInput {
     // An explore sub-agent cannot write by construction; a general one may.
-    fn is_read_only(&self) -> bool {
+    fn is_read_only(&self, _ctx: &PermissionContext) -> bool {
         self.0.kind.read_only()
     }
 
@@ -160,11 +160,11 @@ impl ToolInput for AgentInput {
     // in order), its budget (each request is admitted against the sum so far, which two
     // sub-agents in parallel would both pass), and its transcript. One at a time keeps all
     // three exact; the sub-agent's own calls still run in parallel where they may.
-    fn is_concurrency_safe(&self) -> bool {
+    fn is_concurrency_safe(&self, _ctx: &PermissionContext) -> bool {
         false
     }
 
-    fn is_destructive(&self) -> bool {
+    fn is_destructive(&self, _ctx: &PermissionContext) -> bool {
         !self.0.kind.read_only()
     }
 
@@ -206,10 +206,14 @@ mod tests {
         };
         let explore = prepare("Explore", "look").unwrap();
         assert_eq!(explore.delegation().unwrap().kind, SubagentKind::Explore);
-        assert!(explore.is_read_only() && !explore.is_destructive());
-        assert!(!explore.is_concurrency_safe());
+        crate::policy::with_test_context(|ctx| {
+            assert!(explore.is_read_only(ctx) && !explore.is_destructive(ctx));
+            assert!(!explore.is_concurrency_safe(ctx));
+        });
         let general = prepare("general", "edit").unwrap();
-        assert!(!general.is_read_only() && general.is_destructive());
+        crate::policy::with_test_context(|ctx| {
+            assert!(!general.is_read_only(ctx) && general.is_destructive(ctx));
+        });
         assert_eq!(
             prepare("general-purpose", "x").err().unwrap().to_string(),
             "unknown subagent_type `general-purpose`: use explore or general"

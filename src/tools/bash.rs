@@ -71,22 +71,19 @@ impl Tool for BashTool {
         Ok(Box::new(PreparedBash {
             timeout: bash.timeout.map(Duration::from_millis),
             script: Script::new(bash.command),
-            read_only: OnceLock::new(),
             analysed: OnceLock::new(),
         }))
     }
 }
 
-/// A Bash call: its command parsed at most once, and each of the two questions asked of it
-/// answered once, however many stages ask. Whether it only reads, wherever its paths point
-/// (scheduling, plan mode, an explore sub-agent's scope), takes no rules and no workspace;
-/// the analysis under the run's rules and workspace serves the gate, auto's fast path (the
-/// mode is not an input of it), the read-only proof, `check --explain` and the classifier's
-/// rule proposal.
+/// A Bash call: its command parsed at most once and analysed once under the run's rules and
+/// workspace, however many stages ask: scheduling, plan mode and an explore sub-agent's scope
+/// (whether it only reads, whatever the rules allow), the gate, auto's fast path (the mode is
+/// not an input of it), the read-only proof, `check --explain` and the classifier's rule
+/// proposal all read that one analysis.
 struct PreparedBash {
     timeout: Option<Duration>,
     script: Script,
-    read_only: OnceLock<bool>,
     analysed: OnceLock<Analysed>,
 }
 
@@ -132,16 +129,16 @@ impl PreparedBash {
 }
 
 impl ToolInput for PreparedBash {
-    fn is_read_only(&self) -> bool {
-        *self.read_only.get_or_init(|| read_only(&self.script))
+    fn is_read_only(&self, ctx: &PermissionContext) -> bool {
+        self.analysis(ctx).only_reads
     }
 
-    fn is_concurrency_safe(&self) -> bool {
-        self.is_read_only()
+    fn is_concurrency_safe(&self, ctx: &PermissionContext) -> bool {
+        self.is_read_only(ctx)
     }
 
-    fn is_destructive(&self) -> bool {
-        !self.is_read_only()
+    fn is_destructive(&self, ctx: &PermissionContext) -> bool {
+        !self.is_read_only(ctx)
     }
 
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
@@ -482,23 +479,6 @@ fn summary(analysis: &BashAnalysis) -> String {
         .join("; ")
 }
 
-/// Read-only by construction: every command proven read-only and nothing redirected to a
-/// file, wherever its paths point (where they point is the permission check's business).
-fn read_only(script: &Script) -> bool {
-    let roots = [PathBuf::from("/")];
-    let identity = |path: &Path| path.to_path_buf();
-    let env = BashEnv {
-        cwd: Path::new("/"),
-        workspace_roots: &roots,
-        home: None,
-        resolve: &identity,
-        // A reader of a glob only reads, whatever it matches.
-        list_dir: &|_| Some(Vec::new()),
-    };
-    let analysis = evaluate_parsed(script, &BashRules::default(), &env);
-    analysis.verdict == BashVerdict::Allow && analysis.writes.is_empty()
-}
-
 async fn run(command: &str, ctx: &ToolContext, timeout: Duration) -> Result<ToolOutput, ToolError> {
     let confinement = Confinement {
         sandbox: ctx.sandbox.as_deref(),
@@ -631,7 +611,19 @@ mod tests {
                 "deny",
             ),
             ("d=sub; cd $d && cat ../.env", BypassPermissions, "deny"),
-            ("$GO sub; cat ../.env", BypassPermissions, "deny"),
+            (
+                "v=$(cd \"$X\" && pwd); cat README",
+                BypassPermissions,
+                "allow",
+            ),
+            (
+                "cd sub; v=$(cd \"$X\" && pwd); cat ../.env",
+                BypassPermissions,
+                "deny",
+            ),
+            ("sh -c 'cd sub'; cat ../.env", BypassPermissions, "deny"),
+            ("eval 'cd sub'; cat ../.env", BypassPermissions, "deny"),
+            ("eval 'cd \"$X\"'; cat README", BypassPermissions, "deny"),
             (
                 "cd() { echo; }; cd sub; cat ../.env",
                 BypassPermissions,
@@ -782,16 +774,35 @@ mod tests {
         }
     }
 
+    /// Whether a command only reads is read from its one analysis under the run's rules:
+    /// what a rule allows (`git status` under `Bash(git status)`) still only reads, a rule
+    /// cannot make a writer read-only, and a read outside the workspace is not proven.
     #[test]
-    fn read_only_is_a_property_of_the_command_alone() {
+    fn read_only_is_read_from_the_one_analysis_whatever_the_rules() {
+        let policy = Policy::parse(
+            "permissions:\n  allow: ['Bash(git status)', 'Bash(touch:*)', 'Bash(cat:*)']\n  deny: ['Bash(rm:*)']\n",
+            crate::policy::PolicyOrigin { file: Path::new("p.yaml"), dir: Path::new("/"), home: None },
+        )
+        .unwrap();
+        let rules = RuleSet::from_policy(&policy);
+        let workspace = Workspace::new("/ws".into(), vec![], None);
+        let ctx = PermissionContext {
+            auto_allow_bash: false,
+            mode: PermissionMode::Plan,
+            rules: &rules,
+            workspace: &workspace,
+        };
         let prepared = |command: &str| BashTool.prepare(&json!({ "command": command })).unwrap();
-        let read_only = |command: &str| prepared(command).is_read_only();
-        assert!(read_only("git status && cat /etc/hosts | wc -l"));
+        let read_only = |command: &str| prepared(command).is_read_only(&ctx);
+        assert!(read_only("git status && cat README | wc -l"));
+        assert!(read_only("git status"));
+        assert!(!read_only("git status && cat /etc/hosts"));
         assert!(!read_only("echo x > file"));
+        assert!(!read_only("touch x"));
         assert!(!read_only("rm x"));
         assert!(!read_only("npm test"));
-        assert!(prepared("ls").is_concurrency_safe());
-        assert!(!prepared("touch x").is_concurrency_safe());
+        assert!(prepared("ls").is_concurrency_safe(&ctx));
+        assert!(!prepared("touch x").is_concurrency_safe(&ctx));
     }
 
     /// An explore sub-agent runs Bash only where this says read-only: every way a command
@@ -802,10 +813,8 @@ mod tests {
     #[test]
     fn no_way_of_writing_passes_for_read_only() {
         let read_only = |command: &str| {
-            BashTool
-                .prepare(&json!({ "command": command }))
-                .unwrap()
-                .is_read_only()
+            let call = BashTool.prepare(&json!({ "command": command })).unwrap();
+            crate::policy::with_test_context(|ctx| call.is_read_only(ctx))
         };
         let writes = [
             "echo x > f",
@@ -924,7 +933,7 @@ mod tests {
         let passed: Vec<&str> = writes.into_iter().filter(|c| read_only(c)).collect();
         assert!(passed.is_empty(), "taken for read-only: {passed:?}");
         let reads = [
-            "git status && cat /etc/hosts | wc -l",
+            "git status && cat README | wc -l",
             "ls > /dev/null",
             "ls 2>&1",
             "cat < f",

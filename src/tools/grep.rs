@@ -89,15 +89,15 @@ impl Tool for GrepTool {
 }
 
 impl ToolInput for GrepInput {
-    fn is_read_only(&self) -> bool {
+    fn is_read_only(&self, _ctx: &PermissionContext) -> bool {
         true
     }
 
-    fn is_concurrency_safe(&self) -> bool {
+    fn is_concurrency_safe(&self, _ctx: &PermissionContext) -> bool {
         true
     }
 
-    fn is_destructive(&self) -> bool {
+    fn is_destructive(&self, _ctx: &PermissionContext) -> bool {
         false
     }
 

@@ -163,13 +163,13 @@ pub trait Tool: Send + Sync {
 /// A tool's validated input, with the pure functions of it (S1). The defaults fail closed:
 /// an input that says nothing about itself is writing, exclusive and destructive.
 pub trait ToolInput: Send + Sync {
-    fn is_read_only(&self) -> bool {
+    fn is_read_only(&self, _ctx: &PermissionContext) -> bool {
         false
     }
-    fn is_concurrency_safe(&self) -> bool {
+    fn is_concurrency_safe(&self, _ctx: &PermissionContext) -> bool {
         false
     }
-    fn is_destructive(&self) -> bool {
+    fn is_destructive(&self, _ctx: &PermissionContext) -> bool {
         true
     }
     /// The tool's own permission check (S4 step 1c).

@@ -78,11 +78,11 @@ impl Tool for TodoWriteTool {
 
 impl ToolInput for TodoWriteInput {
     // It writes only the run's own list, in memory: nothing outside the run changes.
-    fn is_read_only(&self) -> bool {
+    fn is_read_only(&self, _ctx: &PermissionContext) -> bool {
         true
     }
 
-    fn is_destructive(&self) -> bool {
+    fn is_destructive(&self, _ctx: &PermissionContext) -> bool {
         false
     }
 

@@ -131,15 +131,15 @@ fn allow_patterns(rules: &RuleSet) -> impl Iterator<Item = &DomainPattern> {
 
 impl ToolInput for WebFetchInput {
     // Nothing on disk changes; what may be fetched is the domain rules' business.
-    fn is_read_only(&self) -> bool {
+    fn is_read_only(&self, _ctx: &PermissionContext) -> bool {
         true
     }
 
-    fn is_concurrency_safe(&self) -> bool {
+    fn is_concurrency_safe(&self, _ctx: &PermissionContext) -> bool {
         true
     }
 
-    fn is_destructive(&self) -> bool {
+    fn is_destructive(&self, _ctx: &PermissionContext) -> bool {
         false
     }
 
