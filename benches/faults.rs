@@ -336,6 +336,7 @@ fn write_transcript(path: &Path, bytes: usize) {
         ignored_keys: Vec::new(),
         warnings: Vec::new(),
         dropped_for_auto: Vec::new(),
+        plugins: Vec::new(),
     })
     .unwrap_or_else(|err| panic!("{err}"));
     written += line(

@@ -3,6 +3,7 @@
 //! reports and an exit code that says what happened.
 
 pub mod agent;
+pub mod agents;
 pub mod base;
 pub mod bash;
 pub mod call;
@@ -14,10 +15,12 @@ pub mod exit;
 pub mod fleet;
 pub mod hooks;
 pub mod mcp;
+pub mod memory;
 pub mod model;
 pub mod net;
 pub mod neutral;
 pub mod out_dir;
+pub mod plugins;
 pub mod policy;
 pub mod redact;
 pub mod reference;
@@ -28,5 +31,6 @@ pub mod scheduler;
 pub mod session;
 pub mod skills;
 pub mod task;
+pub mod template;
 pub mod tools;
 pub mod transcript;

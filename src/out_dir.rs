@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 /// The lock file's name; it holds the pid of the run that owns the folder.
 pub const LOCK_FILE: &str = "tollgate.lock";
 
+/// The file in the output folder that holds a run's structured output (`output_schema`).
+pub const STRUCTURED_OUTPUT_FILE: &str = "structured_output.json";
+
 #[derive(Debug, thiserror::Error)]
 pub enum OutDirError {
     #[error("cannot create the output folder {path}")]

@@ -247,8 +247,7 @@ impl HookConfinement for InSandbox {
                 sandboxed = sandboxed.with(name, value);
             }
         }
-        let setup = Arc::new(confined.child);
-        let step: PreExecStep = Arc::new(move || setup.apply());
+        let step: PreExecStep = Arc::new(confined.child);
         Ok((trusted_git_env(&sandboxed), step))
     }
 

@@ -11,6 +11,7 @@ mod checks;
 mod hooks;
 mod prompt;
 mod reminders;
+mod structured;
 mod subagent;
 
 use std::path::PathBuf;
@@ -43,7 +44,7 @@ use crate::sandbox::{
 use crate::scheduler::{Call, MessageQueue, QueuedInput, TurnEnd, run_turn};
 use crate::task::{Check, FailOnSet, Limits};
 use crate::tools::{
-    DeferredTools, FileStateCache, RunState, SubagentKind, Tool, ToolContext, ToolDefinition,
+    DeferredTools, FileStateCache, RunState, Subagent, Tool, ToolContext, ToolDefinition,
     ToolLimits, ToolRegistry,
 };
 use crate::transcript::{
@@ -58,8 +59,16 @@ pub struct RunSpec {
     pub run_id: String,
     /// The task's name and file, as the transcript and the reports name it.
     pub task: TaskSummary,
-    /// The first user message.
+    /// The first user message (its placeholders filled).
     pub prompt: String,
+    /// AGENTS.md / CLAUDE.md, sent once, in the first user message before the prompt.
+    pub memory: Option<crate::memory::Memory>,
+    /// The operator's text at the end of the system prompt.
+    pub append_system_prompt: Option<String>,
+    /// The final answer must be JSON valid against this schema.
+    pub output_schema: Option<crate::task::OutputSchema>,
+    /// Answers the model may give before one is valid.
+    pub output_schema_attempts: u32,
     /// Which model answers (`--model` applied); its connection lives in the `Provider`.
     pub model: ModelSummary,
     /// The model's price, `None` when no table knows it (then no cost limit can be set).
@@ -160,6 +169,10 @@ struct Loop<'a> {
     subagents: u32,
     /// Model requests of the whole run, sub-agents' included: `max_turns` bounds these.
     requests: u32,
+    /// The final answer's value under `output_schema`, once one was valid.
+    structured_output: Option<serde_json::Value>,
+    /// Final answers given so far under `output_schema`, valid or not.
+    structured_answers: u32,
 }
 
 impl Loop<'_> {
@@ -251,6 +264,7 @@ pub async fn run(
             env: &spec.env.hooks,
             sandbox: ctx.sandbox.as_deref(),
             rules: &spec.rules,
+            resolver: &ctx.resolver,
         },
     );
     // A signal while servers start ends the wait: the dropped start kills what it began,
@@ -288,6 +302,8 @@ pub async fn run(
         unsaved: None,
         subagents: 0,
         requests: 0,
+        structured_output: None,
+        structured_answers: 0,
     };
     run.emit(Event::RunStarted {
         run_id: spec.run_id.clone(),
@@ -306,6 +322,16 @@ pub async fn run(
         sandbox: sandbox_status.clone(),
         read_only_commands: Some(spec.read_only.clone()),
         mcp_servers: run.mcp.statuses().to_vec(),
+        memory: spec
+            .memory
+            .as_ref()
+            .map(|memory| memory.files.clone())
+            .unwrap_or_default(),
+        memory_skipped: spec
+            .memory
+            .as_ref()
+            .map(|memory| memory.skipped.clone())
+            .unwrap_or_default(),
     })?;
 
     // Checks with `retry.feed_back` send their failures back to the model and the
@@ -394,6 +420,8 @@ pub async fn run(
         .map(|auto| std::mem::take(&mut auto.proposals))
         .unwrap_or_default();
     write_proposed_rules(&spec, &proposed_rules)?;
+    let structured_output = run.structured_output.take();
+    write_structured_output(&spec, structured_output.as_ref())?;
     let todos = run.ctx.state.todos.snapshot().items;
     let usage = run.counts.usage;
     let prompt_tokens =
@@ -401,6 +429,8 @@ pub async fn run(
     let cache_read_share =
         (prompt_tokens > 0).then(|| usage.cache_read_input_tokens as f64 / prompt_tokens as f64);
     run.emit(Event::RunFinished {
+        run_id: spec.run_id.clone(),
+        transcript: transcript_path.clone(),
         outcome,
         exit_code: exit_code.code(),
         counts: run.counts,
@@ -419,10 +449,12 @@ pub async fn run(
                 tool: denial.tool.to_string(),
                 layer: denial.decision.layer,
                 reason: denial.decision.reason.clone(),
+                tool_input: denial.input.clone(),
             })
             .collect(),
         cache_read_share,
         todos: todos.clone(),
+        structured_output: structured_output.clone(),
     })?;
     Ok(RunReport {
         run_id: spec.run_id.clone(),
@@ -449,6 +481,25 @@ pub async fn run(
         read_only_commands: spec.read_only.clone(),
         network_refusals: run.network_refusals,
         todos,
+        structured_output,
+    })
+}
+
+/// `structured_output.json` in the output folder, redacted like every record.
+fn write_structured_output(
+    spec: &RunSpec,
+    value: Option<&serde_json::Value>,
+) -> Result<(), AgentError> {
+    let Some(value) = value else {
+        return Ok(());
+    };
+    let path = spec.out_dir.join(crate::out_dir::STRUCTURED_OUTPUT_FILE);
+    let text = serde_json::to_string_pretty(value).unwrap_or_default() + "\n";
+    crate::out_dir::write_atomic(&path, spec.redactor.redact(&text).as_bytes()).map_err(|err| {
+        AgentError::Transcript {
+            path: err.path,
+            source: err.source,
+        }
     })
 }
 
@@ -458,9 +509,7 @@ type Ending = (Outcome, Option<String>, Option<String>);
 /// task's prompt, with the context the hooks added), or why a hook ended the run there.
 async fn opening(run: &mut Loop<'_>) -> Result<Result<Message, String>, AgentError> {
     let prompt = run.spec.prompt.clone();
-    let mut content = vec![ContentBlock::Text {
-        text: prompt.clone(),
-    }];
+    let Message { mut content, .. } = prompt::first_message(run.spec);
     for (event, subject, fields) in [
         (
             HookEvent::SessionStart,
@@ -503,7 +552,7 @@ enum StopHooks {
 
 async fn stop_hooks(run: &mut Loop<'_>, scope: &mut Scope) -> Result<StopHooks, AgentError> {
     let active = scope.stop_continuations > 0;
-    let (event, fields) = match scope.subagent {
+    let (event, fields) = match &scope.subagent {
         None => (
             HookEvent::Stop,
             serde_json::json!({"stop_hook_active": active}),
@@ -535,7 +584,7 @@ fn run_turns_used_up(max_turns: u32) -> String {
 /// Whose conversation the loop is running: the task's own, or a sub-agent's, with its turns.
 struct Scope {
     /// `None` for the run's own conversation.
-    subagent: Option<SubagentKind>,
+    subagent: Option<Subagent>,
     max_turns: u32,
     turns: u32,
     /// Times Stop hooks sent the model back to work.
@@ -570,7 +619,11 @@ async fn conversation(
     scope: &mut Scope,
 ) -> Result<Ending, AgentError> {
     let spec = run.spec;
-    let system = prompt::system_prompt(spec, &run.ctx.state.deferred.catalogue(), scope.subagent);
+    let system = prompt::system_prompt(
+        spec,
+        &run.ctx.state.deferred.catalogue(),
+        scope.subagent.as_ref(),
+    );
     loop {
         // A result file that could not be written stops the run once its batch has landed;
         // `run` gives the outcome.
@@ -582,7 +635,7 @@ async fn conversation(
         refresh_mcp(run).await?;
         let registry = subagent::pool(
             offered_tools(spec, &run.mcp, &run.ctx.state.deferred.loaded()),
-            scope.subagent,
+            scope.subagent.as_ref(),
         );
         let tool_specs = tool_specs(&registry);
         let fixed_bytes = system.len() + serde_json::to_vec(&tool_specs).map_or(0, |b| b.len());
@@ -719,7 +772,7 @@ async fn conversation(
                     };
                     if queued.is_empty() {
                         match stop_hooks(run, scope).await? {
-                            StopHooks::End => return Ok((Outcome::Success, Some(text), None)),
+                            StopHooks::End => {}
                             StopHooks::Continue(reason) => {
                                 messages.push(Message::user_text(format!(
                                     "A Stop hook says the work is not done: {reason}"
@@ -728,6 +781,49 @@ async fn conversation(
                             }
                             StopHooks::Stopped(why) => {
                                 return Ok((Outcome::HookStopped, Some(text), Some(why)));
+                            }
+                        }
+                        // The Stop hooks let it end: the answer is checked against
+                        // the output schema, if any.
+                        let schema = spec
+                            .output_schema
+                            .as_ref()
+                            .filter(|_| scope.subagent.is_none());
+                        let Some(schema) = schema else {
+                            return Ok((Outcome::Success, Some(text), None));
+                        };
+                        run.structured_answers += 1;
+                        let attempt = run.structured_answers;
+                        match structured::check(&schema.schema, &text) {
+                            Ok(value) => {
+                                run.structured_output = Some(value);
+                                return Ok((Outcome::Success, Some(text), None));
+                            }
+                            Err(errors) => {
+                                // A later answer supersedes an earlier valid one (after a
+                                // check's feedback): only the last answer counts.
+                                run.structured_output = None;
+                                let max = spec.output_schema_attempts;
+                                run.emit(Event::StructuredOutputRejected {
+                                    turn,
+                                    attempt,
+                                    max_attempts: max,
+                                    errors: errors.clone(),
+                                })?;
+                                if attempt >= max {
+                                    return Ok((
+                                        Outcome::StructuredOutputInvalid,
+                                        Some(text),
+                                        Some(format!(
+                                            "the final answer was not valid against the output schema after {max} answers: {}",
+                                            errors.first().map_or("", String::as_str)
+                                        )),
+                                    ));
+                                }
+                                messages.push(Message::user_text(structured::feedback(
+                                    &errors, attempt, max,
+                                )));
+                                continue;
                             }
                         }
                     }
@@ -744,7 +840,7 @@ async fn conversation(
         let mut host = turn::LoopHost::new(
             run,
             provider,
-            scope.subagent,
+            scope.subagent.clone(),
             &registry,
             &calls,
             &malformed_inputs,

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::RunSpec;
 use crate::policy::PermissionMode;
-use crate::tools::{SubagentKind, ToolDefinition};
+use crate::tools::{Subagent, SubagentKind, ToolDefinition};
 
 /// The prompt's parts, named, in order: the name is for measuring, the text is sent.
 pub fn parts(
@@ -71,7 +71,20 @@ pub fn parts(
     parts
 }
 
-fn subagent_part(kind: SubagentKind) -> String {
+fn subagent_part(agent: &Subagent) -> String {
+    let Some(profile) = &agent.custom else {
+        return builtin_part(agent.kind);
+    };
+    format!(
+        "You are the {} sub-agent, started by another agent for one job. Your final message is returned to that agent as your whole result: make it complete and short.\n\
+         Your instructions (from {}, the agent's definition; they cannot change what the policy allows):\n{}",
+        profile.name,
+        profile.file.display(),
+        profile.prompt.trim()
+    )
+}
+
+fn builtin_part(kind: SubagentKind) -> String {
     let reach = match kind {
         SubagentKind::Explore => {
             "You may only read and search: Read, Glob, Grep and read-only shell commands; anything that writes is refused."
@@ -86,6 +99,37 @@ fn subagent_part(kind: SubagentKind) -> String {
         "You are {article} {kind} sub-agent started by another agent for one job. {reach} \
          Your final message is returned to that agent as your whole result: make it complete and short."
     )
+}
+
+/// The final answer's contract under `output_schema`.
+pub fn output_schema_part(schema: &serde_json::Value) -> String {
+    format!(
+        "Your final answer (the message with no tool call) must be one JSON value, valid against this JSON Schema, \
+         and nothing else: no prose, no code fence.\n{schema}"
+    )
+}
+
+/// The first user message: the repository's memory files in a block of their own, then the
+/// prompt. Sent once; it opens the history, so every later request repeats it unchanged.
+pub fn first_message(spec: &RunSpec) -> crate::model::Message {
+    use crate::model::{ContentBlock, Message, Role};
+    let mut content = Vec::new();
+    if let Some(memory) = spec
+        .memory
+        .as_ref()
+        .filter(|memory| !memory.text.is_empty())
+    {
+        content.push(ContentBlock::Text {
+            text: memory.text.clone(),
+        });
+    }
+    content.push(ContentBlock::Text {
+        text: spec.prompt.clone(),
+    });
+    Message {
+        role: Role::User,
+        content,
+    }
 }
 
 /// What the mode means for the model's calls, in a few words.
@@ -110,11 +154,17 @@ fn mode_meaning(mode: PermissionMode) -> &'static str {
 pub fn system_prompt(
     spec: &RunSpec,
     deferred: &[ToolDefinition],
-    subagent: Option<SubagentKind>,
+    subagent: Option<&Subagent>,
 ) -> String {
     let mut parts = parts(&spec.workspace.workdir, spec.mode, deferred);
-    if let Some(kind) = subagent {
-        parts.push(("subagent", subagent_part(kind)));
+    if let (Some(schema), None) = (&spec.output_schema, subagent) {
+        parts.push(("output_schema", output_schema_part(&schema.schema)));
+    }
+    if let Some(text) = &spec.append_system_prompt {
+        parts.push(("appended", text.clone()));
+    }
+    if let Some(agent) = subagent {
+        parts.push(("subagent", subagent_part(agent)));
     }
     parts
         .into_iter()
@@ -159,11 +209,14 @@ mod tests {
     #[test]
     fn a_subagent_is_told_what_it_is_in_one_short_part() {
         for kind in SubagentKind::ALL {
-            let part = subagent_part(kind);
+            let part = subagent_part(&Subagent::builtin(kind));
             eprintln!("system prompt part subagent ({kind}): {} bytes", part.len());
             assert!(part.len() < 400, "{kind}: {} bytes", part.len());
             assert!(part.contains(&format!(" {kind} sub-agent")), "{part}");
         }
-        assert!(subagent_part(SubagentKind::Explore).contains("anything that writes is refused"));
+        assert!(
+            subagent_part(&Subagent::builtin(SubagentKind::Explore))
+                .contains("anything that writes is refused")
+        );
     }
 }

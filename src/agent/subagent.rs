@@ -1,4 +1,5 @@
 //! Sub-agents: a nested conversation the loop runs for an Agent call (or an agent-mode Skill),
+//! built-in or custom (an agent file's instructions, its tools a narrowing of the parent's),
 //! with its own history, tool context, turn limit and TodoWrite list, under the run's policy,
 //! mode, hooks, sandbox, classifier, budget and transcript. Owns what a sub-agent is offered
 //! and what its end means for its parent; the conversation itself is the loop's, and what an
@@ -14,21 +15,21 @@ use super::{AgentError, Ending, Loop, Scope, conversation};
 use crate::config::serde_name;
 use crate::model::{History, Message, Provider, Usage};
 use crate::tools::{
-    DeferredTools, Delegation, FileStateCache, RunState, SubagentKind, ToolContext, ToolError,
+    DeferredTools, Delegation, FileStateCache, RunState, Subagent, ToolContext, ToolError,
     ToolOutput, ToolRegistry,
 };
 use crate::transcript::{Event, Outcome};
 
-/// A sub-agent's pool: the parent's, less what its kind may not use. The run's own
-/// conversation (`None`) keeps the whole pool.
-pub(super) fn pool(offered: ToolRegistry, subagent: Option<SubagentKind>) -> ToolRegistry {
+/// A sub-agent's pool: the parent's, less what its kind (and a custom agent's file) may not
+/// use. The run's own conversation (`None`) keeps the whole pool.
+pub(super) fn pool(offered: ToolRegistry, subagent: Option<&Subagent>) -> ToolRegistry {
     match subagent {
         None => offered,
-        Some(kind) => ToolRegistry::new(
+        Some(agent) => ToolRegistry::new(
             offered
                 .tools()
                 .iter()
-                .filter(|tool| kind.may_use(&tool.name()))
+                .filter(|tool| agent.may_use(&tool.name()))
                 .cloned(),
         ),
     }
@@ -57,20 +58,29 @@ pub(super) async fn run(
 ) -> Result<Ran, AgentError> {
     run.subagents += 1;
     let agent_id = format!("agent-{}", run.subagents);
-    let kind = delegation.kind;
+    let agent = &delegation.agent;
     let spec = run.spec;
-    let ctx = own_context(&run.ctx, kind);
+    let ctx = own_context(&run.ctx, agent);
     let tools = pool(
         super::offered_tools(spec, &run.mcp, &ctx.state.deferred.loaded()),
-        Some(kind),
+        Some(agent),
     );
+    // A custom agent's own limit only narrows the run's.
+    let max_turns = agent
+        .custom
+        .as_ref()
+        .and_then(|profile| profile.max_turns)
+        .map_or(spec.subagent_max_turns, |own| {
+            own.min(spec.subagent_max_turns)
+        });
     run.emit(Event::SubagentStarted {
         id: agent_id.clone(),
         parent_id: parent_id.to_string(),
-        subagent_type: kind,
+        subagent_type: agent.kind,
+        agent: agent.custom.as_ref().map(|profile| profile.name.clone()),
         description: delegation.description.clone(),
         tools: tools.tools().iter().map(|t| t.name().to_string()).collect(),
-        max_turns: spec.subagent_max_turns,
+        max_turns,
     })?;
     let usage_before = run.counts.usage;
     let cost_before = run.budget.total_cost_usd();
@@ -86,8 +96,8 @@ pub(super) async fn run(
     let abort = parent.ctx.abort.clone();
     let mut messages = History::new(vec![Message::user_text(delegation.prompt.clone())]);
     let mut scope = Scope {
-        subagent: Some(kind),
-        max_turns: spec.subagent_max_turns,
+        subagent: Some(agent.clone()),
+        max_turns,
         turns: 0,
         stop_continuations: 0,
     };
@@ -116,18 +126,18 @@ pub(super) async fn run(
     })?;
     // The run's own `max_turns` used up inside the sub-agent ends the parent too.
     let run_exhausted = run.requests >= spec.limits.max_turns;
-    Ok(answer(kind, outcome, final_message, error, run_exhausted))
+    Ok(answer(agent, outcome, final_message, error, run_exhausted))
 }
 
 /// The same tools with a context of its own: its own file-state cache (a write needs its own
-/// read), TodoWrite list and deferred tools, limited to what its kind may use.
-fn own_context(parent: &ToolContext, kind: SubagentKind) -> ToolContext {
+/// read), TodoWrite list and deferred tools, limited to what it may use.
+fn own_context(parent: &ToolContext, agent: &Subagent) -> ToolContext {
     let catalogue = parent
         .state
         .deferred
         .catalogue()
         .into_iter()
-        .filter(|definition| kind.may_use(&definition.name))
+        .filter(|definition| agent.may_use(&definition.name))
         .collect();
     ToolContext {
         files: FileStateCache::default(),
@@ -157,7 +167,7 @@ fn usage_since(before: &Usage, after: &Usage) -> Usage {
 /// are the call's failure; a limit of the whole run (the run's `max_turns` among them) also
 /// stops the parent.
 fn answer(
-    kind: SubagentKind,
+    kind: &Subagent,
     outcome: Outcome,
     final_message: Option<String>,
     error: Option<String>,
@@ -207,7 +217,9 @@ fn answer(
         | Outcome::PolicyDenied
         | Outcome::McpStartFailed
         // A SubagentStop hook stopped it: the run stops with it.
-        | Outcome::HookStopped => Ran {
+        | Outcome::HookStopped
+        // The output schema is the run's final answer's, never a sub-agent's.
+        | Outcome::StructuredOutputInvalid => Ran {
             result: Err(ToolError::Failed(format!("The {kind} sub-agent stopped: {why}"))),
             stop: Some(Stop { outcome, why }),
         },

@@ -16,7 +16,7 @@ use crate::hooks::{EventVerdict, HookEvent};
 use crate::model::{ContentBlock, MalformedInput, Provider};
 use crate::policy::{self, Decision, Layer, PermissionContext, PermissionDecision, Step};
 use crate::scheduler::{Admission, Call, CallDeadline, Landing, TurnHost};
-use crate::tools::{SubagentKind, ToolRegistry};
+use crate::tools::{Subagent, ToolRegistry};
 use crate::transcript::{Event, Outcome, ProgressUpdate, ResultStatus};
 
 /// A call of this turn as preparation left it.
@@ -40,7 +40,7 @@ pub(super) struct LoopHost<'r, 'a> {
     /// For the sub-agents an Agent call starts.
     provider: &'r mut Provider,
     /// The sub-agent whose turn this is; `None` for the run's own conversation.
-    subagent: Option<SubagentKind>,
+    subagent: Option<Subagent>,
     registry: &'r ToolRegistry,
     prepared: Vec<Prepared>,
     /// Why the rest of the turn's calls are not run (a denial limit was reached, or the
@@ -61,7 +61,7 @@ impl<'r, 'a> LoopHost<'r, 'a> {
     pub fn new(
         run: &'r mut Loop<'a>,
         provider: &'r mut Provider,
-        subagent: Option<SubagentKind>,
+        subagent: Option<Subagent>,
         registry: &'r ToolRegistry,
         calls: &[Call],
         malformed: &[MalformedInput],
@@ -135,7 +135,9 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             ctx,
             // An explore sub-agent's limit is structural: the decision's first step, so no
             // rule, mode or hook can allow a call that is not proven read-only.
-            scope: self.subagent,
+            // A custom agent's narrower pool needs no step here: a tool outside it is no
+            // tool of its registry, so its call never reaches a decision.
+            scope: self.subagent.as_ref().map(|agent| agent.kind),
             classifier: judge.as_mut().map(|judge| judge as &mut dyn Classifier),
             trace: None,
         };

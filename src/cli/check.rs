@@ -170,7 +170,13 @@ fn prepare(
     input: Value,
     tools: &mut ToolCache,
 ) -> Result<PreparedCall, PermissionDecision> {
-    let Some(found) = tools.get(tool) else {
+    // Agent is made per call: a custom agent's call is judged by the name it gives.
+    let found = if ToolName::parse(tool) == Some(ToolName::Agent) {
+        Some(Arc::new(crate::tools::AgentTool::naming(&input)) as Arc<dyn Tool>)
+    } else {
+        tools.get(tool)
+    };
+    let Some(found) = found else {
         return Err(refusal(format!("No such tool available: {tool}")));
     };
     PreparedCall::prepare(found, input).map_err(|err| refusal(err.to_string()))

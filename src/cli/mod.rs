@@ -40,7 +40,7 @@ pub(crate) struct Cli {
 enum Command {
     /// Run a task: drive the model through the tool loop, then the task's checks.
     #[command(after_help = crate::reference::run_after_help())]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Decide tool calls under the policies and print the decisions; runs nothing.
     #[command(
         after_help = "Example:\n  tollgate check --policy policies/read-only.yaml --tool Write \\\n    --input '{\"file_path\":\"a\",\"content\":\"x\"}' --mode dontAsk\n\n\
@@ -161,8 +161,49 @@ enum PolicyCommand {
 
 #[derive(Debug, Args)]
 struct RunArgs {
-    /// The task file (YAML).
-    task: PathBuf,
+    /// The task file (YAML). Optional with -p or --prompt-file: the prompt then runs alone,
+    /// under policies/prompt-default.yaml's read-only rules unless --policy is given.
+    #[arg(required_unless_present_any = ["prompt", "prompt_file"])]
+    task: Option<PathBuf>,
+    /// The prompt; replaces the task's `prompt:`. Its `{{ NAME }}` placeholders are filled
+    /// from --var, --vars-file and the task's `params:`.
+    #[arg(
+        short = 'p',
+        long,
+        value_name = "PROMPT",
+        conflicts_with = "prompt_file"
+    )]
+    prompt: Option<String>,
+    /// Reads the prompt from a file (`-`: standard input); replaces the task's `prompt:`.
+    #[arg(long, value_name = "FILE")]
+    prompt_file: Option<PathBuf>,
+    /// A parameter for the prompt's `{{ NAME }}`, as NAME=VALUE; repeatable; wins over
+    /// --vars-file and the task's defaults.
+    #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
+    vars: Vec<(String, String)>,
+    /// Parameters from a YAML or JSON mapping of names to scalars.
+    #[arg(long, value_name = "FILE")]
+    vars_file: Option<PathBuf>,
+    /// The provider (anthropic or openai); overrides the task's `model.provider`.
+    #[arg(long, value_name = "NAME", value_parser = parse_provider)]
+    provider: Option<crate::task::ProviderKind>,
+    /// The provider's base URL (a gateway, a local server); overrides the task's
+    /// `model.base_url` and ANTHROPIC_BASE_URL / OPENAI_BASE_URL.
+    #[arg(long, value_name = "URL", value_parser = parse_base_url)]
+    base_url: Option<String>,
+    /// A JSON Schema file: the final answer must be JSON valid against it (`output_schema:`).
+    #[arg(long, value_name = "FILE")]
+    output_schema: Option<PathBuf>,
+    /// Text added at the end of the system prompt, after the task's `append_system_prompt:`.
+    #[arg(long, value_name = "TEXT")]
+    append_system_prompt: Option<String>,
+    /// Do not read AGENTS.md / CLAUDE.md (as the task's `memory: false`).
+    #[arg(long)]
+    no_memory: bool,
+    /// Writes the model's final message to this file (empty when there is none); also
+    /// spelled --output-last-message, as `codex exec` has it.
+    #[arg(long, value_name = "FILE", alias = "output-last-message")]
+    final_message_file: Option<PathBuf>,
     /// The managed policy file (YAML or JSON); it outranks the task's own policy.
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
@@ -175,6 +216,10 @@ struct RunArgs {
     /// The folder the agent works in; overrides the task's `workdir`.
     #[arg(long, value_name = "DIR")]
     workdir: Option<PathBuf>,
+    /// A local plugin folder (Claude Code's layout) whose skills, agents, hooks and MCP
+    /// servers the run uses, as the operator's; repeatable.
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    plugin_dirs: Vec<PathBuf>,
     /// Overrides the task's `limits.max_turns`.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_turns: Option<u32>,
@@ -248,6 +293,31 @@ fn parse_usd(text: &str) -> Result<f64, String> {
     match text.trim().trim_start_matches('$').parse::<f64>() {
         Ok(usd) if usd.is_finite() && usd > 0.0 => Ok(usd),
         _ => Err(format!("`{text}` is not a positive amount of US dollars")),
+    }
+}
+
+fn parse_var(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not NAME=VALUE"))?;
+    crate::template::check_param_name(name)?;
+    Ok((name.to_string(), value.to_string()))
+}
+
+fn parse_provider(text: &str) -> Result<crate::task::ProviderKind, String> {
+    match text {
+        "anthropic" => Ok(crate::task::ProviderKind::Anthropic),
+        "openai" => Ok(crate::task::ProviderKind::Openai),
+        other => Err(format!("`{other}` is not a provider: anthropic or openai")),
+    }
+}
+
+fn parse_base_url(text: &str) -> Result<String, String> {
+    let trimmed = text.trim().trim_end_matches('/');
+    if trimmed.starts_with("http://") || trimmed.starts_with("https://") {
+        Ok(trimmed.to_string())
+    } else {
+        Err(format!("`{text}` must start with http:// or https://"))
     }
 }
 
@@ -355,7 +425,7 @@ pub fn main() -> std::process::ExitCode {
         tracing::warn!("cannot clear the environment block /proc shows: {err}");
     }
     let result = match cli.command {
-        Command::Run(args) => run::run(args, redactor.clone(), stderr),
+        Command::Run(args) => run::run(*args, redactor.clone(), stderr),
         Command::Check(args) => check::check(args),
         Command::Policy(args) => policy::policy(args),
         Command::Replay(args) => replay::replay(args),

@@ -18,7 +18,7 @@ use crate::exit::ExitCode;
 use crate::policy::{self, Decision, PermissionContext, PermissionDecision, Step};
 use crate::session::{PolicyInForce, canonical_dir};
 use crate::skills::{SKILL_FILE, Skill, SkillMode, SkillTool};
-use crate::tools::{SubagentKind, Tool, builtin};
+use crate::tools::{AgentTool, SubagentKind, Tool, builtin};
 use crate::transcript::{Event, RecordedLine};
 
 #[derive(Debug, Serialize)]
@@ -159,6 +159,10 @@ impl Replayer<'_> {
     /// since removed) one of that name in the workdir loaded as text, so `Skill(name)` rules
     /// still judge it rather than the call being skipped.
     fn tool(&self, name: &policy::ToolName, input: &Value) -> Option<Arc<dyn Tool>> {
+        if *name == policy::ToolName::Agent {
+            // A custom agent's call is judged by its name, as the run judged it.
+            return Some(Arc::new(AgentTool::naming(input)));
+        }
         if *name != policy::ToolName::Skill {
             return builtin(name);
         }

@@ -23,7 +23,7 @@ use crate::task::FailOnSet;
 use crate::transcript::{Outcome, StreamFormat, StreamOutput};
 
 pub fn run(args: RunArgs, redactor: Arc<Redactor>, stderr: Stderr) -> Result<ExitCode> {
-    let mut options = run_options(&args);
+    let mut options = run_options(&args)?;
     let streaming = args.output_format == OutputFormat::StreamJson;
     options.observer = View::choose(args.quiet, streaming).map(|view| {
         Box::new(RunProgress::start(view, stderr)) as Box<dyn crate::transcript::Observer>
@@ -33,7 +33,13 @@ pub fn run(args: RunArgs, redactor: Arc<Redactor>, stderr: Stderr) -> Result<Exi
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let code = runtime.block_on(execute(spec, provider, &args.reports, args.output_format));
+    let code = runtime.block_on(execute(
+        spec,
+        provider,
+        &args.reports,
+        args.output_format,
+        args.final_message_file.as_deref(),
+    ));
     // The stdin reader may still be blocked on a line nobody will send: do not wait for it.
     runtime.shutdown_background();
     code
@@ -41,9 +47,24 @@ pub fn run(args: RunArgs, redactor: Arc<Redactor>, stderr: Stderr) -> Result<Exi
 
 /// The flags as the library's run options; stdin and stdout are wired here, as only the
 /// command line has them.
-fn run_options(args: &RunArgs) -> RunOptions {
-    RunOptions {
+fn run_options(args: &RunArgs) -> Result<RunOptions> {
+    let prompt = match (&args.prompt, &args.prompt_file) {
+        (Some(text), _) => Some(text.clone()),
+        (None, Some(path)) => Some(read_prompt_file(path, args.input_format)?),
+        (None, None) => None,
+    };
+    Ok(RunOptions {
         task: args.task.clone(),
+        prompt,
+        prompt_file: args.prompt_file.clone(),
+        prompt_is_filled: false,
+        vars: args.vars.clone(),
+        vars_file: args.vars_file.clone(),
+        provider: args.provider,
+        base_url: args.base_url.clone(),
+        output_schema: args.output_schema.clone(),
+        append_system_prompt: args.append_system_prompt.clone(),
+        no_memory: args.no_memory,
         policy: args.policy.clone(),
         allow: args.rules.allow.clone(),
         deny: args.rules.deny.clone(),
@@ -63,6 +84,7 @@ fn run_options(args: &RunArgs) -> RunOptions {
                 .collect::<FailOnSet>()
         }),
         workdir: args.workdir.clone(),
+        plugin_dirs: args.plugin_dirs.clone(),
         out: args.out.clone(),
         queue: (args.input_format == InputFormat::StreamJson).then(|| {
             let queue = MessageQueue::default();
@@ -76,7 +98,27 @@ fn run_options(args: &RunArgs) -> RunOptions {
         }
         .map(|format| StreamOutput::new(format, Box::new(std::io::stdout()))),
         observer: None,
+    })
+}
+
+/// The prompt from `--prompt-file` (`-`: all of standard input, which stream-json input
+/// then cannot also have).
+fn read_prompt_file(path: &Path, input: InputFormat) -> Result<String> {
+    if path == Path::new("-") {
+        if input == InputFormat::StreamJson {
+            return Err(crate::config::ConfigError::whole_file(
+                path,
+                "--prompt-file - and --input-format stream-json both want standard input",
+            )
+            .into());
+        }
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
+            .context("cannot read the prompt from standard input")?;
+        return Ok(text);
     }
+    std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the prompt file {}", path.display()))
 }
 
 /// Reads user messages from stdin on a thread of its own (a blocking read must not hold the
@@ -91,6 +133,7 @@ async fn execute(
     provider: Provider,
     formats: &[ReportFormat],
     output: OutputFormat,
+    final_message_file: Option<&Path>,
 ) -> Result<ExitCode> {
     let out_dir = spec.out_dir.clone();
     // Held until the reports are written too.
@@ -108,6 +151,11 @@ async fn execute(
     {
         let error = crate::neutral::log_text(&redactor.redact(error));
         eprintln!("tollgate: error: {error}");
+    }
+
+    if let Some(path) = final_message_file {
+        let text = redactor.redact(report.final_message.as_deref().unwrap_or_default());
+        crate::out_dir::write_atomic(path, text.as_bytes())?;
     }
 
     let mut paths = ReportPaths {

@@ -182,7 +182,9 @@ impl RepoSteps<'_> {
     ) -> Result<(RunReport, Option<PushPermission>), String> {
         let out = self.dir.join("run");
         let options = RunOptions {
-            task: task.to_path_buf(),
+            task: Some(task.to_path_buf()),
+            // The batch filled its own placeholders: a value is not read as one again.
+            prompt_is_filled: true,
             policy: self.inputs.policy.map(Path::to_path_buf),
             model: self.inputs.model.map(str::to_string),
             workdir: Some(work.to_path_buf()),

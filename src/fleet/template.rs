@@ -1,31 +1,17 @@
 //! Placeholders in a batch task: `{{ repo.name }}`, `{{ repo.ref }}`, `{{ repo.location }}`
-//! and `{{ repo.params.KEY }}`, filled per repository. Checked once at load, so an unknown
-//! name stops the batch before any repository is touched; rendering then cannot fail.
+//! and `{{ repo.params.KEY }}`, filled per repository by the one template engine
+//! (`crate::template`). Checked once at load, so an unknown name stops the batch before any
+//! repository is touched; rendering then cannot fail.
 
 use std::path::Path;
 
 use super::manifest::Repo;
 use crate::config::ConfigError;
 
-/// A name a placeholder may hold.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Placeholder {
-    Name,
-    Ref,
-    Location,
-    Param(String),
-}
-
-/// Text with its placeholders located and validated.
+/// A batch task's text with its placeholders checked against every repository.
 #[derive(Debug, Clone)]
 pub struct Template {
-    pieces: Vec<Piece>,
-}
-
-#[derive(Debug, Clone)]
-enum Piece {
-    Text(String),
-    Hole(Placeholder),
+    inner: crate::template::Template,
 }
 
 impl Template {
@@ -37,89 +23,68 @@ impl Template {
         first_line: u64,
         repos: &[Repo],
     ) -> Result<Template, ConfigError> {
-        let mut pieces = Vec::new();
-        let mut rest = text;
-        let mut consumed = 0;
-        while let Some(open) = rest.find("{{") {
-            pieces.push(Piece::Text(rest[..open].to_string()));
-            let start = consumed + open;
-            let (line, column) = position(text, start, first_line);
-            let at = |message: String| ConfigError::new(file, line, column, message);
-            let after = &rest[open + 2..];
-            let Some(close) = after.find("}}") else {
-                return Err(at("`{{` without its closing `}}`".to_string()));
-            };
-            let inner = after[..close].trim();
-            let placeholder = placeholder(inner).ok_or_else(|| {
-                at(format!(
+        let inner = crate::template::Template::parse(text, file, first_line)?;
+        inner.check(|path| {
+            let inner = path.join(".");
+            let placeholder = placeholder(path).ok_or_else(|| {
+                format!(
                     "unknown placeholder `{{{{ {inner} }}}}`; known: repo.name, repo.ref, repo.location, repo.params.KEY"
-                ))
+                )
             })?;
-            if let Placeholder::Param(key) = &placeholder
+            if let Placeholder::Param(key) = placeholder
                 && let Some(missing) = repos.iter().find(|repo| !repo.params.contains_key(key))
             {
-                return Err(at(format!(
+                return Err(format!(
                     "`{{{{ repo.params.{key} }}}}`: repository `{}` has no parameter `{key}` in the manifest",
                     missing.id
-                )));
+                ));
             }
-            pieces.push(Piece::Hole(placeholder));
-            let used = open + 2 + close + 2;
-            consumed += used;
-            rest = &rest[used..];
-        }
-        pieces.push(Piece::Text(rest.to_string()));
-        Ok(Template { pieces })
+            Ok(())
+        })?;
+        Ok(Template { inner })
     }
 
     /// The text for one repository.
     pub fn render(&self, repo: &Repo) -> String {
-        let mut text = String::new();
-        for piece in &self.pieces {
-            match piece {
-                Piece::Text(part) => text.push_str(part),
-                Piece::Hole(Placeholder::Name) => text.push_str(&repo.id),
-                Piece::Hole(Placeholder::Ref) => {
-                    text.push_str(repo.git_ref.as_deref().unwrap_or("HEAD"));
-                }
-                Piece::Hole(Placeholder::Location) => text.push_str(&repo.location()),
-                Piece::Hole(Placeholder::Param(key)) => {
-                    text.push_str(repo.params.get(key).map_or("", String::as_str));
-                }
-            }
-        }
-        text
-    }
-}
-
-fn placeholder(inner: &str) -> Option<Placeholder> {
-    match inner {
-        "repo.name" => Some(Placeholder::Name),
-        "repo.ref" => Some(Placeholder::Ref),
-        "repo.location" => Some(Placeholder::Location),
-        other => other
-            .strip_prefix("repo.params.")
-            .filter(|key| {
-                !key.is_empty()
-                    && key
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        // Every placeholder was checked at parse against every repository.
+        self.inner
+            .render(|path| {
+                Ok(match placeholder(path) {
+                    Some(Placeholder::Name) => repo.id.clone(),
+                    Some(Placeholder::Ref) => repo.git_ref.clone().unwrap_or_else(|| "HEAD".into()),
+                    Some(Placeholder::Location) => repo.location(),
+                    Some(Placeholder::Param(key)) => {
+                        repo.params.get(key).cloned().unwrap_or_default()
+                    }
+                    None => String::new(),
+                })
             })
-            .map(|key| Placeholder::Param(key.to_string())),
+            .unwrap_or_default()
     }
 }
 
-/// 1-based line and column of byte `offset` in `text`.
-fn position(text: &str, offset: usize, first_line: u64) -> (u64, u64) {
-    let before = &text[..offset];
-    let line = first_line + before.matches('\n').count() as u64;
-    let column = before
-        .rfind('\n')
-        .map_or(before.chars().count(), |newline| {
-            before[newline + 1..].chars().count()
-        }) as u64
-        + 1;
-    (line, column)
+/// A name a placeholder may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Placeholder<'a> {
+    Name,
+    Ref,
+    Location,
+    Param(&'a str),
+}
+
+fn placeholder(path: &[String]) -> Option<Placeholder<'_>> {
+    match path {
+        [repo, field] if repo == "repo" => match field.as_str() {
+            "name" => Some(Placeholder::Name),
+            "ref" => Some(Placeholder::Ref),
+            "location" => Some(Placeholder::Location),
+            _ => None,
+        },
+        [repo, params, key] if repo == "repo" && params == "params" => {
+            Some(Placeholder::Param(key))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]

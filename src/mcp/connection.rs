@@ -1,7 +1,8 @@
-//! One MCP server over stdio: the process started by the one process runner (`exec`), and
-//! the official SDK (`rmcp`, client role) speaking JSON-RPC over that child's stdin and
-//! stdout. rmcp's own child-process transport is not used: it would spawn the server itself,
-//! outside tollgate's process groups, PDEATHSIG, guardian, scrubbed environment and sandbox.
+//! One MCP server session: the official SDK (`rmcp`, client role) speaking JSON-RPC over a
+//! stdio child's stdin and stdout (the process started by the one process runner, `exec`) or
+//! over streamable HTTP (`http` builds the gated client). rmcp's own child-process transport
+//! is not used: it would spawn the server itself, outside tollgate's process groups,
+//! PDEATHSIG, guardian, scrubbed environment and sandbox.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -141,10 +142,10 @@ pub struct CallOutcome {
     pub is_error: bool,
 }
 
-/// A live connection: the SDK's session and the process under it.
+/// A live connection: the SDK's session and, for a stdio server, the process under it.
 pub struct Connection {
     session: RunningService<RoleClient, Listener>,
-    child: ServiceChild,
+    child: Option<ServiceChild>,
     /// Set when the server sent a line past `MAX_LINE_BYTES` and its session was closed.
     overflowed: Arc<AtomicBool>,
 }
@@ -154,7 +155,8 @@ pub struct Connection {
 pub struct Link {
     pub server: String,
     peer: rmcp::Peer<RoleClient>,
-    watch: ServiceWatch,
+    /// The stdio server's process; an HTTP server has none to watch.
+    watch: Option<ServiceWatch>,
     overflowed: Arc<AtomicBool>,
     pub call_timeout: Duration,
 }
@@ -181,8 +183,30 @@ impl Connection {
             .map_err(|err| McpError::Start(err.to_string()))?;
         Ok(Connection {
             session,
-            child,
+            child: Some(child),
             overflowed,
+        })
+    }
+
+    /// Initializes a session over streamable HTTP (`transport` is already gated and pinned
+    /// to checked addresses). Not bounded here, as [`Connection::open`].
+    pub async fn open_http(
+        server: &str,
+        transport: super::http::HttpTransport,
+        board: NoticeBoard,
+    ) -> Result<Connection, McpError> {
+        let listener = Listener {
+            server: server.to_string(),
+            board,
+        };
+        let session = rmcp::serve_client(listener, transport)
+            .await
+            .map_err(|err| McpError::Start(err.to_string()))?;
+        Ok(Connection {
+            session,
+            child: None,
+            // The transport bounds every response body itself (`max_json_response_size`).
+            overflowed: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -190,21 +214,27 @@ impl Connection {
         Link {
             server: server.to_string(),
             peer: self.session.peer().clone(),
-            watch: self.child.watch(),
+            watch: self.child.as_ref().map(ServiceChild::watch),
             overflowed: Arc::clone(&self.overflowed),
             call_timeout,
         }
     }
 
-    pub fn pid(&self) -> u32 {
-        self.child.pid
+    /// The stdio server's process (and process group) id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|child| child.pid)
     }
 
-    /// Ends the session and the process group (stdin closed, then killed after `grace`).
-    pub async fn close(mut self, grace: Duration) -> ServiceExit {
+    /// Ends the session and, for a stdio server, the process group (stdin closed, then
+    /// killed after `grace`). An HTTP session's cancel ends its stream and sends the
+    /// session's DELETE.
+    pub async fn close(self, grace: Duration) -> Option<ServiceExit> {
         // Cancelling the session closes its end of the pipes; the child gets EOF on stdin.
         let _ = tokio::time::timeout(grace, self.session.cancel()).await;
-        self.child.terminate(grace).await
+        match self.child {
+            Some(mut child) => Some(child.terminate(grace).await),
+            None => None,
+        }
     }
 }
 
@@ -244,7 +274,18 @@ impl Link {
 
     /// How the server ended, if it has.
     pub fn exit(&self) -> Option<ServiceExit> {
-        self.watch.exit()
+        self.watch.as_ref().and_then(ServiceWatch::exit)
+    }
+
+    /// Resolves when the stdio server's process ends; never for an HTTP server.
+    fn ended(&self) -> impl std::future::Future<Output = ServiceExit> + Send + 'static {
+        let watch = self.watch.clone();
+        async move {
+            match watch {
+                Some(watch) => watch.ended().await,
+                None => std::future::pending().await,
+            }
+        }
     }
 
     /// One `tools/call`, bounded by the call timeout and the server's life: a server that
@@ -267,7 +308,7 @@ impl Link {
         tracing::debug!(server = %self.server, tool, "MCP tools/call");
         let request = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let call = self.peer.call_tool(request);
-        let ended = self.watch.ended();
+        let ended = self.ended();
         let result = tokio::select! {
             result = call => result,
             exit = ended => return Err(self.died(exit, "mid-call")),
@@ -286,7 +327,8 @@ impl Link {
             Err(_) if self.overflowed.load(Ordering::SeqCst) => Err(self.line_too_long()),
             // A closed transport is usually the first sign of a server going: wait a moment
             // to say how it ended, with its stderr.
-            Err(err) => match tokio::time::timeout(EXIT_NOTICE, self.watch.ended()).await {
+            Err(err) if self.watch.is_none() => Err(McpError::Protocol(err.to_string())),
+            Err(err) => match tokio::time::timeout(EXIT_NOTICE, self.ended()).await {
                 Ok(exit) => Err(self.died(exit, "mid-call")),
                 Err(_) => Err(McpError::Protocol(err.to_string())),
             },
@@ -311,7 +353,11 @@ impl Link {
             server: self.server.clone(),
             when: when.to_string(),
             exit: exit.to_string(),
-            stderr: self.watch.stderr_tail(),
+            stderr: self
+                .watch
+                .as_ref()
+                .map(ServiceWatch::stderr_tail)
+                .unwrap_or_default(),
         }
     }
 }

@@ -1,15 +1,18 @@
-//! MCP servers over stdio (S9): which servers a run starts (`selection`), one server's
-//! process and SDK session (`connection`), its tools as tollgate tools (`tool`), and the
-//! run's servers with their watchdogs (`supervisor`). Servers run through the one process
-//! runner; their tools reach the model deferred by default and pass the gate like any other.
+//! MCP servers over stdio and streamable HTTP (S9): which servers a run starts
+//! (`selection`), one server's SDK session over a process or HTTP (`connection`), the gated
+//! HTTP client (`http`), its tools as tollgate tools (`tool`), and the run's servers with
+//! their watchdogs (`supervisor`). Stdio servers run through the one process runner; every
+//! server's tools reach the model deferred by default and pass the gate like any other.
 
 mod connection;
+mod http;
 mod line_cap;
 mod selection;
 mod supervisor;
 mod tool;
 
 pub use connection::McpNotice;
+pub use http::header_variables;
 pub use selection::{
     McpPlan, PlannedServer, SkippedServer, parse_project_file, plan, project_file_approved,
 };

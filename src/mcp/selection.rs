@@ -13,7 +13,8 @@ use serde::Deserialize;
 use crate::config::{ConfigError, SourceLocation};
 use crate::policy::{
     ConfigOrigin, DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, McpServerSpec,
-    PolicySource, Power, SourceKind, Standing, approvers, check_server_name, standing,
+    PolicySource, Power, SourceKind, Standing, approvers, check_server_name, mcp_transport,
+    standing,
 };
 
 /// A server the run will start.
@@ -203,7 +204,8 @@ fn refusal(
 }
 
 /// `.mcp.json` as Claude Code writes it. Keys tollgate does not use are left alone (the file
-/// is Claude Code's); an entry of another transport is skipped by [`parse_project_file`].
+/// is Claude Code's); an entry of a transport tollgate does not speak is skipped by
+/// [`parse_project_file`].
 #[derive(Debug, Deserialize)]
 struct ProjectFile {
     #[serde(rename = "mcpServers", default)]
@@ -219,9 +221,12 @@ struct ProjectEntry {
     args: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
 }
 
-/// The stdio servers of a `.mcp.json`, and the entries left aside with why.
+/// The stdio and HTTP servers of a `.mcp.json`, and the entries left aside with why.
 pub fn parse_project_file(
     text: &str,
     file: &Path,
@@ -240,24 +245,23 @@ pub fn parse_project_file(
             skipped.push(skip(reason));
             continue;
         }
-        let command = match (entry.kind.as_deref(), entry.command) {
-            (None | Some("stdio"), Some(command)) if !command.trim().is_empty() => command,
-            (Some(kind), _) if kind != "stdio" => {
-                skipped.push(skip(format!(
-                    "type `{kind}`: tollgate starts stdio servers only"
-                )));
-                continue;
-            }
-            _ => {
-                skipped.push(skip("no command".into()));
+        let transport = match mcp_transport(
+            entry.kind.as_deref(),
+            entry.command,
+            entry.args,
+            entry.env,
+            entry.url,
+            entry.headers,
+        ) {
+            Ok(transport) => transport,
+            Err(reason) => {
+                skipped.push(skip(reason));
                 continue;
             }
         };
         servers.push(McpServerSpec {
             name,
-            command,
-            args: entry.args,
-            env: entry.env,
+            transport,
             defer: true,
             startup_timeout: DEFAULT_MCP_STARTUP_TIMEOUT,
             call_timeout: DEFAULT_MCP_CALL_TIMEOUT,
@@ -292,12 +296,12 @@ mod tests {
     fn project() -> Vec<McpServerSpec> {
         let text = r#"{"mcpServers": {
             "docs": {"command": "node", "args": ["docs.js"]},
-            "web": {"type": "http", "url": "https://x"},
+            "web": {"type": "sse", "url": "https://x/sse"},
             "extra": {"command": "extra", "unknownKey": 1}
         }}"#;
         let (servers, skipped) = parse_project_file(text, Path::new(".mcp.json")).unwrap();
         assert_eq!(skipped.len(), 1, "{skipped:?}");
-        assert!(skipped[0].reason.contains("stdio servers only"));
+        assert!(skipped[0].reason.contains("legacy HTTP+SSE"));
         servers
     }
 
@@ -386,7 +390,7 @@ mod tests {
                 ("tracker".to_string(), ConfigOrigin::Task)
             ]
         );
-        assert_eq!(plan1.servers[0].spec.command, "managed-docs");
+        assert_eq!(plan1.servers[0].spec.target(), "managed-docs");
         assert!(plan1.servers[0].spec.trust_read_only_hint);
         assert!(
             plan1.skipped[0]

@@ -1,8 +1,10 @@
-//! The run's MCP servers: started together through the one process runner (in the sandbox
-//! when the policy turns it on), each bounded by its start-up timeout; their tools, refreshed
+//! The run's MCP servers: stdio ones started together through the one process runner (in the
+//! sandbox when the policy turns it on), HTTP ones connected once the domain rules admit them
+//! (`http`), each bounded by its start-up timeout; their tools, refreshed
 //! when a server says its list changed; and their end — every server and whatever it started
 //! is terminated when the run ends, however it ends (the handles kill on drop too).
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
@@ -13,11 +15,12 @@ use serde::{Deserialize, Serialize};
 
 use super::McpError;
 use super::connection::{Connection, EXIT_NOTICE, Link, McpNotice, NoticeBoard};
+use super::http::HttpTarget;
 use super::selection::{McpPlan, PlannedServer};
 use super::tool::McpTool;
 use crate::exec::{ChildEnv, PreExecStep, ServiceRequest, spawn_service};
 use crate::policy::ConfigOrigin;
-use crate::policy::{McpServerSpec, RuleKind, RuleSet, ToolName};
+use crate::policy::{McpServerSpec, McpTransport, RuleKind, RuleSet, ToolName};
 use crate::sandbox::{LimitWatch, Sandbox};
 use crate::tools::Tool;
 
@@ -55,8 +58,11 @@ pub struct McpLaunch<'a> {
     /// The environment a server starts from (no secrets); its entry's `env` is added.
     pub env: &'a ChildEnv,
     pub sandbox: Option<&'a Sandbox>,
-    /// Whole-tool deny rules take a server's tools out of the pool (S1).
+    /// Whole-tool deny rules take a server's tools out of the pool (S1); `WebFetch(domain:…)`
+    /// rules say which HTTP servers may be reached.
     pub rules: &'a RuleSet,
+    /// How an HTTP server's host becomes the addresses that are checked and connected to.
+    pub resolver: &'a crate::net::Resolver,
 }
 
 struct Running {
@@ -112,7 +118,7 @@ impl McpHub {
                         "MCP server started"
                     );
                     status.tools = running.tools.len();
-                    status.pid = Some(running.connection.pid());
+                    status.pid = running.connection.pid();
                     hub.running.push(running);
                 }
                 Err(err) => {
@@ -217,18 +223,81 @@ impl McpHub {
     }
 }
 
-/// Starts one server and lists its tools, within its start-up timeout; a server that exits
-/// while starting says so with the end of its stderr.
+/// Starts one server and lists its tools, within its start-up timeout.
 async fn start_one(
     server: &PlannedServer,
     launch: &McpLaunch<'_>,
     board: NoticeBoard,
 ) -> Result<Running, McpError> {
     let spec = &server.spec;
-    tracing::info!(server = %spec.name, command = %spec.command, "MCP server starting");
-    let (request, limits) = request(spec, server.expand_env, launch)?;
+    tracing::info!(server = %spec.name, target = %spec.target(), "MCP server starting");
+    match &spec.transport {
+        McpTransport::Stdio { command, args, env } => {
+            let process = Process { command, args, env };
+            start_stdio(server, &process, launch, board).await
+        }
+        McpTransport::Http { url, headers } => {
+            let target = HttpTarget {
+                url,
+                headers,
+                expand_env: server.expand_env,
+            };
+            start_http(server, &target, launch, board).await
+        }
+    }
+}
+
+/// Connects to an HTTP server the rules admit and lists its tools, within its start-up
+/// timeout (the gate and the address checks come first, inside it too).
+async fn start_http(
+    server: &PlannedServer,
+    target: &HttpTarget<'_>,
+    launch: &McpLaunch<'_>,
+    board: NoticeBoard,
+) -> Result<Running, McpError> {
+    let spec = &server.spec;
+    let starting = async {
+        let transport = super::http::transport(target, launch.rules, launch.resolver).await?;
+        let connection = Connection::open_http(&spec.name, transport, board).await?;
+        let link = connection.link(&spec.name, spec.call_timeout);
+        let listed = link.list_tools().await?;
+        Ok::<_, McpError>((connection, link, listed))
+    };
+    let (connection, link, listed) = tokio::time::timeout(spec.startup_timeout, starting)
+        .await
+        .map_err(|_| McpError::StartTimeout {
+            seconds: spec.startup_timeout.as_secs_f64(),
+        })??;
+    let tools = pool(&link, spec, listed, launch.rules);
+    Ok(Running {
+        spec: spec.clone(),
+        connection,
+        link,
+        tools,
+        stale: false,
+        _limits: None,
+    })
+}
+
+/// A stdio server's program, arguments and `env` entries.
+struct Process<'a> {
+    command: &'a str,
+    args: &'a [String],
+    env: &'a BTreeMap<String, String>,
+}
+
+/// Starts a stdio server and lists its tools, within its start-up timeout; a server that
+/// exits while starting says so with the end of its stderr.
+async fn start_stdio(
+    server: &PlannedServer,
+    process: &Process<'_>,
+    launch: &McpLaunch<'_>,
+    board: NoticeBoard,
+) -> Result<Running, McpError> {
+    let spec = &server.spec;
+    let (request, limits) = request(process, server.expand_env, launch)?;
     let child = spawn_service(request)
-        .map_err(|err| McpError::Start(format!("cannot start `{}`: {err}", spec.command)))?;
+        .map_err(|err| McpError::Start(format!("cannot start `{}`: {err}", process.command)))?;
     let watch = child.watch();
     let starting = async {
         let connection = Connection::open(&spec.name, child, board).await?;
@@ -294,7 +363,7 @@ fn pool(
 /// `expand_env` — an operator's entry; a repository's text must not pull a secret of the
 /// runner's into a process of its choosing).
 fn request(
-    spec: &McpServerSpec,
+    process: &Process<'_>,
     expand_env: bool,
     launch: &McpLaunch<'_>,
 ) -> Result<(ServiceRequest, Option<LimitWatch>), McpError> {
@@ -306,11 +375,10 @@ fn request(
             .prepare()
             .map_err(|err| McpError::Start(format!("cannot prepare the sandbox: {err}")))?;
         env = ChildEnv::from_vars(confined.env);
-        let setup = Arc::new(confined.child);
-        pre_exec = Some(Arc::new(move || setup.apply()));
+        pre_exec = Some(Arc::new(confined.child));
         limits = Some(confined.watch);
     }
-    for (name, value) in &spec.env {
+    for (name, value) in process.env {
         let value = if expand_env {
             expand(value)?
         } else {
@@ -318,8 +386,8 @@ fn request(
         };
         env = env.with(name, value);
     }
-    let argv: Vec<OsString> = std::iter::once(spec.command.as_str())
-        .chain(spec.args.iter().map(String::as_str))
+    let argv: Vec<OsString> = std::iter::once(process.command)
+        .chain(process.args.iter().map(String::as_str))
         .map(OsString::from)
         .collect();
     Ok((
@@ -381,14 +449,20 @@ mod tests {
         .remove(0);
         let rules = RuleSet::default();
         let base = ChildEnv::default();
+        let resolver = crate::net::Resolver::default();
         let launch = McpLaunch {
             workdir: Path::new("/"),
             env: &base,
             sandbox: None,
             rules: &rules,
+            resolver: &resolver,
         };
+        let McpTransport::Stdio { command, args, env } = &spec.transport else {
+            panic!("{:?}", spec.transport)
+        };
+        let process = Process { command, args, env };
         let value = |expand_env| {
-            let (request, _) = request(&spec, expand_env, &launch).unwrap();
+            let (request, _) = request(&process, expand_env, &launch).unwrap();
             request.env.get("A").unwrap().to_string_lossy().into_owned()
         };
         assert_eq!(value(true), "secret");

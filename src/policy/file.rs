@@ -92,6 +92,9 @@ macro_rules! policy_file {
             /// Claude Code's marketplaces beyond the official one.
             #[serde(default, rename = "extraKnownMarketplaces")]
             extra_known_marketplaces: KnownMarketplaces,
+            /// Local plugin folders (Claude Code's layout) this file enables.
+            #[serde(default, rename = "plugins")]
+            plugin_dirs: Vec<Spanned<String>>,
             $(
                 #[serde(default, rename = $claude_key)]
                 $field: Option<IgnoredAny>,
@@ -279,6 +282,8 @@ pub struct Policy {
     pub ignored_keys: Vec<IgnoredKey>,
     /// Claude Code's `enabledPlugins` and `extraKnownMarketplaces`, as written.
     pub plugins: PluginSettings,
+    /// `plugins:`, local plugin folders, resolved against the file's folder.
+    pub plugin_dirs: Vec<PathBuf>,
     /// The `sandbox:` block, if the file has one.
     pub sandbox: Option<SandboxConfig>,
     /// MCP servers and which of them may start.
@@ -373,6 +378,11 @@ impl Policy {
             ignored_keys.append(&mut ignored);
         }
         policy.ignored_keys = ignored_keys;
+        policy.plugin_dirs = parsed
+            .plugin_dirs
+            .iter()
+            .map(|spanned| resolve_dir(&spanned.value, origin.dir, origin.home))
+            .collect();
         policy.mcp = McpPolicy {
             servers: mcp_servers(parsed.mcp_servers.unwrap_or_default(), origin.file)?,
             allow_project: parsed.allow_project_mcp.unwrap_or(false),
@@ -497,6 +507,7 @@ impl Policy {
             managed_keys: Vec::new(),
             ignored_keys: Vec::new(),
             plugins: PluginSettings::default(),
+            plugin_dirs: Vec::new(),
             sandbox: None,
             mcp: McpPolicy::default(),
         })
@@ -543,6 +554,7 @@ impl Policy {
             managed_keys: Vec::new(),
             ignored_keys: Vec::new(),
             plugins: PluginSettings::default(),
+            plugin_dirs: Vec::new(),
             sandbox: None,
             mcp: McpPolicy::default(),
         })

@@ -23,12 +23,19 @@ pub const MAX_MCP_SERVER_NAME: usize = 32;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerFile {
-    command: String,
+    /// A stdio server's program.
+    command: Option<String>,
     #[serde(default)]
     args: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
-    /// Only `stdio` (the default) is spoken.
+    /// A streamable-HTTP server's endpoint.
+    url: Option<String>,
+    /// Sent with every request to an HTTP server; `${env:NAME}` in a value is the runner's
+    /// variable NAME (in an operator's file only).
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    /// `stdio` (the default with `command`) or `http` (the default with `url`).
     #[serde(rename = "type")]
     kind: Option<String>,
     /// Deferred (listed for ToolSearch only) unless `false`.
@@ -42,15 +49,31 @@ pub struct McpServerFile {
     trust_read_only_hint: bool,
 }
 
+/// How tollgate reaches a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpTransport {
+    /// A process tollgate starts, spoken to over its stdin and stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        /// Added to the server's environment; a value `${NAME}` is tollgate's variable NAME.
+        env: BTreeMap<String, String>,
+    },
+    /// A server already running, spoken to over streamable HTTP at `url`.
+    Http {
+        url: String,
+        /// Header name to value; `${env:NAME}` (or `${NAME}`) in a value is expanded when
+        /// the entry is an operator's.
+        headers: BTreeMap<String, String>,
+    },
+}
+
 /// One server to start: a validated entry and where it was written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpServerSpec {
     /// Letters, digits, `_` and `-`, no `__`: it is the middle part of `mcp__<server>__<tool>`.
     pub name: String,
-    pub command: String,
-    pub args: Vec<String>,
-    /// Added to the server's environment; a value `${NAME}` is tollgate's variable NAME.
-    pub env: BTreeMap<String, String>,
+    pub transport: McpTransport,
     pub defer: bool,
     pub startup_timeout: Duration,
     pub call_timeout: Duration,
@@ -58,8 +81,90 @@ pub struct McpServerSpec {
     pub source: SourceLocation,
 }
 
+impl McpServerSpec {
+    /// What the server is, for logs and messages: its program, or its URL.
+    pub fn target(&self) -> &str {
+        match &self.transport {
+            McpTransport::Stdio { command, .. } => command,
+            McpTransport::Http { url, .. } => url,
+        }
+    }
+}
+
+/// Why a transport `type` is not spoken, or `None` for `stdio` and `http`.
+pub fn unsupported_transport(kind: &str) -> Option<String> {
+    match kind {
+        "stdio" | "http" | "streamable-http" | "streamableHttp" => None,
+        "sse" => Some(
+            "type `sse`: the legacy HTTP+SSE transport is not spoken (the MCP SDK tollgate uses has no client for it); use the server's streamable HTTP endpoint with type: http".into(),
+        ),
+        "ws" | "websocket" => Some(format!(
+            "type `{kind}`: WebSocket servers are not spoken; use stdio or http"
+        )),
+        other => Some(format!(
+            "type `{other}` is not an MCP transport tollgate speaks: use stdio or http"
+        )),
+    }
+}
+
+/// The transport an entry asks for, from its `type`, `command` and `url`.
+pub fn mcp_transport(
+    kind: Option<&str>,
+    command: Option<String>,
+    args: Vec<String>,
+    env: BTreeMap<String, String>,
+    url: Option<String>,
+    headers: BTreeMap<String, String>,
+) -> Result<McpTransport, String> {
+    if let Some(reason) = kind.and_then(unsupported_transport) {
+        return Err(reason);
+    }
+    let http = match kind {
+        Some("stdio") => false,
+        Some(_) => true,
+        None => url.is_some() && command.is_none(),
+    };
+    if http {
+        if command.is_some() || !args.is_empty() || !env.is_empty() {
+            return Err("an HTTP server takes url and headers, not command, args or env".into());
+        }
+        let url = url.ok_or("an HTTP server needs a url")?;
+        check_url(&url)?;
+        return Ok(McpTransport::Http { url, headers });
+    }
+    if url.is_some() || !headers.is_empty() {
+        return Err("a stdio server takes command, args and env, not url or headers".into());
+    }
+    match command {
+        Some(command) if !command.trim().is_empty() => {
+            Ok(McpTransport::Stdio { command, args, env })
+        }
+        Some(_) => Err("command is empty".into()),
+        None => Err("needs a command (a stdio server) or a url (an HTTP server)".into()),
+    }
+}
+
+/// An HTTP server's URL must be `http` or `https` with a host and no credentials in it (a
+/// secret belongs in a header taken from the environment, where it is redacted).
+fn check_url(url: &str) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url).map_err(|err| format!("url `{url}`: {err}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!("url `{url}`: only http and https are spoken"));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(format!("url `{url}` has no host"));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(format!(
+            "url `{url}` carries credentials; put them in a header from the environment"
+        ));
+    }
+    Ok(())
+}
+
 /// `allowedMcpServers` / `deniedMcpServers` entries (Claude Code's managed settings): by name
-/// or by exact command line. A URL entry names no stdio server and matches nothing here.
+/// by exact command line (a stdio server) or by URL, `*` matching any run of characters (an
+/// HTTP server).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct McpServerMatcher {
@@ -71,24 +176,42 @@ pub struct McpServerMatcher {
 impl McpServerMatcher {
     /// Whether this entry names `server` exactly (an allow list grants only what it spells).
     pub fn matches(&self, server: &McpServerSpec) -> bool {
-        self.matches_by(server, |listed, name| listed == name)
+        self.matches_by(server, false)
     }
 
     /// Whether this entry names `server` in any case: a deny list must not miss a
     /// `.mcp.json` (the repository's) server spelled `GitHub` for `github`.
     pub fn matches_any_case(&self, server: &McpServerSpec) -> bool {
-        self.matches_by(server, |listed, name| listed.eq_ignore_ascii_case(name))
+        self.matches_by(server, true)
     }
 
-    fn matches_by(&self, server: &McpServerSpec, same: impl Fn(&str, &str) -> bool) -> bool {
+    fn matches_by(&self, server: &McpServerSpec, any_case: bool) -> bool {
+        let fold = |text: &str| {
+            if any_case {
+                text.to_ascii_lowercase()
+            } else {
+                text.to_string()
+            }
+        };
         let by_name = self
             .server_name
             .as_deref()
-            .is_some_and(|listed| same(listed, &server.name));
-        let by_command = self.server_command.as_ref().is_some_and(|argv| {
-            argv.first() == Some(&server.command) && argv[1..] == server.args[..]
-        });
-        by_name || by_command
+            .is_some_and(|listed| fold(listed) == fold(&server.name));
+        match &server.transport {
+            McpTransport::Stdio { command, args, .. } => {
+                by_name
+                    || self
+                        .server_command
+                        .as_ref()
+                        .is_some_and(|argv| argv.first() == Some(command) && argv[1..] == args[..])
+            }
+            McpTransport::Http { url, .. } => {
+                by_name
+                    || self.server_url.as_deref().is_some_and(|pattern| {
+                        crate::base::wildcard_match(&fold(pattern), &fold(url))
+                    })
+            }
+        }
     }
 }
 
@@ -123,14 +246,15 @@ pub fn mcp_servers(block: McpServersBlock, file: &Path) -> Result<Vec<McpServerS
             let error = |message: String| ConfigError::new(file, at.line(), at.column(), message);
             let entry = spanned.value;
             check_server_name(&name).map_err(&error)?;
-            if let Some(kind) = entry.kind.as_deref().filter(|kind| *kind != "stdio") {
-                return Err(error(format!(
-                    "mcp_servers.{name}: type `{kind}` is not supported; tollgate starts stdio servers only"
-                )));
-            }
-            if entry.command.trim().is_empty() {
-                return Err(error(format!("mcp_servers.{name}: command is empty")));
-            }
+            let transport = mcp_transport(
+                entry.kind.as_deref(),
+                entry.command,
+                entry.args,
+                entry.env,
+                entry.url,
+                entry.headers,
+            )
+            .map_err(|reason| error(format!("mcp_servers.{name}: {reason}")))?;
             let seconds = |value: Option<f64>, key: &str, default: Duration| match value {
                 None => Ok(default),
                 Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
@@ -152,9 +276,7 @@ pub fn mcp_servers(block: McpServersBlock, file: &Path) -> Result<Vec<McpServerS
                     DEFAULT_MCP_CALL_TIMEOUT,
                 )?,
                 name,
-                command: entry.command,
-                args: entry.args,
-                env: entry.env,
+                transport,
                 defer: entry.defer.unwrap_or(true),
                 trust_read_only_hint: entry.trust_read_only_hint,
                 source: SourceLocation {
@@ -207,7 +329,10 @@ mod tests {
         assert_eq!(servers[0].name, "docs");
         assert!(servers[0].defer);
         assert_eq!(servers[0].startup_timeout, DEFAULT_MCP_STARTUP_TIMEOUT);
-        assert_eq!(servers[0].env["A"], "b");
+        let McpTransport::Stdio { env, .. } = &servers[0].transport else {
+            panic!("{:?}", servers[0].transport)
+        };
+        assert_eq!(env["A"], "b");
         assert_eq!(servers[0].source.line, 2);
         assert!(!servers[1].defer);
         assert_eq!(servers[1].startup_timeout, Duration::from_millis(2500));
@@ -219,9 +344,31 @@ mod tests {
         // (yaml, line, message part)
         let table = [
             ("x:\n  command: a\n  bogus: 1\n", 3, "unknown field `bogus`"),
-            ("x:\n  args: [a]\n", 2, "missing field `command`"),
+            ("x:\n  args: [a]\n", 2, "needs a command"),
             ("x__y:\n  command: a\n", 2, "use letters, digits"),
-            ("x:\n  command: a\n  type: http\n", 2, "stdio servers only"),
+            (
+                "x:\n  command: a\n  type: http\n",
+                2,
+                "not command, args or env",
+            ),
+            (
+                "x:\n  url: http://h/mcp\n  type: sse\n",
+                2,
+                "legacy HTTP+SSE",
+            ),
+            ("x:\n  url: ftp://h/mcp\n", 2, "only http and https"),
+            ("x:\n  url: 'https://u:p@h/mcp'\n", 2, "carries credentials"),
+            (
+                "x:\n  url: http://h/\n  env: {A: b}\n",
+                2,
+                "not command, args or env",
+            ),
+            (
+                "x:\n  command: a\n  headers: {A: b}\n",
+                2,
+                "not url or headers",
+            ),
+            ("x:\n  url: http://h/\n  type: ws\n", 2, "WebSocket"),
             ("x:\n  command: a\n  call_timeout: 0\n", 2, "above 0"),
             ("x:\n  command: ' '\n", 2, "command is empty"),
         ];
@@ -243,5 +390,34 @@ mod tests {
         assert!(by(r#"{"serverCommand": ["npx", "-y", "gh-mcp"]}"#).matches(server));
         assert!(!by(r#"{"serverCommand": ["npx", "gh-mcp"]}"#).matches(server));
         assert!(!by(r#"{"serverUrl": "https://x"}"#).matches(server));
+        assert!(!by(r#"{"serverUrl": "*"}"#).matches(server));
+    }
+
+    #[test]
+    fn http_entries_take_a_url_and_headers_and_match_by_url() {
+        let servers = parse(
+            "hosted:\n  url: https://mcp.example.com/mcp\n  headers: {Authorization: 'Bearer ${env:TOKEN}'}\nlocal:\n  type: http\n  url: http://127.0.0.1:9/mcp\n",
+        )
+        .unwrap();
+        assert_eq!(
+            servers[0].transport,
+            McpTransport::Http {
+                url: "https://mcp.example.com/mcp".into(),
+                headers: [(
+                    "Authorization".to_string(),
+                    "Bearer ${env:TOKEN}".to_string()
+                )]
+                .into_iter()
+                .collect(),
+            }
+        );
+        assert_eq!(servers[1].target(), "http://127.0.0.1:9/mcp");
+        let by = |json: &str| serde_json::from_str::<McpServerMatcher>(json).unwrap();
+        let hosted = &servers[0];
+        assert!(by(r#"{"serverUrl": "https://*.example.com/*"}"#).matches(hosted));
+        assert!(!by(r#"{"serverUrl": "https://*.example.org/*"}"#).matches(hosted));
+        assert!(!by(r#"{"serverUrl": "https://MCP.example.com/*"}"#).matches(hosted));
+        assert!(by(r#"{"serverUrl": "https://MCP.example.com/*"}"#).matches_any_case(hosted));
+        assert!(!by(r#"{"serverCommand": ["https://mcp.example.com/mcp"]}"#).matches(hosted));
     }
 }

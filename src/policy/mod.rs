@@ -54,7 +54,8 @@ pub use ignored_key::IgnoredKey;
 pub use lint::{LintWarning, danger, lint, reach};
 pub use mcp_servers::{
     DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, McpPolicy, McpServerMatcher,
-    McpServerSpec, McpServersBlock, check_server_name, mcp_servers,
+    McpServerSpec, McpServersBlock, McpTransport, check_server_name, mcp_servers, mcp_transport,
+    unsupported_transport,
 };
 pub use mode::{PermissionMode, UnknownMode};
 pub use path_pattern::{PathBases, PathPattern};

@@ -79,7 +79,13 @@ pub fn modes_inline() -> String {
 /// The lines `tollgate run --help` ends with.
 pub fn run_after_help() -> String {
     format!(
-        "Example:\n  tollgate run examples/quickstart.yaml --out /tmp/run1\n\n\
+        "Examples:\n  tollgate run examples/quickstart.yaml --out /tmp/run1\n  \
+tollgate run -p \"Review {{{{ file }}}}\" --var file=src/lib.rs --output-format json\n\n\
+Without a task file (-p or --prompt-file) the run uses model anthropic/claude-sonnet-4-5\n\
+and, unless --policy is given, policies/prompt-default.yaml: Read, Glob, Grep, dontAsk.\n\
+With a task file, each flag wins over the task's key (-p over prompt:, --model over\n\
+model.name, --max-turns over limits.max_turns, ...; --max-cost caps max_cost_usd): the\n\
+table is in docs/task-file.md. --var values are filled into the prompt as text, once.\n\n\
 Writes transcript.jsonl and the reports (junit.xml, tollgate.sarif) to the output folder\n\
 and prints a summary. Under GitHub Actions it also appends a step summary, writes step\n\
 outputs and prints annotations.\n\n\

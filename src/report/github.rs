@@ -266,6 +266,19 @@ pub fn outputs(report: &RunReport, paths: &ReportPaths) -> String {
                 .map(|cost| format!("{cost:.6}"))
                 .unwrap_or_default(),
         ),
+        ("run_id", report.run_id.clone()),
+        (
+            "final_message",
+            report.final_message.clone().unwrap_or_default(),
+        ),
+        (
+            "structured_output",
+            report
+                .structured_output
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+        ),
     ];
     let mut out = String::new();
     for (name, value) in values {
@@ -574,7 +587,27 @@ Transcript: `/out/transcript.jsonl`
     fn outputs_always_name_every_key() {
         assert_eq!(
             outputs(&sample_report(), &paths()),
-            "outcome=policy_denied\nexit_code=3\ntranscript=/out/transcript.jsonl\njunit=/out/junit.xml\nsarif=\ndenials=1\ncost=\n"
+            "outcome=policy_denied\nexit_code=3\ntranscript=/out/transcript.jsonl\njunit=/out/junit.xml\nsarif=\ndenials=1\ncost=\nrun_id=r1\nfinal_message=Could not <clean> up.\nstructured_output=\n"
+        );
+    }
+
+    /// A multi-line final message and a structured value reach the action's outputs whole.
+    #[test]
+    fn the_final_message_and_the_structured_output_are_outputs() {
+        let mut report = sample_report();
+        report.final_message = Some("line one\nline two".into());
+        report.structured_output = Some(serde_json::json!({"label": "bug"}));
+        let text = outputs(&report, &paths());
+        let delimiter = format!("tollgate_{}", report.run_id);
+        assert!(
+            text.contains(&format!(
+                "final_message<<{delimiter}\nline one\nline two\n{delimiter}\n"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains("structured_output={\"label\":\"bug\"}\n"),
+            "{text}"
         );
     }
 

@@ -130,6 +130,7 @@ pub(crate) fn sample_report() -> crate::transcript::RunReport {
         task_file: PathBuf::from("/repo/task.yaml"),
         workdir: PathBuf::from("/repo"),
         todos: Vec::new(),
+        structured_output: None,
     }
 }
 

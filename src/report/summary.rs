@@ -124,6 +124,16 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
         let first = message.lines().next().unwrap_or_default();
         out.push_str(&format!("  model: {first}\n"));
     }
+    if report.structured_output.is_some()
+        && let Some(folder) = report.transcript.parent()
+    {
+        out.push_str(&format!(
+            "  structured output: {}\n",
+            folder
+                .join(crate::out_dir::STRUCTURED_OUTPUT_FILE)
+                .display()
+        ));
+    }
     out.push_str(&format!("  transcript: {}\n", report.transcript.display()));
     for (name, path) in reports {
         out.push_str(&format!("  {name}: {}\n", path.display()));

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::exec::Ending;
+use crate::base::Ending;
 use crate::policy::Workspace;
 
 pub use crate::policy::{
@@ -30,7 +30,7 @@ pub use crate::policy::{
 pub fn read_only_preflight(setting: ReadOnlyCommands) -> ReadOnlyStatus {
     read_only::preflight(setting)
 }
-pub use child::ChildSetup;
+pub use child::{ChildSetup, Rlimit, RlimitResource};
 pub use limits::{LimitHit, ProcessLimit};
 pub use protected::{Change, GuardError, Violation, describe as describe_violations};
 pub use proxy::{Proxy, ProxyConnection, ProxyRules};

@@ -5,6 +5,7 @@
 //! configuration error.
 
 mod classifier;
+mod prompt;
 mod sources;
 
 use std::collections::BTreeSet;
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use thiserror::Error;
 
 pub use classifier::auto_classifier;
+pub use prompt::{PROMPT_DEFAULT_POLICY, default_model};
 pub use sources::{
     AdditionalDirectories, HooksInForce, PolicyInForce, SourceFlags, additional_directories,
     canonical_dir, dangerous_allow_rules, home_dir, hooks_in_force, load_policy, load_sources,
@@ -86,10 +88,28 @@ pub enum SessionError {
 }
 
 /// What a run is asked to be, beside its task file: the command line's choices, already
-/// parsed. `None` leaves the task's (or the default) value.
+/// parsed. `None` leaves the task's (or the default) value; a flag wins over the task.
 #[derive(Default)]
 pub struct RunOptions {
-    pub task: PathBuf,
+    /// The task file; `None` runs `prompt` alone under a built-in task.
+    pub task: Option<PathBuf>,
+    /// The prompt (`-p`, `--prompt-file`); replaces the task's.
+    pub prompt: Option<String>,
+    /// The file the prompt was read from, for its placeholders' errors.
+    pub prompt_file: Option<PathBuf>,
+    /// The prompt's placeholders are filled already (a batch renders its own).
+    pub prompt_is_filled: bool,
+    /// `--var NAME=VALUE`, in order; later ones win.
+    pub vars: Vec<(String, String)>,
+    pub vars_file: Option<PathBuf>,
+    pub provider: Option<ProviderKind>,
+    pub base_url: Option<String>,
+    /// `--output-schema`: replaces the task's `output_schema:`.
+    pub output_schema: Option<PathBuf>,
+    /// Added after the task's `append_system_prompt:`.
+    pub append_system_prompt: Option<String>,
+    /// `--no-memory`: AGENTS.md / CLAUDE.md are not read.
+    pub no_memory: bool,
     /// The managed policy (else /etc/tollgate).
     pub policy: Option<PathBuf>,
     pub allow: Vec<String>,
@@ -104,6 +124,8 @@ pub struct RunOptions {
     pub max_turns: Option<u32>,
     pub fail_on: Option<FailOnSet>,
     pub workdir: Option<PathBuf>,
+    /// `--plugin-dir`: local plugin folders, the operator's.
+    pub plugin_dirs: Vec<PathBuf>,
     /// Default: `.tollgate/runs/<run-id>/`.
     pub out: Option<PathBuf>,
     /// User messages arriving mid-run, fed by the caller.
@@ -127,7 +149,7 @@ pub fn assemble(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session,
 
 fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Session, SessionError> {
     let home = home_dir();
-    let mut task = load_task(&options.task, home.as_deref())?;
+    let mut task = prompt::task(&options, home.as_deref())?;
     if let Some(name) = &options.model {
         task.model.name = name.clone();
     }
@@ -159,7 +181,8 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
         ask: &options.ask,
         strict: options.strict,
     };
-    let sources = load_sources(flags, Some(&task), &workdir, home.as_deref())?;
+    let mut sources = load_sources(flags, Some(&task), &workdir, home.as_deref())?;
+    let plugins = load_plugins(&options, &mut task, &mut sources, &workdir)?;
     let mode = resolve_mode(options.mode, task.mode, &sources)?;
     let (rules, dropped_for_auto) = rules_for_mode(RuleSet::from_sources(&sources), mode);
     refuse_warnings(&rules, options.strict)?;
@@ -210,20 +233,37 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
     };
     workspace.read_only_roots.push(out_dir.join("results"));
 
+    // What the plugins and agent files said that is not applied, for `run_started`.
+    let mut extensions = plugins.notices.clone();
     // The pool a model sees: the task's tools less those a whole-tool deny rule removes (S1).
     let tools = task
         .tools
         .iter()
         .filter(|name| rules.whole_tool(RuleKind::Deny, name).is_none())
         .map(|name| match name {
-            ToolName::Skill => skill_tool(&workspace, &task.skills),
+            ToolName::Skill => skill_tool(&workspace, &task.skills, &plugins),
+            ToolName::Agent => agent_tool(&workspace, &task.agents, &plugins, &mut extensions),
             _ => Ok(builtin(name)),
         })
         .filter_map(Result::transpose)
         .collect::<Result<_, _>>()?;
     let hooks = hooks_in_force(&sources);
     let mcp = mcp_in_force(&sources, &task, &workspace.workdir)?;
+    redactor.add_env_names(&crate::mcp::header_variables(&mcp));
     let mut policy_summary = policy_summary(&sources, &rules, &hooks, directories);
+    for notice in &extensions {
+        tracing::warn!("{notice}");
+    }
+    policy_summary.warnings.extend(extensions);
+    policy_summary.plugins = plugins
+        .plugins
+        .iter()
+        .map(|(parts, kind)| crate::transcript::PluginSummary {
+            name: parts.name.clone(),
+            root: parts.root.clone(),
+            enabled_by: *kind,
+        })
+        .collect();
     policy_summary.dropped_for_auto = dropped_for_auto.iter().map(RuleRef::from).collect();
     let mut tool_limits = ToolLimits::default();
     if let Some(tool_timeout) = task.limits.tool_timeout {
@@ -231,8 +271,17 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
         // call is then only a backstop.
         tool_limits.bash_timeout = tool_timeout;
     }
-    let fail_on = options.fail_on.unwrap_or_else(|| task.fail_on.clone());
-    let mut env = RunEnv::new(&withheld_variables(&task));
+    let fail_on = options
+        .fail_on
+        .clone()
+        .unwrap_or_else(|| task.fail_on.clone());
+    let withheld = withheld_variables(&task);
+    let prompt = prompt::render(&task, &options, &withheld)?;
+    let memory = task
+        .memory
+        .then(|| crate::memory::load(&workspace.workdir))
+        .filter(|memory| !memory.is_empty() || !memory.skipped.is_empty());
+    let mut env = RunEnv::new(&withheld);
     env.model = model_command_env(&env.model, &workspace.workdir);
     let provider = Provider::new(provider_config(&task.model, task.script.as_ref())?)?;
     let (pricing, price) = task.model.price();
@@ -246,7 +295,11 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
             name: task.name,
             file: task.file,
         },
-        prompt: task.prompt,
+        prompt,
+        memory,
+        append_system_prompt: task.append_system_prompt,
+        output_schema: task.output_schema,
+        output_schema_attempts: task.output_schema_attempts,
         model: ModelSummary {
             provider: task.model.provider.to_string(),
             name: task.model.name.clone(),
@@ -285,15 +338,60 @@ fn assemble_checked(options: RunOptions, redactor: Arc<Redactor>) -> Result<Sess
     Ok(Session { spec, provider })
 }
 
-/// The Skill tool over the workdir's `skills/` and the task's `skills:` paths; `None`, with
-/// a warning, when there is no skill to offer. Read only when the pool has Skill, so a run
-/// without it never reads (or fails on) a repository's skills.
+/// The plugins the run uses (`plugins`), their hooks and servers put with the sources that
+/// enabled them, and the task's plugins' servers with the task's own.
+fn load_plugins(
+    options: &RunOptions,
+    task: &mut Task,
+    sources: &mut Vec<PolicySource>,
+    workdir: &Path,
+) -> Result<crate::plugins::Loaded, ConfigError> {
+    let (requests, mut notices) =
+        crate::plugins::requests(&options.plugin_dirs, &task.plugins, &task.file, sources);
+    let mut loaded = crate::plugins::load(&requests, sources)?;
+    crate::plugins::apply(&loaded, sources, &mut task.mcp_servers, workdir)?;
+    notices.append(&mut loaded.notices);
+    loaded.notices = notices;
+    for (parts, kind) in &loaded.plugins {
+        tracing::info!(
+            plugin = %parts.name,
+            root = %parts.root.display(),
+            enabled_by = %serde_name(kind),
+            "plugin loaded"
+        );
+    }
+    Ok(loaded)
+}
+
+/// The Agent tool over the built-in sub-agents and the custom agents of the workdir's
+/// `.claude/agents/`, the task's `agents:` paths and the plugins' `agents/`. Read only when
+/// the pool has Agent.
+fn agent_tool(
+    workspace: &Workspace,
+    task_paths: &[PathBuf],
+    plugins: &crate::plugins::Loaded,
+    notices: &mut Vec<String>,
+) -> Result<Option<Arc<dyn crate::tools::Tool>>, ConfigError> {
+    let mut roots = vec![workspace.workdir.join(crate::agents::PROJECT_AGENTS)];
+    roots.extend(task_paths.iter().cloned());
+    roots.extend(plugins.agent_roots().cloned());
+    let found = crate::agents::discover(&roots, &workspace.workdir)?;
+    notices.extend(found.notices);
+    let tool = crate::tools::AgentTool::with_agents(found.agents);
+    Ok(Some(Arc::new(tool) as Arc<dyn crate::tools::Tool>))
+}
+
+/// The Skill tool over the workdir's `skills/`, the task's `skills:` paths and the plugins'
+/// skills; `None`, with a warning, when there is no skill to offer. Read only when the pool
+/// has Skill, so a run without it never reads (or fails on) a repository's skills.
 fn skill_tool(
     workspace: &Workspace,
     task_paths: &[PathBuf],
+    plugins: &crate::plugins::Loaded,
 ) -> Result<Option<Arc<dyn crate::tools::Tool>>, ConfigError> {
     let mut roots = vec![workspace.workdir.join("skills")];
     roots.extend(task_paths.iter().cloned());
+    roots.extend(plugins.skill_roots().cloned());
     let tool = crate::skills::SkillTool::new(crate::skills::discover(&roots, &workspace.workdir)?);
     if tool.is_none() {
         tracing::warn!(
@@ -338,6 +436,7 @@ fn policy_summary(
         ignored_keys: ignored_keys(sources),
         warnings,
         dropped_for_auto: Vec::new(),
+        plugins: Vec::new(),
     }
 }
 

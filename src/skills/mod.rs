@@ -10,6 +10,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub use parse::parse;
+pub(crate) use parse::split_front_matter;
 pub use tool::SkillTool;
 
 use crate::base::normalize_lexically;
@@ -89,7 +90,7 @@ pub fn discover(roots: &[PathBuf], workdir: &Path) -> Result<Vec<Skill>, ConfigE
 }
 
 /// The text of a regular `file` of at most [`MAX_SKILL_BYTES`].
-fn read_bounded(file: &Path) -> Result<String, ConfigError> {
+pub(crate) fn read_bounded(file: &Path) -> Result<String, ConfigError> {
     let cannot = |err: std::io::Error| ConfigError::whole_file(file, format!("cannot read: {err}"));
     let opened = std::fs::File::open(file).map_err(cannot)?;
     let mut bytes = Vec::new();

@@ -136,7 +136,7 @@ fn parse_text(text: &str, file: &Path) -> Result<Skill, ConfigError> {
 }
 
 /// The front matter (up to the closing `---` line) and what follows it.
-fn split_front_matter(rest: &str) -> Option<(&str, &str)> {
+pub(crate) fn split_front_matter(rest: &str) -> Option<(&str, &str)> {
     let mut offset = 0;
     for line in rest.split_inclusive('\n') {
         if line.trim_end() == "---" {

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use super::{Skill, SkillMode};
 use crate::policy::{PermissionContext, ToolCheck, ToolName, read_refusal};
 use crate::tools::{
-    Delegation, Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, check_literal,
-    delegation_refusal, parse_input,
+    Delegation, Subagent, Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput,
+    check_literal, delegation_refusal, parse_input,
 };
 
 pub struct SkillTool {
@@ -97,7 +97,7 @@ impl Tool for SkillTool {
         let delegation = match skill.mode {
             SkillMode::Inject => None,
             SkillMode::Agent(kind) => Some(Delegation {
-                kind,
+                agent: Subagent::builtin(kind),
                 description: format!("skill {}", skill.name),
                 prompt: instructions(&skill, arguments.as_deref()),
             }),
@@ -122,7 +122,7 @@ impl ToolInput for SkillInput {
     fn is_read_only(&self, _ctx: &PermissionContext) -> bool {
         self.delegation
             .as_ref()
-            .is_none_or(|delegation| delegation.kind.read_only())
+            .is_none_or(|delegation| delegation.agent.read_only())
     }
 
     // Loading text may run beside anything; a sub-agent runs alone (see Agent).
@@ -148,7 +148,7 @@ impl ToolInput for SkillInput {
         if let Some(refusal) = self
             .delegation
             .as_ref()
-            .and_then(|delegation| delegation_refusal(ctx, delegation.kind))
+            .and_then(|delegation| delegation_refusal(ctx, delegation.agent.kind))
         {
             return refusal;
         }
@@ -229,7 +229,7 @@ mod tests {
             .prepare(&json!({"skill": "survey", "arguments": "src/"}))
             .unwrap();
         let delegation = delegated.delegation().unwrap();
-        assert_eq!(delegation.kind, SubagentKind::Explore);
+        assert_eq!(delegation.agent.kind, SubagentKind::Explore);
         assert_eq!(delegation.prompt, "Do survey.\n\nApply it to: src/");
         crate::policy::with_test_context(|ctx| {
             assert!(delegated.is_read_only(ctx) && !delegated.is_concurrency_safe(ctx));

@@ -57,7 +57,7 @@ pub mod maxima {
 struct TaskFile {
     version: Spanned<u32>,
     name: String,
-    prompt: String,
+    prompt: Spanned<String>,
     model: ModelFile,
     mode: Option<PermissionMode>,
     policy: Option<String>,
@@ -79,9 +79,128 @@ struct TaskFile {
     mcp_servers: Option<McpServersBlock>,
     /// Folders of skills (or skill folders), besides the workdir's `skills/`.
     skills: Option<Vec<Spanned<String>>>,
+    /// Agent files (or folders of them), besides the workdir's `.claude/agents/`.
+    agents: Option<Vec<Spanned<String>>>,
+    /// Local plugin folders (Claude Code's layout) whose parts the run uses.
+    plugins: Option<Vec<Spanned<String>>>,
     #[serde(default)]
     subagents: SubagentsFile,
+    /// The prompt's parameters: `{{ NAME }}` placeholders, typed, with defaults.
+    params: Option<std::collections::BTreeMap<String, Spanned<ParamFile>>>,
+    /// A JSON Schema the final answer must satisfy: inline, or a file's path.
+    output_schema: Option<Spanned<serde_json::Value>>,
+    /// Answers the model may give before one is valid against `output_schema`.
+    output_schema_attempts: Option<Spanned<u32>>,
+    /// Text added at the end of tollgate's system prompt.
+    append_system_prompt: Option<String>,
+    /// `false`: AGENTS.md and CLAUDE.md are not read.
+    memory: Option<bool>,
 }
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ParamFile {
+    #[serde(rename = "type", default)]
+    kind: ParamType,
+    default: Option<serde_json::Value>,
+    required: Option<bool>,
+    #[serde(default)]
+    description: Option<String>,
+}
+
+/// What a parameter's value must be; every value reaches the prompt as text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ParamType {
+    #[default]
+    String,
+    Integer,
+    Number,
+    Boolean,
+}
+
+impl ParamType {
+    /// Whether `value` is one of this type, as it would be written on the command line.
+    pub fn accepts(self, value: &str) -> bool {
+        match self {
+            ParamType::String => true,
+            ParamType::Integer => value.trim().parse::<i64>().is_ok(),
+            ParamType::Number => value.trim().parse::<f64>().is_ok_and(f64::is_finite),
+            ParamType::Boolean => matches!(value.trim(), "true" | "false"),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParamType::String => "string",
+            ParamType::Integer => "integer",
+            ParamType::Number => "number",
+            ParamType::Boolean => "boolean",
+        }
+    }
+}
+
+/// A declared parameter of the prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Param {
+    pub name: String,
+    pub kind: ParamType,
+    /// The default, as text.
+    pub default: Option<String>,
+    /// A required parameter has no default and must be given.
+    pub required: bool,
+    pub description: Option<String>,
+    /// Where the parameter is declared (line, column).
+    pub at: (u64, u64),
+}
+
+/// The JSON Schema the final answer must satisfy, checked to compile at load.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputSchema {
+    pub schema: serde_json::Value,
+    /// `inline` or the file it came from, for the transcript.
+    pub source: String,
+}
+
+impl OutputSchema {
+    /// Reads and compiles a schema file (`--output-schema`).
+    pub fn from_file(path: &Path) -> Result<OutputSchema, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|err| {
+            ConfigError::whole_file(path, format!("cannot read the output schema: {err}"))
+        })?;
+        let schema: serde_json::Value = if text.trim_start().starts_with('{') {
+            serde_json::from_str(&text).map_err(|err| {
+                ConfigError::new(
+                    path,
+                    err.line() as u64,
+                    err.column() as u64,
+                    format!("the output schema is not JSON: {err}"),
+                )
+                .with_source(path, &text)
+            })?
+        } else {
+            config::parse(&text, path).map_err(|err| err.with_source(path, &text))?
+        };
+        Self::compiled(schema, path.display().to_string())
+            .map_err(|why| ConfigError::whole_file(path, why))
+    }
+
+    /// The schema, once it is known to compile.
+    pub fn compiled(schema: serde_json::Value, source: String) -> Result<OutputSchema, String> {
+        if !schema.is_object() && !schema.is_boolean() {
+            return Err("an output schema is a JSON Schema object".into());
+        }
+        jsonschema::validator_for(&schema)
+            .map_err(|err| format!("the output schema is not a valid JSON Schema: {err}"))?;
+        Ok(OutputSchema { schema, source })
+    }
+}
+
+/// Answers the model may give before one is valid against `output_schema` (the first and
+/// the retries after the validator's errors were fed back).
+pub const DEFAULT_OUTPUT_SCHEMA_ATTEMPTS: u32 = 3;
+/// The most `output_schema_attempts` may be.
+pub const MAX_OUTPUT_SCHEMA_ATTEMPTS: u32 = 10;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -322,7 +441,10 @@ impl Default for Retry {
 pub struct Task {
     pub file: PathBuf,
     pub name: String,
+    /// The prompt as written, its placeholders not yet filled (the session fills them).
     pub prompt: String,
+    /// The file line the prompt's text starts on, for a placeholder's error.
+    pub prompt_line: u64,
     pub model: ModelSpec,
     /// `model.script:`, the scripted provider's replies: `Some` exactly when the provider
     /// is `scripted`.
@@ -355,10 +477,21 @@ pub struct Task {
     pub mcp_servers: Vec<McpServerSpec>,
     /// `skills:`, resolved against the task file's folder.
     pub skills: Vec<PathBuf>,
+    /// `agents:`, resolved against the task file's folder.
+    pub agents: Vec<PathBuf>,
+    /// `plugins:`, resolved against the task file's folder.
+    pub plugins: Vec<PathBuf>,
     /// `subagents.max_turns`: the turns of each sub-agent's own conversation.
     pub subagent_max_turns: u32,
     /// `subagents.max_per_turn`: Agent calls one turn may make.
     pub subagent_max_per_turn: u32,
+    /// `params:`, in name order.
+    pub params: Vec<Param>,
+    pub output_schema: Option<OutputSchema>,
+    pub output_schema_attempts: u32,
+    pub append_system_prompt: Option<String>,
+    /// Whether AGENTS.md / CLAUDE.md are read (`memory:`, default true).
+    pub memory: bool,
 }
 
 impl Task {
@@ -485,6 +618,26 @@ impl Task {
             .into_iter()
             .map(|spanned| normalize_lexically(&dir.join(spanned.value)))
             .collect();
+        let raw_agents = raw.agents.unwrap_or_default();
+        if let Some(first) = raw_agents.first()
+            && !tools.contains(&ToolName::Agent)
+        {
+            return Err(located(
+                first,
+                &at,
+                "agents: needs the Agent tool: add Agent to tools:".into(),
+            ));
+        }
+        let agents = raw_agents
+            .into_iter()
+            .map(|spanned| normalize_lexically(&dir.join(spanned.value)))
+            .collect();
+        let plugins = raw
+            .plugins
+            .unwrap_or_default()
+            .into_iter()
+            .map(|spanned| normalize_lexically(&dir.join(spanned.value)))
+            .collect();
         let mut checks: Vec<Check> = Vec::new();
         for check in raw.checks {
             if checks.iter().any(|seen| seen.name == check.name.value) {
@@ -544,11 +697,31 @@ impl Task {
             .permissions
             .map(|block| Policy::from_block(block, PolicyOrigin { file, dir, home }))
             .transpose()?;
+        let params = params(raw.params.unwrap_or_default(), &at)?;
+        let output_schema = raw
+            .output_schema
+            .map(|spanned| output_schema(spanned, dir, &at))
+            .transpose()?;
+        let output_schema_attempts = match raw.output_schema_attempts {
+            None => DEFAULT_OUTPUT_SCHEMA_ATTEMPTS,
+            Some(spanned) if spanned.value == 0 || spanned.value > MAX_OUTPUT_SCHEMA_ATTEMPTS => {
+                return Err(located(
+                    &spanned,
+                    &at,
+                    format!(
+                        "output_schema_attempts must be from 1 to {MAX_OUTPUT_SCHEMA_ATTEMPTS}"
+                    ),
+                ));
+            }
+            Some(spanned) => spanned.value,
+        };
+        let prompt_line = prompt_first_line(text, &raw.prompt);
         Ok(Task {
             file: file.to_path_buf(),
             permissions,
             name: raw.name,
-            prompt: raw.prompt,
+            prompt: raw.prompt.value,
+            prompt_line,
             model,
             script,
             mode: raw.mode,
@@ -568,9 +741,99 @@ impl Task {
             reminders_full_every,
             mcp_servers: mcp_servers(raw.mcp_servers.unwrap_or_default(), file)?,
             skills,
+            agents,
+            plugins,
             subagent_max_turns,
             subagent_max_per_turn,
+            params,
+            output_schema,
+            output_schema_attempts,
+            append_system_prompt: raw.append_system_prompt,
+            memory: raw.memory.unwrap_or(true),
         })
+    }
+}
+
+/// The line the prompt's text starts on: the next one after a block scalar's `|` or `>`.
+fn prompt_first_line(text: &str, prompt: &Spanned<String>) -> u64 {
+    let loc = prompt.referenced;
+    let line = loc.line();
+    let rest = text
+        .lines()
+        .nth(usize::try_from(line.saturating_sub(1)).unwrap_or(usize::MAX))
+        .map(|source| {
+            source
+                .chars()
+                .skip(usize::try_from(loc.column().saturating_sub(1)).unwrap_or(usize::MAX))
+                .collect::<String>()
+        })
+        .unwrap_or_default();
+    if rest.starts_with('|') || rest.starts_with('>') {
+        line + 1
+    } else {
+        line
+    }
+}
+
+/// `params:`: each name valid, each default of its type; a parameter with a default is
+/// optional unless it says otherwise.
+fn params(
+    raw: std::collections::BTreeMap<String, Spanned<ParamFile>>,
+    at: At<'_>,
+) -> Result<Vec<Param>, ConfigError> {
+    let mut params = Vec::new();
+    for (name, spanned) in raw {
+        crate::template::check_param_name(&name)
+            .map_err(|why| located(&spanned, at, format!("params: {why}")))?;
+        let at_param = (spanned.referenced.line(), spanned.referenced.column());
+        let located = |message: String| at(at_param.0, at_param.1, message);
+        let param = spanned.value;
+        let default = match param.default {
+            None => None,
+            Some(serde_json::Value::String(text)) => Some(text),
+            Some(value @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_))) => {
+                Some(value.to_string())
+            }
+            Some(_) => {
+                return Err(located(format!(
+                    "params.{name}.default must be a string, a number or a boolean"
+                )));
+            }
+        };
+        if let Some(value) = &default
+            && !param.kind.accepts(value)
+        {
+            return Err(located(format!(
+                "params.{name}.default `{value}` is not a {}",
+                param.kind.as_str()
+            )));
+        }
+        params.push(Param {
+            required: param.required.unwrap_or(default.is_none()),
+            name,
+            kind: param.kind,
+            default,
+            description: param.description,
+            at: at_param,
+        });
+    }
+    Ok(params)
+}
+
+/// `output_schema:`: a mapping is the schema itself, a string is a file (JSON or YAML)
+/// relative to the task's folder.
+fn output_schema(
+    spanned: Spanned<serde_json::Value>,
+    dir: &Path,
+    at: At<'_>,
+) -> Result<OutputSchema, ConfigError> {
+    match &spanned.value {
+        serde_json::Value::String(path) => {
+            let path = normalize_lexically(&dir.join(path));
+            OutputSchema::from_file(&path)
+        }
+        schema => OutputSchema::compiled(schema.clone(), "inline".into())
+            .map_err(|why| located(&spanned, at, format!("output_schema: {why}"))),
     }
 }
 

@@ -1,13 +1,16 @@
-//! Agent (S1): the model starts a sub-agent with a prompt. The tool only validates the request
-//! and answers the gate (`Agent(explore)` / `Agent(general)` rules); the agent loop runs the
-//! sub-agent's own conversation, since tools sit below the loop.
+//! Agent (S1): the model starts a sub-agent with a prompt — a built-in one or a custom agent
+//! of the run's agent files. The tool only validates the request and answers the gate
+//! (`Agent(explore)` / `Agent(general)` / `Agent(<name>)` rules, `Task(…)` being Claude Code's
+//! older spelling); the agent loop runs the sub-agent's own conversation, since tools sit below
+//! the loop.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::delegation::{Delegation, SubagentKind};
+use super::delegation::{AgentProfile, Delegation, Subagent, SubagentKind};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, parse_input};
 use crate::base::wildcard_match;
 use crate::policy::{
@@ -24,7 +27,65 @@ struct RawInput {
 
 struct AgentInput(Delegation);
 
-pub struct AgentTool;
+/// The Agent tool over the built-in sub-agents and the run's custom agents (none for a run
+/// without agent files).
+#[derive(Default)]
+pub struct AgentTool {
+    custom: Vec<Arc<AgentProfile>>,
+}
+
+const DESCRIPTION: &str = "Starts a sub-agent with its own context on a self-contained job; its final message comes back as the result. \
+     explore: reads and searches only (Read, Glob, Grep, read-only Bash) — use it to look around before you edit. \
+     general: your tools except Agent. Give it everything it needs in the prompt: it sees nothing of this conversation.";
+
+impl AgentTool {
+    /// The tool offering `custom` besides the built-in kinds (their names were checked not
+    /// to be a built-in's when the files were read).
+    pub fn with_agents(custom: Vec<Arc<AgentProfile>>) -> AgentTool {
+        AgentTool { custom }
+    }
+
+    /// An Agent tool that takes the `subagent_type` of `input`, when no built-in's, for a
+    /// custom agent of that name: for deciding a call without the agent's file (`check`,
+    /// `replay`), since `Agent(name)` rules judge the name alone and a custom agent is a
+    /// general one, never read-only.
+    pub fn naming(input: &Value) -> AgentTool {
+        let custom = input
+            .get("subagent_type")
+            .and_then(Value::as_str)
+            .filter(|wanted| SubagentKind::parse(wanted).is_none())
+            .map(|wanted| {
+                Arc::new(AgentProfile {
+                    name: wanted.trim().to_string(),
+                    description: String::new(),
+                    tools: None,
+                    disallowed: Vec::new(),
+                    prompt: String::new(),
+                    max_turns: None,
+                    file: std::path::PathBuf::new(),
+                })
+            });
+        AgentTool::with_agents(custom.into_iter().collect())
+    }
+
+    fn subagent(&self, name: &str) -> Option<Subagent> {
+        if let Some(kind) = SubagentKind::parse(name) {
+            return Some(Subagent::builtin(kind));
+        }
+        self.custom
+            .iter()
+            .find(|profile| profile.name.eq_ignore_ascii_case(name.trim()))
+            .map(|profile| Subagent::custom(Arc::clone(profile)))
+    }
+
+    fn names(&self) -> Vec<&str> {
+        SubagentKind::ALL
+            .iter()
+            .map(|kind| kind.as_str())
+            .chain(self.custom.iter().map(|profile| profile.name.as_str()))
+            .collect()
+    }
+}
 
 impl Tool for AgentTool {
     fn name(&self) -> ToolName {
@@ -32,11 +93,14 @@ impl Tool for AgentTool {
     }
 
     fn description(&self) -> Cow<'static, str> {
-        Cow::Borrowed(
-            "Starts a sub-agent with its own context on a self-contained job; its final message comes back as the result. \
-             explore: reads and searches only (Read, Glob, Grep, read-only Bash) — use it to look around before you edit. \
-             general: your tools except Agent. Give it everything it needs in the prompt: it sees nothing of this conversation.",
-        )
+        if self.custom.is_empty() {
+            return Cow::Borrowed(DESCRIPTION);
+        }
+        let mut text = format!("{DESCRIPTION} Custom sub-agents (with their own instructions):");
+        for profile in &self.custom {
+            text.push_str(&format!("\n- {}: {}", profile.name, profile.description));
+        }
+        Cow::Owned(text)
     }
 
     fn input_schema(&self) -> Value {
@@ -45,7 +109,7 @@ impl Tool for AgentTool {
             "properties": {
                 "description": {"type": "string", "description": "A few words on what it is for"},
                 "prompt": {"type": "string", "description": "The whole job, self-contained"},
-                "subagent_type": {"type": "string", "enum": ["explore", "general"]}
+                "subagent_type": {"type": "string", "enum": self.names()}
             },
             "required": ["description", "prompt", "subagent_type"]
         })
@@ -53,17 +117,18 @@ impl Tool for AgentTool {
 
     fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
         let raw: RawInput = parse_input(&self.name(), input)?;
-        let kind = SubagentKind::parse(&raw.subagent_type).ok_or_else(|| {
+        let agent = self.subagent(&raw.subagent_type).ok_or_else(|| {
             ToolError::Invalid(format!(
-                "unknown subagent_type `{}`: use explore or general",
-                raw.subagent_type
+                "unknown subagent_type `{}`: use {}",
+                raw.subagent_type,
+                self.names().join(", ")
             ))
         })?;
         if raw.prompt.trim().is_empty() {
             return Err(ToolError::Invalid("the sub-agent needs a prompt".into()));
         }
         Ok(Box::new(AgentInput(Delegation {
-            kind,
+            agent,
             description: raw.description,
             prompt: raw.prompt,
         })))
@@ -153,7 +218,7 @@ pub fn delegation_refusal(ctx: &PermissionContext, kind: SubagentKind) -> Option
 impl ToolInput for AgentInput {
     // An explore sub-agent cannot write by construction; a general one may.
     fn is_read_only(&self, _ctx: &PermissionContext) -> bool {
-        self.0.kind.read_only()
+        self.0.agent.read_only()
     }
 
     // Not concurrency-safe: sub-agents share the run's one provider (a script is consumed
@@ -165,11 +230,11 @@ impl ToolInput for AgentInput {
     }
 
     fn is_destructive(&self, _ctx: &PermissionContext) -> bool {
-        !self.0.kind.read_only()
+        !self.0.agent.read_only()
     }
 
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
-        check_literal(ctx, &ToolName::Agent, self.0.kind.as_str())
+        check_literal(ctx, &ToolName::Agent, self.0.agent.name())
     }
 
     fn delegation(&self) -> Option<&Delegation> {
@@ -196,16 +261,20 @@ mod tests {
     #[test]
     fn the_input_names_a_known_subagent_and_a_prompt() {
         let definition = json!({
-            "name": AgentTool.name().to_string(),
-            "description": AgentTool.description(),
-            "input_schema": AgentTool.input_schema(),
+            "name": AgentTool::default().name().to_string(),
+            "description": AgentTool::default().description(),
+            "input_schema": AgentTool::default().input_schema(),
         });
         eprintln!("Agent definition: {} bytes", definition.to_string().len());
         let prepare = |kind: &str, prompt: &str| {
-            AgentTool.prepare(&json!({"description": "d", "prompt": prompt, "subagent_type": kind}))
+            AgentTool::default()
+                .prepare(&json!({"description": "d", "prompt": prompt, "subagent_type": kind}))
         };
         let explore = prepare("Explore", "look").unwrap();
-        assert_eq!(explore.delegation().unwrap().kind, SubagentKind::Explore);
+        assert_eq!(
+            explore.delegation().unwrap().agent,
+            Subagent::builtin(SubagentKind::Explore)
+        );
         crate::policy::with_test_context(|ctx| {
             assert!(explore.is_read_only(ctx) && !explore.is_destructive(ctx));
             assert!(!explore.is_concurrency_safe(ctx));
@@ -216,11 +285,11 @@ mod tests {
         });
         assert_eq!(
             prepare("general-purpose", "x").err().unwrap().to_string(),
-            "unknown subagent_type `general-purpose`: use explore or general"
+            "unknown subagent_type `general-purpose`: use explore, general"
         );
         assert!(prepare("explore", "  ").is_err());
         assert!(
-            AgentTool
+            AgentTool::default()
                 .prepare(&json!({"prompt": "p", "subagent_type": "explore"}))
                 .is_err()
         );
@@ -232,6 +301,17 @@ mod tests {
     fn agent_rules_hold_for_every_spelling_of_type_and_rule() {
         use crate::policy::{PermissionMode, Policy, PolicyOrigin, RuleSet, Workspace};
         let workspace = Workspace::new("/ws".into(), vec![], None);
+        let tool = || {
+            AgentTool::with_agents(vec![Arc::new(AgentProfile {
+                name: "reviewer".into(),
+                description: "Reviews a diff".into(),
+                tools: None,
+                disallowed: vec![],
+                prompt: "Review.".into(),
+                max_turns: None,
+                file: "reviewer.md".into(),
+            })])
+        };
         let check = |permissions: &str, subagent_type: &str| {
             let rules = RuleSet::from_policy(
                 &Policy::parse(
@@ -250,7 +330,7 @@ mod tests {
                 workspace: &workspace,
                 auto_allow_bash: false,
             };
-            let Ok(input) = AgentTool.prepare(
+            let Ok(input) = tool().prepare(
                 &json!({"description": "d", "prompt": "p", "subagent_type": subagent_type}),
             ) else {
                 return "invalid";
@@ -278,6 +358,19 @@ mod tests {
             ("  allow: ['Agent(*)']\n", "", "invalid"),
             ("  allow: ['Agent(*)']\n", "explore\u{0}", "invalid"),
             ("  allow: ['Agent(*)']\n", "explorе", "invalid"),
+            // A custom agent answers to its own name, in any case, and to Claude Code's
+            // older `Task(…)` spelling; a rule for `general` does not start it.
+            ("  deny: ['Agent(reviewer)']\n", "reviewer", "deny"),
+            ("  deny: ['Task(reviewer)']\n", "Reviewer", "deny"),
+            (
+                "  allow: ['Agent(*)']\n  ask: ['Task(rev*)']\n",
+                "reviewer",
+                "ask",
+            ),
+            ("  allow: ['Agent(REVIEWER)']\n", "reviewer", "allow"),
+            ("  allow: ['Task(reviewer)']\n", "reviewer", "allow"),
+            ("  allow: ['Agent(general)']\n", "reviewer", "passthrough"),
+            ("  allow: ['Agent(*)']\n", "reviewers", "invalid"),
         ];
         for (permissions, subagent_type, expected) in cases {
             assert_eq!(

@@ -38,7 +38,7 @@ use serde_json::Value;
 pub use agent::{AgentTool, check_literal, delegation_refusal};
 pub use bash::BashTool;
 pub use context::{FileStateCache, Stale, ToolContext, ToolLimits};
-pub use delegation::{Delegation, SubagentKind};
+pub use delegation::{AgentProfile, Delegation, Subagent, SubagentKind};
 pub use edit::EditTool;
 pub use git_env::{trusted_git_env, trusted_git_env_for_remote};
 pub use glob::GlobTool;
@@ -54,7 +54,7 @@ pub use run_state::{
 pub use shell::{Confinement, ShellEnv, model_command_env, run_confined, run_shell};
 pub use todo_write::TodoWriteTool;
 pub use tool_search::ToolSearchTool;
-pub use web_fetch::WebFetchTool;
+pub use web_fetch::{WebFetchTool, allow_patterns, domain_rule};
 pub use write::WriteTool;
 
 use crate::policy::{PermissionContext, ToolCheck, ToolName};
@@ -222,7 +222,7 @@ pub fn builtin(name: &ToolName) -> Option<Arc<dyn Tool>> {
         ToolName::TodoWrite => Arc::new(TodoWriteTool),
         ToolName::ToolSearch => Arc::new(ToolSearchTool),
         ToolName::WebFetch => Arc::new(WebFetchTool),
-        ToolName::Agent => Arc::new(AgentTool),
+        ToolName::Agent => Arc::new(AgentTool::default()),
         _ => return None,
     };
     Some(tool)

@@ -109,8 +109,7 @@ pub async fn run_confined(
         request.env = request.env.with("TMPDIR", domain.tmpdir());
     }
     if let Some(setup) = setup {
-        let setup = Arc::new(setup);
-        request.pre_exec = Some(Arc::new(move || setup.apply()));
+        request.pre_exec = Some(Arc::new(setup));
     }
     let outcome = exec::run(request, async {
         abort.aborted().await;

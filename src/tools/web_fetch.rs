@@ -103,10 +103,11 @@ impl Tool for WebFetchTool {
 
 /// The first content rule of `kind` whose domain pattern matches `host`. An allow rule with
 /// a wildcard never admits an address or an internal name (`net::pattern_admits`); deny and
-/// ask rules match as written, so `WebFetch(domain:*)` in `deny` refuses addresses too.
-fn domain_rule(ctx: &PermissionContext, kind: RuleKind, host: &Host) -> Option<RuleRef> {
+/// ask rules match as written, so `WebFetch(domain:*)` in `deny` refuses addresses too. The
+/// same rules decide which HTTP MCP servers tollgate connects to (`mcp::http`).
+pub fn domain_rule(rules: &RuleSet, kind: RuleKind, host: &Host) -> Option<RuleRef> {
     let text = host.rule_text();
-    ctx.rules
+    rules
         .content_rules(kind, &ToolName::WebFetch)
         .find(|rule| match &rule.content {
             Some(RuleContent::Domain(pattern)) if kind == RuleKind::Allow => {
@@ -120,7 +121,7 @@ fn domain_rule(ctx: &PermissionContext, kind: RuleKind, host: &Host) -> Option<R
 
 /// The domain patterns of the allow rules: an internal address is reached only when one of
 /// them names it exactly.
-fn allow_patterns(rules: &RuleSet) -> impl Iterator<Item = &DomainPattern> {
+pub fn allow_patterns(rules: &RuleSet) -> impl Iterator<Item = &DomainPattern> {
     rules
         .content_rules(RuleKind::Allow, &ToolName::WebFetch)
         .filter_map(|rule| match &rule.content {
@@ -145,19 +146,19 @@ impl ToolInput for WebFetchInput {
 
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
         let host = &self.host;
-        if let Some(rule) = domain_rule(ctx, RuleKind::Deny, host) {
+        if let Some(rule) = domain_rule(ctx.rules, RuleKind::Deny, host) {
             return ToolCheck::Deny {
                 reason: format!("fetching {host} is denied by rule {}", rule.rule),
                 rule: Some(rule),
             };
         }
-        if let Some(rule) = domain_rule(ctx, RuleKind::Ask, host) {
+        if let Some(rule) = domain_rule(ctx.rules, RuleKind::Ask, host) {
             return ToolCheck::Ask {
                 reason: format!("fetching {host} needs approval by rule {}", rule.rule),
                 cause: AskCause::ContentRule(rule),
             };
         }
-        if let Some(rule) = domain_rule(ctx, RuleKind::Allow, host) {
+        if let Some(rule) = domain_rule(ctx.rules, RuleKind::Allow, host) {
             return ToolCheck::Allow {
                 reason: format!("{host} is allowed by rule {}", rule.rule),
                 rule: Some(rule),

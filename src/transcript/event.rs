@@ -57,6 +57,12 @@ pub enum Event {
         /// Each MCP server with its status (started, failed, skipped) and error.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         mcp_servers: Vec<McpServerStatus>,
+        /// The repository memory files sent (AGENTS.md, CLAUDE.md, their imports) and sizes.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        memory: Vec<crate::memory::MemoryFile>,
+        /// Memory files named but left out, each with why.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        memory_skipped: Vec<crate::memory::SkippedFile>,
     },
     /// A notification an MCP server sent (a log message, a changed tool list).
     McpNotification {
@@ -185,6 +191,10 @@ pub enum Event {
         message: String,
     },
     RunFinished {
+        /// The run's id (as `run_started`'s), so a result read alone names its run.
+        run_id: String,
+        /// Where this transcript is.
+        transcript: PathBuf,
         outcome: Outcome,
         exit_code: u8,
         #[serde(flatten)]
@@ -212,6 +222,18 @@ pub enum Event {
         /// The TodoWrite list as the run left it (S3).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         todos: Vec<Todo>,
+        /// Under `output_schema`: the final answer's JSON value, once one was valid.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        structured_output: Option<serde_json::Value>,
+    },
+    /// Under `output_schema`: a final answer that is not valid against it, fed back to the
+    /// model with the validator's errors unless it was the last answer allowed.
+    StructuredOutputRejected {
+        turn: u32,
+        /// 1 for the first final answer.
+        attempt: u32,
+        max_attempts: u32,
+        errors: Vec<String>,
     },
     /// An Agent call (or an agent-mode Skill) started a sub-agent; the events after it that
     /// carry `agent_id` = `id` are its conversation, up to its `subagent_finished`.
@@ -220,6 +242,9 @@ pub enum Event {
         /// The tool_use id of the call that started it; its result is the sub-agent's answer.
         parent_id: String,
         subagent_type: SubagentKind,
+        /// The custom agent's name (its file's `name`), which runs as a general one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
         description: String,
         /// Its first request's tools.
         tools: Vec<String>,
@@ -296,6 +321,9 @@ pub struct DenialSummary {
     pub tool: String,
     pub layer: Layer,
     pub reason: String,
+    /// The refused call's input (Claude Code's `tool_input`).
+    #[serde(default)]
+    pub tool_input: serde_json::Value,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -323,6 +351,18 @@ pub struct PolicySummary {
     /// Allow rules auto mode dropped because they would make its classifier moot.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped_for_auto: Vec<RuleRef>,
+    /// The plugins the run uses (their parts are in the pool, the hooks and the servers).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plugins: Vec<PluginSummary>,
+}
+
+/// A plugin a run loaded, and which source enabled it (its hooks and servers are that
+/// source's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PluginSummary {
+    pub name: String,
+    pub root: PathBuf,
+    pub enabled_by: SourceKind,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -401,6 +441,8 @@ pub enum Outcome {
     /// A file of the run's record (an offloaded result) could not be written: the run
     /// stopped once that batch had its results.
     OutputFailed,
+    /// Under `output_schema`: no final answer was valid against it within its attempts.
+    StructuredOutputInvalid,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

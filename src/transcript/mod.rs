@@ -9,8 +9,8 @@ mod writer;
 
 pub use event::{
     AbortCause, CheckOutcome, ClassifierCounts, DenialSummary, Disposition, Event, ModelSummary,
-    Outcome, PolicySummary, ProgressUpdate, QueryEnd, ReminderKind, ReplacedResult, ResultStatus,
-    RunCounts, TaskSummary, UsageSource,
+    Outcome, PluginSummary, PolicySummary, ProgressUpdate, QueryEnd, ReminderKind, ReplacedResult,
+    ResultStatus, RunCounts, TaskSummary, UsageSource,
 };
 pub use run::{CheckRecord, Denial, RunReport};
 pub use stream::{StreamFormat, StreamOutput, stream_type};

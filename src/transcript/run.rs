@@ -65,10 +65,12 @@ pub struct RunReport {
     pub network_refusals: Vec<ProxyConnection>,
     /// The TodoWrite list as the run left it (S3).
     pub todos: Vec<Todo>,
+    /// Under `output_schema`: the final answer's JSON value, once one was valid.
+    pub structured_output: Option<Value>,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 18] = [
+    pub const ALL: [Outcome; 19] = [
         Outcome::Success,
         Outcome::ChecksFailed,
         Outcome::MaxTurns,
@@ -87,6 +89,7 @@ impl Outcome {
         Outcome::Interrupted,
         Outcome::Terminated,
         Outcome::OutputFailed,
+        Outcome::StructuredOutputInvalid,
     ];
 
     /// The name the transcript, the JSON result and the action's `outcome` output use.
@@ -110,6 +113,7 @@ impl Outcome {
             Outcome::Interrupted => "interrupted",
             Outcome::Terminated => "terminated",
             Outcome::OutputFailed => "output_failed",
+            Outcome::StructuredOutputInvalid => "structured_output_invalid",
         }
     }
 
@@ -155,6 +159,10 @@ its continuations, or a failing hook under `on_error: deny`)"
             Outcome::OutputFailed => {
                 "a file of the run's record (an offloaded result) could not be written"
             }
+            Outcome::StructuredOutputInvalid => {
+                "`output_schema`: no final answer was valid JSON against the schema within \
+`output_schema_attempts` (each invalid one was fed back with the validator's errors)"
+            }
         }
     }
 
@@ -169,7 +177,8 @@ its continuations, or a failing hook under `on_error: deny`)"
             | Outcome::Timeout
             | Outcome::Refusal
             | Outcome::McpStartFailed
-            | Outcome::HookStopped => ExitCode::TaskFailed,
+            | Outcome::HookStopped
+            | Outcome::StructuredOutputInvalid => ExitCode::TaskFailed,
             Outcome::DenialLimit | Outcome::PolicyDenied | Outcome::ClassifierDenials => {
                 ExitCode::PolicyStop
             }

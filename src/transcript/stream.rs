@@ -56,7 +56,8 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         | Event::Reminder { .. }
         | Event::MessageBudget { .. }
         | Event::McpNotification { .. }
-        | Event::McpTools { .. } => return None,
+        | Event::McpTools { .. }
+        | Event::StructuredOutputRejected { .. } => return None,
     })
 }
 
@@ -74,6 +75,9 @@ impl StreamOutput {
         }
         if let Some(object) = line.as_object_mut() {
             object.insert("type".into(), Value::String(name.into()));
+            if name == "result" {
+                claude_code_result_fields(object);
+            }
         }
         serde_json::to_string(&line).ok()
     }
@@ -85,5 +89,51 @@ impl StreamOutput {
             .write_all(crate::neutral::json_log_line(line).as_bytes())?;
         self.out.write_all(b"\n")?;
         self.out.flush()
+    }
+}
+
+/// Claude Code's `result` fields beside tollgate's own (docs/output.md lists both), so a
+/// script written for `claude -p --output-format json` reads this result too.
+fn claude_code_result_fields(object: &mut serde_json::Map<String, Value>) {
+    let text = |key: &str| object.get(key).and_then(Value::as_str).map(str::to_string);
+    let outcome = text("outcome").unwrap_or_default();
+    let failed = object
+        .get("exit_code")
+        .and_then(Value::as_u64)
+        .is_none_or(|code| code != 0);
+    let subtype = match outcome.as_str() {
+        "success" if !failed => "success",
+        "max_turns" => "error_max_turns",
+        "max_budget_usd" => "error_max_budget_usd",
+        "structured_output_invalid" => "error_max_structured_output_retries",
+        _ => "error_during_execution",
+    };
+    let fields = [
+        ("subtype", Value::String(subtype.into())),
+        ("is_error", Value::Bool(failed)),
+        (
+            "result",
+            Value::String(text("final_message").unwrap_or_default()),
+        ),
+        (
+            "session_id",
+            object.get("run_id").cloned().unwrap_or(Value::Null),
+        ),
+        (
+            "num_turns",
+            object.get("turns").cloned().unwrap_or(Value::from(0)),
+        ),
+    ];
+    for (key, value) in fields {
+        object.insert(key.into(), value);
+    }
+    if let Some(Value::Array(denials)) = object.get_mut("permission_denials") {
+        for denial in denials.iter_mut().filter_map(Value::as_object_mut) {
+            for (alias, own) in [("tool_name", "tool"), ("tool_use_id", "id")] {
+                if let Some(value) = denial.get(own).cloned() {
+                    denial.insert(alias.into(), value);
+                }
+            }
+        }
     }
 }

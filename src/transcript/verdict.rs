@@ -53,7 +53,9 @@ pub fn decide(outcome: Outcome, denials: &[Denial], fail_on: &FailOnSet) -> (Out
         // model was never asked.
         | Outcome::McpStartFailed
         // A hook said the run ends there, and why.
-        | Outcome::HookStopped => return (outcome, outcome.exit_code()),
+        | Outcome::HookStopped
+        // The answer a step needed does not exist: nothing else can make it a success.
+        | Outcome::StructuredOutputInvalid => return (outcome, outcome.exit_code()),
         Outcome::Success
         | Outcome::ChecksFailed
         | Outcome::MaxTurns

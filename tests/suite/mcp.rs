@@ -823,3 +823,155 @@ fn check_and_policy_tests_decide_mcp_names_by_their_rules() {
     assert_eq!(output.status.code(), Some(0), "{stdout}");
     assert_eq!(stdout.matches("ok  ").count(), 4, "{stdout}");
 }
+
+/// `tollgate run t.yaml` with `TOLLGATE_TEST_MCP_HEADER` set in the runner's environment.
+fn run_with_token(sandbox: &Sandbox) -> Ran {
+    let output = tollgate_in(sandbox.path())
+        .args(["run", "t.yaml", "--out", "out"])
+        .env("XDG_CONFIG_HOME", sandbox.path().join("config"))
+        .env("TOLLGATE_TEST_MCP_HEADER", "cred-value-9f3k2")
+        .output()
+        .unwrap();
+    let all = transcript(&sandbox.path().join("out/transcript.jsonl"));
+    assert_every_tool_use_answered_once(&all);
+    Ran { output, all }
+}
+
+/// A hosted server over streamable HTTP (a real HTTP server on 127.0.0.1): reached once a
+/// domain rule names its address, found through ToolSearch, called, its header filled from
+/// the runner's environment by name in the operator's entry and left literal in the
+/// repository's; without the rule nothing connects.
+#[test]
+fn an_http_server_is_gated_by_domain_rules_found_through_tool_search_and_called() {
+    let server = crate::support::mcp_http::HttpMcpServer::start(Some("Bearer cred-value-9f3k2"));
+    let sandbox = Sandbox::empty();
+    let entry = |name: &str| {
+        format!(
+            "  {name}:\n    url: {}\n    headers: {{Authorization: 'Bearer ${{env:TOLLGATE_TEST_MCP_HEADER}}'}}\n",
+            server.url()
+        )
+    };
+    let turns = [
+        format!(
+            "[{}]",
+            call(
+                "ToolSearch",
+                "{query: 'select:mcp__hosted__echo,mcp__hosted__secret,mcp__hosted__whoami'}"
+            )
+        ),
+        format!(
+            "[{}, {}, {}]",
+            call("mcp__hosted__echo", "{text: over-http}"),
+            call("mcp__hosted__secret", "{}"),
+            call("mcp__hosted__whoami", "{}")
+        ),
+    ];
+    let turns: Vec<&str> = turns.iter().map(String::as_str).collect();
+    // The operator's (the user's policy) entry: its header takes the runner's variable.
+    let head = "mode: dontAsk\npermissions:\n  allow: [mcp__hosted]\n";
+    task(&sandbox, head, "", &turns);
+    sandbox.write(
+        "t.yaml",
+        &std::fs::read_to_string(sandbox.path().join("t.yaml"))
+            .unwrap()
+            .replace("mcp_servers:\n", ""),
+    );
+    sandbox.write(
+        "config/tollgate/policy.yaml",
+        &format!(
+            "permissions:\n  allow: ['WebFetch(domain:127.0.0.1)']\nmcp_servers:\n{}",
+            entry("hosted")
+        ),
+    );
+    let ran = run_with_token(&sandbox);
+    ran.assert_code(0);
+    let status = &ran.servers()[0];
+    assert_eq!(status["status"], "started", "{status}");
+    assert_eq!(status["origin"], "user");
+    assert_eq!(status["tools"], 3);
+    assert!(status.get("pid").is_none(), "{status}");
+    let first = ran.request_tools(0);
+    assert!(
+        !first.iter().any(|name| name.starts_with("mcp__")),
+        "{first:?}"
+    );
+    assert_eq!(
+        ran.result("mcp__hosted__echo", 0)["content"],
+        "http echo: over-http"
+    );
+    assert_eq!(
+        ran.result("mcp__hosted__secret", 0)["content"],
+        "authorized"
+    );
+    let seen = server.seen();
+    assert!(
+        seen.iter()
+            .any(|s| s.rpc_method.as_deref() == Some("tools/call")),
+        "{seen:#?}"
+    );
+    assert!(
+        seen.iter()
+            .all(|s| s.authorization.as_deref() == Some("Bearer cred-value-9f3k2")),
+        "{seen:#?}"
+    );
+    // The session ends with the run.
+    assert!(seen.iter().any(|s| s.http_method == "DELETE"), "{seen:#?}");
+    // The variable a header names is a secret: the server's echo of it is redacted.
+    let whoami = ran.result("mcp__hosted__whoami", 0)["content"].to_string();
+    assert!(whoami.starts_with("\"you sent: Bearer "), "{whoami}");
+    let text = std::fs::read_to_string(sandbox.path().join("out/transcript.jsonl")).unwrap();
+    assert!(!text.contains("cred-value-9f3k2"), "{whoami}");
+
+    // Without a rule naming the address, nothing connects: the server is reported, the run
+    // goes on without it.
+    let before = server.seen().len();
+    sandbox.write(
+        "config/tollgate/policy.yaml",
+        &format!(
+            "permissions:\n  allow: ['WebFetch(domain:*)']\nmcp_servers:\n{}",
+            entry("hosted")
+        ),
+    );
+    std::fs::remove_dir_all(sandbox.path().join("out")).unwrap();
+    let ran = run_with_token(&sandbox);
+    let status = &ran.servers()[0];
+    assert_eq!(status["status"], "failed", "{status}");
+    assert!(
+        status["error"]
+            .as_str()
+            .unwrap()
+            .contains("no rule admits 127.0.0.1"),
+        "{status}"
+    );
+    assert_eq!(server.seen().len(), before, "a request reached the server");
+
+    // The repository's entry (the task's, approved): its header stays literal text, so the
+    // runner's secret never goes to a URL the repository chose.
+    task(
+        &sandbox,
+        "mode: dontAsk\npermissions:\n  allow: [mcp__hosted]\n",
+        &entry("hosted"),
+        &turns,
+    );
+    sandbox.write(
+        "config/tollgate/policy.yaml",
+        "allow_project_mcp: true\npermissions:\n  allow: ['WebFetch(domain:127.0.0.1)']\n",
+    );
+    std::fs::remove_dir_all(sandbox.path().join("out")).unwrap();
+    let ran = run_with_token(&sandbox);
+    ran.assert_code(0);
+    assert_eq!(ran.servers()[0]["origin"], "task");
+    assert_eq!(
+        ran.result("mcp__hosted__secret", 0)["content"],
+        "not authorized"
+    );
+    assert!(
+        server
+            .seen()
+            .iter()
+            .skip(before)
+            .all(|s| s.authorization.as_deref() == Some("Bearer ${env:TOLLGATE_TEST_MCP_HEADER}")),
+        "{:#?}",
+        server.seen()
+    );
+}

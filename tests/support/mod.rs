@@ -12,13 +12,14 @@
 //!   (`check`, `batch`, several runs in one folder) and runs `tollgate ARGS` in it.
 //! - waiting on a run in the background: `poll_until(within, find)` and `wait_for_text`.
 //! - the fake servers: `fake_model` (Anthropic and OpenAI over HTTP/SSE, `model_block` for a
-//!   task), `fake_forge`; `browser` for the HTML reports; `bash` for the analyser's tables.
+//!   task), `fake_forge`, `mcp_http` (an MCP server over streamable HTTP); `browser` for the HTML reports; `bash` for the analyser's tables.
 
 #![allow(dead_code)]
 
 pub mod browser;
 pub mod fake_forge;
 pub mod fake_model;
+pub mod mcp_http;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -86,7 +86,8 @@ pub fn wait_for_text(path: &Path, needle: &str) {
 /// the test writes one there or sets the variable itself.
 pub struct Run {
     scratch: tempfile::TempDir,
-    task: PathBuf,
+    /// `None`: no task file, the prompt comes from the arguments (`-p`).
+    task: Option<PathBuf>,
     args: Vec<OsString>,
     env: Vec<(OsString, OsString)>,
 }
@@ -103,7 +104,7 @@ impl Run {
         std::fs::create_dir(scratch.path().join("ws")).unwrap();
         let managed = scratch.path().join("etc");
         Run {
-            task: scratch.path().join("task.yaml"),
+            task: Some(scratch.path().join("task.yaml")),
             args: Vec::new(),
             env: vec![("TOLLGATE_MANAGED_DIR".into(), managed.into())],
             scratch,
@@ -130,7 +131,13 @@ impl Run {
 
     /// A task file that is already somewhere (an example of the repository's).
     pub fn task_file(mut self, path: &Path) -> Run {
-        self.task = path.to_path_buf();
+        self.task = Some(path.to_path_buf());
+        self
+    }
+
+    /// No task file: `tollgate run -p PROMPT …` with what `args` gives.
+    pub fn without_task(mut self) -> Run {
+        self.task = None;
         self
     }
 
@@ -192,7 +199,7 @@ impl Run {
         let mut command = tollgate_in(self.dir());
         command
             .arg("run")
-            .arg(&self.task)
+            .args(&self.task)
             .arg("--out")
             .arg(self.dir().join("out"))
             .args(&self.args)

@@ -313,6 +313,15 @@ impl Tracker {
                     duration(Duration::from_millis(*duration_ms))
                 ))
             }
+            Event::StructuredOutputRejected {
+                attempt,
+                max_attempts,
+                errors,
+                ..
+            } => Some(format!(
+                "final answer {attempt}/{max_attempts} not valid against the output schema: {}",
+                errors.first().map_or("", String::as_str)
+            )),
             // What a person following the run needs is above; these are in the transcript.
             Event::McpNotification { .. }
             | Event::McpTools { .. }
