@@ -39,6 +39,25 @@ fn rules() -> BashRules {
     }
 }
 
+/// The same rules with Claude Code's wildcards anywhere beside them (`ls*`, `* --version`,
+/// `rm -rf /*`): what matching a glob against every simple command costs.
+fn glob_rules() -> BashRules {
+    let mut rules = rules();
+    let tag = |s: &str, id| (CommandPattern::parse(s).unwrap(), id);
+    rules.allow.extend([
+        tag("ls*", 10),
+        tag("* --version", 11),
+        tag("scripts/*", 12),
+        tag("git * main:*", 13),
+    ]);
+    rules.deny.extend([
+        tag("rm -rf /*", 210),
+        tag("git push * --force*", 211),
+        tag("npm run *:deploy", 212),
+    ]);
+    rules
+}
+
 fn script_2k() -> String {
     let block = "set -euo pipefail\n\
         if [ -f Cargo.toml ]; then\n  cargo fmt --check && cargo clippy -- -D warnings 2>&1 | tail -n 50\nfi\n\
@@ -83,6 +102,13 @@ fn bench(c: &mut Criterion) {
         group.throughput(Throughput::Elements(1));
         group.bench_function(*name, |b| {
             b.iter(|| evaluate(black_box(script), &rules, &env))
+        });
+    }
+    let globs = glob_rules();
+    for (name, script) in &cases {
+        group.throughput(Throughput::Elements(1));
+        group.bench_function(format!("{name}_glob_rules"), |b| {
+            b.iter(|| evaluate(black_box(script), &globs, &env))
         });
     }
     group.finish();

@@ -59,7 +59,8 @@ impl ExitCode {
                 "task failed: a check failed (after its retries), or a limit (`max_turns`, \
 `max_cost_usd`, tokens, `timeout`) stopped the run, or the model refused — each only when \
 `fail_on` has `check` / `limit` (the default); or an MCP server did not start and `fail_on` \
-has `mcp_start` (the default; outcome `mcp_start_failed`, no model call made); or, under \
+has `mcp_start` (the default; outcome `mcp_start_failed`, no model call made); or a hook \
+stopped the run (outcome `hook_stopped`); or, under \
 `output_schema`, no final answer was valid against the schema within its attempts (outcome \
 `structured_output_invalid`, whatever `fail_on` says)"
             }

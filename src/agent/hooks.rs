@@ -1,5 +1,7 @@
 //! Where hooks meet the loop: the PreToolUse hooks a call's decision consults (it decides
-//! what their verdict may do), and PostToolUse after the call.
+//! what their verdict may do), PermissionRequest on an ask nobody else answered,
+//! PostToolUse after the call, and the moments of the run (`moment`); the loop decides
+//! what a moment's verdict does.
 
 use std::sync::Arc;
 
@@ -8,7 +10,10 @@ use serde_json::{Value, json};
 use super::{AgentError, Loop};
 use crate::call::{PreToolUse, PreparedCall};
 use crate::exec::{ChildEnv, PreExecStep};
-use crate::hooks::{HookConfinement, HookEvent, HookInput, HookReport, HookVerdict, run_hooks_in};
+use crate::hooks::{
+    EventVerdict, HookConfinement, HookEvent, HookInput, HookReport, HookVerdict, Moment,
+    run_event, run_hooks_in,
+};
 use crate::sandbox::Sandbox;
 use crate::tools::trusted_git_env;
 use crate::transcript::{Event, ResultStatus};
@@ -33,7 +38,34 @@ impl PreToolUse for PreToolUseHooks<'_, '_> {
             self.id,
             &name,
             call.raw_input(),
-            None,
+            Asked::Nothing,
+        )
+        .await?;
+        Ok(Some(report.verdict))
+    }
+
+    async fn permission_request(
+        &mut self,
+        call: &PreparedCall,
+        reason: &str,
+    ) -> Result<Option<HookVerdict>, AgentError> {
+        let name = call.name().to_string();
+        if !self
+            .run
+            .spec
+            .hooks
+            .iter()
+            .any(|hook| hook.spec.applies_to(HookEvent::PermissionRequest, &name))
+        {
+            return Ok(None);
+        }
+        let report = hooks(
+            self.run,
+            HookEvent::PermissionRequest,
+            self.id,
+            &name,
+            call.raw_input(),
+            Asked::Because(reason),
         )
         .await?;
         Ok(Some(report.verdict))
@@ -59,7 +91,7 @@ pub(super) async fn post_tool_use(
         id,
         &name,
         call.raw_input(),
-        Some(&response),
+        Asked::Response(&response),
     )
     .await?;
     match report.verdict {
@@ -71,14 +103,28 @@ pub(super) async fn post_tool_use(
     }
 }
 
+/// What a call's hooks are told beside the call itself.
+enum Asked<'v> {
+    Nothing,
+    /// PostToolUse: the tool's result.
+    Response(&'v Value),
+    /// PermissionRequest: why the call was asked.
+    Because(&'v str),
+}
+
 async fn hooks(
     run: &mut Loop<'_>,
     event: HookEvent,
     id: &str,
     name: &str,
     input: &Value,
-    response: Option<&Value>,
+    asked: Asked<'_>,
 ) -> Result<HookReport, AgentError> {
+    let (response, asked_because) = match asked {
+        Asked::Nothing => (None, None),
+        Asked::Response(response) => (Some(response), None),
+        Asked::Because(reason) => (None, Some(reason)),
+    };
     let mode = run.spec.mode.to_string();
     let hook_input = HookInput {
         session_id: &run.spec.run_id,
@@ -89,22 +135,9 @@ async fn hooks(
         tool_input: input,
         tool_use_id: id,
         tool_response: response,
+        asked_because,
     };
-    let sandbox = run.ctx.sandbox.clone();
-    let confined = sandbox
-        .clone()
-        .filter(|sandbox| sandbox.confines_hooks())
-        .map(|sandbox| Arc::new(InSandbox(sandbox)) as Arc<dyn HookConfinement>);
-    if let Some(sandbox) = sandbox.filter(|sandbox| !sandbox.confines_hooks())
-        && run
-            .spec
-            .hooks
-            .iter()
-            .any(|hook| hook.spec.applies_to(event, name))
-    {
-        // A hook outside the sandbox finds the protected files as the run did.
-        sandbox.restore_protected();
-    }
+    let confined = confinement(run, event, name);
     let report = run_hooks_in(
         &run.spec.hooks,
         event,
@@ -123,6 +156,79 @@ async fn hooks(
         })?;
     }
     Ok(report)
+}
+
+/// How the hooks for `event` on `subject` are confined: in the run's sandbox when it
+/// confines hooks; outside it, the protected files are put back first, so a hook finds them
+/// as the run did.
+fn confinement(
+    run: &Loop<'_>,
+    event: HookEvent,
+    subject: &str,
+) -> Option<Arc<dyn HookConfinement>> {
+    let sandbox = run.ctx.sandbox.clone();
+    let confined = sandbox
+        .clone()
+        .filter(|sandbox| sandbox.confines_hooks())
+        .map(|sandbox| Arc::new(InSandbox(sandbox)) as Arc<dyn HookConfinement>);
+    if let Some(sandbox) = sandbox.filter(|sandbox| !sandbox.confines_hooks())
+        && run
+            .spec
+            .hooks
+            .iter()
+            .any(|hook| hook.spec.applies_to(event, subject))
+    {
+        sandbox.restore_protected();
+    }
+    confined
+}
+
+/// The run's hooks for a moment of it rather than a call (SessionStart, Stop, …): run with
+/// Claude Code's input (the common fields plus `fields`), recorded, and their verdict. No
+/// hook for it: proceed, nothing recorded.
+pub(super) async fn moment(
+    run: &mut Loop<'_>,
+    event: HookEvent,
+    subject: &str,
+    fields: Value,
+) -> Result<EventVerdict, AgentError> {
+    if !run
+        .spec
+        .hooks
+        .iter()
+        .any(|hook| hook.spec.applies_to(event, subject))
+    {
+        return Ok(EventVerdict::Proceed {
+            context: Vec::new(),
+        });
+    }
+    let mut input = json!({
+        "session_id": run.spec.run_id,
+        "transcript_path": run.transcript.path().to_string_lossy(),
+        "cwd": run.spec.workspace.workdir.to_string_lossy(),
+        "permission_mode": run.spec.mode.to_string(),
+        "hook_event_name": event.as_str(),
+    });
+    if let (Some(input), Value::Object(fields)) = (input.as_object_mut(), fields) {
+        input.extend(fields);
+    }
+    let confined = confinement(run, event, subject);
+    let report = run_event(
+        &run.spec.hooks,
+        Moment {
+            event,
+            subject,
+            input: &input,
+        },
+        run.spec.workspace.workdir.clone(),
+        &trusted_git_env(&run.spec.env.hooks),
+        &run.ctx.abort,
+        confined,
+    )
+    .await;
+    let verdict = report.verdict.clone();
+    run.emit(Event::EventHooks { event, report })?;
+    Ok(verdict)
 }
 
 /// Hooks in the run's OS sandbox: its environment (with the hook's own variables and git on

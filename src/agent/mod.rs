@@ -32,7 +32,7 @@ pub use resume::{Resume, ResumeError};
 use crate::base::{AbortReason, AbortSignal};
 use crate::classifier::{Classifier, ProposedRule, proposed_rules_yaml};
 use crate::exec::RunEnv;
-use crate::hooks::Hook;
+use crate::hooks::{EventVerdict, Hook, HookEvent, MAX_STOP_CONTINUATIONS};
 use crate::mcp::{McpHub, McpLaunch, McpPlan};
 use crate::model::Pricing;
 use crate::model::{
@@ -338,6 +338,7 @@ pub async fn run(
         structured_output: None,
         structured_answers: 0,
     };
+    let resuming = resume.is_some();
     let mut messages = match resume {
         Some(resume) => resumed(&mut run, &mut provider, resume)?,
         None => {
@@ -369,18 +370,28 @@ pub async fn run(
                     .map(|memory| memory.skipped.clone())
                     .unwrap_or_default(),
             })?;
-            let mut messages = History::default();
-            push_user(&mut run, &mut messages, prompt::first_message(&spec))?;
-            messages
+            History::default()
         }
     };
     // Checks with `retry.feed_back` send their failures back to the model and the
     // conversation goes on, its history kept, until the checks pass or no retry is left.
     let mut checks = Vec::new();
     let mut scope = Scope::main(spec.limits.max_turns);
-    let (mut outcome, final_message, mut error) = match mcp_start_failure(&run) {
-        Some(why) => (Outcome::McpStartFailed, None, Some(why)),
-        None => loop {
+    let opened = match mcp_start_failure(&run) {
+        Some(why) => Err((Outcome::McpStartFailed, None, Some(why))),
+        // A resumed conversation was opened (and its hooks heard) when it started.
+        None if resuming => Ok(()),
+        None => match opening(&mut run).await? {
+            Ok(first) => {
+                push_user(&mut run, &mut messages, first)?;
+                Ok(())
+            }
+            Err(why) => Err((Outcome::HookStopped, None, Some(why))),
+        },
+    };
+    let (mut outcome, final_message, mut error) = match opened {
+        Err(ended) => ended,
+        Ok(()) => loop {
             let ended =
                 conversation(&mut run, &mut provider, &abort, &mut messages, &mut scope).await?;
             // After a limit the checks still say where the work stands; after the wall clock
@@ -429,6 +440,15 @@ pub async fn run(
     }
     let (outcome, exit_code) =
         crate::transcript::verdict::decide(outcome, &run.denials, &spec.fail_on);
+    // The run is over: a SessionEnd hook is told, and can change nothing (its runs and any
+    // failure are in the transcript).
+    hooks::moment(
+        &mut run,
+        HookEvent::SessionEnd,
+        "",
+        serde_json::json!({"reason": "other"}),
+    )
+    .await?;
     let duration_ms = millis(started.into_std());
     let classifier_cost_usd = run.auto.as_ref().and_then(|auto| auto.cost_usd);
     let total_cost_usd = match (&run.auto, run.budget.total_cost_usd()) {
@@ -528,6 +548,78 @@ fn write_structured_output(
 
 type Ending = (Outcome, Option<String>, Option<String>);
 
+/// SessionStart and UserPromptSubmit, before the first model call: the first message (the
+/// task's prompt, with the context the hooks added), or why a hook ended the run there.
+async fn opening(run: &mut Loop<'_>) -> Result<Result<Message, String>, AgentError> {
+    let prompt = run.spec.prompt.clone();
+    let Message { mut content, .. } = prompt::first_message(run.spec);
+    for (event, subject, fields) in [
+        (
+            HookEvent::SessionStart,
+            "startup",
+            serde_json::json!({"source": "startup"}),
+        ),
+        (
+            HookEvent::UserPromptSubmit,
+            "",
+            serde_json::json!({"prompt": prompt}),
+        ),
+    ] {
+        match hooks::moment(run, event, subject, fields).await? {
+            EventVerdict::Stop { reason } => return Ok(Err(reason)),
+            EventVerdict::Block { reason } => {
+                return Ok(Err(format!("the prompt was blocked: {reason}")));
+            }
+            EventVerdict::Proceed { context } => {
+                content.extend(context.into_iter().map(|text| ContentBlock::Text {
+                    text: format!("<{event}-hook-context>\n{text}\n</{event}-hook-context>"),
+                }));
+            }
+        }
+    }
+    Ok(Ok(Message {
+        role: Role::User,
+        content,
+    }))
+}
+
+/// What the Stop (or SubagentStop) hooks make of the model ending its turn.
+enum StopHooks {
+    /// The conversation ends.
+    End,
+    /// Back to work, told why.
+    Continue(String),
+    /// The run ends as `hook_stopped`.
+    Stopped(String),
+}
+
+async fn stop_hooks(run: &mut Loop<'_>, scope: &mut Scope) -> Result<StopHooks, AgentError> {
+    let active = scope.stop_continuations > 0;
+    let (event, fields) = match &scope.subagent {
+        None => (
+            HookEvent::Stop,
+            serde_json::json!({"stop_hook_active": active}),
+        ),
+        Some(kind) => (
+            HookEvent::SubagentStop,
+            serde_json::json!({"stop_hook_active": active, "agent_type": kind.to_string()}),
+        ),
+    };
+    Ok(match hooks::moment(run, event, "", fields).await? {
+        EventVerdict::Proceed { .. } => StopHooks::End,
+        EventVerdict::Stop { reason } => StopHooks::Stopped(reason),
+        EventVerdict::Block { reason } if scope.stop_continuations >= MAX_STOP_CONTINUATIONS => {
+            StopHooks::Stopped(format!(
+                "{reason} (still blocking after {MAX_STOP_CONTINUATIONS} continuations)"
+            ))
+        }
+        EventVerdict::Block { reason } => {
+            scope.stop_continuations += 1;
+            StopHooks::Continue(reason)
+        }
+    })
+}
+
 fn run_turns_used_up(max_turns: u32) -> String {
     format!("stopped after max_turns = {max_turns} (the run's model turns, sub-agents' included)")
 }
@@ -538,6 +630,8 @@ struct Scope {
     subagent: Option<Subagent>,
     max_turns: u32,
     turns: u32,
+    /// Times Stop hooks sent the model back to work.
+    stop_continuations: u32,
 }
 
 impl Scope {
@@ -546,6 +640,7 @@ impl Scope {
             subagent: None,
             max_turns,
             turns: 0,
+            stop_continuations: 0,
         }
     }
 
@@ -767,6 +862,21 @@ async fn conversation(
                         Some(_) => Vec::new(),
                     };
                     if queued.is_empty() {
+                        match stop_hooks(run, scope).await? {
+                            StopHooks::End => {}
+                            StopHooks::Continue(reason) => {
+                                let back = Message::user_text(format!(
+                                    "A Stop hook says the work is not done: {reason}"
+                                ));
+                                push_user(run, messages, back)?;
+                                continue;
+                            }
+                            StopHooks::Stopped(why) => {
+                                return Ok((Outcome::HookStopped, Some(text), Some(why)));
+                            }
+                        }
+                        // The Stop hooks let it end: the answer is checked against
+                        // the output schema, if any.
                         let schema = spec
                             .output_schema
                             .as_ref()

@@ -224,7 +224,8 @@ impl Builder {
             | Event::SubagentFinished { .. }
             | Event::Reminder { .. }
             | Event::MessageBudget { .. }
-            | Event::StructuredOutputRejected { .. } => {}
+            | Event::StructuredOutputRejected { .. }
+            | Event::EventHooks { .. } => {}
         }
     }
 

@@ -105,6 +105,7 @@ pub(super) async fn run(
         subagent: Some(agent.clone()),
         max_turns,
         turns: 0,
+        stop_continuations: 0,
     };
     // Boxed: the sub-agent's conversation is inside the parent's turn, a future of its own type.
     let nested: Pin<Box<dyn Future<Output = Result<Ending, AgentError>> + '_>> = Box::pin(
@@ -221,6 +222,8 @@ fn answer(
         | Outcome::ChecksFailed
         | Outcome::PolicyDenied
         | Outcome::McpStartFailed
+        // A SubagentStop hook stopped it: the run stops with it.
+        | Outcome::HookStopped
         // The output schema is the run's final answer's, never a sub-agent's.
         | Outcome::StructuredOutputInvalid => Ran {
             result: Err(ToolError::Failed(format!("The {kind} sub-agent stopped: {why}"))),

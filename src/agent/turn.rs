@@ -13,11 +13,12 @@ use super::refusals::REPEATED;
 use super::subagent;
 use super::{AgentError, Loop, denial_limit, hooks, millis};
 use crate::call::{Classifier, Decider, PreparedCall, Resolution, Scheduling};
+use crate::hooks::{EventVerdict, HookEvent};
 use crate::model::{ContentBlock, MalformedInput, Provider};
 use crate::policy::{self, Decision, Layer, PermissionContext, PermissionDecision, Step};
 use crate::scheduler::{Admission, Call, CallDeadline, Landing, TurnHost};
 use crate::tools::{Subagent, ToolRegistry};
-use crate::transcript::{Event, ProgressUpdate, ResultStatus};
+use crate::transcript::{Event, Outcome, ProgressUpdate, ResultStatus};
 
 /// A call of this turn as preparation left it.
 enum Prepared {
@@ -178,10 +179,33 @@ impl<'r, 'a> LoopHost<'r, 'a> {
                 );
                 let Reviews { stop, .. } = reviews;
                 self.stopped = stop.or_else(|| denial_limit(self.run));
-                return Ok(Self::answered(
-                    format!("Permission denied: {}", decision.reason),
-                    ResultStatus::Denied,
-                ));
+                let mut content = format!("Permission denied: {}", decision.reason);
+                let fields = serde_json::json!({
+                    "tool_name": call.name.to_string(),
+                    "tool_input": input,
+                    "tool_use_id": call.id,
+                    "reason": decision.reason,
+                });
+                let name = call.name.to_string();
+                // Told of the denial, a hook may add context for the model or stop the run;
+                // it can never undo the denial.
+                match hooks::moment(self.run, HookEvent::PermissionDenied, &name, fields).await? {
+                    EventVerdict::Proceed { context } => {
+                        for text in context {
+                            content.push_str(&format!("\n{text}"));
+                        }
+                    }
+                    EventVerdict::Block { .. } => {}
+                    EventVerdict::Stop { reason } => {
+                        if self.stopped.is_none() {
+                            self.stopped = Some(Stop {
+                                outcome: Outcome::HookStopped,
+                                why: reason,
+                            });
+                        }
+                    }
+                }
+                return Ok(Self::answered(content, ResultStatus::Denied));
             }
             Resolution::Allowed { run, basis, .. } => (run, basis),
         };

@@ -247,6 +247,66 @@ mod tests {
         evaluate(script, &rules(), &env)
     }
 
+    /// A `*` in a rule stands for words of one simple command only: a compound, a pipe, a
+    /// newline or a substitution is judged part by part, so the wildcard never carries an
+    /// allow across to the next command, and a deny glob still finds a command wherever it is.
+    #[test]
+    fn wildcard_rules_never_reach_across_commands() {
+        let p = |s: &str, id| (CommandPattern::parse(s).unwrap(), id);
+        let rules = BashRules {
+            allow: vec![p("ls*", 1), p("* --version", 2), p("scripts/*", 3)],
+            ask: vec![],
+            deny: vec![p("rm -rf /*", 4)],
+        };
+        let roots = [PathBuf::from("/ws")];
+        let identity = |p: &Path| p.to_path_buf();
+        let env = BashEnv {
+            cwd: Path::new("/ws"),
+            workspace_roots: &roots,
+            home: Some(Path::new("/home/u")),
+            resolve: &identity,
+            list_dir: &|_| Some(Vec::new()),
+        };
+        #[derive(Debug, PartialEq)]
+        enum Want {
+            Allow,
+            Ask,
+            Deny,
+        }
+        let cases: &[(&str, Want)] = &[
+            ("lsof -i", Want::Allow),
+            ("node --version", Want::Allow),
+            ("scripts/build.sh --all", Want::Allow),
+            ("ls; touch x", Want::Ask),
+            ("ls && touch x", Want::Ask),
+            ("ls || touch x", Want::Ask),
+            ("ls | sh", Want::Ask),
+            ("ls\ntouch x", Want::Ask),
+            ("ls & touch x", Want::Ask),
+            ("ls $(touch x)", Want::Ask),
+            ("ls `touch x`", Want::Ask),
+            ("ls <(touch x)", Want::Ask),
+            ("touch x; node --version", Want::Ask),
+            ("scripts/a.sh; touch x", Want::Ask),
+            ("(ls; touch x)", Want::Ask),
+            ("rm -rf /", Want::Deny),
+            ("rm -rf /home", Want::Deny),
+            ("ls; rm -rf /tmp", Want::Deny),
+            ("echo $(rm -rf /etc)", Want::Deny),
+            ("ls | xargs rm -rf /x", Want::Deny),
+            ("rm -rf $dir", Want::Deny),
+            ("rm -rf ./build", Want::Ask),
+        ];
+        for (script, want) in cases {
+            let got = match evaluate(script, &rules, &env).verdict {
+                BashVerdict::Allow => Want::Allow,
+                BashVerdict::Ask { .. } => Want::Ask,
+                BashVerdict::Deny { .. } => Want::Deny,
+            };
+            assert_eq!(&got, want, "{script}");
+        }
+    }
+
     /// Options are sliced after their dash and letter; a letter outside ASCII (`-é`, Latin-1
     /// `-\u{82}`) once panicked on a byte index (found by the fuzz target). Every program
     /// family with its own option reader is tried.

@@ -27,6 +27,17 @@ pub trait PreToolUse {
         &mut self,
         call: &PreparedCall,
     ) -> impl Future<Output = Result<Option<HookVerdict>, Self::Error>>;
+
+    /// PermissionRequest hooks' verdict on an ask only a person could have answered (where
+    /// Claude Code shows its dialog), told why it was asked; `None` when none is configured.
+    fn permission_request(
+        &mut self,
+        call: &PreparedCall,
+        reason: &str,
+    ) -> impl Future<Output = Result<Option<HookVerdict>, Self::Error>> {
+        let _ = (call, reason);
+        std::future::ready(Ok(None))
+    }
 }
 
 /// No hook: the policy alone, as `check`, `replay`, `batch` and the self-tests decide.
@@ -105,8 +116,18 @@ impl<'a> Decider<'a> {
         if let GateDecision::Deny(grounds) = gated {
             return Ok(gate_deny(grounds).refuse(Some(call)));
         }
+        let immune = matches!(&gated, GateDecision::Ask(ask) if ask.immune);
         let verdict = hooks.verdict(&call).await?;
         let mut answer = self.resolve(&call, gated, verdict.as_ref()).await;
+        // dontAsk asks nobody, so there is no request to answer.
+        if matches!(answer.by, Answerer::Mode(Awaited::Person))
+            && self.ctx.mode != PermissionMode::DontAsk
+            && let Some(request) = hooks
+                .permission_request(&call, &answer.decision.reason)
+                .await?
+        {
+            answer = permission_request(answer, request, immune);
+        }
         let Some(rewritten) = answer
             .decision
             .updated_input
@@ -410,6 +431,43 @@ fn hook_on_ask(ask: Ask, verdict: Option<&HookVerdict>) -> Result<Answer, Ask> {
             })
         }
         _ => Err(ask),
+    }
+}
+
+/// What a PermissionRequest hook makes of the headless deny `asked`: its deny replaces the
+/// reason; its allow answers the request as a person would, except for an ask no hook may
+/// answer (`immune`) or one whose input it rewrote (the rewrite would not be the call the
+/// gate judged).
+fn permission_request(asked: Answer, verdict: HookVerdict, immune: bool) -> Answer {
+    let hook = |decision: Decision, reason: String| Answer {
+        by: Answerer::Hook,
+        decision: PermissionDecision {
+            decision,
+            layer: Layer::Hook,
+            reason,
+            updated_input: None,
+            ..asked.decision.clone()
+        },
+    };
+    match verdict {
+        HookVerdict::Deny { reason } => hook(Decision::Deny, reason),
+        HookVerdict::Allow {
+            updated_input: Some(_),
+            ..
+        } => hook(
+            Decision::Deny,
+            format!(
+                "{}; a PermissionRequest hook allowed it with a rewritten input, which tollgate does not run",
+                asked.decision.reason
+            ),
+        ),
+        HookVerdict::Allow { reason, .. } if !immune => hook(
+            Decision::Allow,
+            reason.unwrap_or_else(|| "allowed by a PermissionRequest hook".into()),
+        ),
+        HookVerdict::Allow { .. } | HookVerdict::Ask { .. } | HookVerdict::NoOpinion { .. } => {
+            asked
+        }
     }
 }
 

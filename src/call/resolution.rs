@@ -17,7 +17,7 @@ pub enum Answerer {
     Pool,
     /// An explore sub-agent's read-only scope, which no rule, mode or hook can widen.
     Scope,
-    /// A PreToolUse hook.
+    /// A PreToolUse or PermissionRequest hook.
     Hook,
     /// Auto mode's fast path.
     FastPath,

@@ -184,6 +184,7 @@ pub fn eval(args: AutoEvalArgs) -> Result<ExitCode> {
         allow: &none,
         deny: &none,
         ask: &none,
+        strict: false,
     };
     let sources = load_sources(flags, task.as_ref(), &workdir, home.as_deref())?;
     let mut classifier = configured(&sources, task.as_ref().map(|task| &task.model))?.ok_or_else(

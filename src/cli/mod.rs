@@ -396,6 +396,10 @@ struct RuleFlags {
     /// An ask rule; repeatable.
     #[arg(long, value_name = "RULE")]
     ask: Vec<String>,
+    /// Make the policy's warnings (allow rules that let through more than they seem to,
+    /// rules that never match) configuration errors: exit 2 before anything is decided.
+    #[arg(long)]
+    strict: bool,
 }
 
 impl RuleFlags {
@@ -408,6 +412,7 @@ impl RuleFlags {
             allow: &self.allow,
             deny: &self.deny,
             ask: &self.ask,
+            strict: self.strict,
         }
     }
 }

@@ -83,6 +83,7 @@ fn run_options(args: &RunArgs) -> Result<RunOptions> {
         allow: args.rules.allow.clone(),
         deny: args.rules.deny.clone(),
         ask: args.rules.ask.clone(),
+        strict: args.rules.strict,
         mode: args.mode,
         model: args.model.clone(),
         fallback_model: args.fallback_model.clone(),

@@ -146,6 +146,20 @@ struct SpecificOutput {
     permission_decision_reason: Option<String>,
     #[serde(rename = "updatedInput")]
     updated_input: Option<Value>,
+    /// PermissionRequest's answer.
+    decision: Option<RequestDecision>,
+}
+
+/// Claude Code's PermissionRequest answer: `{"behavior": "allow"|"deny", "message": …,
+/// "updatedInput": …, "interrupt": …}`.
+#[derive(Debug, Default, Deserialize)]
+struct RequestDecision {
+    behavior: String,
+    message: Option<String>,
+    #[serde(rename = "updatedInput")]
+    updated_input: Option<Value>,
+    /// Stop the agent: a deny here.
+    interrupt: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -216,6 +230,18 @@ fn answer_from(output: Output, event: HookEvent) -> Result<HookAnswer, HookError
             .or_else(|| output.reason.clone());
         said.push((permission(text)?, reason));
     }
+    if let Some(request) = &specific.decision {
+        let behavior = match (request.behavior.as_str(), request.interrupt) {
+            (_, Some(true)) | ("deny", _) => Said::Deny,
+            ("allow", _) => Said::Allow,
+            (other, _) => {
+                return Err(HookError::BadOutput(format!(
+                    "decision.behavior must be \"allow\" or \"deny\", not {other:?}"
+                )));
+            }
+        };
+        said.push((behavior, request.message.clone()));
+    }
     if let Some(text) = &output.decision {
         let decision = match text.as_str() {
             "approve" => Said::Allow,
@@ -236,7 +262,10 @@ fn answer_from(output: Output, event: HookEvent) -> Result<HookAnswer, HookError
             .unwrap_or_else(|| "the hook asked to stop (continue: false)".to_string());
         said.push((Said::Deny, Some(reason)));
     }
-    let updated_input = specific.updated_input.or(output.updated_input);
+    let updated_input = specific
+        .updated_input
+        .or(specific.decision.and_then(|request| request.updated_input))
+        .or(output.updated_input);
     if let Some(input) = &updated_input
         && !input.is_object()
     {
@@ -277,7 +306,7 @@ fn permission(text: &str) -> Result<Said, HookError> {
     }
 }
 
-fn excerpt(text: &str) -> String {
+pub(super) fn excerpt(text: &str) -> String {
     const MAX: usize = 200;
     match text.char_indices().nth(MAX) {
         Some((end, _)) => format!("`{}…`", &text[..end]),

@@ -1,9 +1,11 @@
-//! PreToolUse / PostToolUse command hooks (S9), and PreCompact (`compact.rs`): which hooks run
-//! for a call, running them with the JSON input on stdin, and folding their answers into one
-//! verdict (deny > ask > allow) that names the hook behind it. Decides nothing about rules.
+//! Command hooks (S9): which hooks run for a call or a moment of the run, running them with
+//! Claude Code's JSON on stdin, and folding their answers into one verdict that names the hook
+//! behind it (a call's: deny > ask > allow; a moment's: see `lifecycle`; PreCompact's:
+//! `compact`). Decides nothing about rules: the gate combines the two.
 
 mod answer;
 mod compact;
+mod lifecycle;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,6 +16,9 @@ use serde_json::{Value, json};
 
 pub use answer::{HookAnswer, HookError};
 pub use compact::{CompactInput, CompactVerdict, run_pre_compact};
+pub use lifecycle::{
+    EventAnswer, EventReport, EventRun, EventVerdict, MAX_STOP_CONTINUATIONS, Moment, run_event,
+};
 // Hooks as a policy file writes them are the policy's data; this module runs them.
 pub use crate::policy::{
     DEFAULT_TIMEOUT_SECS, Hook, HookEvent, HookList, HookSpec, MAX_TIMEOUT_SECS, MatcherError,
@@ -49,6 +54,8 @@ pub struct HookInput<'a> {
     pub tool_use_id: &'a str,
     /// The tool's result; sent to PostToolUse hooks only.
     pub tool_response: Option<&'a Value>,
+    /// Why the call was asked; sent to PermissionRequest hooks only.
+    pub asked_because: Option<&'a str>,
 }
 
 impl HookInput<'_> {
@@ -64,13 +71,19 @@ impl HookInput<'_> {
             "tool_input": self.tool_input,
             "tool_use_id": self.tool_use_id,
         });
-        if event == HookEvent::PostToolUse
-            && let Some(object) = value.as_object_mut()
-        {
-            object.insert(
-                "tool_response".to_string(),
-                self.tool_response.cloned().unwrap_or(Value::Null),
-            );
+        if let Some(object) = value.as_object_mut() {
+            match event {
+                HookEvent::PostToolUse => {
+                    object.insert(
+                        "tool_response".to_string(),
+                        self.tool_response.cloned().unwrap_or(Value::Null),
+                    );
+                }
+                HookEvent::PermissionRequest => {
+                    object.insert("reason".to_string(), json!(self.asked_because));
+                }
+                _ => {}
+            }
         }
         value
     }
@@ -216,6 +229,46 @@ async fn run_one(
     abort: AbortSignal,
     confinement: Option<Arc<dyn HookConfinement>>,
 ) -> HookRun {
+    let ran = run_process(&hook, cwd, stdin, env, &abort, confinement).await;
+    let timeout_secs = hook.spec.timeout_secs();
+    let result = ran
+        .process
+        .and_then(|process| answer::interpret(&process, event, timeout_secs));
+    let (answer, error) = match result {
+        Ok(answer) => (answer, None),
+        Err(err) => (on_error(hook.spec.on_error, &err), Some(err.to_string())),
+    };
+    HookRun {
+        event,
+        command: hook.spec.command,
+        source: hook.source,
+        exit_code: ran.exit_code,
+        duration_ms: ran.duration_ms,
+        answer,
+        error,
+        stderr: ran.stderr,
+    }
+}
+
+/// One hook process, run to its end: what it printed, or why it gave nothing to read.
+pub(crate) struct ProcessRun {
+    pub process: Result<crate::exec::ExecOutcome, HookError>,
+    /// `None` when it was not started, timed out, was aborted or was killed by a signal.
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    /// Shortened, with the confinement's note.
+    pub stderr: String,
+}
+
+/// Runs one hook's command with `stdin`, in `cwd`, within its timeout, confined when asked.
+pub(crate) async fn run_process(
+    hook: &Hook,
+    cwd: PathBuf,
+    stdin: Vec<u8>,
+    env: ChildEnv,
+    abort: &AbortSignal,
+    confinement: Option<Arc<dyn HookConfinement>>,
+) -> ProcessRun {
     let started = Instant::now();
     let timeout_secs = hook.spec.timeout_secs();
     let confined = match &confinement {
@@ -230,7 +283,7 @@ async fn run_one(
     );
     request.stdin = Stdin::Bytes(stdin);
     request.capture.max_bytes = HOOK_CAPTURE_BYTES;
-    let (result, exit_code, mut stderr) = if abort.is_aborted() {
+    let (process, exit_code, mut stderr) = if abort.is_aborted() {
         (Err(HookError::Aborted), None, String::new())
     } else if let Err(err) = &confined {
         // A hook that cannot be confined does not run.
@@ -250,8 +303,8 @@ async fn run_one(
                     Ending::Exited(code) => Some(code),
                     Ending::Signalled(_) | Ending::TimedOut | Ending::Cancelled => None,
                 };
-                let result = answer::interpret(&process, event, timeout_secs);
-                (result, exit_code, process.stderr.text)
+                let stderr = process.stderr.text.clone();
+                (Ok(process), exit_code, stderr)
             }
             Err(err) => (Err(HookError::Spawn(err.to_string())), None, String::new()),
         }
@@ -259,18 +312,10 @@ async fn run_one(
     if let Some(note) = confinement.as_ref().and_then(|c| c.after()) {
         stderr.push_str(&format!("\n[{note}]"));
     }
-    let (answer, error) = match result {
-        Ok(answer) => (answer, None),
-        Err(err) => (on_error(hook.spec.on_error, &err), Some(err.to_string())),
-    };
-    HookRun {
-        event,
-        command: hook.spec.command,
-        source: hook.source,
+    ProcessRun {
+        process,
         exit_code,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        answer,
-        error,
         stderr: truncate_middle(stderr.trim_end(), STDERR_CHARS),
     }
 }

@@ -63,6 +63,7 @@ impl Fixture {
             tool_input: &self.tool_input,
             tool_use_id: "toolu_01",
             tool_response: Some(&self.tool_response),
+            asked_because: None,
         }
     }
 
@@ -443,6 +444,7 @@ async fn abort_stops_running_hooks_and_denies() {
             tool_input: &input_value,
             tool_use_id: "t1",
             tool_response: None,
+            asked_because: None,
         };
         run_hooks(&[hook], HookEvent::PreToolUse, &input, &hook_env(), &abort).await
     });
@@ -596,6 +598,7 @@ async fn cancelling_run_hooks_kills_what_the_hooks_started() {
             tool_input: &input_value,
             tool_use_id: "t1",
             tool_response: None,
+            asked_because: None,
         };
         run_hooks(&[hook], HookEvent::PreToolUse, &input, &hook_env(), &abort).await
     });

@@ -216,7 +216,7 @@ fn hooks(text: &str, file: &Path, root: &Path) -> Result<Vec<(HookSpec, PathBuf)
         serde_json::from_str(text).map_err(|err| json_error(&err, file).with_source(file, text))?;
     let uses_root = parsed
         .hooks
-        .0
+        .specs
         .iter()
         .any(|spec| spec.command.contains(ROOT_VARIABLE));
     // A hook command is shell text: the folder's path goes into it as it is, so a path the
@@ -237,7 +237,7 @@ fn hooks(text: &str, file: &Path, root: &Path) -> Result<Vec<(HookSpec, PathBuf)
     }
     Ok(parsed
         .hooks
-        .0
+        .specs
         .into_iter()
         .map(|mut spec| {
             spec.command = with_root(&spec.command, root);

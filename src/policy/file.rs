@@ -11,6 +11,7 @@ use serde_saphyr::Spanned;
 use super::auto_mode_blocks::{AutoModeProse, ClassifierFile, ClassifierSettings};
 use super::decision::Decision;
 use super::hooks_config::{Hook, HookList};
+use super::ignored_key::IgnoredKey;
 use super::mcp_servers::{McpPolicy, McpServerMatcher, McpServersBlock, mcp_servers};
 use super::mode::PermissionMode;
 use super::plugin_settings::{EnabledPlugins, KnownMarketplaces, PluginSettings};
@@ -20,10 +21,11 @@ use super::tool_name::ToolName;
 use crate::config::{self, ConfigError, SourceLocation};
 
 /// Declares `PolicyFile` with tollgate's own keys plus the Claude Code settings keys that a
-/// user's `settings.json` may carry and tollgate does not use: those load, are ignored, and
-/// are named in `run_started`; any other unknown key is still an error with its location.
+/// user's `settings.json` may carry and that grant nothing here: those load, are ignored with
+/// the reason given, and are named in `run_started`; any other unknown key is still an error
+/// with its location.
 macro_rules! policy_file {
-    ($($claude_key:literal => $field:ident,)*) => {
+    ($($claude_key:literal => $field:ident: $why:expr,)*) => {
         #[derive(Debug, Deserialize)]
         #[serde(deny_unknown_fields)]
         struct PolicyFile {
@@ -59,6 +61,7 @@ macro_rules! policy_file {
             /// Auto mode's prose for the judge.
             #[serde(default)]
             auto_mode: Option<AutoModeProse>,
+            /// tollgate's `sandbox:` block, or Claude Code's (`autoAllowBashIfSandboxed`, …).
             #[serde(default)]
             sandbox: Option<SandboxBlock>,
             /// MCP servers to start (the shape of `.mcp.json`'s `mcpServers`).
@@ -71,8 +74,9 @@ macro_rules! policy_file {
             /// managed and the user's policy only.
             #[serde(default)]
             allow_project_hooks: Option<bool>,
-            /// Only the managed policy's MCP servers start (managed policy only).
-            #[serde(default)]
+            /// Only the managed policy's MCP servers start (managed policy only; Claude Code's
+            /// `allowManagedMcpServersOnly`).
+            #[serde(default, alias = "allowManagedMcpServersOnly")]
             managed_mcp_only: Option<Spanned<bool>>,
             #[serde(default, rename = "enabledMcpjsonServers")]
             enabled_mcpjson_servers: Vec<String>,
@@ -98,48 +102,79 @@ macro_rules! policy_file {
         }
 
         impl PolicyFile {
-            /// The Claude Code keys present, which tollgate ignores.
-            fn ignored_claude_code_keys(&self) -> Vec<String> {
+            /// The Claude Code keys present that grant nothing here, with why.
+            fn ignored_claude_code_keys(&self) -> Vec<IgnoredKey> {
                 let mut keys = Vec::new();
                 $(
                     if self.$field.is_some() {
-                        keys.push($claude_key.to_string());
+                        keys.push(IgnoredKey::new($claude_key, $why));
                     }
                 )*
                 keys
             }
         }
+
+        /// Every Claude Code key this file loads and ignores, for the documentation's table.
+        #[cfg(test)]
+        pub(crate) const IGNORED_CLAUDE_CODE_KEYS: &[(&str, &str)] = &[$(($claude_key, $why),)*];
     };
 }
 
+const CLIENT: &str = "interactive client setting: tollgate has no terminal UI";
+const AUTH: &str = "credentials come from the task's provider settings, never from a settings file";
+const MODEL: &str = "the task file chooses the model and its settings";
+
 policy_file! {
-    "$schema" => schema,
-    "apiKeyHelper" => api_key_helper,
-    "awsAuthRefresh" => aws_auth_refresh,
-    "awsCredentialExport" => aws_credential_export,
-    "cleanupPeriodDays" => cleanup_period_days,
-    "companyAnnouncements" => company_announcements,
-    "env" => env,
-    "forceLoginMethod" => force_login_method,
-    "forceLoginOrgUUID" => force_login_org_uuid,
-    "includeCoAuthoredBy" => include_co_authored_by,
-    "includeGitInstructions" => include_git_instructions,
-    "attribution" => attribution,
-    "model" => model,
-    "availableModels" => available_models,
-    "effortLevel" => effort_level,
-    "alwaysThinkingEnabled" => always_thinking_enabled,
-    "outputStyle" => output_style,
-    "statusLine" => status_line,
-    "spinnerTipsEnabled" => spinner_tips_enabled,
-    "theme" => theme,
-    "editorMode" => editor_mode,
-    "preferredNotifChannel" => preferred_notif_channel,
-    "language" => language,
-    "autoUpdatesChannel" => auto_updates_channel,
-    "otelHeadersHelper" => otel_headers_helper,
-    "respectGitignore" => respect_gitignore,
-    "plansDirectory" => plans_directory,
+    "$schema" => schema: "an editor's schema hint",
+    "apiKeyHelper" => api_key_helper: AUTH,
+    "awsAuthRefresh" => aws_auth_refresh: AUTH,
+    "awsCredentialExport" => aws_credential_export: AUTH,
+    "forceLoginMethod" => force_login_method: AUTH,
+    "forceLoginOrgUUID" => force_login_org_uuid: AUTH,
+    "otelHeadersHelper" => otel_headers_helper: "tollgate exports no OpenTelemetry; its transcript is the record",
+    "cleanupPeriodDays" => cleanup_period_days: "tollgate keeps no session history between runs",
+    "companyAnnouncements" => company_announcements: CLIENT,
+    "env" => env: "the environment comes from the runner and the task; a settings file cannot set what commands see",
+    "includeCoAuthoredBy" => include_co_authored_by: "tollgate writes no commits of its own",
+    "includeGitInstructions" => include_git_instructions: "the task's prompt is the model's instructions",
+    "attribution" => attribution: "tollgate writes no commits or pull requests of its own",
+    "model" => model: MODEL,
+    "availableModels" => available_models: MODEL,
+    "effortLevel" => effort_level: MODEL,
+    "alwaysThinkingEnabled" => always_thinking_enabled: MODEL,
+    "fastMode" => fast_mode: MODEL,
+    "outputStyle" => output_style: "the task's prompt is the model's instructions",
+    "statusLine" => status_line: CLIENT,
+    "fileSuggestion" => file_suggestion: CLIENT,
+    "spinnerTipsEnabled" => spinner_tips_enabled: CLIENT,
+    "spinnerTipsOverride" => spinner_tips_override: CLIENT,
+    "spinnerVerbs" => spinner_verbs: CLIENT,
+    "showTurnDuration" => show_turn_duration: CLIENT,
+    "terminalProgressBarEnabled" => terminal_progress_bar_enabled: CLIENT,
+    "prefersReducedMotion" => prefers_reduced_motion: CLIENT,
+    "theme" => theme: CLIENT,
+    "editorMode" => editor_mode: CLIENT,
+    "verbose" => verbose: CLIENT,
+    "preferredNotifChannel" => preferred_notif_channel: CLIENT,
+    "messageIdleNotifThresholdMs" => message_idle_notif_threshold_ms: CLIENT,
+    "autoConnectIde" => auto_connect_ide: CLIENT,
+    "autoInstallIdeExtension" => auto_install_ide_extension: CLIENT,
+    "teammateMode" => teammate_mode: CLIENT,
+    "feedbackSurveyRate" => feedback_survey_rate: CLIENT,
+    "language" => language: "the task's prompt is the model's instructions",
+    "autoUpdatesChannel" => auto_updates_channel: "tollgate does not update itself",
+    "autoUpdates" => auto_updates: "tollgate does not update itself",
+    "autoCompactEnabled" => auto_compact_enabled: "the task file, not a settings file, decides how a run handles its context",
+    "respectGitignore" => respect_gitignore: CLIENT,
+    "plansDirectory" => plans_directory: "tollgate writes no plan files; plan mode only restricts tools",
+    "skipDangerousModePermissionPrompt" => skip_dangerous_mode_permission_prompt: "tollgate asks nobody before bypassPermissions; the managed policy's `allowed_modes` decide whether it may run",
+    "installedPluginVersions" => installed_plugin_versions: "a record of what the interactive client installed; tollgate loads plugins from local folders only",
+    "strictKnownMarketplaces" => strict_known_marketplaces: "tollgate fetches no marketplace; only local plugin folders load",
+    "pluginConfigs" => plugin_configs: "plugin options are the plugin folder's own",
+    "skipWebFetchPreflight" => skip_web_fetch_preflight: "tollgate's WebFetch makes no preflight call",
+    "disableNonEssentialModelCalls" => disable_non_essential_model_calls: "tollgate makes no side model calls besides auto mode's classifier",
+    "autoMemoryEnabled" => auto_memory_enabled: "tollgate keeps no memory between runs",
+    "claudeMdExcludes" => claude_md_excludes: "the task file, not a settings file, decides which memory files the model reads",
 }
 
 /// What a managed policy lets lower sources add although it is `managed_only`.
@@ -177,6 +212,9 @@ pub struct PermissionsBlock {
     /// Claude Code's `disableBypassPermissionsMode: "disable"`.
     #[serde(default, rename = "disableBypassPermissionsMode")]
     disable_bypass_permissions_mode: Option<Spanned<String>>,
+    /// Claude Code's `disableAutoMode: "disable"`.
+    #[serde(default, rename = "disableAutoMode")]
+    disable_auto_mode: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -240,8 +278,8 @@ pub struct Policy {
     pub lower_may_add: Vec<LowerGrant>,
     /// Managed-only keys this file wrote, with their locations.
     pub managed_keys: Vec<ManagedKey>,
-    /// Claude Code settings keys present and ignored.
-    pub ignored_keys: Vec<String>,
+    /// Claude Code settings keys present that grant nothing here, with why.
+    pub ignored_keys: Vec<IgnoredKey>,
     /// Claude Code's `enabledPlugins` and `extraKnownMarketplaces`, as written.
     pub plugins: PluginSettings,
     /// `plugins:`, local plugin folders, resolved against the file's folder.
@@ -259,10 +297,14 @@ impl Policy {
 
     fn parse_text(text: &str, origin: PolicyOrigin) -> Result<Policy, ConfigError> {
         let mut parsed: PolicyFile = config::parse(text, origin.file)?;
-        let ignored_keys = parsed.ignored_claude_code_keys();
+        let mut ignored_keys = parsed.ignored_claude_code_keys();
+        ignored_keys.append(&mut parsed.hooks.ignored);
         let permissions = std::mem::take(&mut parsed.permissions);
         let mut policy = Policy::from_block(permissions, origin)?;
-        policy.ignored_keys = ignored_keys;
+        policy.plugins = PluginSettings {
+            enabled: std::mem::take(&mut parsed.enabled_plugins),
+            marketplaces: std::mem::take(&mut parsed.extra_known_marketplaces),
+        };
         // Where each managed-only key stands, so a lower file that writes one is refused at
         // its location.
         let at = |spanned: Option<&serde_saphyr::Location>| {
@@ -299,7 +341,7 @@ impl Policy {
         policy.allow_project_hooks = parsed.allow_project_hooks.unwrap_or(false);
         policy.disable_all_hooks = parsed.disable_all_hooks;
         policy.disable_bypass |= parsed.disable_bypass_mode;
-        policy.disable_auto = parsed.disable_auto_mode;
+        policy.disable_auto |= parsed.disable_auto_mode;
         policy.managed_hooks_only = parsed
             .managed_hooks_only
             .is_some_and(|spanned| spanned.value);
@@ -330,14 +372,12 @@ impl Policy {
                     })
             })
             .transpose()?;
-        policy.sandbox = parsed
-            .sandbox
-            .map(|block| block.into_config(origin.file))
-            .transpose()?;
-        policy.plugins = PluginSettings {
-            enabled: std::mem::take(&mut parsed.enabled_plugins),
-            marketplaces: std::mem::take(&mut parsed.extra_known_marketplaces),
-        };
+        if let Some(block) = parsed.sandbox {
+            let (config, mut ignored) = block.into_config_noting(origin.file)?;
+            policy.sandbox = Some(config);
+            ignored_keys.append(&mut ignored);
+        }
+        policy.ignored_keys = ignored_keys;
         policy.plugin_dirs = parsed
             .plugin_dirs
             .iter()
@@ -354,7 +394,7 @@ impl Policy {
         };
         policy.hooks = parsed
             .hooks
-            .0
+            .specs
             .into_iter()
             .map(|spec| Hook {
                 spec,
@@ -427,6 +467,21 @@ impl Policy {
                 ));
             }
         };
+        let disable_auto = match block.disable_auto_mode {
+            None => false,
+            Some(spanned) if spanned.value == "disable" => true,
+            Some(spanned) => {
+                return Err(ConfigError::new(
+                    file,
+                    spanned.referenced.line(),
+                    spanned.referenced.column(),
+                    format!(
+                        "disableAutoMode must be \"disable\", not `{}`",
+                        spanned.value
+                    ),
+                ));
+            }
+        };
         let additional_directories = block
             .additional_directories
             .iter()
@@ -439,7 +494,7 @@ impl Policy {
             default_mode,
             managed_only: false,
             disable_bypass,
-            disable_auto: false,
+            disable_auto,
             tests: Vec::new(),
             hooks: Vec::new(),
             managed_hooks_only: false,
@@ -642,14 +697,15 @@ mod tests {
         assert!(policy.mcp.allow_project);
         assert_eq!(policy.mcp.enabled_project, ["memory", "github"]);
         assert_eq!(policy.default_mode, Some(PermissionMode::AcceptEdits));
+        let ignored: Vec<&str> = policy.ignored_keys.iter().map(|k| k.key.as_str()).collect();
         assert_eq!(
-            policy.ignored_keys,
+            ignored,
             [
                 "$schema",
                 "apiKeyHelper",
+                "forceLoginMethod",
                 "cleanupPeriodDays",
                 "env",
-                "forceLoginMethod",
                 "includeCoAuthoredBy",
                 "model",
                 "outputStyle",
@@ -722,5 +778,17 @@ manged_only: true
             "<command line --deny>:1"
         );
         assert!(Policy::from_flags(&["Bash(".into()], &[], &[], Path::new("/")).is_err());
+    }
+
+    /// The reference lists every Claude Code key that loads and is ignored, with its reason.
+    #[test]
+    fn the_documentation_lists_every_ignored_key() {
+        let docs = include_str!("../../docs/policy.md");
+        for (key, why) in IGNORED_CLAUDE_CODE_KEYS {
+            assert!(
+                docs.contains(&format!("`{key}`")) && docs.contains(why),
+                "docs/policy.md does not list `{key}` ({why})"
+            );
+        }
     }
 }

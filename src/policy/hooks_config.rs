@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::ignored_key::IgnoredKey;
 use crate::base::wildcard_match;
 
 /// The longest timeout a hook may be given: a day.
@@ -37,31 +38,103 @@ impl HookSpec {
         self.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS)
     }
 
-    /// Whether this hook runs for `event` on a call to `tool_name`.
-    pub fn applies_to(&self, event: HookEvent, tool_name: &str) -> bool {
+    /// Whether this hook runs for `event` on `subject` (the tool's name, or SessionStart's
+    /// source); the matcher of an event that has none is not consulted.
+    pub fn applies_to(&self, event: HookEvent, subject: &str) -> bool {
         self.event == event
-            && self
-                .matcher
-                .as_ref()
-                .is_none_or(|matcher| matcher.matches(tool_name))
+            && (!event.has_matcher()
+                || self
+                    .matcher
+                    .as_ref()
+                    .is_none_or(|matcher| matcher.matches(subject)))
     }
 }
 
+/// The Claude Code hook events a headless run has a moment for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
 pub enum HookEvent {
     PreToolUse,
     PostToolUse,
+    /// A call the run would have to ask a person about (headless: it would be denied).
+    PermissionRequest,
+    /// A call was denied.
+    PermissionDenied,
+    /// Before the first model call; its matcher is the start's source (`startup`).
+    SessionStart,
+    /// The task's prompt, before the model sees it.
+    UserPromptSubmit,
+    /// The model ended its turn without a tool call; the hook may send it back to work.
+    Stop,
+    /// A sub-agent ended; the hook may send it back to work.
+    SubagentStop,
+    /// The run is over (nothing can be blocked any more).
+    SessionEnd,
     /// Before the history is compacted; its matcher is the trigger (`auto`).
     PreCompact,
 }
 
+/// Claude Code events with no moment in a headless run: their hooks load and are listed in
+/// `ignored_keys`, with why.
+pub const IGNORED_EVENTS: &[(&str, &str)] = &[(
+    "Notification",
+    "it notifies a person at the terminal (permission prompts, idle input); a headless run has neither",
+)];
+
 impl HookEvent {
+    pub const ALL: [HookEvent; 10] = [
+        HookEvent::PreToolUse,
+        HookEvent::PostToolUse,
+        HookEvent::PermissionRequest,
+        HookEvent::PermissionDenied,
+        HookEvent::SessionStart,
+        HookEvent::UserPromptSubmit,
+        HookEvent::Stop,
+        HookEvent::SubagentStop,
+        HookEvent::SessionEnd,
+        HookEvent::PreCompact,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             HookEvent::PreToolUse => "PreToolUse",
             HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::PermissionRequest => "PermissionRequest",
+            HookEvent::PermissionDenied => "PermissionDenied",
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
+            HookEvent::Stop => "Stop",
+            HookEvent::SubagentStop => "SubagentStop",
+            HookEvent::SessionEnd => "SessionEnd",
             HookEvent::PreCompact => "PreCompact",
         }
+    }
+
+    /// Whether a hook's matcher selects among this event's occurrences (a tool name, or
+    /// SessionStart's source); Claude Code ignores the matcher of the others.
+    pub fn has_matcher(self) -> bool {
+        match self {
+            HookEvent::PreToolUse
+            | HookEvent::PostToolUse
+            | HookEvent::PermissionRequest
+            | HookEvent::PermissionDenied
+            | HookEvent::SessionStart
+            | HookEvent::PreCompact => true,
+            HookEvent::UserPromptSubmit
+            | HookEvent::Stop
+            | HookEvent::SubagentStop
+            | HookEvent::SessionEnd => false,
+        }
+    }
+
+    /// Events about one tool call (their input names the tool and its input).
+    pub fn is_tool_event(self) -> bool {
+        matches!(
+            self,
+            HookEvent::PreToolUse
+                | HookEvent::PostToolUse
+                | HookEvent::PermissionRequest
+                | HookEvent::PermissionDenied
+        )
     }
 }
 
@@ -176,12 +249,16 @@ fn positive_seconds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option
 /// A policy's `hooks` value in either form: tollgate's list of [`HookSpec`]s, or Claude
 /// Code's settings map (`{"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
 /// "command": "…", "timeout": 30}]}]}`), so a Claude Code settings file loads unchanged.
-/// Hooks from the map form take `on_error: deny`. Claude Code events tollgate does not run
-/// (`Stop`, `SessionStart`, …) and hook fields it does not honour (`async`, `type: prompt`)
-/// are refused rather than skipped: a policy author must not believe a hook runs when it
-/// does not.
+/// Hooks from the map form take `on_error: deny`. Events with no moment in a headless run
+/// ([`IGNORED_EVENTS`]) load into `ignored`, said with why; an unknown event and hook fields
+/// tollgate does not honour (`async`, `type: prompt`) are refused rather than skipped: a
+/// policy author must not believe a hook runs when it does not.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct HookList(pub Vec<HookSpec>);
+pub struct HookList {
+    pub specs: Vec<HookSpec>,
+    /// Events of the map form that are ignored, with why.
+    pub ignored: Vec<IgnoredKey>,
+}
 
 impl<'de> Deserialize<'de> for HookList {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -199,27 +276,75 @@ impl<'de> serde::de::Visitor<'de> for HookListVisitor {
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<HookList, A::Error> {
-        let mut hooks = Vec::new();
+        let mut specs = Vec::new();
         while let Some(spec) = seq.next_element::<HookSpec>()? {
-            hooks.push(spec);
+            specs.push(spec);
         }
-        Ok(HookList(hooks))
+        Ok(HookList {
+            specs,
+            ignored: Vec::new(),
+        })
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<HookList, A::Error> {
-        let mut hooks = Vec::new();
-        while let Some(event) = map.next_key::<HookEvent>()? {
+        let mut list = HookList::default();
+        while let Some(event) = map.next_key::<MapEvent>()? {
+            let event = match event {
+                MapEvent::Run(event) => event,
+                MapEvent::Ignored(name, why) => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    list.ignored
+                        .push(IgnoredKey::new(format!("hooks.{name}"), why));
+                    continue;
+                }
+            };
             for group in map.next_value::<Vec<MatcherGroup>>()? {
-                hooks.extend(group.hooks.into_iter().map(|command| HookSpec {
-                    event,
-                    matcher: group.matcher.clone(),
-                    command: command.command,
-                    timeout: command.timeout,
-                    on_error: OnError::default(),
-                }));
+                list.specs
+                    .extend(group.hooks.into_iter().map(|command| HookSpec {
+                        event,
+                        matcher: group.matcher.clone(),
+                        command: command.command,
+                        timeout: command.timeout,
+                        on_error: OnError::default(),
+                    }));
             }
         }
-        Ok(HookList(hooks))
+        Ok(list)
+    }
+}
+
+/// A key of the map form: an event that runs, or one that is ignored (name, why).
+enum MapEvent {
+    Run(HookEvent),
+    Ignored(&'static str, &'static str),
+}
+
+impl<'de> Deserialize<'de> for MapEvent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        if let Some((name, why)) = IGNORED_EVENTS.iter().find(|(known, _)| *known == name) {
+            return Ok(MapEvent::Ignored(name, why));
+        }
+        HookEvent::ALL
+            .into_iter()
+            .find(|event| event.as_str() == name)
+            .map(MapEvent::Run)
+            .ok_or_else(|| {
+                const NAMES: &[&str] = &[
+                    "PreToolUse",
+                    "PostToolUse",
+                    "PermissionRequest",
+                    "PermissionDenied",
+                    "SessionStart",
+                    "UserPromptSubmit",
+                    "Stop",
+                    "SubagentStop",
+                    "SessionEnd",
+                    "PreCompact",
+                    "Notification",
+                ];
+                serde::de::Error::unknown_variant(&name, NAMES)
+            })
     }
 }
 
@@ -228,6 +353,13 @@ impl<'de> serde::de::Visitor<'de> for HookListVisitor {
 struct MatcherGroup {
     #[serde(default)]
     matcher: Option<ToolMatcher>,
+    /// An annotation for people (Claude Code shows it in `/hooks`); grants nothing.
+    #[serde(default)]
+    #[expect(
+        dead_code,
+        reason = "read so that the annotation loads; it means nothing"
+    )]
+    description: Option<String>,
     hooks: Vec<CommandHook>,
 }
 
@@ -321,7 +453,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.line, 3, "{err}");
         assert!(err.message.contains("regular expressions"), "{err}");
-        let err = parse("hooks:\n  - event: Stop\n    command: x\n").unwrap_err();
+        let err = parse("hooks:\n  - event: Notification\n    command: x\n").unwrap_err();
         assert_eq!(err.line, 2, "{err}");
         let err =
             parse("hooks:\n  - event: PreToolUse\n    command: x\n    when: now\n").unwrap_err();
@@ -403,11 +535,11 @@ mod tests {
         .unwrap()
         .hooks;
         assert_eq!(map, list);
-        assert_eq!(map.0.len(), 3);
+        assert_eq!(map.specs.len(), 3);
         for (refused, says) in [
             (
-                r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x"}]}]}}"#,
-                "unknown value `Stop`",
+                r#"{"hooks": {"Stopp": [{"hooks": [{"type": "command", "command": "x"}]}]}}"#,
+                "unknown value `Stopp`",
             ),
             (
                 r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}"#,
@@ -429,6 +561,31 @@ mod tests {
                 "{refused}: {err}"
             );
         }
+    }
+
+    /// Every event Claude Code documents either loads as a hook that runs, or (Notification)
+    /// loads, is listed with why, and runs nothing; a matcher entry's `description` loads.
+    #[test]
+    fn claude_code_events_load_or_are_listed_as_ignored() {
+        let group = r#"[{"matcher": "startup", "description": "why it is here", "hooks": [{"type": "command", "command": "x"}]}]"#;
+        let mut events: Vec<String> = HookEvent::ALL.iter().map(|e| e.to_string()).collect();
+        events.push("Notification".into());
+        let body: Vec<String> = events.iter().map(|e| format!("\"{e}\": {group}")).collect();
+        let settings = format!("{{\"hooks\": {{{}}}}}", body.join(", "));
+        let list = config::parse::<Settings>(&settings, Path::new("settings.json"))
+            .unwrap()
+            .hooks;
+        let loaded: Vec<HookEvent> = list.specs.iter().map(|spec| spec.event).collect();
+        assert_eq!(loaded, HookEvent::ALL);
+        assert_eq!(list.ignored.len(), 1);
+        assert_eq!(list.ignored[0].key, "hooks.Notification");
+        // A matcher selects only where the event has one: Stop's runs whatever it says.
+        let stop = &list.specs[6];
+        assert_eq!(stop.event, HookEvent::Stop);
+        assert!(stop.applies_to(HookEvent::Stop, ""));
+        let start = &list.specs[4];
+        assert!(start.applies_to(HookEvent::SessionStart, "startup"));
+        assert!(!start.applies_to(HookEvent::SessionStart, "resume"));
     }
 
     #[test]

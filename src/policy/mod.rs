@@ -11,6 +11,7 @@ mod file_access;
 mod gate;
 mod guardrail;
 mod hooks_config;
+mod ignored_key;
 mod lint;
 mod mcp_servers;
 mod mode;
@@ -46,10 +47,11 @@ pub use guardrail::{
     fold, git_dir_write, may_guard_name, read_guardrail, read_guardrail_below, write_guardrail,
 };
 pub use hooks_config::{
-    DEFAULT_TIMEOUT_SECS, Hook, HookEvent, HookList, HookSpec, MAX_TIMEOUT_SECS, MatcherError,
-    OnError, ToolMatcher, merge_hooks,
+    DEFAULT_TIMEOUT_SECS, Hook, HookEvent, HookList, HookSpec, IGNORED_EVENTS, MAX_TIMEOUT_SECS,
+    MatcherError, OnError, ToolMatcher, merge_hooks,
 };
-pub use lint::{LintWarning, danger, lint};
+pub use ignored_key::IgnoredKey;
+pub use lint::{LintWarning, danger, lint, reach};
 pub use mcp_servers::{
     DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, McpPolicy, McpServerMatcher,
     McpServerSpec, McpServersBlock, McpTransport, check_server_name, mcp_servers, mcp_transport,

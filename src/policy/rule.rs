@@ -181,6 +181,11 @@ fn parse_content(
                 DomainPattern::parse(host).ok_or_else(|| RuleError::Domain(rule.to_string()))?,
             )
         }
+        // Claude Code's general sub-agent is `general-purpose`: its settings deny
+        // `Task(general-purpose)`, and that deny must reach tollgate's `general`.
+        ToolName::Agent if inner.trim().eq_ignore_ascii_case("general-purpose") => {
+            RuleContent::Literal("general".to_string())
+        }
         _ => RuleContent::Literal(inner.to_string()),
     })
 }
@@ -220,6 +225,10 @@ mod tests {
         assert_eq!(
             parse("Agent(Explore)").unwrap().content,
             Some(RuleContent::Literal("Explore".into()))
+        );
+        assert_eq!(
+            parse("Task(general-purpose)").unwrap().content,
+            Some(RuleContent::Literal("general".into()))
         );
         let whole = parse("  Bash ").unwrap();
         assert!(whole.is_whole_tool());

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 
+use super::ignored_key::IgnoredKey;
 use super::rule::DomainPattern;
 use crate::base::normalize_lexically;
 use crate::config::ConfigError;
@@ -182,8 +183,19 @@ pub struct SandboxBlock {
     limits: LimitsBlock,
     #[serde(default)]
     env_passthrough: Vec<Spanned<String>>,
-    #[serde(default)]
+    /// Claude Code's `autoAllowBashIfSandboxed`.
+    #[serde(default, alias = "autoAllowBashIfSandboxed")]
     auto_allow_bash: bool,
+    /// Commands Claude Code runs outside its sandbox.
+    #[serde(default, rename = "excludedCommands")]
+    excluded_commands: Option<Spanned<Vec<String>>>,
+    /// Whether a command may ask to run unsandboxed (`dangerouslyDisableSandbox`).
+    #[serde(default, rename = "allowUnsandboxedCommands")]
+    allow_unsandboxed_commands: Option<Spanned<bool>>,
+    #[serde(default, rename = "enableWeakerNestedSandbox")]
+    enable_weaker_nested_sandbox: Option<Spanned<bool>>,
+    #[serde(default, rename = "ignoreViolations")]
+    ignore_violations: Option<serde::de::IgnoredAny>,
     #[serde(default)]
     checks: Option<PlacementValue>,
     #[serde(default)]
@@ -197,24 +209,42 @@ pub struct SandboxBlock {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FilesystemBlock {
-    #[serde(default)]
+    #[serde(default, alias = "allowWrite")]
     allow_write: Vec<Spanned<String>>,
     /// `None` keeps the defaults; a list replaces them.
     #[serde(default)]
     deny_read: Option<Vec<Spanned<String>>>,
-    #[serde(default)]
+    /// Claude Code's `denyRead`: added to the defaults (Claude Code has none of tollgate's
+    /// credential defaults to replace, so replacing them would widen).
+    #[serde(default, rename = "denyRead")]
+    deny_read_more: Vec<Spanned<String>>,
+    #[serde(default, alias = "denyWrite")]
     deny_write: Vec<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NetworkBlock {
+    /// `None`: `proxy` when Claude Code's `allowedDomains` names domains, else `none`.
     #[serde(default)]
-    mode: NetworkMode,
+    mode: Option<NetworkMode>,
     #[serde(default)]
     allowed_domains: Vec<Spanned<String>>,
+    /// Claude Code's `allowedDomains`: reached through tollgate's proxy.
+    #[serde(default, rename = "allowedDomains")]
+    claude_allowed_domains: Vec<Spanned<String>>,
     #[serde(default)]
     allowed_ports: Vec<u16>,
+    #[serde(default, rename = "allowUnixSockets")]
+    allow_unix_sockets: Option<Spanned<Vec<String>>>,
+    #[serde(default, rename = "allowAllUnixSockets")]
+    allow_all_unix_sockets: Option<Spanned<bool>>,
+    #[serde(default, rename = "allowLocalBinding")]
+    allow_local_binding: Option<Spanned<bool>>,
+    #[serde(default, rename = "httpProxyPort")]
+    http_proxy_port: Option<Spanned<u16>>,
+    #[serde(default, rename = "socksProxyPort")]
+    socks_proxy_port: Option<Spanned<u16>>,
 }
 
 /// `0` in a limit means "leave it as inherited".
@@ -240,8 +270,129 @@ impl SandboxConfig {
     }
 }
 
+/// Where a Claude Code sandbox key stands, to refuse it there.
+fn refuse<T>(file: &Path, spanned: &Spanned<T>, key: &str, why: &str) -> ConfigError {
+    ConfigError::new(
+        file,
+        spanned.referenced.line(),
+        spanned.referenced.column(),
+        format!("sandbox.{key} cannot be honoured: {why}"),
+    )
+}
+
 impl SandboxBlock {
     pub fn into_config(self, file: &Path) -> Result<SandboxConfig, ConfigError> {
+        self.into_config_noting(file).map(|(config, _)| config)
+    }
+
+    /// The config, with the Claude Code keys that loaded and grant nothing here. Claude
+    /// Code's keys are applied where tollgate's sandbox has the same thing, ignored with why
+    /// where they only silence a client, and refused at their line where honouring them
+    /// would take a command outside what tollgate confines (dropping them silently would run
+    /// something other than what the author planned).
+    pub fn into_config_noting(
+        mut self,
+        file: &Path,
+    ) -> Result<(SandboxConfig, Vec<IgnoredKey>), ConfigError> {
+        let mut ignored = Vec::new();
+        let cc = &self;
+        if let Some(list) = cc
+            .excluded_commands
+            .as_ref()
+            .filter(|l| !l.value.is_empty())
+        {
+            return Err(refuse(
+                file,
+                list,
+                "excludedCommands",
+                "tollgate runs every command inside the sandbox and has no way to run some outside it; remove the list (the commands then run sandboxed) or run them in a step before tollgate",
+            ));
+        }
+        if let Some(flag) = cc.allow_unsandboxed_commands.as_ref().filter(|f| f.value) {
+            return Err(refuse(
+                file,
+                flag,
+                "allowUnsandboxedCommands",
+                "tollgate has no escape hatch out of its sandbox; write `false` or remove the key",
+            ));
+        }
+        if let Some(flag) = cc.enable_weaker_nested_sandbox.as_ref().filter(|f| f.value) {
+            return Err(refuse(
+                file,
+                flag,
+                "enableWeakerNestedSandbox",
+                "tollgate does not weaken its sandbox; with `on_unavailable: fail` (the default) a run where it cannot be enforced stops instead",
+            ));
+        }
+        if cc.ignore_violations.is_some() {
+            ignored.push(IgnoredKey::new(
+                "sandbox.ignoreViolations",
+                "tollgate reports every violation in the transcript; the setting only silences Claude Code's notices",
+            ));
+        }
+        let network = &self.network;
+        let socket_refusal = "tollgate's sandbox grants no Unix socket (a socket such as docker.sock reaches outside the sandbox)";
+        if let Some(list) = network
+            .allow_unix_sockets
+            .as_ref()
+            .filter(|l| !l.value.is_empty())
+        {
+            return Err(refuse(
+                file,
+                list,
+                "network.allowUnixSockets",
+                socket_refusal,
+            ));
+        }
+        if let Some(flag) = network.allow_all_unix_sockets.as_ref().filter(|f| f.value) {
+            return Err(refuse(
+                file,
+                flag,
+                "network.allowAllUnixSockets",
+                socket_refusal,
+            ));
+        }
+        if let Some(flag) = network.allow_local_binding.as_ref().filter(|f| f.value) {
+            return Err(refuse(
+                file,
+                flag,
+                "network.allowLocalBinding",
+                "tollgate's sandbox lets commands bind only the ports `allowed_ports` names; list them there",
+            ));
+        }
+        for (port, key) in [
+            (&network.http_proxy_port, "network.httpProxyPort"),
+            (&network.socks_proxy_port, "network.socksProxyPort"),
+        ] {
+            if let Some(port) = port {
+                return Err(refuse(
+                    file,
+                    port,
+                    key,
+                    "tollgate filters sandboxed traffic through its own proxy and `allowed_domains`; it cannot know what another proxy lets through",
+                ));
+            }
+        }
+        let claude_shaped = self.excluded_commands.is_some()
+            || self.allow_unsandboxed_commands.is_some()
+            || self.enable_weaker_nested_sandbox.is_some()
+            || self.ignore_violations.is_some()
+            || !self.network.claude_allowed_domains.is_empty()
+            || !self.filesystem.deny_read_more.is_empty();
+        // Claude Code's sandbox is off unless its block says `enabled: true`.
+        if self.enabled.is_none() && claude_shaped {
+            self.enabled = Some(false);
+        }
+        let from_claude = std::mem::take(&mut self.network.claude_allowed_domains);
+        if self.network.mode.is_none() && !from_claude.is_empty() {
+            self.network.mode = Some(NetworkMode::Proxy);
+        }
+        self.network.allowed_domains.extend(from_claude);
+        let config = self.into_tollgate_config(file)?;
+        Ok((config, ignored))
+    }
+
+    fn into_tollgate_config(self, file: &Path) -> Result<SandboxConfig, ConfigError> {
         let at = |spanned: &Spanned<String>, message: String| {
             ConfigError::new(
                 file,
@@ -298,20 +449,21 @@ impl SandboxBlock {
                 ));
             }
         }
-        let deny_read = match self.filesystem.deny_read {
+        let mut deny_read = match self.filesystem.deny_read {
             Some(list) => paths(list)?,
             None => DEFAULT_DENY_READ
                 .iter()
                 .map(|path| PolicyPath((*path).to_string()))
                 .collect(),
         };
+        deny_read.extend(paths(self.filesystem.deny_read_more)?);
         Ok(SandboxConfig {
             enabled: self.enabled.unwrap_or(true),
             on_unavailable: self.on_unavailable,
             allow_write: paths(self.filesystem.allow_write)?,
             deny_read,
             deny_write: paths(self.filesystem.deny_write)?,
-            network: self.network.mode,
+            network: self.network.mode.unwrap_or_default(),
             allowed_domains,
             allowed_ports: self.network.allowed_ports,
             env_passthrough: self.env_passthrough.into_iter().map(|s| s.value).collect(),

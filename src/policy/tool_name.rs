@@ -263,6 +263,9 @@ mod tests {
             ToolName::parse("WebSearch"),
             Some(ToolName::Other("WebSearch".into()))
         );
+        assert_eq!(ToolName::parse("Task"), Some(ToolName::Agent));
+        // A model's call named `Task` is no call of Agent's.
+        assert_eq!(ToolName::from_model("Task"), ToolName::Other("Task".into()));
         assert_eq!(ToolName::parse("Bash x"), None);
         assert_eq!(ToolName::parse(""), None);
         assert_eq!(ToolName::parse("mcp__"), None);

@@ -19,8 +19,8 @@ pub use prompt::{PROMPT_DEFAULT_POLICY, default_model};
 pub use sources::{
     AdditionalDirectories, HooksInForce, PolicyInForce, SourceFlags, additional_directories,
     canonical_dir, dangerous_allow_rules, home_dir, hooks_in_force, load_policy, load_sources,
-    load_task, log_warnings, mcp_in_force, read_only_commands_in_force, read_text, resolve_mode,
-    rules_for_mode, sandbox_in_force, unknown_tool_rules, with_snippet,
+    load_task, log_warnings, mcp_in_force, read_only_commands_in_force, read_text, refuse_warnings,
+    resolve_mode, rules_for_mode, sandbox_in_force, unknown_tool_rules, with_snippet,
 };
 
 use crate::agent::RunSpec;
@@ -125,6 +125,8 @@ pub struct RunOptions {
     pub allow: Vec<String>,
     pub deny: Vec<String>,
     pub ask: Vec<String>,
+    /// The policy's warnings are configuration errors (`--strict`).
+    pub strict: bool,
     pub mode: Option<crate::policy::PermissionMode>,
     pub model: Option<String>,
     /// `--fallback-model`: overrides the task's `model.fallback`.
@@ -203,11 +205,13 @@ fn assemble_checked(
         allow: &options.allow,
         deny: &options.deny,
         ask: &options.ask,
+        strict: options.strict,
     };
     let mut sources = load_sources(flags, Some(&task), &workdir, home.as_deref())?;
     let plugins = load_plugins(&options, &mut task, &mut sources, &workdir)?;
     let mode = resolve_mode(options.mode, task.mode, &sources)?;
     let (rules, dropped_for_auto) = rules_for_mode(RuleSet::from_sources(&sources), mode);
+    refuse_warnings(&rules, options.strict)?;
     // Before any model call: a sandbox the kernel cannot enforce stops the run here (exit 2).
     let sandbox = sandbox_in_force(&sources)
         .map(|config| {

@@ -10,7 +10,7 @@ use crate::mcp::{McpPlan, parse_project_file, plan, project_file_approved};
 use crate::policy::{
     self, ConfigOrigin, LowerGrant, PermissionContext, PermissionMode, Policy, PolicyOrigin,
     PolicySource, Power, Rule, RuleSet, SourceKind, Standing, ToolName, Workspace, counts, danger,
-    lower_may_add, moots_classifier, refuse_disabled, refuse_managed_keys_below,
+    lower_may_add, moots_classifier, reach, refuse_disabled, refuse_managed_keys_below,
     repository_hooks_approved, standing,
 };
 use crate::sandbox::{ReadOnlyCommands, SandboxConfig};
@@ -128,6 +128,8 @@ pub struct SourceFlags<'a> {
     pub allow: &'a [String],
     pub deny: &'a [String],
     pub ask: &'a [String],
+    /// The policy's warnings are errors (`--strict`).
+    pub strict: bool,
 }
 
 /// What deciding a call outside a run needs (`check`, `replay`): every source in force,
@@ -165,7 +167,10 @@ impl PolicyInForce {
             None => resolve_mode(None, None, &sources)?,
         };
         let (rules, _) = rules_for_mode(RuleSet::from_sources(&sources), mode);
-        log_warnings(&unknown_tool_rules(&rules));
+        let mut warnings = dangerous_allow_rules(&rules);
+        warnings.extend(unknown_tool_rules(&rules));
+        log_warnings(&warnings);
+        refuse_warnings(&rules, flags.strict)?;
         let workspace = Workspace::new(workdir, additional_directories(&sources).dirs, home);
         Ok(PolicyInForce {
             sources,
@@ -331,13 +336,42 @@ pub fn dangerous_allow_rules(rules: &RuleSet) -> Vec<String> {
         .rules()
         .iter()
         .filter_map(|rule| {
-            let why = danger(rule)?;
+            let why = danger(rule).or_else(|| reach(rule))?;
             Some(format!(
                 "allow rule {} at {}: {why}",
                 rule.text, rule.source
             ))
         })
         .collect()
+}
+
+/// `--strict`: the first rule a load warning is about, as a configuration error at its line.
+pub fn refuse_warnings(rules: &RuleSet, strict: bool) -> Result<()> {
+    if !strict {
+        return Ok(());
+    }
+    let warned = rules.rules().iter().find_map(|rule| {
+        let why = match danger(rule).or_else(|| reach(rule)) {
+            Some(why) => why.to_string(),
+            None if matches!(rule.tool, ToolName::Other(_)) => {
+                format!("it never matches: tollgate has no {} tool", rule.tool)
+            }
+            None => return None,
+        };
+        Some((rule, why))
+    });
+    match warned {
+        None => Ok(()),
+        Some((rule, why)) => Err(SessionError::from(ConfigError::new(
+            &rule.source.file,
+            rule.source.line,
+            0,
+            format!(
+                "{} rule {}: {why} (--strict makes the policy's warnings errors)",
+                rule.kind, rule.text
+            ),
+        ))),
+    }
 }
 
 /// Rules that name no tool tollgate has: they load (a Claude Code settings file may name

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::classifier::ClassifierCall;
-use crate::hooks::{HookEvent, HookReport};
+use crate::hooks::{EventReport, HookEvent, HookReport};
 use crate::mcp::{McpNotice, McpServerStatus};
 pub use crate::model::UsageSource;
 use crate::model::pricing::PriceSource;
@@ -172,6 +172,12 @@ pub enum Event {
         event: HookEvent,
         #[serde(flatten)]
         report: HookReport,
+    },
+    /// Hooks that ran for a moment of the run (SessionStart, Stop, …), each with its answer.
+    EventHooks {
+        event: HookEvent,
+        #[serde(flatten)]
+        report: EventReport,
     },
     /// New output lines of a running call, throttled; outside call order.
     ToolProgress {
@@ -523,6 +529,9 @@ pub enum Outcome {
     ProviderError,
     /// An MCP server did not start and `fail_on` has `mcp_start`: no model call was made.
     McpStartFailed,
+    /// A hook stopped the run: `continue: false`, a blocked prompt, a Stop hook that kept
+    /// sending the model back, or a failing hook under `on_error: deny`.
+    HookStopped,
     /// SIGINT.
     Interrupted,
     /// SIGTERM.

@@ -70,7 +70,7 @@ pub struct RunReport {
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 18] = [
+    pub const ALL: [Outcome; 19] = [
         Outcome::Success,
         Outcome::ChecksFailed,
         Outcome::MaxTurns,
@@ -85,6 +85,7 @@ impl Outcome {
         Outcome::ClassifierUnavailable,
         Outcome::ProviderError,
         Outcome::McpStartFailed,
+        Outcome::HookStopped,
         Outcome::Interrupted,
         Outcome::Terminated,
         Outcome::OutputFailed,
@@ -108,6 +109,7 @@ impl Outcome {
             Outcome::ClassifierUnavailable => "classifier_unavailable",
             Outcome::ProviderError => "provider_error",
             Outcome::McpStartFailed => "mcp_start_failed",
+            Outcome::HookStopped => "hook_stopped",
             Outcome::Interrupted => "interrupted",
             Outcome::Terminated => "terminated",
             Outcome::OutputFailed => "output_failed",
@@ -148,6 +150,10 @@ impl Outcome {
             Outcome::McpStartFailed => {
                 "an MCP server did not start and `fail_on` has `mcp_start`: no model call was made"
             }
+            Outcome::HookStopped => {
+                "a hook stopped the run (`continue: false`, a blocked prompt, a Stop hook past \
+its continuations, or a failing hook under `on_error: deny`)"
+            }
             Outcome::Interrupted => "SIGINT",
             Outcome::Terminated => "SIGTERM",
             Outcome::OutputFailed => {
@@ -171,6 +177,7 @@ impl Outcome {
             | Outcome::Timeout
             | Outcome::Refusal
             | Outcome::McpStartFailed
+            | Outcome::HookStopped
             | Outcome::StructuredOutputInvalid => ExitCode::TaskFailed,
             Outcome::DenialLimit | Outcome::PolicyDenied | Outcome::ClassifierDenials => {
                 ExitCode::PolicyStop

@@ -54,6 +54,7 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         Event::ModelRequest { .. }
         | Event::UserMessage { .. }
         | Event::HookRun { .. }
+        | Event::EventHooks { .. }
         | Event::CheckResult { .. }
         | Event::CheckFeedback { .. }
         | Event::Reminder { .. }

@@ -52,6 +52,8 @@ pub fn decide(outcome: Outcome, denials: &[Denial], fail_on: &FailOnSet) -> (Out
         // A server the task needed did not start and `fail_on` said that fails it; the
         // model was never asked.
         | Outcome::McpStartFailed
+        // A hook said the run ends there, and why.
+        | Outcome::HookStopped
         // The answer a step needed does not exist: nothing else can make it a success.
         | Outcome::StructuredOutputInvalid => return (outcome, outcome.exit_code()),
         Outcome::Success

@@ -209,3 +209,48 @@ fn exit_code_says_the_decision() {
         "a line that is not a call is a deny"
     );
 }
+
+/// A settings file whose allow rules let `check` allow `rm -rf ~`: the decision is what the
+/// rules say, the load warns on stderr about each destructive or networked allow rule, and
+/// `--strict` makes the warnings a configuration error (exit 2) before anything is decided.
+#[test]
+fn destructive_allow_rules_warn_and_strict_refuses_them() {
+    let sandbox = Sandbox::empty();
+    sandbox.write(
+        "settings.json",
+        r#"{"permissions": {"allow": ["Bash(rm:*)", "Bash(gh:*)", "Bash(git checkout:*)"]}}"#,
+    );
+    let args = [
+        "check",
+        "--policy",
+        "settings.json",
+        "--tool",
+        "Bash",
+        "--input",
+        r#"{"command":"rm -rf ~"}"#,
+        "--mode",
+        "dontAsk",
+    ];
+    let output = sandbox.tollgate(&args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let line: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(line["decision"], "allow", "{line}");
+    for rule in ["Bash(rm:*)", "Bash(gh:*)", "Bash(git checkout:*)"] {
+        assert!(
+            stderr.contains(&format!("allow rule {rule} at settings.json:1")),
+            "{rule}: {stderr}"
+        );
+    }
+    assert!(stderr.contains("rm -rf ~"), "{stderr}");
+    let mut strict = args.to_vec();
+    strict.push("--strict");
+    let output = sandbox.tollgate(&strict);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(output.stdout.is_empty());
+    assert!(
+        stderr.contains("settings.json:1") && stderr.contains("--strict"),
+        "{stderr}"
+    );
+}

@@ -15,6 +15,7 @@ mod bash_sweep;
 mod batch;
 mod batch_browser;
 mod check_cli;
+mod claude_settings;
 mod config_errors;
 mod distribution;
 mod economy;

@@ -260,12 +260,12 @@ fn a_claude_code_settings_file_drives_a_run() {
         .unwrap()
         .iter()
         .map(|key| {
-            key.as_str()
-                .unwrap()
-                .rsplit(": ")
-                .next()
-                .unwrap()
-                .to_string()
+            // `settings.json: key (why)`
+            let (file, rest) = key.as_str().unwrap().split_once(": ").unwrap();
+            assert!(file.ends_with("settings.json"), "{key}");
+            let (key, why) = rest.split_once(" (").unwrap();
+            assert!(why.ends_with(')') && why.len() > 10, "{rest}");
+            key.to_string()
         })
         .collect();
     assert_eq!(ignored, ["cleanupPeriodDays", "env", "model"]);

@@ -220,8 +220,9 @@ async fn an_explore_subagent_is_not_offered_write_and_its_forged_writes_are_refu
         .unwrap();
     let stderr = String::from_utf8_lossy(&replay.stderr);
     assert_eq!(replay.status.code(), Some(0), "{stderr}");
+    // (after the load's warning that `Bash` allows every command)
     assert!(
-        stderr.starts_with("6 calls replayed under bypassPermissions mode; 0 changed"),
+        stderr.contains("6 calls replayed under bypassPermissions mode; 0 changed"),
         "{stderr}"
     );
 }

@@ -343,6 +343,7 @@ impl Tracker {
             Event::McpNotification { .. }
             | Event::McpTools { .. }
             | Event::HookRun { .. }
+            | Event::EventHooks { .. }
             | Event::ToolProgress { .. }
             | Event::QueuedMessage { .. }
             | Event::InputSkipped { .. }
