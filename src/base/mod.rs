@@ -1,10 +1,9 @@
-//! Small things every layer may use: the abort signal, capped deadlines, bounded text, how a
-//! command ended, lexical paths, which variable names are secret, JSON read with unique keys,
-//! shared defaults. Imports nothing else of tollgate's.
+//! Small things every layer may use: the abort signal, capped deadlines, bounded text,
+//! lexical paths, which variable names are secret, JSON read with unique keys, shared
+//! defaults. Imports nothing else of tollgate's.
 
 mod abort;
 mod bounds;
-mod ending;
 mod json;
 mod path;
 mod secret;
@@ -12,7 +11,6 @@ mod text;
 
 pub use abort::{AbortHandle, AbortReason, AbortSignal};
 pub use bounds::{FAR_FUTURE, deadline, deadline_std};
-pub use ending::Ending;
 pub use json::{from_str_unique_keys, parse_unique_keys};
 pub use path::normalize_lexically;
 pub use secret::is_secret_env_name;

@@ -14,13 +14,13 @@ mod service;
 use std::ffi::OsString;
 use std::future::Future;
 use std::io;
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-pub use crate::base::Ending;
 use crate::sandbox::ChildSetup;
 
 pub use env::{ChildEnv, RunEnv, seal_process_environment};
@@ -91,6 +91,29 @@ impl Default for Capture {
         Capture {
             max_bytes: DEFAULT_CAPTURE_BYTES,
             lines: None,
+        }
+    }
+}
+
+/// How a command ended, as the runner saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// It exited by itself with this code.
+    Exited(i32),
+    /// A signal ended it (a sandbox limit, the kernel, another process).
+    Signalled(i32),
+    TimedOut,
+    Cancelled,
+}
+
+impl Ending {
+    fn of(status: std::process::ExitStatus) -> Ending {
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Ending::Exited(code),
+            (None, Some(signal)) => Ending::Signalled(signal),
+            // wait(2) without WUNTRACED reports no stopped child; should it, the command did
+            // not exit by itself.
+            (None, None) => Ending::Signalled(status.stopped_signal().unwrap_or_default()),
         }
     }
 }

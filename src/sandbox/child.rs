@@ -7,7 +7,7 @@
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
-use super::seccomp::{SyscallFilter, take_u64};
+use super::seccomp::SyscallFilter;
 
 /// One `setrlimit` to make: the soft limit is what the command hits first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +91,13 @@ const HAS_CGROUP: u64 = 1;
 const HAS_RULESET: u64 = 2;
 const HAS_READ_ONLY: u64 = 4;
 const HAS_FILTER: u64 = 8;
+
+/// Reads one little-endian `u64` off the front of `bytes`.
+pub(crate) fn take_u64(bytes: &mut &[u8]) -> Option<u64> {
+    let (head, rest) = bytes.split_first_chunk::<8>()?;
+    *bytes = rest;
+    Some(u64::from_le_bytes(*head))
+}
 
 impl ChildSetup {
     /// The setup as bytes for the launcher, and the descriptors to hand it alongside (in

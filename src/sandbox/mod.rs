@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::Ending;
+use crate::exec::Ending;
 use crate::policy::Workspace;
 
 pub use crate::policy::{

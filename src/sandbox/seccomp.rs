@@ -254,7 +254,7 @@ impl SyscallFilter {
 
     /// The program [`SyscallFilter::encode`] wrote; `None` when the bytes are not one.
     pub(crate) fn decode(bytes: &mut &[u8]) -> Option<SyscallFilter> {
-        let count = usize::try_from(take_u64(bytes)?).ok()?;
+        let count = usize::try_from(super::child::take_u64(bytes)?).ok()?;
         let body = bytes.get(..count.checked_mul(8)?)?;
         *bytes = &bytes[body.len()..];
         let program = body
@@ -268,13 +268,6 @@ impl SyscallFilter {
             .collect();
         Some(SyscallFilter { program })
     }
-}
-
-/// Reads one little-endian `u64` off the front of `bytes` (the launcher's wire format).
-pub(crate) fn take_u64(bytes: &mut &[u8]) -> Option<u64> {
-    let (head, rest) = bytes.split_first_chunk::<8>()?;
-    *bytes = rest;
-    Some(u64::from_le_bytes(*head))
 }
 
 #[cfg(test)]
