@@ -86,27 +86,10 @@ pub(super) fn spawn(
         flags |= SETUP;
         setup.encode(&mut setup_bytes, &mut fds);
     }
-    // The command's environment travels in the message: the launcher itself starts with an
-    // empty one, so nothing in it (`LD_PRELOAD`, `GLIBC_TUNABLES`) acts before the sandbox.
-    let mut environment = Vec::new();
-    for (name, value) in env.vars().iter() {
-        let (name, value) = (name.as_bytes(), value.as_bytes());
-        if name.contains(&0) || value.contains(&0) {
-            continue;
-        }
-        environment.extend_from_slice(name);
-        environment.push(b'=');
-        environment.extend_from_slice(value);
-        environment.push(0);
-    }
-    let environment_len = u32::try_from(environment.len())
-        .map_err(|_| io::Error::other("the command's environment is too large"))?;
-    let mut message = Vec::with_capacity(16 + environment.len() + setup_bytes.len());
+    let mut message = Vec::with_capacity(12 + setup_bytes.len());
     message.extend_from_slice(&MAGIC);
     message.extend_from_slice(&std::process::id().to_le_bytes());
     message.extend_from_slice(&flags.to_le_bytes());
-    message.extend_from_slice(&environment_len.to_le_bytes());
-    message.extend_from_slice(&environment);
     message.extend_from_slice(&setup_bytes);
     // Sent before the launcher exists: the socket buffers it, and no descriptor of this call
     // has to be inherited (every descriptor tollgate opens is close-on-exec).
@@ -116,6 +99,7 @@ pub(super) fn spawn(
         .args(argv)
         .current_dir(cwd)
         .env_clear()
+        .envs(env.vars().iter().map(|(name, value)| (name, value)))
         .stdin(Stdio::from(theirs))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -343,14 +327,6 @@ unsafe fn launch(argv: *const *const libc::c_char) -> ! {
         {
             failed(err.raw_os_error().unwrap_or(libc::EPERM));
         }
-        // The command's own environment, for the `PATH` search and the program.
-        let mut environment: Vec<*const libc::c_char> = request
-            .environment
-            .split_inclusive(|&b| b == 0)
-            .map(|entry| entry.as_ptr().cast())
-            .collect();
-        environment.push(std::ptr::null());
-        environ = environment.as_ptr();
         libc::execvp(*argv, argv);
         failed(errno())
     }
@@ -362,11 +338,6 @@ fn errno() -> i32 {
         .unwrap_or(libc::EIO)
 }
 
-unsafe extern "C" {
-    /// The C runtime's environment, which `execvp` searches `PATH` in and hands on.
-    static mut environ: *const *const libc::c_char;
-}
-
 /// What one launch request holds.
 struct Request {
     parent: u32,
@@ -374,8 +345,6 @@ struct Request {
     guardian: Option<OwnedFd>,
     stdin: Option<OwnedFd>,
     setup: Option<ChildSetup>,
-    /// `NAME=VALUE` entries, each NUL-terminated.
-    environment: Vec<u8>,
 }
 
 /// Reads the one request packet from `socket`; descriptors arrive close-on-exec.
@@ -418,14 +387,6 @@ fn receive(socket: RawFd) -> Option<Request> {
     let (parent, rest) = rest.split_first_chunk::<4>()?;
     let (flags, rest) = rest.split_first_chunk::<4>()?;
     let flags = u32::from_le_bytes(*flags);
-    let (environment_len, rest) = rest.split_first_chunk::<4>()?;
-    let environment_len = usize::try_from(u32::from_le_bytes(*environment_len)).ok()?;
-    let environment = rest.get(..environment_len)?;
-    if environment.last().is_some_and(|&b| b != 0) {
-        return None;
-    }
-    let environment = environment.to_vec();
-    let rest = &rest[environment_len..];
     let mut fds = fds.into_iter();
     let control = fds.next()?;
     let guardian = if flags & GUARDIAN != 0 {
@@ -449,6 +410,5 @@ fn receive(socket: RawFd) -> Option<Request> {
         guardian,
         stdin,
         setup,
-        environment,
     })
 }
