@@ -247,7 +247,8 @@ impl HookConfinement for InSandbox {
                 sandboxed = sandboxed.with(name, value);
             }
         }
-        let step: PreExecStep = Arc::new(confined.child);
+        let setup = Arc::new(confined.child);
+        let step: PreExecStep = Arc::new(move || setup.apply());
         Ok((trusted_git_env(&sandboxed), step))
     }
 

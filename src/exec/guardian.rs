@@ -72,7 +72,7 @@ fn start() -> std::io::Result<Guardian> {
     })
 }
 
-/// The guardian's pipe, for a child to announce itself before its `exec` (started now if it
+/// The guardian's pipe, for a child to announce itself from `pre_exec` (started now if it
 /// was not yet). A child announces its own group before `exec`, so no process of the group
 /// exists unannounced, however early tollgate is killed.
 pub(super) fn pipe() -> Option<RawFd> {
@@ -80,7 +80,7 @@ pub(super) fn pipe() -> Option<RawFd> {
     Some(guardian.stdin.as_raw_fd())
 }
 
-/// In the command's process, before exec: writes `+ <own pid>` to the guardian's pipe. Only
+/// In the child, between fork and exec: writes `+ <own pid>` to the guardian's pipe. Only
 /// system calls on a stack buffer; a line this short is written atomically, so it cannot
 /// interleave with tollgate's own lines.
 pub(super) fn announce_from_child(pipe: RawFd) {

@@ -4,14 +4,14 @@
 //! (`PR_SET_CHILD_SUBREAPER`), so whatever the command orphans is reparented to the keeper
 //! of *its* call, never to tollgate or init: concurrent calls cannot mix their leftovers.
 //!
-//! The keeper is the call's launcher itself (see `launcher`), split once: the parent side
-//! stays the keeper and never returns; the child side goes on to the sandbox step and
-//! `exec`. The keeper holds nothing of tollgate's but the read end of its
+//! The keeper is the forked child itself, split once more in `pre_exec`: the parent side
+//! stays the keeper and never returns to the standard library; the child side goes on to the
+//! sandbox step and `exec`. The keeper holds nothing of tollgate's but the read end of its
 //! call's control pipe (and the guardian's pipe): when the command's first process exits, or
 //! the control pipe closes (the call timed out, was cancelled or dropped, or tollgate died),
 //! it kills the command's process group, then every process still reparented to it, reaps
 //! them all, and exits as the command's first process did. Only system calls on stack
-//! buffers.
+//! buffers: it runs in a forked copy of a multi-threaded process.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -41,12 +41,12 @@ impl Control {
     }
 }
 
-/// In the launcher: splits off the command's process. Returns in the command's process
+/// In the forked child: splits off the command's process. Returns in the command's process
 /// (in a process group of its own, announced to the guardian, tied to the keeper's life);
 /// the keeper never returns.
 pub(super) fn split(control: RawFd, guardian: Option<RawFd>) -> io::Result<()> {
-    // SAFETY: getpid, prctl and fork are plain system calls; the fork is of the launcher, a
-    // fresh single-threaded process that runs only system calls until it exits or execs.
+    // SAFETY: getpid, prctl and fork are plain system calls; the fork is of a process that
+    // is itself a fresh fork and runs only system calls until it exits or execs.
     unsafe {
         let keeper = libc::getpid();
         // Not inherited across fork: set before the command exists, so nothing it starts can

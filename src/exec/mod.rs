@@ -1,14 +1,13 @@
 //! The one process runner: every process tollgate starts (the model's Bash commands, hooks,
 //! the task's checks) goes through [`run`]; a long-lived one (an MCP server) through
 //! [`spawn_service`]. It owns process groups, the kill on timeout,
-//! cancellation or drop, the bounded wait for pipes, the capture limit, how a child starts
-//! (the launcher) and the tie to tollgate's own life. It never decides whether something may run.
+//! cancellation or drop, the bounded wait for pipes, the capture limit, the one `pre_exec`
+//! block and the tie to tollgate's own life. It never decides whether something may run.
 
 mod digits;
 mod env;
 mod guardian;
 mod keeper;
-mod launcher;
 mod service;
 
 use std::ffi::OsString;
@@ -16,20 +15,21 @@ use std::future::Future;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use crate::sandbox::ChildSetup;
-
 pub use env::{ChildEnv, RunEnv, seal_process_environment};
 pub use service::{ServiceChild, ServiceExit, ServiceRequest, ServiceWatch, spawn_service};
 
-/// What a confined child applies to itself before its program starts, after it is tied to
-/// tollgate's life: the OS sandbox (Landlock, seccomp, limits). Applied by the command's
-/// launcher; a failure stops the command from starting and [`run`] returns that error.
-pub type PreExecStep = Arc<ChildSetup>;
+/// A step run in the child between fork and exec, after the child is tied to tollgate's life
+/// and before the program starts: the place an OS sandbox (Landlock, seccomp) restricts what
+/// the command can do. It runs in a forked copy of a multi-threaded process, so it must only
+/// make system calls on data prepared beforehand (no allocation, no locks); an `Err` stops
+/// the command from starting and [`run`] returns that error.
+pub type PreExecStep = Arc<dyn Fn() -> io::Result<()> + Send + Sync>;
 
 /// Called with each complete output line (either stream) as it arrives; lines longer than
 /// [`MAX_LINE_BYTES`] come in pieces. Must not block: the command's pipes wait on it.
@@ -152,29 +152,23 @@ pub async fn run(
         pre_exec,
     } = request;
     let confined = pre_exec.is_some();
-    let launcher::Spawned {
-        mut child,
-        control,
-        stdin: pipe,
-        report,
-    } = launcher::spawn(
+    let (mut cmd, control) = command(
         &argv,
         &cwd,
         &env,
-        matches!(stdin, Stdin::Bytes(_)),
-        pre_exec.as_deref(),
+        match stdin {
+            Stdin::Null => Stdio::null(),
+            Stdin::Bytes(_) => Stdio::piped(),
+        },
+        pre_exec,
     )?;
+    let mut child = cmd.spawn()?;
     let (pid, started) = (child.id(), std::time::Instant::now());
     tracing::info!(pid, ?argv, cwd = %cwd.display(), confined, "process started");
     // Declared after `child`, so if this future is dropped mid-run (the scheduler cancelled
     // the call) the keeper is told to end the command before the handle goes.
     let mut group = GroupKiller::new(control);
-    if let Err(err) = launcher::started(report).await {
-        group.kill();
-        let _ = wait_for_keeper(&mut child).await;
-        return Err(err);
-    }
-    let writer = match (stdin_bytes(stdin), pipe) {
+    let writer = match (stdin_bytes(stdin), child.stdin.take()) {
         (Some(bytes), Some(mut pipe)) => Some(tokio::spawn(async move {
             let _ = pipe.write_all(&bytes).await;
         })),
@@ -241,6 +235,52 @@ async fn wait_for_keeper(
     }
 }
 
+/// The one way a child is set up: its exact environment, its keeper (which ends the command
+/// and everything it left when the returned control pipe closes), its own process group, tied
+/// to tollgate's life (PDEATHSIG, the guardian), then the sandbox step.
+fn command(
+    argv: &[OsString],
+    cwd: &std::path::Path,
+    env: &ChildEnv,
+    stdin: Stdio,
+    pre_exec: Option<PreExecStep>,
+) -> io::Result<(tokio::process::Command, keeper::Control)> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty argv"));
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.vars().iter().map(|(name, value)| (name, value)))
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        // Never: a killed keeper could not end what the command left running. Closing the
+        // control pipe (the `GroupKiller`) is how a dropped call ends its command.
+        .kill_on_drop(false);
+    let parent = std::process::id();
+    let guardian = guardian::pipe();
+    let control = keeper::Control::new()?;
+    let control_fd = control.read_fd();
+    // SAFETY: the closure runs in the forked child before exec and only makes system calls
+    // (prctl, getppid, getpid, fork, write; the keeper's own are documented there) plus the
+    // sandbox step, which is documented to do the same.
+    unsafe {
+        cmd.pre_exec(move || {
+            tie_to_parent(parent)?;
+            restore_file_size_signal();
+            keeper::split(control_fd, guardian)?;
+            match &pre_exec {
+                Some(step) => step(),
+                None => Ok(()),
+            }
+        });
+    }
+    Ok((cmd, control))
+}
+
 fn stdin_bytes(stdin: Stdin) -> Option<Vec<u8>> {
     match stdin {
         Stdin::Null => None,
@@ -257,6 +297,33 @@ pub fn ignore_file_size_signal() {
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
+}
+
+/// In the child, before exec: an ignored signal stays ignored across exec, so SIGXFSZ gets
+/// its default back.
+fn restore_file_size_signal() {
+    // SAFETY: signal() is async-signal-safe and sets one disposition.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
+    }
+}
+
+/// In the child: die with tollgate. `PR_SET_PDEATHSIG` fires when the forking thread ends,
+/// and tokio's worker threads live as long as the runtime, which is the process's life. If
+/// tollgate died before the prctl took effect, the child was already reparented: give up.
+fn tie_to_parent(parent: u32) -> io::Result<()> {
+    // SAFETY: plain system calls on integers.
+    let tied = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    if tied != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let now = unsafe { libc::getppid() };
+    if u32::try_from(now).ok() != Some(parent) {
+        return Err(io::Error::other(
+            "tollgate exited while the command was starting",
+        ));
+    }
+    Ok(())
 }
 
 /// Ends the command once, through its keeper: explicitly when the call ends, or on drop.

@@ -9,6 +9,7 @@ use std::ffi::OsString;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
+use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{oneshot, watch};
 
-use super::{ChildEnv, GroupKiller, PreExecStep, launcher};
+use super::{ChildEnv, GroupKiller, PreExecStep, command};
 
 /// Lines of stderr kept (the last ones), and the characters kept of each.
 const STDERR_TAIL_LINES: usize = 20;
@@ -78,23 +79,13 @@ pub fn spawn_service(request: ServiceRequest) -> io::Result<ServiceChild> {
         env,
         pre_exec,
     } = request;
-    let launcher::Spawned {
-        mut child,
-        control,
-        stdin,
-        report,
-    } = launcher::spawn(&argv, &cwd, &env, true, pre_exec.as_deref())?;
-    let mut group = GroupKiller::new(control);
-    if let Err(err) = launcher::started_blocking(&report) {
-        // The keeper ends at once without a command; tokio reaps it.
-        group.kill();
-        let _ = child.start_kill();
-        return Err(err);
-    }
+    let (mut cmd, control) = command(&argv, &cwd, &env, Stdio::piped(), pre_exec)?;
+    let mut child = cmd.spawn()?;
     let pid = child
         .id()
         .ok_or_else(|| io::Error::other("the service exited before it could be watched"))?;
     tracing::info!(pid, ?argv, "service process started");
+    let stdin = child.stdin.take();
     let stdout = child.stdout.take();
     let stderr = Arc::new(Mutex::new(VecDeque::new()));
     let reader = child
@@ -105,7 +96,7 @@ pub fn spawn_service(request: ServiceRequest) -> io::Result<ServiceChild> {
     let (stop, stopped) = oneshot::channel::<()>();
     tokio::spawn(async move {
         // Owned here with the child: if the runtime drops this task, the drop kills the group.
-        let mut group = group;
+        let mut group = GroupKiller::new(control);
         let status = tokio::select! {
             status = child.wait() => status,
             _ = stopped => {

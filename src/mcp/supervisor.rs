@@ -375,7 +375,8 @@ fn request(
             .prepare()
             .map_err(|err| McpError::Start(format!("cannot prepare the sandbox: {err}")))?;
         env = ChildEnv::from_vars(confined.env);
-        pre_exec = Some(Arc::new(confined.child));
+        let setup = Arc::new(confined.child);
+        pre_exec = Some(Arc::new(move || setup.apply()));
         limits = Some(confined.watch);
     }
     for (name, value) in process.env {

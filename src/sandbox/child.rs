@@ -1,10 +1,10 @@
-//! What a confined command's process applies to itself before `exec`: join its pids cgroup,
-//! set the resource limits, drop every capability, set no_new_privs, restrict itself with the
-//! prepared Landlock ruleset(s), install the system-call filter. Prepared in the parent and
-//! handed to the command's launcher (a fresh, single-threaded process: `exec`'s launcher) as
-//! bytes and descriptors; only raw system calls there.
+//! What runs in the forked child before `exec`: join the command's pids cgroup, set the
+//! resource limits, drop every capability, set no_new_privs, restrict itself with the
+//! prepared Landlock ruleset(s), install the system-call filter. Only raw system calls on
+//! values prepared in the parent: no allocation, no locks, so it is safe between `fork` and
+//! `exec` of a multi-threaded runner.
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
 use super::seccomp::SyscallFilter;
@@ -37,14 +37,6 @@ impl RlimitResource {
         let ok = unsafe { libc::getrlimit(self.raw(), &mut value) } == 0;
         (ok && value.rlim_max != libc::RLIM_INFINITY).then_some(value.rlim_max)
     }
-
-    const ALL: [RlimitResource; 5] = [
-        RlimitResource::Processes,
-        RlimitResource::AddressSpace,
-        RlimitResource::CpuSeconds,
-        RlimitResource::FileSize,
-        RlimitResource::OpenFiles,
-    ];
 
     fn raw(self) -> libc::__rlimit_resource_t {
         match self {
@@ -86,95 +78,8 @@ struct PathBeneathAttr {
 /// `LANDLOCK_RULE_PATH_BENEATH`.
 const RULE_PATH_BENEATH: libc::c_long = 1;
 
-/// Which optional parts an encoded setup carries, in this order of descriptors.
-const HAS_CGROUP: u64 = 1;
-const HAS_RULESET: u64 = 2;
-const HAS_READ_ONLY: u64 = 4;
-const HAS_FILTER: u64 = 8;
-
-/// Reads one little-endian `u64` off the front of `bytes`.
-pub(crate) fn take_u64(bytes: &mut &[u8]) -> Option<u64> {
-    let (head, rest) = bytes.split_first_chunk::<8>()?;
-    *bytes = rest;
-    Some(u64::from_le_bytes(*head))
-}
-
 impl ChildSetup {
-    /// The setup as bytes for the launcher, and the descriptors to hand it alongside (in
-    /// the order [`ChildSetup::decode`] takes them). The descriptors stay owned here.
-    pub fn encode(&self, bytes: &mut Vec<u8>, fds: &mut Vec<RawFd>) {
-        let mut flags = 0;
-        for (flag, fd) in [
-            (HAS_CGROUP, self.cgroup_procs.as_ref()),
-            (HAS_RULESET, self.ruleset.as_deref()),
-            (HAS_READ_ONLY, self.read_only.as_deref()),
-        ] {
-            if let Some(fd) = fd {
-                flags |= flag;
-                fds.push(fd.as_raw_fd());
-            }
-        }
-        if self.filter.is_some() {
-            flags |= HAS_FILTER;
-        }
-        bytes.extend_from_slice(&flags.to_le_bytes());
-        bytes.extend_from_slice(&self.own_proc_rights.to_le_bytes());
-        bytes.extend_from_slice(&(self.rlimits.len() as u64).to_le_bytes());
-        for limit in &self.rlimits {
-            let code = RlimitResource::ALL
-                .iter()
-                .position(|r| *r == limit.resource)
-                .unwrap_or(0);
-            bytes.extend_from_slice(&(code as u64).to_le_bytes());
-            bytes.extend_from_slice(&limit.soft.to_le_bytes());
-            bytes.extend_from_slice(&limit.hard.to_le_bytes());
-        }
-        if let Some(filter) = &self.filter {
-            filter.encode(bytes);
-        }
-    }
-
-    /// The setup [`ChildSetup::encode`] wrote, its descriptors taken from `fds` in order;
-    /// `None` when the bytes or the descriptors do not make one.
-    pub fn decode(mut bytes: &[u8], fds: &mut dyn Iterator<Item = OwnedFd>) -> Option<ChildSetup> {
-        let bytes = &mut bytes;
-        let flags = take_u64(bytes)?;
-        let own_proc_rights = take_u64(bytes)?;
-        let count = take_u64(bytes)?;
-        let mut rlimits = Vec::new();
-        for _ in 0..count.min(RlimitResource::ALL.len() as u64) {
-            let code = usize::try_from(take_u64(bytes)?).ok()?;
-            rlimits.push(Rlimit {
-                resource: *RlimitResource::ALL.get(code)?,
-                soft: take_u64(bytes)?,
-                hard: take_u64(bytes)?,
-            });
-        }
-        let mut take = |flag: u64| -> Option<Option<OwnedFd>> {
-            if flags & flag == 0 {
-                return Some(None);
-            }
-            fds.next().map(Some)
-        };
-        let cgroup_procs = take(HAS_CGROUP)?;
-        let ruleset = take(HAS_RULESET)?.map(Arc::new);
-        let read_only = take(HAS_READ_ONLY)?.map(Arc::new);
-        let filter = if flags & HAS_FILTER != 0 {
-            Some(Arc::new(SyscallFilter::decode(bytes)?))
-        } else {
-            None
-        };
-        Some(ChildSetup {
-            cgroup_procs,
-            rlimits,
-            ruleset,
-            own_proc_rights,
-            read_only,
-            filter,
-        })
-    }
-
-    /// Runs in the command's process before exec. Any failure stops the exec: a command that
+    /// Runs in the child between fork and exec. Any failure stops the exec: a command that
     /// could not be confined does not run.
     pub fn apply(&self) -> std::io::Result<()> {
         if let Some(procs) = &self.cgroup_procs {

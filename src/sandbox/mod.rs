@@ -30,7 +30,7 @@ pub use crate::policy::{
 pub fn read_only_preflight(setting: ReadOnlyCommands) -> ReadOnlyStatus {
     read_only::preflight(setting)
 }
-pub use child::{ChildSetup, Rlimit, RlimitResource};
+pub use child::ChildSetup;
 pub use limits::{LimitHit, ProcessLimit};
 pub use protected::{Change, GuardError, Violation, describe as describe_violations};
 pub use proxy::{Proxy, ProxyConnection, ProxyRules};

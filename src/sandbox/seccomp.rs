@@ -239,35 +239,6 @@ impl SyscallFilter {
     pub fn apply(&self) -> std::io::Result<()> {
         seccompiler::apply_filter(&self.program).map_err(|_| std::io::Error::last_os_error())
     }
-
-    /// The program as bytes (each instruction's `code`, `jt`, `jf`, `k`, little-endian), for
-    /// the launcher that installs it in the command's process.
-    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&(self.program.len() as u64).to_le_bytes());
-        for op in &self.program {
-            out.extend_from_slice(&op.code.to_le_bytes());
-            out.push(op.jt);
-            out.push(op.jf);
-            out.extend_from_slice(&op.k.to_le_bytes());
-        }
-    }
-
-    /// The program [`SyscallFilter::encode`] wrote; `None` when the bytes are not one.
-    pub(crate) fn decode(bytes: &mut &[u8]) -> Option<SyscallFilter> {
-        let count = usize::try_from(super::child::take_u64(bytes)?).ok()?;
-        let body = bytes.get(..count.checked_mul(8)?)?;
-        *bytes = &bytes[body.len()..];
-        let program = body
-            .chunks_exact(8)
-            .map(|op| seccompiler::sock_filter {
-                code: u16::from_le_bytes([op[0], op[1]]),
-                jt: op[2],
-                jf: op[3],
-                k: u32::from_le_bytes([op[4], op[5], op[6], op[7]]),
-            })
-            .collect();
-        Some(SyscallFilter { program })
-    }
 }
 
 #[cfg(test)]

@@ -109,7 +109,8 @@ pub async fn run_confined(
         request.env = request.env.with("TMPDIR", domain.tmpdir());
     }
     if let Some(setup) = setup {
-        request.pre_exec = Some(Arc::new(setup));
+        let setup = Arc::new(setup);
+        request.pre_exec = Some(Arc::new(move || setup.apply()));
     }
     let outcome = exec::run(request, async {
         abort.aborted().await;
