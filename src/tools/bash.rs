@@ -556,6 +556,36 @@ mod tests {
         );
     }
 
+    /// Bash's own check of `command` under `rules` in `mode`, as a label.
+    fn checked(
+        command: &str,
+        mode: PermissionMode,
+        rules: &RuleSet,
+        workspace: &Workspace,
+    ) -> &'static str {
+        let ctx = PermissionContext {
+            auto_allow_bash: false,
+            mode,
+            rules,
+            workspace,
+        };
+        let analysis = analyse(&Script::new(command), ctx.rules.bash_rules(), &ctx);
+        match check_command(command, &analysis, &ctx) {
+            ToolCheck::Allow { .. } => "allow",
+            ToolCheck::Deny { .. } => "deny",
+            ToolCheck::Ask {
+                cause: AskCause::ContentRule(_),
+                ..
+            } => "ask-rule",
+            ToolCheck::Ask {
+                cause: AskCause::Guardrail(_),
+                ..
+            } => "guardrail",
+            ToolCheck::Ask { .. } => "ask",
+            ToolCheck::Passthrough { .. } => "passthrough",
+        }
+    }
+
     /// A `cd` moves every later relative path, whatever let the `cd` through (an allow rule,
     /// bypassPermissions) and however it is spelt; where the script then is cannot be known,
     /// a relative read may be anywhere, so Read deny rules reach it.
@@ -573,20 +603,7 @@ mod tests {
         .unwrap();
         let rules = RuleSet::from_policy(&policy);
         let workspace = Workspace::new(root.join("ws"), vec![], None);
-        let decide = |command: &str, mode: PermissionMode| {
-            let ctx = PermissionContext {
-                auto_allow_bash: false,
-                mode,
-                rules: &rules,
-                workspace: &workspace,
-            };
-            let analysis = analyse(&Script::new(command), ctx.rules.bash_rules(), &ctx);
-            match check_command(command, &analysis, &ctx) {
-                ToolCheck::Allow { .. } => "allow",
-                ToolCheck::Deny { .. } => "deny",
-                _ => "ask",
-            }
-        };
+        let decide = |command: &str, mode| checked(command, mode, &rules, &workspace);
         use PermissionMode::{BypassPermissions, Default};
         let cases = [
             ("cd sub && cat README", Default, "allow"),
@@ -665,29 +682,7 @@ mod tests {
         .unwrap();
         let rules = RuleSet::from_policy(&policy);
         let workspace = Workspace::new("/ws".into(), vec![], Some("/home/u".into()));
-        let kind = |command: &str, mode: PermissionMode| {
-            let ctx = PermissionContext {
-                auto_allow_bash: false,
-                mode,
-                rules: &rules,
-                workspace: &workspace,
-            };
-            let analysis = analyse(&Script::new(command), ctx.rules.bash_rules(), &ctx);
-            match check_command(command, &analysis, &ctx) {
-                ToolCheck::Allow { .. } => "allow",
-                ToolCheck::Deny { .. } => "deny",
-                ToolCheck::Ask {
-                    cause: AskCause::ContentRule(_),
-                    ..
-                } => "ask-rule",
-                ToolCheck::Ask {
-                    cause: AskCause::Guardrail(_),
-                    ..
-                } => "guardrail",
-                ToolCheck::Ask { .. } => "ask",
-                ToolCheck::Passthrough { .. } => "passthrough",
-            }
-        };
+        let kind = |command: &str, mode| checked(command, mode, &rules, &workspace);
         use PermissionMode::{AcceptEdits, BypassPermissions, Default};
         let cases = [
             ("git status", Default, "allow"),
