@@ -12,7 +12,7 @@ pub use parse::{Parsed, parse};
 
 use crate::base::normalize_lexically;
 use crate::config::ConfigError;
-use crate::skills::read_bounded;
+use crate::skills::{read_bounded, resolve_confined};
 use crate::tools::AgentProfile;
 
 /// Where the workdir's agent files are (Claude Code's place for them).
@@ -36,17 +36,7 @@ pub fn discover(roots: &[PathBuf], workdir: &Path) -> Result<Found, ConfigError>
     for root in roots {
         let confined = normalize_lexically(root).starts_with(normalize_lexically(workdir));
         for file in agent_files(root)? {
-            let resolved = std::fs::canonicalize(&file)
-                .map_err(|err| ConfigError::whole_file(&file, format!("cannot read: {err}")))?;
-            if confined && !resolved.starts_with(&workdir_real) {
-                return Err(ConfigError::whole_file(
-                    &file,
-                    format!(
-                        "resolves to {} outside the workdir: a repository's agents stay in the repository",
-                        resolved.display()
-                    ),
-                ));
-            }
+            resolve_confined(&file, confined.then_some(&workdir_real), "agents")?;
             let Parsed { profile, notices } = parse(&read_bounded(&file)?, &file)?;
             if let Some(first) = found
                 .agents

@@ -58,17 +58,7 @@ pub fn discover(roots: &[PathBuf], workdir: &Path) -> Result<Vec<Skill>, ConfigE
     for root in roots {
         let confined = normalize_lexically(root).starts_with(normalize_lexically(workdir));
         for file in skill_files(root)? {
-            let resolved = std::fs::canonicalize(&file)
-                .map_err(|err| ConfigError::whole_file(&file, format!("cannot read: {err}")))?;
-            if confined && !resolved.starts_with(&workdir_real) {
-                return Err(ConfigError::whole_file(
-                    &file,
-                    format!(
-                        "resolves to {} outside the workdir: a repository's skills stay in the repository",
-                        resolved.display()
-                    ),
-                ));
-            }
+            let resolved = resolve_confined(&file, confined.then_some(&workdir_real), "skills")?;
             let text = read_bounded(&file)?;
             let mut skill = parse(&text, &file)?;
             skill.resolved = resolved;
@@ -87,6 +77,27 @@ pub fn discover(roots: &[PathBuf], workdir: &Path) -> Result<Vec<Skill>, ConfigE
     }
     skills.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(skills)
+}
+
+/// Where `file` really is; under `inside` (a root in the workdir: repository content), a file
+/// that resolves outside it is refused, as Read would refuse it.
+pub(crate) fn resolve_confined(
+    file: &Path,
+    inside: Option<&PathBuf>,
+    what: &str,
+) -> Result<PathBuf, ConfigError> {
+    let resolved = std::fs::canonicalize(file)
+        .map_err(|err| ConfigError::whole_file(file, format!("cannot read: {err}")))?;
+    match inside {
+        Some(workdir) if !resolved.starts_with(workdir) => Err(ConfigError::whole_file(
+            file,
+            format!(
+                "resolves to {} outside the workdir: a repository's {what} stay in the repository",
+                resolved.display()
+            ),
+        )),
+        _ => Ok(resolved),
+    }
 }
 
 /// The text of a regular `file` of at most [`MAX_SKILL_BYTES`].
