@@ -12,7 +12,8 @@
 //! one removed recreated. Each such change is a [`Violation`] the caller reports.
 //!
 //! The check runs after every command, so it remembers what it already saw: a folder's
-//! listing and a file found equal to the baseline are kept with the inode's change time
+//! listing and a protected path found equal to the baseline (a folder with every inode
+//! below it) are kept with the inode's change time
 //! (`ctime`, which a command cannot set back), and reused while that is unchanged. Only what
 //! settled before it was looked at is remembered, so a change made within the clock's
 //! granularity of the look is never mistaken for the state it saw.
@@ -173,8 +174,10 @@ impl Stamp {
 struct Memo {
     /// A folder's entries the walk acts on, as classified when it was listed.
     listings: HashMap<PathBuf, (Stamp, Vec<Listed>)>,
-    /// Files found equal to their baseline.
-    clean: HashMap<PathBuf, Stamp>,
+    /// Paths found equal to their baseline, with the stamp of every inode at and below them
+    /// (a folder's own stamp moves when an entry is added, removed or renamed; a file's when
+    /// it is written).
+    clean: HashMap<PathBuf, Vec<(PathBuf, Stamp)>>,
     settled: Duration,
 }
 
@@ -228,7 +231,7 @@ impl ProtectedFiles {
         let now = SystemTime::now();
         for path in paths {
             let want = self.baseline.get(&path).unwrap_or(&Node::Absent);
-            if memo.unchanged_file(&path, want, now) {
+            if memo.unchanged(&path, want, now) {
                 continue;
             }
             let now_node = read_node(&path, &mut budget).ok();
@@ -278,33 +281,56 @@ impl ProtectedFiles {
 }
 
 impl Memo {
-    /// Whether `path` is a file the check found equal to `want` and that has not changed
-    /// since.
-    fn unchanged_file(&self, path: &Path, want: &Node, now: SystemTime) -> bool {
-        if !matches!(want, Node::File { .. }) {
+    /// Whether `path` is what the check found equal to `want` and nothing at or below it has
+    /// changed since.
+    fn unchanged(&self, path: &Path, want: &Node, now: SystemTime) -> bool {
+        if matches!(want, Node::Absent) {
             return false;
         }
         let Some(seen) = self.clean.get(path) else {
             return false;
         };
-        path.symlink_metadata().is_ok_and(|metadata| {
-            let stamp = Stamp::of(&metadata);
-            stamp == *seen && stamp.settled(now, self.settled)
+        seen.iter().all(|(path, seen)| {
+            path.symlink_metadata().is_ok_and(|metadata| {
+                let stamp = Stamp::of(&metadata);
+                stamp == *seen && stamp.settled(now, self.settled)
+            })
         })
     }
 
     fn remember_clean(&mut self, path: &Path, want: &Node, now: SystemTime) {
-        if !matches!(want, Node::File { .. }) {
-            return;
+        let mut stamps = Vec::new();
+        if !matches!(want, Node::Absent) && stamps_below(path, want, now, self.settled, &mut stamps)
+        {
+            self.clean.insert(path.to_path_buf(), stamps);
+        } else {
+            self.clean.remove(path);
         }
-        match path.symlink_metadata() {
-            Ok(metadata) if Stamp::of(&metadata).settled(now, self.settled) => {
-                self.clean.insert(path.to_path_buf(), Stamp::of(&metadata));
-            }
-            _ => {
-                self.clean.remove(path);
-            }
-        }
+    }
+}
+
+/// The stamps of `path` and of every entry of `node` below it, or false when one is missing
+/// or changed too recently to be trusted.
+fn stamps_below(
+    path: &Path,
+    node: &Node,
+    now: SystemTime,
+    settled: Duration,
+    stamps: &mut Vec<(PathBuf, Stamp)>,
+) -> bool {
+    let Ok(metadata) = path.symlink_metadata() else {
+        return false;
+    };
+    let stamp = Stamp::of(&metadata);
+    if !stamp.settled(now, settled) {
+        return false;
+    }
+    stamps.push((path.to_path_buf(), stamp));
+    match node {
+        Node::Dir { entries, .. } => entries
+            .iter()
+            .all(|(name, entry)| stamps_below(&path.join(name), entry, now, settled, stamps)),
+        _ => true,
     }
 }
 
@@ -324,11 +350,13 @@ impl Walk<'_> {
         };
         let stamp = Stamp::of(&metadata);
         // Taken out while the walk goes below, and put back after: no copy of the listing.
-        let listed = match memo.listings.remove(dir) {
-            Some((seen, listed)) if seen == stamp && stamp.settled(self.now, memo.settled) => {
-                listed
+        let (key, listed) = match memo.listings.remove_entry(dir) {
+            Some((key, (seen, listed)))
+                if seen == stamp && stamp.settled(self.now, memo.settled) =>
+            {
+                (Some(key), listed)
             }
-            _ => self.list(dir),
+            _ => (None, self.list(dir)),
         };
         for entry in &listed {
             match entry {
@@ -339,7 +367,8 @@ impl Walk<'_> {
             }
         }
         if stamp.settled(self.now, memo.settled) {
-            memo.listings.insert(dir.to_path_buf(), (stamp, listed));
+            let key = key.unwrap_or_else(|| dir.to_path_buf());
+            memo.listings.insert(key, (stamp, listed));
         }
     }
 
@@ -790,6 +819,60 @@ mod tests {
             rel(&files.restore()),
             vec![("src/late/.git/config".to_string(), Change::Created)]
         );
+    }
+
+    #[test]
+    fn a_remembered_folder_still_shows_a_change_anywhere_below_it() {
+        let (_dir, ws) = workspace();
+        fs::create_dir_all(ws.join(".git/hooks/deep")).unwrap();
+        fs::write(ws.join(".git/hooks/deep/post-merge"), "#!/bin/sh\n").unwrap();
+        let files = ProtectedFiles::capture(std::slice::from_ref(&ws), &[]).unwrap();
+        let settled = Duration::from_millis(50);
+        files.memo.lock().unwrap().settled = settled;
+        std::thread::sleep(settled * 3);
+        assert!(files.restore().is_empty());
+        let hooks = ws.join(".git/hooks");
+        assert!(
+            files.memo.lock().unwrap().clean.contains_key(&hooks),
+            "a settled folder is remembered"
+        );
+        let nested = hooks.join("deep/post-merge");
+        let planted = hooks.join("pre-commit");
+        type Hostile<'a> = (&'static str, Box<dyn Fn() + 'a>);
+        let hostile: [Hostile; 3] = [
+            (
+                "a file two levels down rewritten, same size, mtime set back",
+                Box::new(|| {
+                    let before = nested.metadata().unwrap().modified().unwrap();
+                    fs::write(&nested, "#!/bin/X\n").unwrap();
+                    fs::File::options()
+                        .write(true)
+                        .open(&nested)
+                        .unwrap()
+                        .set_modified(before)
+                        .unwrap();
+                }),
+            ),
+            (
+                "a new hook",
+                Box::new(|| fs::write(&planted, "evil").unwrap()),
+            ),
+            (
+                "a file's mode changed",
+                Box::new(|| {
+                    fs::set_permissions(&nested, fs::Permissions::from_mode(0o777)).unwrap();
+                }),
+            ),
+        ];
+        for (what, change) in hostile {
+            change();
+            assert_eq!(files.restore().len(), 1, "{what}");
+            assert!(files.restore().is_empty(), "{what}: put back");
+            std::thread::sleep(settled * 3);
+            assert!(files.restore().is_empty(), "{what}: settled again");
+        }
+        assert!(!planted.exists());
+        assert_eq!(fs::read_to_string(&nested).unwrap(), "#!/bin/sh\n");
     }
 
     #[test]
