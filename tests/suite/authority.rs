@@ -5,30 +5,22 @@
 //! `managed_only` only the managed policy counts.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
-use crate::support::Sandbox;
+use crate::support::{Isolation, Sandbox};
 
 /// A layer's name and how to write the hostile file there.
 type Layer<'a> = (&'static str, Box<dyn Fn() + 'a>);
 
 const SECRET: &str = "s3cr3t-value-of-the-runner";
 
-/// A run of `t.yaml` with the sandbox's own user policy folder (`config/`), an empty
-/// system-wide managed folder and a secret in the environment.
-fn run(sandbox: &Sandbox, args: &[&str]) -> Output {
-    std::fs::create_dir_all(sandbox.path().join("etc")).unwrap();
-    let out = sandbox.path().join("out");
-    let _ = std::fs::remove_dir_all(&out);
-    crate::support::tollgate_in(sandbox.path())
-        .args(["run", "t.yaml", "--out"])
-        .arg(&out)
-        .args(args)
-        .env("XDG_CONFIG_HOME", sandbox.path().join("config"))
-        .env("TOLLGATE_MANAGED_DIR", sandbox.path().join("etc"))
+/// How every run here sees the operator: the sandbox's own user policy folder (`config/`),
+/// managed folder (`etc/`, empty unless a test writes there) and a secret in the
+/// environment.
+fn operator() -> Isolation {
+    Isolation::new()
+        .user_config("config")
+        .managed("etc")
         .env("TG_FAKE_SECRET", SECRET)
-        .output()
-        .unwrap()
 }
 
 fn marker(sandbox: &Sandbox, name: &str) -> PathBuf {
@@ -128,20 +120,15 @@ fn the_repositorys_servers_start_only_when_approved_and_never_expand_secrets() {
         );
         write();
         // No operator's word: nothing starts.
-        let output = run(&sandbox, &[]);
-        assert_eq!(
-            read(&leak),
-            None,
-            "{layer}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let output = sandbox.run(&operator(), &[]);
+        assert_eq!(read(&leak), None, "{layer}: {}", output.stderr);
         // A managed_only policy: nothing but its own servers, even with the user's approval.
         sandbox.write("m.yaml", "managed_only: true\n");
         sandbox.write("config/tollgate/policy.yaml", "allow_project_mcp: true\n");
-        run(&sandbox, &["--policy", "m.yaml"]);
+        sandbox.run(&operator(), &["--policy", "m.yaml"]);
         assert_eq!(read(&leak), None, "{layer} under managed_only");
         sandbox.write("m.yaml", "managed_mcp_only: true\n");
-        run(&sandbox, &["--policy", "m.yaml"]);
+        sandbox.run(&operator(), &["--policy", "m.yaml"]);
         assert_eq!(read(&leak), None, "{layer} under managed_mcp_only");
         // The user approves: it starts, its env literal.
         for approval in [
@@ -150,7 +137,7 @@ fn the_repositorys_servers_start_only_when_approved_and_never_expand_secrets() {
         ] {
             reset(&sandbox, &["leak.txt"]);
             sandbox.write("config/tollgate/policy.yaml", approval);
-            run(&sandbox, &[]);
+            sandbox.run(&operator(), &[]);
             assert_eq!(
                 read(&leak).as_deref(),
                 Some("${TG_FAKE_SECRET}"),
@@ -160,7 +147,7 @@ fn the_repositorys_servers_start_only_when_approved_and_never_expand_secrets() {
         // The managed policy approves: the same.
         reset(&sandbox, &["leak.txt", "config/tollgate/policy.yaml"]);
         sandbox.write("m.yaml", "allow_project_mcp: true\n");
-        run(&sandbox, &["--policy", "m.yaml"]);
+        sandbox.run(&operator(), &["--policy", "m.yaml"]);
         assert_eq!(read(&leak).as_deref(), Some("${TG_FAKE_SECRET}"), "{layer}");
     }
     // The operator's own entries expand: the managed policy's and the user's.
@@ -170,14 +157,14 @@ fn the_repositorys_servers_start_only_when_approved_and_never_expand_secrets() {
     );
     task(&sandbox, "", READ);
     sandbox.write("m.yaml", &format!("mcp_servers:\n{servers}"));
-    run(&sandbox, &["--policy", "m.yaml"]);
+    sandbox.run(&operator(), &["--policy", "m.yaml"]);
     assert_eq!(read(&leak).as_deref(), Some(SECRET));
     reset(&sandbox, &["leak.txt"]);
     sandbox.write(
         "config/tollgate/policy.yaml",
         &format!("mcp_servers:\n{servers}"),
     );
-    run(&sandbox, &[]);
+    sandbox.run(&operator(), &[]);
     assert_eq!(read(&leak).as_deref(), Some(SECRET));
 }
 
@@ -230,21 +217,17 @@ fn the_repository_cannot_pick_the_judge() {
                 sandbox.write("m.yaml", text);
                 args = vec!["--policy", "m.yaml"];
             }
-            let output = run(&sandbox, &args);
+            let output = sandbox.run(&operator(), &args);
             assert!(
                 !pwned.exists(),
                 "{layer}, managed {managed:?}: {}",
-                String::from_utf8_lossy(&output.stderr)
+                output.stderr
             );
         }
         // The user's judge is the operator's: it decides (the control: the call can pass).
         sandbox.write("config/tollgate/policy.yaml", lenient);
-        let output = run(&sandbox, &[]);
-        assert!(
-            pwned.exists(),
-            "{layer}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let output = sandbox.run(&operator(), &[]);
+        assert!(pwned.exists(), "{layer}: {}", output.stderr);
     }
 }
 
@@ -309,24 +292,20 @@ fn the_repositorys_hooks_run_only_when_approved() {
             ],
         );
         write();
-        run(&sandbox, &[]);
+        sandbox.run(&operator(), &[]);
         assert!(!ran.exists(), "{layer} ran unapproved");
         sandbox.write(
             "m.yaml",
             "managed_only: true\nlower_sources_may_add: [hooks]\n",
         );
         sandbox.write("config/tollgate/policy.yaml", "allow_project_hooks: true\n");
-        run(&sandbox, &["--policy", "m.yaml"]);
+        sandbox.run(&operator(), &["--policy", "m.yaml"]);
         assert!(
             !ran.exists(),
             "{layer} ran under managed_only on the user's word"
         );
-        let output = run(&sandbox, &[]);
-        assert!(
-            ran.exists(),
-            "{layer}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let output = sandbox.run(&operator(), &[]);
+        assert!(ran.exists(), "{layer}: {}", output.stderr);
     }
 }
 
@@ -361,8 +340,8 @@ fn disable_all_hooks_and_managed_hooks_only_mean_what_claude_code_means() {
             "config/tollgate/policy.yaml",
             &format!("{{{user}{}}}", claude_hook(&sandbox, "user")),
         );
-        let output = run(&sandbox, &["--policy", "managed.json"]);
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let output = sandbox.run(&operator(), &["--policy", "managed.json"]);
+        let stderr = output.stderr;
         assert_eq!(
             (managed_ran.exists(), user_ran.exists()),
             (managed_runs, user_runs),
@@ -372,6 +351,6 @@ fn disable_all_hooks_and_managed_hooks_only_mean_what_claude_code_means() {
     // The repository's own file cannot switch off the user's hooks.
     reset(&sandbox, &["hook-user", "managed.json"]);
     sandbox.write("ws/.tollgate/policy.yaml", r#"{"disableAllHooks": true}"#);
-    run(&sandbox, &[]);
+    sandbox.run(&operator(), &[]);
     assert!(user_ran.exists());
 }

@@ -175,7 +175,7 @@ fn run_warns_about_destructive_allow_rules_and_strict_refuses_them() {
             run.stderr
         );
     }
-    let warnings = run.of_type("run_started")[0]["policy"]["warnings"].to_string();
+    let warnings = run.policy_warnings();
     assert!(warnings.contains("Bash(rm:*)"), "{warnings}");
     let strict = crate::support::Run::new()
         .policy(settings)

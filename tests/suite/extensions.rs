@@ -5,13 +5,9 @@
 //! run for an operator's plugin, need approval for a repository's, and nothing loads from
 //! a marketplace on the network or against the managed policy's restrictions.
 
-use std::process::Output;
-
 use serde_json::Value;
 
-use crate::support::{
-    Sandbox, assert_every_tool_use_answered_once, events, tollgate_in, transcript,
-};
+use crate::support::{Finished, Isolation, Sandbox};
 
 const SERVER: &str = env!("CARGO_BIN_EXE_tollgate-mcp-test-server");
 
@@ -32,66 +28,16 @@ fn task(sandbox: &Sandbox, head: &str, turns: &[String]) {
     );
 }
 
-struct Ran {
-    output: Output,
-    all: Vec<Value>,
-}
-
-impl Ran {
-    fn assert_code(&self, code: i32) {
-        assert_eq!(
-            self.output.status.code(),
-            Some(code),
-            "{}",
-            String::from_utf8_lossy(&self.output.stderr)
-        );
+/// `tollgate run t.yaml` with the sandbox's own user policy folder (`config/`) and managed
+/// folder (`managed/`); S2 holds within each conversation, the run's own and each sub-agent's.
+fn run(sandbox: &Sandbox, args: &[&str]) -> Finished {
+    let isolation = Isolation::new().user_config("config").managed("managed");
+    let ran = sandbox.run(&isolation, args);
+    // A configuration error ends the run before it writes any transcript.
+    if ran.wrote_transcript() {
+        ran.assert_each_conversation_answers_every_tool_use_once();
     }
-
-    fn result(&self, tool: &str) -> String {
-        let found = events(&self.all, "tool_result")
-            .into_iter()
-            .find(|result| result["tool"] == tool)
-            .unwrap_or_else(|| panic!("no result of {tool}: {:#?}", self.all));
-        found["content"].as_str().unwrap_or_default().to_string()
-    }
-
-    fn started(&self) -> &Value {
-        events(&self.all, "run_started")[0]
-    }
-
-    fn warnings(&self) -> String {
-        self.started()["policy"]["warnings"].to_string()
-    }
-}
-
-fn run(sandbox: &Sandbox, args: &[&str]) -> Ran {
-    let _ = std::fs::remove_dir_all(sandbox.path().join("out"));
-    let output = tollgate_in(sandbox.path())
-        .args(["run", "t.yaml", "--out", "out"])
-        .args(args)
-        .env("XDG_CONFIG_HOME", sandbox.path().join("config"))
-        .env("TOLLGATE_MANAGED_DIR", sandbox.path().join("managed"))
-        .output()
-        .unwrap();
-    let path = sandbox.path().join("out/transcript.jsonl");
-    // A configuration error ends the run before it writes any.
-    let all = if path.exists() {
-        transcript(&path)
-    } else {
-        Vec::new()
-    };
-    // S2 within each conversation: the run's own and each sub-agent's.
-    let mut agents: Vec<&Value> = all.iter().map(|event| &event["agent_id"]).collect();
-    agents.dedup();
-    for agent in agents {
-        let own: Vec<Value> = all
-            .iter()
-            .filter(|event| event["agent_id"] == *agent)
-            .cloned()
-            .collect();
-        assert_every_tool_use_answered_once(&own);
-    }
-    Ran { output, all }
+    ran
 }
 
 const REVIEWER: &str = "---\nname: reviewer\ndescription: Reviews files.\ntools: Read, Grep, Write\ndisallowedTools: Write\nmodel: opus\npermissionMode: bypassPermissions\n---\nYou review. Say REVIEWED at the end.\n";
@@ -114,12 +60,13 @@ fn a_custom_agent_only_narrows_the_pool_grants_nothing_and_answers_to_its_rules(
     task(&sandbox, head, &turns);
     let ran = run(&sandbox, &[]);
     ran.assert_code(0);
-    let started = events(&ran.all, "subagent_started")[0];
+    let started = ran.of_type("subagent_started")[0];
     assert_eq!(started["agent"], "reviewer");
     assert_eq!(started["subagent_type"], "general");
     // Grep is not the parent's; Write is disallowed; Bash was never named.
     assert_eq!(started["tools"], serde_json::json!(["Read"]));
-    let results: Vec<String> = events(&ran.all, "tool_result")
+    let results: Vec<String> = ran
+        .of_type("tool_result")
         .into_iter()
         .filter(|result| result["agent_id"] == "agent-1")
         .map(|result| result["content"].as_str().unwrap_or_default().to_string())
@@ -137,14 +84,15 @@ fn a_custom_agent_only_narrows_the_pool_grants_nothing_and_answers_to_its_rules(
         std::fs::read_to_string(sandbox.path().join("ws/a.txt")).unwrap(),
         "hello\n"
     );
-    assert_eq!(ran.result("Agent"), "REVIEWED: a.txt says hello");
+    assert_eq!(ran.result_text("Agent", 0), "REVIEWED: a.txt says hello");
     // Its instructions are its system prompt's last part; what it cannot set is said.
-    let request = events(&ran.all, "model_request")
+    let request = ran
+        .of_type("model_request")
         .into_iter()
         .find(|request| request["agent_id"] == "agent-1")
         .unwrap();
     assert_eq!(request["tools"], serde_json::json!(["Read"]));
-    let warnings = ran.warnings();
+    let warnings = ran.policy_warnings();
     assert!(warnings.contains("permissionMode left aside"), "{warnings}");
     assert!(
         warnings.contains("model `opus` is not applied"),
@@ -172,14 +120,11 @@ fn a_custom_agent_only_narrows_the_pool_grants_nothing_and_answers_to_its_rules(
             &turns[..1],
         );
         let ran = run(&sandbox, &[]);
+        assert!(ran.of_type("subagent_started").is_empty(), "{permissions}");
         assert!(
-            events(&ran.all, "subagent_started").is_empty(),
-            "{permissions}"
-        );
-        assert!(
-            ran.result("Agent").starts_with("Permission denied"),
+            ran.result_text("Agent", 0).starts_with("Permission denied"),
             "{permissions}: {}",
-            ran.result("Agent")
+            ran.result_text("Agent", 0)
         );
     }
 
@@ -189,8 +134,8 @@ fn a_custom_agent_only_narrows_the_pool_grants_nothing_and_answers_to_its_rules(
         "---\nname: bad\ndescription: d\ntools: Bash(rm:*)\n---\nGo.\n",
     );
     let ran = run(&sandbox, &[]);
-    assert_eq!(ran.output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&ran.output.stderr);
+    assert_eq!(ran.code, 2);
+    let stderr = &ran.stderr;
     assert!(
         stderr.contains("bad.md:4:8") && stderr.contains("is a rule"),
         "{stderr}"
@@ -246,15 +191,16 @@ fn a_plugins_skill_agent_hook_and_server_are_used_together_in_one_run() {
     let ran = run(&sandbox, &["--plugin-dir", "kit/team-kit"]);
     ran.assert_code(0);
     assert!(
-        ran.result("Skill").contains("Write notes in NOTES.md"),
+        ran.result_text("Skill", 0)
+            .contains("Write notes in NOTES.md"),
         "{}",
-        ran.result("Skill")
+        ran.result_text("Skill", 0)
     );
-    let started = events(&ran.all, "subagent_started")[0];
+    let started = ran.of_type("subagent_started")[0];
     assert_eq!(started["agent"], "checker");
     assert_eq!(started["tools"], serde_json::json!(["ToolSearch"]));
-    assert_eq!(ran.result("mcp__kit__echo"), "echo: hi");
-    assert_eq!(ran.result("Agent"), "kit said hi");
+    assert_eq!(ran.result_text("mcp__kit__echo", 0), "echo: hi");
+    assert_eq!(ran.result_text("Agent", 0), "kit said hi");
     let server = &ran.started()["mcp_servers"][0];
     assert_eq!(server["name"], "kit");
     assert_eq!(server["status"], "started");
@@ -269,7 +215,7 @@ fn a_plugins_skill_agent_hook_and_server_are_used_together_in_one_run() {
     let loaded = &ran.started()["policy"]["plugins"][0];
     assert_eq!(loaded["name"], "team-kit");
     assert_eq!(loaded["enabled_by"], "command_line");
-    let warnings = ran.warnings();
+    let warnings = ran.policy_warnings();
     assert!(warnings.contains("commands (slash commands"), "{warnings}");
     assert!(warnings.contains("outputStyles"), "{warnings}");
 }
@@ -288,7 +234,10 @@ fn a_repositorys_plugin_needs_approval_and_the_managed_policy_alone_enables_unde
     );
     let ran = run(&sandbox, &[]);
     ran.assert_code(0);
-    assert!(ran.result("Skill").contains("Write notes in NOTES.md"));
+    assert!(
+        ran.result_text("Skill", 0)
+            .contains("Write notes in NOTES.md")
+    );
     let server = &ran.started()["mcp_servers"][0];
     assert_eq!(server["status"], "skipped", "{server}");
     assert_eq!(server["origin"], "task");
@@ -308,7 +257,7 @@ fn a_repositorys_plugin_needs_approval_and_the_managed_policy_alone_enables_unde
     );
     let ran = run(&sandbox, &[]);
     ran.assert_code(0);
-    assert_eq!(ran.result("mcp__kit__echo"), "echo: hi");
+    assert_eq!(ran.result_text("mcp__kit__echo", 0), "echo: hi");
     assert!(sandbox.path().join("ws/plugins/hook-input.json").exists());
 
     // Under the managed policy's managed_only, only the plugins it enables load.
@@ -317,7 +266,7 @@ fn a_repositorys_plugin_needs_approval_and_the_managed_policy_alone_enables_unde
     sandbox.write("managed/policy.yaml", "managed_only: true\n");
     task(&sandbox, PLUGIN_HEAD, &plugin_turns()[..1]);
     let ran = run(&sandbox, &["--plugin-dir", "kit/team-kit"]);
-    let warnings = ran.warnings();
+    let warnings = ran.policy_warnings();
     assert!(warnings.contains("only it enables plugins"), "{warnings}");
     assert!(
         ran.started()["mcp_servers"]
@@ -333,7 +282,10 @@ fn a_repositorys_plugin_needs_approval_and_the_managed_policy_alone_enables_unde
     );
     let ran = run(&sandbox, &[]);
     ran.assert_code(0);
-    assert!(ran.result("Skill").contains("Write notes in NOTES.md"));
+    assert!(
+        ran.result_text("Skill", 0)
+            .contains("Write notes in NOTES.md")
+    );
 }
 
 #[test]
@@ -354,9 +306,9 @@ fn enabled_plugins_load_from_a_local_marketplace_and_never_from_the_network() {
     task(&sandbox, PLUGIN_HEAD, &plugin_turns());
     let ran = run(&sandbox, &[]);
     ran.assert_code(0);
-    assert_eq!(ran.result("mcp__kit__echo"), "echo: hi");
+    assert_eq!(ran.result_text("mcp__kit__echo", 0), "echo: hi");
     assert_eq!(ran.started()["mcp_servers"][0]["origin"], "user");
-    let warnings = ran.warnings();
+    let warnings = ran.policy_warnings();
     for part in [
         "plugin far@team",
         "gives plugin `far` a github source: tollgate fetches nothing from the network",
@@ -376,9 +328,10 @@ fn enabled_plugins_load_from_a_local_marketplace_and_never_from_the_network() {
     );
     let ran = run(&sandbox, &[]);
     assert!(
-        ran.warnings().contains("not loaded: ") && ran.warnings().contains("switches it off"),
+        ran.policy_warnings().contains("not loaded: ")
+            && ran.policy_warnings().contains("switches it off"),
         "{}",
-        ran.warnings()
+        ran.policy_warnings()
     );
     assert!(ran.started()["policy"].get("plugins").is_none());
 }

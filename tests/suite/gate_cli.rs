@@ -3,20 +3,14 @@
 
 use serde_json::Value;
 
-use crate::support::{Sandbox, events, junit, transcript};
+use crate::support::{Isolation, Sandbox, events, junit, transcript};
 
 const TASK_HEAD: &str = "version: 1\nname: t\nprompt: go\nmode: dontAsk\nworkdir: ws\n";
 
-/// Runs tollgate with a managed-policy folder and a home of the sandbox's own, so no policy
-/// of the machine's leaks in.
-fn tollgate(sandbox: &Sandbox, args: &[&str]) -> std::process::Output {
-    crate::support::tollgate_in(sandbox.path())
-        .args(args)
-        .env("TOLLGATE_MANAGED_DIR", sandbox.path().join("etc"))
-        .env("HOME", sandbox.path().join("home"))
-        .env_remove("XDG_CONFIG_HOME")
-        .output()
-        .unwrap()
+/// A managed-policy folder (`etc/`) and a home (`home/`) of the sandbox's own, so no policy of
+/// the machine's leaks in: every command here runs `sandbox.tollgate_with(&own_config(), ..)`.
+fn own_config() -> Isolation {
+    Isolation::new().managed("etc").home("home")
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -44,7 +38,7 @@ fn a_task_cannot_widen_a_managed_only_policy() {
     let sandbox = Sandbox::empty();
     touch_task(&sandbox, "permissions:\n  allow: [Bash]\n");
     // Without a managed-only policy, the task's own allow rule lets `touch made.txt` run.
-    let output = tollgate(&sandbox, &["run", "t.yaml", "--out", "open"]);
+    let output = sandbox.tollgate_with(&own_config(), &["run", "t.yaml", "--out", "open"]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     assert_eq!(bash_status(&sandbox, "open"), "success");
     // The managed policy in /etc/tollgate (here: the sandbox's etc/) locks it down.
@@ -52,7 +46,7 @@ fn a_task_cannot_widen_a_managed_only_policy() {
         "etc/policy.yaml",
         "managed_only: true\npermissions:\n  allow: [Read]\n",
     );
-    let output = tollgate(&sandbox, &["run", "t.yaml", "--out", "locked"]);
+    let output = sandbox.tollgate_with(&own_config(), &["run", "t.yaml", "--out", "locked"]);
     // A refused call fails the run (default `fail_on`).
     assert_eq!(output.status.code(), Some(3), "{}", text(&output.stderr));
     assert_eq!(bash_status(&sandbox, "locked"), "denied");
@@ -80,8 +74,8 @@ fn a_task_cannot_widen_a_managed_only_policy() {
         "etc/policy.d/10-deny.yaml",
         "permissions:\n  deny: ['Bash(curl:*)']\n",
     );
-    let output = tollgate(
-        &sandbox,
+    let output = sandbox.tollgate_with(
+        &own_config(),
         &[
             "check",
             "--tool",
@@ -110,8 +104,8 @@ fn a_task_cannot_widen_a_managed_only_policy() {
 fn command_line_rules_rank_above_the_task() {
     let sandbox = Sandbox::empty();
     touch_task(&sandbox, "permissions:\n  allow: ['Bash(touch:*)']\n");
-    let output = tollgate(
-        &sandbox,
+    let output = sandbox.tollgate_with(
+        &own_config(),
         &["run", "t.yaml", "--out", "o", "--deny", "Bash(touch:*)"],
     );
     assert_eq!(
@@ -135,7 +129,7 @@ fn disabled_modes_refuse_to_start() {
         "disable_bypass_mode: true\ndisable_auto_mode: true\n",
     );
     for mode in ["bypassPermissions", "auto"] {
-        let output = tollgate(&sandbox, &["run", "t.yaml", "--mode", mode]);
+        let output = sandbox.tollgate_with(&own_config(), &["run", "t.yaml", "--mode", mode]);
         assert_eq!(output.status.code(), Some(2), "{mode}");
         assert!(
             text(&output.stderr).contains(&format!("{mode} mode is disabled by")),
@@ -153,8 +147,8 @@ fn a_failing_policy_self_test_refuses_to_start() {
         "p.yaml",
         "permissions:\n  allow: ['Bash(rm:*)']\ntests:\n  - name: never delete\n    tool: Bash\n    input: {command: rm -rf /}\n    expect: deny\n",
     );
-    let output = tollgate(
-        &sandbox,
+    let output = sandbox.tollgate_with(
+        &own_config(),
         &["run", "t.yaml", "--policy", "p.yaml", "--out", "o"],
     );
     assert_eq!(output.status.code(), Some(2));
@@ -166,7 +160,7 @@ fn a_failing_policy_self_test_refuses_to_start() {
     );
     assert!(!sandbox.path().join("o/transcript.jsonl").exists());
 
-    let output = tollgate(&sandbox, &["policy", "test", "p.yaml"]);
+    let output = sandbox.tollgate_with(&own_config(), &["policy", "test", "p.yaml"]);
     assert_eq!(output.status.code(), Some(1));
     assert!(
         text(&output.stdout).contains("0 passed, 1 failed"),
@@ -183,12 +177,12 @@ fn shipped_policies_pass_their_tests_and_lint_clean() {
         "policies/ci-default.yaml",
         "policies/codemod.yaml",
     ] {
-        let output = tollgate(&sandbox, &["policy", "test", policy]);
+        let output = sandbox.tollgate_with(&own_config(), &["policy", "test", policy]);
         let report = text(&output.stdout);
         assert_eq!(output.status.code(), Some(0), "{policy}:\n{report}");
         assert!(report.contains(", 0 failed"), "{report}");
         assert!(!report.starts_with("0 passed"), "{policy} has no tests");
-        let output = tollgate(&sandbox, &["policy", "lint", policy]);
+        let output = sandbox.tollgate_with(&own_config(), &["policy", "lint", policy]);
         assert_eq!(
             output.status.code(),
             Some(0),
@@ -197,7 +191,7 @@ fn shipped_policies_pass_their_tests_and_lint_clean() {
         );
     }
     sandbox.write("bad.yaml", "permissions:\n  allow: ['Bash(python:*)', WebSearch]\n  deny: [Write]\n  ask: ['Write(src/**)']\n");
-    let output = tollgate(&sandbox, &["policy", "lint", "bad.yaml"]);
+    let output = sandbox.tollgate_with(&own_config(), &["policy", "lint", "bad.yaml"]);
     assert_eq!(output.status.code(), Some(1));
     let report = text(&output.stdout);
     assert!(
@@ -214,20 +208,20 @@ fn shipped_policies_pass_their_tests_and_lint_clean() {
 #[test]
 fn replay_reports_a_widened_decision_with_exit_1() {
     let sandbox = Sandbox::with_examples();
-    let output = tollgate(
-        &sandbox,
+    let output = sandbox.tollgate_with(
+        &own_config(),
         &["run", "examples/quickstart.yaml", "--out", "run"],
     );
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stdout));
     let transcript = "run/transcript.jsonl";
-    let same = tollgate(
-        &sandbox,
+    let same = sandbox.tollgate_with(
+        &own_config(),
         &["replay", transcript, "--policy", "policies/ci-default.yaml"],
     );
     assert_eq!(same.status.code(), Some(0), "{}", text(&same.stderr));
     assert!(same.stdout.is_empty());
-    let wider = tollgate(
-        &sandbox,
+    let wider = sandbox.tollgate_with(
+        &own_config(),
         &[
             "replay",
             transcript,
@@ -243,7 +237,10 @@ fn replay_reports_a_widened_decision_with_exit_1() {
         "wide.yaml",
         "permissions:\n  allow: ['Bash(rm:*)', Read, Glob, Grep, 'Edit(src/**)', 'Bash(ls:*)']\n",
     );
-    let wide = tollgate(&sandbox, &["replay", transcript, "--policy", "wide.yaml"]);
+    let wide = sandbox.tollgate_with(
+        &own_config(),
+        &["replay", transcript, "--policy", "wide.yaml"],
+    );
     assert_eq!(wide.status.code(), Some(1));
     let changes: Vec<Value> = text(&wide.stdout)
         .lines()
@@ -280,8 +277,8 @@ fn check_calls_decides_a_100k_line_stream_in_one_process() {
     }
     calls.push_str("this line is not json\n");
     sandbox.write("calls.jsonl", &calls);
-    let output = tollgate(
-        &sandbox,
+    let output = sandbox.tollgate_with(
+        &own_config(),
         &[
             "check",
             "--policy",
@@ -325,7 +322,7 @@ fn denial_limits_stop_the_run_with_exit_3() {
         "t.yaml",
         &format!("{TASK_HEAD}limits: {{max_consecutive_denials: 2}}\nmodel:\n  provider: scripted\n  script:\n{denied}{denied}{denied}    - - text: never\n"),
     );
-    let output = tollgate(&sandbox, &["run", "t.yaml", "--out", "o"]);
+    let output = sandbox.tollgate_with(&own_config(), &["run", "t.yaml", "--out", "o"]);
     assert_eq!(output.status.code(), Some(3), "{}", text(&output.stdout));
     let all = transcript(&sandbox.path().join("o/transcript.jsonl"));
     let finished = all.last().unwrap();
@@ -339,7 +336,7 @@ fn denial_limits_stop_the_run_with_exit_3() {
     // A batch that crosses the limit still answers every tool_use.
     let batch = "    - - tool_use: {name: Bash, input: {command: curl a}}\n      - tool_use: {name: Bash, input: {command: curl b}}\n      - tool_use: {name: Bash, input: {command: curl c}}\n";
     sandbox.write("b.yaml", &format!("{TASK_HEAD}limits: {{max_denials: 2}}\nmodel:\n  provider: scripted\n  script:\n{batch}"));
-    let output = tollgate(&sandbox, &["run", "b.yaml", "--out", "b"]);
+    let output = sandbox.tollgate_with(&own_config(), &["run", "b.yaml", "--out", "b"]);
     assert_eq!(output.status.code(), Some(3));
     let all = transcript(&sandbox.path().join("b/transcript.jsonl"));
     crate::support::assert_every_tool_use_answered_once(&all);

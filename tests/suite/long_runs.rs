@@ -10,18 +10,19 @@ use serde_json::{Value, json};
 use crate::support::fake_model::{
     Api, FakeModel, Reply, SUMMARY_REQUEST, Tokens, text, tool, turn,
 };
-use crate::support::{events, tollgate_in, transcript};
+use crate::support::{Isolation, events, transcript};
 
 const KEY: &str = "sk-long-runs-test-key";
 
-/// `tollgate ARGS` in `dir` with the fake server's key, no managed policy, stdin closed.
+/// The fake server's key, no managed policy (`dir/etc/` is absent).
+fn keyed() -> Isolation {
+    Isolation::new().managed("etc").env("TEST_MODEL_KEY", KEY)
+}
+
+/// `tollgate ARGS` in `dir`, `keyed`, stdin closed.
 async fn tollgate(dir: &Path, args: &[&str]) -> Output {
-    let mut command = tollgate_in(dir);
-    command
-        .args(args)
-        .env("TEST_MODEL_KEY", KEY)
-        .env("TOLLGATE_MANAGED_DIR", dir.join("etc"))
-        .stdin(Stdio::null());
+    let mut command = keyed().command(dir);
+    command.args(args).stdin(Stdio::null());
     tokio::process::Command::from(command)
         .output()
         .await
@@ -559,7 +560,7 @@ async fn a_run_stopped_by_sigterm_resumes_with_the_request_it_would_have_sent() 
         "permissions:\n  allow: ['Bash(sleep:*)']\n",
     )
     .unwrap();
-    let mut command = tollgate_in(dir);
+    let mut command = keyed().command(dir);
     command
         .args([
             "run",
@@ -569,8 +570,6 @@ async fn a_run_stopped_by_sigterm_resumes_with_the_request_it_would_have_sent() 
             "--policy",
             "policy.yaml",
         ])
-        .env("TEST_MODEL_KEY", KEY)
-        .env("TOLLGATE_MANAGED_DIR", dir.join("etc"))
         .stdin(Stdio::null())
         .stdout(Stdio::null());
     let mut child = tokio::process::Command::from(command).spawn().unwrap();

@@ -5,13 +5,13 @@
 //! nothing it started is left (scanned in /proc by pid and process group).
 
 use std::path::Path;
-use std::process::Output;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::support::{
-    Sandbox, assert_every_tool_use_answered_once, events, poll_until, tollgate_in, transcript,
+    Finished, Isolation, Sandbox, assert_every_tool_use_answered_once, events, poll_until,
+    transcript,
 };
 
 const SERVER: &str = env!("CARGO_BIN_EXE_tollgate-mcp-test-server");
@@ -22,7 +22,7 @@ fn server(name: &str, extra: &str) -> String {
 }
 
 /// The task file comes with the repository: its servers start once the user's own policy
-/// (under `config/`, see [`run`]) approves them.
+/// (under `config/`, see [`only_our_config`]) approves them.
 fn approve_task_servers(sandbox: &Sandbox) {
     sandbox.write("config/tollgate/policy.yaml", "allow_project_mcp: true\n");
 }
@@ -48,68 +48,31 @@ fn call(tool: &str, input: &str) -> String {
     format!("{{tool_use: {{name: {tool}, input: {input}}}}}")
 }
 
-struct Ran {
-    output: Output,
-    all: Vec<Value>,
+/// Only the sandbox's `config/` is the user's policy folder, so only what the test wrote
+/// there approves anything.
+fn only_our_config() -> Isolation {
+    Isolation::new().user_config("config")
 }
 
-impl Ran {
-    fn code(&self) -> i32 {
-        self.output.status.code().unwrap_or(-1)
-    }
-
-    fn assert_code(&self, code: i32) {
-        let stderr = String::from_utf8_lossy(&self.output.stderr);
-        assert_eq!(self.code(), code, "{stderr}");
-    }
-
-    fn started(&self) -> &Value {
-        events(&self.all, "run_started")[0]
-    }
-
-    fn servers(&self) -> &Vec<Value> {
-        self.started()["mcp_servers"].as_array().unwrap()
-    }
-
-    /// The result of the `nth` call of `tool`.
-    fn result(&self, tool: &str, nth: usize) -> &Value {
-        events(&self.all, "tool_result")
-            .into_iter()
-            .filter(|result| result["tool"] == tool)
-            .nth(nth)
-            .unwrap_or_else(|| panic!("no result {nth} of {tool}: {:#?}", self.all))
-    }
-
-    fn request_tools(&self, turn: usize) -> Vec<String> {
-        events(&self.all, "model_request")[turn]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|name| name.as_str().unwrap().to_string())
-            .collect()
-    }
-
-    fn pids(&self) -> Vec<u32> {
-        self.servers()
-            .iter()
-            .filter_map(|server| server["pid"].as_u64())
-            .map(|pid| u32::try_from(pid).unwrap())
-            .collect()
-    }
+/// `tollgate run t.yaml` under `only_our_config`.
+fn run(sandbox: &Sandbox, args: &[&str]) -> Finished {
+    run_with(sandbox, &only_our_config(), args)
 }
 
-/// `tollgate run t.yaml` with the user's policy folder `config/` of the sandbox (so only
-/// what the test wrote there approves anything).
-fn run(sandbox: &Sandbox, args: &[&str]) -> Ran {
-    let output = tollgate_in(sandbox.path())
-        .args(["run", "t.yaml", "--out", "out"])
-        .args(args)
-        .env("XDG_CONFIG_HOME", sandbox.path().join("config"))
-        .output()
-        .unwrap();
-    let all = transcript(&sandbox.path().join("out/transcript.jsonl"));
-    assert_every_tool_use_answered_once(&all);
-    Ran { output, all }
+/// A run of this suite: every tool_use of it answered once.
+fn run_with(sandbox: &Sandbox, isolation: &Isolation, args: &[&str]) -> Finished {
+    let ran = sandbox.run(isolation, args);
+    ran.assert_every_tool_use_answered_once();
+    ran
+}
+
+/// The pids of the servers the run started.
+fn server_pids(ran: &Finished) -> Vec<u32> {
+    ran.mcp_servers()
+        .iter()
+        .filter_map(|server| server["pid"].as_u64())
+        .map(|pid| u32::try_from(pid).unwrap())
+        .collect()
 }
 
 /// Processes still running (not zombies) whose pid or process group is one of `pids`, or
@@ -137,9 +100,9 @@ fn survivors(pids: &[u32], also: &[u32]) -> Vec<String> {
 
 /// `tollgate run t.yaml` in the background, to be signalled.
 fn spawn_run(sandbox: &Sandbox) -> std::process::Child {
-    tollgate_in(sandbox.path())
+    only_our_config()
+        .command(sandbox.path())
         .args(["run", "t.yaml", "--out", "out"])
-        .env("XDG_CONFIG_HOME", sandbox.path().join("config"))
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap()
@@ -185,7 +148,7 @@ fn deferred_tools_are_found_by_tool_search_called_and_the_server_ends_with_the_r
     );
     let ran = run(&sandbox, &[]);
     ran.assert_code(0);
-    let status = &ran.servers()[0];
+    let status = &ran.mcp_servers()[0];
     assert_eq!(status["name"], "t");
     assert_eq!(status["status"], "started");
     assert_eq!(status["origin"], "task");
@@ -210,7 +173,7 @@ fn deferred_tools_are_found_by_tool_search_called_and_the_server_ends_with_the_r
             .unwrap()
             .contains("it failed on purpose")
     );
-    assert_none_survive(&ran.pids(), &[]);
+    assert_none_survive(&server_pids(&ran), &[]);
 }
 
 /// S4 for MCP names: `mcp__srv__tool`, `mcp__srv__*` and `mcp__srv` rules; an unruled MCP tool
@@ -275,18 +238,13 @@ fn mcp_tools_pass_the_gate_by_their_rules_in_every_mode() {
         );
         let ran = run(&sandbox, &["--fail-on", "check"]);
         let case = format!("{mode} allow [{allow}] ask [{ask}] deny [{deny}] {tool}");
-        assert_eq!(
-            ran.code(),
-            0,
-            "{case}: {}",
-            String::from_utf8_lossy(&ran.output.stderr)
-        );
+        assert_eq!(ran.code, 0, "{case}: {}", ran.stderr);
         assert_eq!(ran.result(tool, 0)["status"], *expected, "{case}");
         if *deny == "mcp__t" || deny == tool {
             // A whole-tool deny takes the tool out of the pool: not even offered.
             assert!(!ran.request_tools(0).contains(&tool.to_string()), "{case}");
         }
-        assert_none_survive(&ran.pids(), &[]);
+        assert_none_survive(&server_pids(&ran), &[]);
     }
 }
 
@@ -313,10 +271,10 @@ fn a_trusted_read_only_hint_passes_plan_mode() {
     );
     let ran = run(&sandbox, &["--policy", "p.yaml", "--fail-on", "check"]);
     ran.assert_code(0);
-    assert_eq!(ran.servers()[0]["origin"], "managed");
+    assert_eq!(ran.mcp_servers()[0]["origin"], "managed");
     assert_eq!(ran.result("mcp__t__peek", 0)["status"], "success");
     assert_eq!(ran.result("mcp__t__echo", 0)["status"], "denied");
-    assert_none_survive(&ran.pids(), &[]);
+    assert_none_survive(&server_pids(&ran), &[]);
 }
 
 /// A server that exits mid-call, one that does not answer in time and one that starts a
@@ -382,7 +340,7 @@ fn crash_timeout_and_hang_give_error_results_and_leave_nothing_behind() {
         .unwrap()
         .parse()
         .unwrap();
-    assert_none_survive(&ran.pids(), &[grandchild]);
+    assert_none_survive(&server_pids(&ran), &[grandchild]);
 }
 
 /// A server that prints a line without end past the client's cap: the call is an error
@@ -412,7 +370,7 @@ fn a_line_without_end_from_a_server_is_an_error_result_not_unbounded_memory() {
     let after = ran.result("mcp__flooder__echo", 0);
     assert_eq!(after["is_error"], true);
     assert!(said(after).contains("sent a line longer than"), "{after}");
-    assert_none_survive(&ran.pids(), &[]);
+    assert_none_survive(&server_pids(&ran), &[]);
 }
 
 /// A listing without end (every page names a next one, 50 tools of 10 000 characters each):
@@ -435,7 +393,7 @@ fn an_endless_tool_listing_is_cut_at_512_tools() {
     );
     let ran = run(&sandbox, &[]);
     ran.assert_code(0);
-    let status = &ran.servers()[0];
+    let status = &ran.mcp_servers()[0];
     assert_eq!(status["status"], "started", "{status}");
     assert_eq!(status["tools"], 512, "{status}");
     let found = ran.result("ToolSearch", 0)["content"]
@@ -445,7 +403,7 @@ fn an_endless_tool_listing_is_cut_at_512_tools() {
     assert!(found.contains("mcp__many__t10_11"), "{found}");
     assert!(found.contains("[description cut by tollgate]"), "{found}");
     assert!(found.len() < 4000, "{} characters", found.len());
-    assert_none_survive(&ran.pids(), &[]);
+    assert_none_survive(&server_pids(&ran), &[]);
 }
 
 /// A server that exits at start and one that never answers `initialize`: both are listed
@@ -465,16 +423,16 @@ fn servers_that_do_not_start_are_reported_and_fail_on_mcp_start_stops_the_run() 
     );
     task(&sandbox, "mode: dontAsk\n", &servers, &[]);
     let ran = run(&sandbox, &["--output-format", "stream-json"]);
-    assert_eq!(ran.code(), 1);
-    let finished = ran.all.last().unwrap();
+    assert_eq!(ran.code, 1);
+    let finished = ran.events().last().unwrap();
     assert_eq!(finished["outcome"], "mcp_start_failed");
     assert!(
         finished["error"].as_str().unwrap().contains("gone"),
         "{finished}"
     );
-    assert!(events(&ran.all, "model_request").is_empty());
+    assert!(ran.of_type("model_request").is_empty());
     let by_name = |name: &str| -> Value {
-        ran.servers()
+        ran.mcp_servers()
             .iter()
             .find(|server| server["name"] == name)
             .unwrap()
@@ -498,11 +456,11 @@ fn servers_that_do_not_start_are_reported_and_fail_on_mcp_start_stops_the_run() 
         "{mute}"
     );
     // stream-json's init carries the same list.
-    let stdout = String::from_utf8_lossy(&ran.output.stdout);
+    let stdout = &ran.stdout;
     let init: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
     assert_eq!(init["type"], "init");
     assert_eq!(init["mcp_servers"], ran.started()["mcp_servers"]);
-    assert_none_survive(&ran.pids(), &[]);
+    assert_none_survive(&server_pids(&ran), &[]);
 
     // Without `mcp_start` in fail_on the run goes on with the server that started.
     task(
@@ -517,11 +475,10 @@ fn servers_that_do_not_start_are_reported_and_fail_on_mcp_start_stops_the_run() 
             &format!("[{}]", call("mcp__fine__echo", "{text: ok}")),
         ],
     );
-    std::fs::remove_dir_all(sandbox.path().join("out")).unwrap();
     let ran = run(&sandbox, &[]);
     ran.assert_code(0);
     assert_eq!(ran.result("mcp__fine__echo", 0)["content"], "echo: ok");
-    assert_none_survive(&ran.pids(), &[]);
+    assert_none_survive(&server_pids(&ran), &[]);
 }
 
 /// SIGTERM while a call hangs in a server that started a grandchild: the run ends 143 and
@@ -583,8 +540,13 @@ fn a_server_runs_inside_the_sandbox_when_the_policy_turns_it_on() {
     );
     let ran = run(&sandbox, &["--policy", "p.yaml"]);
     ran.assert_code(0);
-    assert_eq!(ran.servers()[0]["status"], "started", "{}", ran.started());
-    let results = events(&ran.all, "tool_result");
+    assert_eq!(
+        ran.mcp_servers()[0]["status"],
+        "started",
+        "{}",
+        ran.started()
+    );
+    let results = ran.of_type("tool_result");
     assert_eq!(results[0]["is_error"], false, "{}", results[0]);
     assert_eq!(results[1]["is_error"], true, "{}", results[1]);
     assert!(
@@ -596,7 +558,7 @@ fn a_server_runs_inside_the_sandbox_when_the_policy_turns_it_on() {
         results[1]
     );
     assert!(!outside.exists());
-    assert_none_survive(&ran.pids(), &[]);
+    assert_none_survive(&server_pids(&ran), &[]);
 }
 
 /// SIGTERM while a server is still starting (it never answers `initialize`, and its
@@ -665,7 +627,7 @@ fn notifications_are_recorded_and_a_changed_tool_list_reaches_the_next_request()
     ran.assert_code(0);
     assert!(!ran.request_tools(0).contains(&"mcp__t__added".to_string()));
     assert!(ran.request_tools(1).contains(&"mcp__t__added".to_string()));
-    let notices = events(&ran.all, "mcp_notification");
+    let notices = ran.of_type("mcp_notification");
     assert!(
         notices
             .iter()
@@ -673,11 +635,11 @@ fn notifications_are_recorded_and_a_changed_tool_list_reaches_the_next_request()
         "{notices:#?}"
     );
     assert!(notices.iter().any(|n| n["kind"] == "tools_changed"));
-    let listed = events(&ran.all, "mcp_tools");
+    let listed = ran.of_type("mcp_tools");
     assert_eq!(listed[0]["server"], "t");
     assert_eq!(listed[0]["tools"].as_array().unwrap().len(), 10);
     assert_eq!(ran.result("mcp__t__added", 0)["content"], "echo: new");
-    assert_none_survive(&ran.pids(), &[]);
+    assert_none_survive(&server_pids(&ran), &[]);
 }
 
 /// The workdir's `.mcp.json` is read only when the managed policy approves it; an unknown key
@@ -694,25 +656,23 @@ fn project_servers_need_approval_and_bad_entries_are_located() {
         &format!(r#"{{"mcpServers": {{"proj": {{"command": "{SERVER}"}}}}}}"#),
     );
     let ran = run(&sandbox, &[]);
-    assert_eq!(ran.code(), 0);
+    assert_eq!(ran.code, 0);
     assert!(
         ran.started().get("mcp_servers").is_none(),
         "{}",
         ran.started()
     );
     sandbox.write("p.yaml", "allow_project_mcp: true\n");
-    std::fs::remove_dir_all(sandbox.path().join("out")).unwrap();
     let ran = run(&sandbox, &["--policy", "p.yaml"]);
     ran.assert_code(0);
-    assert_eq!(ran.servers()[0]["origin"], "mcp_json");
-    assert_eq!(ran.servers()[0]["status"], "started");
-    assert_none_survive(&ran.pids(), &[]);
+    assert_eq!(ran.mcp_servers()[0]["origin"], "mcp_json");
+    assert_eq!(ran.mcp_servers()[0]["status"], "started");
+    assert_none_survive(&server_pids(&ran), &[]);
     // A managed policy that keeps MCP to itself: the project's server is not even read.
     sandbox.write(
         "p.yaml",
         "allow_project_mcp: true\nmanaged_mcp_only: true\n",
     );
-    std::fs::remove_dir_all(sandbox.path().join("out")).unwrap();
     let ran = run(&sandbox, &["--policy", "p.yaml"]);
     assert!(
         ran.started().get("mcp_servers").is_none(),
@@ -766,7 +726,12 @@ fn the_npm_everything_server_is_found_through_tool_search_and_called() {
     );
     let ran = run(&sandbox, &[]);
     ran.assert_code(0);
-    assert_eq!(ran.servers()[0]["status"], "started", "{}", ran.started());
+    assert_eq!(
+        ran.mcp_servers()[0]["status"],
+        "started",
+        "{}",
+        ran.started()
+    );
     let found = ran.result("ToolSearch", 0)["content"]
         .as_str()
         .unwrap()
@@ -788,7 +753,7 @@ fn the_npm_everything_server_is_found_through_tool_search_and_called() {
             .contains("hello from tollgate"),
         "{echo}"
     );
-    assert_none_survive(&ran.pids(), &[]);
+    assert_none_survive(&server_pids(&ran), &[]);
 }
 
 /// `tollgate check` and a policy's own `tests:` decide MCP names as a run does, without the
@@ -824,17 +789,11 @@ fn check_and_policy_tests_decide_mcp_names_by_their_rules() {
     assert_eq!(stdout.matches("ok  ").count(), 4, "{stdout}");
 }
 
-/// `tollgate run t.yaml` with `TOLLGATE_TEST_MCP_HEADER` set in the runner's environment.
-fn run_with_token(sandbox: &Sandbox) -> Ran {
-    let output = tollgate_in(sandbox.path())
-        .args(["run", "t.yaml", "--out", "out"])
-        .env("XDG_CONFIG_HOME", sandbox.path().join("config"))
-        .env("TOLLGATE_TEST_MCP_HEADER", "cred-value-9f3k2")
-        .output()
-        .unwrap();
-    let all = transcript(&sandbox.path().join("out/transcript.jsonl"));
-    assert_every_tool_use_answered_once(&all);
-    Ran { output, all }
+/// `tollgate run t.yaml` as `run`, with `TOLLGATE_TEST_MCP_HEADER` set in the runner's
+/// environment.
+fn run_with_token(sandbox: &Sandbox) -> Finished {
+    let isolation = only_our_config().env("TOLLGATE_TEST_MCP_HEADER", "cred-value-9f3k2");
+    run_with(sandbox, &isolation, &[])
 }
 
 /// A hosted server over streamable HTTP (a real HTTP server on 127.0.0.1): reached once a
@@ -885,7 +844,7 @@ fn an_http_server_is_gated_by_domain_rules_found_through_tool_search_and_called(
     );
     let ran = run_with_token(&sandbox);
     ran.assert_code(0);
-    let status = &ran.servers()[0];
+    let status = &ran.mcp_servers()[0];
     assert_eq!(status["status"], "started", "{status}");
     assert_eq!(status["origin"], "user");
     assert_eq!(status["tools"], 3);
@@ -932,9 +891,8 @@ fn an_http_server_is_gated_by_domain_rules_found_through_tool_search_and_called(
             entry("hosted")
         ),
     );
-    std::fs::remove_dir_all(sandbox.path().join("out")).unwrap();
     let ran = run_with_token(&sandbox);
-    let status = &ran.servers()[0];
+    let status = &ran.mcp_servers()[0];
     assert_eq!(status["status"], "failed", "{status}");
     assert!(
         status["error"]
@@ -957,10 +915,9 @@ fn an_http_server_is_gated_by_domain_rules_found_through_tool_search_and_called(
         "config/tollgate/policy.yaml",
         "allow_project_mcp: true\npermissions:\n  allow: ['WebFetch(domain:127.0.0.1)']\n",
     );
-    std::fs::remove_dir_all(sandbox.path().join("out")).unwrap();
     let ran = run_with_token(&sandbox);
     ran.assert_code(0);
-    assert_eq!(ran.servers()[0]["origin"], "task");
+    assert_eq!(ran.mcp_servers()[0]["origin"], "task");
     assert_eq!(
         ran.result("mcp__hosted__secret", 0)["content"],
         "not authorized"

@@ -159,6 +159,6 @@ checks:
             .contains("[REDACTED:anthropic_api_key]")
     );
     // Every line of the offloaded Grep result held two tokens: the count says so.
-    let finished = run.events().pop().unwrap();
+    let finished = run.events().last().unwrap();
     assert!(finished["redactions"].as_u64().unwrap() > 100, "{finished}");
 }

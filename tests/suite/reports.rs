@@ -213,7 +213,7 @@ fn the_quickstart_narrows_fail_on_and_exits_0_with_warnings() {
         run.stdout
             .contains("::warning file=policies/ci-default.yaml,line=14,")
     );
-    let finished = run.events().pop().unwrap();
+    let finished = run.events().last().unwrap();
     assert_eq!(finished["outcome"], "success");
     assert_eq!(
         finished["fail_on"],

@@ -504,7 +504,7 @@ fn nothing_planted_in_git_or_shell_files_runs_on_the_trusted_side() {
         }
         let check = run
             .events()
-            .into_iter()
+            .iter()
             .find(|event| event["type"] == "check_result")
             .unwrap();
         assert_eq!(
@@ -826,7 +826,7 @@ fn a_wrong_read_only_verdict_cannot_write_delete_rename_or_connect() {
     let run = scene.run(&["git diff"], &[]);
     let decision = run
         .events()
-        .into_iter()
+        .iter()
         .find(|event| event["type"] == "permission_decision")
         .unwrap();
     assert_eq!(decision["decision"], "allow", "{decision}");

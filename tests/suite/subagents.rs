@@ -9,7 +9,9 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::support::fake_model::{Api, Block, FakeModel, Reply, Tokens, text, tool, turn};
-use crate::support::{Finished, Run, assert_every_tool_use_answered_once, events};
+use crate::support::{
+    Finished, Run, assert_each_conversation_answers_every_tool_use_once, conversations, events,
+};
 
 const KEY: &str = "sk-subagent-test-key";
 
@@ -86,24 +88,10 @@ fn id_of(run: &Finished, reply: usize, index: usize) -> String {
         .to_string()
 }
 
-/// S2 within each conversation: the run's own and every sub-agent's (a sub-agent's calls are
-/// answered before the Agent call that started it).
+/// The run had a sub-agent, and S2 holds within each conversation.
 fn every_conversation_answers_each_call_once(all: &[Value]) {
-    let mut agents: Vec<&Value> = Vec::new();
-    for event in all {
-        if !agents.contains(&&event["agent_id"]) {
-            agents.push(&event["agent_id"]);
-        }
-    }
-    assert!(agents.len() > 1, "no sub-agent events");
-    for agent in agents {
-        let own: Vec<Value> = all
-            .iter()
-            .filter(|event| event["agent_id"] == *agent)
-            .cloned()
-            .collect();
-        assert_every_tool_use_answered_once(&own);
-    }
+    assert!(conversations(all).len() > 1, "no sub-agent events");
+    assert_each_conversation_answers_every_tool_use_once(all);
 }
 
 #[tokio::test]
@@ -197,7 +185,7 @@ async fn an_explore_subagent_is_not_offered_write_and_its_forged_writes_are_refu
         .collect();
     assert_eq!(denied.len(), 3);
     assert!(denied.iter().all(|e| e["step"] == "0"));
-    every_conversation_answers_each_call_once(&run.events());
+    every_conversation_answers_each_call_once(run.events());
     let finished = run.finished();
     assert_eq!(finished["turns"], 2, "the run's own turns");
     assert_eq!(finished["denials"], 3);
@@ -455,7 +443,7 @@ async fn the_cost_limit_applies_to_the_sum_and_a_subagent_reaching_it_stops_the_
             .unwrap()
             .starts_with("The explore sub-agent stopped: stopped before a request")
     );
-    every_conversation_answers_each_call_once(&run.events());
+    every_conversation_answers_each_call_once(run.events());
 }
 
 /// The shipped example runs offline as its comment says.
@@ -466,10 +454,10 @@ fn the_subagents_example_runs_as_documented() {
         crate::support::runs::run_task(&sandbox.path().join("examples/subagents.yaml"), &[], &[]);
     assert_eq!(finished.code, 0, "{}", finished.stderr);
     let all = finished.events();
-    let started = events(&all, "subagent_started");
+    let started = events(all, "subagent_started");
     assert_eq!(started.len(), 1);
     assert_eq!(started[0]["subagent_type"], "explore");
-    let refused: Vec<&Value> = events(&all, "permission_decision")
+    let refused: Vec<&Value> = events(all, "permission_decision")
         .into_iter()
         .filter(|e| e["decision"] == "deny")
         .collect();
@@ -482,7 +470,7 @@ fn the_subagents_example_runs_as_documented() {
             .join("examples/quickstart/build/output.txt")
             .exists()
     );
-    let skill = events(&all, "tool_result")
+    let skill = events(all, "tool_result")
         .into_iter()
         .find(|e| e["tool"] == "Skill")
         .unwrap();

@@ -5,11 +5,16 @@
 //!   it through this (or through what is built on it below).
 //! - a run of a task: `Run::new().file(..).task(..).policy(..).model(&server)`, then
 //!   `.finish()` (or `.finish_async().await` beside a fake server) gives a `Finished`: exit
-//!   code, stdout, stderr, the workspace and output folders, and assertions on the transcript
-//!   (`events`, `of_type`, `finished`, `assert_every_tool_use_answered_once`) and the reports
-//!   (`read`, `json`, `junit`). `runs::run_task` is that run as GitHub Actions does it.
+//!   code (`assert_code`), stdout, stderr, the workspace and output folders, the transcript
+//!   (`events`, `of_type`, `started`, `finished`, `result(tool, nth)`, `request_tools(turn)`),
+//!   its invariant (`assert_every_tool_use_answered_once`, per conversation with sub-agents)
+//!   and the reports (`read`, `json`, `junit`). `runs::run_task` is that run as GitHub
+//!   Actions does it.
 //! - a shell-like folder: `Sandbox` holds files for commands other than a plain run
-//!   (`check`, `batch`, several runs in one folder) and runs `tollgate ARGS` in it.
+//!   (`check`, `batch`, several runs in one folder) and runs `tollgate ARGS` in it;
+//!   `sandbox.run(&isolation, args)` runs its `t.yaml` and gives the same `Finished`.
+//! - which configuration a command sees: `Isolation` names the user's policy folder, the
+//!   managed folder, `HOME` and other variables, each inside the folder the command runs in.
 //! - waiting on a run in the background: `poll_until(within, find)` and `wait_for_text`.
 //! - the fake servers: `fake_model` (Anthropic and OpenAI over HTTP/SSE, `model_block` for a
 //!   task), `fake_forge`, `mcp_http` (an MCP server over streamable HTTP); `browser` for the HTML reports; `bash` for the analyser's tables.
@@ -28,7 +33,7 @@ use std::process::Output;
 use serde_json::Value;
 
 pub mod runs;
-pub use runs::{Finished, Run, poll_until, tollgate_in, wait_for_text};
+pub use runs::{Finished, Isolation, Run, poll_until, tollgate_in, wait_for_text};
 
 /// The repository root, where `examples/` and `policies/` live.
 pub fn repo_root() -> PathBuf {
@@ -69,7 +74,25 @@ impl Sandbox {
 
     /// Runs `tollgate ARGS` with the sandbox as the current folder.
     pub fn tollgate(&self, args: &[&str]) -> Output {
-        tollgate_in(self.path()).args(args).output().unwrap()
+        self.tollgate_with(&Isolation::new(), args)
+    }
+
+    /// As `tollgate`, seeing only the configuration `isolation` names.
+    pub fn tollgate_with(&self, isolation: &Isolation, args: &[&str]) -> Output {
+        isolation.command(self.path()).args(args).output().unwrap()
+    }
+
+    /// `tollgate run t.yaml --out out ARGS`, as `tollgate_with`. A previous run's `out/` is
+    /// removed first, so what the transcript holds is this run's.
+    pub fn run(&self, isolation: &Isolation, args: &[&str]) -> Finished {
+        let _ = std::fs::remove_dir_all(self.path().join("out"));
+        let output = isolation
+            .command(self.path())
+            .args(["run", "t.yaml", "--out", "out"])
+            .args(args)
+            .output()
+            .unwrap();
+        Finished::new(output, self.path().to_path_buf(), None)
     }
 }
 
@@ -114,6 +137,34 @@ pub fn assert_every_tool_use_answered_once(all: &[Value]) {
         seen.values().all(|count| *count == 1),
         "a tool_use was answered twice: {seen:?}"
     );
+}
+
+/// The transcript's conversations in order of appearance, each with its events: the run's
+/// own and each sub-agent's (an event carries the `agent_id` of the one it belongs to).
+pub fn conversations(all: &[Value]) -> Vec<Vec<Value>> {
+    let mut agents: Vec<&Value> = Vec::new();
+    for event in all {
+        if !agents.contains(&&event["agent_id"]) {
+            agents.push(&event["agent_id"]);
+        }
+    }
+    agents
+        .into_iter()
+        .map(|agent| {
+            all.iter()
+                .filter(|event| event["agent_id"] == *agent)
+                .cloned()
+                .collect()
+        })
+        .collect()
+}
+
+/// S2 within each conversation: the run's own and each sub-agent's (a sub-agent's calls are
+/// answered before the Agent call that started it, so they are checked apart).
+pub fn assert_each_conversation_answers_every_tool_use_once(all: &[Value]) {
+    for conversation in conversations(all) {
+        assert_every_tool_use_answered_once(&conversation);
+    }
 }
 
 /// A parsed JUnit report: (tests, failures) of the first suite, and its properties.

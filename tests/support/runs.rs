@@ -1,6 +1,7 @@
-//! Running the real `tollgate` binary: `tollgate_in` for any command line, `Run` to build a
-//! run of a task in a scratch folder, `Finished` for what it left behind, and `poll_until`
-//! for a test that waits on a run in the background.
+//! Running the real `tollgate` binary: `tollgate_in` for any command line, `Isolation` for
+//! which of the operator's configuration it sees, `Run` to build a run of a task in a scratch
+//! folder, `Finished` for what a run left behind, and `poll_until` for a test that waits on a
+//! run in the background.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -36,6 +37,77 @@ pub fn tollgate_in(dir: impl AsRef<Path>) -> Command {
         command.env_remove(name);
     }
     command
+}
+
+/// Which of the operator's configuration a command sees, each folder named inside the folder
+/// it runs in: the user's policy folder, the managed policy folder, `HOME`, and other
+/// variables. What it does not name stays as `tollgate_in` leaves it (the machine's).
+///
+/// ```ignore
+/// let only_ours = Isolation::new().user_config("config").managed("etc");
+/// let ran = sandbox.run(&only_ours, &["--policy", "p.yaml"]);
+/// ```
+#[derive(Clone, Default)]
+pub struct Isolation {
+    /// As `XDG_CONFIG_HOME`: the user's policy is its `tollgate/policy.yaml`.
+    user_config: Option<PathBuf>,
+    /// As `TOLLGATE_MANAGED_DIR`, in place of `/etc/tollgate`.
+    managed: Option<PathBuf>,
+    home: Option<PathBuf>,
+    /// Set last, so a test's own value of a variable above wins.
+    env: Vec<(OsString, OsString)>,
+}
+
+impl Isolation {
+    pub fn new() -> Isolation {
+        Isolation::default()
+    }
+
+    /// The user's policy folder is `relative/tollgate/`.
+    pub fn user_config(mut self, relative: &str) -> Isolation {
+        self.user_config = Some(relative.into());
+        self
+    }
+
+    /// The managed policy is what `relative/` holds (nothing, unless the test writes there).
+    pub fn managed(mut self, relative: &str) -> Isolation {
+        self.managed = Some(relative.into());
+        self
+    }
+
+    /// `HOME` is `relative/`. Without `user_config`, the machine's `XDG_CONFIG_HOME` is unset
+    /// too, so the user's policy folder is the home's `.config/tollgate/`.
+    pub fn home(mut self, relative: &str) -> Isolation {
+        self.home = Some(relative.into());
+        self
+    }
+
+    pub fn env(mut self, name: &str, value: impl AsRef<OsStr>) -> Isolation {
+        self.env.push((name.into(), value.as_ref().to_os_string()));
+        self
+    }
+
+    /// `tollgate_in(dir)` seeing only the configuration this names.
+    pub fn command(&self, dir: &Path) -> Command {
+        let mut command = tollgate_in(dir);
+        if let Some(home) = &self.home {
+            command.env("HOME", dir.join(home));
+        }
+        match (&self.user_config, &self.home) {
+            (Some(config), _) => {
+                command.env("XDG_CONFIG_HOME", dir.join(config));
+            }
+            (None, Some(_)) => {
+                command.env_remove("XDG_CONFIG_HOME");
+            }
+            (None, None) => {}
+        }
+        if let Some(managed) = &self.managed {
+            command.env("TOLLGATE_MANAGED_DIR", dir.join(managed));
+        }
+        command.envs(self.env.iter().map(|(name, value)| (name, value)));
+        command
+    }
 }
 
 /// Calls `find` every 20 ms until it finds something, for at most `within`: how a test waits
@@ -89,7 +161,7 @@ pub struct Run {
     /// `None`: no task file, the prompt comes from the arguments (`-p`).
     task: Option<PathBuf>,
     args: Vec<OsString>,
-    env: Vec<(OsString, OsString)>,
+    isolation: Isolation,
 }
 
 impl Default for Run {
@@ -102,11 +174,10 @@ impl Run {
     pub fn new() -> Run {
         let scratch = tempfile::tempdir().unwrap();
         std::fs::create_dir(scratch.path().join("ws")).unwrap();
-        let managed = scratch.path().join("etc");
         Run {
             task: Some(scratch.path().join("task.yaml")),
             args: Vec::new(),
-            env: vec![("TOLLGATE_MANAGED_DIR".into(), managed.into())],
+            isolation: Isolation::new().managed("etc"),
             scratch,
         }
     }
@@ -171,7 +242,7 @@ impl Run {
     }
 
     pub fn env(mut self, name: &str, value: impl AsRef<OsStr>) -> Run {
-        self.env.push((name.into(), value.as_ref().to_os_string()));
+        self.isolation = self.isolation.env(name, value);
         self
     }
 
@@ -196,20 +267,48 @@ impl Run {
     }
 
     fn command(&self) -> Command {
-        let mut command = tollgate_in(self.dir());
+        let mut command = self.isolation.command(self.dir());
         command
             .arg("run")
             .args(&self.task)
             .arg("--out")
             .arg(self.dir().join("out"))
             .args(&self.args)
-            .envs(self.env.iter().map(|(name, value)| (name, value)))
             .stdin(Stdio::null());
         command
     }
 
     fn finished(self, output: Output) -> Finished {
         let dir = self.dir().to_path_buf();
+        Finished::new(output, dir, Some(self.scratch))
+    }
+}
+
+/// What one `tollgate run` left behind, in the folder it ran in: a `Run`'s scratch folder or
+/// a `Sandbox` (`Sandbox::run`).
+pub struct Finished {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    /// The scratch folder the run was in, `ws` its workspace, `out` its output folder.
+    pub dir: PathBuf,
+    pub ws: PathBuf,
+    pub out: PathBuf,
+    pub step_summary: String,
+    pub github_output: String,
+    /// The transcript's events, `None` when the run wrote none.
+    events: Option<Vec<Value>>,
+    /// Keeps a `Run`'s scratch folder until the test ends (a sandbox keeps its own).
+    _scratch: Option<tempfile::TempDir>,
+}
+
+impl Finished {
+    /// What the run that ended with `output` left in `dir` (its output in `dir/out/`).
+    pub(super) fn new(
+        output: Output,
+        dir: PathBuf,
+        scratch: Option<tempfile::TempDir>,
+    ) -> Finished {
         // Written only under `github_actions`.
         let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
         let out = dir.join("out");
@@ -224,29 +323,16 @@ impl Run {
             step_summary: read("step_summary.md"),
             github_output: read("github_output"),
             dir,
-            _scratch: self.scratch,
+            _scratch: scratch,
         }
     }
-}
 
-/// What one `tollgate run` left behind.
-pub struct Finished {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
-    /// The scratch folder the run was in, `ws` its workspace, `out` its output folder.
-    pub dir: PathBuf,
-    pub ws: PathBuf,
-    pub out: PathBuf,
-    pub step_summary: String,
-    pub github_output: String,
-    /// The transcript's events, `None` when the run wrote none.
-    events: Option<Vec<Value>>,
-    /// Keeps the scratch folder until the test ends.
-    _scratch: tempfile::TempDir,
-}
+    /// The exit code is `code`; the run's stderr says why not.
+    #[track_caller]
+    pub fn assert_code(&self, code: i32) {
+        assert_eq!(self.code, code, "{}", self.stderr);
+    }
 
-impl Finished {
     /// A file of the output folder.
     pub fn read(&self, name: &str) -> String {
         std::fs::read_to_string(self.out.join(name)).unwrap_or_else(|err| {
@@ -266,24 +352,63 @@ impl Finished {
     }
 
     /// The transcript's events; a run that wrote none fails the test here.
-    pub fn events(&self) -> Vec<Value> {
-        self.all().to_vec()
-    }
-
-    /// The events of type `kind`.
-    pub fn of_type(&self, kind: &str) -> Vec<&Value> {
-        super::events(self.all(), kind)
-    }
-
-    fn all(&self) -> &[Value] {
+    pub fn events(&self) -> &[Value] {
         self.events
             .as_deref()
             .unwrap_or_else(|| panic!("no transcript\nstderr: {}", self.stderr))
     }
 
+    /// The events of type `kind`.
+    pub fn of_type(&self, kind: &str) -> Vec<&Value> {
+        super::events(self.events(), kind)
+    }
+
+    /// The `run_started` event.
+    pub fn started(&self) -> &Value {
+        self.of_type("run_started")[0]
+    }
+
     /// The `run_finished` event.
     pub fn finished(&self) -> &Value {
         self.of_type("run_finished")[0]
+    }
+
+    /// The MCP servers `run_started` lists.
+    pub fn mcp_servers(&self) -> &Vec<Value> {
+        self.started()["mcp_servers"].as_array().unwrap()
+    }
+
+    /// The policy's warnings `run_started` lists, as one JSON text to search.
+    pub fn policy_warnings(&self) -> String {
+        self.started()["policy"]["warnings"].to_string()
+    }
+
+    /// The `tool_result` of the `nth` call of `tool` (from 0).
+    #[track_caller]
+    pub fn result(&self, tool: &str, nth: usize) -> &Value {
+        self.of_type("tool_result")
+            .into_iter()
+            .filter(|result| result["tool"] == tool)
+            .nth(nth)
+            .unwrap_or_else(|| panic!("no result {nth} of {tool}: {:#?}", self.events()))
+    }
+
+    /// The text of that result (empty when its content is not text).
+    #[track_caller]
+    pub fn result_text(&self, tool: &str, nth: usize) -> &str {
+        self.result(tool, nth)["content"]
+            .as_str()
+            .unwrap_or_default()
+    }
+
+    /// The names of the tools the model was offered in request `turn` (from 0).
+    pub fn request_tools(&self, turn: usize) -> Vec<String> {
+        self.of_type("model_request")[turn]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|name| name.as_str().unwrap().to_string())
+            .collect()
     }
 
     /// Each `api_retry`'s (category, status).
@@ -299,7 +424,13 @@ impl Finished {
     }
 
     pub fn assert_every_tool_use_answered_once(&self) {
-        super::assert_every_tool_use_answered_once(self.all());
+        super::assert_every_tool_use_answered_once(self.events());
+    }
+
+    /// As `assert_every_tool_use_answered_once`, within each conversation: the run's own and
+    /// each sub-agent's.
+    pub fn assert_each_conversation_answers_every_tool_use_once(&self) {
+        super::assert_each_conversation_answers_every_tool_use_once(self.events());
     }
 }
 
