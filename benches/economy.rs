@@ -337,4 +337,10 @@ async fn main() {
         .map(|b| b.to_string().len().to_string())
         .collect();
     println!("10 calls, each request's bytes: {}", sizes.join(", "));
+    // `ECONOMY_DUMP=FILE`: the 10-call run's last request, to see where its bytes go.
+    if let Ok(path) = std::env::var("ECONOMY_DUMP")
+        && let Some(last) = ten.last()
+    {
+        std::fs::write(path, serde_json::to_string_pretty(last).unwrap()).unwrap();
+    }
 }

@@ -1,5 +1,5 @@
-//! The system prompt tollgate sends: its own, short, one purpose per part (the README's
-//! "System prompt" section measures each). Built once per run, so it never moves between
+//! The system prompt tollgate sends: its own, short, one purpose per part (docs/tools.md's
+//! "The system prompt" measures each). Built once per run, so it never moves between
 //! requests and stays in the cached prefix.
 
 use std::path::Path;
@@ -17,8 +17,8 @@ pub fn parts(
     let mut parts = vec![
         (
             "role",
-            "You are a coding agent run by tollgate, unattended, in a CI job. \
-             Nobody is present to answer questions or approve actions."
+            "You are a coding agent run by tollgate in a CI job, unattended: nobody can answer \
+             questions or approve actions."
                 .to_string(),
         ),
         (
@@ -31,22 +31,16 @@ pub fn parts(
         (
             "permissions",
             format!(
-                "Permission mode: {mode} ({}). Every tool call passes a permission policy; a refused call \
-                 comes back as an error result starting \"Permission denied:\" that says why. \
-                 Do not repeat a refused call: find an allowed way, or stop and explain what you could not do.",
+                "Permission mode: {mode} ({}). A refused call returns an error starting \
+                 \"Permission denied:\" with the reason; do not repeat it: find an allowed way, or \
+                 stop and say what you could not do.",
                 mode_meaning(mode)
             ),
         ),
         (
             "tools",
-            "Read, Glob and Grep over Bash to read and search files: they are allowed where a shell \
-             command may be refused. In Bash, quote paths that hold spaces or special characters."
-                .to_string(),
-        ),
-        (
-            "offload",
-            "A long tool result is saved to a file and shown as its start and end with the path: \
-             Read that file with offset/limit or Grep it rather than running the command again."
+            "Prefer Read, Glob and Grep to Bash for reading and searching: they are allowed where a \
+             shell command may be refused. In Bash, quote paths with spaces or special characters."
                 .to_string(),
         ),
         (

@@ -105,7 +105,7 @@ impl ResultStore {
         let (head, tail) = preview(content, total, max_chars);
         let note = match &written {
             Ok(()) => format!(
-                "[output too large: {total} characters; the full text is in {} — Read it with offset/limit or Grep it]",
+                "[output too large: {total} characters; the full text is in {} — Read it with offset/limit or Grep it instead of running the command again]",
                 path.display()
             ),
             Err(err) => format!(

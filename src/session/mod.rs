@@ -31,8 +31,9 @@ use crate::model::{
     ProviderConfig, ProviderError, ScriptedTurns,
 };
 use crate::policy::{
-    AuthorityError, PermissionMode, Policy, PolicySource, RuleError, RuleKind, RuleRef, RuleSet,
-    SelfTestOutcome, SourceKind, ToolName, Workspace, merge_auto_mode, run_self_tests,
+    AuthorityError, Hook, HookEvent, PermissionMode, Policy, PolicySource, RuleError, RuleKind,
+    RuleRef, RuleSet, SelfTestOutcome, SourceKind, ToolName, Workspace, merge_auto_mode,
+    run_self_tests,
 };
 use crate::redact::Redactor;
 use crate::sandbox::{self, SandboxError, SandboxSpec};
@@ -263,11 +264,16 @@ fn assemble_checked(
 
     // What the plugins and agent files said that is not applied, for `run_started`.
     let mut extensions = plugins.notices.clone();
-    // The pool a model sees: the task's tools less those a whole-tool deny rule removes (S1).
+    let hooks = hooks_in_force(&sources);
+    let web_fetch_may_run = web_fetch_may_run(mode, &rules, &hooks.in_force);
+    // The pool a model sees: the task's tools less those a whole-tool deny rule removes (S1),
+    // and, from the default set, WebFetch where no call of it could run: offering it costs
+    // ToolSearch and the deferred catalogue in every request for nothing (S7).
     let tools = task
         .tools
         .iter()
         .filter(|name| rules.whole_tool(RuleKind::Deny, name).is_none())
+        .filter(|name| task.tools_named || **name != ToolName::WebFetch || web_fetch_may_run)
         .map(|name| match name {
             ToolName::Skill => skill_tool(&workspace, &task.skills, &plugins),
             ToolName::Agent => agent_tool(&workspace, &task.agents, &plugins, &mut extensions),
@@ -275,7 +281,6 @@ fn assemble_checked(
         })
         .filter_map(Result::transpose)
         .collect::<Result<_, _>>()?;
-    let hooks = hooks_in_force(&sources);
     let mcp = mcp_in_force(&sources, &task, &workspace.workdir)?;
     redactor.add_env_names(&crate::mcp::header_variables(&mcp));
     let mut policy_summary = policy_summary(&sources, &rules, &hooks, directories);
@@ -438,6 +443,29 @@ fn agent_tool(
     notices.extend(found.notices);
     let tool = crate::tools::AgentTool::with_agents(found.agents);
     Ok(Some(Arc::new(tool) as Arc<dyn crate::tools::Tool>))
+}
+
+/// Whether some WebFetch call could be allowed: an allow rule names it (a domain's or the
+/// whole tool's), the mode can allow without a rule (`bypassPermissions`, or `auto`'s
+/// classifier), or a PreToolUse hook that runs for it may answer allow. In every other mode
+/// a call no rule allows is asked, and unattended an ask is a refusal.
+fn web_fetch_may_run(mode: PermissionMode, rules: &RuleSet, hooks: &[Hook]) -> bool {
+    let name = ToolName::WebFetch;
+    matches!(
+        mode,
+        PermissionMode::BypassPermissions | PermissionMode::Auto
+    ) || rules
+        .rules()
+        .iter()
+        .any(|rule| rule.kind == RuleKind::Allow && rule.tool.covers(&name))
+        || hooks.iter().any(|hook| {
+            hook.spec.event == HookEvent::PreToolUse
+                && hook
+                    .spec
+                    .matcher
+                    .as_ref()
+                    .is_none_or(|matcher| matcher.matches(&name.to_string()))
+        })
 }
 
 /// The Skill tool over the workdir's `skills/`, the task's `skills:` paths and the plugins'

@@ -494,6 +494,9 @@ pub struct Task {
     /// Where `workdir:` is written (line, column), for an error about the folder.
     pub workdir_at: Option<(u64, u64)>,
     pub tools: Vec<ToolName>,
+    /// Whether `tools:` was written: a task that names its tools gets each of them, while
+    /// the default set leaves out a tool no call of which could be allowed.
+    pub tools_named: bool,
     pub limits: Limits,
     pub checks: Vec<Check>,
     /// What turns into a non-zero exit; `--fail-on` overrides it.
@@ -585,6 +588,7 @@ impl Task {
             ));
         }
         let (model, script) = model_spec(raw.model, &at)?;
+        let tools_named = raw.tools.is_some();
         let tools = match raw.tools {
             None => default_tools(),
             Some(names) => names
@@ -791,6 +795,7 @@ impl Task {
                 .map(|w| (w.referenced.line(), w.referenced.column())),
             workdir: raw.workdir.map(|w| normalize_lexically(&dir.join(w.value))),
             tools,
+            tools_named,
             limits,
             checks,
             fail_on: raw.fail_on.map(FailOnSet::from_iter).unwrap_or_default(),

@@ -32,6 +32,8 @@ struct BashInput {
     command: String,
     /// Milliseconds.
     timeout: Option<u64>,
+    /// Claude Code's schema has it and models trained there send it: accepted, not offered
+    /// (its definition would cost bytes in every request for words nothing reads).
     description: Option<String>,
 }
 
@@ -43,19 +45,15 @@ impl Tool for BashTool {
     }
 
     fn description(&self) -> Cow<'static, str> {
-        Cow::Borrowed(
-            "Runs a shell command with bash in the workdir and returns its output and exit code. \
-             Commands run unattended: anything the permission policy does not allow is refused.",
-        )
+        Cow::Borrowed("Runs a command with bash in the workdir; returns its output and exit code.")
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "command": {"type": "string", "description": "The command to run"},
-                "timeout": {"type": "integer", "minimum": 1, "maximum": 600000, "description": "Timeout in milliseconds"},
-                "description": {"type": "string", "description": "What the command does, in a few words"}
+                "command": {"type": "string"},
+                "timeout": {"type": "integer", "minimum": 1, "maximum": 600000, "description": "Timeout in milliseconds"}
             },
             "required": ["command"]
         })

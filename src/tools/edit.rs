@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::{check_file_access, resolve_path};
+use super::path::{check_file_access, resolve_path, shown};
 use super::regular_file::{self, RegularFileError};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
 use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
@@ -38,9 +38,9 @@ impl Tool for EditTool {
         json!({
             "type": "object",
             "properties": {
-                "file_path": {"type": "string", "description": "Path to the file"},
+                "file_path": {"type": "string"},
                 "old_string": {"type": "string", "description": "Exact text to replace"},
-                "new_string": {"type": "string", "description": "Replacement text"},
+                "new_string": {"type": "string"},
                 "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)"}
             },
             "required": ["file_path", "old_string", "new_string"]
@@ -98,7 +98,7 @@ impl ToolInput for EditInput {
             ctx.files.record(&path);
             Ok(ToolOutput::new(format!(
                 "Edited {}: {} replacement{}",
-                path.display(),
+                shown(&path, &ctx.workspace.workdir),
                 updated.replacements,
                 if updated.replacements == 1 { "" } else { "s" }
             )))

@@ -6,7 +6,7 @@ use globset::GlobBuilder;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::{check_file_access, resolve_path};
+use super::path::{check_file_access, resolve_path, shown};
 use super::walk::files_under;
 use super::{
     InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input,
@@ -31,7 +31,7 @@ impl Tool for GlobTool {
 
     fn description(&self) -> Cow<'static, str> {
         Cow::Borrowed(
-            "Lists files matching a glob pattern (e.g. `src/**/*.rs`) relative to path (default: the workdir). Honours .gitignore; sorted by path.",
+            "Lists files matching a glob pattern, e.g. `src/**/*.rs`. Honours .gitignore; sorted by path.",
         )
     }
 
@@ -108,9 +108,11 @@ impl ToolInput for PreparedGlob {
             let matches: Vec<String> = files
                 .iter()
                 .filter(|path| ctx.may_read(&ToolName::Glob, path))
-                .filter_map(|path| path.strip_prefix(&base).ok())
-                .filter(|relative| matcher.is_match(relative))
-                .map(|relative| relative.display().to_string())
+                .filter(|path| {
+                    path.strip_prefix(&base)
+                        .is_ok_and(|relative| matcher.is_match(relative))
+                })
+                .map(|path| shown(path, &ctx.workspace.workdir))
                 .collect();
             if matches.is_empty() {
                 return Ok(ToolOutput::new(format!(

@@ -11,7 +11,7 @@ use grep_searcher::{BinaryDetection, SearcherBuilder};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::{check_file_access, resolve_path};
+use super::path::{check_file_access, resolve_path, shown};
 use super::regular_file;
 use super::walk::files_under;
 use super::{
@@ -55,8 +55,8 @@ impl Tool for GrepTool {
 
     fn description(&self) -> Cow<'static, str> {
         Cow::Borrowed(
-            "Searches file contents with a regular expression (Rust regex syntax) below path (default: the workdir). \
-         output_mode: files_with_matches (default), content (matching lines), or count. Honours .gitignore.",
+            "Searches file contents with a regular expression (Rust regex syntax). output_mode: \
+             files_with_matches (default), content or count. Honours .gitignore.",
         )
     }
 
@@ -64,9 +64,9 @@ impl Tool for GrepTool {
         json!({
             "type": "object",
             "properties": {
-                "pattern": {"type": "string", "description": "Regular expression"},
+                "pattern": {"type": "string"},
                 "path": {"type": "string", "description": "File or folder to search (default: the workdir)"},
-                "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.rs`"},
+                "glob": {"type": "string", "description": "Only files matching this glob, e.g. `*.rs`"},
                 "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"]},
                 "-i": {"type": "boolean", "description": "Case-insensitive"},
                 "-n": {"type": "boolean", "description": "Line numbers in content mode (default true)"},
@@ -130,12 +130,13 @@ impl ToolInput for GrepInput {
                     .map_err(|err| ToolError::Failed(err.to_string()))?;
             }
             let screen = ctx.clone();
+            let workdir = ctx.workspace.workdir.clone();
             tokio::task::spawn_blocking(move || {
                 let files = files_under(&base)
                     .into_iter()
                     .filter(|path| screen.may_read(&ToolName::Grep, path))
                     .collect();
-                search(&grep, &base, files)
+                search(&grep, &base, &workdir, files)
             })
             .await
             .map_err(|err| ToolError::Failed(format!("the search failed: {err}")))?
@@ -158,8 +159,14 @@ fn compile_glob(glob: &str) -> Result<globset::GlobMatcher, ToolError> {
         .map_err(|err| ToolError::Invalid(format!("invalid glob `{glob}`: {}", err.kind())))
 }
 
-/// Searches `files` (found below `base`, already screened by the policy).
-fn search(grep: &GrepInput, base: &Path, files: Vec<PathBuf>) -> Result<ToolOutput, ToolError> {
+/// Searches `files` (found below `base`, already screened by the policy); names them as
+/// [`shown`] does.
+fn search(
+    grep: &GrepInput,
+    base: &Path,
+    workdir: &Path,
+    files: Vec<PathBuf>,
+) -> Result<ToolOutput, ToolError> {
     let matcher = matcher(grep)?;
     let filter = grep.glob.as_deref().map(compile_glob).transpose()?;
     let mut searcher = SearcherBuilder::new()
@@ -178,11 +185,7 @@ fn search(grep: &GrepInput, base: &Path, files: Vec<PathBuf>) -> Result<ToolOutp
                 continue;
             }
         }
-        let shown = if relative.as_os_str().is_empty() {
-            path.display().to_string()
-        } else {
-            relative.display().to_string()
-        };
+        let name = shown(&path, workdir);
         let mut hits: Vec<(u64, String)> = Vec::new();
         let sink = UTF8(|number, line| {
             hits.push((number, line.trim_end_matches(['\n', '\r']).to_string()));
@@ -199,19 +202,19 @@ fn search(grep: &GrepInput, base: &Path, files: Vec<PathBuf>) -> Result<ToolOutp
         match grep.output_mode {
             OutputMode::FilesWithMatches => {
                 total += 1;
-                lines.push(shown);
+                lines.push(name);
             }
             OutputMode::Count => {
                 total += 1;
-                lines.push(format!("{shown}:{}", hits.len()));
+                lines.push(format!("{name}:{}", hits.len()));
             }
             OutputMode::Content => {
                 total += hits.len();
                 lines.extend(hits.into_iter().map(|(number, line)| {
                     if show_numbers {
-                        format!("{shown}:{number}:{line}")
+                        format!("{name}:{number}:{line}")
                     } else {
-                        format!("{shown}:{line}")
+                        format!("{name}:{line}")
                     }
                 }));
             }
@@ -306,7 +309,34 @@ mod tests {
 
     fn grep(input: Value, base: &Path) -> String {
         let grep: GrepInput = serde_json::from_value(input).unwrap();
-        search(&grep, base, files_under(base)).unwrap().content
+        search(&grep, base, base, files_under(base))
+            .unwrap()
+            .content
+    }
+
+    #[test]
+    fn matches_below_a_folder_or_in_one_file_are_named_as_the_model_would_pass_them_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join("src")).unwrap();
+        std::fs::write(root.join("src/a.rs"), "fn main() {}\n").unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::write(elsewhere.path().join("c.rs"), "fn c() {}\n").unwrap();
+        let run = |base: &Path, mode: &str| {
+            let grep: GrepInput =
+                serde_json::from_value(json!({"pattern": "fn", "output_mode": mode})).unwrap();
+            search(&grep, base, root, files_under(base))
+                .unwrap()
+                .content
+        };
+        let src = root.join("src");
+        assert_eq!(run(&src, "files_with_matches"), "src/a.rs");
+        assert_eq!(run(&src.join("a.rs"), "content"), "src/a.rs:1:fn main() {}");
+        let outside = elsewhere.path().join("c.rs");
+        assert_eq!(
+            run(elsewhere.path(), "count"),
+            format!("{}:1", outside.display())
+        );
     }
 
     #[test]

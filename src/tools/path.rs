@@ -88,6 +88,16 @@ pub fn resolve_path(raw: &str, workdir: &Path, home: Option<&Path>) -> PathBuf {
     resolve_symlinks_below(&normalize_lexically(&joined), &[workdir])
 }
 
+/// How a tool's result names `path`: relative to the workdir when inside it, so it reads as
+/// the model may pass it back (relative paths resolve against the workdir) and costs no
+/// repeated prefix; absolute otherwise, and for the workdir itself.
+pub fn shown(path: &Path, workdir: &Path) -> String {
+    match path.strip_prefix(workdir) {
+        Ok(relative) if !relative.as_os_str().is_empty() => relative.display().to_string(),
+        _ => path.display().to_string(),
+    }
+}
+
 /// [`resolve_symlinks`] for a path that may lie below folders known to be canonical (the
 /// workspace's roots, canonical from the run's start): only the components under the root are
 /// looked at — the gate resolves a path for nearly every call it decides.

@@ -36,8 +36,8 @@ impl Tool for ReadTool {
 
     fn description(&self) -> Cow<'static, str> {
         Cow::Borrowed(
-            "Reads a text file in the workspace and returns its lines numbered like `cat -n`. \
-         Use offset (1-based line) and limit for large files. Binary files are refused.",
+            "Reads a text file; returns its lines numbered like `cat -n`. Use offset and limit for \
+             large files. Binary files are refused.",
         )
     }
 
@@ -45,7 +45,7 @@ impl Tool for ReadTool {
         json!({
             "type": "object",
             "properties": {
-                "file_path": {"type": "string", "description": "Path to the file"},
+                "file_path": {"type": "string"},
                 "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)"},
                 "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read (default 2000)"}
             },

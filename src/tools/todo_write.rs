@@ -28,9 +28,9 @@ impl Tool for TodoWriteTool {
 
     fn description(&self) -> Cow<'static, str> {
         Cow::Borrowed(
-            "Replaces your todo list for this task (send the whole list each time). Use it for work of three or more steps: \
-             mark one item in_progress before you start it and completed as soon as it is done. \
-             The list is shown back to you in <system-reminder> blocks; it runs nothing.",
+            "Replaces your todo list (send the whole list). For work of three or more steps: mark an \
+             item in_progress before starting it, completed once done. It runs nothing; the list \
+             comes back in <system-reminder> blocks.",
         )
     }
 
@@ -43,9 +43,9 @@ impl Tool for TodoWriteTool {
                     "items": {
                         "type": "object",
                         "properties": {
-                            "content": {"type": "string", "minLength": 1, "description": "What to do, imperative: \"Run the tests\""},
+                            "content": {"type": "string", "minLength": 1, "description": "Imperative: \"Run the tests\""},
                             "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
-                            "activeForm": {"type": "string", "minLength": 1, "description": "Shown while in progress: \"Running the tests\""}
+                            "activeForm": {"type": "string", "minLength": 1, "description": "While in progress: \"Running the tests\""}
                         },
                         "required": ["content", "status", "activeForm"]
                     }

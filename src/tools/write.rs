@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::{check_file_access, resolve_path};
+use super::path::{check_file_access, resolve_path, shown};
 use super::regular_file;
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
 use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
@@ -35,8 +35,8 @@ impl Tool for WriteTool {
         json!({
             "type": "object",
             "properties": {
-                "file_path": {"type": "string", "description": "Path to the file"},
-                "content": {"type": "string", "description": "The whole new content"}
+                "file_path": {"type": "string"},
+                "content": {"type": "string"}
             },
             "required": ["file_path", "content"]
         })
@@ -75,7 +75,7 @@ impl ToolInput for WriteInput {
             let verb = if existed { "Replaced" } else { "Created" };
             Ok(ToolOutput::new(format!(
                 "{verb} {} ({} bytes)",
-                path.display(),
+                shown(&path, &ctx.workspace.workdir),
                 write.content.len()
             )))
         })

@@ -509,3 +509,74 @@ async fn the_first_request_and_the_reminders_stay_within_their_budget() {
         problems.join("\n")
     );
 }
+
+/// A task without `tools:` is offered WebFetch (deferred, so with ToolSearch and a line of
+/// the system prompt) only where some call of it could run: an allow rule, a mode that
+/// allows without one, or a PreToolUse hook in force that runs for it (the operator's; a
+/// task file's hooks do not run unless the operator allows them). A task that names
+/// WebFetch gets it whatever the policy says.
+#[tokio::test]
+async fn web_fetch_is_offered_only_where_a_call_of_it_could_run() {
+    let hook = |matcher: &str| {
+        format!("hooks:\n  - {{event: PreToolUse, matcher: '{matcher}', command: 'true'}}\n")
+    };
+    // (the task's mode, the rest of the task, the operator's policy or `project:` and the
+    // repository's, whether offered)
+    let cases = [
+        ("dontAsk", String::new(), String::new(), false),
+        (
+            "dontAsk",
+            "permissions:\n  allow: ['WebFetch(domain:example.com)']\n".into(),
+            String::new(),
+            true,
+        ),
+        (
+            "acceptEdits",
+            "permissions:\n  allow: ['Bash(ls:*)']\n  deny: ['WebFetch(domain:evil.example)']\n"
+                .into(),
+            String::new(),
+            false,
+        ),
+        ("bypassPermissions", String::new(), String::new(), true),
+        ("dontAsk", String::new(), hook("WebFetch|Bash"), true),
+        ("dontAsk", String::new(), hook("Bash"), false),
+        (
+            "dontAsk",
+            String::new(),
+            format!("project:{}", hook("*")),
+            false,
+        ),
+        (
+            "dontAsk",
+            "tools: [Read, WebFetch]\n".into(),
+            String::new(),
+            true,
+        ),
+    ];
+    for (mode, rest, policy, offered) in cases {
+        let server = FakeModel::start(KEY, vec![reply(vec![text("Done.")], tokens(10, 0))]).await;
+        let mut run = Run::new().task(&format!(
+            "version: 1\nname: economy\nprompt: go\nworkdir: ws\nmode: {mode}\n{}{rest}",
+            server.model_block(Api::Anthropic, "")
+        ));
+        if let Some(project) = policy.strip_prefix("project:") {
+            run = run.file("ws/.tollgate/policy.yaml", project);
+        } else if !policy.is_empty() {
+            run = run.policy(&policy);
+        }
+        let run = run.model(&server).finish_async().await;
+        let case = format!("{mode} / {rest} / {policy}");
+        assert_eq!(run.code, 0, "{case}: {}", run.stderr);
+        let body = &server.requests()[0].body;
+        let tools: Vec<&str> = body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap())
+            .collect();
+        let system = body["system"][0]["text"].as_str().unwrap();
+        assert_eq!(tools.contains(&"ToolSearch"), offered, "{case}: {tools:?}");
+        assert_eq!(system.contains("- WebFetch:"), offered, "{case}: {system}");
+        assert!(tools.contains(&"Read"), "{case}: {tools:?}");
+    }
+}
