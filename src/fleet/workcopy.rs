@@ -47,7 +47,9 @@ async fn run_git(
 ) -> Result<String, GitError> {
     // No prompt may wait for a password nobody will type; no secret of tollgate's reaches git.
     let env = trusted(&ChildEnv::without_secrets(&BTreeSet::new()));
-    let mut argv: Vec<OsString> = vec!["git".into()];
+    // A commit would otherwise start `git maintenance run --auto` after it: one more process
+    // per repository for housekeeping the batch's short-lived working copies never need.
+    let mut argv: Vec<OsString> = vec!["git".into(), "-c".into(), "maintenance.auto=false".into()];
     argv.extend(args.iter().map(OsString::from));
     let mut request = ExecRequest::bash("", cwd.to_path_buf(), env, GIT_TIMEOUT);
     request.argv = argv;
@@ -114,13 +116,17 @@ pub async fn source_head(repo: &Repo) -> Result<String, GitError> {
 }
 
 /// A fresh working copy of `repo` at `head` in `dir` (whatever an earlier attempt left
-/// there is removed first), on `branch`.
+/// there is removed first), on `branch` (made or reset to `head`).
 pub async fn prepare(repo: &Repo, head: &str, dir: &Path, branch: &str) -> Result<(), GitError> {
     discard(repo, dir).await;
     let target = dir.to_string_lossy().into_owned();
     match &repo.source {
         RepoSource::Local(path) => {
-            git(path, &["worktree", "add", "--detach", &target, head]).await?;
+            git(
+                path,
+                &["worktree", "add", "--quiet", "-B", branch, &target, head],
+            )
+            .await?;
         }
         RepoSource::Url(url) => {
             git_remote(
@@ -128,19 +134,21 @@ pub async fn prepare(repo: &Repo, head: &str, dir: &Path, branch: &str) -> Resul
                 &["clone", "--quiet", "--no-checkout", url, &target],
             )
             .await?;
-            git(dir, &["checkout", "--quiet", "--detach", head]).await?;
+            git(dir, &["checkout", "--quiet", "-B", branch, head]).await?;
         }
     }
-    git(dir, &["checkout", "--quiet", "-B", branch]).await?;
     Ok(())
 }
 
 /// Removes a working copy (and a local repository's record of it).
 pub async fn discard(repo: &Repo, dir: &Path) {
     if let RepoSource::Local(path) = &repo.source {
-        let target = dir.to_string_lossy().into_owned();
-        let _ = git(path, &["worktree", "remove", "--force", &target]).await;
-        let _ = std::fs::remove_dir_all(dir);
+        // No folder, nothing to remove: the prune still drops a record of one deleted by hand.
+        if dir.symlink_metadata().is_ok() {
+            let target = dir.to_string_lossy().into_owned();
+            let _ = git(path, &["worktree", "remove", "--force", &target]).await;
+            let _ = std::fs::remove_dir_all(dir);
+        }
         let _ = git(path, &["worktree", "prune"]).await;
     } else {
         let _ = std::fs::remove_dir_all(dir);
