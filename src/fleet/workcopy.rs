@@ -122,11 +122,13 @@ pub async fn prepare(repo: &Repo, head: &str, dir: &Path, branch: &str) -> Resul
     let target = dir.to_string_lossy().into_owned();
     match &repo.source {
         RepoSource::Local(path) => {
-            git(
-                path,
-                &["worktree", "add", "--quiet", "-B", branch, &target, head],
-            )
-            .await?;
+            let add = ["worktree", "add", "--quiet", "-B", branch, &target, head];
+            if git(path, &add).await.is_err() {
+                // A record of a working copy once here and deleted by hand makes git refuse
+                // the path until pruned; anything else fails again, with git's reason.
+                let _ = git(path, &["worktree", "prune"]).await;
+                git(path, &add).await?;
+            }
         }
         RepoSource::Url(url) => {
             git_remote(
@@ -143,13 +145,13 @@ pub async fn prepare(repo: &Repo, head: &str, dir: &Path, branch: &str) -> Resul
 /// Removes a working copy (and a local repository's record of it).
 pub async fn discard(repo: &Repo, dir: &Path) {
     if let RepoSource::Local(path) = &repo.source {
-        // No folder, nothing to remove: the prune still drops a record of one deleted by hand.
+        // No folder, nothing to remove (`prepare` prunes a stale record if git refuses).
         if dir.symlink_metadata().is_ok() {
             let target = dir.to_string_lossy().into_owned();
             let _ = git(path, &["worktree", "remove", "--force", &target]).await;
             let _ = std::fs::remove_dir_all(dir);
+            let _ = git(path, &["worktree", "prune"]).await;
         }
-        let _ = git(path, &["worktree", "prune"]).await;
     } else {
         let _ = std::fs::remove_dir_all(dir);
     }
@@ -161,21 +163,27 @@ pub async fn discard(repo: &Repo, dir: &Path) {
 /// process works in a batch's working copy.
 async fn clear_stale_locks(dir: &Path, branch: &str) -> Result<(), GitError> {
     let branch_lock = format!("refs/heads/{branch}.lock");
-    let paths = git(
-        dir,
-        &[
-            "rev-parse",
-            "--git-path",
-            "index.lock",
-            "--git-path",
-            "HEAD.lock",
-            "--git-path",
-            &branch_lock,
-        ],
-    )
-    .await?;
-    for path in paths.lines().filter(|line| !line.is_empty()) {
-        let path = dir.join(path);
+    let paths = match lock_paths(dir, &branch_lock) {
+        Some(paths) => paths,
+        None => git(
+            dir,
+            &[
+                "rev-parse",
+                "--git-path",
+                "index.lock",
+                "--git-path",
+                "HEAD.lock",
+                "--git-path",
+                &branch_lock,
+            ],
+        )
+        .await?
+        .lines()
+        .filter(|line| !line.is_empty())
+        .map(|line| dir.join(line))
+        .collect(),
+    };
+    for path in paths {
         if path.exists() {
             tracing::info!(
                 "removing {}, left by a git process killed with the batch",
@@ -185,6 +193,43 @@ async fn clear_stale_locks(dir: &Path, branch: &str) -> Result<(), GitError> {
         }
     }
     Ok(())
+}
+
+/// Where git keeps the index's, HEAD's and the branch's lock files for the working copy in
+/// `dir`, read from its `.git` as git lays it out for a clone (a folder) or a worktree (a
+/// `gitdir:` file, the shared refs in the folder its `commondir` names) with the files ref
+/// backend; `None` for anything else (a reftable repository, an unexpected layout), which
+/// `git rev-parse --git-path` answers instead.
+fn lock_paths(dir: &Path, branch_lock: &str) -> Option<Vec<PathBuf>> {
+    let dot_git = dir.join(".git");
+    let metadata = dot_git.symlink_metadata().ok()?;
+    let git_dir = if metadata.is_dir() {
+        dot_git
+    } else if metadata.is_file() {
+        let text = std::fs::read_to_string(&dot_git).ok()?;
+        let named = Path::new(
+            text.strip_prefix("gitdir: ")?
+                .trim_end_matches(['\n', '\r']),
+        );
+        dir.join(named)
+    } else {
+        return None;
+    };
+    let common_dir = match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(text) => git_dir.join(text.trim_end_matches(['\n', '\r'])),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => git_dir.clone(),
+        Err(_) => return None,
+    };
+    let files_backend = git_dir.join("HEAD").is_file()
+        && common_dir.join("refs").is_dir()
+        && !common_dir.join("reftable").exists();
+    files_backend.then(|| {
+        vec![
+            git_dir.join("index.lock"),
+            git_dir.join("HEAD.lock"),
+            common_dir.join(branch_lock),
+        ]
+    })
 }
 
 /// Commits everything the agent changed on top of `base` on `branch`; `None` when nothing
@@ -241,4 +286,88 @@ pub async fn push(dir: &Path, remote: &str, branch: &str) -> Result<(), GitError
     let refspec = format!("+HEAD:refs/heads/{branch}");
     git_remote(dir, &["push", "--quiet", remote, &refspec]).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git_in(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// What git itself answers for the three lock files, made absolute.
+    fn from_git(dir: &Path, branch_lock: &str) -> Vec<PathBuf> {
+        git_in(
+            dir,
+            &[
+                "rev-parse",
+                "--git-path",
+                "index.lock",
+                "--git-path",
+                "HEAD.lock",
+                "--git-path",
+                branch_lock,
+            ],
+        )
+        .lines()
+        .map(|line| dir.join(line))
+        .map(|path| crate::base::normalize_lexically(&path))
+        .collect()
+    }
+
+    #[test]
+    fn the_lock_files_are_where_git_says_for_a_clone_and_for_a_worktree() {
+        let scratch = tempfile::tempdir().unwrap();
+        let repo = scratch.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        git_in(&repo, &["init", "-q"]);
+        std::fs::write(repo.join("a"), "a\n").unwrap();
+        git_in(&repo, &["add", "a"]);
+        git_in(
+            &repo,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                "a",
+            ],
+        );
+        let work = scratch.path().join("work");
+        git_in(
+            &repo,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-B",
+                "fix/x",
+                work.to_str().unwrap(),
+                "HEAD",
+            ],
+        );
+        let lock = "refs/heads/fix/x.lock";
+        for dir in [&repo, &work] {
+            let ours: Vec<PathBuf> = lock_paths(dir, lock)
+                .unwrap()
+                .iter()
+                .map(|path| crate::base::normalize_lexically(path))
+                .collect();
+            assert_eq!(ours, from_git(dir, lock), "{}", dir.display());
+        }
+        // An unexpected layout is left to git.
+        let odd = scratch.path().join("odd");
+        std::fs::create_dir_all(&odd).unwrap();
+        std::fs::write(odd.join(".git"), "not a gitfile\n").unwrap();
+        assert_eq!(lock_paths(&odd, lock), None);
+    }
 }
