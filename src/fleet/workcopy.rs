@@ -322,10 +322,8 @@ mod tests {
         .collect()
     }
 
-    #[test]
-    fn the_lock_files_are_where_git_says_for_a_clone_and_for_a_worktree() {
-        let scratch = tempfile::tempdir().unwrap();
-        let repo = scratch.path().join("repo");
+    fn one_commit_repo(scratch: &Path) -> PathBuf {
+        let repo = scratch.join("repo");
         std::fs::create_dir(&repo).unwrap();
         git_in(&repo, &["init", "-q"]);
         std::fs::write(repo.join("a"), "a\n").unwrap();
@@ -342,6 +340,41 @@ mod tests {
                 "a",
             ],
         );
+        repo
+    }
+
+    /// A working copy made again over the last one, and over one whose folder was deleted by
+    /// hand (git still has its record and refuses the path until pruned).
+    #[tokio::test]
+    async fn a_working_copy_is_made_again_over_a_left_one_and_over_a_deleted_one() {
+        let scratch = tempfile::tempdir().unwrap();
+        let path = one_commit_repo(scratch.path());
+        let repo = Repo {
+            id: "repo".into(),
+            source: RepoSource::Local(path.clone()),
+            git_ref: None,
+            params: std::collections::BTreeMap::new(),
+        };
+        let head = source_head(&repo).await.unwrap();
+        let work = scratch.path().join("work");
+        for leave in ["a file left in it", "the folder deleted by hand"] {
+            prepare(&repo, &head, &work, "fix/x").await.unwrap();
+            assert!(work.join("a").is_file(), "{leave}");
+            assert_eq!(git_in(&work, &["branch", "--show-current"]).trim(), "fix/x");
+            match leave {
+                "a file left in it" => std::fs::write(work.join("left"), "x").unwrap(),
+                _ => std::fs::remove_dir_all(&work).unwrap(),
+            }
+        }
+        prepare(&repo, &head, &work, "fix/x").await.unwrap();
+        assert!(!work.join("left").exists());
+        assert_eq!(git_in(&work, &["branch", "--show-current"]).trim(), "fix/x");
+    }
+
+    #[test]
+    fn the_lock_files_are_where_git_says_for_a_clone_and_for_a_worktree() {
+        let scratch = tempfile::tempdir().unwrap();
+        let repo = one_commit_repo(scratch.path());
         let work = scratch.path().join("work");
         git_in(
             &repo,
