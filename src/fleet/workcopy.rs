@@ -165,23 +165,12 @@ async fn clear_stale_locks(dir: &Path, branch: &str) -> Result<(), GitError> {
     let branch_lock = format!("refs/heads/{branch}.lock");
     let paths = match lock_paths(dir, &branch_lock) {
         Some(paths) => paths,
-        None => git(
-            dir,
-            &[
-                "rev-parse",
-                "--git-path",
-                "index.lock",
-                "--git-path",
-                "HEAD.lock",
-                "--git-path",
-                &branch_lock,
-            ],
-        )
-        .await?
-        .lines()
-        .filter(|line| !line.is_empty())
-        .map(|line| dir.join(line))
-        .collect(),
+        None => git(dir, &lock_query(&branch_lock))
+            .await?
+            .lines()
+            .filter(|line| !line.is_empty())
+            .map(|line| dir.join(line))
+            .collect(),
     };
     for path in paths {
         if path.exists() {
@@ -193,6 +182,19 @@ async fn clear_stale_locks(dir: &Path, branch: &str) -> Result<(), GitError> {
         }
     }
     Ok(())
+}
+
+/// `git rev-parse` arguments that print the three lock files' paths, one a line.
+fn lock_query(branch_lock: &str) -> [&str; 7] {
+    [
+        "rev-parse",
+        "--git-path",
+        "index.lock",
+        "--git-path",
+        "HEAD.lock",
+        "--git-path",
+        branch_lock,
+    ]
 }
 
 /// Where git keeps the index's, HEAD's and the branch's lock files for the working copy in
@@ -304,22 +306,11 @@ mod tests {
 
     /// What git itself answers for the three lock files, made absolute.
     fn from_git(dir: &Path, branch_lock: &str) -> Vec<PathBuf> {
-        git_in(
-            dir,
-            &[
-                "rev-parse",
-                "--git-path",
-                "index.lock",
-                "--git-path",
-                "HEAD.lock",
-                "--git-path",
-                branch_lock,
-            ],
-        )
-        .lines()
-        .map(|line| dir.join(line))
-        .map(|path| crate::base::normalize_lexically(&path))
-        .collect()
+        git_in(dir, &lock_query(branch_lock))
+            .lines()
+            .map(|line| dir.join(line))
+            .map(|path| crate::base::normalize_lexically(&path))
+            .collect()
     }
 
     fn one_commit_repo(scratch: &Path) -> PathBuf {
