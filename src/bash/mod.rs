@@ -235,6 +235,11 @@ mod tests {
     }
 
     fn run(script: &str) -> BashAnalysis {
+        run_with(script, &rules())
+    }
+
+    /// `script` analysed in `/ws` (the workspace), home `/home/u`, paths as written.
+    fn run_with(script: &str, rules: &BashRules) -> BashAnalysis {
         let roots = [PathBuf::from("/ws")];
         let identity = |p: &Path| p.to_path_buf();
         let env = BashEnv {
@@ -244,7 +249,7 @@ mod tests {
             resolve: &identity,
             list_dir: &|_| Some(Vec::new()),
         };
-        evaluate(script, &rules(), &env)
+        evaluate(script, rules, &env)
     }
 
     /// A `*` in a rule stands for words of one simple command only: a compound, a pipe, a
@@ -257,15 +262,6 @@ mod tests {
             allow: vec![p("ls*", 1), p("* --version", 2), p("scripts/*", 3)],
             ask: vec![],
             deny: vec![p("rm -rf /*", 4)],
-        };
-        let roots = [PathBuf::from("/ws")];
-        let identity = |p: &Path| p.to_path_buf();
-        let env = BashEnv {
-            cwd: Path::new("/ws"),
-            workspace_roots: &roots,
-            home: Some(Path::new("/home/u")),
-            resolve: &identity,
-            list_dir: &|_| Some(Vec::new()),
         };
         #[derive(Debug, PartialEq)]
         enum Want {
@@ -298,7 +294,7 @@ mod tests {
             ("rm -rf ./build", Want::Ask),
         ];
         for (script, want) in cases {
-            let got = match evaluate(script, &rules, &env).verdict {
+            let got = match run_with(script, &rules).verdict {
                 BashVerdict::Allow => Want::Allow,
                 BashVerdict::Ask { .. } => Want::Ask,
                 BashVerdict::Deny { .. } => Want::Deny,

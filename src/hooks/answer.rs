@@ -189,14 +189,7 @@ fn parse_stdout(stdout: &Captured, event: HookEvent) -> Result<HookAnswer, HookE
             updated_input: None,
         });
     }
-    let value: Value = crate::base::parse_unique_keys(text).map_err(|err| {
-        let message = format!("{err} in {}", excerpt(text));
-        if err.to_string().starts_with("duplicate key") {
-            HookError::Ambiguous(message)
-        } else {
-            HookError::BadOutput(message)
-        }
-    })?;
+    let value = parse_json(text)?;
     if !value.is_object() {
         return Err(HookError::BadOutput(format!(
             "expected a JSON object, got {}",
@@ -304,6 +297,19 @@ fn permission(text: &str) -> Result<Said, HookError> {
             "permissionDecision must be \"allow\", \"deny\" or \"ask\", not {other:?}"
         ))),
     }
+}
+
+/// A hook's JSON answer: a key given twice is ambiguous (two readers could take either), any
+/// other fault is bad output; both name an excerpt of what the hook printed.
+pub(super) fn parse_json(text: &str) -> Result<Value, HookError> {
+    crate::base::parse_unique_keys(text).map_err(|err| {
+        let message = format!("{err} in {}", excerpt(text));
+        if err.to_string().starts_with("duplicate key") {
+            HookError::Ambiguous(message)
+        } else {
+            HookError::BadOutput(message)
+        }
+    })
 }
 
 pub(super) fn excerpt(text: &str) -> String {

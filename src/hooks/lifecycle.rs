@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::answer::excerpt;
+use super::answer::parse_json;
 use super::{Hook, HookConfinement, HookError, HookEvent, OnError, run_process};
 use crate::base::AbortSignal;
 use crate::exec::{ChildEnv, Ending, ExecOutcome};
@@ -135,15 +135,8 @@ pub async fn run_event(
             (index, run)
         });
     }
-    let mut runs: Vec<Option<EventRun>> = vec![None; matching.len()];
-    while let Some(joined) = tasks.join_next().await {
-        if let Ok((index, run)) = joined
-            && let Some(slot) = runs.get_mut(index)
-        {
-            *slot = Some(run);
-        }
-    }
-    let runs: Vec<EventRun> = runs
+    let runs: Vec<EventRun> = super::in_order(tasks, matching.len())
+        .await
         .into_iter()
         .zip(&matching)
         .map(|(run, hook)| {
@@ -294,14 +287,7 @@ fn parse_stdout(run: &ExecOutcome, event: HookEvent) -> Result<EventAnswer, Hook
         let context = plain_text_is_context(event).then(|| text.to_string());
         return Ok(EventAnswer::Proceed { context });
     }
-    let value: Value = crate::base::parse_unique_keys(text).map_err(|err| {
-        let message = format!("{err} in {}", excerpt(text));
-        if err.to_string().starts_with("duplicate key") {
-            HookError::Ambiguous(message)
-        } else {
-            HookError::BadOutput(message)
-        }
-    })?;
+    let value = parse_json(text)?;
     let output: Output =
         serde_json::from_value(value).map_err(|err| HookError::BadOutput(err.to_string()))?;
     let specific = output.specific.unwrap_or_default();

@@ -193,16 +193,8 @@ pub async fn run_hooks_in(
         );
         tasks.spawn(async move { (index, run.await) });
     }
-    let mut runs: Vec<Option<HookRun>> = vec![None; matching.len()];
-    while let Some(joined) = tasks.join_next().await {
-        // A task that panicked leaves its slot empty; that hook is failed below.
-        if let Ok((index, run)) = joined
-            && let Some(slot) = runs.get_mut(index)
-        {
-            *slot = Some(run);
-        }
-    }
-    let runs: Vec<HookRun> = runs
+    let runs: Vec<HookRun> = in_order(tasks, matching.len())
+        .await
         .into_iter()
         .zip(&matching)
         .map(|(run, hook)| {
@@ -336,6 +328,23 @@ fn on_error(policy: OnError, err: &HookError) -> HookAnswer {
             updated_input: None,
         },
     }
+}
+
+/// The hooks' results in the order they were started (`tasks` yields each with its index); a
+/// task that panicked leaves its slot empty, for the caller to fail that hook.
+pub(super) async fn in_order<T: 'static>(
+    mut tasks: tokio::task::JoinSet<(usize, T)>,
+    count: usize,
+) -> Vec<Option<T>> {
+    let mut slots: Vec<Option<T>> = (0..count).map(|_| None).collect();
+    while let Some(joined) = tasks.join_next().await {
+        if let Ok((index, run)) = joined
+            && let Some(slot) = slots.get_mut(index)
+        {
+            *slot = Some(run);
+        }
+    }
+    slots
 }
 
 fn failed_run(hook: &Hook, event: HookEvent, err: HookError) -> HookRun {

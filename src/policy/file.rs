@@ -452,36 +452,12 @@ impl Policy {
             .default_mode
             .map(|spanned| parse_mode(&spanned, file))
             .transpose()?;
-        let disable_bypass = match block.disable_bypass_permissions_mode {
-            None => false,
-            Some(spanned) if spanned.value == "disable" => true,
-            Some(spanned) => {
-                return Err(ConfigError::new(
-                    file,
-                    spanned.referenced.line(),
-                    spanned.referenced.column(),
-                    format!(
-                        "disableBypassPermissionsMode must be \"disable\", not `{}`",
-                        spanned.value
-                    ),
-                ));
-            }
-        };
-        let disable_auto = match block.disable_auto_mode {
-            None => false,
-            Some(spanned) if spanned.value == "disable" => true,
-            Some(spanned) => {
-                return Err(ConfigError::new(
-                    file,
-                    spanned.referenced.line(),
-                    spanned.referenced.column(),
-                    format!(
-                        "disableAutoMode must be \"disable\", not `{}`",
-                        spanned.value
-                    ),
-                ));
-            }
-        };
+        let disable_bypass = disable_switch(
+            block.disable_bypass_permissions_mode,
+            "disableBypassPermissionsMode",
+            file,
+        )?;
+        let disable_auto = disable_switch(block.disable_auto_mode, "disableAutoMode", file)?;
         let additional_directories = block
             .additional_directories
             .iter()
@@ -558,6 +534,25 @@ impl Policy {
             sandbox: None,
             mcp: McpPolicy::default(),
         })
+    }
+}
+
+/// A Claude Code switch that takes only the word "disable" (`disableBypassPermissionsMode`,
+/// `disableAutoMode`): absent is off, anything else is an error at its place.
+fn disable_switch(
+    value: Option<Spanned<String>>,
+    key: &str,
+    file: &Path,
+) -> Result<bool, ConfigError> {
+    match value {
+        None => Ok(false),
+        Some(spanned) if spanned.value == "disable" => Ok(true),
+        Some(spanned) => Err(ConfigError::new(
+            file,
+            spanned.referenced.line(),
+            spanned.referenced.column(),
+            format!("{key} must be \"disable\", not `{}`", spanned.value),
+        )),
     }
 }
 
