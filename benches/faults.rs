@@ -5,6 +5,10 @@
 //! at bench time. Run with `cargo bench --bench faults` (or name one section: `sse`, `path`,
 //! `policy`, `replay`). Memory is each case's peak RSS, measured in a child process of its own.
 
+#[allow(dead_code)]
+#[path = "support/rusage.rs"]
+mod rusage;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -291,12 +295,6 @@ fn replay(mb: usize) {
         .status()
         .unwrap_or_else(|err| panic!("{err}"));
     let elapsed = started.elapsed().as_secs_f64();
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage fills the struct it is given; RUSAGE_CHILDREN covers the waited child.
-    let usage = unsafe {
-        libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr());
-        usage.assume_init()
-    };
     assert!(
         status.success(),
         "replay refused the generated transcript: {status}"
@@ -304,7 +302,7 @@ fn replay(mb: usize) {
     println!(
         "replay: {mb} MB transcript: {:.1} s, peak RSS {:.0} MB",
         elapsed,
-        usage.ru_maxrss as f64 / 1024.0
+        rusage::children_peak_rss_kib() as f64 / 1024.0
     );
 }
 

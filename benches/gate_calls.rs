@@ -13,6 +13,10 @@
 //! CPU time (user + system) is the figure: wall time on a shared machine mostly measures the
 //! wait for a core.
 
+#[allow(dead_code)]
+#[path = "support/rusage.rs"]
+mod rusage;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -86,33 +90,6 @@ fn write_file(path: &Path) -> std::io::Result<()> {
     out.flush()
 }
 
-/// This process's CPU time so far (user + system).
-fn own_cpu() -> Duration {
-    // SAFETY: getrusage(2) fills the struct we own.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-        usage
-    };
-    cpu_of(&usage)
-}
-
-/// The CPU time (user + system) of this process's reaped children so far.
-fn children_cpu() -> Duration {
-    // SAFETY: getrusage(2) fills the struct we own.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
-        usage
-    };
-    cpu_of(&usage)
-}
-
-fn cpu_of(usage: &libc::rusage) -> Duration {
-    let micros = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
-    Duration::from_micros(micros(usage.ru_utime) + micros(usage.ru_stime))
-}
-
 /// JSON in and out, one tree-sitter parse and a walk of every node for each Bash line.
 fn floor(path: &Path) -> Duration {
     let text = std::fs::read_to_string(path).unwrap_or_else(|err| panic!("{err}"));
@@ -121,7 +98,7 @@ fn floor(path: &Path) -> Duration {
         .set_language(&tree_sitter_bash::LANGUAGE.into())
         .unwrap_or_else(|err| panic!("{err}"));
     let mut sink = Vec::with_capacity(text.len());
-    let start = own_cpu();
+    let start = rusage::own_cpu();
     let mut nodes = 0usize;
     for line in text.lines() {
         let value: Value = serde_json::from_str(line).unwrap_or_else(|err| panic!("{err}"));
@@ -149,7 +126,7 @@ fn floor(path: &Path) -> Duration {
         serde_json::to_writer(&mut sink, &decision).unwrap_or_else(|err| panic!("{err}"));
         sink.push(b'\n');
     }
-    let spent = own_cpu() - start;
+    let spent = rusage::own_cpu() - start;
     std::hint::black_box((nodes, sink.len()));
     spent
 }
@@ -171,11 +148,11 @@ fn run(bin: &Path, calls: &Path, root: &Path) -> (Duration, usize) {
     if let Some(mut stdout) = child.stdout.take() {
         std::io::Read::read_to_end(&mut stdout, &mut out).unwrap_or_else(|err| panic!("{err}"));
     }
-    let before = children_cpu();
+    let before = rusage::children_cpu();
     let status = child
         .wait()
         .unwrap_or_else(|err| panic!("cannot wait for {}: {err}", bin.display()));
-    let spent = children_cpu() - before;
+    let spent = rusage::children_cpu() - before;
     assert!(
         status.code().is_some(),
         "{} ended by {status}",

@@ -8,6 +8,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[allow(dead_code)]
+#[path = "support/rusage.rs"]
+mod rusage;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -75,19 +79,6 @@ async fn messages(State(server): State<Server>, body: Bytes) -> Response {
     ([("content-type", "text/event-stream")], sse).into_response()
 }
 
-fn children_cpu() -> Duration {
-    // SAFETY: getrusage writes into the zeroed struct we own.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
-        usage
-    };
-    let time = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
-    time(usage.ru_utime) + time(usage.ru_stime)
-}
-
 struct Measured {
     cpu: Duration,
     /// Median gap between consecutive requests over the first and the last 100 turns.
@@ -114,7 +105,7 @@ async fn run(binary: &str, turns: usize) -> Measured {
         turns + 1
     );
     std::fs::write(dir.path().join("task.yaml"), task).unwrap();
-    let before = children_cpu();
+    let before = rusage::children_cpu();
     let status = tokio::process::Command::new(binary)
         .arg("run")
         .arg(dir.path().join("task.yaml"))
@@ -125,7 +116,7 @@ async fn run(binary: &str, turns: usize) -> Measured {
         .status()
         .await
         .unwrap();
-    let cpu = children_cpu() - before;
+    let cpu = rusage::children_cpu() - before;
     server.abort();
     assert!(status.success(), "the bench run failed: {status}");
     let arrivals = arrivals.lock().unwrap().clone();
