@@ -1,6 +1,7 @@
 //! Judges one simple command: its assignments, the rules on every wrapper level, what it runs
 //! inline (`sh -c`, `find -exec`), and whether it is proven read-only.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::path::PathBuf;
 
@@ -163,7 +164,7 @@ impl Analyser<'_> {
         if self.glob_options_may_change() {
             // `shopt -s dotglob`, `GLOBIGNORE`: globs may match what the listing model
             // does not, so they are not expanded (their folders count as read whole).
-            for w in words.iter_mut().filter(|w| w.glob) {
+            for w in words.to_mut().iter_mut().filter(|w| w.glob) {
                 *w = Word::dynamic(&w.raw);
             }
         }
@@ -172,9 +173,9 @@ impl Analyser<'_> {
 
     /// The words after the variables known here are expanded (`x=rm; $x -f y` is
     /// `rm -f y`); words that vanish leave the command as written, unknown.
-    fn expand_variables(&self, words: &[Word]) -> Vec<Word> {
+    fn expand_variables<'w>(&self, words: &'w [Word]) -> Cow<'w, [Word]> {
         if self.vars.is_empty() || !words.iter().any(Word::refers_to_variables) {
-            return words.to_vec();
+            return Cow::Borrowed(words);
         }
         let lookup = |name: &str| self.vars.get(name).cloned();
         let expanded: Vec<Word> = words
@@ -185,13 +186,15 @@ impl Analyser<'_> {
             })
             .collect();
         if expanded.is_empty() {
-            words.to_vec()
+            Cow::Borrowed(words)
         } else {
-            expanded
+            Cow::Owned(expanded)
         }
     }
 
-    fn judge(&mut self, job: &Job, words: Vec<Word>, mut unproven: Vec<String>) {
+    /// `words` are the command's as the parse holds them (copied only where the judging
+    /// changes them: most commands are judged on the parse's own words).
+    fn judge(&mut self, job: &Job, words: Cow<'_, [Word]>, mut unproven: Vec<String>) {
         for word in words.iter().filter(|w| w.glob) {
             if let Err(e) = check_glob_listing(word, self.env, &self.cwds, &self.reads) {
                 unproven.push(format!("`{}`: the folders this glob lists: {e}", word.raw));
@@ -214,20 +217,21 @@ impl Analyser<'_> {
                 "`{}` is shell syntax the parser read as a command",
                 argv[0].raw
             ));
-            argv.drain(..keywords);
+            argv = without_first(argv, keywords);
             // After the misread keyword, `NAME=value` words are the command's assignments
             // (`then LANG=C touch f`): the command is what follows them.
             let assignments = argv
                 .iter()
                 .take_while(|word| assignment_name(&word.raw).is_some())
                 .count();
-            for word in argv.drain(..assignments) {
+            for word in &argv[..assignments] {
                 if let Some(name) = assignment_name(&word.raw)
                     && !harmless_in_environment(name)
                 {
                     unproven.push(format!("it sets `{name}` for the command"));
                 }
             }
+            argv = without_first(argv, assignments);
             if argv.is_empty() {
                 self.reports.push(CommandReport {
                     text: job.text.to_owned(),
@@ -285,7 +289,7 @@ impl Analyser<'_> {
                         runs_nothing = Some((false, "it has no command to run"));
                         break;
                     }
-                    argv = argv.split_off(start);
+                    argv = without_first(argv, start);
                 }
                 Unwrap::Built {
                     argv: inner,
@@ -296,7 +300,7 @@ impl Analyser<'_> {
                     if inner.first().and_then(Word::fixed).map(base) != Some(name.as_str()) {
                         through.push(name);
                     }
-                    argv = inner;
+                    argv = Cow::Owned(inner);
                 }
                 Unwrap::Nothing { read_only, why } => {
                     runs_nothing = Some((read_only, why));
@@ -576,7 +580,7 @@ impl Analyser<'_> {
                 subshell: true,
                 depth: job.depth + 1,
             };
-            self.judge(&nested, inner, Vec::new());
+            self.judge(&nested, Cow::Owned(inner), Vec::new());
         }
     }
 
@@ -802,4 +806,15 @@ struct Job<'j> {
     /// See [`SimpleCommand::subshell`].
     subshell: bool,
     depth: usize,
+}
+
+/// The words after the first `n`: a borrowed list is cut, not copied.
+fn without_first(words: Cow<'_, [Word]>, n: usize) -> Cow<'_, [Word]> {
+    match words {
+        Cow::Borrowed(words) => Cow::Borrowed(words.get(n..).unwrap_or_default()),
+        Cow::Owned(mut words) => {
+            words.drain(..n.min(words.len()));
+            Cow::Owned(words)
+        }
+    }
 }

@@ -44,7 +44,7 @@ fn active_chars(word: &Word) -> Option<Vec<(char, bool)>> {
                 ..
             } => None,
             Piece::Char { c, q, .. } => Some((*c, matches!(q, Quoting::Bare | Quoting::Expanded))),
-            Piece::Dyn { .. } => None,
+            Piece::Dyn(_) => None,
         })
         .collect();
     match from_pieces {

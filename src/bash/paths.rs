@@ -2,6 +2,7 @@
 //! through symlinks (via the injected resolver), and whether it stays inside the workspace.
 
 use std::cell::RefCell;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use super::unproven::Unproven;
@@ -155,6 +156,9 @@ fn has_glob_before_parent(text: &str) -> bool {
 /// Lexical normalisation, except that `..` is applied to the resolved directory: in Bash
 /// `link/..` is the parent of the link's target, not the directory holding the link.
 pub(crate) fn normalise(path: &Path, env: &BashEnv) -> PathBuf {
+    if already_normal(path) {
+        return (env.resolve)(path);
+    }
     let mut out = PathBuf::from("/");
     for comp in path.components() {
         match comp {
@@ -168,6 +172,18 @@ pub(crate) fn normalise(path: &Path, env: &BashEnv) -> PathBuf {
         }
     }
     (env.resolve)(&out)
+}
+
+/// Absolute, without `.`, `..`, `//` or a trailing `/`: what the component walk of
+/// [`normalise`] would rebuild unchanged (most paths a decision locates).
+fn already_normal(path: &Path) -> bool {
+    let bytes = path.as_os_str().as_bytes();
+    bytes.first() == Some(&b'/')
+        && (bytes.len() == 1 || bytes.last() != Some(&b'/'))
+        && bytes
+            .split(|&b| b == b'/')
+            .skip(1)
+            .all(|part| !matches!(part, b"" | b"." | b".."))
 }
 
 /// The same path, lexically normalised only (for `/dev/…` names Bash treats specially).
@@ -366,6 +382,28 @@ mod tests {
                 normalise(Path::new("/ws/a/../b"), env),
                 PathBuf::from("/ws/b")
             );
+        });
+    }
+
+    #[test]
+    fn only_paths_the_walk_would_not_change_skip_it() {
+        with_env(|env| {
+            for (path, normal) in [
+                ("/ws/a/b", true),
+                ("/", true),
+                ("/ws/a/", false),
+                ("/ws//a", false),
+                ("/ws/./a", false),
+                ("/ws/a/..", false),
+                ("/ws/a/.b", true),
+                ("/ws/link/x", true),
+                ("ws/a", false),
+            ] {
+                assert_eq!(already_normal(Path::new(path)), normal, "{path}");
+                // A trailing `/.` changes nothing but takes the component walk.
+                let walked = normalise(&Path::new(path).join("."), env);
+                assert_eq!(normalise(Path::new(path), env), walked, "{path}");
+            }
         });
     }
 

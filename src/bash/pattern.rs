@@ -287,7 +287,7 @@ fn could_name(word: &Word, name: &str) -> bool {
     let Some(slash) = slash else { return true };
     let before_quoted = word.pieces[..slash]
         .iter()
-        .all(|p| !matches!(p, Piece::Dyn { quoted: false, .. }));
+        .all(|p| !matches!(p, Piece::Dyn(d) if !d.quoted));
     let tail: Option<String> = word.pieces[slash + 1..]
         .iter()
         .map(|p| match p {

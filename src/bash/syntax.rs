@@ -1182,12 +1182,18 @@ impl<'s> Walker<'s> {
     fn command(&mut self, n: Node, depth: usize, ctx: Ctx) {
         let mut assignments = Vec::new();
         let mut words: Vec<(usize, Word)> = Vec::new();
+        // Each child's field read off the cursor that walks them: `field_name_for_child`
+        // searches the field map again for every child.
         let mut cursor = n.walk();
-        let kids: Vec<(Option<&str>, Node)> = n
-            .children(&mut cursor)
-            .enumerate()
-            .map(|(i, c)| (n.field_name_for_child(i as u32), c))
-            .collect();
+        let mut kids: Vec<(Option<&str>, Node)> = Vec::with_capacity(n.child_count() as usize);
+        if cursor.goto_first_child() {
+            loop {
+                kids.push((cursor.field_name(), cursor.node()));
+                if !cursor.goto_next_sibling() {
+                    break;
+                }
+            }
+        }
         let mut spans: Vec<(usize, usize)> = Vec::new();
         let mut redirect_starts: Vec<usize> = Vec::new();
         for (field, child) in &kids {

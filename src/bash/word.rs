@@ -37,21 +37,23 @@ pub(crate) enum VarRef {
 
 /// One piece of a word as written: a character, or an expansion whose value the parse alone
 /// cannot know. `at` is the byte offset in the source (for brace expansion, which Bash does
-/// on the word's text).
+/// on the word's text). A word holds one piece per character, so the rare expansion is boxed
+/// to keep a character's piece at 16 bytes rather than an expansion's 80.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Piece {
-    Char {
-        c: char,
-        q: Quoting,
-        at: usize,
-    },
-    Dyn {
-        raw: String,
-        quoted: bool,
-        var: Option<VarRef>,
-        start: usize,
-        end: usize,
-    },
+    Char { c: char, q: Quoting, at: usize },
+    Dyn(Box<Expansion>),
+}
+
+/// An expansion or substitution in a word, as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Expansion {
+    pub raw: String,
+    pub quoted: bool,
+    pub var: Option<VarRef>,
+    /// Its byte range in the source.
+    pub start: usize,
+    pub end: usize,
 }
 
 /// One shell word after brace expansion and quote removal.
@@ -107,13 +109,13 @@ impl Word {
             glob: false,
             tilde: false,
             may_be_flag: true,
-            pieces: vec![Piece::Dyn {
+            pieces: vec![Piece::Dyn(Box::new(Expansion {
                 raw: raw.to_owned(),
                 quoted: false,
                 var: None,
                 start: 0,
                 end: 0,
-            }],
+            }))],
         }
     }
 
@@ -148,12 +150,12 @@ impl Word {
     pub fn refers_to_variables(&self) -> bool {
         self.pieces
             .iter()
-            .any(|p| matches!(p, Piece::Dyn { var: Some(_), .. }))
+            .any(|p| matches!(p, Piece::Dyn(d) if d.var.is_some()))
     }
 
     /// Builds a word from its pieces; `raw` is the source text it came from.
     pub(crate) fn from_pieces(pieces: Vec<Piece>, raw: &str) -> Word {
-        let mut text = String::new();
+        let mut text = String::with_capacity(raw.len());
         let mut dynamic = false;
         let mut glob = false;
         for (i, p) in pieces.iter().enumerate() {
@@ -164,9 +166,9 @@ impl Word {
                         glob = true;
                     }
                 }
-                Piece::Dyn { raw, .. } => {
+                Piece::Dyn(d) => {
                     dynamic = true;
-                    text.push_str(raw);
+                    text.push_str(&d.raw);
                 }
             }
         }
@@ -180,7 +182,7 @@ impl Word {
             })
         );
         let leading_glob = match first {
-            Some(Piece::Dyn { .. }) => true,
+            Some(Piece::Dyn(_)) => true,
             Some(Piece::Char { q, .. }) => !q.literal() && glob_char(&pieces, 0),
             None => false,
         };
@@ -214,21 +216,17 @@ impl Word {
         let mut replaced = false;
         for piece in &self.pieces {
             let (var, quoted) = match piece {
-                Piece::Dyn {
-                    var: Some(var),
-                    quoted,
-                    ..
-                } => (var, *quoted),
+                Piece::Dyn(d) if let Some(var) = &d.var => (var, d.quoted),
                 Piece::Char { q, .. } => {
                     let last = words.last_mut()?;
                     last.0.push(piece.clone());
                     last.1 |= q.literal();
                     continue;
                 }
-                Piece::Dyn { quoted, .. } => {
+                Piece::Dyn(d) => {
                     let last = words.last_mut()?;
                     last.0.push(piece.clone());
-                    last.1 |= *quoted;
+                    last.1 |= d.quoted;
                     continue;
                 }
             };
@@ -341,6 +339,14 @@ struct Builder {
 }
 
 impl Builder {
+    /// A word has no more pieces than its source has bytes, but for a rare decoded escape:
+    /// reserved once rather than regrown character by character.
+    fn for_node(node: Node) -> Builder {
+        Builder {
+            pieces: Vec::with_capacity(node.byte_range().len()),
+        }
+    }
+
     fn push(&mut self, c: char, q: Quoting, at: usize) {
         self.pieces.push(Piece::Char { c, q, at });
     }
@@ -352,13 +358,13 @@ impl Builder {
     }
 
     fn mark_dynamic(&mut self, node: Node, src: &str, quoted: bool) {
-        self.pieces.push(Piece::Dyn {
+        self.pieces.push(Piece::Dyn(Box::new(Expansion {
             raw: src[node.byte_range()].to_owned(),
             quoted,
             var: var_ref(node, src),
             start: node.start_byte(),
             end: node.end_byte(),
-        });
+        })));
     }
 }
 
@@ -397,7 +403,7 @@ fn var_ref(node: Node, src: &str) -> Option<VarRef> {
 /// Resolves a word-like node (argument, command name, assignment value, redirect target)
 /// without brace expansion (assignment values and redirect targets get none).
 pub(crate) fn resolve(node: Node, src: &str) -> Word {
-    let mut b = Builder { pieces: Vec::new() };
+    let mut b = Builder::for_node(node);
     add(node, src, &mut b);
     Word::from_pieces(b.pieces, &src[node.byte_range()])
 }
@@ -407,7 +413,7 @@ pub(crate) fn resolve(node: Node, src: &str) -> Word {
 /// `injected` are the offsets of empty quotes the parser's second reading put into `src`:
 /// they are not the script's, so they do not keep an otherwise empty word.
 pub(crate) fn resolve_all(node: Node, src: &str, injected: &[usize]) -> Vec<Word> {
-    let mut b = Builder { pieces: Vec::new() };
+    let mut b = Builder::for_node(node);
     add(node, src, &mut b);
     let raw = &src[node.byte_range()];
     let bare = |c: char| {
@@ -422,7 +428,7 @@ pub(crate) fn resolve_all(node: Node, src: &str, injected: &[usize]) -> Vec<Word
         .pieces
         .iter()
         .filter_map(|p| match p {
-            Piece::Dyn { start, end, .. } => Some((*start, *end)),
+            Piece::Dyn(d) => Some((d.start, d.end)),
             Piece::Char { .. } => None,
         })
         .collect();
@@ -463,9 +469,9 @@ fn pieces_of(pieces: &[Piece], segments: &[super::brace::Segment]) -> Option<Vec
                     match p {
                         Piece::Char { at, .. } if (*a..*b).contains(at) => out.push(p.clone()),
                         Piece::Char { .. } => {}
-                        Piece::Dyn { start, end, .. } => {
-                            let inside = *start >= *a && *end <= *b;
-                            let overlaps = *start < *b && *end > *a;
+                        Piece::Dyn(d) => {
+                            let inside = d.start >= *a && d.end <= *b;
+                            let overlaps = d.start < *b && d.end > *a;
                             if inside {
                                 out.push(p.clone());
                             } else if overlaps {

@@ -81,7 +81,7 @@ impl ToolName {
         Some(
             ToolName::BUILTINS
                 .into_iter()
-                .find(|builtin| builtin.to_string() == name)
+                .find(|builtin| builtin.builtin_name() == Some(name))
                 .unwrap_or_else(|| ToolName::Other(name.to_string())),
         )
     }
@@ -178,9 +178,10 @@ fn cut_from(rule_tool: &str, tool: &str, rule_len: usize) -> bool {
             .is_some_and(|head| head.eq_ignore_ascii_case(tool))
 }
 
-impl fmt::Display for ToolName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = match self {
+impl ToolName {
+    /// A built-in's name, without formatting (every call the gate decides parses one).
+    fn builtin_name(&self) -> Option<&'static str> {
+        Some(match self {
             ToolName::Bash => "Bash",
             ToolName::Read => "Read",
             ToolName::Write => "Write",
@@ -192,15 +193,21 @@ impl fmt::Display for ToolName {
             ToolName::ToolSearch => "ToolSearch",
             ToolName::Agent => "Agent",
             ToolName::Skill => "Skill",
-            ToolName::Mcp { server, tool } => {
-                return match tool {
-                    Some(tool) => write!(f, "mcp__{server}__{tool}"),
-                    None => write!(f, "mcp__{server}"),
-                };
-            }
-            ToolName::Other(name) => name,
-        };
-        f.write_str(name)
+            ToolName::Mcp { .. } | ToolName::Other(_) => return None,
+        })
+    }
+}
+
+impl fmt::Display for ToolName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolName::Mcp { server, tool } => match tool {
+                Some(tool) => write!(f, "mcp__{server}__{tool}"),
+                None => write!(f, "mcp__{server}"),
+            },
+            ToolName::Other(name) => f.write_str(name),
+            builtin => f.write_str(builtin.builtin_name().unwrap_or_default()),
+        }
     }
 }
 

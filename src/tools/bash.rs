@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -217,15 +218,15 @@ fn analyse(script: &Script, rules: &BashRules, ctx: &PermissionContext) -> BashA
         .collect();
     // A path is resolved once per decision, however many checks name it (`git checkout -b
     // x origin/main` names `origin` in three).
-    let resolved = RefCell::new(HashMap::<PathBuf, PathBuf>::new());
+    // Keyed by the path's bytes: hashing a `Path` hashes it component by component.
+    let resolved = RefCell::new(HashMap::<Vec<u8>, PathBuf>::new());
     let resolve = |path: &Path| {
-        if let Some(known) = resolved.borrow().get(path) {
+        let key = path.as_os_str().as_bytes();
+        if let Some(known) = resolved.borrow().get(key) {
             return known.clone();
         }
         let real = resolve_symlinks_below(path, &workspace.roots);
-        resolved
-            .borrow_mut()
-            .insert(path.to_path_buf(), real.clone());
+        resolved.borrow_mut().insert(key.to_vec(), real.clone());
         real
     };
     // A glob's folders are listed once per decision: the operand check and the check of

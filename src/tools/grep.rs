@@ -78,7 +78,7 @@ impl Tool for GrepTool {
 
     fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
         let grep: GrepInput = parse_input(&self.name(), input)?;
-        matcher(&grep)?;
+        check_syntax(&grep)?;
         grep.glob.as_deref().map(compile_glob).transpose()?;
         Ok(Box::new(grep))
     }
@@ -142,6 +142,18 @@ impl ToolInput for GrepInput {
             .map_err(|err| ToolError::Failed(format!("the search failed: {err}")))?
         })
     }
+}
+
+/// A malformed pattern is the model's error, told before the call is decided; only its syntax
+/// is read here, since deciding a call (`check` decides many) never needs the matcher, which
+/// is compiled when the call runs.
+fn check_syntax(grep: &GrepInput) -> Result<(), ToolError> {
+    regex_syntax::ParserBuilder::new()
+        .case_insensitive(grep.case_insensitive)
+        .build()
+        .parse(&grep.pattern)
+        .map(drop)
+        .map_err(|err| ToolError::Invalid(format!("invalid regular expression: {err}")))
 }
 
 fn matcher(grep: &GrepInput) -> Result<grep_regex::RegexMatcher, ToolError> {
