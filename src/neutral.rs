@@ -9,6 +9,8 @@
 //! comparisons are culture-sensitive, which may skip "ignorable" code points (soft hyphen,
 //! zero-width characters), so the checks here look through every non-ASCII character.
 
+use std::borrow::Cow;
+
 /// Shown where a line break was.
 const LINE_BREAK: char = '⏎';
 /// Shown where a control or format character was.
@@ -23,7 +25,7 @@ pub fn log_line(text: &str) -> String {
     if starts_like_a_command(&defused) {
         format!("> {defused}")
     } else {
-        defused
+        defused.into_owned()
     }
 }
 
@@ -39,7 +41,7 @@ pub fn log_text(text: &str) -> String {
 /// A JSON line printed on a runner-scanned stream: every `[` that would complete a `##[` is
 /// written `\u005b`, which JSON reads back as the same `[`. (A `[` after `#` can only be inside
 /// a string: JSON syntax never puts one there.) serde_json already escapes CR and LF.
-pub fn json_log_line(line: &str) -> String {
+pub fn json_log_line(line: &str) -> Cow<'_, str> {
     break_legacy_prefix(line, "\\u005b")
 }
 
@@ -55,7 +57,7 @@ pub fn command_data(text: &str) -> String {
             c => visible_char(c).to_string(),
         })
         .collect();
-    break_legacy_prefix(&escaped, " [")
+    break_legacy_prefix(&escaped, " [").into_owned()
 }
 
 /// Text for an XML 1.0 document: characters outside its `Char` production (C0 controls
@@ -123,11 +125,11 @@ fn is_format(c: char) -> bool {
 
 /// Writes `replacement` instead of each `[` that two `#` precede, counting only ASCII
 /// characters (anything else may be ignored by the runner's comparison).
-fn break_legacy_prefix(text: &str, replacement: &str) -> String {
+fn break_legacy_prefix<'t>(text: &'t str, replacement: &str) -> Cow<'t, str> {
     // Without a `#` there is no `##[` to break: nearly every line (`check --calls` writes one
-    // per decision) is copied as it is instead of char by char.
+    // per decision) is taken as it is, not copied.
     if !text.contains('#') {
-        return text.to_owned();
+        return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
     let mut hashes = 0usize;
@@ -144,7 +146,7 @@ fn break_legacy_prefix(text: &str, replacement: &str) -> String {
             hashes = 0;
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 /// Whether the runner could read the line as `::command::`: its first two ASCII characters

@@ -455,10 +455,10 @@ fn log_operands(args: &[Word], env: &BashEnv, cwds: &Cwds, log: &ReadLog) {
         if v.starts_with('-') {
             continue;
         }
-        let mut word = w.clone();
         match v.split_once(':') {
             Some((_, blob)) if !blob.is_empty() => {
                 let blob = blob.trim_start_matches("./");
+                let mut word = w.clone();
                 word.value = Some(base(blob));
                 log_read(&word, false, env, cwds, log);
                 for root in env.workspace_roots {
@@ -467,7 +467,10 @@ fn log_operands(args: &[Word], env: &BashEnv, cwds: &Cwds, log: &ReadLog) {
                     log_read(&at_root, false, env, cwds, log);
                 }
             }
+            // Without `-C` the word names itself: logged as it is, not copied.
+            _ if chdir.is_none() || v.starts_with('/') => log_read(w, search, env, cwds, log),
             _ => {
+                let mut word = w.clone();
                 word.value = Some(base(v));
                 log_read(&word, search, env, cwds, log);
             }

@@ -208,6 +208,8 @@ fn decide_stream(
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut bytes = Vec::new();
+    // One buffer for every decision's JSON, as for every line read.
+    let mut rendered = Vec::new();
     let mut seen = None;
     for number in 1.. {
         bytes.clear();
@@ -229,11 +231,15 @@ fn decide_stream(
         };
         let (decision, id, tool) = decision;
         seen = Some(strongest(seen, decision.decision));
-        let rendered =
-            serde_json::to_string(&DecisionLine::new(&decision, id.as_ref(), tool.as_deref()));
-        let rendered = rendered.context("cannot write a decision")?;
+        rendered.clear();
+        serde_json::to_writer(
+            &mut rendered,
+            &DecisionLine::new(&decision, id.as_ref(), tool.as_deref()),
+        )
+        .context("cannot write a decision")?;
+        let text = std::str::from_utf8(&rendered).context("cannot write a decision")?;
         // The calls may be a model's: inert on a CI runner's log (see `neutral`).
-        writeln!(out, "{}", crate::neutral::json_log_line(&rendered))
+        writeln!(out, "{}", crate::neutral::json_log_line(text))
             .context("cannot write a decision")?;
     }
     out.flush().context("cannot write the decisions")?;

@@ -233,7 +233,8 @@ impl Replayer<'_> {
             widened,
         };
         // The calls are a model's: inert on a CI runner's log (see `neutral`).
-        let line = crate::neutral::json_log_line(&serde_json::to_string(&change)?);
+        let rendered = serde_json::to_string(&change)?;
+        let line = crate::neutral::json_log_line(&rendered);
         writeln!(out, "{line}")?;
         self.changed.push(format!(
             "#{:<5} {:<14} {:<6} {:<6} → {:<6} {}",

@@ -7,6 +7,7 @@
 //! [`fold`]), so a case-insensitive volume or a tool that folds case cannot get around a
 //! guard by spelling `.GIT` or `.Husky`.
 
+use std::borrow::Cow;
 use std::path::{Component, Path};
 
 /// Folders whose contents are never written, at any depth, with why.
@@ -235,7 +236,7 @@ pub fn git_dir_write(path: &Path, holds_head: &dyn Fn(&Path) -> bool) -> Option<
     let mut dir = std::path::PathBuf::new();
     for component in path.components() {
         if let Component::Normal(name) = component
-            && GIT_DIR_PARTS.contains(&fold(&name.to_string_lossy()).as_str())
+            && GIT_DIR_PARTS.contains(&&*fold(&name.to_string_lossy()))
             && holds_head(&dir)
         {
             return Some(
@@ -268,10 +269,13 @@ pub fn read_guardrail_below(dir: &Path) -> Option<&'static str> {
 /// The path's names, each folded. A name that is not UTF-8 is kept lossily: the guarded
 /// names are ASCII, so a replacement character can only make a match less likely for names
 /// that are not guarded anyway.
-fn folded_names(path: &Path) -> Vec<String> {
+fn folded_names(path: &Path) -> Vec<Cow<'_, str>> {
     path.components()
         .filter_map(|c| match c {
-            Component::Normal(name) => Some(fold(&name.to_string_lossy())),
+            Component::Normal(name) => Some(match name.to_str() {
+                Some(name) => fold(name),
+                None => Cow::Owned(fold(&name.to_string_lossy()).into_owned()),
+            }),
             _ => None,
         })
         .collect()
@@ -281,14 +285,14 @@ fn folded_names(path: &Path) -> Vec<String> {
 /// volumes, case-folding tools); without the code points HFS+ ignores (so `.g\u{200c}it` is
 /// `.git` there); without an NTFS stream suffix (`.git::$INDEX_ALLOCATION`) and the trailing
 /// dots and spaces NTFS drops. Git's own `is_hfs_dotgit`/`is_ntfs_dotgit` fold the same way.
-pub fn fold(name: &str) -> String {
+pub fn fold(name: &str) -> Cow<'_, str> {
     // The usual name (ASCII, lower case, no `:`, no trailing dot or space) is its own folding;
     // the gate folds every component of every path it checks.
     let plain = name
         .bytes()
         .all(|b| b.is_ascii() && !b.is_ascii_uppercase() && b != b':');
     if plain && !name.ends_with(['.', ' ']) {
-        return name.to_owned();
+        return Cow::Borrowed(name);
     }
     let name = name.split(':').next().unwrap_or(name);
     let kept: String = name
@@ -296,7 +300,7 @@ pub fn fold(name: &str) -> String {
         .filter(|c| !is_hfs_ignorable(*c))
         .flat_map(char::to_lowercase)
         .collect();
-    kept.trim_end_matches(['.', ' ']).to_owned()
+    Cow::Owned(kept.trim_end_matches(['.', ' ']).to_owned())
 }
 
 /// Code points HFS+ drops when it compares names.

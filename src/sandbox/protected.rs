@@ -386,7 +386,8 @@ impl Walk<'_> {
             if self.excluded.iter().any(|ex| path.starts_with(ex)) {
                 continue;
             }
-            let name = fold(&entry.file_name().to_string_lossy());
+            let file_name = entry.file_name();
+            let name = fold(&file_name.to_string_lossy()).into_owned();
             if name == ".git" {
                 listed.push(if kind.is_dir() {
                     Listed::GitDir(path)
@@ -435,8 +436,10 @@ impl Walk<'_> {
 
     fn tollgate(&self, dir: &Path, found: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let name = fold(&entry.file_name().to_string_lossy());
-            if !TOLLGATE_OUTPUT.contains(&name.as_str()) {
+            let file_name = entry.file_name();
+            let lossy = file_name.to_string_lossy();
+            let name = fold(&lossy);
+            if !TOLLGATE_OUTPUT.contains(&&*name) {
                 self.protect(entry.path(), found);
             }
         }
