@@ -323,7 +323,8 @@ mod tests {
     #[test]
     fn json_lines_read_back_the_same() {
         let value = serde_json::json!({"text": "a ##[stop-commands]t #\u{200b}#[x]", "list": [1]});
-        let line = json_log_line(&serde_json::to_string(&value).unwrap());
+        let rendered = serde_json::to_string(&value).unwrap();
+        let line = json_log_line(&rendered);
         assert!(!line.contains("##["), "{line}");
         assert_eq!(
             serde_json::from_str::<serde_json::Value>(&line).unwrap(),

@@ -342,6 +342,7 @@ impl Analyser<'_> {
         let moved = self.follow_directory_change(job, &argv, through.is_empty());
         let mut proved = false;
         let mut reads_only = false;
+        self.reader_checked = false;
         let (verdict, why) = if let Some((id, pattern, maybe)) = hits.deny {
             let why = if maybe {
                 format!(
@@ -411,9 +412,10 @@ impl Analyser<'_> {
         ) {
             self.argument_writes(job.text, &argv);
         }
-        // A proof logged what the command reads; otherwise it is logged here, whatever the
-        // verdict.
-        if !proved {
+        // A proof logged what the command reads (a failed one too, as far as its reader's
+        // check went, which is as far as a second run of it would go); otherwise it is logged
+        // here, whatever the verdict.
+        if !proved && !std::mem::take(&mut self.reader_checked) {
             self.log_reads(&argv);
         }
         let why = if through.is_empty() {
@@ -609,6 +611,7 @@ impl Analyser<'_> {
             cwds: &self.cwds,
             reads: &self.reads,
         };
+        self.reader_checked = readonly::known(name);
         readonly::check(name, &argv[1..], &ctx).map(|()| "read-only".to_owned())
     }
 

@@ -178,12 +178,12 @@ pub(crate) fn normalise(path: &Path, env: &BashEnv) -> PathBuf {
 /// [`normalise`] would rebuild unchanged (most paths a decision locates).
 fn already_normal(path: &Path) -> bool {
     let bytes = path.as_os_str().as_bytes();
-    bytes.first() == Some(&b'/')
-        && (bytes.len() == 1 || bytes.last() != Some(&b'/'))
-        && bytes
-            .split(|&b| b == b'/')
-            .skip(1)
-            .all(|part| !matches!(part, b"" | b"." | b".."))
+    bytes == b"/"
+        || (bytes.first() == Some(&b'/')
+            && bytes
+                .split(|&b| b == b'/')
+                .skip(1)
+                .all(|part| !matches!(part, b"" | b"." | b"..")))
 }
 
 /// The same path, lexically normalised only (for `/dev/…` names Bash treats specially).
@@ -325,26 +325,39 @@ pub(crate) fn check_read_below(
     } else {
         let paths =
             locate(word, env, cwds).inspect_err(|_| log.record(PathBuf::from("/"), true))?;
-        for p in &paths {
-            log.record(p.clone(), below);
+        // Every path is logged, the refused ones too; checked first, so that the paths move
+        // into the log rather than being copied there.
+        let refusal = paths.iter().find_map(|path| read_refusal(word, path, env));
+        for path in paths {
+            log.record(path, below);
         }
-        paths
+        return refusal.map_or(Ok(()), Err);
     };
-    for path in located {
-        if endless_device(&path) {
-            return Err(Unproven::EndlessRead {
-                word: word.raw.clone(),
-                path,
-            });
-        }
-        if !(inside_workspace(&path, env) || harmless_read(&path)) {
-            return Err(Unproven::ReadsOutside {
-                word: word.raw.clone(),
-                path,
-            });
-        }
+    match located
+        .iter()
+        .find_map(|path| read_refusal(word, path, env))
+    {
+        Some(refusal) => Err(refusal),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// Why a reader of `word` may not read `path`: an endless device, or a place outside the
+/// workspace that is not a harmless device.
+fn read_refusal(word: &Word, path: &Path, env: &BashEnv) -> Option<Unproven> {
+    if endless_device(path) {
+        return Some(Unproven::EndlessRead {
+            word: word.raw.clone(),
+            path: path.to_path_buf(),
+        });
+    }
+    if !(inside_workspace(path, env) || harmless_read(path)) {
+        return Some(Unproven::ReadsOutside {
+            word: word.raw.clone(),
+            path: path.to_path_buf(),
+        });
+    }
+    None
 }
 
 #[cfg(test)]

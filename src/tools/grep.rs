@@ -146,11 +146,10 @@ impl ToolInput for GrepInput {
 
 /// A malformed pattern is the model's error, told before the call is decided; only its syntax
 /// is read here, since deciding a call (`check` decides many) never needs the matcher, which
-/// is compiled when the call runs.
+/// is compiled when the call runs (and reports what only compiling finds: an unknown Unicode
+/// class, a pattern over the size limit).
 fn check_syntax(grep: &GrepInput) -> Result<(), ToolError> {
-    regex_syntax::ParserBuilder::new()
-        .case_insensitive(grep.case_insensitive)
-        .build()
+    regex_syntax::ast::parse::Parser::new()
         .parse(&grep.pattern)
         .map(drop)
         .map_err(|err| ToolError::Invalid(format!("invalid regular expression: {err}")))
@@ -317,6 +316,32 @@ mod tests {
             .unwrap()
             .content;
         assert_eq!(listed, "src/a.rs");
+    }
+
+    /// A pattern that does not parse is refused before the call is decided; one that parses
+    /// but cannot be compiled is refused when it runs, with the same kind of message.
+    #[test]
+    fn malformed_patterns_are_the_models_error() {
+        for pattern in ["fn (", "a{2,1}", "[z-a]", "a)"] {
+            let refused = GrepTool.prepare(&json!({"pattern": pattern})).err();
+            assert!(
+                matches!(&refused, Some(ToolError::Invalid(m)) if m.starts_with("invalid regular expression")),
+                "{pattern}: {refused:?}"
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let grep: GrepInput =
+            serde_json::from_value(json!({"pattern": "\\p{NoSuchClass}"})).unwrap();
+        assert!(
+            GrepTool
+                .prepare(&json!({"pattern": "\\p{NoSuchClass}"}))
+                .is_ok()
+        );
+        let at_run = search(&grep, dir.path(), dir.path(), Vec::new()).err();
+        assert!(
+            matches!(&at_run, Some(ToolError::Invalid(m)) if m.starts_with("invalid regular expression")),
+            "{at_run:?}"
+        );
     }
 
     fn grep(input: Value, base: &Path) -> String {
