@@ -1,5 +1,6 @@
 //! Lexical path arithmetic, shared by the policy, the Bash analyser, task files and reports.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 /// Resolves `.` and `..` without touching the filesystem. `..` at the root stays at the root,
@@ -23,9 +24,77 @@ pub fn normalize_lexically(path: &Path) -> PathBuf {
     out
 }
 
+/// `path` without the leading `prefix`, compared component by component as
+/// [`Path::strip_prefix`] does. The gate asks this of nearly every path it checks, and paths
+/// there are absolute and normal: for those the bytes are compared directly (the component
+/// walk costs more than the rest of the check); anything else takes the component walk.
+pub fn strip_prefix<'p>(path: &'p Path, prefix: &Path) -> Option<&'p Path> {
+    let (bytes, head) = (path.as_os_str().as_bytes(), prefix.as_os_str().as_bytes());
+    if !(plain(bytes) && plain(head)) {
+        return path.strip_prefix(prefix).ok();
+    }
+    let rest = bytes.strip_prefix(head)?;
+    let rest = if head == b"/" || rest.is_empty() {
+        rest
+    } else {
+        rest.strip_prefix(b"/")?
+    };
+    Some(Path::new(std::ffi::OsStr::from_bytes(rest)))
+}
+
+/// Whether `path` starts with `prefix`, component by component (see [`strip_prefix`]).
+pub fn has_prefix(path: &Path, prefix: &Path) -> bool {
+    strip_prefix(path, prefix).is_some()
+}
+
+/// Absolute, without `//`, a `.` part or a trailing `/` (`/` itself excepted): a path whose
+/// components are its `/`-separated bytes.
+fn plain(bytes: &[u8]) -> bool {
+    bytes == b"/"
+        || (bytes.first() == Some(&b'/')
+            && bytes
+                .split(|&b| b == b'/')
+                .skip(1)
+                .all(|part| !matches!(part, b"" | b".")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The byte comparison answers as the component walk does, on normal paths and others.
+    #[test]
+    fn prefixes_agree_with_the_component_walk() {
+        let paths = [
+            "/",
+            "/a",
+            "/a/",
+            "/a/b",
+            "/ab",
+            "/a/b/",
+            "//a",
+            "/a//b",
+            "/a/./b",
+            "/a/..",
+            "a",
+            "a/b",
+            "",
+            "/a/b/c",
+            "/proc",
+            "/proc/1/environ",
+            "/procx",
+        ];
+        for path in paths {
+            for prefix in paths {
+                let (path, prefix) = (Path::new(path), Path::new(prefix));
+                assert_eq!(
+                    strip_prefix(path, prefix),
+                    path.strip_prefix(prefix).ok(),
+                    "{path:?} {prefix:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn lexical_normalisation() {

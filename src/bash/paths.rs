@@ -1,6 +1,7 @@
 //! Where a path word points: tilde, working directory (which `cd` may have changed), `..`
 //! through symlinks (via the injected resolver), and whether it stays inside the workspace.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
@@ -47,10 +48,10 @@ pub(crate) fn locate(word: &Word, env: &BashEnv, cwds: &Cwds) -> Result<Vec<Path
     let Some(value) = word.value.as_deref() else {
         return Err(Unproven::NotStatic(word.raw.clone()));
     };
-    let text: String = if word.tilde {
-        expand_tilde(value, env).ok_or_else(|| Unproven::Tilde(value.to_owned()))?
+    let text: Cow<str> = if word.tilde {
+        Cow::Owned(expand_tilde(value, env).ok_or_else(|| Unproven::Tilde(value.to_owned()))?)
     } else {
-        value.to_owned()
+        Cow::Borrowed(value)
     };
     if word.glob && has_glob_before_parent(&text) {
         return Err(Unproven::GlobReachesParent(word.raw.clone()));
@@ -58,7 +59,7 @@ pub(crate) fn locate(word: &Word, env: &BashEnv, cwds: &Cwds) -> Result<Vec<Path
     if word.glob {
         return glob_paths(word, env, cwds);
     }
-    let path = Path::new(&text);
+    let path = Path::new(&*text);
     if path.is_absolute() {
         return Ok(vec![normalise(path, env)]);
     }
@@ -194,7 +195,7 @@ pub(crate) fn lexical(path: &Path) -> PathBuf {
 pub(crate) fn inside_workspace(path: &Path, env: &BashEnv) -> bool {
     env.workspace_roots
         .iter()
-        .any(|root| path.starts_with(root))
+        .any(|root| crate::base::has_prefix(path, root))
 }
 
 /// Device files that are harmless to read (they end at once).

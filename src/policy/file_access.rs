@@ -93,17 +93,19 @@ pub fn read_refusal(
     path: &Path,
     below: bool,
 ) -> Option<ToolCheck> {
-    let shown = path.display();
     let bases = workspace.bases();
     let hit = |rule: &&crate::policy::Rule| match &rule.content {
         Some(RuleContent::Path(pattern)) if below => pattern.may_match_below(path, &bases),
         Some(RuleContent::Path(pattern)) => pattern.matches(path, &bases),
         _ => false,
     };
-    let what = if below {
-        format!("{tool} of {shown} and everything below it")
-    } else {
-        format!("{tool} of {shown}")
+    // Written only for a refusal: nearly every read the gate checks passes.
+    let what = || {
+        if below {
+            format!("{tool} of {} and everything below it", path.display())
+        } else {
+            format!("{tool} of {}", path.display())
+        }
     };
     if let Some(rule) = rules
         .content_rules(RuleKind::Deny, &ToolName::Read)
@@ -111,7 +113,7 @@ pub fn read_refusal(
         .map(RuleRef::from)
     {
         return Some(ToolCheck::Deny {
-            reason: format!("{what} may read files denied by rule {}", rule.rule),
+            reason: format!("{} may read files denied by rule {}", what(), rule.rule),
             rule: Some(rule),
         });
     }
@@ -122,7 +124,7 @@ pub fn read_refusal(
     };
     if let Some(guardrail) = guardrail {
         return Some(ToolCheck::Ask {
-            reason: format!("{what} trips a safety guardrail: {guardrail}"),
+            reason: format!("{} trips a safety guardrail: {guardrail}", what()),
             cause: AskCause::Guardrail(guardrail),
         });
     }
@@ -131,7 +133,7 @@ pub fn read_refusal(
         .find(hit)
         .map(RuleRef::from)
         .map(|rule| ToolCheck::Ask {
-            reason: format!("{what} needs approval by rule {}", rule.rule),
+            reason: format!("{} needs approval by rule {}", what(), rule.rule),
             cause: AskCause::ContentRule(rule),
         })
 }

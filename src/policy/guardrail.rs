@@ -10,6 +10,8 @@
 use std::borrow::Cow;
 use std::path::{Component, Path};
 
+use crate::base::has_prefix;
+
 /// Folders whose contents are never written, at any depth, with why.
 const PROTECTED_DIRS: &[(&str, &str)] = &[
     (".git", "writes under .git/ (hooks and config run code)"),
@@ -255,7 +257,7 @@ const PROC_ENVIRON: &str = "reads of /proc/*/environ (process secrets)";
 /// `/proc/thread-self/environ`, `/proc/<pid>/task/<tid>/environ`, and again through
 /// `/proc/<pid>/root/proc/…`: any `environ` below `/proc` counts.
 pub fn read_guardrail(path: &Path) -> Option<&'static str> {
-    let under_proc = path.starts_with("/proc");
+    let under_proc = has_prefix(path, Path::new("/proc"));
     let environ = path.file_name().is_some_and(|name| name == "environ");
     (under_proc && environ).then_some(PROC_ENVIRON)
 }
@@ -263,7 +265,8 @@ pub fn read_guardrail(path: &Path) -> Option<&'static str> {
 /// The guardrail a read of everything below the folder `dir` trips (`grep -r x /proc`, a
 /// glob), if any: a folder that holds, or is held by, `/proc`.
 pub fn read_guardrail_below(dir: &Path) -> Option<&'static str> {
-    (dir.starts_with("/proc") || Path::new("/proc").starts_with(dir)).then_some(PROC_ENVIRON)
+    let proc = Path::new("/proc");
+    (has_prefix(dir, proc) || has_prefix(proc, dir)).then_some(PROC_ENVIRON)
 }
 
 /// The path's names, each folded. A name that is not UTF-8 is kept lossily: the guarded

@@ -35,12 +35,14 @@ impl Workspace {
             || self
                 .read_only_roots
                 .iter()
-                .any(|root| path.starts_with(root))
+                .any(|root| crate::base::has_prefix(path, root))
     }
 
     /// Whether a resolved (absolute, normalised, symlink-free) path lies inside a root.
     pub fn contains(&self, path: &Path) -> bool {
-        self.roots.iter().any(|root| path.starts_with(root))
+        self.roots
+            .iter()
+            .any(|root| crate::base::has_prefix(path, root))
     }
 
     pub fn bases(&self) -> PathBases<'_> {

@@ -105,7 +105,7 @@ pub fn resolve_symlinks_below<P: AsRef<Path>>(normal: &Path, canonical: &[P]) ->
     let below = canonical
         .iter()
         .map(AsRef::as_ref)
-        .filter_map(|root| Some((root, normal.strip_prefix(root).ok()?)))
+        .filter_map(|root| Some((root, crate::base::strip_prefix(normal, root)?)))
         .max_by_key(|(root, _)| root.as_os_str().len());
     match below {
         Some((root, rest)) => walk(root, rest),
