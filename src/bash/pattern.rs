@@ -129,6 +129,14 @@ impl CommandPattern {
             return glob.match_words(argv, base_name);
         }
         let pattern = self.words();
+        // Most rules name another program: told by the first word alone, before the rest of
+        // the command is looked at (every command is held against every rule).
+        if let (Some(p), Some(v)) = (pattern.first(), argv.first().and_then(Word::fixed))
+            && v != p
+            && !(base_name && v.contains('/') && base(v) == p)
+        {
+            return Match::No;
+        }
         let any_dynamic = argv.iter().any(|w| w.fixed().is_none());
         let mut result = Match::Yes;
         for (i, p) in pattern.iter().enumerate() {
