@@ -140,7 +140,7 @@ pub fn write_guardrail(path: &Path, home: Option<&Path>) -> Option<&'static str>
     if let Some(reason) = names.iter().find_map(|name| {
         PROTECTED_DIRS
             .iter()
-            .find(|(dir, _)| same_name(name, dir))
+            .find(|(dir, _)| name.is(dir))
             .map(|(_, reason)| *reason)
     }) {
         return Some(reason);
@@ -148,7 +148,7 @@ pub fn write_guardrail(path: &Path, home: Option<&Path>) -> Option<&'static str>
     // `repo.git` is how bare repositories are named: writing into one plants its config.
     if names
         .iter()
-        .any(|name| name.len() > ".git".len() && name.ends_with(".git"))
+        .any(|name| name.text.len() > ".git".len() && name.text.ends_with(".git"))
     {
         return Some(
             "writes into a folder named like a bare git repository (*.git: its config runs code)",
@@ -157,26 +157,24 @@ pub fn write_guardrail(path: &Path, home: Option<&Path>) -> Option<&'static str>
     for pair in names.windows(2) {
         if let Some((_, _, reason)) = PROTECTED_PAIRS
             .iter()
-            .find(|(outer, inner, _)| same_name(&pair[0], outer) && same_name(&pair[1], inner))
+            .find(|(outer, inner, _)| pair[0].is(outer) && pair[1].is(inner))
         {
             return Some(reason);
         }
     }
     if let [.., dir, file] = names.as_slice()
         && let Some((_, _, reason)) = PROTECTED_PAIR_FILES.iter().find(|(outer, name, _)| {
-            same_name(dir, outer)
+            dir.is(outer)
                 && match name {
-                    FileName::Exact(exact) => same_name(file, exact),
-                    FileName::Prefix(prefix) => file.starts_with(prefix),
+                    FileName::Exact(exact) => file.is(exact),
+                    FileName::Prefix(prefix) => file.text.starts_with(prefix),
                 }
         })
     {
         return Some(reason);
     }
     if let Some(file) = names.last()
-        && let Some((_, reason)) = PROTECTED_FILES
-            .iter()
-            .find(|(name, _)| same_name(file, name))
+        && let Some((_, reason)) = PROTECTED_FILES.iter().find(|(name, _)| file.is(name))
     {
         return Some(reason);
     }
@@ -188,7 +186,7 @@ pub fn write_guardrail(path: &Path, home: Option<&Path>) -> Option<&'static str>
             && below_home
                 .iter()
                 .zip(&dir)
-                .all(|(name, guarded)| same_name(name, guarded));
+                .all(|(name, guarded)| name.is(guarded));
         inside.then_some(*reason)
     })
 }
@@ -197,20 +195,18 @@ pub fn write_guardrail(path: &Path, home: Option<&Path>) -> Option<&'static str>
 /// when not, [`write_guardrail`] cannot trip on a path ending in it unless an ancestor did.
 /// A cheap test for walking a large tree.
 pub fn may_guard_name(name: &str) -> bool {
-    let name = fold(name);
-    name.ends_with(".git")
-        || PROTECTED_DIRS.iter().any(|(dir, _)| same_name(&name, dir))
-        || PROTECTED_FILES
-            .iter()
-            .any(|(file, _)| same_name(&name, file))
+    let name = Folded::new(fold(name));
+    name.text.ends_with(".git")
+        || PROTECTED_DIRS.iter().any(|(dir, _)| name.is(dir))
+        || PROTECTED_FILES.iter().any(|(file, _)| name.is(file))
         || PROTECTED_PAIRS
             .iter()
-            .any(|(outer, inner, _)| same_name(&name, outer) || same_name(&name, inner))
+            .any(|(outer, inner, _)| name.is(outer) || name.is(inner))
         || PROTECTED_PAIR_FILES.iter().any(|(outer, file, _)| {
-            same_name(&name, outer)
+            name.is(outer)
                 || match file {
-                    FileName::Exact(exact) => same_name(&name, exact),
-                    FileName::Prefix(prefix) => name.starts_with(prefix),
+                    FileName::Exact(exact) => name.is(exact),
+                    FileName::Prefix(prefix) => name.text.starts_with(prefix),
                 }
         })
 }
@@ -272,16 +268,51 @@ pub fn read_guardrail_below(dir: &Path) -> Option<&'static str> {
 /// The path's names, each folded. A name that is not UTF-8 is kept lossily: the guarded
 /// names are ASCII, so a replacement character can only make a match less likely for names
 /// that are not guarded anyway.
-fn folded_names(path: &Path) -> Vec<Cow<'_, str>> {
+fn folded_names(path: &Path) -> Vec<Folded<'_>> {
     path.components()
         .filter_map(|c| match c {
-            Component::Normal(name) => Some(match name.to_str() {
+            Component::Normal(name) => Some(Folded::new(match name.to_str() {
                 Some(name) => fold(name),
                 None => Cow::Owned(fold(&name.to_string_lossy()).into_owned()),
-            }),
+            })),
             _ => None,
         })
         .collect()
+}
+
+/// A folded name with the place of its `~` found once: each name of a path is compared with
+/// every guarded name (see [`Folded::is`]).
+#[derive(PartialEq)]
+struct Folded<'n> {
+    text: Cow<'n, str>,
+    tilde: Option<usize>,
+}
+
+impl<'n> Folded<'n> {
+    fn new(text: Cow<'n, str>) -> Folded<'n> {
+        let tilde = text.bytes().position(|b| b == b'~');
+        Folded { text, tilde }
+    }
+
+    /// Whether this is the guarded name, or an NTFS 8.3 short name that may stand for it
+    /// (`git~1` for `.git`, `husky~1` for `.husky`): up to six leading characters of the name
+    /// without its dot, `~`, a digit.
+    fn is(&self, guarded: &str) -> bool {
+        if self.text == guarded {
+            return true;
+        }
+        let Some(tilde) = self.tilde else {
+            return false;
+        };
+        let (stem, digits) = (&self.text[..tilde], &self.text[tilde + 1..]);
+        let long = guarded.trim_start_matches('.');
+        !stem.is_empty()
+            && stem.len() <= 6
+            && !digits.is_empty()
+            && digits.chars().all(|c| c.is_ascii_digit())
+            && long.len() >= stem.len()
+            && long.starts_with(stem)
+    }
 }
 
 /// A name as the most permissive file system sees it: case folded (macOS and Windows
@@ -309,27 +340,6 @@ pub fn fold(name: &str) -> Cow<'_, str> {
 /// Code points HFS+ drops when it compares names.
 fn is_hfs_ignorable(c: char) -> bool {
     matches!(c, '\u{200c}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{206a}'..='\u{206f}' | '\u{feff}')
-}
-
-/// Whether a folded name is the guarded one, or an NTFS 8.3 short name that may stand for it
-/// (`git~1` for `.git`, `husky~1` for `.husky`): up to six leading characters of the name
-/// without its dot, `~`, a digit.
-fn same_name(folded: &str, guarded: &str) -> bool {
-    if folded == guarded {
-        return true;
-    }
-    // A byte search: this runs for every guarded name against every component.
-    let Some(tilde) = folded.bytes().position(|b| b == b'~') else {
-        return false;
-    };
-    let (stem, digits) = (&folded[..tilde], &folded[tilde + 1..]);
-    let long = guarded.trim_start_matches('.');
-    !stem.is_empty()
-        && stem.len() <= 6
-        && !digits.is_empty()
-        && digits.chars().all(|c| c.is_ascii_digit())
-        && long.len() >= stem.len()
-        && long.starts_with(stem)
 }
 
 #[cfg(test)]
@@ -436,8 +446,10 @@ mod tests {
             );
         }
         assert_eq!(fold(".GiT. "), ".git");
-        assert!(!same_name("gi~", ".git"));
-        assert!(!same_name("gitlab~1", ".git"));
+        let same = |folded: &str, guarded: &str| Folded::new(Cow::Borrowed(folded)).is(guarded);
+        assert!(same("git~1", ".git"));
+        assert!(!same("gi~", ".git"));
+        assert!(!same("gitlab~1", ".git"));
     }
 
     #[test]
