@@ -12,7 +12,7 @@ mod text;
 pub use abort::{AbortHandle, AbortReason, AbortSignal};
 pub use bounds::{FAR_FUTURE, deadline, deadline_std};
 pub use json::{from_str_unique_keys, parse_unique_keys};
-pub use path::{has_prefix, normalize_lexically, strip_prefix};
+pub use path::{has_prefix, is_normal_absolute, normalize_lexically, strip_prefix};
 pub use secret::is_secret_env_name;
 pub use text::{truncate_middle, wildcard_match};
 

@@ -6,6 +6,9 @@ use std::path::{Component, Path, PathBuf};
 /// Resolves `.` and `..` without touching the filesystem. `..` at the root stays at the root,
 /// as the kernel does.
 pub fn normalize_lexically(path: &Path) -> PathBuf {
+    if is_normal_absolute(path) {
+        return path.to_path_buf();
+    }
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
@@ -58,6 +61,18 @@ fn plain(bytes: &[u8]) -> bool {
                 .all(|part| !matches!(part, b"" | b".")))
 }
 
+/// [`plain`] and without a `..` part: what lexical normalisation returns unchanged (most
+/// paths the gate checks).
+pub fn is_normal_absolute(path: &Path) -> bool {
+    let bytes = path.as_os_str().as_bytes();
+    bytes == b"/"
+        || (bytes.first() == Some(&b'/')
+            && bytes
+                .split(|&b| b == b'/')
+                .skip(1)
+                .all(|part| !matches!(part, b"" | b"." | b"..")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,6 +108,25 @@ mod tests {
                     "{path:?} {prefix:?}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn normal_paths_are_returned_as_they_are() {
+        for (path, normal) in [
+            ("/ws/a/b", true),
+            ("/", true),
+            ("/ws/a/", false),
+            ("/ws//a", false),
+            ("/ws/./a", false),
+            ("/ws/a/..", false),
+            ("/ws/..a/.b", true),
+            ("ws/a", false),
+        ] {
+            assert_eq!(is_normal_absolute(Path::new(path)), normal, "{path}");
+            // A trailing `/.` changes nothing but takes the component walk.
+            let walked = normalize_lexically(&Path::new(path).join("."));
+            assert_eq!(normalize_lexically(Path::new(path)), walked, "{path}");
         }
     }
 

@@ -3,7 +3,6 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use super::unproven::Unproven;
@@ -157,7 +156,8 @@ fn has_glob_before_parent(text: &str) -> bool {
 /// Lexical normalisation, except that `..` is applied to the resolved directory: in Bash
 /// `link/..` is the parent of the link's target, not the directory holding the link.
 pub(crate) fn normalise(path: &Path, env: &BashEnv) -> PathBuf {
-    if already_normal(path) {
+    // What the component walk would rebuild unchanged (most paths a decision locates).
+    if crate::base::is_normal_absolute(path) {
         return (env.resolve)(path);
     }
     let mut out = PathBuf::from("/");
@@ -173,18 +173,6 @@ pub(crate) fn normalise(path: &Path, env: &BashEnv) -> PathBuf {
         }
     }
     (env.resolve)(&out)
-}
-
-/// Absolute, without `.`, `..`, `//` or a trailing `/`: what the component walk of
-/// [`normalise`] would rebuild unchanged (most paths a decision locates).
-fn already_normal(path: &Path) -> bool {
-    let bytes = path.as_os_str().as_bytes();
-    bytes == b"/"
-        || (bytes.first() == Some(&b'/')
-            && bytes
-                .split(|&b| b == b'/')
-                .skip(1)
-                .all(|part| !matches!(part, b"" | b"." | b"..")))
 }
 
 /// The same path, lexically normalised only (for `/dev/…` names Bash treats specially).
@@ -413,7 +401,11 @@ mod tests {
                 ("/ws/link/x", true),
                 ("ws/a", false),
             ] {
-                assert_eq!(already_normal(Path::new(path)), normal, "{path}");
+                assert_eq!(
+                    crate::base::is_normal_absolute(Path::new(path)),
+                    normal,
+                    "{path}"
+                );
                 // A trailing `/.` changes nothing but takes the component walk.
                 let walked = normalise(&Path::new(path).join("."), env);
                 assert_eq!(normalise(Path::new(path), env), walked, "{path}");

@@ -149,6 +149,10 @@ impl ToolInput for GrepInput {
 /// is compiled when the call runs (and reports what only compiling finds: an unknown Unicode
 /// class, a pattern over the size limit).
 fn check_syntax(grep: &GrepInput) -> Result<(), ToolError> {
+    // A pattern without a single meta character is a literal: nothing to parse.
+    if !grep.pattern.chars().any(regex_syntax::is_meta_character) {
+        return Ok(());
+    }
     regex_syntax::ast::parse::Parser::new()
         .parse(&grep.pattern)
         .map(drop)
@@ -322,7 +326,13 @@ mod tests {
     /// but cannot be compiled is refused when it runs, with the same kind of message.
     #[test]
     fn malformed_patterns_are_the_models_error() {
-        for pattern in ["fn (", "a{2,1}", "[z-a]", "a)"] {
+        for literal in ["fn name", "TODO: x", "a-b_c", "é"] {
+            assert!(
+                GrepTool.prepare(&json!({"pattern": literal})).is_ok(),
+                "{literal}"
+            );
+        }
+        for pattern in ["fn (", "a{2,1}", "[z-a]", "a)", "x\\", "(?x"] {
             let refused = GrepTool.prepare(&json!({"pattern": pattern})).err();
             assert!(
                 matches!(&refused, Some(ToolError::Invalid(m)) if m.starts_with("invalid regular expression")),
