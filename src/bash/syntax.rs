@@ -10,7 +10,7 @@ use super::evaluated::{
 };
 use super::kind::kind;
 use super::unproven::Unproven;
-use super::word::{Value, Word, resolve, resolve_all};
+use super::word::{Expanded, Value, Word, resolve, resolve_all, resolve_expanded};
 
 /// Deeper syntax trees than this are not walked (the rest becomes a problem, hence ask).
 const MAX_TREE_DEPTH: usize = 200;
@@ -1204,11 +1204,10 @@ impl<'s> Walker<'s> {
                 (Some("name") | Some("argument"), _) => {
                     spans.push((child.start_byte(), child.end_byte()));
                     let at = child.start_byte();
-                    words.extend(
-                        resolve_all(*child, self.src, self.injected)
-                            .into_iter()
-                            .map(|w| (at, w)),
-                    );
+                    match resolve_expanded(*child, self.src, self.injected) {
+                        Expanded::One(word) => words.push((at, word)),
+                        Expanded::Many(all) => words.extend(all.into_iter().map(|w| (at, w))),
+                    }
                 }
                 (Some("redirect"), _) => self.extra_destinations(*child, &mut words),
                 (None, "variable_assignment") => assignments.push(self.assignment(*child)),

@@ -413,6 +413,20 @@ pub(crate) fn resolve(node: Node, src: &str) -> Word {
 /// `injected` are the offsets of empty quotes the parser's second reading put into `src`:
 /// they are not the script's, so they do not keep an otherwise empty word.
 pub(crate) fn resolve_all(node: Node, src: &str, injected: &[usize]) -> Vec<Word> {
+    match resolve_expanded(node, src, injected) {
+        Expanded::One(word) => vec![word],
+        Expanded::Many(words) => words,
+    }
+}
+
+/// What one word brace-expands to: nearly always itself alone, which needs no list.
+pub(crate) enum Expanded {
+    One(Word),
+    Many(Vec<Word>),
+}
+
+/// [`resolve_all`], without a list for a word that stays one word.
+pub(crate) fn resolve_expanded(node: Node, src: &str, injected: &[usize]) -> Expanded {
     let mut b = Builder::for_node(node);
     add(node, src, &mut b);
     let raw = &src[node.byte_range()];
@@ -422,7 +436,7 @@ pub(crate) fn resolve_all(node: Node, src: &str, injected: &[usize]) -> Vec<Word
             .any(|p| matches!(p, Piece::Char { c: x, q: Quoting::Bare, .. } if *x == c))
     };
     if !(bare('{') && bare('}')) {
-        return vec![Word::from_pieces(b.pieces, raw)];
+        return Expanded::One(Word::from_pieces(b.pieces, raw));
     }
     let atoms: Vec<(usize, usize)> = b
         .pieces
@@ -438,7 +452,7 @@ pub(crate) fn resolve_all(node: Node, src: &str, injected: &[usize]) -> Vec<Word
         atoms: &atoms,
     };
     let Some(results) = expander.expand(MAX_BRACE_WORDS) else {
-        return vec![Word::dynamic(raw)];
+        return Expanded::One(Word::dynamic(raw));
     };
     // A word brace expansion left empty, with no quotes in it, is no word (`{a,}{,b}`).
     let empty = |segments: &[super::brace::Segment]| {
@@ -447,14 +461,16 @@ pub(crate) fn resolve_all(node: Node, src: &str, injected: &[usize]) -> Vec<Word
                 if a == b || (b - a == 2 && injected.contains(a)))
         })
     };
-    results
-        .into_iter()
-        .filter(|segments| !empty(segments))
-        .map(|segments| {
-            pieces_of(&b.pieces, &segments)
-                .map_or_else(|| Word::dynamic(raw), |p| Word::from_pieces(p, raw))
-        })
-        .collect()
+    Expanded::Many(
+        results
+            .into_iter()
+            .filter(|segments| !empty(segments))
+            .map(|segments| {
+                pieces_of(&b.pieces, &segments)
+                    .map_or_else(|| Word::dynamic(raw), |p| Word::from_pieces(p, raw))
+            })
+            .collect(),
+    )
 }
 
 /// The pieces that fall in `segments` (byte ranges of the source, or generated text); `None`
