@@ -53,24 +53,21 @@ pub fn has_prefix(path: &Path, prefix: &Path) -> bool {
 /// Absolute, without `//`, a `.` part or a trailing `/` (`/` itself excepted): a path whose
 /// components are its `/`-separated bytes.
 fn plain(bytes: &[u8]) -> bool {
-    bytes == b"/"
-        || (bytes.first() == Some(&b'/')
-            && bytes
-                .split(|&b| b == b'/')
-                .skip(1)
-                .all(|part| !matches!(part, b"" | b".")))
+    absolute_with_parts(bytes, |part| !matches!(part, b"" | b"."))
 }
 
 /// [`plain`] and without a `..` part: what lexical normalisation returns unchanged (most
 /// paths the gate checks).
 pub fn is_normal_absolute(path: &Path) -> bool {
-    let bytes = path.as_os_str().as_bytes();
+    absolute_with_parts(path.as_os_str().as_bytes(), |part| {
+        !matches!(part, b"" | b"." | b"..")
+    })
+}
+
+/// `/`, or an absolute path each of whose `/`-separated parts is `allowed`.
+fn absolute_with_parts(bytes: &[u8], allowed: impl Fn(&[u8]) -> bool) -> bool {
     bytes == b"/"
-        || (bytes.first() == Some(&b'/')
-            && bytes
-                .split(|&b| b == b'/')
-                .skip(1)
-                .all(|part| !matches!(part, b"" | b"." | b"..")))
+        || (bytes.first() == Some(&b'/') && bytes.split(|&b| b == b'/').skip(1).all(allowed))
 }
 
 #[cfg(test)]

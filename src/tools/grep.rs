@@ -79,7 +79,7 @@ impl Tool for GrepTool {
     fn prepare(&self, input: &Value) -> Result<Box<dyn ToolInput>, ToolError> {
         let grep: GrepInput = parse_input(&self.name(), input)?;
         check_syntax(&grep)?;
-        grep.glob.as_deref().map(compile_glob).transpose()?;
+        grep.glob.as_deref().map(parse_glob).transpose()?;
         Ok(Box::new(grep))
     }
 
@@ -166,11 +166,11 @@ fn matcher(grep: &GrepInput) -> Result<grep_regex::RegexMatcher, ToolError> {
         .map_err(|err| ToolError::Invalid(format!("invalid regular expression: {err}")))
 }
 
-fn compile_glob(glob: &str) -> Result<globset::GlobMatcher, ToolError> {
+/// The `glob` filter, read as a glob (its matcher is compiled only when the call runs).
+fn parse_glob(glob: &str) -> Result<globset::Glob, ToolError> {
     GlobBuilder::new(glob)
         .literal_separator(true)
         .build()
-        .map(|glob| glob.compile_matcher())
         .map_err(|err| ToolError::Invalid(format!("invalid glob `{glob}`: {}", err.kind())))
 }
 
@@ -183,7 +183,12 @@ fn search(
     files: Vec<PathBuf>,
 ) -> Result<ToolOutput, ToolError> {
     let matcher = matcher(grep)?;
-    let filter = grep.glob.as_deref().map(compile_glob).transpose()?;
+    let filter = grep
+        .glob
+        .as_deref()
+        .map(parse_glob)
+        .transpose()?
+        .map(|glob| glob.compile_matcher());
     let mut searcher = SearcherBuilder::new()
         .binary_detection(BinaryDetection::quit(0))
         .line_number(true)
