@@ -38,9 +38,6 @@ pub(crate) struct Analyser<'a> {
     tracked: HashSet<String>,
     /// `IFS` is the default, so unquoted references split at blanks.
     pub split: bool,
-    /// The command being judged had its reader's check run by the read-only proof, which
-    /// logged what it reads: running it again to log the reads would log nothing new.
-    pub(crate) reader_checked: bool,
 }
 
 impl<'a> Analyser<'a> {
@@ -61,7 +58,6 @@ impl<'a> Analyser<'a> {
             vars: HashMap::new(),
             tracked: HashSet::new(),
             split: true,
-            reader_checked: false,
         }
     }
 

@@ -342,7 +342,8 @@ impl Analyser<'_> {
         let moved = self.follow_directory_change(job, &argv, through.is_empty());
         let mut proved = false;
         let mut reads_only = false;
-        self.reader_checked = false;
+        // The proof's reader check passed, having logged every read: no need to log them again.
+        let mut reads_logged = false;
         let (verdict, why) = if let Some((id, pattern, maybe)) = hits.deny {
             let why = if maybe {
                 format!(
@@ -377,7 +378,12 @@ impl Analyser<'_> {
                     (None, Some((false, why))) => Err(why.to_owned()),
                     (None, None) => match moved {
                         Some(moved) => moved,
-                        None => self.prove_read_only(job, &argv, through.is_empty()),
+                        None => {
+                            let (proof, logged) =
+                                self.prove_read_only(job, &argv, through.is_empty());
+                            reads_logged = logged;
+                            proof
+                        }
                     }
                     .map_err(|unproven| unproven.to_string()),
                 }
@@ -412,10 +418,9 @@ impl Analyser<'_> {
         ) {
             self.argument_writes(job.text, &argv);
         }
-        // A proof logged what the command reads (a failed one too, as far as its reader's
-        // check went, which is as far as a second run of it would go); otherwise it is logged
-        // here, whatever the verdict.
-        if !proved && !std::mem::take(&mut self.reader_checked) {
+        // A proof logged what the command reads; otherwise it is logged here, whatever the
+        // verdict.
+        if !proved && !reads_logged {
             self.log_reads(&argv);
         }
         let why = if through.is_empty() {
@@ -443,12 +448,13 @@ impl Analyser<'_> {
             cwds: &self.cwds,
             reads: &self.reads,
         };
-        if readonly::known(name) {
-            let _ = readonly::check(name, &argv[1..], &ctx);
+        if readonly::known(name) && readonly::check(name, &argv[1..], &ctx).is_ok() {
             return;
         }
         // Any other program may read any word it is given (`cp .env x`, `xxd .env`,
         // `xargs -a .env`): each plain word, and the value of `--opt=value`, counts as a read.
+        // So may a known reader whose check stopped at what it cannot follow (`cat -Z .env`
+        // stops at `-Z`, before it reaches `.env`).
         for word in &argv[1..] {
             let Some(v) = word.fixed() else { continue };
             let path = match v.split_once('=') {
@@ -586,12 +592,37 @@ impl Analyser<'_> {
         }
     }
 
+    /// Proves the command read-only by its program's own check, and says whether that check
+    /// passed, which means it logged every read the command makes.
     fn prove_read_only(
-        &mut self,
+        &self,
         job: &Job,
         argv: &[Word],
         direct: bool,
-    ) -> Result<String, Unproven> {
+    ) -> (Result<String, Unproven>, bool) {
+        let name = match self.provable_name(job, argv, direct) {
+            Ok(Provable::Program(name)) => name,
+            Ok(Provable::Function(why)) => return (Ok(why), false),
+            Err(unproven) => return (Err(unproven), false),
+        };
+        let ctx = Ctx {
+            env: self.env,
+            cwds: &self.cwds,
+            reads: &self.reads,
+        };
+        let checked = readonly::check(name, &argv[1..], &ctx);
+        let logged = checked.is_ok();
+        (checked.map(|()| "read-only".to_owned()), logged)
+    }
+
+    /// The program whose own check can prove the command read-only, or why the command is
+    /// read-only without one (a function of the script, whose body is checked) or is not.
+    fn provable_name<'w>(
+        &self,
+        job: &Job,
+        argv: &'w [Word],
+        direct: bool,
+    ) -> Result<Provable<'w>, Unproven> {
         let first = argv.first().ok_or(Unproven::NoCommand)?;
         let name = first
             .fixed()
@@ -601,18 +632,11 @@ impl Analyser<'_> {
             return Err(Unproven::OutsideBinFolders(name.to_owned()));
         }
         if direct && job.functions.is_some_and(|f| f.contains(name)) {
-            return Ok(format!(
+            return Ok(Provable::Function(format!(
                 "calls `{name}`, a function defined in this script (its body is checked)"
-            ));
+            )));
         }
-        let name = base(name);
-        let ctx = Ctx {
-            env: self.env,
-            cwds: &self.cwds,
-            reads: &self.reads,
-        };
-        self.reader_checked = readonly::known(name);
-        readonly::check(name, &argv[1..], &ctx).map(|()| "read-only".to_owned())
+        Ok(Provable::Program(base(name)))
     }
 
     /// Follows a command that may change the shell's directory: `None` when it cannot (or a
@@ -820,4 +844,12 @@ fn without_first(words: Cow<'_, [Word]>, n: usize) -> Cow<'_, [Word]> {
             Cow::Owned(words)
         }
     }
+}
+
+/// What a read-only proof rests on (see `provable_name`).
+enum Provable<'w> {
+    /// The base name of a program in a system folder, checked by its own rules.
+    Program(&'w str),
+    /// A function of the script: the reason, since its body is checked as it is walked.
+    Function(String),
 }

@@ -740,6 +740,11 @@ mod tests {
             ),
             ("grep -r PATH /proc/self", BypassPermissions, "guardrail"),
             ("xxd .env", BypassPermissions, "deny"),
+            // A known reader whose check stops at a flag it does not know still reads its
+            // operands: they are logged like any program's words.
+            ("cat -Z .env", BypassPermissions, "deny"),
+            ("head --bogus config/.env", BypassPermissions, "deny"),
+            ("wc -l -Q src/a.rs .env", BypassPermissions, "deny"),
             ("cp .env /tmp/x", BypassPermissions, "deny"),
             ("xargs -a .env echo", Default, "deny"),
             ("xargs -a.env echo", Default, "deny"),
