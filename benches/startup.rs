@@ -54,7 +54,6 @@ fn main() {
         child.wait().unwrap();
     }
     times.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
         "process start to first model request: median {:.1} ms (min {:.1}, max {:.1}) over {RUNS} runs",
         ms(times[RUNS / 2]),
@@ -114,11 +113,14 @@ fn zero_call_runs(dir: &std::path::Path) {
         cpu.push(rusage::children_cpu() - before);
     }
     cpu.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
         "a 0-call run: CPU median {:.2} ms (best {:.2}) over {RUNS} runs; peak RSS of the largest {:.1} MiB",
         ms(cpu[RUNS / 2]),
         ms(cpu[0]),
         rusage::children_peak_rss_kib() as f64 / 1024.0
     );
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
 }

