@@ -448,13 +448,14 @@ impl Analyser<'_> {
             cwds: &self.cwds,
             reads: &self.reads,
         };
-        if readonly::known(name) && readonly::check(name, &argv[1..], &ctx).is_ok() {
+        if readonly::known(name)
+            && readonly::logged_every_read(name, &readonly::check(name, &argv[1..], &ctx))
+        {
             return;
         }
         // Any other program may read any word it is given (`cp .env x`, `xxd .env`,
         // `xargs -a .env`): each plain word, and the value of `--opt=value`, counts as a read.
-        // So may a known reader whose check stopped at what it cannot follow (`cat -Z .env`
-        // stops at `-Z`, before it reaches `.env`).
+        // So may a known reader whose check stopped before it logged them all.
         for word in &argv[1..] {
             let Some(v) = word.fixed() else { continue };
             let path = match v.split_once('=') {
@@ -593,7 +594,7 @@ impl Analyser<'_> {
     }
 
     /// Proves the command read-only by its program's own check, and says whether that check
-    /// passed, which means it logged every read the command makes.
+    /// logged every read the command makes.
     fn prove_read_only(
         &self,
         job: &Job,
@@ -611,7 +612,7 @@ impl Analyser<'_> {
             reads: &self.reads,
         };
         let checked = readonly::check(name, &argv[1..], &ctx);
-        let logged = checked.is_ok();
+        let logged = readonly::logged_every_read(name, &checked);
         (checked.map(|()| "read-only".to_owned()), logged)
     }
 
