@@ -14,6 +14,7 @@ mod kind;
 mod long_options;
 mod paths;
 mod pattern;
+mod plain;
 mod readonly;
 mod runners;
 mod sed;
@@ -27,12 +28,29 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 pub use pattern::{CommandPattern, PatternError};
-#[cfg(test)]
-pub(crate) use syntax::parses_on_this_thread;
 
 #[cfg(test)]
 thread_local! {
     static ANALYSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+#[cfg(test)]
+thread_local! {
+    static PARSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many scripts this thread has read (parsed or scanned), for tests that count analyses
+/// per call.
+#[cfg(test)]
+pub(crate) fn parses_on_this_thread() -> usize {
+    PARSES.with(std::cell::Cell::get)
+}
+
+/// The items of `src`: a plain line (see `plain`) is scanned, any other script parsed.
+fn read(src: &str) -> Vec<syntax::Item> {
+    #[cfg(test)]
+    PARSES.with(|count| count.set(count.get() + 1));
+    plain::items(src).unwrap_or_else(|| syntax::items(src))
 }
 
 /// How many analyses (walks of a parse against rules and an environment) this thread has
@@ -174,13 +192,13 @@ impl Script {
     /// The items of `src` (this script or one found inside it), parsed on first need.
     fn items(&self, src: &str) -> Arc<[syntax::Item]> {
         if std::ptr::eq(src, self.source.as_str()) {
-            return self.top.get_or_init(|| syntax::items(src).into()).clone();
+            return self.top.get_or_init(|| read(src).into()).clone();
         }
         let mut parses = self.parses.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(items) = parses.get(src) {
             return items.clone();
         }
-        let items: Arc<[syntax::Item]> = syntax::items(src).into();
+        let items: Arc<[syntax::Item]> = read(src).into();
         parses.insert(src.to_owned(), items.clone());
         items
     }

@@ -118,21 +118,9 @@ fn unsafe_for_the_scanner(script: &str) -> Option<char> {
     script.chars().find(|c| u32::from(*c) > 0xFF)
 }
 
-#[cfg(test)]
-thread_local! {
-    static PARSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-/// How many scripts this thread has parsed, for tests that count analyses per call.
-#[cfg(test)]
-pub(crate) fn parses_on_this_thread() -> usize {
-    PARSES.with(std::cell::Cell::get)
-}
-
-/// Parses `script` and returns its items; never fails (problems are items).
+/// Parses `script` and returns its items as the walk of its parse finds them; never fails
+/// (problems are items).
 pub(crate) fn items(script: &str) -> Vec<Item> {
-    #[cfg(test)]
-    PARSES.with(|count| count.set(count.get() + 1));
     let mut items = Vec::new();
     if let Some(c) = unsafe_for_the_scanner(script) {
         items.push(Item::Problem(format!(
@@ -547,15 +535,15 @@ impl<'s> Walker<'s> {
                 let text = &self.src[n.byte_range()];
                 self.data.push(text.to_owned());
             }
-            "subshell" | "command_substitution" | "process_substitution" | "pipeline" => self
-                .children(
-                    n,
-                    depth,
-                    Ctx {
-                        subshell: true,
-                        ..inner
-                    },
-                ),
+            "pipeline" => self.pipeline(n, depth, inner),
+            "subshell" | "command_substitution" | "process_substitution" => self.children(
+                n,
+                depth,
+                Ctx {
+                    subshell: true,
+                    ..inner
+                },
+            ),
             "program"
             | "list"
             | "do_group"
@@ -694,6 +682,12 @@ impl<'s> Walker<'s> {
                 }
                 self.children(n, depth, inner);
             }
+            "unset_command"
+                if n.child(0)
+                    .is_some_and(|k| &self.src[k.byte_range()] == "unsetenv") =>
+            {
+                self.unsetenv(n, depth, inner);
+            }
             "declaration_command" | "unset_command" => {
                 self.declaration(n);
                 self.children(
@@ -708,6 +702,51 @@ impl<'s> Walker<'s> {
             other => {
                 self.problem(format!("unsupported shell syntax `{other}`"));
                 self.children(n, depth, inner);
+            }
+        }
+    }
+
+    /// The parts of a pipeline run in subshells of their own. tree-sitter-bash reads
+    /// `a | b | c && d` as `a | (b | c && d)`: a pipeline whose last part is a list. Bash's
+    /// pipeline ends at the `&&`: the list's first part is the pipeline's last command and
+    /// the rest runs in this shell, where a `cd` moves the commands after it.
+    fn pipeline(&mut self, n: Node, depth: usize, outer: Ctx) {
+        let piped = Ctx {
+            subshell: true,
+            ..outer
+        };
+        self.pipeline_parts(n, depth, piped, outer);
+    }
+
+    /// The parts of pipeline `n`: piped, but for what a list hung on it runs outside it.
+    fn pipeline_parts(&mut self, n: Node, depth: usize, piped: Ctx, outer: Ctx) {
+        let mut cursor = n.walk();
+        let kids: Vec<Node> = n.named_children(&mut cursor).collect();
+        for child in kids {
+            if kind(&child) == "list" {
+                self.list_after_pipeline(child, depth + 1, piped, outer);
+            } else {
+                self.node(child, depth + 1, piped);
+            }
+        }
+    }
+
+    /// A list tree-sitter-bash hung on a pipeline (see `pipeline`): its leftmost part is
+    /// piped, every other part runs where the pipeline itself runs.
+    fn list_after_pipeline(&mut self, list: Node, depth: usize, piped: Ctx, outer: Ctx) {
+        if depth > MAX_TREE_DEPTH {
+            self.problem("the script is nested too deeply to analyse".to_owned());
+            return;
+        }
+        let mut cursor = list.walk();
+        let kids: Vec<Node> = list.named_children(&mut cursor).collect();
+        for (i, child) in kids.into_iter().enumerate() {
+            match (i, kind(&child)) {
+                (0, "list") => self.list_after_pipeline(child, depth + 1, piped, outer),
+                // Itself read with a list hung on it (`! a | b | c | d && e`): the same.
+                (0, "pipeline") => self.pipeline_parts(child, depth + 1, piped, outer),
+                (0, _) => self.node(child, depth + 1, piped),
+                _ => self.node(child, depth + 1, outer),
             }
         }
     }
@@ -1320,6 +1359,48 @@ impl<'s> Walker<'s> {
         }
     }
 
+    /// tree-sitter-bash reads `unsetenv` (a C shell builtin) as `unset`; to Bash it is a
+    /// program like any other, run with its words.
+    fn unsetenv(&mut self, n: Node, depth: usize, ctx: Ctx) {
+        let mut words = Vec::new();
+        let mut cursor = n.walk();
+        let kids: Vec<Node> = n.children(&mut cursor).collect();
+        for (i, child) in kids.iter().enumerate() {
+            if i == 0 || kind(child) == "variable_name" {
+                // The keyword and the names are bare words of letters, digits and `_`.
+                words.push(super::word::plain(
+                    self.src,
+                    child.start_byte(),
+                    child.end_byte(),
+                ));
+            } else if !child.is_named() {
+                self.problem(format!("`{}` in `unsetenv`", self.text(*child)));
+            } else {
+                match resolve_expanded(*child, self.src, self.injected) {
+                    Expanded::One(word) => words.push(word),
+                    Expanded::Many(all) => words.extend(all),
+                }
+            }
+        }
+        for child in kids.into_iter().filter(|k| k.is_named()) {
+            self.node(
+                child,
+                depth + 1,
+                Ctx {
+                    owned_assignment: true,
+                    ..ctx
+                },
+            );
+        }
+        self.items.push(Item::Command(SimpleCommand {
+            text: self.text(n),
+            assignments: Vec::new(),
+            words,
+            repeated: ctx.repeated,
+            subshell: ctx.subshell,
+        }));
+    }
+
     fn declaration(&mut self, n: Node) {
         let keyword = n.child(0).map(|c| self.text(c)).unwrap_or_default();
         let mut flags = Vec::new();
@@ -1479,6 +1560,23 @@ fn has_non_numeric(n: Node, src: &str, depth: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `unsetenv` is a program to Bash: a command, which rules naming it reach.
+    #[test]
+    fn unsetenv_is_a_command_not_unset() {
+        for script in ["unsetenv -f ONE", "ls | unsetenv x", "unsetenv"] {
+            let items = items(script);
+            let named = items.iter().any(|item| {
+                matches!(item, Item::Command(c)
+                    if c.words.first().and_then(|w| w.value.as_deref()) == Some("unsetenv"))
+            });
+            assert!(named, "{script}: {items:?}");
+            assert!(
+                !items.iter().any(|i| matches!(i, Item::Unset { .. })),
+                "{script}"
+            );
+        }
+    }
 
     #[test]
     fn code_points_the_scanner_cannot_take_are_refused_before_parsing() {

@@ -544,6 +544,29 @@ fn add(node: Node, src: &str, b: &mut Builder) {
     }
 }
 
+/// A word of a plain script (see `plain`): bare text and whole single-quoted strings, the
+/// bytes `start..end` of `src`. Built as `add` builds the `word`, `raw_string` or
+/// `concatenation` of them that tree-sitter-bash reads there.
+pub(crate) fn plain(src: &str, start: usize, end: usize) -> Word {
+    let mut b = Builder {
+        pieces: Vec::with_capacity(end - start),
+    };
+    let mut pos = start;
+    while pos < end {
+        let rest = &src[pos..end];
+        if let Some(quoted) = rest.strip_prefix('\'') {
+            let close = quoted.find('\'').map_or(quoted.len(), |k| k);
+            b.push_str(&quoted[..close], Quoting::Quoted, pos);
+            pos += close + 2;
+        } else {
+            let bare = rest.find('\'').unwrap_or(rest.len());
+            unquoted(&rest[..bare], pos, &mut b);
+            pos += bare;
+        }
+    }
+    Word::from_pieces(b.pieces, &src[start..end.min(src.len())])
+}
+
 fn strip(text: &str, front: usize, back: usize) -> &str {
     if text.len() >= front + back {
         text.get(front..text.len() - back).unwrap_or("")

@@ -638,6 +638,33 @@ mod tests {
                 "deny",
             ),
             ("sh -c 'cd sub'; cat ../.env", BypassPermissions, "deny"),
+            // tree-sitter-bash hangs `&& …` on a pipeline of three or more; Bash runs it in
+            // this shell, so the `cd` moves what follows.
+            (
+                "true | true | true && cd \"$X\"; cat README",
+                BypassPermissions,
+                "deny",
+            ),
+            (
+                "true | true | true || cd \"$X\"; cat README",
+                BypassPermissions,
+                "deny",
+            ),
+            (
+                "! true | true | true | true && cd \"$X\" && cat README",
+                BypassPermissions,
+                "deny",
+            ),
+            (
+                "true | true | true && true | true | true && cd \"$X\"; cat README",
+                BypassPermissions,
+                "deny",
+            ),
+            (
+                "true | true | cd \"$X\"; cat README",
+                BypassPermissions,
+                "allow",
+            ),
             ("eval 'cd sub'; cat ../.env", BypassPermissions, "deny"),
             ("eval 'cd \"$X\"'; cat README", BypassPermissions, "deny"),
             (

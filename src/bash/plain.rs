@@ -1,0 +1,334 @@
+//! The plain reading of a script: one line of simple commands joined by `|`, `&&`, `||` and
+//! `;`, whose words are bare text and single-quoted strings in which Bash expands nothing
+//! (`git log --oneline HEAD~3`, `cat src/a.rs | grep -n 'fn main'`). Most commands a model
+//! runs are such lines, and a scan reads them in a fraction of a tree-sitter parse and walk.
+//! The scan gives the very items the walk gives: a test holds the two readings equal on
+//! tree-sitter-bash's corpus and on generated lines. Anything else — a newline, another
+//! quote, an expansion, a redirection, a brace, a keyword, an assignment — is not plain, and
+//! the script is parsed.
+
+use super::syntax::{Item, SimpleCommand};
+use super::word;
+
+/// Words that are syntax to Bash or tree-sitter-bash where they stand in a plain line (a
+/// reserved word, a declaration builtin that tree-sitter-bash reads as its own node).
+const SYNTAX_WORDS: &[&str] = &[
+    "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do",
+    "done", "in", "function", "time", "coproc", "declare", "typeset", "export", "local",
+    "readonly", "unset",
+];
+
+/// A bare character of a plain word: none of them is quoting, an expansion, an operator, a
+/// glob's bracket, a brace or a comment to Bash. `~` is taken apart (see `word_end`).
+fn bare(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || b"_./,:+@%-=*?".contains(&c)
+}
+
+/// A character inside a plain single-quoted string: printable ASCII that is neither the
+/// closing quote nor something a later evaluation of the text could run (`$`, `` ` ``, `\`).
+fn quoted(c: u8) -> bool {
+    c == b' ' || (c.is_ascii_graphic() && !matches!(c, b'\'' | b'$' | b'`' | b'\\'))
+}
+
+fn blank(c: u8) -> bool {
+    c == b' ' || c == b'\t'
+}
+
+/// How the command before an operator is joined to the next.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Join {
+    Pipe,
+    List,
+}
+
+/// The items of `script` when it is plain, in the order the walk of its parse gives them;
+/// `None` when it is not.
+pub(super) fn items(script: &str) -> Option<Vec<Item>> {
+    let b = script.as_bytes();
+    let mut items = Vec::new();
+    // Where the current pipeline's commands start in `items`.
+    let mut pipeline = 0;
+    let mut i = 0;
+    loop {
+        while i < b.len() && blank(b[i]) {
+            i += 1;
+        }
+        let start = i;
+        let mut words = Vec::new();
+        let mut end = i;
+        while i < b.len() && !matches!(b[i], b'|' | b'&' | b';') {
+            let word_end = word_end(b, i, words.is_empty())?;
+            words.push(word::plain(script, i, word_end));
+            end = word_end;
+            i = word_end;
+            while i < b.len() && blank(b[i]) {
+                i += 1;
+            }
+        }
+        // `export''` is `export` to Bash too, so a word's value counts; and tree-sitter-bash
+        // reads a keyword before a quote (`if';'`) as the keyword.
+        let syntax = |w: &word::Word| {
+            let bare_start = w.raw.split('\'').next().unwrap_or_default();
+            SYNTAX_WORDS.contains(&bare_start)
+                || w.value
+                    .as_deref()
+                    .is_some_and(|v| SYNTAX_WORDS.contains(&v))
+        };
+        if words.is_empty() || words.iter().any(syntax) {
+            return None;
+        }
+        items.push(Item::Command(SimpleCommand {
+            text: script[start..end].to_owned(),
+            assignments: Vec::new(),
+            words,
+            repeated: false,
+            subshell: false,
+        }));
+        let join = match (b.get(i), b.get(i + 1)) {
+            (None, _) => None,
+            (Some(b'|'), Some(b'|')) | (Some(b'&'), Some(b'&')) => {
+                i += 2;
+                Some(Join::List)
+            }
+            (Some(b'|'), next) if next != Some(&b'&') => {
+                i += 1;
+                Some(Join::Pipe)
+            }
+            (Some(b';'), next) if next != Some(&b';') => {
+                i += 1;
+                Some(Join::List)
+            }
+            _ => return None,
+        };
+        if join != Some(Join::Pipe) {
+            // The commands of a pipeline of several run in subshells of their own.
+            if items.len() - pipeline > 1 {
+                for item in &mut items[pipeline..] {
+                    if let Item::Command(command) = item {
+                        command.subshell = true;
+                    }
+                }
+            }
+            pipeline = items.len();
+        }
+        if join.is_none() {
+            return Some(items);
+        }
+        // An operator must be followed by a command: `a &&` and `a;` are left to the parser.
+        if b[i..].iter().all(|&c| blank(c)) {
+            return None;
+        }
+    }
+}
+
+/// Where the plain word starting at `start` ends, or `None` when it is not plain. A `~` is
+/// taken only after a letter or digit of the word (`HEAD~3`, `git~1`), where Bash never
+/// expands it. A command's first word holds no `=` (an assignment before the command), no
+/// glob, and no `%`, `@`, `~`, `+`, `,` or `:` (tree-sitter-bash does not parse `a%`, `a@`,
+/// `1?a` or `a+:` there).
+fn word_end(b: &[u8], start: usize, first: bool) -> Option<usize> {
+    let mut i = start;
+    while i < b.len() {
+        match b[i] {
+            b'=' | b'%' | b'@' | b'*' | b'?' | b'~' | b'+' | b',' | b':' if first => return None,
+            // tree-sitter-bash reads a word that starts with `=` as a test's operator.
+            b'=' if i == start => return None,
+            // and a command named `-…` as a broken expansion before some words (`- a@`).
+            b'-' if first && i == start => return None,
+            c if bare(c) => i += 1,
+            b'~' if i > start && b[i - 1].is_ascii_alphanumeric() => i += 1,
+            b'\'' => {
+                let close = b[i + 1..].iter().position(|&c| !quoted(c))?;
+                if b[i + 1 + close] != b'\'' {
+                    return None;
+                }
+                i += close + 2;
+            }
+            c if blank(c) || matches!(c, b'|' | b'&' | b';') => break,
+            _ => return None,
+        }
+    }
+    Some(i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both readings of `script`: the plain scan's, and the parse's.
+    fn readings(script: &str) -> (Option<String>, String) {
+        let plain = items(script).map(|items| format!("{items:#?}"));
+        let parsed = format!("{:#?}", super::super::syntax::items(script));
+        (plain, parsed)
+    }
+
+    #[test]
+    fn plain_lines_read_as_the_parse_reads_them() {
+        let table = [
+            "git log --oneline HEAD~3",
+            "git diff HEAD~2 HEAD -- src/lib.rs",
+            "cat src/module.rs | grep -n fn",
+            "ls -la src/dir && wc -l src/dir/*.rs",
+            "head -n 5 README.md; tail -n 3 Cargo.toml",
+            "git show HEAD~1:src/lib.rs | head -5",
+            "grep -r 'needle 3' src tests",
+            "sed -n '5,+3p' src/main.rs",
+            "python3 -c 'print(1)'",
+            "find src -name '*x*.rs' -type f",
+            "npm run build -- --id=5",
+            "a | b | c && d || e; f | g",
+            "  padded\t words  ",
+            "x''y 'a'b'c' ''",
+            "echo a=b -",
+            "cargo test -- --nocapture ? *",
+        ];
+        for script in table {
+            let (plain, parsed) = readings(script);
+            let Some(plain) = plain else {
+                panic!("{script:?} is not read as plain");
+            };
+            assert_eq!(plain, parsed, "{script:?}");
+        }
+    }
+
+    #[test]
+    fn what_is_not_plain_is_left_to_the_parser() {
+        let table = [
+            "",
+            "   ",
+            "echo $HOME",
+            "echo \"a\"",
+            "echo a > f",
+            "a=1 cmd",
+            "x=1",
+            "a%",
+            "0 ==",
+            "echo =x",
+            "- a@",
+            "a+:",
+            "1@ x",
+            "ls | a%",
+            "echo {a,b}",
+            "echo [ab]",
+            "ls ~",
+            "ls ~/x",
+            "echo a=~/x",
+            "a &",
+            "a && ",
+            "a;",
+            "a ;; b",
+            "a |& b",
+            "a\nb",
+            "echo 'a$(b)'",
+            "echo 'a\\b'",
+            "echo 'open",
+            "if true",
+            "for x",
+            "export A",
+            "time ls",
+            "ls # comment",
+            "echo a\\ b",
+            "(a)",
+            "echo é",
+        ];
+        for script in table {
+            assert!(items(script).is_none(), "{script:?} was read as plain");
+        }
+    }
+
+    /// Generated lines over plain words, operators and the characters next to them: where
+    /// the scan takes a line, its items are the parse's. `TOLLGATE_PLAIN_CASES` sets how many
+    /// (4,000 of a fixed sequence by default).
+    #[test]
+    fn generated_lines_read_as_the_parse_reads_them() {
+        use proptest::prelude::*;
+        let operators = proptest::sample::select(vec![" | ", " && ", " || ", "; ", "|", "&&", ";"]);
+        let odd = proptest::sample::select(vec![
+            "if", "done", "in", "time", "export", "!", "{", "}", "#", "\\", "$x", "\t", "&", "[[",
+        ]);
+        let token = prop_oneof![
+            8 => "[a-z0-9_./-]{1,6}",
+            3 => "[a-z0-9_./,:+@%=*?~-]{1,6}",
+            2 => "'[ a-z*?{}()\"!#;|&<>]{0,5}'",
+            2 => operators.prop_map(str::to_owned),
+            1 => odd.prop_map(str::to_owned),
+            8 => Just(" ".to_owned()),
+        ];
+        let line = proptest::collection::vec(token, 1..14).prop_map(|t| t.concat());
+        // A fixed sequence by default, so CI reads the same lines every run; a count given
+        // explores fresh ones.
+        let cases: Option<u32> = std::env::var("TOLLGATE_PLAIN_CASES")
+            .ok()
+            .and_then(|n| n.parse().ok());
+        let config = proptest::test_runner::Config {
+            cases: cases.unwrap_or(4000),
+            ..Default::default()
+        };
+        let mut runner = match cases {
+            Some(_) => proptest::test_runner::TestRunner::new(config),
+            None => proptest::test_runner::TestRunner::new_with_rng(
+                config,
+                proptest::test_runner::TestRng::deterministic_rng(
+                    proptest::test_runner::RngAlgorithm::ChaCha,
+                ),
+            ),
+        };
+        let taken = std::cell::Cell::new(0usize);
+        runner
+            .run(&line, |script| {
+                let (plain, parsed) = readings(&script);
+                if let Some(plain) = plain {
+                    taken.set(taken.get() + 1);
+                    prop_assert_eq!(plain, parsed, "{:?}", script);
+                }
+                Ok(())
+            })
+            .unwrap_or_else(|err| panic!("{err}"));
+        let taken = taken.get();
+        assert!(taken > 1000, "only {taken} generated lines were plain");
+    }
+
+    /// Every line of tree-sitter-bash's own corpus and example scripts that the scan takes.
+    #[test]
+    fn corpus_lines_read_as_the_parse_reads_them() {
+        // Beside the repository, or one level further up from a worktree under `wt/`.
+        let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = [
+            manifest.join("../shared/corpora"),
+            manifest.join("../../shared/corpora"),
+        ]
+        .into_iter()
+        .find(|dir| dir.is_dir())
+        .unwrap_or_else(|| panic!("no ../shared/corpora beside {}", manifest.display()));
+        let mut files = Vec::new();
+        let mut dirs = vec![root.clone()];
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else {
+                    files.push(path);
+                }
+            }
+        }
+        assert!(!files.is_empty(), "no corpus under {}", root.display());
+        let mut taken = 0usize;
+        for file in files {
+            let Ok(text) = std::fs::read_to_string(&file) else {
+                continue;
+            };
+            for line in text.lines() {
+                let (plain, parsed) = readings(line);
+                if let Some(plain) = plain {
+                    taken += 1;
+                    assert_eq!(plain, parsed, "{line:?} of {}", file.display());
+                }
+            }
+        }
+        assert!(taken > 100, "only {taken} corpus lines were plain");
+    }
+}
