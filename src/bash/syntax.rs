@@ -1271,7 +1271,23 @@ impl<'s> Walker<'s> {
         }
         self.descriptor_variables(&spans, &redirect_starts, &mut words);
         words.sort_by_key(|(pos, _)| *pos);
-        for (_, w) in &words {
+        let words = words.into_iter().map(|(_, w)| w).collect();
+        let children: Vec<Node> = kids.iter().map(|(_, child)| *child).collect();
+        self.push_command(n, assignments, words, &children, depth, ctx);
+    }
+
+    /// The end of reading a simple command: what its words may hand to an evaluation, its
+    /// `children` walked for what they run, and its item.
+    fn push_command(
+        &mut self,
+        n: Node,
+        assignments: Vec<Assignment>,
+        words: Vec<Word>,
+        children: &[Node],
+        depth: usize,
+        ctx: Ctx,
+    ) {
+        for w in &words {
             if runs_code(w.template()) {
                 self.data.push(w.template().to_owned());
             }
@@ -1279,7 +1295,7 @@ impl<'s> Walker<'s> {
         // The declaration builtins reach here as plain words when tree-sitter-bash misreads
         // the line (`! declare -a d='([$(cmd)]=1)'`) or through `builtin`/`command`; they
         // evaluate a quoted array value's keys as they do in a declaration.
-        let fixed: Vec<&str> = words.iter().filter_map(|(_, w)| w.fixed()).collect();
+        let fixed: Vec<&str> = words.iter().filter_map(|w| w.fixed()).collect();
         if fixed
             .iter()
             .any(|v| matches!(*v, "eval" | "-v" | "-R" | "trap"))
@@ -1287,7 +1303,7 @@ impl<'s> Walker<'s> {
         {
             self.evaluates = true;
         }
-        for (_, child) in &kids {
+        for child in children {
             self.node(
                 *child,
                 depth + 1,
@@ -1300,7 +1316,7 @@ impl<'s> Walker<'s> {
         self.items.push(Item::Command(SimpleCommand {
             text: self.text(n),
             assignments,
-            words: words.into_iter().map(|(_, w)| w).collect(),
+            words,
             repeated: ctx.repeated,
             subshell: ctx.subshell,
         }));
@@ -1382,23 +1398,8 @@ impl<'s> Walker<'s> {
                 }
             }
         }
-        for child in kids.into_iter().filter(|k| k.is_named()) {
-            self.node(
-                child,
-                depth + 1,
-                Ctx {
-                    owned_assignment: true,
-                    ..ctx
-                },
-            );
-        }
-        self.items.push(Item::Command(SimpleCommand {
-            text: self.text(n),
-            assignments: Vec::new(),
-            words,
-            repeated: ctx.repeated,
-            subshell: ctx.subshell,
-        }));
+        let children: Vec<Node> = kids.into_iter().filter(|k| k.is_named()).collect();
+        self.push_command(n, Vec::new(), words, &children, depth, ctx);
     }
 
     fn declaration(&mut self, n: Node) {
