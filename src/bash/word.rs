@@ -172,6 +172,10 @@ impl Word {
                 }
             }
         }
+        // Bash expands `~` after the `=` of an argument shaped like an assignment, and after
+        // each `:` of its value (`dd if=~/.ssh/key`, `make P=/a:~/b`): the word then depends
+        // on HOME, and is taken as not known.
+        dynamic |= assignment_tilde(&pieces);
         let first = pieces.first();
         let tilde = matches!(
             first,
@@ -317,6 +321,26 @@ pub(crate) enum Value {
     Array(Vec<String>),
     /// One of the words a `for` loop's list expands to (a glob: one of its matches).
     OneOf(Word),
+}
+
+/// Whether `pieces` spell an assignment (`NAME=…`, the name bare) with a bare `~` right after
+/// its `=` or after a bare `:` of its value, which Bash tilde-expands in any command's words.
+fn assignment_tilde(pieces: &[Piece]) -> bool {
+    let bare =
+        |p: &Piece, want: char| matches!(p, Piece::Char { c, q: Quoting::Bare, .. } if *c == want);
+    let Some(eq) = pieces.iter().position(|p| bare(p, '=')) else {
+        return false;
+    };
+    let name = &pieces[..eq];
+    let is_name = !name.is_empty()
+        && name.iter().enumerate().all(|(i, p)| {
+            matches!(p, Piece::Char { c, q: Quoting::Bare, .. }
+                if *c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()))
+        });
+    is_name
+        && pieces[eq..]
+            .windows(2)
+            .any(|w| (bare(&w[0], '=') || bare(&w[0], ':')) && bare(&w[1], '~'))
 }
 
 /// Whether the character at `i` is glob syntax: `*`, `?`, `[`, or an extglob's `(`.
@@ -555,7 +579,7 @@ pub(crate) fn plain(src: &str, start: usize, end: usize) -> Word {
     while pos < end {
         let rest = &src[pos..end];
         if let Some(quoted) = rest.strip_prefix('\'') {
-            let close = quoted.find('\'').map_or(quoted.len(), |k| k);
+            let close = quoted.find('\'').unwrap_or(quoted.len());
             b.push_str(&quoted[..close], Quoting::Quoted, pos);
             pos += close + 2;
         } else {
@@ -564,7 +588,7 @@ pub(crate) fn plain(src: &str, start: usize, end: usize) -> Word {
             pos += bare;
         }
     }
-    Word::from_pieces(b.pieces, &src[start..end.min(src.len())])
+    Word::from_pieces(b.pieces, &src[start..end])
 }
 
 fn strip(text: &str, front: usize, back: usize) -> &str {
@@ -721,6 +745,32 @@ fn digits(bytes: &[u8], radix: u32, max: usize) -> (u32, usize) {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    /// Bash tilde-expands an assignment-shaped argument after its `=` and each `:`; such a
+    /// word depends on HOME, so its value is not known. Elsewhere a `~` stays a character.
+    #[test]
+    fn a_tilde_in_an_assignment_shaped_word_is_not_known() {
+        let table = [
+            ("dd if=~/.ssh/key", None),
+            ("dd if=~root/.ssh/key", None),
+            ("make P=/a:~/b", None),
+            ("x A_1=~", None),
+            ("dd if='~'/k", Some("if=~/k")),
+            ("dd if=\\~/k", Some("if=~/k")),
+            ("x --in=~/k", Some("--in=~/k")),
+            ("x 1a=~/k", Some("1a=~/k")),
+            ("git log HEAD~3", Some("HEAD~3")),
+            ("x a=b~c", Some("a=b~c")),
+        ];
+        for (script, want) in table {
+            let items = super::super::syntax::items(script);
+            let Some(super::super::syntax::Item::Command(command)) = items.first() else {
+                panic!("{script}: {items:?}");
+            };
+            let last = command.words.last().and_then(|w| w.value.as_deref());
+            assert_eq!(last, want, "{script}");
+        }
+    }
 
     #[test]
     fn ansi_c_escapes_decode_like_bash() {
