@@ -231,6 +231,7 @@ fn policy(n: usize) {
         mode: PermissionMode::DontAsk,
         rules: &rules,
         workspace: &workspace,
+        disk: None,
         auto_allow_bash: false,
     };
     let paths: Vec<(ToolName, PathBuf, Access)> = (0..1000)

@@ -53,6 +53,7 @@ fn gate(c: &mut Criterion) {
     let rules = RuleSet::from_policy(&policy);
     let workspace = Workspace::new(root.to_path_buf(), vec![], None);
     let ctx = PermissionContext {
+        disk: None,
         auto_allow_bash: false,
         mode: PermissionMode::DontAsk,
         rules: &rules,

@@ -323,6 +323,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let workspace = Workspace::new(dir.path().canonicalize().unwrap(), vec![], None);
         let ctx = PermissionContext {
+            disk: None,
             auto_allow_bash: false,
             mode: PermissionMode::Auto,
             rules: &rules,

@@ -301,6 +301,7 @@ fn deadline(run: &Loop<'_>) -> Option<CallDeadline> {
 fn permission_context<'s>(run: &Loop<'s>) -> PermissionContext<'s> {
     let spec = run.spec;
     PermissionContext {
+        disk: None,
         auto_allow_bash: run
             .ctx
             .sandbox

@@ -1,9 +1,10 @@
 //! Small things every layer may use: the abort signal, capped deadlines, bounded text,
-//! lexical paths, which variable names are secret, JSON read with unique keys, shared
-//! defaults. Imports nothing else of tollgate's.
+//! lexical paths, one view of the disk for a stream of decisions, which variable names are
+//! secret, JSON read with unique keys, shared defaults. Imports nothing else of tollgate's.
 
 mod abort;
 mod bounds;
+mod disk;
 mod json;
 mod path;
 mod secret;
@@ -11,6 +12,7 @@ mod text;
 
 pub use abort::{AbortHandle, AbortReason, AbortSignal};
 pub use bounds::{FAR_FUTURE, deadline, deadline_std};
+pub use disk::{DiskView, Seen, look_now};
 pub use json::{from_str_unique_keys, parse_unique_keys};
 pub use path::{has_prefix, is_normal_absolute, normalize_lexically, strip_prefix};
 pub use secret::is_secret_env_name;

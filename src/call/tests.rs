@@ -316,6 +316,7 @@ fn pipeline_steps_and_immunities() {
     {
         let rules = rules(policy);
         let ctx = PermissionContext {
+            disk: None,
             auto_allow_bash: false,
             mode,
             rules: &rules,
@@ -337,6 +338,7 @@ fn context<'a>(
     workspace: &'a Workspace,
 ) -> PermissionContext<'a> {
     PermissionContext {
+        disk: None,
         auto_allow_bash: false,
         mode,
         rules,

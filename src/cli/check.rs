@@ -75,6 +75,13 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
     let sources = &gate.sources;
     let mut tools = ToolCache::default();
     if let Some(calls) = &args.calls {
+        // Nothing runs between a stream's decisions, so the disk is looked at once for all
+        // of them (see `DiskView`).
+        let disk = crate::base::DiskView::default();
+        let ctx = PermissionContext {
+            disk: Some(&disk),
+            ..ctx
+        };
         let strongest = decide_stream(calls, &ctx, &mut tools)?;
         return Ok(exit_code(args.exit_code, strongest));
     }
@@ -398,6 +405,7 @@ mod tests {
             (PermissionMode::DontAsk, "Fly", "{}"),
         ] {
             let ctx = PermissionContext {
+                disk: None,
                 auto_allow_bash: false,
                 mode,
                 rules: &rules,

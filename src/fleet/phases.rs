@@ -262,6 +262,7 @@ impl PushCall<'_> {
             mode: spec.mode,
             rules: &spec.rules,
             workspace: &spec.workspace,
+            disk: None,
             auto_allow_bash: false,
         };
         let call = match crate::call::PreparedCall::prepare(bash, input) {

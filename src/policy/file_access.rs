@@ -306,6 +306,7 @@ mod tests {
         ];
         for (tool, path, mode, expected) in cases {
             let ctx = PermissionContext {
+                disk: None,
                 auto_allow_bash: false,
                 mode,
                 rules: &rules,

@@ -80,6 +80,9 @@ pub struct PermissionContext<'a> {
     pub mode: PermissionMode,
     pub rules: &'a RuleSet,
     pub workspace: &'a Workspace,
+    /// Set only where nothing runs between decisions (`check --calls`): the disk as the
+    /// stream first saw it, so a path is looked at once per stream, not once per decision.
+    pub disk: Option<&'a crate::base::DiskView>,
     /// `sandbox.auto_allow_bash` with the sandbox enforced: a Bash command that no deny or
     /// ask rule or guardrail stopped may run without an allow rule (step 2b).
     pub auto_allow_bash: bool,
@@ -92,6 +95,7 @@ pub(crate) fn with_test_context<R>(f: impl FnOnce(&PermissionContext) -> R) -> R
     let rules = RuleSet::default();
     let workspace = Workspace::new("/ws".into(), vec![], None);
     f(&PermissionContext {
+        disk: None,
         auto_allow_bash: false,
         mode: PermissionMode::Default,
         rules: &rules,

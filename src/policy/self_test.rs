@@ -91,6 +91,7 @@ pub fn run_self_tests(
                 mode,
                 rules: &rules,
                 workspace,
+                disk: None,
                 auto_allow_bash: policy
                     .sandbox
                     .as_ref()

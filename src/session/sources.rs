@@ -182,6 +182,7 @@ impl PolicyInForce {
 
     pub fn context(&self) -> PermissionContext<'_> {
         PermissionContext {
+            disk: None,
             auto_allow_bash: false,
             mode: self.mode,
             rules: &self.rules,

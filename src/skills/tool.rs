@@ -269,6 +269,7 @@ mod tests {
                 mode: crate::policy::PermissionMode::DontAsk,
                 rules: &rules,
                 workspace: &workspace,
+                disk: None,
                 auto_allow_bash: false,
             };
             input.check_permissions(&ctx).kind()
@@ -327,6 +328,7 @@ mod tests {
                 mode: crate::policy::PermissionMode::BypassPermissions,
                 rules: &rules,
                 workspace: &workspace,
+                disk: None,
                 auto_allow_bash: false,
             };
             let input = tool.prepare(&json!({ "skill": name })).unwrap();

@@ -328,6 +328,7 @@ mod tests {
                 mode: PermissionMode::BypassPermissions,
                 rules: &rules,
                 workspace: &workspace,
+                disk: None,
                 auto_allow_bash: false,
             };
             let Ok(input) = tool().prepare(

@@ -225,7 +225,7 @@ fn analyse(script: &Script, rules: &BashRules, ctx: &PermissionContext) -> BashA
         if let Some(known) = resolved.borrow().get(key) {
             return known.clone();
         }
-        let real = resolve_symlinks_below(path, &workspace.roots);
+        let real = resolve_symlinks_below(path, &workspace.roots, ctx.disk);
         resolved.borrow_mut().insert(key.to_vec(), real.clone());
         real
     };
@@ -236,7 +236,10 @@ fn analyse(script: &Script, rules: &BashRules, ctx: &PermissionContext) -> BashA
         listed
             .borrow_mut()
             .entry(dir.to_path_buf())
-            .or_insert_with(|| list_dir(dir))
+            .or_insert_with(|| match ctx.disk {
+                Some(disk) => disk.names(dir, list_dir),
+                None => list_dir(dir),
+            })
             .clone()
     };
     let env = BashEnv {
@@ -563,6 +566,7 @@ mod tests {
         workspace: &Workspace,
     ) -> &'static str {
         let ctx = PermissionContext {
+            disk: None,
             auto_allow_bash: false,
             mode,
             rules,
@@ -813,6 +817,7 @@ mod tests {
         let rules = RuleSet::from_policy(&policy);
         let workspace = Workspace::new("/ws".into(), vec![], None);
         let ctx = PermissionContext {
+            disk: None,
             auto_allow_bash: false,
             mode: PermissionMode::Plan,
             rules: &rules,

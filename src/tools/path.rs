@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::base::normalize_lexically;
+use crate::base::{DiskView, Seen, look_now, normalize_lexically};
 use crate::policy::{
     Access, AskCause, PermissionContext, ToolCheck, ToolName, check_path, git_dir_write,
 };
@@ -24,7 +24,7 @@ pub fn check_file_access(
         };
     }
     let workspace = ctx.workspace;
-    let path = resolve_path(raw, &workspace.workdir, workspace.home.as_deref());
+    let path = resolve_path_in(raw, &workspace.workdir, workspace.home.as_deref(), ctx.disk);
     match access {
         Access::Write => check_write(ctx, tool, &path),
         Access::Read => check_path(ctx, tool, &path, access),
@@ -81,11 +81,21 @@ fn path_shape(raw: &str) -> Result<(), PathShape> {
 /// `raw` is absolute or relative to `workdir`; `~/` expands to `home`. Symlinks in the part
 /// that exists are resolved, so a link inside the workspace pointing out of it is seen.
 pub fn resolve_path(raw: &str, workdir: &Path, home: Option<&Path>) -> PathBuf {
+    resolve_path_in(raw, workdir, home, None)
+}
+
+/// [`resolve_path`] against a stream's view of the disk when there is one.
+fn resolve_path_in(
+    raw: &str,
+    workdir: &Path,
+    home: Option<&Path>,
+    disk: Option<&DiskView>,
+) -> PathBuf {
     let joined = match (raw.strip_prefix("~/"), home) {
         (Some(rest), Some(home)) => home.join(rest),
         _ => workdir.join(raw),
     };
-    resolve_symlinks_below(&normalize_lexically(&joined), &[workdir])
+    resolve_symlinks_below(&normalize_lexically(&joined), &[workdir], disk)
 }
 
 /// How a tool's result names `path`: relative to the workdir when inside it, so it reads as
@@ -101,15 +111,25 @@ pub fn shown(path: &Path, workdir: &Path) -> String {
 /// [`resolve_symlinks`] for a path that may lie below folders known to be canonical (the
 /// workspace's roots, canonical from the run's start): only the components under the root are
 /// looked at — the gate resolves a path for nearly every call it decides.
-pub fn resolve_symlinks_below<P: AsRef<Path>>(normal: &Path, canonical: &[P]) -> PathBuf {
+///
+/// With a stream's view of the disk (`disk`), a component already looked at in this stream is
+/// not looked at again.
+pub fn resolve_symlinks_below<P: AsRef<Path>>(
+    normal: &Path,
+    canonical: &[P],
+    disk: Option<&DiskView>,
+) -> PathBuf {
     let below = canonical
         .iter()
         .map(AsRef::as_ref)
         .filter_map(|root| Some((root, crate::base::strip_prefix(normal, root)?)))
         .max_by_key(|(root, _)| root.as_os_str().len());
     match below {
-        Some((root, rest)) => walk(root, rest),
-        None => resolve_symlinks(normal),
+        Some((root, rest)) => walk(root, rest, disk),
+        None => match normal.strip_prefix("/") {
+            Ok(rest) => walk(Path::new("/"), rest, disk),
+            Err(_) => normal.to_path_buf(),
+        },
     }
 }
 
@@ -119,26 +139,27 @@ pub fn resolve_symlinks_below<P: AsRef<Path>>(normal: &Path, canonical: &[P]) ->
 /// in the path's length, however many parts follow the first missing one.
 pub fn resolve_symlinks(normal: &Path) -> PathBuf {
     match normal.strip_prefix("/") {
-        Ok(rest) => walk(Path::new("/"), rest),
+        Ok(rest) => walk(Path::new("/"), rest, None),
         Err(_) => normal.to_path_buf(),
     }
 }
 
 /// `root` (canonical) joined with `rest`, each component checked with one `lstat` and a link
 /// resolved where one is met; the walk stops at the first component that does not exist.
-fn walk(root: &Path, rest: &Path) -> PathBuf {
+fn walk(root: &Path, rest: &Path, disk: Option<&DiskView>) -> PathBuf {
     let mut resolved = root.to_path_buf();
     let mut components = rest.components();
     for component in components.by_ref() {
         resolved.push(component);
-        match std::fs::symlink_metadata(&resolved) {
-            Ok(meta) if meta.file_type().is_symlink() => match resolved.canonicalize() {
-                Ok(real) => resolved = real,
-                // A dangling link names nothing yet: kept as written, like any missing part.
-                Err(_) => break,
-            },
-            Ok(_) => {}
-            Err(_) => break,
+        let seen = match disk {
+            Some(disk) => disk.look(&resolved),
+            None => look_now(&resolved),
+        };
+        match seen {
+            Seen::Link(Some(real)) => resolved = real,
+            // A dangling link names nothing yet: kept as written, like any missing part.
+            Seen::Link(None) | Seen::Missing => break,
+            Seen::Entry => {}
         }
     }
     resolved.extend(components);
@@ -225,7 +246,7 @@ mod tests {
                 root.join(relative)
             };
             assert_eq!(
-                resolve_symlinks_below(&path, &[&root]),
+                resolve_symlinks_below(&path, &[&root], None),
                 by_realpath(&path),
                 "{relative}"
             );
@@ -239,7 +260,7 @@ mod tests {
         ] {
             let outside = Path::new(outside);
             assert_eq!(
-                resolve_symlinks_below(outside, &[&root]),
+                resolve_symlinks_below(outside, &[&root], None),
                 by_realpath(outside)
             );
         }

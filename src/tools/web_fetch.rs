@@ -359,6 +359,7 @@ mod tests {
         let rules = RuleSet::from_policy(&policy);
         let workspace = Workspace::new("/ws".into(), vec![], None);
         let ctx = PermissionContext {
+            disk: None,
             auto_allow_bash: false,
             mode: PermissionMode::DontAsk,
             rules: &rules,
@@ -427,6 +428,7 @@ mod tests {
     fn verdict(rules: &RuleSet, url: &str) -> &'static str {
         let workspace = Workspace::new("/ws".into(), vec![], None);
         let ctx = PermissionContext {
+            disk: None,
             auto_allow_bash: false,
             mode: PermissionMode::DontAsk,
             rules,

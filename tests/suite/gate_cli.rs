@@ -346,3 +346,85 @@ fn denial_limits_stop_the_run_with_exit_3() {
         .collect();
     assert_eq!(statuses, ["denied", "denied", "cancelled"]);
 }
+
+/// `check --calls` reads the disk once for the whole stream (each folder listed once, each
+/// link resolved once): every line must be decided as `check` decides it alone — links out
+/// of the workspace, links back into it, names of another case, missing names, globs — and a
+/// path asked about twice must be decided the same both times.
+#[test]
+fn check_calls_decides_each_line_as_check_decides_it_alone() {
+    let sandbox = Sandbox::with_examples();
+    sandbox.write("src/lib.rs", "fn a() {}\n");
+    sandbox.write("Docs/Readme.md", "# r\n");
+    std::os::unix::fs::symlink("/etc", sandbox.path().join("out")).unwrap();
+    std::os::unix::fs::symlink("..", sandbox.path().join("src/up")).unwrap();
+    std::os::unix::fs::symlink("/nowhere/at/all", sandbox.path().join("src/dangling")).unwrap();
+    let calls = [
+        ("Read", r#"{"file_path":"out/passwd"}"#),
+        ("Read", r#"{"file_path":"OUT/passwd"}"#),
+        ("Read", r#"{"file_path":"src/up/out/hostname"}"#),
+        ("Read", r#"{"file_path":"src/up/src/lib.rs"}"#),
+        ("Read", r#"{"file_path":"docs/readme.md"}"#),
+        ("Read", r#"{"file_path":"Docs/Readme.md"}"#),
+        ("Read", r#"{"file_path":"src/dangling"}"#),
+        ("Bash", r#"{"command":"cat out/hostname"}"#),
+        ("Bash", r#"{"command":"cat src/up/out/passwd | head -1"}"#),
+        ("Bash", r#"{"command":"ls src/*.rs && cat Docs/*.md"}"#),
+        ("Bash", r#"{"command":"wc -l out/*"}"#),
+        (
+            "Bash",
+            r#"{"command":"cat src/missing/deeper.rs src/lib.rs"}"#,
+        ),
+        ("Write", r#"{"file_path":"out/new.txt","content":"x"}"#),
+        ("Write", r#"{"file_path":"src/new.rs","content":"x"}"#),
+        (
+            "Edit",
+            r#"{"file_path":"src/up/src/lib.rs","old_string":"a","new_string":"b"}"#,
+        ),
+        ("Grep", r#"{"pattern":"fn","path":"out"}"#),
+        ("Glob", r#"{"pattern":"*.md","path":"src/up/Docs"}"#),
+    ];
+    let mut stream = String::new();
+    for round in 0..2 {
+        for (index, (tool, input)) in calls.iter().enumerate() {
+            let id = round * calls.len() + index;
+            stream.push_str(&format!(
+                "{{\"id\":{id},\"tool\":\"{tool}\",\"input\":{input}}}\n"
+            ));
+        }
+    }
+    sandbox.write("calls.jsonl", &stream);
+    let policy = ["--policy", "policies/ci-default.yaml"];
+    let output = sandbox.tollgate_with(
+        &own_config(),
+        &[&["check"][..], &policy, &["--calls", "calls.jsonl"]].concat(),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let streamed: Vec<Value> = text(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(streamed.len(), 2 * calls.len());
+    let fields =
+        |v: &Value| ["decision", "step", "layer", "rule", "reason"].map(|f| v[f].to_string());
+    for (index, (tool, input)) in calls.iter().enumerate() {
+        let alone = sandbox.tollgate_with(
+            &own_config(),
+            &[&["check"][..], &policy, &["--tool", tool, "--input", input]].concat(),
+        );
+        let alone: Value = serde_json::from_str(text(&alone.stdout).trim()).unwrap();
+        for round in 0..2 {
+            let line = &streamed[round * calls.len() + index];
+            assert_eq!(
+                fields(line),
+                fields(&alone),
+                "{tool} {input}, round {round}"
+            );
+        }
+    }
+    // The view resolves links: a read through a link out of the workspace is not allowed.
+    for index in [0, 2, 7, 8] {
+        assert_ne!(streamed[index]["decision"], "allow", "{}", streamed[index]);
+    }
+    assert_eq!(streamed[3]["decision"], "allow", "{}", streamed[3]);
+}
