@@ -43,12 +43,15 @@ pub struct DiskView {
 
 #[derive(Debug, Default)]
 struct Held {
+    // Keyed by a path's bytes: hashing a `Path` hashes it component by component.
     /// By the folder's canonical path; `None` when its listing is not to be trusted.
-    folders: HashMap<PathBuf, Option<Listing>>,
+    folders: HashMap<Box<[u8]>, Option<Listing>>,
     /// What a link (or a path no listing covers) named.
-    paths: HashMap<PathBuf, Seen>,
+    paths: HashMap<Box<[u8]>, Seen>,
     /// Glob listings by folder, as the caller's lister returned them.
-    names: HashMap<PathBuf, Option<Vec<String>>>,
+    names: HashMap<Box<[u8]>, Option<Vec<String>>>,
+    /// Whole paths resolved, normal path to real path.
+    resolved: HashMap<Box<[u8]>, PathBuf>,
     count: usize,
 }
 
@@ -71,15 +74,16 @@ impl DiskView {
         }
         let listed = {
             let mut held = self.lock();
-            if !held.folders.contains_key(parent) {
+            let key = parent.as_os_str().as_bytes();
+            if !held.folders.contains_key(key) {
                 drop(held);
                 let listing = list(parent);
                 held = self.lock();
                 held.count += listing.as_ref().map_or(1, |l| l.names.len());
                 held.make_room();
-                held.folders.insert(parent.to_path_buf(), listing);
+                held.folders.insert(key.into(), listing);
             }
-            match held.folders.get(parent) {
+            match held.folders.get(key) {
                 Some(Some(listing)) if !listing.names.contains(name) => Some(Seen::Missing),
                 Some(Some(listing)) if !listing.links.contains(name) => Some(Seen::Entry),
                 _ => None,
@@ -95,7 +99,7 @@ impl DiskView {
         dir: &Path,
         list: impl FnOnce(&Path) -> Option<Vec<String>>,
     ) -> Option<Vec<String>> {
-        if let Some(known) = self.lock().names.get(dir) {
+        if let Some(known) = self.lock().names.get(dir.as_os_str().as_bytes()) {
             return known.clone();
         }
         let names = match self.look(dir) {
@@ -105,13 +109,28 @@ impl DiskView {
         let mut held = self.lock();
         held.count += names.as_ref().map_or(1, Vec::len);
         held.make_room();
-        held.names.insert(dir.to_path_buf(), names.clone());
+        held.names
+            .insert(dir.as_os_str().as_bytes().into(), names.clone());
         names
+    }
+
+    /// `normal` with its symlinks resolved, by `resolve` the first time it is asked about.
+    pub fn resolved(&self, normal: &Path, resolve: impl FnOnce() -> PathBuf) -> PathBuf {
+        let key = normal.as_os_str().as_bytes();
+        if let Some(real) = self.lock().resolved.get(key) {
+            return real.clone();
+        }
+        let real = resolve();
+        let mut held = self.lock();
+        held.count += 1;
+        held.make_room();
+        held.resolved.insert(key.into(), real.clone());
+        real
     }
 
     /// `lstat` for one path, remembered.
     fn look_alone(&self, path: &Path) -> Seen {
-        if let Some(seen) = self.lock().paths.get(path) {
+        if let Some(seen) = self.lock().paths.get(path.as_os_str().as_bytes()) {
             return seen.clone();
         }
         // Looked at outside the lock: a second thread asking the same path looks twice and
@@ -120,7 +139,8 @@ impl DiskView {
         let mut held = self.lock();
         held.count += 1;
         held.make_room();
-        held.paths.insert(path.to_path_buf(), seen.clone());
+        held.paths
+            .insert(path.as_os_str().as_bytes().into(), seen.clone());
         seen
     }
 
