@@ -50,8 +50,6 @@ struct Held {
     paths: HashMap<Box<[u8]>, Seen>,
     /// Glob listings by folder, as the caller's lister returned them.
     names: HashMap<Box<[u8]>, Option<Vec<String>>>,
-    /// Whole paths resolved, normal path to real path.
-    resolved: HashMap<Box<[u8]>, PathBuf>,
     count: usize,
 }
 
@@ -112,20 +110,6 @@ impl DiskView {
         held.names
             .insert(dir.as_os_str().as_bytes().into(), names.clone());
         names
-    }
-
-    /// `normal` with its symlinks resolved, by `resolve` the first time it is asked about.
-    pub fn resolved(&self, normal: &Path, resolve: impl FnOnce() -> PathBuf) -> PathBuf {
-        let key = normal.as_os_str().as_bytes();
-        if let Some(real) = self.lock().resolved.get(key) {
-            return real.clone();
-        }
-        let real = resolve();
-        let mut held = self.lock();
-        held.count += 1;
-        held.make_room();
-        held.resolved.insert(key.into(), real.clone());
-        real
     }
 
     /// `lstat` for one path, remembered.

@@ -112,20 +112,8 @@ pub fn shown(path: &Path, workdir: &Path) -> String {
 /// workspace's roots, canonical from the run's start): only the components under the root are
 /// looked at — the gate resolves a path for nearly every call it decides.
 ///
-/// With a stream's view of the disk (`disk`), a path already resolved in this stream is not
-/// walked again, and a walk's components are answered from the view.
+/// With a stream's view of the disk (`disk`), a walk's components are answered from the view.
 pub fn resolve_symlinks_below<P: AsRef<Path>>(
-    normal: &Path,
-    canonical: &[P],
-    disk: Option<&DiskView>,
-) -> PathBuf {
-    match disk {
-        Some(disk) => disk.resolved(normal, || resolve_below(normal, canonical, Some(disk))),
-        None => resolve_below(normal, canonical, None),
-    }
-}
-
-fn resolve_below<P: AsRef<Path>>(
     normal: &Path,
     canonical: &[P],
     disk: Option<&DiskView>,
