@@ -10,11 +10,12 @@
 //! too large to hold, or a name that is not ASCII (which a filesystem may normalise) is
 //! asked about with `lstat`, name by name, as without a view.
 
-use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+use foldhash::{HashMap, HashSet, HashSetExt};
 
 /// What one path named when it was first looked at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +54,16 @@ struct Held {
     count: usize,
 }
 
+/// What a folder's listing says of one of its names: missing, or an entry that is no link;
+/// `None` when the listing is not trusted or the name is a link.
+fn answer(listing: &Option<Listing>, name: &OsStr) -> Option<Seen> {
+    match listing {
+        Some(listing) if !listing.names.contains(name) => Some(Seen::Missing),
+        Some(listing) if !listing.links.contains(name) => Some(Seen::Entry),
+        _ => None,
+    }
+}
+
 /// A folder's names, and which of them are links.
 #[derive(Debug)]
 struct Listing {
@@ -64,29 +75,27 @@ impl DiskView {
     /// What `path` (absolute, its parent canonical) names, as `lstat` would say, with a link
     /// resolved in full.
     pub fn look(&self, path: &Path) -> Seen {
-        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        let Some((parent, name)) = super::parent_and_name(path) else {
             return self.look_alone(path);
         };
         if !name.is_ascii() {
             return self.look_alone(path);
         }
-        let listed = {
+        let key = parent.as_os_str().as_bytes();
+        let known = self
+            .lock()
+            .folders
+            .get(key)
+            .map(|listing| answer(listing, name));
+        let listed = known.unwrap_or_else(|| {
+            let listing = list(parent);
+            let listed = answer(&listing, name);
             let mut held = self.lock();
-            let key = parent.as_os_str().as_bytes();
-            if !held.folders.contains_key(key) {
-                drop(held);
-                let listing = list(parent);
-                held = self.lock();
-                held.count += listing.as_ref().map_or(1, |l| l.names.len());
-                held.make_room();
-                held.folders.insert(key.into(), listing);
-            }
-            match held.folders.get(key) {
-                Some(Some(listing)) if !listing.names.contains(name) => Some(Seen::Missing),
-                Some(Some(listing)) if !listing.links.contains(name) => Some(Seen::Entry),
-                _ => None,
-            }
-        };
+            held.count += listing.as_ref().map_or(1, |l| l.names.len());
+            held.make_room();
+            held.folders.insert(key.into(), listing);
+            listed
+        });
         listed.unwrap_or_else(|| self.look_alone(path))
     }
 
@@ -268,14 +277,14 @@ mod tests {
 
     #[test]
     fn a_folder_that_folds_case_is_not_trusted() {
-        let names: HashSet<OsString> = [OsString::from("readme")].into();
+        let names: HashSet<OsString> = [OsString::from("readme")].into_iter().collect();
         // A folder whose swapped-case probe exists outside the listing folds case.
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(dir.path().join("README"), "x").unwrap_or_else(|e| panic!("{e}"));
         assert!(!matches_by_bytes(dir.path(), &names));
         let empty = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         assert!(matches_by_bytes(empty.path(), &names));
-        let unlettered: HashSet<OsString> = [OsString::from("\u{212a}")].into();
+        let unlettered: HashSet<OsString> = [OsString::from("\u{212a}")].into_iter().collect();
         assert!(!matches_by_bytes(empty.path(), &unlettered));
     }
 }

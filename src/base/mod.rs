@@ -14,7 +14,9 @@ pub use abort::{AbortHandle, AbortReason, AbortSignal};
 pub use bounds::{FAR_FUTURE, deadline, deadline_std};
 pub use disk::{DiskView, Seen, look_now};
 pub use json::{from_str_unique_keys, parse_unique_keys};
-pub use path::{has_prefix, is_normal_absolute, normalize_lexically, strip_prefix};
+pub use path::{
+    has_prefix, is_normal_absolute, normalize_lexically, parent_and_name, strip_prefix,
+};
 pub use secret::is_secret_env_name;
 pub use text::{truncate_middle, wildcard_match};
 

@@ -45,6 +45,30 @@ pub fn strip_prefix<'p>(path: &'p Path, prefix: &Path) -> Option<&'p Path> {
     Some(Path::new(std::ffi::OsStr::from_bytes(rest)))
 }
 
+/// `path`'s parent and last name, as [`Path::parent`] and [`Path::file_name`] say them; for a
+/// plain absolute path (see [`strip_prefix`]) found by one byte search rather than by parsing
+/// components from the back. `None` where either is.
+pub fn parent_and_name(path: &Path) -> Option<(&Path, &std::ffi::OsStr)> {
+    let bytes = path.as_os_str().as_bytes();
+    if !plain(bytes) {
+        return Some((path.parent()?, path.file_name()?));
+    }
+    let slash = bytes.iter().rposition(|&b| b == b'/')?;
+    let name = &bytes[slash + 1..];
+    if name.is_empty() || name == b".." {
+        return None;
+    }
+    let parent = if slash == 0 {
+        &b"/"[..]
+    } else {
+        &bytes[..slash]
+    };
+    Some((
+        Path::new(std::ffi::OsStr::from_bytes(parent)),
+        std::ffi::OsStr::from_bytes(name),
+    ))
+}
+
 /// Whether `path` starts with `prefix`, component by component (see [`strip_prefix`]).
 pub fn has_prefix(path: &Path, prefix: &Path) -> bool {
     strip_prefix(path, prefix).is_some()
@@ -73,6 +97,18 @@ fn absolute_with_parts(bytes: &[u8], allowed: impl Fn(&[u8]) -> bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parent_and_name_agree_with_the_component_walk() {
+        for path in [
+            "/", "/a", "/a/b", "/a/b/", "/a/./b", "/a/..", "/a/../b", "//a", "a/b", "a", "",
+            "/a/.", "/.hidden", "/a b/c d",
+        ] {
+            let path = Path::new(path);
+            let walked = path.parent().zip(path.file_name());
+            assert_eq!(parent_and_name(path), walked, "{}", path.display());
+        }
+    }
 
     /// The byte comparison answers as the component walk does, on normal paths and others.
     #[test]

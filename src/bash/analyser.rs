@@ -1,8 +1,9 @@
 //! Walks a script's items in order, keeps what the analysis has found so far (reports, writes,
 //! problems, possible working directories) and folds it into one verdict.
 
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use super::bindings::{builtin_bindings, code_in, evaluated_part, judge_name};
 use super::paths::{Cwds, ReadLog, check_read, lexical, locate};

@@ -2,8 +2,9 @@
 //! inline (`sh -c`, `find -exec`), and whether it is proven read-only.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::path::PathBuf;
+
+use foldhash::HashSet;
 
 use super::analyser::{Analyser, MAX_NESTING};
 use super::bindings::harmless_in_environment;

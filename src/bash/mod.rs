@@ -23,9 +23,10 @@ mod unproven;
 mod word;
 mod wrappers;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use foldhash::{HashMap, HashMapExt};
 
 pub use pattern::{CommandPattern, PatternError};
 

@@ -206,10 +206,14 @@ pub(crate) struct ReadLog(RefCell<Vec<ReadAccess>>);
 
 impl ReadLog {
     pub fn record(&self, path: PathBuf, below: bool) {
-        let access = ReadAccess { path, below };
         let mut list = self.0.borrow_mut();
-        if !list.contains(&access) {
-            list.push(access);
+        // The paths are absolute and normalised: equal bytes are equal paths, and comparing
+        // them costs less than comparing components.
+        let known = list
+            .iter()
+            .any(|read| read.below == below && read.path.as_os_str() == path.as_os_str());
+        if !known {
+            list.push(ReadAccess { path, below });
         }
     }
 

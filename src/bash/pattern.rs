@@ -307,7 +307,11 @@ fn could_name(word: &Word, name: &str) -> bool {
 
 /// The last path component of a command word (`/usr/bin/rm` → `rm`).
 pub(crate) fn base(word: &str) -> &str {
-    word.rsplit('/').next().unwrap_or(word)
+    // A byte search: the analyser asks this of every command name, often several times.
+    match word.as_bytes().iter().rposition(|&b| b == b'/') {
+        Some(slash) => &word[slash + 1..],
+        None => word,
+    }
 }
 
 /// Splits rule content into words with shell-like quoting; `whole` is for error messages.

@@ -10,13 +10,36 @@
 use super::syntax::{Item, SimpleCommand};
 use super::word;
 
-/// Words that are syntax to Bash or tree-sitter-bash where they stand in a plain line (a
-/// reserved word, a declaration builtin that tree-sitter-bash reads as its own node).
-const SYNTAX_WORDS: &[&str] = &[
-    "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do",
-    "done", "in", "function", "time", "coproc", "declare", "typeset", "export", "local",
-    "readonly", "unset",
-];
+/// Whether `word` is syntax to Bash or tree-sitter-bash where it stands in a plain line (a
+/// reserved word, a declaration builtin that tree-sitter-bash reads as its own node). Asked
+/// of every word of every plain line: a `match` tests the length before any bytes.
+fn syntax_word(word: &str) -> bool {
+    matches!(
+        word,
+        "if" | "then"
+            | "else"
+            | "elif"
+            | "fi"
+            | "case"
+            | "esac"
+            | "for"
+            | "select"
+            | "while"
+            | "until"
+            | "do"
+            | "done"
+            | "in"
+            | "function"
+            | "time"
+            | "coproc"
+            | "declare"
+            | "typeset"
+            | "export"
+            | "local"
+            | "readonly"
+            | "unset"
+    )
+}
 
 /// A bare character of a plain word: none of them is quoting, an expansion, an operator, a
 /// glob's bracket, a brace or a comment to Bash. `~` is taken apart (see `word_end`).
@@ -69,10 +92,7 @@ pub(super) fn items(script: &str) -> Option<Vec<Item>> {
         // reads a keyword before a quote (`if';'`) as the keyword.
         let syntax = |w: &word::Word| {
             let bare_start = w.raw.split('\'').next().unwrap_or_default();
-            SYNTAX_WORDS.contains(&bare_start)
-                || w.value
-                    .as_deref()
-                    .is_some_and(|v| SYNTAX_WORDS.contains(&v))
+            syntax_word(bare_start) || w.value.as_deref().is_some_and(syntax_word)
         };
         if words.is_empty() || words.iter().any(syntax) {
             return None;

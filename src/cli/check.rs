@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::CheckArgs;
 use crate::call::{Decider, PreparedCall, Resolution};
-use crate::config::serde_name;
+use crate::config::{SourceLocation, serde_name};
 use crate::exit::ExitCode;
 use crate::policy::{
     Decision, Layer, PermissionContext, PermissionDecision, PermissionMode, PolicySource, Step,
@@ -31,7 +31,8 @@ struct DecisionLine<'a> {
     step: Step,
     layer: Layer,
     rule: Option<&'a str>,
-    source: Option<String>,
+    #[serde(serialize_with = "as_text")]
+    source: Option<&'a SourceLocation>,
     reason: &'a str,
     /// Auto mode: who settles the call (`check --mode auto`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -47,10 +48,21 @@ impl<'a> DecisionLine<'a> {
             step: decision.step,
             layer: decision.layer,
             rule: decision.rule.as_ref().map(|rule| rule.rule.as_str()),
-            source: decision.rule.as_ref().map(|rule| rule.source.to_string()),
+            source: decision.rule.as_ref().map(|rule| &rule.source),
             reason: &decision.reason,
             auto: None,
         }
+    }
+}
+
+/// A rule's place as the text `file:line` it displays as, written straight into the line.
+fn as_text<S: serde::Serializer>(
+    source: &Option<&SourceLocation>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match source {
+        Some(source) => serializer.collect_str(source),
+        None => serializer.serialize_none(),
     }
 }
 
@@ -246,7 +258,8 @@ fn decide_stream(
         .context("cannot write a decision")?;
         let text = std::str::from_utf8(&rendered).context("cannot write a decision")?;
         // The calls may be a model's: inert on a CI runner's log (see `neutral`).
-        writeln!(out, "{}", crate::neutral::json_log_line(text))
+        out.write_all(crate::neutral::json_log_line(text).as_bytes())
+            .and_then(|()| out.write_all(b"\n"))
             .context("cannot write a decision")?;
     }
     out.flush().context("cannot write the decisions")?;

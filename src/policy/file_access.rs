@@ -108,7 +108,7 @@ pub fn read_refusal(
         }
     };
     if let Some(rule) = rules
-        .content_rules(RuleKind::Deny, &ToolName::Read)
+        .read_content_rules(RuleKind::Deny)
         .find(hit)
         .map(RuleRef::from)
     {
@@ -129,7 +129,7 @@ pub fn read_refusal(
         });
     }
     rules
-        .content_rules(RuleKind::Ask, &ToolName::Read)
+        .read_content_rules(RuleKind::Ask)
         .find(hit)
         .map(RuleRef::from)
         .map(|rule| ToolCheck::Ask {

@@ -231,19 +231,15 @@ const GIT_DIR_PARTS: &[&str] = &[
 /// `refs/`, `hooks/`… there makes or changes a repository git would obey. A `HEAD` written
 /// by the model is refused by [`write_guardrail`]; this covers one that was already there.
 pub fn git_dir_write(path: &Path, holds_head: &dyn Fn(&Path) -> bool) -> Option<&'static str> {
-    let mut dir = std::path::PathBuf::new();
-    for component in path.components() {
-        if let Component::Normal(name) = component
-            && GIT_DIR_PARTS.contains(&&*fold(&name.to_string_lossy()))
-            && holds_head(&dir)
-        {
-            return Some(
-                "writes into a folder that holds a HEAD (a git directory: its config runs code)",
-            );
-        }
-        dir.push(component);
-    }
-    None
+    // The folder before a name is built only for a name git keeps in its directory: every
+    // write the gate checks passes here, few name such a part.
+    let trips = path.components().enumerate().any(|(at, component)| {
+        matches!(component, Component::Normal(name)
+            if GIT_DIR_PARTS.contains(&&*fold(&name.to_string_lossy())))
+            && holds_head(&path.components().take(at).collect::<std::path::PathBuf>())
+    });
+    trips
+        .then_some("writes into a folder that holds a HEAD (a git directory: its config runs code)")
 }
 
 const PROC_ENVIRON: &str = "reads of /proc/*/environ (process secrets)";
@@ -253,9 +249,8 @@ const PROC_ENVIRON: &str = "reads of /proc/*/environ (process secrets)";
 /// `/proc/thread-self/environ`, `/proc/<pid>/task/<tid>/environ`, and again through
 /// `/proc/<pid>/root/proc/…`: any `environ` below `/proc` counts.
 pub fn read_guardrail(path: &Path) -> Option<&'static str> {
-    let under_proc = has_prefix(path, Path::new("/proc"));
-    let environ = path.file_name().is_some_and(|name| name == "environ");
-    (under_proc && environ).then_some(PROC_ENVIRON)
+    let environ = || path.file_name().is_some_and(|name| name == "environ");
+    (has_prefix(path, Path::new("/proc")) && environ()).then_some(PROC_ENVIRON)
 }
 
 /// The guardrail a read of everything below the folder `dir` trips (`grep -r x /proc`, a

@@ -5,11 +5,11 @@
 //! classes, braces or escapes go to globset's sets, compiled on the first lookup that needs
 //! them. It only finds matches; which rule wins is still policy order (the lowest rule index).
 
-use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::OnceLock;
 
+use foldhash::HashMap;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use super::path_glob::{GlobKey, PathGlob};

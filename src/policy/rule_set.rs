@@ -61,6 +61,9 @@ pub struct RuleSet {
     paths: PathIndex,
     /// Indexes of the whole-tool rules, which every call consults.
     whole: Vec<usize>,
+    /// Indexes of the content rules that apply to Read, by kind (allow, ask, deny), in
+    /// policy order: every path a Bash command reads is checked against them.
+    reads: [Vec<usize>; 3],
 }
 
 impl RuleSet {
@@ -126,6 +129,17 @@ impl RuleSet {
         set.whole = (0..set.rules.len())
             .filter(|&index| set.rules[index].is_whole_tool())
             .collect();
+        let reads = |kind| {
+            let rules = &set.rules;
+            (0..rules.len())
+                .filter(|&index| content_rule_for(&rules[index], kind, &ToolName::Read))
+                .collect()
+        };
+        set.reads = [
+            reads(RuleKind::Allow),
+            reads(RuleKind::Ask),
+            reads(RuleKind::Deny),
+        ];
     }
 
     /// The Bash content rules, for the analyser; ids index `rule_at`.
@@ -181,10 +195,25 @@ impl RuleSet {
         kind: RuleKind,
         tool: &'a ToolName,
     ) -> impl Iterator<Item = &'a Rule> + 'a {
-        self.rules.iter().filter(move |rule| {
-            rule.kind == kind && !rule.is_whole_tool() && applies_to(&rule.tool, rule.kind, tool)
-        })
+        self.rules
+            .iter()
+            .filter(move |rule| content_rule_for(rule, kind, tool))
     }
+
+    /// [`RuleSet::content_rules`] for Read, from the index.
+    pub fn read_content_rules(&self, kind: RuleKind) -> impl Iterator<Item = &Rule> + '_ {
+        let indexes = match kind {
+            RuleKind::Allow => &self.reads[0],
+            RuleKind::Ask => &self.reads[1],
+            RuleKind::Deny => &self.reads[2],
+        };
+        indexes.iter().filter_map(|&index| self.rules.get(index))
+    }
+}
+
+/// Whether `rule` is a content rule of `kind` that applies to `tool`.
+fn content_rule_for(rule: &Rule, kind: RuleKind, tool: &ToolName) -> bool {
+    rule.kind == kind && !rule.is_whole_tool() && applies_to(&rule.tool, rule.kind, tool)
 }
 
 /// Claude Code's file-rule families: an Edit/Write rule covers every writing tool, a Read
@@ -282,6 +311,25 @@ mod tests {
                 .to_string()
                 .starts_with("<command line")
         );
+    }
+
+    #[test]
+    fn the_read_index_lists_what_a_scan_finds() {
+        let set = RuleSet::from_policy(&policy(
+            "permissions:\n  allow: [Read, 'Read(docs/**)', 'Edit(src/**)']\n  ask: ['Read(~/notes)', 'Bash(git commit:*)']\n  deny: ['Read(.env)', 'read(secrets/**)', 'Edit(.git/**)', 'Bash(rm:*)']\n",
+        ));
+        for kind in [RuleKind::Allow, RuleKind::Ask, RuleKind::Deny] {
+            let indexed: Vec<&str> = set
+                .read_content_rules(kind)
+                .map(|r| r.text.as_str())
+                .collect();
+            let scanned: Vec<&str> = set
+                .content_rules(kind, &ToolName::Read)
+                .map(|r| r.text.as_str())
+                .collect();
+            assert_eq!(indexed, scanned, "{kind:?}");
+            assert!(!indexed.is_empty(), "{kind:?}");
+        }
     }
 
     #[test]

@@ -3,12 +3,12 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use foldhash::{HashMap, HashMapExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -210,12 +210,18 @@ impl ToolInput for PreparedBash {
 /// run's results; symlinks are resolved on disk.
 fn analyse(script: &Script, rules: &BashRules, ctx: &PermissionContext) -> BashAnalysis {
     let workspace = ctx.workspace;
-    let readable: Vec<PathBuf> = workspace
-        .roots
-        .iter()
-        .chain(&workspace.read_only_roots)
-        .cloned()
-        .collect();
+    let readable: Cow<[PathBuf]> = if workspace.read_only_roots.is_empty() {
+        Cow::Borrowed(&workspace.roots)
+    } else {
+        Cow::Owned(
+            workspace
+                .roots
+                .iter()
+                .chain(&workspace.read_only_roots)
+                .cloned()
+                .collect(),
+        )
+    };
     // A path is resolved once per decision, however many checks name it (`git checkout -b
     // x origin/main` names `origin` in three).
     // Keyed by the path's bytes: hashing a `Path` hashes it component by component.
@@ -244,7 +250,7 @@ fn analyse(script: &Script, rules: &BashRules, ctx: &PermissionContext) -> BashA
     };
     let env = BashEnv {
         cwd: &workspace.workdir,
-        workspace_roots: &readable,
+        workspace_roots: &readable[..],
         home: workspace.home.as_deref(),
         resolve: &resolve,
         list_dir: &list,

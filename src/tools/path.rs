@@ -146,7 +146,9 @@ pub fn resolve_symlinks(normal: &Path) -> PathBuf {
 /// `root` (canonical) joined with `rest`, each component checked with one `lstat` and a link
 /// resolved where one is met; the walk stops at the first component that does not exist.
 fn walk(root: &Path, rest: &Path, disk: Option<&DiskView>) -> PathBuf {
-    let mut resolved = root.to_path_buf();
+    // Room for the whole path at once: a push past the capacity copies it again.
+    let mut resolved = PathBuf::with_capacity(root.as_os_str().len() + 1 + rest.as_os_str().len());
+    resolved.push(root);
     let mut components = rest.components();
     for component in components.by_ref() {
         resolved.push(component);

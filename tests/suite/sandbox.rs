@@ -739,6 +739,40 @@ fn sandboxed_commands_have_no_capability_even_as_root() {
     }
 }
 
+/// The `THP_enabled` value of a `/proc/<pid>/status` text.
+fn huge_pages(status: &str) -> Option<String> {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("THP_enabled:"))
+        .map(|value| value.trim().to_string())
+}
+
+#[test]
+fn commands_start_with_the_huge_page_setting_the_runner_was_given() {
+    // The runner's allocator is built not to ask for transparent huge pages; it must not turn
+    // them off for the process either (PR_SET_THP_DISABLE passes to every child and survives
+    // execve), or the builds the model starts would run without them.
+    let Some(own) = huge_pages(&std::fs::read_to_string("/proc/self/status").unwrap()) else {
+        eprintln!("SKIPPED: this kernel's /proc/<pid>/status has no THP_enabled line");
+        return;
+    };
+    let mut sandboxes = vec![""];
+    if !landlock_missing() {
+        sandboxes.push("sandbox: {}\n");
+    }
+    for sandbox in sandboxes {
+        let scene = Scene::new(sandbox);
+        let run = scene.run(&["exec grep ^THP_enabled /proc/self/status"], &[]);
+        let (failed, out) = &results(&run)[0];
+        assert!(!failed, "{sandbox}: {out}");
+        assert_eq!(
+            huge_pages(out).as_deref(),
+            Some(own.as_str()),
+            "{sandbox}: {out}"
+        );
+    }
+}
+
 #[test]
 fn dev_shm_is_not_a_place_to_write() {
     if landlock_missing() {
