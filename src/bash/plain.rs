@@ -44,8 +44,24 @@ fn syntax_word(word: &str) -> bool {
 /// A bare character of a plain word: none of them is quoting, an expansion, an operator, a
 /// glob's bracket, a brace or a comment to Bash. `~` is taken apart (see `word_end`).
 fn bare(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || b"_./,:+@%-=*?".contains(&c)
+    BARE[usize::from(c)]
 }
+
+/// [`bare`] for every byte, built once: the scan asks it of every byte of every plain line.
+const BARE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        table[c] = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'_' | b'.' | b'/' | b',' | b':' | b'+' | b'@' | b'%' | b'-' | b'=' | b'*' | b'?'
+            );
+        c += 1;
+    }
+    table
+};
 
 /// A character inside a plain single-quoted string: printable ASCII that is neither the
 /// closing quote nor something a later evaluation of the text could run (`$`, `` ` ``, `\`).

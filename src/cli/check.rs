@@ -55,6 +55,65 @@ impl<'a> DecisionLine<'a> {
     }
 }
 
+impl DecisionLine<'_> {
+    /// The line as `serde_json::to_writer` writes it, with each string copied whole when
+    /// nothing in it needs escaping (nearly always): serde_json escapes byte by byte, and
+    /// a decision line is mostly its reason. An auto-mode line is left to serde.
+    fn write(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        if self.auto.is_some() {
+            return serde_json::to_writer(out, self);
+        }
+        out.push(b'{');
+        if let Some(id) = self.id {
+            out.extend_from_slice(b"\"id\":");
+            serde_json::to_writer(&mut *out, id)?;
+            out.push(b',');
+        }
+        if let Some(tool) = self.tool {
+            out.extend_from_slice(b"\"tool\":");
+            json_string(out, tool)?;
+            out.push(b',');
+        }
+        out.extend_from_slice(b"\"decision\":");
+        serde_json::to_writer(&mut *out, &self.decision)?;
+        out.extend_from_slice(b",\"step\":");
+        serde_json::to_writer(&mut *out, &self.step)?;
+        out.extend_from_slice(b",\"layer\":");
+        serde_json::to_writer(&mut *out, &self.layer)?;
+        out.extend_from_slice(b",\"rule\":");
+        match self.rule {
+            Some(rule) => json_string(out, rule)?,
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(b",\"source\":");
+        match self.source {
+            Some(source) => json_string(out, &source.to_string())?,
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(b",\"reason\":");
+        json_string(out, self.reason)?;
+        out.push(b'}');
+        Ok(())
+    }
+}
+
+/// `text` as a JSON string, as serde_json writes it: it escapes only `"`, `\\` and control
+/// characters.
+fn json_string(out: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
+    // A fold without an early exit, which the compiler turns into a vector loop.
+    let needs_escape = text.bytes().fold(false, |seen, b| {
+        seen | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if !needs_escape {
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+        Ok(())
+    } else {
+        serde_json::to_writer(out, text)
+    }
+}
+
 /// A rule's place as the text `file:line` it displays as, written straight into the line.
 fn as_text<S: serde::Serializer>(
     source: &Option<&SourceLocation>,
@@ -251,11 +310,9 @@ fn decide_stream(
         let (decision, id, tool) = decision;
         seen = Some(strongest(seen, decision.decision));
         rendered.clear();
-        serde_json::to_writer(
-            &mut rendered,
-            &DecisionLine::new(&decision, id.as_ref(), tool.as_deref()),
-        )
-        .context("cannot write a decision")?;
+        DecisionLine::new(&decision, id.as_ref(), tool.as_deref())
+            .write(&mut rendered)
+            .context("cannot write a decision")?;
         let text = std::str::from_utf8(&rendered).context("cannot write a decision")?;
         // The calls may be a model's: inert on a CI runner's log (see `neutral`).
         out.write_all(crate::neutral::json_log_line(text).as_bytes())
@@ -348,9 +405,11 @@ fn explain(
 mod tests {
     use std::path::Path;
 
+    use serde_json::json;
+
     use super::*;
     use crate::policy::{
-        PermissionMode, Policy, PolicyOrigin, PolicySource, RuleSet, SourceKind, Workspace,
+        PermissionMode, Policy, PolicyOrigin, PolicySource, RuleRef, RuleSet, SourceKind, Workspace,
     };
 
     fn source(kind: SourceKind, file: &str, yaml: &str) -> PolicySource {
@@ -362,6 +421,57 @@ mod tests {
         PolicySource {
             kind,
             policy: Policy::parse(yaml, origin).unwrap(),
+        }
+    }
+
+    /// The line written by hand is the line serde writes, escapes, ids and nulls included.
+    #[test]
+    fn a_decision_line_is_written_as_serde_writes_it() {
+        let rule = RuleRef {
+            rule: "Bash(git \"log\":*)".to_owned(),
+            source: SourceLocation {
+                file: "dir/pol\\icy \u{e9}.yaml".into(),
+                line: 38,
+            },
+        };
+        let reasons = [
+            "plain",
+            "`echo \"x\"` and \\ and a tab\there, a newline\n, \u{1}, \u{7f}, caf\u{e9} \u{1f600}",
+            "",
+        ];
+        let ids = [
+            None,
+            Some(json!(7)),
+            Some(json!("a\"b")),
+            Some(json!({"k": [1, null]})),
+        ];
+        for reason in reasons {
+            for id in &ids {
+                for tool in [None, Some("Bash"), Some("mcp__s\"__t")] {
+                    for (decision, rule) in [
+                        (Decision::Deny, Some(rule.clone())),
+                        (Decision::Allow, None),
+                    ] {
+                        let decision = PermissionDecision {
+                            decision,
+                            step: Step::ToolCheck,
+                            layer: Layer::Rule,
+                            rule,
+                            reason: reason.to_owned(),
+                            updated_input: None,
+                            asked: false,
+                        };
+                        let line = DecisionLine::new(&decision, id.as_ref(), tool);
+                        let mut written = Vec::new();
+                        line.write(&mut written).unwrap();
+                        let serde = serde_json::to_vec(&line).unwrap();
+                        assert_eq!(
+                            String::from_utf8(written).unwrap(),
+                            String::from_utf8(serde).unwrap()
+                        );
+                    }
+                }
+            }
         }
     }
 
