@@ -800,7 +800,7 @@ fn reserved_word(word: &str) -> bool {
     !word.trim().is_empty() && word.split_whitespace().all(reserved)
 }
 
-fn reserved(word: &str) -> bool {
+pub(super) fn reserved(word: &str) -> bool {
     matches!(
         word,
         "if" | "then"

@@ -10,35 +10,16 @@
 use super::syntax::{Item, SimpleCommand};
 use super::word;
 
-/// Whether `word` is syntax to Bash or tree-sitter-bash where it stands in a plain line (a
-/// reserved word, a declaration builtin that tree-sitter-bash reads as its own node). Asked
-/// of every word of every plain line: a `match` tests the length before any bytes.
+/// Whether `word` is syntax to Bash or tree-sitter-bash where it stands in a plain line: a
+/// reserved word, or a declaration builtin that tree-sitter-bash reads as its own node. (A
+/// reserved word that is punctuation, `{` or `!`, is syntax too, and only sends a line whose
+/// quoted word spells it to the parser.)
 fn syntax_word(word: &str) -> bool {
-    matches!(
-        word,
-        "if" | "then"
-            | "else"
-            | "elif"
-            | "fi"
-            | "case"
-            | "esac"
-            | "for"
-            | "select"
-            | "while"
-            | "until"
-            | "do"
-            | "done"
-            | "in"
-            | "function"
-            | "time"
-            | "coproc"
-            | "declare"
-            | "typeset"
-            | "export"
-            | "local"
-            | "readonly"
-            | "unset"
-    )
+    super::command::reserved(word)
+        || matches!(
+            word,
+            "time" | "coproc" | "declare" | "typeset" | "export" | "local" | "readonly" | "unset"
+        )
 }
 
 /// A bare character of a plain word: none of them is quoting, an expansion, an operator, a
