@@ -133,7 +133,8 @@ impl CommandPattern {
         // the command is looked at (every command is held against every rule).
         if let (Some(p), Some(v)) = (pattern.first(), argv.first().and_then(Word::fixed))
             && v != p
-            && !(base_name && v.contains('/') && base(v) == p)
+            // A path to the program is longer than its name: most pairs end at the length.
+            && !(base_name && v.len() > p.len() && base(v) == p)
         {
             return Match::No;
         }

@@ -2,6 +2,8 @@
 //! normalised, and with every symlink in its existing part resolved, before any check. Work
 //! is linear in the path's length, and paths no system call could take are refused first.
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::base::{DiskView, Seen, look_now, normalize_lexically};
@@ -149,9 +151,32 @@ fn walk(root: &Path, rest: &Path, disk: Option<&DiskView>) -> PathBuf {
     // Room for the whole path at once: a push past the capacity copies it again.
     let mut resolved = PathBuf::with_capacity(root.as_os_str().len() + 1 + rest.as_os_str().len());
     resolved.push(root);
-    let mut components = rest.components();
-    for component in components.by_ref() {
-        resolved.push(component);
+    let bytes = rest.as_os_str().as_bytes();
+    // The names of a plain relative rest (nearly every one: it is cut from a normal path)
+    // are its `/`-separated bytes; anything else is taken apart as components.
+    let plain = !bytes.is_empty()
+        && bytes
+            .split(|&b| b == b'/')
+            .all(|name| !matches!(name, b"" | b"." | b".."));
+    if plain {
+        walk_names(
+            resolved,
+            bytes.split(|&b| b == b'/').map(OsStr::from_bytes),
+            disk,
+        )
+    } else {
+        walk_names(resolved, rest.components().map(|c| c.as_os_str()), disk)
+    }
+}
+
+/// [`walk`] over the names of the rest, from `resolved` (the root).
+fn walk_names<'n>(
+    mut resolved: PathBuf,
+    mut names: impl Iterator<Item = &'n OsStr>,
+    disk: Option<&DiskView>,
+) -> PathBuf {
+    for name in names.by_ref() {
+        resolved.push(name);
         let seen = match disk {
             Some(disk) => disk.look(&resolved),
             None => look_now(&resolved),
@@ -163,7 +188,7 @@ fn walk(root: &Path, rest: &Path, disk: Option<&DiskView>) -> PathBuf {
             Seen::Entry => {}
         }
     }
-    resolved.extend(components);
+    resolved.extend(names);
     resolved
 }
 
