@@ -9,6 +9,9 @@
 
 use std::borrow::Cow;
 use std::path::{Component, Path};
+use std::sync::OnceLock;
+
+use foldhash::HashSet;
 
 use crate::base::has_prefix;
 
@@ -137,6 +140,19 @@ enum FileName {
 /// The guardrail a write to `path` (absolute, resolved) trips, if any.
 pub fn write_guardrail(path: &Path, home: Option<&Path>) -> Option<&'static str> {
     let names = folded_names(path);
+    // Every check below needs some name to be a guarded one, an NTFS short name (`~`), or a
+    // `*.git`; most paths hold none, and one lookup per name tells.
+    let guarded = guarded_names();
+    if !names.iter().any(|name| {
+        name.tilde.is_some() || name.text.ends_with(".git") || guarded.contains(&*name.text)
+    }) {
+        return None;
+    }
+    guardrail_of_names(&names, home)
+}
+
+/// [`write_guardrail`] of a path's folded names, every check made.
+fn guardrail_of_names(names: &[Folded<'_>], home: Option<&Path>) -> Option<&'static str> {
     if let Some(reason) = names.iter().find_map(|name| {
         PROTECTED_DIRS
             .iter()
@@ -162,7 +178,7 @@ pub fn write_guardrail(path: &Path, home: Option<&Path>) -> Option<&'static str>
             return Some(reason);
         }
     }
-    if let [.., dir, file] = names.as_slice()
+    if let [.., dir, file] = names
         && let Some((_, _, reason)) = PROTECTED_PAIR_FILES.iter().find(|(outer, name, _)| {
             dir.is(outer)
                 && match name {
@@ -188,6 +204,25 @@ pub fn write_guardrail(path: &Path, home: Option<&Path>) -> Option<&'static str>
                 .zip(&dir)
                 .all(|(name, guarded)| name.is(guarded));
         inside.then_some(*reason)
+    })
+}
+
+/// Every name a write guardrail compares a path's names with: the protected folders, files
+/// and pairs, and the first folder of each protected place under the home folder.
+fn guarded_names() -> &'static HashSet<&'static str> {
+    static NAMES: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        let home_firsts = PROTECTED_HOME
+            .iter()
+            .filter_map(|(dir, _)| dir.split('/').next());
+        PROTECTED_DIRS
+            .iter()
+            .map(|(dir, _)| *dir)
+            .chain(PROTECTED_FILES.iter().map(|(file, _)| *file))
+            .chain(PROTECTED_PAIRS.iter().map(|(outer, _, _)| *outer))
+            .chain(PROTECTED_PAIR_FILES.iter().map(|(outer, _, _)| *outer))
+            .chain(home_firsts)
+            .collect()
     })
 }
 
@@ -340,6 +375,67 @@ fn is_hfs_ignorable(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one-lookup-per-name screen never hides a guardrail the full checks find: every
+    /// guarded name and its variants, alone, as the last name, inside and under the home.
+    #[test]
+    fn the_screen_lets_every_guarded_path_through() {
+        let home = Path::new("/home/u");
+        let mut names: Vec<String> = guarded_names().iter().map(|n| (*n).to_owned()).collect();
+        names.extend(
+            [
+                "workflows",
+                "actions",
+                "config.toml",
+                "tasks.json",
+                "git",
+                "tollgate",
+            ]
+            .map(String::from),
+        );
+        let variants = |name: &str| {
+            let upper = name.to_uppercase();
+            let short = format!(
+                "{}~1",
+                name.trim_start_matches('.')
+                    .chars()
+                    .take(6)
+                    .collect::<String>()
+            );
+            vec![
+                name.to_owned(),
+                upper,
+                short,
+                format!("{name}."),
+                format!("x{name}.git"),
+            ]
+        };
+        let mut paths = Vec::new();
+        for a in &names {
+            for va in variants(a) {
+                paths.push(format!("/ws/{va}"));
+                paths.push(format!("/ws/{va}/f"));
+                paths.push(format!("/home/u/{va}/x"));
+                for b in &names {
+                    paths.push(format!("/ws/{va}/{b}"));
+                    paths.push(format!("/home/u/{va}/{b}"));
+                }
+            }
+        }
+        let mut tripped = 0;
+        for path in &paths {
+            let path = Path::new(path);
+            let full = guardrail_of_names(&folded_names(path), Some(home));
+            assert_eq!(
+                write_guardrail(path, Some(home)),
+                full,
+                "{}",
+                path.display()
+            );
+            tripped += usize::from(full.is_some());
+        }
+        assert!(tripped > paths.len() / 2, "{tripped} of {}", paths.len());
+    }
 
     #[test]
     fn write_guardrails_table() {
