@@ -142,10 +142,7 @@ pub fn write_guardrail(path: &Path, home: Option<&Path>) -> Option<&'static str>
     let names = folded_names(path);
     // Every check below needs some name to be a guarded one, an NTFS short name (`~`), or a
     // `*.git`; most paths hold none, and one lookup per name tells.
-    let guarded = guarded_names();
-    if !names.iter().any(|name| {
-        name.tilde.is_some() || name.text.ends_with(".git") || guarded.contains(&*name.text)
-    }) {
+    if !names.iter().any(may_be_guarded) {
         return None;
     }
     guardrail_of_names(&names, home)
@@ -207,42 +204,53 @@ fn guardrail_of_names(names: &[Folded<'_>], home: Option<&Path>) -> Option<&'sta
     })
 }
 
-/// Every name a write guardrail compares a path's names with: the protected folders, files
-/// and pairs, and the first folder of each protected place under the home folder.
+/// Every name a write guardrail compares a path's names with: the protected folders, files,
+/// pairs and files in folders, and the first folder of each protected place under the home
+/// folder.
 fn guarded_names() -> &'static HashSet<&'static str> {
     static NAMES: OnceLock<HashSet<&'static str>> = OnceLock::new();
     NAMES.get_or_init(|| {
-        let home_firsts = PROTECTED_HOME
-            .iter()
-            .filter_map(|(dir, _)| dir.split('/').next());
+        let pair_files = PROTECTED_PAIR_FILES.iter().flat_map(|(outer, file, _)| {
+            let exact = match file {
+                FileName::Exact(exact) => Some(*exact),
+                FileName::Prefix(_) => None,
+            };
+            std::iter::once(*outer).chain(exact)
+        });
         PROTECTED_DIRS
             .iter()
             .map(|(dir, _)| *dir)
             .chain(PROTECTED_FILES.iter().map(|(file, _)| *file))
-            .chain(PROTECTED_PAIRS.iter().map(|(outer, _, _)| *outer))
-            .chain(PROTECTED_PAIR_FILES.iter().map(|(outer, _, _)| *outer))
-            .chain(home_firsts)
+            .chain(
+                PROTECTED_PAIRS
+                    .iter()
+                    .flat_map(|(outer, inner, _)| [*outer, *inner]),
+            )
+            .chain(pair_files)
+            .chain(
+                PROTECTED_HOME
+                    .iter()
+                    .filter_map(|(dir, _)| dir.split('/').next()),
+            )
             .collect()
     })
 }
 
-/// Whether some write guardrail names an entry called `name` (alone or as part of a pair):
+/// Whether a folded name may be one a write guardrail compares with (see [`Folded::is`]): a
+/// guarded name, an NTFS short name, or a `*.git`. One lookup; every guardrail check needs
+/// some name of the path to pass it.
+fn may_be_guarded(name: &Folded<'_>) -> bool {
+    name.tilde.is_some() || name.text.ends_with(".git") || guarded_names().contains(&*name.text)
+}
+
+/// Whether some write guardrail may name an entry called `name` (alone or as part of a pair):
 /// when not, [`write_guardrail`] cannot trip on a path ending in it unless an ancestor did.
 /// A cheap test for walking a large tree.
 pub fn may_guard_name(name: &str) -> bool {
     let name = Folded::new(fold(name));
-    name.text.ends_with(".git")
-        || PROTECTED_DIRS.iter().any(|(dir, _)| name.is(dir))
-        || PROTECTED_FILES.iter().any(|(file, _)| name.is(file))
-        || PROTECTED_PAIRS
-            .iter()
-            .any(|(outer, inner, _)| name.is(outer) || name.is(inner))
-        || PROTECTED_PAIR_FILES.iter().any(|(outer, file, _)| {
-            name.is(outer)
-                || match file {
-                    FileName::Exact(exact) => name.is(exact),
-                    FileName::Prefix(prefix) => name.text.starts_with(prefix),
-                }
+    may_be_guarded(&name)
+        || PROTECTED_PAIR_FILES.iter().any(|(_, file, _)| {
+            matches!(file, FileName::Prefix(prefix) if name.text.starts_with(prefix))
         })
 }
 
