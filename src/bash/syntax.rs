@@ -155,6 +155,7 @@ pub(crate) fn items(script: &str) -> Vec<Item> {
         broken: false,
         heredoc_starts: Vec::new(),
         heredoc_unsure: false,
+        hung_redirects: Vec::new(),
     };
     walker.node(tree.root_node(), 0, Ctx::default());
     walker.finish()
@@ -333,6 +334,9 @@ struct Walker<'s> {
     /// where one ends may differ from Bash's.
     heredoc_starts: Vec<(usize, usize)>,
     heredoc_unsure: bool,
+    /// Redirected statements whose redirections tree-sitter-bash hung on a list or pipeline
+    /// (see `redirected_statement`), by node id, until the command they belong to is reached.
+    hung_redirects: Vec<usize>,
 }
 
 impl<'s> Walker<'s> {
@@ -486,6 +490,16 @@ impl<'s> Walker<'s> {
             owned_assignment: false,
             ..ctx
         };
+        if !self.hung_redirects.is_empty()
+            && let Some(statement) = hung_on(n)
+            && let Some(at) = self
+                .hung_redirects
+                .iter()
+                .position(|id| *id == statement.id())
+        {
+            self.hung_redirects.swap_remove(at);
+            self.redirects_of(statement, depth, inner);
+        }
         match kind(&n) {
             "heredoc_redirect" => {
                 if let Err(reason) = self.heredoc_agrees(n) {
@@ -653,17 +667,7 @@ impl<'s> Walker<'s> {
                     },
                 );
             }
-            "redirected_statement" => {
-                let mut cursor = n.walk();
-                let kids: Vec<Node> = n.named_children(&mut cursor).collect();
-                let body = n.child_by_field_name("body");
-                for child in kids.iter().filter(|k| Some(**k) != body) {
-                    self.node(*child, depth + 1, inner);
-                }
-                if let Some(body) = body {
-                    self.node(body, depth + 1, inner);
-                }
-            }
+            "redirected_statement" => self.redirected_statement(n, depth, inner),
             "file_redirect" => {
                 self.redirect(n);
                 self.children(n, depth, inner);
@@ -703,6 +707,50 @@ impl<'s> Walker<'s> {
                 self.problem(format!("unsupported shell syntax `{other}`"));
                 self.children(n, depth, inner);
             }
+        }
+    }
+
+    /// A command with its redirections. Bash performs them as the command starts, so their
+    /// items come before the command's. tree-sitter-bash reads a redirection written after the
+    /// last command of a list or pipeline as one of the whole (`cd .git && echo x > config`,
+    /// `a | b > f`); Bash gives it to that last command alone, after the commands before it
+    /// have run (there, after the `cd`). Such redirections wait for their command (see
+    /// `hung_on`); should the walk not reach it, they are read after the body and the script
+    /// is asked about.
+    fn redirected_statement(&mut self, n: Node, depth: usize, ctx: Ctx) {
+        let body = n.child_by_field_name("body");
+        match body {
+            Some(body) if hangs_redirects(body) => {
+                self.hung_redirects.push(n.id());
+                self.node(body, depth + 1, ctx);
+                if let Some(at) = self.hung_redirects.iter().position(|id| *id == n.id()) {
+                    self.hung_redirects.swap_remove(at);
+                    self.problem(format!(
+                        "`{}`: a redirection after a list or pipeline whose last command could not be found",
+                        self.text(n)
+                    ));
+                    self.redirects_of(n, depth, ctx);
+                }
+            }
+            _ => {
+                self.redirects_of(n, depth, ctx);
+                if let Some(body) = body {
+                    self.node(body, depth + 1, ctx);
+                }
+            }
+        }
+    }
+
+    /// The redirections of redirected statement `n`: every named child but its body.
+    fn redirects_of(&mut self, n: Node, depth: usize, ctx: Ctx) {
+        let body = n.child_by_field_name("body");
+        let mut cursor = n.walk();
+        let redirects: Vec<Node> = n
+            .named_children(&mut cursor)
+            .filter(|k| Some(*k) != body)
+            .collect();
+        for redirect in redirects {
+            self.node(redirect, depth + 1, ctx);
         }
     }
 
@@ -1256,18 +1304,19 @@ impl<'s> Walker<'s> {
                 _ => {}
             }
         }
-        if let Some(parent) = n.parent()
-            && kind(&parent) == "redirected_statement"
-            && parent.child_by_field_name("body") == Some(n)
-        {
-            let mut cursor = parent.walk();
-            let redirects: Vec<Node> = parent
+        // Every statement whose redirections are this command's: its own, and one that
+        // tree-sitter-bash hung on a list ending in it (`x && cat > f a` runs `cat a`).
+        let mut owner = n;
+        while let Some(statement) = redirected_by(owner) {
+            let mut cursor = statement.walk();
+            let redirects: Vec<Node> = statement
                 .children_by_field_name("redirect", &mut cursor)
                 .collect();
             for r in redirects {
                 redirect_starts.push(r.start_byte());
                 self.extra_destinations(r, &mut words);
             }
+            owner = statement;
         }
         self.descriptor_variables(&spans, &redirect_starts, &mut words);
         words.sort_by_key(|(pos, _)| *pos);
@@ -1466,6 +1515,56 @@ impl<'s> Walker<'s> {
 /// Where the `$(` whose body starts at `start` closes: the first `)` before which the body
 /// parses cleanly (so `$(case a in a) x;; esac)` closes after `esac`), else where the
 /// parentheses balance. `None` when nothing closes it.
+/// Whether tree-sitter-bash has hung the redirections of a statement with this body on a
+/// whole list or pipeline (see `Walker::redirected_statement`).
+fn hangs_redirects(body: Node) -> bool {
+    matches!(kind(&body), "list" | "pipeline" | "negated_command")
+}
+
+/// The last part of a list or pipeline, the command Bash gives a redirection written after it:
+/// its last named child that is not a comment.
+fn last_part(n: Node) -> Option<Node> {
+    let mut cursor = n.walk();
+    let mut last = None;
+    for child in n.named_children(&mut cursor) {
+        if kind(&child) != "comment" {
+            last = Some(child);
+        }
+    }
+    last
+}
+
+/// The redirected statement whose redirections Bash gives to `n`: its parent when `n` is the
+/// statement's body, or the statement whose list or pipeline body ends in `n` (see
+/// `Walker::redirected_statement`).
+fn redirected_by(n: Node) -> Option<Node> {
+    let mut child = n;
+    let mut parent = n.parent()?;
+    loop {
+        if kind(&parent) == "redirected_statement" {
+            return (parent.child_by_field_name("body") == Some(child)).then_some(parent);
+        }
+        if !hangs_redirects(parent) || last_part(parent) != Some(child) {
+            return None;
+        }
+        child = parent;
+        parent = parent.parent()?;
+    }
+}
+
+/// The statement whose redirections tree-sitter-bash hung on a list or pipeline that ends in
+/// `n`, when `n` is the command Bash gives them to (not a list or pipeline itself).
+fn hung_on(n: Node) -> Option<Node> {
+    if hangs_redirects(n) {
+        return None;
+    }
+    redirected_by(n).filter(|statement| {
+        statement
+            .child_by_field_name("body")
+            .is_some_and(hangs_redirects)
+    })
+}
+
 fn substitution_end(text: &str, start: usize) -> Option<usize> {
     let b = text.as_bytes();
     let mut depth = 1;

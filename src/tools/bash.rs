@@ -709,6 +709,71 @@ mod tests {
         assert!(wrong.is_empty(), "{wrong:#?}");
     }
 
+    /// tree-sitter-bash hangs a redirection written after the last command of a list or
+    /// pipeline on the whole of it; Bash gives it to that command alone, after the commands
+    /// before it have run. A `cd` before it moves the target, and words after the target are
+    /// that command's arguments, held to Read rules.
+    #[test]
+    fn a_redirection_after_a_list_or_pipeline_belongs_to_its_last_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("ws/.git")).unwrap();
+        std::fs::create_dir_all(root.join("ws/sub")).unwrap();
+        std::fs::write(root.join("ws/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(root.join("ws/.env"), "KEY=1").unwrap();
+        std::fs::write(root.join("ws/README"), "hi").unwrap();
+        let policy = Policy::parse(
+            "permissions:\n  deny: ['Read(.env)']\n",
+            crate::policy::PolicyOrigin {
+                file: Path::new("p.yaml"),
+                dir: Path::new("/"),
+                home: None,
+            },
+        )
+        .unwrap();
+        let rules = RuleSet::from_policy(&policy);
+        let workspace = Workspace::new(root.join("ws"), vec![], None);
+        let decide =
+            |command: &str| checked(command, PermissionMode::AcceptEdits, &rules, &workspace);
+        let cases = [
+            // Controls: the target where Bash opens it without a list.
+            ("echo x > config", "allow"),
+            ("cd .git; echo x > config", "guardrail"),
+            ("cd sub && echo x > out.txt", "allow"),
+            // The `cd` runs before the redirection is performed.
+            ("cd .git && echo x > config", "guardrail"),
+            ("cd .git || echo x > config", "guardrail"),
+            ("cd .git && echo x | cat > config", "guardrail"),
+            ("cd .git && true | true | cat >> config 2>&1", "guardrail"),
+            (
+                "true && cd .git && echo a | cat | cat > config",
+                "guardrail",
+            ),
+            ("cd .git && ! echo x > config", "guardrail"),
+            ("! cd .git && echo x > config", "guardrail"),
+            ("cd .git && cat <<< x > config", "guardrail"),
+            ("cd .git && cat > config <<EOF\nx\nEOF", "guardrail"),
+            ("cd .git && cat <<EOF > config\nx\nEOF", "guardrail"),
+            ("cd .git && echo x > /dev/null > config", "guardrail"),
+            ("cd .git && echo x 2> config # note", "guardrail"),
+            ("cd .git && echo x >| config", "guardrail"),
+            ("cd .git && echo x &> config", "guardrail"),
+            // Words after the target are the last command's arguments.
+            ("true && cat > out.txt .env", "deny"),
+            ("true | cat > out.txt .env", "deny"),
+            ("true && cat > out.txt README", "allow"),
+            ("true || cat 2> err.txt .env README", "deny"),
+        ];
+        let wrong: Vec<String> = cases
+            .iter()
+            .filter_map(|(command, want)| {
+                let got = decide(command);
+                (got != *want).then(|| format!("`{command}`: {got}, want {want}"))
+            })
+            .collect();
+        assert!(wrong.is_empty(), "{wrong:#?}");
+    }
+
     #[test]
     fn analysis_rules_and_writes_combine() {
         let policy = Policy::parse(
