@@ -1,13 +1,14 @@
 //! The plain reading of a script: one line of simple commands joined by `|`, `&&`, `||` and
 //! `;`, whose words are bare text and single-quoted strings in which Bash expands nothing
-//! (`git log --oneline HEAD~3`, `cat src/a.rs | grep -n 'fn main'`). Most commands a model
-//! runs are such lines, and a scan reads them in a fraction of a tree-sitter parse and walk.
+//! (`git log --oneline HEAD~3`, `cat src/a.rs | grep -n 'fn main'`), each command perhaps
+//! ending in simple redirections (`> out/x.txt`, `2>&1`, `< in`). Most commands a model runs
+//! are such lines, and a scan reads them in a fraction of a tree-sitter parse and walk.
 //! The scan gives the very items the walk gives: a test holds the two readings equal on
 //! tree-sitter-bash's corpus and on generated lines. Anything else — a newline, another
-//! quote, an expansion, a redirection, a brace, a keyword, an assignment — is not plain, and
-//! the script is parsed.
+//! quote, an expansion, another redirection, a brace, a keyword, an assignment — is not
+//! plain, and the script is parsed.
 
-use super::syntax::{Item, SimpleCommand};
+use super::syntax::{self, Item, SimpleCommand};
 use super::word;
 
 /// Whether `word` is syntax to Bash or tree-sitter-bash where it stands in a plain line: a
@@ -75,12 +76,27 @@ pub(super) fn items(script: &str) -> Option<Vec<Item>> {
         }
         let start = i;
         let mut words = Vec::new();
+        let mut redirects = Vec::new();
         let mut end = i;
         while i < b.len() && !matches!(b[i], b'|' | b'&' | b';') {
-            let word_end = word_end(b, i, words.is_empty())?;
-            words.push(word::plain(script, i, word_end));
-            end = word_end;
-            i = word_end;
+            if let Some(operator_end) = redirect_operator(b, i) {
+                // Only after the command's words: tree-sitter-bash hangs words that follow a
+                // target on the redirection (`>out a b`), and one before the name is an item
+                // of its own kind there. Those lines are left to the parser.
+                if words.is_empty() {
+                    return None;
+                }
+                redirects.push(redirect(script, i, operator_end)?);
+                i = redirects.last().map_or(i, |r: &Redirect| r.end);
+            } else {
+                if !redirects.is_empty() {
+                    return None;
+                }
+                let word_end = word_end(b, i, words.is_empty())?;
+                words.push(word::plain(script, i, word_end));
+                end = word_end;
+                i = word_end;
+            }
             while i < b.len() && blank(b[i]) {
                 i += 1;
             }
@@ -94,6 +110,8 @@ pub(super) fn items(script: &str) -> Option<Vec<Item>> {
         if words.is_empty() || words.iter().any(syntax) {
             return None;
         }
+        // The walk reads a redirected command's redirections before the command itself.
+        items.extend(redirects.into_iter().map(|r| Item::Redirect(r.item)));
         items.push(Item::Command(SimpleCommand {
             text: script[start..end].to_owned(),
             assignments: Vec::new(),
@@ -119,7 +137,11 @@ pub(super) fn items(script: &str) -> Option<Vec<Item>> {
         };
         if join != Some(Join::Pipe) {
             // The commands of a pipeline of several run in subshells of their own.
-            if items.len() - pipeline > 1 {
+            let commands = items[pipeline..]
+                .iter()
+                .filter(|item| matches!(item, Item::Command(_)))
+                .count();
+            if commands > 1 {
                 for item in &mut items[pipeline..] {
                     if let Item::Command(command) = item {
                         command.subshell = true;
@@ -136,6 +158,69 @@ pub(super) fn items(script: &str) -> Option<Vec<Item>> {
             return None;
         }
     }
+}
+
+/// A redirection of a plain line and the byte after it.
+struct Redirect {
+    item: syntax::Redirect,
+    end: usize,
+}
+
+/// Where the operator of a plain redirection starting at `start` ends, or `None` when no
+/// redirection starts there. Plain redirections are `>`, `>>` and `<` to a plain word, and
+/// `>&` to a descriptor's number; the output ones with an optional one-digit descriptor
+/// before them (`2>`, `2>&1`). tree-sitter-bash reads the digit of `0< f` as a word of the
+/// command, so that line, like any digit not directly followed by `>`, is not plain.
+fn redirect_operator(b: &[u8], start: usize) -> Option<usize> {
+    let at = start + usize::from(b[start].is_ascii_digit());
+    match (b.get(at), b.get(at + 1)) {
+        (Some(b'>'), Some(b'>' | b'&')) => Some(at + 2),
+        (Some(b'>'), _) => Some(at + 1),
+        (Some(b'<'), _) if at == start => Some(at + 1),
+        _ => None,
+    }
+}
+
+/// The redirection whose operator is `script[start..operator_end]`, with its target; `None`
+/// when it is not plain (`>|`, `<>`, `<<`, `<(`, `>&-`, a target that is not a plain word).
+fn redirect(script: &str, start: usize, operator_end: usize) -> Option<Redirect> {
+    let b = script.as_bytes();
+    let op_start = start + usize::from(b[start].is_ascii_digit());
+    let to_descriptor = b[operator_end - 1] == b'&';
+    let mut i = operator_end;
+    if !to_descriptor {
+        while i < b.len() && blank(b[i]) {
+            i += 1;
+        }
+    }
+    let target_start = i;
+    let target_end = if to_descriptor {
+        let digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        (digits > 0).then_some(i + digits)?
+    } else {
+        match b.get(i) {
+            Some(&c) if bare(c) || c == b'\'' => word_end(b, i, false)?,
+            _ => return None,
+        }
+    };
+    // The target ends the redirection: `2>&1x` or `>a<b` are not plain.
+    if b.get(target_end)
+        .is_some_and(|&c| !blank(c) && !matches!(c, b'|' | b'&' | b';'))
+    {
+        return None;
+    }
+    let target = word::plain(script, target_start, target_end);
+    if target.value.as_deref().is_some_and(syntax_word) {
+        return None;
+    }
+    Some(Redirect {
+        item: syntax::Redirect {
+            op: script[op_start..operator_end].to_owned(),
+            target: Some(target),
+            text: script[start..target_end].to_owned(),
+        },
+        end: target_end,
+    })
 }
 
 /// Where the plain word starting at `start` ends, or `None` when it is not plain. A `~` is
@@ -198,6 +283,19 @@ mod tests {
             "x''y 'a'b'c' ''",
             "echo a=b -",
             "cargo test -- --nocapture ? *",
+            "echo 5 > out/5.txt",
+            "cargo build 2>&1 | tail -5",
+            "a > f | b",
+            "a | b > f",
+            "a | b > f && c",
+            "a >> f && b < g",
+            "cmd > /dev/null 2>&1",
+            "sort < in.txt > out.txt",
+            "echo x 2> err.log; ls",
+            "git diff > 'my file.patch'",
+            "make >&2",
+            "make 1>&2 < input",
+            "head -n 5>f",
         ];
         for script in table {
             let (plain, parsed) = readings(script);
@@ -215,7 +313,24 @@ mod tests {
             "   ",
             "echo $HOME",
             "echo \"a\"",
-            "echo a > f",
+            "> f echo",
+            "echo > f x",
+            "echo >| f",
+            "echo <> f",
+            "cat << EOF",
+            "cat <<< x",
+            "diff <(a) b",
+            "echo >&-",
+            "echo >& f",
+            "echo 2>&1x",
+            "echo a>f",
+            "echo >",
+            "echo > ;",
+            "echo &> f",
+            "echo 12> f",
+            "make 0< input",
+            "echo > $f",
+            "echo > ~/f",
             "a=1 cmd",
             "x=1",
             "a%",
@@ -260,6 +375,9 @@ mod tests {
     fn generated_lines_read_as_the_parse_reads_them() {
         use proptest::prelude::*;
         let operators = proptest::sample::select(vec![" | ", " && ", " || ", "; ", "|", "&&", ";"]);
+        let redirections = proptest::sample::select(vec![
+            " > ", " >> ", " < ", " 2> ", " 2>&1", " >&2 ", ">", "<", " 1>", " 3<", " >&", "2>&1 ",
+        ]);
         let odd = proptest::sample::select(vec![
             "if", "done", "in", "time", "export", "!", "{", "}", "#", "\\", "$x", "\t", "&", "[[",
         ]);
@@ -268,6 +386,7 @@ mod tests {
             3 => "[a-z0-9_./,:+@%=*?~-]{1,6}",
             2 => "'[ a-z*?{}()\"!#;|&<>]{0,5}'",
             2 => operators.prop_map(str::to_owned),
+            1 => redirections.prop_map(str::to_owned),
             1 => odd.prop_map(str::to_owned),
             8 => Just(" ".to_owned()),
         ];
@@ -291,11 +410,15 @@ mod tests {
             ),
         };
         let taken = std::cell::Cell::new(0usize);
+        let redirected = std::cell::Cell::new(0usize);
         runner
             .run(&line, |script| {
                 let (plain, parsed) = readings(&script);
                 if let Some(plain) = plain {
                     taken.set(taken.get() + 1);
+                    if script.contains(['<', '>']) {
+                        redirected.set(redirected.get() + 1);
+                    }
                     prop_assert_eq!(plain, parsed, "{:?}", script);
                 }
                 Ok(())
@@ -303,6 +426,11 @@ mod tests {
             .unwrap_or_else(|err| panic!("{err}"));
         let taken = taken.get();
         assert!(taken > 1000, "only {taken} generated lines were plain");
+        let redirected = redirected.get();
+        assert!(
+            redirected > 100,
+            "only {redirected} plain generated lines had a redirection"
+        );
     }
 
     /// Every line of tree-sitter-bash's own corpus and example scripts that the scan takes.
