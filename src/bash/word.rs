@@ -172,6 +172,29 @@ impl Word {
                 }
             }
         }
+        Word::finish(pieces, raw, text, dynamic, glob)
+    }
+
+    /// A word of bare ASCII text, without quotes or backslashes: one bare piece per byte, its
+    /// value the text itself. What `from_pieces` makes of those pieces, without walking them
+    /// to rebuild the text (a plain line's words are mostly such words).
+    fn bare_ascii(raw: &str, at: usize) -> Word {
+        let pieces: Vec<Piece> = raw
+            .bytes()
+            .enumerate()
+            .map(|(i, c)| Piece::Char {
+                c: char::from(c),
+                q: Quoting::Bare,
+                at: at + i,
+            })
+            .collect();
+        let glob = (0..pieces.len()).any(|i| glob_char(&pieces, i));
+        Word::finish(pieces, raw, raw.to_owned(), false, glob)
+    }
+
+    /// The word of `pieces`, whose characters spell `text` (expansions as written), once
+    /// whether it holds an expansion (`dynamic`) or a glob is known.
+    fn finish(pieces: Vec<Piece>, raw: &str, text: String, mut dynamic: bool, glob: bool) -> Word {
         // Bash expands `~` after the `=` of an argument shaped like an assignment, and after
         // each `:` of its value (`dd if=~/.ssh/key`, `make P=/a:~/b`): the word then depends
         // on HOME, and is taken as not known.
@@ -572,6 +595,13 @@ fn add(node: Node, src: &str, b: &mut Builder) {
 /// bytes `start..end` of `src`. Built as `add` builds the `word`, `raw_string` or
 /// `concatenation` of them that tree-sitter-bash reads there.
 pub(crate) fn plain(src: &str, start: usize, end: usize) -> Word {
+    let raw = &src[start..end];
+    if raw
+        .bytes()
+        .all(|c| c.is_ascii() && !matches!(c, b'\'' | b'\\'))
+    {
+        return Word::bare_ascii(raw, start);
+    }
     let mut b = Builder {
         pieces: Vec::with_capacity(end - start),
     };
@@ -745,6 +775,53 @@ fn digits(bytes: &[u8], radix: u32, max: usize) -> (u32, usize) {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    /// The shortcut for bare ASCII words gives the word the general reading gives: every
+    /// word of up to three characters over the bytes that decide a word's flags (globs,
+    /// extglobs, tildes, assignments, a leading dash), each at an offset in its script.
+    #[test]
+    fn a_bare_ascii_word_reads_as_the_general_reading_does() {
+        let alphabet = b"a1=~:*?[(@-/!+.";
+        let mut words = vec![String::new()];
+        for _ in 0..3 {
+            let longer: Vec<String> = words
+                .iter()
+                .flat_map(|w| {
+                    alphabet
+                        .iter()
+                        .map(move |&c| format!("{w}{}", char::from(c)))
+                })
+                .collect();
+            words.extend(longer);
+        }
+        words.extend(
+            [
+                "a=~/x",
+                "P=/a:~/b",
+                "HEAD~3",
+                "-*",
+                "--x=y",
+                "src/**/*.rs",
+                "@(a)",
+            ]
+            .map(String::from),
+        );
+        for raw in &words {
+            let script = format!("echo {raw}");
+            let mut general = Builder { pieces: Vec::new() };
+            unquoted(raw, 5, &mut general);
+            assert_eq!(
+                Word::bare_ascii(raw, 5),
+                Word::from_pieces(general.pieces, raw),
+                "{raw:?}"
+            );
+            assert_eq!(
+                plain(&script, 5, script.len()),
+                Word::bare_ascii(raw, 5),
+                "{raw:?}"
+            );
+        }
+    }
 
     /// Bash tilde-expands an assignment-shaped argument after its `=` and each `:`; such a
     /// word depends on HOME, so its value is not known. Elsewhere a `~` stays a character.
