@@ -1,7 +1,8 @@
 //! The plain reading of a script: one line of simple commands joined by `|`, `&&`, `||` and
 //! `;`, whose words are bare text and single-quoted strings in which Bash expands nothing
 //! (`git log --oneline HEAD~3`, `cat src/a.rs | grep -n 'fn main'`), each command perhaps
-//! ending in simple redirections (`> out/x.txt`, `2>&1`, `< in`). Most commands a model runs
+//! ending in simple redirections (`> out/x.txt`, `2>&1`, `< in`); and a loop over plain words
+//! whose body is such a line (`for f in a b; do wc -c "$f"; done`). Most commands a model runs
 //! are such lines, and a scan reads them in a fraction of a tree-sitter parse and walk.
 //! The scan gives the very items the walk gives: a test holds the two readings equal on
 //! tree-sitter-bash's corpus and on generated lines. Anything else — a newline, another
@@ -65,11 +66,21 @@ enum Join {
 /// The items of `script` when it is plain, in the order the walk of its parse gives them;
 /// `None` when it is not.
 pub(super) fn items(script: &str) -> Option<Vec<Item>> {
-    let b = script.as_bytes();
+    if script.starts_with("for ") {
+        return for_loop(script);
+    }
+    line(script, 0, script.len(), None)
+}
+
+/// The body of a loop over `variable`, or a whole plain line: the items of the simple
+/// commands in `script[from..to]`. In a loop's body, each command may run many times, and a
+/// word may be a reference to the loop's variable alone (`"$f"`, `$f`).
+fn line(script: &str, from: usize, to: usize, variable: Option<&str>) -> Option<Vec<Item>> {
+    let b = &script.as_bytes()[..to];
     let mut items = Vec::new();
     // Where the current pipeline's commands start in `items`.
     let mut pipeline = 0;
-    let mut i = 0;
+    let mut i = from;
     loop {
         while i < b.len() && blank(b[i]) {
             i += 1;
@@ -86,14 +97,26 @@ pub(super) fn items(script: &str) -> Option<Vec<Item>> {
                 if words.is_empty() {
                     return None;
                 }
-                redirects.push(redirect(script, i, operator_end)?);
+                redirects.push(redirect(script, to, i, operator_end)?);
                 i = redirects.last().map_or(i, |r: &Redirect| r.end);
             } else {
                 if !redirects.is_empty() {
                     return None;
                 }
-                let word_end = word_end(b, i, words.is_empty())?;
-                words.push(word::plain(script, i, word_end));
+                let reference = variable
+                    .filter(|_| !words.is_empty())
+                    .and_then(|name| reference_end(b, i, name));
+                let word_end = match reference {
+                    Some(word_end) => {
+                        words.push(word::variable_reference(script, i, word_end));
+                        word_end
+                    }
+                    None => {
+                        let word_end = word_end(b, i, words.is_empty())?;
+                        words.push(word::plain(script, i, word_end));
+                        word_end
+                    }
+                };
                 end = word_end;
                 i = word_end;
             }
@@ -116,7 +139,7 @@ pub(super) fn items(script: &str) -> Option<Vec<Item>> {
             text: script[start..end].to_owned(),
             assignments: Vec::new(),
             words,
-            repeated: false,
+            repeated: variable.is_some(),
             subshell: false,
         }));
         let join = match (b.get(i), b.get(i + 1)) {
@@ -181,10 +204,11 @@ fn redirect_operator(b: &[u8], start: usize) -> Option<usize> {
     }
 }
 
-/// The redirection whose operator is `script[start..operator_end]`, with its target; `None`
-/// when it is not plain (`>|`, `<>`, `<<`, `<(`, `>&-`, a target that is not a plain word).
-fn redirect(script: &str, start: usize, operator_end: usize) -> Option<Redirect> {
-    let b = script.as_bytes();
+/// The redirection whose operator is `script[start..operator_end]`, with its target before
+/// `to`; `None` when it is not plain (`>|`, `<>`, `<<`, `<(`, `>&-`, a target that is not a
+/// plain word).
+fn redirect(script: &str, to: usize, start: usize, operator_end: usize) -> Option<Redirect> {
+    let b = &script.as_bytes()[..to];
     let op_start = start + usize::from(b[start].is_ascii_digit());
     let to_descriptor = b[operator_end - 1] == b'&';
     let mut i = operator_end;
@@ -221,6 +245,103 @@ fn redirect(script: &str, start: usize, operator_end: usize) -> Option<Redirect>
         },
         end: target_end,
     })
+}
+
+/// A plain loop, the whole script: `for NAME in WORDS; do BODY; done`, where NAME is a
+/// lower-case name, WORDS are plain words, and BODY is a plain line whose words may also be
+/// `"$NAME"` or `$NAME`. Its items are the walk's: the binding of NAME, its value when the
+/// list is one word, then the body's commands, each of which may run many times.
+fn for_loop(script: &str) -> Option<Vec<Item>> {
+    let b = script.as_bytes();
+    let skip_blanks = |mut i: usize| {
+        while i < b.len() && blank(b[i]) {
+            i += 1;
+        }
+        i
+    };
+    let name_start = skip_blanks("for ".len());
+    let mut i = name_start;
+    while i < b.len()
+        && (b[i].is_ascii_lowercase() || b[i] == b'_' || (i > name_start && b[i].is_ascii_digit()))
+    {
+        i += 1;
+    }
+    let name = &script[name_start..i];
+    if name.is_empty() || syntax_word(name) || !b.get(i).copied().is_some_and(blank) {
+        return None;
+    }
+    i = skip_blanks(i);
+    if !script[i..].starts_with("in") || !b.get(i + 2).copied().is_some_and(blank) {
+        return None;
+    }
+    i = skip_blanks(i + 2);
+    let mut words = Vec::new();
+    while b.get(i) != Some(&b';') {
+        let end = word_end(b, i, false)?;
+        let word = word::plain(script, i, end);
+        if end == i || word.value.as_deref().is_none_or(syntax_word) {
+            return None;
+        }
+        words.push(word);
+        i = skip_blanks(end);
+    }
+    if words.is_empty() {
+        return None;
+    }
+    i = skip_blanks(i + 1);
+    if !script[i..].starts_with("do") || !b.get(i + 2).copied().is_some_and(blank) {
+        return None;
+    }
+    let body_start = i + 2;
+    // `…; done`, perhaps with blanks after it: the body ends at that `;`.
+    let loop_end = script.trim_end_matches([' ', '\t']).len();
+    let done = loop_end.checked_sub("done".len())?;
+    if &script[done..loop_end] != "done" {
+        return None;
+    }
+    let mut body_end = done;
+    while body_end > body_start && blank(b[body_end - 1]) {
+        body_end -= 1;
+    }
+    if body_end <= body_start || b[body_end - 1] != b';' {
+        return None;
+    }
+    let body = line(script, body_start, body_end - 1, Some(name))?;
+    let value = syntax::loop_value(&words);
+    let mut items = Vec::with_capacity(body.len() + 2);
+    items.push(Item::Bind {
+        via: "for".to_owned(),
+        name: word::Word::literal(name),
+    });
+    items.push(syntax::loop_var(
+        name.to_owned(),
+        &script[..loop_end],
+        value,
+    ));
+    items.extend(body);
+    Some(items)
+}
+
+/// Where a word that is only a reference to variable `name` (`"$name"`, `$name`) starting at
+/// `start` ends, or `None` when no such word starts there.
+fn reference_end(b: &[u8], start: usize, name: &str) -> Option<usize> {
+    let quoted = b.get(start) == Some(&b'"');
+    let mut i = start + usize::from(quoted);
+    if b.get(i) != Some(&b'$') || !b[i + 1..].starts_with(name.as_bytes()) {
+        return None;
+    }
+    i += 1 + name.len();
+    if quoted {
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        i += 1;
+    }
+    match b.get(i) {
+        None => Some(i),
+        Some(&c) if blank(c) || matches!(c, b'|' | b'&' | b';') => Some(i),
+        _ => None,
+    }
 }
 
 /// Where the plain word starting at `start` ends, or `None` when it is not plain. A `~` is
@@ -296,6 +417,13 @@ mod tests {
             "make >&2",
             "make 1>&2 < input",
             "head -n 5>f",
+            "for f in src/a1.rs src/b1.rs; do wc -c \"$f\"; done",
+            "for f in a; do cat $f | grep -n x; done",
+            "for f in *.rs; do wc -l \"$f\" && echo ok; done",
+            "for f in a b;do echo \"$f\";done",
+            "for d in src tests ; do ls -la \"$d\" 2>&1 | head -5; done  ",
+            "for f in 'a b' c; do echo \"$f\" > out.txt; cd $f; done",
+            "for i_1 in 1 2 3; do echo $i_1; echo; done",
         ];
         for script in table {
             let (plain, parsed) = readings(script);
@@ -362,17 +490,33 @@ mod tests {
             "echo a\\ b",
             "(a)",
             "echo é",
+            "for x in 1 2; do echo $x > out/$x.txt; done",
+            "for f in; do echo; done",
+            "for F in a; do echo; done",
+            "for f in a; do echo $g; done",
+            "for f in a; do echo \"$f\".txt; done",
+            "for f in a; do $f; done",
+            "for f in a; do echo; done; ls",
+            "for f in a; do echo; done > out",
+            "for f in do; do echo; done",
+            "for f in a\ndo echo; done",
+            "for f in a; do echo ${f}; done",
+            "for f in a; do; done",
+            "for f in a; do echo; done &",
+            "for ((i=0;i<3;i++)); do echo; done",
+            "for f; do echo; done",
+            "for f in a; do echo $f > $f; done",
+            "for f in a; do echo $PS4; done",
         ];
         for script in table {
             assert!(items(script).is_none(), "{script:?} was read as plain");
         }
     }
 
-    /// Generated lines over plain words, operators and the characters next to them: where
-    /// the scan takes a line, its items are the parse's. `TOLLGATE_PLAIN_CASES` sets how many
-    /// (4,000 of a fixed sequence by default).
-    #[test]
-    fn generated_lines_read_as_the_parse_reads_them() {
+    /// The pieces of generated lines: plain words, operators, redirections and the
+    /// characters next to them; with `references`, also words that refer to a loop's
+    /// variable (or to one like it).
+    fn token(references: bool) -> proptest::strategy::BoxedStrategy<String> {
         use proptest::prelude::*;
         let operators = proptest::sample::select(vec![" | ", " && ", " || ", "; ", "|", "&&", ";"]);
         let redirections = proptest::sample::select(vec![
@@ -381,7 +525,19 @@ mod tests {
         let odd = proptest::sample::select(vec![
             "if", "done", "in", "time", "export", "!", "{", "}", "#", "\\", "$x", "\t", "&", "[[",
         ]);
-        let token = prop_oneof![
+        // `@V` stands for the loop's variable (see the loop test).
+        let reference = proptest::sample::select(vec![
+            " \"$@V\"",
+            " $@V",
+            " \"$@V\" ",
+            " $@V ",
+            "\"$@V\"",
+            " $@Vx",
+            " \"$@V\".c",
+            " ${@V}",
+            " $g",
+        ]);
+        prop_oneof![
             8 => "[a-z0-9_./-]{1,6}",
             3 => "[a-z0-9_./,:+@%=*?~-]{1,6}",
             2 => "'[ a-z*?{}()\"!#;|&<>]{0,5}'",
@@ -389,10 +545,17 @@ mod tests {
             1 => redirections.prop_map(str::to_owned),
             1 => odd.prop_map(str::to_owned),
             8 => Just(" ".to_owned()),
-        ];
-        let line = proptest::collection::vec(token, 1..14).prop_map(|t| t.concat());
-        // A fixed sequence by default, so CI reads the same lines every run; a count given
-        // explores fresh ones.
+            if references { 4 } else { 0 } => reference.prop_map(str::to_owned),
+        ]
+        .boxed()
+    }
+
+    /// Runs `each` on scripts of `strategy`: 4,000 of a fixed sequence by default, so CI
+    /// reads the same ones every run; `TOLLGATE_PLAIN_CASES` sets how many fresh ones.
+    fn generated(
+        strategy: impl proptest::strategy::Strategy<Value = String>,
+        each: impl Fn(&str) -> Result<(), proptest::test_runner::TestCaseError>,
+    ) {
         let cases: Option<u32> = std::env::var("TOLLGATE_PLAIN_CASES")
             .ok()
             .and_then(|n| n.parse().ok());
@@ -409,27 +572,90 @@ mod tests {
                 ),
             ),
         };
+        runner
+            .run(&strategy, |script| each(&script))
+            .unwrap_or_else(|err| panic!("{err}"));
+    }
+
+    /// Generated lines over plain words, operators and the characters next to them: where
+    /// the scan takes a line, its items are the parse's.
+    #[test]
+    fn generated_lines_read_as_the_parse_reads_them() {
+        use proptest::prelude::*;
+        let line = proptest::collection::vec(token(false), 1..14).prop_map(|t| t.concat());
         let taken = std::cell::Cell::new(0usize);
         let redirected = std::cell::Cell::new(0usize);
-        runner
-            .run(&line, |script| {
-                let (plain, parsed) = readings(&script);
-                if let Some(plain) = plain {
-                    taken.set(taken.get() + 1);
-                    if script.contains(['<', '>']) {
-                        redirected.set(redirected.get() + 1);
-                    }
-                    prop_assert_eq!(plain, parsed, "{:?}", script);
+        generated(line, |script| {
+            let (plain, parsed) = readings(script);
+            if let Some(plain) = plain {
+                taken.set(taken.get() + 1);
+                if script.contains(['<', '>']) {
+                    redirected.set(redirected.get() + 1);
                 }
-                Ok(())
-            })
-            .unwrap_or_else(|err| panic!("{err}"));
-        let taken = taken.get();
+                prop_assert_eq!(plain, parsed, "{:?}", script);
+            }
+            Ok(())
+        });
+        let (taken, redirected) = (taken.get(), redirected.get());
         assert!(taken > 1000, "only {taken} generated lines were plain");
-        let redirected = redirected.get();
         assert!(
             redirected > 100,
             "only {redirected} plain generated lines had a redirection"
+        );
+    }
+
+    /// Generated `for` loops, their names, lists, separators and bodies varied (bodies with
+    /// references to the loop's variable and to others): where the scan takes a loop, its
+    /// items are the parse's.
+    #[test]
+    fn generated_loops_read_as_the_parse_reads_them() {
+        use proptest::prelude::*;
+        let name = prop_oneof![
+            6 => proptest::sample::select(vec!["f", "x", "d1"]),
+            1 => proptest::sample::select(vec!["_", "F", "PS4", "in", "do", "fx"]),
+        ];
+        let words = prop_oneof![
+            6 => proptest::collection::vec("[a-z0-9_./*?-]{1,6}|'[ a-z;]{0,4}'", 1..4)
+                .prop_map(|w| w.join(" ")),
+            1 => proptest::collection::vec(token(false), 0..5).prop_map(|t| t.concat()),
+        ];
+        let part = prop_oneof![
+            4 => "[a-z0-9_./-]{1,6}",
+            3 => proptest::sample::select(vec!["\"$@V\"", "$@V"]).prop_map(str::to_owned),
+            1 => proptest::sample::select(vec!["$@Vx", "\"$@V\".c", "$g", "${@V}", "\"$@V"])
+                .prop_map(str::to_owned),
+            1 => proptest::sample::select(vec!["|", "&&", ";", "||", "> out", "2>&1", "<"])
+                .prop_map(str::to_owned),
+        ];
+        let body = prop_oneof![
+            3 => proptest::collection::vec(part, 1..8).prop_map(|p| p.join(" ")),
+            1 => proptest::collection::vec(token(true), 1..8).prop_map(|t| t.concat()),
+        ];
+        let separator = proptest::sample::select(vec!["; ", ";", " ; ", "\n", ";  "]);
+        let script = (name, words, separator.clone(), body, separator).prop_map(
+            |(name, words, before_do, body, before_done)| {
+                let body = body.replace("@V", name);
+                format!("for {name} in {words}{before_do}do {body}{before_done}done")
+            },
+        );
+        let taken = std::cell::Cell::new(0usize);
+        let referring = std::cell::Cell::new(0usize);
+        generated(script, |script| {
+            let (plain, parsed) = readings(script);
+            if let Some(plain) = plain {
+                taken.set(taken.get() + 1);
+                if script.contains('$') {
+                    referring.set(referring.get() + 1);
+                }
+                prop_assert_eq!(plain, parsed, "{:?}", script);
+            }
+            Ok(())
+        });
+        let (taken, referring) = (taken.get(), referring.get());
+        assert!(taken > 300, "only {taken} generated loops were plain");
+        assert!(
+            referring > 100,
+            "only {referring} plain generated loops referred to their variable"
         );
     }
 

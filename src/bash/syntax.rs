@@ -1123,19 +1123,16 @@ impl<'s> Walker<'s> {
             .iter()
             .flat_map(|v| resolve_all(*v, self.src, self.injected))
             .collect();
-        let value = match words.as_slice() {
-            [w] if kind(&variable) == "variable_name" && !w.tilde => match (w.fixed(), &w.value) {
-                (Some(v), _) => Some(Value::Scalar(v.to_owned())),
-                (None, Some(_)) => Some(Value::OneOf(w.clone())),
-                (None, None) => None,
-            },
-            _ => None,
+        let value = if kind(&variable) == "variable_name" {
+            loop_value(&words)
+        } else {
+            None
         };
-        self.items.push(Item::LoopVar(Assignment {
-            name: self.text(variable),
-            text: self.text(n).chars().take(60).collect(),
+        self.items.push(loop_var(
+            self.text(variable),
+            &self.src[n.byte_range()],
             value,
-        }));
+        ));
     }
 
     /// Bash evaluates variables met in arithmetic recursively, so `x='a[$(cmd)]'; echo $((x))`
@@ -1515,6 +1512,28 @@ impl<'s> Walker<'s> {
 /// Where the `$(` whose body starts at `start` closes: the first `)` before which the body
 /// parses cleanly (so `$(case a in a) x;; esac)` closes after `esac`), else where the
 /// parentheses balance. `None` when nothing closes it.
+/// What a `for` loop's variable is known to hold after the loop's list expands to `words`:
+/// one literal word, or one of a glob's matches; anything else is not known.
+pub(crate) fn loop_value(words: &[Word]) -> Option<Value> {
+    match words {
+        [w] if !w.tilde => match (w.fixed(), &w.value) {
+            (Some(v), _) => Some(Value::Scalar(v.to_owned())),
+            (None, Some(_)) => Some(Value::OneOf(w.clone())),
+            (None, None) => None,
+        },
+        _ => None,
+    }
+}
+
+/// The item of a `for` loop's variable `name`, in the loop written `text`.
+pub(crate) fn loop_var(name: String, text: &str, value: Option<Value>) -> Item {
+    Item::LoopVar(Assignment {
+        name,
+        text: text.chars().take(60).collect(),
+        value,
+    })
+}
+
 /// Whether tree-sitter-bash has hung the redirections of a statement with this body on a
 /// whole list or pipeline (see `Walker::redirected_statement`).
 fn hangs_redirects(body: Node) -> bool {

@@ -621,6 +621,29 @@ pub(crate) fn plain(src: &str, start: usize, end: usize) -> Word {
     Word::from_pieces(b.pieces, &src[start..end])
 }
 
+/// A word that is one variable reference and nothing else, `$name` or `"$name"`: the bytes
+/// `start..end` of `src`. Built as `add` builds the `simple_expansion` or the `string`
+/// holding only one that tree-sitter-bash reads there.
+pub(crate) fn variable_reference(src: &str, start: usize, end: usize) -> Word {
+    let raw = &src[start..end];
+    let quoted = raw.starts_with('"');
+    let (at, to) = if quoted {
+        (start + 1, end - 1)
+    } else {
+        (start, end)
+    };
+    let reference = &src[at..to];
+    let name = reference.strip_prefix('$').unwrap_or(reference);
+    let expansion = Expansion {
+        raw: reference.to_owned(),
+        quoted,
+        var: Some(VarRef::Scalar(name.to_owned())),
+        start: at,
+        end: to,
+    };
+    Word::from_pieces(vec![Piece::Dyn(Box::new(expansion))], raw)
+}
+
 fn strip(text: &str, front: usize, back: usize) -> &str {
     if text.len() >= front + back {
         text.get(front..text.len() - back).unwrap_or("")
