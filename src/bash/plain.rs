@@ -550,12 +550,14 @@ mod tests {
         .boxed()
     }
 
-    /// Runs `each` on scripts of `strategy`: 4,000 of a fixed sequence by default, so CI
-    /// reads the same ones every run; `TOLLGATE_PLAIN_CASES` sets how many fresh ones.
-    fn generated(
+    /// Reads scripts of `strategy` both ways and holds the scan's items equal to the parse's
+    /// wherever the scan takes a script: 4,000 of a fixed sequence by default, so CI reads
+    /// the same ones every run; `TOLLGATE_PLAIN_CASES` sets how many fresh ones. Returns how
+    /// many the scan took, and how many of those `marked` says are of the kind a test wants.
+    fn scan_agrees_on(
         strategy: impl proptest::strategy::Strategy<Value = String>,
-        each: impl Fn(&str) -> Result<(), proptest::test_runner::TestCaseError>,
-    ) {
+        marked: impl Fn(&str) -> bool,
+    ) -> (usize, usize) {
         let cases: Option<u32> = std::env::var("TOLLGATE_PLAIN_CASES")
             .ok()
             .and_then(|n| n.parse().ok());
@@ -572,9 +574,22 @@ mod tests {
                 ),
             ),
         };
+        let taken = std::cell::Cell::new(0usize);
+        let marked_taken = std::cell::Cell::new(0usize);
         runner
-            .run(&strategy, |script| each(&script))
+            .run(&strategy, |script| {
+                let (plain, parsed) = readings(&script);
+                if let Some(plain) = plain {
+                    taken.set(taken.get() + 1);
+                    if marked(&script) {
+                        marked_taken.set(marked_taken.get() + 1);
+                    }
+                    proptest::prop_assert_eq!(plain, parsed, "{:?}", script);
+                }
+                Ok(())
+            })
             .unwrap_or_else(|err| panic!("{err}"));
+        (taken.get(), marked_taken.get())
     }
 
     /// Generated lines over plain words, operators and the characters next to them: where
@@ -583,20 +598,7 @@ mod tests {
     fn generated_lines_read_as_the_parse_reads_them() {
         use proptest::prelude::*;
         let line = proptest::collection::vec(token(false), 1..14).prop_map(|t| t.concat());
-        let taken = std::cell::Cell::new(0usize);
-        let redirected = std::cell::Cell::new(0usize);
-        generated(line, |script| {
-            let (plain, parsed) = readings(script);
-            if let Some(plain) = plain {
-                taken.set(taken.get() + 1);
-                if script.contains(['<', '>']) {
-                    redirected.set(redirected.get() + 1);
-                }
-                prop_assert_eq!(plain, parsed, "{:?}", script);
-            }
-            Ok(())
-        });
-        let (taken, redirected) = (taken.get(), redirected.get());
+        let (taken, redirected) = scan_agrees_on(line, |script| script.contains(['<', '>']));
         assert!(taken > 1000, "only {taken} generated lines were plain");
         assert!(
             redirected > 100,
@@ -638,20 +640,7 @@ mod tests {
                 format!("for {name} in {words}{before_do}do {body}{before_done}done")
             },
         );
-        let taken = std::cell::Cell::new(0usize);
-        let referring = std::cell::Cell::new(0usize);
-        generated(script, |script| {
-            let (plain, parsed) = readings(script);
-            if let Some(plain) = plain {
-                taken.set(taken.get() + 1);
-                if script.contains('$') {
-                    referring.set(referring.get() + 1);
-                }
-                prop_assert_eq!(plain, parsed, "{:?}", script);
-            }
-            Ok(())
-        });
-        let (taken, referring) = (taken.get(), referring.get());
+        let (taken, referring) = scan_agrees_on(script, |script| script.contains('$'));
         assert!(taken > 300, "only {taken} generated loops were plain");
         assert!(
             referring > 100,
