@@ -1509,9 +1509,6 @@ impl<'s> Walker<'s> {
     }
 }
 
-/// Where the `$(` whose body starts at `start` closes: the first `)` before which the body
-/// parses cleanly (so `$(case a in a) x;; esac)` closes after `esac`), else where the
-/// parentheses balance. `None` when nothing closes it.
 /// What a `for` loop's variable is known to hold after the loop's list expands to `words`:
 /// one literal word, or one of a glob's matches; anything else is not known.
 pub(crate) fn loop_value(words: &[Word]) -> Option<Value> {
@@ -1584,6 +1581,9 @@ fn hung_on(n: Node) -> Option<Node> {
     })
 }
 
+/// Where the `$(` whose body starts at `start` closes: the first `)` before which the body
+/// parses cleanly (so `$(case a in a) x;; esac)` closes after `esac`), else where the
+/// parentheses balance. `None` when nothing closes it.
 fn substitution_end(text: &str, start: usize) -> Option<usize> {
     let b = text.as_bytes();
     let mut depth = 1;
