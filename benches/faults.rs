@@ -336,6 +336,7 @@ fn write_transcript(path: &Path, bytes: usize) {
         warnings: Vec::new(),
         dropped_for_auto: Vec::new(),
         plugins: Vec::new(),
+        held_back: Vec::new(),
     })
     .unwrap_or_else(|err| panic!("{err}"));
     written += line(

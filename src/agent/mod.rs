@@ -498,6 +498,7 @@ pub async fn run(
         todos: todos.clone(),
         compactions,
         structured_output: structured_output.clone(),
+        held_back: spec.policy_summary.held_back.clone(),
     })?;
     Ok(RunReport {
         run_id: spec.run_id.clone(),
@@ -525,6 +526,7 @@ pub async fn run(
         network_refusals: run.network_refusals,
         todos,
         structured_output,
+        held_back: spec.policy_summary.held_back.clone(),
     })
 }
 
@@ -665,6 +667,7 @@ async fn conversation(
     let system = prompt::system_prompt(
         spec,
         &run.ctx.state.deferred.catalogue(),
+        &unavailable_servers(spec, &run.mcp),
         scope.subagent.as_ref(),
     );
     loop {
@@ -1420,29 +1423,66 @@ fn offered_tools(spec: &RunSpec, mcp: &McpHub, loaded: &[ToolName]) -> ToolRegis
     ToolRegistry::new(immediate.chain(search).chain(loaded))
 }
 
-/// Why the run stops before its first model call: a server did not start and `fail_on`
-/// has `mcp_start`.
+/// Why the run stops before its first model call: `fail_on` has `mcp_start`, and a server
+/// that is not `optional` failed to start, or one the task names was not started (held back
+/// for an operator's approval, or kept off by the policy) while no server of its name runs.
 fn mcp_start_failure(run: &Loop<'_>) -> Option<String> {
     if !run.spec.fail_on.contains(crate::task::FailOn::McpStart) {
         return None;
     }
-    let failed: Vec<String> = run
+    let failed = run
         .mcp
         .failed()
+        .filter(|status| !status.optional)
         .map(|status| {
             format!(
                 "{} ({})",
                 status.name,
                 status.error.as_deref().unwrap_or("no reason given")
             )
-        })
-        .collect();
-    (!failed.is_empty()).then(|| {
+        });
+    let missing = run
+        .spec
+        .mcp
+        .skipped
+        .iter()
+        .filter(|skipped| skipped.required())
+        .map(|skipped| format!("{} ({})", skipped.name, skipped.reason));
+    let stopped: Vec<String> = failed.chain(missing).collect();
+    (!stopped.is_empty()).then(|| {
         format!(
             "MCP servers did not start: {}; fail_on has mcp_start",
-            failed.join("; ")
+            stopped.join("; ")
         )
     })
+}
+
+/// The servers the model was meant to have and has not, each with why in a few words: every
+/// server that failed to start, and each the task names that was not started while no server
+/// of its name runs. The model is told, so it does not look for their tools in vain.
+fn unavailable_servers<'a>(spec: &'a RunSpec, mcp: &'a McpHub) -> Vec<(&'a str, &'static str)> {
+    let failed = mcp
+        .failed()
+        .map(|status| (status.name.as_str(), "it failed to start"));
+    let missing = spec
+        .mcp
+        .skipped
+        .iter()
+        .filter(|skipped| skipped.missing)
+        .map(|skipped| {
+            let held = spec
+                .mcp
+                .held_back
+                .iter()
+                .any(|held| held.name == skipped.name && held.origin == skipped.origin);
+            let why = if held {
+                "it is held back until the operator approves it"
+            } else {
+                "the policy keeps it off"
+            };
+            (skipped.name.as_str(), why)
+        });
+    failed.chain(missing).collect()
 }
 
 /// The servers' notifications since the last turn, into the transcript; servers whose tool

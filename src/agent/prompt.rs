@@ -65,6 +65,19 @@ pub fn parts(
     parts
 }
 
+/// The MCP servers the task names that the run has not, with why: the model is not left to
+/// look for their tools (ToolSearch is not even offered when no deferred tool is left).
+fn unavailable_part(servers: &[(&str, &str)]) -> String {
+    let listed: Vec<String> = servers
+        .iter()
+        .map(|(name, why)| format!("{name} ({why})"))
+        .collect();
+    format!(
+        "MCP servers not running in this run, so none of their tools (mcp__<server>__…) can be called: {}.",
+        listed.join(", ")
+    )
+}
+
 fn subagent_part(agent: &Subagent) -> String {
     let Some(profile) = &agent.custom else {
         return builtin_part(agent.kind);
@@ -148,9 +161,13 @@ fn mode_meaning(mode: PermissionMode) -> &'static str {
 pub fn system_prompt(
     spec: &RunSpec,
     deferred: &[ToolDefinition],
+    unavailable: &[(&str, &str)],
     subagent: Option<&Subagent>,
 ) -> String {
     let mut parts = parts(&spec.workspace.workdir, spec.mode, deferred);
+    if !unavailable.is_empty() {
+        parts.push(("unavailable_servers", unavailable_part(unavailable)));
+    }
     if let (Some(schema), None) = (&spec.output_schema, subagent) {
         parts.push(("output_schema", output_schema_part(&schema.schema)));
     }
@@ -196,6 +213,24 @@ mod tests {
                 .unwrap()
                 .1
                 .ends_with("- WebFetch: Fetches a URL and answers a prompt about the page.")
+        );
+    }
+
+    /// A server the run has not is named in one short part, with why.
+    #[test]
+    fn servers_the_run_has_not_are_named_in_one_short_part() {
+        let part = unavailable_part(&[
+            ("tests", "it is held back until the operator approves it"),
+            ("gone", "it failed to start"),
+        ]);
+        eprintln!(
+            "system prompt part unavailable_servers (two servers): {} bytes",
+            part.len()
+        );
+        assert!(part.len() < 400, "{} bytes", part.len());
+        assert!(
+            part.ends_with(": tests (it is held back until the operator approves it), gone (it failed to start)."),
+            "{part}"
         );
     }
 

@@ -264,13 +264,32 @@ impl<'r, 'a> LoopHost<'r, 'a> {
     }
 }
 
-/// A deferred tool called before ToolSearch loaded it: say how to load it (S7).
+/// A deferred tool called before ToolSearch loaded it: say how to load it (S7). A tool of a
+/// server the run has not, or ToolSearch while such a server left nothing to search: say
+/// which server is missing and why, rather than leave the model guessing.
 fn deferred_hint(run: &Loop<'_>, name: &policy::ToolName) -> String {
     let deferred = run.ctx.state.deferred.catalogue();
     if deferred.iter().any(|definition| definition.name == *name) {
-        format!(". {name} is deferred: load it with ToolSearch (query \"select:{name}\") first")
-    } else {
-        String::new()
+        return format!(
+            ". {name} is deferred: load it with ToolSearch (query \"select:{name}\") first"
+        );
+    }
+    let unavailable = super::unavailable_servers(run.spec, &run.mcp);
+    let said = |(server, why): &(&str, &str)| format!("{server} ({why})");
+    match name {
+        policy::ToolName::Mcp { server, .. } => unavailable
+            .iter()
+            .find(|(missing, _)| missing.eq_ignore_ascii_case(server))
+            .map(|missing| format!(". The MCP server {} is not running", said(missing)))
+            .unwrap_or_default(),
+        policy::ToolName::ToolSearch if !unavailable.is_empty() => {
+            let listed: Vec<String> = unavailable.iter().map(said).collect();
+            format!(
+                ". ToolSearch is offered only while there are deferred tools to load; the MCP servers not running: {}",
+                listed.join(", ")
+            )
+        }
+        _ => String::new(),
     }
 }
 

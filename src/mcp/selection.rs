@@ -12,9 +12,9 @@ use serde::Deserialize;
 
 use crate::config::{ConfigError, SourceLocation};
 use crate::policy::{
-    ConfigOrigin, DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, McpServerSpec,
-    PolicySource, Power, SourceKind, Standing, approvers, check_server_name, mcp_transport,
-    standing,
+    Approval, ConfigOrigin, DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, Held, HeldBack,
+    HeldKind, McpServerSpec, PolicySource, Power, SourceKind, Standing, approval, approvers,
+    check_server_name, mcp_transport, server_approved, standing,
 };
 
 /// A server the run will start.
@@ -33,12 +33,27 @@ pub struct SkippedServer {
     pub name: String,
     pub origin: ConfigOrigin,
     pub reason: String,
+    /// Its entry says `optional: true`.
+    pub optional: bool,
+    /// The task names it (its own `mcp_servers:` or its `policy:` file, not a plugin's) and no
+    /// server of its name runs: the model is told, and unless it is optional, `fail_on:
+    /// [mcp_start]` stops the run before the first model request.
+    pub missing: bool,
+}
+
+impl SkippedServer {
+    /// The run cannot go on as the task asked without it (`fail_on: [mcp_start]`).
+    pub fn required(&self) -> bool {
+        self.missing && !self.optional
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct McpPlan {
     pub servers: Vec<PlannedServer>,
     pub skipped: Vec<SkippedServer>,
+    /// The skipped servers that wait on an operator's approval, with the lines that give it.
+    pub held_back: Vec<HeldBack>,
 }
 
 fn managed_only(sources: &[PolicySource]) -> bool {
@@ -47,32 +62,18 @@ fn managed_only(sources: &[PolicySource]) -> bool {
         .any(|source| source.kind == SourceKind::Managed && source.policy.mcp.managed_only)
 }
 
-/// Whether the workdir's `.mcp.json` may be read: the managed or the user's policy says
+/// Whether the workdir's `.mcp.json` may start servers: the managed or the user's policy says
 /// `allow_project_mcp` (`enableAllProjectMcpServers`) or names servers in
 /// `enabledMcpjsonServers`, and no managed policy is `managed_mcp_only` (or `managed_only`
 /// without granting `mcp_servers`). A project's or a task's own file cannot approve it: both
-/// may come with the pull request.
+/// may come with the pull request. (Unapproved, the file is read only to name its servers as
+/// held back.)
 pub fn project_file_approved(sources: &[PolicySource]) -> bool {
     !managed_only(sources)
         && standing(sources, Power::McpServers, ConfigOrigin::McpJson) != Standing::Ignored
         && approvers(sources).any(|source| {
             source.policy.mcp.allow_project || !source.policy.mcp.enabled_project.is_empty()
         })
-}
-
-/// Whether an operator's file approves the repository's server `name`: `allow_project_mcp`
-/// (all of them) or `enabledMcpjsonServers` naming it — for `.mcp.json`'s servers and for
-/// those of the task file and `.tollgate/policy.yaml` alike.
-fn approved(sources: &[PolicySource], name: &str) -> bool {
-    approvers(sources).any(|source| {
-        source.policy.mcp.allow_project
-            || source
-                .policy
-                .mcp
-                .enabled_project
-                .iter()
-                .any(|listed| listed == name)
-    })
 }
 
 /// The servers to start. `project` is the parsed `.mcp.json`, when it was read.
@@ -100,11 +101,19 @@ pub fn plan(
     let mut plan = McpPlan::default();
     for (origin, spec) in candidates {
         match refusal(sources, &plan, origin, spec) {
-            Some(reason) => plan.skipped.push(SkippedServer {
-                name: spec.name.clone(),
-                origin,
-                reason,
-            }),
+            Some(Refusal::Held(approval)) => {
+                let held = HeldBack::new(
+                    HeldKind::McpServer,
+                    spec.name.clone(),
+                    spec.source.file.display().to_string(),
+                    origin,
+                    approval,
+                );
+                let reason = format!("held back: {}; {}", held.reason, held.remedy());
+                plan.skipped.push(skipped(spec, origin, reason));
+                plan.held_back.push(held);
+            }
+            Some(Refusal::Other(reason)) => plan.skipped.push(skipped(spec, origin, reason)),
             None => {
                 let mut spec = spec.clone();
                 spec.trust_read_only_hint &= origin.is_operators();
@@ -118,7 +127,43 @@ pub fn plan(
             }
         }
     }
+    // Missing: a task's entry that did not start while no server of its name runs (the
+    // operator's `github` before the task's `github` serves what the task asked for).
+    let McpPlan {
+        servers,
+        skipped,
+        held_back,
+    } = &mut plan;
+    for entry in skipped.iter_mut().filter(|entry| entry.missing) {
+        entry.missing = !servers
+            .iter()
+            .any(|server| server.spec.name.eq_ignore_ascii_case(&entry.name));
+        if let Some(held) = held_back
+            .iter_mut()
+            .find(|held| held.origin == entry.origin && held.name == entry.name)
+        {
+            held.required = entry.required();
+        }
+    }
     plan
+}
+
+fn skipped(spec: &McpServerSpec, origin: ConfigOrigin, reason: String) -> SkippedServer {
+    SkippedServer {
+        name: spec.name.clone(),
+        origin,
+        reason,
+        optional: spec.optional,
+        // Until a server of its name is found running (`plan`).
+        missing: origin == ConfigOrigin::Task && spec.plugin.is_none(),
+    }
+}
+
+/// Why a server does not start: it waits on an operator's approval, or something else keeps
+/// it off (a name that comes first, the operator's lists).
+enum Refusal {
+    Held(Approval),
+    Other(String),
 }
 
 /// Why `spec` does not start, if it does not.
@@ -127,23 +172,21 @@ fn refusal(
     plan: &McpPlan,
     origin: ConfigOrigin,
     spec: &McpServerSpec,
+) -> Option<Refusal> {
+    let approved = server_approved(sources, &spec.name);
+    if let Some(held) = approval(sources, Held::McpServer(&spec.name), origin, approved) {
+        return Some(Refusal::Held(held));
+    }
+    other_refusal(sources, plan, origin, spec).map(Refusal::Other)
+}
+
+/// Why an entry no approval is missing for does not start, if it does not.
+fn other_refusal(
+    sources: &[PolicySource],
+    plan: &McpPlan,
+    origin: ConfigOrigin,
+    spec: &McpServerSpec,
 ) -> Option<String> {
-    if managed_only(sources) && origin != ConfigOrigin::Managed {
-        return Some("managed_mcp_only: only the managed policy's servers start".into());
-    }
-    match standing(sources, Power::McpServers, origin) {
-        Standing::InForce | Standing::Fallback => {}
-        Standing::Ignored => {
-            return Some("managed_only: only the managed policy's servers start".into());
-        }
-        Standing::NeedsApproval if approved(sources, &spec.name) => {}
-        Standing::NeedsApproval => {
-            return Some(format!(
-                "not approved: it comes with the repository ({}), and no enabledMcpjsonServers entry of the managed or user policy names it, nor does one say allow_project_mcp",
-                spec.source.file.display()
-            ));
-        }
-    }
     // Names differing in case are one name: a repository's `.mcp.json` cannot add a
     // `Tracker` beside the managed `tracker` for rules and lists to tell apart.
     if let Some(first) = plan
@@ -240,6 +283,8 @@ pub fn parse_project_file(
             name: name.clone(),
             origin: ConfigOrigin::McpJson,
             reason,
+            optional: false,
+            missing: false,
         };
         if let Err(reason) = check_server_name(&name) {
             skipped.push(skip(reason));
@@ -266,6 +311,8 @@ pub fn parse_project_file(
             startup_timeout: DEFAULT_MCP_STARTUP_TIMEOUT,
             call_timeout: DEFAULT_MCP_CALL_TIMEOUT,
             trust_read_only_hint: false,
+            optional: false,
+            plugin: None,
             source: SourceLocation {
                 file: file.to_path_buf(),
                 line: 0,
@@ -355,14 +402,81 @@ mod tests {
         ];
         for (sources, approved, expected) in table {
             assert_eq!(project_file_approved(&sources), approved);
-            let read = if approved { project() } else { Vec::new() };
-            let plan = plan(&sources, &[], &read);
+            // Read either way: unapproved, its servers are named as held back.
+            let plan = plan(&sources, &[], &project());
             let expected: Vec<(String, ConfigOrigin)> = expected
                 .into_iter()
                 .map(|(name, origin)| (name.to_string(), origin))
                 .collect();
             assert_eq!(started(&plan), expected);
+            // What does not start for want of an approval is held back with its line; the
+            // repository's own server is never what the run needs.
+            for held in &plan.held_back {
+                assert!(
+                    held.approve
+                        .iter()
+                        .any(|line| line.contains(&held.name)
+                            || line.starts_with("managed_mcp_only")),
+                    "{held:?}"
+                );
+                assert!(!held.required);
+            }
+            assert!(plan.skipped.iter().all(|s| !s.missing));
         }
+        let unapproved = plan(&[], &[], &project());
+        let held: Vec<&str> = unapproved
+            .held_back
+            .iter()
+            .map(|h| h.approve[0].as_str())
+            .collect();
+        assert_eq!(
+            held,
+            [
+                "enabledMcpjsonServers: [docs]",
+                "enabledMcpjsonServers: [extra]"
+            ]
+        );
+    }
+
+    /// A task's server that does not start is missing (the model is told; unless optional,
+    /// the run stops under `fail_on: [mcp_start]`) — not when a server of its name runs, nor
+    /// when a plugin brought it.
+    #[test]
+    fn a_task_server_held_back_is_missing_unless_optional_or_served() {
+        use SourceKind as K;
+        let task = crate::policy::mcp_servers(
+            crate::config::parse(
+                "need:\n  command: n\nnice:\n  command: o\n  optional: true\nshared:\n  command: s\n",
+                Path::new("task.yaml"),
+            )
+            .unwrap(),
+            Path::new("task.yaml"),
+        )
+        .unwrap();
+        let mut from_plugin = task[0].clone();
+        from_plugin.name = "kit".into();
+        from_plugin.plugin = Some("team-kit".into());
+        let mut servers = task.clone();
+        servers.push(from_plugin);
+        let managed = source(K::Managed, "mcp_servers:\n  shared:\n    command: m\n");
+        let plan = plan(&[managed], &servers, &[]);
+        assert_eq!(
+            started(&plan),
+            [("shared".to_string(), ConfigOrigin::Managed)]
+        );
+        let by = |name: &str| plan.skipped.iter().find(|s| s.name == name).unwrap();
+        assert!(by("need").required());
+        assert!(by("nice").missing && !by("nice").required());
+        assert!(!by("shared").missing);
+        assert!(!by("kit").missing);
+        let required: Vec<&str> = plan
+            .held_back
+            .iter()
+            .filter(|held| held.required)
+            .map(|held| held.name.as_str())
+            .collect();
+        assert_eq!(required, ["need"]);
+        assert_eq!(plan.held_back.len(), 4, "{:?}", plan.held_back);
     }
 
     #[test]
@@ -405,7 +519,13 @@ mod tests {
             started(&only_task),
             [("docs".to_string(), ConfigOrigin::Task)]
         );
-        assert!(only_task.skipped[0].reason.contains("not approved"));
+        assert!(
+            only_task.skipped[0]
+                .reason
+                .contains("enabledMcpjsonServers: [tracker]"),
+            "{:?}",
+            only_task.skipped
+        );
         assert!(
             only_task
                 .servers

@@ -50,6 +50,9 @@ pub struct McpServerStatus {
     pub pid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Its entry says `optional: true`: the run goes on when it does not start.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
 }
 
 /// What starting a server needs of the run.
@@ -108,6 +111,7 @@ impl McpHub {
                 deferred: server.spec.defer,
                 pid: None,
                 error: None,
+                optional: server.spec.optional,
             };
             match result {
                 Ok(running) => {
@@ -138,6 +142,7 @@ impl McpHub {
                 deferred: true,
                 pid: None,
                 error: Some(skipped.reason.clone()),
+                optional: skipped.optional,
             }));
         hub
     }
@@ -146,7 +151,8 @@ impl McpHub {
         &self.statuses
     }
 
-    /// Servers that were meant to start and did not (`fail_on: [mcp_start]`).
+    /// Servers that were meant to start and did not (`fail_on: [mcp_start]` stops the run
+    /// for those not `optional`).
     pub fn failed(&self) -> impl Iterator<Item = &McpServerStatus> {
         self.statuses
             .iter()

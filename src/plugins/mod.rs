@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 pub use folder::{MANIFEST, PluginParts, read};
 
 use crate::config::ConfigError;
-use crate::policy::{Hook, McpServerSpec, Policy, PolicySource, SourceKind};
+use crate::policy::{HeldBack, Hook, McpServerSpec, Policy, PolicySource, SourceKind, held_plugin};
 
 /// A plugin the run was asked to use, and who asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +31,9 @@ pub struct Loaded {
     pub plugins: Vec<(PluginParts, SourceKind)>,
     /// One line per plugin not loaded (and why) and per part left aside.
     pub notices: Vec<String>,
+    /// The plugins not loaded because the managed policy alone enables plugins, each with
+    /// the line that would load it.
+    pub held_back: Vec<HeldBack>,
 }
 
 impl Loaded {
@@ -131,11 +134,25 @@ pub fn load(requests: &[PluginRequest], sources: &[PolicySource]) -> Result<Load
         if let Some(managed) = restricted
             && request.enabled_by != SourceKind::Managed
         {
+            // The managed policy enables this very folder itself: it loads, as its.
+            if requests.iter().any(|other| {
+                other.enabled_by == SourceKind::Managed && same_folder(&other.dir, &request.dir)
+            }) {
+                continue;
+            }
             loaded.notices.push(format!(
                 "plugin {} ({}) not loaded: the managed policy {} restricts rules, hooks or servers to its own, so only it enables plugins",
                 request.dir.display(),
                 request.via,
                 managed.display()
+            ));
+            // The line names the folder absolutely: it goes in another file than the request.
+            let dir = std::path::absolute(&request.dir).unwrap_or_else(|_| request.dir.clone());
+            loaded.held_back.push(held_plugin(
+                &dir,
+                request.via.clone(),
+                request.enabled_by,
+                managed,
             ));
             continue;
         }
@@ -168,6 +185,14 @@ pub fn load(requests: &[PluginRequest], sources: &[PolicySource]) -> Result<Load
     Ok(loaded)
 }
 
+/// Whether two requests name one folder (as the file system resolves them, else as written).
+fn same_folder(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
 /// Puts each plugin's hooks and servers where the source that enabled it keeps its own, so
 /// they pass the same approvals (`hooks_in_force`, `mcp::plan`): a task's plugin is the
 /// repository's, a `--plugin-dir` one the operator's. The task's servers go to
@@ -179,8 +204,13 @@ pub fn apply(
     workdir: &Path,
 ) -> Result<(), ConfigError> {
     for (parts, kind) in &loaded.plugins {
+        // Each server says which plugin brought it: the task names the plugin, not them.
+        let servers = parts.mcp_servers.iter().map(|server| McpServerSpec {
+            plugin: Some(parts.name.clone()),
+            ..server.clone()
+        });
         if *kind == SourceKind::Task {
-            task_servers.extend(parts.mcp_servers.iter().cloned());
+            task_servers.extend(servers.clone());
         }
         if parts.hooks.is_empty() && (*kind == SourceKind::Task || parts.mcp_servers.is_empty()) {
             continue;
@@ -214,7 +244,7 @@ pub fn apply(
                 source: file.clone(),
             }));
         if *kind != SourceKind::Task {
-            policy.mcp.servers.extend(parts.mcp_servers.iter().cloned());
+            policy.mcp.servers.extend(servers);
         }
     }
     Ok(())

@@ -47,6 +47,10 @@ pub struct McpServerFile {
     /// Believe the server's `readOnlyHint` annotation (honoured in policy files only).
     #[serde(default)]
     trust_read_only_hint: bool,
+    /// The run does not need it: when it does not start (failed, or held back for an
+    /// operator's approval) the run goes on without it, whatever `fail_on` says.
+    #[serde(default)]
+    optional: bool,
 }
 
 /// How tollgate reaches a server.
@@ -78,6 +82,10 @@ pub struct McpServerSpec {
     pub startup_timeout: Duration,
     pub call_timeout: Duration,
     pub trust_read_only_hint: bool,
+    /// `optional: true`: the run goes on when it does not start.
+    pub optional: bool,
+    /// The plugin that brought it, by name: the task names the plugin, not its servers.
+    pub plugin: Option<String>,
     pub source: SourceLocation,
 }
 
@@ -279,6 +287,8 @@ pub fn mcp_servers(block: McpServersBlock, file: &Path) -> Result<Vec<McpServerS
                 transport,
                 defer: entry.defer.unwrap_or(true),
                 trust_read_only_hint: entry.trust_read_only_hint,
+                optional: entry.optional,
+                plugin: None,
                 source: SourceLocation {
                     file: file.to_path_buf(),
                     line: at.line(),
@@ -337,6 +347,9 @@ mod tests {
         assert!(!servers[1].defer);
         assert_eq!(servers[1].startup_timeout, Duration::from_millis(2500));
         assert_eq!(servers[1].call_timeout, Duration::from_secs(9));
+        assert!(!servers[0].optional && servers[0].plugin.is_none());
+        let optional = parse("notes:\n  command: n\n  optional: true\n").unwrap();
+        assert!(optional[0].optional);
     }
 
     #[test]
@@ -371,6 +384,8 @@ mod tests {
             ("x:\n  url: http://h/\n  type: ws\n", 2, "WebSocket"),
             ("x:\n  command: a\n  call_timeout: 0\n", 2, "above 0"),
             ("x:\n  command: ' '\n", 2, "command is empty"),
+            ("x:\n  command: a\n  optional: maybe\n", 3, "optional"),
+            ("x:\n  command: a\n  optional: [true]\n", 3, "optional"),
         ];
         for (yaml, line, part) in table {
             let err = parse(yaml).unwrap_err();

@@ -10,6 +10,7 @@ mod file;
 mod file_access;
 mod gate;
 mod guardrail;
+mod held_back;
 mod hooks_config;
 mod ignored_key;
 mod lint;
@@ -45,6 +46,9 @@ pub use file_access::{Access, check_path, read_refusal};
 pub use gate::{GatedCall, TraceStep, decide, explain};
 pub use guardrail::{
     fold, git_dir_write, may_guard_name, read_guardrail, read_guardrail_below, write_guardrail,
+};
+pub use held_back::{
+    Approval, Approver, Held, HeldBack, HeldKind, approval, plugin as held_plugin, server_approved,
 };
 pub use hooks_config::{
     DEFAULT_TIMEOUT_SECS, Hook, HookEvent, HookList, HookSpec, IGNORED_EVENTS, MAX_TIMEOUT_SECS,

@@ -131,6 +131,21 @@ pub(crate) fn sample_report() -> crate::transcript::RunReport {
         workdir: PathBuf::from("/repo"),
         todos: Vec::new(),
         structured_output: None,
+        held_back: vec![crate::policy::HeldBack {
+            required: true,
+            ..crate::policy::HeldBack::new(
+                crate::policy::HeldKind::McpServer,
+                "tracker".into(),
+                "/repo/task.yaml".into(),
+                crate::policy::ConfigOrigin::Task,
+                crate::policy::Approval {
+                    reason: "it comes with the repository and no operator's policy approves it"
+                        .into(),
+                    approve_in: crate::policy::Approver::ManagedOrUser,
+                    lines: vec!["enabledMcpjsonServers: [tracker]".into()],
+                },
+            )
+        }],
     }
 }
 

@@ -90,6 +90,9 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
             connection.host, connection.port
         ));
     }
+    for held in &report.held_back {
+        out.push_str(&format!("  {}\n", held.describe()));
+    }
     if let Some(error) = &report.error {
         out.push_str(&format!("  stopped: {error}\n"));
     }

@@ -284,6 +284,16 @@ fn assemble_checked(
     let mcp = mcp_in_force(&sources, &task, &workspace.workdir)?;
     redactor.add_env_names(&crate::mcp::header_variables(&mcp));
     let mut policy_summary = policy_summary(&sources, &rules, &hooks, directories);
+    // Servers first (the task may need them), then what the plugins, hooks and directories
+    // wait on: the order the progress and the summary say them in.
+    policy_summary.held_back = mcp
+        .held_back
+        .iter()
+        .chain(&plugins.held_back)
+        .chain(&hooks.held_back)
+        .chain(&policy_summary.held_back)
+        .cloned()
+        .collect();
     for notice in &extensions {
         tracing::warn!("{notice}");
     }
@@ -520,6 +530,7 @@ fn policy_summary(
             .map(|hook| format!("{} ({})", hook.spec.command, hook.source.display()))
             .collect(),
         ignored_additional_directories: directories.ignored,
+        held_back: directories.held_back,
         ignored_keys: ignored_keys(sources),
         warnings,
         dropped_for_auto: Vec::new(),

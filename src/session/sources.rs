@@ -8,10 +8,10 @@ use crate::config::ConfigError;
 use crate::hooks::{Hook, merge_hooks};
 use crate::mcp::{McpPlan, parse_project_file, plan, project_file_approved};
 use crate::policy::{
-    self, ConfigOrigin, LowerGrant, PermissionContext, PermissionMode, Policy, PolicyOrigin,
-    PolicySource, Power, Rule, RuleSet, SourceKind, Standing, ToolName, Workspace, counts, danger,
-    lower_may_add, moots_classifier, reach, refuse_disabled, refuse_managed_keys_below,
-    repository_hooks_approved, standing,
+    self, ConfigOrigin, Held, HeldBack, HeldKind, LowerGrant, PermissionContext, PermissionMode,
+    Policy, PolicyOrigin, PolicySource, Power, Rule, RuleSet, SourceKind, Standing, ToolName,
+    Workspace, approval, counts, danger, lower_may_add, moots_classifier, reach, refuse_disabled,
+    refuse_managed_keys_below, repository_hooks_approved, standing,
 };
 use crate::sandbox::{ReadOnlyCommands, SandboxConfig};
 use crate::task::Task;
@@ -302,6 +302,8 @@ pub struct AdditionalDirectories {
     pub dirs: Vec<PathBuf>,
     /// From lower sources under a `managed_only` policy that does not grant them.
     pub ignored: Vec<PathBuf>,
+    /// The same, each with the line that would let it in.
+    pub held_back: Vec<HeldBack>,
     /// Entries that do not exist: a warning each, as Claude Code's settings may name a
     /// folder of another machine.
     pub warnings: Vec<String>,
@@ -314,6 +316,20 @@ pub fn additional_directories(sources: &[PolicySource]) -> AdditionalDirectories
         for dir in &source.policy.additional_directories {
             if source.kind != SourceKind::Managed && !lower_allowed {
                 found.ignored.push(dir.clone());
+                let origin = ConfigOrigin::of(source.kind);
+                if let Some(approval) =
+                    approval(sources, Held::AdditionalDirectories, origin, false)
+                {
+                    let (name, from) = (dir.display().to_string(), source.policy.file.display());
+                    let kind = HeldKind::AdditionalDirectory;
+                    found.held_back.push(HeldBack::new(
+                        kind,
+                        name,
+                        from.to_string(),
+                        origin,
+                        approval,
+                    ));
+                }
                 continue;
             }
             match canonical_dir(dir, "additional directory") {
@@ -409,6 +425,9 @@ pub fn log_warnings(warnings: &[String]) {
 pub struct HooksInForce {
     pub in_force: Vec<Hook>,
     pub ignored: Vec<Hook>,
+    /// The ignored hooks that wait on an operator's approval (not those `disableAllHooks`
+    /// turned off), each with the lines that would let it run.
+    pub held_back: Vec<HeldBack>,
 }
 
 /// Lower sources' hooks run beside the managed ones as `policy::authority`'s table says: the
@@ -439,12 +458,21 @@ pub fn hooks_in_force(sources: &[PolicySource]) -> HooksInForce {
     let mut managed = Vec::new();
     let mut lower = Vec::new();
     let mut ignored = Vec::new();
+    let mut held_back = Vec::new();
     for source in sources {
         let origin = ConfigOrigin::of(source.kind);
+        let held = approval(sources, Held::Hooks, origin, repository_approved);
         let runs = !disabled_by(source.kind)
             && (source.kind == SourceKind::Managed
                 || (!managed_hooks_only
                     && counts(sources, Power::Hooks, origin, || repository_approved)));
+        if let Some(held) = held.filter(|_| !disabled_by(source.kind)) {
+            held_back.extend(source.policy.hooks.iter().map(|hook| {
+                let name = format!("{} {}", hook.spec.event, hook.spec.command);
+                let from = hook.source.display().to_string();
+                HeldBack::new(HeldKind::Hook, name, from, origin, held.clone())
+            }));
+        }
         let into = match (runs, source.kind) {
             (false, _) => &mut ignored,
             (true, SourceKind::Managed) => &mut managed,
@@ -455,6 +483,7 @@ pub fn hooks_in_force(sources: &[PolicySource]) -> HooksInForce {
     HooksInForce {
         in_force: merge_hooks(&managed, false, &lower),
         ignored,
+        held_back,
     }
 }
 
@@ -509,16 +538,63 @@ fn deciding_sandbox_block(sources: &[PolicySource]) -> Option<&PolicySource> {
 
 /// The MCP servers a run starts: the policies' and the task's, and the workdir's `.mcp.json`
 /// when a trusted policy approves it (a malformed one is then a configuration error).
+/// Unapproved, the file is read only to name its servers as held back: a file that cannot
+/// be read as one is held back whole, without its text (it may be a link to anything).
 pub fn mcp_in_force(sources: &[PolicySource], task: &Task, workdir: &Path) -> Result<McpPlan> {
     let path = workdir.join(".mcp.json");
-    let (project, skipped) = if project_file_approved(sources) && path.is_file() {
-        parse_project_file(&read_text(&path, "project MCP file")?, &path)?
-    } else {
-        Default::default()
+    let mut unreadable = None;
+    let (project, skipped) = match (project_file_approved(sources), path.is_file()) {
+        (_, false) => Default::default(),
+        (true, true) => parse_project_file(&read_text(&path, "project MCP file")?, &path)?,
+        (false, true) => unapproved_project_file(&path).unwrap_or_else(|| {
+            unreadable = held_whole_file(sources, &path);
+            Default::default()
+        }),
     };
     let mut planned = plan(sources, &task.mcp_servers, &project);
     planned.skipped.extend(skipped);
+    planned.held_back.extend(unreadable);
     Ok(planned)
+}
+
+/// An unapproved `.mcp.json` whose servers cannot be named: the file is held back whole, and
+/// approving all of it (then it is read, and a malformed file is an error) is the line.
+fn held_whole_file(sources: &[PolicySource], path: &Path) -> Option<HeldBack> {
+    let mut approval = approval(sources, Held::McpServer("*"), ConfigOrigin::McpJson, false)?;
+    for line in &mut approval.lines {
+        if line.starts_with("enabledMcpjsonServers") {
+            *line = "allow_project_mcp: true".into();
+        }
+    }
+    let name = "every server of .mcp.json (not a JSON file tollgate reads)".to_string();
+    let from = path.display().to_string();
+    let kind = HeldKind::McpServer;
+    Some(HeldBack::new(
+        kind,
+        name,
+        from,
+        ConfigOrigin::McpJson,
+        approval,
+    ))
+}
+
+/// The most of an unapproved `.mcp.json` read to name its servers.
+const MAX_UNAPPROVED_MCP_JSON: u64 = 1 << 20;
+
+/// An unapproved `.mcp.json`'s servers, or `None` when it is not a readable file of JSON
+/// within the bound (nothing of it is shown then).
+fn unapproved_project_file(
+    path: &Path,
+) -> Option<(
+    Vec<crate::policy::McpServerSpec>,
+    Vec<crate::mcp::SkippedServer>,
+)> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_UNAPPROVED_MCP_JSON {
+        return None;
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    parse_project_file(&text, path).ok()
 }
 
 #[cfg(test)]

@@ -41,7 +41,9 @@ impl FailOn {
             FailOn::Check => "a check that did not pass (after its retries)",
             FailOn::Limit => "a limit (turns, cost, tokens, time) that stopped the run",
             FailOn::McpStart => {
-                "an MCP server that did not start: the run stops before its first model call"
+                "an MCP server that did not start — one that failed, or one the task names that \
+was held back for an operator's approval or kept off by the policy — unless its entry says \
+`optional: true`: the run stops before its first model call"
             }
         }
     }

@@ -11,7 +11,9 @@ use crate::mcp::{McpNotice, McpServerStatus};
 pub use crate::model::UsageSource;
 use crate::model::pricing::PriceSource;
 use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
-use crate::policy::{DenialCounts, Layer, PermissionDecision, PermissionMode, RuleRef, SourceKind};
+use crate::policy::{
+    DenialCounts, HeldBack, Layer, PermissionDecision, PermissionMode, RuleRef, SourceKind,
+};
 use crate::sandbox::{ProxyConnection, ReadOnlyStatus, SandboxStatus};
 use crate::task::FailOn;
 use crate::tools::{CommandOutcome, SubagentKind, Todo};
@@ -271,6 +273,10 @@ pub enum Event {
         /// Under `output_schema`: the final answer's JSON value, once one was valid.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         structured_output: Option<serde_json::Value>,
+        /// What the run went without for want of an operator's approval (as `run_started`'s
+        /// `policy.held_back`), so the result read alone says it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        held_back: Vec<HeldBack>,
     },
     /// Under `output_schema`: a final answer that is not valid against it, fed back to the
     /// model with the validator's errors unless it was the last answer allowed.
@@ -452,6 +458,10 @@ pub struct PolicySummary {
     /// The plugins the run uses (their parts are in the pool, the hooks and the servers).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plugins: Vec<PluginSummary>,
+    /// What the run goes without until an operator's policy lets it in (MCP servers, hooks,
+    /// plugins, additional directories), each with the lines that would.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_back: Vec<HeldBack>,
 }
 
 /// A plugin a run loaded, and which source enabled it (its hooks and servers are that

@@ -67,6 +67,8 @@ pub struct RunReport {
     pub todos: Vec<Todo>,
     /// Under `output_schema`: the final answer's JSON value, once one was valid.
     pub structured_output: Option<Value>,
+    /// What the run went without for want of an operator's approval.
+    pub held_back: Vec<crate::policy::HeldBack>,
 }
 
 impl Outcome {
@@ -148,7 +150,8 @@ impl Outcome {
             }
             Outcome::ProviderError => "the provider failed after its retries",
             Outcome::McpStartFailed => {
-                "an MCP server did not start and `fail_on` has `mcp_start`: no model call was made"
+                "an MCP server did not start (failed, or the task's was held back for an \
+operator's approval) and `fail_on` has `mcp_start`: no model call was made"
             }
             Outcome::HookStopped => {
                 "a hook stopped the run (`continue: false`, a blocked prompt, a Stop hook past \

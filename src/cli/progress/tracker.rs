@@ -351,7 +351,13 @@ impl Tracker {
             | Event::Reminder { .. }
             | Event::MessageBudget { .. } => None,
         };
-        line.into_iter().collect()
+        let mut lines: Vec<String> = line.into_iter().collect();
+        // What the run goes without, one line each after the start: nothing held back for
+        // want of an approval goes unsaid.
+        if let Event::RunStarted { policy, .. } | Event::RunResumed { policy, .. } = event {
+            lines.extend(policy.held_back.iter().map(|held| held.describe()));
+        }
+        lines
     }
 
     /// The live line's text: `turn 3/20, Bash(cargo test), $0.0123 so far`.
