@@ -10,7 +10,7 @@ use serde_json::json;
 use tempfile::TempDir;
 
 use crate::support::bash::{analyse, check_consistency, rules};
-use crate::support::fake_model::{Api, FakeModel, Reply, Tokens, text, tool, turn};
+use crate::support::fake_model::{Api, FakeModel, Reply, reply, text, tool};
 use crate::support::{assert_every_tool_use_answered_once, events, repo_root, transcript};
 use tollgate::bash::BashVerdict;
 
@@ -339,9 +339,9 @@ async fn bindings_of_dangerous_names_do_nothing_end_to_end() {
     ];
     let mut script: Vec<Reply> = commands
         .iter()
-        .map(|command| agent_turn(vec![tool("Bash", json!({ "command": command }))]))
+        .map(|command| reply(vec![tool("Bash", json!({ "command": command }))]))
         .collect();
-    script.push(agent_turn(vec![text("Done.")]));
+    script.push(reply(vec![text("Done.")]));
     let agent = FakeModel::start(KEY, script).await;
     let task = format!(
         "version: 1\nname: bindings\nprompt: go\nworkdir: ws\npolicy: policy.yaml\nmode: dontAsk\ntools: [Bash]\nmodel:\n  provider: anthropic\n  name: claude-sonnet-4-5\n  max_tokens: 1000\n  base_url: {}\n  api_key_env: TEST_MODEL_KEY\n",
@@ -374,15 +374,4 @@ async fn bindings_of_dangerous_names_do_nothing_end_to_end() {
     assert!(reason(3).contains("`PATH`"), "{}", reason(3));
     assert!(!marker.exists(), "a binding ran a planted command");
     assert!(ws.join("README.md").exists(), "README.md was deleted");
-}
-
-fn agent_turn(blocks: Vec<crate::support::fake_model::Block>) -> Reply {
-    Reply::Turn(turn(
-        blocks,
-        Tokens {
-            input: 100,
-            output: 10,
-            ..Tokens::default()
-        },
-    ))
 }

@@ -642,7 +642,8 @@ fn notifications_are_recorded_and_a_changed_tool_list_reaches_the_next_request()
     assert_none_survive(&server_pids(&ran), &[]);
 }
 
-/// The workdir's `.mcp.json` is read only when the managed policy approves it; an unknown key
+/// The workdir's `.mcp.json` starts servers only when the managed policy approves it (else its
+/// servers are named as held back); an unknown key
 /// in tollgate's own `mcp_servers:` is a located configuration error before any model call.
 #[test]
 fn project_servers_need_approval_and_bad_entries_are_located() {
@@ -657,11 +658,14 @@ fn project_servers_need_approval_and_bad_entries_are_located() {
     );
     let ran = run(&sandbox, &[]);
     assert_eq!(ran.code, 0);
-    assert!(
-        ran.started().get("mcp_servers").is_none(),
-        "{}",
-        ran.started()
-    );
+    // Unapproved, it is read only to name its server as held back; nothing starts.
+    assert_eq!(ran.mcp_servers().len(), 1, "{}", ran.started());
+    assert_eq!(ran.mcp_servers()[0]["status"], "skipped");
+    assert!(server_pids(&ran).is_empty());
+    let held = &ran.started()["policy"]["held_back"][0];
+    assert_eq!(held["name"], "proj");
+    assert_eq!(held["origin"], "mcp_json");
+    assert_eq!(held["approve"][0], "enabledMcpjsonServers: [proj]");
     sandbox.write("p.yaml", "allow_project_mcp: true\n");
     let ran = run(&sandbox, &["--policy", "p.yaml"]);
     ran.assert_code(0);
@@ -674,10 +678,16 @@ fn project_servers_need_approval_and_bad_entries_are_located() {
         "allow_project_mcp: true\nmanaged_mcp_only: true\n",
     );
     let ran = run(&sandbox, &["--policy", "p.yaml"]);
-    assert!(
-        ran.started().get("mcp_servers").is_none(),
+    assert_eq!(
+        ran.mcp_servers()[0]["status"],
+        "skipped",
         "{}",
         ran.started()
+    );
+    assert!(server_pids(&ran).is_empty());
+    assert_eq!(
+        ran.started()["policy"]["held_back"][0]["approve"][0],
+        "managed_mcp_only: false"
     );
 
     task(

@@ -76,6 +76,18 @@ pub fn turn(blocks: Vec<Block>, tokens: Tokens) -> Turn {
     }
 }
 
+/// A reply of `blocks` with 100 tokens in and 10 out: a turn whose usage does not matter.
+pub fn reply(blocks: Vec<Block>) -> Reply {
+    Reply::Turn(turn(
+        blocks,
+        Tokens {
+            input: 100,
+            output: 10,
+            ..Tokens::default()
+        },
+    ))
+}
+
 #[derive(Debug, Clone)]
 pub enum Reply {
     Turn(Turn),

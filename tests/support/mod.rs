@@ -33,7 +33,7 @@ use std::process::Output;
 use serde_json::Value;
 
 pub mod runs;
-pub use runs::{Finished, Isolation, Run, poll_until, tollgate_in, wait_for_text};
+pub use runs::{AMBIENT, Finished, Isolation, Run, poll_until, tollgate_in, wait_for_text};
 
 /// The repository root, where `examples/` and `policies/` live.
 pub fn repo_root() -> PathBuf {

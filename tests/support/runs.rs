@@ -18,7 +18,7 @@ pub fn repo_root() -> PathBuf {
 
 /// What of the test machine's environment would change what a run does: the log level, the
 /// real providers' keys and URLs, being inside GitHub Actions, a batch's shard index.
-const AMBIENT: &[&str] = &[
+pub const AMBIENT: &[&str] = &[
     "RUST_LOG",
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_BASE_URL",
