@@ -22,6 +22,9 @@ pub struct ConfigError {
     /// The key the file's type does not have, when that is the error: a loader may know the
     /// key from a neighbouring format (`batch:` in a task given to `tollgate run`).
     pub unknown_key: Option<Box<str>>,
+    /// Further errors of the same file found in the same pass (every unknown key of a settings
+    /// file at once), in file order: shown after this one, so one run reports them all.
+    pub more: Vec<ConfigError>,
 }
 
 /// One line of a configuration file and the part of it an error is about.
@@ -43,7 +46,22 @@ impl ConfigError {
             snippet: None,
             hint: None,
             unknown_key: None,
+            more: Vec::new(),
         }
+    }
+
+    /// This error and `others` of the same file as one: the first in file order, with the
+    /// rest shown after it.
+    pub fn with_others(self, others: Vec<ConfigError>) -> ConfigError {
+        if others.is_empty() {
+            return self;
+        }
+        let mut all: Vec<ConfigError> = std::iter::once(self).chain(others).collect();
+        all.sort_by_key(|err| (err.line, err.column));
+        // Not empty: it holds `self`.
+        let mut first = all.remove(0);
+        first.more.extend(all);
+        first
     }
 
     /// An error about the file as a whole (it could not be read, or it is empty).
@@ -62,6 +80,10 @@ impl ConfigError {
         if self.snippet.is_none() && self.line > 0 && self.file == file {
             self.snippet = SourceLine::at(text, self.line, self.column).map(Box::new);
         }
+        self.more = std::mem::take(&mut self.more)
+            .into_iter()
+            .map(|more| more.with_source(file, text))
+            .collect();
         self
     }
 
@@ -151,6 +173,26 @@ pub const MAX_ECHO_CHARS: usize = 1000;
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_one(f)?;
+        for more in &self.more {
+            f.write_str("\n\n")?;
+            more.fmt_one(f)?;
+        }
+        if !self.more.is_empty() {
+            write!(
+                f,
+                "\n\n{} errors in {}",
+                self.more.len() + 1,
+                self.file.display()
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl ConfigError {
+    /// This error alone, without those in `more`.
+    fn fmt_one(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.headline())?;
         let hint = self
             .hint
@@ -222,6 +264,194 @@ them, or write the file as YAML, where `#` starts a comment"
         describe(&err, &token, &mut error);
         error
     })
+}
+
+/// The keys a struct `T` takes (its fields and their aliases), as serde's derive lists them
+/// for its own "unknown field" error: a check of every key at once then knows what the types
+/// know, from the types. Empty for a type that is not a plain struct.
+pub fn struct_keys<T: DeserializeOwned>() -> &'static [&'static str] {
+    let mut keys: &'static [&'static str] = &[];
+    // The probe only records the field list and fails: no value is ever made.
+    let _ = T::deserialize(FieldsOf(&mut keys));
+    keys
+}
+
+/// A deserializer that answers nothing and remembers the fields a struct asks for.
+struct FieldsOf<'a>(&'a mut &'static [&'static str]);
+
+impl<'de> serde::Deserializer<'de> for FieldsOf<'_> {
+    type Error = serde::de::value::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(serde::de::Error::custom("not a struct"))
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        *self.0 = fields;
+        Err(serde::de::Error::custom("fields recorded"))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+        ignored_any
+    }
+}
+
+/// A document's mappings as far as their keys go: each key with its place and, when its value
+/// is a mapping, that mapping's keys. What a check of every key at once walks, since serde
+/// stops at the first unknown one.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct KeyTree(pub Vec<KeyNode>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyNode {
+    pub key: String,
+    pub line: u64,
+    pub column: u64,
+    /// The keys of its value, when that is a mapping.
+    pub value: Option<KeyTree>,
+}
+
+impl KeyTree {
+    /// The keys of `text`'s top-level mapping; `None` when it does not load as one (its
+    /// parse error is then the error to show).
+    pub fn of(text: &str) -> Option<KeyTree> {
+        match serde_saphyr::from_str::<Shape>(text).ok()? {
+            Shape::Map(tree) => Some(tree),
+            Shape::Other => None,
+        }
+    }
+}
+
+/// A value, seen only for whether it is a mapping.
+enum Shape {
+    Map(KeyTree),
+    Other,
+}
+
+impl<'de> serde::Deserialize<'de> for Shape {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Shape, D::Error> {
+        deserializer.deserialize_any(ShapeVisitor)
+    }
+}
+
+struct ShapeVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ShapeVisitor {
+    type Value = Shape;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
+        let mut keys = Vec::new();
+        while let Some(key) = map.next_key::<serde_saphyr::Spanned<KeyText>>()? {
+            let value = match map.next_value::<Shape>()? {
+                Shape::Map(tree) => Some(tree),
+                Shape::Other => None,
+            };
+            keys.push(KeyNode {
+                key: key.value.0,
+                line: key.referenced.line(),
+                column: key.referenced.column(),
+                value,
+            });
+        }
+        Ok(Shape::Map(KeyTree(keys)))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Shape, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Shape::Other)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Shape, D::Error> {
+        <Shape as serde::Deserialize>::deserialize(d)
+    }
+
+    fn visit_newtype_struct<D: serde::Deserializer<'de>>(self, d: D) -> Result<Shape, D::Error> {
+        <Shape as serde::Deserialize>::deserialize(d)
+    }
+
+    fn visit_none<E>(self) -> Result<Shape, E> {
+        Ok(Shape::Other)
+    }
+
+    fn visit_unit<E>(self) -> Result<Shape, E> {
+        Ok(Shape::Other)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Shape, E> {
+        Ok(Shape::Other)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Shape, E> {
+        Ok(Shape::Other)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Shape, E> {
+        Ok(Shape::Other)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Shape, E> {
+        Ok(Shape::Other)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Shape, E> {
+        Ok(Shape::Other)
+    }
+
+    fn visit_bytes<E>(self, _: &[u8]) -> Result<Shape, E> {
+        Ok(Shape::Other)
+    }
+}
+
+/// A mapping key as text, whatever scalar it is written as (`1:` and `true:` are keys too).
+struct KeyText(String);
+
+impl<'de> serde::Deserialize<'de> for KeyText {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<KeyText, D::Error> {
+        struct Text;
+        impl serde::de::Visitor<'_> for Text {
+            type Value = KeyText;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+
+            fn visit_str<E>(self, v: &str) -> Result<KeyText, E> {
+                Ok(KeyText(v.to_string()))
+            }
+
+            fn visit_bool<E>(self, v: bool) -> Result<KeyText, E> {
+                Ok(KeyText(v.to_string()))
+            }
+
+            fn visit_i64<E>(self, v: i64) -> Result<KeyText, E> {
+                Ok(KeyText(v.to_string()))
+            }
+
+            fn visit_u64<E>(self, v: u64) -> Result<KeyText, E> {
+                Ok(KeyText(v.to_string()))
+            }
+
+            fn visit_f64<E>(self, v: f64) -> Result<KeyText, E> {
+                Ok(KeyText(v.to_string()))
+            }
+
+            fn visit_unit<E>(self) -> Result<KeyText, E> {
+                Ok(KeyText("null".to_string()))
+            }
+        }
+        deserializer.deserialize_any(Text)
+    }
 }
 
 /// Fills `error`'s message (and hint, and unknown key) from the loader's typed error.
@@ -489,6 +719,59 @@ mod tests {
             e.to_string().starts_with("t.yaml:2:1: unknown field"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn struct_keys_lists_fields_and_their_aliases() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Aliased {
+            #[serde(alias = "otherName")]
+            one: u8,
+            #[serde(rename = "two")]
+            second: u8,
+        }
+        assert_eq!(struct_keys::<Doc>(), ["name", "count"]);
+        assert_eq!(struct_keys::<Aliased>(), ["one", "otherName", "two"]);
+        assert!(struct_keys::<Vec<String>>().is_empty());
+    }
+
+    #[test]
+    fn the_key_tree_has_every_key_with_its_place() {
+        let node = |key: &str, line, column, value| KeyNode {
+            key: key.to_string(),
+            line,
+            column,
+            value,
+        };
+        let yaml = "a: 1\nb:\n  c: [x, {y: 1}]\n  d: {e: 1}\n1: z\n";
+        assert_eq!(
+            KeyTree::of(yaml),
+            Some(KeyTree(vec![
+                node("a", 1, 1, None),
+                node(
+                    "b",
+                    2,
+                    1,
+                    Some(KeyTree(vec![
+                        node("c", 3, 3, None),
+                        node("d", 4, 3, Some(KeyTree(vec![node("e", 4, 7, None)]))),
+                    ]))
+                ),
+                node("1", 5, 1, None),
+            ]))
+        );
+        let json = "{\n  \"p\": {\"q\": 1},\n  \"r\": null\n}";
+        let tree = KeyTree::of(json).unwrap();
+        assert_eq!(
+            tree.0
+                .iter()
+                .map(|n| (n.key.as_str(), n.line, n.column))
+                .collect::<Vec<_>>(),
+            [("p", 2, 3), ("r", 3, 3)]
+        );
+        assert_eq!(KeyTree::of("[1, 2]\n"), None);
+        assert_eq!(KeyTree::of("a: [\n"), None);
     }
 
     #[test]

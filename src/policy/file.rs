@@ -114,9 +114,15 @@ macro_rules! policy_file {
             }
         }
 
-        /// Every Claude Code key this file loads and ignores, for the documentation's table.
-        #[cfg(test)]
+        /// Every Claude Code key this file loads and ignores, with why: for the documentation's
+        /// table, and for the hint of such a key written at the wrong level.
         pub(crate) const IGNORED_CLAUDE_CODE_KEYS: &[(&str, &str)] = &[$(($claude_key, $why),)*];
+
+        /// The keys the top level of a policy file takes (tollgate's, their Claude Code
+        /// aliases, and the Claude Code keys it loads and ignores).
+        pub(super) fn top_level_keys() -> &'static [&'static str] {
+            config::struct_keys::<PolicyFile>()
+        }
     };
 }
 
@@ -296,7 +302,8 @@ impl Policy {
     }
 
     fn parse_text(text: &str, origin: PolicyOrigin) -> Result<Policy, ConfigError> {
-        let mut parsed: PolicyFile = config::parse(text, origin.file)?;
+        let mut parsed: PolicyFile = config::parse(text, origin.file)
+            .map_err(|err| super::settings_keys::every_unknown_key(err, text, origin.file))?;
         let mut ignored_keys = parsed.ignored_claude_code_keys();
         ignored_keys.append(&mut parsed.hooks.ignored);
         let permissions = std::mem::take(&mut parsed.permissions);

@@ -24,6 +24,7 @@ mod rule;
 mod rule_set;
 mod sandbox_config;
 mod self_test;
+mod settings_keys;
 mod tool_name;
 mod workspace;
 

@@ -168,6 +168,18 @@ pub const DEFAULT_DENY_READ: [&str; 9] = [
     "~/.kube",
 ];
 
+/// The keys of a `sandbox:` block and of its nested blocks, by where they stand in a policy
+/// file, for the check that reports every unknown key of a file at once.
+pub(crate) fn key_levels() -> [(&'static str, &'static [&'static str]); 4] {
+    use crate::config::struct_keys;
+    [
+        ("sandbox", struct_keys::<SandboxBlock>()),
+        ("sandbox.filesystem", struct_keys::<FilesystemBlock>()),
+        ("sandbox.network", struct_keys::<NetworkBlock>()),
+        ("sandbox.limits", struct_keys::<LimitsBlock>()),
+    ]
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxBlock {
