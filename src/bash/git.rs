@@ -153,6 +153,19 @@ fn options(sub: &str, rest: &[Word]) -> Result<(), Unproven> {
     Ok(())
 }
 
+/// Subcommands whose first word picks what they do, with the picks that only list or show
+/// (`git stash list`, `git stash show`): whatever options follow, those change nothing. The
+/// read-only proof accepts them, and `policy lint` never calls a rule that names one a risk
+/// to uncommitted work, so the two read the same table.
+const LISTING_ACTIONS: &[(&str, &[&str])] = &[("stash", &["list", "show"])];
+
+/// Whether `action`, the word after git's subcommand `sub`, picks one of its listing forms.
+pub(crate) fn listing_action(sub: &str, action: Option<&str>) -> bool {
+    LISTING_ACTIONS
+        .iter()
+        .any(|(name, listing)| *name == sub && action.is_some_and(|word| listing.contains(&word)))
+}
+
 /// `git branch x` creates a branch, `git tag x` a tag, `git stash` stashes: only their
 /// listing forms are read-only.
 fn listing_only(sub: &str, rest: &[Word]) -> Result<(), Unproven> {
@@ -235,10 +248,8 @@ fn listing_only(sub: &str, rest: &[Word]) -> Result<(), Unproven> {
             [] | ["-v"] | ["--verbose"] | ["get-url", ..] => Ok(()),
             _ => Err(Unproven::GitRemote),
         },
-        "stash" => match values.first() {
-            Some(&"list") | Some(&"show") => Ok(()),
-            _ => Err(Unproven::GitStash),
-        },
+        "stash" if listing_action(sub, values.first().copied()) => Ok(()),
+        "stash" => Err(Unproven::GitStash),
         "reflog" => match values.first() {
             None | Some(&"show") => Ok(()),
             Some(v) if v.starts_with('-') => Ok(()),

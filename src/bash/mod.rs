@@ -205,6 +205,12 @@ impl Script {
     }
 }
 
+/// Whether the words after `git SUB` (as a rule writes them: `git stash list`) pick one of
+/// the subcommand's listing forms, which change nothing whatever follows (see `git`'s table).
+pub fn git_listing_action(sub: &str, action: Option<&str>) -> bool {
+    git::listing_action(sub, action)
+}
+
 /// Parses `script` and analyses it against `rules` (see [`evaluate_parsed`]).
 pub fn evaluate(script: &str, rules: &BashRules, env: &BashEnv) -> BashAnalysis {
     evaluate_parsed(&Script::new(script), rules, env)

@@ -96,12 +96,7 @@ pub fn reach(rule: &Rule) -> Option<&'static str> {
             None if open => {
                 Some("`git checkout -- .`, `git reset --hard` and `git clean` discard work")
             }
-            Some("checkout" | "restore" | "reset" | "clean" | "stash" | "switch")
-                if open
-                    || words
-                        .iter()
-                        .any(|w| matches!(*w, "--" | "." | "-f" | "--force" | "--hard")) =>
-            {
+            Some(sub) if discards_work(sub, &words[2..], open) => {
                 Some("it discards uncommitted work (`git checkout -- .`, `git reset --hard`)")
             }
             Some("push") if open => {
@@ -118,6 +113,47 @@ pub fn reach(rule: &Rule) -> Option<&'static str> {
         }
         _ => None,
     }
+}
+
+/// git subcommands that can throw away uncommitted work (stashes included), each with what
+/// makes an exact rule for it do so. A prefix rule may add those words itself, so it counts
+/// whenever its subcommand is here — unless its words pick a listing form (`git stash
+/// list:*`), which the Bash analyser proves read-only from the same table.
+const DISCARDS_WORK: &[(&str, fn(&[&str]) -> bool)] = &[
+    ("checkout", |rest| {
+        has(rest, &["--", ".", "-f", "--force"]) || short_flag(rest, 'f')
+    }),
+    // Only `--staged` alone leaves the work tree as it is.
+    ("restore", |rest| {
+        !has(rest, &["--staged", "-S"]) || has(rest, &["--worktree", "-W"])
+    }),
+    ("reset", |rest| has(rest, &["--hard", "--merge"])),
+    ("clean", |rest| !has(rest, &["-n", "--dry-run"])),
+    ("stash", |rest| matches!(rest.first(), Some(&("drop" | "clear")))),
+    ("switch", |rest| {
+        has(rest, &["-f", "--force", "--discard-changes"]) || short_flag(rest, 'f')
+    }),
+];
+
+/// Whether an allow rule for `git SUB REST…` (`open`: a prefix rule, which matches longer
+/// commands too) can discard uncommitted work.
+fn discards_work(sub: &str, rest: &[&str], open: bool) -> bool {
+    let Some((_, exact)) = DISCARDS_WORK.iter().find(|(name, _)| *name == sub) else {
+        return false;
+    };
+    !crate::bash::git_listing_action(sub, rest.first().copied()) && (open || exact(rest))
+}
+
+fn has(words: &[&str], any: &[&str]) -> bool {
+    words.iter().any(|word| any.contains(word))
+}
+
+/// A cluster of short options that holds `letter` (`-fd` for `-f -d`).
+fn short_flag(words: &[&str], letter: char) -> bool {
+    words.iter().any(|word| {
+        word.strip_prefix('-')
+            .is_some_and(|flags| !flags.starts_with('-') && flags.contains(letter))
+    })
 }
 
 /// Why an allow rule hands out more than it seems to, if it does (checked at load and by lint).
@@ -169,6 +205,129 @@ mod tests {
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect();
         assert_eq!(found, expected);
+    }
+
+    fn allow(text: &str) -> Rule {
+        let source = crate::config::SourceLocation {
+            file: "p.yaml".into(),
+            line: 1,
+        };
+        Rule::parse(text, RuleKind::Allow, source, Path::new("/ws")).unwrap()
+    }
+
+    /// Whether the Bash analyser proves `command` read-only in the workspace `/ws` with no
+    /// rules at all.
+    fn proven_read_only(command: &str) -> bool {
+        use crate::bash::{BashEnv, BashRules, evaluate};
+        let roots = [std::path::PathBuf::from("/ws")];
+        let identity = |p: &Path| p.to_path_buf();
+        let env = BashEnv {
+            cwd: Path::new("/ws"),
+            workspace_roots: &roots,
+            home: Some(Path::new("/home/u")),
+            resolve: &identity,
+            list_dir: &|_| Some(Vec::new()),
+        };
+        evaluate(command, &BashRules::default(), &env).only_reads
+    }
+
+    fn flagged(text: &str) -> Option<&'static str> {
+        let rule = allow(text);
+        danger(&rule).or_else(|| reach(&rule))
+    }
+
+    /// Read-only subcommands are never called destructive, as an exact rule or a prefix one
+    /// (`policy lint --strict` once refused `Bash(git stash list:*)` as "discards uncommitted
+    /// work"); the analyser proves those it knows read-only.
+    #[test]
+    fn read_only_subcommands_are_not_destructive() {
+        // (command, whether the Bash analyser proves it read-only)
+        let cases = [
+            ("git stash list", true),
+            ("git stash show", true),
+            ("git stash show -p stash@{1}", true),
+            ("git branch --list", true),
+            ("git branch -a", true),
+            ("git remote -v", true),
+            ("git tag -l", true),
+            ("git status", true),
+            ("git log --oneline", true),
+            ("git diff --stat", true),
+            ("git reflog", true),
+            ("git worktree list", false),
+            ("git clean -n", false),
+            ("git restore --staged src/a.rs", false),
+            ("git checkout -b topic", false),
+        ];
+        for (command, read_only) in cases {
+            assert_eq!(proven_read_only(command), read_only, "{command}");
+            for rule in [format!("Bash({command})")]
+                .into_iter()
+                .chain(read_only.then(|| format!("Bash({command}:*)")))
+            {
+                assert_eq!(flagged(&rule), None, "{rule}");
+            }
+        }
+    }
+
+    /// The lint's table of work-discarding git subcommands and the analyser's read-only proof
+    /// cannot disagree: for each subcommand of the table and each word that may follow it, a
+    /// command the analyser proves read-only is never flagged (as an exact rule or a prefix
+    /// one), and an exact rule that is flagged names a command the analyser does not prove.
+    #[test]
+    fn the_destructive_table_agrees_with_the_read_only_proof() {
+        let words = [
+            "", "list", "show", "show -p", "drop", "clear", "pop", "apply", "push", "save", "--",
+            "-- .", ".", "-f", "--force", "-fd", "-xdf", "--hard", "--soft", "--merge", "--keep",
+            "-n", "--dry-run", "main", "-b topic", "--staged", "--staged .", "-W .",
+            "--discard-changes", "HEAD~1", "src/a.rs",
+        ];
+        for (sub, _) in DISCARDS_WORK {
+            for word in words {
+                let command = format!("git {sub} {word}").trim_end().to_string();
+                let exact = flagged(&format!("Bash({command})"));
+                let prefix = flagged(&format!("Bash({command}:*)"));
+                if proven_read_only(&command) {
+                    assert_eq!((exact, prefix), (None, None), "{command}");
+                }
+                if exact.is_some() {
+                    assert!(!proven_read_only(&command), "{command}");
+                }
+            }
+        }
+    }
+
+    /// Each kind of work-discarding rule is flagged, and the rule matches a command that
+    /// discards work and that the analyser does not prove read-only.
+    #[test]
+    fn rules_that_discard_work_are_flagged() {
+        let cases = [
+            ("Bash(git stash:*)", "git stash drop"),
+            ("Bash(git stash drop)", "git stash drop"),
+            ("Bash(git stash clear)", "git stash clear"),
+            ("Bash(git checkout:*)", "git checkout -- ."),
+            ("Bash(git checkout -- .)", "git checkout -- ."),
+            ("Bash(git checkout -f main)", "git checkout -f main"),
+            ("Bash(git reset --hard)", "git reset --hard"),
+            ("Bash(git reset:*)", "git reset --hard HEAD~1"),
+            ("Bash(git clean -fdx)", "git clean -fdx"),
+            ("Bash(git clean:*)", "git clean -f"),
+            ("Bash(git restore:*)", "git restore ."),
+            ("Bash(git restore src/a.rs)", "git restore src/a.rs"),
+            ("Bash(git restore --staged:*)", "git restore --staged --worktree ."),
+            ("Bash(git switch -f main)", "git switch -f main"),
+            ("Bash(git switch:*)", "git switch --discard-changes main"),
+        ];
+        for (text, command) in cases {
+            let rule = allow(text);
+            let Some(RuleContent::Command(pattern)) = &rule.content else {
+                panic!("{text} is not a command rule");
+            };
+            let argv: Vec<String> = command.split_whitespace().map(String::from).collect();
+            assert!(pattern.matches(&argv), "{text} does not match {command}");
+            assert!(reach(&rule).is_some(), "{text}");
+            assert!(!proven_read_only(command), "{command}");
+        }
     }
 
     /// A file shaped like the ones that let `check` allow `rm -rf ~` without a word: each
