@@ -322,6 +322,14 @@ impl KeyTree {
     /// The keys of `text`'s top-level mapping; `None` when it does not load as one (its
     /// parse error is then the error to show).
     pub fn of(text: &str) -> Option<KeyTree> {
+        // YAML reads a JSON comment as part of a key: the keys it finds are not the file's.
+        let jsonc = text.trim_start().starts_with('{')
+            && text
+                .lines()
+                .any(|line| comment_outside_strings(line).is_some());
+        if jsonc {
+            return None;
+        }
         match serde_saphyr::from_str::<Shape>(text).ok()? {
             Shape::Map(tree) => Some(tree),
             Shape::Other => None,
@@ -772,6 +780,7 @@ mod tests {
         );
         assert_eq!(KeyTree::of("[1, 2]\n"), None);
         assert_eq!(KeyTree::of("a: [\n"), None);
+        assert_eq!(KeyTree::of("{\n  // why\n  \"a\": 1\n}"), None);
     }
 
     #[test]

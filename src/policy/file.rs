@@ -58,8 +58,8 @@ macro_rules! policy_file {
             /// Auto mode's judge.
             #[serde(default)]
             classifier: Option<Spanned<ClassifierFile>>,
-            /// Auto mode's prose for the judge.
-            #[serde(default)]
+            /// Auto mode's prose for the judge (Claude Code's `autoMode`, the same shape).
+            #[serde(default, alias = "autoMode")]
             auto_mode: Option<AutoModeProse>,
             /// tollgate's `sandbox:` block, or Claude Code's (`autoAllowBashIfSandboxed`, …).
             #[serde(default)]
@@ -180,6 +180,9 @@ policy_file! {
     "skipWebFetchPreflight" => skip_web_fetch_preflight: "tollgate's WebFetch makes no preflight call",
     "disableNonEssentialModelCalls" => disable_non_essential_model_calls: "tollgate makes no side model calls besides auto mode's classifier",
     "autoMemoryEnabled" => auto_memory_enabled: "tollgate keeps no memory between runs",
+    "autoMemoryDirectory" => auto_memory_directory: "tollgate keeps no memory between runs",
+    "skipAutoPermissionPrompt" => skip_auto_permission_prompt: "tollgate asks nobody before auto mode; the managed policy's `allowed_modes` decide whether it may run",
+    "useAutoModeDuringPlan" => use_auto_mode_during_plan: "plan mode in tollgate runs only read-only calls, whatever the mode's judge would say",
     "claudeMdExcludes" => claude_md_excludes: "the task file, not a settings file, decides which memory files the model reads",
 }
 

@@ -129,7 +129,9 @@ const DISCARDS_WORK: &[(&str, fn(&[&str]) -> bool)] = &[
     }),
     ("reset", |rest| has(rest, &["--hard", "--merge"])),
     ("clean", |rest| !has(rest, &["-n", "--dry-run"])),
-    ("stash", |rest| matches!(rest.first(), Some(&("drop" | "clear")))),
+    ("stash", |rest| {
+        matches!(rest.first(), Some(&("drop" | "clear")))
+    }),
     ("switch", |rest| {
         has(rest, &["-f", "--force", "--discard-changes"]) || short_flag(rest, 'f')
     }),
@@ -277,10 +279,37 @@ mod tests {
     #[test]
     fn the_destructive_table_agrees_with_the_read_only_proof() {
         let words = [
-            "", "list", "show", "show -p", "drop", "clear", "pop", "apply", "push", "save", "--",
-            "-- .", ".", "-f", "--force", "-fd", "-xdf", "--hard", "--soft", "--merge", "--keep",
-            "-n", "--dry-run", "main", "-b topic", "--staged", "--staged .", "-W .",
-            "--discard-changes", "HEAD~1", "src/a.rs",
+            "",
+            "list",
+            "show",
+            "show -p",
+            "drop",
+            "clear",
+            "pop",
+            "apply",
+            "push",
+            "save",
+            "--",
+            "-- .",
+            ".",
+            "-f",
+            "--force",
+            "-fd",
+            "-xdf",
+            "--hard",
+            "--soft",
+            "--merge",
+            "--keep",
+            "-n",
+            "--dry-run",
+            "main",
+            "-b topic",
+            "--staged",
+            "--staged .",
+            "-W .",
+            "--discard-changes",
+            "HEAD~1",
+            "src/a.rs",
         ];
         for (sub, _) in DISCARDS_WORK {
             for word in words {
@@ -314,7 +343,10 @@ mod tests {
             ("Bash(git clean:*)", "git clean -f"),
             ("Bash(git restore:*)", "git restore ."),
             ("Bash(git restore src/a.rs)", "git restore src/a.rs"),
-            ("Bash(git restore --staged:*)", "git restore --staged --worktree ."),
+            (
+                "Bash(git restore --staged:*)",
+                "git restore --staged --worktree .",
+            ),
             ("Bash(git switch -f main)", "git switch -f main"),
             ("Bash(git switch:*)", "git switch --discard-changes main"),
         ];

@@ -190,7 +190,12 @@ mod tests {
         );
         let found = all(&err);
         let expected = [
-            (4, 5, "unknown field `alow` in `permissions`", "did you mean `allow`?"),
+            (
+                4,
+                5,
+                "unknown field `alow` in `permissions`",
+                "did you mean `allow`?",
+            ),
             (
                 5,
                 5,
@@ -209,7 +214,12 @@ mod tests {
                 "unknown field `defaultMode`",
                 "`defaultMode` belongs inside `permissions`, not at the top level",
             ),
-            (9, 3, "unknown field `managed_onyl`", "did you mean `managed_only`?"),
+            (
+                9,
+                3,
+                "unknown field `managed_onyl`",
+                "did you mean `managed_only`?",
+            ),
             (
                 10,
                 3,
@@ -233,7 +243,10 @@ mod tests {
         }
         let shown = err.to_string();
         assert!(shown.ends_with("7 errors in settings.json"), "{shown}");
-        assert!(shown.contains("settings.json:11:27: unknown field"), "{shown}");
+        assert!(
+            shown.contains("settings.json:11:27: unknown field"),
+            "{shown}"
+        );
     }
 
     #[test]
@@ -253,7 +266,10 @@ mod tests {
         assert!(err.more.is_empty());
         let err = parse("permissions:\n  zzz: [Read]\n");
         assert!(
-            err.hint.as_deref().unwrap().starts_with("expected one of: allow, deny"),
+            err.hint
+                .as_deref()
+                .unwrap()
+                .starts_with("expected one of: allow, deny"),
             "{err}"
         );
     }

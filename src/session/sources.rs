@@ -75,17 +75,29 @@ pub fn load_task(path: &Path, home: Option<&Path>) -> Result<Task> {
 }
 
 pub fn load_policy(path: &Path, home: Option<&Path>) -> Result<Policy> {
-    let text = read_text(path, "policy file")?;
     let dir = absolute_parent(path)?;
+    load_policy_anchored(path, &dir, home)
+}
+
+/// A policy file whose `/x` path rules and relative additional directories are anchored at
+/// `dir` rather than at the file's own folder.
+fn load_policy_anchored(path: &Path, dir: &Path, home: Option<&Path>) -> Result<Policy> {
+    let text = read_text(path, "policy file")?;
     Ok(Policy::parse(
         &text,
         PolicyOrigin {
             file: path,
-            dir: &dir,
+            dir,
             home,
         },
     )?)
 }
+
+/// Claude Code's project settings in the workdir, in Claude Code's precedence: the local file
+/// (a developer's own, usually left uncommitted) above the shared one. Both come with the
+/// checkout, so both are the repository's (a project source), whoever wrote them.
+pub const CLAUDE_PROJECT_SETTINGS: [&str; 2] =
+    [".claude/settings.local.json", ".claude/settings.json"];
 
 fn absolute_parent(path: &Path) -> Result<PathBuf> {
     let absolute = std::path::absolute(path).map_err(|source| SessionError::Read {
@@ -225,11 +237,42 @@ pub fn load_sources(
     if project.is_file() {
         add(SourceKind::Project, load_policy(&project, home)?);
     }
+    // Claude Code reads a project's paths (`/src/**`, `additionalDirectories`) from the
+    // project's root, not from `.claude/`.
+    for name in CLAUDE_PROJECT_SETTINGS {
+        let path = workdir.join(name);
+        if path.is_file() {
+            add(
+                SourceKind::Project,
+                load_policy_anchored(&path, workdir, home)?,
+            );
+        }
+    }
     if let Some(user) = user_policy_file(home).filter(|path| path.is_file()) {
         add(SourceKind::User, load_policy(&user, home)?);
     }
     refuse_managed_keys_below(&sources)?;
+    log_ignored_keys(&sources);
     Ok(sources)
+}
+
+/// Claude Code keys a file carries that tollgate loads and does not use: one warning per file
+/// naming them (the transcript's `run_started.policy.ignored_keys` has each with its reason),
+/// so a reader never believes them applied.
+fn log_ignored_keys(sources: &[PolicySource]) {
+    for source in sources {
+        let keys = &source.policy.ignored_keys;
+        if keys.is_empty() {
+            continue;
+        }
+        let names: Vec<&str> = keys.iter().map(|key| key.key.as_str()).collect();
+        let warning = format!(
+            "{}: Claude Code keys tollgate does not use, ignored: {}",
+            source.policy.file.display(),
+            names.join(", ")
+        );
+        tracing::warn!("{}", crate::neutral::log_line(&warning));
+    }
 }
 
 /// `/etc/tollgate/policy.yaml`, then `/etc/tollgate/policy.d/*.yaml` in name order.

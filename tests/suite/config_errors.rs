@@ -202,7 +202,7 @@ tollgate: error: settings.json:1:27: expected a list, found `\"Read\"`
             )],
             args: check_with("settings.json"),
             stderr: "\
-tollgate: error: settings.json:3:5: unknown field `denny`
+tollgate: error: settings.json:3:5: unknown field `denny` in `permissions`
   |
 3 |     \"denny\": [\"Bash\"]
   |     ^^^^^^^
