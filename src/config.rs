@@ -18,13 +18,14 @@ pub struct ConfigError {
     /// under the message with a caret, as a compiler shows it.
     pub snippet: Option<Box<SourceLine>>,
     /// What to do about it ("did you mean `limits`?"), shown last.
-    pub hint: Option<String>,
+    pub hint: Option<Box<str>>,
     /// The key the file's type does not have, when that is the error: a loader may know the
     /// key from a neighbouring format (`batch:` in a task given to `tollgate run`).
     pub unknown_key: Option<Box<str>>,
     /// Further errors of the same file found in the same pass (every unknown key of a settings
     /// file at once), in file order: shown after this one, so one run reports them all.
-    pub more: Vec<ConfigError>,
+    /// Boxed: most errors have none, and errors are passed by value everywhere.
+    pub more: Option<Box<Vec<ConfigError>>>,
 }
 
 /// One line of a configuration file and the part of it an error is about.
@@ -46,8 +47,13 @@ impl ConfigError {
             snippet: None,
             hint: None,
             unknown_key: None,
-            more: Vec::new(),
+            more: None,
         }
+    }
+
+    /// The further errors of the same file (see `more`).
+    pub fn more(&self) -> &[ConfigError] {
+        self.more.as_deref().map_or(&[], Vec::as_slice)
     }
 
     /// This error and `others` of the same file as one: the first in file order, with the
@@ -60,7 +66,7 @@ impl ConfigError {
         all.sort_by_key(|err| (err.line, err.column));
         // Not empty: it holds `self`.
         let mut first = all.remove(0);
-        first.more.extend(all);
+        first.more.get_or_insert_default().extend(all);
         first
     }
 
@@ -70,7 +76,7 @@ impl ConfigError {
     }
 
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
-        self.hint = Some(hint.into());
+        self.hint = Some(hint.into().into());
         self
     }
 
@@ -80,10 +86,13 @@ impl ConfigError {
         if self.snippet.is_none() && self.line > 0 && self.file == file {
             self.snippet = SourceLine::at(text, self.line, self.column).map(Box::new);
         }
-        self.more = std::mem::take(&mut self.more)
-            .into_iter()
-            .map(|more| more.with_source(file, text))
-            .collect();
+        if let Some(more) = self.more.take() {
+            let more = more
+                .into_iter()
+                .map(|more| more.with_source(file, text))
+                .collect();
+            self.more = Some(Box::new(more));
+        }
         self
     }
 
@@ -174,15 +183,15 @@ pub const MAX_ECHO_CHARS: usize = 1000;
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.fmt_one(f)?;
-        for more in &self.more {
+        for more in self.more() {
             f.write_str("\n\n")?;
             more.fmt_one(f)?;
         }
-        if !self.more.is_empty() {
+        if !self.more().is_empty() {
             write!(
                 f,
                 "\n\n{} errors in {}",
-                self.more.len() + 1,
+                self.more().len() + 1,
                 self.file.display()
             )?;
         }
@@ -251,7 +260,7 @@ pub fn parse<T: DeserializeOwned>(text: &str, file: &Path) -> Result<T, ConfigEr
             error.hint = Some(
                 "JSON has no comments (JSONC, as in an editor's settings, is not JSON): remove \
 them, or write the file as YAML, where `#` starts a comment"
-                    .to_string(),
+                    .into(),
             );
             return error;
         }
@@ -472,21 +481,21 @@ fn describe(err: &serde_saphyr::Error, token: &str, error: &mut ConfigError) {
             field, expected, ..
         } => {
             error.message = format!("unknown field `{field}`");
-            error.hint = Some(choice_hint(field, expected));
+            error.hint = Some(choice_hint(field, expected).into());
             error.unknown_key = Some(field.as_str().into());
         }
         E::SerdeUnknownVariant {
             variant, expected, ..
         } => {
             error.message = format!("unknown value `{variant}`");
-            error.hint = Some(choice_hint(variant, expected));
+            error.hint = Some(choice_hint(variant, expected).into());
         }
         E::DuplicateMappingKey { key, .. } => {
             error.message = match key {
                 Some(key) => format!("`{key}` is given twice in the same mapping"),
                 None => "a key is given twice in the same mapping".to_string(),
             };
-            error.hint = Some("keep one of them".to_string());
+            error.hint = Some("keep one of them".into());
         }
         E::SerdeMissingField { field, .. } => error.message = format!("missing field `{field}`"),
         E::InvalidScalar { ty, .. } => {

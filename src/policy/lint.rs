@@ -115,11 +115,14 @@ pub fn reach(rule: &Rule) -> Option<&'static str> {
     }
 }
 
+/// Whether a rule's words after the subcommand say something.
+type WordsTest = fn(&[&str]) -> bool;
+
 /// git subcommands that can throw away uncommitted work (stashes included), each with what
 /// makes an exact rule for it do so. A prefix rule may add those words itself, so it counts
 /// whenever its subcommand is here — unless its words pick a listing form (`git stash
 /// list:*`), which the Bash analyser proves read-only from the same table.
-const DISCARDS_WORK: &[(&str, fn(&[&str]) -> bool)] = &[
+const DISCARDS_WORK: &[(&str, WordsTest)] = &[
     ("checkout", |rest| {
         has(rest, &["--", ".", "-f", "--force"]) || short_flag(rest, 'f')
     }),

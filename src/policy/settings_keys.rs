@@ -160,13 +160,13 @@ mod tests {
     /// (line, column, message, hint) of the error and each one after it.
     fn all(err: &ConfigError) -> Vec<(u64, u64, String, String)> {
         std::iter::once(err)
-            .chain(&err.more)
+            .chain(err.more())
             .map(|e| {
                 (
                     e.line,
                     e.column,
                     e.message.clone(),
-                    e.hint.clone().unwrap_or_default(),
+                    e.hint.as_deref().unwrap_or_default().to_string(),
                 )
             })
             .collect()
@@ -263,7 +263,7 @@ mod tests {
             Some("`managed_only` belongs at the top level, not inside `permissions`"),
             "{err}"
         );
-        assert!(err.more.is_empty());
+        assert!(err.more().is_empty());
         let err = parse("permissions:\n  zzz: [Read]\n");
         assert!(
             err.hint

@@ -956,7 +956,7 @@ fn batch_hint(mut err: ConfigError, file: &Path) -> ConfigError {
             "`{}` is a batch task's key; `tollgate run` runs a single task",
             err.unknown_key.as_deref().unwrap_or_default()
         );
-        err.hint = Some(format!(
+        err = err.with_hint(format!(
             "run a batch task over its repositories with `tollgate batch {} --repos FILE`",
             file.display()
         ));
