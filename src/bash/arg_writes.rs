@@ -171,24 +171,15 @@ fn unpacks_unseen_names(name: &str, args: &[Word]) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
 
     use pretty_assertions::assert_eq;
 
-    use crate::bash::{BashEnv, BashRules, CommandPattern, evaluate};
+    use crate::bash::{BashRules, CommandPattern, evaluate_in_test_workspace};
 
     /// (command, named writes, whether it makes or unpacks something unseen, asks)
     #[test]
     fn argument_writes_table() {
-        let roots = vec![PathBuf::from("/ws")];
-        let identity = |p: &Path| p.to_path_buf();
-        let env = BashEnv {
-            cwd: Path::new("/ws"),
-            workspace_roots: &roots,
-            home: Some(Path::new("/home/u")),
-            resolve: &identity,
-            list_dir: &|_| Some(Vec::new()),
-        };
         let rules = BashRules {
             allow: [
                 "cp:*",
@@ -316,7 +307,7 @@ mod tests {
             ("cargo test -- --nocapture", &[], false, false),
         ];
         for (command, named, unseen, asks) in cases {
-            let analysis = evaluate(command, &rules, &env);
+            let analysis = evaluate_in_test_workspace(command, &rules);
             let named: Vec<PathBuf> = named.iter().map(PathBuf::from).collect();
             assert_eq!(analysis.named_writes, named, "{command}");
             assert_eq!(!analysis.unseen_writes.is_empty(), *unseen, "{command}");

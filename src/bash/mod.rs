@@ -216,6 +216,22 @@ pub fn evaluate(script: &str, rules: &BashRules, env: &BashEnv) -> BashAnalysis 
     evaluate_parsed(&Script::new(script), rules, env)
 }
 
+/// `script` analysed in `/ws` (the workspace), home `/home/u`, paths as written: the unit
+/// tests' one fixture for an analysis.
+#[cfg(test)]
+pub(crate) fn evaluate_in_test_workspace(script: &str, rules: &BashRules) -> BashAnalysis {
+    let roots = [PathBuf::from("/ws")];
+    let identity = |p: &Path| p.to_path_buf();
+    let env = BashEnv {
+        cwd: Path::new("/ws"),
+        workspace_roots: &roots,
+        home: Some(Path::new("/home/u")),
+        resolve: &identity,
+        list_dir: &|_| Some(Vec::new()),
+    };
+    evaluate(script, rules, &env)
+}
+
 /// Analyses `script` against `rules`. Precedence over the whole script: any deny ⇒ Deny;
 /// else any ask-rule match ⇒ Ask with its rule; else anything unproven ⇒ Ask; else Allow.
 pub fn evaluate_parsed(parsed: &Script, rules: &BashRules, env: &BashEnv) -> BashAnalysis {
@@ -263,18 +279,8 @@ mod tests {
         run_with(script, &rules())
     }
 
-    /// `script` analysed in `/ws` (the workspace), home `/home/u`, paths as written.
     fn run_with(script: &str, rules: &BashRules) -> BashAnalysis {
-        let roots = [PathBuf::from("/ws")];
-        let identity = |p: &Path| p.to_path_buf();
-        let env = BashEnv {
-            cwd: Path::new("/ws"),
-            workspace_roots: &roots,
-            home: Some(Path::new("/home/u")),
-            resolve: &identity,
-            list_dir: &|_| Some(Vec::new()),
-        };
-        evaluate(script, rules, &env)
+        evaluate_in_test_workspace(script, rules)
     }
 
     /// A `*` in a rule stands for words of one simple command only: a compound, a pipe, a

@@ -223,17 +223,7 @@ mod tests {
     /// Whether the Bash analyser proves `command` read-only in the workspace `/ws` with no
     /// rules at all.
     fn proven_read_only(command: &str) -> bool {
-        use crate::bash::{BashEnv, BashRules, evaluate};
-        let roots = [std::path::PathBuf::from("/ws")];
-        let identity = |p: &Path| p.to_path_buf();
-        let env = BashEnv {
-            cwd: Path::new("/ws"),
-            workspace_roots: &roots,
-            home: Some(Path::new("/home/u")),
-            resolve: &identity,
-            list_dir: &|_| Some(Vec::new()),
-        };
-        evaluate(command, &BashRules::default(), &env).only_reads
+        crate::bash::evaluate_in_test_workspace(command, &Default::default()).only_reads
     }
 
     fn flagged(text: &str) -> Option<&'static str> {

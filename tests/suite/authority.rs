@@ -80,7 +80,7 @@ fn the_repositorys_servers_start_only_when_approved_and_never_expand_secrets() {
     };
     let self_approval =
         r#"{"enableAllProjectMcpServers": true, "enabledMcpjsonServers": ["helper"]}"#;
-    let layers: [Layer; 7] = [
+    let mut layers: Vec<Layer> = vec![
         (
             "project",
             Box::new(|| {
@@ -112,32 +112,32 @@ fn the_repositorys_servers_start_only_when_approved_and_never_expand_secrets() {
                 task(&sandbox, "", READ);
             }),
         ),
+    ];
+    // `.mcp.json`, with the repository's own files approving it in Claude Code's words.
+    let (sandbox_ref, mcp_json) = (&sandbox, &mcp_json);
+    for (layer, approver) in [
         (
-            ".mcp.json",
-            Box::new(|| {
-                mcp_json();
-                // The project file approving itself, in Claude Code's words.
-                sandbox.write("ws/.tollgate/policy.yaml", self_approval);
-                task(&sandbox, "", READ);
-            }),
+            ".mcp.json approved by .tollgate/policy.yaml",
+            "ws/.tollgate/policy.yaml",
         ),
         (
             ".mcp.json approved by .claude/settings.json",
-            Box::new(|| {
-                mcp_json();
-                sandbox.write("ws/.claude/settings.json", self_approval);
-                task(&sandbox, "", READ);
-            }),
+            "ws/.claude/settings.json",
         ),
         (
             ".mcp.json approved by .claude/settings.local.json",
-            Box::new(|| {
-                mcp_json();
-                sandbox.write("ws/.claude/settings.local.json", self_approval);
-                task(&sandbox, "", READ);
-            }),
+            "ws/.claude/settings.local.json",
         ),
-    ];
+    ] {
+        layers.push((
+            layer,
+            Box::new(move || {
+                mcp_json();
+                sandbox_ref.write(approver, self_approval);
+                task(sandbox_ref, "", READ);
+            }),
+        ));
+    }
     for (layer, write) in &layers {
         reset(
             &sandbox,

@@ -205,8 +205,8 @@ fn touch_task(sandbox: &Sandbox) {
     );
 }
 
-/// `check` of `touch made.txt` in `ws/` with `args` added: exit code, the decision line, stderr.
-fn check_touch(sandbox: &Sandbox, args: &[&str]) -> (i32, Value, String) {
+/// `check` of `touch made.txt` in `ws/` with `args` added.
+fn check_touch_output(sandbox: &Sandbox, args: &[&str]) -> std::process::Output {
     let mut all = vec![
         "check",
         "--workdir",
@@ -217,7 +217,12 @@ fn check_touch(sandbox: &Sandbox, args: &[&str]) -> (i32, Value, String) {
         r#"{"command":"touch made.txt"}"#,
     ];
     all.extend_from_slice(args);
-    let output = sandbox.tollgate_with(&own_config(), &all);
+    sandbox.tollgate_with(&own_config(), &all)
+}
+
+/// As `check_touch_output`: exit code, the decision line, stderr.
+fn check_touch(sandbox: &Sandbox, args: &[&str]) -> (i32, Value, String) {
+    let output = check_touch_output(sandbox, args);
     let line = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     (output.status.code().unwrap_or(-1), line, stderr)
@@ -386,19 +391,7 @@ fn the_repositorys_claude_settings_never_widen_the_managed_policy() {
             (0, &Value::from("deny")),
             "{stderr}"
         );
-        let explained = sandbox.tollgate_with(
-            &own_config(),
-            &[
-                "check",
-                "--workdir",
-                "ws",
-                "--tool",
-                "Bash",
-                "--input",
-                r#"{"command":"touch made.txt"}"#,
-                "--explain",
-            ],
-        );
+        let explained = check_touch_output(&sandbox, &["--explain"]);
         let explained = text(&explained.stdout);
         assert!(
             explained.contains("ignored: allow rule Bash(touch:*) at"),
