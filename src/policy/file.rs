@@ -17,6 +17,7 @@ use super::mode::PermissionMode;
 use super::plugin_settings::{EnabledPlugins, KnownMarketplaces, PluginSettings};
 use super::rule::{Rule, RuleKind};
 use super::sandbox_config::{SandboxBlock, SandboxConfig};
+use super::settings_keys::{Level, Schema, every_unknown_key};
 use super::tool_name::ToolName;
 use crate::config::{self, ConfigError, SourceLocation};
 
@@ -116,12 +117,28 @@ macro_rules! policy_file {
 
         /// Every Claude Code key this file loads and ignores, with why: for the documentation's
         /// table, and for the hint of such a key written at the wrong level.
-        pub(crate) const IGNORED_CLAUDE_CODE_KEYS: &[(&str, &str)] = &[$(($claude_key, $why),)*];
+        const IGNORED_CLAUDE_CODE_KEYS: &[(&str, &str)] = &[$(($claude_key, $why),)*];
 
-        /// The keys the top level of a policy file takes (tollgate's, their Claude Code
-        /// aliases, and the Claude Code keys it loads and ignores).
-        pub(super) fn top_level_keys() -> &'static [&'static str] {
-            config::struct_keys::<PolicyFile>()
+        /// The keys of every level of a policy file whose keys are checked together (the
+        /// top: tollgate's, their Claude Code aliases and the Claude Code keys it ignores;
+        /// `permissions`; `sandbox` and its blocks), from the types that read them.
+        fn key_levels() -> Vec<Level> {
+            let mut levels = vec![
+                Level {
+                    path: "",
+                    keys: config::struct_keys::<PolicyFile>(),
+                },
+                Level {
+                    path: "permissions",
+                    keys: config::struct_keys::<PermissionsBlock>(),
+                },
+            ];
+            levels.extend(
+                super::sandbox_config::key_levels()
+                    .into_iter()
+                    .map(|(path, keys)| Level { path, keys }),
+            );
+            levels
         }
     };
 }
@@ -305,8 +322,14 @@ impl Policy {
     }
 
     fn parse_text(text: &str, origin: PolicyOrigin) -> Result<Policy, ConfigError> {
-        let mut parsed: PolicyFile = config::parse(text, origin.file)
-            .map_err(|err| super::settings_keys::every_unknown_key(err, text, origin.file))?;
+        let mut parsed: PolicyFile = config::parse(text, origin.file).map_err(|err| {
+            let levels = key_levels();
+            let schema = Schema {
+                levels: &levels,
+                ignored: IGNORED_CLAUDE_CODE_KEYS,
+            };
+            every_unknown_key(err, text, origin.file, schema)
+        })?;
         let mut ignored_keys = parsed.ignored_claude_code_keys();
         ignored_keys.append(&mut parsed.hooks.ignored);
         let permissions = std::mem::take(&mut parsed.permissions);
@@ -783,6 +806,17 @@ manged_only: true
             "<command line --deny>:1"
         );
         assert!(Policy::from_flags(&["Bash(".into()], &[], &[], Path::new("/")).is_err());
+    }
+
+    /// Every key of the levels checked is one some type reads: the levels are the types',
+    /// and a file that uses keys of every level loads.
+    #[test]
+    fn every_level_has_its_types_keys() {
+        for level in key_levels() {
+            assert!(!level.keys.is_empty(), "{}", level.path);
+        }
+        let text = r#"{"$schema": "x", "model": "m", "autoMode": {"soft_deny": ["x"]}, "permissions": {"allow": [], "additionalDirectories": [], "disableBypassPermissionsMode": "disable"}, "sandbox": {"enabled": true, "filesystem": {"allowWrite": ["/tmp"]}, "network": {"allowedDomains": ["x.org"]}, "limits": {"max_processes": 5}}}"#;
+        parse(text).unwrap();
     }
 
     /// The reference lists every Claude Code key that loads and is ignored, with its reason.

@@ -3,39 +3,27 @@
 //! and, for a key that is valid at another level of the file, where it belongs: a Claude Code
 //! top-level key written inside `permissions` is told it belongs at the top level, and a
 //! `permissions` key written at the top level that it belongs inside `permissions`.
-//! The keys of each level come from the types that read them, so the two cannot disagree.
+//! The caller (`file`) hands in the keys of each level, taken from the types that read them,
+//! so the two cannot disagree.
 
 use std::path::Path;
 
-use super::file::{IGNORED_CLAUDE_CODE_KEYS, PermissionsBlock, top_level_keys};
 use crate::config::{self, ConfigError, KeyTree};
 
 /// The keys one level of a policy file takes: `path` is where the level is (`""` for the top,
 /// `permissions`, `sandbox.network`).
 #[derive(Debug, Clone, Copy)]
-struct Level {
-    path: &'static str,
-    keys: &'static [&'static str],
+pub(super) struct Level {
+    pub(super) path: &'static str,
+    pub(super) keys: &'static [&'static str],
 }
 
-/// Every level of a policy file whose keys are checked together, the top first.
-fn levels() -> Vec<Level> {
-    let mut levels = vec![
-        Level {
-            path: "",
-            keys: top_level_keys(),
-        },
-        Level {
-            path: "permissions",
-            keys: config::struct_keys::<PermissionsBlock>(),
-        },
-    ];
-    levels.extend(
-        super::sandbox_config::key_levels()
-            .into_iter()
-            .map(|(path, keys)| Level { path, keys }),
-    );
-    levels
+/// What the check knows of a file's keys: every level, the top first, and the Claude Code
+/// keys the top level loads and ignores, with why.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Schema<'a> {
+    pub(super) levels: &'a [Level],
+    pub(super) ignored: &'a [(&'a str, &'a str)],
 }
 
 /// A level's name in a sentence.
@@ -53,8 +41,13 @@ const MAX_LISTED_KEYS: usize = 12;
 /// The error `err` serde reported for `text` (the content of `file`), or — when the file has
 /// keys no level takes — every one of them, in file order, each with where it belongs or what
 /// it is close to. A different error serde found first (a wrong type) is kept among them.
-pub(super) fn every_unknown_key(err: ConfigError, text: &str, file: &Path) -> ConfigError {
-    let mut found = unknown_keys(text, file);
+pub(super) fn every_unknown_key(
+    err: ConfigError,
+    text: &str,
+    file: &Path,
+    schema: Schema,
+) -> ConfigError {
+    let mut found = unknown_keys(text, file, schema);
     let same = |other: &ConfigError| {
         other.line == err.line && err.unknown_key.is_some() && other.unknown_key == err.unknown_key
     };
@@ -69,18 +62,17 @@ pub(super) fn every_unknown_key(err: ConfigError, text: &str, file: &Path) -> Co
 
 /// Each key of `text` that its level does not take, as a located error with a hint. Empty
 /// when the text does not load as a mapping (the parser's error says why).
-fn unknown_keys(text: &str, file: &Path) -> Vec<ConfigError> {
+fn unknown_keys(text: &str, file: &Path, schema: Schema) -> Vec<ConfigError> {
     let Some(tree) = KeyTree::of(text) else {
         return Vec::new();
     };
-    let levels = levels();
     let mut found = Vec::new();
-    walk(&tree, "", &levels, file, &mut found);
+    walk(&tree, "", schema, file, &mut found);
     found
 }
 
-fn walk(tree: &KeyTree, path: &str, levels: &[Level], file: &Path, found: &mut Vec<ConfigError>) {
-    let Some(level) = levels.iter().find(|level| level.path == path) else {
+fn walk(tree: &KeyTree, path: &str, schema: Schema, file: &Path, found: &mut Vec<ConfigError>) {
+    let Some(level) = schema.levels.iter().find(|level| level.path == path) else {
         return;
     };
     for node in &tree.0 {
@@ -91,7 +83,7 @@ fn walk(tree: &KeyTree, path: &str, levels: &[Level], file: &Path, found: &mut V
                 format!("unknown field `{}` in `{path}`", node.key)
             };
             let mut err = ConfigError::new(file, node.line, node.column, message)
-                .with_hint(hint(&node.key, *level, levels));
+                .with_hint(hint(&node.key, *level, schema));
             err.unknown_key = Some(node.key.as_str().into());
             found.push(err);
             continue;
@@ -102,17 +94,23 @@ fn walk(tree: &KeyTree, path: &str, levels: &[Level], file: &Path, found: &mut V
             } else {
                 format!("{path}.{}", node.key)
             };
-            walk(value, &child, levels, file, found);
+            walk(value, &child, schema, file, found);
         }
     }
 }
 
 /// What to do about `key`, unknown at `level`: where it belongs when another level takes it,
 /// else the name it is likely a slip for, else what the level takes.
-fn hint(key: &str, level: Level, levels: &[Level]) -> String {
-    let others = || levels.iter().filter(|other| other.path != level.path);
+fn hint(key: &str, level: Level, schema: Schema) -> String {
+    let others = || {
+        schema
+            .levels
+            .iter()
+            .filter(|other| other.path != level.path)
+    };
     if let Some(home) = others().find(|other| other.keys.contains(&key)) {
-        let ignored = IGNORED_CLAUDE_CODE_KEYS
+        let ignored = schema
+            .ignored
             .iter()
             .find(|(name, _)| home.path.is_empty() && *name == key)
             .map(|(_, why)| format!(" (where tollgate ignores it: {why})"))
@@ -283,13 +281,33 @@ mod tests {
         assert!(err.message.contains("found `maybe`"), "{err}");
     }
 
-    /// Every key of the levels checked is one some type reads: the levels are the types'.
+    /// The walk on its own: levels it is not given are not checked, keys at a known level's
+    /// known key are followed into.
     #[test]
-    fn a_valid_file_has_no_unknown_keys() {
-        let text = r#"{"$schema": "x", "model": "m", "permissions": {"allow": [], "additionalDirectories": [], "disableBypassPermissionsMode": "disable"}, "sandbox": {"enabled": true, "filesystem": {"allowWrite": ["/tmp"]}, "network": {"allowedDomains": ["x.org"]}, "limits": {"max_processes": 5}}}"#;
-        assert!(unknown_keys(text, Path::new("s.json")).is_empty());
-        for level in levels() {
-            assert!(!level.keys.is_empty(), "{}", level.path);
-        }
+    fn only_the_levels_given_are_checked() {
+        let levels = [
+            Level {
+                path: "",
+                keys: &["a", "b"],
+            },
+            Level {
+                path: "b",
+                keys: &["c"],
+            },
+        ];
+        let schema = Schema {
+            levels: &levels,
+            ignored: &[],
+        };
+        let found = unknown_keys(
+            "a: {anything: 1}\nb: {c: 1, d: 2}\ne: 3\n",
+            Path::new("f.yaml"),
+            schema,
+        );
+        let found: Vec<(u64, &str)> = found.iter().map(|e| (e.line, e.message.as_str())).collect();
+        assert_eq!(
+            found,
+            [(2, "unknown field `d` in `b`"), (3, "unknown field `e`")]
+        );
     }
 }
