@@ -651,15 +651,9 @@ mod tests {
     /// Every line of tree-sitter-bash's own corpus and example scripts that the scan takes.
     #[test]
     fn corpus_lines_read_as_the_parse_reads_them() {
-        // Beside the repository, or one level further up from a worktree under `wt/`.
-        let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let root = [
-            manifest.join("../shared/corpora"),
-            manifest.join("../../shared/corpora"),
-        ]
-        .into_iter()
-        .find(|dir| dir.is_dir())
-        .unwrap_or_else(|| panic!("no ../shared/corpora beside {}", manifest.display()));
+        // In the repository (tests/corpus/tree-sitter-bash/README.md says where it is from).
+        let root =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/tree-sitter-bash");
         let mut files = Vec::new();
         let mut dirs = vec![root.clone()];
         while let Some(dir) = dirs.pop() {

@@ -626,14 +626,14 @@ mod tests {
     #[test]
     fn loads_tollgate_policy_with_rule_lines() {
         let policy = parse(
-            "managed_only: true\npermissions:\n  allow:\n    - Read\n    - Bash(npm test:*)\n  deny:\n    - Bash(rm:*)\n  default_mode: dontAsk\n  additional_directories: [../shared]\n",
+            "managed_only: true\npermissions:\n  allow:\n    - Read\n    - Bash(npm test:*)\n  deny:\n    - Bash(rm:*)\n  default_mode: dontAsk\n  additional_directories: [../common]\n",
         )
         .unwrap();
         assert!(policy.managed_only);
         assert_eq!(policy.default_mode, Some(PermissionMode::DontAsk));
         assert_eq!(
             policy.additional_directories,
-            vec![PathBuf::from("/etc/tg/../shared")]
+            vec![PathBuf::from("/etc/tg/../common")]
         );
         let lines: Vec<(RuleKind, String, u64)> = policy
             .rules

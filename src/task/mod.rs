@@ -1399,10 +1399,10 @@ mod tests {
         assert!(!task.tools.contains(&ToolName::Agent));
         assert_eq!(task.subagent_max_turns, DEFAULT_SUBAGENT_MAX_TURNS);
         let task = parse(&format!(
-            "{MINIMAL}tools: [Read, Agent, Skill]\nskills: [../shared-skills]\nsubagents:\n  max_turns: 3\n"
+            "{MINIMAL}tools: [Read, Agent, Skill]\nskills: [../team-skills]\nsubagents:\n  max_turns: 3\n"
         ))
         .unwrap();
-        assert_eq!(task.skills, [PathBuf::from("/shared-skills")]);
+        assert_eq!(task.skills, [PathBuf::from("/team-skills")]);
         assert_eq!(task.subagent_max_turns, 3);
         assert_eq!(task.subagent_max_per_turn, DEFAULT_SUBAGENT_MAX_PER_TURN);
         let err = parse(&format!("{MINIMAL}skills: [x]\n")).unwrap_err();

@@ -14,7 +14,7 @@ use Want::{Allow as A, Ask as Q, Deny as D};
 
 /// (command, expected, class)
 pub(crate) const CORPUS: &[(&str, Want, &str)] = &[
-    // --- the 46 calls observed in Claude Code (reference/claude-code-decisions.md) ---
+    // --- the 46 calls observed in Claude Code 2.1.197 (headless, against a scripted model) ---
     ("git status", A, "ci"),
     ("git status --short", A, "ci"),
     ("git diff HEAD", A, "ci"),

@@ -224,13 +224,11 @@ pub(crate) fn seeds() -> Vec<String> {
         .iter()
         .map(|(cmd, _, _)| (*cmd).to_owned())
         .collect();
-    if let Some(dir) = super::bash_sweep::corpora_dir() {
-        candidates.extend(
-            super::bash_sweep::snippets(&dir)
-                .into_iter()
-                .map(|(_, s)| s),
-        );
-    }
+    candidates.extend(
+        super::bash_sweep::snippets(&super::bash_sweep::corpus_dir())
+            .into_iter()
+            .map(|(_, s)| s),
+    );
     candidates
         .into_iter()
         .filter(|seed| seed.len() < 300 && !seed.contains("touch"))

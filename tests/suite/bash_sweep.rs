@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use crate::support::bash::{analyse, check_consistency, rules};
 
-/// Where the shared corpora live, relative to this crate's manifest (in the product crate the
-/// repository root sits beside `shared/` too).
-const CORPORA_DIR: &str = "../shared/corpora/tree-sitter-bash";
+/// tree-sitter-bash's corpus and example scripts, in the repository (its README says where
+/// they come from, its LICENSE under which terms).
+const CORPUS_DIR: &str = "tests/corpus/tree-sitter-bash";
 
 /// Splits a tree-sitter corpus file into its cases' sources: a name between `===` lines, the
 /// source, a `---` line, then the expected tree.
@@ -42,24 +42,16 @@ fn corpus_cases(text: &str) -> Vec<String> {
     cases
 }
 
-/// The shared corpora: beside the repository (the product's layout) or one level further up
-/// (a worktree under `wt/`).
-pub(crate) fn corpora_dir() -> Option<PathBuf> {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    [
-        manifest.join(CORPORA_DIR),
-        manifest.join("..").join(CORPORA_DIR),
-    ]
-    .into_iter()
-    .find(|dir| dir.is_dir())
+/// The corpus folder.
+pub(crate) fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(CORPUS_DIR)
 }
 
 pub(crate) fn snippets(dir: &Path) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for sub in ["test-corpus", "examples"] {
-        let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
-            continue;
-        };
+        let entries = std::fs::read_dir(dir.join(sub))
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.join(sub).display()));
         let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
         paths.sort();
         for path in paths {
@@ -79,12 +71,8 @@ pub(crate) fn snippets(dir: &Path) -> Vec<(String, String)> {
 
 #[test]
 fn tree_sitter_corpus_sweep() {
-    let Some(dir) = corpora_dir() else {
-        println!("skipping: {CORPORA_DIR} is absent");
-        return;
-    };
     let rules = rules();
-    let snippets = snippets(&dir);
+    let snippets = snippets(&corpus_dir());
     assert!(
         snippets.len() > 100,
         "only {} snippets found",

@@ -1,5 +1,6 @@
 //! The fixed policy and world the Bash analyser's integration tests run under.
-//! Rules follow reference/claude-code-decisions.md plus typical CI commands.
+//! Rules follow the settings of the Claude Code decisions recorded in `bash_corpus.rs`, plus
+//! typical CI commands.
 
 #![allow(
     clippy::unwrap_used,
