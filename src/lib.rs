@@ -34,3 +34,10 @@ pub mod task;
 pub mod template;
 pub mod tools;
 pub mod transcript;
+
+/// The test suite's one rule for a test that needs what this machine may lack (a program, a
+/// kernel feature): the same file as the integration tests' `support::skip`.
+#[cfg(test)]
+#[path = "../tests/support/skip.rs"]
+#[allow(dead_code, reason = "the unit tests need only part of it")]
+pub(crate) mod test_skip;

@@ -125,6 +125,7 @@ impl SharedRuleset {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_skip::need_landlock;
 
     fn scope(root: &Path) -> FsScope {
         FsScope {
@@ -169,8 +170,8 @@ mod tests {
 
     #[test]
     fn one_ruleset_serves_commands_until_a_listed_folder_changes_or_its_share_is_used() {
-        if ruleset::kernel_abi() < 3 {
-            return eprintln!("shared_ruleset: skipped: no Landlock ABI 3 on this kernel");
+        if !need_landlock(ruleset::kernel_abi(), 3, "a shared ruleset") {
+            return;
         }
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
@@ -194,8 +195,8 @@ mod tests {
 
     #[test]
     fn a_folder_changed_just_before_the_build_gets_a_ruleset_for_one_command() {
-        if ruleset::kernel_abi() < 3 {
-            return eprintln!("shared_ruleset: skipped: no Landlock ABI 3 on this kernel");
+        if !need_landlock(ruleset::kernel_abi(), 3, "a shared ruleset") {
+            return;
         }
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();

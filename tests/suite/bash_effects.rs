@@ -16,8 +16,8 @@
 //! commands, `TOLLGATE_EFFECT_ORACLE_SEED` (default 1); a failure prints the seed, the case,
 //! the command, a shrunk form and the trace lines that convict it.
 //!
-//! Needs `strace` (Debian's package): without it the test prints that it skipped, and fails
-//! when `TOLLGATE_REQUIRE_STRACE=1` (CI installs it). Safety: the environment is cleared, the
+//! Needs `strace` (Debian's package): without it the test is skipped through `support::skip`
+//! (a failure under `TOLLGATE_TEST_REQUIRE_ALL=1`; CI installs it). Safety: the environment is cleared, the
 //! world is a temp folder, every payload writes only inside it, each run is killed after 10 s.
 
 #![allow(
@@ -32,6 +32,8 @@ use std::process::{Command, Stdio};
 
 use tollgate::bash::{BashEnv, BashRules, CommandPattern, CommandVerdict, evaluate};
 use tollgate::policy::{read_guardrail, write_guardrail};
+
+use crate::support::skip::need_program;
 
 use super::bash_oracle::{CONTEXTS, MARKERS, Rng, env_number, place, seeds};
 
@@ -1725,28 +1727,13 @@ fn check_one(world: &World, script: &str) -> Option<Vec<String>> {
     Some(findings)
 }
 
-fn strace_or_skip(test: &str) -> bool {
-    let found = Command::new("strace")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if found {
-        return true;
-    }
-    let reason = "no strace on PATH (Debian: apt-get install strace)";
-    if std::env::var("TOLLGATE_REQUIRE_STRACE").as_deref() == Ok("1") {
-        panic!("{test}: TOLLGATE_REQUIRE_STRACE=1 but {reason}");
-    }
-    // Straight to the process's stderr: the harness captures a passing test's output.
-    let _ = writeln!(std::io::stderr(), "{test}: SKIPPED: {reason}");
-    false
+fn strace_or_skip() -> bool {
+    need_program("strace", "Debian: apt-get install strace").is_some()
 }
 
 #[test]
 fn allowed_commands_have_no_effect_the_verdict_rules_out() {
-    if !strace_or_skip("allowed_commands_have_no_effect_the_verdict_rules_out") {
+    if !strace_or_skip() {
         return;
     }
     let cases = env_number("TOLLGATE_EFFECT_ORACLE_CASES", 400);
@@ -1831,7 +1818,7 @@ fn allowed_commands_have_no_effect_the_verdict_rules_out() {
 /// a secret, and the trace must say so.
 #[test]
 fn the_effect_oracle_sees_each_effect() {
-    if !strace_or_skip("the_effect_oracle_sees_each_effect") {
+    if !strace_or_skip() {
         return;
     }
     let world = World::new();

@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::providers::model_block;
 use crate::support::fake_forge::FakeForge;
 use crate::support::fake_model::{Api, FakeModel, Reply, Tokens, text, turn};
+use crate::support::skip::{need_landlock, skip};
 
 const TASK: &str = r#"version: 1
 name: note {{ repo.name }}
@@ -894,11 +895,7 @@ fn the_cron_example_runs_nightly_over_one_folder_and_reruns_only_what_changed() 
 fn on_a_terminal_the_progress_is_a_live_bar_above_which_each_repo_gets_its_line() {
     // `script` (util-linux) gives the batch a pseudo-terminal for stderr.
     let Ok(probe) = Command::new("script").arg("--version").output() else {
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            b"batch bar test: skipped: no `script` (util-linux) to make a terminal\n",
-        );
-        return;
+        return skip("no `script` (util-linux) on PATH to make a terminal");
     };
     assert!(probe.status.success());
     let fleet = Fleet::new(3, &[]);
@@ -936,8 +933,7 @@ fn on_a_terminal_the_progress_is_a_live_bar_above_which_each_repo_gets_its_line(
 /// an fsmonitor, hooks and a filter driver, and attributes that name the filter for every file.
 #[test]
 fn the_batch_s_own_git_runs_nothing_the_sandboxed_model_planted() {
-    if tollgate::sandbox::kernel_abi() < 4 {
-        eprintln!("skipped: this kernel offers no Landlock ABI 4");
+    if !need_landlock(tollgate::sandbox::kernel_abi(), 4, "the sandbox") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -59,7 +59,7 @@ async fn table(browser: &Browser) -> Vec<(String, String, String)> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_merged_html_report_reads_back_in_a_real_browser_and_sorts_on_a_click() {
-    let Some(tools) = BrowserTools::or_skip("batch_browser") else {
+    let Some(tools) = BrowserTools::or_skip() else {
         return;
     };
     let fleet = Fleet::new(5, &[3]);

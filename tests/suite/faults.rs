@@ -280,8 +280,7 @@ fn a_full_disk_keeps_the_transcript_valid_and_exits_5() {
     let task = scripted_task(&sandbox, &"word ".repeat(40_000));
     let output = run_under(&sandbox, FILE_SIZE_LIMIT, &task);
     if output.status.code() == Some(99) {
-        eprintln!("skipped: this shell cannot set a file-size limit");
-        return;
+        return crate::support::skip::skip("this shell cannot set a file-size limit (ulimit -f)");
     }
     assert_eq!(output.status.code(), Some(5), "{}", stderr(&output));
     let message = stderr(&output);
@@ -616,7 +615,9 @@ fn a_result_file_that_cannot_be_written_ends_the_run_with_exit_5_and_its_record(
         let shell = unwritable_results(&sandbox, how);
         let output = run_under(&sandbox, shell, "task.yaml");
         if output.status.code() == Some(99) {
-            eprintln!("skipped {how}: this shell cannot set a file-size limit");
+            crate::support::skip::skip(&format!(
+                "{how}: this shell cannot set a file-size limit (ulimit -f)"
+            ));
             continue;
         }
         let message = stderr(&output);

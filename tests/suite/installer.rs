@@ -80,7 +80,10 @@ fn supported_machine() -> bool {
     let arch = String::from_utf8_lossy(&arch.stdout);
     let supported = matches!(arch.trim(), "x86_64" | "aarch64" | "arm64");
     if !supported {
-        eprintln!("SKIPPED: no release target for this machine ({arch})");
+        crate::support::skip::skip(&format!(
+            "no release target for this machine ({})",
+            arch.trim()
+        ));
     }
     supported
 }

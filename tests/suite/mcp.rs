@@ -514,9 +514,7 @@ fn sigterm_mid_call_ends_the_run_and_every_server_process() {
 /// sandbox's scrubbed one.
 #[test]
 fn a_server_runs_inside_the_sandbox_when_the_policy_turns_it_on() {
-    let abi = tollgate::sandbox::kernel_abi();
-    if abi < 4 {
-        println!("skipped: this kernel offers Landlock ABI {abi}; the sandbox needs 4");
+    if !crate::support::skip::need_landlock(tollgate::sandbox::kernel_abi(), 4, "the sandbox") {
         return;
     }
     let sandbox = Sandbox::empty();
@@ -709,11 +707,10 @@ fn project_servers_need_approval_and_bad_entries_are_located() {
 fn the_npm_everything_server_is_found_through_tool_search_and_called() {
     let bin = crate::support::repo_root().join("tests/npm/node_modules/.bin/mcp-server-everything");
     if !bin.exists() {
-        println!(
-            "skipped: {} is not installed (`npm ci --prefix tests/npm`, as .ci/run does)",
+        return crate::support::skip::skip(&format!(
+            "{} is not installed (`npm ci --prefix tests/npm` installs it, as .ci/run does)",
             bin.display()
-        );
-        return;
+        ));
     }
     let sandbox = Sandbox::empty();
     task(

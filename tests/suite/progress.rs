@@ -159,11 +159,7 @@ fn a_forged_workflow_command_in_a_call_is_inert_in_the_progress_and_the_logs() {
 fn on_a_terminal_a_live_line_shows_the_turn_the_tool_running_and_the_cost() {
     // `script` (util-linux) gives the run a pseudo-terminal for stderr, as batch's bar test.
     let Ok(probe) = Command::new("script").arg("--version").output() else {
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            b"run live line test: skipped: no `script` (util-linux) to make a terminal\n",
-        );
-        return;
+        return crate::support::skip::skip("no `script` (util-linux) on PATH to make a terminal");
     };
     assert!(probe.status.success());
     let sandbox = Sandbox::empty();

@@ -1,7 +1,9 @@
 //! The OS sandbox on the real kernel: commands the gate let through (bypassPermissions) still
 //! cannot write outside the workspace or into guarded paths, read denied files, reach ports
-//! or hosts they were not given, see secrets, or start unbounded processes. Skipped, with the
-//! reason printed, only where the kernel has no Landlock network rules (ABI < 4).
+//! or hosts they were not given, see secrets, or start unbounded processes. Skipped, through
+//! `support::skip`, only where the kernel has no Landlock network rules (ABI < 4). The socket
+//! probes are this test binary itself, run again in the sandbox (`socket_probe`): no
+//! interpreter needed.
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -10,14 +12,14 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::support::runs::{Finished, run_task};
+use crate::support::skip::{need_landlock, need_program, skip};
 
 fn landlock_missing() -> bool {
-    let abi = tollgate::sandbox::kernel_abi();
-    if abi < 4 {
-        eprintln!("skipped: this kernel offers Landlock ABI {abi}; the sandbox tests need 4");
-        return true;
-    }
-    false
+    !need_landlock(
+        tollgate::sandbox::kernel_abi(),
+        4,
+        "the sandbox's network rules",
+    )
 }
 
 /// A scratch folder with a workspace `ws/` (holding a `.git/hooks`), a policy with `sandbox`
@@ -218,8 +220,8 @@ fn the_proxy_lets_allowed_domains_through_and_records_every_connection() {
     if landlock_missing() {
         return;
     }
-    if !Path::new("/usr/bin/curl").exists() {
-        eprintln!("skipped: the proxy test drives /usr/bin/curl, which is not installed");
+    // A real client that honours `http_proxy`, as the commands a model runs do.
+    if need_program("curl", "Debian: apt-get install curl").is_none() {
         return;
     }
     let port = http_server();
@@ -327,8 +329,7 @@ fn too_many_processes_end_the_command_not_the_run() {
     );
     let started = &run.events()[0];
     if started["sandbox"]["process_limit"] == serde_json::json!({"via": "rlimit", "binds": false}) {
-        eprintln!("skipped: no pids cgroup here and RLIMIT_NPROC does not bind root");
-        return;
+        return skip("no pids cgroup here, and RLIMIT_NPROC does not bind root");
     }
     let results = results(&run);
     assert!(
@@ -598,50 +599,181 @@ fn hooks_run_in_the_sandbox_unless_the_policy_says_outside() {
     }
 }
 
-/// Opens sockets of each kind and uses them: one line per probe, `NAME refused ERRNO`,
-/// `NAME failed ERRNO` (opened but could not be used) or `NAME OPEN`.
-const SOCKET_PROBE: &str = r#"
-import socket, sys
-tcp_allowed, tcp_other, udp = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-def probe(name, family, kind, proto, use):
-    try:
-        s = socket.socket(family, kind, proto)
-    except OSError as e:
-        print(name, "refused", e.errno)
-        return
-    try:
-        use(s)
-        print(name, "OPEN")
-    except OSError as e:
-        print(name, "failed", e.errno)
-def connect(port):
-    def use(s):
-        s.settimeout(2)
-        s.connect(("127.0.0.1", port))
-        s.sendall(b"leak")
-    return use
-probe("mptcp", socket.AF_INET, socket.SOCK_STREAM, 262, connect(tcp_other))
-probe("mptcp6", socket.AF_INET6, socket.SOCK_STREAM | socket.SOCK_NONBLOCK, 262, lambda s: None)
-probe("udp", socket.AF_INET, socket.SOCK_DGRAM, 0, lambda s: s.sendto(b"leak", ("127.0.0.1", udp)))
-probe("icmp", socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP, lambda s: s.sendto(b"\x08\x00\xf7\xff\x00\x00\x00\x00", ("127.0.0.1", 0)))
-probe("packet", socket.AF_PACKET, socket.SOCK_RAW, 0x0300, lambda s: s.bind(("lo", 0)))
-probe("netlink_audit", socket.AF_NETLINK, socket.SOCK_RAW, 9, lambda s: None)
-probe("vsock", socket.AF_VSOCK, socket.SOCK_STREAM, 0, lambda s: None)
-probe("tcp", socket.AF_INET, socket.SOCK_STREAM, 0, connect(tcp_allowed))
-probe("unix", socket.AF_UNIX, socket.SOCK_STREAM, 0, lambda s: None)
-"#;
+/// The variable that turns `socket_probe` into the probe itself: the TCP port to reach, the TCP
+/// port no rule allows, the UDP port, separated by spaces.
+const PROBE_PORTS: &str = "TOLLGATE_TEST_SOCKET_PROBE";
 
-/// Whether `python3` runs here; the socket tests need it to make the system calls.
-fn python_missing() -> bool {
-    let found = std::process::Command::new("python3")
-        .arg("-c")
-        .arg("pass")
-        .status()
-        .is_ok_and(|status| status.success());
-    if !found {
-        eprintln!("FAILED PRECONDITION: python3 is not installed; the socket tests need it");
+/// Opens a socket of each kind and uses it: one line per probe, `NAME refused ERRNO`,
+/// `NAME failed ERRNO` (opened but could not be used) or `NAME OPEN`.
+fn probe_sockets(tcp_allowed: u16, tcp_other: u16, udp: u16) -> Vec<String> {
+    let loopback = |port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let size_in = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // `use` takes the open socket and returns a system call's result (-1 on failure).
+    let probe = |name: &str, family: i32, kind: i32, proto: i32, use_it: &dyn Fn(i32) -> isize| {
+        // SAFETY: plain system calls on a descriptor this closure owns and closes; the
+        // pointers given to `use_it`'s calls point to locals that outlive them.
+        unsafe {
+            let fd = libc::socket(family, kind, proto);
+            if fd < 0 {
+                return format!("{name} refused {}", errno());
+            }
+            let line = if use_it(fd) < 0 {
+                format!("{name} failed {}", errno())
+            } else {
+                format!("{name} OPEN")
+            };
+            libc::close(fd);
+            line
+        }
+    };
+    let connect_and_send = |port: u16| {
+        move |fd: i32| -> isize {
+            let address = loopback(port);
+            // SAFETY: `address` lives across both calls; the buffer is a static string.
+            unsafe {
+                if libc::connect(fd, (&raw const address).cast(), size_in) < 0 {
+                    return -1;
+                }
+                libc::send(fd, b"leak".as_ptr().cast(), 4, 0)
+            }
+        }
+    };
+    let send_to = |port: u16, bytes: &'static [u8]| {
+        move |fd: i32| -> isize {
+            let address = loopback(port);
+            // SAFETY: as above.
+            unsafe {
+                libc::sendto(
+                    fd,
+                    bytes.as_ptr().cast(),
+                    bytes.len(),
+                    0,
+                    (&raw const address).cast(),
+                    size_in,
+                )
+            }
+        }
+    };
+    let bind_lo = |fd: i32| -> isize {
+        // SAFETY: a zeroed sockaddr_ll is valid; `lo` is a NUL-terminated literal.
+        unsafe {
+            let mut address: libc::sockaddr_ll = std::mem::zeroed();
+            address.sll_family = libc::AF_PACKET as u16;
+            address.sll_ifindex = libc::if_nametoindex(c"lo".as_ptr()) as i32;
+            let size = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+            libc::bind(fd, (&raw const address).cast(), size) as isize
+        }
+    };
+    let nothing = |_: i32| -> isize { 0 };
+    const MPTCP: i32 = 262;
+    // An ICMP echo request with its checksum.
+    const ECHO: &[u8] = b"\x08\x00\xf7\xff\x00\x00\x00\x00";
+    vec![
+        probe(
+            "mptcp",
+            libc::AF_INET,
+            libc::SOCK_STREAM,
+            MPTCP,
+            &connect_and_send(tcp_other),
+        ),
+        probe(
+            "mptcp6",
+            libc::AF_INET6,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK,
+            MPTCP,
+            &nothing,
+        ),
+        probe(
+            "udp",
+            libc::AF_INET,
+            libc::SOCK_DGRAM,
+            0,
+            &send_to(udp, b"leak"),
+        ),
+        probe(
+            "icmp",
+            libc::AF_INET,
+            libc::SOCK_RAW,
+            libc::IPPROTO_ICMP,
+            &send_to(0, ECHO),
+        ),
+        // ETH_P_ALL in network byte order, as packet(7) asks.
+        probe(
+            "packet",
+            libc::AF_PACKET,
+            libc::SOCK_RAW,
+            i32::from((libc::ETH_P_ALL as u16).to_be()),
+            &bind_lo,
+        ),
+        probe(
+            "netlink_audit",
+            libc::AF_NETLINK,
+            libc::SOCK_RAW,
+            libc::NETLINK_AUDIT,
+            &nothing,
+        ),
+        probe("vsock", libc::AF_VSOCK, libc::SOCK_STREAM, 0, &nothing),
+        probe(
+            "tcp",
+            libc::AF_INET,
+            libc::SOCK_STREAM,
+            0,
+            &connect_and_send(tcp_allowed),
+        ),
+        probe("unix", libc::AF_UNIX, libc::SOCK_STREAM, 0, &nothing),
+    ]
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// Two parts in one test. Run by a sandboxed command with `TOLLGATE_TEST_SOCKET_PROBE` set, it
+/// is the probe: it prints `probe_sockets`' lines. Run by the suite, it is the probe's control:
+/// outside any sandbox it reaches a TCP listener, sends a UDP datagram and opens a Unix
+/// socket, so an `OPEN` seen in the sandbox tests below means what it says.
+#[test]
+fn socket_probe() {
+    if let Ok(ports) = std::env::var(PROBE_PORTS) {
+        let ports: Vec<u16> = ports
+            .split_whitespace()
+            .map(|port| port.parse().unwrap())
+            .collect();
+        for line in probe_sockets(ports[0], ports[1], ports[2]) {
+            println!("{line}");
+        }
+        return;
     }
-    !found
+    let (tcp, tcp_port) = listener();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    let lines = probe_sockets(tcp_port, tcp_port, udp_port);
+    for open in ["tcp OPEN", "udp OPEN", "unix OPEN"] {
+        assert!(lines.iter().any(|line| line == open), "{open}: {lines:?}");
+    }
+    tcp.set_nonblocking(true).unwrap();
+    assert!(
+        tcp.accept().is_ok(),
+        "the control's TCP probe reached nobody"
+    );
+    let mut datagram = [0u8; 16];
+    assert_eq!(udp.recv(&mut datagram).unwrap(), 4);
+}
+
+/// The command that runs `socket_probe` as the probe: this very test binary, by its path.
+fn probe_command(tcp_allowed: u16, tcp_other: u16, udp: u16) -> String {
+    let binary = std::env::current_exe().unwrap();
+    format!(
+        "{PROBE_PORTS}='{tcp_allowed} {tcp_other} {udp}' '{}' --exact suite::sandbox::socket_probe --nocapture --test-threads=1",
+        binary.display()
+    )
 }
 
 #[test]
@@ -649,10 +781,6 @@ fn network_none_admits_no_socket_but_tcp_to_allowed_ports_and_unix() {
     if landlock_missing() {
         return;
     }
-    assert!(
-        !python_missing(),
-        "python3 is needed (install it in .ci/run)"
-    );
     let (allowed, allowed_port) = listener();
     let (other, other_port) = listener();
     let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -660,13 +788,7 @@ fn network_none_admits_no_socket_but_tcp_to_allowed_ports_and_unix() {
     let scene = Scene::new(&format!(
         "sandbox:\n  network: {{mode: none, allowed_ports: [{allowed_port}]}}\n"
     ));
-    std::fs::write(scene.path().join("ws/src/probe.py"), SOCKET_PROBE).unwrap();
-    let run = scene.run(
-        &[&format!(
-            "python3 src/probe.py {allowed_port} {other_port} {udp_port}"
-        )],
-        &[],
-    );
+    let run = scene.run(&[&probe_command(allowed_port, other_port, udp_port)], &[]);
     let results = results(&run);
     let out = &results[0].1;
     for refused in [
@@ -700,17 +822,9 @@ fn network_none_without_ports_admits_no_internet_socket_at_all() {
     if landlock_missing() {
         return;
     }
-    assert!(
-        !python_missing(),
-        "python3 is needed (install it in .ci/run)"
-    );
     let (listener, port) = listener();
     let scene = Scene::new("sandbox:\n  network: {mode: none}\n");
-    std::fs::write(scene.path().join("ws/src/probe.py"), SOCKET_PROBE).unwrap();
-    let run = scene.run(
-        &[&format!("python3 src/probe.py {port} {port} {port}")],
-        &[],
-    );
+    let run = scene.run(&[&probe_command(port, port, port)], &[]);
     let out = &results(&run)[0].1;
     assert!(
         out.contains(&format!("tcp refused {}", libc::EACCES)),
@@ -753,8 +867,7 @@ fn commands_start_with_the_huge_page_setting_the_runner_was_given() {
     // them off for the process either (PR_SET_THP_DISABLE passes to every child and survives
     // execve), or the builds the model starts would run without them.
     let Some(own) = huge_pages(&std::fs::read_to_string("/proc/self/status").unwrap()) else {
-        eprintln!("SKIPPED: this kernel's /proc/<pid>/status has no THP_enabled line");
-        return;
+        return skip("this kernel's /proc/<pid>/status has no THP_enabled line");
     };
     let mut sandboxes = vec![""];
     if !landlock_missing() {
@@ -848,8 +961,7 @@ fn plant_external_diff(scene: &Scene, port: u16) {
 
 #[test]
 fn a_wrong_read_only_verdict_cannot_write_delete_rename_or_connect() {
-    if tollgate::sandbox::kernel_abi() < 3 {
-        eprintln!("skipped: the read-only domain needs Landlock ABI 3");
+    if !need_landlock(tollgate::sandbox::kernel_abi(), 3, "the read-only domain") {
         return;
     }
     let (listener, port) = listener();

@@ -1,13 +1,14 @@
 //! Real toolchains under `policies/ci-default.yaml` (the sandbox on, network none): each
 //! project is a fresh checkout with no pre-created folders, its test command runs through
 //! tollgate (a scripted model calls Bash) and directly, and both must end alike — the same
-//! exit code and the same pass line. A toolchain this machine lacks is skipped loudly; CI
-//! installs what it needs (`.ci/run`).
+//! exit code and the same pass line. A toolchain this machine lacks is skipped through
+//! `support::skip` (cargo is always there); CI installs the others (`.ci/run`).
 
 use std::path::Path;
 use std::process::Command;
 
 use crate::support::runs::{repo_root, run_task};
+use crate::support::skip::{need_landlock, skip};
 
 /// One project: its files, the command the model runs, the line that says it passed.
 struct Project {
@@ -16,6 +17,8 @@ struct Project {
     files: &'static [(&'static str, &'static str)],
     command: &'static str,
     pass_line: &'static str,
+    /// How to get the tool where it is missing.
+    install: &'static str,
 }
 
 const PROJECTS: &[Project] = &[
@@ -34,6 +37,7 @@ const PROJECTS: &[Project] = &[
         ],
         command: "cargo test --offline",
         pass_line: "test result: ok. 1 passed",
+        install: "rustup",
     },
     Project {
         name: "pytest",
@@ -51,6 +55,7 @@ const PROJECTS: &[Project] = &[
         ],
         command: "pytest",
         pass_line: "1 passed",
+        install: "`python3 -m pip install pytest`, or Debian: apt-get install python3-pytest",
     },
     Project {
         name: "node --test",
@@ -61,6 +66,7 @@ const PROJECTS: &[Project] = &[
         )],
         command: "node --test",
         pass_line: "# pass 1",
+        install: "Debian: apt-get install nodejs",
     },
     Project {
         name: "npm test",
@@ -77,6 +83,7 @@ const PROJECTS: &[Project] = &[
         ],
         command: "npm test",
         pass_line: "# pass 1",
+        install: "Debian: apt-get install npm",
     },
     Project {
         name: "go test",
@@ -94,6 +101,7 @@ const PROJECTS: &[Project] = &[
         ],
         command: "go test ./...",
         pass_line: "ok  \ttiny",
+        install: "Debian: apt-get install golang-go",
     },
     Project {
         name: "make test",
@@ -107,6 +115,7 @@ const PROJECTS: &[Project] = &[
         ],
         command: "make test",
         pass_line: "make: 1 passed",
+        install: "Debian: apt-get install make",
     },
 ];
 
@@ -166,9 +175,7 @@ fn pass_line(output: &str, wanted: &str) -> Option<String> {
 
 #[test]
 fn real_toolchains_pass_under_ci_default_as_they_do_without_the_sandbox() {
-    let abi = tollgate::sandbox::kernel_abi();
-    if abi < 4 {
-        eprintln!("SKIPPED: this kernel offers Landlock ABI {abi}; ci-default needs 4");
+    if !need_landlock(tollgate::sandbox::kernel_abi(), 4, "ci-default's sandbox") {
         return;
     }
     // ci-default as shipped, plus what a user adds for `node --test` (it names npm's).
@@ -182,10 +189,10 @@ fn real_toolchains_pass_under_ci_default_as_they_do_without_the_sandbox() {
     let mut ran = Vec::new();
     for project in PROJECTS {
         if !installed(project.tool) {
-            eprintln!(
-                "SKIPPED {}: `{}` is not installed on this machine",
-                project.name, project.tool
-            );
+            skip(&format!(
+                "{}: `{}` is not installed on this machine ({})",
+                project.name, project.tool, project.install
+            ));
             continue;
         }
         let scratch = tempfile::tempdir().unwrap();

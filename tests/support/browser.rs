@@ -1,15 +1,17 @@
 //! A real headless browser for end-to-end checks of the HTML reports: Debian's `chromium`
 //! driven by its `chromedriver` over the W3C WebDriver protocol, on 127.0.0.1 only.
-//! `.ci/run` installs both; elsewhere `Browser::find` says what is missing, so the check can
-//! skip with that reason — unless `TOLLGATE_REQUIRE_BROWSER=1`, as in CI, where it fails.
+//! `.ci/run` installs both; elsewhere `Browser::find` says what is missing, so the check
+//! skips with that reason through `support::skip` (a failure under
+//! `TOLLGATE_TEST_REQUIRE_ALL=1`, as in CI).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
+
+use super::skip::{on_path, skip};
 
 /// The flags that keep chromium quiet and offline in a container: no sandbox (the test
 /// user may be root), no GPU, no QUIC, no first-run, background or update traffic.
@@ -47,28 +49,10 @@ impl BrowserTools {
         })
     }
 
-    /// `Some` when the check can run; `None` after printing why it is skipped. Panics
-    /// instead when `TOLLGATE_REQUIRE_BROWSER=1`: in CI a missing browser is a failure.
-    pub fn or_skip(test: &str) -> Option<BrowserTools> {
-        match BrowserTools::find() {
-            Ok(tools) => Some(tools),
-            Err(reason) if std::env::var("TOLLGATE_REQUIRE_BROWSER").as_deref() == Ok("1") => {
-                panic!("{test}: TOLLGATE_REQUIRE_BROWSER=1 but {reason}")
-            }
-            Err(reason) => {
-                // Straight to the process's stderr: the test harness captures `eprintln!`
-                // of a passing test, and the skip must be seen.
-                let _ = writeln!(std::io::stderr(), "{test}: skipped: {reason}");
-                None
-            }
-        }
+    /// `Some` when the check can run; `None` after skipping the test with the reason.
+    pub fn or_skip() -> Option<BrowserTools> {
+        BrowserTools::find().map_err(|reason| skip(&reason)).ok()
     }
-}
-
-fn on_path(name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(name))
-        .find(|path| path.is_file())
 }
 
 /// One chromedriver and one browser session, ended when dropped.
