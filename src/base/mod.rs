@@ -18,7 +18,7 @@ pub use path::{
     has_prefix, is_normal_absolute, normalize_lexically, parent_and_name, strip_prefix,
 };
 pub use secret::is_secret_env_name;
-pub use text::{truncate_middle, wildcard_match};
+pub use text::{counted, plural, truncate_middle, wildcard_match};
 
 /// Concurrency-safe calls of one model response that may run at once, unless the task says
 /// otherwise (`limits.max_parallel_tools`); the task parser and the scheduler both read it.

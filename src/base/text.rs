@@ -1,5 +1,5 @@
-//! Bounded text for what a person or a model reads (long output keeps its head and tail), and
-//! the `*` wildcard that rule and matcher names share.
+//! Bounded text for what a person or a model reads (long output keeps its head and tail),
+//! counted nouns ("1 turn", "2 turns"), and the `*` wildcard that rule and matcher names share.
 
 /// Keeps the head and tail of `text` within `max_chars`, saying how much was cut: the end
 /// of a build log matters as much as its start.
@@ -17,6 +17,31 @@ pub fn truncate_middle(text: &str, max_chars: usize) -> String {
         "{head}\n… [{} characters omitted] …\n{tail}",
         total - head_len - tail_len
     )
+}
+
+/// `noun` as `count` of it reads: singular for one, plural otherwise. The nouns tollgate counts
+/// are regular: a consonant and `y` at the end become `ies`, a final `s`, `x`, `ch` or `sh`
+/// takes `es`, anything else `s` (the last word of a compound: "tool call" → "tool calls").
+pub fn plural<C: PartialEq + From<u8>>(count: C, noun: &str) -> String {
+    if count == C::from(1) {
+        return noun.to_string();
+    }
+    let consonant_y = noun
+        .strip_suffix('y')
+        .and_then(|stem| stem.chars().last())
+        .is_some_and(|before| !"aeiou".contains(before));
+    if consonant_y {
+        format!("{}ies", &noun[..noun.len() - 1])
+    } else if ["s", "x", "ch", "sh"].iter().any(|end| noun.ends_with(end)) {
+        format!("{noun}es")
+    } else {
+        format!("{noun}s")
+    }
+}
+
+/// `count` and its noun: "1 turn", "0 tool errors", "3 repositories".
+pub fn counted<C: PartialEq + From<u8> + std::fmt::Display + Copy>(count: C, noun: &str) -> String {
+    format!("{count} {}", plural(count, noun))
 }
 
 /// `*` matches any run of characters (including none); everything else matches itself.
@@ -45,6 +70,20 @@ pub fn wildcard_match(pattern: &str, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_of_one_is_singular_and_every_other_count_plural() {
+        assert_eq!(counted(1u64, "turn"), "1 turn");
+        assert_eq!(counted(0u64, "turn"), "0 turns");
+        assert_eq!(counted(2usize, "tool error"), "2 tool errors");
+        assert_eq!(counted(1u32, "tool error"), "1 tool error");
+        assert_eq!(counted(3usize, "repository"), "3 repositories");
+        assert_eq!(counted(1usize, "repository"), "1 repository");
+        assert_eq!(counted(2usize, "day"), "2 days");
+        assert_eq!(counted(2usize, "cache hit"), "2 cache hits");
+        assert_eq!(counted(2usize, "match"), "2 matches");
+        assert_eq!(plural(7u8, "warning"), "warnings");
+    }
 
     #[test]
     fn truncation_keeps_both_ends() {

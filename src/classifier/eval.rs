@@ -79,7 +79,11 @@ impl EvalReport {
 
     pub fn render(&self, model: &str) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "classifier {model} over {} cases", self.cases());
+        let _ = writeln!(
+            out,
+            "classifier {model} over {}",
+            crate::base::counted(self.cases(), "case")
+        );
         let _ = writeln!(out, "                 judged allow  judged deny");
         let _ = writeln!(
             out,

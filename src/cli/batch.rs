@@ -97,8 +97,8 @@ pub(super) fn batch(args: BatchArgs, redactor: Arc<Redactor>) -> Result<ExitCode
     })?;
     let out = batch.out().to_path_buf();
     eprintln!(
-        "tollgate batch: {} repositories{} into {}",
-        batch.repos().len(),
+        "tollgate batch: {}{} into {}",
+        crate::base::counted(batch.repos().len(), "repository"),
         shard
             .map(|shard| format!(" (shard {shard})"))
             .unwrap_or_default(),

@@ -355,9 +355,9 @@ fn explain(
     for source in ordered {
         let kind = serde_name(&source.kind);
         out.push_str(&format!(
-            "  {kind:<12} {} ({} rules)\n",
+            "  {kind:<12} {} ({})\n",
             source.policy.file.display(),
-            source.policy.rules.len()
+            crate::base::counted(source.policy.rules.len(), "rule")
         ));
     }
     for rule in ctx.rules.ignored() {

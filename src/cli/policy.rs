@@ -46,7 +46,10 @@ pub fn policy(args: PolicyArgs) -> Result<ExitCode> {
                 super::print_out(&format!("{}: no warnings\n", file.display()));
                 Ok(ExitCode::Success)
             } else {
-                super::print_out(&format!("{} warnings\n", warnings.len()));
+                super::print_out(&format!(
+                    "{}\n",
+                    crate::base::counted(warnings.len(), "warning")
+                ));
                 Ok(ExitCode::TaskFailed)
             }
         }

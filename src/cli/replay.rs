@@ -139,7 +139,8 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let mut err = std::io::stderr().lock();
     writeln!(
         err,
-        "{calls} calls replayed under {mode} mode; {} changed, {} newly allowed",
+        "{} replayed under {mode} mode; {} changed, {} newly allowed",
+        crate::base::counted(calls, "call"),
         replayer.changed.len(),
         replayer.widened
     )?;

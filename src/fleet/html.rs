@@ -83,8 +83,8 @@ fn totals(journals: &[&Journal]) -> String {
     };
     let failed = count(RepoOutcome::Failed);
     let mut parts = vec![format!(
-        "<strong class=\"failed\">{failed} failed</strong> of {} repositories",
-        journals.len()
+        "<strong class=\"failed\">{failed} failed</strong> of {}",
+        crate::base::counted(journals.len(), "repository")
     )];
     for (outcome, word) in [
         (RepoOutcome::Changed, "changed"),

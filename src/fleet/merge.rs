@@ -175,10 +175,10 @@ pub fn markdown(journals: &[Journal]) -> String {
         .filter(|journal| journal.outcome == Some(RepoOutcome::Failed))
         .count();
     let mut text = format!(
-        "# tollgate batch\n\n**{failed} failed** of {} repositories · {}.\n\n\
+        "# tollgate batch\n\n**{failed} failed** of {} · {}.\n\n\
 | repository | outcome | reason | checks | denials | cost (USD) | branch | pull request |\n\
 |---|---|---|---|---|---|---|---|\n",
-        journals.len(),
+        crate::base::counted(journals.len(), "repository"),
         spent_sentence(journals)
     );
     for journal in journals {

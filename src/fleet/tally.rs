@@ -70,8 +70,8 @@ pub(super) fn spent_sentence<'a>(
     }
     if unknown > 0 {
         sentence.push_str(&format!(
-            "; cost unknown for {unknown} run{} (no price for the model)",
-            if unknown == 1 { "" } else { "s" }
+            "; cost unknown for {} (no price for the model)",
+            crate::base::counted(unknown, "run")
         ));
     }
     sentence

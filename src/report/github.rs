@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::{input_summary, serde_name};
+use crate::base::counted;
 use crate::redact::Redactor;
 use crate::task::FailOn;
 use crate::transcript::verdict::{counts, denial_kind};
@@ -113,8 +114,10 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
     row(
         "Tool calls",
         format!(
-            "{} ({} denied, {} errors)",
-            counts_.tool_calls, counts_.denials, counts_.tool_errors
+            "{} ({} denied, {})",
+            counts_.tool_calls,
+            counts_.denials,
+            counted(counts_.tool_errors, "error")
         ),
     );
     let estimated = counts_.estimated_requests > 0;
@@ -142,13 +145,13 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
         row(
             "Classifier",
             format!(
-                "{} reviewed: {} allowed, {} denied, {} errors; {} model calls, {} cache hits",
+                "{} reviewed: {} allowed, {} denied, {}; {}, {}",
                 judge.reviews,
                 judge.allows,
                 judge.denies,
-                judge.errors,
-                judge.calls,
-                judge.cache_hits
+                counted(judge.errors, "error"),
+                counted(judge.calls, "model call"),
+                counted(judge.cache_hits, "cache hit")
             ),
         );
     }

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use super::input_summary;
+use crate::base::counted;
 use crate::config::serde_name;
 use crate::transcript::RunReport;
 
@@ -10,13 +11,13 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
     let counts = &report.counts;
     let outcome = serde_name(&report.outcome);
     let mut out = format!(
-        "tollgate: {} — {outcome} (exit {})\n  {} turns · {} tool calls · {} denied · {} tool errors\n",
+        "tollgate: {} — {outcome} (exit {})\n  {} · {} · {} denied · {}\n",
         report.task_name,
         report.exit_code.code(),
-        counts.turns,
-        counts.tool_calls,
+        counted(counts.turns, "turn"),
+        counted(counts.tool_calls, "tool call"),
         counts.denials,
-        counts.tool_errors
+        counted(counts.tool_errors, "tool error")
     );
     if !report.calls_by_tool.is_empty() {
         let tally: Vec<String> = report
@@ -66,13 +67,13 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
             cost
         };
         out.push_str(&format!(
-            "  classifier: {} reviewed · {} allowed · {} denied · {} errors · {} model calls · {} cache hits · {} in · {} out · cost {cost}\n",
+            "  classifier: {} reviewed · {} allowed · {} denied · {} · {} · {} · {} in · {} out · cost {cost}\n",
             judge.reviews,
             judge.allows,
             judge.denies,
-            judge.errors,
-            judge.calls,
-            judge.cache_hits,
+            counted(judge.errors, "error"),
+            counted(judge.calls, "model call"),
+            counted(judge.cache_hits, "cache hit"),
             judge.usage.input_tokens,
             judge.usage.output_tokens
         ));

@@ -97,10 +97,9 @@ impl ToolInput for EditInput {
                 .map_err(|err| ToolError::Failed(err.to_string()))?;
             ctx.files.record(&path);
             Ok(ToolOutput::new(format!(
-                "Edited {}: {} replacement{}",
+                "Edited {}: {}",
                 shown(&path, &ctx.workspace.workdir),
-                updated.replacements,
-                if updated.replacements == 1 { "" } else { "s" }
+                crate::base::counted(updated.replacements, "replacement")
             )))
         })
     }

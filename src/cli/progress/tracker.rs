@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::base::{counted, plural};
 use crate::config::serde_name;
 use crate::model::{ContentBlock, RetryNotice};
 use crate::policy::PermissionDecision;
@@ -114,11 +115,12 @@ impl Tracker {
             } => {
                 self.max_turns = *max_turns;
                 Some(format!(
-                    "started {run_id}: task `{}`, model {}/{}, mode {}, at most {max_turns} turns",
+                    "started {run_id}: task `{}`, model {}/{}, mode {}, at most {}",
                     task.name,
                     model.provider,
                     model.name,
-                    serde_name(mode)
+                    serde_name(mode),
+                    counted(*max_turns, "turn")
                 ))
             }
             Event::ModelRequest { turn, .. } => {
@@ -148,7 +150,9 @@ impl Tracker {
             Event::RunResumed {
                 messages, requests, ..
             } => Some(format!(
-                "resumed: {messages} messages restored, {requests} requests spent before"
+                "resumed: {} restored, {} spent before",
+                counted(*messages, "message"),
+                counted(*requests, "request")
             )),
             Event::UserMessage { .. } => None,
             Event::ModelFallback { from, to, .. } => {
@@ -298,7 +302,7 @@ impl Tracker {
                 Some(self.in_turn(&format!(
                     "sub-agent {id} finished: {} after {turns} {}",
                     serde_name(outcome),
-                    plural(*turns as usize, "turn")
+                    plural(*turns, "turn")
                 )))
             }
             Event::QueryAborted { by, reason, .. } => Some(format!(
@@ -323,9 +327,9 @@ impl Tracker {
                     "finished: {} after {} {}, {} tool {}{denied}, {}, {}",
                     serde_name(outcome),
                     counts.turns,
-                    plural(counts.turns as usize, "turn"),
+                    plural(counts.turns, "turn"),
                     counts.tool_calls,
-                    plural(counts.tool_calls as usize, "call"),
+                    plural(counts.tool_calls, "call"),
                     money(*total_cost_usd),
                     duration(Duration::from_millis(*duration_ms))
                 ))
@@ -501,14 +505,6 @@ pub fn duration(duration: Duration) -> String {
     } else {
         let seconds = duration.as_secs();
         format!("{}m{:02}s", seconds / 60, seconds % 60)
-    }
-}
-
-fn plural(count: usize, noun: &str) -> String {
-    if count == 1 {
-        noun.to_string()
-    } else {
-        format!("{noun}s")
     }
 }
 
