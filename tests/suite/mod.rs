@@ -22,6 +22,7 @@ mod docs_try_it;
 mod economy;
 mod extensions;
 mod faults;
+mod fresh_clone;
 mod front_door;
 mod gate_cli;
 mod gate_reach;
