@@ -72,7 +72,12 @@ fn install(server: &str, repository: &str, version: &str) -> (i32, String, bool)
     )
 }
 
+/// A machine the installer can be tried on: one with a release target, and curl, which
+/// `install-release.sh` downloads with (as on GitHub's runners).
 fn supported_machine() -> bool {
+    if crate::support::skip::need_program("curl", "Debian: apt-get install curl").is_none() {
+        return false;
+    }
     let arch = std::process::Command::new("uname")
         .arg("-m")
         .output()

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::support::runs::{repo_root, run_task};
-use crate::support::skip::{need_landlock, skip};
+use crate::support::skip::{need_landlock, on_path, skip};
 
 /// One project: its files, the command the model runs, the line that says it passed.
 struct Project {
@@ -119,13 +119,6 @@ const PROJECTS: &[Project] = &[
     },
 ];
 
-fn installed(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|out| out.status.success())
-}
-
 /// A fresh checkout of `project` in `dir`: its files, committed, nothing else.
 fn checkout(project: &Project, dir: &Path) {
     for (path, text) in project.files {
@@ -188,7 +181,8 @@ fn real_toolchains_pass_under_ci_default_as_they_do_without_the_sandbox() {
     assert_ne!(policy, shipped, "ci-default no longer allows `npm test`");
     let mut ran = Vec::new();
     for project in PROJECTS {
-        if !installed(project.tool) {
+        // On PATH, not `TOOL --version`: `go` has no such option, so go was never tested.
+        if on_path(project.tool).is_none() {
             skip(&format!(
                 "{}: `{}` is not installed on this machine ({})",
                 project.name, project.tool, project.install
@@ -266,5 +260,5 @@ fn real_toolchains_pass_under_ci_default_as_they_do_without_the_sandbox() {
         ran.push(project.name);
     }
     eprintln!("toolchains run under ci-default: {}", ran.join(", "));
-    assert!(ran.contains(&"make test"), "make is always there");
+    assert!(ran.contains(&"cargo"), "cargo is always there");
 }
