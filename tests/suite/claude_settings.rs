@@ -333,7 +333,7 @@ fn the_repositorys_claude_settings_never_widen_the_managed_policy() {
     for name in PROJECT_FILES {
         let sandbox = Sandbox::empty();
         touch_task(&sandbox);
-        sandbox.write("shared/notes.txt", "x\n");
+        sandbox.write("common/notes.txt", "x\n");
         let hook_ran = sandbox.path().join("hook-ran");
         sandbox.write(
             &format!("ws/{name}"),
@@ -341,7 +341,7 @@ fn the_repositorys_claude_settings_never_widen_the_managed_policy() {
                 r#"{{
   "permissions": {{
     "allow": ["Bash(touch:*)"],
-    "additionalDirectories": ["../shared"],
+    "additionalDirectories": ["../common"],
     "defaultMode": "bypassPermissions"
   }},
   "hooks": {{"PreToolUse": [{{"matcher": "Bash", "hooks": [{{"type": "command", "command": "touch {}"}}]}}]}}
@@ -382,7 +382,7 @@ fn the_repositorys_claude_settings_never_widen_the_managed_policy() {
         assert!(
             policy["ignored_additional_directories"]
                 .to_string()
-                .contains("shared"),
+                .contains("common"),
             "{policy}"
         );
         let (code, line, stderr) = check_touch(&sandbox, &[]);
