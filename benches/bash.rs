@@ -75,12 +75,11 @@ fn script_2k() -> String {
 fn bench(c: &mut Criterion) {
     let rules = rules();
     let roots = [PathBuf::from("/ws")];
-    let identity = |p: &Path| p.to_path_buf();
     let env = BashEnv {
         cwd: Path::new("/ws"),
         workspace_roots: &roots,
         home: Some(Path::new("/home/u")),
-        resolve: &identity,
+        resolve: &tollgate::base::resolve_without_disk,
         // Every folder holds the same few names, so globs expand without disk access.
         list_dir: &|_| Some(vec!["lib.rs".into(), "main.rs".into(), "mod.rs".into()]),
     };

@@ -1,5 +1,7 @@
-//! Fuzzes the Bash analyser on arbitrary UTF-8: no panic, bounded time, and an Allow never
-//! hides a command named by a deny rule.
+//! Fuzzes the Bash analyser on arbitrary UTF-8 and on deep nesting of every construct that
+//! nests (which random bytes would not reach): no panic or stack overflow, bounded time, an
+//! Allow never hides a command named by a deny rule, and nesting past the analyser's bounds
+//! is denied.
 #![no_main]
 
 use std::path::{Path, PathBuf};
@@ -22,15 +24,65 @@ fn rules() -> BashRules {
     }
 }
 
+/// Constructs that nest: (open, close). Their bodies are what the fuzzer writes.
+const NESTING: &[(&str, &str)] = &[
+    ("{a,", "}"),
+    ("$(", ")"),
+    ("( ", " )"),
+    ("$((", "))"),
+    ("$[", "]"),
+    ("${x:-", "}"),
+    ("\"$(", ")\""),
+    ("<(", ")"),
+    ("{ ", "; }"),
+    ("if true; then ", "; fi"),
+    ("while x; do ", "; done"),
+    ("case x in x) ", ";; esac"),
+    ("f() { ", "; }"),
+    ("a[", "]"),
+    ("x=$(", ")"),
+    ("[[ ( ", " ) ]]"),
+    ("! ", ""),
+    ("true && ", ""),
+    ("true | ", ""),
+    ("nice ", ""),
+    ("env ", ""),
+    ("`", "`"),
+    ("sh -c '", "'"),
+    ("eval \"", "\""),
+    ("cat <<E\n$(", ")\nE\n"),
+];
+
+/// Input that starts with byte 0xFF is a recipe for deep nesting: the next byte picks a
+/// construct, the two after it (big-endian) the depth, and the rest is the innermost script.
+/// Returns the script and how many brackets deep it nests at least.
+fn nested(data: &[u8]) -> Option<(String, usize)> {
+    let [0xFF, pick, high, low, rest @ ..] = data else {
+        return None;
+    };
+    let (open, close) = NESTING[usize::from(*pick) % NESTING.len()];
+    let depth = usize::from(u16::from_be_bytes([*high, *low]));
+    let inner = std::str::from_utf8(rest).ok()?;
+    let script = format!("{}{inner}{}", open.repeat(depth), close.repeat(depth));
+    let brackets = if open.contains(['(', '{', '[']) { depth } else { 0 };
+    Some((script, brackets))
+}
+
 fuzz_target!(|data: &[u8]| {
-    let Ok(script) = std::str::from_utf8(data) else { return };
+    let (owned, brackets) = match nested(data) {
+        Some(nested) => nested,
+        None => match std::str::from_utf8(data) {
+            Ok(script) => (script.to_owned(), 0),
+            Err(_) => return,
+        },
+    };
+    let script = owned.as_str();
     let roots = [PathBuf::from("/ws")];
-    let identity = |p: &Path| p.to_path_buf();
     let env = BashEnv {
         cwd: Path::new("/ws"),
         workspace_roots: &roots,
         home: Some(Path::new("/home/u")),
-        resolve: &identity,
+        resolve: &tollgate::base::resolve_without_disk,
         // Every folder holds a file named like an option and a few plain names, so globs
         // expand (and can produce an option) without touching the disk.
         list_dir: &|_| Some(vec!["-rf".into(), "lib.rs".into(), "main.rs".into(), ".env".into()]),
@@ -38,6 +90,14 @@ fuzz_target!(|data: &[u8]| {
     let started = Instant::now();
     let analysis = evaluate(script, &rules(), &env);
     assert!(started.elapsed() < Duration::from_secs(2), "slow input");
+    // Past the analyser's bound on brackets (64 deep) a script is refused, whatever it holds.
+    if brackets > 64 {
+        assert!(
+            matches!(analysis.verdict, BashVerdict::Deny { .. }),
+            "nested {brackets} brackets deep: {:?}",
+            analysis.verdict
+        );
+    }
     if analysis.verdict == BashVerdict::Allow {
         for r in &analysis.commands {
             assert!(

@@ -1,5 +1,5 @@
 //! One view of the disk for a stream of decisions that nothing runs between (`check
-//! --calls`): each folder is listed once and each link resolved once, and every later decision
+//! --calls`): each folder is listed once and each link read once, and every later decision
 //! sees what the first one saw. A run never uses one: there a tool may change the disk between
 //! two calls, so every decision looks again.
 //!
@@ -24,7 +24,8 @@ pub enum Seen {
     Missing,
     /// A file or folder that is not a link.
     Entry,
-    /// A link, with what it resolves to in full, or `None` when it dangles.
+    /// A symbolic link, with its target as stored (`readlink`), or `None` when it cannot be
+    /// read. Whether the target exists is not asked: the resolver walks it.
     Link(Option<PathBuf>),
 }
 
@@ -35,7 +36,7 @@ const MAX_HELD: usize = 1 << 20;
 /// A folder with more names than this is asked about name by name.
 const MAX_LISTED: usize = 10_000;
 
-/// The stream's view: folder listings, links resolved, and answers for paths no listing
+/// The stream's view: folder listings, links read, and answers for paths no listing
 /// covers.
 #[derive(Debug, Default)]
 pub struct DiskView {
@@ -72,8 +73,8 @@ struct Listing {
 }
 
 impl DiskView {
-    /// What `path` (absolute, its parent canonical) names, as `lstat` would say, with a link
-    /// resolved in full.
+    /// What `path` (absolute, its parent canonical) names, as `lstat` would say, with a
+    /// link's target as `readlink` reads it.
     pub fn look(&self, path: &Path) -> Seen {
         let Some((parent, name)) = super::parent_and_name(path) else {
             return self.look_alone(path);
@@ -154,10 +155,10 @@ impl Held {
     }
 }
 
-/// One path as the disk has it now: one `lstat`, and a full resolution only for a link.
+/// One path as the disk has it now: one `lstat`, and a `readlink` only for a link.
 pub fn look_now(path: &Path) -> Seen {
     match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => Seen::Link(path.canonicalize().ok()),
+        Ok(meta) if meta.file_type().is_symlink() => Seen::Link(std::fs::read_link(path).ok()),
         Ok(_) => Seen::Entry,
         Err(_) => Seen::Missing,
     }

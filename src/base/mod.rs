@@ -1,5 +1,6 @@
 //! Small things every layer may use: the abort signal, capped deadlines, bounded text,
-//! lexical paths, one view of the disk for a stream of decisions, which variable names are
+//! lexical paths, where a path leads for a process, one view of the disk for a stream of
+//! decisions, how much stack a thread has left, which variable names are
 //! secret, JSON read with unique keys, shared defaults. Imports nothing else of tollgate's.
 
 mod abort;
@@ -7,7 +8,9 @@ mod bounds;
 mod disk;
 mod json;
 mod path;
+mod resolve;
 mod secret;
+mod stack;
 mod text;
 
 pub use abort::{AbortHandle, AbortReason, AbortSignal};
@@ -17,7 +20,9 @@ pub use json::{from_str_unique_keys, parse_unique_keys};
 pub use path::{
     has_prefix, is_normal_absolute, normalize_lexically, parent_and_name, strip_prefix,
 };
+pub use resolve::{Frame, MAX_LINKS, Reached, Stream, Unresolvable, resolve, resolve_without_disk};
 pub use secret::is_secret_env_name;
+pub use stack::{STACK_MARGIN, stack_is_low};
 pub use text::{counted, plural, truncate_middle, wildcard_match};
 
 /// Concurrency-safe calls of one model response that may run at once, unless the task says

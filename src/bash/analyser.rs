@@ -11,8 +11,8 @@ use super::syntax::{Assignment, Item, Redirect};
 use super::word::{Value, Word};
 use super::{BashAnalysis, BashEnv, BashRules, BashVerdict, CommandReport, CommandVerdict, Script};
 
-/// `sh -c 'sh -c …'` deeper than this is not analysed.
-pub(crate) const MAX_NESTING: usize = 4;
+use super::bounds::MAX_ANALYSED_BYTES;
+pub(crate) use super::bounds::MAX_NESTING;
 
 pub(crate) struct Analyser<'a> {
     pub rules: &'a BashRules,
@@ -33,6 +33,10 @@ pub(crate) struct Analyser<'a> {
     /// Where the script is while one command runs in a folder of its own (`env -C`).
     pub shifted_from: Option<Cwds>,
     pub reads: ReadLog,
+    /// Bytes of script analysed so far, hidden ones included (see `bounds`).
+    analysed_bytes: usize,
+    /// Whether the call may change how globs match (see `glob_options_may_change`).
+    glob_options: std::cell::OnceCell<bool>,
     /// Variables of the script being walked whose value is known here (see `trackable`).
     pub vars: HashMap<String, Value>,
     /// The names whose every binding in the script is one the analyser sees the value of.
@@ -56,6 +60,8 @@ impl<'a> Analyser<'a> {
             cwds: Cwds::new(env.cwd),
             shifted_from: None,
             reads: ReadLog::default(),
+            analysed_bytes: 0,
+            glob_options: std::cell::OnceCell::new(),
             vars: HashMap::new(),
             tracked: HashSet::new(),
             split: true,
@@ -63,9 +69,17 @@ impl<'a> Analyser<'a> {
     }
 
     pub fn script(&mut self, src: &str, depth: usize) {
-        if depth > MAX_NESTING {
-            self.problems
-                .push("shell scripts are nested too deeply (`sh -c` inside `sh -c` …)".to_owned());
+        if depth > MAX_NESTING || crate::base::stack_is_low() {
+            self.refuse(format!(
+                "shell scripts are nested too deep to analyse (more than {MAX_NESTING} scripts inside scripts: `sh -c` inside `sh -c`, substitutions in evaluated text …; or more than the stack holds)"
+            ));
+            return;
+        }
+        self.analysed_bytes += src.len();
+        if self.analysed_bytes > MAX_ANALYSED_BYTES {
+            self.refuse(format!(
+                "the command holds more than {MAX_ANALYSED_BYTES} bytes of scripts in all, nested ones counted at each level; the rest is not analysed"
+            ));
             return;
         }
         let items = self.parsed.items(src);
@@ -128,9 +142,18 @@ impl<'a> Analyser<'a> {
                     self.in_subshell(|analyser| analyser.script(inner, depth + 1))
                 }
                 Item::Problem(p) => self.problems.push(p.clone()),
+                Item::Refused(reason) => self.refuse(reason.clone()),
             }
         }
         (self.vars, self.tracked, self.split) = outer;
+    }
+
+    /// A refusal for something past the analyser's bounds: a deny in every mode, given once
+    /// however often the bound is met.
+    pub(crate) fn refuse(&mut self, reason: String) {
+        if !self.refusals.contains(&reason) {
+            self.refusals.push(reason);
+        }
     }
 
     /// Analyses a script that may run in another shell process (a substitution, `sh -c`) or
@@ -145,12 +168,15 @@ impl<'a> Analyser<'a> {
         }
     }
 
-    /// The call may change how globs match (`shopt`, `GLOBIGNORE`, `BASHOPTS`).
+    /// The call may change how globs match (`shopt`, `GLOBIGNORE`, `BASHOPTS`): asked for
+    /// every command, the source is searched once.
     pub(crate) fn glob_options_may_change(&self) -> bool {
-        let source = self.parsed.source();
-        ["shopt", "GLOBIGNORE", "BASHOPTS"]
-            .iter()
-            .any(|name| source.contains(name))
+        *self.glob_options.get_or_init(|| {
+            let source = self.parsed.source();
+            ["shopt", "GLOBIGNORE", "BASHOPTS"]
+                .iter()
+                .any(|name| source.contains(name))
+        })
     }
 
     /// Records what a binding leaves in its variable: the value when it is known and the

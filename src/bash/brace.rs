@@ -11,6 +11,30 @@ pub(crate) enum Segment {
     Generated(String),
 }
 
+use super::bounds::MAX_BRACKET_DEPTH;
+
+/// Every head continued by every tail, in order.
+fn joined(mut heads: Words, tails: Words) -> Words {
+    // One tail (a literal brace, a one-word list): the heads are continued where they are,
+    // so a word of many such braces is not copied once per brace.
+    if let [tail] = tails.as_slice() {
+        for head in &mut heads {
+            head.extend(tail.iter().cloned());
+        }
+        return heads;
+    }
+    heads
+        .iter()
+        .flat_map(|head| {
+            tails.iter().map(move |tail| {
+                let mut w = head.clone();
+                w.extend(tail.iter().cloned());
+                w
+            })
+        })
+        .collect()
+}
+
 /// More terms than this in one sequence make the word unknowable.
 const MAX_SEQUENCE: i64 = 1000;
 
@@ -29,7 +53,7 @@ type Words = Vec<Vec<Segment>>;
 impl Expander<'_> {
     /// Every word the text expands to, in Bash's order; `None` beyond `limit` words.
     pub fn expand(&self, limit: usize) -> Option<Words> {
-        self.brace_expand(0, self.text.len(), limit)
+        self.brace_expand(0, self.text.len(), limit, 0)
     }
 
     fn whole(&self, from: usize, to: usize) -> Words {
@@ -129,8 +153,50 @@ impl Expander<'_> {
         None
     }
 
-    /// braces.c's `brace_expand` over `text[from..to]`.
-    fn brace_expand(&self, from: usize, to: usize, limit: usize) -> Option<Words> {
+    /// braces.c's `brace_expand` over `text[from..to]`: braces.c recurses on the text after
+    /// each brace, this walks along it (a word of a thousand `{a,b}` must not take a thousand
+    /// frames); it recurses only into a list's parts, `depth` deep.
+    fn brace_expand(&self, from: usize, to: usize, limit: usize, depth: usize) -> Option<Words> {
+        if depth > MAX_BRACKET_DEPTH || crate::base::stack_is_low() {
+            return None;
+        }
+        // The words so far, each to be continued by what follows `from`.
+        let mut heads: Words = vec![Vec::new()];
+        let mut from = from;
+        loop {
+            let Some((open, close, tack)) = self.next_brace(from, to, limit, depth)? else {
+                return Some(joined(heads, self.whole(from, to)));
+            };
+            let preamble = Segment::Source(self.base + from, self.base + open);
+            let tack: Words = tack
+                .into_iter()
+                .map(|mut w| {
+                    w.insert(0, preamble.clone());
+                    w
+                })
+                .collect();
+            if heads.len().saturating_mul(tack.len()) > limit {
+                return None;
+            }
+            heads = joined(heads, tack);
+            if close + 1 >= to {
+                return Some(heads);
+            }
+            from = close + 1;
+        }
+    }
+
+    /// The first brace expression of `text[from..to]`: where it opens and closes and the
+    /// words it expands to; `None` inside when the rest is taken whole, `None` outside past
+    /// `limit` words.
+    #[allow(clippy::type_complexity)]
+    fn next_brace(
+        &self,
+        from: usize,
+        to: usize,
+        limit: usize,
+        depth: usize,
+    ) -> Option<Option<(usize, usize, Words)>> {
         let mut i = from;
         let open = loop {
             match self.gobble(i, to, b'{') {
@@ -144,11 +210,11 @@ impl Expander<'_> {
             }
         };
         let Some(open) = open else {
-            return Some(self.whole(from, to));
+            return Some(None);
         };
         let start = open + 1;
         let Some(close) = self.gobble(start, to, b'}') else {
-            return Some(self.whole(from, to));
+            return Some(None);
         };
         let amble = &self.text[start..close];
         // Any comma not after a backslash makes it a list (quotes are not looked at here).
@@ -169,7 +235,7 @@ impl Expander<'_> {
         let list = comma && self.gobble(start, close, b',').is_some();
         let terms = if list { None } else { sequence(amble) };
         let tack: Words = if list {
-            self.expand_amble(start, close, limit)?
+            self.expand_amble(start, close, limit, depth + 1)?
         } else {
             match terms {
                 Some(terms) => terms
@@ -180,45 +246,21 @@ impl Expander<'_> {
                     self.base + open,
                     self.base + close + 1,
                 )]],
-                None => return Some(self.whole(from, to)),
+                None => return Some(None),
             }
         };
-        let preamble = Segment::Source(self.base + from, self.base + open);
-        let mut result: Words = tack
-            .into_iter()
-            .map(|mut w| {
-                w.insert(0, preamble.clone());
-                w
-            })
-            .collect();
-        if close + 1 < to {
-            let tails = self.brace_expand(close + 1, to, limit)?;
-            if result.len().saturating_mul(tails.len()) > limit {
-                return None;
-            }
-            result = result
-                .iter()
-                .flat_map(|head| {
-                    tails.iter().map(move |tail| {
-                        let mut w = head.clone();
-                        w.extend(tail.iter().cloned());
-                        w
-                    })
-                })
-                .collect();
-        }
-        (result.len() <= limit).then_some(result)
+        (tack.len() <= limit).then_some(Some((open, close, tack)))
     }
 
     /// braces.c's `expand_amble`: the list between braces, split at level-0 commas, each
     /// part expanded in turn.
-    fn expand_amble(&self, from: usize, to: usize, limit: usize) -> Option<Words> {
+    fn expand_amble(&self, from: usize, to: usize, limit: usize, depth: usize) -> Option<Words> {
         let mut result = Vec::new();
         let mut start = from;
         loop {
             let end = self.gobble(start, to, b',');
             let part_end = end.unwrap_or(to);
-            result.extend(self.brace_expand(start, part_end, limit)?);
+            result.extend(self.brace_expand(start, part_end, limit, depth)?);
             if result.len() > limit {
                 return None;
             }

@@ -18,7 +18,7 @@ use super::word::Word;
 use super::wrappers::{self, Inline, Unwrap};
 use super::{CommandReport, CommandVerdict};
 
-/// Wrappers inside wrappers deeper than this are not looked through.
+/// Wrappers inside wrappers deeper than this are not looked through: the command is refused.
 const MAX_UNWRAP: usize = 16;
 
 /// `NAME` of a word written `NAME=…` or `NAME+=…` (an assignment when it leads a command).
@@ -248,13 +248,21 @@ impl Analyser<'_> {
         let mut hits = RuleHits::default();
         let mut forced: Option<&'static str> = None;
         let mut runs_nothing: Option<(bool, &'static str)> = None;
-        for _ in 0..MAX_UNWRAP {
+        for step in 0..=MAX_UNWRAP {
             self.match_rules(&argv, &mut hits);
             let Some(name) = argv.first().and_then(Word::fixed).map(str::to_owned) else {
                 break;
             };
             let name = base(&name).to_owned();
             let unwrapped = wrappers::unwrap(&name, &argv);
+            if step == MAX_UNWRAP && !matches!(unwrapped, Unwrap::No) {
+                // What the innermost wrapper runs is not looked at, so no deny rule reaches it.
+                self.refuse(format!(
+                    "`{}` runs commands through more than {MAX_UNWRAP} wrappers in a row; deeper ones are not analysed",
+                    job.text
+                ));
+                break;
+            }
             // `env -C sub cat ../.env`, `make -C sub`: this command's relative paths are
             // relative to that folder.
             let own_options = match &unwrapped {
@@ -554,8 +562,9 @@ impl Analyser<'_> {
     /// `find … -exec cmd {} ;`: each command is checked, with `{}` unknown.
     fn find_exec(&mut self, job: &Job, argv: &[Word]) {
         if job.depth > MAX_NESTING {
-            self.problems
-                .push("`find -exec` is nested too deeply".to_owned());
+            self.refuse(format!(
+                "`find -exec` is nested more than {MAX_NESTING} deep; deeper commands are not analysed"
+            ));
             return;
         }
         let mut i = 1;

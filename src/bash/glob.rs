@@ -124,25 +124,42 @@ fn bracket(chars: &[(char, bool)]) -> Option<Option<(Pat, usize)>> {
     Some(None)
 }
 
+/// Whether `name` matches `pat` whole: a walk over both with one way back, to the last `*`
+/// (a `*` that must match more only ever takes the next character), so the work is linear in
+/// each and no pattern, however long, recurses.
 fn matches(pat: &[Pat], name: &[char]) -> bool {
-    match pat.split_first() {
-        None => name.is_empty(),
-        Some((Pat::Star, rest)) => (0..=name.len()).any(|k| matches(rest, &name[k..])),
-        Some((p, rest)) => match name.split_first() {
-            None => false,
-            Some((c, tail)) => {
-                let ok = match p {
-                    Pat::Lit(l) => l == c,
-                    Pat::One => true,
-                    Pat::Class { negated, ranges } => {
-                        ranges.iter().any(|(lo, hi)| lo <= c && c <= hi) != *negated
-                    }
-                    Pat::Star => false,
-                };
-                ok && matches(rest, tail)
+    let one = |p: &Pat, c: &char| match p {
+        Pat::Lit(l) => l == c,
+        Pat::One => true,
+        Pat::Class { negated, ranges } => {
+            ranges.iter().any(|(lo, hi)| lo <= c && c <= hi) != *negated
+        }
+        Pat::Star => false,
+    };
+    let (mut p, mut n) = (0, 0);
+    // The last `*` seen and the first name character it has not taken yet.
+    let mut star: Option<(usize, usize)> = None;
+    while n < name.len() {
+        match pat.get(p) {
+            Some(Pat::Star) => {
+                star = Some((p, n));
+                p += 1;
             }
-        },
+            Some(single) if one(single, &name[n]) => {
+                p += 1;
+                n += 1;
+            }
+            _ => match star {
+                Some((at, taken)) => {
+                    star = Some((at, taken + 1));
+                    p = at + 1;
+                    n = taken + 1;
+                }
+                None => return false,
+            },
+        }
     }
+    pat[p..].iter().all(|x| *x == Pat::Star)
 }
 
 /// Whether `name` (one path component) matches `pat` as Bash's globbing would: a leading
@@ -255,6 +272,69 @@ pub(crate) fn expand(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The plain recursive reading of a pattern, for comparison with the walk.
+    fn by_recursion(pat: &[Pat], name: &[char]) -> bool {
+        match pat.split_first() {
+            None => name.is_empty(),
+            Some((Pat::Star, rest)) => (0..=name.len()).any(|k| by_recursion(rest, &name[k..])),
+            Some((p, rest)) => match name.split_first() {
+                None => false,
+                Some((c, tail)) => {
+                    let ok = match p {
+                        Pat::Lit(l) => l == c,
+                        Pat::One => true,
+                        Pat::Class { negated, ranges } => {
+                            ranges.iter().any(|(lo, hi)| lo <= c && c <= hi) != *negated
+                        }
+                        Pat::Star => false,
+                    };
+                    ok && by_recursion(rest, tail)
+                }
+            },
+        }
+    }
+
+    /// Every pattern of up to five of `a`, `b`, `*`, `?`, `[a]` against every name of up to
+    /// five of `a`, `b`: the walk agrees with the recursion.
+    #[test]
+    fn the_walk_matches_as_the_recursion_does() {
+        let atoms = ["a", "b", "*", "?", "[a]"];
+        let mut patterns = vec![String::new()];
+        for _ in 0..5 {
+            let longer: Vec<String> = patterns
+                .iter()
+                .flat_map(|p| atoms.iter().map(move |a| format!("{p}{a}")))
+                .collect();
+            patterns.extend(longer);
+            patterns.sort();
+            patterns.dedup();
+        }
+        let mut names = vec![String::new()];
+        for _ in 0..5 {
+            let longer: Vec<String> = names
+                .iter()
+                .flat_map(|n| ["a", "b"].iter().map(move |c| format!("{n}{c}")))
+                .collect();
+            names.extend(longer);
+            names.sort();
+            names.dedup();
+        }
+        for p in &patterns {
+            let compiled = pat(p);
+            for n in &names {
+                let chars: Vec<char> = n.chars().collect();
+                assert_eq!(
+                    matches(&compiled, &chars),
+                    by_recursion(&compiled, &chars),
+                    "{p} against {n}"
+                );
+            }
+        }
+        // A long pattern of stars ends at once, where the recursion would not.
+        let long = pat(&"*a".repeat(20_000));
+        assert!(!matches(&long, &['b'; 200]));
+    }
 
     fn pat(s: &str) -> Vec<Pat> {
         let chars: Vec<(char, bool)> = s.chars().map(|c| (c, true)).collect();

@@ -4,6 +4,7 @@
 mod analyser;
 mod arg_writes;
 mod bindings;
+mod bounds;
 mod brace;
 mod chdir;
 mod command;
@@ -47,10 +48,14 @@ pub(crate) fn parses_on_this_thread() -> usize {
     PARSES.with(std::cell::Cell::get)
 }
 
-/// The items of `src`: a plain line (see `plain`) is scanned, any other script parsed.
+/// The items of `src`: a plain line (see `plain`) is scanned, any other script parsed; a
+/// script nested past the bounds is refused before either (see `bounds`).
 fn read(src: &str) -> Vec<syntax::Item> {
     #[cfg(test)]
     PARSES.with(|count| count.set(count.get() + 1));
+    if let Some(refusal) = bounds::bracket_depth_refusal(src) {
+        return vec![syntax::Item::Refused(refusal)];
+    }
     plain::items(src).unwrap_or_else(|| syntax::items(src))
 }
 
@@ -70,6 +75,10 @@ pub struct BashRules {
     pub deny: Vec<(CommandPattern, usize)>,
 }
 
+/// How the caller resolves a path for the command (see [`BashEnv::resolve`]).
+pub type Resolve<'a> = dyn Fn(&Path, crate::base::Frame<'_>) -> Result<crate::base::Reached, crate::base::Unresolvable>
+    + 'a;
+
 /// What the analysis may know about the world, injected by the caller.
 pub struct BashEnv<'a> {
     /// Absolute, canonical.
@@ -77,9 +86,11 @@ pub struct BashEnv<'a> {
     /// Absolute, canonical: workdir + additional_directories.
     pub workspace_roots: &'a [PathBuf],
     pub home: Option<&'a Path>,
-    /// Resolves symlinks of an absolute, lexically normalised path (the caller canonicalises
-    /// the longest existing prefix). Tests pass identity.
-    pub resolve: &'a dyn Fn(&Path) -> PathBuf,
+    /// Where a path (absolute, or relative to the frame's working directory) leads for the
+    /// command, as `base::resolve` says: links followed, dangling ones too, and a process's own
+    /// names taken as the command's. Analyses that must not touch the disk pass
+    /// `base::resolve_without_disk`.
+    pub resolve: &'a Resolve<'a>,
     /// The names in a folder (absolute), for expanding globs; `None` when it cannot be
     /// listed (a glob there is then unproven). Called only for words that hold a glob.
     pub list_dir: &'a dyn Fn(&Path) -> Option<Vec<String>>,
@@ -162,7 +173,7 @@ pub enum CommandVerdict {
     Unproven,
 }
 
-/// Scripts longer than this are not analysed (bounded work): they are asked about.
+/// Scripts longer than this are not analysed (bounded work): they are refused.
 pub const MAX_SCRIPT_BYTES: usize = 64 * 1024;
 
 /// A command as a call carries it: its source, parsed by tree-sitter at most once, together
@@ -221,12 +232,11 @@ pub fn evaluate(script: &str, rules: &BashRules, env: &BashEnv) -> BashAnalysis 
 #[cfg(test)]
 pub(crate) fn evaluate_in_test_workspace(script: &str, rules: &BashRules) -> BashAnalysis {
     let roots = [PathBuf::from("/ws")];
-    let identity = |p: &Path| p.to_path_buf();
     let env = BashEnv {
         cwd: Path::new("/ws"),
         workspace_roots: &roots,
         home: Some(Path::new("/home/u")),
-        resolve: &identity,
+        resolve: &crate::base::resolve_without_disk,
         list_dir: &|_| Some(Vec::new()),
     };
     evaluate(script, rules, &env)
@@ -238,9 +248,10 @@ pub fn evaluate_parsed(parsed: &Script, rules: &BashRules, env: &BashEnv) -> Bas
     #[cfg(test)]
     ANALYSES.with(|count| count.set(count.get() + 1));
     let script = parsed.source();
+    // Refused in every mode: what is not analysed, no deny rule reaches.
     if script.len() > MAX_SCRIPT_BYTES {
         return BashAnalysis {
-            verdict: BashVerdict::Ask {
+            verdict: BashVerdict::Deny {
                 rule: None,
                 reason: format!(
                     "the command is {} bytes long; commands over {MAX_SCRIPT_BYTES} bytes are not analysed",
@@ -493,12 +504,11 @@ mod tests {
             ..BashRules::default()
         };
         let roots = [PathBuf::from("/ws")];
-        let identity = |p: &Path| p.to_path_buf();
         let env = BashEnv {
             cwd: Path::new("/ws"),
             workspace_roots: &roots,
             home: None,
-            resolve: &identity,
+            resolve: &crate::base::resolve_without_disk,
             list_dir: &|_| Some(Vec::new()),
         };
         let verdict = |script: &str| evaluate(script, &rules, &env).verdict;
@@ -549,11 +559,11 @@ mod tests {
     }
 
     #[test]
-    fn oversized_input_is_asked_about_without_analysis() {
+    fn oversized_input_is_refused_without_analysis() {
         let big = "echo hi\n".repeat(MAX_SCRIPT_BYTES / 8 + 1);
         assert!(matches!(
             run(&big).verdict,
-            BashVerdict::Ask { rule: None, .. }
+            BashVerdict::Deny { rule: None, .. }
         ));
     }
 

@@ -1,12 +1,16 @@
-//! Where a path word points: tilde, working directory (which `cd` may have changed), `..`
-//! through symlinks (via the injected resolver), and whether it stays inside the workspace.
+//! Where a path word points: tilde, working directory (which `cd` may have changed), and what
+//! the command's lookup reaches from there (via the injected resolver: links followed,
+//! dangling ones too, `..` on the folder reached, `/proc/self` and `/dev/fd` as the command's
+//! own), and whether it stays inside the workspace.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+
+use crate::base::Frame;
 
 use super::unproven::Unproven;
-use super::word::Word;
+use super::word::{PROCESS_SUBSTITUTION, Word};
 use super::{BashEnv, ReadAccess};
 
 /// More possible working directories than this are not tracked.
@@ -42,11 +46,15 @@ impl Cwds {
     }
 }
 
-/// The absolute, normalised, symlink-resolved paths a word may name (one per possible cwd).
+/// The paths a word may name (one per possible cwd), each as the command's lookup reaches it
+/// (see [`reach`]).
 pub(crate) fn locate(word: &Word, env: &BashEnv, cwds: &Cwds) -> Result<Vec<PathBuf>, Unproven> {
     let Some(value) = word.value.as_deref() else {
         return Err(Unproven::NotStatic(word.raw.clone()));
     };
+    if word.is_process_substitution() {
+        return Ok(vec![PathBuf::from(PROCESS_SUBSTITUTION)]);
+    }
     let text: Cow<str> = if word.tilde {
         Cow::Owned(expand_tilde(value, env).ok_or_else(|| Unproven::Tilde(value.to_owned()))?)
     } else {
@@ -59,29 +67,81 @@ pub(crate) fn locate(word: &Word, env: &BashEnv, cwds: &Cwds) -> Result<Vec<Path
         return glob_paths(word, env, cwds);
     }
     let path = Path::new(&*text);
-    if path.is_absolute() {
-        return Ok(vec![normalise(path, env)]);
-    }
     match cwds {
-        Cwds::Known(list) => Ok(list.iter().map(|c| normalise(&c.join(path), env)).collect()),
+        Cwds::Known(list) => {
+            let mut out = Vec::with_capacity(list.len());
+            for cwd in list {
+                let reached = reach(word, path, Some(cwd), env)?;
+                if !out.contains(&reached) {
+                    out.push(reached);
+                }
+            }
+            Ok(out)
+        }
+        // An absolute path needs no working directory, unless it names the command's own
+        // (`/proc/self/cwd/…`), which the resolver refuses then.
+        Cwds::Unknown if path.is_absolute() => Ok(vec![reach(word, path, None, env)?]),
         Cwds::Unknown => Err(Unproven::RelativeAfterCd(word.raw.clone())),
     }
 }
 
-/// Every path a glob word reaches from each possible working directory, symlinks resolved.
-fn glob_paths(word: &Word, env: &BashEnv, cwds: &Cwds) -> Result<Vec<PathBuf>, Unproven> {
+/// Where `path` leads for a command working in `cwd`: the place (a link into a guarded path
+/// is that path), a standard stream by its `/dev` name, or a process file by its `/proc`
+/// name; a loop of links, or a path relative to a folder not known, is unproven.
+pub(crate) fn reach(
+    word: &Word,
+    path: &Path,
+    cwd: Option<&Path>,
+    env: &BashEnv,
+) -> Result<PathBuf, Unproven> {
+    (env.resolve)(path, Frame::Command { cwd })
+        .map(crate::base::Reached::into_path)
+        .map_err(|reason| Unproven::Unresolvable {
+            word: word.raw.clone(),
+            reason,
+        })
+}
+
+/// The folders a glob word is expanded from, each with the working directory it holds for
+/// (`None`: not known; an absolute glob needs none but for `/proc/self/cwd`).
+fn glob_frames<'c>(
+    word: &Word,
+    cwds: &'c Cwds,
+) -> Result<Vec<(PathBuf, Option<&'c Path>)>, Unproven> {
     let absolute = word.value.as_deref().is_some_and(|v| v.starts_with('/')) || word.tilde;
-    let dirs: Vec<PathBuf> = match cwds {
-        _ if absolute => vec![PathBuf::from("/")],
-        Cwds::Known(list) => list.clone(),
-        Cwds::Unknown => return Err(Unproven::RelativeAfterCd(word.raw.clone())),
-    };
+    match cwds {
+        Cwds::Known(list) if absolute => Ok(list
+            .iter()
+            .map(|cwd| (PathBuf::from("/"), Some(cwd.as_path())))
+            .collect()),
+        Cwds::Known(list) => Ok(list
+            .iter()
+            .map(|cwd| (cwd.clone(), Some(cwd.as_path())))
+            .collect()),
+        Cwds::Unknown if absolute => Ok(vec![(PathBuf::from("/"), None)]),
+        Cwds::Unknown => Err(Unproven::RelativeAfterCd(word.raw.clone())),
+    }
+}
+
+/// Lists a folder a glob walks as the command would: the folder its lookup reaches, never
+/// a process's own (`/proc/self/fd/*`), which cannot be listed here.
+fn list_reached(dir: &Path, cwd: Option<&Path>, env: &BashEnv) -> Option<Vec<String>> {
+    match (env.resolve)(dir, Frame::Command { cwd }) {
+        Ok(crate::base::Reached::Path(reached)) => (env.list_dir)(&reached),
+        _ => None,
+    }
+}
+
+/// Every path a glob word reaches from each possible working directory, as the command's
+/// lookup reaches it.
+fn glob_paths(word: &Word, env: &BashEnv, cwds: &Cwds) -> Result<Vec<PathBuf>, Unproven> {
     let mut out = Vec::new();
-    for dir in dirs {
-        let found = super::glob::expand(word, &dir, env.home, env.list_dir)
+    for (dir, cwd) in glob_frames(word, cwds)? {
+        let list = |dir: &Path| list_reached(dir, cwd, env);
+        let found = super::glob::expand(word, &dir, env.home, &list)
             .ok_or_else(|| Unproven::GlobUnknown(word.raw.clone()))?;
         for path in found {
-            let path = normalise(&path, env);
+            let path = reach(word, &path, cwd, env)?;
             if !out.contains(&path) {
                 out.push(path);
             }
@@ -103,18 +163,12 @@ pub(crate) fn check_glob_listing(
     if !word.glob {
         return Ok(());
     }
-    let absolute = word.value.as_deref().is_some_and(|v| v.starts_with('/')) || word.tilde;
-    let dirs: Vec<PathBuf> = match cwds {
-        _ if absolute => vec![PathBuf::from("/")],
-        Cwds::Known(list) => list.clone(),
-        Cwds::Unknown => return Err(Unproven::RelativeAfterCd(word.raw.clone())),
-    };
     let listed = RefCell::new(Vec::new());
-    let record = |dir: &Path| {
-        listed.borrow_mut().push(dir.to_path_buf());
-        (env.list_dir)(dir)
-    };
-    for dir in dirs {
+    for (dir, cwd) in glob_frames(word, cwds)? {
+        let record = |dir: &Path| {
+            listed.borrow_mut().push(dir.to_path_buf());
+            list_reached(dir, cwd, env)
+        };
         super::glob::expand(word, &dir, env.home, &record)
             .ok_or_else(|| Unproven::GlobUnknown(word.raw.clone()))?;
     }
@@ -153,28 +207,6 @@ fn has_glob_before_parent(text: &str) -> bool {
     false
 }
 
-/// Lexical normalisation, except that `..` is applied to the resolved directory: in Bash
-/// `link/..` is the parent of the link's target, not the directory holding the link.
-pub(crate) fn normalise(path: &Path, env: &BashEnv) -> PathBuf {
-    // What the component walk would rebuild unchanged (most paths a decision locates).
-    if crate::base::is_normal_absolute(path) {
-        return (env.resolve)(path);
-    }
-    let mut out = PathBuf::from("/");
-    for comp in path.components() {
-        match comp {
-            Component::RootDir | Component::Prefix(_) => out = PathBuf::from("/"),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out = (env.resolve)(&out);
-                out.pop();
-            }
-            Component::Normal(c) => out.push(c),
-        }
-    }
-    (env.resolve)(&out)
-}
-
 /// The same path, lexically normalised only (for `/dev/…` names Bash treats specially).
 pub(crate) fn lexical(path: &Path) -> PathBuf {
     crate::base::normalize_lexically(&Path::new("/").join(path))
@@ -186,9 +218,14 @@ pub(crate) fn inside_workspace(path: &Path, env: &BashEnv) -> bool {
         .any(|root| crate::base::has_prefix(path, root))
 }
 
-/// Device files that are harmless to read (they end at once).
+/// Files that are harmless to read: `/dev/null` ends at once, and the command's own standard
+/// streams and a process substitution's pipe are its own data (a located path names a
+/// stream by its `/dev` name only, see `base::Reached`).
 pub(crate) fn harmless_read(path: &Path) -> bool {
-    path.starts_with("/dev/fd") || matches!(path.to_str(), Some("/dev/null" | "/dev/stdin"))
+    matches!(
+        path.to_str(),
+        Some("/dev/null" | "/dev/stdin" | "/dev/stdout" | "/dev/stderr" | PROCESS_SUBSTITUTION)
+    )
 }
 
 /// Devices that never end: a "read-only" `cat /dev/zero` fills memory or the log.
@@ -360,54 +397,44 @@ mod tests {
 
     fn with_env<R>(f: impl FnOnce(&BashEnv) -> R) -> R {
         let roots = vec![PathBuf::from("/ws")];
-        let resolve = |p: &Path| {
-            // A symlink /ws/link -> /etc, to see `..` taken physically.
-            match p.strip_prefix("/ws/link") {
-                Ok(rest) => Path::new("/etc").join(rest),
-                Err(_) => p.to_path_buf(),
-            }
-        };
         let env = BashEnv {
             cwd: Path::new("/ws"),
             workspace_roots: &roots,
             home: Some(Path::new("/home/u")),
-            resolve: &resolve,
+            resolve: &crate::base::resolve_without_disk,
             list_dir: &|_| None,
         };
         f(&env)
     }
 
+    /// Every place a word may name is located in the command's frame: after a `cd` (several
+    /// possible folders), `/proc/self/cwd` is each of them, and a working directory not known
+    /// makes it unknown too.
     #[test]
-    fn parent_of_a_symlink_is_taken_physically() {
+    fn the_command_s_own_names_follow_its_working_directory() {
         with_env(|env| {
+            let mut cwds = Cwds::new(env.cwd);
+            cwds.add(vec![PathBuf::from("/ws/src")]);
             assert_eq!(
-                normalise(Path::new("/ws/link/../passwd"), env),
-                PathBuf::from("/passwd")
+                locate(&Word::literal("/proc/self/cwd/.env"), env, &cwds),
+                Ok(vec![
+                    PathBuf::from("/ws/.env"),
+                    PathBuf::from("/ws/src/.env")
+                ])
             );
             assert_eq!(
-                normalise(Path::new("/ws/a/../b"), env),
-                PathBuf::from("/ws/b")
+                locate(&Word::literal("/dev/fd/1"), env, &cwds),
+                Ok(vec![PathBuf::from("/dev/stdout")])
             );
-        });
-    }
-
-    #[test]
-    fn paths_already_normal_resolve_as_the_component_walk_does() {
-        with_env(|env| {
-            // Normal ones take the short way (`base::path` tests which those are), the others
-            // the walk; through the symlink /ws/link -> /etc as well.
-            for path in [
-                "/ws/a/b",
-                "/",
-                "/ws/a/",
-                "/ws/link/x",
-                "/ws/link/../x",
-                "ws/a",
-            ] {
-                // A trailing `/.` changes nothing but takes the component walk.
-                let walked = normalise(&Path::new(path).join("."), env);
-                assert_eq!(normalise(Path::new(path), env), walked, "{path}");
-            }
+            assert_eq!(
+                locate(&Word::literal("/dev/fd/63"), env, &cwds),
+                Ok(vec![PathBuf::from("/proc/self/fd/63")])
+            );
+            assert!(locate(&Word::literal("/proc/self/cwd/x"), env, &Cwds::Unknown).is_err());
+            assert_eq!(
+                locate(&Word::literal("/etc/x"), env, &Cwds::Unknown),
+                Ok(vec![PathBuf::from("/etc/x")])
+            );
         });
     }
 

@@ -711,12 +711,11 @@ mod tests {
 
     fn hazard_of(line: &str, covered: usize) -> Option<String> {
         let roots = [PathBuf::from("/ws")];
-        let identity = |p: &Path| p.to_path_buf();
         let env = BashEnv {
             cwd: Path::new("/ws"),
             workspace_roots: &roots,
             home: None,
-            resolve: &identity,
+            resolve: &crate::base::resolve_without_disk,
             list_dir: &|_| Some(Vec::new()),
         };
         let argv: Vec<Word> = line.split_whitespace().map(Word::literal).collect();

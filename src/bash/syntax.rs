@@ -12,8 +12,7 @@ use super::kind::kind;
 use super::unproven::Unproven;
 use super::word::{Expanded, Value, Word, resolve, resolve_all, resolve_expanded};
 
-/// Deeper syntax trees than this are not walked (the rest becomes a problem, hence ask).
-const MAX_TREE_DEPTH: usize = 200;
+use super::bounds::{MAX_ANALYSED_BYTES, MAX_TREE_DEPTH};
 
 /// One simple command as written: `NAME=v cmd arg…`.
 #[derive(Debug, Clone)]
@@ -86,6 +85,9 @@ pub(crate) enum Item {
     Hidden(String),
     /// Something that makes the script unprovable, with a reason for the model.
     Problem(String),
+    /// Something past the analyser's bounds (see `bounds`): refused in every mode, since what
+    /// it holds was not analysed.
+    Refused(String),
 }
 
 thread_local! {
@@ -156,6 +158,8 @@ pub(crate) fn items(script: &str) -> Vec<Item> {
         heredoc_starts: Vec::new(),
         heredoc_unsure: false,
         hung_redirects: Vec::new(),
+        hidden_bytes: 0,
+        refused: false,
     };
     walker.node(tree.root_node(), 0, Ctx::default());
     walker.finish()
@@ -337,6 +341,10 @@ struct Walker<'s> {
     /// Redirected statements whose redirections tree-sitter-bash hung on a list or pipeline
     /// (see `redirected_statement`), by node id, until the command they belong to is reached.
     hung_redirects: Vec<usize>,
+    /// Bytes of hidden scripts found so far (see `push_hidden`).
+    hidden_bytes: usize,
+    /// A bound was reached and the refusal is among the items.
+    refused: bool,
 }
 
 impl<'s> Walker<'s> {
@@ -349,7 +357,7 @@ impl<'s> Walker<'s> {
         if self.heredoc_unsure
             && let Some(script) = self.as_bash_reads_heredocs()
         {
-            self.items.push(Item::Hidden(script));
+            self.push_hidden(script);
         }
         if self.evaluates {
             for text in std::mem::take(&mut self.data) {
@@ -372,7 +380,7 @@ impl<'s> Walker<'s> {
             return;
         }
         for piece in pieces {
-            self.items.push(Item::Hidden(piece.to_owned()));
+            self.push_hidden(piece.to_owned());
         }
     }
 
@@ -383,9 +391,9 @@ impl<'s> Walker<'s> {
         if !runs_code(template) {
             return;
         }
-        self.items.push(Item::Hidden(format!(": {template}")));
+        self.push_hidden(format!(": {template}"));
         for inner in substitutions_loose(template) {
-            self.items.push(Item::Hidden(inner));
+            self.push_hidden(inner);
         }
     }
 
@@ -461,6 +469,34 @@ impl<'s> Walker<'s> {
         self.items.push(Item::Problem(reason));
     }
 
+    /// The walk reached [`MAX_TREE_DEPTH`], or the end of the stack it may use: what lies
+    /// deeper is not analysed, so the script is refused (once).
+    fn too_deep(&mut self) {
+        if !self.refused {
+            self.refused = true;
+            self.items.push(Item::Refused(format!(
+                "the script nests too deep to analyse (more than {MAX_TREE_DEPTH} levels, or more than the analysis's stack holds)"
+            )));
+        }
+    }
+
+    /// A script found inside this one, to be analysed as a script of its own; past
+    /// [`MAX_ANALYSED_BYTES`] of them (nested substitutions are found once per level that
+    /// holds them), the script is refused.
+    fn push_hidden(&mut self, script: String) {
+        self.hidden_bytes += script.len();
+        if self.hidden_bytes > MAX_ANALYSED_BYTES {
+            if !self.refused {
+                self.refused = true;
+                self.items.push(Item::Refused(format!(
+                    "the command hides more than {MAX_ANALYSED_BYTES} bytes of nested scripts; they are not analysed"
+                )));
+            }
+            return;
+        }
+        self.items.push(Item::Hidden(script));
+    }
+
     fn children(&mut self, n: Node, depth: usize, ctx: Ctx) {
         // The cursor is this call's own, so the children are walked in place, without a Vec.
         let mut cursor = n.walk();
@@ -470,8 +506,8 @@ impl<'s> Walker<'s> {
     }
 
     fn node(&mut self, n: Node, depth: usize, ctx: Ctx) {
-        if depth > MAX_TREE_DEPTH {
-            self.problem("the script is nested too deeply to analyse".to_owned());
+        if depth > MAX_TREE_DEPTH || crate::base::stack_is_low() {
+            self.too_deep();
             return;
         }
         if n.is_missing() {
@@ -782,8 +818,8 @@ impl<'s> Walker<'s> {
     /// A list tree-sitter-bash hung on a pipeline (see `pipeline`): its leftmost part is
     /// piped, every other part runs where the pipeline itself runs.
     fn list_after_pipeline(&mut self, list: Node, depth: usize, piped: Ctx, outer: Ctx) {
-        if depth > MAX_TREE_DEPTH {
-            self.problem("the script is nested too deeply to analyse".to_owned());
+        if depth > MAX_TREE_DEPTH || crate::base::stack_is_low() {
+            self.too_deep();
             return;
         }
         let mut cursor = list.walk();
@@ -1033,7 +1069,7 @@ impl<'s> Walker<'s> {
                         self.unsure_rest(&text[start..]);
                         return;
                     }
-                    self.items.push(Item::Hidden(text[start..j].to_owned()));
+                    self.push_hidden(text[start..j].to_owned());
                     i = j + 1;
                 }
                 b'$' if b.get(i + 1) == Some(&b'(') && b.get(i + 2) != Some(&b'(') => {
@@ -1043,7 +1079,7 @@ impl<'s> Walker<'s> {
                         self.unsure_rest(&text[start..]);
                         return;
                     };
-                    self.items.push(Item::Hidden(text[start..end].to_owned()));
+                    self.push_hidden(text[start..end].to_owned());
                     i = end + 1;
                 }
                 b'$' if b.get(i + 1) == Some(&b'(') => {
@@ -1059,9 +1095,9 @@ impl<'s> Walker<'s> {
     /// is analysed as a script and searched loosely, quotes or not, for the substitutions Bash
     /// may run from it (`$(x="a[\$(cmd)]"; echo $((x)))`), so deny rules reach them.
     fn unsure_rest(&mut self, rest: &str) {
-        self.items.push(Item::Hidden(rest.to_owned()));
+        self.push_hidden(rest.to_owned());
         for inner in substitutions_loose(rest) {
-            self.items.push(Item::Hidden(inner));
+            self.push_hidden(inner);
         }
     }
 
@@ -1150,7 +1186,7 @@ impl<'s> Walker<'s> {
             let text = self.text(n);
             if let Some(inner) = text.strip_prefix("$(") {
                 let inner = inner.strip_suffix(')').unwrap_or(inner);
-                self.items.push(Item::Hidden(inner.to_owned()));
+                self.push_hidden(inner.to_owned());
             }
         }
     }
@@ -1158,7 +1194,8 @@ impl<'s> Walker<'s> {
     /// Quoted text inside an evaluated operand (`${a['$(cmd)']}`, `[[ 'a[$(cmd)]' -eq 1 ]]`):
     /// Bash removes the quotes and evaluates the rest, so what it would run is analysed.
     fn loose_leaves(&mut self, n: Node, depth: usize) {
-        if depth > MAX_TREE_DEPTH {
+        if depth > MAX_TREE_DEPTH || crate::base::stack_is_low() {
+            self.too_deep();
             return;
         }
         match kind(&n) {
@@ -1647,7 +1684,7 @@ fn word_end(src: &str, start: usize) -> usize {
 }
 
 fn has_non_numeric(n: Node, src: &str, depth: usize) -> bool {
-    if depth > MAX_TREE_DEPTH {
+    if depth > MAX_TREE_DEPTH || crate::base::stack_is_low() {
         return true;
     }
     match kind(&n) {

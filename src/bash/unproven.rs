@@ -36,6 +36,11 @@ pub(crate) enum Unproven {
     GlobReachesParent(String),
     #[error("`{0}` is relative and the working directory is not known after `cd`")]
     RelativeAfterCd(String),
+    #[error("`{word}`: {reason}")]
+    Unresolvable {
+        word: String,
+        reason: crate::base::Unresolvable,
+    },
     #[error("`{word}` reads {}, which never ends", path.display())]
     EndlessRead { word: String, path: PathBuf },
     #[error("`{word}` reads {} outside the workspace", path.display())]

@@ -76,6 +76,10 @@ pub(crate) struct Word {
     pub(crate) pieces: Vec<Piece>,
 }
 
+/// The value of a process substitution (`<(cmd)`): the pipe Bash passes, by the name Bash
+/// gives it.
+pub(crate) const PROCESS_SUBSTITUTION: &str = "/dev/fd/63";
+
 /// More words than this from one word's brace expansion make it unknowable (ask).
 const MAX_BRACE_WORDS: usize = 256;
 
@@ -127,6 +131,15 @@ impl Word {
             .as_deref()
             .or(self.value.as_deref())
             .unwrap_or(&self.raw)
+    }
+
+    /// A process substitution standing alone (`<(cmd)`, `>(cmd)`): Bash passes the name of a
+    /// pipe of the command's own, which its value stands for. A word that merely spells that
+    /// name is not one.
+    pub fn is_process_substitution(&self) -> bool {
+        self.value.as_deref() == Some(PROCESS_SUBSTITUTION)
+            && (self.raw.starts_with("<(") || self.raw.starts_with(">("))
+            && self.raw.ends_with(')')
     }
 
     /// The literal value when it is a single, fixed word (no glob).
@@ -524,9 +537,39 @@ pub(crate) fn resolve_expanded(node: Node, src: &str, injected: &[usize]) -> Exp
 /// when a segment cuts an expansion in two.
 fn pieces_of(pieces: &[Piece], segments: &[super::brace::Segment]) -> Option<Vec<Piece>> {
     use super::brace::Segment;
+    let key = |p: &Piece| match p {
+        Piece::Char { at, .. } => *at,
+        Piece::Dyn(d) => d.start,
+    };
+    // Pieces come in source order: a segment's pieces are then found by a binary search, so
+    // a word of many braces costs its length, not its length times its braces.
+    let sorted = pieces.windows(2).all(|w| key(&w[0]) <= key(&w[1]));
+    // For each index, the furthest end of an expansion before it.
+    let mut reach_before = Vec::with_capacity(pieces.len() + 1);
+    let mut furthest = 0;
+    for p in pieces {
+        reach_before.push(furthest);
+        if let Piece::Dyn(d) = p {
+            furthest = furthest.max(d.end);
+        }
+    }
+    reach_before.push(furthest);
     let mut out = Vec::new();
     for segment in segments {
         match segment {
+            Segment::Source(a, b) if sorted => {
+                let from = pieces.partition_point(|p| key(p) < *a);
+                // An expansion that starts before the segment and ends inside it is cut.
+                if reach_before[from] > *a {
+                    return None;
+                }
+                for p in pieces[from..].iter().take_while(|p| key(p) < *b) {
+                    match p {
+                        Piece::Dyn(d) if d.end > *b => return None,
+                        _ => out.push(p.clone()),
+                    }
+                }
+            }
             Segment::Source(a, b) => {
                 for p in pieces {
                     match p {
@@ -572,7 +615,7 @@ fn add(node: Node, src: &str, b: &mut Builder) {
         "extglob_pattern" => unquoted(text, at, b),
         // Bash passes a process substitution as a pipe's name; its commands are analysed
         // where they stand.
-        "process_substitution" => b.push_str("/dev/fd/63", Quoting::Quoted, at),
+        "process_substitution" => b.push_str(PROCESS_SUBSTITUTION, Quoting::Quoted, at),
         "concatenation" | "command_name" => {
             let mut pos = node.start_byte();
             let mut cursor = node.walk();

@@ -50,12 +50,11 @@ pub fn narrowest_rules(
 /// A command no call carries an analysis for (`auto eval`'s cases, tests): analysed here
 /// without rules.
 fn bash_rules(command: &str, workspace: &Workspace) -> Vec<String> {
-    let identity = |path: &Path| path.to_path_buf();
     let env = BashEnv {
         cwd: &workspace.workdir,
         workspace_roots: &workspace.roots,
         home: workspace.home.as_deref(),
-        resolve: &identity,
+        resolve: &crate::base::resolve_without_disk,
         // Proposals name commands, not the files a glob matches.
         list_dir: &|_| Some(Vec::new()),
     };

@@ -1,7 +1,8 @@
 //! Safety guardrails no configuration can turn off (step 1g): writes to version control (and
 //! writes that would make a folder a repository), tollgate's and agents' own config, CI
-//! definitions, files other tools run code from later, shell start-up files and keys, and
-//! reads of process environments. Pure: names in, a reason out.
+//! definitions, files other tools run code from later, shell start-up files and keys, a
+//! process's own files under /proc, and reads of process environments. Pure: names in, a
+//! reason out.
 //!
 //! Every name is compared the way the most permissive file system would see it (see
 //! [`fold`]), so a case-insensitive volume or a tool that folds case cannot get around a
@@ -139,6 +140,9 @@ enum FileName {
 
 /// The guardrail a write to `path` (absolute, resolved) trips, if any.
 pub fn write_guardrail(path: &Path, home: Option<&Path>) -> Option<&'static str> {
+    if process_file(path) {
+        return Some(PROCESS_FILES_WRITE);
+    }
     let names = folded_names(path);
     // Every check below needs some name to be a guarded one, an NTFS short name (`~`), or a
     // `*.git`; most paths hold none, and one lookup per name tells.
@@ -287,13 +291,41 @@ pub fn git_dir_write(path: &Path, holds_head: &dyn Fn(&Path) -> bool) -> Option<
 
 const PROC_ENVIRON: &str = "reads of /proc/*/environ (process secrets)";
 
-/// The guardrail a read of `path` (absolute, normalised) trips, if any. A process's
-/// environment is readable under many names: `/proc/self/environ`, `/proc/<pid>/environ`,
-/// `/proc/thread-self/environ`, `/proc/<pid>/task/<tid>/environ`, and again through
-/// `/proc/<pid>/root/proc/…`: any `environ` below `/proc` counts.
+const PROCESS_FILES_READ: &str = "reads of a process's own files under /proc (its memory, environment and open files; a command's are not known before it runs)";
+
+const PROCESS_FILES_WRITE: &str = "writes to a process's own files under /proc (its memory and open files; a command's are not known before it runs)";
+
+/// Whether `path` names the files of a process under `/proc`: `/proc/self`,
+/// `/proc/thread-self`, `/proc/<pid>` and what is below them. The resolver never looks these
+/// up (see `base::resolve`): a path reaches one only where the command's own standard streams,
+/// working directory or root do not apply.
+fn process_file(path: &Path) -> bool {
+    let Some(rest) = crate::base::strip_prefix(path, Path::new("/proc")) else {
+        return false;
+    };
+    match rest.components().next() {
+        Some(Component::Normal(name)) => {
+            let name = name.as_encoded_bytes();
+            name == b"self"
+                || name == b"thread-self"
+                || (!name.is_empty() && name.iter().all(u8::is_ascii_digit))
+        }
+        _ => false,
+    }
+}
+
+/// The guardrail a read of `path` (absolute, resolved) trips, if any: a process's own files
+/// (see [`process_file`]), and a process's environment under any name: `/proc/self/environ`,
+/// `/proc/<pid>/environ`, `/proc/thread-self/environ`, `/proc/<pid>/task/<tid>/environ`, and
+/// again through `/proc/<pid>/root/proc/…`: any `environ` below `/proc` counts.
 pub fn read_guardrail(path: &Path) -> Option<&'static str> {
-    let environ = || path.file_name().is_some_and(|name| name == "environ");
-    (has_prefix(path, Path::new("/proc")) && environ()).then_some(PROC_ENVIRON)
+    if !has_prefix(path, Path::new("/proc")) {
+        return None;
+    }
+    if path.file_name().is_some_and(|name| name == "environ") {
+        return Some(PROC_ENVIRON);
+    }
+    process_file(path).then_some(PROCESS_FILES_READ)
 }
 
 /// The guardrail a read of everything below the folder `dir` trips (`grep -r x /proc`, a
@@ -576,7 +608,22 @@ mod tests {
     fn read_guardrails() {
         assert!(read_guardrail(Path::new("/proc/self/environ")).is_some());
         assert!(read_guardrail(Path::new("/proc/1/environ")).is_some());
-        assert!(read_guardrail(Path::new("/proc/self/status")).is_none());
+        assert!(read_guardrail(Path::new("/proc/self/status")).is_some());
+        assert!(read_guardrail(Path::new("/proc/cpuinfo")).is_none());
+        assert!(read_guardrail(Path::new("/proc/selfish")).is_none());
+        for process in [
+            "/proc/self/fd/3",
+            "/proc/12/mem",
+            "/proc/thread-self",
+            "/proc/1",
+        ] {
+            assert!(read_guardrail(Path::new(process)).is_some(), "{process}");
+            assert!(
+                write_guardrail(Path::new(process), None).is_some(),
+                "{process}"
+            );
+        }
+        assert!(write_guardrail(Path::new("/proc/sys/kernel/x"), None).is_none());
         assert!(read_guardrail(Path::new("/ws/proc/1/environ")).is_none());
         for environ in [
             "/proc/thread-self/environ",

@@ -13,9 +13,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::outcome::CommandRun;
-use super::path::{check_write, resolve_symlinks_below};
+use super::path::check_write;
 use super::shell::{Confinement, ShellEnv, run_confined};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
+use crate::base::{Frame, Reached, Unresolvable, resolve};
 use crate::bash::{
     BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, Script, evaluate_parsed,
 };
@@ -207,7 +208,7 @@ impl ToolInput for PreparedBash {
 }
 
 /// The analyser's environment for this workspace: the model may read its roots and the
-/// run's results; symlinks are resolved on disk.
+/// run's results; paths are resolved on disk, in the command's frame.
 fn analyse(script: &Script, rules: &BashRules, ctx: &PermissionContext) -> BashAnalysis {
     let workspace = ctx.workspace;
     let readable: Cow<[PathBuf]> = if workspace.read_only_roots.is_empty() {
@@ -223,17 +224,23 @@ fn analyse(script: &Script, rules: &BashRules, ctx: &PermissionContext) -> BashA
         )
     };
     // A path is resolved once per decision, however many checks name it (`git checkout -b
-    // x origin/main` names `origin` in three).
-    // Keyed by the path's bytes: hashing a `Path` hashes it component by component.
-    let resolved = RefCell::new(HashMap::<Vec<u8>, PathBuf>::new());
-    let resolve = |path: &Path| {
-        let key = path.as_os_str().as_bytes();
-        if let Some(known) = resolved.borrow().get(key) {
+    // x origin/main` names `origin` in three), keyed by the working directory it is looked up
+    // from (which `/proc/self/cwd` and relative paths depend on) and the path's bytes: hashing
+    // a `Path` hashes it component by component.
+    let resolved = RefCell::new(HashMap::<Vec<u8>, Result<Reached, Unresolvable>>::new());
+    let resolve = |path: &Path, frame: Frame<'_>| {
+        let mut key = Vec::new();
+        if let Frame::Command { cwd: Some(cwd) } = frame {
+            key.extend_from_slice(cwd.as_os_str().as_bytes());
+        }
+        key.push(0);
+        key.extend_from_slice(path.as_os_str().as_bytes());
+        if let Some(known) = resolved.borrow().get(&key) {
             return known.clone();
         }
-        let real = resolve_symlinks_below(path, &workspace.roots, ctx.disk);
-        resolved.borrow_mut().insert(key.to_vec(), real.clone());
-        real
+        let reached = resolve(path, frame, &workspace.roots, ctx.disk);
+        resolved.borrow_mut().insert(key, reached.clone());
+        reached
     };
     // A glob's folders are listed once per decision: the operand check and the check of
     // what Bash lists walk the same folders.

@@ -1,12 +1,14 @@
-//! Resolving a path a model gave to what it really names on disk: absolute, lexically
-//! normalised, and with every symlink in its existing part resolved, before any check. Work
-//! is linear in the path's length, and paths no system call could take are refused first.
+//! Resolving a path a file tool was given to what it really names on disk, in tollgate's own
+//! process (the tools run in it), before any check: absolute, every link followed (dangling
+//! ones too, so a write through one is judged as a write of its target), `..` taken on the
+//! folder reached (see `base::resolve`). A process's own files (`/proc/self/…`, `/dev/fd/…`)
+//! are never looked up in tollgate's process: they are checked as the `/proc` names they are,
+//! which the guardrails refuse. Work is linear in the path's length, and paths no system call
+//! could take are refused first.
 
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::base::{DiskView, Seen, look_now, normalize_lexically};
+use crate::base::{DiskView, Frame, Unresolvable, normalize_lexically, resolve};
 use crate::policy::{
     Access, AskCause, PermissionContext, ToolCheck, ToolName, check_path, git_dir_write,
 };
@@ -26,7 +28,21 @@ pub fn check_file_access(
         };
     }
     let workspace = ctx.workspace;
-    let path = resolve_path_in(raw, &workspace.workdir, workspace.home.as_deref(), ctx.disk);
+    let path = match reach(
+        raw,
+        &workspace.workdir,
+        workspace.home.as_deref(),
+        &workspace.roots,
+        ctx.disk,
+    ) {
+        Ok(path) => path,
+        Err(unresolvable) => {
+            return ToolCheck::Deny {
+                reason: format!("{tool} of {raw}: {unresolvable}"),
+                rule: None,
+            };
+        }
+    };
     match access {
         Access::Write => check_write(ctx, tool, &path),
         Access::Read => check_path(ctx, tool, &path, access),
@@ -80,24 +96,33 @@ fn path_shape(raw: &str) -> Result<(), PathShape> {
     Ok(())
 }
 
-/// `raw` is absolute or relative to `workdir`; `~/` expands to `home`. Symlinks in the part
-/// that exists are resolved, so a link inside the workspace pointing out of it is seen.
+/// `raw` is absolute or relative to `workdir`; `~/` expands to `home`. Where the tool acts:
+/// every link followed, dangling ones included, so a link inside the workspace pointing out
+/// of it is seen. A path that leads nowhere nameable (a loop of links) is kept as written;
+/// [`check_file_access`] has refused it.
 pub fn resolve_path(raw: &str, workdir: &Path, home: Option<&Path>) -> PathBuf {
-    resolve_path_in(raw, workdir, home, None)
+    reach(raw, workdir, home, &[workdir], None)
+        .unwrap_or_else(|_| normalize_lexically(&joined(raw, workdir, home)))
 }
 
-/// [`resolve_path`] against a stream's view of the disk when there is one.
-fn resolve_path_in(
+/// `raw` made absolute: `~/` from `home`, anything else from `workdir`.
+fn joined(raw: &str, workdir: &Path, home: Option<&Path>) -> PathBuf {
+    match (raw.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => workdir.join(raw),
+    }
+}
+
+/// Where `raw` leads in tollgate's process, checked as a path (a process file by its `/proc`
+/// name); `canonical` are folders known to hold no link.
+fn reach(
     raw: &str,
     workdir: &Path,
     home: Option<&Path>,
+    canonical: &[impl AsRef<Path>],
     disk: Option<&DiskView>,
-) -> PathBuf {
-    let joined = match (raw.strip_prefix("~/"), home) {
-        (Some(rest), Some(home)) => home.join(rest),
-        _ => workdir.join(raw),
-    };
-    resolve_symlinks_below(&normalize_lexically(&joined), &[workdir], disk)
+) -> Result<PathBuf, Unresolvable> {
+    resolve(&joined(raw, workdir, home), Frame::Tool, canonical, disk).map(|r| r.into_path())
 }
 
 /// How a tool's result names `path`: relative to the workdir when inside it, so it reads as
@@ -110,86 +135,11 @@ pub fn shown(path: &Path, workdir: &Path) -> String {
     }
 }
 
-/// [`resolve_symlinks`] for a path that may lie below folders known to be canonical (the
-/// workspace's roots, canonical from the run's start): only the components under the root are
-/// looked at — the gate resolves a path for nearly every call it decides.
-///
-/// With a stream's view of the disk (`disk`), a walk's components are answered from the view.
-pub fn resolve_symlinks_below<P: AsRef<Path>>(
-    normal: &Path,
-    canonical: &[P],
-    disk: Option<&DiskView>,
-) -> PathBuf {
-    let below = canonical
-        .iter()
-        .map(AsRef::as_ref)
-        .filter_map(|root| Some((root, crate::base::strip_prefix(normal, root)?)))
-        .max_by_key(|(root, _)| root.as_os_str().len());
-    match below {
-        Some((root, rest)) => walk(root, rest, disk),
-        None => match normal.strip_prefix("/") {
-            Ok(rest) => walk(Path::new("/"), rest, disk),
-            Err(_) => normal.to_path_buf(),
-        },
-    }
-}
-
-/// Resolves the symlinks in the existing part of an absolute, normalised path; the part
-/// that does not exist yet is kept as written. Walked forward from `/`, one `lstat` per
-/// component, and only a component that is a link is resolved in full (`realpath`): linear
-/// in the path's length, however many parts follow the first missing one.
+/// Where an absolute path leads in tollgate's process (see [`resolve_path`]); a path that
+/// leads nowhere nameable is kept as given.
 pub fn resolve_symlinks(normal: &Path) -> PathBuf {
-    match normal.strip_prefix("/") {
-        Ok(rest) => walk(Path::new("/"), rest, None),
-        Err(_) => normal.to_path_buf(),
-    }
-}
-
-/// `root` (canonical) joined with `rest`, each component checked with one `lstat` and a link
-/// resolved where one is met; the walk stops at the first component that does not exist.
-fn walk(root: &Path, rest: &Path, disk: Option<&DiskView>) -> PathBuf {
-    // Room for the whole path at once: a push past the capacity copies it again.
-    let mut resolved = PathBuf::with_capacity(root.as_os_str().len() + 1 + rest.as_os_str().len());
-    resolved.push(root);
-    let bytes = rest.as_os_str().as_bytes();
-    // The names of a plain relative rest (nearly every one: it is cut from a normal path)
-    // are its `/`-separated bytes; anything else is taken apart as components.
-    let plain = !bytes.is_empty()
-        && bytes
-            .split(|&b| b == b'/')
-            .all(|name| !matches!(name, b"" | b"." | b".."));
-    if plain {
-        walk_names(
-            resolved,
-            bytes.split(|&b| b == b'/').map(OsStr::from_bytes),
-            disk,
-        )
-    } else {
-        walk_names(resolved, rest.components().map(|c| c.as_os_str()), disk)
-    }
-}
-
-/// [`walk`] over the names of the rest, from `resolved` (the root).
-fn walk_names<'n>(
-    mut resolved: PathBuf,
-    mut names: impl Iterator<Item = &'n OsStr>,
-    disk: Option<&DiskView>,
-) -> PathBuf {
-    for name in names.by_ref() {
-        resolved.push(name);
-        let seen = match disk {
-            Some(disk) => disk.look(&resolved),
-            None => look_now(&resolved),
-        };
-        match seen {
-            Seen::Link(Some(real)) => resolved = real,
-            // A dangling link names nothing yet: kept as written, like any missing part.
-            Seen::Link(None) | Seen::Missing => break,
-            Seen::Entry => {}
-        }
-    }
-    resolved.extend(names);
-    resolved
+    resolve(normal, Frame::Tool, &[] as &[&Path], None)
+        .map_or_else(|_| normal.to_path_buf(), |r| r.into_path())
 }
 
 #[cfg(test)]
@@ -240,8 +190,8 @@ mod tests {
     }
 
     /// Below a canonical root and from `/`, the walk gives what a full resolution gives: links
-    /// in and out of the root, chains of links, dangling links, files used as folders,
-    /// missing parts.
+    /// in and out of the root, chains of links, files used as folders, missing parts; a
+    /// dangling link leads on to its target, where `realpath` stops.
     #[test]
     fn resolving_below_a_root_agrees_with_a_full_resolution() {
         let dir = tempfile::tempdir().unwrap();
@@ -251,7 +201,7 @@ mod tests {
         std::os::unix::fs::symlink("/etc", root.join("escape")).unwrap();
         std::os::unix::fs::symlink("src/deep", root.join("inner")).unwrap();
         std::os::unix::fs::symlink("inner", root.join("chain")).unwrap();
-        std::os::unix::fs::symlink("../src/../escape", root.join("src/deep/back")).unwrap();
+        std::os::unix::fs::symlink("../../src/../escape", root.join("src/deep/back")).unwrap();
         std::os::unix::fs::symlink("nowhere", root.join("dangling")).unwrap();
         for relative in [
             "",
@@ -263,7 +213,6 @@ mod tests {
             "inner/x.rs",
             "chain/x/y",
             "src/deep/back/hosts",
-            "dangling/x",
             "missing/also/missing",
         ] {
             let path = if relative.is_empty() {
@@ -271,24 +220,91 @@ mod tests {
             } else {
                 root.join(relative)
             };
-            assert_eq!(
-                resolve_symlinks_below(&path, &[&root], None),
-                by_realpath(&path),
-                "{relative}"
-            );
+            let below = resolve(&path, Frame::Tool, &[&root], None).map(|r| r.into_path());
+            assert_eq!(below, Ok(by_realpath(&path)), "{relative}");
             assert_eq!(resolve_symlinks(&path), by_realpath(&path), "{relative}");
         }
-        for outside in [
-            "/etc/hosts",
-            "/usr/include/missing/x.h",
-            "/proc/self/cwd",
-            "/",
-        ] {
+        assert_eq!(
+            resolve_symlinks(&root.join("dangling/x")),
+            root.join("nowhere/x")
+        );
+        for outside in ["/etc/hosts", "/usr/include/missing/x.h", "/"] {
             let outside = Path::new(outside);
-            assert_eq!(
-                resolve_symlinks_below(outside, &[&root], None),
-                by_realpath(outside)
-            );
+            let below = resolve(outside, Frame::Tool, &[&root], None).map(|r| r.into_path());
+            assert_eq!(below, Ok(by_realpath(outside)));
+        }
+    }
+
+    /// The file tools judge what a link reaches: a dangling link by its target, a link into a
+    /// guarded path as that path, a process's own files by their `/proc` names (refused, never
+    /// looked up in tollgate's process), in every mode.
+    #[test]
+    fn file_tools_judge_the_object_a_link_reaches() {
+        use crate::policy::{PermissionMode, RuleSet, Workspace};
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path().canonicalize().unwrap();
+        let root = top.join("ws");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        let link = |target: &str, name: &str| {
+            let target = target.replace('@', &top.display().to_string());
+            std::os::unix::fs::symlink(target, root.join(name)).unwrap();
+        };
+        link("../.git/commondir", "src/gc");
+        link("../.git/hooks/pre-commit", "src/hook");
+        link("../.npmrc", "src/npmrc");
+        link("@/outside/X", "src/dang");
+        link("../.git", "src/mid");
+        link("loop", "src/loop");
+        let rules = RuleSet::default();
+        let workspace = Workspace::new(root.clone(), vec![], None);
+        let kind = |check: ToolCheck| match check {
+            ToolCheck::Deny { .. } => "deny",
+            ToolCheck::Ask {
+                cause: AskCause::Guardrail(_),
+                ..
+            } => "guardrail",
+            ToolCheck::Ask { .. } => "ask",
+            ToolCheck::Allow { .. } => "allow",
+            ToolCheck::Passthrough { .. } => "passthrough",
+        };
+        for mode in [
+            PermissionMode::DontAsk,
+            PermissionMode::AcceptEdits,
+            PermissionMode::BypassPermissions,
+            PermissionMode::Auto,
+        ] {
+            let ctx = PermissionContext {
+                mode,
+                rules: &rules,
+                workspace: &workspace,
+                disk: None,
+                auto_allow_bash: false,
+            };
+            let write = |raw: &str| {
+                kind(check_file_access(
+                    &ctx,
+                    &ToolName::Write,
+                    raw,
+                    Access::Write,
+                ))
+            };
+            let read =
+                |raw: &str| kind(check_file_access(&ctx, &ToolName::Read, raw, Access::Read));
+            for guarded in ["src/gc", "src/hook", "src/npmrc", "src/mid/config"] {
+                assert_eq!(write(guarded), "guardrail", "{guarded} in {mode:?}");
+            }
+            assert_eq!(write("src/dang"), "deny", "{mode:?}");
+            assert_eq!(write("src/loop"), "deny", "{mode:?}");
+            for process in [
+                "/proc/self/cwd/x",
+                "/dev/stdout",
+                "/dev/fd/1",
+                "/proc/1/cwd/x",
+            ] {
+                assert_eq!(read(process), "guardrail", "{process} in {mode:?}");
+                assert_eq!(write(process), "guardrail", "{process} in {mode:?}");
+            }
         }
     }
 

@@ -1220,7 +1220,9 @@ fn policy_rules() -> BashRules {
 
 fn analysed(world: &World, script: &str) -> Analysed {
     let roots = [world.ws.clone()];
-    let resolve = |p: &Path| canonical_prefix(p);
+    let resolve = |p: &Path, frame: tollgate::base::Frame<'_>| {
+        tollgate::base::resolve(p, frame, &roots, None)
+    };
     let env = BashEnv {
         cwd: &world.ws,
         workspace_roots: &roots,

@@ -45,18 +45,15 @@ pub fn rules() -> BashRules {
     }
 }
 
-pub fn identity(p: &Path) -> PathBuf {
-    p.to_path_buf()
-}
-
-/// Runs `f` with the workspace `/ws`, home `/home/u`, symlinks resolved as identity.
+/// Runs `f` with the workspace `/ws`, home `/home/u`, on a disk without links (paths are
+/// resolved by the walk's lexical rules alone).
 pub fn analyse(script: &str, rules: &BashRules) -> BashAnalysis {
     let roots = [PathBuf::from("/ws")];
     let env = BashEnv {
         cwd: Path::new("/ws"),
         workspace_roots: &roots,
         home: Some(Path::new("/home/u")),
-        resolve: &identity,
+        resolve: &tollgate::base::resolve_without_disk,
         list_dir: &|_| Some(Vec::new()),
     };
     evaluate(script, rules, &env)
