@@ -162,14 +162,15 @@ impl Held<'_> {
         let power = match self {
             Held::McpServer(_) => Power::McpServers,
             Held::Hooks => Power::Hooks,
-            Held::AdditionalDirectories => return None,
+            Held::AdditionalDirectories => Power::AdditionalDirectories,
         };
         if table(power, origin) != Standing::NeedsApproval {
             return None;
         }
         Some(match self {
             Held::McpServer(name) => format!("enabledMcpjsonServers: [{name}]"),
-            _ => "allow_project_hooks: true".to_string(),
+            Held::Hooks => "allow_project_hooks: true".to_string(),
+            Held::AdditionalDirectories => "allow_project_directories: true".to_string(),
         })
     }
 }
