@@ -263,7 +263,7 @@ fn assemble_checked(
 
     let directories = additional_directories(&sources);
     let mut workspace = Workspace::new(workdir, directories.dirs.clone(), home);
-    let transcript_key = transcript_key(state.as_ref(), &workspace, &out_dir)?;
+    let (state, transcript_key) = transcript_key(state.as_ref(), &workspace)?;
     require_self_tests(&sources, &workspace)?;
     let classifier = match mode {
         PermissionMode::Auto => {
@@ -368,6 +368,12 @@ fn assemble_checked(
     let price_warning = price.warning(&task.model.name);
     if let Some(warning) = &price_warning {
         tracing::warn!("{}", crate::neutral::log_line(warning));
+    }
+    // Every check passed: the run starts in this folder, which `--continue` goes on with.
+    if let Some(state) = &state
+        && let Err(err) = state.record_run(&workspace.workdir, &out_dir)
+    {
+        tracing::warn!("{err}; --continue will not find this run");
     }
     let spec = RunSpec {
         run_id,
@@ -778,31 +784,31 @@ fn operator_state() -> Result<Option<crate::state::StateDir>, SessionError> {
 }
 
 /// The key that tags this run's transcript, once the state folder is known to lie outside
-/// the workspace; the run folder is recorded for `--continue`.
+/// the workdir, and that folder (where the run is recorded once it is ready to start).
+type KeyedState = (
+    Option<crate::state::StateDir>,
+    Option<Arc<crate::state::TranscriptKey>>,
+);
+
 fn transcript_key(
     state: Option<&crate::state::StateDir>,
     workspace: &Workspace,
-    out_dir: &Path,
-) -> Result<Option<Arc<crate::state::TranscriptKey>>, SessionError> {
+) -> Result<KeyedState, SessionError> {
     let Some(state) = state else {
-        return Ok(None);
+        return Ok((None, None));
     };
     let state =
         crate::state::StateDir::open_at(state.path(), std::slice::from_ref(&workspace.workdir))?;
-    let key = match state.key() {
-        Ok(key) => key,
-        Err(err @ crate::state::StateError::Unsafe { .. }) => return Err(err.into()),
+    match state.key() {
+        Ok(key) => Ok((Some(state), Some(Arc::new(key)))),
+        Err(err @ crate::state::StateError::Unsafe { .. }) => Err(err.into()),
         Err(err) => {
             tracing::warn!(
                 "{err}; the transcript is written without integrity tags and cannot be resumed"
             );
-            return Ok(None);
+            Ok((None, None))
         }
-    };
-    if let Err(err) = state.record_run(&workspace.workdir, out_dir) {
-        tracing::warn!("{err}; --continue will not find this run");
     }
-    Ok(Some(Arc::new(key)))
 }
 
 /// Without `--out`, runs go under `.tollgate/runs/` of the current folder: a repository that
