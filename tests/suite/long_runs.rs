@@ -13,6 +13,15 @@ use crate::support::fake_model::{
 use crate::support::{Isolation, events, transcript};
 
 const KEY: &str = "sk-long-runs-test-key";
+/// The task given again (a resume takes it from the command line), going on in `out/`.
+const RESUME_OUT: [&str; 6] = [
+    "run",
+    "task.yaml",
+    "--resume",
+    "out",
+    "--policy",
+    "policy.yaml",
+];
 
 /// The fake server's key, no managed policy (`dir/etc/` is absent).
 fn keyed() -> Isolation {
@@ -599,18 +608,7 @@ async fn a_run_stopped_by_sigterm_resumes_with_the_request_it_would_have_sent() 
         stderr(&no_task)
     );
 
-    let resumed = tollgate(
-        dir,
-        &[
-            "run",
-            "task.yaml",
-            "--resume",
-            "out",
-            "--policy",
-            "policy.yaml",
-        ],
-    )
-    .await;
+    let resumed = tollgate(dir, &RESUME_OUT).await;
     assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
     assert_eq!(server.violations(), Vec::<String>::new());
     let requests: Vec<Value> = server
@@ -665,18 +663,7 @@ async fn a_run_stopped_by_sigterm_resumes_with_the_request_it_would_have_sent() 
     );
 
     // A run that ended with the model's answer has nothing to go on from without a prompt.
-    let again = tollgate(
-        dir,
-        &[
-            "run",
-            "task.yaml",
-            "--resume",
-            "out",
-            "--policy",
-            "policy.yaml",
-        ],
-    )
-    .await;
+    let again = tollgate(dir, &RESUME_OUT).await;
     assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
     assert!(
         stderr(&again).contains("nothing to go on from"),

@@ -17,6 +17,16 @@ const KEY: &str = "sk-provenance-operator-key";
 const EVIL_KEY: &str = "sk-provenance-attacker-key";
 const MODES: [&str; 4] = ["dontAsk", "acceptEdits", "auto", "bypassPermissions"];
 const PLANTED_ID: &str = "20990101T000000Z-deadbeef";
+/// `tollgate run` of `task.yaml` under the managed `policy.yaml`, into `out/` whatever it held.
+const FRESH_RUN: [&str; 7] = [
+    "run",
+    "task.yaml",
+    "--out",
+    "out",
+    "--force",
+    "--policy",
+    "policy.yaml",
+];
 
 /// The operator as these tests see it: no managed folder, the model key, and a state folder
 /// of `state` inside `dir`.
@@ -35,6 +45,15 @@ async fn tollgate(who: &Isolation, cwd: &Path, args: &[&str]) -> Output {
         .output()
         .await
         .unwrap()
+}
+
+/// Every request body the model server got, as one text to search.
+fn sent_to(server: &FakeModel) -> String {
+    server
+        .requests()
+        .iter()
+        .map(|request| request.body.to_string())
+        .collect()
 }
 
 fn stderr(output: &Output) -> String {
@@ -700,15 +719,7 @@ fn a_marketplace_the_repository_declares_never_serves_the_operators_plugin() {
                     .unwrap();
                 let ran = operator(&dir, "state")
                     .command(&dir)
-                    .args([
-                        "run",
-                        "task.yaml",
-                        "--out",
-                        "out",
-                        "--force",
-                        "--policy",
-                        "policy.yaml",
-                    ])
+                    .args(FRESH_RUN)
                     .stdin(Stdio::null())
                     .output()
                     .unwrap();
@@ -752,15 +763,7 @@ fn a_marketplace_the_repository_declares_never_serves_the_operators_plugin() {
     .unwrap();
     let ran = operator(&dir, "state")
         .command(&dir)
-        .args([
-            "run",
-            "task.yaml",
-            "--out",
-            "out",
-            "--force",
-            "--policy",
-            "policy.yaml",
-        ])
+        .args(FRESH_RUN)
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -827,15 +830,7 @@ fn the_repositorys_additional_directories_widen_nothing_without_the_operator() {
         .unwrap();
         operator(&dir, "state")
             .command(&dir)
-            .args([
-                "run",
-                "task.yaml",
-                "--out",
-                "out",
-                "--force",
-                "--policy",
-                "policy.yaml",
-            ])
+            .args(FRESH_RUN)
             .stdin(Stdio::null())
             .output()
             .unwrap()
@@ -862,11 +857,11 @@ fn the_repositorys_additional_directories_widen_nothing_without_the_operator() {
             assert!(!outside.join("planted.txt").exists());
             let started = events(&all, "run_started")[0];
             assert!(
-                started["policy"]["warnings"]
+                started["policy"]["held_back"]
                     .to_string()
-                    .contains("allow_project_directories"),
+                    .contains("allow_project_directories: true"),
                 "{layer}, {mode}: {}",
-                started["policy"]["warnings"]
+                started["policy"]
             );
             assert!(
                 !std::fs::read_to_string(dir.join("out/transcript.jsonl"))
@@ -952,26 +947,9 @@ async fn memory_imports_pass_the_read_gate_and_never_carry_a_secret_to_the_model
             ),
         )
         .unwrap();
-        let ran = tollgate(
-            &operator(&dir, "state"),
-            &dir,
-            &[
-                "run",
-                "task.yaml",
-                "--out",
-                "out",
-                "--force",
-                "--policy",
-                "policy.yaml",
-            ],
-        )
-        .await;
+        let ran = tollgate(&operator(&dir, "state"), &dir, &FRESH_RUN).await;
         assert_eq!(ran.status.code(), Some(0), "{mode}: {}", stderr(&ran));
-        let sent: String = server
-            .requests()
-            .iter()
-            .map(|request| request.body.to_string())
-            .collect();
+        let sent = sent_to(&server);
         assert!(sent.contains("Use four spaces."), "{mode}: {sent}");
         assert!(sent.contains("extraheader"), "the config was imported");
         let record = std::fs::read_to_string(dir.join("out/transcript.jsonl")).unwrap();
@@ -1110,11 +1088,7 @@ async fn encoded_forms_of_a_secret_reach_neither_the_model_nor_any_record() {
         )
         .await;
         assert_eq!(ran.status.code(), Some(0), "{mode}: {}", stderr(&ran));
-        let sent: String = server
-            .requests()
-            .iter()
-            .map(|request| request.body.to_string())
-            .collect();
+        let sent = sent_to(&server);
         assert!(sent.contains("form 6:"), "{mode}: the file was read");
         let mut records = vec![
             ("what the model read", sent),
@@ -1197,15 +1171,7 @@ fn the_protected_pass_leaves_what_another_process_writes_in_an_additional_direct
     };
     let ran = operator(&dir, "state")
         .command(&dir)
-        .args([
-            "run",
-            "task.yaml",
-            "--out",
-            "out",
-            "--force",
-            "--policy",
-            "policy.yaml",
-        ])
+        .args(FRESH_RUN)
         .stdin(Stdio::null())
         .output()
         .unwrap();
