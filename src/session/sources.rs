@@ -10,9 +10,8 @@ use crate::mcp::{McpPlan, parse_project_file, plan, project_file_approved};
 use crate::policy::{
     self, ConfigOrigin, Held, HeldBack, HeldKind, PermissionContext, PermissionMode, Policy,
     PolicyOrigin, PolicySource, Power, Rule, RuleSet, SourceKind, Standing, ToolName, Workspace,
-    approval, counts, danger, moots_classifier, reach, refuse_disabled,
-    refuse_managed_keys_below, repository_directories_approved, repository_hooks_approved,
-    standing,
+    approval, counts, danger, moots_classifier, reach, refuse_disabled, refuse_managed_keys_below,
+    repository_directories_approved, repository_hooks_approved, standing,
 };
 use crate::sandbox::{ReadOnlyCommands, SandboxConfig};
 use crate::task::Task;
