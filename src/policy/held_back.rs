@@ -469,8 +469,12 @@ mod tests {
         let plain = approval(&[], Held::Hooks, O::Project, false).unwrap();
         assert_eq!(plain.lines, ["allow_project_hooks: true"]);
         assert_eq!(plain.approve_in, Approver::ManagedOrUser);
-        // Additional directories wait only on managed_only.
-        assert!(approval(&[], Held::AdditionalDirectories, O::Task, false).is_none());
+        // The repository's additional directories wait on an operator's approval; the
+        // operator's own only on managed_only.
+        let repository = approval(&[], Held::AdditionalDirectories, O::Task, false).unwrap();
+        assert_eq!(repository.lines, ["allow_project_directories: true"]);
+        assert!(approval(&[], Held::AdditionalDirectories, O::Task, true).is_none());
+        assert!(approval(&[], Held::AdditionalDirectories, O::User, false).is_none());
         let only = approval(&sources, Held::AdditionalDirectories, O::User, false).unwrap();
         assert_eq!(
             only.lines,
