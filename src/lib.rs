@@ -30,6 +30,7 @@ pub mod sandbox;
 pub mod scheduler;
 pub mod session;
 pub mod skills;
+pub mod state;
 pub mod task;
 pub mod template;
 pub mod tools;

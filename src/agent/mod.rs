@@ -138,6 +138,9 @@ pub struct RunSpec {
     pub resume: Option<Resume>,
     /// The new user message a resumed run goes on with; `None`: from where it stopped.
     pub resume_prompt: Option<String>,
+    /// The operator's key that tags each transcript line; `None` without a state folder
+    /// (the run goes on, but no resume will trust its transcript).
+    pub transcript_key: Option<Arc<crate::state::TranscriptKey>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -246,15 +249,24 @@ pub async fn run(
     let started = Instant::now();
     let transcript_path = spec.out_dir.join(crate::out_dir::TRANSCRIPT_FILE);
     let resume = spec.resume.take();
-    let transcript = match &resume {
-        Some(resume) => Transcript::append(&transcript_path, resume.last_seq),
-        None => Transcript::create(&transcript_path),
+    let (transcript, chain) = match &resume {
+        Some(resume) => (
+            Transcript::append(&transcript_path, resume.last_seq, resume.verified_len),
+            spec.transcript_key
+                .clone()
+                .map(|key| crate::state::Chain::resume(key, resume.last_tag)),
+        ),
+        None => (
+            Transcript::create(&transcript_path),
+            spec.transcript_key.clone().map(crate::state::Chain::start),
+        ),
     };
     let transcript = transcript
         .map_err(|source| AgentError::Transcript {
             path: transcript_path.clone(),
             source,
         })?
+        .sealed(chain)
         .redacting(spec.redactor.clone())
         .streaming(spec.stream.take())
         .observed_by(spec.observer.take());
@@ -1043,12 +1055,11 @@ fn resumed(
         .collect();
     loaded.dedup();
     run.ctx.state.deferred.load(&loaded);
-    if let Some(to) = &resume.fallback_to {
-        let fallback = run
-            .fallback
-            .take()
-            .filter(|fallback| fallback.name == *to)
-            .unwrap_or_else(|| FallbackModel::priced(to.clone()));
+    // The transcript only says the run had switched; the model switched to is the
+    // operator's fallback (this invocation's), never a name the transcript gives.
+    if let Some(to) = &resume.fallback_to
+        && let Some(fallback) = run.fallback.take_if(|fallback| fallback.name == *to)
+    {
         provider.switch_model(&fallback.name);
         run.budget.reprice(fallback.pricing);
         run.answering = fallback.name;

@@ -1,9 +1,13 @@
 //! Resuming a run (`tollgate run --resume`): its transcript read back into what the loop
 //! needs to go on — the conversation as it was sent, the todo list, the deferred tools
 //! ToolSearch loaded, what was spent and counted, the refused calls and the fallback taken.
-//! Pure: it reads recorded lines and decides nothing about what the run may do now.
+//! A transcript is conversation data: it is read only when every line carries the integrity
+//! tag the operator's key made (`crate::state::seal`), and nothing in it configures the run
+//! (task, policy, mode, workdir, model and base URL are the operator's invocation's).
+//! Decides nothing about what the run may do now.
 
 use std::collections::HashMap;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -33,6 +37,11 @@ pub enum ResumeError {
     },
     #[error("the transcript {0} has no run_started: it is not a run's record")]
     NotARun(PathBuf),
+    #[error("the transcript {path} is not trusted: {source}")]
+    Untrusted {
+        path: PathBuf,
+        source: crate::state::VerifyError,
+    },
 }
 
 /// A run as its transcript left it.
@@ -64,23 +73,47 @@ pub struct Resume {
     pub finished: Option<Outcome>,
     /// The last line's sequence number.
     pub last_seq: u64,
+    /// The bytes of whole, verified lines: a torn last line past them is dropped.
+    pub verified_len: u64,
+    /// The last line's integrity tag, the chain goes on from it.
+    pub last_tag: [u8; 32],
+    /// The last line was cut short (a run killed while writing it) and is left out.
+    pub torn: bool,
 }
 
 impl Resume {
-    /// Reads `transcript` whole. A line that does not parse (a record cut by a full disk is
-    /// cut at a line's end, so this is damage) refuses the resume.
-    pub fn read(transcript: &Path) -> Result<Resume, ResumeError> {
-        let text = std::fs::read_to_string(transcript).map_err(|source| ResumeError::Read {
+    /// Reads `transcript` whole (never through a symbolic link) and checks every line's
+    /// tag with `key`: a line that fails refuses the resume; a last line cut short is left
+    /// out. A tagged line that does not parse refuses it too.
+    pub fn read(
+        transcript: &Path,
+        key: Option<&crate::state::TranscriptKey>,
+    ) -> Result<Resume, ResumeError> {
+        let read_error = |source| ResumeError::Read {
             path: transcript.to_path_buf(),
             source,
-        })?;
-        let mut state = Resume::default();
+        };
+        let mut text = String::new();
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(transcript)
+            .and_then(|mut file| std::io::Read::read_to_string(&mut file, &mut text))
+            .map_err(read_error)?;
+        let verified =
+            crate::state::verify(key, &text).map_err(|source| ResumeError::Untrusted {
+                path: transcript.to_path_buf(),
+                source,
+            })?;
+        let mut state = Resume {
+            verified_len: verified.text.len() as u64,
+            last_tag: verified.last,
+            torn: verified.torn,
+            ..Resume::default()
+        };
         let mut builder = Builder::default();
         let mut started = false;
-        for (index, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
+        for (index, line) in verified.text.lines().enumerate() {
             let recorded: RecordedLine =
                 serde_json::from_str(line).map_err(|err| ResumeError::Parse {
                     path: transcript.to_path_buf(),

@@ -424,6 +424,10 @@ impl TurnHost for LoopHost<'_, '_> {
                 (ResultStatus::Cancelled, why.content(started))
             }
         };
+        // What the model reads has its secrets replaced, encoded forms and credential
+        // headers included, as the record does: a token a command or a file printed (a
+        // checkout's `extraheader`) never reaches the model.
+        let content = self.run.spec.redactor.redact(&content);
         let is_error = status != ResultStatus::Success;
         if status == ResultStatus::Error {
             self.run.counts.tool_errors += 1;

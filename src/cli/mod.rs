@@ -162,8 +162,8 @@ enum PolicyCommand {
 #[derive(Debug, Args)]
 struct RunArgs {
     /// The task file (YAML). Optional with -p or --prompt-file: the prompt then runs alone,
-    /// under policies/prompt-default.yaml's read-only rules unless --policy is given; and
-    /// with --resume or --continue: the run's own then.
+    /// under policies/prompt-default.yaml's read-only rules unless --policy is given. A
+    /// resumed run takes it from here too (never from its transcript): give it again.
     #[arg(required_unless_present_any = ["prompt", "prompt_file", "resume", "continue_run"])]
     task: Option<PathBuf>,
     /// The prompt; replaces the task's `prompt:`. Its `{{ NAME }}` placeholders are filled
@@ -206,10 +206,11 @@ struct RunArgs {
     #[arg(long, value_name = "FILE", alias = "output-last-message")]
     final_message_file: Option<PathBuf>,
     /// Go on with an earlier run from its transcript: its folder, or its run id under
-    /// .tollgate/runs/. It continues in that folder, from where it stopped.
+    /// .tollgate/runs/. It continues in that folder, from where it stopped, configured by
+    /// this invocation; the transcript must carry the operator's integrity tags.
     #[arg(long, value_name = "DIR|RUN_ID", conflicts_with_all = ["continue_run", "out", "force"])]
     resume: Option<PathBuf>,
-    /// Resume the latest run of this workdir under .tollgate/runs/.
+    /// Resume the run tollgate last recorded for this workdir (in its state folder).
     #[arg(long = "continue", conflicts_with_all = ["out", "force"])]
     continue_run: bool,
     /// The managed policy file (YAML or JSON); it outranks the task's own policy.

@@ -2,7 +2,9 @@
 //! the repository root down to the workdir, with the `@path` imports Claude Code documents,
 //! read once before the run as text the repository wrote. It is data, never a grant: the
 //! policy decides every call as before. Bounded (per file, in all, in import depth), safe
-//! against import cycles, and no file outside the repository is ever read.
+//! against import cycles, and no file outside the repository is ever read; each file (an
+//! import above all) is read only where the Read tool could read it — the caller's gate
+//! sees the file a path resolves to, and a refusal leaves it out with the reason.
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -69,9 +71,12 @@ pub fn repository_root(workdir: &Path) -> PathBuf {
         .to_path_buf()
 }
 
-/// Reads the memory of `workdir` (canonical). Files nearer the workdir come later, so what
-/// they say is read last and takes precedence.
-pub fn load(workdir: &Path) -> Memory {
+/// What the Read tool's gate says of a file (its resolved path): `Some(reason)` refuses it.
+pub type ReadGate<'a> = &'a dyn Fn(&Path) -> Option<String>;
+
+/// Reads the memory of `workdir` (canonical), each file past `gate`. Files nearer the
+/// workdir come later, so what they say is read last and takes precedence.
+pub fn load(workdir: &Path, gate: ReadGate<'_>) -> Memory {
     let root = repository_root(workdir);
     let mut folders: Vec<&Path> = workdir
         .ancestors()
@@ -79,6 +84,7 @@ pub fn load(workdir: &Path) -> Memory {
         .collect();
     folders.reverse();
     let mut reader = Reader {
+        gate,
         root: root.clone(),
         seen: BTreeSet::new(),
         total: 0,
@@ -104,7 +110,8 @@ pub fn load(workdir: &Path) -> Memory {
     memory
 }
 
-struct Reader {
+struct Reader<'g> {
+    gate: ReadGate<'g>,
     root: PathBuf,
     /// Canonical paths already included: each file once, and an import cycle ends.
     seen: BTreeSet<PathBuf>,
@@ -113,7 +120,7 @@ struct Reader {
     sections: Vec<(PathBuf, String)>,
 }
 
-impl Reader {
+impl Reader<'_> {
     fn skip(&mut self, path: &Path, reason: impl Into<String>) {
         self.memory.skipped.push(SkippedFile {
             path: self.shown(path).display().to_string(),
@@ -138,6 +145,10 @@ impl Reader {
             return;
         }
         if !self.seen.insert(canonical.clone()) {
+            return;
+        }
+        if let Some(reason) = (self.gate)(&canonical) {
+            self.skip(path, format!("the Read tool may not read it: {reason}"));
             return;
         }
         let Ok(meta) = std::fs::metadata(&canonical) else {
@@ -313,7 +324,7 @@ mod tests {
         write(&root, "pkg/AGENTS.md", "pkg agents @missing.md");
         std::os::unix::fs::symlink(&outside, root.join("pkg/CLAUDE.md")).unwrap();
         let workdir = root.join("pkg").canonicalize().unwrap();
-        let memory = load(&workdir);
+        let memory = load(&workdir, &|_| None);
         let paths: Vec<String> = memory
             .files
             .iter()
@@ -346,11 +357,46 @@ mod tests {
     }
 
     #[test]
+    fn the_gate_sees_each_file_as_resolved_and_a_refusal_leaves_it_out() {
+        let scratch = tempfile::tempdir().unwrap();
+        let root = scratch.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        write(&root, ".env", "API_TOKEN=planted-secret");
+        write(&root, "config/keys.txt", "another secret");
+        std::os::unix::fs::symlink(root.join(".env"), root.join("notes.md")).unwrap();
+        write(
+            &root,
+            "AGENTS.md",
+            "rules @.env @notes.md @config/keys.txt @docs.md",
+        );
+        write(&root, "docs.md", "plain docs");
+        let refused = |path: &Path| {
+            (path.ends_with(".env") || path.starts_with(root.join("config")))
+                .then(|| "denied by rule Read(.env)".to_string())
+        };
+        let memory = load(&root, &refused);
+        assert!(memory.text.contains("plain docs"), "{}", memory.text);
+        assert!(!memory.text.contains("secret"), "{}", memory.text);
+        let skipped: Vec<(&str, &str)> = memory
+            .skipped
+            .iter()
+            .map(|s| (s.path.as_str(), s.reason.as_str()))
+            .collect();
+        assert_eq!(skipped.len(), 2, "{skipped:?}");
+        assert!(
+            skipped
+                .iter()
+                .all(|(_, why)| why.starts_with("the Read tool may not read it")),
+            "{skipped:?}"
+        );
+    }
+
+    #[test]
     fn sizes_are_bounded() {
         let scratch = tempfile::tempdir().unwrap();
         let root = scratch.path().canonicalize().unwrap();
         write(&root, "AGENTS.md", &"a".repeat(MAX_FILE_BYTES + 10));
-        let memory = load(&root);
+        let memory = load(&root, &|_| None);
         assert!(memory.files[0].truncated);
         assert_eq!(memory.files[0].included_bytes, MAX_FILE_BYTES as u64);
         assert_eq!(memory.files[0].bytes, MAX_FILE_BYTES as u64 + 10);
@@ -364,13 +410,13 @@ mod tests {
             chain = format!("d{depth}");
         }
         write(&root, "CLAUDE.md", "@d0.md");
-        let memory = load(&root);
+        let memory = load(&root, &|_| None);
         assert!(!memory.text.contains("level 5"), "{chain}");
         assert!(memory.text.contains("level 4"));
         assert!(memory.skipped.iter().any(|s| s.reason.contains("deeper")));
         let many: String = (0..40).map(|i| format!("@m{i}.md ")).collect();
         write(&root, "AGENTS.md", &many);
-        let memory = load(&root);
+        let memory = load(&root, &|_| None);
         let missing = memory
             .skipped
             .iter()

@@ -9,7 +9,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::policy::{Marketplace, MarketplaceSource, PolicySource};
+use crate::policy::{ConfigOrigin, Marketplace, MarketplaceSource, PolicySource};
 
 /// The marketplace file's place in a marketplace folder.
 const MARKETPLACE_FILE: &str = ".claude-plugin/marketplace.json";
@@ -35,7 +35,9 @@ struct Entry {
 }
 
 /// The folder of `plugin` from `marketplace`, as `enabled_in` (and the other sources, the
-/// enabling one first) declare it.
+/// enabling one first) declare it. Only a source trusted at least as much as `enabled_in`
+/// may declare the marketplace (`ConfigOrigin::trust`): a repository's file cannot supply
+/// the folder for a plugin the operator's policy enables by name.
 pub fn resolve(
     plugin: &str,
     marketplace: Option<&str>,
@@ -45,8 +47,12 @@ pub fn resolve(
     let Some(name) = marketplace else {
         return Err("it names no marketplace (write name@marketplace)".into());
     };
+    let trust = |source: &PolicySource| ConfigOrigin::of(source.kind).trust();
+    let declaring =
+        |source: &&PolicySource| source.policy.plugins.marketplaces.0.contains_key(name);
     let declared = std::iter::once(enabled_in)
         .chain(sources.iter())
+        .filter(|source| trust(source) >= trust(enabled_in))
         .find_map(|source| {
             source
                 .policy
@@ -57,6 +63,15 @@ pub fn resolve(
                 .map(|entry| (entry, source))
         });
     let Some((entry, declared_in)) = declared else {
+        if let Some(lower) = sources.iter().find(declaring) {
+            return Err(format!(
+                "held back: marketplace `{name}` is declared only in {} ({}), a source less trusted than {} ({}) that enables it; declare it in an operator's file (the managed policy for a managed plugin)",
+                lower.policy.file.display(),
+                crate::config::serde_name(&lower.kind),
+                enabled_in.policy.file.display(),
+                crate::config::serde_name(&enabled_in.kind),
+            ));
+        }
         return Err(format!(
             "no extraKnownMarketplaces entry declares marketplace `{name}` (tollgate knows no built-in marketplace and fetches nothing)"
         ));
@@ -211,6 +226,53 @@ mod tests {
         for (result, part) in refused {
             let why = result.unwrap_err();
             assert!(why.contains(part), "{part}: {why}");
+        }
+    }
+
+    #[test]
+    fn a_marketplace_comes_only_from_a_source_trusted_as_much_as_the_one_enabling_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let market = dir.path().join("m");
+        std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
+        std::fs::write(
+            market.join(MARKETPLACE_FILE),
+            r#"{"plugins": [{"name": "kit", "source": "./kit"}]}"#,
+        )
+        .unwrap();
+        let declares = format!(
+            "extraKnownMarketplaces:\n  corp: {{source: {{source: directory, path: {}}}}}\n",
+            market.display()
+        );
+        let enables = "enabledPlugins:\n  kit@corp: true\n";
+        let managed = test_source(SourceKind::Managed, enables);
+        let user = test_source(SourceKind::User, enables);
+        let project = test_source(SourceKind::Project, enables);
+        let project_declaring = test_source(SourceKind::Project, &declares);
+        let task_declaring = test_source(SourceKind::Task, &declares);
+        let user_declaring = test_source(SourceKind::User, &declares);
+        let managed_declaring = test_source(SourceKind::Managed, &declares);
+        let kit = Ok(market.join("kit"));
+        let cases: [(&PolicySource, Vec<PolicySource>, bool); 8] = [
+            // The managed policy's plugin: only the managed policy may say where it is.
+            (&managed, vec![project_declaring.clone()], false),
+            (&managed, vec![task_declaring.clone()], false),
+            (&managed, vec![user_declaring.clone()], false),
+            (&managed, vec![managed_declaring.clone()], true),
+            // The user's: the operator's files.
+            (&user, vec![project_declaring.clone()], false),
+            (&user, vec![managed_declaring.clone()], true),
+            // The repository's own plugin may come from anywhere at all.
+            (&project, vec![task_declaring.clone()], true),
+            (&project, vec![user_declaring.clone()], true),
+        ];
+        for (enabling, sources, loads) in cases {
+            let got = resolve("kit", Some("corp"), enabling, &sources);
+            if loads {
+                assert_eq!(got, kit, "{:?} / {:?}", enabling.kind, sources[0].kind);
+            } else {
+                let why = got.unwrap_err();
+                assert!(why.starts_with("held back"), "{why}");
+            }
         }
     }
 }

@@ -98,6 +98,17 @@ impl ConfigOrigin {
             ConfigOrigin::Managed | ConfigOrigin::CommandLine | ConfigOrigin::User
         )
     }
+
+    /// How far what this origin wrote is trusted: the managed policy most, then the rest of
+    /// the operator's (command line, user), then the repository's. What one source relies on
+    /// (a plugin's marketplace) must come from a source trusted at least as much.
+    pub fn trust(self) -> u8 {
+        match self {
+            ConfigOrigin::Managed => 2,
+            ConfigOrigin::CommandLine | ConfigOrigin::User => 1,
+            ConfigOrigin::Task | ConfigOrigin::Project | ConfigOrigin::McpJson => 0,
+        }
+    }
 }
 
 /// What a key can do beyond rules: start a process, choose the judge, confine or free the
@@ -117,6 +128,9 @@ pub enum Power {
     Sandbox,
     /// `${NAME}` in an MCP server's `env`: the runner's variable NAME, secrets included.
     EnvExpansion,
+    /// `additional_directories`: widens what tools read and write and the sandbox's write
+    /// roots.
+    AdditionalDirectories,
 }
 
 /// How an entry of some power counts when a given origin wrote it.
@@ -143,6 +157,8 @@ pub const fn table(power: Power, origin: ConfigOrigin) -> Standing {
         (Managed | CommandLine | User, _) => Standing::InForce,
         (Task | Project | McpJson, McpServers) => Standing::NeedsApproval,
         (Task | Project, Hooks) => Standing::NeedsApproval,
+        (Task | Project, AdditionalDirectories) => Standing::NeedsApproval,
+        (McpJson, AdditionalDirectories) => Standing::Ignored,
         (Task | Project, Sandbox) => Standing::Fallback,
         // `.mcp.json` carries servers only.
         (McpJson, Hooks | Sandbox) => Standing::Ignored,
@@ -160,6 +176,7 @@ pub fn standing(sources: &[PolicySource], power: Power, origin: ConfigOrigin) ->
     let grant = match power {
         Power::McpServers => Some(LowerGrant::McpServers),
         Power::Hooks => Some(LowerGrant::Hooks),
+        Power::AdditionalDirectories => Some(LowerGrant::AdditionalDirectories),
         Power::Classifier | Power::JudgeLeniency | Power::Sandbox | Power::EnvExpansion => None,
     };
     let managed_only = managed(sources).any(|s| s.policy.managed_only);
@@ -183,6 +200,12 @@ pub fn approvers(sources: &[PolicySource]) -> impl Iterator<Item = &PolicySource
 /// Whether an operator's file approves the repository's hooks (`allow_project_hooks`).
 pub fn repository_hooks_approved(sources: &[PolicySource]) -> bool {
     approvers(sources).any(|source| source.policy.allow_project_hooks)
+}
+
+/// Whether an operator's file approves the repository's additional directories
+/// (`allow_project_directories`).
+pub fn repository_directories_approved(sources: &[PolicySource]) -> bool {
+    approvers(sources).any(|source| source.policy.allow_project_directories)
 }
 
 /// Whether `power` from `origin` is in force here, an approval it needs given by `approved`.
@@ -482,7 +505,7 @@ mod tests {
         let only = vec![source(Managed, "managed_only: true\n")];
         let granted = vec![source(
             Managed,
-            "managed_only: true\nlower_sources_may_add: [mcp_servers, hooks]\n",
+            "managed_only: true\nlower_sources_may_add: [mcp_servers, hooks, additional_directories]\n",
         )];
         let origins = [
             O::Managed,
@@ -499,13 +522,14 @@ mod tests {
             JudgeLeniency,
             Sandbox,
             EnvExpansion,
+            AdditionalDirectories,
         ];
         for origin in origins {
             for power in powers {
                 let open = match (origin, power) {
                     (O::Managed | O::CommandLine | O::User, _) => InForce,
                     (_, McpServers) => NeedsApproval,
-                    (O::Task | O::Project, Hooks) => NeedsApproval,
+                    (O::Task | O::Project, Hooks | AdditionalDirectories) => NeedsApproval,
                     (O::Task | O::Project, Sandbox) => Fallback,
                     _ => Ignored,
                 };
@@ -526,7 +550,7 @@ mod tests {
                     "{origin:?} {power:?}"
                 );
                 let regranted = match power {
-                    McpServers | Hooks => open,
+                    McpServers | Hooks | AdditionalDirectories => open,
                     _ => closed,
                 };
                 assert_eq!(
@@ -540,6 +564,15 @@ mod tests {
 
     #[test]
     fn only_the_operators_files_approve_and_managed_only_silences_the_user() {
+        let dirs = "allow_project_directories: true\n";
+        assert!(repository_directories_approved(&[source(User, dirs)]));
+        assert!(repository_directories_approved(&[source(Managed, dirs)]));
+        assert!(!repository_directories_approved(&[source(Project, dirs)]));
+        assert!(!repository_directories_approved(&[source(Task, dirs)]));
+        assert!(!repository_directories_approved(&[
+            source(Managed, "managed_only: true\n"),
+            source(User, dirs)
+        ]));
         let hooks = "allow_project_hooks: true\n";
         assert!(repository_hooks_approved(&[source(User, hooks)]));
         assert!(repository_hooks_approved(&[source(Managed, hooks)]));

@@ -163,6 +163,16 @@ impl ToolCheck {
             ToolCheck::Passthrough { .. } => "passthrough",
         }
     }
+
+    /// Why, in the words the answer gives.
+    pub fn reason(&self) -> &str {
+        match self {
+            ToolCheck::Allow { reason, .. }
+            | ToolCheck::Deny { reason, .. }
+            | ToolCheck::Ask { reason, .. }
+            | ToolCheck::Passthrough { reason } => reason,
+        }
+    }
 }
 
 /// The gate's final, headless answer for one call.

@@ -75,6 +75,10 @@ macro_rules! policy_file {
             /// managed and the user's policy only.
             #[serde(default)]
             allow_project_hooks: Option<bool>,
+            /// The repository's `additional_directories` (task file, `.tollgate/policy.yaml`,
+            /// `.claude/settings.json`) count; honoured in the managed and the user's policy.
+            #[serde(default)]
+            allow_project_directories: Option<bool>,
             /// Only the managed policy's MCP servers start (managed policy only; Claude Code's
             /// `allowManagedMcpServersOnly`).
             #[serde(default, alias = "allowManagedMcpServersOnly")]
@@ -293,6 +297,9 @@ pub struct Policy {
     /// `allow_project_hooks`: the repository's hooks run (meaningful in the managed and the
     /// user's policy only; see `policy::authority`).
     pub allow_project_hooks: bool,
+    /// `allow_project_directories`: the repository's additional directories count
+    /// (meaningful in the managed and the user's policy only; see `policy::authority`).
+    pub allow_project_directories: bool,
     /// `disable_all_hooks` (Claude Code's `disableAllHooks`).
     pub disable_all_hooks: bool,
     /// Auto mode's judge (`classifier:`).
@@ -372,6 +379,7 @@ impl Policy {
         }
         policy.managed_only = parsed.managed_only.is_some_and(|spanned| spanned.value);
         policy.allow_project_hooks = parsed.allow_project_hooks.unwrap_or(false);
+        policy.allow_project_directories = parsed.allow_project_directories.unwrap_or(false);
         policy.disable_all_hooks = parsed.disable_all_hooks;
         policy.disable_bypass |= parsed.disable_bypass_mode;
         policy.disable_auto |= parsed.disable_auto_mode;
@@ -508,6 +516,7 @@ impl Policy {
             hooks: Vec::new(),
             managed_hooks_only: false,
             allow_project_hooks: false,
+            allow_project_directories: false,
             disable_all_hooks: false,
             classifier: None,
             auto_mode: None,
@@ -555,6 +564,7 @@ impl Policy {
             hooks: Vec::new(),
             managed_hooks_only: false,
             allow_project_hooks: false,
+            allow_project_directories: false,
             disable_all_hooks: false,
             classifier: None,
             auto_mode: None,

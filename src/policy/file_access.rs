@@ -32,7 +32,11 @@ pub fn check_path(
     let guardrail = match access {
         Access::Read => read_guardrail(path),
         Access::Write => write_guardrail(path, ctx.workspace.home.as_deref()),
-    };
+    }
+    .or_else(|| {
+        ctx.workspace
+            .own_state_guard(path, access == Access::Write, false)
+    });
     if let Some(guardrail) = guardrail {
         return ToolCheck::Ask {
             reason: format!("{tool} of {shown} trips a safety guardrail: {guardrail}"),
@@ -121,7 +125,8 @@ pub fn read_refusal(
         read_guardrail_below(path)
     } else {
         read_guardrail(path)
-    };
+    }
+    .or_else(|| workspace.own_state_guard(path, false, below));
     if let Some(guardrail) = guardrail {
         return Some(ToolCheck::Ask {
             reason: format!("{} trips a safety guardrail: {guardrail}", what()),

@@ -162,14 +162,15 @@ impl Held<'_> {
         let power = match self {
             Held::McpServer(_) => Power::McpServers,
             Held::Hooks => Power::Hooks,
-            Held::AdditionalDirectories => return None,
+            Held::AdditionalDirectories => Power::AdditionalDirectories,
         };
         if table(power, origin) != Standing::NeedsApproval {
             return None;
         }
         Some(match self {
             Held::McpServer(name) => format!("enabledMcpjsonServers: [{name}]"),
-            _ => "allow_project_hooks: true".to_string(),
+            Held::Hooks => "allow_project_hooks: true".to_string(),
+            Held::AdditionalDirectories => "allow_project_directories: true".to_string(),
         })
     }
 }
@@ -468,8 +469,12 @@ mod tests {
         let plain = approval(&[], Held::Hooks, O::Project, false).unwrap();
         assert_eq!(plain.lines, ["allow_project_hooks: true"]);
         assert_eq!(plain.approve_in, Approver::ManagedOrUser);
-        // Additional directories wait only on managed_only.
-        assert!(approval(&[], Held::AdditionalDirectories, O::Task, false).is_none());
+        // The repository's additional directories wait on an operator's approval; the
+        // operator's own only on managed_only.
+        let repository = approval(&[], Held::AdditionalDirectories, O::Task, false).unwrap();
+        assert_eq!(repository.lines, ["allow_project_directories: true"]);
+        assert!(approval(&[], Held::AdditionalDirectories, O::Task, true).is_none());
+        assert!(approval(&[], Held::AdditionalDirectories, O::User, false).is_none());
         let only = approval(&sources, Held::AdditionalDirectories, O::User, false).unwrap();
         assert_eq!(
             only.lines,

@@ -31,8 +31,8 @@ mod workspace;
 pub use ask::{fast_path, headless_deny};
 pub use authority::{
     AuthorityError, ConfigOrigin, Power, Standing, approvers, counts, lower_may_add,
-    refuse_disabled, refuse_managed_keys_below, repository_hooks_approved, resolve_mode, standing,
-    table,
+    refuse_disabled, refuse_managed_keys_below, repository_directories_approved,
+    repository_hooks_approved, resolve_mode, standing, table,
 };
 pub use auto_mode::{AutoModeConfig, merge_auto_mode, moots_classifier};
 pub use auto_mode_blocks::{

@@ -5,6 +5,10 @@ use std::path::{Path, PathBuf};
 
 use super::path_pattern::PathBases;
 
+const STATE_FOLDER: &str =
+    "reads or writes tollgate's state folder (the key that signs transcripts, the record of runs)";
+const RUN_FOLDER: &str = "writes to the run's own folder (tollgate's transcript and reports)";
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Workspace {
     /// Canonical working directory; relative paths and `./x` rules resolve against it.
@@ -14,6 +18,9 @@ pub struct Workspace {
     /// Folders tools may read but never write: the run's offloaded results (S8), which the
     /// model is pointed at when a result was too large to keep inline.
     pub read_only_roots: Vec<PathBuf>,
+    /// tollgate's own run folders (the transcript, reports, offloaded results): readable,
+    /// never written by a tool or a command the model starts, wherever they are.
+    pub own_folders: Vec<PathBuf>,
     pub home: Option<PathBuf>,
 }
 
@@ -25,8 +32,28 @@ impl Workspace {
             workdir,
             roots,
             read_only_roots: Vec::new(),
+            own_folders: Vec::new(),
             home,
         }
+    }
+
+    /// The guard tollgate's own state puts on an access to `path` (resolved), if any: its
+    /// state folder (the transcript key, the record of runs) is neither read nor written, and
+    /// its run folders are not written. With `below`, everything under the folder `path`
+    /// counts (a recursive read of a folder that holds the state folder trips it too).
+    pub fn own_state_guard(&self, path: &Path, write: bool, below: bool) -> Option<&'static str> {
+        if let Some(state) = crate::state::guarded()
+            && (crate::base::has_prefix(path, state)
+                || (below && crate::base::has_prefix(state, path)))
+        {
+            return Some(STATE_FOLDER);
+        }
+        (write
+            && self
+                .own_folders
+                .iter()
+                .any(|folder| crate::base::has_prefix(path, folder)))
+        .then_some(RUN_FOLDER)
     }
 
     /// Whether a resolved path may be read: inside a root or a read-only root.

@@ -151,7 +151,8 @@ impl Redactor {
                 .ok()
                 .map(|quoted| quoted[1..quoted.len() - 1].to_string())
                 .filter(|escaped| *escaped != value);
-            for value in std::iter::once(value).chain(escaped) {
+            let derived = derived_forms(&value);
+            for value in std::iter::once(value).chain(escaped).chain(derived) {
                 if !literals.secrets.iter().any(|known| known.value == value) {
                     literals.secrets.push(Secret {
                         value,
@@ -204,6 +205,27 @@ impl Redactor {
             },
             Err(_) => text.to_string(),
         };
+        if let Some(keyed) = keyed_credentials()
+            && keyed.is_match(&out)
+        {
+            out = keyed
+                .replace_all(&out, |captures: &Captures| {
+                    let part = |one: &str, two: &str| {
+                        captures
+                            .name(one)
+                            .or_else(|| captures.name(two))
+                            .map_or("", |part| part.as_str())
+                    };
+                    let (keep, value) = (part("keep", "keep2"), part("value", "value2"));
+                    // Already replaced by value: the count says so once.
+                    if value.starts_with("[REDACTED:") {
+                        return format!("{keep}{value}");
+                    }
+                    replaced += 1;
+                    format!("{keep}{}", label("http_authorization"))
+                })
+                .into_owned();
+        }
         if let Some(shapes) = token_shapes()
             && shapes.is_match(&out)
         {
@@ -228,6 +250,105 @@ impl Redactor {
     pub fn count(&self) -> u64 {
         self.count.load(Ordering::Relaxed)
     }
+}
+
+/// Credentials found by the key they stand after, whatever their value: an HTTP
+/// `Authorization` (or `Proxy-Authorization`) header's basic, bearer or token credential —
+/// the header actions/checkout writes into `.git/config` as
+/// `extraheader = AUTHORIZATION: basic <base64 of x-access-token:TOKEN>` — and the value of
+/// any git `extraheader`, which is a header a server sees as the caller's credential. What
+/// stands before the value (`keep`) is kept. Found before the token shapes, so a token in the
+/// header is named for the header. An `extraheader` counts only with a header's
+/// `Name:` after it, so prose that mentions the word is left alone.
+fn keyed_credentials() -> Option<&'static Regex> {
+    static KEYED: OnceLock<Option<Regex>> = OnceLock::new();
+    KEYED
+        .get_or_init(|| {
+            Regex::new(concat!(
+                r#"(?i)(?P<keep>\bextraheader\s*=?\s*"?[A-Za-z0-9-]+:\s*)(?P<value>\[REDACTED:[^\]]*\]|[^\s"\\][^"\\\r\n]*)"#,
+                r#"|(?P<keep2>\b(?:proxy-)?authorization\s*:\s*(?:basic|bearer|token|digest)\s+)(?P<value2>[A-Za-z0-9+/=._~-]{8,})"#,
+            ))
+            .ok()
+        })
+        .as_ref()
+}
+
+/// The forms a secret takes once encoded, each found like the value itself: base64 (standard
+/// and URL-safe) as it appears inside a longer encoding at each of the three byte
+/// alignments — HTTP Basic's `base64(user:TOKEN)` among them, whatever the user — hex (both
+/// cases), and percent-encoding (both cases; only the characters a URL must encode, and
+/// every byte). Of a base64 encoding only the characters that depend on the secret alone are
+/// taken: the one or two at each end that also carry a neighbour's bits are left, which
+/// tells at most a few bits of the secret's first and last byte.
+fn derived_forms(value: &str) -> Vec<String> {
+    let bytes = value.as_bytes();
+    let mut forms = Vec::new();
+    for alphabet in [BASE64, BASE64_URL] {
+        for offset in 0..3 {
+            let core = base64_core(bytes, offset, alphabet);
+            if core.len() >= MIN_SECRET_CHARS {
+                forms.push(core);
+            }
+        }
+    }
+    let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+    forms.push(hex.to_ascii_uppercase());
+    forms.push(hex);
+    let unreserved = |byte: u8| byte.is_ascii_alphanumeric() || b"-._~".contains(&byte);
+    let percent = |every: bool, upper: bool| -> String {
+        bytes
+            .iter()
+            .map(|&byte| {
+                if !every && unreserved(byte) {
+                    char::from(byte).to_string()
+                } else if upper {
+                    format!("%{byte:02X}")
+                } else {
+                    format!("%{byte:02x}")
+                }
+            })
+            .collect()
+    };
+    for every in [false, true] {
+        for upper in [true, false] {
+            forms.push(percent(every, upper));
+        }
+    }
+    forms.retain(|form| form != value);
+    forms.sort();
+    forms.dedup();
+    forms
+}
+
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const BASE64_URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// The base64 characters that encode only `bytes` when they start `offset` bytes (0..3)
+/// into a 3-byte group of a longer encoding.
+fn base64_core(bytes: &[u8], offset: usize, alphabet: &[u8; 64]) -> String {
+    let end = offset + bytes.len();
+    let mut padded = vec![0u8; offset];
+    padded.extend_from_slice(bytes);
+    padded.resize(end.div_ceil(3) * 3, 0);
+    let mut core = String::new();
+    for (group, chunk) in padded.chunks(3).enumerate() {
+        let bits = u32::from(chunk[0]) << 16 | u32::from(chunk[1]) << 8 | u32::from(chunk[2]);
+        for char_at in 0..4 {
+            // The bytes of the group this character's six bits come from.
+            let (first, last) = match char_at {
+                0 => (0, 0),
+                1 => (0, 1),
+                2 => (1, 2),
+                _ => (2, 2),
+            };
+            let (first, last) = (group * 3 + first, group * 3 + last);
+            if first >= offset && last < end {
+                let index = (bits >> (18 - 6 * char_at)) & 0x3f;
+                core.push(char::from(alphabet[index as usize]));
+            }
+        }
+    }
+    core
 }
 
 fn label(name: &str) -> String {
@@ -328,6 +449,122 @@ mod tests {
             redactor.redact(&json),
             r#"{"out":"x [REDACTED:MY_SECRET] y"}"#
         );
+    }
+
+    /// Standard base64, as a test writes it independently of the redactor.
+    fn b64(bytes: &[u8]) -> String {
+        let mut out = String::new();
+        for chunk in bytes.chunks(3) {
+            let b = [
+                chunk[0],
+                *chunk.get(1).unwrap_or(&0),
+                *chunk.get(2).unwrap_or(&0),
+            ];
+            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+            for i in 0..4 {
+                if i <= chunk.len() {
+                    out.push(char::from(BASE64[((n >> (18 - 6 * i)) & 63) as usize]));
+                } else {
+                    out.push('=');
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn encoded_forms_of_a_known_value_are_found_wherever_they_stand() {
+        let token = "ghs_0123456789abcdefghijABCDEFGHIJ0123";
+        let plain = "p4ss w/ord+&=é!";
+        let redactor =
+            Redactor::with_vars(vars(&[("GITHUB_TOKEN", token), ("DB_PASSWORD", plain)]));
+        let hex: String = token.bytes().map(|b| format!("{b:02x}")).collect();
+        let url: String = plain
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                    char::from(b).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        // Each form, and how many bytes follow the value inside it.
+        let mut forms = vec![
+            (b64(token.as_bytes()), 0),
+            (b64(format!("x-access-token:{token}").as_bytes()), 0),
+            (b64(format!("u:{token}").as_bytes()), 0),
+            (b64(format!("{{\"auth\":\"{token}\"}}").as_bytes()), 2),
+            (
+                b64(format!("ab{token}cd").as_bytes())
+                    .replace('+', "-")
+                    .replace('/', "_"),
+                2,
+            ),
+            (hex.clone(), 0),
+            (hex.to_uppercase(), 0),
+            (url.clone(), 0),
+            (url.to_lowercase(), 0),
+            (plain.bytes().map(|b| format!("%{b:02x}")).collect(), 0),
+            (b64(plain.as_bytes()), 0),
+        ];
+        // Inside a longer run of base64, at each of the three alignments.
+        for pad in ["", "Q", "QU", "QUI"] {
+            forms.push((
+                format!("{pad}{}", b64(format!("xyz:{token}").as_bytes())),
+                0,
+            ));
+        }
+        for (form, after) in &forms {
+            let text = format!("out: {form} end");
+            let got = redactor.redact(&text);
+            assert!(got.contains("[REDACTED:"), "{form} -> {got}");
+            // What is left after the value's encoding is a boundary character or two, the
+            // padding, and what encodes the bytes after it.
+            let tail = got
+                .trim_end_matches(" end")
+                .rsplit(']')
+                .next()
+                .unwrap_or_default();
+            assert!(tail.len() <= 4 + 4 * after, "{form} -> {got}");
+        }
+        // Plain words are not taken for an encoding.
+        let text = "the quick brown fox 0123 deadbeef QUJDRA==";
+        assert_eq!(redactor.redact(text), text);
+    }
+
+    #[test]
+    fn a_checkout_extraheader_is_redacted_even_with_an_unknown_token() {
+        let redactor = Redactor::default();
+        let unknown = b64(b"x-access-token:ghs_notknowntotheredactorXXXXXXXXXXXXXXXX");
+        let cases = [
+            format!(
+                "[http \"https://github.com/\"]\n\textraheader = AUTHORIZATION: basic {unknown}\n"
+            ),
+            format!("http.https://github.com/.extraheader=AUTHORIZATION: basic {unknown}"),
+            format!("http.https://github.com/.extraheader AUTHORIZATION: basic {unknown}"),
+            format!("git -c http.extraheader=\"Authorization: Bearer {unknown}\" fetch"),
+            format!("curl -H 'Authorization: token {unknown}' https://api.github.com"),
+            format!("Proxy-Authorization: Basic {unknown}"),
+            serde_json::to_string(&format!(
+                "a\n\textraheader = AUTHORIZATION: basic {unknown}\nb"
+            ))
+            .unwrap(),
+        ];
+        for text in cases {
+            let got = redactor.redact(&text);
+            assert!(!got.contains(&unknown), "{text} -> {got}");
+            assert!(got.contains("[REDACTED:http_authorization]"), "{got}");
+        }
+        // A JSON line stays JSON.
+        let line = serde_json::to_string(&serde_json::json!({"out": format!("extraheader = AUTHORIZATION: basic {unknown}\nnext")})).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&redactor.redact(&line)).unwrap();
+        assert_eq!(
+            value["out"],
+            "extraheader = AUTHORIZATION: [REDACTED:http_authorization]\nnext"
+        );
+        let prose = "the extraheader line and the authorization header are explained here";
+        assert_eq!(redactor.redact(prose), prose);
     }
 
     #[test]

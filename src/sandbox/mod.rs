@@ -303,6 +303,9 @@ impl Sandbox {
         }));
         let mut deny_read = resolve(&config.deny_read);
         deny_read.push(PathBuf::from("/proc"));
+        // tollgate's state folder holds the key that signs transcripts: a command that read
+        // it could forge a run's record.
+        deny_read.extend(crate::state::guarded().map(Path::to_path_buf));
         let scope = FsScope {
             read_roots,
             write_roots,

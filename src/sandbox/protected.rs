@@ -11,6 +11,13 @@
 //! changed is rewritten, one created (a nested repository's `.git` config included) removed,
 //! one removed recreated. Each such change is a [`Violation`] the caller reports.
 //!
+//! tollgate changes only what it owns. It puts back only the paths it recorded at the start
+//! (and the workdir's own `.git`, recorded even when absent); a protected path that appears
+//! later is removed only inside the workdir and only in a folder recorded at the start (the
+//! same inode), reached without a link — anything else is reported and left as it is, so a
+//! process writing repositories in an additional directory (or anywhere else) is never
+//! undone. Additional directories are recorded and put back, never searched again.
+//!
 //! The check runs after every command, so it remembers what it already saw: a folder's
 //! listing and a protected path found equal to the baseline (a folder with every inode
 //! below it) are kept with the inode's change time
@@ -124,12 +131,20 @@ pub fn describe(violations: &[Violation]) -> String {
 /// The baseline of one run's workspace roots.
 #[derive(Debug)]
 pub struct ProtectedFiles {
+    /// The workdir first, then the additional directories.
     roots: Vec<PathBuf>,
     /// Never compared or restored: the run's own output folder.
     excluded: Vec<PathBuf>,
     baseline: BTreeMap<PathBuf, Node>,
+    /// Every folder of the workdir at the start, with its inode: where a protected path that
+    /// appears later may be removed.
+    folders: HashMap<PathBuf, (u64, u64)>,
     memo: Mutex<Memo>,
 }
+
+/// Why a protected path that appeared during the run is left where it is.
+const NOT_RECORDED: &str = "it was not there at the start, in a folder the run did not record \
+     (or through a link): tollgate removes only what it recorded";
 
 /// How long a change must be past before what it left is remembered: well above the
 /// coarse clock the kernel stamps inodes with (a jiffy, at most 10 ms).
@@ -191,23 +206,39 @@ enum Listed {
 }
 
 impl ProtectedFiles {
-    /// Reads every protected path below `roots` as it is now.
+    /// Reads every protected path below `roots` (the workdir first) as it is now, and the
+    /// workdir's folders.
     pub fn capture(roots: &[PathBuf], excluded: &[PathBuf]) -> Result<ProtectedFiles, GuardError> {
         let mut files = ProtectedFiles {
             roots: roots.to_vec(),
             excluded: excluded.to_vec(),
             baseline: BTreeMap::new(),
+            folders: HashMap::new(),
             memo: Mutex::new(Memo {
                 settled: SETTLED,
                 ..Memo::default()
             }),
         };
         let mut budget = Budget::default();
-        let found = files.discover(&mut files.memo.lock().unwrap_or_else(PoisonError::into_inner));
+        let mut folders = HashMap::new();
+        let mut found = {
+            let mut memo = files.memo.lock().unwrap_or_else(PoisonError::into_inner);
+            files.discover(&files.roots, &mut memo, Some(&mut folders))
+        };
+        // A repository made where there was none would be obeyed by git run in the workdir:
+        // its absence is recorded too (a present one is recorded member by member).
+        found.extend(
+            files
+                .roots
+                .first()
+                .map(|workdir| workdir.join(".git"))
+                .filter(|git| git.symlink_metadata().is_err()),
+        );
         for path in found {
             let node = read_node(&path, &mut budget)?;
             files.baseline.insert(path, node);
         }
+        files.folders = folders;
         Ok(files)
     }
 
@@ -216,44 +247,83 @@ impl ProtectedFiles {
         self.baseline.len()
     }
 
-    /// Compares every protected path (those of the baseline and any that exist now) with the
-    /// baseline and puts back what differs.
+    /// Compares every recorded path with the baseline and puts back what differs; then
+    /// reports what appeared in the workdir since, removing only what stands in a folder the
+    /// run recorded (see the module's comment).
     pub fn restore(&self) -> Vec<Violation> {
         let mut memo = self.memo.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut paths: Vec<PathBuf> = self.baseline.keys().cloned().collect();
-        paths.extend(self.discover(&mut memo));
-        paths.sort();
-        paths.dedup();
         let mut violations = Vec::new();
         // Nothing here is bounded by the budget: what a command planted is read to compare
         // it, whatever its size, and a path that cannot be read is put back regardless.
         let mut budget = Budget::unbounded();
         let now = SystemTime::now();
-        for path in paths {
-            let want = self.baseline.get(&path).unwrap_or(&Node::Absent);
-            if memo.unchanged(&path, want, now) {
+        for (path, want) in &self.baseline {
+            if memo.unchanged(path, want, now) {
                 continue;
             }
-            let now_node = read_node(&path, &mut budget).ok();
+            let root = self.root_of(path);
+            // Reached through a link, the path names something else: put back, never read.
+            let now_node = beneath_without_links(root, path)
+                .then(|| read_node(path, &mut budget).ok())
+                .flatten();
             if now_node.as_ref() == Some(want) {
-                memo.remember_clean(&path, want, now);
+                memo.remember_clean(path, want, now);
                 continue;
             }
-            memo.clean.remove(&path);
+            memo.clean.remove(path);
             let change = match (want, &now_node) {
                 (Node::Absent, _) => Change::Created,
                 (_, Some(Node::Absent)) => Change::Removed,
                 _ => Change::Modified,
             };
-            let root = self.root_of(&path);
-            let unrestored = put_back(root, &path, want).err().map(|err| err.to_string());
+            let unrestored = put_back(root, path, want).err().map(|err| err.to_string());
             violations.push(Violation {
-                path: path.strip_prefix(root).unwrap_or(&path).to_path_buf(),
+                path: path.strip_prefix(root).unwrap_or(path).to_path_buf(),
                 change,
                 unrestored,
             });
         }
+        let Some(workdir) = self.roots.first() else {
+            return violations;
+        };
+        let mut appeared = self.discover(std::slice::from_ref(workdir), &mut memo, None);
+        appeared.sort();
+        appeared.dedup();
+        for path in appeared {
+            // A recorded path, or one below it, was dealt with above.
+            if self
+                .baseline
+                .keys()
+                .any(|recorded| path.starts_with(recorded))
+                || path.symlink_metadata().is_err()
+            {
+                continue;
+            }
+            let unrestored = if self.recorded_folder_holds(workdir, &path) {
+                remove(&path).err().map(|err| err.to_string())
+            } else {
+                Some(NOT_RECORDED.to_string())
+            };
+            violations.push(Violation {
+                path: path.strip_prefix(workdir).unwrap_or(&path).to_path_buf(),
+                change: Change::Created,
+                unrestored,
+            });
+        }
         violations
+    }
+
+    /// Whether `path`'s folder is one the run recorded in the workdir, still the same inode,
+    /// and reached from the workdir without a link.
+    fn recorded_folder_holds(&self, workdir: &Path, path: &Path) -> bool {
+        let Some(parent) = path.parent() else {
+            return false;
+        };
+        beneath_without_links(workdir, path)
+            && parent.symlink_metadata().is_ok_and(|metadata| {
+                metadata.is_dir()
+                    && self.folders.get(parent) == Some(&(metadata.dev(), metadata.ino()))
+            })
     }
 
     fn root_of(&self, path: &Path) -> &Path {
@@ -264,15 +334,22 @@ impl ProtectedFiles {
             .map_or(Path::new("/"), PathBuf::as_path)
     }
 
-    /// The protected paths that exist now.
-    fn discover(&self, memo: &mut Memo) -> Vec<PathBuf> {
+    /// The protected paths that exist now below `roots`; with `folders`, every folder walked
+    /// is recorded there with its inode.
+    fn discover(
+        &self,
+        roots: &[PathBuf],
+        memo: &mut Memo,
+        mut folders: Option<&mut HashMap<PathBuf, (u64, u64)>>,
+    ) -> Vec<PathBuf> {
         let mut found = Vec::new();
         let now = SystemTime::now();
-        for root in &self.roots {
+        for root in roots {
             let walk = Walk {
                 root,
                 excluded: &self.excluded,
                 now,
+                folders: std::cell::RefCell::new(folders.as_deref_mut()),
             };
             walk.dir(root, &mut found, memo);
         }
@@ -334,13 +411,15 @@ fn stamps_below(
     }
 }
 
-struct Walk<'a> {
+struct Walk<'a, 'f> {
     root: &'a Path,
     excluded: &'a [PathBuf],
     now: SystemTime,
+    /// Where the capture records the folders it walks.
+    folders: std::cell::RefCell<Option<&'f mut HashMap<PathBuf, (u64, u64)>>>,
 }
 
-impl Walk<'_> {
+impl Walk<'_, '_> {
     /// Every protected path below `dir`; a folder not changed since it was last listed is
     /// not listed again.
     fn dir(&self, dir: &Path, found: &mut Vec<PathBuf>, memo: &mut Memo) {
@@ -349,6 +428,9 @@ impl Walk<'_> {
             return;
         };
         let stamp = Stamp::of(&metadata);
+        if let Some(folders) = self.folders.borrow_mut().as_deref_mut() {
+            folders.insert(dir.to_path_buf(), (stamp.dev, stamp.ino));
+        }
         // Taken out while the walk goes below, and put back after: no copy of the listing.
         let (key, listed) = match memo.listings.remove_entry(dir) {
             Some((key, (seen, listed)))
@@ -510,6 +592,32 @@ impl Budget {
         }
         Ok(())
     }
+}
+
+/// Whether every folder between `root` and `path` is a real folder, not a link: what is
+/// found there is inside the root, not wherever a link points.
+fn beneath_without_links(root: &Path, path: &Path) -> bool {
+    let Ok(rel) = path.strip_prefix(root) else {
+        return false;
+    };
+    let mut current = root.to_path_buf();
+    let mut parts = rel.components().peekable();
+    while let Some(part) = parts.next() {
+        let Component::Normal(name) = part else {
+            return false;
+        };
+        if parts.peek().is_none() {
+            return true;
+        }
+        current.push(name);
+        match current.symlink_metadata() {
+            Ok(metadata) if metadata.is_dir() => {}
+            // A missing folder: nothing below it to reach (or to follow).
+            Err(_) => return true,
+            Ok(_) => return false,
+        }
+    }
+    true
 }
 
 fn read_node(path: &Path, budget: &mut Budget) -> Result<Node, GuardError> {
@@ -678,6 +786,25 @@ mod tests {
             .collect()
     }
 
+    /// The violations left in place because the run did not record them.
+    fn left(violations: &[Violation]) -> Vec<String> {
+        let mut left: Vec<String> = violations
+            .iter()
+            .filter(|v| v.unrestored.as_deref() == Some(NOT_RECORDED))
+            .map(|v| v.path.display().to_string())
+            .collect();
+        left.sort();
+        left
+    }
+
+    fn restored(violations: &[Violation]) -> Vec<Violation> {
+        violations
+            .iter()
+            .filter(|v| v.unrestored.as_deref() != Some(NOT_RECORDED))
+            .cloned()
+            .collect()
+    }
+
     #[test]
     fn every_protected_path_is_put_back_and_named() {
         let (_dir, ws) = workspace();
@@ -706,7 +833,12 @@ mod tests {
         fs::write(out.join("transcript.jsonl"), "{}").unwrap();
         fs::create_dir(ws.join("target")).unwrap();
         let violations = files.restore();
-        let mut got = rel(&violations);
+        // A repository in a folder made during the run was not recorded: named, left.
+        assert_eq!(
+            left(&violations),
+            ["tests/made/.git/config", "tests/made/.git/hooks"]
+        );
+        let mut got = rel(&restored(&violations));
         got.sort();
         let mut want = vec![
             (".git/config".to_string(), Change::Modified),
@@ -718,8 +850,6 @@ mod tests {
             (".tollgate/policy.yaml".to_string(), Change::Modified),
             ("src/.envrc".to_string(), Change::Created),
             ("src/nest/.git/config".to_string(), Change::Modified),
-            ("tests/made/.git/config".to_string(), Change::Created),
-            ("tests/made/.git/hooks".to_string(), Change::Created),
         ];
         want.sort();
         assert_eq!(got, want);
@@ -730,7 +860,7 @@ mod tests {
         assert!(!ws.join(".git/hooks/pre-commit").exists());
         assert!(!ws.join(".git/info/attributes").exists());
         assert!(!ws.join("src/.envrc").exists());
-        assert!(!ws.join("tests/made/.git/config").exists());
+        assert!(ws.join("tests/made/.git/config").exists());
         assert!(ws.join(".gitmodules").exists());
         assert_eq!(
             fs::read_to_string(ws.join("src/main.rs")).unwrap(),
@@ -738,7 +868,7 @@ mod tests {
         );
         assert!(ws.join(".git/objects/x").exists() && ws.join("target").is_dir());
         assert!(out.join("transcript.jsonl").exists());
-        assert!(files.restore().is_empty());
+        assert!(restored(&files.restore()).is_empty());
     }
 
     #[test]
@@ -802,26 +932,109 @@ mod tests {
             .unwrap()
             .set_modified(before)
             .unwrap();
-        // A new repository inside a folder whose listing was remembered.
-        fs::create_dir_all(ws.join("src/late/.git")).unwrap();
-        fs::write(ws.join("src/late/.git/config"), "[core]\n").unwrap();
+        // A new guarded file inside a folder whose listing was remembered.
+        fs::write(ws.join("src/.envrc"), "evil").unwrap();
         let mut got = rel(&files.restore());
         got.sort();
         assert_eq!(
             got,
             vec![
                 (".git/config".to_string(), Change::Modified),
-                ("src/late/.git/config".to_string(), Change::Created),
+                ("src/.envrc".to_string(), Change::Created),
             ]
         );
         assert_eq!(fs::read_to_string(&config).unwrap(), "[core]\n");
         std::thread::sleep(settled * 3);
         assert!(files.restore().is_empty());
-        fs::write(ws.join("src/late/.git/config"), "[core]\n\tfsmonitor=x\n").unwrap();
+        fs::write(ws.join("src/.npmrc"), "evil").unwrap();
         assert_eq!(
             rel(&files.restore()),
-            vec![("src/late/.git/config".to_string(), Change::Created)]
+            vec![("src/.npmrc".to_string(), Change::Created)]
         );
+    }
+
+    #[test]
+    fn only_what_was_recorded_is_changed_and_no_link_is_followed_out() {
+        let (dir, ws) = workspace();
+        // An additional directory, as a temporary root another process works in.
+        let shared = dir.path().canonicalize().unwrap().join("shared");
+        fs::create_dir_all(shared.join("kept/.git/hooks")).unwrap();
+        fs::write(shared.join("kept/.git/config"), "[core]\n").unwrap();
+        fs::write(shared.join("kept/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let elsewhere = dir.path().canonicalize().unwrap().join("elsewhere");
+        fs::create_dir_all(elsewhere.join("wt")).unwrap();
+        fs::write(elsewhere.join("wt/config.worktree"), "mine").unwrap();
+        let files = ProtectedFiles::capture(&[ws.clone(), shared.clone()], &[]).unwrap();
+        assert!(
+            files
+                .baseline
+                .contains_key(&shared.join("kept/.git/config"))
+        );
+        // Another process creates repositories in the additional directory while commands
+        // run, and a command links the workdir's worktrees folder out.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let (shared, stop) = (shared.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut made = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) || made < 20 {
+                    let repo = shared.join(format!("r{made}/.git"));
+                    fs::create_dir_all(repo.join("hooks")).unwrap();
+                    fs::write(repo.join("config"), "[core]\n\tbare = false\n").unwrap();
+                    fs::write(repo.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+                    fs::write(shared.join(format!("r{made}/.envrc")), "use nix\n").unwrap();
+                    made += 1;
+                }
+                made
+            })
+        };
+        std::os::unix::fs::symlink(&elsewhere, ws.join(".git/worktrees")).unwrap();
+        for _ in 0..20 {
+            for violation in files.restore() {
+                assert!(
+                    !violation.path.starts_with("r") && !violation.path.starts_with(&shared),
+                    "a path tollgate did not record was reported: {violation}"
+                );
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let made = writer.join().unwrap();
+        files.restore();
+        for at in 0..made {
+            let repo = shared.join(format!("r{at}"));
+            assert_eq!(
+                fs::read_to_string(repo.join(".git/config")).unwrap(),
+                "[core]\n\tbare = false\n"
+            );
+            assert!(repo.join(".git/hooks").is_dir() && repo.join(".envrc").is_file());
+        }
+        assert_eq!(
+            fs::read_to_string(elsewhere.join("wt/config.worktree")).unwrap(),
+            "mine",
+            "the link out was not followed"
+        );
+        // The recorded repository of the additional directory is still put back.
+        fs::remove_file(ws.join(".git/worktrees")).unwrap();
+        fs::write(shared.join("kept/.git/config"), "[core]\n\tfsmonitor=x\n").unwrap();
+        let got = rel(&files.restore());
+        assert_eq!(
+            got,
+            vec![("kept/.git/config".to_string(), Change::Modified)]
+        );
+    }
+
+    #[test]
+    fn a_repository_made_at_the_workdir_where_there_was_none_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        fs::create_dir(ws.join("src")).unwrap();
+        let files = ProtectedFiles::capture(std::slice::from_ref(&ws), &[]).unwrap();
+        fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+        fs::write(ws.join(".git/config"), "[core]\n\tfsmonitor = evil\n").unwrap();
+        fs::write(ws.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let got = rel(&files.restore());
+        assert_eq!(got, vec![(".git".to_string(), Change::Created)]);
+        assert!(!ws.join(".git").exists());
     }
 
     #[test]

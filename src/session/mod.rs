@@ -96,6 +96,13 @@ pub enum SessionError {
     Resume(#[from] crate::agent::ResumeError),
     #[error("cannot resume {}: {why}", dir.display())]
     CannotResume { dir: PathBuf, why: String },
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
+    #[error(
+        "{} is a symbolic link: tollgate writes its runs only into real folders (a link there could send them anywhere)",
+        path.display()
+    )]
+    LinkedOutRoot { path: PathBuf },
 }
 
 /// What a run is asked to be, beside its task file: the command line's choices, already
@@ -171,8 +178,9 @@ fn assemble_checked(
     redactor: Arc<Redactor>,
 ) -> Result<Session, SessionError> {
     let home = home_dir();
+    let state = operator_state()?;
     let resume = match options.resume.clone() {
-        Some(dir) => Some(resuming(&dir, &mut options)?),
+        Some(dir) => Some(resuming(&dir, &mut options, state.as_ref())?),
         None => None,
     };
     let mut task = prompt::task(&options, home.as_deref())?;
@@ -201,6 +209,19 @@ fn assemble_checked(
         })?,
         (None, None) => canonical_dir(Path::new("."), "workdir")?,
     };
+    // The workdir is this invocation's; a transcript may only refuse a mismatch.
+    if let Some(resume) = &resume
+        && resume.workdir != workdir
+    {
+        return Err(SessionError::CannotResume {
+            dir: options.out.clone().unwrap_or_default(),
+            why: format!(
+                "the run worked in {}, this invocation in {}; give --workdir (or the task's workdir) to go on there",
+                resume.workdir.display(),
+                workdir.display()
+            ),
+        });
+    }
     let flags = SourceFlags {
         policy: options.policy.as_deref(),
         allow: &options.allow,
@@ -231,14 +252,18 @@ fn assemble_checked(
     let run_id = resume
         .as_ref()
         .map_or_else(new_run_id, |resume| resume.run_id.clone());
-    let out_dir = options.out.as_deref().map_or_else(
-        || PathBuf::from(DEFAULT_OUT_ROOT).join(&run_id),
-        |out| with_run_id(out, &run_id),
-    );
+    let out_dir = match options.out.as_deref() {
+        Some(out) => with_run_id(out, &run_id),
+        None => {
+            refuse_linked_out_root()?;
+            PathBuf::from(DEFAULT_OUT_ROOT).join(&run_id)
+        }
+    };
     let (out_dir, out_lock) = crate::out_dir::claim_run(&out_dir, options.existing_out)?;
 
     let directories = additional_directories(&sources);
     let mut workspace = Workspace::new(workdir, directories.dirs.clone(), home);
+    let (state, transcript_key) = transcript_key(state.as_ref(), &workspace)?;
     require_self_tests(&sources, &workspace)?;
     let classifier = match mode {
         PermissionMode::Auto => {
@@ -261,6 +286,8 @@ fn assemble_checked(
         _ => None,
     };
     workspace.read_only_roots.push(out_dir.join("results"));
+    // The run's own folder is tollgate's: no tool or command the model starts writes it.
+    workspace.own_folders.push(out_dir.clone());
 
     // What the plugins and agent files said that is not applied, for `run_started`.
     let mut extensions = plugins.notices.clone();
@@ -320,10 +347,20 @@ fn assemble_checked(
         .unwrap_or_else(|| task.fail_on.clone());
     let withheld = withheld_variables(&task);
     let prompt = prompt::render(&task, &options, &withheld)?;
+    // Each memory file passes the Read tool's gate (deny and ask rules, the guardrails, the
+    // state folder), and what it says reaches the model with its secrets replaced.
+    let read_gate = |path: &Path| {
+        crate::policy::read_refusal(&rules, &workspace, &ToolName::Read, path, false)
+            .map(|check| check.reason().to_string())
+    };
     let memory = task
         .memory
-        .then(|| crate::memory::load(&workspace.workdir))
-        .filter(|memory| !memory.is_empty() || !memory.skipped.is_empty());
+        .then(|| crate::memory::load(&workspace.workdir, &read_gate))
+        .filter(|memory| !memory.is_empty() || !memory.skipped.is_empty())
+        .map(|mut memory| {
+            memory.text = redactor.redact(&memory.text);
+            memory
+        });
     let mut env = RunEnv::new(&withheld);
     env.model = model_command_env(&env.model, &workspace.workdir);
     let provider = Provider::new(provider_config(&task.model, task.script.as_ref())?)?;
@@ -331,6 +368,12 @@ fn assemble_checked(
     let price_warning = price.warning(&task.model.name);
     if let Some(warning) = &price_warning {
         tracing::warn!("{}", crate::neutral::log_line(warning));
+    }
+    // Every check passed: the run starts in this folder, which `--continue` goes on with.
+    if let Some(state) = &state
+        && let Err(err) = state.record_run(&workspace.workdir, &out_dir)
+    {
+        tracing::warn!("{err}; --continue will not find this run");
     }
     let spec = RunSpec {
         run_id,
@@ -385,6 +428,7 @@ fn assemble_checked(
         compaction: task.compaction,
         resume,
         resume_prompt: options.resume_prompt,
+        transcript_key,
     };
     Ok(Session { spec, provider })
 }
@@ -689,57 +733,165 @@ pub fn resume_folder(given: &Path) -> Result<PathBuf, SessionError> {
     })
 }
 
-/// `--continue`: the newest run under the default out root whose workdir is `workdir`.
+/// `--continue`: the run tollgate last created (or resumed) for `workdir`, as the operator's
+/// state folder recorded it — never a folder found by looking under `.tollgate/runs/`, where
+/// a repository can plant one.
 pub fn latest_run(workdir: &Path) -> Result<PathBuf, SessionError> {
     let workdir = canonical_dir(workdir, "workdir")?;
-    let mut runs: Vec<PathBuf> = std::fs::read_dir(DEFAULT_OUT_ROOT)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|dir| started_in(dir).is_some_and(|dir| dir == workdir))
-        .collect();
-    // Run ids sort by their start time.
-    runs.sort();
-    runs.pop().ok_or_else(|| SessionError::CannotResume {
+    let none = |why: String| SessionError::CannotResume {
         dir: PathBuf::from(DEFAULT_OUT_ROOT),
-        why: format!("no run of the workdir {} is there", workdir.display()),
-    })
-}
-
-/// The workdir a run folder's transcript started in.
-fn started_in(dir: &Path) -> Option<PathBuf> {
-    use std::io::BufRead;
-    let file = std::fs::File::open(dir.join(crate::out_dir::TRANSCRIPT_FILE)).ok()?;
-    let mut first = String::new();
-    std::io::BufReader::new(file).read_line(&mut first).ok()?;
-    let line: crate::transcript::RecordedLine = serde_json::from_str(&first).ok()?;
-    match line.event {
-        crate::transcript::Event::RunStarted { workdir, .. } => Some(workdir),
-        _ => None,
+        why,
+    };
+    let state = crate::state::StateDir::open(&[])?;
+    let folder = state.latest_run(&workdir).ok_or_else(|| {
+        none(format!(
+            "no run of the workdir {} is recorded in {}",
+            workdir.display(),
+            state.path().display()
+        ))
+    })?;
+    // The recorded folder itself, not a link put in its place since.
+    let real = folder
+        .symlink_metadata()
+        .is_ok_and(|meta| meta.is_dir())
+        .then_some(folder.as_path())
+        .filter(|dir| dir.join(crate::out_dir::TRANSCRIPT_FILE).is_file());
+    match real {
+        Some(dir) => Ok(dir.to_path_buf()),
+        None => Err(none(format!(
+            "the last run of the workdir {} ({}) is no longer a run folder",
+            workdir.display(),
+            folder.display()
+        ))),
     }
 }
 
-/// Reads the run in `dir` and points `options` at it: its task, workdir, mode and folder. A
-/// resume may narrow the policy (`--deny`, a stricter managed policy re-read now) but never
-/// widen it, so the flags that could are refused.
-fn resuming(dir: &Path, options: &mut RunOptions) -> Result<crate::agent::Resume, SessionError> {
+/// The operator's state folder. One that cannot be made is a warning (the run goes on, its
+/// transcript without tags: it can never be resumed); one that is unsafe to keep a key in
+/// stops the run.
+fn operator_state() -> Result<Option<crate::state::StateDir>, SessionError> {
+    use crate::state::StateError;
+    match crate::state::StateDir::open(&[]) {
+        Ok(state) => Ok(Some(state)),
+        Err(err @ (StateError::Unsafe { .. } | StateError::Relative(_))) => Err(err.into()),
+        Err(err) => {
+            tracing::warn!(
+                "{err}; the transcript is written without integrity tags and cannot be resumed"
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// The key that tags this run's transcript, once the state folder is known to lie outside
+/// the workdir, and that folder (where the run is recorded once it is ready to start).
+type KeyedState = (
+    Option<crate::state::StateDir>,
+    Option<Arc<crate::state::TranscriptKey>>,
+);
+
+fn transcript_key(
+    state: Option<&crate::state::StateDir>,
+    workspace: &Workspace,
+) -> Result<KeyedState, SessionError> {
+    let Some(state) = state else {
+        return Ok((None, None));
+    };
+    let state =
+        crate::state::StateDir::open_at(state.path(), std::slice::from_ref(&workspace.workdir))?;
+    match state.key() {
+        Ok(key) => Ok((Some(state), Some(Arc::new(key)))),
+        Err(err @ crate::state::StateError::Unsafe { .. }) => Err(err.into()),
+        Err(err) => {
+            tracing::warn!(
+                "{err}; the transcript is written without integrity tags and cannot be resumed"
+            );
+            Ok((None, None))
+        }
+    }
+}
+
+/// Without `--out`, runs go under `.tollgate/runs/` of the current folder: a repository that
+/// commits either as a link would send them (and the files tollgate writes) elsewhere.
+fn refuse_linked_out_root() -> Result<(), SessionError> {
+    let root = Path::new(DEFAULT_OUT_ROOT);
+    for path in root.ancestors().filter(|path| !path.as_os_str().is_empty()) {
+        if path.symlink_metadata().is_ok_and(|meta| meta.is_symlink()) {
+            return Err(SessionError::LinkedOutRoot {
+                path: path.to_path_buf(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A link anywhere in a run folder to resume: tollgate would write (offloaded results, the
+/// lock, the reports) or read through it.
+fn linked_entry(dir: &Path) -> Option<PathBuf> {
+    let mut pending = vec![(dir.to_path_buf(), 0usize)];
+    while let Some((folder, depth)) = pending.pop() {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_symlink() {
+                return Some(entry.path());
+            }
+            // Run folders are shallow (`results/`); a deep one is not tollgate's.
+            if kind.is_dir() {
+                if depth >= 8 {
+                    return Some(entry.path());
+                }
+                pending.push((entry.path(), depth + 1));
+            }
+        }
+    }
+    None
+}
+
+/// Reads the run in `dir` and points `options` at its folder. Only the conversation and what
+/// was spent come from the transcript, and only when every line carries the operator's tag;
+/// the task, policy, mode, workdir, model and base URL are this invocation's, as for a new
+/// run. What the transcript says of them may only refuse a resume that does not fit.
+fn resuming(
+    dir: &Path,
+    options: &mut RunOptions,
+    state: Option<&crate::state::StateDir>,
+) -> Result<crate::agent::Resume, SessionError> {
     let refuse = |why: String| SessionError::CannotResume {
         dir: dir.to_path_buf(),
         why,
     };
-    for (given, flag) in [
-        (!options.allow.is_empty(), "--allow"),
-        (!options.ask.is_empty(), "--ask"),
-        (options.mode.is_some(), "--mode"),
-    ] {
-        if given {
-            return Err(refuse(format!(
-                "{flag} is not taken on a resume: a resumed run keeps its mode and never widens its policy"
-            )));
-        }
+    if let Some(link) = linked_entry(dir) {
+        return Err(refuse(format!(
+            "it holds a symbolic link or a folder nested too deep ({}); tollgate does not follow links in its run folders",
+            link.display()
+        )));
     }
-    let resume = crate::agent::Resume::read(&dir.join(crate::out_dir::TRANSCRIPT_FILE))?;
+    let key = match state {
+        Some(state) => Some(state.key()?),
+        None => None,
+    };
+    let resume =
+        crate::agent::Resume::read(&dir.join(crate::out_dir::TRANSCRIPT_FILE), key.as_ref())?;
+    // The id names the run's temp folder and reports: only the characters tollgate's own
+    // ids have.
+    if resume.run_id.is_empty()
+        || !resume
+            .run_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-')
+    {
+        return Err(refuse(format!(
+            "its run id `{}` is not one tollgate makes",
+            crate::base::truncate_middle(&resume.run_id, crate::config::MAX_ECHO_CHARS)
+        )));
+    }
+    if resume.torn {
+        tracing::warn!(
+            "the transcript's last line was cut short (a run killed while writing it); it is dropped and the run goes on after the line before it"
+        );
+    }
     if resume
         .messages
         .first()
@@ -762,21 +914,14 @@ fn resuming(dir: &Path, options: &mut RunOptions) -> Result<crate::agent::Resume
             "the run ended ({ended}) with the model's answer: there is nothing to go on from without a new prompt"
         )));
     }
-    // A run of `-p` alone had no task file: it goes on as one again (its provider and model
-    // flags, if any, are given again).
+    // The task is the command line's: a run started from a task file goes on only when it is
+    // given again (a run of `-p` alone goes on as one).
     if options.task.is_none() && resume.task_file != Path::new(prompt::FLAG_PROMPT) {
-        options.task = Some(resume.task_file.clone());
-    }
-    if let Some(given) = &options.workdir
-        && canonical_dir(given, "workdir")? != resume.workdir
-    {
         return Err(refuse(format!(
-            "the run worked in {}; a resume goes on there",
-            resume.workdir.display()
+            "give the task file again (the run was started with {}): a resume takes its task, policy, mode, workdir and model from the command line, never from the transcript",
+            resume.task_file.display()
         )));
     }
-    options.workdir = Some(resume.workdir.clone());
-    options.mode = resume.mode;
     options.out = Some(dir.to_path_buf());
     options.existing_out = crate::out_dir::Existing::Resume;
     Ok(resume)

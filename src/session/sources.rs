@@ -8,10 +8,10 @@ use crate::config::ConfigError;
 use crate::hooks::{Hook, merge_hooks};
 use crate::mcp::{McpPlan, parse_project_file, plan, project_file_approved};
 use crate::policy::{
-    self, ConfigOrigin, Held, HeldBack, HeldKind, LowerGrant, PermissionContext, PermissionMode,
-    Policy, PolicyOrigin, PolicySource, Power, Rule, RuleSet, SourceKind, Standing, ToolName,
-    Workspace, approval, counts, danger, lower_may_add, moots_classifier, reach, refuse_disabled,
-    refuse_managed_keys_below, repository_hooks_approved, standing,
+    self, ConfigOrigin, Held, HeldBack, HeldKind, PermissionContext, PermissionMode, Policy,
+    PolicyOrigin, PolicySource, Power, Rule, RuleSet, SourceKind, Standing, ToolName, Workspace,
+    approval, counts, danger, moots_classifier, reach, refuse_disabled, refuse_managed_keys_below,
+    repository_directories_approved, repository_hooks_approved, standing,
 };
 use crate::sandbox::{ReadOnlyCommands, SandboxConfig};
 use crate::task::Task;
@@ -343,25 +343,33 @@ pub fn rules_for_mode(rules: RuleSet, mode: PermissionMode) -> (RuleSet, Vec<Rul
 pub struct AdditionalDirectories {
     /// Canonical.
     pub dirs: Vec<PathBuf>,
-    /// From lower sources under a `managed_only` policy that does not grant them.
+    /// Left aside: a lower source's under a `managed_only` policy that does not grant them,
+    /// and the repository's (task file, project files) without an operator's
+    /// `allow_project_directories: true`.
     pub ignored: Vec<PathBuf>,
-    /// The same, each with the line that would let it in.
+    /// The same, each with the lines that would let it in.
     pub held_back: Vec<HeldBack>,
     /// Entries that do not exist: a warning each, as Claude Code's settings may name a
     /// folder of another machine.
     pub warnings: Vec<String>,
 }
 
+/// The additional directories that count, by the authority table: the operator's as
+/// written (under `managed_only`, the managed policy's and what it grants), the repository's
+/// only once an operator's file approves them — a repository's directory would widen what
+/// tools read and write and the sandbox's write roots (`cat /etc/shadow` judged read-only
+/// inside a workspace of `/`).
 pub fn additional_directories(sources: &[PolicySource]) -> AdditionalDirectories {
-    let lower_allowed = lower_may_add(sources, LowerGrant::AdditionalDirectories);
+    let approved = repository_directories_approved(sources);
     let mut found = AdditionalDirectories::default();
     for source in sources {
+        let origin = ConfigOrigin::of(source.kind);
+        let in_force = counts(sources, Power::AdditionalDirectories, origin, || approved);
         for dir in &source.policy.additional_directories {
-            if source.kind != SourceKind::Managed && !lower_allowed {
+            if !in_force {
                 found.ignored.push(dir.clone());
-                let origin = ConfigOrigin::of(source.kind);
                 if let Some(approval) =
-                    approval(sources, Held::AdditionalDirectories, origin, false)
+                    approval(sources, Held::AdditionalDirectories, origin, approved)
                 {
                     let (name, from) = (dir.display().to_string(), source.policy.file.display());
                     let kind = HeldKind::AdditionalDirectory;

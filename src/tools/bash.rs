@@ -446,7 +446,9 @@ fn argument_guardrail(
     let home = ctx.workspace.home.as_deref();
     let holds_head = |dir: &Path| dir.join("HEAD").is_file();
     analysis.named_writes.iter().find_map(|path| {
-        let guardrail = write_guardrail(path, home).or_else(|| git_dir_write(path, &holds_head))?;
+        let guardrail = write_guardrail(path, home)
+            .or_else(|| git_dir_write(path, &holds_head))
+            .or_else(|| ctx.workspace.own_state_guard(path, true, false))?;
         Some(ToolCheck::Ask {
             reason: format!(
                 "`{command}` writes {}: trips a safety guardrail: {guardrail}",

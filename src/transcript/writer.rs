@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::{Seek, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -11,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::event::Event;
 use super::stream::StreamOutput;
 use crate::redact::Redactor;
+use crate::state::Chain;
 
 /// One line of the transcript: a sequence number and time around the event.
 #[derive(Debug, Serialize)]
@@ -54,6 +56,9 @@ pub struct Transcript {
     /// The sub-agent running now: its events carry its id. One at a time (Agent calls run
     /// alone), so a single slot is exact.
     agent_id: Option<String>,
+    /// Each line's integrity tag (`crate::state::seal`); `None` when the operator has no
+    /// state folder, and then no resume will trust this transcript.
+    chain: Option<Chain>,
 }
 
 impl std::fmt::Debug for Transcript {
@@ -67,9 +72,16 @@ impl std::fmt::Debug for Transcript {
 }
 
 impl Transcript {
+    /// A new transcript at `path`; a symbolic link there is refused, never written through.
     pub fn create(path: &Path) -> std::io::Result<Transcript> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)?;
         Ok(Transcript {
-            file: File::create(path)?,
+            file,
             path: path.to_path_buf(),
             len: 0,
             seq: 0,
@@ -77,24 +89,38 @@ impl Transcript {
             stream: None,
             observer: None,
             agent_id: None,
+            chain: None,
         })
     }
 
-    /// Opens an existing transcript to go on writing it (a resumed run): lines are appended,
+    /// Opens an existing transcript to go on writing it (a resumed run): what follows its
+    /// first `verified_len` bytes (a last line cut short) is dropped, and lines are appended,
     /// numbered on from `last_seq`.
-    pub fn append(path: &Path, last_seq: u64) -> std::io::Result<Transcript> {
-        let file = std::fs::OpenOptions::new().append(true).open(path)?;
-        let len = file.metadata()?.len();
+    pub fn append(path: &Path, last_seq: u64, verified_len: u64) -> std::io::Result<Transcript> {
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)?;
+        if file.metadata()?.len() > verified_len {
+            file.set_len(verified_len)?;
+        }
         Ok(Transcript {
             file,
             path: path.to_path_buf(),
-            len,
+            len: verified_len,
             seq: last_seq,
             redactor: Arc::default(),
             stream: None,
             observer: None,
             agent_id: None,
+            chain: None,
         })
+    }
+
+    /// Tags every line from now on with `chain` (`None`: untagged).
+    pub fn sealed(mut self, chain: Option<Chain>) -> Transcript {
+        self.chain = chain;
+        self
     }
 
     /// Redacts every line before it is written (on the serialised JSON, so no field escapes).
@@ -133,13 +159,22 @@ impl Transcript {
             event,
         };
         let json = serde_json::to_string(&line).map_err(std::io::Error::other)?;
-        let mut bytes = self.redactor.redact(&json).into_bytes();
+        let redacted = self.redactor.redact(&json);
+        // The tag covers the line as written: a chain advanced for a line that then fails
+        // to be written is put back, so the next line still follows the last one on disk.
+        let before = self.chain.clone();
+        let mut bytes = match &mut self.chain {
+            Some(chain) => chain.seal(&redacted),
+            None => redacted,
+        }
+        .into_bytes();
         bytes.push(b'\n');
         if let Err(err) = self.file.write_all(&bytes).and_then(|()| self.file.flush()) {
             // A full disk may take half a line: cut it, so the file stays valid JSON lines
             // up to the failure.
             let _ = self.file.set_len(self.len);
             let _ = self.file.seek(std::io::SeekFrom::Start(self.len));
+            self.chain = before;
             return Err(err);
         }
         self.len += bytes.len() as u64;

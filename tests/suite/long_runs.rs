@@ -13,6 +13,15 @@ use crate::support::fake_model::{
 use crate::support::{Isolation, events, transcript};
 
 const KEY: &str = "sk-long-runs-test-key";
+/// The task given again (a resume takes it from the command line), going on in `out/`.
+const RESUME_OUT: [&str; 6] = [
+    "run",
+    "task.yaml",
+    "--resume",
+    "out",
+    "--policy",
+    "policy.yaml",
+];
 
 /// The fake server's key, no managed policy (`dir/etc/` is absent).
 fn keyed() -> Isolation {
@@ -589,16 +598,17 @@ async fn a_run_stopped_by_sigterm_resumes_with_the_request_it_would_have_sent() 
     assert_eq!(child.wait().await.unwrap().code(), Some(143));
     assert_eq!(server.requests().len(), 2);
 
-    // Nothing that could widen the policy is taken, and the folder keeps its record.
-    let widened = tollgate(dir, &["run", "--resume", "out", "--allow", "Bash"]).await;
-    assert_eq!(widened.status.code(), Some(2), "{}", stderr(&widened));
+    // The task is the command line's, never the transcript's: without it, no resume (and
+    // the folder keeps its record).
+    let no_task = tollgate(dir, &["run", "--resume", "out", "--policy", "policy.yaml"]).await;
+    assert_eq!(no_task.status.code(), Some(2), "{}", stderr(&no_task));
     assert!(
-        stderr(&widened).contains("never widens"),
+        stderr(&no_task).contains("give the task file again"),
         "{}",
-        stderr(&widened)
+        stderr(&no_task)
     );
 
-    let resumed = tollgate(dir, &["run", "--resume", "out", "--policy", "policy.yaml"]).await;
+    let resumed = tollgate(dir, &RESUME_OUT).await;
     assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
     assert_eq!(server.violations(), Vec::<String>::new());
     let requests: Vec<Value> = server
@@ -653,7 +663,7 @@ async fn a_run_stopped_by_sigterm_resumes_with_the_request_it_would_have_sent() 
     );
 
     // A run that ended with the model's answer has nothing to go on from without a prompt.
-    let again = tollgate(dir, &["run", "--resume", "out", "--policy", "policy.yaml"]).await;
+    let again = tollgate(dir, &RESUME_OUT).await;
     assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
     assert!(
         stderr(&again).contains("nothing to go on from"),
@@ -662,8 +672,8 @@ async fn a_run_stopped_by_sigterm_resumes_with_the_request_it_would_have_sent() 
     );
 }
 
-/// `--continue` finds the latest run of this workdir under the default out root; a run
-/// stopped by `max_turns` after its tools goes on with the request it would have sent.
+/// `--continue` finds the run tollgate last recorded for this workdir; a run stopped by
+/// `max_turns` after its tools goes on with the request it would have sent.
 #[tokio::test]
 async fn continue_takes_the_latest_run_of_this_workdir() {
     let server = FakeModel::start(
@@ -694,6 +704,7 @@ async fn continue_takes_the_latest_run_of_this_workdir() {
         dir,
         &[
             "run",
+            "task.yaml",
             "--continue",
             "--workdir",
             "ws",

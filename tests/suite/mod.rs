@@ -34,6 +34,7 @@ mod long_runs;
 mod mcp;
 mod planted_repo;
 mod progress;
+mod provenance;
 mod providers;
 mod redaction;
 mod reports;
