@@ -1,8 +1,8 @@
 //! The verdict: how a finished run's outcome, denials and `fail_on` become the final outcome
 //! and exit code. The precedence between problems is decided here and nowhere else.
 
-use super::Denial;
 use super::Outcome;
+use super::{Denial, EffectExcess};
 use crate::exit::ExitCode;
 use crate::policy::{Layer, PermissionDecision};
 use crate::task::{FailOn, FailOnSet};
@@ -32,12 +32,19 @@ pub fn counts(fail_on: &FailOnSet, kind: FailOn) -> bool {
 /// 1. an interruption (130/143) and a provider failure (4): the run did not finish, so no
 ///    other verdict about it can be trusted; a denial limit (`limits.max_denials`, 3), the
 ///    classifier's denial limits (3) and an unreachable classifier (4) stopped it the same way;
-/// 2. a refused call whose kind is in `fail_on` (3, outcome `policy_denied`): the work the
+/// 2. a call whose effects exceeded its verdict, when `fail_on` has `effect` (3, outcome
+///    `effects_exceeded`): the run did more than it was allowed, whatever else it did;
+/// 3. a refused call whose kind is in `fail_on` (3, outcome `policy_denied`): the work the
 ///    task needed may not have happened, whatever the checks say;
-/// 3. a failed check or a limit in `fail_on` (1);
-/// 4. otherwise 0 — a failed check or limit left out of `fail_on` keeps its outcome in the
+/// 4. a failed check or a limit in `fail_on` (1);
+/// 5. otherwise 0 — a failed check or limit left out of `fail_on` keeps its outcome in the
 ///    reports but does not fail the job.
-pub fn decide(outcome: Outcome, denials: &[Denial], fail_on: &FailOnSet) -> (Outcome, ExitCode) {
+pub fn decide(
+    outcome: Outcome,
+    denials: &[Denial],
+    exceeded: &[EffectExcess],
+    fail_on: &FailOnSet,
+) -> (Outcome, ExitCode) {
     match outcome {
         Outcome::OutputFailed
         | Outcome::Interrupted
@@ -55,7 +62,9 @@ pub fn decide(outcome: Outcome, denials: &[Denial], fail_on: &FailOnSet) -> (Out
         // A hook said the run ends there, and why.
         | Outcome::HookStopped
         // The answer a step needed does not exist: nothing else can make it a success.
-        | Outcome::StructuredOutputInvalid => return (outcome, outcome.exit_code()),
+        | Outcome::StructuredOutputInvalid
+        // Only this function concludes it.
+        | Outcome::EffectsExceeded => return (outcome, outcome.exit_code()),
         Outcome::Success
         | Outcome::ChecksFailed
         | Outcome::MaxTurns
@@ -63,6 +72,9 @@ pub fn decide(outcome: Outcome, denials: &[Denial], fail_on: &FailOnSet) -> (Out
         | Outcome::MaxInputTokens
         | Outcome::MaxOutputTokens
         | Outcome::Timeout => {}
+    }
+    if !exceeded.is_empty() && counts(fail_on, FailOn::Effect) {
+        return (Outcome::EffectsExceeded, ExitCode::PolicyStop);
     }
     if denials
         .iter()
@@ -194,7 +206,7 @@ mod tests {
             ),
         ];
         for (outcome, denials, fail_on, expected, code) in cases {
-            let (got, exit) = decide(outcome, denials, fail_on);
+            let (got, exit) = decide(outcome, denials, &[], fail_on);
             assert_eq!(
                 (got, exit.code()),
                 (expected, code),
