@@ -122,6 +122,39 @@ mod tests {
         }
     }
 
+    /// A call that did more than allowed fails the run under the default `fail_on`, above a
+    /// denial and a failed check; left out of `fail_on`, it does not.
+    #[test]
+    fn an_excess_of_effects_fails_the_run_when_fail_on_counts_it() {
+        let excess = EffectExcess {
+            id: "toolu_1".into(),
+            tool: crate::policy::ToolName::Bash,
+            input: json!({"command": "./gen.sh"}),
+            effects: crate::ledger::CallEffects {
+                attribution: crate::ledger::Attribution::Call,
+                batch: Vec::new(),
+                allowed: crate::ledger::Allowance::default(),
+                changes: Vec::new(),
+                incomplete: Some("more than 3 entries".into()),
+            },
+        };
+        let all = FailOnSet::default();
+        let checks: FailOnSet = [FailOn::Check, FailOn::Denial].into_iter().collect();
+        let exceeded = [excess];
+        let denied = [denial()];
+        let cases: [(Outcome, &[Denial], &FailOnSet, Outcome, u8); 5] = [
+            (Outcome::Success, &[], &all, Outcome::EffectsExceeded, 3),
+            (Outcome::ChecksFailed, &denied, &all, Outcome::EffectsExceeded, 3),
+            (Outcome::Success, &[], &checks, Outcome::Success, 0),
+            (Outcome::Success, &denied, &checks, Outcome::PolicyDenied, 3),
+            (Outcome::ProviderError, &[], &all, Outcome::ProviderError, 4),
+        ];
+        for (outcome, denials, fail_on, expected, code) in cases {
+            let (got, exit) = decide(outcome, denials, &exceeded, fail_on);
+            assert_eq!((got, exit.code()), (expected, code), "{outcome:?}, {fail_on}");
+        }
+    }
+
     #[test]
     fn precedence_table() {
         let all = FailOnSet::default();

@@ -445,7 +445,7 @@ async fn a_write_through_a_committed_link_never_passes_unflagged() {
         let tool = case.call["name"].as_str().unwrap();
         let flagged = changes(effects_of(&run, tool, 0));
         let shown = lands
-            .strip_prefix(run.dir().join("ws"))
+            .strip_prefix(&run.ws)
             .map(Path::to_path_buf)
             .unwrap_or_else(|_| lands.clone());
         assert!(
