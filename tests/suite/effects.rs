@@ -194,7 +194,7 @@ async fn a_call_that_does_more_than_its_verdict_is_flagged_everywhere_and_fails_
     );
     assert_eq!(
         effects[1]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
-        ".git/hooks/pre-commit"
+        ".git/hooks"
     );
 }
 
