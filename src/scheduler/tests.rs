@@ -352,9 +352,15 @@ async fn each_batch_is_bracketed_and_lands_after_it_stopped() {
         let stopped = stopped.unwrap();
         for index in ran {
             let (start, end) = span(&lab, *index);
-            assert!(*started < start && end < stopped, "call {index} outside its batch");
+            assert!(
+                *started < start && end < stopped,
+                "call {index} outside its batch"
+            );
             let landed = host.land_times.iter().find(|(i, _)| i == index).unwrap().1;
-            assert!(landed > stopped, "call {index} landed before its batch stopped");
+            assert!(
+                landed > stopped,
+                "call {index} landed before its batch stopped"
+            );
         }
     }
 }

@@ -144,14 +144,24 @@ mod tests {
         let denied = [denial()];
         let cases: [(Outcome, &[Denial], &FailOnSet, Outcome, u8); 5] = [
             (Outcome::Success, &[], &all, Outcome::EffectsExceeded, 3),
-            (Outcome::ChecksFailed, &denied, &all, Outcome::EffectsExceeded, 3),
+            (
+                Outcome::ChecksFailed,
+                &denied,
+                &all,
+                Outcome::EffectsExceeded,
+                3,
+            ),
             (Outcome::Success, &[], &checks, Outcome::Success, 0),
             (Outcome::Success, &denied, &checks, Outcome::PolicyDenied, 3),
             (Outcome::ProviderError, &[], &all, Outcome::ProviderError, 4),
         ];
         for (outcome, denials, fail_on, expected, code) in cases {
             let (got, exit) = decide(outcome, denials, &exceeded, fail_on);
-            assert_eq!((got, exit.code()), (expected, code), "{outcome:?}, {fail_on}");
+            assert_eq!(
+                (got, exit.code()),
+                (expected, code),
+                "{outcome:?}, {fail_on}"
+            );
         }
     }
 
