@@ -319,20 +319,17 @@ impl Walk<'_> {
                 continue;
             }
             self.snapshot.looked_outside.insert(target.clone());
-            match std::fs::metadata(&target) {
-                Ok(metadata) => {
-                    let changed = changed_at(&metadata);
-                    if changed > self.snapshot.latest_change {
-                        self.snapshot.latest_change = changed;
-                    }
-                    let entry = Entry {
-                        outside: true,
-                        ..Entry::of(&metadata, None)
-                    };
-                    self.snapshot.entries.insert(target, entry);
+            // A dangling link: what it would create is absent now (and looked at).
+            if let Ok(metadata) = std::fs::metadata(&target) {
+                let changed = changed_at(&metadata);
+                if changed > self.snapshot.latest_change {
+                    self.snapshot.latest_change = changed;
                 }
-                // A dangling link: what it would create is absent now.
-                Err(_) => {}
+                let entry = Entry {
+                    outside: true,
+                    ..Entry::of(&metadata, None)
+                };
+                self.snapshot.entries.insert(target, entry);
             }
         }
     }

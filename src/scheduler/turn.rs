@@ -324,6 +324,11 @@ impl Turn<'_> {
             Err(err) => (err.id(), None),
         };
         let index = self.task_calls.remove(&id)?;
+        // A call cancelled while it ran has landed as cancelled (held with its batch): its
+        // task ending after all leaves that landing as it is.
+        if !matches!(self.slots[index], Slot::Running { .. }) {
+            return None;
+        }
         let Slot::Running { call, .. } = std::mem::replace(&mut self.slots[index], Slot::Done)
         else {
             return None;
