@@ -41,7 +41,7 @@ impl ExitCode {
             ExitCode::Success => "success",
             ExitCode::TaskFailed => "task failed (check or limit)",
             ExitCode::ConfigError => "usage or configuration error",
-            ExitCode::PolicyStop => "a tool call was refused (policy)",
+            ExitCode::PolicyStop => "a tool call was refused or did more than allowed (policy)",
             ExitCode::ProviderError => "provider error",
             ExitCode::OutputError => "the run's record could not be written",
             ExitCode::Interrupted => "interrupted (SIGINT)",
@@ -73,7 +73,8 @@ to a model"
 (`denial`, `classifier_denial`: the default has both), or `limits.max_denials` / \
 `limits.max_consecutive_denials` stopped the run, or in auto mode \
 `limits.max_classifier_denials` / `limits.max_consecutive_classifier_denials` did (outcome \
-`classifier_denials`)"
+`classifier_denials`), or a call changed more than its verdict allowed and `fail_on` has \
+`effect` (the default; outcome `effects_exceeded`)"
             }
             ExitCode::ProviderError => {
                 "provider error: the model could not be reached or answered wrongly (the \

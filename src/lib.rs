@@ -14,6 +14,7 @@ pub mod exec;
 pub mod exit;
 pub mod fleet;
 pub mod hooks;
+pub mod ledger;
 pub mod mcp;
 pub mod memory;
 pub mod model;

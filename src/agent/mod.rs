@@ -111,6 +111,8 @@ pub struct RunSpec {
     pub hooks: Vec<Hook>,
     /// The task's `fail_on`, or `--fail-on`.
     pub fail_on: FailOnSet,
+    /// What the effect ledger measures around each call (the task's `effects:`).
+    pub effects: crate::ledger::LedgerConfig,
     /// Applied to everything the run writes.
     pub redactor: Arc<Redactor>,
     /// The environments of the commands and hooks the run starts (no secrets in them).
@@ -200,6 +202,10 @@ struct Loop<'a> {
     structured_output: Option<serde_json::Value>,
     /// Final answers given so far under `output_schema`, valid or not.
     structured_answers: u32,
+    /// The effect ledger, unless `effects.scope` is `off`.
+    ledger: Option<crate::ledger::Ledger>,
+    /// What it measured so far.
+    effects: crate::transcript::EffectReport,
 }
 
 impl Loop<'_> {
@@ -349,6 +355,17 @@ pub async fn run(
         requests: 0,
         structured_output: None,
         structured_answers: 0,
+        // The transcript is the one file tollgate writes while calls run.
+        ledger: crate::ledger::Ledger::new(
+            spec.effects,
+            &spec.workspace.workdir,
+            spec.workspace.home.as_deref(),
+            vec![transcript_path.clone()],
+        ),
+        effects: crate::transcript::EffectReport {
+            config: (spec.effects.scope != crate::ledger::LedgerScope::Off).then_some(spec.effects),
+            ..Default::default()
+        },
     };
     let resuming = resume.is_some();
     let mut messages = match resume {
@@ -381,6 +398,7 @@ pub async fn run(
                     .as_ref()
                     .map(|memory| memory.skipped.clone())
                     .unwrap_or_default(),
+                effects: Some(spec.effects),
             })?;
             History::default()
         }
@@ -450,8 +468,12 @@ pub async fn run(
     } else if outcome == Outcome::Success && run.counts.checks_failed > 0 {
         outcome = Outcome::ChecksFailed;
     }
-    let (outcome, exit_code) =
-        crate::transcript::verdict::decide(outcome, &run.denials, &spec.fail_on);
+    let (outcome, exit_code) = crate::transcript::verdict::decide(
+        outcome,
+        &run.denials,
+        &run.effects.exceeded,
+        &spec.fail_on,
+    );
     // The run is over: a SessionEnd hook is told, and can change nothing (its runs and any
     // failure are in the transcript).
     hooks::moment(
@@ -511,6 +533,7 @@ pub async fn run(
         compactions,
         structured_output: structured_output.clone(),
         held_back: spec.policy_summary.held_back.clone(),
+        effects: run.effects.totals(),
     })?;
     Ok(RunReport {
         run_id: spec.run_id.clone(),
@@ -539,6 +562,7 @@ pub async fn run(
         todos,
         structured_output,
         held_back: spec.policy_summary.held_back.clone(),
+        effects: run.effects,
     })
 }
 
@@ -1025,6 +1049,9 @@ fn resumed(
     run.budget.restore(resume.counts.usage, resume.cost_usd);
     run.calls_by_tool = resume.calls_by_tool;
     run.denials = resume.denials;
+    run.effects.measured = resume.effects.measured;
+    run.effects.changed = resume.effects.changed;
+    run.effects.exceeded = resume.effects.exceeded;
     run.compactions = resume.compactions;
     for (tool, input, decision) in &resume.refused {
         run.refusals.remember(None, tool, input, decision);

@@ -63,6 +63,8 @@ pub struct Resume {
     pub requests: u32,
     pub cost_usd: Option<f64>,
     pub denials: Vec<Denial>,
+    /// What the effect ledger measured before (its calls that exceeded their verdicts).
+    pub effects: crate::transcript::EffectReport,
     /// The run's own refused calls (tool, input, decision), for verbatim repeats.
     pub refused: Vec<(ToolName, Value, PermissionDecision)>,
     pub calls_by_tool: Vec<(ToolName, u32)>,
@@ -220,10 +222,17 @@ impl Builder {
                 self.decided(state, id, decision, main);
             }
             Event::ToolResult {
-                id, tool, status, ..
+                id,
+                tool,
+                status,
+                effects,
+                ..
             } => {
                 if status == ResultStatus::Error {
                     state.counts.tool_errors += 1;
+                }
+                if let (Some(effects), Some((name, input))) = (&effects, self.inputs.get(&id)) {
+                    state.effects.tally(&id, name, input, effects);
                 }
                 // The list is the last one TodoWrite accepted in the run's own conversation.
                 if main

@@ -221,6 +221,7 @@ fn answer(
         // conversation never ends so.
         | Outcome::ChecksFailed
         | Outcome::PolicyDenied
+        | Outcome::EffectsExceeded
         | Outcome::McpStartFailed
         // A SubagentStop hook stopped it: the run stops with it.
         | Outcome::HookStopped

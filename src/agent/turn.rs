@@ -14,6 +14,7 @@ use super::subagent;
 use super::{AgentError, Loop, denial_limit, hooks, millis};
 use crate::call::{Classifier, Decider, PreparedCall, Resolution, Scheduling};
 use crate::hooks::{EventVerdict, HookEvent};
+use crate::ledger::{Allowance, CallEffects};
 use crate::model::{ContentBlock, MalformedInput, Provider};
 use crate::policy::{self, Decision, Layer, PermissionContext, PermissionDecision, Step};
 use crate::scheduler::{Admission, Call, CallDeadline, Landing, TurnHost};
@@ -55,6 +56,10 @@ pub(super) struct LoopHost<'r, 'a> {
     pub exempt: HashSet<String>,
     /// Sub-agents this turn's calls asked for so far (Agent, agent-mode Skill).
     delegations: u32,
+    /// What each call admitted to run may change (the effect ledger's bound).
+    allowances: HashMap<usize, Allowance>,
+    /// What each call that ran changed, until it lands.
+    effects: HashMap<usize, CallEffects>,
 }
 
 impl<'r, 'a> LoopHost<'r, 'a> {
@@ -93,6 +98,8 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             results: Vec::new(),
             exempt: HashSet::new(),
             delegations: 0,
+            allowances: HashMap::new(),
+            effects: HashMap::new(),
         }
     }
 
@@ -109,7 +116,12 @@ impl<'r, 'a> LoopHost<'r, 'a> {
     }
 
     /// The call's decision; the call and its bounds if it is allowed.
-    async fn gate(&mut self, call: &Call, prepared: PreparedCall) -> Result<Admission, AgentError> {
+    async fn gate(
+        &mut self,
+        index: usize,
+        call: &Call,
+        prepared: PreparedCall,
+    ) -> Result<Admission, AgentError> {
         // Each sub-agent is a conversation of its own: past the cap, the call is not run
         // (nor judged), so one response cannot fan out into many.
         if prepared.delegation().is_some() {
@@ -207,7 +219,11 @@ impl<'r, 'a> LoopHost<'r, 'a> {
                 }
                 return Ok(Self::answered(content, ResultStatus::Denied));
             }
-            Resolution::Allowed { run, basis, .. } => (run, basis),
+            Resolution::Allowed { run, basis, by, .. } => {
+                self.allowances
+                    .insert(index, run.allowed_effects(by, basis, &ctx));
+                (run, basis)
+            }
         };
         if let Some(delegation) = prepared.delegation().cloned() {
             let ran = subagent::run(self.run, self.provider, &call.id, &delegation).await?;
@@ -368,7 +384,7 @@ impl TurnHost for LoopHost<'_, '_> {
             .get_mut(index)
             .map(|slot| std::mem::replace(slot, Prepared::Admitted));
         match slot {
-            Some(Prepared::Ready(prepared)) => self.gate(call, prepared).await,
+            Some(Prepared::Ready(prepared)) => self.gate(index, call, prepared).await,
             Some(Prepared::Unrunnable(Unrunnable::Invalid(message))) => {
                 Ok(Self::answered(message, ResultStatus::Error))
             }
@@ -386,6 +402,7 @@ impl TurnHost for LoopHost<'_, '_> {
         landing: Landing,
     ) -> Result<(), AgentError> {
         let mut command = None;
+        let mut effects = self.effects.remove(&index);
         let (status, content) = match landing {
             Landing::Answered { content, status } => (status, content),
             Landing::Ran {
@@ -403,6 +420,9 @@ impl TurnHost for LoopHost<'_, '_> {
                         (ResultStatus::Error, err.to_string())
                     }
                 };
+                if let (Some(effects), Some(outcome)) = (effects.as_mut(), command.as_ref()) {
+                    effects.add_restored(&outcome.protected);
+                }
                 let (status, content) =
                     hooks::post_tool_use(self.run, &call.id, &prepared, status, content).await?;
                 let threshold = self.run.result_threshold(&prepared);
@@ -436,6 +456,11 @@ impl TurnHost for LoopHost<'_, '_> {
             .admitted_at
             .get(&index)
             .map_or(0, |at| millis(at.into_std()));
+        if let Some(effects) = &effects {
+            self.run
+                .effects
+                .tally(&call.id, &call.name, &call.input, effects);
+        }
         self.run.emit(Event::ToolResult {
             id: call.id.clone(),
             tool: call.name.to_string(),
@@ -444,6 +469,7 @@ impl TurnHost for LoopHost<'_, '_> {
             content: content.clone(),
             duration_ms,
             command,
+            effects,
         })?;
         self.results.push(ContentBlock::ToolResult {
             tool_use_id: call.id.clone(),
@@ -459,6 +485,37 @@ impl TurnHost for LoopHost<'_, '_> {
             tool: call.name.to_string(),
             update,
         })
+    }
+
+    async fn calls_starting(&mut self) -> Result<(), AgentError> {
+        if let Some(ledger) = self.run.ledger.as_mut() {
+            ledger.open().await;
+        }
+        Ok(())
+    }
+
+    /// The calls that ran together get what they changed together, judged against what
+    /// their verdicts allowed together.
+    async fn calls_stopped(&mut self, ran: &[(usize, &Call)]) -> Result<(), AgentError> {
+        let Some(ledger) = self.run.ledger.as_mut() else {
+            return Ok(());
+        };
+        let allowed = ran
+            .iter()
+            .filter_map(|(index, _)| self.allowances.get(index))
+            .fold(None, |together: Option<Allowance>, allowed| {
+                Some(match together {
+                    None => allowed.clone(),
+                    Some(together) => together.union(allowed),
+                })
+            })
+            .unwrap_or_default();
+        let batch = ran.iter().map(|(_, call)| call.id.clone()).collect();
+        let effects = ledger.close(allowed, batch).await;
+        for (index, _) in ran {
+            self.effects.insert(*index, effects.clone());
+        }
+        Ok(())
     }
 }
 

@@ -164,6 +164,14 @@ pub struct CommandReport {
     pub reads_only: bool,
 }
 
+impl CommandReport {
+    /// Whether it starts a build or test runner of the hazard tables (`cargo`, `npm`, `make`,
+    /// `go`, `pytest`, …): a program whose writes its build file, not its arguments, name.
+    pub fn runs_a_runner(&self) -> bool {
+        runners::is_runner(&self.argv)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommandVerdict {
     AllowedByRule(usize),

@@ -491,6 +491,12 @@ fn runner(argv: &[Word]) -> Option<(&'static Runner, usize)> {
     })
 }
 
+/// Whether `argv` (a command report's resolved words) starts a runner of these tables.
+pub(crate) fn is_runner(argv: &[String]) -> bool {
+    let words: Vec<Word> = argv.iter().map(|word| Word::literal(word)).collect();
+    runner(&words).is_some()
+}
+
 /// The first hazardous option among `argv[covered..]` (words before `covered` are spelled out
 /// by the allow rule that matched), or None.
 pub(crate) fn hazard(argv: &[Word], covered: usize, env: &BashEnv, cwds: &Cwds) -> Option<String> {

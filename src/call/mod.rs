@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::bash::BashAnalysis;
 use crate::classifier::{Action, narrowest_rules};
+use crate::ledger::{Allowance, GitWrites};
 use crate::policy::{
     AllowBasis, GatedCall, Layer, PermissionContext, PermissionDecision, SelfTestAnswer, Step,
     ToolCheck, ToolName,
@@ -121,6 +122,24 @@ impl PreparedCall {
         };
         let analysis: Option<Arc<BashAnalysis>> = self.input.bash_analysis(ctx);
         narrowest_rules(&action, ctx.workspace, analysis.as_deref())
+    }
+
+    /// What this call, allowed by `by` on `basis`, may change (the effect ledger's bound):
+    /// nothing after the read-only proof; what the tool's own check named when it allowed
+    /// the call; the tool's reach when a rule, the mode, a hook or the classifier did.
+    pub fn allowed_effects(
+        &self,
+        by: Answerer,
+        basis: AllowBasis,
+        ctx: &PermissionContext,
+    ) -> Allowance {
+        let allowed = self
+            .input
+            .allowed_effects(ctx, by == Answerer::Gate(Step::ToolCheck));
+        match basis {
+            AllowBasis::ReadOnlyProof => Allowance::nothing(allowed.git.min(GitWrites::Index)),
+            AllowBasis::Granted => allowed,
+        }
     }
 
     /// What `decision` (an allow of this call by `by`) rested on: the read-only proof only

@@ -169,8 +169,49 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
         "Read-only commands",
         format!("{icon} {}", cell(&read_only.describe())),
     );
+    let effects = &report.effects;
+    row(
+        "Effects",
+        match &effects.config {
+            None => "⚠️ not measured (`effects.scope: off`)".to_string(),
+            Some(config) => format!(
+                "{} {} calls measured ({}), {} changed files, {} exceeded their verdict",
+                if effects.exceeded.is_empty() {
+                    "✅"
+                } else {
+                    "❌"
+                },
+                effects.measured,
+                cell(&config.describe()),
+                effects.changed,
+                effects.exceeded.len()
+            ),
+        },
+    );
     if let Some(error) = &report.error {
         row("Stopped", cell(error));
+    }
+    if !effects.exceeded.is_empty() {
+        out.push_str(&format!(
+            "\n#### Calls that did more than their verdict allowed ({})\n\n| Tool | Input | Changes | Why |\n|---|---|---|---|\n",
+            effects.exceeded.len()
+        ));
+        for excess in &effects.exceeded {
+            let changes: Vec<String> = excess.effects.excess().map(ToString::to_string).collect();
+            let why: Vec<String> = excess
+                .effects
+                .excess()
+                .filter_map(|effect| effect.exceeds.clone())
+                .chain(excess.effects.incomplete.clone())
+                .collect();
+            out.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                cell(&excess.tool.to_string()),
+                code(&input_summary(&excess.tool, &excess.input)),
+                cell(&changes.join("; ")),
+                cell(&why.join("; "))
+            ));
+        }
     }
     if !report.denials.is_empty() {
         out.push_str(&format!(
@@ -492,8 +533,15 @@ mod tests {
 | Turns | 4 |
 | Tool calls | 6 (1 denied, 0 errors) |
 | Tokens | 0 in, 0 out |
-| Fails on | `denial,classifier_denial,check,limit,mcp_start` |
+| Fails on | `denial,classifier_denial,check,limit,mcp_start,effect` |
 | Read-only commands | ⚠️ NOT enforced: sandbox.read_only_commands is off |
+| Effects | ❌ 5 calls measured (the whole workspace, at most 200000 entries), 1 changed files, 1 exceeded their verdict |
+
+#### Calls that did more than their verdict allowed (1)
+
+| Tool | Input | Changes | Why |
+|---|---|---|---|
+| Bash | `./gen.sh` | created .git/hooks/pre-commit (restored by the sandbox) | a guarded path: a protected file, which sandboxed commands may not change |
 
 #### Denied calls (1)
 
@@ -559,7 +607,7 @@ Transcript: `/out/transcript.jsonl`
         // Every table row is one line with its seven pipes (escaped ones aside).
         let denied_row = summary
             .lines()
-            .find(|line| line.starts_with("| Bash"))
+            .find(|line| line.starts_with("| Bash") && line.contains("rm -rf"))
             .unwrap();
         assert_eq!(
             denied_row.replace("\\|", "").matches('|').count(),
@@ -570,7 +618,7 @@ Transcript: `/out/transcript.jsonl`
             .lines()
             .filter(|line| line.starts_with('#'))
             .collect();
-        assert_eq!(headings.len(), 3, "{headings:?}");
+        assert_eq!(headings.len(), 4, "{headings:?}");
         for raw in [
             "<!--",
             "![",

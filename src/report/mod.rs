@@ -74,7 +74,30 @@ pub(crate) fn sample_report() -> crate::transcript::RunReport {
             duration_ms: 5,
         },
     };
+    let mut effects = crate::ledger::CallEffects {
+        attribution: crate::ledger::Attribution::Call,
+        batch: Vec::new(),
+        allowed: crate::ledger::Allowance::named(Vec::new(), crate::ledger::GitWrites::None),
+        changes: Vec::new(),
+        incomplete: None,
+    };
+    effects.add_restored(&[crate::sandbox::Violation {
+        path: PathBuf::from(".git/hooks/pre-commit"),
+        change: crate::sandbox::Change::Created,
+        unrestored: None,
+    }]);
     RunReport {
+        effects: crate::transcript::EffectReport {
+            config: Some(crate::ledger::LedgerConfig::default()),
+            measured: 5,
+            changed: 1,
+            exceeded: vec![crate::transcript::EffectExcess {
+                id: "toolu_2".into(),
+                tool: ToolName::Bash,
+                input: serde_json::json!({"command": "./gen.sh"}),
+                effects,
+            }],
+        },
         sandbox: None,
         read_only_commands: crate::sandbox::read_only_preflight(
             crate::sandbox::ReadOnlyCommands::Off,

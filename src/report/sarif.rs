@@ -18,7 +18,7 @@ use crate::sandbox::ProxyConnection;
 use crate::task::FailOn;
 use crate::transcript::Outcome;
 use crate::transcript::verdict::{counts, denial_kind};
-use crate::transcript::{CheckRecord, Denial, RunReport};
+use crate::transcript::{CheckRecord, Denial, EffectExcess, RunReport};
 
 const SCHEMA: &str = "https://json-schema.org/schemas/2.1.0/sarif-schema-2.1.0.json";
 /// `uriBaseId` for paths inside the run's workdir, so a results file stays meaningful when
@@ -31,6 +31,10 @@ pub fn sarif_json(report: &RunReport) -> Result<String, serde_json::Error> {
     for denial in &report.denials {
         let index = rules.index_of(denial_rule(denial));
         results.push(denial_result(report, denial, index));
+    }
+    for excess in &report.effects.exceeded {
+        let index = rules.index_of(effect_rule());
+        results.push(effect_result(report, excess, index));
     }
     for record in failed_checks(report) {
         let index = rules.index_of(check_rule(record));
@@ -214,6 +218,62 @@ fn denial_rule(denial: &Denial) -> ReportingDescriptor {
         ),
     };
     descriptor(id, short, help.to_string())
+}
+
+fn effect_rule() -> ReportingDescriptor {
+    descriptor(
+        "effect-ledger".to_string(),
+        "A call changed more than its verdict allowed.".to_string(),
+        "The effect ledger compares the workspace's metadata before and after each call: a \
+         call allowed as read-only changed something, a write landed outside the paths its \
+         decision named, or a guarded path (.git/ internals, .tollgate/, hooks, CI \
+         definitions) or a file outside the workspace changed. Read-only calls run together \
+         are measured together. Either the gate's analysis missed an effect, or the program \
+         did more than its command line says."
+            .to_string(),
+    )
+}
+
+/// A call (for calls run together, the batch) whose effects exceeded its verdict: located
+/// at the first path it should not have changed.
+fn effect_result(report: &RunReport, excess: &EffectExcess, rule_index: i64) -> SarifResult {
+    let effects = &excess.effects;
+    let summary = input_summary(&excess.tool, &excess.input);
+    let primary = effects
+        .excess()
+        .next()
+        .map(|effect| location(report, &effect.path, None))
+        .unwrap_or_else(|| location(report, &report.task_file, None));
+    SarifResult::builder()
+        .rule_id("effect-ledger")
+        .rule_index(rule_index)
+        .level(level(counts(&report.fail_on, FailOn::Effect)))
+        .message(plain_message(sentence(&format!(
+            "{} `{summary}` changed more than its verdict allowed: {}",
+            excess.tool,
+            effects.describe_excess()
+        ))))
+        .locations(vec![primary])
+        .properties(bag([
+            ("tool", json!(excess.tool)),
+            ("input", json!(summary)),
+            ("tool_use_id", json!(excess.id)),
+            ("attribution", json!(effects.attribution)),
+            ("batch", json!(effects.batch)),
+            ("allowed", json!(effects.allowed)),
+            (
+                "changes",
+                json!(
+                    effects
+                        .changes
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                ),
+            ),
+            ("incomplete", json!(effects.incomplete)),
+        ]))
+        .build()
 }
 
 fn network_rule() -> ReportingDescriptor {
@@ -425,7 +485,7 @@ mod tests {
     use crate::task::FailOnSet;
 
     #[test]
-    fn a_result_per_denial_and_per_failed_check_valid_against_the_schema() {
+    fn a_result_per_denial_failed_check_and_exceeding_call_valid_against_the_schema() {
         let schema: Value =
             serde_json::from_str(include_str!("../../tests/fixtures/sarif-2.1.0.json")).unwrap();
         let validator = jsonschema::options()
@@ -442,13 +502,33 @@ mod tests {
             .iter()
             .map(|r| &r["id"])
             .collect();
-        assert_eq!(rules, [&json!("policy/Bash(rm:*)"), &json!("check/tests")]);
-        let results = run["results"].as_array().unwrap();
+        assert_eq!(
+            rules,
+            [
+                &json!("policy/Bash(rm:*)"),
+                &json!("effect-ledger"),
+                &json!("check/tests")
+            ]
+        );
+        let mut results = run["results"].as_array().unwrap().clone();
         assert_eq!(
             results.len(),
-            2,
+            3,
             "one finding for the check, not one per attempt"
         );
+        let effect = results.remove(1);
+        assert_eq!(
+            effect["locations"][0]["physicalLocation"]["artifactLocation"],
+            json!({"uri": ".git/hooks/pre-commit", "uriBaseId": "WORKDIR"})
+        );
+        assert_eq!(
+            effect["message"]["text"],
+            "Bash `./gen.sh` changed more than its verdict allowed: created \
+             .git/hooks/pre-commit (restored by the sandbox) — a guarded path: a protected \
+             file, which sandboxed commands may not change."
+        );
+        assert_eq!(effect["properties"]["tool_use_id"], "toolu_2");
+        assert_eq!(effect["level"], "error");
         assert_eq!(
             results[0]["locations"][0]["physicalLocation"]["artifactLocation"],
             json!({"uri": "policies/ci.yaml", "uriBaseId": "WORKDIR"})
@@ -468,8 +548,9 @@ mod tests {
 
         report.fail_on = FailOnSet::none();
         let lenient: Value = serde_json::from_str(&sarif_json(&report).unwrap()).unwrap();
-        assert_eq!(lenient["runs"][0]["results"][0]["level"], "warning");
-        assert_eq!(lenient["runs"][0]["results"][1]["level"], "warning");
+        for result in lenient["runs"][0]["results"].as_array().unwrap() {
+            assert_eq!(result["level"], "warning");
+        }
     }
 
     #[test]

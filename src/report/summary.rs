@@ -85,6 +85,23 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
         "  read-only commands: {}\n",
         report.read_only_commands.describe()
     ));
+    out.push_str(&effects_line(report));
+    for excess in &report.effects.exceeded {
+        let batch = if excess.effects.batch.len() > 1 {
+            format!(
+                " (run together with {} other calls)",
+                excess.effects.batch.len() - 1
+            )
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "  EXCEEDED its verdict: {} `{}`{batch}: {}\n",
+            excess.tool,
+            input_summary(&excess.tool, &excess.input),
+            excess.effects.describe_excess()
+        ));
+    }
     for connection in &report.network_refusals {
         out.push_str(&format!(
             "  sandbox refused a connection to {}:{}\n",
@@ -145,6 +162,22 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
     // Names, commands, reasons and the model's words are not ours: on a runner's log none of
     // them may start a workflow command.
     crate::neutral::log_text(&out)
+}
+
+/// `effects: 6 calls measured (the whole workspace …) · 1 changed files · 1 exceeded its
+/// verdict`, or that the ledger was off.
+fn effects_line(report: &RunReport) -> String {
+    let effects = &report.effects;
+    let Some(config) = &effects.config else {
+        return "  effects: not measured (effects.scope: off)\n".to_string();
+    };
+    format!(
+        "  effects ({}): {} calls measured · {} changed files · {} exceeded their verdict\n",
+        config.describe(),
+        effects.measured,
+        effects.changed,
+        effects.exceeded.len()
+    )
 }
 
 #[cfg(test)]

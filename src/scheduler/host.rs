@@ -97,4 +97,20 @@ pub trait TurnHost {
     ) -> impl Future<Output = Result<(), Self::Error>>;
 
     fn progress(&mut self, call: &Call, update: ProgressUpdate) -> Result<(), Self::Error>;
+
+    /// No call runs, and one is about to start: the moment before anything of this batch
+    /// acts (the effect ledger looks at the workspace here).
+    fn calls_starting(&mut self) -> impl Future<Output = Result<(), Self::Error>> {
+        async { Ok(()) }
+    }
+
+    /// Every call started since `calls_starting` has ended, or was cancelled and dropped
+    /// (its processes gone): `ran`, in call order. None of them has landed yet.
+    fn calls_stopped(
+        &mut self,
+        ran: &[(usize, &Call)],
+    ) -> impl Future<Output = Result<(), Self::Error>> {
+        let _ = ran;
+        async { Ok(()) }
+    }
 }

@@ -166,6 +166,8 @@ struct Host {
     land_times: Vec<(usize, u64)>,
     /// One call's deadline.
     deadline: Option<(usize, CallDeadline)>,
+    /// Each batch: the clock when it started, its calls and the clock when they stopped.
+    batches: Vec<(u64, Vec<usize>, Option<u64>)>,
 }
 
 impl Host {
@@ -190,6 +192,7 @@ impl Host {
             lab: lab.clone(),
             land_times: Vec::new(),
             deadline: None,
+            batches: Vec::new(),
         }
     }
 
@@ -260,6 +263,19 @@ impl TurnHost for Host {
         self.progress.push((call.id.clone(), update));
         Ok(())
     }
+
+    async fn calls_starting(&mut self) -> Result<(), Infallible> {
+        self.batches.push((self.lab.tick(), Vec::new(), None));
+        Ok(())
+    }
+
+    async fn calls_stopped(&mut self, ran: &[(usize, &Call)]) -> Result<(), Infallible> {
+        let tick = self.lab.tick();
+        let batch = self.batches.last_mut().unwrap();
+        batch.1 = ran.iter().map(|(index, _)| *index).collect();
+        batch.2 = Some(tick);
+        Ok(())
+    }
 }
 
 /// A Bash call runs a command, as the real one does.
@@ -309,6 +325,44 @@ fn latched(keys: usize) -> (Arc<Lab>, Vec<Gate>, mpsc::UnboundedReceiver<usize>)
 fn span(lab: &Lab, key: usize) -> (u64, u64) {
     let (start, end) = lab.spans.lock().unwrap()[&key];
     (start, end.unwrap())
+}
+
+/// The effect ledger's moments: the host hears before a batch starts (nothing running) and
+/// after all its calls stopped, and none of the batch lands in between.
+#[tokio::test]
+async fn each_batch_is_bracketed_and_lands_after_it_stopped() {
+    let lab = Arc::new(Lab::default());
+    let mut host = Host::new(&lab);
+    host.denied = vec![3];
+    let calls = vec![
+        call(0, "Read", true),
+        call(1, "Read", true),
+        call(2, "Write", false),
+        call(3, "Write", false),
+        call(4, "Read", true),
+    ];
+    let (ctx, _handle) = context();
+    assert_eq!(
+        run_turn(&mut host, &calls, &ctx, 10, None).await,
+        Ok(TurnEnd::Complete)
+    );
+    let batches: Vec<Vec<usize>> = host.batches.iter().map(|b| b.1.clone()).collect();
+    assert_eq!(batches, [vec![0, 1], vec![2], vec![4]]);
+    for (started, ran, stopped) in &host.batches {
+        let stopped = stopped.unwrap();
+        for index in ran {
+            let (start, end) = span(&lab, *index);
+            assert!(
+                *started < start && end < stopped,
+                "call {index} outside its batch"
+            );
+            let landed = host.land_times.iter().find(|(i, _)| i == index).unwrap().1;
+            assert!(
+                landed > stopped,
+                "call {index} landed before its batch stopped"
+            );
+        }
+    }
 }
 
 #[tokio::test]

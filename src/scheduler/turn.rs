@@ -71,6 +71,9 @@ struct Turn<'c> {
     task_calls: HashMap<Id, usize>,
     progress: mpsc::Sender<ProgressLine>,
     end: TurnEnd,
+    /// The calls started since none ran, in call order: they act together, and none of them
+    /// lands before all have stopped (`TurnHost::calls_stopped`).
+    together: Vec<usize>,
 }
 
 /// Runs one model response's calls. The host admits each (gate, hooks) right before it could
@@ -95,10 +98,14 @@ pub async fn run_turn<H: TurnHost>(
         task_calls: HashMap::new(),
         progress,
         end: TurnEnd::Complete,
+        together: Vec::new(),
     };
     let mut throttle = Throttle::default();
     let mut arrivals = queue.map(MessageQueue::arrivals);
     let result = loop {
+        if let Err(err) = turn.stopped_together(host).await {
+            break Err(err);
+        }
         if let Err(err) = turn.land_ready(host).await {
             break Err(err);
         }
@@ -178,10 +185,25 @@ async fn next_arrival(arrivals: &mut Option<super::queue::QueuedArrivals>) {
 }
 
 impl Turn<'_> {
-    /// Hands the host every landed call at the head of the line.
+    /// Once every call started together has stopped and its task is gone (a cancelled
+    /// one's processes with it), tells the host which ran.
+    async fn stopped_together<H: TurnHost>(&mut self, host: &mut H) -> Result<(), H::Error> {
+        if self.together.is_empty() || !self.tasks.is_empty() {
+            return Ok(());
+        }
+        let calls = self.calls;
+        let ran: Vec<(usize, &Call)> = std::mem::take(&mut self.together)
+            .into_iter()
+            .map(|index| (index, &calls[index]))
+            .collect();
+        host.calls_stopped(&ran).await
+    }
+
+    /// Hands the host every landed call at the head of the line; a call of the batch still
+    /// running waits for the batch.
     async fn land_ready<H: TurnHost>(&mut self, host: &mut H) -> Result<(), H::Error> {
         while let Some(slot) = self.slots.get_mut(self.next_land) {
-            if !matches!(slot, Slot::Landed(_)) {
+            if !matches!(slot, Slot::Landed(_)) || self.together.contains(&self.next_land) {
                 break;
             }
             if let Slot::Landed(landing) = std::mem::replace(slot, Slot::Done) {
@@ -218,6 +240,9 @@ impl Turn<'_> {
             {
                 if !self.can_start(call.safe()) {
                     return Ok(false);
+                }
+                if self.together.is_empty() {
+                    host.calls_starting().await?;
                 }
                 self.spawn(index);
             }
@@ -270,6 +295,7 @@ impl Turn<'_> {
         ctx.allow_basis = call.basis;
         let prepared = call.call.clone();
         let deadline = call.deadline.clone();
+        self.together.push(index);
         let task = self.tasks.spawn(async move {
             let running = prepared.run(&ctx);
             match deadline {
@@ -298,6 +324,11 @@ impl Turn<'_> {
             Err(err) => (err.id(), None),
         };
         let index = self.task_calls.remove(&id)?;
+        // A call cancelled while it ran has landed as cancelled (held with its batch): its
+        // task ending after all leaves that landing as it is.
+        if !matches!(self.slots[index], Slot::Running { .. }) {
+            return None;
+        }
         let Slot::Running { call, .. } = std::mem::replace(&mut self.slots[index], Slot::Done)
         else {
             return None;

@@ -414,6 +414,7 @@ fn assemble_checked(
         sandbox,
         read_only,
         fail_on,
+        effects: task.effects,
         env,
         redactor,
         queue: options.queue,

@@ -20,15 +20,18 @@ pub enum FailOn {
     Limit,
     /// An MCP server that did not start: the run stops before its first model call.
     McpStart,
+    /// A call whose effects exceeded its verdict (the effect ledger).
+    Effect,
 }
 
 impl FailOn {
-    pub const ALL: [FailOn; 5] = [
+    pub const ALL: [FailOn; 6] = [
         FailOn::Denial,
         FailOn::ClassifierDenial,
         FailOn::Check,
         FailOn::Limit,
         FailOn::McpStart,
+        FailOn::Effect,
     ];
 
     /// What the kind counts, for the reference.
@@ -45,6 +48,12 @@ impl FailOn {
 was held back for an operator's approval or kept off by the policy — unless its entry says \
 `optional: true`: the run stops before its first model call"
             }
+            FailOn::Effect => {
+                "a call that changed more than its verdict allowed, as the effect ledger measured \
+it: a read-only call that changed anything, a write outside the paths its decision named, a \
+guarded path (`.git/` internals, `.tollgate/`, hooks, …) or a file outside the workspace \
+changed, or a call whose effects could not be measured"
+            }
         }
     }
 
@@ -55,6 +64,7 @@ was held back for an operator's approval or kept off by the policy — unless it
             FailOn::Check => "check",
             FailOn::Limit => "limit",
             FailOn::McpStart => "mcp_start",
+            FailOn::Effect => "effect",
         }
     }
 }

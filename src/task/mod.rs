@@ -9,6 +9,7 @@ use serde_saphyr::Spanned;
 
 use crate::base::{DEFAULT_MAX_PARALLEL_TOOLS, normalize_lexically};
 use crate::config::{self, ConfigError};
+use crate::ledger::{LedgerConfig, LedgerScope, MAX_MAX_ENTRIES};
 use crate::model::pricing::PriceSource;
 use crate::model::{Pricing, RetryPolicy, ScriptedTurns, Timeouts};
 use crate::policy::{
@@ -97,6 +98,16 @@ struct TaskFile {
     memory: Option<bool>,
     #[serde(default)]
     compaction: CompactionFile,
+    /// What the effect ledger measures around each call.
+    #[serde(default)]
+    effects: EffectsFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EffectsFile {
+    scope: Option<LedgerScope>,
+    max_entries: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -530,6 +541,8 @@ pub struct Task {
     /// Whether AGENTS.md / CLAUDE.md are read (`memory:`, default true).
     pub memory: bool,
     pub compaction: Compaction,
+    /// `effects:`: what the effect ledger measures (default: the whole workspace).
+    pub effects: LedgerConfig,
 }
 
 /// `compaction:`: when and how the history is summarised to fit the model's window.
@@ -667,6 +680,7 @@ impl Task {
             Some(spanned) => spanned.value,
         };
         let compaction = compaction(raw.compaction, &at)?;
+        let effects = effects(raw.effects, &at)?;
         let raw_skills = raw.skills.unwrap_or_default();
         if let Some(first) = raw_skills.first()
             && !tools.contains(&ToolName::Skill)
@@ -815,6 +829,7 @@ impl Task {
             append_system_prompt: raw.append_system_prompt,
             memory: raw.memory.unwrap_or(true),
             compaction,
+            effects,
         })
     }
 }
@@ -859,6 +874,27 @@ fn compaction(raw: CompactionFile, at: At<'_>) -> Result<Compaction, ConfigError
         threshold,
         keep_recent,
         context_window,
+    })
+}
+
+fn effects(raw: EffectsFile, at: At<'_>) -> Result<LedgerConfig, ConfigError> {
+    let defaults = LedgerConfig::default();
+    let max_entries = match raw.max_entries {
+        None => defaults.max_entries,
+        Some(spanned) => match usize::try_from(spanned.value) {
+            Ok(value) if (1..=MAX_MAX_ENTRIES).contains(&value) => value,
+            _ => {
+                return Err(located(
+                    &spanned,
+                    at,
+                    format!("effects.max_entries must be from 1 to {MAX_MAX_ENTRIES}"),
+                ));
+            }
+        },
+    };
+    Ok(LedgerConfig {
+        scope: raw.scope.unwrap_or(defaults.scope),
+        max_entries,
     })
 }
 

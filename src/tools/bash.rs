@@ -20,6 +20,7 @@ use crate::base::{Frame, Reached, Unresolvable, resolve};
 use crate::bash::{
     BashAnalysis, BashEnv, BashRules, BashVerdict, CommandVerdict, Script, evaluate_parsed,
 };
+use crate::ledger::{Allowance, GitWrites};
 use crate::policy::{
     AllowBasis, AskCause, PermissionContext, RuleRef, RuleSet, ToolCheck, ToolName, Workspace,
     git_dir_write, read_refusal, write_guardrail,
@@ -153,6 +154,10 @@ impl ToolInput for PreparedBash {
         Some(self.analysis(ctx))
     }
 
+    fn allowed_effects(&self, ctx: &PermissionContext, by_check: bool) -> Allowance {
+        effects_allowed(&self.analysis(ctx), by_check)
+    }
+
     fn explain_permissions(&self, ctx: &PermissionContext) -> Vec<String> {
         let analysis = self.analysis(ctx);
         let mut lines: Vec<String> = analysis
@@ -263,6 +268,55 @@ fn analyse(script: &Script, rules: &BashRules, ctx: &PermissionContext) -> BashA
         list_dir: &list,
     };
     evaluate_parsed(script, rules, &env)
+}
+
+/// What a command may change, for the effect ledger. A script that only reads may change
+/// nothing (git's index refresh aside); one allowed by its own check may change the paths
+/// the analysis named (its redirections, the files its arguments name), unless a command in
+/// it is a program whose writes nobody named — a build or test runner or git an allow rule
+/// lets run, or a command allowed unproven (the sandbox's auto-allow) — which may change the
+/// workspace but its guarded paths; so may any command a rule, the mode, a hook or the
+/// classifier allowed whole.
+fn effects_allowed(analysis: &BashAnalysis, by_check: bool) -> Allowance {
+    let is_git = |report: &&crate::bash::CommandReport| {
+        report
+            .argv
+            .first()
+            .is_some_and(|name| name.rsplit('/').next() == Some("git"))
+    };
+    let git = if analysis
+        .commands
+        .iter()
+        .filter(is_git)
+        .any(|r| !r.reads_only)
+    {
+        GitWrites::Repository
+    } else if analysis.commands.iter().any(|r| is_git(&r)) {
+        GitWrites::Index
+    } else {
+        GitWrites::None
+    };
+    if analysis.only_reads {
+        return Allowance::nothing(git.min(GitWrites::Index));
+    }
+    let named: Vec<PathBuf> = analysis
+        .writes
+        .iter()
+        .chain(&analysis.named_writes)
+        .cloned()
+        .collect();
+    let program = !by_check
+        || analysis.commands.iter().any(|report| {
+            !report.reads_only
+                && (report.verdict == CommandVerdict::Unproven
+                    || report.runs_a_runner()
+                    || is_git(&report))
+        });
+    if program {
+        Allowance::workspace(named, git)
+    } else {
+        Allowance::named(named, git)
+    }
 }
 
 /// Whether `check_command`'s allow of this analysis is the read-only proof's alone: every

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::path::{check_file_access, resolve_path, shown};
 use super::regular_file::{self, RegularFileError};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
+use crate::ledger::Allowance;
 use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
 
 #[derive(Debug, Deserialize)]
@@ -66,6 +67,10 @@ impl Tool for EditTool {
 impl ToolInput for EditInput {
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
         check_file_access(ctx, &ToolName::Edit, &self.file_path, Access::Write)
+    }
+
+    fn allowed_effects(&self, ctx: &PermissionContext, _by_check: bool) -> Allowance {
+        super::write::the_file(&self.file_path, ctx)
     }
 
     fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {

@@ -57,6 +57,7 @@ pub use tool_search::ToolSearchTool;
 pub use web_fetch::{WebFetchTool, allow_patterns, domain_rule};
 pub use write::WriteTool;
 
+use crate::ledger::{Allowance, GitWrites};
 use crate::policy::{PermissionContext, ToolCheck, ToolName};
 
 /// What a running tool does when the run is interrupted.
@@ -178,6 +179,19 @@ pub trait ToolInput: Send + Sync {
     /// that the call only reads (Bash's analyser), and on nothing a rule or mode granted.
     fn allowed_by_read_only_proof(&self, _ctx: &PermissionContext) -> bool {
         false
+    }
+    /// What this call may change, for the effect ledger: `by_check` when the tool's own
+    /// check allowed it (its analysis named what it writes), else a rule, the mode, a hook or
+    /// the classifier allowed it whole. The default fails closed on the side of the verdict:
+    /// a read-only input may change nothing; any other input is a program whose writes
+    /// nobody named, held to the workspace without its guarded paths.
+    fn allowed_effects(&self, ctx: &PermissionContext, by_check: bool) -> Allowance {
+        let _ = by_check;
+        if self.is_read_only(ctx) {
+            Allowance::nothing(GitWrites::None)
+        } else {
+            Allowance::workspace(Vec::new(), GitWrites::None)
+        }
     }
     /// A Bash command's analysis under `ctx`'s rules and workspace, the one the tool's own
     /// check read: the classifier's rule proposal names its commands. `None` for other tools.

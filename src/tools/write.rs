@@ -9,7 +9,16 @@ use serde_json::{Value, json};
 use super::path::{check_file_access, resolve_path, shown};
 use super::regular_file;
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
+use crate::ledger::{Allowance, GitWrites};
 use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
+
+/// What a Write or Edit of `raw` may change, whoever allowed it: the one file the gate
+/// judged (and the folders a Write makes on the way to it).
+pub(super) fn the_file(raw: &str, ctx: &PermissionContext) -> Allowance {
+    let workspace = ctx.workspace;
+    let judged = resolve_path(raw, &workspace.workdir, workspace.home.as_deref());
+    Allowance::named(vec![judged], GitWrites::None)
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -51,6 +60,10 @@ impl Tool for WriteTool {
 impl ToolInput for WriteInput {
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
         check_file_access(ctx, &ToolName::Write, &self.file_path, Access::Write)
+    }
+
+    fn allowed_effects(&self, ctx: &PermissionContext, _by_check: bool) -> Allowance {
+        the_file(&self.file_path, ctx)
     }
 
     fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::classifier::ClassifierCall;
 use crate::hooks::{EventReport, HookEvent, HookReport};
+use crate::ledger::{CallEffects, LedgerConfig, LedgerScope};
 use crate::mcp::{McpNotice, McpServerStatus};
 pub use crate::model::UsageSource;
 use crate::model::pricing::PriceSource;
@@ -65,6 +66,10 @@ pub enum Event {
         /// Memory files named but left out, each with why.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         memory_skipped: Vec<crate::memory::SkippedFile>,
+        /// What the effect ledger measures (`effects:`; absent only in transcripts of older
+        /// versions).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        effects: Option<LedgerConfig>,
     },
     /// A notification an MCP server sent (a log message, a changed tool list).
     McpNotification {
@@ -220,6 +225,10 @@ pub enum Event {
         /// cancelled before it returned.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         command: Option<CommandOutcome>,
+        /// What the call changed, as the effect ledger measured it, and what of that
+        /// exceeds its verdict; absent when the call did not run or the ledger is off.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        effects: Option<CallEffects>,
     },
     CheckResult {
         name: String,
@@ -277,6 +286,9 @@ pub enum Event {
         /// `policy.held_back`), so the result read alone says it.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         held_back: Vec<HeldBack>,
+        /// The effect ledger's totals; absent when it was off.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        effects: Option<EffectTotals>,
     },
     /// Under `output_schema`: a final answer that is not valid against it, fed back to the
     /// model with the validator's errors unless it was the last answer allowed.
@@ -418,6 +430,18 @@ pub enum AbortCause {
     Sighup,
 }
 
+/// What the effect ledger measured over a run (`run_finished`'s `effects`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EffectTotals {
+    pub scope: LedgerScope,
+    /// Calls measured.
+    pub measured: u32,
+    /// Of those, the calls that changed anything.
+    pub changed: u32,
+    /// The calls (for a batch, its first call) whose effects exceeded their verdict.
+    pub exceeded: Vec<String>,
+}
+
 /// A refused call, as the run's result lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DenialSummary {
@@ -529,6 +553,9 @@ pub enum Outcome {
     DenialLimit,
     /// A tool call was refused and `fail_on` counts that kind of refusal.
     PolicyDenied,
+    /// A call changed more than its verdict allowed (the effect ledger) and `fail_on` has
+    /// `effect`.
+    EffectsExceeded,
     /// Auto mode: `limits.max_classifier_denials` or `limits.max_consecutive_classifier_denials`
     /// stopped the run.
     ClassifierDenials,

@@ -9,10 +9,10 @@ mod writer;
 
 pub use event::{
     AbortCause, CheckOutcome, ClassifierCounts, CompactionOutcome, CompactionTokens,
-    CompactionTrigger, DenialSummary, Disposition, Event, ModelSummary, Outcome, PluginSummary,
-    PolicySummary, ProgressUpdate, QueryEnd, ReminderKind, ReplacedResult, ResultStatus, RunCounts,
-    TaskSummary, UsageSource,
+    CompactionTrigger, DenialSummary, Disposition, EffectTotals, Event, ModelSummary, Outcome,
+    PluginSummary, PolicySummary, ProgressUpdate, QueryEnd, ReminderKind, ReplacedResult,
+    ResultStatus, RunCounts, TaskSummary, UsageSource,
 };
-pub use run::{CheckRecord, Denial, RunReport};
+pub use run::{CheckRecord, Denial, EffectExcess, EffectReport, RunReport};
 pub use stream::{StreamFormat, StreamOutput, stream_type};
 pub use writer::{Observer, RecordedLine, Transcript, TranscriptLine};

@@ -8,10 +8,65 @@ use serde_json::Value;
 use super::{CheckOutcome, ModelSummary, Outcome, RunCounts};
 use crate::classifier::ProposedRule;
 use crate::exit::ExitCode;
+use crate::ledger::{CallEffects, LedgerConfig};
 use crate::policy::{PermissionDecision, PermissionMode, ToolName};
 use crate::sandbox::{ProxyConnection, ReadOnlyStatus, SandboxStatus};
 use crate::task::{Check, FailOnSet};
 use crate::tools::Todo;
+
+/// A call whose effects exceeded its verdict, as reports list it; for calls run together,
+/// the first of them, its `effects` naming the batch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EffectExcess {
+    pub id: String,
+    pub tool: ToolName,
+    pub input: Value,
+    pub effects: CallEffects,
+}
+
+/// What the effect ledger measured over a run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EffectReport {
+    /// What it measured; `None` when it was off.
+    pub config: Option<LedgerConfig>,
+    /// Calls measured, and of those the calls that changed anything.
+    pub measured: u32,
+    pub changed: u32,
+    pub exceeded: Vec<EffectExcess>,
+}
+
+impl EffectReport {
+    /// Counts one call's measure; a batch's excess is listed once, with its first call.
+    pub fn tally(&mut self, id: &str, tool: &ToolName, input: &Value, effects: &CallEffects) {
+        self.measured += 1;
+        if !effects.changes.is_empty() {
+            self.changed += 1;
+        }
+        let first = effects.batch.first().is_none_or(|first| first == id);
+        if effects.exceeded() && first {
+            self.exceeded.push(EffectExcess {
+                id: id.to_string(),
+                tool: tool.clone(),
+                input: input.clone(),
+                effects: effects.clone(),
+            });
+        }
+    }
+
+    /// The totals `run_finished` records; `None` when the ledger was off.
+    pub fn totals(&self) -> Option<super::EffectTotals> {
+        Some(super::EffectTotals {
+            scope: self.config?.scope,
+            measured: self.measured,
+            changed: self.changed,
+            exceeded: self
+                .exceeded
+                .iter()
+                .map(|excess| excess.id.clone())
+                .collect(),
+        })
+    }
+}
 
 /// A refused call, as reports list it.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,10 +124,12 @@ pub struct RunReport {
     pub structured_output: Option<Value>,
     /// What the run went without for want of an operator's approval.
     pub held_back: Vec<crate::policy::HeldBack>,
+    /// What the effect ledger measured, and the calls that did more than allowed.
+    pub effects: EffectReport,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 19] = [
+    pub const ALL: [Outcome; 20] = [
         Outcome::Success,
         Outcome::ChecksFailed,
         Outcome::MaxTurns,
@@ -83,6 +140,7 @@ impl Outcome {
         Outcome::Refusal,
         Outcome::DenialLimit,
         Outcome::PolicyDenied,
+        Outcome::EffectsExceeded,
         Outcome::ClassifierDenials,
         Outcome::ClassifierUnavailable,
         Outcome::ProviderError,
@@ -107,6 +165,7 @@ impl Outcome {
             Outcome::Refusal => "refusal",
             Outcome::DenialLimit => "denial_limit",
             Outcome::PolicyDenied => "policy_denied",
+            Outcome::EffectsExceeded => "effects_exceeded",
             Outcome::ClassifierDenials => "classifier_denials",
             Outcome::ClassifierUnavailable => "classifier_unavailable",
             Outcome::ProviderError => "provider_error",
@@ -139,6 +198,11 @@ impl Outcome {
             }
             Outcome::PolicyDenied => {
                 "a tool call was refused and `fail_on` counts that kind of refusal"
+            }
+            Outcome::EffectsExceeded => {
+                "a call changed more than its verdict allowed (a read-only call that changed \
+anything, a write outside the paths its decision named, a guarded path changed), or its \
+effects could not be measured, and `fail_on` has `effect`"
             }
             Outcome::ClassifierDenials => {
                 "auto mode: `limits.max_classifier_denials` or \
@@ -182,9 +246,10 @@ its continuations, or a failing hook under `on_error: deny`)"
             | Outcome::McpStartFailed
             | Outcome::HookStopped
             | Outcome::StructuredOutputInvalid => ExitCode::TaskFailed,
-            Outcome::DenialLimit | Outcome::PolicyDenied | Outcome::ClassifierDenials => {
-                ExitCode::PolicyStop
-            }
+            Outcome::DenialLimit
+            | Outcome::PolicyDenied
+            | Outcome::EffectsExceeded
+            | Outcome::ClassifierDenials => ExitCode::PolicyStop,
             Outcome::ProviderError | Outcome::ClassifierUnavailable => ExitCode::ProviderError,
             Outcome::Interrupted => ExitCode::Interrupted,
             Outcome::Terminated => ExitCode::Terminated,

@@ -1,8 +1,8 @@
 //! The verdict: how a finished run's outcome, denials and `fail_on` become the final outcome
 //! and exit code. The precedence between problems is decided here and nowhere else.
 
-use super::Denial;
 use super::Outcome;
+use super::{Denial, EffectExcess};
 use crate::exit::ExitCode;
 use crate::policy::{Layer, PermissionDecision};
 use crate::task::{FailOn, FailOnSet};
@@ -32,12 +32,19 @@ pub fn counts(fail_on: &FailOnSet, kind: FailOn) -> bool {
 /// 1. an interruption (130/143) and a provider failure (4): the run did not finish, so no
 ///    other verdict about it can be trusted; a denial limit (`limits.max_denials`, 3), the
 ///    classifier's denial limits (3) and an unreachable classifier (4) stopped it the same way;
-/// 2. a refused call whose kind is in `fail_on` (3, outcome `policy_denied`): the work the
+/// 2. a call whose effects exceeded its verdict, when `fail_on` has `effect` (3, outcome
+///    `effects_exceeded`): the run did more than it was allowed, whatever else it did;
+/// 3. a refused call whose kind is in `fail_on` (3, outcome `policy_denied`): the work the
 ///    task needed may not have happened, whatever the checks say;
-/// 3. a failed check or a limit in `fail_on` (1);
-/// 4. otherwise 0 — a failed check or limit left out of `fail_on` keeps its outcome in the
+/// 4. a failed check or a limit in `fail_on` (1);
+/// 5. otherwise 0 — a failed check or limit left out of `fail_on` keeps its outcome in the
 ///    reports but does not fail the job.
-pub fn decide(outcome: Outcome, denials: &[Denial], fail_on: &FailOnSet) -> (Outcome, ExitCode) {
+pub fn decide(
+    outcome: Outcome,
+    denials: &[Denial],
+    exceeded: &[EffectExcess],
+    fail_on: &FailOnSet,
+) -> (Outcome, ExitCode) {
     match outcome {
         Outcome::OutputFailed
         | Outcome::Interrupted
@@ -55,7 +62,9 @@ pub fn decide(outcome: Outcome, denials: &[Denial], fail_on: &FailOnSet) -> (Out
         // A hook said the run ends there, and why.
         | Outcome::HookStopped
         // The answer a step needed does not exist: nothing else can make it a success.
-        | Outcome::StructuredOutputInvalid => return (outcome, outcome.exit_code()),
+        | Outcome::StructuredOutputInvalid
+        // Only this function concludes it.
+        | Outcome::EffectsExceeded => return (outcome, outcome.exit_code()),
         Outcome::Success
         | Outcome::ChecksFailed
         | Outcome::MaxTurns
@@ -63,6 +72,9 @@ pub fn decide(outcome: Outcome, denials: &[Denial], fail_on: &FailOnSet) -> (Out
         | Outcome::MaxInputTokens
         | Outcome::MaxOutputTokens
         | Outcome::Timeout => {}
+    }
+    if !exceeded.is_empty() && counts(fail_on, FailOn::Effect) {
+        return (Outcome::EffectsExceeded, ExitCode::PolicyStop);
     }
     if denials
         .iter()
@@ -107,6 +119,49 @@ mod tests {
                 updated_input: None,
                 asked: false,
             },
+        }
+    }
+
+    /// A call that did more than allowed fails the run under the default `fail_on`, above a
+    /// denial and a failed check; left out of `fail_on`, it does not.
+    #[test]
+    fn an_excess_of_effects_fails_the_run_when_fail_on_counts_it() {
+        let excess = EffectExcess {
+            id: "toolu_1".into(),
+            tool: crate::policy::ToolName::Bash,
+            input: json!({"command": "./gen.sh"}),
+            effects: crate::ledger::CallEffects {
+                attribution: crate::ledger::Attribution::Call,
+                batch: Vec::new(),
+                allowed: crate::ledger::Allowance::default(),
+                changes: Vec::new(),
+                incomplete: Some("more than 3 entries".into()),
+            },
+        };
+        let all = FailOnSet::default();
+        let checks: FailOnSet = [FailOn::Check, FailOn::Denial].into_iter().collect();
+        let exceeded = [excess];
+        let denied = [denial()];
+        let cases: [(Outcome, &[Denial], &FailOnSet, Outcome, u8); 5] = [
+            (Outcome::Success, &[], &all, Outcome::EffectsExceeded, 3),
+            (
+                Outcome::ChecksFailed,
+                &denied,
+                &all,
+                Outcome::EffectsExceeded,
+                3,
+            ),
+            (Outcome::Success, &[], &checks, Outcome::Success, 0),
+            (Outcome::Success, &denied, &checks, Outcome::PolicyDenied, 3),
+            (Outcome::ProviderError, &[], &all, Outcome::ProviderError, 4),
+        ];
+        for (outcome, denials, fail_on, expected, code) in cases {
+            let (got, exit) = decide(outcome, denials, &exceeded, fail_on);
+            assert_eq!(
+                (got, exit.code()),
+                (expected, code),
+                "{outcome:?}, {fail_on}"
+            );
         }
     }
 
@@ -194,7 +249,7 @@ mod tests {
             ),
         ];
         for (outcome, denials, fail_on, expected, code) in cases {
-            let (got, exit) = decide(outcome, denials, fail_on);
+            let (got, exit) = decide(outcome, denials, &[], fail_on);
             assert_eq!(
                 (got, exit.code()),
                 (expected, code),

@@ -102,6 +102,16 @@ const OPERANDS: &[&str] = &[
     "../outside/secret.txt",
     "~/.gitconfig",
     "Makefile",
+    // Committed links: dangling ones into git's directory, to `.npmrc` and outside; live
+    // ones to git's config and a hook; and `/proc/self` forms, which are the command's.
+    "src/gc",
+    "src/hook",
+    "src/npmrc",
+    "src/dang",
+    "src/cfg",
+    "/proc/self/cwd/.env",
+    "/proc/thread-self/cwd/secrets/token.txt",
+    "/dev/fd/0",
 ];
 
 /// Globs over the planted names: option-shaped names, symlinks to `/proc` and outside.
@@ -348,6 +358,19 @@ const SPECIALS: &[&str] = &[
     "git diff HEAD~1 -- README.md",
     "git log -p -1",
     "git diff --stat HEAD~1",
+    // Writes through committed links, dangling or not (the gate must judge what the kernel
+    // reaches: git's config and hooks, `.npmrc`, a file outside).
+    "echo ../src/evil > src/gc",
+    "echo x > src/dang",
+    "printf 'registry=x' > src/npmrc",
+    "echo x >> src/hook",
+    "echo x >> src/cfg",
+    "tee src/gc < README.md",
+    "cp README.md src/dang",
+    // Reads in the command's frame, whatever folder the checker was started in.
+    "cat /proc/self/cwd/.env",
+    "cat /proc/thread-self/cwd/secrets/token.txt",
+    "head -c 5 /proc/self/cwd/src/out/secret.txt",
 ];
 
 /// Git subcommands: the ones rules allow and the ones the analyser judges read-only.
@@ -814,6 +837,9 @@ enum Class {
     Abbreviation,
     /// jq reading options after `--args`.
     JqArgs,
+    /// A path the gate must resolve in the command's frame: a committed link (dangling or
+    /// not) into git's directory, to `.npmrc` or outside, or `/proc/self`, `/dev/fd`.
+    Resolution,
 }
 
 /// Classes whose fixes are being made elsewhere and have not reached this branch: a case in
@@ -821,7 +847,11 @@ enum Class {
 /// this list as the fixes land; every other finding fails the test. Every class is in now:
 /// the bindings, long options by prefix, jq's `--args`, and expansion (the folders a glob
 /// lists are reads too).
-const KNOWN_OPEN: &[Class] = &[];
+///
+/// `Resolution` is open while the gate resolves paths in its own frame (issue 46 item 2,
+/// being fixed on another branch): a dangling link judged as its own path, `/proc/self`
+/// as tollgate's.
+const KNOWN_OPEN: &[Class] = &[Class::Resolution];
 
 /// A word Bash expands into names it finds on disk or into several words.
 fn expands(word: &str) -> bool {
@@ -849,6 +879,24 @@ impl Case {
         }
         if self.words.iter().any(|w| w == "--args") {
             classes.push(Class::JqArgs);
+        }
+        let resolved = [
+            "src/gc",
+            "src/hook",
+            "src/npmrc",
+            "src/dang",
+            "src/cfg",
+            "/proc/self",
+            "/proc/thread-self",
+            "/dev/fd",
+        ];
+        if self
+            .words
+            .iter()
+            .chain(&self.respelled)
+            .any(|w| resolved.iter().any(|name| w.contains(name)))
+        {
+            classes.push(Class::Resolution);
         }
         classes
     }
@@ -1039,6 +1087,18 @@ impl World {
         ] {
             executable(&ws.join("tools").join(name), MARKER_PROGRAM);
         }
+        // Committed links a pull request could bring: dangling ones that make a write
+        // create git's `commondir`, `.npmrc` or a file outside; live ones to git's config
+        // and a hook (planted below).
+        for (link, target) in [
+            ("src/gc", PathBuf::from("../.git/commondir")),
+            ("src/hook", PathBuf::from("../.git/hooks/pre-commit")),
+            ("src/npmrc", PathBuf::from("../.npmrc")),
+            ("src/dang", outside.join("planted-through-link")),
+            ("src/cfg", PathBuf::from("../.git/config")),
+        ] {
+            std::os::unix::fs::symlink(target, ws.join(link)).unwrap();
+        }
         write(&ws.join("tools/env.sh"), ": > \"$PWD/BASH_ENV.ran\"\n");
         write(&ws.join("tools/evil.mk"), "test:\n\t: > evil.ran\n");
         write(&ws.join("home/.gitconfig"), &hazardous_gitconfig(&ws));
@@ -1152,7 +1212,8 @@ fn gate_allows(world: &World, scripts: &[String]) -> Vec<bool> {
         input.push_str(&line.to_string());
         input.push('\n');
     }
-    let mut child = crate::support::tollgate_in(&world.ws)
+    // Started outside the workdir: no decision may depend on the folder tollgate runs in.
+    let mut child = crate::support::tollgate_in(&world.home)
         .args(["check", "--policy"])
         .arg(&world.policy)
         .arg("--workdir")
@@ -1839,6 +1900,10 @@ fn the_effect_oracle_sees_each_effect() {
         ("cat src/p1/environ", &["cat"], "opened"),
         ("cat src/out/secret.txt", &["cat"], "opened"),
         ("cat README.md | sort", &["cat"], "not among the analysed"),
+        // Through the committed links and the command's own `/proc/self`.
+        ("echo x > src/dang", &["echo"], "wrote"),
+        ("echo ../src/evil > src/gc", &["echo"], "wrote"),
+        ("cat /proc/self/cwd/.env", &["cat"], "opened"),
     ];
     for (script, names, expected) in cases {
         let findings = judge(&world, &Analysed::of(names), &traced_run(&world, script));

@@ -20,6 +20,7 @@ mod config_errors;
 mod distribution;
 mod docs_try_it;
 mod economy;
+mod effects;
 mod extensions;
 mod faults;
 mod fresh_clone;
