@@ -135,7 +135,11 @@ fn compare(path: &Path, was: &Entry, now: &Entry) -> Vec<Effect> {
     // its times are all there is.
     let content = match now.kind {
         Kind::Dir => now.outside && (was.mtime, was.ctime) != (now.mtime, now.ctime),
-        Kind::File | Kind::Other | Kind::Link => {
+        // A fifo's, socket's or device's times move with the data that passes through it,
+        // whoever sends it (a reader of a pipe another process writes): the node is the same
+        // node, and a new one is a different inode.
+        Kind::Other => !same_inode,
+        Kind::File | Kind::Link => {
             !same_inode
                 || (was.size, was.mtime, was.nlink) != (now.size, now.mtime, now.nlink)
                 // `ctime` alone: something changed the inode and set `mtime` back, or

@@ -325,7 +325,43 @@ pub fn read_guardrail(path: &Path) -> Option<&'static str> {
     if path.file_name().is_some_and(|name| name == "environ") {
         return Some(PROC_ENVIRON);
     }
-    process_file(path).then_some(PROCESS_FILES_READ)
+    (process_file(path) && !own_status_file(path)).then_some(PROCESS_FILES_READ)
+}
+
+/// What a command may read of its own process: the status files that describe it (its
+/// limits, capabilities, cgroup, memory map), which hold nothing it did not already have.
+/// Only under `/proc/self` and `/proc/thread-self` — the command's own — never another
+/// process's `/proc/<pid>`, and nothing that is a link or a folder (`cwd`, `root`, `fd`).
+const OWN_STATUS_FILES: &[&str] = &[
+    "status",
+    "stat",
+    "statm",
+    "cgroup",
+    "limits",
+    "comm",
+    "cmdline",
+    "maps",
+    "mountinfo",
+    "mounts",
+    "io",
+    "sched",
+    "oom_score",
+];
+
+fn own_status_file(path: &Path) -> bool {
+    let Some(rest) = crate::base::strip_prefix(path, Path::new("/proc")) else {
+        return false;
+    };
+    let mut parts = rest.components();
+    let (Some(Component::Normal(process)), Some(Component::Normal(file)), None) =
+        (parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    (process == "self" || process == "thread-self")
+        && file
+            .to_str()
+            .is_some_and(|file| OWN_STATUS_FILES.contains(&file))
 }
 
 /// The guardrail a read of everything below the folder `dir` trips (`grep -r x /proc`, a
@@ -608,7 +644,13 @@ mod tests {
     fn read_guardrails() {
         assert!(read_guardrail(Path::new("/proc/self/environ")).is_some());
         assert!(read_guardrail(Path::new("/proc/1/environ")).is_some());
-        assert!(read_guardrail(Path::new("/proc/self/status")).is_some());
+        // A command's own status files describe it, and nothing more.
+        assert!(read_guardrail(Path::new("/proc/self/status")).is_none());
+        assert!(read_guardrail(Path::new("/proc/thread-self/limits")).is_none());
+        assert!(read_guardrail(Path::new("/proc/1/status")).is_some());
+        assert!(read_guardrail(Path::new("/proc/self/status/x")).is_some());
+        assert!(read_guardrail(Path::new("/proc/self/mem")).is_some());
+        assert!(read_guardrail(Path::new("/proc/self/fdinfo")).is_some());
         assert!(read_guardrail(Path::new("/proc/cpuinfo")).is_none());
         assert!(read_guardrail(Path::new("/proc/selfish")).is_none());
         for process in [

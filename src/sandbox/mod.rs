@@ -332,7 +332,11 @@ impl Sandbox {
         let out_dir = out_dir
             .canonicalize()
             .unwrap_or_else(|_| out_dir.to_path_buf());
-        let protected = ProtectedFiles::capture(roots, &[out_dir])?;
+        // Only the workdir is tollgate's to put back: an additional directory is the
+        // operator's, where other processes may be making repositories while the run starts,
+        // and a baseline taken mid-way would undo their work. A repository planted there is
+        // not one git runs in the workdir.
+        let protected = ProtectedFiles::capture(&roots[..roots.len().min(1)], &[out_dir])?;
         tracing::debug!("{} protected paths in the workspace", protected.len());
         tracing::info!(
             tmpdir = %tmpdir.display(),

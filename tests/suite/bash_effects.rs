@@ -1713,8 +1713,12 @@ fn judge(world: &World, analysed: &Analysed, procs: &HashMap<u32, Process>) -> V
             // itself shows names, not contents.
             let denied = real == world.ws.join(".env")
                 || (real.starts_with(world.ws.join("secrets")) && !real.is_dir());
+            // A process's `/proc/self/…` is its own (the runtime reads its maps and cgroup);
+            // the kernel names it by pid, which the guardrail reads as another process's.
+            let raw = normalise(path);
+            let own = raw.starts_with("/proc/self") || raw.starts_with("/proc/thread-self");
             let guarded =
-                read_guardrail(&real).is_some() || read_guardrail(&normalise(path)).is_some();
+                read_guardrail(&raw).is_some() || (!own && read_guardrail(&real).is_some());
             // An allow rule covers the paths its own command reads, outside too (`ls:*`
             // allows `ls ../..`); a command proven read-only stays in the workspace.
             let outside =

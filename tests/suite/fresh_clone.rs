@@ -206,6 +206,10 @@ fn run_line(dir: &Path, bin: &Path, exported: &[(String, String)], line: &str) -
     let mut paths = vec![bin.to_path_buf()];
     paths.extend(std::env::split_paths(&path));
     bash.env("PATH", std::env::join_paths(paths).unwrap());
+    // The operator's state folder (the key that signs transcripts) lives outside every
+    // workdir, as a real user's `~/.local/state` does; this HOME is inside the copy.
+    let state = tempfile::tempdir().unwrap();
+    bash.env("TOLLGATE_STATE_DIR", state.path());
     bash.envs(exported.iter().map(|(name, value)| (name, value)));
     bash.output().unwrap()
 }
