@@ -93,15 +93,22 @@ impl ResultStore {
             Ok(serde_json::Value::Object(_) | serde_json::Value::Array(_))
         );
         let extension = if is_json { "json" } else { "txt" };
-        let path = self.dir.join(format!("{file_name}.{extension}"));
-        let written = std::fs::create_dir_all(&self.dir)
-            .map_err(|source| OutputError {
-                path: path.clone(),
-                source,
-            })
-            .and_then(|()| {
-                crate::out_dir::write_atomic(&path, self.redactor.redact(content).as_bytes())
-            });
+        let name = format!("{file_name}.{extension}");
+        let path = self.dir.join(&name);
+        // Beneath the output folder, through no link: a resumed folder's `results` that is a
+        // link to elsewhere refuses the write (an output failure) instead of being followed.
+        let (base, folder) = match (self.dir.parent(), self.dir.file_name()) {
+            (Some(base), Some(folder)) if !base.as_os_str().is_empty() => {
+                (base, Path::new(folder).join(&name))
+            }
+            (_, Some(folder)) => (Path::new("."), Path::new(folder).join(&name)),
+            (_, None) => (self.dir.as_path(), PathBuf::from(&name)),
+        };
+        let written = crate::out_dir::write_beneath(
+            base,
+            &folder,
+            self.redactor.redact(content).as_bytes(),
+        );
         let (head, tail) = preview(content, total, max_chars);
         let note = match &written {
             Ok(()) => format!(

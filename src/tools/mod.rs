@@ -16,6 +16,7 @@ mod path;
 mod progress;
 mod read;
 mod registry;
+mod place;
 mod regular_file;
 mod run_state;
 mod shell;

@@ -1,5 +1,7 @@
 //! Write: creates or replaces a whole file. Replacing needs a prior Read of the current
-//! version, so the model never overwrites what it has not seen.
+//! version, so the model never overwrites what it has not seen. The file is opened once,
+//! beneath the workspace root that holds it and through no link (`place`), and checked and
+//! written through that descriptor.
 
 use std::borrow::Cow;
 
@@ -7,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::path::{check_file_access, resolve_path, shown};
+use super::place::{Intent, place};
 use super::regular_file;
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
 use crate::ledger::{Allowance, GitWrites};
@@ -74,17 +77,28 @@ impl ToolInput for WriteInput {
                 &ctx.workspace.workdir,
                 ctx.workspace.home.as_deref(),
             );
-            ctx.files.check_fresh(&path).map_err(ToolError::Stale)?;
-            let existed = path.exists();
-            if let Some(parent) = path.parent() {
-                tokio::fs::create_dir_all(parent).await.map_err(|err| {
-                    ToolError::Failed(format!("cannot create {}: {err}", parent.display()))
-                })?;
-            }
-            regular_file::write_in_background(&path, write.content.clone().into_bytes())
-                .await
-                .map_err(|err| ToolError::Failed(err.to_string()))?;
-            ctx.files.record(&path);
+            let (workspace, files, target) =
+                (ctx.workspace.clone(), ctx.files.clone(), path.clone());
+            let content = write.content.clone();
+            // Opened once, beneath its root and through no link: the staleness check and the
+            // write are made on that one descriptor.
+            let existed = ctx
+                .on_disk(move || {
+                    let place = place(&workspace, &target, Intent::Write).map_err(failed)?;
+                    if let Some(parent) = place.rel.parent()
+                        && !parent.as_os_str().is_empty()
+                    {
+                        place.root.create_dirs(parent).map_err(failed)?;
+                    }
+                    let (mut file, existing) =
+                        regular_file::open_for_writing(&place).map_err(failed)?;
+                    files.check_fresh(&target, existing.as_ref())?;
+                    let after = regular_file::replace(&place, &mut file, content.as_bytes())
+                        .map_err(failed)?;
+                    files.record(&target, &after);
+                    Ok(existing.is_some())
+                })
+                .await?;
             let verb = if existed { "Replaced" } else { "Created" };
             Ok(ToolOutput::new(format!(
                 "{verb} {} ({} bytes)",
@@ -93,4 +107,9 @@ impl ToolInput for WriteInput {
             )))
         })
     }
+}
+
+/// An error of the work on disk as the model reads it.
+fn failed(err: impl std::fmt::Display) -> ToolError {
+    ToolError::Failed(err.to_string())
 }
