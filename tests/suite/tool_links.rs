@@ -16,8 +16,7 @@ use crate::support::runs::{Finished, Run};
 const SECRET: &str = "the-outside-secret-words";
 
 /// The calls every run makes, in order, with what each must not achieve.
-fn calls(outside: &Path) -> Vec<(&'static str, Value)> {
-    let _ = outside;
+fn calls() -> Vec<(&'static str, Value)> {
     vec![
         // Dangling links the kernel would follow to create a file outside.
         ("Write", json!({"file_path": "src/dang", "content": "x"})),
@@ -42,7 +41,7 @@ fn calls(outside: &Path) -> Vec<(&'static str, Value)> {
         ("Read", json!({"file_path": "src/secret"})),
         (
             "Grep",
-            json!({"pattern": SECRET, "output_mode": "content"}),
+            json!({"pattern": "outside-sec.et-words", "output_mode": "content"}),
         ),
         ("Glob", json!({"pattern": "**/*.txt"})),
         // The control: an ordinary write inside the workspace works in every cell.
@@ -84,8 +83,8 @@ fn plant(run: &Run) {
     symlink(outside.join("dir"), src.join("odir"));
 }
 
-fn task(mode: &str, outside: &Path) -> String {
-    let steps: String = calls(outside)
+fn task(mode: &str) -> String {
+    let steps: String = calls()
         .iter()
         .map(|(name, input)| format!("    - - tool_use: {{name: {name}, input: {input}}}\n"))
         .collect();
@@ -95,13 +94,14 @@ fn task(mode: &str, outside: &Path) -> String {
 }
 
 fn policy(mode: &str, sandbox: bool) -> String {
-    let mut policy = String::new();
+    // The operator's policy is the managed one here: it names the mode it allows.
+    let mut policy = format!("allowed_modes: [{mode}]\n");
     match mode {
         "dontAsk" => policy.push_str(
             "permissions:\n  allow: ['Write(src/**)', 'Edit(src/**)', 'Write(locked/**)']\n",
         ),
         "auto" => {
-            policy.push_str("allowed_modes: [auto]\nclassifier:\n  provider: scripted\n  script:\n");
+            policy.push_str("classifier:\n  provider: scripted\n  script:\n");
             let allow = json!({"decision": "allow", "reason": "fine", "risk": "low"}).to_string();
             for _ in 0..40 {
                 policy.push_str(&format!("    - {}\n", json!(allow)));
@@ -134,14 +134,13 @@ fn one_cell(mode: &str, sandbox: bool) {
     let run = Run::new();
     plant(&run);
     let outside = run.dir().join("outside");
-    let run = run
-        .task(&task(mode, &outside))
-        .policy(&policy(mode, sandbox))
-        .finish();
+    let policy = policy(mode, sandbox);
+    let run = run.task(&task(mode));
+    let run = run.policy(&policy).finish();
     let results = results(&run);
     assert_eq!(
         results.len(),
-        calls(&outside).len(),
+        calls().len(),
         "{cell}: {}\n{}",
         run.stderr,
         run.stdout
@@ -155,7 +154,6 @@ fn one_cell(mode: &str, sandbox: bool) {
     ] {
         assert!(!outside.join(made).exists(), "{cell}: {made} was created");
     }
-    assert!(!run.dir().join("magic.txt").exists(), "{cell}: magic.txt");
     for kept in ["victim.txt", "chained.txt"] {
         assert_eq!(
             std::fs::read_to_string(outside.join(kept)).unwrap(),
@@ -163,7 +161,7 @@ fn one_cell(mode: &str, sandbox: bool) {
             "{cell}: {kept} was changed"
         );
     }
-    for (index, (name, input)) in calls(&outside).iter().enumerate() {
+    for (index, (name, input)) in calls().iter().enumerate() {
         let (is_error, content) = &results[index];
         match index {
             CONTROL => assert!(!is_error, "{cell}: the control write failed: {content}"),
@@ -180,7 +178,7 @@ fn one_cell(mode: &str, sandbox: bool) {
         );
     }
     assert_eq!(
-        std::fs::read_to_string(run.ws.join("src/ok.txt")).unwrap(),
+        std::fs::read_to_string(run.ws.join("src/ok.txt")).unwrap_or_else(|err| panic!("{cell}: {err}\n{results:#?}")),
         "fine"
     );
     // The kernel holds the tool to the commands' domain: `deny_write` refuses the Write the
