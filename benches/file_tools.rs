@@ -38,7 +38,9 @@ fn context(root: &Path, sandbox: Option<Arc<Sandbox>>) -> (ToolContext, AbortHan
 
 /// A workspace with `notes.txt` (200 lines), `small.txt` and `tree/` (20 folders of 10 files).
 fn workspace(root: &Path) {
-    let lines: String = (0..200).map(|i| format!("line {i} of the notes\n")).collect();
+    let lines: String = (0..200)
+        .map(|i| format!("line {i} of the notes\n"))
+        .collect();
     std::fs::write(root.join("notes.txt"), lines).unwrap();
     std::fs::write(root.join("small.txt"), "alpha\n").unwrap();
     for folder in 0..20 {

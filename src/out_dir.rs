@@ -197,6 +197,30 @@ pub fn open_record(dir: &Path, name: &str, append: bool) -> std::io::Result<File
 mod tests {
     use super::*;
 
+    /// Links planted in an output folder are never written through: the lock file and the
+    /// transcript refuse, a report replaces the link with the file.
+    #[test]
+    fn links_planted_in_the_output_folder_are_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        std::os::unix::fs::symlink(&victim, out.join(LOCK_FILE)).unwrap();
+        assert!(matches!(claim(&out), Err(OutDirError::Lock { .. })));
+        std::fs::remove_file(out.join(LOCK_FILE)).unwrap();
+        let _lock = claim(&out).unwrap();
+        std::os::unix::fs::symlink(&victim, out.join(TRANSCRIPT_FILE)).unwrap();
+        for append in [false, true] {
+            let err = open_record(&out, TRANSCRIPT_FILE, append).unwrap_err();
+            assert!(err.to_string().contains("symbolic link"), "{err}");
+        }
+        std::os::unix::fs::symlink(&victim, out.join("junit.xml")).unwrap();
+        write_atomic(&out.join("junit.xml"), b"<testsuites/>").unwrap();
+        assert!(!out.join("junit.xml").is_symlink());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    }
+
     #[test]
     fn a_second_claim_names_the_holder_and_a_dropped_lock_frees_the_folder() {
         let dir = tempfile::tempdir().unwrap();

@@ -522,8 +522,8 @@ fn walk(
     };
     let mut current: Option<OwnedFd> = None;
     for folder in folders {
-        let c_folder = CString::new(*folder)
-            .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        let c_folder =
+            CString::new(*folder).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
         let parent = current.as_ref().map_or(dir, AsFd::as_fd);
         let fd = at(
             parent,
@@ -628,9 +628,17 @@ mod tests {
                 let rel = Path::new(link);
                 let made = root.open_file(rel, OpenFor::CreateNew).unwrap_err();
                 assert_eq!(made.raw_os_error(), Some(libc::EEXIST), "{link}: {made}");
-                for how in [OpenFor::Write, OpenFor::Replace, OpenFor::Append, OpenFor::Lock] {
+                for how in [
+                    OpenFor::Write,
+                    OpenFor::Replace,
+                    OpenFor::Append,
+                    OpenFor::Lock,
+                ] {
                     let err = root.open_file(rel, how).unwrap_err();
-                    assert!(matches!(err, BeneathError::Link { .. }), "{link} {how:?}: {err}");
+                    assert!(
+                        matches!(err, BeneathError::Link { .. }),
+                        "{link} {how:?}: {err}"
+                    );
                 }
                 assert!(matches!(root.metadata(rel), Err(BeneathError::Link { .. })));
             }
@@ -645,10 +653,12 @@ mod tests {
             assert!(matches!(err, BeneathError::Link { .. }), "{err}");
             // An atomic write replaces the link itself and never writes through it.
             root.write_atomic(Path::new("src/dang"), b"x").unwrap();
-            assert!(!std::fs::symlink_metadata(scene.ws.join("src/dang"))
-                .unwrap()
-                .file_type()
-                .is_symlink());
+            assert!(
+                !std::fs::symlink_metadata(scene.ws.join("src/dang"))
+                    .unwrap()
+                    .file_type()
+                    .is_symlink()
+            );
             std::fs::remove_file(scene.ws.join("src/dang")).unwrap();
             symlink(&target, scene.ws.join("src/dang")).unwrap();
         }
@@ -667,14 +677,22 @@ mod tests {
         for root in roots(&scene.ws) {
             assert_eq!(read(&root, "src/real.txt").unwrap(), "INSIDE");
             assert_eq!(read(&root, "./src/./real.txt").unwrap(), "INSIDE");
-            for linked in ["src/secret", "src/odir/secret.txt", "src/c1", "src/self/real.txt"] {
+            for linked in [
+                "src/secret",
+                "src/odir/secret.txt",
+                "src/c1",
+                "src/self/real.txt",
+            ] {
                 let err = read(&root, linked).unwrap_err();
                 assert!(matches!(err, BeneathError::Link { .. }), "{linked}: {err}");
                 assert!(err.to_string().contains("through a symbolic link"), "{err}");
             }
             for escape in ["../outside/secret.txt", "src/../../outside/secret.txt"] {
                 let err = read(&root, escape).unwrap_err();
-                assert!(matches!(err, BeneathError::Outside { .. }), "{escape}: {err}");
+                assert!(
+                    matches!(err, BeneathError::Outside { .. }),
+                    "{escape}: {err}"
+                );
             }
             let absolute = scene.outside.join("secret.txt");
             let err = read(&root, &absolute.display().to_string()).unwrap_err();
@@ -727,7 +745,11 @@ mod tests {
                 .unwrap();
             assert_eq!(read(&root, "a/g.txt").unwrap(), "two");
             root.remove_file(Path::new("a/g.txt")).unwrap();
-            assert!(root.metadata(Path::new("a/g.txt")).unwrap_err().is_not_found());
+            assert!(
+                root.metadata(Path::new("a/g.txt"))
+                    .unwrap_err()
+                    .is_not_found()
+            );
             // No temp file is left behind, and a file where a folder belongs refuses.
             let names: Vec<_> = std::fs::read_dir(scene.ws.join("a/b/c")).unwrap().collect();
             assert!(names.is_empty(), "{names:?}");
@@ -787,7 +809,10 @@ mod tests {
         }
         stop.store(true, Ordering::Relaxed);
         let swaps = swapper.join().unwrap();
-        assert!(swaps > 0 && inside > 0, "{swaps} swaps, {inside} opens inside");
+        assert!(
+            swaps > 0 && inside > 0,
+            "{swaps} swaps, {inside} opens inside"
+        );
         eprintln!("{swaps} swaps: {inside} opens inside, {refused} refused");
     }
 }

@@ -104,11 +104,8 @@ impl ResultStore {
             (_, Some(folder)) => (Path::new("."), Path::new(folder).join(&name)),
             (_, None) => (self.dir.as_path(), PathBuf::from(&name)),
         };
-        let written = crate::out_dir::write_beneath(
-            base,
-            &folder,
-            self.redactor.redact(content).as_bytes(),
-        );
+        let written =
+            crate::out_dir::write_beneath(base, &folder, self.redactor.redact(content).as_bytes());
         let (head, tail) = preview(content, total, max_chars);
         let note = match &written {
             Ok(()) => format!(
@@ -208,6 +205,26 @@ mod tests {
         );
         let note = kept.find('…').unwrap();
         assert_eq!(kept[..note].chars().count(), 76);
+    }
+
+    /// A `results` folder that is a link (a resumed output folder a repository holds) is not
+    /// followed: the result is cut and the failure reported, and nothing lands where it leads.
+    #[test]
+    fn a_results_folder_that_is_a_link_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join("results")).unwrap();
+        let store = ResultStore::new(dir.path().join("results"));
+        let big = format!("FIRST{}LAST", "x".repeat(5_000));
+        let unsaved = store.fit("toolu_5", big, 3_000).unwrap_err();
+        assert!(
+            unsaved
+                .kept
+                .contains("cut here because it could not be saved"),
+            "{}",
+            unsaved.kept
+        );
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
     }
 
     #[test]

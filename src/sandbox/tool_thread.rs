@@ -70,8 +70,8 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     use super::super::fs_rules::FsScope;
-    use super::super::shared_ruleset::SharedRuleset;
     use super::super::ruleset;
+    use super::super::shared_ruleset::SharedRuleset;
     use super::*;
 
     /// The domain binds the one thread: there a write outside the write roots is refused

@@ -220,7 +220,9 @@ fn search(
         // Opened beneath the root through no link, without waiting, and checked to be a
         // regular file: one swapped for a FIFO or reached through a link since the walk is
         // skipped, not waited on or followed.
-        let Some(Ok((file, _))) = base.child(&path).map(|at| regular_file::open_for_reading(&at))
+        let Some(Ok((file, _))) = base
+            .child(&path)
+            .map(|at| regular_file::open_for_reading(&at))
         else {
             continue;
         };
@@ -360,7 +362,13 @@ mod tests {
                 .prepare(&json!({"pattern": "\\p{NoSuchClass}"}))
                 .is_ok()
         );
-        let at_run = search(&grep, &placed(dir.path(), dir.path()), dir.path(), Vec::new()).err();
+        let at_run = search(
+            &grep,
+            &placed(dir.path(), dir.path()),
+            dir.path(),
+            Vec::new(),
+        )
+        .err();
         assert!(
             matches!(&at_run, Some(ToolError::Invalid(m)) if m.starts_with("invalid regular expression")),
             "{at_run:?}"

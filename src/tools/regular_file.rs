@@ -96,11 +96,12 @@ pub fn open_for_writing(place: &Place) -> Result<(File, Option<Metadata>), Regul
 /// Reads the rest of `file` (opened at `place`).
 pub fn read_all(place: &Place, file: &mut File, hint: u64) -> Result<Vec<u8>, RegularFileError> {
     let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0));
-    file.read_to_end(&mut bytes).map_err(|error| RegularFileError::Io {
-        path: place.path.clone(),
-        purpose: Purpose::Read,
-        error,
-    })?;
+    file.read_to_end(&mut bytes)
+        .map_err(|error| RegularFileError::Io {
+            path: place.path.clone(),
+            purpose: Purpose::Read,
+            error,
+        })?;
     Ok(bytes)
 }
 
@@ -215,7 +216,12 @@ mod tests {
     use crate::policy::Workspace;
 
     fn at(root: &Path, path: &Path, intent: Intent) -> Place {
-        place(&Workspace::new(root.to_path_buf(), vec![], None), path, intent).unwrap()
+        place(
+            &Workspace::new(root.to_path_buf(), vec![], None),
+            path,
+            intent,
+        )
+        .unwrap()
     }
 
     fn fifo(dir: &Path) -> PathBuf {
@@ -271,7 +277,10 @@ mod tests {
         write(b"short");
         let place = at(&root, &file, Intent::Read);
         let (mut opened, metadata) = open_for_reading(&place).unwrap();
-        assert_eq!(read_all(&place, &mut opened, metadata.len()).unwrap(), b"short");
+        assert_eq!(
+            read_all(&place, &mut opened, metadata.len()).unwrap(),
+            b"short"
+        );
         assert!(matches!(
             open_for_reading(&at(&root, &root, Intent::Read)),
             Err(RegularFileError::Directory { .. })

@@ -197,9 +197,12 @@ impl Transcript {
 /// `transcript.jsonl` planted as a link (in an output folder a repository holds) refuses the
 /// run's start instead of sending its record elsewhere.
 fn open(path: &Path, append: bool) -> std::io::Result<File> {
-    let name = path.file_name().and_then(|name| name.to_str()).ok_or_else(|| {
-        std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a transcript's path")
-    })?;
+    let name = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a transcript's path")
+        })?;
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),

@@ -22,7 +22,10 @@ fn calls() -> Vec<(&'static str, Value)> {
         ("Write", json!({"file_path": "src/dang", "content": "x"})),
         ("Write", json!({"file_path": "src/rel", "content": "x"})),
         ("Write", json!({"file_path": "src/c1", "content": "x"})),
-        ("Write", json!({"file_path": "src/dir/made.txt", "content": "x"})),
+        (
+            "Write",
+            json!({"file_path": "src/dir/made.txt", "content": "x"}),
+        ),
         // A magic link behind a committed name: tollgate's working directory.
         (
             "Write",
@@ -45,9 +48,15 @@ fn calls() -> Vec<(&'static str, Value)> {
         ),
         ("Glob", json!({"pattern": "**/*.txt"})),
         // The control: an ordinary write inside the workspace works in every cell.
-        ("Write", json!({"file_path": "src/ok.txt", "content": "fine"})),
+        (
+            "Write",
+            json!({"file_path": "src/ok.txt", "content": "fine"}),
+        ),
         // The sandbox's `deny_write` folder (only in the sandbox cells does it exist as one).
-        ("Write", json!({"file_path": "locked/x.txt", "content": "x"})),
+        (
+            "Write",
+            json!({"file_path": "locked/x.txt", "content": "x"}),
+        ),
     ]
 }
 
@@ -170,7 +179,10 @@ fn one_cell(mode: &str, sandbox: bool) {
                 !is_error && !content.contains(SECRET) && !content.contains("listed.txt"),
                 "{cell}: {name} reached outside: {content}"
             ),
-            _ => assert!(*is_error, "{cell}: {name} {input} was not refused: {content}"),
+            _ => assert!(
+                *is_error,
+                "{cell}: {name} {input} was not refused: {content}"
+            ),
         }
         assert!(
             !content.contains(SECRET),
@@ -178,7 +190,8 @@ fn one_cell(mode: &str, sandbox: bool) {
         );
     }
     assert_eq!(
-        std::fs::read_to_string(run.ws.join("src/ok.txt")).unwrap_or_else(|err| panic!("{cell}: {err}\n{results:#?}")),
+        std::fs::read_to_string(run.ws.join("src/ok.txt"))
+            .unwrap_or_else(|err| panic!("{cell}: {err}\n{results:#?}")),
         "fine"
     );
     // The kernel holds the tool to the commands' domain: `deny_write` refuses the Write the
