@@ -16,7 +16,14 @@ use crate::support::runs::{Finished, Run};
 const SECRET: &str = "the-outside-secret-words";
 
 /// The calls every run makes, in order, with what each must not achieve.
-fn calls() -> Vec<(&'static str, Value)> {
+fn calls(outside: &Path) -> Vec<(&'static str, Value)> {
+    // The secret as `/proc/self/root` behind a committed name reaches it.
+    let through_root = Path::new("src/root").join(
+        outside
+            .join("secret.txt")
+            .strip_prefix("/")
+            .unwrap_or(outside),
+    );
     vec![
         // Dangling links the kernel would follow to create a file outside.
         ("Write", json!({"file_path": "src/dang", "content": "x"})),
@@ -42,6 +49,8 @@ fn calls() -> Vec<(&'static str, Value)> {
             json!({"file_path": "src/chain-edit", "old_string": "original", "new_string": "changed"}),
         ),
         ("Read", json!({"file_path": "src/secret"})),
+        ("Read", json!({"file_path": "src/hop-secret"})),
+        ("Read", json!({"file_path": through_root})),
         (
             "Grep",
             json!({"pattern": "outside-sec.et-words", "output_mode": "content"}),
@@ -61,8 +70,8 @@ fn calls() -> Vec<(&'static str, Value)> {
 }
 
 /// Index of the control call and of the `deny_write` write in [`calls`].
-const CONTROL: usize = 11;
-const LOCKED: usize = 12;
+const CONTROL: usize = 13;
+const LOCKED: usize = 14;
 
 fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) {
     std::os::unix::fs::symlink(target, link).unwrap();
@@ -89,11 +98,14 @@ fn plant(run: &Run) {
     symlink("hop", src.join("chain-edit"));
     symlink(outside.join("chained.txt"), src.join("hop"));
     symlink(outside.join("secret.txt"), src.join("secret"));
+    symlink("hop2", src.join("hop-secret"));
+    symlink(outside.join("secret.txt"), src.join("hop2"));
+    symlink("/proc/self/root", src.join("root"));
     symlink(outside.join("dir"), src.join("odir"));
 }
 
-fn task(mode: &str) -> String {
-    let steps: String = calls()
+fn task(mode: &str, outside: &Path) -> String {
+    let steps: String = calls(outside)
         .iter()
         .map(|(name, input)| format!("    - - tool_use: {{name: {name}, input: {input}}}\n"))
         .collect();
@@ -144,12 +156,12 @@ fn one_cell(mode: &str, sandbox: bool) {
     plant(&run);
     let outside = run.dir().join("outside");
     let policy = policy(mode, sandbox);
-    let run = run.task(&task(mode));
+    let run = run.task(&task(mode, &outside));
     let run = run.policy(&policy).finish();
     let results = results(&run);
     assert_eq!(
         results.len(),
-        calls().len(),
+        calls(&outside).len(),
         "{cell}: {}\n{}",
         run.stderr,
         run.stdout
@@ -170,7 +182,7 @@ fn one_cell(mode: &str, sandbox: bool) {
             "{cell}: {kept} was changed"
         );
     }
-    for (index, (name, input)) in calls().iter().enumerate() {
+    for (index, (name, input)) in calls(&outside).iter().enumerate() {
         let (is_error, content) = &results[index];
         match index {
             CONTROL => assert!(!is_error, "{cell}: the control write failed: {content}"),
