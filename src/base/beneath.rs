@@ -108,9 +108,11 @@ impl OpenFor {
             OpenFor::CreateNew => {
                 common | libc::O_NONBLOCK | libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL
             }
-            OpenFor::Replace => common | libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
-            OpenFor::Append => common | libc::O_WRONLY | libc::O_APPEND,
-            OpenFor::Lock => common | libc::O_RDWR | libc::O_CREAT,
+            OpenFor::Replace => {
+                common | libc::O_NONBLOCK | libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC
+            }
+            OpenFor::Append => common | libc::O_NONBLOCK | libc::O_WRONLY | libc::O_APPEND,
+            OpenFor::Lock => common | libc::O_NONBLOCK | libc::O_RDWR | libc::O_CREAT,
         }
     }
 
@@ -231,7 +233,17 @@ impl Root {
                 }
                 other => other,
             };
-            let fd = opened.map_err(|err| self.classify("create the folder", &walked, err))?;
+            let fd = opened.map_err(|err| {
+                // A link where a folder belongs opens as a non-folder: name it as the link.
+                if err.raw_os_error() == Some(libc::ENOTDIR)
+                    && matches!(self.metadata(&walked), Err(BeneathError::Link { .. }))
+                {
+                    return BeneathError::Link {
+                        path: self.shown(&walked),
+                    };
+                }
+                self.classify("create the folder", &walked, err)
+            })?;
             current = Some(fd);
         }
         Ok(())
@@ -643,10 +655,7 @@ mod tests {
                 assert!(matches!(root.metadata(rel), Err(BeneathError::Link { .. })));
             }
             let err = root.create_dirs(Path::new("src/dir/deeper")).unwrap_err();
-            assert!(
-                matches!(err.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)),
-                "{err}"
-            );
+            assert!(matches!(err, BeneathError::Link { .. }), "{err}");
             let err = root
                 .open_file(Path::new("src/dir/file.txt"), OpenFor::CreateNew)
                 .unwrap_err();
