@@ -83,62 +83,49 @@ fn per_call<'a>(
     started.elapsed().as_secs_f64() * 1e6 / f64::from(rounds)
 }
 
+/// One row: its label, how many calls to time, and the call to make in a round (Edit's
+/// alternates, so each call changes the file).
+type Case = (&'static str, u32, fn(u32) -> (ToolName, Value));
+
+const CASES: [Case; 5] = [
+    ("Read, 200 lines", 2000, |_| {
+        (ToolName::Read, json!({"file_path": "notes.txt"}))
+    }),
+    ("Write, 6 bytes", 2000, |_| {
+        (
+            ToolName::Write,
+            json!({"file_path": "small.txt", "content": "alpha\n"}),
+        )
+    }),
+    ("Edit, one replacement", 2000, |round| {
+        let (old, new) = if round % 2 == 0 {
+            ("alpha", "beta")
+        } else {
+            ("beta", "alpha")
+        };
+        (
+            ToolName::Edit,
+            json!({"file_path": "small.txt", "old_string": old, "new_string": new}),
+        )
+    }),
+    ("Glob `**/*.rs`, 200 files", 300, |_| {
+        (
+            ToolName::Glob,
+            json!({"pattern": "**/*.rs", "path": "tree"}),
+        )
+    }),
+    ("Grep, 200 files", 300, |_| {
+        (ToolName::Grep, json!({"pattern": "needle", "path": "tree"}))
+    }),
+];
+
 fn measure(runtime: &tokio::runtime::Runtime, ctx: &ToolContext, label: &str) {
     runtime.block_on(call(ctx, ToolName::Read, json!({"file_path": "small.txt"})));
-    let rows = [
-        (
-            "Read, 200 lines",
-            per_call(runtime, 2000, |_| {
-                Box::pin(call(ctx, ToolName::Read, json!({"file_path": "notes.txt"})))
-            }),
-        ),
-        (
-            "Write, 6 bytes",
-            per_call(runtime, 2000, |_| {
-                Box::pin(call(
-                    ctx,
-                    ToolName::Write,
-                    json!({"file_path": "small.txt", "content": "alpha\n"}),
-                ))
-            }),
-        ),
-        (
-            "Edit, one replacement",
-            per_call(runtime, 2000, |round| {
-                let (old, new) = if round % 2 == 0 {
-                    ("alpha", "beta")
-                } else {
-                    ("beta", "alpha")
-                };
-                Box::pin(call(
-                    ctx,
-                    ToolName::Edit,
-                    json!({"file_path": "small.txt", "old_string": old, "new_string": new}),
-                ))
-            }),
-        ),
-        (
-            "Glob `**/*.rs`, 200 files",
-            per_call(runtime, 300, |_| {
-                Box::pin(call(
-                    ctx,
-                    ToolName::Glob,
-                    json!({"pattern": "**/*.rs", "path": "tree"}),
-                ))
-            }),
-        ),
-        (
-            "Grep, 200 files",
-            per_call(runtime, 300, |_| {
-                Box::pin(call(
-                    ctx,
-                    ToolName::Grep,
-                    json!({"pattern": "needle", "path": "tree"}),
-                ))
-            }),
-        ),
-    ];
-    for (what, micros) in rows {
+    for (what, rounds, input) in CASES {
+        let micros = per_call(runtime, rounds, |round| {
+            let (name, input) = input(round);
+            Box::pin(call(ctx, name, input))
+        });
         println!("| {what} | {label} | {micros:.1} µs |");
     }
 }

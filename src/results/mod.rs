@@ -207,48 +207,35 @@ mod tests {
         assert_eq!(kept[..note].chars().count(), 76);
     }
 
-    /// A `results` folder that is a link (a resumed output folder a repository holds) is not
-    /// followed: the result is cut and the failure reported, and nothing lands where it leads.
-    #[test]
-    fn a_results_folder_that_is_a_link_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let elsewhere = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join("results")).unwrap();
-        let store = ResultStore::new(dir.path().join("results"));
-        let big = format!("FIRST{}LAST", "x".repeat(5_000));
-        let unsaved = store.fit("toolu_5", big, 3_000).unwrap_err();
-        assert!(
-            unsaved
-                .kept
-                .contains("cut here because it could not be saved"),
-            "{}",
-            unsaved.kept
-        );
-        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
-    }
-
+    /// A results folder that cannot hold the file — a file where it belongs, or a link (a
+    /// resumed output folder a repository holds), which is not followed — cuts the result and
+    /// reports the failure; nothing lands where the link leads.
     #[test]
     fn a_file_that_cannot_be_written_is_cut_and_reported() {
         let dir = tempfile::tempdir().unwrap();
-        // A file where the results folder belongs: nothing can be created under it.
-        let blocked = dir.path().join("results");
+        let elsewhere = tempfile::tempdir().unwrap();
+        let (blocked, linked) = (dir.path().join("results"), dir.path().join("linked"));
         std::fs::write(&blocked, "x").unwrap();
-        let store = ResultStore::new(blocked.clone());
-        let big = format!("FIRST{}LAST", "x".repeat(5_000));
-        let unsaved = store.fit("toolu_4", big, 3_000).unwrap_err();
-        assert_eq!(unsaved.error.path, blocked.join("toolu_4.txt"));
-        assert!(
-            unsaved.kept.starts_with("FIRST") && unsaved.kept.ends_with("LAST"),
-            "{}",
-            unsaved.kept
-        );
-        assert!(
-            unsaved
-                .kept
-                .contains("cut here because it could not be saved"),
-            "{}",
-            unsaved.kept
-        );
+        std::os::unix::fs::symlink(elsewhere.path(), &linked).unwrap();
+        for folder in [blocked, linked] {
+            let store = ResultStore::new(folder.clone());
+            let big = format!("FIRST{}LAST", "x".repeat(5_000));
+            let unsaved = store.fit("toolu_4", big, 3_000).unwrap_err();
+            assert_eq!(unsaved.error.path, folder.join("toolu_4.txt"));
+            assert!(
+                unsaved.kept.starts_with("FIRST") && unsaved.kept.ends_with("LAST"),
+                "{}",
+                unsaved.kept
+            );
+            assert!(
+                unsaved
+                    .kept
+                    .contains("cut here because it could not be saved"),
+                "{}",
+                unsaved.kept
+            );
+        }
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
     }
 
     #[test]
