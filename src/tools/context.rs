@@ -129,3 +129,27 @@ impl ToolContext {
         }
     }
 }
+
+#[cfg(test)]
+impl ToolContext {
+    /// A context for a tool's tests: `workspace`, no rules, no sandbox, default limits. The
+    /// abort handle is returned for the test to keep.
+    pub(crate) fn for_tests(workspace: Workspace) -> (ToolContext, crate::base::AbortHandle) {
+        let (handle, abort) = crate::base::AbortHandle::new();
+        let ctx = ToolContext {
+            resolver: Default::default(),
+            workspace: Arc::new(workspace),
+            rules: Arc::default(),
+            limits: ToolLimits::default(),
+            abort,
+            files: FileStateCache::default(),
+            command_env: crate::exec::RunEnv::new(&Default::default()).model,
+            progress: None,
+            sandbox: None,
+            read_only: None,
+            allow_basis: Default::default(),
+            state: Default::default(),
+        };
+        (ctx, handle)
+    }
+}

@@ -7,8 +7,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::{check_file_access, resolve_path, shown};
-use super::place::{Intent, place};
+use super::path::{check_file_access_keeping, shown};
+use super::place::{Intent, Judged, place};
 use super::regular_file::{self, RegularFileError};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
 use crate::ledger::Allowance;
@@ -18,6 +18,9 @@ use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
 #[serde(deny_unknown_fields)]
 struct EditInput {
     file_path: String,
+    /// The path the decision judged, for the run.
+    #[serde(skip)]
+    judged: Judged,
     old_string: String,
     new_string: String,
     #[serde(default)]
@@ -68,7 +71,13 @@ impl Tool for EditTool {
 
 impl ToolInput for EditInput {
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
-        check_file_access(ctx, &ToolName::Edit, &self.file_path, Access::Write)
+        check_file_access_keeping(
+            ctx,
+            &ToolName::Edit,
+            &self.file_path,
+            Access::Write,
+            |path| self.judged.keep(path),
+        )
     }
 
     fn allowed_effects(&self, ctx: &PermissionContext, _by_check: bool) -> Allowance {
@@ -78,11 +87,7 @@ impl ToolInput for EditInput {
     fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let edit = self;
-            let path = resolve_path(
-                &edit.file_path,
-                &ctx.workspace.workdir,
-                ctx.workspace.home.as_deref(),
-            );
+            let path = edit.judged.path(&edit.file_path, &ctx.workspace);
             let (workspace, files, target) =
                 (ctx.workspace.clone(), ctx.files.clone(), path.clone());
             let (old, new, all) = (

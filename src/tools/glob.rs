@@ -7,8 +7,8 @@ use globset::GlobBuilder;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::{check_file_access, resolve_path, shown};
-use super::place::{Intent, place};
+use super::path::{check_file_access_keeping, shown};
+use super::place::{Intent, Judged, place};
 use super::walk::files_under;
 use super::{
     InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input,
@@ -22,6 +22,9 @@ const MAX_MATCHES: usize = 1000;
 struct GlobInput {
     pattern: String,
     path: Option<String>,
+    /// The folder the decision judged, for the run.
+    #[serde(skip)]
+    judged: Judged,
 }
 
 pub struct GlobTool;
@@ -80,11 +83,12 @@ impl ToolInput for PreparedGlob {
     }
 
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
-        check_file_access(
+        check_file_access_keeping(
             ctx,
             &ToolName::Glob,
             self.glob.path.as_deref().unwrap_or("."),
             Access::Read,
+            |path| self.glob.judged.keep(path),
         )
     }
 
@@ -92,11 +96,9 @@ impl ToolInput for PreparedGlob {
         Box::pin(async move {
             let glob = &self.glob;
             let matcher = self.parsed.compile_matcher();
-            let base = resolve_path(
-                glob.path.as_deref().unwrap_or("."),
-                &ctx.workspace.workdir,
-                ctx.workspace.home.as_deref(),
-            );
+            let base = glob
+                .judged
+                .path(glob.path.as_deref().unwrap_or("."), &ctx.workspace);
             let screen = ctx.clone();
             let walk_base = base.clone();
             let matches = ctx

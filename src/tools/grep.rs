@@ -11,8 +11,8 @@ use grep_searcher::{BinaryDetection, SearcherBuilder};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::{check_file_access, resolve_path, shown};
-use super::place::{Intent, Place, place};
+use super::path::{check_file_access_keeping, shown};
+use super::place::{Intent, Judged, Place, place};
 use super::regular_file;
 use super::walk::files_under;
 use super::{
@@ -36,6 +36,9 @@ enum OutputMode {
 struct GrepInput {
     pattern: String,
     path: Option<String>,
+    /// The folder the decision judged, for the run.
+    #[serde(skip)]
+    judged: Judged,
     /// Only files whose path (relative to `path`) or name matches this glob.
     glob: Option<String>,
     #[serde(default)]
@@ -103,22 +106,21 @@ impl ToolInput for GrepInput {
     }
 
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
-        check_file_access(
+        check_file_access_keeping(
             ctx,
             &ToolName::Grep,
             self.path.as_deref().unwrap_or("."),
             Access::Read,
+            |path| self.judged.keep(path),
         )
     }
 
     fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let grep = self.clone();
-            let base = resolve_path(
-                grep.path.as_deref().unwrap_or("."),
-                &ctx.workspace.workdir,
-                ctx.workspace.home.as_deref(),
-            );
+            let base = grep
+                .judged
+                .path(grep.path.as_deref().unwrap_or("."), &ctx.workspace);
             let screen = ctx.clone();
             ctx.on_disk(move || {
                 let place = place(&screen.workspace, &base, Intent::Read)

@@ -45,7 +45,7 @@ pub use git_env::{trusted_git_env, trusted_git_env_for_remote};
 pub use glob::GlobTool;
 pub use grep::GrepTool;
 pub use outcome::{CommandEnding, CommandOutcome, CommandRun};
-pub use path::{check_file_access, resolve_path, resolve_symlinks};
+pub use path::{check_file_access, check_file_access_keeping, resolve_path, resolve_symlinks};
 pub use progress::{ProgressLine, ProgressSink};
 pub use read::ReadTool;
 pub use registry::ToolRegistry;

@@ -6,8 +6,9 @@
 //! reaches past the root the path was placed in, or through a link.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use super::path::resolve_path;
 use crate::base::{BeneathError, Root, has_prefix, strip_prefix};
 use crate::policy::Workspace;
 
@@ -79,6 +80,30 @@ pub fn place(workspace: &Workspace, path: &Path, intent: Intent) -> Result<Place
         rel,
         path: path.to_path_buf(),
     })
+}
+
+/// The path a call's decision judged, kept for the call's run: the tool then acts on that
+/// very path (beneath its root, through no link) rather than on what a second resolution would
+/// find, so a link made or swapped between the decision and the run — by a command that ran
+/// meanwhile, another call of the batch — fails the call instead of redirecting it. The
+/// first decision's path is kept (a call is decided once; `acceptEdits`'s look-ahead
+/// resolves the same path in the same workspace).
+#[derive(Debug, Clone, Default)]
+pub struct Judged(OnceLock<PathBuf>);
+
+impl Judged {
+    /// Keeps `path` if no path was kept yet.
+    pub fn keep(&self, path: &Path) {
+        let _ = self.0.set(path.to_path_buf());
+    }
+
+    /// The path the decision judged; `raw` resolved now for a call run without one (a test's).
+    pub fn path(&self, raw: &str, workspace: &Workspace) -> PathBuf {
+        match self.0.get() {
+            Some(path) => path.clone(),
+            None => resolve_path(raw, &workspace.workdir, workspace.home.as_deref()),
+        }
+    }
 }
 
 impl Place {

@@ -7,8 +7,8 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::{check_file_access, resolve_path};
-use super::place::{Intent, place};
+use super::path::check_file_access_keeping;
+use super::place::{Intent, Judged, place};
 use super::regular_file::{self, RegularFileError};
 use super::text::{clip_line, looks_binary};
 use super::{
@@ -23,6 +23,9 @@ const MAX_LINE_CHARS: usize = 2000;
 #[serde(deny_unknown_fields)]
 struct ReadInput {
     file_path: String,
+    /// The path the decision judged, for the run.
+    #[serde(skip)]
+    judged: Judged,
     /// 1-based first line.
     offset: Option<usize>,
     limit: Option<usize>,
@@ -84,17 +87,19 @@ impl ToolInput for ReadInput {
     }
 
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
-        check_file_access(ctx, &ToolName::Read, &self.file_path, Access::Read)
+        check_file_access_keeping(
+            ctx,
+            &ToolName::Read,
+            &self.file_path,
+            Access::Read,
+            |path| self.judged.keep(path),
+        )
     }
 
     fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let read = self;
-            let path = resolve_path(
-                &read.file_path,
-                &ctx.workspace.workdir,
-                ctx.workspace.home.as_deref(),
-            );
+            let path = read.judged.path(&read.file_path, &ctx.workspace);
             let ranged = read.offset.is_some() || read.limit.is_some();
             let cap = ctx.limits.max_read_bytes;
             let (workspace, target) = (ctx.workspace.clone(), path.clone());

@@ -8,8 +8,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::{check_file_access, resolve_path, shown};
-use super::place::{Intent, place};
+use super::path::{check_file_access_keeping, shown};
+use super::place::{Intent, Judged, place};
 use super::regular_file;
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
 use crate::ledger::{Allowance, GitWrites};
@@ -27,6 +27,9 @@ pub(super) fn the_file(raw: &str, ctx: &PermissionContext) -> Allowance {
 #[serde(deny_unknown_fields)]
 struct WriteInput {
     file_path: String,
+    /// The path the decision judged, for the run.
+    #[serde(skip)]
+    judged: Judged,
     content: String,
 }
 
@@ -62,7 +65,13 @@ impl Tool for WriteTool {
 
 impl ToolInput for WriteInput {
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
-        check_file_access(ctx, &ToolName::Write, &self.file_path, Access::Write)
+        check_file_access_keeping(
+            ctx,
+            &ToolName::Write,
+            &self.file_path,
+            Access::Write,
+            |path| self.judged.keep(path),
+        )
     }
 
     fn allowed_effects(&self, ctx: &PermissionContext, _by_check: bool) -> Allowance {
@@ -72,11 +81,7 @@ impl ToolInput for WriteInput {
     fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let write = self;
-            let path = resolve_path(
-                &write.file_path,
-                &ctx.workspace.workdir,
-                ctx.workspace.home.as_deref(),
-            );
+            let path = write.judged.path(&write.file_path, &ctx.workspace);
             let (workspace, files, target) =
                 (ctx.workspace.clone(), ctx.files.clone(), path.clone());
             let content = write.content.clone();
@@ -112,4 +117,42 @@ impl ToolInput for WriteInput {
 /// An error of the work on disk as the model reads it.
 fn failed(err: impl std::fmt::Display) -> ToolError {
     ToolError::Failed(err.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{PermissionMode, RuleSet, Workspace};
+
+    /// The run acts on the path its decision judged: a link made between the decision and the
+    /// run (into `.git/`, which the guardrail asks about) fails the call instead of leading it
+    /// to `.git/config`, where a second resolution would have gone.
+    #[tokio::test]
+    async fn a_link_made_after_the_decision_fails_the_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(ws.join(".git")).unwrap();
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        let workspace = Workspace::new(ws.clone(), vec![], None);
+        let rules = RuleSet::default();
+        let decide = |input: &dyn ToolInput| {
+            input.check_permissions(&PermissionContext {
+                mode: PermissionMode::AcceptEdits,
+                rules: &rules,
+                workspace: &workspace,
+                disk: None,
+                auto_allow_bash: false,
+            })
+        };
+        let call = json!({"file_path": "src/x/config", "content": "[core]\n\tfsmonitor = evil\n"});
+        let input = WriteTool.prepare(&call).unwrap();
+        assert!(matches!(decide(input.as_ref()), ToolCheck::Allow { .. }));
+        std::os::unix::fs::symlink("../.git", ws.join("src/x")).unwrap();
+        let (ctx, _abort) = ToolContext::for_tests(workspace.clone());
+        let err = input.run(&ctx).await.unwrap_err().to_string();
+        assert!(err.contains("through a symbolic link"), "{err}");
+        assert!(!ws.join(".git/config").exists());
+        let again = WriteTool.prepare(&call).unwrap();
+        assert!(matches!(decide(again.as_ref()), ToolCheck::Ask { .. }));
+    }
 }
