@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::{check_file_access_keeping, shown};
+use super::path::{check_file_access_keeping, resolve_path, shown};
 use super::place::{Intent, Judged, place};
 use super::regular_file;
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};

@@ -3,7 +3,6 @@
 
 use std::fs::File;
 use std::io::{Seek, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
