@@ -1,10 +1,15 @@
 //! The run's output folder: one run at a time (an exclusive lock held for the run's life),
-//! and files written whole or not at all (a temp file renamed into place). It never decides
-//! what goes into a file, only that a reader never sees half of one.
+//! and files written whole or not at all (a temp file renamed into place), each beneath the
+//! folder it belongs in and through no link, so a link planted in an output folder (a
+//! resumed run's `results`, a `transcript.jsonl` or lock file committed to a repository)
+//! is refused or replaced, never followed. It never decides what goes into a file, only that
+//! a reader never sees half of one and that it lands where it was meant to.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
+
+use crate::base::{BeneathError, OpenFor, Root};
 
 /// The lock file's name; it holds the pid of the run that owns the folder.
 pub const LOCK_FILE: &str = "tollgate.lock";
@@ -79,14 +84,12 @@ pub fn claim(dir: &Path) -> Result<(PathBuf, OutDirLock), OutDirError> {
         path: dir.clone(),
         source,
     };
-    // Not truncated on open: until the lock is ours, the file holds the owner's pid.
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(dir.join(LOCK_FILE))
-        .map_err(lock_error)?;
+    // Not truncated on open: until the lock is ours, the file holds the owner's pid. Opened
+    // beneath the folder through no link: a lock file planted as a link to another file would
+    // otherwise have that file emptied below.
+    let mut file = Root::open(&dir)
+        .and_then(|root| root.open_file(Path::new(LOCK_FILE), OpenFor::Lock))
+        .map_err(|err| lock_error(err.into_io()))?;
     match file.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
@@ -142,29 +145,81 @@ fn run_state(transcript: &Path) -> String {
 
 /// Writes `bytes` to `path` through a temp file in the same folder and a rename, so `path`
 /// is either its old self or complete — never the 0-byte or half file a full disk leaves.
+/// The folder is opened as a root and the file made beneath it ([`crate::base::Root`]): a
+/// link planted at `path` is replaced by the rename, never written through, and the temp
+/// file is created new, never followed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
-    let fail = |source| OutputError {
-        path: path.to_path_buf(),
-        source,
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(OutputError {
+            path: path.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file's path"),
+        });
     };
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let written = File::create(&temp)
-        .and_then(|mut file| file.write_all(bytes))
-        .and_then(|()| std::fs::rename(&temp, path));
-    if let Err(source) = written {
-        let _ = std::fs::remove_file(&temp);
-        return Err(fail(source));
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    write_beneath(dir, Path::new(name), bytes)
+}
+
+/// Writes `bytes` to `rel` beneath the folder `base`, whole or not at all as
+/// [`write_atomic`] does, making `rel`'s folders beneath `base` first. No link in `rel` is
+/// followed: a `results` folder that is a link to elsewhere refuses the write.
+pub fn write_beneath(base: &Path, rel: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    let fail = |err: BeneathError| OutputError {
+        path: base.join(rel),
+        source: err.into_io(),
+    };
+    let root = Root::open(base).map_err(fail)?;
+    if let Some(folder) = rel.parent()
+        && !folder.as_os_str().is_empty()
+    {
+        root.create_dirs(folder).map_err(fail)?;
     }
-    Ok(())
+    root.write_atomic(rel, bytes).map_err(fail)
+}
+
+/// Opens the run's file `name` in the folder `dir` for writing (the transcript): created or
+/// emptied, or appended to, beneath the folder and never through a link.
+pub fn open_record(dir: &Path, name: &str, append: bool) -> std::io::Result<File> {
+    let how = if append {
+        OpenFor::Append
+    } else {
+        OpenFor::Replace
+    };
+    Root::open(dir)
+        .and_then(|root| root.open_file(Path::new(name), how))
+        .map_err(BeneathError::into_io)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Links planted in an output folder are never written through: the lock file and the
+    /// transcript refuse, a report replaces the link with the file.
+    #[test]
+    fn links_planted_in_the_output_folder_are_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        std::os::unix::fs::symlink(&victim, out.join(LOCK_FILE)).unwrap();
+        assert!(matches!(claim(&out), Err(OutDirError::Lock { .. })));
+        std::fs::remove_file(out.join(LOCK_FILE)).unwrap();
+        let _lock = claim(&out).unwrap();
+        std::os::unix::fs::symlink(&victim, out.join(TRANSCRIPT_FILE)).unwrap();
+        for append in [false, true] {
+            let err = open_record(&out, TRANSCRIPT_FILE, append).unwrap_err();
+            assert!(err.to_string().contains("symbolic link"), "{err}");
+        }
+        std::os::unix::fs::symlink(&victim, out.join("junit.xml")).unwrap();
+        write_atomic(&out.join("junit.xml"), b"<testsuites/>").unwrap();
+        assert!(!out.join("junit.xml").is_symlink());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    }
 
     #[test]
     fn a_second_claim_names_the_holder_and_a_dropped_lock_frees_the_folder() {

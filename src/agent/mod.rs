@@ -1358,8 +1358,16 @@ fn write_proposed_rules(spec: &RunSpec, proposals: &[ProposedRule]) -> Result<()
         return Ok(());
     }
     let path = spec.out_dir.join("proposed-rules.yaml");
-    std::fs::write(&path, spec.redactor.redact(&proposed_rules_yaml(proposals)))
-        .map_err(|source| AgentError::Transcript { path, source })
+    crate::out_dir::write_atomic(
+        &path,
+        spec.redactor
+            .redact(&proposed_rules_yaml(proposals))
+            .as_bytes(),
+    )
+    .map_err(|err| AgentError::Transcript {
+        path: err.path,
+        source: err.source,
+    })
 }
 
 /// Whether the run's refusals have reached a limit: a model that keeps hitting the gate is

@@ -4,6 +4,7 @@
 //! secret, JSON read with unique keys, shared defaults. Imports nothing else of tollgate's.
 
 mod abort;
+mod beneath;
 mod bounds;
 mod disk;
 mod json;
@@ -14,6 +15,7 @@ mod stack;
 mod text;
 
 pub use abort::{AbortHandle, AbortReason, AbortSignal};
+pub use beneath::{BeneathError, OpenFor, Root, WALK_ENV as BENEATH_WALK_ENV};
 pub use bounds::{FAR_FUTURE, deadline, deadline_std};
 pub use disk::{DiskView, Seen, look_now};
 pub use json::{from_str_unique_keys, parse_unique_keys};

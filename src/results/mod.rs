@@ -93,15 +93,19 @@ impl ResultStore {
             Ok(serde_json::Value::Object(_) | serde_json::Value::Array(_))
         );
         let extension = if is_json { "json" } else { "txt" };
-        let path = self.dir.join(format!("{file_name}.{extension}"));
-        let written = std::fs::create_dir_all(&self.dir)
-            .map_err(|source| OutputError {
-                path: path.clone(),
-                source,
-            })
-            .and_then(|()| {
-                crate::out_dir::write_atomic(&path, self.redactor.redact(content).as_bytes())
-            });
+        let name = format!("{file_name}.{extension}");
+        let path = self.dir.join(&name);
+        // Beneath the output folder, through no link: a resumed folder's `results` that is a
+        // link to elsewhere refuses the write (an output failure) instead of being followed.
+        let (base, folder) = match (self.dir.parent(), self.dir.file_name()) {
+            (Some(base), Some(folder)) if !base.as_os_str().is_empty() => {
+                (base, Path::new(folder).join(&name))
+            }
+            (_, Some(folder)) => (Path::new("."), Path::new(folder).join(&name)),
+            (_, None) => (self.dir.as_path(), PathBuf::from(&name)),
+        };
+        let written =
+            crate::out_dir::write_beneath(base, &folder, self.redactor.redact(content).as_bytes());
         let (head, tail) = preview(content, total, max_chars);
         let note = match &written {
             Ok(()) => format!(
@@ -203,28 +207,35 @@ mod tests {
         assert_eq!(kept[..note].chars().count(), 76);
     }
 
+    /// A results folder that cannot hold the file — a file where it belongs, or a link (a
+    /// resumed output folder a repository holds), which is not followed — cuts the result and
+    /// reports the failure; nothing lands where the link leads.
     #[test]
     fn a_file_that_cannot_be_written_is_cut_and_reported() {
         let dir = tempfile::tempdir().unwrap();
-        // A file where the results folder belongs: nothing can be created under it.
-        let blocked = dir.path().join("results");
+        let elsewhere = tempfile::tempdir().unwrap();
+        let (blocked, linked) = (dir.path().join("results"), dir.path().join("linked"));
         std::fs::write(&blocked, "x").unwrap();
-        let store = ResultStore::new(blocked.clone());
-        let big = format!("FIRST{}LAST", "x".repeat(5_000));
-        let unsaved = store.fit("toolu_4", big, 3_000).unwrap_err();
-        assert_eq!(unsaved.error.path, blocked.join("toolu_4.txt"));
-        assert!(
-            unsaved.kept.starts_with("FIRST") && unsaved.kept.ends_with("LAST"),
-            "{}",
-            unsaved.kept
-        );
-        assert!(
-            unsaved
-                .kept
-                .contains("cut here because it could not be saved"),
-            "{}",
-            unsaved.kept
-        );
+        std::os::unix::fs::symlink(elsewhere.path(), &linked).unwrap();
+        for folder in [blocked, linked] {
+            let store = ResultStore::new(folder.clone());
+            let big = format!("FIRST{}LAST", "x".repeat(5_000));
+            let unsaved = store.fit("toolu_4", big, 3_000).unwrap_err();
+            assert_eq!(unsaved.error.path, folder.join("toolu_4.txt"));
+            assert!(
+                unsaved.kept.starts_with("FIRST") && unsaved.kept.ends_with("LAST"),
+                "{}",
+                unsaved.kept
+            );
+            assert!(
+                unsaved
+                    .kept
+                    .contains("cut here because it could not be saved"),
+                "{}",
+                unsaved.kept
+            );
+        }
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod read_only;
 mod ruleset;
 mod seccomp;
 mod shared_ruleset;
+mod tool_thread;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -36,6 +37,7 @@ pub use protected::{Change, GuardError, Violation, describe as describe_violatio
 pub use proxy::{Proxy, ProxyConnection, ProxyRules};
 pub use read_only::{ReadOnlyCommands, ReadOnlyDomain, ReadOnlyStatus};
 pub use seccomp::{SocketScope, SyscallFilter};
+pub use tool_thread::run_confined;
 
 use fs_rules::{FsScope, WRITABLE_DEVICES, list_dir};
 use limits::CommandCgroup;
@@ -402,6 +404,13 @@ impl Sandbox {
     /// The connections the proxy saw since the last call.
     pub fn take_proxy_log(&self) -> Vec<ProxyConnection> {
         self.proxy.as_ref().map(Proxy::take_log).unwrap_or_default()
+    }
+
+    /// The Landlock ruleset a file tool's work thread enters ([`run_confined`]): the commands'
+    /// own, so an in-process tool can write and read nothing a sandboxed command could not.
+    /// `None` where the kernel has no Landlock.
+    pub fn tool_domain(&self) -> Result<Option<Arc<std::os::fd::OwnedFd>>, SandboxError> {
+        self.rules.for_tools()
     }
 
     /// Everything one command's child needs, prepared here in the parent.

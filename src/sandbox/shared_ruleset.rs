@@ -79,10 +79,22 @@ impl SharedRuleset {
 
     /// The ruleset for the next command: the shared one, or a new one when it went stale.
     pub fn for_command(&self) -> Result<Option<Arc<OwnedFd>>, SandboxError> {
+        self.current(true)
+    }
+
+    /// The ruleset a file tool's thread enters (`tool_thread`): the same as a command's,
+    /// rebuilt when stale as for one, without taking a command's share of it (a tool's thread
+    /// adds no `/proc/<pid>` rule). A folder changed within the clock tick of its listing is
+    /// not seen by the stamps; a new entry there then lacks a grant, which refuses, never
+    /// widens, so a tool reuses such a ruleset rather than rebuild it for every call.
+    pub fn for_tools(&self) -> Result<Option<Arc<OwnedFd>>, SandboxError> {
+        self.current(false)
+    }
+
+    fn current(&self, command: bool) -> Result<Option<Arc<OwnedFd>>, SandboxError> {
         let mut built = self.built.lock().unwrap_or_else(PoisonError::into_inner);
         let stale = built.as_ref().is_none_or(|built| {
-            built.served >= COMMANDS_PER_RULESET
-                || (built.racy && built.served > 0)
+            (command && (built.served >= COMMANDS_PER_RULESET || (built.racy && built.served > 0)))
                 || built.listed.iter().any(|(path, was)| stamp(path) != *was)
         });
         if stale {
@@ -91,7 +103,9 @@ impl SharedRuleset {
         let Some(built) = built.as_mut() else {
             return Ok(None);
         };
-        built.served += 1;
+        if command {
+            built.served += 1;
+        }
         Ok(built.ruleset.clone())
     }
 

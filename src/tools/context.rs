@@ -1,8 +1,10 @@
 //! The execution context injected into every call (S1): workspace, limits, the abort signal,
-//! the file-state cache and the run's shared tool state (`RunState`). Sub-agents get their
+//! the file-state cache, the run's shared tool state (`RunState`) and where file tools do their
+//! disk work (`on_disk`: under the sandbox's Landlock domain when it runs). Sub-agents get their
 //! own context for the same tools.
 
 use std::collections::HashMap;
+use std::fs::Metadata;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -42,20 +44,24 @@ pub enum Stale {
 
 /// What the run knows about files it has read or written: a write to an existing file must
 /// follow a read of its current version, so the model never overwrites what it has not seen.
+/// Kept by the metadata of the descriptor the tool acted on, never by looking the path up
+/// again (which could name another file by then).
 #[derive(Debug, Clone, Default)]
 pub struct FileStateCache(Arc<Mutex<HashMap<PathBuf, Option<SystemTime>>>>);
 
 impl FileStateCache {
-    pub fn record(&self, path: &Path) {
-        let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    /// Remembers `path` as read or written in the version `metadata` (of the opened file).
+    pub fn record(&self, path: &Path, metadata: &Metadata) {
+        let modified = metadata.modified().ok();
         if let Ok(mut map) = self.0.lock() {
             map.insert(path.to_path_buf(), modified);
         }
     }
 
-    /// `Err` when `path` exists and was not read in its current version.
-    pub fn check_fresh(&self, path: &Path) -> Result<(), Stale> {
-        let Ok(metadata) = std::fs::metadata(path) else {
+    /// `Err` when the file at `path`, opened with `current` metadata (`None`: it did not
+    /// exist), was not read in its current version.
+    pub fn check_fresh(&self, path: &Path, current: Option<&Metadata>) -> Result<(), Stale> {
+        let Some(metadata) = current else {
             return Ok(());
         };
         let current = metadata.modified().ok();
@@ -98,5 +104,52 @@ impl ToolContext {
     /// guardrail names it.
     pub fn may_read(&self, tool: &crate::policy::ToolName, path: &Path) -> bool {
         crate::policy::read_refusal(&self.rules, &self.workspace, tool, path, false).is_none()
+    }
+
+    /// Runs a file tool's filesystem work off the runtime: on a fresh thread confined by the
+    /// sandbox's Landlock domain when the sandbox runs (the thread ends with the call), else on
+    /// the blocking pool. Work that cannot be confined does not run.
+    pub async fn on_disk<T, F>(&self, work: F) -> Result<T, super::ToolError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> Result<T, super::ToolError> + Send + 'static,
+    {
+        let failed = |err: &dyn std::fmt::Display| super::ToolError::Failed(err.to_string());
+        let domain = match &self.sandbox {
+            Some(sandbox) => sandbox.tool_domain().map_err(|err| failed(&err))?,
+            None => None,
+        };
+        match domain {
+            Some(ruleset) => crate::sandbox::run_confined(ruleset, work)
+                .await
+                .map_err(|err| failed(&err))?,
+            None => tokio::task::spawn_blocking(work)
+                .await
+                .map_err(|err| failed(&format_args!("the file work failed: {err}")))?,
+        }
+    }
+}
+
+#[cfg(test)]
+impl ToolContext {
+    /// A context for a tool's tests: `workspace`, no rules, no sandbox, default limits. The
+    /// abort handle is returned for the test to keep.
+    pub(crate) fn for_tests(workspace: Workspace) -> (ToolContext, crate::base::AbortHandle) {
+        let (handle, abort) = crate::base::AbortHandle::new();
+        let ctx = ToolContext {
+            resolver: Default::default(),
+            workspace: Arc::new(workspace),
+            rules: Arc::default(),
+            limits: ToolLimits::default(),
+            abort,
+            files: FileStateCache::default(),
+            command_env: crate::exec::RunEnv::new(&Default::default()).model,
+            progress: None,
+            sandbox: None,
+            read_only: None,
+            allow_basis: Default::default(),
+            state: Default::default(),
+        };
+        (ctx, handle)
     }
 }

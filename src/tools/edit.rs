@@ -1,12 +1,14 @@
 //! Edit: replaces an exact, unique string in a file (or every occurrence with `replace_all`).
-//! Like Write, it needs a prior Read of the file's current version.
+//! Like Write, it needs a prior Read of the file's current version, and acts on the one
+//! descriptor it opened beneath the file's root, through no link.
 
 use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::{check_file_access, resolve_path, shown};
+use super::path::{check_file_access_keeping, shown};
+use super::place::{Intent, Judged, place};
 use super::regular_file::{self, RegularFileError};
 use super::{Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input};
 use crate::ledger::Allowance;
@@ -16,6 +18,9 @@ use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
 #[serde(deny_unknown_fields)]
 struct EditInput {
     file_path: String,
+    /// The path the decision judged, for the run.
+    #[serde(skip)]
+    judged: Judged,
     old_string: String,
     new_string: String,
     #[serde(default)]
@@ -66,7 +71,13 @@ impl Tool for EditTool {
 
 impl ToolInput for EditInput {
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
-        check_file_access(ctx, &ToolName::Edit, &self.file_path, Access::Write)
+        check_file_access_keeping(
+            ctx,
+            &ToolName::Edit,
+            &self.file_path,
+            Access::Write,
+            |path| self.judged.keep(path),
+        )
     }
 
     fn allowed_effects(&self, ctx: &PermissionContext, _by_check: bool) -> Allowance {
@@ -76,31 +87,44 @@ impl ToolInput for EditInput {
     fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let edit = self;
-            let path = resolve_path(
-                &edit.file_path,
-                &ctx.workspace.workdir,
-                ctx.workspace.home.as_deref(),
+            let path = edit.judged.path(&edit.file_path, &ctx.workspace);
+            let (workspace, files, target) =
+                (ctx.workspace.clone(), ctx.files.clone(), path.clone());
+            let (old, new, all) = (
+                edit.old_string.clone(),
+                edit.new_string.clone(),
+                edit.replace_all,
             );
-            let bytes = regular_file::read_in_background(&path)
-                .await
-                .map_err(|err| match err {
-                    RegularFileError::Io { path, error, .. } => {
-                        ToolError::Failed(format!("cannot edit {}: {error}", path.display()))
-                    }
-                    other => ToolError::Failed(other.to_string()),
-                })?;
-            let text = String::from_utf8(bytes).map_err(|_| {
-                ToolError::Failed(format!(
-                    "cannot edit {}: it is not UTF-8 text",
-                    path.display()
-                ))
-            })?;
-            ctx.files.check_fresh(&path).map_err(ToolError::Stale)?;
-            let updated = apply_edit(&text, &edit.old_string, &edit.new_string, edit.replace_all)?;
-            regular_file::write_in_background(&path, updated.text.into_bytes())
-                .await
-                .map_err(|err| ToolError::Failed(err.to_string()))?;
-            ctx.files.record(&path);
+            // Opened once, beneath its root and through no link: the file read, checked for
+            // staleness and rewritten is the one descriptor.
+            let updated = ctx
+                .on_disk(move || {
+                    let failed = |err: RegularFileError| match err {
+                        RegularFileError::Io { path, error, .. } => {
+                            ToolError::Failed(format!("cannot edit {}: {error}", path.display()))
+                        }
+                        other => ToolError::Failed(other.to_string()),
+                    };
+                    let place = place(&workspace, &target, Intent::Write)
+                        .map_err(|err| ToolError::Failed(err.to_string()))?;
+                    let (mut file, metadata) =
+                        regular_file::open_for_editing(&place).map_err(failed)?;
+                    let bytes = regular_file::read_all(&place, &mut file, metadata.len())
+                        .map_err(failed)?;
+                    let text = String::from_utf8(bytes).map_err(|_| {
+                        ToolError::Failed(format!(
+                            "cannot edit {}: it is not UTF-8 text",
+                            target.display()
+                        ))
+                    })?;
+                    files.check_fresh(&target, Some(&metadata))?;
+                    let updated = apply_edit(&text, &old, &new, all)?;
+                    let after = regular_file::replace(&place, &mut file, updated.text.as_bytes())
+                        .map_err(|err| ToolError::Failed(err.to_string()))?;
+                    files.record(&target, &after);
+                    Ok(updated)
+                })
+                .await?;
             Ok(ToolOutput::new(format!(
                 "Edited {}: {}",
                 shown(&path, &ctx.workspace.workdir),

@@ -1,4 +1,5 @@
-//! Glob: files matching a glob pattern below a folder, gitignore-aware, sorted by path.
+//! Glob: files matching a glob pattern below a folder, gitignore-aware, sorted by path; only
+//! regular files reached beneath the folder's root through no link are listed.
 
 use std::borrow::Cow;
 
@@ -6,7 +7,8 @@ use globset::GlobBuilder;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::{check_file_access, resolve_path, shown};
+use super::path::{check_file_access_keeping, shown};
+use super::place::{Intent, Judged, place};
 use super::walk::files_under;
 use super::{
     InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input,
@@ -20,6 +22,9 @@ const MAX_MATCHES: usize = 1000;
 struct GlobInput {
     pattern: String,
     path: Option<String>,
+    /// The folder the decision judged, for the run.
+    #[serde(skip)]
+    judged: Judged,
 }
 
 pub struct GlobTool;
@@ -78,11 +83,12 @@ impl ToolInput for PreparedGlob {
     }
 
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
-        check_file_access(
+        check_file_access_keeping(
             ctx,
             &ToolName::Glob,
             self.glob.path.as_deref().unwrap_or("."),
             Access::Read,
+            |path| self.glob.judged.keep(path),
         )
     }
 
@@ -90,30 +96,40 @@ impl ToolInput for PreparedGlob {
         Box::pin(async move {
             let glob = &self.glob;
             let matcher = self.parsed.compile_matcher();
-            let base = resolve_path(
-                glob.path.as_deref().unwrap_or("."),
-                &ctx.workspace.workdir,
-                ctx.workspace.home.as_deref(),
-            );
-            if !base.is_dir() {
-                return Err(ToolError::Failed(format!(
-                    "{} is not a folder",
-                    base.display()
-                )));
-            }
+            let base = glob
+                .judged
+                .path(glob.path.as_deref().unwrap_or("."), &ctx.workspace);
+            let screen = ctx.clone();
             let walk_base = base.clone();
-            let files = tokio::task::spawn_blocking(move || files_under(&walk_base))
-                .await
-                .map_err(|err| ToolError::Failed(format!("the file walk failed: {err}")))?;
-            let matches: Vec<String> = files
-                .iter()
-                .filter(|path| ctx.may_read(&ToolName::Glob, path))
-                .filter(|path| {
-                    path.strip_prefix(&base)
-                        .is_ok_and(|relative| matcher.is_match(relative))
+            let matches = ctx
+                .on_disk(move || {
+                    let place = place(&screen.workspace, &walk_base, Intent::Read)
+                        .map_err(|err| ToolError::Failed(err.to_string()))?;
+                    if !place.root.metadata(&place.rel).is_ok_and(|m| m.is_dir()) {
+                        return Err(ToolError::Failed(format!(
+                            "{} is not a folder",
+                            walk_base.display()
+                        )));
+                    }
+                    // The walk names files; each one listed is then looked at beneath the
+                    // root through no link, so a folder swapped for a link mid-walk lists
+                    // nothing from where it leads.
+                    Ok(files_under(&walk_base)
+                        .iter()
+                        .filter(|path| screen.may_read(&ToolName::Glob, path))
+                        .filter(|path| {
+                            path.strip_prefix(&walk_base)
+                                .is_ok_and(|relative| matcher.is_match(relative))
+                        })
+                        .filter(|path| {
+                            place.child(path).is_some_and(|file| {
+                                file.root.metadata(&file.rel).is_ok_and(|m| m.is_file())
+                            })
+                        })
+                        .map(|path| shown(path, &screen.workspace.workdir))
+                        .collect::<Vec<String>>())
                 })
-                .map(|path| shown(path, &ctx.workspace.workdir))
-                .collect();
+                .await?;
             if matches.is_empty() {
                 return Ok(ToolOutput::new(format!(
                     "No files match {} in {}",

@@ -11,7 +11,8 @@ use grep_searcher::{BinaryDetection, SearcherBuilder};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::{check_file_access, resolve_path, shown};
+use super::path::{check_file_access_keeping, shown};
+use super::place::{Intent, Judged, Place, place};
 use super::regular_file;
 use super::walk::files_under;
 use super::{
@@ -35,6 +36,9 @@ enum OutputMode {
 struct GrepInput {
     pattern: String,
     path: Option<String>,
+    /// The folder the decision judged, for the run.
+    #[serde(skip)]
+    judged: Judged,
     /// Only files whose path (relative to `path`) or name matches this glob.
     glob: Option<String>,
     #[serde(default)]
@@ -102,44 +106,48 @@ impl ToolInput for GrepInput {
     }
 
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
-        check_file_access(
+        check_file_access_keeping(
             ctx,
             &ToolName::Grep,
             self.path.as_deref().unwrap_or("."),
             Access::Read,
+            |path| self.judged.keep(path),
         )
     }
 
     fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let grep = self.clone();
-            let base = resolve_path(
-                grep.path.as_deref().unwrap_or("."),
-                &ctx.workspace.workdir,
-                ctx.workspace.home.as_deref(),
-            );
-            let Ok(metadata) = std::fs::metadata(&base) else {
-                return Err(ToolError::Failed(format!(
-                    "{} does not exist",
-                    base.display()
-                )));
-            };
-            if !metadata.is_dir() {
-                // A FIFO or a device is refused here with a sentence rather than found empty.
-                regular_file::open_for_reading(&base)
-                    .map_err(|err| ToolError::Failed(err.to_string()))?;
-            }
+            let base = grep
+                .judged
+                .path(grep.path.as_deref().unwrap_or("."), &ctx.workspace);
             let screen = ctx.clone();
-            let workdir = ctx.workspace.workdir.clone();
-            tokio::task::spawn_blocking(move || {
+            ctx.on_disk(move || {
+                let place = place(&screen.workspace, &base, Intent::Read)
+                    .map_err(|err| ToolError::Failed(err.to_string()))?;
+                let metadata = match place.root.metadata(&place.rel) {
+                    Ok(metadata) => metadata,
+                    Err(err) if err.is_not_found() => {
+                        return Err(ToolError::Failed(format!(
+                            "{} does not exist",
+                            base.display()
+                        )));
+                    }
+                    Err(err) => return Err(ToolError::Failed(err.to_string())),
+                };
+                if !metadata.is_dir() {
+                    // A FIFO or a device is refused here with a sentence rather than found
+                    // empty.
+                    regular_file::open_for_reading(&place)
+                        .map_err(|err| ToolError::Failed(err.to_string()))?;
+                }
                 let files = files_under(&base)
                     .into_iter()
                     .filter(|path| screen.may_read(&ToolName::Grep, path))
                     .collect();
-                search(&grep, &base, &workdir, files)
+                search(&grep, &place, &screen.workspace.workdir, files)
             })
             .await
-            .map_err(|err| ToolError::Failed(format!("the search failed: {err}")))?
         })
     }
 }
@@ -174,11 +182,11 @@ fn parse_glob(glob: &str) -> Result<globset::Glob, ToolError> {
         .map_err(|err| ToolError::Invalid(format!("invalid glob `{glob}`: {}", err.kind())))
 }
 
-/// Searches `files` (found below `base`, already screened by the policy); names them as
-/// [`shown`] does.
+/// Searches `files` (found below `base`, already screened by the policy), each opened beneath
+/// `base`'s root through no link; names them as [`shown`] does.
 fn search(
     grep: &GrepInput,
-    base: &Path,
+    base: &Place,
     workdir: &Path,
     files: Vec<PathBuf>,
 ) -> Result<ToolOutput, ToolError> {
@@ -198,7 +206,7 @@ fn search(
     let mut lines: Vec<String> = Vec::new();
     let mut total = 0usize;
     for path in files {
-        let relative = path.strip_prefix(base).unwrap_or(&path);
+        let relative = path.strip_prefix(&base.path).unwrap_or(&path);
         if let Some(filter) = &filter {
             let name_matches = path.file_name().is_some_and(|name| filter.is_match(name));
             if !name_matches && !filter.is_match(relative) {
@@ -211,9 +219,13 @@ fn search(
             hits.push((number, line.trim_end_matches(['\n', '\r']).to_string()));
             Ok(true)
         });
-        // Opened without waiting and checked to be a regular file: one swapped for a FIFO
-        // since the walk is skipped, not waited on.
-        let Ok((file, _)) = regular_file::open_for_reading(&path) else {
+        // Opened beneath the root through no link, without waiting, and checked to be a
+        // regular file: one swapped for a FIFO or reached through a link since the walk is
+        // skipped, not waited on or followed.
+        let Some(Ok((file, _))) = base
+            .child(&path)
+            .map(|at| regular_file::open_for_reading(&at))
+        else {
             continue;
         };
         if searcher.search_file(&matcher, &file, sink).is_err() || hits.is_empty() {
@@ -352,16 +364,28 @@ mod tests {
                 .prepare(&json!({"pattern": "\\p{NoSuchClass}"}))
                 .is_ok()
         );
-        let at_run = search(&grep, dir.path(), dir.path(), Vec::new()).err();
+        let at_run = search(
+            &grep,
+            &placed(dir.path(), dir.path()),
+            dir.path(),
+            Vec::new(),
+        )
+        .err();
         assert!(
             matches!(&at_run, Some(ToolError::Invalid(m)) if m.starts_with("invalid regular expression")),
             "{at_run:?}"
         );
     }
 
+    /// `base` placed for reading in a workspace of `root`.
+    fn placed(root: &Path, base: &Path) -> Place {
+        let workspace = Workspace::new(root.to_path_buf(), vec![], None);
+        place(&workspace, base, Intent::Read).unwrap()
+    }
+
     fn grep(input: Value, base: &Path) -> String {
         let grep: GrepInput = serde_json::from_value(input).unwrap();
-        search(&grep, base, base, files_under(base))
+        search(&grep, &placed(base, base), base, files_under(base))
             .unwrap()
             .content
     }
@@ -377,7 +401,7 @@ mod tests {
         let run = |base: &Path, mode: &str| {
             let grep: GrepInput =
                 serde_json::from_value(json!({"pattern": "fn", "output_mode": mode})).unwrap();
-            search(&grep, base, root, files_under(base))
+            search(&grep, &placed(root, base), root, files_under(base))
                 .unwrap()
                 .content
         };

@@ -21,6 +21,18 @@ pub fn check_file_access(
     raw: &str,
     access: Access,
 ) -> ToolCheck {
+    check_file_access_keeping(ctx, tool, raw, access, |_| {})
+}
+
+/// [`check_file_access`], handing the resolved path it judges to `keep`: a file tool keeps it
+/// for its run, which then acts on that very path (`place::Judged`).
+pub fn check_file_access_keeping(
+    ctx: &PermissionContext,
+    tool: &ToolName,
+    raw: &str,
+    access: Access,
+    keep: impl FnOnce(&Path),
+) -> ToolCheck {
     if let Err(shape) = path_shape(raw) {
         return ToolCheck::Deny {
             reason: shape.to_string(),
@@ -43,6 +55,10 @@ pub fn check_file_access(
             };
         }
     };
+    // A stream of decisions (`check --calls`) runs nothing: nothing to keep.
+    if ctx.disk.is_none() {
+        keep(&path);
+    }
     match access {
         Access::Write => check_write(ctx, tool, &path),
         Access::Read => check_path(ctx, tool, &path, access),

@@ -1,19 +1,20 @@
 //! Read: a text file's lines, numbered, within a range and a size cap; binary files refused.
 
 use std::borrow::Cow;
-use std::io::Read;
+use std::fs::Metadata;
 use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::path::{check_file_access, resolve_path};
+use super::path::check_file_access_keeping;
+use super::place::{Intent, Judged, place};
 use super::regular_file::{self, RegularFileError};
 use super::text::{clip_line, looks_binary};
 use super::{
     InterruptBehavior, Tool, ToolContext, ToolError, ToolFuture, ToolInput, ToolOutput, parse_input,
 };
-use crate::policy::{Access, PermissionContext, ToolCheck, ToolName};
+use crate::policy::{Access, PermissionContext, ToolCheck, ToolName, Workspace};
 
 const DEFAULT_LINE_LIMIT: usize = 2000;
 const MAX_LINE_CHARS: usize = 2000;
@@ -22,6 +23,9 @@ const MAX_LINE_CHARS: usize = 2000;
 #[serde(deny_unknown_fields)]
 struct ReadInput {
     file_path: String,
+    /// The path the decision judged, for the run.
+    #[serde(skip)]
+    judged: Judged,
     /// 1-based first line.
     offset: Option<usize>,
     limit: Option<usize>,
@@ -83,23 +87,25 @@ impl ToolInput for ReadInput {
     }
 
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
-        check_file_access(ctx, &ToolName::Read, &self.file_path, Access::Read)
+        check_file_access_keeping(
+            ctx,
+            &ToolName::Read,
+            &self.file_path,
+            Access::Read,
+            |path| self.judged.keep(path),
+        )
     }
 
     fn run<'a>(&'a self, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let read = self;
-            let path = resolve_path(
-                &read.file_path,
-                &ctx.workspace.workdir,
-                ctx.workspace.home.as_deref(),
-            );
+            let path = read.judged.path(&read.file_path, &ctx.workspace);
             let ranged = read.offset.is_some() || read.limit.is_some();
             let cap = ctx.limits.max_read_bytes;
-            let target = path.clone();
-            let bytes = tokio::task::spawn_blocking(move || read_file(&target, cap, ranged))
-                .await
-                .map_err(|err| ToolError::Failed(format!("the read failed: {err}")))??;
+            let (workspace, target) = (ctx.workspace.clone(), path.clone());
+            let (bytes, metadata) = ctx
+                .on_disk(move || read_file(&workspace, &target, cap, ranged))
+                .await?;
             if looks_binary(&bytes) {
                 return Err(ToolError::Failed(format!(
                     "{} is a binary file; Read only shows text",
@@ -107,7 +113,7 @@ impl ToolInput for ReadInput {
                 )));
             }
             let text = String::from_utf8_lossy(&bytes);
-            ctx.files.record(&path);
+            ctx.files.record(&path, &metadata);
             Ok(ToolOutput::new(number_lines(
                 &text,
                 read.offset.unwrap_or(1),
@@ -117,10 +123,17 @@ impl ToolInput for ReadInput {
     }
 }
 
-/// The bytes of the regular file `path`, if they fit the read cap (sixteen times it for a
-/// ranged read).
-fn read_file(path: &Path, cap: u64, ranged: bool) -> Result<Vec<u8>, ToolError> {
-    let (mut file, metadata) = regular_file::open_for_reading(path).map_err(|err| match err {
+/// The bytes of the regular file `path`, opened beneath the root that holds it, if they fit
+/// the read cap (sixteen times it for a ranged read), with its metadata as opened.
+fn read_file(
+    workspace: &Workspace,
+    path: &Path,
+    cap: u64,
+    ranged: bool,
+) -> Result<(Vec<u8>, Metadata), ToolError> {
+    let place =
+        place(workspace, path, Intent::Read).map_err(|err| ToolError::Failed(err.to_string()))?;
+    let (mut file, metadata) = regular_file::open_for_reading(&place).map_err(|err| match err {
         RegularFileError::Directory { path } => ToolError::Failed(format!(
             "{} is a directory; use Glob to list it",
             path.display()
@@ -134,10 +147,9 @@ fn read_file(path: &Path, cap: u64, ranged: bool) -> Result<Vec<u8>, ToolError> 
             metadata.len()
         )));
     }
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)
-        .map_err(|err| ToolError::Failed(format!("cannot read {}: {err}", path.display())))?;
-    Ok(bytes)
+    let bytes = regular_file::read_all(&place, &mut file, metadata.len())
+        .map_err(|err| ToolError::Failed(err.to_string()))?;
+    Ok((bytes, metadata))
 }
 
 fn number_lines(text: &str, first: usize, limit: usize) -> String {

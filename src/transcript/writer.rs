@@ -3,7 +3,6 @@
 
 use std::fs::File;
 use std::io::{Seek, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -72,14 +71,9 @@ impl std::fmt::Debug for Transcript {
 }
 
 impl Transcript {
-    /// A new transcript at `path`; a symbolic link there is refused, never written through.
+    /// Creates (or empties) the transcript at `path`, beneath its folder and through no link.
     pub fn create(path: &Path) -> std::io::Result<Transcript> {
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)?;
+        let file = open(path, false)?;
         Ok(Transcript {
             file,
             path: path.to_path_buf(),
@@ -97,10 +91,7 @@ impl Transcript {
     /// first `verified_len` bytes (a last line cut short) is dropped, and lines are appended,
     /// numbered on from `last_seq`.
     pub fn append(path: &Path, last_seq: u64, verified_len: u64) -> std::io::Result<Transcript> {
-        let file = std::fs::OpenOptions::new()
-            .append(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)?;
+        let file = open(path, true)?;
         if file.metadata()?.len() > verified_len {
             file.set_len(verified_len)?;
         }
@@ -199,4 +190,21 @@ impl Transcript {
         }
         Ok(())
     }
+}
+
+/// The transcript file at `path`, opened beneath its folder through no link: a
+/// `transcript.jsonl` planted as a link (in an output folder a repository holds) refuses the
+/// run's start instead of sending its record elsewhere.
+fn open(path: &Path, append: bool) -> std::io::Result<File> {
+    let name = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a transcript's path")
+        })?;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    crate::out_dir::open_record(dir, name, append)
 }

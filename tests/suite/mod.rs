@@ -44,4 +44,5 @@ mod runner;
 mod sandbox;
 mod scheduling;
 mod subagents;
+mod tool_links;
 mod toolchains;
