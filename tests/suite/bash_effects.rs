@@ -1715,10 +1715,18 @@ fn judge(world: &World, analysed: &Analysed, procs: &HashMap<u32, Process>) -> V
                 || (real.starts_with(world.ws.join("secrets")) && !real.is_dir());
             // A process's `/proc/self/…` is its own (the runtime reads its maps and cgroup);
             // the kernel names it by pid, which the guardrail reads as another process's.
-            let raw = normalise(path);
-            let own = raw.starts_with("/proc/self") || raw.starts_with("/proc/thread-self");
-            let guarded =
-                read_guardrail(&raw).is_some() || (!own && read_guardrail(&real).is_some());
+            // strace names the file by pid; the name the process opened is the line's first
+            // quoted string.
+            let opened = line.split('"').nth(1).map(Path::new);
+            let own = opened.filter(|name| {
+                name.starts_with("/proc/self") || name.starts_with("/proc/thread-self")
+            });
+            let guarded = match own {
+                Some(name) => read_guardrail(name).is_some(),
+                None => {
+                    read_guardrail(&real).is_some() || read_guardrail(&normalise(path)).is_some()
+                }
+            };
             // An allow rule covers the paths its own command reads, outside too (`ls:*`
             // allows `ls ../..`); a command proven read-only stays in the workspace.
             let outside =

@@ -302,8 +302,10 @@ fn a_producer_that_never_stops_ends_at_max_turns_with_bad_lines_recorded() {
     let sandbox = crate::support::Sandbox::empty();
     std::fs::create_dir_all(sandbox.path().join("ws")).unwrap();
     // The first call waits for `gate`, made once stdin's bad lines were read: the run cannot
-    // finish before its input is queued, however the threads are scheduled.
-    let wait = json!([{"tool_use": {"name": "Bash", "input": {"command": "until [ -e gate ]; do sleep 0.02; done"}}}]);
+    // finish before its input is queued, however the threads are scheduled. It is made beside
+    // the workspace: made inside, the call's effect ledger would see a file appear during a
+    // read-only call.
+    let wait = json!([{"tool_use": {"name": "Bash", "input": {"command": "until [ -e ../gate ]; do sleep 0.02; done"}}}]);
     let answer = || json!([{"text": "Noted."}]);
     let mut script = vec![wait];
     script.extend((0..4).map(|_| answer()));
@@ -342,7 +344,7 @@ fn a_producer_that_never_stops_ends_at_max_turns_with_bad_lines_recorded() {
         log.push_str(&line);
         log.push('\n');
         if line.contains("stdin line 3: skipped") {
-            std::fs::write(sandbox.path().join("ws/gate"), "").unwrap();
+            std::fs::write(sandbox.path().join("gate"), "").unwrap();
         }
     }
     let status = child.wait().unwrap();

@@ -217,7 +217,7 @@ fn the_quickstart_narrows_fail_on_and_exits_0_with_warnings() {
     assert_eq!(finished["outcome"], "success");
     assert_eq!(
         finished["fail_on"],
-        json!(["classifier_denial", "check", "limit", "mcp_start"])
+        json!(["classifier_denial", "check", "limit", "mcp_start", "effect"])
     );
 
     // The command line overrides the task: now the same denial fails the run.
