@@ -23,6 +23,7 @@ mod economy;
 mod effects;
 mod extensions;
 mod faults;
+mod frame;
 mod fresh_clone;
 mod front_door;
 mod gate_cli;
