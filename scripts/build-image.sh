@@ -104,7 +104,7 @@ cat "$work/quickstart.out" >&2
 [ "$code" = 0 ] || fail "the quick start exited $code in the image, expected 0"
 # As on the host: the one denial is `rm -rf build`, the one tool error the first Read of
 # review.md; a second error would be a Bash command the image could not start.
-grep -q '1 denied · 1 tool errors' "$work/quickstart.out" \
+grep -q '1 denied · 1 tool error$' "$work/quickstart.out" \
   || fail "the quick start's tool calls did not run in the image as on the host"
 grep -q 'check review-recorded: passed' "$work/quickstart.out" \
   || fail "the quick start's checks did not pass in the image"
