@@ -4,13 +4,18 @@
 //! policy decides every call as before. Bounded (per file, in all, in import depth), safe
 //! against import cycles, and no file outside the repository is ever read; each file (an
 //! import above all) is read only where the Read tool could read it — the caller's gate
-//! sees the file a path resolves to, and a refusal leaves it out with the reason.
+//! sees the file a path resolves to, and a refusal leaves it out with the reason. The file
+//! read is the one judged: it is opened beneath the repository root by the kernel
+//! ([`crate::base::Root`], no link followed), so a link swapped in after the judgement fails
+//! the open instead of being followed.
 
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+
+use crate::base::{BeneathError, OpenFor, Root};
 
 /// The names read in each folder from the repository root down to the workdir.
 pub const FILE_NAMES: [&str; 3] = ["AGENTS.md", "CLAUDE.md", ".claude/CLAUDE.md"];
@@ -85,6 +90,7 @@ pub fn load(workdir: &Path, gate: ReadGate<'_>) -> Memory {
     folders.reverse();
     let mut reader = Reader {
         gate,
+        handle: Root::open(&root),
         root: root.clone(),
         seen: BTreeSet::new(),
         total: 0,
@@ -112,6 +118,8 @@ pub fn load(workdir: &Path, gate: ReadGate<'_>) -> Memory {
 
 struct Reader<'g> {
     gate: ReadGate<'g>,
+    /// The repository root as a directory descriptor: every file is opened beneath it.
+    handle: Result<Root, BeneathError>,
     root: PathBuf,
     /// Canonical paths already included: each file once, and an import cycle ends.
     seen: BTreeSet<PathBuf>,
@@ -151,7 +159,26 @@ impl Reader<'_> {
             self.skip(path, format!("the Read tool may not read it: {reason}"));
             return;
         }
-        let Ok(meta) = std::fs::metadata(&canonical) else {
+        let opened = match &self.handle {
+            Ok(handle) => canonical
+                .strip_prefix(&self.root)
+                .map_err(|_| format!("{} is not below the repository", canonical.display()))
+                .and_then(|rel| {
+                    handle
+                        .open_file(rel, OpenFor::Read)
+                        .map_err(|err| err.to_string())
+                }),
+            Err(err) => Err(err.to_string()),
+        };
+        let mut file = match opened {
+            Ok(file) => file,
+            Err(err) => {
+                self.skip(path, format!("cannot read: {err}"));
+                return;
+            }
+        };
+        // The descriptor's own type and size: what was opened, not what a name says now.
+        let Ok(meta) = file.metadata() else {
             return;
         };
         if !meta.is_file() {
@@ -168,8 +195,7 @@ impl Reader<'_> {
         }
         let limit = MAX_FILE_BYTES.min(room);
         let mut bytes = Vec::new();
-        let read = std::fs::File::open(&canonical)
-            .and_then(|file| file.take(limit as u64 + 1).read_to_end(&mut bytes));
+        let read = (&mut file).take(limit as u64 + 1).read_to_end(&mut bytes);
         if let Err(err) = read {
             self.skip(path, format!("cannot read: {err}"));
             return;
@@ -388,6 +414,33 @@ mod tests {
                 .iter()
                 .all(|(_, why)| why.starts_with("the Read tool may not read it")),
             "{skipped:?}"
+        );
+    }
+
+    #[test]
+    fn a_fifo_or_folder_where_a_file_belongs_is_left_out_without_waiting() {
+        let scratch = tempfile::tempdir().unwrap();
+        let root = scratch.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let fifo =
+            std::ffi::CString::new(root.join("pipe.md").into_os_string().into_encoded_bytes())
+                .unwrap();
+        // SAFETY: mkfifo(3) reads the NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        std::fs::create_dir_all(root.join("folder.md")).unwrap();
+        write(&root, "AGENTS.md", "see @pipe.md and @folder.md");
+        let memory = load(&root, &|_| None);
+        let reasons: Vec<(&str, &str)> = memory
+            .skipped
+            .iter()
+            .map(|s| (s.path.as_str(), s.reason.as_str()))
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                ("pipe.md", "not a regular file"),
+                ("folder.md", "not a regular file")
+            ]
         );
     }
 
