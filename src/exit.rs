@@ -80,7 +80,8 @@ to a model"
                 "provider error: the model could not be reached or answered wrongly (the \
 scripted model: its script ran out, or the loop broke the protocol); in auto mode also a \
 classifier that cannot be reached after the provider's retries (outcome \
-`classifier_unavailable`)"
+`classifier_unavailable`), or a history too long for the model's context that compaction \
+could not make fit (outcome `context_overflow`)"
             }
             ExitCode::OutputError => {
                 "output failure: the run's record could not be written — the transcript, \

@@ -4,6 +4,12 @@
 //! and replaced by that summary. The system prompt and tools stay byte-identical, the most
 //! recent turns are kept as they were sent, and the task, the todo list, the offloaded result
 //! files and the refused calls are restated; no decision is made again.
+//!
+//! Compaction is bounded: each summary request has its own clock (`SUMMARY_TIMEOUT`), a
+//! summary past `summary_cap` is refused and asked for once more, a failed attempt holds
+//! the threshold off for a while (`BACKOFF_TURNS` per failure so far), and after
+//! `MAX_FAILURES` failed attempts the run compacts no more: a provider's overflow then ends
+//! it as `context_overflow`.
 
 use std::sync::Arc;
 
@@ -23,8 +29,53 @@ context window. Summarise it for your own later use: the task, what was done and
 commands, results), decisions made, what failed, and what remains to do. Keep paths, names and \
 numbers exact. Write only the summary as plain text; do not call tools.";
 
+/// What the model is asked the second time, after a summary over the cap.
+pub const SHORTER: &str = "That summary was too long to keep. Write it again, much shorter: \
+only what is needed to go on with the task.";
+
 /// At most this many refused calls are restated.
 const MAX_REFUSALS_LISTED: usize = 20;
+
+/// Failed compactions a run may have; past them it compacts no more.
+pub const MAX_FAILURES: u32 = 3;
+/// After the n-th failure, the threshold does not trigger for n times this many turns.
+pub const BACKOFF_TURNS: u32 = 5;
+/// One summary request's clock, its retries included.
+pub const SUMMARY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+/// A summary may fill at most this share of the context window.
+pub const SUMMARY_WINDOW_SHARE: u64 = 4;
+/// Bytes a token, for the summary's cap: generous, so a summary within the cap in the
+/// model's own tokens is never refused.
+const SUMMARY_BYTES_PER_TOKEN: u64 = 4;
+
+/// How the run's compactions failed so far: the threshold backs off after a failure, and
+/// the attempts stop after `MAX_FAILURES`.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Backoff {
+    failures: u32,
+    /// The threshold is not tried before this turn.
+    next_turn: u32,
+}
+
+impl Backoff {
+    /// No attempt is left for the run.
+    pub fn spent(&self) -> bool {
+        self.failures >= MAX_FAILURES
+    }
+
+    fn failed(&mut self, turn: u32) {
+        self.failures += 1;
+        self.next_turn = turn.saturating_add(BACKOFF_TURNS.saturating_mul(self.failures));
+    }
+}
+
+/// The most tokens a summary may have: a quarter of the window, or without a known window
+/// what the summary request may answer.
+fn summary_cap(window: Option<u64>, max_tokens: u32) -> u64 {
+    window.map_or(u64::from(max_tokens), |window| {
+        (window / SUMMARY_WINDOW_SHARE).max(1)
+    })
+}
 
 /// What a compaction attempt left.
 pub(super) enum Compacted {
@@ -36,13 +87,16 @@ pub(super) enum Compacted {
     Stopped(Option<Ending>),
 }
 
-/// Whether the next request, `prompt_bytes` long, would pass the threshold of the window.
-pub(super) fn due(run: &Loop<'_>, prompt_bytes: usize) -> bool {
+/// Whether the next request (turn `turn`), `prompt_bytes` long, would pass the threshold of
+/// the window, and an attempt may be made now.
+pub(super) fn due(run: &Loop<'_>, prompt_bytes: usize, turn: u32) -> bool {
     let compaction = run.spec.compaction;
     let Some(window) = run.spec.context_window else {
         return false;
     };
     compaction.enabled
+        && !run.backoff.spent()
+        && turn >= run.backoff.next_turn
         && run.budget.prompt_estimate(prompt_bytes) as f64 > compaction.threshold * window as f64
 }
 
@@ -64,7 +118,7 @@ pub(super) async fn compact(
     turn: u32,
     trigger: CompactionTrigger,
 ) -> Result<Compacted, AgentError> {
-    if !run.spec.compaction.enabled {
+    if !run.spec.compaction.enabled || run.backoff.spent() {
         return Ok(Compacted::No);
     }
     let bytes_before = fixed.bytes + messages.encoded_len();
@@ -89,57 +143,106 @@ pub(super) async fn compact(
             .emit(run, CompactionOutcome::Vetoed)
             .map(|()| Compacted::No);
     }
-    let mut older = History::new(messages[..cut].to_vec());
-    if let Some(last) = older.last_mut() {
-        last.content.push(ContentBlock::Text {
-            text: INSTRUCTION.to_string(),
-        });
-    }
-    let summary_bytes = fixed.bytes + older.encoded_len();
-    let max_tokens = match run.budget.admit(summary_bytes) {
-        Ok(max_tokens) => max_tokens,
-        Err(limit) => {
-            return Ok(Compacted::Stopped(Some((
-                limit.outcome,
-                None,
-                Some(limit.reason),
-            ))));
+    let window = run.spec.context_window;
+    let mut summary = String::new();
+    for asked in 0..2 {
+        let mut older = History::new(messages[..cut].to_vec());
+        if let Some(last) = older.last_mut() {
+            last.content.push(ContentBlock::Text {
+                text: INSTRUCTION.to_string(),
+            });
+            if asked > 0 {
+                last.content.push(ContentBlock::Text {
+                    text: SHORTER.to_string(),
+                });
+            }
         }
-    };
-    let request = ModelRequest {
-        system: fixed.system,
-        messages: &older,
-        tools: fixed.tools,
-        max_tokens,
-    };
-    let response = match attempt(run, provider, &request, turn, abort).await? {
-        Err(stopped) => return Ok(Compacted::Stopped(stopped)),
-        Ok(Err(err)) => {
-            record.reason = Some(format!("the summary request failed: {err}"));
+        let summary_bytes = fixed.bytes + older.encoded_len();
+        let admitted = match run.budget.admit(summary_bytes) {
+            Ok(max_tokens) => max_tokens,
+            Err(limit) => {
+                return Ok(Compacted::Stopped(Some((
+                    limit.outcome,
+                    None,
+                    Some(limit.reason),
+                ))));
+            }
+        };
+        let cap = summary_cap(window, admitted);
+        let request = ModelRequest {
+            system: fixed.system,
+            messages: &older,
+            tools: fixed.tools,
+            max_tokens: u32::try_from(cap).map_or(admitted, |cap| admitted.min(cap)),
+        };
+        let answered = tokio::time::timeout(
+            SUMMARY_TIMEOUT,
+            attempt(run, provider, &request, turn, abort),
+        )
+        .await;
+        let response = match answered {
+            Err(_) => {
+                record.reason = Some(format!(
+                    "the summary request took longer than {}s",
+                    SUMMARY_TIMEOUT.as_secs()
+                ));
+                return record
+                    .emit(run, CompactionOutcome::Failed)
+                    .map(|()| Compacted::No);
+            }
+            Ok(answered) => match answered? {
+                Err(stopped) => return Ok(Compacted::Stopped(stopped)),
+                Ok(Err(err)) => {
+                    record.reason = Some(format!("the summary request failed: {err}"));
+                    return record
+                        .emit(run, CompactionOutcome::Failed)
+                        .map(|()| Compacted::No);
+                }
+                Ok(Ok(response)) => response,
+            },
+        };
+        record.responses += 1;
+        let usage = response.usage.tokens();
+        run.counts.usage.add(&usage);
+        if UsageSource::of(&response.usage) == UsageSource::Estimated {
+            run.counts.estimated_requests += 1;
+        }
+        let cost = run.budget.record(&usage, summary_bytes);
+        record.cost_usd = match (record.cost_usd, cost) {
+            (Some(before), Some(cost)) => Some(before + cost),
+            (None, cost) if record.responses == 1 => cost,
+            _ => None,
+        };
+        record.usage.add(&usage);
+        summary = Message {
+            role: Role::Assistant,
+            content: response.content,
+        }
+        .text();
+        if summary.trim().is_empty() {
+            record.reason = Some("the model answered without a summary".into());
             return record
                 .emit(run, CompactionOutcome::Failed)
                 .map(|()| Compacted::No);
         }
-        Ok(Ok(response)) => response,
-    };
-    let usage = response.usage.tokens();
-    run.counts.usage.add(&usage);
-    if UsageSource::of(&response.usage) == UsageSource::Estimated {
-        run.counts.estimated_requests += 1;
+        let tokens = (summary.len() as u64).div_ceil(SUMMARY_BYTES_PER_TOKEN);
+        if tokens <= cap {
+            break;
+        }
+        record.reason = Some(format!(
+            "the summary was too long: about {tokens} tokens, over the cap of {cap} ({})",
+            match window {
+                Some(_) => "a quarter of the context window",
+                None => "the summary request's max_tokens",
+            }
+        ));
+        if asked > 0 {
+            return record
+                .emit(run, CompactionOutcome::Failed)
+                .map(|()| Compacted::No);
+        }
     }
-    record.cost_usd = run.budget.record(&usage, summary_bytes);
-    record.usage = usage;
-    let summary = Message {
-        role: Role::Assistant,
-        content: response.content,
-    }
-    .text();
-    if summary.trim().is_empty() {
-        record.reason = Some("the model answered without a summary".into());
-        return record
-            .emit(run, CompactionOutcome::Failed)
-            .map(|()| Compacted::No);
-    }
+    record.reason = None;
     record.dropped_tool_uses = messages[..cut]
         .iter()
         .flat_map(|message| &message.content)
@@ -281,6 +384,7 @@ struct Record {
     cost_usd: Option<f64>,
     reason: Option<String>,
     hooks: Vec<crate::hooks::HookRun>,
+    responses: u32,
 }
 
 impl Record {
@@ -293,8 +397,10 @@ impl Record {
                 CompactionOutcome::Vetoed | CompactionOutcome::Failed => self.tokens_before,
             },
         };
-        if outcome == CompactionOutcome::Compacted {
-            run.compactions.push(tokens);
+        match outcome {
+            CompactionOutcome::Compacted => run.compactions.push(tokens),
+            CompactionOutcome::Failed => run.backoff.failed(self.turn),
+            CompactionOutcome::Vetoed => {}
         }
         run.emit(Event::Compaction {
             turn: self.turn,
@@ -309,6 +415,7 @@ impl Record {
             cost_usd: self.cost_usd,
             reason: self.reason,
             hooks: self.hooks,
+            responses: self.responses,
         })
     }
 }

@@ -206,6 +206,21 @@ struct Loop<'a> {
     ledger: Option<crate::ledger::Ledger>,
     /// What it measured so far.
     effects: crate::transcript::EffectReport,
+    /// A resumed run's turn it stopped inside, gone on with before any request.
+    pending: Option<PendingTurn>,
+    /// The run's failed compactions: the threshold backs off, the attempts are bounded.
+    backoff: compaction::Backoff,
+}
+
+/// The model turn a resumed run goes on inside: its calls answered as the record places
+/// them, those never started judged and run now; or a final answer never concluded.
+struct PendingTurn {
+    message: Message,
+    stop_reason: StopReason,
+    /// The calls with an answer already, by id (the others are judged and run).
+    settled: std::collections::HashMap<String, turn::Settled>,
+    /// The resume's new words, added after the turn's results.
+    prompt: Option<String>,
 }
 
 impl Loop<'_> {
@@ -366,6 +381,8 @@ pub async fn run(
             config: (spec.effects.scope != crate::ledger::LedgerScope::Off).then_some(spec.effects),
             ..Default::default()
         },
+        pending: None,
+        backoff: compaction::Backoff::default(),
     };
     let resuming = resume.is_some();
     let mut messages = match resume {
@@ -407,6 +424,8 @@ pub async fn run(
     // conversation goes on, its history kept, until the checks pass or no retry is left.
     let mut checks = Vec::new();
     let mut scope = Scope::main(spec.limits.max_turns);
+    // Turn numbers go on from the run's own turns before the resume.
+    scope.turns = run.counts.turns;
     let opened = match mcp_start_failure(&run) {
         Some(why) => Err((Outcome::McpStartFailed, None, Some(why))),
         // A resumed conversation was opened (and its hooks heard) when it started.
@@ -721,148 +740,189 @@ async fn conversation(
         );
         let tool_specs = tool_specs(&registry);
         let fixed_bytes = system.len() + serde_json::to_vec(&tool_specs).map_or(0, |b| b.len());
-        if let Some(reason) = abort.reason() {
-            let during = match messages.last() {
-                Some(last)
-                    if last.role == Role::User
-                        && last
-                            .content
-                            .iter()
-                            .any(|block| matches!(block, ContentBlock::ToolResult { .. })) =>
+        // A resumed run goes on inside the turn it stopped in: no request, its calls
+        // answered as the record places them.
+        let pending = match scope.subagent {
+            None => run.pending.take(),
+            Some(_) => None,
+        };
+        let (assistant, stop_reason, malformed_inputs, turn, resumed) = match pending {
+            Some(pending) => (
+                pending.message,
+                pending.stop_reason,
+                Vec::new(),
+                scope.turns,
+                Some((pending.settled, pending.prompt)),
+            ),
+            None => {
+                if let Some(reason) = abort.reason() {
+                    let during = match messages.last() {
+                        Some(last)
+                            if last.role == Role::User
+                                && last.content.iter().any(|block| {
+                                    matches!(block, ContentBlock::ToolResult { .. })
+                                }) =>
+                        {
+                            QueryEnd::AbortedTools
+                        }
+                        _ => QueryEnd::AbortedStreaming,
+                    };
+                    return hard_stop(run, messages, reason, during);
+                }
+                if run
+                    .deadline
+                    .is_some_and(|deadline| Instant::now() >= deadline)
                 {
-                    QueryEnd::AbortedTools
+                    return Ok(timed_out(spec));
                 }
-                _ => QueryEnd::AbortedStreaming,
-            };
-            return hard_stop(run, messages, reason, during);
-        }
-        if run
-            .deadline
-            .is_some_and(|deadline| Instant::now() >= deadline)
-        {
-            return Ok(timed_out(spec));
-        }
-        if let Some(why) = default_denial_limit(run) {
-            return Ok((Outcome::DenialLimit, None, Some(why)));
-        }
-        // One budget for the run: a sub-agent's turns are the run's too, so Agent calls cannot
-        // multiply `max_turns`.
-        if run.requests >= spec.limits.max_turns {
-            return Ok((
-                Outcome::MaxTurns,
-                None,
-                Some(run_turns_used_up(spec.limits.max_turns)),
-            ));
-        }
-        if scope.turns >= scope.max_turns {
-            return Ok((
-                Outcome::MaxTurns,
-                None,
-                Some(format!(
-                    "stopped after {} = {}",
-                    scope.max_turns_key(),
-                    scope.max_turns
-                )),
-            ));
-        }
-        let fixed = compaction::Fixed {
-            system: &system,
-            tools: &tool_specs,
-            bytes: fixed_bytes,
-        };
-        let mut prompt_bytes = fixed_bytes + messages.encoded_len();
-        // Sub-agents' conversations are short by their own turn limit; the run's own grows.
-        if scope.subagent.is_none() && compaction::due(run, prompt_bytes) {
-            let trigger = crate::transcript::CompactionTrigger::Threshold;
-            let turn = scope.turns + 1;
-            match compaction::compact(run, provider, abort, messages, &fixed, turn, trigger).await?
-            {
-                compaction::Compacted::Stopped(None) => {
-                    let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
-                    return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming);
+                if let Some(why) = default_denial_limit(run) {
+                    return Ok((Outcome::DenialLimit, None, Some(why)));
                 }
-                compaction::Compacted::Stopped(Some(ending)) => return Ok(ending),
-                compaction::Compacted::Yes | compaction::Compacted::No => {}
+                // One budget for the run: a sub-agent's turns are the run's too, so Agent calls cannot
+                // multiply `max_turns`.
+                if run.requests >= spec.limits.max_turns {
+                    return Ok((
+                        Outcome::MaxTurns,
+                        None,
+                        Some(run_turns_used_up(spec.limits.max_turns)),
+                    ));
+                }
+                if scope.turns >= scope.max_turns {
+                    return Ok((
+                        Outcome::MaxTurns,
+                        None,
+                        Some(format!(
+                            "stopped after {} = {}",
+                            scope.max_turns_key(),
+                            scope.max_turns
+                        )),
+                    ));
+                }
+                let fixed = compaction::Fixed {
+                    system: &system,
+                    tools: &tool_specs,
+                    bytes: fixed_bytes,
+                };
+                let mut prompt_bytes = fixed_bytes + messages.encoded_len();
+                // Sub-agents' conversations are short by their own turn limit; the run's own grows.
+                if scope.subagent.is_none() && compaction::due(run, prompt_bytes, scope.turns + 1) {
+                    let trigger = crate::transcript::CompactionTrigger::Threshold;
+                    let turn = scope.turns + 1;
+                    match compaction::compact(run, provider, abort, messages, &fixed, turn, trigger)
+                        .await?
+                    {
+                        compaction::Compacted::Stopped(None) => {
+                            let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
+                            return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming);
+                        }
+                        compaction::Compacted::Stopped(Some(ending)) => return Ok(ending),
+                        compaction::Compacted::Yes | compaction::Compacted::No => {}
+                    }
+                    prompt_bytes = fixed_bytes + messages.encoded_len();
+                }
+                let max_tokens = match run.budget.admit(prompt_bytes) {
+                    Ok(max_tokens) => max_tokens,
+                    Err(limit) => return Ok((limit.outcome, None, Some(limit.reason))),
+                };
+                scope.turns += 1;
+                run.requests += 1;
+                if scope.subagent.is_none() {
+                    run.counts.turns += 1;
+                }
+                let turn = scope.turns;
+                run.emit(Event::ModelRequest {
+                    turn,
+                    messages: messages.len(),
+                    tools: tool_specs.iter().map(|tool| tool.name.clone()).collect(),
+                })?;
+                // A request the provider finds too long for its context is compacted and sent once
+                // more, instead of ending the run.
+                let mut overflowed = false;
+                let response = loop {
+                    let request = ModelRequest {
+                        system: &system,
+                        messages,
+                        tools: &tool_specs,
+                        max_tokens,
+                    };
+                    let stop = match request_once(run, provider, &request, turn, abort).await? {
+                        Ok(response) => break response,
+                        Err(stop) => stop,
+                    };
+                    let message = match stop {
+                        Stop::Aborted => {
+                            let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
+                            return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming);
+                        }
+                        Stop::Ended(ending) => return Ok(ending),
+                        Stop::TooLong(message) => message,
+                    };
+                    let too_long = |why: &str| {
+                        Ok((
+                            Outcome::ContextOverflow,
+                            None,
+                            Some(format!("{message} ({why})")),
+                        ))
+                    };
+                    if scope.subagent.is_some() {
+                        return too_long("a sub-agent's conversation is not compacted");
+                    }
+                    if overflowed {
+                        return too_long("refused again after compacting");
+                    }
+                    if !spec.compaction.enabled {
+                        return too_long("compaction is off");
+                    }
+                    if run.backoff.spent() {
+                        return too_long(&format!(
+                            "{} compactions of this run failed already",
+                            compaction::MAX_FAILURES
+                        ));
+                    }
+                    overflowed = true;
+                    let trigger = crate::transcript::CompactionTrigger::ContextOverflow;
+                    match compaction::compact(run, provider, abort, messages, &fixed, turn, trigger)
+                        .await?
+                    {
+                        compaction::Compacted::Yes => {}
+                        compaction::Compacted::No => {
+                            return too_long(
+                                "compaction did not shorten it: see the compaction event",
+                            );
+                        }
+                        compaction::Compacted::Stopped(None) => {
+                            let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
+                            return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming);
+                        }
+                        compaction::Compacted::Stopped(Some(ending)) => return Ok(ending),
+                    }
+                };
+                let usage = response.usage.tokens();
+                run.counts.usage.add(&usage);
+                if response.usage.is_estimated() {
+                    run.counts.estimated_requests += 1;
+                }
+                let cost_usd = run.budget.record(&usage, prompt_bytes);
+                run.emit(Event::AssistantMessage {
+                    turn,
+                    content: response.content.clone(),
+                    stop_reason: response.stop_reason,
+                    usage,
+                    usage_source: UsageSource::of(&response.usage),
+                    cost_usd,
+                })?;
+                let ModelResponse {
+                    content,
+                    stop_reason,
+                    malformed_inputs,
+                    ..
+                } = response;
+                let assistant = Message {
+                    role: Role::Assistant,
+                    content,
+                };
+                (assistant, stop_reason, malformed_inputs, turn, None)
             }
-            prompt_bytes = fixed_bytes + messages.encoded_len();
-        }
-        let max_tokens = match run.budget.admit(prompt_bytes) {
-            Ok(max_tokens) => max_tokens,
-            Err(limit) => return Ok((limit.outcome, None, Some(limit.reason))),
-        };
-        scope.turns += 1;
-        run.requests += 1;
-        if scope.subagent.is_none() {
-            run.counts.turns += 1;
-        }
-        let turn = scope.turns;
-        run.emit(Event::ModelRequest {
-            turn,
-            messages: messages.len(),
-            tools: tool_specs.iter().map(|tool| tool.name.clone()).collect(),
-        })?;
-        // A request the provider finds too long for its context is compacted and sent once
-        // more, instead of ending the run.
-        let mut overflowed = false;
-        let response = loop {
-            let request = ModelRequest {
-                system: &system,
-                messages,
-                tools: &tool_specs,
-                max_tokens,
-            };
-            let stop = match request_once(run, provider, &request, turn, abort).await? {
-                Ok(response) => break response,
-                Err(stop) => stop,
-            };
-            let message = match stop {
-                Stop::Aborted => {
-                    let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
-                    return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming);
-                }
-                Stop::Ended(ending) => return Ok(ending),
-                Stop::TooLong(message) => message,
-            };
-            let too_long = || Ok((Outcome::ProviderError, None, Some(message.clone())));
-            if overflowed || scope.subagent.is_some() {
-                return too_long();
-            }
-            overflowed = true;
-            let trigger = crate::transcript::CompactionTrigger::ContextOverflow;
-            match compaction::compact(run, provider, abort, messages, &fixed, turn, trigger).await?
-            {
-                compaction::Compacted::Yes => {}
-                compaction::Compacted::No => return too_long(),
-                compaction::Compacted::Stopped(None) => {
-                    let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
-                    return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming);
-                }
-                compaction::Compacted::Stopped(Some(ending)) => return Ok(ending),
-            }
-        };
-        let usage = response.usage.tokens();
-        run.counts.usage.add(&usage);
-        if response.usage.is_estimated() {
-            run.counts.estimated_requests += 1;
-        }
-        let cost_usd = run.budget.record(&usage, prompt_bytes);
-        run.emit(Event::AssistantMessage {
-            turn,
-            content: response.content.clone(),
-            stop_reason: response.stop_reason,
-            usage,
-            usage_source: UsageSource::of(&response.usage),
-            cost_usd,
-        })?;
-        let ModelResponse {
-            content,
-            stop_reason,
-            malformed_inputs,
-            ..
-        } = response;
-        let assistant = Message {
-            role: Role::Assistant,
-            content,
         };
         let calls: Vec<Call> = assistant
             .content
@@ -979,6 +1039,10 @@ async fn conversation(
             &calls,
             &malformed_inputs,
         );
+        let prompt = resumed.and_then(|(settled, prompt)| {
+            host.settle(settled);
+            prompt
+        });
         let end = run_turn(
             &mut host,
             &calls,
@@ -1017,6 +1081,10 @@ async fn conversation(
                 content: content.clone(),
             })?;
             results.push(ContentBlock::Text { text: content });
+        }
+        // A resume's new words join the results of the turn it went on inside.
+        if let Some(prompt) = prompt {
+            results.push(ContentBlock::Text { text: prompt });
         }
         push_user(
             run,
@@ -1091,8 +1159,35 @@ fn resumed(
         run.budget.reprice(fallback.pricing);
         run.answering = fallback.name;
     }
+    // The scripted model answers from the turn after the last one recorded.
+    provider.resume_script(resume.responses);
     let mut messages = History::new(resume.messages);
-    let prompt = spec.resume_prompt.clone();
+    let mut prompt = spec.resume_prompt.clone();
+    let after_turn = resume.interrupted.and_then(|turn| {
+        let calls = !turn.calls.is_empty();
+        // A final answer the run never concluded is superseded by new words.
+        if !calls && prompt.is_some() {
+            messages.push(turn.message);
+            return None;
+        }
+        let settled = turn
+            .calls
+            .into_iter()
+            .filter_map(|(id, state)| self::turn::Settled::of(state).map(|settled| (id, settled)))
+            .collect();
+        Some(PendingTurn {
+            message: turn.message,
+            stop_reason: turn.stop_reason,
+            settled,
+            prompt: if calls { prompt.take() } else { None },
+        })
+    });
+    if resume.torn {
+        tracing::warn!(
+            "the transcript's last line was cut short (a run killed while writing it): its {} bytes are dropped and the run goes on after the line before it",
+            resume.torn_bytes
+        );
+    }
     run.emit(Event::RunResumed {
         tollgate_version: env!("CARGO_PKG_VERSION").to_string(),
         after_seq: resume.last_seq,
@@ -1100,19 +1195,15 @@ fn resumed(
         policy: Box::new(spec.policy_summary.clone()),
         model: spec.model.clone(),
         messages: messages.len(),
-        prompt: prompt.clone(),
+        prompt: spec.resume_prompt.clone(),
         requests: run.requests,
         cost_usd: run.budget.total_cost_usd(),
         loaded_tools: loaded.iter().map(ToString::to_string).collect(),
         todos: resume.todos,
+        dropped_torn_bytes: resume.torn_bytes,
+        turns: resume.counts.turns,
     })?;
-    if let Some(repaired) = resume.repaired {
-        run.emit(Event::UserMessage {
-            content: repaired.content,
-            extends: false,
-            replaces: None,
-        })?;
-    }
+    run.pending = after_turn;
     if let Some(prompt) = prompt {
         let text = ContentBlock::Text { text: prompt };
         match messages.last_mut() {

@@ -1,12 +1,14 @@
 //! Resuming a run (`tollgate run --resume`): its transcript read back into what the loop
 //! needs to go on — the conversation as it was sent, the todo list, the deferred tools
-//! ToolSearch loaded, what was spent and counted, the refused calls and the fallback taken.
+//! ToolSearch loaded, what was spent and counted, the refused calls and the fallback taken —
+//! and, for a run that stopped inside a turn, how each of that turn's calls stood: its
+//! result recorded, started with its result lost, refused, or never started.
 //! A transcript is conversation data: it is read only when every line carries the integrity
 //! tag the operator's key made (`crate::state::seal`), and nothing in it configures the run
 //! (task, policy, mode, workdir, model and base URL are the operator's invocation's).
 //! Decides nothing about what the run may do now.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -19,8 +21,38 @@ use crate::transcript::{
     CompactionTokens, Denial, Event, Outcome, RecordedLine, ResultStatus, RunCounts,
 };
 
-/// The note a tool call gets when the run stopped before its result was recorded.
-pub const NOT_FINISHED: &str = "[not run: the run stopped before this call finished]";
+/// What the model is told of a call that started before the run was killed and whose result
+/// was never recorded: the command may have run whole, in part, or not at all.
+pub const LOST: &str = "[started, its result was lost: the run was killed while this call ran, so it may have taken effect; check before running it again]";
+
+/// How one call of the interrupted turn stood when the run stopped, as the record says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallState {
+    /// Its result was recorded: the model gets it as it was.
+    Recorded {
+        content: String,
+        status: ResultStatus,
+    },
+    /// It started and its result was lost.
+    Lost,
+    /// It was refused (the decision is on record, its result is not).
+    Refused { reason: String },
+    /// It never started: it is judged and run now, as if the run had not stopped.
+    NotStarted {
+        /// Its `tool_call` is on record already (not counted twice).
+        announced: bool,
+    },
+}
+
+/// The run's last model turn, when the run stopped before the next request: its calls still
+/// to be answered (or none, for a final answer the run never concluded).
+#[derive(Debug, Clone, PartialEq)]
+pub struct InterruptedTurn {
+    pub message: Message,
+    pub stop_reason: crate::model::StopReason,
+    /// Each tool_use of `message` by id, in order, with how it stood.
+    pub calls: Vec<(String, CallState)>,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ResumeError {
@@ -51,10 +83,14 @@ pub struct Resume {
     pub task_file: PathBuf,
     pub workdir: PathBuf,
     pub mode: Option<PermissionMode>,
-    /// The run's own conversation, as it was last sent (or about to be).
+    /// The run's own conversation, as it was last sent (or about to be), without the
+    /// interrupted turn.
     pub messages: Vec<Message>,
-    /// A user message made up for calls that never got their result, to be recorded.
-    pub repaired: Option<Message>,
+    /// The model's last turn, when nothing followed it: the run goes on from inside it.
+    pub interrupted: Option<InterruptedTurn>,
+    /// Provider responses recorded (every conversation's turns and the summaries): the
+    /// scripted model answers from its next turn.
+    pub responses: usize,
     pub todos: Vec<Todo>,
     /// Deferred tools the last request offered, in their order.
     pub offered_tools: Vec<String>,
@@ -81,6 +117,8 @@ pub struct Resume {
     pub last_tag: [u8; 32],
     /// The last line was cut short (a run killed while writing it) and is left out.
     pub torn: bool,
+    /// That line's bytes.
+    pub torn_bytes: u64,
 }
 
 impl Resume {
@@ -111,6 +149,7 @@ impl Resume {
             verified_len: verified.text.len() as u64,
             last_tag: verified.last,
             torn: verified.torn,
+            torn_bytes: (text.len() - verified.text.len()) as u64,
             ..Resume::default()
         };
         let mut builder = Builder::default();
@@ -129,19 +168,22 @@ impl Resume {
         if !started {
             return Err(ResumeError::NotARun(transcript.to_path_buf()));
         }
-        state.repaired = answer_unanswered(&state.messages);
-        if let Some(repaired) = &state.repaired {
-            state.messages.push(repaired.clone());
-        }
+        state.interrupted = builder.interrupted(&mut state.messages);
         Ok(state)
     }
 }
 
-/// What only the reading needs: calls' inputs by id, the cost's known-ness.
+/// What only the reading needs: calls' inputs by id, the cost's known-ness, and how the
+/// calls stood (started, refused, answered) for the interrupted turn.
 #[derive(Default)]
 struct Builder {
     inputs: HashMap<String, (ToolName, Value)>,
     priced: bool,
+    started: HashSet<String>,
+    refused: HashMap<String, String>,
+    results: HashMap<String, (String, ResultStatus)>,
+    /// The stop reason of the run's own last model turn.
+    stop_reason: Option<crate::model::StopReason>,
 }
 
 impl Builder {
@@ -162,7 +204,11 @@ impl Builder {
                 self.priced = true;
                 state.cost_usd = Some(0.0);
             }
-            Event::RunResumed { mode, .. } => state.mode = Some(mode),
+            Event::RunResumed { mode, .. } => {
+                state.mode = Some(mode);
+                // The run went on: an earlier ending is not this one's.
+                state.finished = None;
+            }
             Event::ModelRequest { tools, .. } => {
                 state.requests += 1;
                 if main {
@@ -175,13 +221,16 @@ impl Builder {
                 usage,
                 cost_usd,
                 usage_source,
+                stop_reason,
                 ..
             } => {
                 self.spend(state, &usage, cost_usd);
+                state.responses += 1;
                 if !usage_source.is_reported() {
                     state.counts.estimated_requests += 1;
                 }
                 if main {
+                    self.stop_reason = Some(stop_reason);
                     state.messages.push(Message {
                         role: Role::Assistant,
                         content,
@@ -193,9 +242,11 @@ impl Builder {
                 cost_usd,
                 outcome,
                 tokens,
+                responses,
                 ..
             } => {
                 self.spend(state, &usage, cost_usd);
+                state.responses += responses as usize;
                 if outcome == crate::transcript::CompactionOutcome::Compacted {
                     state.compactions.push(tokens);
                 }
@@ -205,6 +256,8 @@ impl Builder {
                 extends,
                 replaces,
             } if main => add_user(&mut state.messages, content, extends, replaces),
+            // A call judged again on resume is announced again: counted once.
+            Event::ToolCall { id, .. } if self.inputs.contains_key(&id) => {}
             Event::ToolCall { id, tool, input } => {
                 let name = ToolName::from_model(&tool);
                 state.counts.tool_calls += 1;
@@ -221,13 +274,18 @@ impl Builder {
             Event::PermissionDecision { id, decision, .. } => {
                 self.decided(state, id, decision, main);
             }
+            Event::ToolStarted { id, .. } => {
+                self.started.insert(id);
+            }
             Event::ToolResult {
                 id,
                 tool,
                 status,
                 effects,
+                content,
                 ..
             } => {
+                self.results.insert(id.clone(), (content, status));
                 if status == ResultStatus::Error {
                     state.counts.tool_errors += 1;
                 }
@@ -292,6 +350,10 @@ impl Builder {
         if decision.decision == Decision::Allow {
             return;
         }
+        self.refused.insert(
+            id.clone(),
+            format!("Permission denied: {}", decision.reason),
+        );
         state.counts.denials += 1;
         state.counts.denials_by_layer.count(decision.layer);
         let (tool, input) = self
@@ -337,34 +399,50 @@ fn add_user(
     }
 }
 
-/// A run killed while its calls ran leaves tool_use blocks with no result: each gets one
-/// (every tool_use is answered, or the next request is refused), with the interruption's note.
-fn answer_unanswered(messages: &[Message]) -> Option<Message> {
-    let last = messages
-        .last()
-        .filter(|last| last.role == Role::Assistant)?;
-    let mut content: Vec<ContentBlock> = last
-        .content
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::ToolUse { id, .. } => Some(ContentBlock::ToolResult {
-                tool_use_id: id.clone(),
-                content: NOT_FINISHED.to_string(),
-                is_error: true,
-            }),
-            _ => None,
+impl Builder {
+    /// The run's last model turn, taken off `messages`, when nothing followed it: a run
+    /// killed while its calls ran (or before it concluded a final answer). Each call is
+    /// placed by the record: its result, started and lost, refused, or never started.
+    fn interrupted(&self, messages: &mut Vec<Message>) -> Option<InterruptedTurn> {
+        if messages.last()?.role != Role::Assistant {
+            return None;
+        }
+        let message = messages.pop()?;
+        let calls = message
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::ToolUse { id, .. } => Some(id.clone()),
+                _ => None,
+            })
+            .map(|id| {
+                let state = if let Some((content, status)) = self.results.get(&id) {
+                    CallState::Recorded {
+                        content: content.clone(),
+                        status: *status,
+                    }
+                } else if self.started.contains(&id) {
+                    CallState::Lost
+                } else if let Some(reason) = self.refused.get(&id) {
+                    CallState::Refused {
+                        reason: reason.clone(),
+                    }
+                } else {
+                    CallState::NotStarted {
+                        announced: self.inputs.contains_key(&id),
+                    }
+                };
+                (id, state)
+            })
+            .collect();
+        Some(InterruptedTurn {
+            message,
+            stop_reason: self
+                .stop_reason
+                .unwrap_or(crate::model::StopReason::EndTurn),
+            calls,
         })
-        .collect();
-    if content.is_empty() {
-        return None;
     }
-    content.push(ContentBlock::Text {
-        text: super::INTERRUPTED_BY_USER.to_string(),
-    });
-    Some(Message {
-        role: Role::User,
-        content,
-    })
 }
 
 #[cfg(test)]
@@ -394,22 +472,49 @@ mod tests {
     }
 
     #[test]
-    fn calls_without_results_are_answered() {
-        let messages = vec![
+    fn each_call_of_the_interrupted_turn_is_placed_by_the_record() {
+        let call = |id: &str| ContentBlock::ToolUse {
+            id: id.into(),
+            name: "Bash".into(),
+            input: serde_json::json!({"command": "true"}),
+        };
+        let mut messages = vec![
             Message::user_text("task"),
             Message {
                 role: Role::Assistant,
-                content: vec![ContentBlock::ToolUse {
-                    id: "t1".into(),
-                    name: "Bash".into(),
-                    input: serde_json::json!({"command": "sleep 60"}),
-                }],
+                content: vec![call("done"), call("lost"), call("refused"), call("pending")],
             },
         ];
-        let repaired = answer_unanswered(&messages).unwrap();
-        assert!(
-            matches!(&repaired.content[0], ContentBlock::ToolResult { tool_use_id, is_error: true, .. } if tool_use_id == "t1")
+        let mut builder = Builder::default();
+        builder
+            .results
+            .insert("done".into(), ("ok".into(), ResultStatus::Success));
+        builder.started.insert("done".into());
+        builder.started.insert("lost".into());
+        builder
+            .refused
+            .insert("refused".into(), "Permission denied: no".into());
+        builder
+            .inputs
+            .insert("pending".into(), (ToolName::Bash, serde_json::json!({})));
+        let turn = builder.interrupted(&mut messages).unwrap();
+        assert_eq!(messages.len(), 1, "the turn is taken off the history");
+        let states: Vec<&CallState> = turn.calls.iter().map(|(_, state)| state).collect();
+        assert_eq!(
+            states,
+            [
+                &CallState::Recorded {
+                    content: "ok".into(),
+                    status: ResultStatus::Success
+                },
+                &CallState::Lost,
+                &CallState::Refused {
+                    reason: "Permission denied: no".into()
+                },
+                &CallState::NotStarted { announced: true },
+            ]
         );
-        assert_eq!(answer_unanswered(&messages[..1]), None);
+        // A history that ends with the user's message has no interrupted turn.
+        assert_eq!(builder.interrupted(&mut messages), None);
     }
 }

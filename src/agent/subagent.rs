@@ -215,6 +215,7 @@ fn answer(
         | Outcome::ClassifierDenials
         | Outcome::ClassifierUnavailable
         | Outcome::ProviderError
+        | Outcome::ContextOverflow
         // A result file of the run could not be written: the whole run ends there.
         | Outcome::OutputFailed
         // Checks, fail_on and the MCP start are the run's, decided around it; a

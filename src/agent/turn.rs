@@ -37,6 +37,43 @@ enum Unrunnable {
     Invalid(String),
 }
 
+/// A call of a resumed run's interrupted turn that is answered without being judged again.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Settled {
+    /// Its result is on record: sent as it was, not recorded again.
+    Recorded {
+        content: String,
+        status: ResultStatus,
+    },
+    /// Answered now (started and lost, or refused): recorded as a `tool_result`.
+    Answer {
+        content: String,
+        status: ResultStatus,
+    },
+    /// Never started, but announced before: judged and run now, not counted again.
+    Announced,
+}
+
+impl Settled {
+    /// What a call's state on record makes of it; `None`: judged and run as a new call.
+    pub fn of(state: super::resume::CallState) -> Option<Settled> {
+        use super::resume::{CallState, LOST};
+        match state {
+            CallState::Recorded { content, status } => Some(Settled::Recorded { content, status }),
+            CallState::Lost => Some(Settled::Answer {
+                content: LOST.to_string(),
+                status: ResultStatus::Lost,
+            }),
+            CallState::Refused { reason } => Some(Settled::Answer {
+                content: reason,
+                status: ResultStatus::Denied,
+            }),
+            CallState::NotStarted { announced: true } => Some(Settled::Announced),
+            CallState::NotStarted { announced: false } => None,
+        }
+    }
+}
+
 pub(super) struct LoopHost<'r, 'a> {
     pub run: &'r mut Loop<'a>,
     /// For the sub-agents an Agent call starts.
@@ -60,6 +97,8 @@ pub(super) struct LoopHost<'r, 'a> {
     allowances: HashMap<usize, Allowance>,
     /// What each call that ran changed, until it lands.
     effects: HashMap<usize, CallEffects>,
+    /// A resumed turn's calls answered by the record, by id.
+    settled: HashMap<String, Settled>,
 }
 
 impl<'r, 'a> LoopHost<'r, 'a> {
@@ -100,7 +139,20 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             delegations: 0,
             allowances: HashMap::new(),
             effects: HashMap::new(),
+            settled: HashMap::new(),
         }
+    }
+
+    /// A resumed turn: these calls are answered as the record places them.
+    pub fn settle(&mut self, settled: HashMap<String, Settled>) {
+        self.settled = settled;
+    }
+
+    fn started(&mut self, call: &Call) -> Result<(), AgentError> {
+        self.run.emit(Event::ToolStarted {
+            id: call.id.clone(),
+            tool: call.name.to_string(),
+        })
     }
 
     fn announce(&mut self, call: &Call) -> Result<(), AgentError> {
@@ -226,6 +278,7 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             }
         };
         if let Some(delegation) = prepared.delegation().cloned() {
+            self.started(call)?;
             let ran = subagent::run(self.run, self.provider, &call.id, &delegation).await?;
             if let Some(stop) = ran.stop {
                 self.stopped = Some(stop);
@@ -360,6 +413,13 @@ impl TurnHost for LoopHost<'_, '_> {
 
     /// Always yields exactly one answer or a call to run.
     async fn admit(&mut self, index: usize, call: &Call) -> Result<Admission, AgentError> {
+        let settled = self.settled.get(&call.id).cloned();
+        match settled {
+            Some(Settled::Recorded { content, status } | Settled::Answer { content, status }) => {
+                return Ok(Self::answered(content, status));
+            }
+            Some(Settled::Announced) | None => {}
+        }
         self.announce(call)?;
         self.admitted_at.insert(index, Instant::now());
         if let Some(stop) = &self.stopped {
@@ -370,14 +430,17 @@ impl TurnHost for LoopHost<'_, '_> {
             ));
         }
         let run = &mut *self.run;
-        run.counts.tool_calls += 1;
-        match run
-            .calls_by_tool
-            .iter_mut()
-            .find(|(tool, _)| *tool == call.name)
-        {
-            Some((_, count)) => *count += 1,
-            None => run.calls_by_tool.push((call.name.clone(), 1)),
+        // A call the stopped run announced was counted then.
+        if settled.is_none() {
+            run.counts.tool_calls += 1;
+            match run
+                .calls_by_tool
+                .iter_mut()
+                .find(|(tool, _)| *tool == call.name)
+            {
+                Some((_, count)) => *count += 1,
+                None => run.calls_by_tool.push((call.name.clone(), 1)),
+            }
         }
         let slot = self
             .prepared
@@ -449,6 +512,15 @@ impl TurnHost for LoopHost<'_, '_> {
         // checkout's `extraheader`) never reaches the model.
         let content = self.run.spec.redactor.redact(&content);
         let is_error = status != ResultStatus::Success;
+        if let Some(Settled::Recorded { .. }) = self.settled.get(&call.id) {
+            // On record already, and counted: the model gets it as the run had it.
+            self.results.push(ContentBlock::ToolResult {
+                tool_use_id: call.id.clone(),
+                content,
+                is_error,
+            });
+            return Ok(());
+        }
         if status == ResultStatus::Error {
             self.run.counts.tool_errors += 1;
         }
@@ -485,6 +557,10 @@ impl TurnHost for LoopHost<'_, '_> {
             tool: call.name.to_string(),
             update,
         })
+    }
+
+    fn call_started(&mut self, _index: usize, call: &Call) -> Result<(), AgentError> {
+        self.started(call)
     }
 
     async fn calls_starting(&mut self) -> Result<(), AgentError> {

@@ -586,14 +586,29 @@ pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// The error message of an API error body (`{"error": {"type", "message"}}` in both APIs).
+/// The error message of an API error body (`{"error": {"type", "message"}}` in both APIs),
+/// with OpenAI's `code` when it names one the message does not (`context_length_exceeded`).
 pub fn api_message(body: &str) -> Option<String> {
     let (kind, message) = api_error(body)?;
+    let code = api_code(body).filter(|code| !message.contains(code.as_str()));
+    let message = match code {
+        Some(code) => format!("{message} [{code}]"),
+        None => message,
+    };
     if kind.is_empty() {
         Some(message)
     } else {
         Some(format!("{kind}: {message}"))
     }
+}
+
+/// An error body's `code`, when it is a name (not a number or an HTTP status as text).
+fn api_code(body: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(body.trim()).ok()?;
+    let code = value.get("error")?.get("code")?.as_str()?;
+    code.chars()
+        .any(|c| c.is_ascii_alphabetic())
+        .then(|| code.to_string())
 }
 
 /// The error type (empty when absent) and message of an API error body.
@@ -649,7 +664,7 @@ mod tests {
             api_message(
                 r#"{"error":{"message":"Incorrect API key","type":"invalid_request_error","code":"invalid_api_key"}}"#
             ),
-            Some("invalid_request_error: Incorrect API key".into())
+            Some("invalid_request_error: Incorrect API key [invalid_api_key]".into())
         );
         assert_eq!(api_message("<html>bad gateway</html>"), None);
     }

@@ -5,6 +5,7 @@ mod anthropic;
 mod history;
 mod http;
 mod openai;
+pub mod overflow;
 pub mod pricing;
 mod retry;
 mod scripted;
@@ -295,27 +296,17 @@ pub enum ProviderError {
 }
 
 impl ProviderError {
-    /// The request was refused for its size ("prompt is too long", a context-length error):
-    /// a shorter history may still be answered.
+    /// The request was refused for its size (`overflow::SHAPES`: Anthropic's, OpenAI's and
+    /// the gateways' forms): a shorter history may still be answered.
     pub fn is_context_overflow(&self) -> bool {
-        let ProviderError::Failed {
-            category, message, ..
-        } = self
-        else {
-            return false;
-        };
-        let message = message.to_ascii_lowercase();
-        *category == FailureCategory::InvalidRequest
-            && [
-                "prompt is too long",
-                "context_length_exceeded",
-                "context length",
-                "context window",
-                "maximum context",
-                "too many tokens",
-            ]
-            .iter()
-            .any(|phrase| message.contains(phrase))
+        match self {
+            ProviderError::Failed {
+                category, message, ..
+            } => overflow::is_overflow(*category, message),
+            ProviderError::Setup(_)
+            | ProviderError::Protocol(_)
+            | ProviderError::ScriptExhausted(_) => false,
+        }
     }
 
     /// The model is overloaded or unavailable (HTTP 529 or 503, an `overloaded_error`) after
@@ -407,6 +398,14 @@ impl Provider {
             Err(err) => tracing::info!(provider, elapsed_ms, "provider request failed: {err}"),
         }
         result
+    }
+
+    /// A resumed run: the scripted model answers from its turn after the `responses` it
+    /// gave before (recorded in the transcript); real models need no such place.
+    pub fn resume_script(&mut self, responses: usize) {
+        if let Provider::Scripted(model) = self {
+            model.skip(responses);
+        }
     }
 
     /// Sends every later request to model `name` of the same provider (a fallback). The

@@ -53,6 +53,12 @@ impl ScriptedModel {
         }
     }
 
+    /// Goes on after the first `turns` turns (a resumed run had them answered), so its
+    /// commands are not run again and its tool_use ids stay unique in the conversation.
+    pub fn skip(&mut self, turns: usize) {
+        self.next = turns;
+    }
+
     pub fn complete(&mut self, request: &ModelRequest<'_>) -> Result<ModelResponse, ProviderError> {
         check_protocol(request)?;
         let turn = self.next;

@@ -98,6 +98,13 @@ pub trait TurnHost {
 
     fn progress(&mut self, call: &Call, update: ProgressUpdate) -> Result<(), Self::Error>;
 
+    /// The admitted call at `index` starts now (after `calls_starting` for its batch): the
+    /// host records it before anything of it runs.
+    fn call_started(&mut self, index: usize, call: &Call) -> Result<(), Self::Error> {
+        let _ = (index, call);
+        Ok(())
+    }
+
     /// No call runs, and one is about to start: the moment before anything of this batch
     /// acts (the effect ledger looks at the workspace here).
     fn calls_starting(&mut self) -> impl Future<Output = Result<(), Self::Error>> {

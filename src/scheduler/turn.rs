@@ -244,6 +244,7 @@ impl Turn<'_> {
                 if self.together.is_empty() {
                     host.calls_starting().await?;
                 }
+                host.call_started(index, &self.calls[index])?;
                 self.spawn(index);
             }
             let index = self.next_admit;

@@ -888,11 +888,6 @@ fn resuming(
             crate::base::truncate_middle(&resume.run_id, crate::config::MAX_ECHO_CHARS)
         )));
     }
-    if resume.torn {
-        tracing::warn!(
-            "the transcript's last line was cut short (a run killed while writing it); it is dropped and the run goes on after the line before it"
-        );
-    }
     if resume
         .messages
         .first()
@@ -903,14 +898,17 @@ fn resuming(
                 .into(),
         ));
     }
-    let stopped_with_answer = resume
-        .messages
-        .last()
-        .is_some_and(|last| last.role == crate::model::Role::Assistant);
-    if stopped_with_answer && options.resume_prompt.is_none() {
-        let ended = resume
-            .finished
-            .map_or("its model answered", crate::transcript::Outcome::as_str);
+    // A run that recorded its end after the model's answer; one killed before it did goes
+    // on to conclude that answer (its Stop hooks, output schema, checks).
+    let ended_with_answer = resume
+        .interrupted
+        .as_ref()
+        .filter(|turn| turn.calls.is_empty())
+        .and(resume.finished);
+    if let Some(ended) = ended_with_answer
+        && options.resume_prompt.is_none()
+    {
+        let ended = ended.as_str();
         return Err(refuse(format!(
             "the run ended ({ended}) with the model's answer: there is nothing to go on from without a new prompt"
         )));

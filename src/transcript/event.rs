@@ -151,12 +151,22 @@ pub enum Event {
         loaded_tools: Vec<String>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         todos: Vec<Todo>,
+        /// The bytes of a last line cut short (a run killed while writing it), dropped from
+        /// the transcript before this line.
+        #[serde(default, skip_serializing_if = "is_zero_u64")]
+        dropped_torn_bytes: u64,
+        /// The model turns the run had made: this run's turns are numbered on from here.
+        #[serde(default)]
+        turns: u32,
     },
     ToolCall {
         id: String,
         tool: String,
         input: Value,
     },
+    /// An allowed call is about to run: written before it starts, so a run killed while it
+    /// ran is known, on resume, to have started (its result lost, it may have taken effect).
+    ToolStarted { id: String, tool: String },
     PermissionDecision {
         id: String,
         tool: String,
@@ -354,6 +364,10 @@ pub enum Event {
         /// PreCompact hooks that ran.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         hooks: Vec<crate::hooks::HookRun>,
+        /// Summary requests that got an answer (2 when the first summary was over the cap
+        /// and it was asked for once more).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        responses: u32,
     },
     /// Results of one user message replaced by previews to fit `limits.message_result_chars`
     /// (S8). Decided once: the message is sent as it is from then on.
@@ -417,6 +431,10 @@ pub enum QueryEnd {
 }
 
 fn is_zero(count: &u32) -> bool {
+    *count == 0
+}
+
+fn is_zero_u64(count: &u64) -> bool {
     *count == 0
 }
 
@@ -515,7 +533,11 @@ pub enum ResultStatus {
     Success,
     Error,
     Denied,
+    /// The call never ran (the run stopped first, a sibling failed, a limit was reached).
     Cancelled,
+    /// The call started and the run was killed before its result was recorded: it may have
+    /// taken effect (written by the resumed run).
+    Lost,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -578,6 +600,9 @@ pub enum Outcome {
     OutputFailed,
     /// Under `output_schema`: no final answer was valid against it within its attempts.
     StructuredOutputInvalid,
+    /// The provider refused the history as too long for the model's context, and
+    /// compaction could not make it fit (or was off, or its attempts were spent).
+    ContextOverflow,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -129,7 +129,7 @@ pub struct RunReport {
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 20] = [
+    pub const ALL: [Outcome; 21] = [
         Outcome::Success,
         Outcome::ChecksFailed,
         Outcome::MaxTurns,
@@ -150,6 +150,7 @@ impl Outcome {
         Outcome::Terminated,
         Outcome::OutputFailed,
         Outcome::StructuredOutputInvalid,
+        Outcome::ContextOverflow,
     ];
 
     /// The name the transcript, the JSON result and the action's `outcome` output use.
@@ -175,6 +176,7 @@ impl Outcome {
             Outcome::Terminated => "terminated",
             Outcome::OutputFailed => "output_failed",
             Outcome::StructuredOutputInvalid => "structured_output_invalid",
+            Outcome::ContextOverflow => "context_overflow",
         }
     }
 
@@ -230,6 +232,11 @@ its continuations, or a failing hook under `on_error: deny`)"
                 "`output_schema`: no final answer was valid JSON against the schema within \
 `output_schema_attempts` (each invalid one was fed back with the validator's errors)"
             }
+            Outcome::ContextOverflow => {
+                "the provider refused the history as too long for the model's context, and \
+compaction could not make it fit: it was off, failed, was refused again after compacting, or \
+its attempts for the run were spent (see docs/reliability.md)"
+            }
         }
     }
 
@@ -250,7 +257,9 @@ its continuations, or a failing hook under `on_error: deny`)"
             | Outcome::PolicyDenied
             | Outcome::EffectsExceeded
             | Outcome::ClassifierDenials => ExitCode::PolicyStop,
-            Outcome::ProviderError | Outcome::ClassifierUnavailable => ExitCode::ProviderError,
+            Outcome::ProviderError | Outcome::ClassifierUnavailable | Outcome::ContextOverflow => {
+                ExitCode::ProviderError
+            }
             Outcome::Interrupted => ExitCode::Interrupted,
             Outcome::Terminated => ExitCode::Terminated,
             Outcome::OutputFailed => ExitCode::OutputError,

@@ -36,6 +36,7 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         Event::RunStarted { .. } => "init",
         Event::AssistantMessage { .. } => "assistant",
         Event::ToolCall { .. } => "tool_use",
+        Event::ToolStarted { .. } => "tool_started",
         Event::ToolProgress { .. } => "progress",
         Event::PermissionDecision { .. } => "permission_decision",
         Event::ClassifierCall { .. } => "classifier_call",

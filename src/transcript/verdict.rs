@@ -50,6 +50,7 @@ pub fn decide(
         | Outcome::Interrupted
         | Outcome::Terminated
         | Outcome::ProviderError
+        | Outcome::ContextOverflow
         | Outcome::DenialLimit
         | Outcome::PolicyDenied
         | Outcome::ClassifierDenials

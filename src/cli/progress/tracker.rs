@@ -247,6 +247,7 @@ impl Tracker {
                 let detail = match status {
                     ResultStatus::Error => first_line(content),
                     ResultStatus::Denied => refusal,
+                    ResultStatus::Lost => Some("started, its result was lost".to_string()),
                     ResultStatus::Success | ResultStatus::Cancelled => None,
                 }
                 .map(|detail| format!(": {detail}"))
@@ -353,7 +354,8 @@ impl Tracker {
             | Event::InputSkipped { .. }
             | Event::NetworkConnection { .. }
             | Event::Reminder { .. }
-            | Event::MessageBudget { .. } => None,
+            | Event::MessageBudget { .. }
+            | Event::ToolStarted { .. } => None,
         };
         let mut lines: Vec<String> = line.into_iter().collect();
         // What the run goes without, one line each after the start: nothing held back for
