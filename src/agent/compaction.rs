@@ -144,6 +144,7 @@ pub(super) async fn compact(
             .map(|()| Compacted::No);
     }
     let window = run.spec.context_window;
+    record.asked = true;
     let mut summary = String::new();
     for asked in 0..2 {
         let mut older = History::new(messages[..cut].to_vec());
@@ -385,6 +386,8 @@ struct Record {
     reason: Option<String>,
     hooks: Vec<crate::hooks::HookRun>,
     responses: u32,
+    /// A summary request was made (or its budget refused it).
+    asked: bool,
 }
 
 impl Record {
@@ -399,7 +402,9 @@ impl Record {
         };
         match outcome {
             CompactionOutcome::Compacted => run.compactions.push(tokens),
-            CompactionOutcome::Failed => run.backoff.failed(self.turn),
+            // Only a summary asked for and not had counts: "too few turns" cost nothing.
+            CompactionOutcome::Failed if self.asked => run.backoff.failed(self.turn),
+            CompactionOutcome::Failed => {}
             CompactionOutcome::Vetoed => {}
         }
         run.emit(Event::Compaction {
@@ -458,5 +463,25 @@ mod tests {
         let cut = split(&messages, 3).unwrap();
         assert_eq!(messages[cut].role, Role::Assistant);
         assert_eq!(messages[cut - 1].role, Role::User);
+    }
+
+    #[test]
+    fn failures_back_off_more_each_time_and_stop_at_the_bound() {
+        let mut backoff = Backoff::default();
+        assert!(!backoff.spent());
+        backoff.failed(3);
+        assert_eq!(backoff.next_turn, 3 + BACKOFF_TURNS);
+        backoff.failed(8);
+        assert_eq!(backoff.next_turn, 8 + 2 * BACKOFF_TURNS);
+        assert!(!backoff.spent());
+        backoff.failed(18);
+        assert!(backoff.spent());
+    }
+
+    #[test]
+    fn a_summary_is_capped_at_a_quarter_of_the_window_else_its_max_tokens() {
+        assert_eq!(summary_cap(Some(200_000), 8000), 50_000);
+        assert_eq!(summary_cap(Some(2), 8000), 1);
+        assert_eq!(summary_cap(None, 8000), 8000);
     }
 }

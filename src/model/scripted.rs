@@ -228,4 +228,22 @@ mod tests {
             Err(ProviderError::Protocol(_))
         ));
     }
+
+    #[test]
+    fn a_resumed_script_goes_on_at_its_next_turn() {
+        let turn = |name: &str| {
+            vec![ScriptedBlock::ToolUse {
+                name: name.into(),
+                input: json!({}),
+            }]
+        };
+        let mut model = ScriptedModel::new(ScriptedTurns(vec![turn("First"), turn("Second")]));
+        model.skip(1);
+        let history = History::new(vec![Message::user_text("go")]);
+        let response = model.complete(&request(&history)).unwrap();
+        assert!(matches!(
+            &response.content[0],
+            ContentBlock::ToolUse { id, name, .. } if id == "toolu_02_00" && name == "Second"
+        ));
+    }
 }

@@ -60,6 +60,7 @@ pub fn sarif_json(report: &RunReport) -> Result<String, serde_json::Error> {
     let finished = !matches!(
         report.outcome,
         Outcome::ProviderError
+            | Outcome::ContextOverflow
             | Outcome::ClassifierUnavailable
             | Outcome::McpStartFailed
             | Outcome::Interrupted

@@ -36,7 +36,6 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         Event::RunStarted { .. } => "init",
         Event::AssistantMessage { .. } => "assistant",
         Event::ToolCall { .. } => "tool_use",
-        Event::ToolStarted { .. } => "tool_started",
         Event::ToolProgress { .. } => "progress",
         Event::PermissionDecision { .. } => "permission_decision",
         Event::ClassifierCall { .. } => "classifier_call",
@@ -53,6 +52,7 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         Event::SubagentStarted { .. } => "subagent_started",
         Event::SubagentFinished { .. } => "subagent_finished",
         Event::ModelRequest { .. }
+        | Event::ToolStarted { .. }
         | Event::UserMessage { .. }
         | Event::HookRun { .. }
         | Event::EventHooks { .. }

@@ -730,3 +730,547 @@ async fn continue_takes_the_latest_run_of_this_workdir() {
     assert_eq!(runs.len(), 1, "the run went on in its own folder");
     assert_eq!(server.violations(), Vec::<String>::new());
 }
+
+/// `tollgate ARGS` in `dir` with its own state folder (the transcript key), stdin closed,
+/// started in the background.
+fn spawn_keyed(dir: &Path, args: &[&str]) -> tokio::process::Child {
+    let mut command = keyed()
+        .env("TOLLGATE_STATE_DIR", dir.join("state"))
+        .command(dir);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    tokio::process::Command::from(command).spawn().unwrap()
+}
+
+fn sigkill(child: &tokio::process::Child) {
+    if let Some(pid) = child.id() {
+        // SAFETY: signals the child this test started.
+        unsafe { libc::kill(i32::try_from(pid).unwrap(), libc::SIGKILL) };
+    }
+}
+
+async fn finish(child: tokio::process::Child) -> Output {
+    child.wait_with_output().await.unwrap()
+}
+
+/// SIGKILL while the second of three commands of one turn runs, and a last line cut short:
+/// the resumed run drops that line (and says so), sends the first command's recorded
+/// result, tells the model the second started and its result was lost, runs the third —
+/// which never started — now, and numbers its turn on. Each command ran exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_killed_inside_a_turn_resumes_inside_it() {
+    let bash = |command: &str| tool("Bash", json!({ "command": command }));
+    let replies = vec![
+        Reply::Turn(turn(
+            vec![
+                bash("echo a >> log.txt"),
+                bash("echo b >> log.txt; sleep 30"),
+                bash("echo c >> log.txt"),
+            ],
+            Tokens::default(),
+        )),
+        done("All three ran."),
+    ];
+    let server = FakeModel::start(KEY, replies).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    std::fs::create_dir(dir.join("ws")).unwrap();
+    std::fs::write(
+        dir.join("task.yaml"),
+        format!(
+            "version: 1\nname: inside\nprompt: Log three letters.\nworkdir: ws\nmode: dontAsk\ntools: [Bash]\npermissions:\n  allow: [Bash]\n{}",
+            server.model_block(Api::Anthropic, "")
+        ),
+    )
+    .unwrap();
+    let child = spawn_keyed(dir, &["run", "task.yaml", "--out", "out"]);
+    let log = dir.join("ws/log.txt");
+    crate::support::poll_until(std::time::Duration::from_secs(20), || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains('b')
+            .then_some(())
+    })
+    .expect("the second command never ran");
+    sigkill(&child);
+    finish(child).await;
+    // What a kill during a write leaves: a last line cut short.
+    let transcript_path = dir.join("out/transcript.jsonl");
+    let torn = "{\"seq\":99,\"time\":\"2026-12-06T01:00:00.000Z\",\"type\":\"tool_re";
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&transcript_path)
+        .unwrap();
+    std::io::Write::write_all(&mut file, torn.as_bytes()).unwrap();
+    drop(file);
+
+    let resumed = finish(spawn_keyed(
+        dir,
+        &["run", "task.yaml", "--resume", "out"],
+    ))
+    .await;
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert!(stderr(&resumed).contains("cut short"), "{}", stderr(&resumed));
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "a\nb\nc\n",
+        "each command ran exactly once"
+    );
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "no request for the turn it went on inside");
+    let answers = requests[1].body["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let contents: Vec<String> = answers
+        .iter()
+        .map(|block| block["content"].to_string())
+        .collect();
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    assert!(contents[1].contains("its result was lost"), "{contents:?}");
+    assert!(contents[1].contains("may have taken effect"), "{contents:?}");
+    assert_eq!(answers[1]["is_error"], true);
+    assert_eq!(answers[2]["is_error"], false);
+
+    let all = transcript(&transcript_path);
+    crate::support::assert_every_tool_use_answered_once(&all);
+    let started: Vec<&str> = events(&all, "tool_started")
+        .iter()
+        .map(|event| event["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(started.len(), 3, "{started:?}");
+    let statuses: Vec<&str> = events(&all, "tool_result")
+        .iter()
+        .map(|event| event["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["success", "lost", "success"]);
+    let resumed_event = events(&all, "run_resumed")[0];
+    assert_eq!(resumed_event["dropped_torn_bytes"], torn.len());
+    assert_eq!(resumed_event["turns"], 1);
+    let turns: Vec<u64> = events(&all, "model_request")
+        .iter()
+        .map(|event| event["turn"].as_u64().unwrap())
+        .collect();
+    assert_eq!(turns, [1, 2], "turns are numbered on");
+    let finished = events(&all, "run_finished");
+    assert_eq!(finished.len(), 1);
+    assert_eq!(finished[0]["outcome"], "success");
+    assert_eq!(finished[0]["turns"], 2);
+    assert_eq!(finished[0]["tool_calls"], 3);
+    let seqs: Vec<u64> = all
+        .iter()
+        .map(|line| line["seq"].as_u64().unwrap())
+        .collect();
+    assert!(
+        seqs.windows(2).all(|pair| pair[1] == pair[0] + 1),
+        "{seqs:?}"
+    );
+}
+
+/// SIGKILL while a PreToolUse hook decides the call (announced, not yet started), then while
+/// a Stop hook judges the final answer: each resume goes on from there — the call is judged
+/// and run once, the final answer is concluded without another request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_announced_but_not_started_runs_once_and_an_unconcluded_answer_is_concluded() {
+    let replies = vec![
+        calling("Bash", json!({"command": "echo once >> log.txt"})),
+        done("Logged."),
+    ];
+    let server = FakeModel::start(KEY, replies).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    std::fs::create_dir(dir.join("ws")).unwrap();
+    std::fs::write(
+        dir.join("task.yaml"),
+        format!(
+            "version: 1\nname: hooked\nprompt: Log once.\nworkdir: ws\nmode: dontAsk\ntools: [Bash]\npermissions:\n  allow: [Bash]\n{}",
+            server.model_block(Api::Anthropic, "")
+        ),
+    )
+    .unwrap();
+    // Each hook waits the first time only, so the test can kill the run there.
+    std::fs::write(
+        dir.join("policy.yaml"),
+        "hooks:\n  - event: PreToolUse\n    matcher: Bash\n    command: \"if [ ! -e ../pre-waited ]; then touch ../pre-waited; sleep 30; fi\"\n  - event: Stop\n    command: \"if [ ! -e ../stop-waited ]; then touch ../stop-waited; sleep 30; fi\"\n",
+    )
+    .unwrap();
+    let args = [
+        "run",
+        "task.yaml",
+        "--out",
+        "out",
+        "--policy",
+        "policy.yaml",
+    ];
+    let resume = [
+        "run",
+        "task.yaml",
+        "--resume",
+        "out",
+        "--policy",
+        "policy.yaml",
+    ];
+    let child = spawn_keyed(dir, &args);
+    let waited = |name: &str| {
+        let path = dir.join(name);
+        crate::support::poll_until(std::time::Duration::from_secs(20), || {
+            path.exists().then_some(())
+        })
+    };
+    waited("pre-waited").expect("the PreToolUse hook never ran");
+    sigkill(&child);
+    finish(child).await;
+    let child = spawn_keyed(dir, &resume);
+    waited("stop-waited").expect("the Stop hook never ran");
+    sigkill(&child);
+    finish(child).await;
+    let resumed = finish(spawn_keyed(dir, &resume)).await;
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("ws/log.txt")).unwrap(),
+        "once\n"
+    );
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let all = transcript(&dir.join("out/transcript.jsonl"));
+    crate::support::assert_every_tool_use_answered_once(&all);
+    assert_eq!(events(&all, "tool_call").len(), 2, "announced again on resume");
+    assert_eq!(events(&all, "tool_started").len(), 1);
+    let finished = events(&all, "run_finished");
+    assert_eq!(finished.len(), 1);
+    assert_eq!(finished[0]["outcome"], "success");
+    assert_eq!(finished[0]["final_message"], "Logged.");
+    assert_eq!(finished[0]["tool_calls"], 1, "counted once");
+    assert_eq!(finished[0]["turns"], 2);
+}
+
+/// Every shape of "too long for the context" the providers and gateways send compacts the
+/// history and sends the request once more.
+#[tokio::test]
+async fn every_overflow_shape_compacts() {
+    let anthropic = Reply::Status {
+        status: 400,
+        headers: vec![],
+        kind: "invalid_request_error",
+        message: "input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or `max_tokens` and try again".into(),
+    };
+    let gateway = |body: Value| Reply::StatusBody { status: 400, body };
+    let shapes = [
+        ("anthropic context limit", Api::Anthropic, anthropic),
+        (
+            "openai code",
+            Api::OpenAi,
+            gateway(
+                json!({"error": {"message": "Your input is larger than this model accepts.", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
+            ),
+        ),
+        (
+            "litellm",
+            Api::OpenAi,
+            gateway(
+                json!({"error": {"message": "litellm.ContextWindowExceededError: litellm.BadRequestError: prompt has 9000 tokens", "type": null, "param": null, "code": "400"}}),
+            ),
+        ),
+        (
+            "vllm",
+            Api::OpenAi,
+            gateway(
+                json!({"object": "error", "message": "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion).", "type": "BadRequestError", "param": null, "code": 400}),
+            ),
+        ),
+        (
+            "llama.cpp",
+            Api::OpenAi,
+            gateway(
+                json!({"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 5000, "n_ctx": 4096}}),
+            ),
+        ),
+        (
+            "openrouter",
+            Api::OpenAi,
+            gateway(
+                json!({"error": {"message": "This endpoint's maximum context length is 8192 tokens. However, you requested about 9000 tokens. Please reduce the length of either one.", "code": 400}}),
+            ),
+        ),
+    ];
+    for (name, api, overflow) in shapes {
+        let read = || calling("Read", json!({"file_path": "notes.txt"}));
+        let server = FakeModel::start(KEY, vec![read(), read(), overflow, done("Done.")]).await;
+        server.answer_summaries(turn(vec![text("Read the notes.")], Tokens::default()));
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path();
+        std::fs::create_dir_all(dir.join("ws")).unwrap();
+        std::fs::write(
+            dir.join("task.yaml"),
+            format!(
+                "version: 1\nname: shapes\nprompt: Summarise notes.txt.\nworkdir: ws\nmode: dontAsk\ntools: [Read]\n{}",
+                server.model_block(api, "")
+            ),
+        )
+        .unwrap();
+        std::fs::write(dir.join("ws/notes.txt"), "notes\n").unwrap();
+        let run = tollgate(dir, &["run", "task.yaml", "--out", "out"]).await;
+        assert_eq!(run.status.code(), Some(0), "{name}: {}", stderr(&run));
+        let all = transcript(&dir.join("out/transcript.jsonl"));
+        let compactions = events(&all, "compaction");
+        assert_eq!(compactions.len(), 1, "{name}");
+        assert_eq!(compactions[0]["trigger"], "context_overflow", "{name}");
+        assert_eq!(compactions[0]["outcome"], "compacted", "{name}");
+        assert_eq!(server.violations(), Vec::<String>::new(), "{name}");
+    }
+}
+
+/// A summary endpoint that hangs: each attempt ends at the provider's clock, the threshold
+/// backs off after each failure, at most three are made in the run, and the provider's
+/// overflow after that ends the run as `context_overflow` (exit 4).
+#[tokio::test]
+async fn a_failing_compaction_backs_off_and_the_run_ends_as_context_overflow() {
+    let mut replies: Vec<Reply> = (0..25)
+        .map(|_| calling("Read", json!({"file_path": "notes.txt"})))
+        .collect();
+    replies.push(Reply::Status {
+        status: 400,
+        headers: vec![],
+        kind: "invalid_request_error",
+        message: "prompt is too long: 210345 tokens > 200000 maximum".into(),
+    });
+    let server = FakeModel::start(KEY, replies).await;
+    server.answer_summaries_with(Reply::StallAfter {
+        turn: turn(vec![text("never")], Tokens::default()),
+        events: 0,
+    });
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    std::fs::create_dir_all(dir.join("ws")).unwrap();
+    std::fs::write(
+        dir.join("task.yaml"),
+        format!(
+            "version: 1\nname: backoff\nprompt: Summarise notes.txt.\nworkdir: ws\nmode: dontAsk\ntools: [Read]\nlimits: {{max_turns: 40}}\ncompaction: {{context_window: 2000, threshold: 0.1}}\n{}",
+            server.model_block(
+                Api::Anthropic,
+                "  timeouts: {first_event: 1}\n  retries: {max: 0}\n"
+            )
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.join("ws/notes.txt"), "notes\n").unwrap();
+    let run = tollgate(dir, &["run", "task.yaml", "--out", "out"]).await;
+    assert_eq!(run.status.code(), Some(4), "{}", stderr(&run));
+    let all = transcript(&dir.join("out/transcript.jsonl"));
+    let asked: Vec<&&Value> = events(&all, "compaction")
+        .iter()
+        .filter(|event| event["reason"] != "too few turns to compact")
+        .collect();
+    assert_eq!(asked.len(), 3, "{asked:?}");
+    assert!(asked.iter().all(|event| event["outcome"] == "failed"));
+    let turns: Vec<u64> = asked
+        .iter()
+        .map(|event| event["turn"].as_u64().unwrap())
+        .collect();
+    assert!(
+        turns[1] >= turns[0] + 5 && turns[2] >= turns[1] + 10,
+        "backed off: {turns:?}"
+    );
+    let summaries = server
+        .requests()
+        .iter()
+        .filter(|request| is_summary_request(&request.body))
+        .count();
+    assert_eq!(summaries, 3);
+    let finished = events(&all, "run_finished")[0];
+    assert_eq!(finished["outcome"], "context_overflow");
+    assert_eq!(finished["turns"], 26);
+    let error = finished["error"].as_str().unwrap();
+    assert!(error.contains("prompt is too long"), "{error}");
+    assert!(error.contains("failed already"), "{error}");
+}
+
+/// A summary past a quarter of the window is refused and asked for once more, shorter; a
+/// second one past it fails the compaction, and the overflow ends the run.
+#[tokio::test]
+async fn a_summary_over_its_cap_is_asked_for_again_then_refused() {
+    let read = || calling("Read", json!({"file_path": "notes.txt"}));
+    let overflow = Reply::Status {
+        status: 400,
+        headers: vec![],
+        kind: "invalid_request_error",
+        message: "prompt is too long: 50000 tokens > 40000 maximum".into(),
+    };
+    let server = FakeModel::start(KEY, vec![read(), read(), read(), overflow]).await;
+    // 60 kB: over a quarter of a 40000-token window at 4 bytes a token.
+    server.answer_summaries(turn(
+        vec![text(&"a summary that never ends ".repeat(2400))],
+        Tokens::default(),
+    ));
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    write_task(dir, &server, "compaction: {context_window: 40000}\n");
+    std::fs::write(dir.join("ws/notes.txt"), "notes\n").unwrap();
+    let run = tollgate(dir, &["run", "task.yaml", "--out", "out"]).await;
+    assert_eq!(run.status.code(), Some(4), "{}", stderr(&run));
+    let all = transcript(&dir.join("out/transcript.jsonl"));
+    let compaction = events(&all, "compaction")[0];
+    assert_eq!(compaction["outcome"], "failed");
+    assert_eq!(compaction["responses"], 2);
+    let reason = compaction["reason"].as_str().unwrap();
+    assert!(reason.contains("too long") && reason.contains("10000"), "{reason}");
+    let summaries: Vec<Value> = server
+        .requests()
+        .into_iter()
+        .map(|request| request.body)
+        .filter(is_summary_request)
+        .collect();
+    assert_eq!(summaries.len(), 2);
+    assert!(
+        summaries[1]["messages"].to_string().contains("That summary was too long"),
+        "the second request asks for a shorter one"
+    );
+    assert_eq!(events(&all, "run_finished")[0]["outcome"], "context_overflow");
+}
+
+/// Seeds of the slow kill test: `TOLLGATE_KILL_SEEDS` (default 20, which CI runs).
+fn kill_seeds() -> u64 {
+    std::env::var("TOLLGATE_KILL_SEEDS")
+        .ok()
+        .and_then(|seeds| seeds.parse().ok())
+        .unwrap_or(20)
+}
+
+/// A small deterministic generator (splitmix64), so a failing seed can be run again.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The scripted task of the kill test: four turns of two commands each, every command
+/// appending its own id to `log.txt`, then a final answer.
+const KILL_TURNS: usize = 4;
+
+fn kill_task() -> String {
+    let mut script = String::new();
+    for turn in 1..=KILL_TURNS {
+        script.push_str(&format!(
+            "    - - tool_use: {{name: Bash, input: {{command: \"echo c{turn}a >> log.txt\"}}}}\n      - tool_use: {{name: Bash, input: {{command: \"echo c{turn}b >> log.txt; sleep 0.05\"}}}}\n"
+        ));
+    }
+    script.push_str("    - - text: all logged\n");
+    format!(
+        "version: 1\nname: killed\nprompt: Log every id.\nworkdir: ws\nmode: dontAsk\ntools: [Bash]\npermissions:\n  allow: [Bash]\nmodel:\n  provider: scripted\n  script:\n{script}"
+    )
+}
+
+/// A scripted run killed with SIGKILL at random points and resumed each time until it
+/// finishes: every command ran exactly once, except one killed while it ran, which the
+/// record says started with its result lost (it ran at most once). The scripted model goes
+/// on at its next turn, so no tool_use id repeats and every one is answered once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scripted_run_killed_at_random_points_runs_each_command_once() {
+    let (mut kills, mut lost_total) = (0, 0);
+    for seed in 0..kill_seeds() {
+        let (killed, lost) = killed_and_resumed(seed).await;
+        kills += killed;
+        lost_total += lost;
+    }
+    eprintln!(
+        "{} seeds: {kills} kills, {lost_total} calls started with their result lost",
+        kill_seeds()
+    );
+}
+
+async fn killed_and_resumed(seed: u64) -> (u32, usize) {
+    let mut rng = seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x5eed;
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    std::fs::create_dir(dir.join("ws")).unwrap();
+    std::fs::write(dir.join("task.yaml"), kill_task()).unwrap();
+    let transcript_path = dir.join("out/transcript.jsonl");
+    let mut kills = 0;
+    let mut finished = None;
+    for attempt in 0..40 {
+        let text = std::fs::read_to_string(&transcript_path).unwrap_or_default();
+        // Killed after its end was recorded (while writing its reports): it is finished.
+        if text.contains("\"type\":\"run_finished\"") {
+            finished = Some(attempt);
+            break;
+        }
+        // Nothing of the run is on record before its first message: it starts again.
+        let recorded = text.contains("\"type\":\"user_message\"");
+        let args: &[&str] = if recorded {
+            &["run", "task.yaml", "--resume", "out"]
+        } else {
+            &["run", "task.yaml", "--out", "out", "--force"]
+        };
+        let mut child = spawn_keyed(dir, args);
+        // Late attempts run to the end, so every seed finishes.
+        let delay = (attempt < 25).then(|| splitmix(&mut rng) % 400);
+        let exited = match delay {
+            Some(ms) => {
+                tokio::time::timeout(std::time::Duration::from_millis(ms), child.wait())
+                    .await
+                    .ok()
+            }
+            None => Some(child.wait().await),
+        };
+        if exited.is_none() {
+            sigkill(&child);
+            kills += 1;
+        }
+        let output = finish(child).await;
+        if exited.is_some() {
+            assert_eq!(
+                output.status.code(),
+                Some(0),
+                "seed {seed}, attempt {attempt}: {}",
+                stderr(&output)
+            );
+            finished = Some(attempt);
+            break;
+        }
+    }
+    assert!(finished.is_some(), "seed {seed}: never finished");
+    let all = transcript(&transcript_path);
+    crate::support::assert_every_tool_use_answered_once(&all);
+    let commands: std::collections::HashMap<&str, String> = events(&all, "tool_call")
+        .iter()
+        .map(|event| {
+            let command = event["input"]["command"].as_str().unwrap();
+            let id = command.split_whitespace().nth(1).unwrap().to_string();
+            (event["id"].as_str().unwrap(), id)
+        })
+        .collect();
+    let lost: Vec<&String> = events(&all, "tool_result")
+        .iter()
+        .filter(|event| event["status"] == "lost")
+        .map(|event| &commands[event["id"].as_str().unwrap()])
+        .collect();
+    let log = std::fs::read_to_string(dir.join("ws/log.txt")).unwrap_or_default();
+    for turn in 1..=KILL_TURNS {
+        for half in ["a", "b"] {
+            let id = format!("c{turn}{half}");
+            let ran = log.lines().filter(|line| *line == id).count();
+            if lost.contains(&&id) {
+                assert!(ran <= 1, "seed {seed}: {id} ran {ran} times:\n{log}");
+            } else {
+                assert_eq!(ran, 1, "seed {seed}: {id} ran {ran} times:\n{log}");
+            }
+        }
+    }
+    let turns: Vec<u64> = events(&all, "model_request")
+        .iter()
+        .map(|event| event["turn"].as_u64().unwrap())
+        .collect();
+    assert!(
+        turns.windows(2).all(|pair| pair[1] > pair[0]),
+        "seed {seed}: turns {turns:?}"
+    );
+    let ended = events(&all, "run_finished");
+    assert_eq!(ended.last().unwrap()["outcome"], "success", "seed {seed}");
+    (kills, lost.len())
+}

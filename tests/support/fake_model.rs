@@ -127,6 +127,8 @@ pub enum Reply {
     },
     /// The turn with no usage anywhere in the stream, as some gateways and proxies send it.
     NoUsage(Turn),
+    /// An HTTP error with this JSON body sent as it is (a gateway's own error shape).
+    StatusBody { status: u16, body: Value },
     /// This status with a body that never ends (`x` after `x`), as a broken gateway's.
     EndlessBody {
         status: u16,
@@ -155,6 +157,8 @@ struct Log {
     violations: Vec<String>,
     /// The answer to every compaction's summary request, outside the scripted order.
     summary: Option<Turn>,
+    /// Or a reply of any kind (a failure, a stall) to each summary request.
+    summary_reply: Option<Reply>,
 }
 
 /// Words of tollgate's fixed compaction instruction, by which its summary requests are known.
@@ -241,6 +245,12 @@ impl FakeModel {
         self.log.lock().unwrap().summary = Some(turn);
     }
 
+    /// Answers each summary request with `reply` (a failure, a stall), outside the scripted
+    /// order.
+    pub fn answer_summaries_with(&self, reply: Reply) {
+        self.log.lock().unwrap().summary_reply = Some(reply);
+    }
+
     pub fn replies_left(&self) -> usize {
         self.log.lock().unwrap().replies.len()
     }
@@ -290,7 +300,8 @@ async fn handle(
         if let Some(summary) = log.summary.clone().filter(|_| asks_summary) {
             return sse(events(api, &summary, number), Ending::Clean);
         }
-        match log.replies.pop_front() {
+        let summary_reply = log.summary_reply.clone().filter(|_| asks_summary);
+        match summary_reply.or_else(|| log.replies.pop_front()) {
             Some(reply) => (reply, number),
             None => {
                 let problem = format!("request {number}: no scripted reply left");
@@ -351,6 +362,11 @@ async fn handle(
                 &format!("invalid x-api-key: {sent}"),
             )
         }
+        Reply::StatusBody { status, body } => Response::builder()
+            .status(StatusCode::from_u16(status).unwrap())
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap(),
         Reply::Raw { content_type, body } => Response::builder()
             .header("content-type", content_type)
             .body(Body::from(body))
