@@ -128,7 +128,10 @@ pub enum Reply {
     /// The turn with no usage anywhere in the stream, as some gateways and proxies send it.
     NoUsage(Turn),
     /// An HTTP error with this JSON body sent as it is (a gateway's own error shape).
-    StatusBody { status: u16, body: Value },
+    StatusBody {
+        status: u16,
+        body: Value,
+    },
     /// This status with a body that never ends (`x` after `x`), as a broken gateway's.
     EndlessBody {
         status: u16,
