@@ -13,6 +13,15 @@ use crate::support::fake_model::{
 use crate::support::{Isolation, events, transcript};
 
 const KEY: &str = "sk-long-runs-test-key";
+/// A run of the task in `out/` under `policy.yaml`.
+const START_OUT: [&str; 6] = [
+    "run",
+    "task.yaml",
+    "--out",
+    "out",
+    "--policy",
+    "policy.yaml",
+];
 /// The task given again (a resume takes it from the command line), going on in `out/`.
 const RESUME_OUT: [&str; 6] = [
     "run",
@@ -38,6 +47,18 @@ async fn tollgate(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// The transcript's lines are numbered one after another, resumes and dropped lines included.
+fn assert_seqs_consecutive(all: &[Value]) {
+    let seqs: Vec<u64> = all
+        .iter()
+        .map(|line| line["seq"].as_u64().unwrap())
+        .collect();
+    assert!(
+        seqs.windows(2).all(|pair| pair[1] == pair[0] + 1),
+        "{seqs:?}"
+    );
+}
+
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
@@ -48,11 +69,29 @@ fn done(words: &str) -> Reply {
 
 /// A task in `dir` (workspace `ws/`) for `server`, with `rest` appended.
 fn write_task(dir: &Path, server: &FakeModel, rest: &str) {
+    write_task_for(dir, server, Api::Anthropic, "", rest);
+}
+
+/// `write_task` for `server`'s `api`, with `model_extra` in its `model:` block.
+fn write_task_for(dir: &Path, server: &FakeModel, api: Api, model_extra: &str, rest: &str) {
     std::fs::create_dir_all(dir.join("ws")).unwrap();
     std::fs::write(
         dir.join("task.yaml"),
         format!(
             "version: 1\nname: long\nprompt: Summarise notes.txt.\nworkdir: ws\nmode: dontAsk\ntools: [Read, Glob, TodoWrite]\n{}{rest}",
+            server.model_block(api, model_extra)
+        ),
+    )
+    .unwrap();
+}
+
+/// A task in `dir` (workspace `ws/`) for `server` whose one tool is Bash, allowed.
+fn write_bash_task(dir: &Path, server: &FakeModel, prompt: &str) {
+    std::fs::create_dir_all(dir.join("ws")).unwrap();
+    std::fs::write(
+        dir.join("task.yaml"),
+        format!(
+            "version: 1\nname: bash\nprompt: {prompt}\nworkdir: ws\nmode: dontAsk\ntools: [Bash]\npermissions:\n  allow: [Bash]\n{}",
             server.model_block(Api::Anthropic, "")
         ),
     )
@@ -392,18 +431,7 @@ async fn a_sixty_turn_run_over_a_small_window_compacts_keeps_the_plan_and_finish
         "hooks:\n  - event: PreCompact\n    matcher: auto\n    command: bash ../pre-compact.sh\n",
     )
     .unwrap();
-    let run = tollgate(
-        dir,
-        &[
-            "run",
-            "task.yaml",
-            "--out",
-            "out",
-            "--policy",
-            "policy.yaml",
-        ],
-    )
-    .await;
+    let run = tollgate(dir, &START_OUT).await;
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
     assert_eq!(server.violations(), Vec::<String>::new());
     let all = transcript(&dir.join("out/transcript.jsonl"));
@@ -571,14 +599,7 @@ async fn a_run_stopped_by_sigterm_resumes_with_the_request_it_would_have_sent() 
     .unwrap();
     let mut command = keyed().command(dir);
     command
-        .args([
-            "run",
-            "task.yaml",
-            "--out",
-            "out",
-            "--policy",
-            "policy.yaml",
-        ])
+        .args(START_OUT)
         .stdin(Stdio::null())
         .stdout(Stdio::null());
     let mut child = tokio::process::Command::from(command).spawn().unwrap();
@@ -653,14 +674,7 @@ async fn a_run_stopped_by_sigterm_resumes_with_the_request_it_would_have_sent() 
     );
     assert_eq!(finished[1]["turns"], 3);
     assert_eq!(finished[1]["todos"].as_array().unwrap().len(), 2);
-    let seqs: Vec<u64> = all
-        .iter()
-        .map(|line| line["seq"].as_u64().unwrap())
-        .collect();
-    assert!(
-        seqs.windows(2).all(|pair| pair[1] == pair[0] + 1),
-        "{seqs:?}"
-    );
+    assert_seqs_consecutive(&all);
 
     // A run that ended with the model's answer has nothing to go on from without a prompt.
     let again = tollgate(dir, &RESUME_OUT).await;
@@ -777,15 +791,7 @@ async fn a_run_killed_inside_a_turn_resumes_inside_it() {
     let server = FakeModel::start(KEY, replies).await;
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path();
-    std::fs::create_dir(dir.join("ws")).unwrap();
-    std::fs::write(
-        dir.join("task.yaml"),
-        format!(
-            "version: 1\nname: inside\nprompt: Log three letters.\nworkdir: ws\nmode: dontAsk\ntools: [Bash]\npermissions:\n  allow: [Bash]\n{}",
-            server.model_block(Api::Anthropic, "")
-        ),
-    )
-    .unwrap();
+    write_bash_task(dir, &server, "Log three letters.");
     let child = spawn_keyed(dir, &["run", "task.yaml", "--out", "out"]);
     let log = dir.join("ws/log.txt");
     crate::support::poll_until(std::time::Duration::from_secs(20), || {
@@ -872,14 +878,7 @@ async fn a_run_killed_inside_a_turn_resumes_inside_it() {
     assert_eq!(finished[0]["outcome"], "success");
     assert_eq!(finished[0]["turns"], 2);
     assert_eq!(finished[0]["tool_calls"], 3);
-    let seqs: Vec<u64> = all
-        .iter()
-        .map(|line| line["seq"].as_u64().unwrap())
-        .collect();
-    assert!(
-        seqs.windows(2).all(|pair| pair[1] == pair[0] + 1),
-        "{seqs:?}"
-    );
+    assert_seqs_consecutive(&all);
 }
 
 /// SIGKILL while a PreToolUse hook decides the call (announced, not yet started), then while
@@ -894,38 +893,14 @@ async fn a_call_announced_but_not_started_runs_once_and_an_unconcluded_answer_is
     let server = FakeModel::start(KEY, replies).await;
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path();
-    std::fs::create_dir(dir.join("ws")).unwrap();
-    std::fs::write(
-        dir.join("task.yaml"),
-        format!(
-            "version: 1\nname: hooked\nprompt: Log once.\nworkdir: ws\nmode: dontAsk\ntools: [Bash]\npermissions:\n  allow: [Bash]\n{}",
-            server.model_block(Api::Anthropic, "")
-        ),
-    )
-    .unwrap();
+    write_bash_task(dir, &server, "Log once.");
     // Each hook waits the first time only, so the test can kill the run there.
     std::fs::write(
         dir.join("policy.yaml"),
         "hooks:\n  - event: PreToolUse\n    matcher: Bash\n    command: \"if [ ! -e ../pre-waited ]; then touch ../pre-waited; sleep 30; fi\"\n  - event: Stop\n    command: \"if [ ! -e ../stop-waited ]; then touch ../stop-waited; sleep 30; fi\"\n",
     )
     .unwrap();
-    let args = [
-        "run",
-        "task.yaml",
-        "--out",
-        "out",
-        "--policy",
-        "policy.yaml",
-    ];
-    let resume = [
-        "run",
-        "task.yaml",
-        "--resume",
-        "out",
-        "--policy",
-        "policy.yaml",
-    ];
-    let child = spawn_keyed(dir, &args);
+    let child = spawn_keyed(dir, &START_OUT);
     let waited = |name: &str| {
         let path = dir.join(name);
         crate::support::poll_until(std::time::Duration::from_secs(20), || {
@@ -935,11 +910,11 @@ async fn a_call_announced_but_not_started_runs_once_and_an_unconcluded_answer_is
     waited("pre-waited").expect("the PreToolUse hook never ran");
     sigkill(&child);
     finish(child).await;
-    let child = spawn_keyed(dir, &resume);
+    let child = spawn_keyed(dir, &RESUME_OUT);
     waited("stop-waited").expect("the Stop hook never ran");
     sigkill(&child);
     finish(child).await;
-    let resumed = finish(spawn_keyed(dir, &resume)).await;
+    let resumed = finish(spawn_keyed(dir, &RESUME_OUT)).await;
     assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
     assert_eq!(
         std::fs::read_to_string(dir.join("ws/log.txt")).unwrap(),
@@ -1018,15 +993,7 @@ async fn every_overflow_shape_compacts() {
         server.answer_summaries(turn(vec![text("Read the notes.")], Tokens::default()));
         let scratch = tempfile::tempdir().unwrap();
         let dir = scratch.path();
-        std::fs::create_dir_all(dir.join("ws")).unwrap();
-        std::fs::write(
-            dir.join("task.yaml"),
-            format!(
-                "version: 1\nname: shapes\nprompt: Summarise notes.txt.\nworkdir: ws\nmode: dontAsk\ntools: [Read]\n{}",
-                server.model_block(api, "")
-            ),
-        )
-        .unwrap();
+        write_task_for(dir, &server, api, "", "");
         std::fs::write(dir.join("ws/notes.txt"), "notes\n").unwrap();
         let run = tollgate(dir, &["run", "task.yaml", "--out", "out"]).await;
         assert_eq!(run.status.code(), Some(0), "{name}: {}", stderr(&run));
@@ -1060,18 +1027,13 @@ async fn a_failing_compaction_backs_off_and_the_run_ends_as_context_overflow() {
     });
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path();
-    std::fs::create_dir_all(dir.join("ws")).unwrap();
-    std::fs::write(
-        dir.join("task.yaml"),
-        format!(
-            "version: 1\nname: backoff\nprompt: Summarise notes.txt.\nworkdir: ws\nmode: dontAsk\ntools: [Read]\nlimits: {{max_turns: 40}}\ncompaction: {{context_window: 2000, threshold: 0.1}}\n{}",
-            server.model_block(
-                Api::Anthropic,
-                "  timeouts: {first_event: 1}\n  retries: {max: 0}\n"
-            )
-        ),
-    )
-    .unwrap();
+    write_task_for(
+        dir,
+        &server,
+        Api::Anthropic,
+        "  timeouts: {first_event: 1}\n  retries: {max: 0}\n",
+        "limits: {max_turns: 40}\ncompaction: {context_window: 2000, threshold: 0.1}\n",
+    );
     std::fs::write(dir.join("ws/notes.txt"), "notes\n").unwrap();
     let run = tollgate(dir, &["run", "task.yaml", "--out", "out"]).await;
     assert_eq!(run.status.code(), Some(4), "{}", stderr(&run));
