@@ -739,7 +739,6 @@ async fn conversation(
             scope.subagent.as_ref(),
         );
         let tool_specs = tool_specs(&registry);
-        let fixed_bytes = system.len() + serde_json::to_vec(&tool_specs).map_or(0, |b| b.len());
         // A resumed run goes on inside the turn it stopped in: no request, its calls
         // answered as the record places them.
         let pending = match scope.subagent {
@@ -754,175 +753,16 @@ async fn conversation(
                 scope.turns,
                 Some((pending.settled, pending.prompt)),
             ),
-            None => {
-                if let Some(reason) = abort.reason() {
-                    let during = match messages.last() {
-                        Some(last)
-                            if last.role == Role::User
-                                && last.content.iter().any(|block| {
-                                    matches!(block, ContentBlock::ToolResult { .. })
-                                }) =>
-                        {
-                            QueryEnd::AbortedTools
-                        }
-                        _ => QueryEnd::AbortedStreaming,
-                    };
-                    return hard_stop(run, messages, reason, during);
-                }
-                if run
-                    .deadline
-                    .is_some_and(|deadline| Instant::now() >= deadline)
-                {
-                    return Ok(timed_out(spec));
-                }
-                if let Some(why) = default_denial_limit(run) {
-                    return Ok((Outcome::DenialLimit, None, Some(why)));
-                }
-                // One budget for the run: a sub-agent's turns are the run's too, so Agent calls cannot
-                // multiply `max_turns`.
-                if run.requests >= spec.limits.max_turns {
-                    return Ok((
-                        Outcome::MaxTurns,
-                        None,
-                        Some(run_turns_used_up(spec.limits.max_turns)),
-                    ));
-                }
-                if scope.turns >= scope.max_turns {
-                    return Ok((
-                        Outcome::MaxTurns,
-                        None,
-                        Some(format!(
-                            "stopped after {} = {}",
-                            scope.max_turns_key(),
-                            scope.max_turns
-                        )),
-                    ));
-                }
-                let fixed = compaction::Fixed {
-                    system: &system,
-                    tools: &tool_specs,
-                    bytes: fixed_bytes,
-                };
-                let mut prompt_bytes = fixed_bytes + messages.encoded_len();
-                // Sub-agents' conversations are short by their own turn limit; the run's own grows.
-                if scope.subagent.is_none() && compaction::due(run, prompt_bytes, scope.turns + 1) {
-                    let trigger = crate::transcript::CompactionTrigger::Threshold;
-                    let turn = scope.turns + 1;
-                    match compaction::compact(run, provider, abort, messages, &fixed, turn, trigger)
-                        .await?
-                    {
-                        compaction::Compacted::Stopped(None) => {
-                            let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
-                            return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming);
-                        }
-                        compaction::Compacted::Stopped(Some(ending)) => return Ok(ending),
-                        compaction::Compacted::Yes | compaction::Compacted::No => {}
-                    }
-                    prompt_bytes = fixed_bytes + messages.encoded_len();
-                }
-                let max_tokens = match run.budget.admit(prompt_bytes) {
-                    Ok(max_tokens) => max_tokens,
-                    Err(limit) => return Ok((limit.outcome, None, Some(limit.reason))),
-                };
-                scope.turns += 1;
-                run.requests += 1;
-                if scope.subagent.is_none() {
-                    run.counts.turns += 1;
-                }
-                let turn = scope.turns;
-                run.emit(Event::ModelRequest {
-                    turn,
-                    messages: messages.len(),
-                    tools: tool_specs.iter().map(|tool| tool.name.clone()).collect(),
-                })?;
-                // A request the provider finds too long for its context is compacted and sent once
-                // more, instead of ending the run.
-                let mut overflowed = false;
-                let response = loop {
-                    let request = ModelRequest {
-                        system: &system,
-                        messages,
-                        tools: &tool_specs,
-                        max_tokens,
-                    };
-                    let stop = match request_once(run, provider, &request, turn, abort).await? {
-                        Ok(response) => break response,
-                        Err(stop) => stop,
-                    };
-                    let message = match stop {
-                        Stop::Aborted => {
-                            let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
-                            return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming);
-                        }
-                        Stop::Ended(ending) => return Ok(ending),
-                        Stop::TooLong(message) => message,
-                    };
-                    let too_long = |why: &str| {
-                        Ok((
-                            Outcome::ContextOverflow,
-                            None,
-                            Some(format!("{message} ({why})")),
-                        ))
-                    };
-                    if scope.subagent.is_some() {
-                        return too_long("a sub-agent's conversation is not compacted");
-                    }
-                    if overflowed {
-                        return too_long("refused again after compacting");
-                    }
-                    if !spec.compaction.enabled {
-                        return too_long("compaction is off");
-                    }
-                    if run.backoff.spent() {
-                        return too_long(&format!(
-                            "{} compactions of this run failed already",
-                            compaction::MAX_FAILURES
-                        ));
-                    }
-                    overflowed = true;
-                    let trigger = crate::transcript::CompactionTrigger::ContextOverflow;
-                    match compaction::compact(run, provider, abort, messages, &fixed, turn, trigger)
-                        .await?
-                    {
-                        compaction::Compacted::Yes => {}
-                        compaction::Compacted::No => {
-                            return too_long(
-                                "compaction did not shorten it: see the compaction event",
-                            );
-                        }
-                        compaction::Compacted::Stopped(None) => {
-                            let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
-                            return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming);
-                        }
-                        compaction::Compacted::Stopped(Some(ending)) => return Ok(ending),
-                    }
-                };
-                let usage = response.usage.tokens();
-                run.counts.usage.add(&usage);
-                if response.usage.is_estimated() {
-                    run.counts.estimated_requests += 1;
-                }
-                let cost_usd = run.budget.record(&usage, prompt_bytes);
-                run.emit(Event::AssistantMessage {
-                    turn,
-                    content: response.content.clone(),
-                    stop_reason: response.stop_reason,
-                    usage,
-                    usage_source: UsageSource::of(&response.usage),
-                    cost_usd,
-                })?;
-                let ModelResponse {
-                    content,
-                    stop_reason,
-                    malformed_inputs,
-                    ..
-                } = response;
-                let assistant = Message {
-                    role: Role::Assistant,
-                    content,
-                };
-                (assistant, stop_reason, malformed_inputs, turn, None)
-            }
+            None => match ask(run, provider, abort, messages, scope, &system, &tool_specs).await? {
+                Ok(asked) => (
+                    asked.message,
+                    asked.stop_reason,
+                    asked.malformed_inputs,
+                    asked.turn,
+                    None,
+                ),
+                Err(ending) => return Ok(ending),
+            },
         };
         let calls: Vec<Call> = assistant
             .content
@@ -1102,6 +942,196 @@ async fn conversation(
             return Ok((stop.outcome, None, Some(stop.why)));
         }
     }
+}
+
+/// The model's answer to the next request, as `conversation` goes on with it.
+struct Asked {
+    message: Message,
+    stop_reason: StopReason,
+    malformed_inputs: Vec<crate::model::MalformedInput>,
+    turn: u32,
+}
+
+/// The model's next turn: the limits checked, the history compacted when due, the request
+/// sent (compacted and sent once more when the provider finds it too long) and its answer
+/// recorded; or how the conversation ended instead.
+async fn ask(
+    run: &mut Loop<'_>,
+    provider: &mut Provider,
+    abort: &AbortSignal,
+    messages: &mut History,
+    scope: &mut Scope,
+    system: &str,
+    tool_specs: &[ToolSpec],
+) -> Result<Result<Asked, Ending>, AgentError> {
+    let spec = run.spec;
+    let fixed_bytes = system.len() + serde_json::to_vec(tool_specs).map_or(0, |b| b.len());
+    if let Some(reason) = abort.reason() {
+        let during = match messages.last() {
+            Some(last)
+                if last.role == Role::User
+                    && last
+                        .content
+                        .iter()
+                        .any(|block| matches!(block, ContentBlock::ToolResult { .. })) =>
+            {
+                QueryEnd::AbortedTools
+            }
+            _ => QueryEnd::AbortedStreaming,
+        };
+        return hard_stop(run, messages, reason, during).map(Err);
+    }
+    if run
+        .deadline
+        .is_some_and(|deadline| Instant::now() >= deadline)
+    {
+        return Ok(Err(timed_out(spec)));
+    }
+    if let Some(why) = default_denial_limit(run) {
+        return Ok(Err((Outcome::DenialLimit, None, Some(why))));
+    }
+    // One budget for the run: a sub-agent's turns are the run's too, so Agent calls cannot
+    // multiply `max_turns`.
+    if run.requests >= spec.limits.max_turns {
+        return Ok(Err((
+            Outcome::MaxTurns,
+            None,
+            Some(run_turns_used_up(spec.limits.max_turns)),
+        )));
+    }
+    if scope.turns >= scope.max_turns {
+        return Ok(Err((
+            Outcome::MaxTurns,
+            None,
+            Some(format!(
+                "stopped after {} = {}",
+                scope.max_turns_key(),
+                scope.max_turns
+            )),
+        )));
+    }
+    let fixed = compaction::Fixed {
+        system,
+        tools: tool_specs,
+        bytes: fixed_bytes,
+    };
+    let mut prompt_bytes = fixed_bytes + messages.encoded_len();
+    // Sub-agents' conversations are short by their own turn limit; the run's own grows.
+    if scope.subagent.is_none() && compaction::due(run, prompt_bytes, scope.turns + 1) {
+        let trigger = crate::transcript::CompactionTrigger::Threshold;
+        let turn = scope.turns + 1;
+        match compaction::compact(run, provider, abort, messages, &fixed, turn, trigger).await? {
+            compaction::Compacted::Stopped(None) => {
+                let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
+                return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming).map(Err);
+            }
+            compaction::Compacted::Stopped(Some(ending)) => return Ok(Err(ending)),
+            compaction::Compacted::Yes | compaction::Compacted::No => {}
+        }
+        prompt_bytes = fixed_bytes + messages.encoded_len();
+    }
+    let max_tokens = match run.budget.admit(prompt_bytes) {
+        Ok(max_tokens) => max_tokens,
+        Err(limit) => return Ok(Err((limit.outcome, None, Some(limit.reason)))),
+    };
+    scope.turns += 1;
+    run.requests += 1;
+    if scope.subagent.is_none() {
+        run.counts.turns += 1;
+    }
+    let turn = scope.turns;
+    run.emit(Event::ModelRequest {
+        turn,
+        messages: messages.len(),
+        tools: tool_specs.iter().map(|tool| tool.name.clone()).collect(),
+    })?;
+    // A request the provider finds too long for its context is compacted and sent once
+    // more, instead of ending the run.
+    let mut overflowed = false;
+    let response = loop {
+        let request = ModelRequest {
+            system,
+            messages,
+            tools: tool_specs,
+            max_tokens,
+        };
+        let stop = match request_once(run, provider, &request, turn, abort).await? {
+            Ok(response) => break response,
+            Err(stop) => stop,
+        };
+        let message = match stop {
+            Stop::Aborted => {
+                let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
+                return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming).map(Err);
+            }
+            Stop::Ended(ending) => return Ok(Err(ending)),
+            Stop::TooLong(message) => message,
+        };
+        let too_long = |why: &str| {
+            Ok(Err((
+                Outcome::ContextOverflow,
+                None,
+                Some(format!("{message} ({why})")),
+            )))
+        };
+        if scope.subagent.is_some() {
+            return too_long("a sub-agent's conversation is not compacted");
+        }
+        if overflowed {
+            return too_long("refused again after compacting");
+        }
+        if !spec.compaction.enabled {
+            return too_long("compaction is off");
+        }
+        if run.backoff.spent() {
+            return too_long(&format!(
+                "{} compactions of this run failed already",
+                compaction::MAX_FAILURES
+            ));
+        }
+        overflowed = true;
+        let trigger = crate::transcript::CompactionTrigger::ContextOverflow;
+        match compaction::compact(run, provider, abort, messages, &fixed, turn, trigger).await? {
+            compaction::Compacted::Yes => {}
+            compaction::Compacted::No => {
+                return too_long("compaction did not shorten it: see the compaction event");
+            }
+            compaction::Compacted::Stopped(None) => {
+                let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
+                return hard_stop(run, messages, reason, QueryEnd::AbortedStreaming).map(Err);
+            }
+            compaction::Compacted::Stopped(Some(ending)) => return Ok(Err(ending)),
+        }
+    };
+    let usage = response.usage.tokens();
+    run.counts.usage.add(&usage);
+    if response.usage.is_estimated() {
+        run.counts.estimated_requests += 1;
+    }
+    let cost_usd = run.budget.record(&usage, prompt_bytes);
+    run.emit(Event::AssistantMessage {
+        turn,
+        content: response.content.clone(),
+        stop_reason: response.stop_reason,
+        usage,
+        usage_source: UsageSource::of(&response.usage),
+        cost_usd,
+    })?;
+    let ModelResponse {
+        content,
+        stop_reason,
+        malformed_inputs,
+        ..
+    } = response;
+    Ok(Ok(Asked {
+        message: Message {
+            role: Role::Assistant,
+            content,
+        },
+        stop_reason,
+        malformed_inputs,
+        turn,
+    }))
 }
 
 /// A resumed run: its state restored from the transcript, `run_resumed` recorded, and the
