@@ -1193,21 +1193,21 @@ fn resumed(
     provider.resume_script(resume.responses);
     let mut messages = History::new(resume.messages);
     let mut prompt = spec.resume_prompt.clone();
-    let after_turn = resume.interrupted.and_then(|turn| {
-        let calls = !turn.calls.is_empty();
+    let after_turn = resume.interrupted.and_then(|stopped| {
+        let calls = !stopped.calls.is_empty();
         // A final answer the run never concluded is superseded by new words.
         if !calls && prompt.is_some() {
-            messages.push(turn.message);
+            messages.push(stopped.message);
             return None;
         }
-        let settled = turn
+        let settled = stopped
             .calls
             .into_iter()
-            .filter_map(|(id, state)| self::turn::Settled::of(state).map(|settled| (id, settled)))
+            .filter_map(|(id, state)| turn::Settled::of(state).map(|settled| (id, settled)))
             .collect();
         Some(PendingTurn {
-            message: turn.message,
-            stop_reason: turn.stop_reason,
+            message: stopped.message,
+            stop_reason: stopped.stop_reason,
             settled,
             prompt: if calls { prompt.take() } else { None },
         })
