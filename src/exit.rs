@@ -62,7 +62,9 @@ impl ExitCode {
 has `mcp_start` (the default; outcome `mcp_start_failed`, no model call made); or a hook \
 stopped the run (outcome `hook_stopped`); or, under \
 `output_schema`, no final answer was valid against the schema within its attempts (outcome \
-`structured_output_invalid`, whatever `fail_on` says)"
+`structured_output_invalid`, whatever `fail_on` says); or the model finished with an empty \
+final answer and `fail_on` has `empty_answer` (the default of a prompt run without \
+`--output-schema`; outcome `empty_answer`)"
             }
             ExitCode::ConfigError => {
                 "usage or configuration error (bad flags, task or policy file); nothing was sent \

@@ -14,6 +14,7 @@ pub mod exec;
 pub mod exit;
 pub mod fleet;
 pub mod hooks;
+pub mod input_file;
 pub mod ledger;
 pub mod mcp;
 pub mod memory;

@@ -31,6 +31,11 @@ pub struct PromptEstimate(Option<(u64, usize)>);
 /// of the vendors' tokenizers yields for text or code, so the estimate errs high.
 const BYTES_PER_TOKEN: usize = 2;
 
+/// The fewest output tokens a request is sent with when the cost limit lowers its
+/// `max_tokens` (or `max_tokens` itself, when that is lower): an answer cut shorter than this
+/// would be paid for and of little use, so the run stops instead.
+pub const MIN_OUTPUT_TOKENS: u32 = 1024;
+
 impl Budget {
     pub fn new(limits: Limits, pricing: Option<Pricing>, max_tokens: u32) -> Budget {
         Budget {
@@ -82,10 +87,19 @@ impl Budget {
         {
             let worst = pricing.worst_case(prompt, u64::from(max_tokens));
             if spent + worst > limit {
+                // The request is sent with the output the budget still pays for, when that
+                // is enough for an answer: its worst case then fits, so the limit holds.
+                let fits = pricing.output_tokens_within(prompt, limit - spent);
+                let floor = max_tokens.min(MIN_OUTPUT_TOKENS);
+                if fits >= u64::from(floor) {
+                    return Ok(max_tokens.min(u32::try_from(fits).unwrap_or(u32::MAX)));
+                }
+                let least = pricing.worst_case(prompt, u64::from(floor));
                 return Err(LimitReached {
                     outcome: Outcome::MaxBudgetUsd,
                     reason: format!(
-                        "stopped before a request that could cost ${worst:.4}: ${spent:.4} of max_cost_usd = ${limit} spent"
+                        "stopped before a request that could cost ${least:.4} (up to {prompt} prompt tokens and {floor} output tokens, at their dearest price): ${spent:.4} of max_cost_usd = ${limit} spent; raise limits.max_cost_usd (or --max-cost) to at least ${:.4} to send it",
+                        spent + least
                     ),
                 });
             }
@@ -238,6 +252,37 @@ mod tests {
         assert_eq!(
             budget.admit(4000).unwrap_err().outcome,
             Outcome::MaxInputTokens
+        );
+    }
+
+    /// A budget too small for the worst case at `max_tokens` still sends the request, with
+    /// `max_tokens` lowered so that its worst case fits; below 1024 output tokens it stops
+    /// and says what the request could cost and what budget would send it.
+    #[test]
+    fn a_small_budget_lowers_max_tokens_and_a_refusal_names_the_budget_needed() {
+        // $3 in, $15 out per million; max_tokens 32000 could cost $0.48 alone.
+        let pricing = Pricing::new(3.0, 15.0, 3.75, 0.30);
+        let budget = |usd| {
+            Budget::new(
+                Limits {
+                    max_cost_usd: Some(usd),
+                    ..limits()
+                },
+                Some(pricing),
+                32_000,
+            )
+        };
+        // 2000 bytes ≈ 1000 tokens at $3.75 ($0.00375); $0.05 leaves 3083 output tokens.
+        let tokens = budget(0.05).admit(2000).unwrap();
+        assert_eq!(tokens, 3083);
+        assert!(pricing.worst_case(1000, u64::from(tokens)) <= 0.05);
+        let stop = budget(0.01).admit(2000).unwrap_err();
+        assert_eq!(stop.outcome, Outcome::MaxBudgetUsd);
+        assert!(
+            stop.reason.contains("could cost $0.0191")
+                && stop.reason.contains("raise limits.max_cost_usd (or --max-cost) to at least $0.0191"),
+            "{}",
+            stop.reason
         );
     }
 }

@@ -487,10 +487,23 @@ pub async fn run(
     } else if outcome == Outcome::Success && run.counts.checks_failed > 0 {
         outcome = Outcome::ChecksFailed;
     }
+    // A model that finished saying nothing: under `output_schema` the schema judges the
+    // answer (an empty one is never valid), otherwise it is said, and fails the run when
+    // `fail_on` has `empty_answer`.
+    let empty_answer = outcome == Outcome::Success
+        && spec.output_schema.is_none()
+        && final_message
+            .as_deref()
+            .is_none_or(|text| text.trim().is_empty());
+    let warnings: Vec<String> = empty_answer
+        .then(|| EMPTY_ANSWER_WARNING.to_string())
+        .into_iter()
+        .collect();
     let (outcome, exit_code) = crate::transcript::verdict::decide(
         outcome,
         &run.denials,
         &run.effects.exceeded,
+        empty_answer,
         &spec.fail_on,
     );
     // The run is over: a SessionEnd hook is told, and can change nothing (its runs and any
@@ -534,6 +547,7 @@ pub async fn run(
         duration_ms,
         error: error.clone(),
         final_message: final_message.clone(),
+        warnings: warnings.clone(),
         fail_on: spec.fail_on.kinds().to_vec(),
         redactions: spec.redactor.count(),
         permission_denials: run
@@ -567,6 +581,7 @@ pub async fn run(
         checks,
         final_message,
         error,
+        warnings,
         total_cost_usd,
         classifier_cost_usd,
         proposed_rules,
@@ -584,6 +599,9 @@ pub async fn run(
         effects: run.effects,
     })
 }
+
+/// The warning of a run whose model finished with an empty final answer.
+const EMPTY_ANSWER_WARNING: &str = "the model's final answer is empty (or only whitespace): it finished without saying anything; `fail_on: [empty_answer]` fails such a run";
 
 /// `structured_output.json` in the output folder, redacted like every record.
 fn write_structured_output(

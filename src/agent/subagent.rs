@@ -227,7 +227,9 @@ fn answer(
         // A SubagentStop hook stopped it: the run stops with it.
         | Outcome::HookStopped
         // The output schema is the run's final answer's, never a sub-agent's.
-        | Outcome::StructuredOutputInvalid => Ran {
+        | Outcome::StructuredOutputInvalid
+        // The final answer is the run's, judged around it.
+        | Outcome::EmptyAnswer => Ran {
             result: Err(ToolError::Failed(format!("The {kind} sub-agent stopped: {why}"))),
             stop: Some(Stop { outcome, why }),
         },

@@ -132,13 +132,19 @@ fn read_prompt_file(path: &Path, input: InputFormat) -> Result<String> {
             )
             .into());
         }
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
-            .context("cannot read the prompt from standard input")?;
-        return Ok(text);
+        return Ok(crate::input_file::read_stream(
+            std::io::stdin(),
+            "prompt",
+            crate::input_file::PROMPT_CAP,
+            crate::input_file::STDIN_TIMEOUT,
+        )?);
     }
-    std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the prompt file {}", path.display()))
+    let prompt = crate::input_file::Input {
+        what: "prompt file",
+        cap: crate::input_file::PROMPT_CAP,
+        stdin_flag: true,
+    };
+    Ok(crate::input_file::read_text(path, prompt)?)
 }
 
 /// Reads user messages from stdin on a thread of its own (a blocking read must not hold the

@@ -192,6 +192,7 @@ impl Connection {
     /// to checked addresses). Not bounded here, as [`Connection::open`].
     pub async fn open_http(
         server: &str,
+        url: &str,
         transport: super::http::HttpTransport,
         board: NoticeBoard,
     ) -> Result<Connection, McpError> {
@@ -201,7 +202,7 @@ impl Connection {
         };
         let session = rmcp::serve_client(listener, transport)
             .await
-            .map_err(|err| McpError::Start(err.to_string()))?;
+            .map_err(|err| McpError::Start(super::http::start_failure(url, &err)))?;
         Ok(Connection {
             session,
             child: None,

@@ -206,6 +206,101 @@ fn expand(value: &str) -> Result<String, McpError> {
     Ok(out)
 }
 
+/// Why an HTTP server's session could not start, in the operator's terms: the URL (without
+/// any credentials in it), then the HTTP status, or the OS's or TLS's or the resolver's reason
+/// for a connection that was not made. The SDK's own message names its internal types
+/// (`Transport [rmcp::transport::worker::WorkerTransport<…>] error: …`) and drops the cause.
+pub fn start_failure(url: &str, err: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError as Init;
+    let cause = match err {
+        Init::TransportError { error, .. } => transport_cause(error.error.as_ref()),
+        Init::ConnectionClosed(_) => {
+            "the connection closed before the server answered `initialize`".to_string()
+        }
+        Init::JsonRpcError(data) => format!("the server refused `initialize`: {}", data.message),
+        other => other.to_string(),
+    };
+    format!("cannot start the session at {}: {cause}", shown_url(url))
+}
+
+/// The cause inside the SDK's transport error: its HTTP error, the client's, or the OS's.
+fn transport_cause(err: &(dyn std::error::Error + 'static)) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError as Http;
+    if let Some(http) = err.downcast_ref::<Http<reqwest::Error>>() {
+        return match http {
+            Http::Client(err) => client_cause(err),
+            Http::HttpStatus(status) => answered(status.status),
+            Http::UnexpectedServerResponse(text) => {
+                format!(
+                    "the server answered {}",
+                    crate::base::truncate_middle(text, 500)
+                )
+            }
+            Http::Io(err) => err.to_string(),
+            other => other.to_string(),
+        };
+    }
+    if let Some(client) = err.downcast_ref::<reqwest::Error>() {
+        return client_cause(client);
+    }
+    match err.source() {
+        Some(source) => transport_cause(source),
+        None => err.to_string(),
+    }
+}
+
+/// `HTTP 500 Internal Server Error`, as a status line says it.
+fn answered(status: u16) -> String {
+    let reason = reqwest::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|code| code.canonical_reason())
+        .map(|reason| format!(" {reason}"))
+        .unwrap_or_default();
+    format!("the server answered HTTP {status}{reason}")
+}
+
+/// What the HTTP client says went wrong, by its causes (its own top line only repeats the
+/// URL): `could not connect: tcp connect error: Connection refused (os error 111)`.
+fn client_cause(err: &reqwest::Error) -> String {
+    if let Some(status) = err.status() {
+        return answered(status.as_u16());
+    }
+    let what = if err.is_connect() {
+        "could not connect"
+    } else if err.is_timeout() {
+        "timed out"
+    } else {
+        "the request failed"
+    };
+    let mut causes: Vec<String> = Vec::new();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        // hyper's `client error (Connect)` says less than `is_connect` already did.
+        if !text.starts_with("client error (") && !causes.contains(&text) {
+            causes.push(text);
+        }
+        source = cause.source();
+    }
+    if causes.is_empty() {
+        what.to_string()
+    } else {
+        format!("{what}: {}", causes.join(": "))
+    }
+}
+
+/// The URL as messages show it: a user name or password in it is left out.
+fn shown_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.to_string()
+        }
+        Err(_) => url.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

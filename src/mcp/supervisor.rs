@@ -264,7 +264,7 @@ async fn start_http(
     let spec = &server.spec;
     let starting = async {
         let transport = super::http::transport(target, launch.rules, launch.resolver).await?;
-        let connection = Connection::open_http(&spec.name, transport, board).await?;
+        let connection = Connection::open_http(&spec.name, target.url, transport, board).await?;
         let link = connection.link(&spec.name, spec.call_timeout);
         let listed = link.list_tools().await?;
         Ok::<_, McpError>((connection, link, listed))

@@ -63,6 +63,9 @@ const CACHE: fn() -> Value = || json!({"type": "ephemeral"});
 /// (both fixed for the run), and on the newest message, so each request reads the previous
 /// one's prefix from the cache and writes its own.
 ///
+/// The least `thinking.budget_tokens` the API takes.
+const MIN_THINKING_BUDGET: u32 = 1024;
+
 /// The body is the JSON object `{model, max_tokens, stream, system, messages, tools?,
 /// thinking?}`, written as bytes: every message but the newest is its encoding from the
 /// history, made once per message for the whole run.
@@ -91,6 +94,12 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>, thinking: Option<u3
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
     }
+    // The API wants the thinking budget below `max_tokens` and at least 1024. A request
+    // whose `max_tokens` a limit lowered (the cost or the output-token budget) thinks within
+    // what is left, or not at all when that is under the API's minimum.
+    let thinking = thinking
+        .map(|budget| budget.min(request.max_tokens.saturating_sub(1)))
+        .filter(|budget| *budget >= MIN_THINKING_BUDGET);
     if let Some(budget) = thinking {
         body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
     }
@@ -595,7 +604,7 @@ mod tests {
                 system: "sys",
                 messages: &messages,
                 tools: &tools,
-                max_tokens: 100,
+                max_tokens: 4096,
             },
             Some(2048),
         ))
@@ -723,7 +732,7 @@ mod tests {
                     system: "sys\n",
                     messages: &history,
                     tools,
-                    max_tokens: 300,
+                    max_tokens: 2048,
                 };
                 assert_eq!(
                     String::from_utf8(request_body("claude-x", &request, thinking)).unwrap(),
@@ -743,5 +752,27 @@ mod tests {
             request_body("m", &request, None),
             whole_value_body("m", &request, None)
         );
+    }
+
+    /// A `max_tokens` a limit lowered keeps the thinking budget below it, or drops thinking
+    /// when less than the API's minimum of 1024 would be left.
+    #[test]
+    fn a_lowered_max_tokens_lowers_the_thinking_budget() {
+        let messages = History::new(vec![Message::user_text("hi")]);
+        let thinking = |max_tokens| {
+            let request = ModelRequest {
+                system: "sys",
+                messages: &messages,
+                tools: &[],
+                max_tokens,
+            };
+            let body: Value =
+                serde_json::from_slice(&request_body("claude-x", &request, Some(8000))).unwrap();
+            body["thinking"]["budget_tokens"].clone()
+        };
+        assert_eq!(thinking(16_000), json!(8000));
+        assert_eq!(thinking(3000), json!(2999));
+        assert_eq!(thinking(1025), json!(1024));
+        assert_eq!(thinking(1024), Value::Null);
     }
 }

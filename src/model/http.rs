@@ -197,7 +197,11 @@ impl HttpTransport {
                 Ok(response) => return Ok(with_usage(response, body.len())),
                 Err(failure) => self.scrubbed(failure),
             };
-            if !failure.category.is_retryable() || attempt >= policy.max {
+            let max = failure
+                .category
+                .retry_cap()
+                .map_or(policy.max, |cap| cap.min(policy.max));
+            if !failure.category.is_retryable() || attempt >= max {
                 return Err(ProviderError::Failed {
                     provider: self.provider,
                     attempts: attempt + 1,
@@ -211,7 +215,7 @@ impl HttpTransport {
             tracing::info!(
                 provider = self.provider,
                 attempt,
-                max = policy.max,
+                max,
                 delay_ms = delay.as_millis(),
                 status = failure.status,
                 category = ?failure.category,
@@ -221,7 +225,7 @@ impl HttpTransport {
             // The receiver may be gone if the loop stopped listening; the retry happens anyway.
             let _ = events.send(ProviderEvent::Retry(RetryNotice {
                 attempt,
-                max: policy.max,
+                max,
                 delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
                 status: failure.status,
                 category: failure.category,
@@ -324,7 +328,7 @@ impl HttpTransport {
                 }
             });
             return Err(Failure {
-                category: FailureCategory::from_status(status.as_u16()),
+                category: FailureCategory::from_response(status.as_u16(), &body.text),
                 status: Some(status.as_u16()),
                 message: body.named(message),
                 retry_after,

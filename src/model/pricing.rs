@@ -51,6 +51,20 @@ impl Pricing {
                 + usage.cache_read_input_tokens as f64 * self.cache_read())
     }
 
+    /// The most output tokens `usd` pays for beside `input_tokens` prompt tokens at their
+    /// worst case; `u64::MAX` when output is free.
+    pub fn output_tokens_within(&self, input_tokens: u64, usd: f64) -> u64 {
+        let left = usd - self.worst_case(input_tokens, 0);
+        if left <= 0.0 {
+            return 0;
+        }
+        if self.output <= 0.0 {
+            return u64::MAX;
+        }
+        // `as` saturates: a huge budget is "any number".
+        (left / (PER_TOKEN * self.output)).floor() as u64
+    }
+
     /// The most `input_tokens` prompt tokens plus `output_tokens` generated tokens can cost:
     /// every prompt token at the dearest of the input prices.
     pub fn worst_case(&self, input_tokens: u64, output_tokens: u64) -> f64 {

@@ -104,6 +104,10 @@ pub enum FailureCategory {
     Overloaded,
     /// HTTP 400, or an `invalid_request_error` event.
     InvalidRequest,
+    /// An HTTP 5xx whose body says the request itself is invalid (a validation error, an
+    /// `invalid_request_error`), as llama-cpp-python answers a message its schema refuses:
+    /// the same request gets the same answer, so it is tried once more at most.
+    RejectedRequest,
     /// HTTP 401.
     Authentication,
     /// HTTP 403.
@@ -129,12 +133,36 @@ impl FailureCategory {
             | FailureCategory::Conflict
             | FailureCategory::RateLimited
             | FailureCategory::ServerError
-            | FailureCategory::Overloaded => true,
+            | FailureCategory::Overloaded
+            | FailureCategory::RejectedRequest => true,
             FailureCategory::InvalidRequest
             | FailureCategory::Authentication
             | FailureCategory::Permission
             | FailureCategory::NotFound
             | FailureCategory::Other => false,
+        }
+    }
+
+    /// The most retries a failure of this category gets, whatever `retry.max` allows: a
+    /// server error that names the request as invalid is tried once more (a crash whose
+    /// message looked like one still gets its second chance), not six times.
+    pub fn retry_cap(self) -> Option<u32> {
+        match self {
+            FailureCategory::RejectedRequest => Some(1),
+            _ => None,
+        }
+    }
+
+    /// The category of an HTTP error status and its body: a 5xx whose body says the request
+    /// is invalid is no transient failure.
+    pub fn from_response(status: u16, body: &str) -> FailureCategory {
+        match FailureCategory::from_status(status) {
+            FailureCategory::ServerError | FailureCategory::Other
+                if (500..600).contains(&status) && says_request_invalid(body) =>
+            {
+                FailureCategory::RejectedRequest
+            }
+            category => category,
         }
     }
 
@@ -168,6 +196,32 @@ impl FailureCategory {
             _ => FailureCategory::Other,
         }
     }
+}
+
+/// Whether an error body says the request itself is wrong: an API error type that means it,
+/// or a validation library's report (pydantic's `1 validation error for …`, `[type=…`,
+/// FastAPI's `{"detail": [{"loc": …, "msg": …}]}`), as servers built on them send it.
+pub fn says_request_invalid(body: &str) -> bool {
+    let lower = body.to_ascii_lowercase();
+    let kinds = [
+        "\"invalid_request_error\"",
+        "\"validation_error\"",
+        "\"invalid_request\"",
+        "\"badrequesterror\"",
+        "\"bad_request\"",
+    ];
+    let phrases = [
+        "validation error",
+        "validationerror",
+        "input should be",
+        "field required",
+        "extra inputs are not permitted",
+        "[type=",
+    ];
+    kinds.iter().any(|kind| lower.contains(kind))
+        || phrases.iter().any(|phrase| lower.contains(phrase))
+        || (lower.contains("\"loc\"") && lower.contains("\"msg\""))
+        || (lower.contains("'loc':") && lower.contains("'msg':"))
 }
 
 #[cfg(test)]
@@ -259,5 +313,36 @@ mod tests {
                 "{status}"
             );
         }
+    }
+
+    #[test]
+    fn a_server_error_that_names_the_request_invalid_is_tried_once_more_at_most() {
+        let llama = r#"{"error":{"message":"1 validation error for CreateChatCompletionRequest\nmessages.2.content\n  Input should be a valid string [type=string_type, input_value=None, input_type=NoneType]","type":"internal_server_error","param":null,"code":null}}"#;
+        let fastapi = r#"{"detail":[{"type":"string_type","loc":["body","messages",2,"content"],"msg":"Input should be a valid string","input":null}]}"#;
+        let typed = r#"{"error":{"type":"invalid_request_error","message":"messages: roles must alternate"}}"#;
+        for body in [llama, fastapi, typed] {
+            for status in [500, 502, 503, 520] {
+                let category = FailureCategory::from_response(status, body);
+                assert_eq!(category, FailureCategory::RejectedRequest, "{status} {body}");
+                assert_eq!(category.retry_cap(), Some(1));
+            }
+        }
+        // Real transients keep their retries.
+        for body in ["", "<html>Bad Gateway</html>", r#"{"error":{"type":"api_error","message":"Internal server error"}}"#] {
+            assert_eq!(
+                FailureCategory::from_response(500, body),
+                FailureCategory::ServerError
+            );
+            assert_eq!(FailureCategory::ServerError.retry_cap(), None);
+        }
+        // A 4xx keeps its own category, whatever its body.
+        assert_eq!(
+            FailureCategory::from_response(400, llama),
+            FailureCategory::InvalidRequest
+        );
+        assert_eq!(
+            FailureCategory::from_response(429, llama),
+            FailureCategory::RateLimited
+        );
     }
 }

@@ -91,7 +91,8 @@ and prints a summary. Under GitHub Actions it also appends a step summary, write
 outputs and prints annotations.\n\n\
 Permission modes: {}.\n\
 Exit codes: {}.\n\
-Which problems fail the run is the task's `fail_on` (default: all of {}), or --fail-on.",
+Which problems fail the run is the task's `fail_on` (default: all of {}, but a task\n\
+file's default leaves out empty_answer), or --fail-on.",
         modes_inline(),
         exit_codes_inline(),
         fail_on_inline()
@@ -109,7 +110,7 @@ pub fn mode_values() -> impl clap::builder::TypedValueParser<Value = PermissionM
 pub fn fail_on_help() -> String {
     format!(
         "What makes the run exit non-zero, comma-separated: {}, or none. Overrides the task's \
-`fail_on` [default: all]",
+`fail_on` [default: all; a task file's default leaves out empty_answer]",
         fail_on_inline()
     )
 }
@@ -128,7 +129,7 @@ pub fn action_descriptions() -> [(&'static str, String); 4] {
         (
             "fail-on",
             format!(
-                "What fails the step, comma-separated: {}, or none. Empty: the task's fail_on (default: all).",
+                "What fails the step, comma-separated: {}, or none. Empty: the task's fail_on (default: all but empty_answer; a prompt run's: all).",
                 fail_on_inline()
             ),
         ),

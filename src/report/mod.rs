@@ -123,6 +123,7 @@ pub(crate) fn sample_report() -> crate::transcript::RunReport {
         calls_by_tool: vec![(ToolName::Bash, 6)],
         total_cost_usd: None,
         classifier_cost_usd: None,
+        warnings: Vec::new(),
         proposed_rules: Vec::new(),
         denials: vec![Denial {
             id: "toolu_1".into(),

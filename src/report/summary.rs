@@ -114,6 +114,9 @@ pub fn text_summary(report: &RunReport, reports: &[(&str, &Path)]) -> String {
     if let Some(error) = &report.error {
         out.push_str(&format!("  stopped: {error}\n"));
     }
+    for warning in &report.warnings {
+        out.push_str(&format!("  warning: {warning}\n"));
+    }
     for denial in &report.denials {
         let rule = denial
             .decision

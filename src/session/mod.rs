@@ -50,6 +50,8 @@ pub enum SessionError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Input(#[from] crate::input_file::InputError),
     #[error(
         "{what} {} does not exist or is not a folder",
         crate::base::truncate_middle(&path.display().to_string(), crate::config::MAX_ECHO_CHARS)
@@ -73,6 +75,8 @@ pub enum SessionError {
     NoFallbackPrice(String),
     #[error("--fallback-model: the scripted provider has no other model to fall back to")]
     ScriptedFallback,
+    #[error("--fallback-model: {0}")]
+    BadFallback(String),
     #[error(
         "the {provider} provider needs an API key: set the environment variable {variable}{}",
         if *named_by_task { " (named by model.api_key_env)" } else { "" }
@@ -449,6 +453,19 @@ fn fallback_model(
     };
     if task.model.provider == ProviderKind::Scripted {
         return Err(SessionError::ScriptedFallback);
+    }
+    // The task's `model.fallback` was checked at parse time against its own model; the flag,
+    // and a `--model` that now names the task's fallback, are checked here.
+    if name.trim().is_empty() {
+        return Err(SessionError::BadFallback(
+            "the name is empty; give another model of the same provider, or leave the flag out"
+                .into(),
+        ));
+    }
+    if name == task.model.name {
+        return Err(SessionError::BadFallback(format!(
+            "`{name}` is the run's own model; a fallback must be another model of the same provider"
+        )));
     }
     let fallback = crate::agent::FallbackModel::priced(name);
     if task.limits.max_cost_usd.is_some() && fallback.pricing.is_none() {

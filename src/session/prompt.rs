@@ -87,6 +87,8 @@ fn builtin_task(policy_given: bool, home: Option<&Path>) -> Result<Task, Session
     })?;
     let file = Path::new(FLAG_PROMPT);
     let mut task = Task::parse(PROMPT_TASK, file, &dir, home)?;
+    // A prompt run's work is its answer: an empty one fails it (`empty_answer`).
+    task.fail_on = crate::task::FailOnSet::default();
     if !policy_given {
         let file = Path::new(PROMPT_DEFAULT_POLICY_FILE);
         task.permissions = Some(Policy::parse(

@@ -24,12 +24,13 @@ type Result<T> = std::result::Result<T, SessionError>;
 /// moves it (for images that keep configuration elsewhere, and for tests).
 const MANAGED_DIR: &str = "/etc/tollgate";
 
+/// A configuration file the operator (or the repository) names: a regular file within
+/// [`crate::input_file::CONFIG_CAP`], else a configuration error naming it.
 pub fn read_text(path: &Path, what: &'static str) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|source| SessionError::Read {
-        what,
-        path: path.to_path_buf(),
-        source,
-    })
+    Ok(crate::input_file::read_text(
+        path,
+        crate::input_file::Input::config(what),
+    )?)
 }
 
 /// Shows the offending line of an error found after its file was parsed (a `workdir:` that

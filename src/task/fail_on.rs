@@ -22,16 +22,19 @@ pub enum FailOn {
     McpStart,
     /// A call whose effects exceeded its verdict (the effect ledger).
     Effect,
+    /// A model that finished with an empty (or whitespace-only) final answer.
+    EmptyAnswer,
 }
 
 impl FailOn {
-    pub const ALL: [FailOn; 6] = [
+    pub const ALL: [FailOn; 7] = [
         FailOn::Denial,
         FailOn::ClassifierDenial,
         FailOn::Check,
         FailOn::Limit,
         FailOn::McpStart,
         FailOn::Effect,
+        FailOn::EmptyAnswer,
     ];
 
     /// What the kind counts, for the reference.
@@ -54,6 +57,13 @@ it: a read-only call that changed anything, a write outside the paths its decisi
 guarded path (`.git/` internals, `.tollgate/`, hooks, …) or a file outside the workspace \
 changed, or a call whose effects could not be measured"
             }
+            FailOn::EmptyAnswer => {
+                "a model that finished with an empty or whitespace-only final answer (outcome \
+`empty_answer`); in the default of a prompt run (`-p`, `--prompt-file`) without \
+`--output-schema`, not in a task file's default: a task's work is in its files and its \
+checks judge it, a prompt run's is its answer. Under `output_schema` the schema judges the \
+answer instead"
+            }
         }
     }
 
@@ -65,6 +75,7 @@ changed, or a call whose effects could not be measured"
             FailOn::Limit => "limit",
             FailOn::McpStart => "mcp_start",
             FailOn::Effect => "effect",
+            FailOn::EmptyAnswer => "empty_answer",
         }
     }
 }
@@ -92,7 +103,8 @@ impl FromStr for FailOn {
 }
 
 /// The kinds a run fails on. Default: all of them, so that denied work never passes as
-/// success unless the task says so.
+/// success unless the task says so (a task file's default leaves out `empty_answer`:
+/// [`FailOnSet::task_default`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailOnSet(Vec<FailOn>);
 
@@ -107,6 +119,16 @@ impl FailOnSet {
 
     pub fn kinds(&self) -> &[FailOn] {
         &self.0
+    }
+
+    /// A task file's default: every kind but `empty_answer`. A task's work is the files it
+    /// changes, judged by its checks; a model that ends it without a closing word has not
+    /// failed it. A prompt run's work is its answer, so its default has every kind.
+    pub fn task_default() -> Self {
+        FailOn::ALL
+            .into_iter()
+            .filter(|kind| *kind != FailOn::EmptyAnswer)
+            .collect()
     }
 }
 

@@ -190,9 +190,11 @@ pub struct OutputSchema {
 impl OutputSchema {
     /// Reads and compiles a schema file (`--output-schema`).
     pub fn from_file(path: &Path) -> Result<OutputSchema, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|err| {
-            ConfigError::whole_file(path, format!("cannot read the output schema: {err}"))
-        })?;
+        let text = crate::input_file::read_text(
+            path,
+            crate::input_file::Input::config("output schema"),
+        )
+        .map_err(|err| ConfigError::whole_file(path, err.to_string()))?;
         let schema: serde_json::Value = if text.trim_start().starts_with('{') {
             serde_json::from_str(&text).map_err(|err| {
                 ConfigError::new(
@@ -812,7 +814,10 @@ impl Task {
             tools_named,
             limits,
             checks,
-            fail_on: raw.fail_on.map(FailOnSet::from_iter).unwrap_or_default(),
+            fail_on: raw
+                .fail_on
+                .map(FailOnSet::from_iter)
+                .unwrap_or_else(FailOnSet::task_default),
             redact_env: raw.redact_env,
             max_result_chars,
             deferred_tools,
@@ -1591,7 +1596,7 @@ mod tests {
         );
         assert_eq!(task.checks[0].line, 11);
         assert_eq!(task.checks[1].retry, Retry::default());
-        assert_eq!(parse(MINIMAL).unwrap().fail_on, FailOnSet::default());
+        assert_eq!(parse(MINIMAL).unwrap().fail_on, FailOnSet::task_default());
         let none = parse(&format!("{MINIMAL}fail_on: []\n")).unwrap();
         assert_eq!(none.fail_on, FailOnSet::none());
     }

@@ -28,14 +28,14 @@ impl EventPayload {
     }
 
     fn read(path: PathBuf) -> EventPayload {
-        let text = match std::fs::read_to_string(&path) {
+        let event = crate::input_file::Input {
+            what: "event payload (GITHUB_EVENT_PATH)",
+            cap: crate::input_file::EVENT_CAP,
+            stdin_flag: false,
+        };
+        let text = match crate::input_file::read_text(&path, event) {
             Ok(text) => text,
-            Err(err) => {
-                return EventPayload::Unreadable(format!(
-                    "cannot read GITHUB_EVENT_PATH {}: {err}",
-                    path.display()
-                ));
-            }
+            Err(err) => return EventPayload::Unreadable(err.to_string()),
         };
         match serde_json::from_str(&text) {
             Ok(value) => EventPayload::Loaded(value),

@@ -273,6 +273,9 @@ pub enum Event {
         error: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
         final_message: Option<String>,
+        /// What the run says beside its outcome (`the model's final answer is empty …`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        warnings: Vec<String>,
         /// What this run fails on (`fail_on`).
         fail_on: Vec<FailOn>,
         /// Secrets replaced in the transcript and offloaded results up to this line.
@@ -603,6 +606,9 @@ pub enum Outcome {
     /// The provider refused the history as too long for the model's context, and
     /// compaction could not make it fit (or was off, or its attempts were spent).
     ContextOverflow,
+    /// The model finished with an empty (or whitespace-only) final answer and `fail_on` has
+    /// `empty_answer`.
+    EmptyAnswer,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

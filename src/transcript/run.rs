@@ -101,6 +101,8 @@ pub struct RunReport {
     pub checks: Vec<CheckRecord>,
     pub final_message: Option<String>,
     pub error: Option<String>,
+    /// What the run says beside its outcome (an empty final answer), in words.
+    pub warnings: Vec<String>,
     /// Agent and classifier together; `None` when a model's price is unknown.
     pub total_cost_usd: Option<f64>,
     /// The classifier's share (auto mode with a classifier only).
@@ -129,7 +131,7 @@ pub struct RunReport {
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 21] = [
+    pub const ALL: [Outcome; 22] = [
         Outcome::Success,
         Outcome::ChecksFailed,
         Outcome::MaxTurns,
@@ -151,6 +153,7 @@ impl Outcome {
         Outcome::OutputFailed,
         Outcome::StructuredOutputInvalid,
         Outcome::ContextOverflow,
+        Outcome::EmptyAnswer,
     ];
 
     /// The name the transcript, the JSON result and the action's `outcome` output use.
@@ -177,6 +180,7 @@ impl Outcome {
             Outcome::OutputFailed => "output_failed",
             Outcome::StructuredOutputInvalid => "structured_output_invalid",
             Outcome::ContextOverflow => "context_overflow",
+            Outcome::EmptyAnswer => "empty_answer",
         }
     }
 
@@ -237,6 +241,10 @@ its continuations, or a failing hook under `on_error: deny`)"
 compaction could not make it fit: it was off, failed, was refused again after compacting, or \
 its attempts for the run were spent (see docs/reliability.md)"
             }
+            Outcome::EmptyAnswer => {
+                "the model finished with an empty or whitespace-only final answer and \
+`fail_on` has `empty_answer` (the default of a prompt run without `--output-schema`)"
+            }
         }
     }
 
@@ -252,7 +260,8 @@ its attempts for the run were spent (see docs/reliability.md)"
             | Outcome::Refusal
             | Outcome::McpStartFailed
             | Outcome::HookStopped
-            | Outcome::StructuredOutputInvalid => ExitCode::TaskFailed,
+            | Outcome::StructuredOutputInvalid
+            | Outcome::EmptyAnswer => ExitCode::TaskFailed,
             Outcome::DenialLimit
             | Outcome::PolicyDenied
             | Outcome::EffectsExceeded

@@ -36,13 +36,15 @@ pub fn counts(fail_on: &FailOnSet, kind: FailOn) -> bool {
 ///    `effects_exceeded`): the run did more than it was allowed, whatever else it did;
 /// 3. a refused call whose kind is in `fail_on` (3, outcome `policy_denied`): the work the
 ///    task needed may not have happened, whatever the checks say;
-/// 4. a failed check or a limit in `fail_on` (1);
+/// 4. a failed check or a limit in `fail_on` (1); a model that finished with an empty
+///    final answer (`empty_answer`, as the caller found it), when `fail_on` has `empty_answer` (1);
 /// 5. otherwise 0 — a failed check or limit left out of `fail_on` keeps its outcome in the
 ///    reports but does not fail the job.
 pub fn decide(
     outcome: Outcome,
     denials: &[Denial],
     exceeded: &[EffectExcess],
+    empty_answer: bool,
     fail_on: &FailOnSet,
 ) -> (Outcome, ExitCode) {
     match outcome {
@@ -64,8 +66,9 @@ pub fn decide(
         | Outcome::HookStopped
         // The answer a step needed does not exist: nothing else can make it a success.
         | Outcome::StructuredOutputInvalid
-        // Only this function concludes it.
-        | Outcome::EffectsExceeded => return (outcome, outcome.exit_code()),
+        // Only this function concludes these.
+        | Outcome::EffectsExceeded
+        | Outcome::EmptyAnswer => return (outcome, outcome.exit_code()),
         Outcome::Success
         | Outcome::ChecksFailed
         | Outcome::MaxTurns
@@ -84,6 +87,13 @@ pub fn decide(
         return (Outcome::PolicyDenied, ExitCode::PolicyStop);
     }
     let kind = match outcome {
+        Outcome::Success if empty_answer => {
+            return if counts(fail_on, FailOn::EmptyAnswer) {
+                (Outcome::EmptyAnswer, ExitCode::TaskFailed)
+            } else {
+                (outcome, ExitCode::Success)
+            };
+        }
         Outcome::ChecksFailed => FailOn::Check,
         Outcome::MaxTurns
         | Outcome::MaxBudgetUsd
@@ -157,7 +167,7 @@ mod tests {
             (Outcome::ProviderError, &[], &all, Outcome::ProviderError, 4),
         ];
         for (outcome, denials, fail_on, expected, code) in cases {
-            let (got, exit) = decide(outcome, denials, &exceeded, fail_on);
+            let (got, exit) = decide(outcome, denials, &exceeded, false, fail_on);
             assert_eq!(
                 (got, exit.code()),
                 (expected, code),
@@ -250,13 +260,32 @@ mod tests {
             ),
         ];
         for (outcome, denials, fail_on, expected, code) in cases {
-            let (got, exit) = decide(outcome, denials, &[], fail_on);
+            let (got, exit) = decide(outcome, denials, &[], false, fail_on);
             assert_eq!(
                 (got, exit.code()),
                 (expected, code),
                 "{outcome:?} with {} denials, fail_on {fail_on}",
                 denials.len()
             );
+        }
+    }
+
+    /// An empty final answer fails a finished run when `fail_on` has `empty_answer`, below a
+    /// denial and beside nothing else: a failed check keeps its own outcome.
+    #[test]
+    fn an_empty_answer_fails_the_run_only_when_fail_on_counts_it() {
+        let all = FailOnSet::default();
+        let task = FailOnSet::task_default();
+        let cases: [(Outcome, &[Denial], &FailOnSet, Outcome, u8); 5] = [
+            (Outcome::Success, &[], &all, Outcome::EmptyAnswer, 1),
+            (Outcome::Success, &[], &task, Outcome::Success, 0),
+            (Outcome::Success, &[denial()], &all, Outcome::PolicyDenied, 3),
+            (Outcome::ChecksFailed, &[], &all, Outcome::ChecksFailed, 1),
+            (Outcome::MaxTurns, &[], &all, Outcome::MaxTurns, 1),
+        ];
+        for (outcome, denials, fail_on, expected, code) in cases {
+            let (got, exit) = decide(outcome, denials, &[], true, fail_on);
+            assert_eq!((got, exit.code()), (expected, code), "{outcome:?}, {fail_on}");
         }
     }
 }
