@@ -223,12 +223,12 @@ mod tests {
         let path = dir.path().join("t.yaml");
         std::fs::write(&path, "version: 1\n").unwrap();
         assert_eq!(read_text(&path, TASK).unwrap(), "version: 1\n");
-        let small = Input {
-            cap: 4,
-            ..TASK
-        };
+        let small = Input { cap: 4, ..TASK };
         let err = read_text(&path, small).unwrap_err().to_string();
-        assert!(err.contains("t.yaml is larger than the 4 bytes cap"), "{err}");
+        assert!(
+            err.contains("t.yaml is larger than the 4 bytes cap"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -248,7 +248,10 @@ mod tests {
         ] {
             let err = read_text(path, TASK).unwrap_err().to_string();
             assert!(
-                err.contains(&format!("{} is a {kind}, not a regular file", path.display())),
+                err.contains(&format!(
+                    "{} is a {kind}, not a regular file",
+                    path.display()
+                )),
                 "{err}"
             );
         }

@@ -280,7 +280,9 @@ mod tests {
         assert_eq!(stop.outcome, Outcome::MaxBudgetUsd);
         assert!(
             stop.reason.contains("could cost $0.0191")
-                && stop.reason.contains("raise limits.max_cost_usd (or --max-cost) to at least $0.0191"),
+                && stop
+                    .reason
+                    .contains("raise limits.max_cost_usd (or --max-cost) to at least $0.0191"),
             "{}",
             stop.reason
         );

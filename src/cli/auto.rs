@@ -168,10 +168,8 @@ fn standalone_model(provider: ClassifierProvider) -> ModelSpec {
 
 /// `tollgate auto eval CASES.jsonl`: the matrix on stdout; exit 0 (a measurement, not a gate).
 pub fn eval(args: AutoEvalArgs) -> Result<ExitCode> {
-    let text = crate::input_file::read_text(
-        &args.cases,
-        crate::input_file::Input::config("cases file"),
-    )?;
+    let text =
+        crate::input_file::read_text(&args.cases, crate::input_file::Input::config("cases file"))?;
     let cases = parse_cases(&text).map_err(|err| anyhow!("{}: {err}", args.cases.display()))?;
     let home = home_dir();
     let task = args

@@ -323,12 +323,20 @@ mod tests {
         for body in [llama, fastapi, typed] {
             for status in [500, 502, 503, 520] {
                 let category = FailureCategory::from_response(status, body);
-                assert_eq!(category, FailureCategory::RejectedRequest, "{status} {body}");
+                assert_eq!(
+                    category,
+                    FailureCategory::RejectedRequest,
+                    "{status} {body}"
+                );
                 assert_eq!(category.retry_cap(), Some(1));
             }
         }
         // Real transients keep their retries.
-        for body in ["", "<html>Bad Gateway</html>", r#"{"error":{"type":"api_error","message":"Internal server error"}}"#] {
+        for body in [
+            "",
+            "<html>Bad Gateway</html>",
+            r#"{"error":{"type":"api_error","message":"Internal server error"}}"#,
+        ] {
             assert_eq!(
                 FailureCategory::from_response(500, body),
                 FailureCategory::ServerError

@@ -123,11 +123,9 @@ fn kind(source: &MarketplaceSource) -> &'static str {
 /// The folder the marketplace at `root` lists for `plugin`: a relative path inside it.
 fn folder_in(root: &Path, plugin: &str, name: &str) -> Result<PathBuf, String> {
     let file = root.join(MARKETPLACE_FILE);
-    let text = crate::input_file::read_text(
-        &file,
-        crate::input_file::Input::config("marketplace file"),
-    )
-    .map_err(|err| format!("marketplace `{name}`: {err}"))?;
+    let text =
+        crate::input_file::read_text(&file, crate::input_file::Input::config("marketplace file"))
+            .map_err(|err| format!("marketplace `{name}`: {err}"))?;
     let parsed: MarketplaceFile = serde_json::from_str(&text)
         .map_err(|err| format!("marketplace `{name}`: {}: {err}", file.display()))?;
     let entry = parsed

@@ -100,6 +100,12 @@ fn load_policy_anchored(path: &Path, dir: &Path, home: Option<&Path>) -> Result<
 pub const CLAUDE_PROJECT_SETTINGS: [&str; 2] =
     [".claude/settings.local.json", ".claude/settings.json"];
 
+/// Whether something is at `path` (a link followed): a policy file that is there is read,
+/// and refused if it is no regular file, rather than taken for absent.
+fn present(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok()
+}
+
 fn absolute_parent(path: &Path) -> Result<PathBuf> {
     let absolute = std::path::absolute(path).map_err(|source| SessionError::Read {
         what: "path",
@@ -235,21 +241,21 @@ pub fn load_sources(
         }
     }
     let project = workdir.join(".tollgate/policy.yaml");
-    if project.is_file() {
+    if present(&project) {
         add(SourceKind::Project, load_policy(&project, home)?);
     }
     // Claude Code reads a project's paths (`/src/**`, `additionalDirectories`) from the
     // project's root, not from `.claude/`.
     for name in CLAUDE_PROJECT_SETTINGS {
         let path = workdir.join(name);
-        if path.is_file() {
+        if present(&path) {
             add(
                 SourceKind::Project,
                 load_policy_anchored(&path, workdir, home)?,
             );
         }
     }
-    if let Some(user) = user_policy_file(home).filter(|path| path.is_file()) {
+    if let Some(user) = user_policy_file(home).filter(|path| present(path)) {
         add(SourceKind::User, load_policy(&user, home)?);
     }
     refuse_managed_keys_below(&sources)?;
@@ -283,7 +289,9 @@ fn managed_files() -> Result<Vec<PathBuf>> {
         .unwrap_or_else(|| PathBuf::from(MANAGED_DIR));
     let mut files = Vec::new();
     let main = dir.join("policy.yaml");
-    if main.is_file() {
+    // Whatever is there is read (a FIFO or a folder in its place is an error, not an absent
+    // managed policy: the operator's rules must not vanish silently).
+    if present(&main) {
         files.push(main);
     }
     let drop_in = dir.join("policy.d");

@@ -190,11 +190,9 @@ pub struct OutputSchema {
 impl OutputSchema {
     /// Reads and compiles a schema file (`--output-schema`).
     pub fn from_file(path: &Path) -> Result<OutputSchema, ConfigError> {
-        let text = crate::input_file::read_text(
-            path,
-            crate::input_file::Input::config("output schema"),
-        )
-        .map_err(|err| ConfigError::whole_file(path, err.to_string()))?;
+        let text =
+            crate::input_file::read_text(path, crate::input_file::Input::config("output schema"))
+                .map_err(|err| ConfigError::whole_file(path, err.to_string()))?;
         let schema: serde_json::Value = if text.trim_start().starts_with('{') {
             serde_json::from_str(&text).map_err(|err| {
                 ConfigError::new(

@@ -279,13 +279,23 @@ mod tests {
         let cases: [(Outcome, &[Denial], &FailOnSet, Outcome, u8); 5] = [
             (Outcome::Success, &[], &all, Outcome::EmptyAnswer, 1),
             (Outcome::Success, &[], &task, Outcome::Success, 0),
-            (Outcome::Success, &[denial()], &all, Outcome::PolicyDenied, 3),
+            (
+                Outcome::Success,
+                &[denial()],
+                &all,
+                Outcome::PolicyDenied,
+                3,
+            ),
             (Outcome::ChecksFailed, &[], &all, Outcome::ChecksFailed, 1),
             (Outcome::MaxTurns, &[], &all, Outcome::MaxTurns, 1),
         ];
         for (outcome, denials, fail_on, expected, code) in cases {
             let (got, exit) = decide(outcome, denials, &[], true, fail_on);
-            assert_eq!((got, exit.code()), (expected, code), "{outcome:?}, {fail_on}");
+            assert_eq!(
+                (got, exit.code()),
+                (expected, code),
+                "{outcome:?}, {fail_on}"
+            );
         }
     }
 }

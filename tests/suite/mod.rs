@@ -23,6 +23,8 @@ mod economy;
 mod effects;
 mod extensions;
 mod faults;
+mod faults_ends;
+mod faults_inputs;
 mod frame;
 mod fresh_clone;
 mod front_door;

@@ -257,6 +257,12 @@ impl Run {
         self.finished(output)
     }
 
+    /// As `finish`, with `stdin` as the run's standard input (a pipe, a FIFO).
+    pub fn finish_with_stdin(self, stdin: impl Into<Stdio>) -> Finished {
+        let output = self.command().stdin(stdin).output().unwrap();
+        self.finished(output)
+    }
+
     /// As `finish`, without blocking the runtime a fake server in this test runs on.
     pub async fn finish_async(self) -> Finished {
         let output = tokio::process::Command::from(self.command())
