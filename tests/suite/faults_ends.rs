@@ -331,7 +331,6 @@ async fn an_mcp_server_that_cannot_be_reached_says_why() {
         let (_, status) = mcp_start(&format!("url: {url}")).await;
         server.abort();
         let error = status["error"].as_str().unwrap();
-        eprintln!("MCPERR {error}");
         assert!(
             error.contains(&format!("cannot start the session at {url}"))
                 && error.contains("the server answered")
