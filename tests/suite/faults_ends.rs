@@ -340,6 +340,19 @@ async fn an_mcp_server_that_cannot_be_reached_says_why() {
         assert_in_user_terms(error);
     }
 
+    // TLS to a server that speaks plain HTTP: the handshake fails, and says so.
+    let (port, server) = answering("200 OK").await;
+    let url = format!("https://127.0.0.1:{port}/mcp");
+    let (_, status) = mcp_start(&format!("url: {url}")).await;
+    server.abort();
+    let error = status["error"].as_str().unwrap();
+    assert!(
+        error.contains(&format!("cannot start the session at {url}"))
+            && error.contains("could not connect"),
+        "{error}"
+    );
+    assert_in_user_terms(error);
+
     let (_, status) = mcp_start("command: /nonexistent/mcp-server").await;
     let error = status["error"].as_str().unwrap();
     assert!(
