@@ -6,7 +6,6 @@
 mod parse;
 mod tool;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub use parse::parse;
@@ -100,24 +99,17 @@ pub(crate) fn resolve_confined(
     }
 }
 
-/// The text of a regular `file` of at most [`MAX_SKILL_BYTES`].
+/// The text of a regular `file` of at most [`MAX_SKILL_BYTES`] (a skill, an agent, a
+/// plugin's manifest, hooks or servers file): a FIFO or a device named by a manifest is
+/// refused at once rather than waited on (`input_file`).
 pub(crate) fn read_bounded(file: &Path) -> Result<String, ConfigError> {
-    let cannot = |err: std::io::Error| ConfigError::whole_file(file, format!("cannot read: {err}"));
-    let opened = std::fs::File::open(file).map_err(cannot)?;
-    let mut bytes = Vec::new();
-    // One byte past the limit tells a file that grew since it was listed from one at it.
-    opened
-        .take(MAX_SKILL_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cannot)?;
-    if bytes.len() as u64 > MAX_SKILL_BYTES {
-        return Err(ConfigError::whole_file(
-            file,
-            format!("larger than {MAX_SKILL_BYTES} bytes: a skill is a page of instructions"),
-        ));
-    }
-    String::from_utf8(bytes)
-        .map_err(|_| ConfigError::whole_file(file, "cannot read: not UTF-8 text".to_string()))
+    let input = crate::input_file::Input {
+        what: "file",
+        cap: MAX_SKILL_BYTES,
+        stdin_flag: false,
+    };
+    crate::input_file::read_text(file, input)
+        .map_err(|err| ConfigError::whole_file(file, err.to_string()))
 }
 
 /// The `SKILL.md` files of one root, in name order. A `SKILL.md` that is there but is not a
