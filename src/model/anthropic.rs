@@ -424,9 +424,10 @@ impl SseParser for AnthropicStream {
             "error" => {
                 let error = event.get("error").cloned().unwrap_or(Value::Null);
                 let kind = text_of(&error, "type");
+                let message = text_of(&error, "message");
                 return Err(Failure::new(
-                    FailureCategory::from_error_type(&kind),
-                    format!("{kind}: {}", text_of(&error, "message")),
+                    FailureCategory::from_error_event(&kind, &message),
+                    format!("{kind}: {message}"),
                 ));
             }
             _ => {}

@@ -501,7 +501,7 @@ async fn read_capped(response: reqwest::Response) -> BodyStart {
 /// its error type; anything else (a proxy's HTML page) is quoted, shortened.
 fn not_an_event_stream(body: &str) -> Failure {
     if let Some((kind, message)) = api_error(body) {
-        let category = match FailureCategory::from_error_type(&kind) {
+        let category = match FailureCategory::from_error_event(&kind, &message) {
             FailureCategory::Other => FailureCategory::NotEventStream,
             category => category,
         };

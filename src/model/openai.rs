@@ -290,7 +290,7 @@ impl SseParser for OpenAiStream {
                 .unwrap_or_default();
             let message = string_at(error, "/message").unwrap_or_default();
             return Err(Failure::new(
-                FailureCategory::from_error_type(kind),
+                FailureCategory::from_error_event(kind, message),
                 format!("{kind}: {message}"),
             ));
         }

@@ -181,6 +181,19 @@ impl FailureCategory {
         }
     }
 
+    /// The category of an error event in a stream or a 200 body: its `type`, unless it is a
+    /// server error whose message says the request is invalid (a validation error).
+    pub fn from_error_event(kind: &str, message: &str) -> FailureCategory {
+        match FailureCategory::from_error_type(kind) {
+            FailureCategory::ServerError | FailureCategory::Other
+                if says_request_invalid(message) =>
+            {
+                FailureCategory::RejectedRequest
+            }
+            category => category,
+        }
+    }
+
     /// The category of an error event's `type` (Anthropic's error types; OpenAI's `code`s
     /// that mean the same).
     pub fn from_error_type(kind: &str) -> FailureCategory {
@@ -343,6 +356,15 @@ mod tests {
             );
             assert_eq!(FailureCategory::ServerError.retry_cap(), None);
         }
+        // The same in an error event mid-stream (or a 200 body).
+        assert_eq!(
+            FailureCategory::from_error_event("server_error", "1 validation error for X"),
+            FailureCategory::RejectedRequest
+        );
+        assert_eq!(
+            FailureCategory::from_error_event("overloaded_error", "Overloaded"),
+            FailureCategory::Overloaded
+        );
         // A 4xx keeps its own category, whatever its body.
         assert_eq!(
             FailureCategory::from_response(400, llama),

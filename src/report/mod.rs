@@ -150,7 +150,7 @@ pub(crate) fn sample_report() -> crate::transcript::RunReport {
         error: None,
         duration_ms: 10,
         transcript: PathBuf::from("/out/transcript.jsonl"),
-        fail_on: FailOnSet::default(),
+        fail_on: FailOnSet::task_default(),
         task_file: PathBuf::from("/repo/task.yaml"),
         workdir: PathBuf::from("/repo"),
         todos: Vec::new(),
