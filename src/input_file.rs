@@ -51,7 +51,7 @@ pub enum InputError {
     },
     #[error("the {what} {} is not UTF-8 text", path.display())]
     NotText { what: &'static str, path: PathBuf },
-    #[error("cannot read the {what} {}: {source}", path.display())]
+    #[error("cannot read {what} {}: {source}", path.display())]
     Io {
         what: &'static str,
         path: PathBuf,
@@ -79,9 +79,9 @@ pub enum InputError {
 
 /// `4 MiB`, `8 MiB`, `512 KiB`: a cap as the docs state it.
 fn size(bytes: u64) -> String {
-    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
-    } else if bytes >= 1 << 10 && bytes % (1 << 10) == 0 {
+    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
         format!("{} KiB", bytes >> 10)
     } else {
         format!("{bytes} bytes")
@@ -162,16 +162,8 @@ fn regular(path: &Path, input: Input, metadata: &std::fs::Metadata) -> Result<()
         return Ok(());
     } else if kind.is_dir() {
         "folder"
-    } else if kind.is_fifo() {
-        "FIFO"
-    } else if kind.is_socket() {
-        "socket"
-    } else if kind.is_char_device() {
-        "character device"
-    } else if kind.is_block_device() {
-        "block device"
     } else {
-        "special file"
+        special_kind(kind)
     };
     Err(InputError::NotRegular {
         what: input.what,
@@ -179,6 +171,21 @@ fn regular(path: &Path, input: Input, metadata: &std::fs::Metadata) -> Result<()
         kind: name,
         stdin_flag: input.stdin_flag,
     })
+}
+
+/// What a file that is neither a regular file nor a folder is, in messages.
+pub fn special_kind(kind: std::fs::FileType) -> &'static str {
+    if kind.is_fifo() {
+        "FIFO"
+    } else if kind.is_char_device() {
+        "character device"
+    } else if kind.is_block_device() {
+        "block device"
+    } else if kind.is_socket() {
+        "socket"
+    } else {
+        "special file"
+    }
 }
 
 /// All of `reader` (standard input) as text, if it ends within `timeout` and the cap. The

@@ -8,7 +8,7 @@
 
 use std::fs::{File, Metadata};
 use std::io::{Read, Seek, Write};
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use super::place::Place;
@@ -193,18 +193,7 @@ fn refusal(place: &Place, purpose: Purpose, err: BeneathError) -> RegularFileErr
 }
 
 fn kind(metadata: &Metadata) -> &'static str {
-    let kind = metadata.file_type();
-    if kind.is_fifo() {
-        "FIFO"
-    } else if kind.is_char_device() {
-        "character device"
-    } else if kind.is_block_device() {
-        "block device"
-    } else if kind.is_socket() {
-        "socket"
-    } else {
-        "special file"
-    }
+    crate::input_file::special_kind(metadata.file_type())
 }
 
 #[cfg(test)]

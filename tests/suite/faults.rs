@@ -1146,12 +1146,13 @@ fn the_checks_run_inside_the_runs_clock() {
     assert!(output.contains("limits.timeout ran out"), "{output}");
 }
 
-/// A task's missing `workdir` is a config error at its line and column, and a 5 MB value is
+/// A task's missing `workdir` is a config error at its line and column, and a 3 MB value is
 /// not echoed whole.
 #[test]
 fn a_missing_workdir_is_located_and_not_echoed_whole() {
     let sandbox = crate::support::Sandbox::empty();
-    for workdir in ["missing".to_string(), "w".repeat(5 * 1024 * 1024)] {
+    // 3 MiB: under the task file's 4 MiB cap, far over what an error may echo.
+    for workdir in ["missing".to_string(), "w".repeat(3 * 1024 * 1024)] {
         let task = format!(
             "version: 1\nname: w\nprompt: go\nmode: dontAsk\nworkdir: {workdir}\nmodel:\n  provider: scripted\n  script: [[{{text: done}}]]\n"
         );

@@ -174,6 +174,18 @@ fn warnings(run: &Finished) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `tollgate run -p …` (no task file) against `server`, with `args`.
+async fn prompt_run(server: &FakeModel, args: &[&str]) -> Finished {
+    Run::new()
+        .without_task()
+        .env("ANTHROPIC_API_KEY", server.key())
+        .env("ANTHROPIC_BASE_URL", server.base_url(Api::Anthropic))
+        .args(["-p", "Say something."])
+        .args(args)
+        .finish_async()
+        .await
+}
+
 /// An empty or whitespace-only final answer: a prompt run fails with `empty_answer` (exit
 /// 1), said in the summary, `run_finished` and the JSON result; a task run is warned and
 /// passes unless its `fail_on` names `empty_answer`; `--fail-on` without it lets a prompt
@@ -182,13 +194,7 @@ fn warnings(run: &Finished) -> Vec<String> {
 async fn an_empty_final_answer_is_said_and_fails_a_prompt_run() {
     for answer in ["", "  \n\t "] {
         let server = FakeModel::start(KEY, vec![empty_turn(answer)]).await;
-        let run = Run::new()
-            .without_task()
-            .env("ANTHROPIC_API_KEY", server.key())
-            .env("ANTHROPIC_BASE_URL", server.base_url(Api::Anthropic))
-            .args(["-p", "Say something.", "--output-format", "json"])
-            .finish_async()
-            .await;
+        let run = prompt_run(&server, &["--output-format", "json"]).await;
         assert_eq!(run.code, 1, "{answer:?}: {}", run.stderr);
         assert_eq!(run.finished()["outcome"], "empty_answer");
         assert!(
@@ -208,13 +214,7 @@ async fn an_empty_final_answer_is_said_and_fails_a_prompt_run() {
 
     // The text summary says it too; without `empty_answer` in --fail-on the run passes.
     let server = FakeModel::start(KEY, vec![empty_turn(" ")]).await;
-    let run = Run::new()
-        .without_task()
-        .env("ANTHROPIC_API_KEY", server.key())
-        .env("ANTHROPIC_BASE_URL", server.base_url(Api::Anthropic))
-        .args(["-p", "Say something.", "--fail-on", "denial,check,limit"])
-        .finish_async()
-        .await;
+    let run = prompt_run(&server, &["--fail-on", "denial,check,limit"]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.finished()["outcome"], "success");
     assert!(
