@@ -175,7 +175,8 @@ struct RunArgs {
         conflicts_with = "prompt_file"
     )]
     prompt: Option<String>,
-    /// Reads the prompt from a file (`-`: standard input); replaces the task's `prompt:`.
+    /// Reads the prompt from a file of at most 8 MiB (`-`: standard input, read to its end
+    /// within 60 s); replaces the task's `prompt:`.
     #[arg(long, value_name = "FILE")]
     prompt_file: Option<PathBuf>,
     /// A parameter for the prompt's `{{ NAME }}`, as NAME=VALUE; repeatable; wins over
@@ -239,8 +240,8 @@ struct RunArgs {
     /// Overrides the task's model name (`model.name`).
     #[arg(long, value_name = "NAME")]
     model: Option<String>,
-    /// The model of the same provider that answers once the first is overloaded or
-    /// unavailable after its retries; overrides `model.fallback`.
+    /// Another model of the same provider (not empty, not the run's own) that answers once
+    /// the first is overloaded or unavailable after its retries; overrides `model.fallback`.
     #[arg(long, value_name = "NAME")]
     fallback_model: Option<String>,
     /// Caps `limits.max_cost_usd`: the run never spends more than this many US dollars.
