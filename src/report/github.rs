@@ -340,10 +340,26 @@ pub fn outputs(report: &RunReport, paths: &ReportPaths) -> String {
     out
 }
 
-/// `::error`/`::warning` commands: one per refused call and per failed check (its last
-/// attempt). Errors for what `fail_on` counts, warnings for the rest.
+/// `::error`/`::warning` commands: one per refused call, per failed check (its last
+/// attempt) and per warning of the run (an empty final answer). Errors for what `fail_on`
+/// counts, warnings for the rest.
 pub fn workflow_commands(report: &RunReport, workspace: Option<&Path>) -> Vec<String> {
     let mut lines = Vec::new();
+    let task_file = relative_to(&report.task_file, workspace, &report.workdir);
+    for warning in &report.warnings {
+        let command = if report.outcome == crate::transcript::Outcome::EmptyAnswer {
+            "error"
+        } else {
+            "warning"
+        };
+        lines.push(command_line(
+            command,
+            &task_file,
+            None,
+            "tollgate: empty answer",
+            warning,
+        ));
+    }
     for denial in &report.denials {
         lines.push(denial_command(report, denial, workspace));
     }

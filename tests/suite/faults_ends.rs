@@ -225,10 +225,24 @@ async fn an_empty_final_answer_is_said_and_fails_a_prompt_run() {
     );
 
     // A task run: warned, passes by default; fails when its fail_on names empty_answer.
+    // On a runner it is an annotation: a warning here, as fail_on does not count it.
     let server = FakeModel::start(KEY, vec![empty_turn("")]).await;
-    let run = run_task(&model_block(Api::OpenAi, &server, ""), "", &[]).await;
+    let run = run_task(
+        &model_block(Api::OpenAi, &server, ""),
+        "",
+        &[("GITHUB_ACTIONS", "true")],
+    )
+    .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(warnings(&run).len(), 1);
+    assert!(
+        run.stdout
+            .lines()
+            .any(|line| line.starts_with("::warning")
+                && line.contains("title=tollgate%3A empty answer")),
+        "{}",
+        run.stdout
+    );
     let server = FakeModel::start(KEY, vec![empty_turn("")]).await;
     let run = run_task(
         &model_block(Api::OpenAi, &server, ""),
