@@ -64,7 +64,12 @@ pub const SHAPES: &[OverflowShape] = &[
 pub fn is_overflow(category: FailureCategory, message: &str) -> bool {
     let answered = matches!(
         category,
-        FailureCategory::InvalidRequest | FailureCategory::Other | FailureCategory::ServerError
+        FailureCategory::InvalidRequest
+            | FailureCategory::Other
+            | FailureCategory::ServerError
+            // A gateway's 5xx whose body names the request invalid (`BadRequestError: This
+            // model's maximum context length is …`).
+            | FailureCategory::RejectedRequest
     );
     let message = message.to_ascii_lowercase();
     answered && SHAPES.iter().any(|shape| message.contains(shape.phrase))
@@ -90,6 +95,10 @@ mod tests {
         ];
         for body in bodies {
             assert!(is_overflow(FailureCategory::InvalidRequest, body), "{body}");
+            assert!(
+                is_overflow(FailureCategory::RejectedRequest, body),
+                "{body}"
+            );
         }
         // The same words after a dropped connection, and other refusals, are not.
         assert!(!is_overflow(FailureCategory::Connect, "prompt is too long"));
