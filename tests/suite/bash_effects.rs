@@ -1301,6 +1301,7 @@ fn analysed(world: &World, script: &str) -> Analysed {
                     .collect(),
             )
         },
+        links_below: &tollgate::base::links_below,
     };
     let analysis = evaluate(script, &policy_rules(), &env);
     let mut names = BTreeSet::new();
