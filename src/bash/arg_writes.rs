@@ -121,8 +121,7 @@ impl Analyser<'_> {
     /// A name in the workspace that a committed link leads out of it (`touch src/dang`).
     pub(crate) fn link_escape(&mut self, text: &str, word: &Word) {
         if let Some(escape) = escape_through_link(word, self.env, &self.cwds) {
-            self.link_escapes
-                .push(format!("`{text}` writes {escape}"));
+            self.link_escapes.push(format!("`{text}` writes {escape}"));
         }
     }
 

@@ -31,7 +31,10 @@ enum Follows {
 
 /// Whether `name` run with `args` follows links below its folder operands, and how.
 fn follows(name: &str, args: &[&str]) -> Option<Follows> {
-    let has = |table: &[&str]| args.iter().any(|a| any_of(a, table, LongOptions::Prefix, ""));
+    let has = |table: &[&str]| {
+        args.iter()
+            .any(|a| any_of(a, table, LongOptions::Prefix, ""))
+    };
     let recursive = || has(&["-r", "-R", "--recursive"]);
     let follows = match name {
         "ls" | "dir" | "vdir" => recursive() && has(&["-L", "--dereference"]),
@@ -39,9 +42,7 @@ fn follows(name: &str, args: &[&str]) -> Option<Follows> {
         "rg" | "fd" | "fdfind" => has(&["-L", "--follow"]),
         "find" => args.iter().any(|a| matches!(*a, "-L" | "-follow")),
         "du" => has(&["-L", "--dereference"]),
-        "cp" => {
-            (recursive() || has(&["-a", "--archive"])) && has(&["-L", "--dereference"])
-        }
+        "cp" => (recursive() || has(&["-a", "--archive"])) && has(&["-L", "--dereference"]),
         "tar" | "bsdtar" | "gtar" => {
             has(&["-h", "--dereference"])
                 || args
@@ -116,7 +117,9 @@ impl Analyser<'_> {
             for link in links {
                 match (self.env.resolve)(&link, frame) {
                     Ok(Reached::Path(target)) => {
-                        self.reads.record(target.clone(), true);
+                        // A folder is read whole; a file (or nothing yet) is one read.
+                        let folder = (self.env.list_dir)(&target).is_some();
+                        self.reads.record(target.clone(), folder);
                         if how == Follows::Writes {
                             self.add_named_writes(vec![target.clone()]);
                         }

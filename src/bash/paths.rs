@@ -147,9 +147,7 @@ pub(crate) fn escape_through_link(word: &Word, env: &BashEnv, cwds: &Cwds) -> Op
     }
     let path = Path::new(&*text);
     match cwds {
-        Cwds::Known(list) => list
-            .iter()
-            .find_map(|cwd| escape_of(path, Some(cwd), env)),
+        Cwds::Known(list) => list.iter().find_map(|cwd| escape_of(path, Some(cwd), env)),
         Cwds::Unknown if path.is_absolute() => escape_of(path, None, env),
         Cwds::Unknown => None,
     }
@@ -177,9 +175,7 @@ fn escape_of(name: &Path, cwd: Option<&Path>, env: &BashEnv) -> Option<LinkEscap
     let link = parts
         .into_iter()
         .filter(|part| inside_workspace(part, env))
-        .find(|part| {
-            !matches!((env.resolve)(part, frame), Ok(Reached::Path(ref p)) if p == part)
-        })
+        .find(|part| !matches!((env.resolve)(part, frame), Ok(Reached::Path(ref p)) if p == part))
         .map_or(lexical.clone(), Path::to_path_buf);
     Some(LinkEscape { link, reached })
 }

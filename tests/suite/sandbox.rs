@@ -12,8 +12,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::support::runs::{Finished, run_task};
-use crate::support::unseen_script;
 use crate::support::skip::{need_landlock, need_program, skip};
+use crate::support::unseen_script;
 
 fn landlock_missing() -> bool {
     !need_landlock(
@@ -915,7 +915,10 @@ fn dev_shm_is_not_a_place_to_write() {
     }
     let scene = Scene::new("sandbox: {}\n");
     let name = format!("/dev/shm/tollgate-test-{}", std::process::id());
-    let run = scene.run(&[&unseen_script(&format!("f={name}; echo x > \"$f\""))], &[]);
+    let run = scene.run(
+        &[&unseen_script(&format!("f={name}; echo x > \"$f\""))],
+        &[],
+    );
     assert!(refused(&results(&run)[0]), "{:?}", results(&run));
     assert!(!Path::new(&name).exists());
 }
