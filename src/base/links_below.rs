@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 /// Entries (files, folders, links) one walk looks at before it gives up.
-pub const MAX_WALKED_ENTRIES: usize = 20_000;
+pub const MAX_WALKED_ENTRIES: usize = 50_000;
 
 /// Folders deep below the named one before the walk gives up.
 pub const MAX_WALK_DEPTH: usize = 64;

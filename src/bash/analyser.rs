@@ -224,8 +224,12 @@ impl<'a> Analyser<'a> {
             }
         }
         if target.glob {
-            self.problems
-                .push(format!("`{}`: a glob as a redirection target", r.text));
+            // Bash writes to the one name it matches, a committed dangling link included.
+            let why = format!("`{}`: a glob as a redirection target", r.text);
+            if writes {
+                self.unseen_writes.push(why.clone());
+            }
+            self.problems.push(why);
             return;
         }
         if !writes {
@@ -260,7 +264,9 @@ impl<'a> Analyser<'a> {
         }
     }
 
-    pub fn finish(self) -> BashAnalysis {
+    pub fn finish(mut self) -> BashAnalysis {
+        let (reads, read_escapes) = std::mem::take(&mut self.reads).into_parts();
+        self.link_escapes.extend(read_escapes);
         let verdict = self.verdict();
         let named_denied = self.named_denied();
         let only_reads = self.refusals.is_empty()
@@ -272,7 +278,7 @@ impl<'a> Analyser<'a> {
             verdict,
             commands: self.reports,
             writes: self.writes,
-            reads: self.reads.into_inner(),
+            reads,
             named_denied,
             named_writes: self.named_writes,
             unseen_writes: self.unseen_writes,

@@ -73,7 +73,7 @@ impl Analyser<'_> {
             }
             // A name not known here may be led anywhere by a committed link: no mode's
             // say-so reaches it (see `unseen_writes`).
-            let Some(value) = word.fixed() else {
+            let Some(value) = word.value.as_deref() else {
                 let why = format!(
                     "`{text}` writes to `{}`, which is not known statically",
                     word.raw
@@ -83,7 +83,9 @@ impl Analyser<'_> {
                 continue;
             };
             let mut names = vec![word.clone()];
-            if let Some((_, after)) = value.split_once('=') {
+            if !word.glob
+                && let Some((_, after)) = value.split_once('=')
+            {
                 names.push(Word::literal(after));
             }
             for name in names {
@@ -257,6 +259,16 @@ mod tests {
                 true,
             ),
             ("cp a \"$DEST\"", &["/ws/a"], true, true),
+            // A written name not known statically, whatever the writer.
+            ("touch \"$f\"", &[], true, true),
+            ("tee -a \"$(cat n)\"", &[], true, true),
+            ("mkdir -p \"$d\"/x", &[], true, true),
+            ("dd if=a of=\"$f\"", &["/ws/if=a", "/ws/a"], true, true),
+            ("sed -i s/a/b/ \"$f\"", &["/ws/s/a/b"], true, true),
+            ("truncate -s0 $F", &[], true, true),
+            ("ln -s x \"$f\"", &["/ws/x"], true, true),
+            ("install a `cat d`", &["/ws/a"], true, true),
+            ("mv -t \"${d}\" a", &["/ws/a"], true, true),
             ("git init src/x", &[], true, false),
             (
                 "git -C src clone https://example.org/r.git",

@@ -2,12 +2,14 @@
 //! `find -L`, `du -L`, `cp -rL`, `tar -h`, `rsync -L`, `zip -r`, `chmod -RL`): the folder
 //! they name is not all they reach. Every link below a named folder inside the workspace
 //! (found by a bounded walk of the disk that follows none) is looked up in the command's
-//! frame and judged as what it leads to: a read of its target, everything below it included
-//! (a write for the `chmod` family), so Read rules and the guardrails reach a `.env` or a
-//! `/proc/1` behind a link; a target outside the workspace, a link that cannot be read, or a
-//! walk past its bounds is a guardrail, since a name inside the workspace carries no
-//! authority over where the repository's link leads. A link to a folder inside the
-//! workspace is walked in turn.
+//! frame and judged as what it leads to, as if the command had named it: a read of its
+//! target, everything below a folder included, so Read rules and the guardrails reach a
+//! `.env` or a `/proc/1` behind a link in every mode (for the `chmod` family also a write,
+//! held to the write guardrails). A target outside the workspace is a guardrail, as for a
+//! plain read or write through such a link (`paths::escape_through_link`): a name inside the
+//! workspace carries no authority over where the repository's link leads. A link that
+//! cannot be read, or a walk past its bounds, is a guardrail too: what it would reach is not
+//! known. A link to a folder inside the workspace is walked in turn.
 
 use std::path::PathBuf;
 
@@ -115,38 +117,55 @@ impl Analyser<'_> {
                 }
             };
             for link in links {
-                match (self.env.resolve)(&link, frame) {
-                    Ok(Reached::Path(target)) => {
-                        // A folder is read whole; a file (or nothing yet) is one read.
-                        let folder = (self.env.list_dir)(&target).is_some();
-                        self.reads.record(target.clone(), folder);
-                        if how == Follows::Writes {
-                            self.add_named_writes(vec![target.clone()]);
-                        }
-                        if !inside_workspace(&target, self.env) {
-                            self.link_escapes.push(format!(
-                                "`{text}` follows the link {} to {} outside the workspace",
-                                link.display(),
-                                target.display()
-                            ));
-                        } else if !folders.iter().any(|f| crate::base::has_prefix(&target, f)) {
-                            folders.push(target);
-                        }
-                    }
-                    Ok(Reached::ProcessFile(file)) => {
-                        self.reads.record(file.clone(), true);
-                        self.link_escapes.push(format!(
-                            "`{text}` follows the link {} to the process file {}",
-                            link.display(),
-                            file.display()
-                        ));
-                    }
-                    Ok(Reached::Stream(_)) | Err(Unresolvable::Loop(_)) => {}
-                    Err(e) => self
-                        .link_escapes
-                        .push(format!("`{text}` follows the link {}: {e}", link.display())),
+                self.judge_followed(text, how, &link, frame, &mut folders);
+            }
+        }
+    }
+
+    /// What following `link` reaches: a read (or write) of its target, everything below a
+    /// folder included; a target outside the workspace is an ask like any read outside (a
+    /// write there is a guardrail: see the module comment).
+    fn judge_followed(
+        &mut self,
+        text: &str,
+        how: Follows,
+        link: &std::path::Path,
+        frame: Frame<'_>,
+        folders: &mut Vec<PathBuf>,
+    ) {
+        let outside = |what: &str| {
+            format!(
+                "`{text}` follows the link {} to {what} outside the workspace",
+                link.display()
+            )
+        };
+        match (self.env.resolve)(link, frame) {
+            Ok(Reached::Path(target)) => {
+                // A folder is read whole; a file (or nothing yet) is one read.
+                let folder = (self.env.list_dir)(&target).is_some();
+                self.reads.record(target.clone(), folder);
+                let inside = inside_workspace(&target, self.env);
+                if how == Follows::Writes {
+                    self.add_named_writes(vec![target.clone()]);
+                }
+                if !inside {
+                    let why = outside(&target.display().to_string());
+                    self.link_escapes.push(why);
+                }
+                if inside && !folders.iter().any(|f| crate::base::has_prefix(&target, f)) {
+                    folders.push(target);
                 }
             }
+            Ok(Reached::ProcessFile(file)) => {
+                // The read guardrails refuse a process's files, in every mode.
+                self.reads.record(file.clone(), true);
+                let why = outside(&format!("the process file {}", file.display()));
+                self.link_escapes.push(why);
+            }
+            Ok(Reached::Stream(_)) | Err(Unresolvable::Loop(_)) => {}
+            Err(e) => self
+                .link_escapes
+                .push(format!("`{text}` follows the link {}: {e}", link.display())),
         }
     }
 }
@@ -154,6 +173,98 @@ impl Analyser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bash::{BashAnalysis, BashEnv, BashRules, evaluate};
+    use std::path::Path;
+
+    /// `script` analysed in `root/ws` on the real disk, links and all.
+    fn on_disk(root: &Path, script: &str) -> BashAnalysis {
+        let roots = [root.join("ws")];
+        let resolve = |p: &Path, frame: Frame<'_>| crate::base::resolve(p, frame, &roots, None);
+        let list = |dir: &Path| {
+            let names = std::fs::read_dir(dir).ok()?;
+            Some(
+                names
+                    .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                    .collect(),
+            )
+        };
+        let env = BashEnv {
+            cwd: &roots[0],
+            workspace_roots: &roots,
+            home: None,
+            resolve: &resolve,
+            list_dir: &list,
+            links_below: &crate::base::links_below,
+        };
+        evaluate(script, &BashRules::default(), &env)
+    }
+
+    /// Committed links judged by where they lead: writes through one out of the workspace
+    /// and walks that follow one out are link escapes; a walk that does not follow, a write
+    /// inside, and a name outside as written are not; a link to `.env` or into `.git` is a
+    /// read or write of that path.
+    #[test]
+    fn committed_links_are_judged_by_where_they_lead() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let ws = root.join("ws");
+        std::fs::create_dir_all(ws.join("src/a/b")).unwrap();
+        std::fs::create_dir_all(ws.join("lib")).unwrap();
+        std::fs::create_dir_all(root.join("outside")).unwrap();
+        let link = |target: &Path, name: &str| std::os::unix::fs::symlink(target, ws.join(name));
+        link(&root.join("outside/X"), "src/dang").unwrap();
+        link(&root.join("outside"), "src/a/b/out").unwrap();
+        link(Path::new("/proc/1"), "lib/p1").unwrap();
+        link(Path::new("../.env"), "lib/envlink").unwrap();
+        let escapes = |script: &str| on_disk(&root, script).link_escapes;
+        for script in [
+            "touch src/dang",
+            "tee -a src/dang",
+            "cp x src/dang",
+            "echo x > src/dang",
+            "cd src && echo x >> dang",
+            "mkdir -p src/a/b/out/new",
+            "touch src/d*ng",
+            "chmod -RL u+w src",
+        ] {
+            assert!(!escapes(script).is_empty(), "{script}: no escape found");
+        }
+        // Walks that follow a link out, and plain reads through one.
+        for script in [
+            "ls -LR src",
+            "grep -R x .",
+            "find -L src/a",
+            "du -L lib",
+            "tar -chf t.tar lib",
+            "cat src/a/b/out/secret",
+            "wc -l src/dang",
+            "cd src && head a/b/out/x",
+        ] {
+            assert!(!escapes(script).is_empty(), "{script}: no escape found");
+        }
+        for script in [
+            "echo x > src/d*ng",
+            "f=src/dang; echo x > \"$f\"",
+            "tee \"$(cat n)\"",
+        ] {
+            assert!(
+                !on_disk(&root, script).unseen_writes.is_empty(),
+                "{script}: the write not known statically is not a guardrail"
+            );
+        }
+        let ls = on_disk(&root, "ls -LR lib");
+        assert!(ls.reads.iter().any(|r| r.path == Path::new("/proc/1")));
+        assert!(ls.reads.iter().any(|r| r.path == ws.join(".env")));
+        // The link is named in the reason.
+        assert!(
+            escapes("touch src/a/b/out/x")[0].contains(&format!(
+                "through the link {}",
+                ws.join("src/a/b/out").display()
+            )),
+            "{:?}",
+            escapes("touch src/a/b/out/x")
+        );
+    }
 
     #[test]
     fn which_commands_follow_links_below_their_folders() {

@@ -317,7 +317,7 @@ fn endless_device(path: &Path) -> bool {
 /// The paths the script's readers read, recorded as they are checked (the checks return at
 /// the first problem, but what was read before must still reach the caller).
 #[derive(Debug, Default)]
-pub(crate) struct ReadLog(RefCell<Vec<ReadAccess>>);
+pub(crate) struct ReadLog(RefCell<Vec<ReadAccess>>, RefCell<Vec<String>>);
 
 impl ReadLog {
     pub fn record(&self, path: PathBuf, below: bool) {
@@ -332,8 +332,27 @@ impl ReadLog {
         }
     }
 
-    pub fn into_inner(self) -> Vec<ReadAccess> {
-        self.0.into_inner()
+    /// The reads, and the reads a committed link leads out of the workspace (see
+    /// [`note_escape`]).
+    pub fn into_parts(self) -> (Vec<ReadAccess>, Vec<String>) {
+        (self.0.into_inner(), self.1.into_inner())
+    }
+}
+
+/// A read whose name is inside the workspace and whose object a committed link puts outside
+/// it (`cat src/notes` with `src/notes -> /home/u/.aws/credentials`): the repository's link,
+/// not the operator, chose that place, so the read is held as a link escape (a guardrail),
+/// as the Read tool refuses it beneath its root.
+fn note_escape(word: &Word, env: &BashEnv, cwds: &Cwds, log: &ReadLog) {
+    if word.value.is_none() {
+        return;
+    }
+    if let Some(escape) = escape_through_link(word, env, cwds) {
+        let why = format!("`{}` reads {escape}", word.raw);
+        let mut list = log.1.borrow_mut();
+        if !list.contains(&why) {
+            list.push(why);
+        }
     }
 }
 
@@ -343,6 +362,7 @@ pub(crate) fn log_read(word: &Word, below: bool, env: &BashEnv, cwds: &Cwds, log
     if word.fixed() == Some("-") {
         return;
     }
+    note_escape(word, env, cwds, log);
     let Some(value) = word.value.as_deref() else {
         // `cat /proc/$$/environ`, `cat "$f"`: the folder before the expansion, read below
         // (known variables already expanded: `d=/proc; cat $d/$PPID/environ`).
@@ -414,6 +434,7 @@ pub(crate) fn check_read_below(
     if word.fixed() == Some("-") {
         return Ok(());
     }
+    note_escape(word, env, cwds, log);
     let located = if word.value.is_none() {
         log_read(word, below, env, cwds, log);
         locate(word, env, cwds)?
@@ -531,7 +552,7 @@ mod tests {
             assert!(check_read(&Word::literal("src/../README.md"), env, &cwds, &log).is_ok());
             assert!(check_read(&Word::literal("../x"), env, &cwds, &log).is_err());
             assert_eq!(
-                log.into_inner(),
+                log.into_parts().0,
                 vec![
                     ReadAccess {
                         path: PathBuf::from("/ws/README.md"),
