@@ -3,7 +3,7 @@
 //! to `/proc/1`) never leads a command's write or a link-following walk where the operator
 //! did not send it. Each class — a redirection through a dangling link, an argument write
 //! through one, a target held in a variable or a substitution, `/proc/self` and `/dev/fd`
-//! forms, a recursive walk that follows links — is tried in several variants in dontAsk
+//! forms, a plain read through a link, a recursive walk that follows links — is tried in several variants in dontAsk
 //! (with a rule allowing all of Bash), acceptEdits, auto (a judge that allows everything) and
 //! bypassPermissions, with the sandbox on and off; the files outside and the guarded ones
 //! must be as they were, every such call denied in the transcript, and the control write
@@ -51,6 +51,9 @@ const CALLS: &[(&str, &str)] = &[
     ),
     ("/proc/self", "cat /dev/fd/3 3< .env"),
     ("/proc/self", "echo x > /dev/fd/7"),
+    // A plain read a link leads out of the workspace.
+    ("read through a link", "cat src/victim"),
+    ("read through a link", "head -c 100 src/odir/secret.txt"),
     // Recursive walks that follow links.
     ("recursive follow", "grep -R outside-sec src"),
     ("recursive follow", "ls -LR src"),
