@@ -465,7 +465,7 @@ fn plantings(marker: &Path) -> Vec<String> {
     let run = format!("env > {}; false", marker.display());
     let monitor = format!("printf '[core]\\n\\tfsmonitor = \"{run}\"\\n'");
     let hook = format!("printf '#!/bin/sh\\n{run}\\n'");
-    vec![
+    [
         format!("f=.git/modules/sub/config; {monitor} >> \"$f\""),
         format!("f=src/nest/.git/config; {monitor} >> \"$f\""),
         format!(
