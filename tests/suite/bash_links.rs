@@ -80,14 +80,7 @@ fn plant(run: &Run) {
     std::fs::write(outside.join("dir/secret.txt"), format!("{SECRET}\n")).unwrap();
     std::fs::write(ws.join("README"), "readme\n").unwrap();
     std::fs::write(ws.join(".env"), "TOKEN=the-env-secret\n").unwrap();
-    let git = std::process::Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(&ws)
-        .status();
-    if !git.is_ok_and(|status| status.success()) {
-        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
-        std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
-    }
+    crate::support::git_init_or_plant(&ws);
     let src = ws.join("src");
     symlink(outside.join("created.txt"), src.join("dang"));
     symlink("../../outside/relative.txt", src.join("rel"));

@@ -234,3 +234,16 @@ pub fn unseen_script(script: &str) -> String {
         script.replace('\'', "'\\''")
     )
 }
+
+/// `git init -q` in `ws`; where git is missing, the folders the guardrails know a git
+/// directory by (`.git/hooks`, `.git/config`) made by hand.
+pub fn git_init_or_plant(ws: &Path) {
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(ws)
+        .status();
+    if !git.is_ok_and(|status| status.success()) {
+        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+        std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+    }
+}
