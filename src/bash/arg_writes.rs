@@ -18,6 +18,42 @@ const FILE_WRITERS: &[&str] = &[
     "chmod", "chown", "chgrp", "rm", "rmdir", "unlink", "shred", "mkfifo", "mknod",
 ];
 
+/// Options whose value is a file the program writes, for programs that are no file utility:
+/// the value is held to the write guardrails, a committed link leading it out of the
+/// workspace is a link escape, and a value not known statically an unseen write.
+const OUTPUT_OPTIONS: &[(&str, &[&str])] = &[
+    ("sort", &["-o", "--output"]),
+    (
+        "curl",
+        &[
+            "-o",
+            "--output",
+            "-D",
+            "--dump-header",
+            "-c",
+            "--cookie-jar",
+            "--trace",
+            "--trace-ascii",
+            "--stderr",
+            "--etag-save",
+            "--hsts",
+            "--alt-svc",
+        ],
+    ),
+    (
+        "wget",
+        &[
+            "-O",
+            "--output-document",
+            "-o",
+            "--output-file",
+            "-a",
+            "--append-output",
+        ],
+    ),
+    ("git", &["--output"]),
+];
+
 /// Git subcommands that create a repository (or a git directory for one).
 const GIT_REPOSITORY_MAKERS: &[&str] = &["init", "clone", "worktree", "submodule"];
 
@@ -41,6 +77,10 @@ impl Analyser<'_> {
             return;
         };
         let args = &argv[1..];
+        self.output_option_writes(text, name, args);
+        if let Some(why) = program_writes(name, args) {
+            self.unseen_writes.push(format!("`{text}` {why}"));
+        }
         if name == "git" {
             match git_makes_repository(args) {
                 Some(why) => self.unseen_writes.push(format!("`{text}` {why}")),
@@ -57,6 +97,59 @@ impl Analyser<'_> {
                 if let Ok(paths) = locate(&value, self.env, &self.cwds) {
                     self.add_named_writes(paths);
                 }
+            }
+        }
+    }
+
+    /// The files `name`'s output options name (see [`OUTPUT_OPTIONS`]).
+    fn output_option_writes(&mut self, text: &str, name: &str, args: &[Word]) {
+        let Some((_, options)) = OUTPUT_OPTIONS.iter().find(|(program, _)| *program == name) else {
+            return;
+        };
+        let mut values: Vec<Word> = Vec::new();
+        let mut words = args.iter();
+        while let Some(word) = words.next() {
+            let Some(v) = word.fixed() else { continue };
+            if v == "--" {
+                break;
+            }
+            for option in options.iter() {
+                if let Some(long) = option.strip_prefix("--") {
+                    if v == *option {
+                        values.extend(words.clone().next().cloned());
+                    } else if let Some(value) = v
+                        .strip_prefix("--")
+                        .and_then(|rest| rest.strip_prefix(long))
+                        .and_then(|rest| rest.strip_prefix('='))
+                    {
+                        values.push(Word::literal(value));
+                    }
+                } else if let Some(letter) = option.chars().nth(1)
+                    && !v.starts_with("--")
+                    && let Some(cluster) = v.strip_prefix('-')
+                    && let Some(at) = cluster.find(letter)
+                {
+                    // `-o FILE`, `-sSo FILE`, `-oFILE`.
+                    let rest = &cluster[at + letter.len_utf8()..];
+                    if rest.is_empty() {
+                        values.extend(words.clone().next().cloned());
+                    } else {
+                        values.push(Word::literal(rest));
+                    }
+                }
+            }
+        }
+        for value in values {
+            if value.value.is_none() {
+                self.unseen_writes.push(format!(
+                    "`{text}` writes to `{}`, which is not known statically",
+                    value.raw
+                ));
+                continue;
+            }
+            self.link_escape(text, &value);
+            if let Ok(paths) = locate(&value, self.env, &self.cwds) {
+                self.add_named_writes(paths);
             }
         }
     }
@@ -157,6 +250,28 @@ fn git_makes_repository(args: &[Word]) -> Option<&'static str> {
         }
     }
     None
+}
+
+/// Why a sed or awk program in `args` writes files only it names (sed's `w`, `s///w`, awk's
+/// `>`), if one does: a committed link may lead such a file anywhere.
+fn program_writes(name: &str, args: &[Word]) -> Option<&'static str> {
+    use super::sed::{ProgramRefused, check_awk_program, check_sed_script};
+    let check: fn(&str) -> Result<(), ProgramRefused> = match name {
+        "sed" | "gsed" => check_sed_script,
+        "awk" | "gawk" | "mawk" | "nawk" => check_awk_program,
+        _ => return None,
+    };
+    let writes = args.iter().filter_map(Word::fixed).any(|v| {
+        let program = v.strip_prefix("--expression=").unwrap_or(v);
+        !program.starts_with('-')
+            && matches!(
+                check(program),
+                Err(ProgramRefused::SedWrites
+                    | ProgramRefused::SubstituteWrites
+                    | ProgramRefused::AwkRedirect)
+            )
+    });
+    writes.then_some("writes to files its program names (sed `w`, awk `>`)")
 }
 
 /// Why this command writes files whose names the analyser cannot see, if it does.
@@ -332,6 +447,34 @@ mod tests {
                 false,
             ),
             ("cargo test -- --nocapture", &[], false, false),
+            // Programs that name the files they write.
+            ("sed -n 'w src/x' a", &["/ws/w src/x", "/ws/a"], true, false),
+            (
+                "sed 's/a/b/w out' a",
+                &["/ws/s/a/b/w out", "/ws/a"],
+                true,
+                false,
+            ),
+            ("awk '{print > \"x\"}' a", &[], true, true),
+            ("awk '{print $1}' a", &[], false, false),
+            // Output options of programs that are no file utility.
+            ("sort -o .npmrc a", &["/ws/.npmrc"], false, true),
+            ("sort -o.npmrc a", &["/ws/.npmrc"], false, true),
+            ("sort --output=.git/x a", &["/ws/.git/x"], false, true),
+            (
+                "curl -sSo .git/hooks/pre-commit u",
+                &["/ws/.git/hooks/pre-commit"],
+                false,
+                true,
+            ),
+            ("wget -O \"$f\" u", &[], true, true),
+            (
+                "git diff --output=.husky/pre-commit",
+                &["/ws/.husky/pre-commit"],
+                false,
+                true,
+            ),
+            ("git diff --output \"$f\"", &[], true, true),
         ];
         for (command, named, unseen, asks) in cases {
             let analysis = evaluate_in_test_workspace(command, &rules);

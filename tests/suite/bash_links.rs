@@ -34,6 +34,9 @@ const CALLS: &[(&str, &str)] = &[
     ("dangling argument", "mkdir -p src/odir/made"),
     ("dangling argument", "truncate -s 0 src/victim"),
     ("dangling argument", "install -m 644 README src/hook"),
+    ("dangling argument", "sort -o src/dang README"),
+    ("dangling argument", "sed -n 'w src/rel' README"),
+    ("dangling argument", "awk '{print > \"src/dang\"}' README"),
     // A target the analysis cannot read off the text.
     ("variable target", "f=src/dang; echo x > \"$f\""),
     ("variable target", "x=.git/config; echo y >> $x"),
