@@ -252,6 +252,20 @@ mod tests {
                 "{script}: the write not known statically is not a guardrail"
             );
         }
+        // A walk past its bounds is refused with the reason, never judged on part of the tree.
+        let mut deep = ws.join("deep");
+        for _ in 0..=crate::base::MAX_WALK_DEPTH {
+            deep.push("d");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        assert!(
+            escapes("grep -R x deep")
+                .iter()
+                .any(|why| why.contains("folders more than")),
+            "{:?}",
+            escapes("grep -R x deep")
+        );
+        assert_eq!(escapes("grep -r x deep"), Vec::<String>::new());
         let ls = on_disk(&root, "ls -LR lib");
         assert!(ls.reads.iter().any(|r| r.path == Path::new("/proc/1")));
         assert!(ls.reads.iter().any(|r| r.path == ws.join(".env")));
