@@ -82,6 +82,7 @@ fn bench(c: &mut Criterion) {
         resolve: &tollgate::base::resolve_without_disk,
         // Every folder holds the same few names, so globs expand without disk access.
         list_dir: &|_| Some(vec!["lib.rs".into(), "main.rs".into(), "mod.rs".into()]),
+        links_below: &|_| Ok(Vec::new()),
     };
     let long = script_2k();
     let cases = [

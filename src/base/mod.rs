@@ -1,5 +1,5 @@
 //! Small things every layer may use: the abort signal, capped deadlines, bounded text,
-//! lexical paths, where a path leads for a process, one view of the disk for a stream of
+//! lexical paths, where a path leads for a process, the links below a folder, one view of the disk for a stream of
 //! decisions, how much stack a thread has left, which variable names are
 //! secret, JSON read with unique keys, shared defaults. Imports nothing else of tollgate's.
 
@@ -8,6 +8,7 @@ mod beneath;
 mod bounds;
 mod disk;
 mod json;
+mod links_below;
 mod path;
 mod resolve;
 mod secret;
@@ -19,6 +20,7 @@ pub use beneath::{BeneathError, OpenFor, Root, WALK_ENV as BENEATH_WALK_ENV};
 pub use bounds::{FAR_FUTURE, deadline, deadline_std};
 pub use disk::{DiskView, Seen, look_now};
 pub use json::{from_str_unique_keys, parse_unique_keys};
+pub use links_below::{LinkWalkError, MAX_WALK_DEPTH, MAX_WALKED_ENTRIES, links_below};
 pub use path::{
     has_prefix, is_normal_absolute, normalize_lexically, parent_and_name, strip_prefix,
 };

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use super::bindings::{builtin_bindings, code_in, evaluated_part, judge_name};
-use super::paths::{Cwds, ReadLog, check_read, lexical, locate};
+use super::paths::{Cwds, ReadLog, check_read, escape_through_link, lexical, locate};
 use super::syntax::{Assignment, Item, Redirect};
 use super::word::{Value, Word};
 use super::{BashAnalysis, BashEnv, BashRules, BashVerdict, CommandReport, CommandVerdict, Script};
@@ -25,6 +25,8 @@ pub(crate) struct Analyser<'a> {
     pub named_writes: Vec<PathBuf>,
     /// Commands that make a repository or unpack files under names not seen here.
     pub unseen_writes: Vec<String>,
+    /// Writes and walks a committed link leads out of the workspace (see `BashAnalysis`).
+    pub link_escapes: Vec<String>,
     /// Things always refused, whatever the rules (`/dev/tcp/…`).
     pub refusals: Vec<String>,
     /// Script-level reasons the script is not proven safe.
@@ -55,6 +57,7 @@ impl<'a> Analyser<'a> {
             writes: Vec::new(),
             named_writes: Vec::new(),
             unseen_writes: Vec::new(),
+            link_escapes: Vec::new(),
             refusals: Vec::new(),
             problems: Vec::new(),
             cwds: Cwds::new(env.cwd),
@@ -221,8 +224,12 @@ impl<'a> Analyser<'a> {
             }
         }
         if target.glob {
-            self.problems
-                .push(format!("`{}`: a glob as a redirection target", r.text));
+            // Bash writes to the one name it matches, a committed dangling link included.
+            let why = format!("`{}`: a glob as a redirection target", r.text);
+            if writes {
+                self.unseen_writes.push(why.clone());
+            }
+            self.problems.push(why);
             return;
         }
         if !writes {
@@ -230,6 +237,10 @@ impl<'a> Analyser<'a> {
                 self.problems.push(format!("`{}`: {e}", r.text));
             }
             return;
+        }
+        if let Some(escape) = escape_through_link(target, self.env, &self.cwds) {
+            self.link_escapes
+                .push(format!("`{}` writes {escape}", r.text));
         }
         match locate(target, self.env, &self.cwds) {
             Ok(paths) => {
@@ -243,14 +254,19 @@ impl<'a> Analyser<'a> {
                     }
                 }
             }
-            Err(e) => self.problems.push(format!(
-                "`{}` writes to a file not known statically: {e}",
-                r.text
-            )),
+            // Where such a write lands, a committed link may lead it (`f=src/dang; echo x >
+            // "$f"`): no mode's say-so reaches it, as for a file an archive names.
+            Err(e) => {
+                let why = format!("`{}` writes to a file not known statically: {e}", r.text);
+                self.unseen_writes.push(why.clone());
+                self.problems.push(why);
+            }
         }
     }
 
-    pub fn finish(self) -> BashAnalysis {
+    pub fn finish(mut self) -> BashAnalysis {
+        let (reads, read_escapes) = std::mem::take(&mut self.reads).into_parts();
+        self.link_escapes.extend(read_escapes);
         let verdict = self.verdict();
         let named_denied = self.named_denied();
         let only_reads = self.refusals.is_empty()
@@ -262,10 +278,11 @@ impl<'a> Analyser<'a> {
             verdict,
             commands: self.reports,
             writes: self.writes,
-            reads: self.reads.into_inner(),
+            reads,
             named_denied,
             named_writes: self.named_writes,
             unseen_writes: self.unseen_writes,
+            link_escapes: self.link_escapes,
         }
     }
 

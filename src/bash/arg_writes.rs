@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use super::analyser::Analyser;
 use super::long_options::{LongOptions, any_of};
-use super::paths::locate;
+use super::paths::{escape_through_link, locate};
 use super::pattern::base;
 use super::word::Word;
 
@@ -16,6 +16,42 @@ use super::word::Word;
 const FILE_WRITERS: &[&str] = &[
     "cp", "mv", "ln", "link", "install", "mkdir", "touch", "tee", "truncate", "dd", "rsync", "sed",
     "chmod", "chown", "chgrp", "rm", "rmdir", "unlink", "shred", "mkfifo", "mknod",
+];
+
+/// Options whose value is a file the program writes, for programs that are no file utility:
+/// the value is held to the write guardrails, a committed link leading it out of the
+/// workspace is a link escape, and a value not known statically an unseen write.
+const OUTPUT_OPTIONS: &[(&str, &[&str])] = &[
+    ("sort", &["-o", "--output"]),
+    (
+        "curl",
+        &[
+            "-o",
+            "--output",
+            "-D",
+            "--dump-header",
+            "-c",
+            "--cookie-jar",
+            "--trace",
+            "--trace-ascii",
+            "--stderr",
+            "--etag-save",
+            "--hsts",
+            "--alt-svc",
+        ],
+    ),
+    (
+        "wget",
+        &[
+            "-O",
+            "--output-document",
+            "-o",
+            "--output-file",
+            "-a",
+            "--append-output",
+        ],
+    ),
+    ("git", &["--output"]),
 ];
 
 /// Git subcommands that create a repository (or a git directory for one).
@@ -41,6 +77,10 @@ impl Analyser<'_> {
             return;
         };
         let args = &argv[1..];
+        self.output_option_writes(text, name, args);
+        if let Some(why) = program_writes(name, args) {
+            self.unseen_writes.push(format!("`{text}` {why}"));
+        }
         if name == "git" {
             match git_makes_repository(args) {
                 Some(why) => self.unseen_writes.push(format!("`{text}` {why}")),
@@ -52,10 +92,64 @@ impl Analyser<'_> {
             self.operand_writes(text, args);
         } else {
             for value in super::runners::path_values(argv) {
+                self.link_escape(text, &value);
                 // A value that is not known, or outside, is the hazard table's to refuse.
                 if let Ok(paths) = locate(&value, self.env, &self.cwds) {
                     self.add_named_writes(paths);
                 }
+            }
+        }
+    }
+
+    /// The files `name`'s output options name (see [`OUTPUT_OPTIONS`]).
+    fn output_option_writes(&mut self, text: &str, name: &str, args: &[Word]) {
+        let Some((_, options)) = OUTPUT_OPTIONS.iter().find(|(program, _)| *program == name) else {
+            return;
+        };
+        let mut values: Vec<Word> = Vec::new();
+        let mut words = args.iter();
+        while let Some(word) = words.next() {
+            let Some(v) = word.fixed() else { continue };
+            if v == "--" {
+                break;
+            }
+            for option in options.iter() {
+                if let Some(long) = option.strip_prefix("--") {
+                    if v == *option {
+                        values.extend(words.clone().next().cloned());
+                    } else if let Some(value) = v
+                        .strip_prefix("--")
+                        .and_then(|rest| rest.strip_prefix(long))
+                        .and_then(|rest| rest.strip_prefix('='))
+                    {
+                        values.push(Word::literal(value));
+                    }
+                } else if let Some(letter) = option.chars().nth(1)
+                    && !v.starts_with("--")
+                    && let Some(cluster) = v.strip_prefix('-')
+                    && let Some(at) = cluster.find(letter)
+                {
+                    // `-o FILE`, `-sSo FILE`, `-oFILE`.
+                    let rest = &cluster[at + letter.len_utf8()..];
+                    if rest.is_empty() {
+                        values.extend(words.clone().next().cloned());
+                    } else {
+                        values.push(Word::literal(rest));
+                    }
+                }
+            }
+        }
+        for value in values {
+            if value.value.is_none() {
+                self.unseen_writes.push(format!(
+                    "`{text}` writes to `{}`, which is not known statically",
+                    value.raw
+                ));
+                continue;
+            }
+            self.link_escape(text, &value);
+            if let Ok(paths) = locate(&value, self.env, &self.cwds) {
+                self.add_named_writes(paths);
             }
         }
     }
@@ -70,23 +164,32 @@ impl Analyser<'_> {
             {
                 continue;
             }
-            let Some(value) = word.fixed() else {
-                self.problems.push(format!(
+            // A name not known here may be led anywhere by a committed link: no mode's
+            // say-so reaches it (see `unseen_writes`).
+            let Some(value) = word.value.as_deref() else {
+                let why = format!(
                     "`{text}` writes to `{}`, which is not known statically",
                     word.raw
-                ));
+                );
+                self.unseen_writes.push(why.clone());
+                self.problems.push(why);
                 continue;
             };
             let mut names = vec![word.clone()];
-            if let Some((_, after)) = value.split_once('=') {
+            if !word.glob
+                && let Some((_, after)) = value.split_once('=')
+            {
                 names.push(Word::literal(after));
             }
             for name in names {
+                self.link_escape(text, &name);
                 match locate(&name, self.env, &self.cwds) {
                     Ok(paths) => self.add_named_writes(paths),
-                    Err(e) => self.problems.push(format!(
-                        "`{text}` writes to a path not known statically: {e}"
-                    )),
+                    Err(e) => {
+                        let why = format!("`{text}` writes to a path not known statically: {e}");
+                        self.unseen_writes.push(why.clone());
+                        self.problems.push(why);
+                    }
                 }
             }
         }
@@ -110,7 +213,14 @@ impl Analyser<'_> {
         }
     }
 
-    fn add_named_writes(&mut self, paths: Vec<PathBuf>) {
+    /// A name in the workspace that a committed link leads out of it (`touch src/dang`).
+    pub(crate) fn link_escape(&mut self, text: &str, word: &Word) {
+        if let Some(escape) = escape_through_link(word, self.env, &self.cwds) {
+            self.link_escapes.push(format!("`{text}` writes {escape}"));
+        }
+    }
+
+    pub(crate) fn add_named_writes(&mut self, paths: Vec<PathBuf>) {
         for path in paths {
             if !self.named_writes.contains(&path) {
                 self.named_writes.push(path);
@@ -140,6 +250,28 @@ fn git_makes_repository(args: &[Word]) -> Option<&'static str> {
         }
     }
     None
+}
+
+/// Why a sed or awk program in `args` writes files only it names (sed's `w`, `s///w`, awk's
+/// `>`), if one does: a committed link may lead such a file anywhere.
+fn program_writes(name: &str, args: &[Word]) -> Option<&'static str> {
+    use super::sed::{ProgramRefused, check_awk_program, check_sed_script};
+    let check: fn(&str) -> Result<(), ProgramRefused> = match name {
+        "sed" | "gsed" => check_sed_script,
+        "awk" | "gawk" | "mawk" | "nawk" => check_awk_program,
+        _ => return None,
+    };
+    let writes = args.iter().filter_map(Word::fixed).any(|v| {
+        let program = v.strip_prefix("--expression=").unwrap_or(v);
+        !program.starts_with('-')
+            && matches!(
+                check(program),
+                Err(ProgramRefused::SedWrites
+                    | ProgramRefused::SubstituteWrites
+                    | ProgramRefused::AwkRedirect)
+            )
+    });
+    writes.then_some("writes to files its program names (sed `w`, awk `>`)")
 }
 
 /// Why this command writes files whose names the analyser cannot see, if it does.
@@ -241,7 +373,17 @@ mod tests {
                 false,
                 true,
             ),
-            ("cp a \"$DEST\"", &["/ws/a"], false, true),
+            ("cp a \"$DEST\"", &["/ws/a"], true, true),
+            // A written name not known statically, whatever the writer.
+            ("touch \"$f\"", &[], true, true),
+            ("tee -a \"$(cat n)\"", &[], true, true),
+            ("mkdir -p \"$d\"/x", &[], true, true),
+            ("dd if=a of=\"$f\"", &["/ws/if=a", "/ws/a"], true, true),
+            ("sed -i s/a/b/ \"$f\"", &["/ws/s/a/b"], true, true),
+            ("truncate -s0 $F", &[], true, true),
+            ("ln -s x \"$f\"", &["/ws/x"], true, true),
+            ("install a `cat d`", &["/ws/a"], true, true),
+            ("mv -t \"${d}\" a", &["/ws/a"], true, true),
             ("git init src/x", &[], true, false),
             (
                 "git -C src clone https://example.org/r.git",
@@ -305,6 +447,34 @@ mod tests {
                 false,
             ),
             ("cargo test -- --nocapture", &[], false, false),
+            // Programs that name the files they write.
+            ("sed -n 'w src/x' a", &["/ws/w src/x", "/ws/a"], true, false),
+            (
+                "sed 's/a/b/w out' a",
+                &["/ws/s/a/b/w out", "/ws/a"],
+                true,
+                false,
+            ),
+            ("awk '{print > \"x\"}' a", &[], true, true),
+            ("awk '{print $1}' a", &[], false, false),
+            // Output options of programs that are no file utility.
+            ("sort -o .npmrc a", &["/ws/.npmrc"], false, true),
+            ("sort -o.npmrc a", &["/ws/.npmrc"], false, true),
+            ("sort --output=.git/x a", &["/ws/.git/x"], false, true),
+            (
+                "curl -sSo .git/hooks/pre-commit u",
+                &["/ws/.git/hooks/pre-commit"],
+                false,
+                true,
+            ),
+            ("wget -O \"$f\" u", &[], true, true),
+            (
+                "git diff --output=.husky/pre-commit",
+                &["/ws/.husky/pre-commit"],
+                false,
+                true,
+            ),
+            ("git diff --output \"$f\"", &[], true, true),
         ];
         for (command, named, unseen, asks) in cases {
             let analysis = evaluate_in_test_workspace(command, &rules);

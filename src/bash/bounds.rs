@@ -66,6 +66,7 @@ mod tests {
                     home: Some(Path::new("/home/u")),
                     resolve: &crate::base::resolve_without_disk,
                     list_dir: &|_| Some(vec!["a".into(), "ab".into(), "b".into()]),
+                    links_below: &|_| Ok(Vec::new()),
                 };
                 evaluate(&script, &rules, &env).verdict
             })

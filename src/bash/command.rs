@@ -427,6 +427,10 @@ impl Analyser<'_> {
         ) {
             self.argument_writes(job.text, &argv);
         }
+        // Proven read-only or not, a walk that follows links reaches what they lead to.
+        if !matches!(verdict, CommandVerdict::Denied(_)) {
+            self.followed_links(job.text, &argv);
+        }
         // A proof logged what the command reads; otherwise it is logged here, whatever the
         // verdict.
         if !proved && !reads_logged {

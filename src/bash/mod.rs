@@ -9,6 +9,7 @@ mod brace;
 mod chdir;
 mod command;
 mod evaluated;
+mod follow;
 mod git;
 mod glob;
 mod kind;
@@ -94,6 +95,10 @@ pub struct BashEnv<'a> {
     /// The names in a folder (absolute), for expanding globs; `None` when it cannot be
     /// listed (a glob there is then unproven). Called only for words that hold a glob.
     pub list_dir: &'a dyn Fn(&Path) -> Option<Vec<String>>,
+    /// The symbolic links at any depth below a folder (absolute, canonical), none followed,
+    /// for commands that follow links as they walk (`ls -LR`, `grep -R`); bounded, an error
+    /// past the bounds. Analyses that must not touch the disk find none.
+    pub links_below: &'a dyn Fn(&Path) -> Result<Vec<PathBuf>, crate::base::LinkWalkError>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,6 +127,12 @@ pub struct BashAnalysis {
     /// write files whose names only their input knows (`tar -x`, `unzip`, `patch`): the
     /// caller treats each as a guardrail, since a planted `.git` can hide in them.
     pub unseen_writes: Vec<String>,
+    /// Writes and link-following walks that a link the repository holds leads out of the
+    /// workspace (`echo x > src/dang` with `src/dang -> /elsewhere/x`, `ls -LR src` over
+    /// `src/p1 -> /proc/1`), or that cannot be followed to the end: the caller treats each as
+    /// a guardrail, since a name inside the workspace carries no authority over where its
+    /// link leads.
+    pub link_escapes: Vec<String>,
     /// The whole script only reads, whatever the rules allow or deny: every command proven
     /// read-only, nothing redirected to a file, no script-level problem.
     pub only_reads: bool,
@@ -246,6 +257,7 @@ pub(crate) fn evaluate_in_test_workspace(script: &str, rules: &BashRules) -> Bas
         home: Some(Path::new("/home/u")),
         resolve: &crate::base::resolve_without_disk,
         list_dir: &|_| Some(Vec::new()),
+        links_below: &|_| Ok(Vec::new()),
     };
     evaluate(script, rules, &env)
 }
@@ -272,6 +284,7 @@ pub fn evaluate_parsed(parsed: &Script, rules: &BashRules, env: &BashEnv) -> Bas
             named_denied: None,
             named_writes: Vec::new(),
             unseen_writes: Vec::new(),
+            link_escapes: Vec::new(),
             only_reads: false,
         };
     }
@@ -518,6 +531,7 @@ mod tests {
             home: None,
             resolve: &crate::base::resolve_without_disk,
             list_dir: &|_| Some(Vec::new()),
+            links_below: &|_| Ok(Vec::new()),
         };
         let verdict = |script: &str| evaluate(script, &rules, &env).verdict;
         assert_eq!(

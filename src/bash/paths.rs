@@ -102,6 +102,84 @@ pub(crate) fn reach(
         })
 }
 
+/// A name inside the workspace whose lookup a link leads out of it: the link (the first
+/// part of the name that leads elsewhere, or the name itself when `..` after a link does)
+/// and the place outside it reaches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LinkEscape {
+    pub link: PathBuf,
+    pub reached: PathBuf,
+}
+
+impl std::fmt::Display for LinkEscape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} outside the workspace through the link {}",
+            self.reached.display(),
+            self.link.display()
+        )
+    }
+}
+
+/// Whether a name `word` gives, taken lexically from the command's working directory, lies
+/// inside the workspace while the object its lookup reaches (links followed, dangling ones
+/// included) lies outside: the repository's link, not the operator, chose that place. Names
+/// outside the workspace as written (`/tmp/x`, `../x`) are the mode's to judge, and a
+/// word not known statically is judged elsewhere.
+pub(crate) fn escape_through_link(word: &Word, env: &BashEnv, cwds: &Cwds) -> Option<LinkEscape> {
+    let value = word.value.as_deref()?;
+    if word.is_process_substitution() {
+        return None;
+    }
+    let text: Cow<str> = if word.tilde {
+        Cow::Owned(expand_tilde(value, env)?)
+    } else {
+        Cow::Borrowed(value)
+    };
+    if word.glob {
+        let frames = glob_frames(word, cwds).ok()?;
+        return frames.into_iter().find_map(|(dir, cwd)| {
+            let list = |dir: &Path| list_reached(dir, cwd, env);
+            let found = super::glob::expand(word, &dir, env.home, &list)?;
+            found.iter().find_map(|name| escape_of(name, cwd, env))
+        });
+    }
+    let path = Path::new(&*text);
+    match cwds {
+        Cwds::Known(list) => list.iter().find_map(|cwd| escape_of(path, Some(cwd), env)),
+        Cwds::Unknown if path.is_absolute() => escape_of(path, None, env),
+        Cwds::Unknown => None,
+    }
+}
+
+fn escape_of(name: &Path, cwd: Option<&Path>, env: &BashEnv) -> Option<LinkEscape> {
+    use crate::base::Reached;
+    let frame = Frame::Command { cwd };
+    let Ok(Reached::Path(lexical)) = crate::base::resolve_without_disk(name, frame) else {
+        return None;
+    };
+    if !inside_workspace(&lexical, env) {
+        return None;
+    }
+    let Ok(Reached::Path(reached)) = (env.resolve)(name, frame) else {
+        return None;
+    };
+    if inside_workspace(&reached, env) {
+        return None;
+    }
+    // The workspace's roots hold no link: the first part below one whose lookup leads
+    // elsewhere is the link.
+    let mut parts: Vec<&Path> = lexical.ancestors().collect();
+    parts.reverse();
+    let link = parts
+        .into_iter()
+        .filter(|part| inside_workspace(part, env))
+        .find(|part| !matches!((env.resolve)(part, frame), Ok(Reached::Path(ref p)) if p == part))
+        .map_or(lexical.clone(), Path::to_path_buf);
+    Some(LinkEscape { link, reached })
+}
+
 /// The folders a glob word is expanded from, each with the working directory it holds for
 /// (`None`: not known; an absolute glob needs none but for `/proc/self/cwd`).
 fn glob_frames<'c>(
@@ -239,7 +317,7 @@ fn endless_device(path: &Path) -> bool {
 /// The paths the script's readers read, recorded as they are checked (the checks return at
 /// the first problem, but what was read before must still reach the caller).
 #[derive(Debug, Default)]
-pub(crate) struct ReadLog(RefCell<Vec<ReadAccess>>);
+pub(crate) struct ReadLog(RefCell<Vec<ReadAccess>>, RefCell<Vec<String>>);
 
 impl ReadLog {
     pub fn record(&self, path: PathBuf, below: bool) {
@@ -254,8 +332,27 @@ impl ReadLog {
         }
     }
 
-    pub fn into_inner(self) -> Vec<ReadAccess> {
-        self.0.into_inner()
+    /// The reads, and the reads a committed link leads out of the workspace (see
+    /// [`note_escape`]).
+    pub fn into_parts(self) -> (Vec<ReadAccess>, Vec<String>) {
+        (self.0.into_inner(), self.1.into_inner())
+    }
+}
+
+/// A read whose name is inside the workspace and whose object a committed link puts outside
+/// it (`cat src/notes` with `src/notes -> /home/u/.aws/credentials`): the repository's link,
+/// not the operator, chose that place, so the read is held as a link escape (a guardrail),
+/// as the Read tool refuses it beneath its root.
+fn note_escape(word: &Word, env: &BashEnv, cwds: &Cwds, log: &ReadLog) {
+    if word.value.is_none() {
+        return;
+    }
+    if let Some(escape) = escape_through_link(word, env, cwds) {
+        let why = format!("`{}` reads {escape}", word.raw);
+        let mut list = log.1.borrow_mut();
+        if !list.contains(&why) {
+            list.push(why);
+        }
     }
 }
 
@@ -265,6 +362,7 @@ pub(crate) fn log_read(word: &Word, below: bool, env: &BashEnv, cwds: &Cwds, log
     if word.fixed() == Some("-") {
         return;
     }
+    note_escape(word, env, cwds, log);
     let Some(value) = word.value.as_deref() else {
         // `cat /proc/$$/environ`, `cat "$f"`: the folder before the expansion, read below
         // (known variables already expanded: `d=/proc; cat $d/$PPID/environ`).
@@ -336,6 +434,7 @@ pub(crate) fn check_read_below(
     if word.fixed() == Some("-") {
         return Ok(());
     }
+    note_escape(word, env, cwds, log);
     let located = if word.value.is_none() {
         log_read(word, below, env, cwds, log);
         locate(word, env, cwds)?
@@ -403,6 +502,7 @@ mod tests {
             home: Some(Path::new("/home/u")),
             resolve: &crate::base::resolve_without_disk,
             list_dir: &|_| None,
+            links_below: &|_| Ok(Vec::new()),
         };
         f(&env)
     }
@@ -452,7 +552,7 @@ mod tests {
             assert!(check_read(&Word::literal("src/../README.md"), env, &cwds, &log).is_ok());
             assert!(check_read(&Word::literal("../x"), env, &cwds, &log).is_err());
             assert_eq!(
-                log.into_inner(),
+                log.into_parts().0,
                 vec![
                     ReadAccess {
                         path: PathBuf::from("/ws/README.md"),

@@ -723,6 +723,7 @@ mod tests {
             home: None,
             resolve: &crate::base::resolve_without_disk,
             list_dir: &|_| Some(Vec::new()),
+            links_below: &|_| Ok(Vec::new()),
         };
         let argv: Vec<Word> = line.split_whitespace().map(Word::literal).collect();
         hazard(&argv, covered, &env, &Cwds::new(env.cwd))

@@ -57,6 +57,7 @@ fn bash_rules(command: &str, workspace: &Workspace) -> Vec<String> {
         resolve: &crate::base::resolve_without_disk,
         // Proposals name commands, not the files a glob matches.
         list_dir: &|_| Some(Vec::new()),
+        links_below: &|_| Ok(Vec::new()),
     };
     rules_of(&evaluate(command, &BashRules::default(), &env), command)
 }

@@ -194,6 +194,7 @@ impl ToolInput for PreparedBash {
                 .map(|path| format!("names {} as a file it writes", path.display())),
         );
         lines.extend(analysis.unseen_writes.iter().cloned());
+        lines.extend(analysis.link_escapes.iter().cloned());
         lines
     }
 
@@ -266,6 +267,7 @@ fn analyse(script: &Script, rules: &BashRules, ctx: &PermissionContext) -> BashA
         home: workspace.home.as_deref(),
         resolve: &resolve,
         list_dir: &list,
+        links_below: &crate::base::links_below,
     };
     evaluate_parsed(script, rules, &env)
 }
@@ -331,6 +333,7 @@ fn proven_read_only(analysis: &BashAnalysis) -> bool {
         && analysis.writes.is_empty()
         && analysis.named_writes.is_empty()
         && analysis.unseen_writes.is_empty()
+        && analysis.link_escapes.is_empty()
 }
 
 /// More entries than this in one folder make a glob over it unproven (bounded work).
@@ -490,11 +493,18 @@ fn argument_guardrail(
     analysis: &BashAnalysis,
     ctx: &PermissionContext,
 ) -> Option<ToolCheck> {
-    const UNSEEN: &str = "creates a git repository or writes files whose names are not known (a planted repository runs its config's programs)";
+    const UNSEEN: &str = "creates a git repository or writes files whose names are not known (a committed link may lead such a write into .git or out of the workspace; a planted repository runs its config's programs)";
+    const LINK_OUT: &str = "reaches outside the workspace through a link the repository holds (a name inside the workspace carries no authority over where its link leads)";
     if let Some(what) = analysis.unseen_writes.first() {
         return Some(ToolCheck::Ask {
             reason: format!("{what}: trips a safety guardrail: {UNSEEN}"),
             cause: AskCause::Guardrail(UNSEEN),
+        });
+    }
+    if let Some(what) = analysis.link_escapes.first() {
+        return Some(ToolCheck::Ask {
+            reason: format!("{what}: trips a safety guardrail: {LINK_OUT}"),
+            cause: AskCause::Guardrail(LINK_OUT),
         });
     }
     let home = ctx.workspace.home.as_deref();

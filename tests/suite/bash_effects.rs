@@ -845,13 +845,10 @@ enum Class {
 /// Classes whose fixes are being made elsewhere and have not reached this branch: a case in
 /// one of them is reported, not failed, unless `TOLLGATE_EFFECT_ORACLE_STRICT=1`. Empty
 /// this list as the fixes land; every other finding fails the test. Every class is in now:
-/// the bindings, long options by prefix, jq's `--args`, and expansion (the folders a glob
-/// lists are reads too).
-///
-/// `Resolution` is open while the gate resolves paths in its own frame (issue 46 item 2,
-/// being fixed on another branch): a dangling link judged as its own path, `/proc/self`
-/// as tollgate's.
-const KNOWN_OPEN: &[Class] = &[Class::Resolution];
+/// the bindings, long options by prefix, jq's `--args`, expansion (the folders a glob
+/// lists are reads too) and resolution (paths judged in the command's frame, committed
+/// links carrying no authority).
+const KNOWN_OPEN: &[Class] = &[];
 
 /// A word Bash expands into names it finds on disk or into several words.
 fn expands(word: &str) -> bool {
@@ -1301,6 +1298,7 @@ fn analysed(world: &World, script: &str) -> Analysed {
                     .collect(),
             )
         },
+        links_below: &tollgate::base::links_below,
     };
     let analysis = evaluate(script, &policy_rules(), &env);
     let mut names = BTreeSet::new();
@@ -1718,8 +1716,16 @@ fn judge(world: &World, analysed: &Analysed, procs: &HashMap<u32, Process>) -> V
             // strace names the file by pid; the name the process opened is the line's first
             // quoted string.
             let opened = line.split('"').nth(1).map(Path::new);
+            // Its `cwd` and `root` lead to places, judged where they lead (`real`).
             let own = opened.filter(|name| {
-                name.starts_with("/proc/self") || name.starts_with("/proc/thread-self")
+                let mut parts = name.components().skip(2);
+                let own_process =
+                    name.starts_with("/proc/self") || name.starts_with("/proc/thread-self");
+                let place = matches!(
+                    parts.nth(1).and_then(|part| part.as_os_str().to_str()),
+                    Some("cwd" | "root")
+                );
+                own_process && !place
             });
             let guarded = match own {
                 Some(name) => read_guardrail(name).is_some(),

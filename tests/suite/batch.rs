@@ -940,9 +940,10 @@ fn the_batch_s_own_git_runs_nothing_the_sandboxed_model_planted() {
     one_commit_repo(dir.path(), "r00");
     let marker = dir.path().join("MARK");
     let run = format!("env > {}; false", marker.display());
-    let plant = format!(
+    // From a script file: the gate refuses in every mode a write whose target it cannot see.
+    let plant = crate::support::unseen_script(&format!(
         "g=git; mkdir -p evil && cp -r \"$($g rev-parse --git-common-dir)\"/. evil/ && printf '[core]\\n\\tfsmonitor = \"{run}\"\\n\\thooksPath = hooks\\n[filter \"x\"]\\n\\tclean = \"{run}\"\\n' >> evil/config && mkdir -p evil/hooks && printf '#!/bin/sh\\n{run}\\n' > evil/hooks/pre-commit && chmod +x evil/hooks/pre-commit && f=.git && echo \"gitdir: $PWD/evil\" > \"$f\" && a=.gitattributes && echo '* filter=x' > \"$a\" && echo change > README"
-    );
+    ));
     let task = format!(
         "version: 1\nname: plant {{{{ repo.name }}}}\nprompt: go\nmode: bypassPermissions\npolicy: policy.yaml\nfail_on: [denial, check, limit]\ntools: [Bash]\nbatch:\n  branch: fix/{{{{ repo.name }}}}\n  commit_message: planted\nmodel:\n  provider: scripted\n  name: s\n  script:\n    - - tool_use: {{name: Bash, input: {{command: {}}}}}\n    - - text: done\n",
         serde_json::to_string(&plant).unwrap()

@@ -48,13 +48,7 @@ fn paths_are_judged_in_the_command_s_frame_wherever_tollgate_starts() {
     std::fs::create_dir_all(ws.join("src/deep")).unwrap();
     std::fs::create_dir_all(root.join("outside")).unwrap();
     std::fs::write(ws.join(".env"), "SECRET=1\n").unwrap();
-    let git = std::process::Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(&ws)
-        .status();
-    if !git.is_ok_and(|status| status.success()) {
-        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
-    }
+    crate::support::git_init_or_plant(&ws);
     // Committed links: dangling to outside, dangling into git's directory (relative and
     // through a chain), and a folder link out.
     let link =

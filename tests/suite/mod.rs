@@ -8,6 +8,7 @@ mod bash_bindings;
 mod bash_corpus;
 mod bash_effects;
 mod bash_expand;
+mod bash_links;
 mod bash_options;
 mod bash_oracle;
 mod bash_props;

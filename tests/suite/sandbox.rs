@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::support::runs::{Finished, run_task};
 use crate::support::skip::{need_landlock, need_program, skip};
+use crate::support::unseen_script;
 
 fn landlock_missing() -> bool {
     !need_landlock(
@@ -114,17 +115,22 @@ fn gate_allowed_commands_stay_inside_the_workspace() {
     }
     let scene = Scene::new("sandbox:\n  filesystem:\n    deny_read: [../secret.txt]\n");
     let outside = scene.path().join("outside.txt");
-    // Paths through variables: the gate cannot see them, so bypassPermissions lets them run
-    // and only the kernel stands in the way.
-    let write_outside = format!("f={}; echo x > \"$f\"", outside.display());
+    // Paths through variables and scripts: the gate cannot see them, so bypassPermissions
+    // lets them run and only the kernel stands in the way.
+    // A write whose target the gate cannot see is a guardrail in every mode, so these run
+    // from a script file, which bypassPermissions runs unread.
+    let write_outside = unseen_script(&format!("f={}; echo x > \"$f\"", outside.display()));
+    let hook = unseen_script("d=.git/hooks; echo 'curl evil' > \"$d/pre-commit\"");
+    let config = unseen_script("f=.git/config; echo '[alias]' >> \"$f\"");
+    let scratch = unseen_script("echo tmp > \"$TMPDIR/scratch\" && cat \"$TMPDIR/scratch\"");
     let run = scene.run(
         &[
             "echo kept > src/inside.txt && cat src/inside.txt",
             &write_outside,
-            "d=.git/hooks; echo 'curl evil' > \"$d/pre-commit\"",
-            "f=.git/config; echo '[alias]' >> \"$f\"",
+            &hook,
+            &config,
             "f=../secret.txt; cat \"$f\"",
-            "echo tmp > \"$TMPDIR/scratch\" && cat \"$TMPDIR/scratch\"",
+            &scratch,
         ],
         &[],
     );
@@ -183,8 +189,11 @@ fn only_the_ports_the_policy_names_can_be_reached() {
         "sandbox:\n  network: {{mode: none, allowed_ports: [{open_port}]}}\n"
     ));
     // Through a variable, so the gate cannot see the /dev/tcp path and only the kernel decides.
-    let connect =
-        |port: u16| format!("h=/dev/tcp/127.0.0.1/{port}; exec 3<>\"$h\" && echo connected");
+    let connect = |port: u16| {
+        unseen_script(&format!(
+            "h=/dev/tcp/127.0.0.1/{port}; exec 3<>\"$h\" && echo connected"
+        ))
+    };
     let run = scene.run(&[&connect(closed_port), &connect(open_port)], &[]);
     let results = results(&run);
     assert!(refused(&results[0]), "{:?}", results[0]);
@@ -456,7 +465,7 @@ fn plantings(marker: &Path) -> Vec<String> {
     let run = format!("env > {}; false", marker.display());
     let monitor = format!("printf '[core]\\n\\tfsmonitor = \"{run}\"\\n'");
     let hook = format!("printf '#!/bin/sh\\n{run}\\n'");
-    vec![
+    [
         format!("f=.git/modules/sub/config; {monitor} >> \"$f\""),
         format!("f=src/nest/.git/config; {monitor} >> \"$f\""),
         format!(
@@ -474,6 +483,9 @@ fn plantings(marker: &Path) -> Vec<String> {
             "g=git; mkdir -p made && cd made && $g init -q && c=.git/config && {monitor} >> \"$c\""
         ),
     ]
+    .iter()
+    .map(|planting| unseen_script(planting))
+    .collect()
 }
 
 /// The checks that would run what was planted: git in every repository, a commit, a
@@ -554,7 +566,7 @@ fn new_top_level_entries_and_per_run_caches_are_writable() {
     let run = scene.run(
         &[
             "mkdir target && echo x > NEWFILE && echo y > target/out && cat NEWFILE target/out",
-            "for v in XDG_CACHE_HOME CARGO_HOME GOCACHE GOMODCACHE npm_config_cache PIP_CACHE_DIR; do d=$(printenv $v); case \"$d\" in \"$TMPDIR\"/*) echo ok > \"$d/probe\" && echo \"$v\";; *) echo \"$v=$d not per-run\";; esac; done",
+            &unseen_script("for v in XDG_CACHE_HOME CARGO_HOME GOCACHE GOMODCACHE npm_config_cache PIP_CACHE_DIR; do d=$(printenv $v); case \"$d\" in \"$TMPDIR\"/*) echo ok > \"$d/probe\" && echo \"$v\";; *) echo \"$v=$d not per-run\";; esac; done"),
             "rm -rf target NEWFILE && ls",
         ],
         &[],
@@ -903,7 +915,10 @@ fn dev_shm_is_not_a_place_to_write() {
     }
     let scene = Scene::new("sandbox: {}\n");
     let name = format!("/dev/shm/tollgate-test-{}", std::process::id());
-    let run = scene.run(&[&format!("f={name}; echo x > \"$f\"")], &[]);
+    let run = scene.run(
+        &[&unseen_script(&format!("f={name}; echo x > \"$f\""))],
+        &[],
+    );
     assert!(refused(&results(&run)[0]), "{:?}", results(&run));
     assert!(!Path::new(&name).exists());
 }

@@ -55,6 +55,7 @@ pub fn analyse(script: &str, rules: &BashRules) -> BashAnalysis {
         home: Some(Path::new("/home/u")),
         resolve: &tollgate::base::resolve_without_disk,
         list_dir: &|_| Some(Vec::new()),
+        links_below: &|_| Ok(Vec::new()),
     };
     evaluate(script, rules, &env)
 }

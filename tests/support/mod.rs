@@ -222,3 +222,28 @@ pub fn junit(path: &Path) -> Junit {
     }
 }
 pub mod bash;
+
+/// `script` as a Bash call the gate cannot read into: written to `./.unseen.sh` through a
+/// literal path, run by `bash`, then removed (its status kept). The gate holds a write whose
+/// target it cannot see to a guardrail that bypassPermissions does not lift, so a test that
+/// shows what the sandbox alone contains hands the sandbox such a write this way: a script
+/// file, which bypassPermissions runs unread.
+pub fn unseen_script(script: &str) -> String {
+    format!(
+        "printf '%s\\n' '{}' > .unseen.sh && bash ./.unseen.sh; s=$?; rm -f .unseen.sh; exit $s",
+        script.replace('\'', "'\\''")
+    )
+}
+
+/// `git init -q` in `ws`; where git is missing, the folders the guardrails know a git
+/// directory by (`.git/hooks`, `.git/config`) made by hand.
+pub fn git_init_or_plant(ws: &Path) {
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(ws)
+        .status();
+    if !git.is_ok_and(|status| status.success()) {
+        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+        std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+    }
+}
