@@ -1477,18 +1477,33 @@ async fn attempt(
     let result = loop {
         tokio::select! {
             biased;
-            Some(ProviderEvent::Retry(retry)) = notices.recv() => {
-                run.emit(Event::ApiRetry { turn, retry })?;
-            }
+            Some(notice) = notices.recv() => record_notice(run, turn, notice)?,
             result = &mut call => break result,
             _ = abort.aborted() => return Ok(Err(None)),
             () = &mut deadline => return Ok(Err(Some(timed_out(run.spec)))),
         }
     };
-    while let Ok(ProviderEvent::Retry(retry)) = notices.try_recv() {
-        run.emit(Event::ApiRetry { turn, retry })?;
+    while let Ok(notice) = notices.try_recv() {
+        record_notice(run, turn, notice)?;
     }
     Ok(Ok(result))
+}
+
+/// What the provider said while a request was in flight, as a transcript event; a switch
+/// to whole responses is also a warning on stderr, as the run's behaviour changed.
+fn record_notice(run: &mut Loop<'_>, turn: u32, notice: ProviderEvent) -> Result<(), AgentError> {
+    match notice {
+        ProviderEvent::Retry(retry) => run.emit(Event::ApiRetry { turn, retry }),
+        ProviderEvent::StreamingOff { reason } => {
+            tracing::warn!(
+                "{}",
+                crate::neutral::log_line(&format!(
+                    "the model server cannot stream tool calls ({reason}); this request and the rest of the run's are sent with stream: false (model.stream: false says so from the start)"
+                ))
+            );
+            run.emit(Event::StreamingOff { turn, reason })
+        }
+    }
 }
 
 /// `proposed-rules.yaml` in the run's folder, when the classifier denied anything.

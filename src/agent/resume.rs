@@ -311,6 +311,7 @@ impl Builder {
             | Event::McpNotification { .. }
             | Event::McpTools { .. }
             | Event::ApiRetry { .. }
+            | Event::StreamingOff { .. }
             | Event::ClassifierCall { .. }
             | Event::HookRun { .. }
             | Event::ToolProgress { .. }

@@ -163,6 +163,7 @@ fn standalone_model(provider: ClassifierProvider) -> ModelSpec {
         timeouts: Timeouts::default(),
         retries: RetryPolicy::default(),
         fallback: None,
+        stream: crate::model::Streaming::Auto,
     }
 }
 

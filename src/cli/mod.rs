@@ -244,6 +244,11 @@ struct RunArgs {
     /// the first is overloaded or unavailable after its retries; overrides `model.fallback`.
     #[arg(long, value_name = "NAME")]
     fallback_model: Option<String>,
+    /// Whether an OpenAI-compatible server's responses are streamed: `auto` streams until the
+    /// server shows it cannot stream tool calls, then sends the rest whole; overrides
+    /// `model.stream`.
+    #[arg(long, value_name = "WHEN", value_parser = parse_stream)]
+    stream: Option<crate::model::Streaming>,
     /// Caps `limits.max_cost_usd`: the run never spends more than this many US dollars.
     #[arg(long, value_name = "USD", value_parser = parse_usd)]
     max_cost: Option<f64>,
@@ -327,6 +332,15 @@ fn parse_provider(text: &str) -> Result<crate::task::ProviderKind, String> {
         "anthropic" => Ok(crate::task::ProviderKind::Anthropic),
         "openai" => Ok(crate::task::ProviderKind::Openai),
         other => Err(format!("`{other}` is not a provider: anthropic or openai")),
+    }
+}
+
+fn parse_stream(text: &str) -> Result<crate::model::Streaming, String> {
+    match text {
+        "auto" => Ok(crate::model::Streaming::Auto),
+        "true" => Ok(crate::model::Streaming::Always),
+        "false" => Ok(crate::model::Streaming::Never),
+        other => Err(format!("`{other}` is not true, false or auto")),
     }
 }
 

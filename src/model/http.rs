@@ -93,6 +93,9 @@ pub struct Failure {
     pub status: Option<u16>,
     pub message: String,
     pub retry_after: Option<Duration>,
+    /// An HTTP 200 whose body ended, cleanly or broken off, before its first byte: how a
+    /// server that cannot stream this request (llama-cpp-python with tools) answers.
+    pub empty_200: bool,
 }
 
 impl Failure {
@@ -102,6 +105,7 @@ impl Failure {
             status: None,
             message: message.into(),
             retry_after: None,
+            empty_200: false,
         }
     }
 }
@@ -114,6 +118,24 @@ pub trait SseParser {
     /// The stream ended without the API's end marker.
     fn end(self) -> Result<ModelResponse, Failure>;
 }
+
+/// How a response is read: as an event stream, by a fresh parser each attempt; or whole, as
+/// one JSON body (`stream: false`, for a server that cannot stream the request).
+pub enum Reading<'a, P> {
+    Events(&'a (dyn Fn() -> P + Sync)),
+    Whole(fn(&str) -> Result<ModelResponse, Failure>),
+}
+
+/// What [`HttpTransport::send`] got: the response, or a failure its caller asked to have
+/// back at once rather than retried (see `refused`).
+#[derive(Debug)]
+pub enum Sent {
+    Response(ModelResponse),
+    Refused(Failure),
+}
+
+/// The most of a whole (non-streamed) response read: the same bound as one event.
+const WHOLE_BODY_CAP: usize = super::sse::MAX_EVENT_BYTES;
 
 /// A reqwest client plus the settings and auth header of one provider.
 #[derive(Debug)]
@@ -178,9 +200,30 @@ impl HttpTransport {
         &self,
         url: &str,
         body: Vec<u8>,
-        new_parser: impl Fn() -> P,
+        new_parser: impl Fn() -> P + Sync,
         events: &EventSink,
     ) -> Result<ModelResponse, ProviderError> {
+        match self
+            .send(url, body, Reading::Events(&new_parser), events, &|_| false)
+            .await?
+        {
+            Sent::Response(response) => Ok(response),
+            Sent::Refused(failure) => Err(self.failed(1, failure)),
+        }
+    }
+
+    /// POSTs `body` to `url` and reads the response as `reading` says, retrying transient
+    /// failures; each retry is announced on `events` before its wait. A failure `refused`
+    /// picks out is returned at once, neither retried nor an error: the caller changes the
+    /// request instead.
+    pub async fn send<P: SseParser>(
+        &self,
+        url: &str,
+        body: Vec<u8>,
+        reading: Reading<'_, P>,
+        events: &EventSink,
+        refused: &(dyn Fn(&Failure) -> bool + Sync),
+    ) -> Result<Sent, ProviderError> {
         // Shared by every attempt without a copy.
         let body = bytes::Bytes::from(body);
         let policy = self.settings.retries;
@@ -193,22 +236,19 @@ impl HttpTransport {
                 attempt = attempt + 1,
                 "HTTP request"
             );
-            let failure = match self.attempt(url, &body, new_parser()).await {
-                Ok(response) => return Ok(with_usage(response, body.len())),
+            let failure = match self.attempt(url, &body, &reading).await {
+                Ok(response) => return Ok(Sent::Response(with_usage(response, body.len()))),
                 Err(failure) => self.scrubbed(failure),
             };
+            if refused(&failure) {
+                return Ok(Sent::Refused(failure));
+            }
             let max = failure
                 .category
                 .retry_cap()
                 .map_or(policy.max, |cap| cap.min(policy.max));
             if !failure.category.is_retryable() || attempt >= max {
-                return Err(ProviderError::Failed {
-                    provider: self.provider,
-                    attempts: attempt + 1,
-                    category: failure.category,
-                    status: failure.status,
-                    message: failure.message,
-                });
+                return Err(self.failed(attempt + 1, failure));
             }
             attempt += 1;
             let delay = policy.delay(attempt, failure.retry_after);
@@ -235,6 +275,16 @@ impl HttpTransport {
         }
     }
 
+    fn failed(&self, attempts: u32, failure: Failure) -> ProviderError {
+        ProviderError::Failed {
+            provider: self.provider,
+            attempts,
+            category: failure.category,
+            status: failure.status,
+            message: failure.message,
+        }
+    }
+
     fn scrubbed(&self, mut failure: Failure) -> Failure {
         if let Some(key) = &self.settings.api_key {
             failure.message = key.scrub(&failure.message);
@@ -246,11 +296,17 @@ impl HttpTransport {
         &self,
         url: &str,
         body: &bytes::Bytes,
-        parser: P,
+        reading: &Reading<'_, P>,
     ) -> Result<ModelResponse, Failure> {
         let timeouts = self.settings.timeouts;
         let started = Instant::now();
-        let whole = self.exchange(url, body, parser, deadline(started, timeouts.first_event));
+        // A whole response's headers come after the whole answer is generated: only
+        // `timeouts.request` bounds it.
+        let first = match reading {
+            Reading::Events(_) => timeouts.first_event,
+            Reading::Whole(_) => timeouts.request,
+        };
+        let whole = self.exchange(url, body, reading, deadline(started, first));
         match timeout_at(deadline(started, timeouts.request), whole).await {
             Ok(result) => result,
             Err(_) => Err(Failure::new(
@@ -267,7 +323,7 @@ impl HttpTransport {
         &self,
         url: &str,
         body: &bytes::Bytes,
-        mut parser: P,
+        reading: &Reading<'_, P>,
         first_deadline: Instant,
     ) -> Result<ModelResponse, Failure> {
         let timeouts = self.settings.timeouts;
@@ -280,10 +336,17 @@ impl HttpTransport {
                 ),
             )
         };
+        let mut headers = self.headers.clone();
+        if let Reading::Whole(_) = reading {
+            headers.insert(
+                reqwest::header::ACCEPT,
+                HeaderValue::from_static("application/json"),
+            );
+        }
         let request = self
             .client
             .post(url)
-            .headers(self.headers.clone())
+            .headers(headers)
             .body(body.clone())
             .send();
         let response = timeout_at(first_deadline, request)
@@ -305,6 +368,7 @@ impl HttpTransport {
                 status: Some(status.as_u16()),
                 message: redirect_refused(status, response.headers()),
                 retry_after: None,
+                empty_200: false,
             });
         }
         if !status.is_success() {
@@ -312,7 +376,7 @@ impl HttpTransport {
             // Capped like every body: a gateway's 1.5 GB error page must not be held whole.
             let body = timeout_at(
                 deadline(Instant::now(), timeouts.idle),
-                read_capped(response),
+                read_capped(response, ERROR_BODY_CAP),
             )
             .await
             .unwrap_or_default();
@@ -332,17 +396,35 @@ impl HttpTransport {
                 status: Some(status.as_u16()),
                 message: body.named(message),
                 retry_after,
+                empty_200: false,
             });
         }
+        let mut parser = match reading {
+            Reading::Events(new_parser) => new_parser(),
+            Reading::Whole(parse) => {
+                let body = read_capped(response, WHOLE_BODY_CAP).await;
+                if body.cut {
+                    return Err(Failure::new(
+                        FailureCategory::Protocol,
+                        format!(
+                            "the response is larger than the {} MiB cap",
+                            WHOLE_BODY_CAP / (1024 * 1024)
+                        ),
+                    ));
+                }
+                return parse(&body.text).and_then(checked);
+            }
+        };
         if !is_event_stream(response.headers()) {
             let body = timeout_at(
                 deadline(Instant::now(), timeouts.idle),
-                read_capped(response),
+                read_capped(response, ERROR_BODY_CAP),
             )
             .await
             .unwrap_or_default();
             let mut failure = not_an_event_stream(&body.text);
             failure.message = body.named(failure.message);
+            failure.empty_200 = body.text.trim().is_empty() && !body.cut;
             return Err(failure);
         }
         let mut chunks = response.bytes_stream();
@@ -373,16 +455,20 @@ impl HttpTransport {
                             None => parser.end(),
                         },
                         (None, Some(head)) => {
-                            Err(not_an_event_stream(&String::from_utf8_lossy(&head)))
+                            let mut failure = not_an_event_stream(&String::from_utf8_lossy(&head));
+                            failure.empty_200 = head.iter().all(u8::is_ascii_whitespace);
+                            Err(failure)
                         }
                         (None, None) => parser.end(),
                     };
                 }
                 Some(Err(err)) => {
-                    return Err(Failure::new(
+                    let mut failure = Failure::new(
                         FailureCategory::StreamCut,
                         format!("the stream broke off: {}", error_chain(&err)),
-                    ));
+                    );
+                    failure.empty_200 = head.as_ref().is_some_and(Vec::is_empty);
+                    return Err(failure);
                 }
                 Some(Ok(chunk)) => {
                     if let Some(start) = &mut head {
@@ -477,16 +563,16 @@ impl BodyStart {
     }
 }
 
-/// Streams at most `ERROR_BODY_CAP` bytes of the body; the rest is never read (the
-/// connection is dropped with the response).
-async fn read_capped(response: reqwest::Response) -> BodyStart {
+/// Streams at most `cap` bytes of the body; the rest is never read (the connection is
+/// dropped with the response).
+async fn read_capped(response: reqwest::Response, cap: usize) -> BodyStart {
     let mut body = Vec::new();
     let mut cut = false;
     let mut chunks = response.bytes_stream();
     while let Some(Ok(chunk)) = chunks.next().await {
-        let room = ERROR_BODY_CAP - body.len();
+        let room = cap - body.len();
         body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if chunk.len() > room || body.len() >= ERROR_BODY_CAP {
+        if chunk.len() > room || body.len() >= cap {
             cut = chunk.len() > room || chunks.next().await.is_some();
             break;
         }

@@ -18,7 +18,7 @@ use serde_json::Value;
 pub use anthropic::{AnthropicModel, AnthropicStream};
 pub use history::History;
 pub use http::{ApiKey, Failure, HttpSettings, SseParser, Timeouts, install_crypto_provider};
-pub use openai::{OpenAiModel, OpenAiStream};
+pub use openai::{OpenAiModel, OpenAiStream, Streaming};
 pub use pricing::Pricing;
 
 pub use retry::{FailureCategory, RetryPolicy};
@@ -266,6 +266,11 @@ pub struct RetryNotice {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProviderEvent {
     Retry(RetryNotice),
+    /// The server cannot stream a request with tools (`reason` is how it showed it): this
+    /// request and every later one are sent whole. Said once a run.
+    StreamingOff {
+        reason: String,
+    },
 }
 
 pub type EventSink = tokio::sync::mpsc::UnboundedSender<ProviderEvent>;
@@ -346,6 +351,7 @@ pub enum ProviderConfig {
     OpenAi {
         http: HttpSettings,
         name: String,
+        streaming: Streaming,
     },
 }
 
@@ -358,9 +364,11 @@ impl Provider {
                 name,
                 thinking_budget,
             } => Provider::Anthropic(AnthropicModel::new(http, name, thinking_budget)?),
-            ProviderConfig::OpenAi { http, name } => {
-                Provider::OpenAi(OpenAiModel::new(http, name)?)
-            }
+            ProviderConfig::OpenAi {
+                http,
+                name,
+                streaming,
+            } => Provider::OpenAi(OpenAiModel::new(http, name, streaming)?),
         })
     }
 

@@ -1,5 +1,7 @@
-//! OpenAI-compatible Chat Completions over SSE (OpenAI, vLLM, Ollama, OpenRouter, LiteLLM):
-//! the conversation mapped to chat messages, and streamed tool-call deltas assembled by index.
+//! OpenAI-compatible Chat Completions (OpenAI, vLLM, Ollama, OpenRouter, LiteLLM, llama.cpp):
+//! the conversation mapped to chat messages, streamed tool-call deltas assembled by index,
+//! and the fall-back to whole (non-streamed) responses for a server that cannot stream
+//! tool calls.
 
 use std::collections::BTreeMap;
 
@@ -7,24 +9,66 @@ use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde_json::{Value, json};
 
 use super::anthropic::{tool_input, with_messages, write_json};
-use super::http::{Failure, HttpSettings, HttpTransport, SseParser};
+use super::http::{Failure, HttpSettings, HttpTransport, Reading, Sent, SseParser};
 use super::retry::FailureCategory;
 use super::{
     ContentBlock, EventSink, MalformedInput, Message, ModelRequest, ModelResponse, ProviderError,
-    ReportedUsage, Role, StopReason, Usage,
+    ProviderEvent, ReportedUsage, Role, StopReason, Usage,
 };
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// `model.stream`: whether responses are streamed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Streaming {
+    /// Streamed until the server shows it cannot stream a request with tools, then whole
+    /// for the rest of the run.
+    #[default]
+    Auto,
+    /// Always streamed; a server that cannot is an error.
+    Always,
+    /// Never streamed: every response is read whole (`stream: false`).
+    Never,
+}
+
+/// Words of the errors servers give when they cannot stream a request with tools, lower
+/// case. Each is the server's own text:
+/// - llama-cpp-python's `chatml-function-calling` (`llama_chat_format.py`), raised once the
+///   stream has begun, so the client mostly sees an empty HTTP 200 instead; a gateway in
+///   front may pass the text on.
+/// - llama.cpp's server before it streamed tool calls (`utils.hpp`, until spring 2025).
+const CANNOT_STREAM_TOOLS: &[&str] = &[
+    "streaming tool choice is not supported",
+    "cannot use tools with stream",
+];
+
+/// Whether `failure` says the server cannot stream a request that offers tools: an HTTP 200
+/// that ended before its first byte, or one of the known errors.
+pub fn cannot_stream_tools(failure: &Failure) -> bool {
+    let message = failure.message.to_ascii_lowercase();
+    failure.empty_200
+        || CANNOT_STREAM_TOOLS
+            .iter()
+            .any(|words| message.contains(words))
+}
 
 #[derive(Debug)]
 pub struct OpenAiModel {
     transport: HttpTransport,
     pub(super) model: String,
     max_tokens_field: &'static str,
+    streaming: Streaming,
+    /// `Auto` found the server cannot stream tool calls: every later request is whole.
+    fell_back: bool,
 }
 
 impl OpenAiModel {
-    pub fn new(settings: HttpSettings, model: String) -> Result<OpenAiModel, ProviderError> {
+    pub fn new(
+        settings: HttpSettings,
+        model: String,
+        streaming: Streaming,
+    ) -> Result<OpenAiModel, ProviderError> {
         // OpenAI's own reasoning models refuse `max_tokens`; most compatible servers only
         // know `max_tokens`.
         let max_tokens_field = if settings.base_url.starts_with("https://api.openai.com") {
@@ -40,6 +84,8 @@ impl OpenAiModel {
             transport: HttpTransport::new("openai", settings, HeaderMap::new(), auth)?,
             model,
             max_tokens_field,
+            streaming,
+            fell_back: false,
         })
     }
 
@@ -48,25 +94,69 @@ impl OpenAiModel {
         request: &ModelRequest<'_>,
         events: &EventSink,
     ) -> Result<ModelResponse, ProviderError> {
-        let body = request_body(&self.model, request, self.max_tokens_field);
         let url = self.transport.url("/chat/completions");
-        self.transport
-            .stream(&url, body, OpenAiStream::default, events)
-            .await
+        let stream = match self.streaming {
+            Streaming::Never => false,
+            Streaming::Always => true,
+            Streaming::Auto => !self.fell_back,
+        };
+        if stream {
+            // Only a request with tools may show that the server cannot stream them; any
+            // other failure is the request's own.
+            let watch = self.streaming == Streaming::Auto && !request.tools.is_empty();
+            let body = request_body(&self.model, request, self.max_tokens_field, true);
+            let refused = |failure: &Failure| watch && cannot_stream_tools(failure);
+            let reading = Reading::Events(&OpenAiStream::default);
+            match self
+                .transport
+                .send(&url, body, reading, events, &refused)
+                .await?
+            {
+                Sent::Response(response) => return Ok(response),
+                Sent::Refused(failure) => {
+                    self.fell_back = true;
+                    // The receiver may be gone if the loop stopped listening.
+                    let _ = events.send(ProviderEvent::StreamingOff {
+                        reason: failure.message,
+                    });
+                }
+            }
+        }
+        let body = request_body(&self.model, request, self.max_tokens_field, false);
+        let reading: Reading<'_, OpenAiStream> = Reading::Whole(whole_response);
+        match self
+            .transport
+            .send(&url, body, reading, events, &|_| false)
+            .await?
+        {
+            Sent::Response(response) => Ok(response),
+            Sent::Refused(failure) => Err(ProviderError::Protocol(failure.message)),
+        }
     }
 }
 
 /// Each message's chat messages come from the history, encoded once per message for the
-/// whole run; the rest of the body is built as a `Value` each request.
-pub fn request_body(model: &str, request: &ModelRequest<'_>, max_tokens_field: &str) -> Vec<u8> {
+/// whole run; the rest of the body is built as a `Value` each request. `stream: false` asks
+/// for the whole response as one JSON body.
+pub fn request_body(
+    model: &str,
+    request: &ModelRequest<'_>,
+    max_tokens_field: &str,
+    stream: bool,
+) -> Vec<u8> {
     let mut body = json!({
         "model": model,
         "messages": [{"role": "system", "content": request.system}],
-        "stream": true,
-        "stream_options": {"include_usage": true},
+        "stream": stream,
     });
+    if stream {
+        body["stream_options"] = json!({"include_usage": true});
+    }
     body[max_tokens_field] = json!(request.max_tokens);
     if !request.tools.is_empty() {
+        // The API's default when tools are given, yet servers that follow the chat template
+        // literally (llama-cpp-python's `chatml-function-calling`) render no tools without it.
+        body["tool_choice"] = json!("auto");
         body["tools"] = request
             .tools
             .iter()
@@ -124,11 +214,12 @@ fn chat_messages(message: &Message, out: &mut Vec<Value>) {
                     _ => None,
                 })
                 .collect();
+            // An empty string, never `null`, beside tool calls: llama-cpp-python's schema
+            // takes only a string (a null is its HTTP 500), and its chat templates read the
+            // field, so it cannot be left out either; OpenAI, vLLM, Ollama and llama.cpp take
+            // "" as no text.
             let mut chat = json!({"role": "assistant", "content": text});
             if !calls.is_empty() {
-                if text.is_empty() {
-                    chat["content"] = Value::Null;
-                }
                 chat["tool_calls"] = Value::Array(calls);
             }
             out.push(chat);
@@ -273,6 +364,54 @@ impl OpenAiStream {
     }
 }
 
+/// A whole (non-streamed) `chat.completion` body, read through the stream's own state: its
+/// message is one delta holding everything, its tool calls indexed by position.
+pub fn whole_response(body: &str) -> Result<ModelResponse, Failure> {
+    let value: Value = serde_json::from_str(body).map_err(|err| {
+        Failure::new(
+            FailureCategory::StreamCut,
+            format!(
+                "the response is not whole JSON ({err}); it began: {}",
+                crate::base::truncate_middle(body.trim(), 200)
+            ),
+        )
+    })?;
+    if let Some(failure) = error_failure(&value) {
+        return Err(failure);
+    }
+    let Some(choice) = value.pointer("/choices/0") else {
+        return Err(Failure::new(
+            FailureCategory::Protocol,
+            "the response has no choices",
+        ));
+    };
+    let mut message = choice.get("message").cloned().unwrap_or(Value::Null);
+    if let Some(calls) = message.get_mut("tool_calls").and_then(Value::as_array_mut) {
+        for (index, call) in calls.iter_mut().enumerate() {
+            call["index"] = json!(index);
+        }
+    }
+    let mut stream = OpenAiStream::default();
+    stream.chunk(&json!({
+        "choices": [{"index": 0, "delta": message, "finish_reason": choice.get("finish_reason")}],
+        "usage": value.get("usage"),
+    }));
+    Ok(stream.finish())
+}
+
+/// The failure an `{"error": …}` body or chunk stands for.
+fn error_failure(value: &Value) -> Option<Failure> {
+    let error = value.get("error")?;
+    let kind = string_at(error, "/type")
+        .or_else(|| string_at(error, "/code"))
+        .unwrap_or_default();
+    let message = string_at(error, "/message").unwrap_or_default();
+    Some(Failure::new(
+        FailureCategory::from_error_event(kind, message),
+        format!("{kind}: {message}"),
+    ))
+}
+
 impl SseParser for OpenAiStream {
     fn event(&mut self, data: &str) -> Result<Option<ModelResponse>, Failure> {
         if data.trim() == "[DONE]" {
@@ -284,15 +423,8 @@ impl SseParser for OpenAiStream {
                 format!("malformed stream: a chunk that is not JSON ({err})"),
             )
         })?;
-        if let Some(error) = chunk.get("error") {
-            let kind = string_at(error, "/type")
-                .or_else(|| string_at(error, "/code"))
-                .unwrap_or_default();
-            let message = string_at(error, "/message").unwrap_or_default();
-            return Err(Failure::new(
-                FailureCategory::from_error_event(kind, message),
-                format!("{kind}: {message}"),
-            ));
+        if let Some(failure) = error_failure(&chunk) {
+            return Err(failure);
         }
         self.chunk(&chunk);
         Ok(None)
@@ -412,6 +544,7 @@ mod tests {
                 max_tokens: 7,
             },
             "max_tokens",
+            true,
         ))
         .unwrap();
         assert_eq!(
@@ -419,7 +552,7 @@ mod tests {
             json!([
                 {"role": "system", "content": "sys"},
                 {"role": "user", "content": "go"},
-                {"role": "assistant", "content": null, "tool_calls": [
+                {"role": "assistant", "content": "", "tool_calls": [
                     {"id": "c1", "type": "function", "function": {"name": "Read", "arguments": "{\"file_path\":\"a\"}"}}
                 ]},
                 {"role": "tool", "tool_call_id": "c1", "content": "Error: nope"},
@@ -432,7 +565,12 @@ mod tests {
 
     /// The body as it was built before the history kept its encodings: one `Value` for the
     /// whole request, which the bytes sent must still equal.
-    fn whole_value_body(model: &str, request: &ModelRequest<'_>, field: &str) -> Vec<u8> {
+    fn whole_value_body(
+        model: &str,
+        request: &ModelRequest<'_>,
+        field: &str,
+        stream: bool,
+    ) -> Vec<u8> {
         let mut messages = vec![json!({"role": "system", "content": request.system})];
         for message in request.messages.iter() {
             chat_messages(message, &mut messages);
@@ -440,11 +578,14 @@ mod tests {
         let mut body = json!({
             "model": model,
             "messages": messages,
-            "stream": true,
-            "stream_options": {"include_usage": true},
+            "stream": stream,
         });
+        if stream {
+            body["stream_options"] = json!({"include_usage": true});
+        }
         body[field] = json!(request.max_tokens);
         if !request.tools.is_empty() {
+            body["tool_choice"] = json!("auto");
             body["tools"] = request
                 .tools
                 .iter()
@@ -519,9 +660,10 @@ mod tests {
                 }],
             },
         ];
-        for (tools, field) in [
-            (&tools[..], "max_completion_tokens"),
-            (&[][..], "max_tokens"),
+        for (tools, field, stream) in [
+            (&tools[..], "max_completion_tokens", true),
+            (&[][..], "max_tokens", true),
+            (&tools[..], "max_tokens", false),
         ] {
             let mut history = History::new(vec![Message::user_text("go")]);
             for turn in turns.iter().cloned() {
@@ -532,8 +674,8 @@ mod tests {
                     max_tokens: 9,
                 };
                 assert_eq!(
-                    String::from_utf8(request_body("m", &request, field)).unwrap(),
-                    String::from_utf8(whole_value_body("m", &request, field)).unwrap()
+                    String::from_utf8(request_body("m", &request, field, stream)).unwrap(),
+                    String::from_utf8(whole_value_body("m", &request, field, stream)).unwrap()
                 );
                 history.push(turn);
             }
@@ -546,8 +688,122 @@ mod tests {
             max_tokens: 1,
         };
         assert_eq!(
-            request_body("m", &request, "max_tokens"),
-            whole_value_body("m", &request, "max_tokens")
+            request_body("m", &request, "max_tokens", true),
+            whole_value_body("m", &request, "max_tokens", true)
         );
+    }
+
+    #[test]
+    fn tools_come_with_tool_choice_and_a_whole_request_asks_for_no_stream() {
+        let history = History::new(vec![Message::user_text("go")]);
+        let tools = [crate::model::ToolSpec {
+            name: "Read".into(),
+            description: "reads".into(),
+            input_schema: json!({"type": "object"}),
+        }];
+        let body = |tools: &[crate::model::ToolSpec], stream: bool| -> Value {
+            let request = ModelRequest {
+                system: "s",
+                messages: &history,
+                tools,
+                max_tokens: 5,
+            };
+            serde_json::from_slice(&request_body("m", &request, "max_tokens", stream)).unwrap()
+        };
+        let streamed = body(&tools, true);
+        assert_eq!(streamed["tool_choice"], "auto");
+        assert_eq!(streamed["stream"], true);
+        assert_eq!(streamed["stream_options"], json!({"include_usage": true}));
+        let whole = body(&tools, false);
+        assert_eq!(whole["tool_choice"], "auto");
+        assert_eq!(whole["stream"], false);
+        // OpenAI refuses stream_options without a stream.
+        assert!(whole.get("stream_options").is_none());
+        assert!(body(&[], true).get("tool_choice").is_none());
+    }
+
+    #[test]
+    fn a_whole_response_reads_as_the_stream_would() {
+        // llama-cpp-python's shape: content null, a legacy function_call beside tool_calls.
+        let body = json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": null, "message": {
+                "role": "assistant", "content": null,
+                "function_call": {"name": "Read", "arguments": "{\"file_path\": \"a\"}"},
+                "tool_calls": [
+                    {"id": "call__0_Read_cmpl-1", "type": "function", "function": {"name": "Read", "arguments": "{\"file_path\": \"a\"}"}},
+                    {"id": "call__1_Glob_cmpl-1", "type": "function", "function": {"name": "Glob", "arguments": "not json"}}
+                ]}}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 7, "total_tokens": 57},
+        });
+        let response = whole_response(&body.to_string()).unwrap();
+        assert_eq!(
+            response.content,
+            vec![
+                ContentBlock::ToolUse {
+                    id: "call__0_Read_cmpl-1".into(),
+                    name: "Read".into(),
+                    input: json!({"file_path": "a"}),
+                },
+                ContentBlock::ToolUse {
+                    id: "call__1_Glob_cmpl-1".into(),
+                    name: "Glob".into(),
+                    input: json!({}),
+                },
+            ]
+        );
+        assert_eq!(response.malformed_inputs.len(), 1);
+        assert_eq!(response.stop_reason, StopReason::ToolUse);
+        assert_eq!(
+            response.usage,
+            ReportedUsage::Reported(Usage {
+                input_tokens: 50,
+                output_tokens: 7,
+                ..Usage::default()
+            })
+        );
+        let text = json!({"choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "done"}}]});
+        let response = whole_response(&text.to_string()).unwrap();
+        assert_eq!(
+            response.content,
+            vec![ContentBlock::Text {
+                text: "done".into()
+            }]
+        );
+        assert_eq!(response.stop_reason, StopReason::EndTurn);
+        assert_eq!(response.usage, ReportedUsage::Missing);
+        let error =
+            whole_response(r#"{"error": {"message": "bad", "type": "invalid_request_error"}}"#)
+                .unwrap_err();
+        assert_eq!(error.category, FailureCategory::InvalidRequest);
+        assert_eq!(
+            whole_response("{\"choices\": [").unwrap_err().category,
+            FailureCategory::StreamCut
+        );
+    }
+
+    #[test]
+    fn a_server_that_cannot_stream_tools_is_known_by_its_answer() {
+        let mut empty = Failure::new(
+            FailureCategory::NotEventStream,
+            "HTTP 200 with an empty body",
+        );
+        assert!(!cannot_stream_tools(&empty));
+        empty.empty_200 = true;
+        assert!(cannot_stream_tools(&empty));
+        for message in [
+            "internal_server_error: Automatic streaming tool choice is not supported",
+            "Cannot use tools with stream",
+        ] {
+            assert!(cannot_stream_tools(&Failure::new(
+                FailureCategory::ServerError,
+                message
+            )));
+        }
+        assert!(!cannot_stream_tools(&Failure::new(
+            FailureCategory::ServerError,
+            "internal_server_error: out of memory"
+        )));
     }
 }

@@ -55,6 +55,12 @@ pub fn auto_classifier(
         fallback: None,
         timeouts,
         retries: task_model.retries,
+        // The same server streams for the classifier as for the run.
+        stream: if same {
+            task_model.stream
+        } else {
+            crate::model::Streaming::Auto
+        },
     };
     let script = settings.script.as_ref().map(|answers| {
         ScriptedTurns(

@@ -143,6 +143,8 @@ pub struct RunOptions {
     pub model: Option<String>,
     /// `--fallback-model`: overrides the task's `model.fallback`.
     pub fallback_model: Option<String>,
+    /// `--stream`: overrides the task's `model.stream`.
+    pub model_stream: Option<crate::model::Streaming>,
     /// Caps the task's own `max_cost_usd`.
     pub max_cost: Option<f64>,
     pub max_turns: Option<u32>,
@@ -643,6 +645,7 @@ pub fn provider_config(
         ProviderKind::Openai => ProviderConfig::OpenAi {
             http: http_settings(model, "OPENAI_BASE_URL", OPENAI_DEFAULT_BASE_URL)?,
             name: model.name.clone(),
+            streaming: model.stream,
         },
     })
 }

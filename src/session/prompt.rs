@@ -55,6 +55,16 @@ pub fn task(options: &RunOptions, home: Option<&Path>) -> Result<Task, SessionEr
         }
         task.model.base_url = Some(url.clone());
     }
+    if let Some(stream) = options.model_stream {
+        if task.model.provider != ProviderKind::Openai {
+            return Err(ConfigError::whole_file(
+                &task.file,
+                "--stream is for the openai provider (the others always stream)",
+            )
+            .into());
+        }
+        task.model.stream = stream;
+    }
     if let Some(path) = &options.output_schema {
         task.output_schema = Some(OutputSchema::from_file(path)?);
     }

@@ -11,7 +11,7 @@ use crate::base::{DEFAULT_MAX_PARALLEL_TOOLS, normalize_lexically};
 use crate::config::{self, ConfigError};
 use crate::ledger::{LedgerConfig, LedgerScope, MAX_MAX_ENTRIES};
 use crate::model::pricing::PriceSource;
-use crate::model::{Pricing, RetryPolicy, ScriptedTurns, Timeouts};
+use crate::model::{Pricing, RetryPolicy, ScriptedTurns, Streaming, Timeouts};
 use crate::policy::{
     McpServerSpec, McpServersBlock, PermissionMode, PermissionsBlock, Policy, PolicyOrigin,
     ToolName, mcp_servers,
@@ -256,6 +256,16 @@ struct ModelFile {
     /// Another model of the same provider, for the rest of the run once this one is
     /// overloaded or unavailable after its retries.
     fallback: Option<Spanned<String>>,
+    /// `true`, `false` or `auto` (OpenAI-compatible servers only).
+    stream: Option<Spanned<StreamFile>>,
+}
+
+/// `model.stream` as written: a boolean, or a word (only `auto` is one).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum StreamFile {
+    Flag(bool),
+    Word(String),
 }
 
 /// Seconds; fractions allowed (tests use milliseconds).
@@ -357,6 +367,8 @@ pub struct ModelSpec {
     /// `model.fallback`: the model that answers once this one is overloaded (`--fallback-model`
     /// overrides it).
     pub fallback: Option<String>,
+    /// `model.stream` (`--stream` overrides it); the openai provider's only.
+    pub stream: Streaming,
 }
 
 impl ModelSpec {
@@ -1128,6 +1140,28 @@ fn model_spec(
         other => other.map(|spanned| spanned.value),
     };
     real_only("api_key_env", position(&raw.api_key_env))?;
+    let stream = match raw.stream {
+        None => Streaming::Auto,
+        Some(spanned) if provider != ProviderKind::Openai => {
+            return Err(located(
+                &spanned,
+                at,
+                "model.stream is for the openai provider (the others always stream)".into(),
+            ));
+        }
+        Some(spanned) => match &spanned.value {
+            StreamFile::Flag(true) => Streaming::Always,
+            StreamFile::Flag(false) => Streaming::Never,
+            StreamFile::Word(word) if word == "auto" => Streaming::Auto,
+            StreamFile::Word(word) => {
+                return Err(located(
+                    &spanned,
+                    at,
+                    format!("model.stream must be true, false or auto, not `{word}`"),
+                ));
+            }
+        },
+    };
     let base_url = raw
         .base_url
         .map(|url| {
@@ -1261,6 +1295,7 @@ fn model_spec(
         timeouts,
         retries,
         fallback,
+        stream,
     };
     Ok((model, script))
 }

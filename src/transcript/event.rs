@@ -96,6 +96,9 @@ pub enum Event {
         #[serde(flatten)]
         retry: RetryNotice,
     },
+    /// The OpenAI-compatible server cannot stream a request with tools (`reason`: how it
+    /// showed it): this request and every later one are sent with `stream: false`.
+    StreamingOff { turn: u32, reason: String },
     /// The run's model was overloaded or unavailable after its retries: this request and
     /// every later one go to `to`, charged at its own price.
     ModelFallback {

@@ -43,6 +43,7 @@ pub fn stream_type(event: &Event) -> Option<&'static str> {
         Event::NetworkConnection { .. } => "network_connection",
         Event::ApiRetry { .. } => "api_retry",
         Event::ModelFallback { .. } => "model_fallback",
+        Event::StreamingOff { .. } => "streaming_off",
         Event::Compaction { .. } => "compaction",
         Event::RunResumed { .. } => "resumed",
         Event::QueuedMessage { .. } => "queued_message",

@@ -37,6 +37,7 @@ mod installer;
 mod layers;
 mod long_runs;
 mod mcp;
+mod openai_servers;
 mod planted_repo;
 mod progress;
 mod provenance;

@@ -1,6 +1,9 @@
 //! A fake model server on 127.0.0.1 speaking real HTTP + SSE for the Anthropic Messages and
 //! OpenAI Chat Completions APIs: it replays scripted replies (turns or faults), records every
 //! request, and rejects what the real APIs reject (an unanswered tool_use, wrong roles).
+//! Chat Completions with `stream: false` get the whole `chat.completion` body. As
+//! [`FakeModel::llama_cpp_python`] it is that server instead: it replays the recorded
+//! exchange in tests/fixtures/providers/ and refuses what that server refuses.
 
 use std::collections::{HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -162,6 +165,8 @@ struct Log {
     summary: Option<Turn>,
     /// Or a reply of any kind (a failure, a stall) to each summary request.
     summary_reply: Option<Reply>,
+    /// Recorded exchanges answered so far (llama-cpp-python).
+    replayed: usize,
 }
 
 /// Words of tollgate's fixed compaction instruction, by which its summary requests are known.
@@ -171,7 +176,12 @@ pub const SUMMARY_REQUEST: &str = "is about to be compacted";
 struct Shared {
     log: Arc<Mutex<Log>>,
     key: String,
+    /// `Some`: the server behaves as llama-cpp-python's, replaying this recorded exchange.
+    llama: Option<Arc<Value>>,
 }
+
+/// llama-cpp-python's exchange, reconstructed from its source (see the file's `how`).
+pub const LLAMA_CPP_PYTHON: &str = include_str!("../fixtures/providers/llama-cpp-python.json");
 
 pub struct FakeModel {
     addr: SocketAddr,
@@ -183,6 +193,20 @@ pub struct FakeModel {
 impl FakeModel {
     /// Serves `replies` in order to requests carrying `key`.
     pub async fn start(key: &str, replies: Vec<Reply>) -> FakeModel {
+        FakeModel::serve(key, replies, None).await
+    }
+
+    /// llama-cpp-python's server with `--chat_format chatml-function-calling`, as recorded in
+    /// [`LLAMA_CPP_PYTHON`]: its exchanges answered in order, its refusals enforced — tools
+    /// without `tool_choice` are not shown to the model (its turn comes back as text only, and
+    /// a violation is noted), `stream: true` with `tool_choice: "auto"` is an HTTP 200 whose
+    /// connection closes before the body, and an assistant `content: null` is its HTTP 500.
+    pub async fn llama_cpp_python(key: &str) -> FakeModel {
+        let recorded: Value = serde_json::from_str(LLAMA_CPP_PYTHON).unwrap();
+        FakeModel::serve(key, Vec::new(), Some(Arc::new(recorded))).await
+    }
+
+    async fn serve(key: &str, replies: Vec<Reply>, llama: Option<Arc<Value>>) -> FakeModel {
         let log = Arc::new(Mutex::new(Log {
             replies: replies.into(),
             ..Log::default()
@@ -190,6 +214,7 @@ impl FakeModel {
         let shared = Shared {
             log: log.clone(),
             key: key.to_string(),
+            llama,
         };
         let app = Router::new()
             .route("/v1/messages", post(handle))
@@ -277,6 +302,10 @@ async fn handle(
         Api::OpenAi
     };
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if let Some(recorded) = &shared.llama {
+        return llama_cpp_python(&shared, recorded, &headers, body).await;
+    }
+    let whole = api == Api::OpenAi && body["stream"] == json!(false);
     let (reply, number) = {
         let mut log = shared.log.lock().unwrap();
         log.requests.push(Recorded {
@@ -321,6 +350,7 @@ async fn handle(
         reply => reply,
     };
     match reply {
+        Reply::Turn(turn) if whole => json_response(200, &openai_whole(&turn, number)),
         Reply::Turn(turn) => sse(events(api, &turn, number), Ending::Clean),
         Reply::CutAfter { turn, events: n } => sse(
             events(api, &turn, number).into_iter().take(n).collect(),
@@ -415,6 +445,141 @@ async fn handle(
                 .unwrap()
         }
     }
+}
+
+fn json_response(status: u16, body: &Value) -> Response {
+    Response::builder()
+        .status(StatusCode::from_u16(status).unwrap())
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+/// A turn as one `chat.completion` body (`stream: false`).
+fn openai_whole(turn: &Turn, number: usize) -> Value {
+    let text: String = turn
+        .blocks
+        .iter()
+        .filter_map(|block| match block {
+            Block::Text(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let calls: Vec<Value> = turn
+        .blocks
+        .iter()
+        .filter_map(tool_json)
+        .enumerate()
+        .map(|(index, (name, arguments))| {
+            json!({"id": format!("call_{number:02}_{index}"), "type": "function",
+                "function": {"name": name, "arguments": arguments}})
+        })
+        .collect();
+    let mut message = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+    let finish = match turn.stop {
+        Some("max_tokens") => "length",
+        Some("refusal") => "content_filter",
+        _ if !calls.is_empty() => "tool_calls",
+        _ => "stop",
+    };
+    if !calls.is_empty() {
+        message["tool_calls"] = Value::Array(calls);
+    }
+    json!({
+        "id": format!("chatcmpl-{number}"), "object": "chat.completion", "created": 0, "model": "fake",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {
+            "prompt_tokens": turn.tokens.input + turn.tokens.cache_read,
+            "completion_tokens": turn.tokens.output,
+            "total_tokens": turn.tokens.input + turn.tokens.cache_read + turn.tokens.output,
+            "prompt_tokens_details": {"cached_tokens": turn.tokens.cache_read},
+        },
+    })
+}
+
+/// One request to the llama-cpp-python server: its refusals first, then the next recorded
+/// exchange, whose `request` fields must all be the request's.
+async fn llama_cpp_python(
+    shared: &Shared,
+    recorded: &Value,
+    headers: &HeaderMap,
+    body: Value,
+) -> Response {
+    let mut log = shared.log.lock().unwrap();
+    log.requests.push(Recorded {
+        api: Api::OpenAi,
+        headers: headers.clone(),
+        body: body.clone(),
+    });
+    let number = log.requests.len();
+    if let Err(problem) = authenticate(Api::OpenAi, headers, &shared.key) {
+        log.violations.push(format!("request {number}: {problem}"));
+        // Its `--api_key` check: FastAPI's HTTPException, passed through as 401.
+        return json_response(401, &json!({"detail": "Invalid API key"}));
+    }
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let null_content = messages.iter().position(|message| {
+        message["role"] == "assistant"
+            && message
+                .get("content")
+                .is_some_and(|content| !content.is_string())
+    });
+    if let Some(index) = null_content {
+        log.violations.push(format!(
+            "request {number}: messages.{index}: assistant content is not a string"
+        ));
+        let refusal = &recorded["null_content_response"];
+        return json_response(500, &refusal["body"]);
+    }
+    let has_tools = body["tools"]
+        .as_array()
+        .is_some_and(|tools| !tools.is_empty());
+    let choice = body.get("tool_choice").filter(|choice| !choice.is_null());
+    let shows_tools = has_tools && choice.is_some_and(|choice| choice != "none");
+    if has_tools && !shows_tools {
+        log.violations.push(format!(
+            "request {number}: tools without tool_choice are not rendered into the prompt"
+        ));
+    }
+    // The next recorded exchange of the same `stream`; the ones before it were not asked
+    // for (a run that never streams skips the streamed one). The rest of a recording's
+    // `request` is what tollgate sent; the refusals above judge it.
+    let exchanges = recorded["exchanges"].as_array().unwrap();
+    let matches = |exchange: &Value| exchange["request"]["stream"] == body["stream"];
+    let Some(found) = (log.replayed..exchanges.len()).find(|&at| matches(&exchanges[at])) else {
+        log.violations.push(format!(
+            "request {number}: no recorded exchange left for stream={} tool_choice={}",
+            body["stream"], body["tool_choice"]
+        ));
+        return json_response(
+            400,
+            &json!({"error": {"message": "no recorded exchange left", "type": "invalid_request_error"}}),
+        );
+    };
+    let exchange = exchanges[found].clone();
+    log.replayed = found + 1;
+    let response = exchange["response"].clone();
+    drop(log);
+    if response["reset_before_body"] == json!(true) {
+        return Response::builder()
+            .header("content-type", response["content_type"].as_str().unwrap())
+            .body(Body::from_stream(stream::once(async {
+                tokio::task::yield_now().await;
+                Err::<Bytes, _>(std::io::Error::other("connection closed by the server"))
+            })))
+            .unwrap();
+    }
+    let mut answer = response["body"].clone();
+    if !shows_tools {
+        // The model never saw the tools: whatever it says is text.
+        if let Some(message) = answer.pointer_mut("/choices/0/message") {
+            message.as_object_mut().unwrap().remove("tool_calls");
+            message.as_object_mut().unwrap().remove("function_call");
+            message["content"] = json!("I cannot read files.");
+        }
+        answer["choices"][0]["finish_reason"] = json!("stop");
+    }
+    json_response(response["status"].as_u64().unwrap() as u16, &answer)
 }
 
 /// The turn's events with every usage field taken out (and OpenAI's usage chunk left out).
@@ -768,8 +933,28 @@ fn check_anthropic(body: &Value) -> Result<(), String> {
 
 /// What Chat Completions rejects with a 400.
 fn check_openai(body: &Value) -> Result<(), String> {
-    if body["stream"] != json!(true) || body["stream_options"]["include_usage"] != json!(true) {
-        return Err("stream and stream_options.include_usage must be true".into());
+    match body["stream"].as_bool() {
+        Some(true) if body["stream_options"]["include_usage"] == json!(true) => {}
+        // OpenAI refuses stream_options without a stream.
+        Some(false) if body.get("stream_options").is_none() => {}
+        _ => {
+            return Err(
+                "stream must be true with stream_options.include_usage, or false without stream_options"
+                    .into(),
+            );
+        }
+    }
+    if let Some(choice) = body.get("tool_choice") {
+        let tools = body["tools"]
+            .as_array()
+            .is_some_and(|tools| !tools.is_empty());
+        if !tools
+            || !["auto", "none", "required"]
+                .iter()
+                .any(|word| choice == word)
+        {
+            return Err(format!("tool_choice {choice} is only allowed with tools"));
+        }
     }
     let messages = body["messages"]
         .as_array()

@@ -155,6 +155,9 @@ impl Tracker {
                 counted(*requests, "request")
             )),
             Event::UserMessage { .. } => None,
+            Event::StreamingOff { .. } => Some(self.in_turn(
+                "the server cannot stream tool calls; requests are sent whole from now on",
+            )),
             Event::ModelFallback { from, to, .. } => {
                 Some(self.in_turn(&format!("{from} is unavailable; switched to {to}")))
             }
