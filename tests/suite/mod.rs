@@ -35,6 +35,7 @@ mod held_back;
 mod hooks_cli;
 mod installer;
 mod layers;
+mod litellm;
 mod long_runs;
 mod mcp;
 mod openai_servers;

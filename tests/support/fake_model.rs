@@ -970,9 +970,21 @@ fn check_openai(body: &Value) -> Result<(), String> {
         match role {
             "system" if index == 0 => {}
             "user" => {
-                if message["content"].as_str().is_none_or(str::is_empty) {
+                // A string, or (as the API also takes, and gateways send) a list of parts.
+                let text = match &message["content"] {
+                    Value::String(text) => !text.is_empty(),
+                    Value::Array(parts) => {
+                        !parts.is_empty()
+                            && parts.iter().all(|part| {
+                                part["type"] == "text"
+                                    && part["text"].as_str().is_some_and(|text| !text.is_empty())
+                            })
+                    }
+                    _ => false,
+                };
+                if !text {
                     return Err(format!(
-                        "messages.{index}: user content must be a non-empty string"
+                        "messages.{index}: user content must be a non-empty string or list of text parts"
                     ));
                 }
             }
