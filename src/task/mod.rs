@@ -1582,6 +1582,18 @@ mod tests {
         .unwrap();
         let model = &task.model;
         assert_eq!(model.base_url.as_deref(), Some("http://127.0.0.1:1/v1"));
+        assert_eq!(model.stream, Streaming::Auto);
+        for (written, stream) in [
+            ("true", Streaming::Always),
+            ("false", Streaming::Never),
+            ("auto", Streaming::Auto),
+        ] {
+            let yaml = REAL.replace(
+                "name: my-local-model",
+                &format!("name: m\n  stream: {written}"),
+            );
+            assert_eq!(parse(&yaml).unwrap().model.stream, stream, "{written}");
+        }
         assert_eq!(model.api_key_variable(), Some(("LOCAL_KEY", true)));
         assert_eq!(model.pricing().map(|p| p.output), Some(2.0));
         assert_eq!(model.timeouts.connect, Duration::from_millis(500));
@@ -1694,6 +1706,16 @@ mod tests {
                 REAL.replace("name: my-local-model", "name: m\n  fallback: m"),
                 7,
                 "must name another model",
+            ),
+            (
+                REAL.replace("name: my-local-model", "name: m\n  stream: maybe"),
+                7,
+                "model.stream must be true, false or auto, not `maybe`",
+            ),
+            (
+                MINIMAL.replace("provider: scripted", "provider: scripted\n  stream: false"),
+                6,
+                "model.stream is for the openai provider",
             ),
             (
                 format!("{MINIMAL}limits:\n  max_denials: 0\n"),
