@@ -53,6 +53,7 @@ failed=0
 # probe NAME BODY: posts BODY, keeps the status and body, prints both.
 probe() {
   local status
+  : >"$out/$1.body"
   status="$(curl -s -o "$out/$1.body" -w '%{http_code}' -H 'content-type: application/json' \
     --max-time 300 -d "$2" "$url/chat/completions" || true)"
   printf '%s' "$2" >"$out/$1.request.json"
@@ -78,7 +79,7 @@ expect empty-content "assistant content \"\" is taken" \
 
 probe whole-auto "{\"model\":\"m\",\"stream\":false,\"tool_choice\":\"auto\",\"tools\":$tools,\"messages\":[$user]}"
 expect whole-auto "stream false + tool_choice auto is a chat.completion with usage" \
-  jq -e '.object == "chat.completion" and (.usage.prompt_tokens | type) == "number"' "$out/whole-auto.body"
+  sh -c "jq -e '.object == \"chat.completion\" and (.usage.prompt_tokens | type) == \"number\"' '$out/whole-auto.body' >/dev/null"
 echo "  the model chose: $(jq -c '.choices[0].message | {content, tool_calls: [.tool_calls[]?.function]}' "$out/whole-auto.body")"
 
 # The same task the suite runs against the recording, through tollgate.
