@@ -1,7 +1,9 @@
 //! The HTTP side shared by the real providers: one streaming POST with its timeouts (connect,
 //! first event, idle gap, whole request), retried as `retry.rs` says; the API's SSE events go
 //! to a per-API parser, and a body that is no event stream is read for the provider's own
-//! message. A whole response is checked once more (unique tool_use ids) before it is
+//! message. A request may instead be read whole (one JSON body, for a server that cannot
+//! stream it), and a caller may take back a failure it recognises rather than have it
+//! retried. A whole response is checked once more (unique tool_use ids) before it is
 //! returned. The API key is held here and never printed.
 
 use std::fmt;
