@@ -9,6 +9,8 @@ use regex::{Captures, Regex};
 
 use crate::base::is_secret_env_name;
 
+mod git;
+
 /// Values shorter than this are not redacted by value: `API_KEY=1` would blank every `1`.
 const MIN_SECRET_CHARS: usize = 8;
 
@@ -135,6 +137,13 @@ impl Redactor {
         );
     }
 
+    /// Adds the credentials the workspace's git configuration holds (a checkout's
+    /// `extraheader`, a remote URL's password), so that they are found by value, in every
+    /// derived form, and not only while their key stands before them.
+    pub fn add_git_credentials(&self, workdir: &std::path::Path) {
+        self.add_vars(git::credentials(workdir));
+    }
+
     fn add_vars(&self, vars: impl IntoIterator<Item = (String, String)>) {
         let Ok(mut literals) = self.literals.write() else {
             return;
@@ -199,6 +208,7 @@ impl Redactor {
                         replaced += 1;
                     }
                     out.push_str(&text[last..]);
+                    replaced += across_breaks(finder, &literals.secrets, &mut out);
                     out
                 }
                 None => text.to_string(),
@@ -250,6 +260,66 @@ impl Redactor {
     pub fn count(&self) -> u64 {
         self.count.load(Ordering::Relaxed)
     }
+}
+
+/// Replaces, in `out`, the known values that stand split by white space or line breaks
+/// (also as JSON writes them, `\n`): base64 wrapped at 76 columns (`base64`, MIME), hex
+/// wrapped or spaced (`xxd -p`, `od -An -tx1`), a token broken across lines. The text is
+/// read with those separators left out, and a value found across one is replaced together
+/// with the separators inside it. Returns how many were replaced.
+fn across_breaks(finder: &AhoCorasick, secrets: &[Secret], out: &mut String) -> u64 {
+    let bytes = out.as_bytes();
+    let mut squeezed = Vec::with_capacity(bytes.len());
+    // For each byte of `squeezed`, where it stands in `out`.
+    let mut origin = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        match bytes[at] {
+            b' ' | b'\t' | b'\n' | b'\r' => at += 1,
+            b'\\' => {
+                if matches!(bytes.get(at + 1), Some(b'n' | b'r' | b't')) {
+                    at += 2;
+                } else {
+                    // An escape pair is kept whole: `\\n` is a backslash and an `n`.
+                    let end = (at + 2).min(bytes.len());
+                    squeezed.extend_from_slice(&bytes[at..end]);
+                    origin.extend(at..end);
+                    at = end;
+                }
+            }
+            byte => {
+                squeezed.push(byte);
+                origin.push(at);
+                at += 1;
+            }
+        }
+    }
+    if squeezed.len() == bytes.len() {
+        return 0;
+    }
+    let mut ranges: Vec<(usize, usize, usize)> = Vec::new();
+    for found in finder.find_iter(&squeezed) {
+        let (start, end) = (origin[found.start()], origin[found.end() - 1] + 1);
+        // Found whole on one line already by the first pass.
+        if end - start == found.len() {
+            continue;
+        }
+        ranges.push((start, end, found.pattern().as_usize()));
+    }
+    if ranges.is_empty() {
+        return 0;
+    }
+    let mut rebuilt = String::with_capacity(out.len());
+    let mut last = 0;
+    for (start, end, pattern) in &ranges {
+        // The squeezed text removed only ASCII, so both ends fall on char boundaries.
+        rebuilt.push_str(out.get(last..*start).unwrap_or_default());
+        rebuilt.push_str(&label(&secrets[*pattern].name));
+        last = *end;
+    }
+    rebuilt.push_str(out.get(last..).unwrap_or_default());
+    *out = rebuilt;
+    ranges.len() as u64
 }
 
 /// Credentials found by the key they stand after, whatever their value: an HTTP
@@ -314,6 +384,11 @@ fn derived_forms(value: &str) -> Vec<String> {
             forms.push(percent(every, upper));
         }
     }
+    // Encoded twice (`%2541`: a URL inside a URL's query), and reversed (`rev`).
+    for upper in [true, false] {
+        forms.push(percent(true, upper).replace('%', "%25"));
+    }
+    forms.push(value.chars().rev().collect());
     forms.retain(|form| form != value);
     forms.sort();
     forms.dedup();
@@ -565,6 +640,47 @@ mod tests {
         );
         let prose = "the extraheader line and the authorization header are explained here";
         assert_eq!(redactor.redact(prose), prose);
+    }
+
+    #[test]
+    fn values_split_by_line_breaks_or_spaces_are_found() {
+        let token = "ghs_0123456789abcdefghijABCDEFGHIJ0123";
+        let redactor = Redactor::with_vars(vars(&[("GITHUB_TOKEN", token)]));
+        // `base64` wraps at 76 columns: a token inside a file's encoding spans a break.
+        let file = format!("{}TOKEN={token}\nmore", "a".repeat(40));
+        let wrapped: Vec<String> = b64(file.as_bytes())
+            .as_bytes()
+            .chunks(76)
+            .map(|line| String::from_utf8_lossy(line).into_owned())
+            .collect();
+        let hex: String = token.bytes().map(|b| format!("{b:02x}")).collect();
+        let cases = [
+            wrapped.join("\n"),
+            wrapped.join("\r\n"),
+            // As a transcript line holds it.
+            serde_json::to_string(&wrapped.join("\n")).unwrap(),
+            // `xxd -p` wraps at 60 columns; `od -An -tx1` spaces every byte.
+            format!("{}\n{}", &hex[..60], &hex[60..]),
+            token
+                .bytes()
+                .map(|b| format!(" {b:02x}"))
+                .collect::<Vec<_>>()
+                .join(""),
+            format!("{}\n{}", &token[..10], &token[10..]),
+            format!("{}\\n{}", &token[..10], &token[10..]),
+            token.chars().rev().collect(),
+            token.bytes().map(|b| format!("%25{b:02X}")).collect(),
+        ];
+        for text in cases {
+            let got = redactor.redact(&text);
+            assert!(got.contains("[REDACTED:GITHUB_TOKEN]"), "{text} -> {got}");
+            for piece in [&token[4..14], &token[14..24], &token[24..]] {
+                assert!(!got.contains(piece), "{text} -> {got}");
+            }
+        }
+        // Separators inside ordinary text join nothing into a secret.
+        let text = "a line\nanother line\\nand an escaped backslash";
+        assert_eq!(redactor.redact(text), text);
     }
 
     #[test]
