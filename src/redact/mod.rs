@@ -220,19 +220,26 @@ impl Redactor {
         {
             out = keyed
                 .replace_all(&out, |captures: &Captures| {
-                    let part = |one: &str, two: &str| {
-                        captures
-                            .name(one)
-                            .or_else(|| captures.name(two))
+                    let part = |names: [&str; 3]| {
+                        names
+                            .iter()
+                            .find_map(|name| captures.name(name))
                             .map_or("", |part| part.as_str())
                     };
-                    let (keep, value) = (part("keep", "keep2"), part("value", "value2"));
+                    let keep = part(["keep", "keep2", "keep3"]);
+                    let value = part(["value", "value2", "value3"]);
+                    let at = captures.name("at").map_or("", |at| at.as_str());
                     // Already replaced by value: the count says so once.
                     if value.starts_with("[REDACTED:") {
-                        return format!("{keep}{value}");
+                        return format!("{keep}{value}{at}");
                     }
                     replaced += 1;
-                    format!("{keep}{}", label("http_authorization"))
+                    let name = if at.is_empty() {
+                        "http_authorization"
+                    } else {
+                        "url_password"
+                    };
+                    format!("{keep}{}{at}", label(name))
                 })
                 .into_owned();
         }
@@ -329,7 +336,9 @@ fn across_breaks(finder: &AhoCorasick, secrets: &[Secret], out: &mut String) -> 
 /// any git `extraheader`, which is a header a server sees as the caller's credential. What
 /// stands before the value (`keep`) is kept. Found before the token shapes, so a token in the
 /// header is named for the header. An `extraheader` counts only with a header's
-/// `Name:` after it, so prose that mentions the word is left alone.
+/// `Name:` after it, so prose that mentions the word is left alone. The password of a URL's
+/// userinfo (`https://x-access-token:TOKEN@github.com`, `postgres://u:PASSWORD@db`) is
+/// found the same way, named `url_password`.
 fn keyed_credentials() -> Option<&'static Regex> {
     static KEYED: OnceLock<Option<Regex>> = OnceLock::new();
     KEYED
@@ -337,6 +346,7 @@ fn keyed_credentials() -> Option<&'static Regex> {
             Regex::new(concat!(
                 r#"(?i)(?P<keep>\bextraheader\s*=?\s*"?[A-Za-z0-9-]+:\s*)(?P<value>\[REDACTED:[^\]]*\]|[^\s"\\][^"\\\r\n]*)"#,
                 r#"|(?P<keep2>\b(?:proxy-)?authorization\s*:\s*(?:basic|bearer|token|digest)\s+)(?P<value2>[A-Za-z0-9+/=._~-]{8,})"#,
+                r#"|(?P<keep3>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"'\\]+:)(?P<value3>[^\s/@"'\\]{8,})(?P<at>@)"#,
             ))
             .ok()
         })
@@ -638,6 +648,23 @@ mod tests {
             value["out"],
             "extraheader = AUTHORIZATION: [REDACTED:http_authorization]\nnext"
         );
+        for (text, expected) in [
+            (
+                "git clone https://x-access-token:abcdefgh1234@github.com/o/r",
+                "git clone https://x-access-token:[REDACTED:url_password]@github.com/o/r",
+            ),
+            (
+                r#"{"url":"postgres://app:s3cr3t-pass@db:5432/x"}"#,
+                r#"{"url":"postgres://app:[REDACTED:url_password]@db:5432/x"}"#,
+            ),
+            // A port, a short password and mail addresses are not credentials.
+            (
+                "http://host:8080/a@b and ssh://u:short@h and a@b.c",
+                "http://host:8080/a@b and ssh://u:short@h and a@b.c",
+            ),
+        ] {
+            assert_eq!(redactor.redact(text), expected);
+        }
         let prose = "the extraheader line and the authorization header are explained here";
         assert_eq!(redactor.redact(prose), prose);
     }
