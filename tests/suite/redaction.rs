@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::support::encode::{base64, hex};
 use crate::support::runs::run_task;
 
 /// Built at run time so that no token-shaped literal sits in the source.
@@ -161,32 +162,6 @@ checks:
     // Every line of the offloaded Grep result held two tokens: the count says so.
     let finished = run.events().last().unwrap();
     assert!(finished["redactions"].as_u64().unwrap() > 100, "{finished}");
-}
-
-/// Standard base64, written here independently of the redactor.
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A checkout's credential that no variable names, read through transforms that move its key
