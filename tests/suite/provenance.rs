@@ -987,8 +987,6 @@ fn lower_escapes(url: &str) -> String {
     out
 }
 
-/// Standard base64, written here independently of the redactor.
-
 #[tokio::test]
 async fn encoded_forms_of_a_secret_reach_neither_the_model_nor_any_record() {
     let (_scratch, dir) = workspace();
