@@ -9,6 +9,8 @@ use regex::{Captures, Regex};
 
 use crate::base::is_secret_env_name;
 
+mod git;
+
 /// Values shorter than this are not redacted by value: `API_KEY=1` would blank every `1`.
 const MIN_SECRET_CHARS: usize = 8;
 
@@ -135,6 +137,13 @@ impl Redactor {
         );
     }
 
+    /// Adds the credentials the workspace's git configuration holds (a checkout's
+    /// `extraheader`, a remote URL's password), so that they are found by value, in every
+    /// derived form, and not only while their key stands before them.
+    pub fn add_git_credentials(&self, workdir: &std::path::Path) {
+        self.add_vars(git::credentials(workdir));
+    }
+
     fn add_vars(&self, vars: impl IntoIterator<Item = (String, String)>) {
         let Ok(mut literals) = self.literals.write() else {
             return;
@@ -199,6 +208,7 @@ impl Redactor {
                         replaced += 1;
                     }
                     out.push_str(&text[last..]);
+                    replaced += across_breaks(finder, &literals.secrets, &mut out);
                     out
                 }
                 None => text.to_string(),
@@ -210,19 +220,26 @@ impl Redactor {
         {
             out = keyed
                 .replace_all(&out, |captures: &Captures| {
-                    let part = |one: &str, two: &str| {
-                        captures
-                            .name(one)
-                            .or_else(|| captures.name(two))
+                    let part = |names: [&str; 3]| {
+                        names
+                            .iter()
+                            .find_map(|name| captures.name(name))
                             .map_or("", |part| part.as_str())
                     };
-                    let (keep, value) = (part("keep", "keep2"), part("value", "value2"));
+                    let keep = part(["keep", "keep2", "keep3"]);
+                    let value = part(["value", "value2", "value3"]);
+                    let at = captures.name("at").map_or("", |at| at.as_str());
                     // Already replaced by value: the count says so once.
                     if value.starts_with("[REDACTED:") {
-                        return format!("{keep}{value}");
+                        return format!("{keep}{value}{at}");
                     }
                     replaced += 1;
-                    format!("{keep}{}", label("http_authorization"))
+                    let name = if at.is_empty() {
+                        "http_authorization"
+                    } else {
+                        "url_password"
+                    };
+                    format!("{keep}{}{at}", label(name))
                 })
                 .into_owned();
         }
@@ -252,6 +269,66 @@ impl Redactor {
     }
 }
 
+/// Replaces, in `out`, the known values that stand split by white space or line breaks
+/// (also as JSON writes them, `\n`): base64 wrapped at 76 columns (`base64`, MIME), hex
+/// wrapped or spaced (`xxd -p`, `od -An -tx1`), a token broken across lines. The text is
+/// read with those separators left out, and a value found across one is replaced together
+/// with the separators inside it. Returns how many were replaced.
+fn across_breaks(finder: &AhoCorasick, secrets: &[Secret], out: &mut String) -> u64 {
+    let bytes = out.as_bytes();
+    let mut squeezed = Vec::with_capacity(bytes.len());
+    // For each byte of `squeezed`, where it stands in `out`.
+    let mut origin = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        match bytes[at] {
+            b' ' | b'\t' | b'\n' | b'\r' => at += 1,
+            b'\\' => {
+                if matches!(bytes.get(at + 1), Some(b'n' | b'r' | b't')) {
+                    at += 2;
+                } else {
+                    // An escape pair is kept whole: `\\n` is a backslash and an `n`.
+                    let end = (at + 2).min(bytes.len());
+                    squeezed.extend_from_slice(&bytes[at..end]);
+                    origin.extend(at..end);
+                    at = end;
+                }
+            }
+            byte => {
+                squeezed.push(byte);
+                origin.push(at);
+                at += 1;
+            }
+        }
+    }
+    if squeezed.len() == bytes.len() {
+        return 0;
+    }
+    let mut ranges: Vec<(usize, usize, usize)> = Vec::new();
+    for found in finder.find_iter(&squeezed) {
+        let (start, end) = (origin[found.start()], origin[found.end() - 1] + 1);
+        // Found whole on one line already by the first pass.
+        if end - start == found.len() {
+            continue;
+        }
+        ranges.push((start, end, found.pattern().as_usize()));
+    }
+    if ranges.is_empty() {
+        return 0;
+    }
+    let mut rebuilt = String::with_capacity(out.len());
+    let mut last = 0;
+    for (start, end, pattern) in &ranges {
+        // The squeezed text removed only ASCII, so both ends fall on char boundaries.
+        rebuilt.push_str(out.get(last..*start).unwrap_or_default());
+        rebuilt.push_str(&label(&secrets[*pattern].name));
+        last = *end;
+    }
+    rebuilt.push_str(out.get(last..).unwrap_or_default());
+    *out = rebuilt;
+    ranges.len() as u64
+}
+
 /// Credentials found by the key they stand after, whatever their value: an HTTP
 /// `Authorization` (or `Proxy-Authorization`) header's basic, bearer or token credential —
 /// the header actions/checkout writes into `.git/config` as
@@ -259,7 +336,9 @@ impl Redactor {
 /// any git `extraheader`, which is a header a server sees as the caller's credential. What
 /// stands before the value (`keep`) is kept. Found before the token shapes, so a token in the
 /// header is named for the header. An `extraheader` counts only with a header's
-/// `Name:` after it, so prose that mentions the word is left alone.
+/// `Name:` after it, so prose that mentions the word is left alone. The password of a URL's
+/// userinfo (`https://x-access-token:TOKEN@github.com`, `postgres://u:PASSWORD@db`) is
+/// found the same way, named `url_password`.
 fn keyed_credentials() -> Option<&'static Regex> {
     static KEYED: OnceLock<Option<Regex>> = OnceLock::new();
     KEYED
@@ -267,6 +346,7 @@ fn keyed_credentials() -> Option<&'static Regex> {
             Regex::new(concat!(
                 r#"(?i)(?P<keep>\bextraheader\s*=?\s*"?[A-Za-z0-9-]+:\s*)(?P<value>\[REDACTED:[^\]]*\]|[^\s"\\][^"\\\r\n]*)"#,
                 r#"|(?P<keep2>\b(?:proxy-)?authorization\s*:\s*(?:basic|bearer|token|digest)\s+)(?P<value2>[A-Za-z0-9+/=._~-]{8,})"#,
+                r#"|(?P<keep3>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"'\\]+:)(?P<value3>[^\s/@"'\\]{8,})(?P<at>@)"#,
             ))
             .ok()
         })
@@ -314,6 +394,11 @@ fn derived_forms(value: &str) -> Vec<String> {
             forms.push(percent(every, upper));
         }
     }
+    // Encoded twice (`%2541`: a URL inside a URL's query), and reversed (`rev`).
+    for upper in [true, false] {
+        forms.push(percent(true, upper).replace('%', "%25"));
+    }
+    forms.push(value.chars().rev().collect());
     forms.retain(|form| form != value);
     forms.sort();
     forms.dedup();
@@ -563,8 +648,66 @@ mod tests {
             value["out"],
             "extraheader = AUTHORIZATION: [REDACTED:http_authorization]\nnext"
         );
+        for (text, expected) in [
+            (
+                "git clone https://x-access-token:abcdefgh1234@github.com/o/r",
+                "git clone https://x-access-token:[REDACTED:url_password]@github.com/o/r",
+            ),
+            (
+                r#"{"url":"postgres://app:s3cr3t-pass@db:5432/x"}"#,
+                r#"{"url":"postgres://app:[REDACTED:url_password]@db:5432/x"}"#,
+            ),
+            // A port, a short password and mail addresses are not credentials.
+            (
+                "http://host:8080/a@b and ssh://u:short@h and a@b.c",
+                "http://host:8080/a@b and ssh://u:short@h and a@b.c",
+            ),
+        ] {
+            assert_eq!(redactor.redact(text), expected);
+        }
         let prose = "the extraheader line and the authorization header are explained here";
         assert_eq!(redactor.redact(prose), prose);
+    }
+
+    #[test]
+    fn values_split_by_line_breaks_or_spaces_are_found() {
+        let token = "ghs_0123456789abcdefghijABCDEFGHIJ0123";
+        let redactor = Redactor::with_vars(vars(&[("GITHUB_TOKEN", token)]));
+        // `base64` wraps at 76 columns: a token inside a file's encoding spans a break.
+        let file = format!("{}TOKEN={token}\nmore", "a".repeat(40));
+        let wrapped: Vec<String> = b64(file.as_bytes())
+            .as_bytes()
+            .chunks(76)
+            .map(|line| String::from_utf8_lossy(line).into_owned())
+            .collect();
+        let hex: String = token.bytes().map(|b| format!("{b:02x}")).collect();
+        let cases = [
+            wrapped.join("\n"),
+            wrapped.join("\r\n"),
+            // As a transcript line holds it.
+            serde_json::to_string(&wrapped.join("\n")).unwrap(),
+            // `xxd -p` wraps at 60 columns; `od -An -tx1` spaces every byte.
+            format!("{}\n{}", &hex[..60], &hex[60..]),
+            token
+                .bytes()
+                .map(|b| format!(" {b:02x}"))
+                .collect::<Vec<_>>()
+                .join(""),
+            format!("{}\n{}", &token[..10], &token[10..]),
+            format!("{}\\n{}", &token[..10], &token[10..]),
+            token.chars().rev().collect(),
+            token.bytes().map(|b| format!("%25{b:02X}")).collect(),
+        ];
+        for text in cases {
+            let got = redactor.redact(&text);
+            assert!(got.contains("[REDACTED:GITHUB_TOKEN]"), "{text} -> {got}");
+            for piece in [&token[4..14], &token[14..24], &token[24..]] {
+                assert!(!got.contains(piece), "{text} -> {got}");
+            }
+        }
+        // Separators inside ordinary text join nothing into a secret.
+        let text = "a line\nanother line\\nand an escaped backslash";
+        assert_eq!(redactor.redact(text), text);
     }
 
     #[test]

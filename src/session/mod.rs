@@ -228,6 +228,8 @@ fn assemble_checked(
             ),
         });
     }
+    // The checkout's credential is known by value before anything reads the workspace.
+    redactor.add_git_credentials(&workdir);
     let flags = SourceFlags {
         policy: options.policy.as_deref(),
         allow: &options.allow,

@@ -10,6 +10,7 @@ use std::process::{Output, Stdio};
 
 use serde_json::{Value, json};
 
+use crate::support::encode::base64;
 use crate::support::fake_model::{Api, FakeModel, Reply, Tokens, text, tool, turn};
 use crate::support::{Isolation, events, transcript};
 
@@ -983,28 +984,6 @@ fn lower_escapes(url: &str) -> String {
         rest = &rest[at + 3..];
     }
     out.push_str(rest);
-    out
-}
-
-/// Standard base64, written here independently of the redactor.
-fn base64(bytes: &[u8]) -> String {
-    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(TABLE[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
     out
 }
 

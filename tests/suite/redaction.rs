@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::support::encode::{base64, hex};
 use crate::support::runs::run_task;
 
 /// Built at run time so that no token-shaped literal sits in the source.
@@ -161,4 +162,83 @@ checks:
     // Every line of the offloaded Grep result held two tokens: the count says so.
     let finished = run.events().last().unwrap();
     assert!(finished["redactions"].as_u64().unwrap() > 100, "{finished}");
+}
+
+/// A checkout's credential that no variable names, read through transforms that move its key
+/// away from it or encode the whole file: found by value (learnt from the git config), in
+/// every encoded form, across the line breaks `base64` and `od` put in.
+#[test]
+fn a_checkout_credential_is_hidden_after_read_only_transforms_of_the_git_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let git = dir.path().join(".git");
+    std::fs::create_dir_all(&git).unwrap();
+    let token = format!("ghs_{}", "Zq8Lw3Nv5Rt7Yx9Ab2Cd4Ef6Gh8Jk0Mn1P");
+    let credential = base64(format!("x-access-token:{token}").as_bytes());
+    let config = format!(
+        "[core]\n\trepositoryformatversion = 0\n[http \"https://github.com/\"]\n\textraheader = AUTHORIZATION: basic {credential}\n"
+    );
+    std::fs::write(git.join("config"), &config).unwrap();
+    let task = r#"version: 1
+name: checkout-credential
+prompt: Look at the git config.
+mode: bypassPermissions
+tools: [Bash]
+fail_on: []
+model:
+  provider: scripted
+  script:
+    - - tool_use: {name: Bash, input: {command: 'base64 .git/config'}}
+      - tool_use: {name: Bash, input: {command: 'od -An -tx1 -v .git/config'}}
+      - tool_use: {name: Bash, input: {command: 'xxd -p .git/config'}}
+      - tool_use: {name: Bash, input: {command: 'sed s/extraheader/h/ .git/config'}}
+      - tool_use: {name: Bash, input: {command: 'rev .git/config'}}
+    - - text: done
+"#;
+    let task_file = dir.path().join("task.yaml");
+    std::fs::write(&task_file, task).unwrap();
+    let run = run_task(
+        &task_file,
+        &["--workdir", dir.path().to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let transcript = std::fs::read_to_string(run.out.join("transcript.jsonl")).unwrap();
+    // Every command ran and its output was recorded.
+    assert_eq!(
+        transcript
+            .lines()
+            .filter(|line| {
+                serde_json::from_str::<serde_json::Value>(line).unwrap()["type"] == "tool_result"
+            })
+            .count(),
+        5,
+        "{transcript}"
+    );
+    // Read as the redactor's second pass does not: white space and JSON's escapes removed.
+    let squeezed: String = transcript
+        .replace("\\n", "")
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    // The characters of the file's base64 that encode the credential alone.
+    let at = config.find(&credential).unwrap();
+    let encoded = base64(config.as_bytes());
+    let inner = &encoded[(at / 3 + 1) * 4..((at + credential.len()) / 3) * 4];
+    let forms = [
+        ("token", token.clone()),
+        ("credential", credential.clone()),
+        ("credential in the file's base64", inner.to_string()),
+        ("hex", hex(credential.as_bytes())),
+        ("reversed", credential.chars().rev().collect()),
+    ];
+    for (what, form) in forms {
+        assert!(
+            !squeezed.contains(&form),
+            "the {what} form leaked: {form}\n{transcript}"
+        );
+    }
+    assert!(
+        transcript.contains("[REDACTED:git_extraheader]"),
+        "{transcript}"
+    );
 }
