@@ -87,6 +87,7 @@ fn run_options(args: &RunArgs) -> Result<RunOptions> {
         mode: args.mode,
         model: args.model.clone(),
         fallback_model: args.fallback_model.clone(),
+        effort: args.effort,
         max_cost: args.max_cost,
         max_turns: args.max_turns,
         fail_on: args.fail_on.as_ref().map(|values| {

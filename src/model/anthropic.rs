@@ -91,7 +91,7 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>, thinking: Option<u3
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
     }
-    if let Some(budget) = thinking {
+    if let Some(budget) = thinking.and_then(|budget| fitted_budget(budget, request.max_tokens)) {
         body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
     }
     let history = request.messages;
@@ -105,6 +105,16 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>, thinking: Option<u3
             write_json(out, &marked(&history[newest]));
         }
     })
+}
+
+/// The API's least thinking budget.
+const MIN_THINKING_BUDGET: u32 = 1024;
+
+/// The thinking budget a request with `max_tokens` may carry: the API refuses a budget not
+/// below `max_tokens`, and a run's output limit may lower `max_tokens` near its end, so the
+/// budget shrinks with it; under the API's floor the request goes without thinking.
+fn fitted_budget(budget: u32, max_tokens: u32) -> Option<u32> {
+    Some(budget.min(max_tokens.saturating_sub(1))).filter(|fit| *fit >= MIN_THINKING_BUDGET)
 }
 
 /// The newest message with the moving breakpoint on its last block.
@@ -595,7 +605,7 @@ mod tests {
                 system: "sys",
                 messages: &messages,
                 tools: &tools,
-                max_tokens: 100,
+                max_tokens: 4096,
             },
             Some(2048),
         ))
@@ -723,7 +733,7 @@ mod tests {
                     system: "sys\n",
                     messages: &history,
                     tools,
-                    max_tokens: 300,
+                    max_tokens: 3000,
                 };
                 assert_eq!(
                     String::from_utf8(request_body("claude-x", &request, thinking)).unwrap(),
@@ -743,5 +753,36 @@ mod tests {
             request_body("m", &request, None),
             whole_value_body("m", &request, None)
         );
+    }
+
+    #[test]
+    fn the_thinking_budget_stays_below_max_tokens_or_is_left_out() {
+        let history = History::new(vec![Message::user_text("go")]);
+        let thinking = |max_tokens: u32| {
+            let request = ModelRequest {
+                system: "",
+                messages: &history,
+                tools: &[],
+                max_tokens,
+            };
+            let body: Value =
+                serde_json::from_slice(&request_body("m", &request, Some(10_000))).unwrap();
+            body.get("thinking").cloned()
+        };
+        assert_eq!(
+            thinking(20_000),
+            Some(json!({"type": "enabled", "budget_tokens": 10_000}))
+        );
+        // An output limit lowered max_tokens: the budget shrinks below it.
+        assert_eq!(
+            thinking(5_000),
+            Some(json!({"type": "enabled", "budget_tokens": 4_999}))
+        );
+        assert_eq!(
+            thinking(1_025),
+            Some(json!({"type": "enabled", "budget_tokens": 1_024}))
+        );
+        // Below the API's floor there is no room to think.
+        assert_eq!(thinking(1_024), None);
     }
 }

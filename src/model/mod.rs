@@ -2,6 +2,7 @@
 //! providers that turn a request into an assistant response.
 
 mod anthropic;
+mod effort;
 mod history;
 mod http;
 mod openai;
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use anthropic::{AnthropicModel, AnthropicStream};
+pub use effort::{Effort, EffortApi};
 pub use history::History;
 pub use http::{ApiKey, Failure, HttpSettings, SseParser, Timeouts, install_crypto_provider};
 pub use openai::{OpenAiModel, OpenAiStream};
@@ -346,6 +348,8 @@ pub enum ProviderConfig {
     OpenAi {
         http: HttpSettings,
         name: String,
+        /// Sent as `reasoning_effort`.
+        effort: Option<Effort>,
     },
 }
 
@@ -358,8 +362,8 @@ impl Provider {
                 name,
                 thinking_budget,
             } => Provider::Anthropic(AnthropicModel::new(http, name, thinking_budget)?),
-            ProviderConfig::OpenAi { http, name } => {
-                Provider::OpenAi(OpenAiModel::new(http, name)?)
+            ProviderConfig::OpenAi { http, name, effort } => {
+                Provider::OpenAi(OpenAiModel::new(http, name, effort)?)
             }
         })
     }

@@ -7,6 +7,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde_json::{Value, json};
 
 use super::anthropic::{tool_input, with_messages, write_json};
+use super::effort::Effort;
 use super::http::{Failure, HttpSettings, HttpTransport, SseParser};
 use super::retry::FailureCategory;
 use super::{
@@ -21,10 +22,16 @@ pub struct OpenAiModel {
     transport: HttpTransport,
     pub(super) model: String,
     max_tokens_field: &'static str,
+    /// `reasoning_effort`, sent when the run sets an effort.
+    effort: Option<Effort>,
 }
 
 impl OpenAiModel {
-    pub fn new(settings: HttpSettings, model: String) -> Result<OpenAiModel, ProviderError> {
+    pub fn new(
+        settings: HttpSettings,
+        model: String,
+        effort: Option<Effort>,
+    ) -> Result<OpenAiModel, ProviderError> {
         // OpenAI's own reasoning models refuse `max_tokens`; most compatible servers only
         // know `max_tokens`.
         let max_tokens_field = if settings.base_url.starts_with("https://api.openai.com") {
@@ -40,6 +47,7 @@ impl OpenAiModel {
             transport: HttpTransport::new("openai", settings, HeaderMap::new(), auth)?,
             model,
             max_tokens_field,
+            effort,
         })
     }
 
@@ -48,7 +56,7 @@ impl OpenAiModel {
         request: &ModelRequest<'_>,
         events: &EventSink,
     ) -> Result<ModelResponse, ProviderError> {
-        let body = request_body(&self.model, request, self.max_tokens_field);
+        let body = request_body(&self.model, request, self.max_tokens_field, self.effort);
         let url = self.transport.url("/chat/completions");
         self.transport
             .stream(&url, body, OpenAiStream::default, events)
@@ -58,7 +66,12 @@ impl OpenAiModel {
 
 /// Each message's chat messages come from the history, encoded once per message for the
 /// whole run; the rest of the body is built as a `Value` each request.
-pub fn request_body(model: &str, request: &ModelRequest<'_>, max_tokens_field: &str) -> Vec<u8> {
+pub fn request_body(
+    model: &str,
+    request: &ModelRequest<'_>,
+    max_tokens_field: &str,
+    effort: Option<Effort>,
+) -> Vec<u8> {
     let mut body = json!({
         "model": model,
         "messages": [{"role": "system", "content": request.system}],
@@ -66,6 +79,9 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>, max_tokens_field: &
         "stream_options": {"include_usage": true},
     });
     body[max_tokens_field] = json!(request.max_tokens);
+    if let Some(effort) = effort {
+        body["reasoning_effort"] = json!(effort.as_str());
+    }
     if !request.tools.is_empty() {
         body["tools"] = request
             .tools
@@ -412,6 +428,7 @@ mod tests {
                 max_tokens: 7,
             },
             "max_tokens",
+            None,
         ))
         .unwrap();
         assert_eq!(
@@ -532,7 +549,7 @@ mod tests {
                     max_tokens: 9,
                 };
                 assert_eq!(
-                    String::from_utf8(request_body("m", &request, field)).unwrap(),
+                    String::from_utf8(request_body("m", &request, field, None)).unwrap(),
                     String::from_utf8(whole_value_body("m", &request, field)).unwrap()
                 );
                 history.push(turn);
@@ -546,7 +563,7 @@ mod tests {
             max_tokens: 1,
         };
         assert_eq!(
-            request_body("m", &request, "max_tokens"),
+            request_body("m", &request, "max_tokens", None),
             whole_value_body("m", &request, "max_tokens")
         );
     }

@@ -51,6 +51,8 @@ pub fn auto_classifier(
             .clone()
             .or_else(|| task_model.api_key_env.clone().filter(|_| same)),
         thinking_budget: None,
+        // The classifier answers in a few words; it is not asked to reason at length.
+        effort: None,
         pricing_override: None,
         fallback: None,
         timeouts,

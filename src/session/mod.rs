@@ -137,6 +137,8 @@ pub struct RunOptions {
     pub strict: bool,
     pub mode: Option<crate::policy::PermissionMode>,
     pub model: Option<String>,
+    /// `--effort`: replaces the task's `model.effort` (and its `thinking_budget`).
+    pub effort: Option<crate::model::Effort>,
     /// `--fallback-model`: overrides the task's `model.fallback`.
     pub fallback_model: Option<String>,
     /// Caps the task's own `max_cost_usd`.
@@ -394,7 +396,7 @@ fn assemble_checked(
         },
         pricing,
         fallback,
-        max_tokens: task.model.max_tokens,
+        max_tokens: task.model.request_max_tokens(),
         limits: task.limits,
         max_result_chars: task.max_result_chars,
         deferred_tools: task.deferred_tools,
@@ -621,11 +623,12 @@ pub fn provider_config(
         ProviderKind::Anthropic => ProviderConfig::Anthropic {
             http: http_settings(model, "ANTHROPIC_BASE_URL", ANTHROPIC_DEFAULT_BASE_URL)?,
             name: model.name.clone(),
-            thinking_budget: model.thinking_budget,
+            thinking_budget: model.thinking(),
         },
         ProviderKind::Openai => ProviderConfig::OpenAi {
             http: http_settings(model, "OPENAI_BASE_URL", OPENAI_DEFAULT_BASE_URL)?,
             name: model.name.clone(),
+            effort: model.effort,
         },
     })
 }

@@ -11,7 +11,7 @@ use crate::base::{DEFAULT_MAX_PARALLEL_TOOLS, normalize_lexically};
 use crate::config::{self, ConfigError};
 use crate::ledger::{LedgerConfig, LedgerScope, MAX_MAX_ENTRIES};
 use crate::model::pricing::PriceSource;
-use crate::model::{Pricing, RetryPolicy, ScriptedTurns, Timeouts};
+use crate::model::{Effort, EffortApi, Pricing, RetryPolicy, ScriptedTurns, Timeouts};
 use crate::policy::{
     McpServerSpec, McpServersBlock, PermissionMode, PermissionsBlock, Policy, PolicyOrigin,
     ToolName, mcp_servers,
@@ -250,6 +250,8 @@ struct ModelFile {
     base_url: Option<Spanned<String>>,
     api_key_env: Option<Spanned<String>>,
     thinking_budget: Option<Spanned<u32>>,
+    /// Reasoning effort, mapped to the provider's own setting (`model::Effort`).
+    effort: Option<Spanned<String>>,
     pricing: Option<Pricing>,
     timeouts: Option<TimeoutsFile>,
     retries: Option<RetriesFile>,
@@ -350,6 +352,8 @@ pub struct ModelSpec {
     pub api_key_env: Option<String>,
     /// Anthropic extended thinking: the budget in tokens.
     pub thinking_budget: Option<u32>,
+    /// `model.effort` or `--effort`, checked against the provider (see [`ModelSpec::check_effort`]).
+    pub effort: Option<Effort>,
     /// The task's `pricing:`; see `ModelSpec::pricing`.
     pub pricing_override: Option<Pricing>,
     pub timeouts: Timeouts,
@@ -360,6 +364,46 @@ pub struct ModelSpec {
 }
 
 impl ModelSpec {
+    /// `Ok` when the provider takes the effort (or none is set); else why not. Thinking is
+    /// set by one of `effort` and `thinking_budget`, never both.
+    pub fn check_effort(&self) -> Result<(), String> {
+        let Some(effort) = self.effort else {
+            return Ok(());
+        };
+        match self.provider {
+            ProviderKind::Scripted => {
+                Err("effort is for the anthropic and openai providers, not scripted".into())
+            }
+            ProviderKind::Openai => effort.check(EffortApi::OpenAi),
+            ProviderKind::Anthropic if self.thinking_budget.is_some() => Err(
+                "effort and thinking_budget both set Anthropic's thinking: give one of them".into(),
+            ),
+            ProviderKind::Anthropic => effort.check(EffortApi::Anthropic),
+        }
+    }
+
+    /// Anthropic's thinking budget: `thinking_budget`, else the effort's.
+    pub fn thinking(&self) -> Option<u32> {
+        match self.provider {
+            ProviderKind::Anthropic => self
+                .thinking_budget
+                .or_else(|| self.effort.and_then(Effort::thinking_budget)),
+            ProviderKind::Openai | ProviderKind::Scripted => None,
+        }
+    }
+
+    /// The `max_tokens` a request asks for. Anthropic counts thinking inside `max_tokens`,
+    /// so an effort's budget is added to the task's (which stays the answer's own room);
+    /// an explicit `thinking_budget` is already below `max_tokens`.
+    pub fn request_max_tokens(&self) -> u32 {
+        match (self.provider, self.thinking_budget, self.effort) {
+            (ProviderKind::Anthropic, None, Some(effort)) => self
+                .max_tokens
+                .saturating_add(effort.thinking_budget().unwrap_or(0)),
+            _ => self.max_tokens,
+        }
+    }
+
     /// The task's price, else the price table's for the model's name (which `--model` may
     /// change after parsing); `None` when neither knows the model. The scripted model is free.
     pub fn pricing(&self) -> Option<Pricing> {
@@ -1186,6 +1230,11 @@ fn model_spec(
         }
         Some(budget) => Some(budget.value),
     };
+    let effort = raw
+        .effort
+        .as_ref()
+        .map(|spanned| Effort::parse(&spanned.value).map_err(|err| located(spanned, at, err)))
+        .transpose()?;
     let timeouts_file = raw.timeouts.unwrap_or_default();
     let defaults = Timeouts::default();
     let timeouts = Timeouts {
@@ -1254,11 +1303,15 @@ fn model_spec(
         base_url,
         api_key_env,
         thinking_budget,
+        effort,
         pricing_override: raw.pricing,
         timeouts,
         retries,
         fallback,
     };
+    if let (Err(err), Some(spanned)) = (model.check_effort(), &raw.effort) {
+        return Err(located(spanned, at, err));
+    }
     Ok((model, script))
 }
 

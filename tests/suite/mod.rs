@@ -21,6 +21,7 @@ mod distribution;
 mod docs_try_it;
 mod economy;
 mod effects;
+mod effort;
 mod extensions;
 mod faults;
 mod frame;
