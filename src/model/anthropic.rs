@@ -3,9 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
+use super::cloud::aws::SigV4;
+use super::cloud::{Platform, RequestAuth};
 use super::http::{Failure, HttpSettings, HttpTransport, SseParser};
 use super::retry::FailureCategory;
 use super::{
@@ -21,27 +23,63 @@ pub struct AnthropicModel {
     transport: HttpTransport,
     pub(super) model: String,
     thinking_budget: Option<u32>,
+    /// Where the Messages API is served: Anthropic's own API, or a cloud platform.
+    on: Served,
 }
+
+/// The Messages API's home, which decides the URL, the body's version field and auth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Served {
+    Anthropic,
+    /// Bedrock's non-streaming `invoke`: the model in the path, `anthropic_version` in the
+    /// body, one JSON message back (its event-stream variant is not spoken).
+    Bedrock,
+}
+
+/// The `anthropic_version` Bedrock's body must carry.
+pub const BEDROCK_VERSION: &str = "bedrock-2023-05-31";
 
 impl AnthropicModel {
     pub fn new(
         settings: HttpSettings,
         model: String,
         thinking_budget: Option<u32>,
+        platform: Option<Platform>,
     ) -> Result<AnthropicModel, ProviderError> {
-        let mut headers = HeaderMap::new();
-        headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
-        let auth = settings.api_key.as_ref().map(|key| {
-            (
-                HeaderName::from_static("x-api-key"),
-                key.expose().to_string(),
-            )
-        });
-        Ok(AnthropicModel {
-            transport: HttpTransport::new("anthropic", settings, headers, auth)?,
-            model,
-            thinking_budget,
-        })
+        let Some(platform) = platform else {
+            let mut headers = HeaderMap::new();
+            headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
+            let auth = settings.api_key.as_ref().map(|key| {
+                (
+                    HeaderName::from_static("x-api-key"),
+                    key.expose().to_string(),
+                )
+            });
+            return Ok(AnthropicModel {
+                transport: HttpTransport::new("anthropic", settings, headers, auth)?,
+                model,
+                thinking_budget,
+                on: Served::Anthropic,
+            });
+        };
+        match platform {
+            Platform::Bedrock {
+                region,
+                source,
+                secrets,
+            } => {
+                let signer = SigV4::new(&region, "bedrock", source, secrets);
+                let transport = HttpTransport::new("bedrock", settings, HeaderMap::new(), None)?
+                    .with_request_auth(RequestAuth::SigV4(signer))
+                    .with_header(ACCEPT, HeaderValue::from_static("application/json"));
+                Ok(AnthropicModel {
+                    transport,
+                    model,
+                    thinking_budget,
+                    on: Served::Bedrock,
+                })
+            }
+        }
     }
 
     pub async fn complete(
@@ -49,11 +87,31 @@ impl AnthropicModel {
         request: &ModelRequest<'_>,
         events: &EventSink,
     ) -> Result<ModelResponse, ProviderError> {
-        let body = request_body(&self.model, request, self.thinking_budget);
-        let url = self.transport.url("/v1/messages");
-        self.transport
-            .stream(&url, body, AnthropicStream::default, events)
-            .await
+        match self.on {
+            Served::Anthropic => {
+                let body = request_body(&self.model, request, self.thinking_budget);
+                let url = self.transport.url("/v1/messages");
+                self.transport
+                    .stream(&url, body, AnthropicStream::default, events)
+                    .await
+            }
+            Served::Bedrock => {
+                let body = platform_body(
+                    None,
+                    request,
+                    self.thinking_budget,
+                    Some(BEDROCK_VERSION),
+                    false,
+                );
+                let url = self.transport.url(&format!(
+                    "/model/{}/invoke",
+                    super::cloud::oidc::form_encode(&self.model)
+                ));
+                self.transport
+                    .stream(&url, body, AnthropicStream::whole_message, events)
+                    .await
+            }
+        }
     }
 }
 
@@ -67,6 +125,19 @@ const CACHE: fn() -> Value = || json!({"type": "ephemeral"});
 /// thinking?}`, written as bytes: every message but the newest is its encoding from the
 /// history, made once per message for the whole run.
 pub fn request_body(model: &str, request: &ModelRequest<'_>, thinking: Option<u32>) -> Vec<u8> {
+    platform_body(Some(model), request, thinking, None, true)
+}
+
+/// The body as a platform wants it: Bedrock and Vertex name the model in the URL (no
+/// `model`) and the API version in the body (`anthropic_version`); Bedrock's `invoke` does
+/// not stream (no `stream`).
+pub fn platform_body(
+    model: Option<&str>,
+    request: &ModelRequest<'_>,
+    thinking: Option<u32>,
+    version: Option<&str>,
+    stream: bool,
+) -> Vec<u8> {
     let mut tools: Vec<Value> = request
         .tools
         .iter()
@@ -82,12 +153,19 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>, thinking: Option<u3
         last.insert("cache_control".into(), CACHE());
     }
     let mut body = json!({
-        "model": model,
         "max_tokens": request.max_tokens,
-        "stream": true,
         "system": [{"type": "text", "text": request.system, "cache_control": CACHE()}],
         "messages": [],
     });
+    if let Some(model) = model {
+        body["model"] = json!(model);
+    }
+    if stream {
+        body["stream"] = json!(true);
+    }
+    if let Some(version) = version {
+        body["anthropic_version"] = json!(version);
+    }
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
     }
@@ -201,6 +279,8 @@ pub struct AnthropicStream {
     /// `None` until an event carries a `usage` object: a gateway may send none at all.
     usage: Option<Usage>,
     stop_reason: Option<StopReason>,
+    /// The answer is one JSON message (Bedrock's `invoke`), not an event stream.
+    whole: bool,
 }
 
 fn text_of(value: &Value, key: &str) -> String {
@@ -212,6 +292,14 @@ fn text_of(value: &Value, key: &str) -> String {
 }
 
 impl AnthropicStream {
+    /// A parser for a non-streaming endpoint's whole message.
+    pub fn whole_message() -> AnthropicStream {
+        AnthropicStream {
+            whole: true,
+            ..AnthropicStream::default()
+        }
+    }
+
     fn block(&mut self, index: u64) -> Option<&mut PartialBlock> {
         self.blocks.get_mut(&index)
     }
@@ -440,6 +528,41 @@ impl SseParser for AnthropicStream {
             FailureCategory::StreamCut,
             "the stream ended before message_stop",
         ))
+    }
+
+    fn takes_whole(&self) -> bool {
+        self.whole
+    }
+
+    /// The Messages API's non-streaming answer, `{type: "message", content, stop_reason,
+    /// usage}`, read through the same blocks the stream builds.
+    fn whole(&mut self, body: &str) -> Result<ModelResponse, Failure> {
+        let message: Value = serde_json::from_str(body)
+            .map_err(|err| malformed(format!("an answer that is not JSON ({err})")))?;
+        if message.get("type").and_then(Value::as_str) != Some("message") {
+            return Err(Failure::new(
+                FailureCategory::NotEventStream,
+                format!(
+                    "HTTP 200 without a message; the body began: {}",
+                    crate::base::truncate_middle(body.trim(), 500)
+                ),
+            ));
+        }
+        let blocks = message.get("content").and_then(Value::as_array);
+        for (index, block) in blocks.into_iter().flatten().enumerate() {
+            let index = u64::try_from(index).unwrap_or(u64::MAX);
+            self.start_block(index, block)?;
+            if let Some(PartialBlock::ToolUse { json, .. }) = self.blocks.get_mut(&index) {
+                *json = block.get("input").map(Value::to_string).unwrap_or_default();
+            }
+        }
+        if let Some(reason) = message.get("stop_reason").and_then(Value::as_str) {
+            self.stop_reason = Some(stop_reason(reason));
+        }
+        if let Some(usage) = message.get("usage") {
+            self.usage(usage);
+        }
+        Ok(self.finish())
     }
 }
 

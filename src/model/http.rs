@@ -12,6 +12,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio::time::{Instant, timeout_at};
 
+use super::cloud::RequestAuth;
 use super::retry::{FailureCategory, RetryPolicy, retry_after};
 use super::sse::{SseDecoder, SseError};
 use super::{
@@ -113,6 +114,15 @@ pub trait SseParser {
     fn event(&mut self, data: &str) -> Result<Option<ModelResponse>, Failure>;
     /// The stream ended without the API's end marker.
     fn end(self) -> Result<ModelResponse, Failure>;
+    /// Whether a JSON body (a non-streaming endpoint's whole message) is this API's answer.
+    fn takes_whole(&self) -> bool {
+        false
+    }
+    /// One whole message as a non-streaming endpoint sends it; only called when
+    /// [`takes_whole`](Self::takes_whole) says so.
+    fn whole(&mut self, body: &str) -> Result<ModelResponse, Failure> {
+        Err(not_an_event_stream(body))
+    }
 }
 
 /// A reqwest client plus the settings and auth header of one provider.
@@ -122,6 +132,8 @@ pub struct HttpTransport {
     settings: HttpSettings,
     headers: HeaderMap,
     provider: &'static str,
+    /// Headers made for each request (a cloud platform's signature or short-lived token).
+    auth: Option<RequestAuth>,
 }
 
 impl HttpTransport {
@@ -165,7 +177,21 @@ impl HttpTransport {
             settings,
             headers,
             provider,
+            auth: None,
         })
+    }
+
+    /// Every request also carries what `auth` makes for it.
+    pub fn with_request_auth(mut self, auth: RequestAuth) -> HttpTransport {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// A fixed header, replacing the default of that name (e.g. `accept` for an endpoint
+    /// that answers JSON).
+    pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> HttpTransport {
+        self.headers.insert(name, value);
+        self
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -276,10 +302,15 @@ impl HttpTransport {
                 ),
             )
         };
+        let mut headers = self.headers.clone();
+        if let Some(auth) = &self.auth {
+            // Signed per attempt: a signature carries its time, a token may need renewing.
+            auth.apply(url, body, &mut headers).await?;
+        }
         let request = self
             .client
             .post(url)
-            .headers(self.headers.clone())
+            .headers(headers)
             .body(body.clone())
             .send();
         let response = timeout_at(first_deadline, request)
@@ -308,7 +339,7 @@ impl HttpTransport {
             // Capped like every body: a gateway's 1.5 GB error page must not be held whole.
             let body = timeout_at(
                 deadline(Instant::now(), timeouts.idle),
-                read_capped(response),
+                read_capped(response, ERROR_BODY_CAP),
             )
             .await
             .unwrap_or_default();
@@ -331,12 +362,21 @@ impl HttpTransport {
             });
         }
         if !is_event_stream(response.headers()) {
+            let whole = parser.takes_whole();
+            let cap = if whole {
+                WHOLE_BODY_CAP
+            } else {
+                ERROR_BODY_CAP
+            };
             let body = timeout_at(
                 deadline(Instant::now(), timeouts.idle),
-                read_capped(response),
+                read_capped(response, cap),
             )
             .await
             .unwrap_or_default();
+            if whole && !body.cut {
+                return parser.whole(&body.text).and_then(checked);
+            }
             let mut failure = not_an_event_stream(&body.text);
             failure.message = body.named(failure.message);
             return Err(failure);
@@ -451,12 +491,16 @@ fn is_event_stream(headers: &HeaderMap) -> bool {
 /// The most of a non-stream body read for its message: an error body is small, and an
 /// endless one must not hold the run.
 const ERROR_BODY_CAP: usize = 64 * 1024;
+/// The most of a whole message read from a non-streaming endpoint (Bedrock's `invoke`):
+/// far above any answer `max_tokens` allows, still a bound on a runaway body.
+const WHOLE_BODY_CAP: usize = 32 * 1024 * 1024;
 
 /// The start of a body that is no event stream, and whether there was more.
 #[derive(Debug, Default)]
 struct BodyStart {
     text: String,
     cut: bool,
+    cap: usize,
 }
 
 impl BodyStart {
@@ -465,7 +509,7 @@ impl BodyStart {
         if self.cut {
             format!(
                 "{message} [the body was cut at {} KiB; the rest was not read]",
-                ERROR_BODY_CAP / 1024
+                self.cap / 1024
             )
         } else {
             message
@@ -473,16 +517,16 @@ impl BodyStart {
     }
 }
 
-/// Streams at most `ERROR_BODY_CAP` bytes of the body; the rest is never read (the
+/// Streams at most `cap` bytes of the body; the rest is never read (the
 /// connection is dropped with the response).
-async fn read_capped(response: reqwest::Response) -> BodyStart {
+async fn read_capped(response: reqwest::Response, cap: usize) -> BodyStart {
     let mut body = Vec::new();
     let mut cut = false;
     let mut chunks = response.bytes_stream();
     while let Some(Ok(chunk)) = chunks.next().await {
-        let room = ERROR_BODY_CAP - body.len();
+        let room = cap - body.len();
         body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if chunk.len() > room || body.len() >= ERROR_BODY_CAP {
+        if chunk.len() > room || body.len() >= cap {
             cut = chunk.len() > room || chunks.next().await.is_some();
             break;
         }
@@ -490,6 +534,7 @@ async fn read_capped(response: reqwest::Response) -> BodyStart {
     BodyStart {
         text: String::from_utf8_lossy(&body).into_owned(),
         cut,
+        cap,
     }
 }
 

@@ -2,6 +2,7 @@
 //! providers that turn a request into an assistant response.
 
 mod anthropic;
+pub mod cloud;
 mod effort;
 mod history;
 mod http;
@@ -344,6 +345,8 @@ pub enum ProviderConfig {
         http: HttpSettings,
         name: String,
         thinking_budget: Option<u32>,
+        /// A cloud platform serving the model; `None`: Anthropic's API.
+        platform: Option<cloud::Platform>,
     },
     OpenAi {
         http: HttpSettings,
@@ -361,7 +364,8 @@ impl Provider {
                 http,
                 name,
                 thinking_budget,
-            } => Provider::Anthropic(AnthropicModel::new(http, name, thinking_budget)?),
+                platform,
+            } => Provider::Anthropic(AnthropicModel::new(http, name, thinking_budget, platform)?),
             ProviderConfig::OpenAi { http, name, effort } => {
                 Provider::OpenAi(OpenAiModel::new(http, name, effort)?)
             }

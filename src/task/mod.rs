@@ -252,6 +252,9 @@ struct ModelFile {
     thinking_budget: Option<Spanned<u32>>,
     /// Reasoning effort, mapped to the provider's own setting (`model::Effort`).
     effort: Option<Spanned<String>>,
+    /// A cloud platform serving the provider's models, and its region.
+    platform: Option<Spanned<Platform>>,
+    region: Option<Spanned<String>>,
     pricing: Option<Pricing>,
     timeouts: Option<TimeoutsFile>,
     retries: Option<RetriesFile>,
@@ -322,6 +325,22 @@ struct RetryFile {
     feed_back: bool,
 }
 
+/// A cloud platform that serves a provider's models under its own identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Platform {
+    /// Amazon Bedrock (Anthropic models), SigV4 with AWS credentials.
+    Bedrock,
+}
+
+impl Platform {
+    pub fn name(self) -> &'static str {
+        match self {
+            Platform::Bedrock => "bedrock",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
@@ -354,6 +373,10 @@ pub struct ModelSpec {
     pub thinking_budget: Option<u32>,
     /// `model.effort` or `--effort`, checked against the provider (see [`ModelSpec::check_effort`]).
     pub effort: Option<Effort>,
+    /// `model.platform`: a cloud platform serving the model; `None`, the vendor's API.
+    pub platform: Option<Platform>,
+    /// `model.region`: the platform's region (else its environment's, e.g. `AWS_REGION`).
+    pub region: Option<String>,
     /// The task's `pricing:`; see `ModelSpec::pricing`.
     pub pricing_override: Option<Pricing>,
     pub timeouts: Timeouts,
@@ -424,6 +447,8 @@ impl ModelSpec {
     pub fn api_key_variable(&self) -> Option<(&str, bool)> {
         match (self.provider, self.api_key_env.as_deref()) {
             (ProviderKind::Scripted, _) => None,
+            // A platform authenticates with its own credentials, not an API key.
+            _ if self.platform.is_some() => None,
             (_, Some(name)) => Some((name, true)),
             (ProviderKind::Anthropic, None) => Some(("ANTHROPIC_API_KEY", true)),
             (ProviderKind::Openai, None) => Some(("OPENAI_API_KEY", self.base_url.is_none())),
@@ -1304,11 +1329,42 @@ fn model_spec(
         api_key_env,
         thinking_budget,
         effort,
+        platform: raw.platform.as_ref().map(|spanned| spanned.value),
+        region: raw
+            .region
+            .as_ref()
+            .map(|spanned| spanned.value.trim().to_string()),
         pricing_override: raw.pricing,
         timeouts,
         retries,
         fallback,
     };
+    if let Some(platform) = &raw.platform {
+        let problem = match (platform.value, provider) {
+            (Platform::Bedrock, ProviderKind::Anthropic) => None,
+            (Platform::Bedrock, other) => Some(format!(
+                "platform bedrock serves the anthropic provider's models, not {other}"
+            )),
+        };
+        let problem = problem.or_else(|| {
+            model.api_key_env.as_ref().map(|_| {
+                format!(
+                    "platform {} authenticates with its own credentials: drop api_key_env",
+                    platform.value.name()
+                )
+            })
+        });
+        if let Some(problem) = problem {
+            return Err(located(platform, at, problem));
+        }
+    }
+    if let (Some(region), None) = (&raw.region, &raw.platform) {
+        return Err(located(
+            region,
+            at,
+            "region is for a cloud platform: set platform (bedrock) too".into(),
+        ));
+    }
     if let (Err(err), Some(spanned)) = (model.check_effort(), &raw.effort) {
         return Err(located(spanned, at, err));
     }

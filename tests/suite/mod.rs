@@ -16,6 +16,7 @@ mod batch;
 mod batch_browser;
 mod check_cli;
 mod claude_settings;
+mod clouds;
 mod config_errors;
 mod distribution;
 mod docs_try_it;
