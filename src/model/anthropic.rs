@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
+use super::cloud::Platform;
 use super::cloud::aws::SigV4;
-use super::cloud::{Platform, RequestAuth};
 use super::http::{Failure, HttpSettings, HttpTransport, SseParser};
 use super::retry::FailureCategory;
 use super::{
@@ -70,7 +70,7 @@ impl AnthropicModel {
             } => {
                 let signer = SigV4::new(&region, "bedrock", source, secrets);
                 let transport = HttpTransport::new("bedrock", settings, HeaderMap::new(), None)?
-                    .with_request_auth(RequestAuth::SigV4(signer))
+                    .with_request_auth(signer)
                     .with_header(ACCEPT, HeaderValue::from_static("application/json"));
                 Ok(AnthropicModel {
                     transport,

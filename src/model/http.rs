@@ -12,7 +12,6 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio::time::{Instant, timeout_at};
 
-use super::cloud::RequestAuth;
 use super::retry::{FailureCategory, RetryPolicy, retry_after};
 use super::sse::{SseDecoder, SseError};
 use super::{
@@ -125,6 +124,18 @@ pub trait SseParser {
     }
 }
 
+/// What a request carries that is made for it alone (a cloud platform's signature, a token
+/// that is renewed): added to the headers before each attempt. A failure (credentials that
+/// cannot be had) is the attempt's.
+pub trait RequestAuth: fmt::Debug + Send + Sync {
+    fn apply<'a>(
+        &'a self,
+        url: &'a str,
+        body: &'a [u8],
+        headers: &'a mut HeaderMap,
+    ) -> futures_util::future::BoxFuture<'a, Result<(), Failure>>;
+}
+
 /// A reqwest client plus the settings and auth header of one provider.
 #[derive(Debug)]
 pub struct HttpTransport {
@@ -133,7 +144,7 @@ pub struct HttpTransport {
     headers: HeaderMap,
     provider: &'static str,
     /// Headers made for each request (a cloud platform's signature or short-lived token).
-    auth: Option<RequestAuth>,
+    auth: Option<Box<dyn RequestAuth>>,
 }
 
 impl HttpTransport {
@@ -182,8 +193,8 @@ impl HttpTransport {
     }
 
     /// Every request also carries what `auth` makes for it.
-    pub fn with_request_auth(mut self, auth: RequestAuth) -> HttpTransport {
-        self.auth = Some(auth);
+    pub fn with_request_auth(mut self, auth: impl RequestAuth + 'static) -> HttpTransport {
+        self.auth = Some(Box::new(auth));
         self
     }
 

@@ -15,7 +15,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::oidc::{GithubOidc, form_encode};
 use super::{SecretSink, exchange_client};
-use crate::model::http::Failure;
+use crate::model::http::{Failure, RequestAuth};
 use crate::model::retry::FailureCategory;
 
 /// The audience AWS expects in a GitHub OIDC token (as aws-actions/configure-aws-credentials).
@@ -322,6 +322,17 @@ impl SigV4 {
             headers.insert(name, value);
         }
         Ok(())
+    }
+}
+
+impl RequestAuth for SigV4 {
+    fn apply<'a>(
+        &'a self,
+        url: &'a str,
+        body: &'a [u8],
+        headers: &'a mut HeaderMap,
+    ) -> futures_util::future::BoxFuture<'a, Result<(), Failure>> {
+        Box::pin(self.sign(url, body, headers))
     }
 }
 

@@ -9,10 +9,6 @@ pub mod oidc;
 
 use std::sync::Arc;
 
-use reqwest::header::HeaderMap;
-
-use super::http::Failure;
-
 /// Tells the run's redactor a secret obtained while it runs (a session token, an OIDC
 /// token), by name, so no record can carry it.
 #[derive(Clone)]
@@ -53,31 +49,10 @@ pub enum Platform {
     },
 }
 
-/// What each request to a cloud platform carries beside the fixed headers.
-#[derive(Debug)]
-pub enum RequestAuth {
-    /// AWS Signature Version 4 over the request, with credentials from `aws.rs`.
-    SigV4(aws::SigV4),
-}
-
-impl RequestAuth {
-    /// Adds this request's authentication to `headers`.
-    pub async fn apply(
-        &self,
-        url: &str,
-        body: &[u8],
-        headers: &mut HeaderMap,
-    ) -> Result<(), Failure> {
-        match self {
-            RequestAuth::SigV4(signer) => signer.sign(url, body, headers).await,
-        }
-    }
-}
-
 /// The client the credential exchanges use: rustls with the ring provider as the model
 /// requests have it, a short timeout, no redirects (a token must reach only the host named).
 fn exchange_client() -> Result<reqwest::Client, String> {
-    super::install_crypto_provider();
+    super::http::install_crypto_provider();
     reqwest::Client::builder()
         .connect_timeout(std::time::Duration::from_secs(10))
         .timeout(std::time::Duration::from_secs(30))
