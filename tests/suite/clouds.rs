@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 
+use crate::suite::providers::visit;
 use crate::support::{Finished, Run};
 
 const MODEL: &str = "anthropic.claude-sonnet-4-5-20250929-v1:0";
@@ -146,18 +147,26 @@ async fn run_bedrock(fake: &AwsFake, extra: &str, env: &[(&str, &str)]) -> Finis
     run.envs(env).finish_async().await
 }
 
+/// A run that must end with `code` and say `needle` on stderr.
+async fn run_failing(
+    fake: &AwsFake,
+    extra: &str,
+    env: &[(&str, &str)],
+    code: i32,
+    needle: &str,
+) -> Finished {
+    let run = run_bedrock(fake, extra, env).await;
+    assert_eq!(run.code, code, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(needle),
+        "expected {needle:?} in {}",
+        run.stderr
+    );
+    run
+}
+
 /// None of `secrets` in the run's stdout, stderr (trace level) or any file it wrote.
 fn assert_absent(run: &Finished, secrets: &[&str]) {
-    fn visit(dir: &Path, f: &mut dyn FnMut(&Path)) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                visit(&path, f);
-            } else {
-                f(&path);
-            }
-        }
-    }
     for secret in secrets {
         assert!(!run.stdout.contains(secret), "stdout has {secret}");
         assert!(!run.stderr.contains(secret), "stderr has {secret}");
@@ -257,21 +266,12 @@ async fn a_wrong_secret_is_refused_by_the_signature_check_and_not_retried() {
     assert_eq!(requests.len(), 1, "a refused signature is not retried");
     assert_eq!(requests[0]["refused"], "InvalidSignatureException");
     // Another region in the scope is refused as AWS refuses it.
-    let run = run_bedrock(
-        &fake,
-        "  region: eu-west-1\n",
-        &[
-            ("AWS_ACCESS_KEY_ID", KEY_ID),
-            ("AWS_SECRET_ACCESS_KEY", SECRET),
-        ],
-    )
-    .await;
-    assert_eq!(run.code, 4, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("scoped to a valid region"),
-        "{}",
-        run.stderr
-    );
+    let keys = [
+        ("AWS_ACCESS_KEY_ID", KEY_ID),
+        ("AWS_SECRET_ACCESS_KEY", SECRET),
+    ];
+    let needle = "scoped to a valid region";
+    run_failing(&fake, "  region: eu-west-1\n", &keys, 4, needle).await;
 }
 
 #[tokio::test]
@@ -432,32 +432,22 @@ async fn bedrock_without_credentials_or_region_stops_before_any_request() {
     let Some(fake) = AwsFake::start(config(json!({}))) else {
         return;
     };
-    let run = run_bedrock(&fake, "  region: us-east-1\n", &[]).await;
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("bedrock: no AWS credentials"),
-        "{}",
-        run.stderr
-    );
-    let run = run_bedrock(
+    let keys = [
+        ("AWS_ACCESS_KEY_ID", KEY_ID),
+        ("AWS_SECRET_ACCESS_KEY", SECRET),
+    ];
+    let region = "  region: us-east-1\n";
+    run_failing(&fake, region, &[], 2, "bedrock: no AWS credentials").await;
+    let needle = "platform bedrock needs a region: set model.region or AWS_REGION";
+    run_failing(&fake, "", &keys, 2, needle).await;
+    // The platform is the anthropic provider's, and takes no API key variable.
+    run_failing(
         &fake,
-        "",
-        &[
-            ("AWS_ACCESS_KEY_ID", KEY_ID),
-            ("AWS_SECRET_ACCESS_KEY", SECRET),
-        ],
+        "  api_key_env: SOME_KEY\n",
+        &[],
+        2,
+        "drop api_key_env",
     )
     .await;
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(
-        run.stderr
-            .contains("platform bedrock needs a region: set model.region or AWS_REGION"),
-        "{}",
-        run.stderr
-    );
-    // The platform is the anthropic provider's, and takes no API key variable.
-    let run = run_bedrock(&fake, "  api_key_env: SOME_KEY\n", &[]).await;
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("drop api_key_env"), "{}", run.stderr);
     assert!(fake.log().is_empty(), "{:?}", fake.log());
 }
