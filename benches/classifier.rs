@@ -46,7 +46,9 @@ fn classifier(server: &FakeModel) -> Classifier {
         retries: RetryPolicy::default(),
     };
     Classifier::new(ClassifierSetup {
-        provider: Provider::Anthropic(AnthropicModel::new(settings, MODEL.into(), None).unwrap()),
+        provider: Provider::Anthropic(
+            AnthropicModel::new(settings, MODEL.into(), None, None).unwrap(),
+        ),
         provider_name: "anthropic".into(),
         model: MODEL.into(),
         pricing: pricing::lookup(MODEL),

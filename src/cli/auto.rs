@@ -159,6 +159,10 @@ fn standalone_model(provider: ClassifierProvider) -> ModelSpec {
         base_url: None,
         api_key_env: None,
         thinking_budget: None,
+        // The classifier answers in a few words; it is not asked to reason at length.
+        effort: None,
+        platform: None,
+        region: None,
         pricing_override: None,
         timeouts: Timeouts::default(),
         retries: RetryPolicy::default(),

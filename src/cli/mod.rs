@@ -249,6 +249,11 @@ struct RunArgs {
     /// `model.stream`.
     #[arg(long, value_name = "WHEN", value_parser = parse_stream)]
     stream: Option<crate::model::Streaming>,
+    /// How hard the model reasons: none, minimal, low, medium, high or xhigh, as the
+    /// provider takes them (anthropic: low, medium, high, as a thinking budget; openai: all,
+    /// as `reasoning_effort`). Overrides the task's `model.effort` and `thinking_budget`.
+    #[arg(long, value_name = "LEVEL", value_parser = crate::model::Effort::parse)]
+    effort: Option<crate::model::Effort>,
     /// Caps `limits.max_cost_usd`: the run never spends more than this many US dollars.
     #[arg(long, value_name = "USD", value_parser = parse_usd)]
     max_cost: Option<f64>,

@@ -88,6 +88,7 @@ fn run_options(args: &RunArgs) -> Result<RunOptions> {
         model: args.model.clone(),
         fallback_model: args.fallback_model.clone(),
         model_stream: args.stream,
+        effort: args.effort,
         max_cost: args.max_cost,
         max_turns: args.max_turns,
         fail_on: args.fail_on.as_ref().map(|values| {

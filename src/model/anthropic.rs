@@ -3,9 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
+use super::cloud::Platform;
+use super::cloud::aws::SigV4;
 use super::http::{Failure, HttpSettings, HttpTransport, SseParser};
 use super::retry::FailureCategory;
 use super::{
@@ -21,27 +23,63 @@ pub struct AnthropicModel {
     transport: HttpTransport,
     pub(super) model: String,
     thinking_budget: Option<u32>,
+    /// Where the Messages API is served: Anthropic's own API, or a cloud platform.
+    on: Served,
 }
+
+/// The Messages API's home, which decides the URL, the body's version field and auth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Served {
+    Anthropic,
+    /// Bedrock's non-streaming `invoke`: the model in the path, `anthropic_version` in the
+    /// body, one JSON message back (its event-stream variant is not spoken).
+    Bedrock,
+}
+
+/// The `anthropic_version` Bedrock's body must carry.
+pub const BEDROCK_VERSION: &str = "bedrock-2023-05-31";
 
 impl AnthropicModel {
     pub fn new(
         settings: HttpSettings,
         model: String,
         thinking_budget: Option<u32>,
+        platform: Option<Platform>,
     ) -> Result<AnthropicModel, ProviderError> {
-        let mut headers = HeaderMap::new();
-        headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
-        let auth = settings.api_key.as_ref().map(|key| {
-            (
-                HeaderName::from_static("x-api-key"),
-                key.expose().to_string(),
-            )
-        });
-        Ok(AnthropicModel {
-            transport: HttpTransport::new("anthropic", settings, headers, auth)?,
-            model,
-            thinking_budget,
-        })
+        let Some(platform) = platform else {
+            let mut headers = HeaderMap::new();
+            headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
+            let auth = settings.api_key.as_ref().map(|key| {
+                (
+                    HeaderName::from_static("x-api-key"),
+                    key.expose().to_string(),
+                )
+            });
+            return Ok(AnthropicModel {
+                transport: HttpTransport::new("anthropic", settings, headers, auth)?,
+                model,
+                thinking_budget,
+                on: Served::Anthropic,
+            });
+        };
+        match platform {
+            Platform::Bedrock {
+                region,
+                source,
+                secrets,
+            } => {
+                let signer = SigV4::new(&region, "bedrock", source, secrets);
+                let transport = HttpTransport::new("bedrock", settings, HeaderMap::new(), None)?
+                    .with_request_auth(signer)
+                    .with_header(ACCEPT, HeaderValue::from_static("application/json"));
+                Ok(AnthropicModel {
+                    transport,
+                    model,
+                    thinking_budget,
+                    on: Served::Bedrock,
+                })
+            }
+        }
     }
 
     pub async fn complete(
@@ -49,11 +87,31 @@ impl AnthropicModel {
         request: &ModelRequest<'_>,
         events: &EventSink,
     ) -> Result<ModelResponse, ProviderError> {
-        let body = request_body(&self.model, request, self.thinking_budget);
-        let url = self.transport.url("/v1/messages");
-        self.transport
-            .stream(&url, body, AnthropicStream::default, events)
-            .await
+        match self.on {
+            Served::Anthropic => {
+                let body = request_body(&self.model, request, self.thinking_budget);
+                let url = self.transport.url("/v1/messages");
+                self.transport
+                    .stream(&url, body, AnthropicStream::default, events)
+                    .await
+            }
+            Served::Bedrock => {
+                let body = platform_body(
+                    None,
+                    request,
+                    self.thinking_budget,
+                    Some(BEDROCK_VERSION),
+                    false,
+                );
+                let url = self.transport.url(&format!(
+                    "/model/{}/invoke",
+                    super::cloud::oidc::form_encode(&self.model)
+                ));
+                self.transport
+                    .stream(&url, body, AnthropicStream::whole_message, events)
+                    .await
+            }
+        }
     }
 }
 
@@ -63,13 +121,23 @@ const CACHE: fn() -> Value = || json!({"type": "ephemeral"});
 /// (both fixed for the run), and on the newest message, so each request reads the previous
 /// one's prefix from the cache and writes its own.
 ///
-/// The least `thinking.budget_tokens` the API takes.
-const MIN_THINKING_BUDGET: u32 = 1024;
-
 /// The body is the JSON object `{model, max_tokens, stream, system, messages, tools?,
 /// thinking?}`, written as bytes: every message but the newest is its encoding from the
 /// history, made once per message for the whole run.
 pub fn request_body(model: &str, request: &ModelRequest<'_>, thinking: Option<u32>) -> Vec<u8> {
+    platform_body(Some(model), request, thinking, None, true)
+}
+
+/// The body as a platform wants it: Bedrock and Vertex name the model in the URL (no
+/// `model`) and the API version in the body (`anthropic_version`); Bedrock's `invoke` does
+/// not stream (no `stream`).
+pub fn platform_body(
+    model: Option<&str>,
+    request: &ModelRequest<'_>,
+    thinking: Option<u32>,
+    version: Option<&str>,
+    stream: bool,
+) -> Vec<u8> {
     let mut tools: Vec<Value> = request
         .tools
         .iter()
@@ -85,22 +153,23 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>, thinking: Option<u3
         last.insert("cache_control".into(), CACHE());
     }
     let mut body = json!({
-        "model": model,
         "max_tokens": request.max_tokens,
-        "stream": true,
         "system": [{"type": "text", "text": request.system, "cache_control": CACHE()}],
         "messages": [],
     });
+    if let Some(model) = model {
+        body["model"] = json!(model);
+    }
+    if stream {
+        body["stream"] = json!(true);
+    }
+    if let Some(version) = version {
+        body["anthropic_version"] = json!(version);
+    }
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
     }
-    // The API wants the thinking budget below `max_tokens` and at least 1024. A request
-    // whose `max_tokens` a limit lowered (the cost or the output-token budget) thinks within
-    // what is left, or not at all when that is under the API's minimum.
-    let thinking = thinking
-        .map(|budget| budget.min(request.max_tokens.saturating_sub(1)))
-        .filter(|budget| *budget >= MIN_THINKING_BUDGET);
-    if let Some(budget) = thinking {
+    if let Some(budget) = thinking.and_then(|budget| fitted_budget(budget, request.max_tokens)) {
         body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
     }
     let history = request.messages;
@@ -114,6 +183,16 @@ pub fn request_body(model: &str, request: &ModelRequest<'_>, thinking: Option<u3
             write_json(out, &marked(&history[newest]));
         }
     })
+}
+
+/// The API's least thinking budget.
+const MIN_THINKING_BUDGET: u32 = 1024;
+
+/// The thinking budget a request with `max_tokens` may carry: the API refuses a budget not
+/// below `max_tokens`, and a run's output limit may lower `max_tokens` near its end, so the
+/// budget shrinks with it; under the API's floor the request goes without thinking.
+fn fitted_budget(budget: u32, max_tokens: u32) -> Option<u32> {
+    Some(budget.min(max_tokens.saturating_sub(1))).filter(|fit| *fit >= MIN_THINKING_BUDGET)
 }
 
 /// The newest message with the moving breakpoint on its last block.
@@ -200,6 +279,8 @@ pub struct AnthropicStream {
     /// `None` until an event carries a `usage` object: a gateway may send none at all.
     usage: Option<Usage>,
     stop_reason: Option<StopReason>,
+    /// The answer is one JSON message (Bedrock's `invoke`), not an event stream.
+    whole: bool,
 }
 
 fn text_of(value: &Value, key: &str) -> String {
@@ -211,6 +292,14 @@ fn text_of(value: &Value, key: &str) -> String {
 }
 
 impl AnthropicStream {
+    /// A parser for a non-streaming endpoint's whole message.
+    pub fn whole_message() -> AnthropicStream {
+        AnthropicStream {
+            whole: true,
+            ..AnthropicStream::default()
+        }
+    }
+
     fn block(&mut self, index: u64) -> Option<&mut PartialBlock> {
         self.blocks.get_mut(&index)
     }
@@ -440,6 +529,41 @@ impl SseParser for AnthropicStream {
             FailureCategory::StreamCut,
             "the stream ended before message_stop",
         ))
+    }
+
+    fn takes_whole(&self) -> bool {
+        self.whole
+    }
+
+    /// The Messages API's non-streaming answer, `{type: "message", content, stop_reason,
+    /// usage}`, read through the same blocks the stream builds.
+    fn whole(&mut self, body: &str) -> Result<ModelResponse, Failure> {
+        let message: Value = serde_json::from_str(body)
+            .map_err(|err| malformed(format!("an answer that is not JSON ({err})")))?;
+        if message.get("type").and_then(Value::as_str) != Some("message") {
+            return Err(Failure::new(
+                FailureCategory::NotEventStream,
+                format!(
+                    "HTTP 200 without a message; the body began: {}",
+                    crate::base::truncate_middle(body.trim(), 500)
+                ),
+            ));
+        }
+        let blocks = message.get("content").and_then(Value::as_array);
+        for (index, block) in blocks.into_iter().flatten().enumerate() {
+            let index = u64::try_from(index).unwrap_or(u64::MAX);
+            self.start_block(index, block)?;
+            if let Some(PartialBlock::ToolUse { json, .. }) = self.blocks.get_mut(&index) {
+                *json = block.get("input").map(Value::to_string).unwrap_or_default();
+            }
+        }
+        if let Some(reason) = message.get("stop_reason").and_then(Value::as_str) {
+            self.stop_reason = Some(stop_reason(reason));
+        }
+        if let Some(usage) = message.get("usage") {
+            self.usage(usage);
+        }
+        Ok(self.finish())
     }
 }
 
@@ -733,7 +857,7 @@ mod tests {
                     system: "sys\n",
                     messages: &history,
                     tools,
-                    max_tokens: 2048,
+                    max_tokens: 3000,
                 };
                 assert_eq!(
                     String::from_utf8(request_body("claude-x", &request, thinking)).unwrap(),
@@ -755,25 +879,34 @@ mod tests {
         );
     }
 
-    /// A `max_tokens` a limit lowered keeps the thinking budget below it, or drops thinking
-    /// when less than the API's minimum of 1024 would be left.
     #[test]
-    fn a_lowered_max_tokens_lowers_the_thinking_budget() {
-        let messages = History::new(vec![Message::user_text("hi")]);
-        let thinking = |max_tokens| {
+    fn the_thinking_budget_stays_below_max_tokens_or_is_left_out() {
+        let history = History::new(vec![Message::user_text("go")]);
+        let thinking = |max_tokens: u32| {
             let request = ModelRequest {
-                system: "sys",
-                messages: &messages,
+                system: "",
+                messages: &history,
                 tools: &[],
                 max_tokens,
             };
             let body: Value =
-                serde_json::from_slice(&request_body("claude-x", &request, Some(8000))).unwrap();
-            body["thinking"]["budget_tokens"].clone()
+                serde_json::from_slice(&request_body("m", &request, Some(10_000))).unwrap();
+            body.get("thinking").cloned()
         };
-        assert_eq!(thinking(16_000), json!(8000));
-        assert_eq!(thinking(3000), json!(2999));
-        assert_eq!(thinking(1025), json!(1024));
-        assert_eq!(thinking(1024), Value::Null);
+        assert_eq!(
+            thinking(20_000),
+            Some(json!({"type": "enabled", "budget_tokens": 10_000}))
+        );
+        // An output limit lowered max_tokens: the budget shrinks below it.
+        assert_eq!(
+            thinking(5_000),
+            Some(json!({"type": "enabled", "budget_tokens": 4_999}))
+        );
+        assert_eq!(
+            thinking(1_025),
+            Some(json!({"type": "enabled", "budget_tokens": 1_024}))
+        );
+        // Below the API's floor there is no room to think.
+        assert_eq!(thinking(1_024), None);
     }
 }

@@ -119,6 +119,27 @@ pub trait SseParser {
     fn event(&mut self, data: &str) -> Result<Option<ModelResponse>, Failure>;
     /// The stream ended without the API's end marker.
     fn end(self) -> Result<ModelResponse, Failure>;
+    /// Whether a JSON body (a non-streaming endpoint's whole message) is this API's answer.
+    fn takes_whole(&self) -> bool {
+        false
+    }
+    /// One whole message as a non-streaming endpoint sends it; only called when
+    /// [`takes_whole`](Self::takes_whole) says so.
+    fn whole(&mut self, body: &str) -> Result<ModelResponse, Failure> {
+        Err(not_an_event_stream(body))
+    }
+}
+
+/// What a request carries that is made for it alone (a cloud platform's signature, a token
+/// that is renewed): added to the headers before each attempt. A failure (credentials that
+/// cannot be had) is the attempt's.
+pub trait RequestAuth: fmt::Debug + Send + Sync {
+    fn apply<'a>(
+        &'a self,
+        url: &'a str,
+        body: &'a [u8],
+        headers: &'a mut HeaderMap,
+    ) -> futures_util::future::BoxFuture<'a, Result<(), Failure>>;
 }
 
 /// How a response is read: as an event stream, by a fresh parser each attempt; or whole, as
@@ -136,9 +157,6 @@ pub enum Sent {
     Refused(Failure),
 }
 
-/// The most of a whole (non-streamed) response read: the same bound as one event.
-const WHOLE_BODY_CAP: usize = super::sse::MAX_EVENT_BYTES;
-
 /// A reqwest client plus the settings and auth header of one provider.
 #[derive(Debug)]
 pub struct HttpTransport {
@@ -146,6 +164,8 @@ pub struct HttpTransport {
     settings: HttpSettings,
     headers: HeaderMap,
     provider: &'static str,
+    /// Headers made for each request (a cloud platform's signature or short-lived token).
+    auth: Option<Box<dyn RequestAuth>>,
 }
 
 impl HttpTransport {
@@ -189,7 +209,21 @@ impl HttpTransport {
             settings,
             headers,
             provider,
+            auth: None,
         })
+    }
+
+    /// Every request also carries what `auth` makes for it.
+    pub fn with_request_auth(mut self, auth: impl RequestAuth + 'static) -> HttpTransport {
+        self.auth = Some(Box::new(auth));
+        self
+    }
+
+    /// A fixed header, replacing the default of that name (e.g. `accept` for an endpoint
+    /// that answers JSON).
+    pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> HttpTransport {
+        self.headers.insert(name, value);
+        self
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -345,6 +379,10 @@ impl HttpTransport {
                 HeaderValue::from_static("application/json"),
             );
         }
+        if let Some(auth) = &self.auth {
+            // Signed per attempt: a signature carries its time, a token may need renewing.
+            auth.apply(url, body, &mut headers).await?;
+        }
         let request = self
             .client
             .post(url)
@@ -418,12 +456,21 @@ impl HttpTransport {
             }
         };
         if !is_event_stream(response.headers()) {
+            let whole = parser.takes_whole();
+            let cap = if whole {
+                WHOLE_BODY_CAP
+            } else {
+                ERROR_BODY_CAP
+            };
             let body = timeout_at(
                 deadline(Instant::now(), timeouts.idle),
-                read_capped(response, ERROR_BODY_CAP),
+                read_capped(response, cap),
             )
             .await
             .unwrap_or_default();
+            if whole && !body.cut {
+                return parser.whole(&body.text).and_then(checked);
+            }
             let mut failure = not_an_event_stream(&body.text);
             failure.message = body.named(failure.message);
             failure.empty_200 = body.text.trim().is_empty() && !body.cut;
@@ -543,12 +590,17 @@ fn is_event_stream(headers: &HeaderMap) -> bool {
 /// The most of a non-stream body read for its message: an error body is small, and an
 /// endless one must not hold the run.
 const ERROR_BODY_CAP: usize = 64 * 1024;
+/// The most of a whole message read from a non-streaming endpoint (Bedrock's `invoke`, an
+/// OpenAI-compatible server asked for `stream: false`):
+/// far above any answer `max_tokens` allows, still a bound on a runaway body.
+const WHOLE_BODY_CAP: usize = 32 * 1024 * 1024;
 
 /// The start of a body that is no event stream, and whether there was more.
 #[derive(Debug, Default)]
 struct BodyStart {
     text: String,
     cut: bool,
+    cap: usize,
 }
 
 impl BodyStart {
@@ -557,7 +609,7 @@ impl BodyStart {
         if self.cut {
             format!(
                 "{message} [the body was cut at {} KiB; the rest was not read]",
-                ERROR_BODY_CAP / 1024
+                self.cap / 1024
             )
         } else {
             message
@@ -582,6 +634,7 @@ async fn read_capped(response: reqwest::Response, cap: usize) -> BodyStart {
     BodyStart {
         text: String::from_utf8_lossy(&body).into_owned(),
         cut,
+        cap,
     }
 }
 

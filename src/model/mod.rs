@@ -2,6 +2,8 @@
 //! providers that turn a request into an assistant response.
 
 mod anthropic;
+pub mod cloud;
+mod effort;
 mod history;
 mod http;
 mod openai;
@@ -16,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use anthropic::{AnthropicModel, AnthropicStream};
+pub use effort::{Effort, EffortApi};
 pub use history::History;
 pub use http::{ApiKey, Failure, HttpSettings, SseParser, Timeouts, install_crypto_provider};
 pub use openai::{OpenAiModel, OpenAiStream, Streaming};
@@ -347,11 +350,15 @@ pub enum ProviderConfig {
         http: HttpSettings,
         name: String,
         thinking_budget: Option<u32>,
+        /// A cloud platform serving the model; `None`: Anthropic's API.
+        platform: Option<cloud::Platform>,
     },
     OpenAi {
         http: HttpSettings,
         name: String,
         streaming: Streaming,
+        /// Sent as `reasoning_effort`.
+        effort: Option<Effort>,
     },
 }
 
@@ -363,12 +370,14 @@ impl Provider {
                 http,
                 name,
                 thinking_budget,
-            } => Provider::Anthropic(AnthropicModel::new(http, name, thinking_budget)?),
+                platform,
+            } => Provider::Anthropic(AnthropicModel::new(http, name, thinking_budget, platform)?),
             ProviderConfig::OpenAi {
                 http,
                 name,
                 streaming,
-            } => Provider::OpenAi(OpenAiModel::new(http, name, streaming)?),
+                effort,
+            } => Provider::OpenAi(OpenAiModel::new(http, name, streaming, effort)?),
         })
     }
 

@@ -9,6 +9,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde_json::{Value, json};
 
 use super::anthropic::{tool_input, with_messages, write_json};
+use super::effort::Effort;
 use super::http::{Failure, HttpSettings, HttpTransport, Reading, Sent, SseParser};
 use super::retry::FailureCategory;
 use super::{
@@ -61,6 +62,8 @@ pub struct OpenAiModel {
     streaming: Streaming,
     /// `Auto` found the server cannot stream tool calls: every later request is whole.
     fell_back: bool,
+    /// `reasoning_effort`, sent when the run sets an effort.
+    effort: Option<Effort>,
 }
 
 impl OpenAiModel {
@@ -68,6 +71,7 @@ impl OpenAiModel {
         settings: HttpSettings,
         model: String,
         streaming: Streaming,
+        effort: Option<Effort>,
     ) -> Result<OpenAiModel, ProviderError> {
         // OpenAI's own reasoning models refuse `max_tokens`; most compatible servers only
         // know `max_tokens`.
@@ -86,6 +90,7 @@ impl OpenAiModel {
             max_tokens_field,
             streaming,
             fell_back: false,
+            effort,
         })
     }
 
@@ -104,7 +109,13 @@ impl OpenAiModel {
             // Only a request with tools may show that the server cannot stream them; any
             // other failure is the request's own.
             let watch = self.streaming == Streaming::Auto && !request.tools.is_empty();
-            let body = request_body(&self.model, request, self.max_tokens_field, true);
+            let body = request_body(
+                &self.model,
+                request,
+                self.max_tokens_field,
+                true,
+                self.effort,
+            );
             let refused = |failure: &Failure| watch && cannot_stream_tools(failure);
             let reading = Reading::Events(&OpenAiStream::default);
             match self
@@ -122,7 +133,13 @@ impl OpenAiModel {
                 }
             }
         }
-        let body = request_body(&self.model, request, self.max_tokens_field, false);
+        let body = request_body(
+            &self.model,
+            request,
+            self.max_tokens_field,
+            false,
+            self.effort,
+        );
         let reading: Reading<'_, OpenAiStream> = Reading::Whole(whole_response);
         match self
             .transport
@@ -143,6 +160,7 @@ pub fn request_body(
     request: &ModelRequest<'_>,
     max_tokens_field: &str,
     stream: bool,
+    effort: Option<Effort>,
 ) -> Vec<u8> {
     let mut body = json!({
         "model": model,
@@ -153,6 +171,9 @@ pub fn request_body(
         body["stream_options"] = json!({"include_usage": true});
     }
     body[max_tokens_field] = json!(request.max_tokens);
+    if let Some(effort) = effort {
+        body["reasoning_effort"] = json!(effort.as_str());
+    }
     if !request.tools.is_empty() {
         // The API's default when tools are given, yet servers that follow the chat template
         // literally (llama-cpp-python's `chatml-function-calling`) render no tools without it.
@@ -545,6 +566,7 @@ mod tests {
             },
             "max_tokens",
             true,
+            None,
         ))
         .unwrap();
         assert_eq!(
@@ -674,7 +696,7 @@ mod tests {
                     max_tokens: 9,
                 };
                 assert_eq!(
-                    String::from_utf8(request_body("m", &request, field, stream)).unwrap(),
+                    String::from_utf8(request_body("m", &request, field, stream, None)).unwrap(),
                     String::from_utf8(whole_value_body("m", &request, field, stream)).unwrap()
                 );
                 history.push(turn);
@@ -688,7 +710,7 @@ mod tests {
             max_tokens: 1,
         };
         assert_eq!(
-            request_body("m", &request, "max_tokens", true),
+            request_body("m", &request, "max_tokens", true, None),
             whole_value_body("m", &request, "max_tokens", true)
         );
     }
@@ -708,7 +730,8 @@ mod tests {
                 tools,
                 max_tokens: 5,
             };
-            serde_json::from_slice(&request_body("m", &request, "max_tokens", stream)).unwrap()
+            serde_json::from_slice(&request_body("m", &request, "max_tokens", stream, None))
+                .unwrap()
         };
         let streamed = body(&tools, true);
         assert_eq!(streamed["tool_choice"], "auto");

@@ -144,6 +144,12 @@ impl Redactor {
         self.add_vars(git::credentials(workdir));
     }
 
+    /// Adds a secret the run obtained after start-up (a cloud platform's short-lived
+    /// token, the CI job's OIDC token), named for its `[REDACTED:NAME]`.
+    pub fn add_value(&self, name: &str, value: &str) {
+        self.add_vars([(name.to_string(), value.to_string())]);
+    }
+
     fn add_vars(&self, vars: impl IntoIterator<Item = (String, String)>) {
         let Ok(mut literals) = self.literals.write() else {
             return;

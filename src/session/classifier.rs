@@ -51,6 +51,10 @@ pub fn auto_classifier(
             .clone()
             .or_else(|| task_model.api_key_env.clone().filter(|_| same)),
         thinking_budget: None,
+        // The classifier answers in a few words; it is not asked to reason at length.
+        effort: None,
+        platform: None,
+        region: None,
         pricing_override: None,
         fallback: None,
         timeouts,
@@ -70,7 +74,12 @@ pub fn auto_classifier(
                 .collect(),
         )
     });
-    let provider = Provider::new(provider_config(&spec, script.as_ref())?)?;
+    // The classifier's spec names no platform, so no credential is obtained for it.
+    let provider = Provider::new(provider_config(
+        &spec,
+        script.as_ref(),
+        &crate::model::cloud::SecretSink::none(),
+    )?)?;
     Ok(Some(Classifier::new(ClassifierSetup {
         provider,
         provider_name: kind.to_string(),

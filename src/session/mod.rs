@@ -26,6 +26,7 @@ pub use sources::{
 use crate::agent::RunSpec;
 use crate::config::{ConfigError, serde_name};
 use crate::exec::RunEnv;
+use crate::model::cloud::{Platform as CloudPlatform, SecretSink};
 use crate::model::{
     ANTHROPIC_DEFAULT_BASE_URL, ApiKey, HttpSettings, OPENAI_DEFAULT_BASE_URL, Provider,
     ProviderConfig, ProviderError, ScriptedTurns,
@@ -38,7 +39,7 @@ use crate::policy::{
 use crate::redact::Redactor;
 use crate::sandbox::{self, SandboxError, SandboxSpec};
 use crate::scheduler::MessageQueue;
-use crate::task::{FailOnSet, ModelSpec, ProviderKind, Task};
+use crate::task::{FailOnSet, ModelSpec, Platform as TaskPlatform, ProviderKind, Task};
 use crate::tools::{ToolLimits, builtin, model_command_env};
 use crate::transcript::{ModelSummary, Observer, PolicySummary, StreamOutput, TaskSummary};
 
@@ -86,6 +87,9 @@ pub enum SessionError {
         variable: String,
         named_by_task: bool,
     },
+    /// A cloud platform's settings or credentials are missing.
+    #[error("{0}")]
+    Cloud(String),
     #[error("the scripted provider needs a script (its replies, in order)")]
     NoScript,
     #[error("policy self-test failed, refusing to start: {0}")]
@@ -141,6 +145,8 @@ pub struct RunOptions {
     pub strict: bool,
     pub mode: Option<crate::policy::PermissionMode>,
     pub model: Option<String>,
+    /// `--effort`: replaces the task's `model.effort` (and its `thinking_budget`).
+    pub effort: Option<crate::model::Effort>,
     /// `--fallback-model`: overrides the task's `model.fallback`.
     pub fallback_model: Option<String>,
     /// `--stream`: overrides the task's `model.stream`.
@@ -371,7 +377,13 @@ fn assemble_checked(
         });
     let mut env = RunEnv::new(&withheld);
     env.model = model_command_env(&env.model, &workspace.workdir);
-    let provider = Provider::new(provider_config(&task.model, task.script.as_ref())?)?;
+    let learned = redactor.clone();
+    let secrets = SecretSink::new(move |name, value| learned.add_value(name, value));
+    let provider = Provider::new(provider_config(
+        &task.model,
+        task.script.as_ref(),
+        &secrets,
+    )?)?;
     let (pricing, price) = task.model.price();
     let price_warning = price.warning(&task.model.name);
     if let Some(warning) = &price_warning {
@@ -402,7 +414,7 @@ fn assemble_checked(
         },
         pricing,
         fallback,
-        max_tokens: task.model.max_tokens,
+        max_tokens: task.model.request_max_tokens(),
         limits: task.limits,
         max_result_chars: task.max_result_chars,
         deferred_tools: task.deferred_tools,
@@ -634,22 +646,71 @@ fn ignored_keys(sources: &[PolicySource]) -> Vec<String> {
 pub fn provider_config(
     model: &ModelSpec,
     script: Option<&ScriptedTurns>,
+    secrets: &SecretSink,
 ) -> Result<ProviderConfig, SessionError> {
     Ok(match model.provider {
         ProviderKind::Scripted => {
             ProviderConfig::Scripted(script.cloned().ok_or(SessionError::NoScript)?)
         }
-        ProviderKind::Anthropic => ProviderConfig::Anthropic {
-            http: http_settings(model, "ANTHROPIC_BASE_URL", ANTHROPIC_DEFAULT_BASE_URL)?,
-            name: model.name.clone(),
-            thinking_budget: model.thinking_budget,
+        ProviderKind::Anthropic => match model.platform {
+            None => ProviderConfig::Anthropic {
+                http: http_settings(model, "ANTHROPIC_BASE_URL", ANTHROPIC_DEFAULT_BASE_URL)?,
+                name: model.name.clone(),
+                thinking_budget: model.thinking(),
+                platform: None,
+            },
+            Some(TaskPlatform::Bedrock) => {
+                let region = platform_region(model, &["AWS_REGION", "AWS_DEFAULT_REGION"])?;
+                let source = crate::model::cloud::aws::find_source(
+                    &|name| std::env::var(name).ok(),
+                    home_dir().as_deref(),
+                    &region,
+                )
+                .map_err(|why| SessionError::Cloud(format!("bedrock: {why}")))?;
+                tracing::info!(region, credentials = %source.describe(), "Amazon Bedrock");
+                let endpoint = format!("https://bedrock-runtime.{region}.amazonaws.com");
+                ProviderConfig::Anthropic {
+                    http: http_settings(model, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME", &endpoint)?,
+                    name: model.name.clone(),
+                    thinking_budget: model.thinking(),
+                    platform: Some(CloudPlatform::Bedrock {
+                        region,
+                        source,
+                        secrets: secrets.clone(),
+                    }),
+                }
+            }
         },
         ProviderKind::Openai => ProviderConfig::OpenAi {
             http: http_settings(model, "OPENAI_BASE_URL", OPENAI_DEFAULT_BASE_URL)?,
             name: model.name.clone(),
             streaming: model.stream,
+            effort: model.effort,
         },
     })
+}
+
+/// The platform's region: the task's `model.region`, else the first of `variables` set.
+fn platform_region(model: &ModelSpec, variables: &[&str]) -> Result<String, SessionError> {
+    model
+        .region
+        .clone()
+        .filter(|region| !region.is_empty())
+        .or_else(|| {
+            variables.iter().find_map(|name| {
+                std::env::var(name)
+                    .ok()
+                    .map(|value| value.trim().to_string())
+                    .filter(|value| !value.is_empty())
+            })
+        })
+        .ok_or_else(|| {
+            SessionError::Cloud(format!(
+                "platform {} needs a region: set model.region or {}",
+                model.platform.map_or("", |platform| platform.name()),
+                variables.join(" or ")
+            ))
+        })
 }
 
 /// The key, base URL, timeouts and retries of a real provider. The base URL is the task's,

@@ -65,6 +65,18 @@ pub fn task(options: &RunOptions, home: Option<&Path>) -> Result<Task, SessionEr
         }
         task.model.stream = stream;
     }
+    if let Some(effort) = options.effort {
+        task.model.effort = Some(effort);
+        task.model.thinking_budget = None;
+    }
+    // Checked again here: `--provider` or `--effort` may have changed either side.
+    if let Err(err) = task.model.check_effort() {
+        let flag = match options.effort {
+            Some(effort) => format!("--effort {effort}: "),
+            None => String::new(),
+        };
+        return Err(ConfigError::whole_file(&task.file, format!("{flag}{err}")).into());
+    }
     if let Some(path) = &options.output_schema {
         task.output_schema = Some(OutputSchema::from_file(path)?);
     }

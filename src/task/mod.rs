@@ -11,7 +11,7 @@ use crate::base::{DEFAULT_MAX_PARALLEL_TOOLS, normalize_lexically};
 use crate::config::{self, ConfigError};
 use crate::ledger::{LedgerConfig, LedgerScope, MAX_MAX_ENTRIES};
 use crate::model::pricing::PriceSource;
-use crate::model::{Pricing, RetryPolicy, ScriptedTurns, Streaming, Timeouts};
+use crate::model::{Effort, EffortApi, Pricing, RetryPolicy, ScriptedTurns, Streaming, Timeouts};
 use crate::policy::{
     McpServerSpec, McpServersBlock, PermissionMode, PermissionsBlock, Policy, PolicyOrigin,
     ToolName, mcp_servers,
@@ -250,6 +250,11 @@ struct ModelFile {
     base_url: Option<Spanned<String>>,
     api_key_env: Option<Spanned<String>>,
     thinking_budget: Option<Spanned<u32>>,
+    /// Reasoning effort, mapped to the provider's own setting (`model::Effort`).
+    effort: Option<Spanned<String>>,
+    /// A cloud platform serving the provider's models, and its region.
+    platform: Option<Spanned<Platform>>,
+    region: Option<Spanned<String>>,
     pricing: Option<Pricing>,
     timeouts: Option<TimeoutsFile>,
     retries: Option<RetriesFile>,
@@ -330,6 +335,22 @@ struct RetryFile {
     feed_back: bool,
 }
 
+/// A cloud platform that serves a provider's models under its own identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Platform {
+    /// Amazon Bedrock (Anthropic models), SigV4 with AWS credentials.
+    Bedrock,
+}
+
+impl Platform {
+    pub fn name(self) -> &'static str {
+        match self {
+            Platform::Bedrock => "bedrock",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
@@ -360,6 +381,12 @@ pub struct ModelSpec {
     pub api_key_env: Option<String>,
     /// Anthropic extended thinking: the budget in tokens.
     pub thinking_budget: Option<u32>,
+    /// `model.effort` or `--effort`, checked against the provider (see [`ModelSpec::check_effort`]).
+    pub effort: Option<Effort>,
+    /// `model.platform`: a cloud platform serving the model; `None`, the vendor's API.
+    pub platform: Option<Platform>,
+    /// `model.region`: the platform's region (else its environment's, e.g. `AWS_REGION`).
+    pub region: Option<String>,
     /// The task's `pricing:`; see `ModelSpec::pricing`.
     pub pricing_override: Option<Pricing>,
     pub timeouts: Timeouts,
@@ -372,6 +399,46 @@ pub struct ModelSpec {
 }
 
 impl ModelSpec {
+    /// `Ok` when the provider takes the effort (or none is set); else why not. Thinking is
+    /// set by one of `effort` and `thinking_budget`, never both.
+    pub fn check_effort(&self) -> Result<(), String> {
+        let Some(effort) = self.effort else {
+            return Ok(());
+        };
+        match self.provider {
+            ProviderKind::Scripted => {
+                Err("effort is for the anthropic and openai providers, not scripted".into())
+            }
+            ProviderKind::Openai => effort.check(EffortApi::OpenAi),
+            ProviderKind::Anthropic if self.thinking_budget.is_some() => Err(
+                "effort and thinking_budget both set Anthropic's thinking: give one of them".into(),
+            ),
+            ProviderKind::Anthropic => effort.check(EffortApi::Anthropic),
+        }
+    }
+
+    /// Anthropic's thinking budget: `thinking_budget`, else the effort's.
+    pub fn thinking(&self) -> Option<u32> {
+        match self.provider {
+            ProviderKind::Anthropic => self
+                .thinking_budget
+                .or_else(|| self.effort.and_then(Effort::thinking_budget)),
+            ProviderKind::Openai | ProviderKind::Scripted => None,
+        }
+    }
+
+    /// The `max_tokens` a request asks for. Anthropic counts thinking inside `max_tokens`,
+    /// so an effort's budget is added to the task's (which stays the answer's own room);
+    /// an explicit `thinking_budget` is already below `max_tokens`.
+    pub fn request_max_tokens(&self) -> u32 {
+        match (self.provider, self.thinking_budget, self.effort) {
+            (ProviderKind::Anthropic, None, Some(effort)) => self
+                .max_tokens
+                .saturating_add(effort.thinking_budget().unwrap_or(0)),
+            _ => self.max_tokens,
+        }
+    }
+
     /// The task's price, else the price table's for the model's name (which `--model` may
     /// change after parsing); `None` when neither knows the model. The scripted model is free.
     pub fn pricing(&self) -> Option<Pricing> {
@@ -392,6 +459,8 @@ impl ModelSpec {
     pub fn api_key_variable(&self) -> Option<(&str, bool)> {
         match (self.provider, self.api_key_env.as_deref()) {
             (ProviderKind::Scripted, _) => None,
+            // A platform authenticates with its own credentials, not an API key.
+            _ if self.platform.is_some() => None,
             (_, Some(name)) => Some((name, true)),
             (ProviderKind::Anthropic, None) => Some(("ANTHROPIC_API_KEY", true)),
             (ProviderKind::Openai, None) => Some(("OPENAI_API_KEY", self.base_url.is_none())),
@@ -1223,6 +1292,11 @@ fn model_spec(
         }
         Some(budget) => Some(budget.value),
     };
+    let effort = raw
+        .effort
+        .as_ref()
+        .map(|spanned| Effort::parse(&spanned.value).map_err(|err| located(spanned, at, err)))
+        .transpose()?;
     let timeouts_file = raw.timeouts.unwrap_or_default();
     let defaults = Timeouts::default();
     let timeouts = Timeouts {
@@ -1291,12 +1365,47 @@ fn model_spec(
         base_url,
         api_key_env,
         thinking_budget,
+        effort,
+        platform: raw.platform.as_ref().map(|spanned| spanned.value),
+        region: raw
+            .region
+            .as_ref()
+            .map(|spanned| spanned.value.trim().to_string()),
         pricing_override: raw.pricing,
         timeouts,
         retries,
         fallback,
         stream,
     };
+    if let Some(platform) = &raw.platform {
+        let problem = match (platform.value, provider) {
+            (Platform::Bedrock, ProviderKind::Anthropic) => None,
+            (Platform::Bedrock, other) => Some(format!(
+                "platform bedrock serves the anthropic provider's models, not {other}"
+            )),
+        };
+        let problem = problem.or_else(|| {
+            model.api_key_env.as_ref().map(|_| {
+                format!(
+                    "platform {} authenticates with its own credentials: drop api_key_env",
+                    platform.value.name()
+                )
+            })
+        });
+        if let Some(problem) = problem {
+            return Err(located(platform, at, problem));
+        }
+    }
+    if let (Some(region), None) = (&raw.region, &raw.platform) {
+        return Err(located(
+            region,
+            at,
+            "region is for a cloud platform: set platform (bedrock) too".into(),
+        ));
+    }
+    if let (Err(err), Some(spanned)) = (model.check_effort(), &raw.effort) {
+        return Err(located(spanned, at, err));
+    }
     Ok((model, script))
 }
 

@@ -666,6 +666,7 @@ async fn a_prompt_input_alone_runs_under_the_default_policy() {
                 scratch.path().join("schema.json").display().to_string(),
             ),
             ("max-turns", "4".into()),
+            ("effort", "low".into()),
             ("args", "--append-system-prompt   Brief. ".into()),
         ],
     );
@@ -675,6 +676,11 @@ async fn a_prompt_input_alone_runs_under_the_default_policy() {
     let requests = server.requests();
     let tools = requests[0].body["tools"].to_string();
     assert!(!tools.contains("\"Bash\""), "{tools}");
+    // The effort input is --effort: Anthropic's thinking budget for `low`.
+    assert_eq!(
+        requests[0].body["thinking"],
+        serde_json::json!({"type": "enabled", "budget_tokens": 4000})
+    );
     assert!(
         requests[0].body["system"][0]["text"]
             .as_str()

@@ -32,7 +32,7 @@ pub(super) fn assert_key_absent(run: &Finished) {
     assert!(files >= 3, "expected transcript, junit and the task");
 }
 
-fn visit(dir: &Path, f: &mut dyn FnMut(&Path)) {
+pub(super) fn visit(dir: &Path, f: &mut dyn FnMut(&Path)) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {

@@ -851,6 +851,7 @@ fn openai_events(turn: &Turn, number: usize) -> Vec<String> {
 
 /// What the Messages API rejects with a 400.
 fn check_anthropic(body: &Value) -> Result<(), String> {
+    check_thinking(body)?;
     if body["stream"] != json!(true) {
         return Err("stream must be true".into());
     }
@@ -933,6 +934,7 @@ fn check_anthropic(body: &Value) -> Result<(), String> {
 
 /// What Chat Completions rejects with a 400.
 fn check_openai(body: &Value) -> Result<(), String> {
+    check_reasoning_effort(body)?;
     match body["stream"].as_bool() {
         Some(true) if body["stream_options"]["include_usage"] == json!(true) => {}
         // OpenAI refuses stream_options without a stream.
@@ -1014,5 +1016,41 @@ fn check_openai(body: &Value) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("tool_calls without responses: {pending:?}"))
+    }
+}
+
+/// The Messages API's rules for `thinking`: enabled with a budget of at least 1024 tokens
+/// and below `max_tokens`.
+fn check_thinking(body: &Value) -> Result<(), String> {
+    let Some(thinking) = body.get("thinking") else {
+        return Ok(());
+    };
+    let budget = thinking["budget_tokens"].as_u64().unwrap_or(0);
+    let max_tokens = body["max_tokens"].as_u64().unwrap_or(0);
+    if thinking["type"] != json!("enabled") {
+        return Err(format!(
+            "thinking.type: expected 'enabled', got {}",
+            thinking["type"]
+        ));
+    }
+    if budget < 1024 {
+        return Err("thinking.enabled.budget_tokens: must be at least 1024".into());
+    }
+    if budget >= max_tokens {
+        return Err("`max_tokens` must be greater than `thinking.budget_tokens`".into());
+    }
+    Ok(())
+}
+
+/// Chat Completions' `reasoning_effort`: one of the API's words.
+fn check_reasoning_effort(body: &Value) -> Result<(), String> {
+    match body.get("reasoning_effort") {
+        None => Ok(()),
+        Some(Value::String(word))
+            if ["none", "minimal", "low", "medium", "high", "xhigh"].contains(&word.as_str()) =>
+        {
+            Ok(())
+        }
+        Some(other) => Err(format!("Invalid value for 'reasoning_effort': {other}")),
     }
 }

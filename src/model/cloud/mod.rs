@@ -1,0 +1,63 @@
+//! Cloud platforms that serve the vendors' models under their own identity: what a request
+//! carries that is made per request (Amazon Bedrock's SigV4 signature), and the short-lived
+//! credentials behind it — from the environment, a profile, a web-identity token, or the CI
+//! job's own OIDC token (`oidc.rs`). Nothing long-lived is stored; every token obtained is
+//! handed to the run's redactor before it is used.
+
+pub mod aws;
+pub mod oidc;
+
+use std::sync::Arc;
+
+/// Tells the run's redactor a secret obtained while it runs (a session token, an OIDC
+/// token), by name, so no record can carry it.
+#[derive(Clone)]
+pub struct SecretSink(Arc<Learn>);
+
+/// What a sink does with a secret: its name and value.
+type Learn = dyn Fn(&'static str, &str) + Send + Sync;
+
+impl SecretSink {
+    pub fn new(learn: impl Fn(&'static str, &str) + Send + Sync + 'static) -> SecretSink {
+        SecretSink(Arc::new(learn))
+    }
+
+    /// A sink that forgets: for tools that write no records (benches, `auto eval`).
+    pub fn none() -> SecretSink {
+        SecretSink::new(|_, _| {})
+    }
+
+    pub fn learn(&self, name: &'static str, value: &str) {
+        (self.0)(name, value)
+    }
+}
+
+impl std::fmt::Debug for SecretSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretSink")
+    }
+}
+
+/// A cloud platform serving Anthropic's models, as the provider config names it.
+#[derive(Debug, Clone)]
+pub enum Platform {
+    /// Amazon Bedrock: `POST {base}/model/{id}/invoke`, SigV4-signed for service `bedrock`.
+    Bedrock {
+        region: String,
+        source: aws::AwsSource,
+        secrets: SecretSink,
+    },
+}
+
+/// The client the credential exchanges use: rustls with the ring provider as the model
+/// requests have it, a short timeout, no redirects (a token must reach only the host named).
+fn exchange_client() -> Result<reqwest::Client, String> {
+    super::http::install_crypto_provider();
+    reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .timeout(std::time::Duration::from_secs(30))
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("tollgate/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|err| format!("cannot build the HTTP client: {err}"))
+}
