@@ -90,6 +90,7 @@ impl Analyser<'_> {
             self.unseen_writes.push(format!("`{text}` {why}"));
         } else if FILE_WRITERS.contains(&name) {
             self.operand_writes(text, args);
+            self.made_links(text, name, args);
         } else {
             for value in super::runners::path_values(argv) {
                 self.link_escape(text, &value);
@@ -351,7 +352,9 @@ mod tests {
             ("mv -t src/x HEAD", &["/ws/src/x", "/ws/HEAD"], false, false),
             (
                 "ln -s ../cfg src/x/.GIT",
-                &["/cfg", "/ws/src/x/.GIT"],
+                // The target from the working directory, as written, and from the link's
+                // folder (`src/x/.GIT` may be a folder), as the kernel resolves it.
+                &["/cfg", "/ws/src/x/.GIT", "/ws/src/x/cfg", "/ws/src/cfg"],
                 false,
                 false,
             ),

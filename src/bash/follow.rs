@@ -173,30 +173,12 @@ impl Analyser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bash::{BashAnalysis, BashEnv, BashRules, evaluate};
+    use crate::bash::{BashAnalysis, BashRules};
     use std::path::Path;
 
     /// `script` analysed in `root/ws` on the real disk, links and all.
     fn on_disk(root: &Path, script: &str) -> BashAnalysis {
-        let roots = [root.join("ws")];
-        let resolve = |p: &Path, frame: Frame<'_>| crate::base::resolve(p, frame, &roots, None);
-        let list = |dir: &Path| {
-            let names = std::fs::read_dir(dir).ok()?;
-            Some(
-                names
-                    .filter_map(|e| e.ok()?.file_name().into_string().ok())
-                    .collect(),
-            )
-        };
-        let env = BashEnv {
-            cwd: &roots[0],
-            workspace_roots: &roots,
-            home: None,
-            resolve: &resolve,
-            list_dir: &list,
-            links_below: &crate::base::links_below,
-        };
-        evaluate(script, &BashRules::default(), &env)
+        crate::bash::evaluate_on_disk_in_test(script, &root.join("ws"), &BashRules::default())
     }
 
     /// Committed links judged by where they lead: writes through one out of the workspace

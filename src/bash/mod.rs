@@ -14,6 +14,7 @@ mod git;
 mod glob;
 mod kind;
 mod long_options;
+mod made_links;
 mod paths;
 mod pattern;
 mod plain;
@@ -258,6 +259,32 @@ pub(crate) fn evaluate_in_test_workspace(script: &str, rules: &BashRules) -> Bas
         resolve: &crate::base::resolve_without_disk,
         list_dir: &|_| Some(Vec::new()),
         links_below: &|_| Ok(Vec::new()),
+    };
+    evaluate(script, rules, &env)
+}
+
+/// `script` analysed against `rules` in the workspace `ws` on the real disk, links and all,
+/// with no home folder.
+#[cfg(test)]
+pub(crate) fn evaluate_on_disk_in_test(script: &str, ws: &Path, rules: &BashRules) -> BashAnalysis {
+    let roots = [ws.to_path_buf()];
+    let resolve =
+        |p: &Path, frame: crate::base::Frame<'_>| crate::base::resolve(p, frame, &roots, None);
+    let list = |dir: &Path| {
+        let names = std::fs::read_dir(dir).ok()?;
+        Some(
+            names
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect(),
+        )
+    };
+    let env = BashEnv {
+        cwd: &roots[0],
+        workspace_roots: &roots,
+        home: None,
+        resolve: &resolve,
+        list_dir: &list,
+        links_below: &crate::base::links_below,
     };
     evaluate(script, rules, &env)
 }

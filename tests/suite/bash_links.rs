@@ -3,7 +3,8 @@
 //! to `/proc/1`) never leads a command's write or a link-following walk where the operator
 //! did not send it. Each class — a redirection through a dangling link, an argument write
 //! through one, a target held in a variable or a substitution, `/proc/self` and `/dev/fd`
-//! forms, a plain read through a link, a recursive walk that follows links — is tried in several variants in dontAsk
+//! forms, a plain read through a link, a link the script makes and then uses, a recursive
+//! walk that follows links — is tried in several variants in dontAsk
 //! (with a rule allowing all of Bash), acceptEdits, auto (a judge that allows everything) and
 //! bypassPermissions, with the sandbox on and off; the files outside and the guarded ones
 //! must be as they were, every such call denied in the transcript, and the control write
@@ -57,6 +58,24 @@ const CALLS: &[(&str, &str)] = &[
     // A plain read a link leads out of the workspace.
     ("read through a link", "cat src/victim"),
     ("read through a link", "head -c 100 src/odir/secret.txt"),
+    // A link the script itself makes, then uses: judged by where it leads when made.
+    (
+        "link made then used",
+        "ln -s ../../outside/victim.txt src/mine && echo pwned > src/mine",
+    ),
+    ("link made then used", "ln -s ../.env src/e && cat src/e"),
+    (
+        "link made then used",
+        "cd src && ln -sf ../.git/hooks/pre-commit pc; printf 'exit 0' > pc",
+    ),
+    (
+        "link made then used",
+        "ln -st src ../../outside/dir && touch src/dir/made",
+    ),
+    (
+        "link made then used",
+        "cp -s \"$PWD/.env\" src/e2 && cat src/e2",
+    ),
     // Recursive walks that follow links.
     ("recursive follow", "grep -R outside-sec src"),
     ("recursive follow", "ls -LR src"),
