@@ -5,7 +5,7 @@
 //! token through STS — and none of the secrets in anything the run wrote.
 
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
