@@ -31,6 +31,7 @@ pub mod results;
 pub mod sandbox;
 pub mod scheduler;
 pub mod session;
+pub mod shared_budget;
 pub mod skills;
 pub mod state;
 pub mod task;

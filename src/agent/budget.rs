@@ -1,7 +1,10 @@
 //! The run's spend: tokens and cost per request and in total, and the token and cost limits,
 //! checked before each request against that request's worst case so a run never overshoots.
 
+use std::sync::Arc;
+
 use crate::model::{Pricing, Usage};
+use crate::shared_budget::{Lease, Reservation, SharedBudget};
 use crate::task::Limits;
 use crate::transcript::Outcome;
 
@@ -21,6 +24,8 @@ pub struct Budget {
     cost: Option<f64>,
     /// The last request's prompt: tokens as the API counted them, and its size in bytes.
     last_prompt: Option<(u64, usize)>,
+    /// The budget other runs share with this one, if any.
+    shared: Option<Arc<SharedBudget>>,
 }
 
 /// One conversation's last prompt as the budget knows it; `default()` for a new one.
@@ -45,6 +50,53 @@ impl Budget {
             total: Usage::default(),
             cost: pricing.map(|_| 0.0),
             last_prompt: None,
+            shared: None,
+        }
+    }
+
+    /// The same budget, also held to `shared`.
+    pub fn shared(mut self, shared: Option<Arc<SharedBudget>>) -> Budget {
+        self.shared = shared;
+        self
+    }
+
+    /// After [`admit`](Self::admit) allowed a request of `max_tokens`: its worst case
+    /// reserved in the shared budget (with `max_tokens` lowered to what is left there, down
+    /// to the same floor), or the reason it cannot be sent. Without a shared budget, nothing.
+    pub fn reserve(
+        &self,
+        prompt_bytes: usize,
+        max_tokens: u32,
+    ) -> Result<(u32, Option<Lease>), LimitReached> {
+        let Some(shared) = &self.shared else {
+            return Ok((max_tokens, None));
+        };
+        let stop = |reason: String| LimitReached {
+            outcome: Outcome::MaxBudgetUsd,
+            reason,
+        };
+        let Some(pricing) = self.pricing else {
+            return Err(stop(format!(
+                "stopped: the shared budget {} needs the model's price, which is not known",
+                shared.path().display()
+            )));
+        };
+        let prompt = self.prompt_estimate(prompt_bytes);
+        let floor = max_tokens.min(MIN_OUTPUT_TOKENS);
+        let cost_at = |tokens: u32| pricing.worst_case(prompt, u64::from(tokens));
+        let fit_within = |usd: f64| pricing.output_tokens_within(prompt, usd);
+        match shared.reserve(max_tokens, floor, &cost_at, &fit_within) {
+            Ok(Reservation::Granted { max_tokens, lease }) => Ok((max_tokens, Some(lease))),
+            Ok(Reservation::Refused {
+                available_usd,
+                cap_usd,
+            }) => Err(stop(format!(
+                "stopped before a request that could cost ${:.4} (up to {prompt} prompt tokens and {floor} output tokens): the shared budget {} has ${available_usd:.4} of its ${cap_usd} left for all the runs that share it",
+                cost_at(floor),
+                shared.path().display()
+            ))),
+            // No request is sent without its reservation: the cap could not be held.
+            Err(err) => Err(stop(format!("stopped: {err}"))),
         }
     }
 

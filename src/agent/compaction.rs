@@ -170,11 +170,22 @@ pub(super) async fn compact(
             }
         };
         let cap = summary_cap(window, admitted);
+        let wanted = u32::try_from(cap).map_or(admitted, |cap| admitted.min(cap));
+        let (max_tokens, lease) = match run.budget.reserve(summary_bytes, wanted) {
+            Ok(granted) => granted,
+            Err(limit) => {
+                return Ok(Compacted::Stopped(Some((
+                    limit.outcome,
+                    None,
+                    Some(limit.reason),
+                ))));
+            }
+        };
         let request = ModelRequest {
             system: fixed.system,
             messages: &older,
             tools: fixed.tools,
-            max_tokens: u32::try_from(cap).map_or(admitted, |cap| admitted.min(cap)),
+            max_tokens,
         };
         let answered = tokio::time::timeout(
             SUMMARY_TIMEOUT,
@@ -209,6 +220,7 @@ pub(super) async fn compact(
             run.counts.estimated_requests += 1;
         }
         let cost = run.budget.record(&usage, summary_bytes);
+        crate::shared_budget::settle(lease, cost);
         record.cost_usd = match (record.cost_usd, cost) {
             (Some(before), Some(cost)) => Some(before + cost),
             (None, cost) if record.responses == 1 => cost,

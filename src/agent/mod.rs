@@ -63,6 +63,9 @@ use reminders::Reminders;
 /// loop reads as they are (the task file's, overridden by the command line where it may).
 pub struct RunSpec {
     pub run_id: String,
+    /// A cost budget shared with other runs (`--shared-budget`): each request reserves its
+    /// worst case there too.
+    pub shared_budget: Option<Arc<crate::shared_budget::SharedBudget>>,
     /// The task's name and file, as the transcript and the reports name it.
     pub task: TaskSummary,
     /// The first user message (its placeholders filled).
@@ -351,7 +354,8 @@ pub async fn run(
         counts: RunCounts::default(),
         calls_by_tool: Vec::new(),
         denials: Vec::new(),
-        budget: Budget::new(spec.limits, spec.pricing, spec.max_tokens),
+        budget: Budget::new(spec.limits, spec.pricing, spec.max_tokens)
+            .shared(spec.shared_budget.clone()),
         deadline: spec
             .limits
             .timeout
@@ -1052,6 +1056,11 @@ async fn ask(
         Ok(max_tokens) => max_tokens,
         Err(limit) => return Ok(Err((limit.outcome, None, Some(limit.reason)))),
     };
+    // Held until the answer's cost settles it; any other end charges its worst case.
+    let (max_tokens, lease) = match run.budget.reserve(prompt_bytes, max_tokens) {
+        Ok(granted) => granted,
+        Err(limit) => return Ok(Err((limit.outcome, None, Some(limit.reason)))),
+    };
     scope.turns += 1;
     run.requests += 1;
     if scope.subagent.is_none() {
@@ -1127,6 +1136,7 @@ async fn ask(
         run.counts.estimated_requests += 1;
     }
     let cost_usd = run.budget.record(&usage, prompt_bytes);
+    crate::shared_budget::settle(lease, cost_usd);
     run.emit(Event::AssistantMessage {
         turn,
         content: response.content.clone(),

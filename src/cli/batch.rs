@@ -42,6 +42,8 @@ pub(super) struct BatchArgs {
     /// Overrides the task's model name.
     #[arg(long, value_name = "NAME")]
     model: Option<String>,
+    #[command(flatten)]
+    shared_budget: super::SharedBudgetArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -94,6 +96,7 @@ pub(super) fn batch(args: BatchArgs, redactor: Arc<Redactor>) -> Result<ExitCode
         }),
         policy: args.policy,
         model: args.model,
+        shared_budget: args.shared_budget.options(),
     })?;
     let out = batch.out().to_path_buf();
     eprintln!(

@@ -257,6 +257,8 @@ struct RunArgs {
     /// Caps `limits.max_cost_usd`: the run never spends more than this many US dollars.
     #[arg(long, value_name = "USD", value_parser = parse_usd)]
     max_cost: Option<f64>,
+    #[command(flatten)]
+    shared_budget: SharedBudgetArgs,
     /// Reports to write to the output folder; repeat or separate with commas.
     #[arg(
         long = "report",
@@ -315,6 +317,36 @@ enum ReportFormat {
 enum FailOnArg {
     Kind(FailOn),
     None,
+}
+
+/// A cost budget shared with other runs: a ledger file on storage they all reach.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct SharedBudgetArgs {
+    /// A ledger file that many runs (shards, matrix jobs, cron runs) share: each request
+    /// reserves its worst case there, so together they never spend more than its cap.
+    #[arg(long, value_name = "FILE", env = "TOLLGATE_SHARED_BUDGET")]
+    shared_budget: Option<PathBuf>,
+    /// The shared budget's cap in US dollars, set when the ledger is created (a ledger that
+    /// holds another cap is refused).
+    #[arg(
+        long,
+        value_name = "USD",
+        value_parser = parse_usd,
+        env = "TOLLGATE_SHARED_MAX_COST",
+        requires = "shared_budget"
+    )]
+    shared_max_cost: Option<f64>,
+}
+
+impl SharedBudgetArgs {
+    pub(crate) fn options(&self) -> Option<crate::shared_budget::SharedBudgetOptions> {
+        self.shared_budget
+            .as_ref()
+            .map(|path| crate::shared_budget::SharedBudgetOptions {
+                path: path.clone(),
+                max_cost_usd: self.shared_max_cost,
+            })
+    }
 }
 
 fn parse_usd(text: &str) -> Result<f64, String> {

@@ -90,6 +90,7 @@ fn run_options(args: &RunArgs) -> Result<RunOptions> {
         model_stream: args.stream,
         effort: args.effort,
         max_cost: args.max_cost,
+        shared_budget: args.shared_budget.options(),
         max_turns: args.max_turns,
         fail_on: args.fail_on.as_ref().map(|values| {
             values

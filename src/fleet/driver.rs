@@ -45,6 +45,8 @@ pub struct BatchOptions {
     /// The managed policy for every run.
     pub policy: Option<PathBuf>,
     pub model: Option<String>,
+    /// A cost budget every run of the batch (and of its other shards) shares.
+    pub shared_budget: Option<crate::shared_budget::SharedBudgetOptions>,
 }
 
 /// A batch loaded and validated, not yet started.
@@ -57,6 +59,7 @@ pub struct Batch {
     policy: Option<PathBuf>,
     policy_text: String,
     model: Option<String>,
+    shared_budget: Option<crate::shared_budget::SharedBudgetOptions>,
     max_cost_usd: Option<f64>,
     dry_run: bool,
     /// One client and one rate budget for every repository's pull request.
@@ -131,6 +134,7 @@ impl Batch {
             policy: options.policy,
             policy_text,
             model: options.model,
+            shared_budget: options.shared_budget,
             max_cost_usd,
             dry_run: options.dry_run,
             forge,
@@ -349,6 +353,7 @@ impl Batch {
             inputs: RunInputs {
                 policy: self.policy.as_deref(),
                 model: self.model.as_deref(),
+                shared_budget: self.shared_budget.as_ref(),
             },
         })
     }

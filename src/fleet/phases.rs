@@ -36,6 +36,7 @@ pub(super) fn stop(journal: &Journal, reason: impl Into<String>) -> Box<Stopped>
 pub(super) struct RunInputs<'a> {
     pub policy: Option<&'a Path>,
     pub model: Option<&'a str>,
+    pub shared_budget: Option<&'a crate::shared_budget::SharedBudgetOptions>,
 }
 
 /// One repository's steps, its task filled and its folder made.
@@ -187,6 +188,7 @@ impl RepoSteps<'_> {
             prompt_is_filled: true,
             policy: self.inputs.policy.map(Path::to_path_buf),
             model: self.inputs.model.map(str::to_string),
+            shared_budget: self.inputs.shared_budget.cloned(),
             workdir: Some(work.to_path_buf()),
             out: Some(out.clone()),
             // The journal decides when a repository's run is done again; its folder is then

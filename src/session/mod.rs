@@ -97,6 +97,8 @@ pub enum SessionError {
     #[error(transparent)]
     Provider(#[from] ProviderError),
     #[error(transparent)]
+    SharedBudget(#[from] crate::shared_budget::SharedBudgetError),
+    #[error(transparent)]
     Sandbox(#[from] SandboxError),
     #[error("{0}")]
     CacheWritable(String),
@@ -153,6 +155,8 @@ pub struct RunOptions {
     pub model_stream: Option<crate::model::Streaming>,
     /// Caps the task's own `max_cost_usd`.
     pub max_cost: Option<f64>,
+    /// `--shared-budget`: a cost budget this run shares with others.
+    pub shared_budget: Option<crate::shared_budget::SharedBudgetOptions>,
     pub max_turns: Option<u32>,
     pub fail_on: Option<FailOnSet>,
     pub workdir: Option<PathBuf>,
@@ -207,7 +211,8 @@ fn assemble_checked(
         task.limits.max_cost_usd = Some(own.min(cap));
     }
     // The task's own budget was checked against its own model's price at parse time.
-    if task.limits.max_cost_usd.is_some() && task.model.pricing().is_none() {
+    let priced = task.limits.max_cost_usd.is_some() || options.shared_budget.is_some();
+    if priced && task.model.pricing().is_none() {
         return Err(SessionError::NoPrice(task.model.name.clone()));
     }
     let fallback = fallback_model(&options, &task)?;
@@ -395,7 +400,17 @@ fn assemble_checked(
     {
         tracing::warn!("{err}; --continue will not find this run");
     }
+    let shared_budget = match &options.shared_budget {
+        Some(shared) => Some(crate::shared_budget::SharedBudget::open(
+            &shared.path,
+            shared.max_cost_usd,
+            &run_id,
+            lease_ttl(&task.model),
+        )?),
+        None => None,
+    };
     let spec = RunSpec {
+        shared_budget,
         run_id,
         task: TaskSummary {
             name: task.name,
@@ -484,10 +499,23 @@ fn fallback_model(
         )));
     }
     let fallback = crate::agent::FallbackModel::priced(name);
-    if task.limits.max_cost_usd.is_some() && fallback.pricing.is_none() {
+    let priced = task.limits.max_cost_usd.is_some() || options.shared_budget.is_some();
+    if priced && fallback.pricing.is_none() {
         return Err(SessionError::NoFallbackPrice(fallback.name));
     }
     Ok(Some(fallback))
+}
+
+/// How long a shared-budget lease lives: every attempt of a request at its longest, with
+/// the pauses between, and a margin; a holder that has not settled by then is gone.
+fn lease_ttl(model: &crate::task::ModelSpec) -> std::time::Duration {
+    let attempts = model.retries.max.saturating_add(1);
+    model
+        .timeouts
+        .request
+        .saturating_add(model.retries.max_delay)
+        .saturating_mul(attempts)
+        .saturating_add(std::time::Duration::from_secs(300))
 }
 
 /// The plugins the run uses (`plugins`), their hooks and servers put with the sources that

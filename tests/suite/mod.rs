@@ -51,6 +51,7 @@ mod run_cli;
 mod runner;
 mod sandbox;
 mod scheduling;
+mod shared_budget;
 mod subagents;
 mod tool_links;
 mod toolchains;
