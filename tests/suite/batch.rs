@@ -12,7 +12,7 @@ use crate::support::fake_forge::FakeForge;
 use crate::support::fake_model::{Api, FakeModel, Reply, Tokens, text, turn};
 use crate::support::skip::{need_landlock, skip};
 
-const TASK: &str = r#"version: 1
+pub(super) const TASK: &str = r#"version: 1
 name: note {{ repo.name }}
 prompt: add a note to {{ repo.name }}
 mode: acceptEdits

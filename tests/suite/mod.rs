@@ -52,6 +52,7 @@ mod runner;
 mod sandbox;
 mod scheduling;
 mod shared_budget;
+mod slurm;
 mod subagents;
 mod tool_links;
 mod toolchains;
