@@ -35,6 +35,7 @@ pub mod shared_budget;
 pub mod skills;
 pub mod state;
 pub mod task;
+pub mod telemetry;
 pub mod template;
 pub mod tools;
 pub mod transcript;

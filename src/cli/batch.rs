@@ -97,6 +97,7 @@ pub(super) fn batch(args: BatchArgs, redactor: Arc<Redactor>) -> Result<ExitCode
         policy: args.policy,
         model: args.model,
         shared_budget: args.shared_budget.options(),
+        telemetry: crate::telemetry::TelemetryConfig::from_env(|name| std::env::var(name).ok())?,
     })?;
     let out = batch.out().to_path_buf();
     eprintln!(

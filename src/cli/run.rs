@@ -25,21 +25,35 @@ use crate::transcript::{Outcome, StreamFormat, StreamOutput};
 pub fn run(args: RunArgs, redactor: Arc<Redactor>, stderr: Stderr) -> Result<ExitCode> {
     let mut options = run_options(&args)?;
     let streaming = args.output_format == OutputFormat::StreamJson;
-    options.observer = View::choose(args.quiet, streaming).map(|view| {
+    let telemetry = crate::telemetry::Telemetry::from_env()?;
+    let view = View::choose(args.quiet, streaming).map(|view| {
         Box::new(RunProgress::start(view, stderr)) as Box<dyn crate::transcript::Observer>
     });
+    options.observer = crate::transcript::Observers::of([
+        view,
+        telemetry
+            .as_ref()
+            .map(crate::telemetry::Telemetry::observer),
+    ]);
     let Session { spec, provider } = session::assemble(options, redactor)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let code = runtime.block_on(execute(
-        spec,
-        provider,
-        &args.reports,
-        args.output_format,
-        args.final_message_file.as_deref(),
-    ));
+    let code = runtime.block_on(async {
+        let code = execute(
+            spec,
+            provider,
+            &args.reports,
+            args.output_format,
+            args.final_message_file.as_deref(),
+        )
+        .await;
+        if let Some(telemetry) = &telemetry {
+            telemetry.finish().await;
+        }
+        code
+    });
     // The stdin reader may still be blocked on a line nobody will send: do not wait for it.
     runtime.shutdown_background();
     code

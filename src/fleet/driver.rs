@@ -47,6 +47,8 @@ pub struct BatchOptions {
     pub model: Option<String>,
     /// A cost budget every run of the batch (and of its other shards) shares.
     pub shared_budget: Option<crate::shared_budget::SharedBudgetOptions>,
+    /// Where each repository's run sends its telemetry (a trace of its own each).
+    pub telemetry: Option<crate::telemetry::TelemetryConfig>,
 }
 
 /// A batch loaded and validated, not yet started.
@@ -60,6 +62,7 @@ pub struct Batch {
     policy_text: String,
     model: Option<String>,
     shared_budget: Option<crate::shared_budget::SharedBudgetOptions>,
+    telemetry: Option<crate::telemetry::TelemetryConfig>,
     max_cost_usd: Option<f64>,
     dry_run: bool,
     /// One client and one rate budget for every repository's pull request.
@@ -135,6 +138,7 @@ impl Batch {
             policy_text,
             model: options.model,
             shared_budget: options.shared_budget,
+            telemetry: options.telemetry,
             max_cost_usd,
             dry_run: options.dry_run,
             forge,
@@ -354,6 +358,7 @@ impl Batch {
                 policy: self.policy.as_deref(),
                 model: self.model.as_deref(),
                 shared_budget: self.shared_budget.as_ref(),
+                telemetry: self.telemetry.as_ref(),
             },
         })
     }

@@ -37,6 +37,7 @@ pub(super) struct RunInputs<'a> {
     pub policy: Option<&'a Path>,
     pub model: Option<&'a str>,
     pub shared_budget: Option<&'a crate::shared_budget::SharedBudgetOptions>,
+    pub telemetry: Option<&'a crate::telemetry::TelemetryConfig>,
 }
 
 /// One repository's steps, its task filled and its folder made.
@@ -182,7 +183,14 @@ impl RepoSteps<'_> {
         redactor: Arc<Redactor>,
     ) -> Result<(RunReport, Option<PushPermission>), String> {
         let out = self.dir.join("run");
+        let telemetry = self
+            .inputs
+            .telemetry
+            .map(|config| crate::telemetry::Telemetry::new(config.clone()));
         let options = RunOptions {
+            observer: telemetry
+                .as_ref()
+                .map(crate::telemetry::Telemetry::observer),
             task: Some(task.to_path_buf()),
             // The batch filled its own placeholders: a value is not read as one again.
             prompt_is_filled: true,
@@ -201,9 +209,11 @@ impl RepoSteps<'_> {
         let push = push.map(|push| push.permission(&spec));
         let (_handle, abort) = AbortHandle::new();
         let redactor = spec.redactor.clone();
-        let mut report = agent::run(spec, provider, abort)
-            .await
-            .map_err(|err| format!("the run stopped: {err}"))?;
+        let ran = agent::run(spec, provider, abort).await;
+        if let Some(telemetry) = &telemetry {
+            telemetry.finish().await;
+        }
+        let mut report = ran.map_err(|err| format!("the run stopped: {err}"))?;
         let reports = [
             (
                 "junit.xml",

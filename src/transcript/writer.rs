@@ -43,6 +43,31 @@ pub trait Observer: Send {
     fn observe(&mut self, line: &RecordedLine);
 }
 
+/// Several observers, each shown every line in turn (the progress view and telemetry).
+pub struct Observers(pub Vec<Box<dyn Observer>>);
+
+impl Observers {
+    /// One observer for those given; `None` when there is none.
+    pub fn of(
+        list: impl IntoIterator<Item = Option<Box<dyn Observer>>>,
+    ) -> Option<Box<dyn Observer>> {
+        let mut list: Vec<Box<dyn Observer>> = list.into_iter().flatten().collect();
+        match list.len() {
+            0 => None,
+            1 => list.pop(),
+            _ => Some(Box::new(Observers(list))),
+        }
+    }
+}
+
+impl Observer for Observers {
+    fn observe(&mut self, line: &RecordedLine) {
+        for observer in &mut self.0 {
+            observer.observe(line);
+        }
+    }
+}
+
 pub struct Transcript {
     file: File,
     path: PathBuf,

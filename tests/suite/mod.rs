@@ -54,5 +54,6 @@ mod scheduling;
 mod shared_budget;
 mod slurm;
 mod subagents;
+mod telemetry;
 mod tool_links;
 mod toolchains;
