@@ -515,3 +515,44 @@ async fn a_federated_token_file_for_another_audience_is_refused_and_the_right_on
     assert!(exchanges[1..].iter().all(|e| e.get("refused").is_none()));
     assert_absent(&run, &[&token, ACCESS]);
 }
+
+#[tokio::test]
+async fn vertex_with_gclouds_application_default_credentials_and_their_refresh_token() {
+    const REFRESH: &str = "1//refresh-token-never-print-0004";
+    const SECRET: &str = "client-secret-never-print-0005";
+    let fake = IdentityFake::start(Expect {
+        access_token: ACCESS.into(),
+        expires_in: 3600,
+        refresh: Some((
+            "test-client.apps.googleusercontent.com".into(),
+            SECRET.into(),
+            REFRESH.into(),
+        )),
+        ..Expect::default()
+    })
+    .await;
+    let model = FakeModel::start_bearer(ACCESS, replies()).await;
+    // gcloud's configuration folder, as `gcloud auth application-default login` leaves it.
+    let config = tempfile::tempdir().unwrap();
+    write_json(
+        &config,
+        "application_default_credentials.json",
+        &json!({"type": "authorized_user", "account": "", "universe_domain": "googleapis.com",
+                "client_id": "test-client.apps.googleusercontent.com",
+                "client_secret": SECRET, "refresh_token": REFRESH,
+                "token_uri": format!("{}/token", fake.url())}),
+    );
+    let folder = config.path().display().to_string();
+    let run = run_task(
+        &vertex_block(&model, LOCATED),
+        &[("CLOUDSDK_CONFIG", &folder)],
+    )
+    .await;
+    assert_two_turns(&run, &model, VERTEX_PATH);
+    assert_eq!(accepted(&fake, "google_token"), 1);
+    assert_eq!(
+        fake.of_kind("google_token")[0]["form"]["grant_type"],
+        "refresh_token"
+    );
+    assert_absent(&run, &[REFRESH, SECRET, ACCESS]);
+}

@@ -418,7 +418,7 @@ fn from_file(path: &Path, secrets: &SecretSink) -> Result<GoogleSource, String> 
 }
 
 /// An RSA private key from its PKCS#8 PEM (what Google's key files hold).
-fn private_key(pem: &str) -> Result<RsaKeyPair, String> {
+pub fn private_key(pem: &str) -> Result<RsaKeyPair, String> {
     let body: String = pem
         .lines()
         .map(str::trim)
