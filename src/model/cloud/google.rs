@@ -382,7 +382,11 @@ fn from_file(path: &Path, secrets: &SecretSink) -> Result<GoogleSource, String> 
                         .iter()
                         .map(|(name, value)| {
                             let value = value.as_str().unwrap_or_default().to_string();
+                            // An `Authorization: Bearer …` header's token may appear alone.
                             secrets.learn("GOOGLE_SUBJECT_HEADER", &value);
+                            if let Some(token) = value.strip_prefix("Bearer ") {
+                                secrets.learn("GOOGLE_SUBJECT_HEADER", token);
+                            }
                             (name.clone(), value)
                         })
                         .collect(),
