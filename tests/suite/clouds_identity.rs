@@ -556,3 +556,22 @@ async fn vertex_with_gclouds_application_default_credentials_and_their_refresh_t
     );
     assert_absent(&run, &[REFRESH, SECRET, ACCESS]);
 }
+
+#[tokio::test]
+async fn another_provider_on_the_command_line_leaves_the_tasks_platform_behind() {
+    let model = FakeModel::start_bearer(ACCESS, replies()).await;
+    let mut run = Run::new()
+        .task(&format!(
+            "version: 1\nname: cloud\nprompt: hi\nmode: dontAsk\nmodel:\n{}",
+            vertex_block(&model, LOCATED)
+        ))
+        .args(["--provider", "openai"]);
+    for name in CLEARED.iter().chain(&["OPENAI_API_KEY"]) {
+        run = run.env(name, "");
+    }
+    // Without the platform, the openai provider needs its key: no request goes out keyless.
+    let run = run.finish_async().await;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("OPENAI_API_KEY"), "{}", run.stderr);
+    assert!(model.requests().is_empty());
+}
