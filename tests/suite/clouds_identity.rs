@@ -504,6 +504,19 @@ async fn a_federated_token_file_for_another_audience_is_refused_and_the_right_on
     let run = run_task(&foundry_block(&model), &env).await;
     assert_eq!(run.code, 4, "{}", run.stderr);
     assert!(run.stderr.contains("AADSTS700213"), "{}", run.stderr);
+    // The right audience, expired.
+    std::fs::write(
+        &file,
+        issuer_token(ENTRA_AUDIENCE, "system:serviceaccount:ci:runner", -60),
+    )
+    .unwrap();
+    let run = run_task(&foundry_block(&model), &env).await;
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("The token has expired."),
+        "{}",
+        run.stderr
+    );
     assert!(model.requests().is_empty());
 
     let token = issuer_token(ENTRA_AUDIENCE, "system:serviceaccount:ci:runner", 600);
@@ -511,8 +524,8 @@ async fn a_federated_token_file_for_another_audience_is_refused_and_the_right_on
     let run = run_task(&foundry_block(&model), &env).await;
     assert_two_turns(&run, &model, "/anthropic/v1/messages");
     let exchanges = fake.of_kind("entra");
-    assert_eq!(exchanges.len(), 3, "{exchanges:?}");
-    assert!(exchanges[1..].iter().all(|e| e.get("refused").is_none()));
+    assert_eq!(exchanges.len(), 4, "{exchanges:?}");
+    assert!(exchanges[2..].iter().all(|e| e.get("refused").is_none()));
     assert_absent(&run, &[&token, ACCESS]);
 }
 
@@ -574,4 +587,49 @@ async fn another_provider_on_the_command_line_leaves_the_tasks_platform_behind()
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("OPENAI_API_KEY"), "{}", run.stderr);
     assert!(model.requests().is_empty());
+}
+
+#[tokio::test]
+async fn the_token_endpoint_refuses_an_expired_assertion_or_one_for_another_endpoint() {
+    use std::time::{Duration, SystemTime};
+    use tollgate::model::cloud::google::{assertion, private_key};
+    let fake = IdentityFake::start(Expect {
+        access_token: ACCESS.into(),
+        expires_in: 3600,
+        service_account: SA.into(),
+        ..Expect::default()
+    })
+    .await;
+    let key = private_key(SERVICE_ACCOUNT_KEY).unwrap();
+    tollgate::model::install_crypto_provider();
+    let token_uri = format!("{}/token", fake.url());
+    let post = |assertion: String| {
+        let token_uri = token_uri.clone();
+        async move {
+            let body = format!(
+                "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion={assertion}"
+            );
+            let response = reqwest::Client::new()
+                .post(&token_uri)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+    let now = SystemTime::now();
+    let fresh = assertion(&key, None, SA, &token_uri, now).unwrap();
+    assert_eq!(post(fresh).await.0, 200);
+    let expired = assertion(&key, None, SA, &token_uri, now - Duration::from_secs(7200)).unwrap();
+    let (status, body) = post(expired).await;
+    assert_eq!(status, 400);
+    assert!(body.contains("short-lived token"), "{body}");
+    let elsewhere = assertion(&key, None, SA, "https://oauth2.googleapis.com/token", now).unwrap();
+    let (status, body) = post(elsewhere).await;
+    assert_eq!(status, 400);
+    assert!(body.contains("aud is not the token endpoint"), "{body}");
+    let stranger = assertion(&key, None, "someone@else.iam", &token_uri, now).unwrap();
+    assert_eq!(post(stranger).await.0, 400);
 }
