@@ -1,6 +1,7 @@
 //! What a cloud platform's per-request signature costs: SigV4 over a Bedrock request (the
 //! body's SHA-256, the canonical request, four HMACs) for a first turn's body and a long
-//! run's, beside the body's size. `cargo bench --bench signing`.
+//! run's, beside the body's size; and the RS256 JWT a Google service account signs once per
+//! access token (about hourly, not per request). `cargo bench --bench signing`.
 
 use std::time::SystemTime;
 
@@ -38,6 +39,22 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
+    // A 2048-bit RSA signature over the assertion's header and claims.
+    let key = tollgate::model::cloud::google::private_key(include_str!(
+        "../tests/fixtures/cloud/service-account.pem"
+    ))
+    .unwrap_or_else(|err| panic!("{err}"));
+    c.bench_function("rs256_service_account_assertion", |b| {
+        b.iter(|| {
+            tollgate::model::cloud::google::assertion(
+                &key,
+                Some("k1"),
+                "tollgate-ci@my-project.iam.gserviceaccount.com",
+                "https://oauth2.googleapis.com/token",
+                SystemTime::now(),
+            )
+        })
+    });
 }
 
 criterion_group!(benches, bench);

@@ -163,6 +163,7 @@ fn standalone_model(provider: ClassifierProvider) -> ModelSpec {
         effort: None,
         platform: None,
         region: None,
+        project: None,
         pricing_override: None,
         timeouts: Timeouts::default(),
         retries: RetryPolicy::default(),

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::cloud::Platform;
 use super::cloud::aws::SigV4;
+use super::cloud::bearer::{BearerAuth, TokenSource};
 use super::http::{Failure, HttpSettings, HttpTransport, SseParser};
 use super::retry::FailureCategory;
 use super::{
@@ -25,6 +26,8 @@ pub struct AnthropicModel {
     thinking_budget: Option<u32>,
     /// Where the Messages API is served: Anthropic's own API, or a cloud platform.
     on: Served,
+    /// Vertex AI's project and region, which its path names.
+    vertex: Option<(String, String)>,
 }
 
 /// The Messages API's home, which decides the URL, the body's version field and auth.
@@ -34,10 +37,15 @@ enum Served {
     /// Bedrock's non-streaming `invoke`: the model in the path, `anthropic_version` in the
     /// body, one JSON message back (its event-stream variant is not spoken).
     Bedrock,
+    /// Vertex AI's `streamRawPredict`: the model, project and region in the path,
+    /// `anthropic_version` in the body, the Messages API's event stream back.
+    Vertex,
 }
 
 /// The `anthropic_version` Bedrock's body must carry.
 pub const BEDROCK_VERSION: &str = "bedrock-2023-05-31";
+/// The `anthropic_version` Vertex AI's body must carry.
+pub const VERTEX_VERSION: &str = "vertex-2023-10-16";
 
 impl AnthropicModel {
     pub fn new(
@@ -60,6 +68,7 @@ impl AnthropicModel {
                 model,
                 thinking_budget,
                 on: Served::Anthropic,
+                vertex: None,
             });
         };
         match platform {
@@ -77,6 +86,38 @@ impl AnthropicModel {
                     model,
                     thinking_budget,
                     on: Served::Bedrock,
+                    vertex: None,
+                })
+            }
+            Platform::Vertex {
+                region,
+                project,
+                source,
+                secrets,
+            } => {
+                let auth = BearerAuth::new(TokenSource::Google(source), secrets);
+                let transport = HttpTransport::new("vertex", settings, HeaderMap::new(), None)?
+                    .with_request_auth(auth);
+                Ok(AnthropicModel {
+                    transport,
+                    model,
+                    thinking_budget,
+                    on: Served::Vertex,
+                    vertex: Some((project, region)),
+                })
+            }
+            // Foundry speaks Anthropic's own API; only the credential differs.
+            Platform::Azure { source, secrets } => {
+                let mut headers = HeaderMap::new();
+                headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
+                let auth = BearerAuth::new(TokenSource::Azure(source), secrets);
+                Ok(AnthropicModel {
+                    transport: HttpTransport::new("foundry", settings, headers, None)?
+                        .with_request_auth(auth),
+                    model,
+                    thinking_budget,
+                    on: Served::Anthropic,
+                    vertex: None,
                 })
             }
         }
@@ -111,8 +152,37 @@ impl AnthropicModel {
                     .stream(&url, body, AnthropicStream::whole_message, events)
                     .await
             }
+            Served::Vertex => {
+                let body = platform_body(
+                    None,
+                    request,
+                    self.thinking_budget,
+                    Some(VERTEX_VERSION),
+                    true,
+                );
+                let (project, region) = self
+                    .vertex
+                    .as_ref()
+                    .map_or(("", ""), |(p, r)| (p.as_str(), r.as_str()));
+                let encode = path_segment;
+                let url = self.transport.url(&format!(
+                    "/v1/projects/{}/locations/{}/publishers/anthropic/models/{}:streamRawPredict",
+                    encode(project),
+                    encode(region),
+                    encode(&self.model)
+                ));
+                self.transport
+                    .stream(&url, body, AnthropicStream::default, events)
+                    .await
+            }
         }
     }
+}
+
+/// `value` as one path segment: escaped as a form value, but `@` kept, as Vertex's model
+/// versions (`claude-sonnet-4-5@20250929`) are written in its documented URLs.
+fn path_segment(value: &str) -> String {
+    super::cloud::oidc::form_encode(value).replace("%40", "@")
 }
 
 const CACHE: fn() -> Value = || json!({"type": "ephemeral"});

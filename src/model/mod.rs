@@ -359,6 +359,8 @@ pub enum ProviderConfig {
         streaming: Streaming,
         /// Sent as `reasoning_effort`.
         effort: Option<Effort>,
+        /// Azure OpenAI with Entra tokens; `None`: the key, if any, as a bearer token.
+        platform: Option<cloud::Platform>,
     },
 }
 
@@ -377,7 +379,8 @@ impl Provider {
                 name,
                 streaming,
                 effort,
-            } => Provider::OpenAi(OpenAiModel::new(http, name, streaming, effort)?),
+                platform,
+            } => Provider::OpenAi(OpenAiModel::new(http, name, streaming, effort, platform)?),
         })
     }
 

@@ -72,6 +72,7 @@ impl OpenAiModel {
         model: String,
         streaming: Streaming,
         effort: Option<Effort>,
+        platform: Option<super::cloud::Platform>,
     ) -> Result<OpenAiModel, ProviderError> {
         // OpenAI's own reasoning models refuse `max_tokens`; most compatible servers only
         // know `max_tokens`.
@@ -84,8 +85,24 @@ impl OpenAiModel {
             .api_key
             .as_ref()
             .map(|key| (AUTHORIZATION, format!("Bearer {}", key.expose())));
+        let mut transport = HttpTransport::new("openai", settings, HeaderMap::new(), auth)?;
+        match platform {
+            None => {}
+            // Azure OpenAI's v1 API is OpenAI's shape; the bearer is an Entra token.
+            Some(super::cloud::Platform::Azure { source, secrets }) => {
+                transport = transport.with_request_auth(super::cloud::bearer::BearerAuth::new(
+                    super::cloud::bearer::TokenSource::Azure(source),
+                    secrets,
+                ));
+            }
+            Some(other) => {
+                return Err(ProviderError::Setup(format!(
+                    "the openai provider is not served on {other:?}"
+                )));
+            }
+        }
         Ok(OpenAiModel {
-            transport: HttpTransport::new("openai", settings, HeaderMap::new(), auth)?,
+            transport,
             model,
             max_tokens_field,
             streaming,

@@ -55,6 +55,7 @@ pub fn auto_classifier(
         effort: None,
         platform: None,
         region: None,
+        project: None,
         pricing_override: None,
         fallback: None,
         timeouts,

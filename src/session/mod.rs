@@ -708,13 +708,89 @@ pub fn provider_config(
                     }),
                 }
             }
+            Some(TaskPlatform::Vertex) => {
+                // The variables Claude Code reads for Vertex, then Google's own.
+                let region = platform_region(model, &["CLOUD_ML_REGION"])?;
+                let project = model
+                    .project
+                    .clone()
+                    .filter(|project| !project.is_empty())
+                    .or_else(|| first_set(&["ANTHROPIC_VERTEX_PROJECT_ID", "GOOGLE_CLOUD_PROJECT"]))
+                    .ok_or_else(|| {
+                        SessionError::Cloud(
+                            "platform vertex needs a project: set model.project or ANTHROPIC_VERTEX_PROJECT_ID".into(),
+                        )
+                    })?;
+                let source = crate::model::cloud::google::find_source(
+                    &|name| std::env::var(name).ok(),
+                    home_dir().as_deref(),
+                    secrets,
+                )
+                .map_err(|why| SessionError::Cloud(format!("vertex: {why}")))?;
+                tracing::info!(region, project, credentials = %source.describe(), "Google Vertex AI");
+                // Vertex's global endpoint has no region in its host.
+                let endpoint = if region == "global" {
+                    "https://aiplatform.googleapis.com".to_string()
+                } else {
+                    format!("https://{region}-aiplatform.googleapis.com")
+                };
+                ProviderConfig::Anthropic {
+                    http: http_settings(model, "ANTHROPIC_VERTEX_BASE_URL", &endpoint)?,
+                    name: model.name.clone(),
+                    thinking_budget: model.thinking(),
+                    platform: Some(CloudPlatform::Vertex {
+                        region,
+                        project,
+                        source,
+                        secrets: secrets.clone(),
+                    }),
+                }
+            }
+            Some(TaskPlatform::Azure) => ProviderConfig::Anthropic {
+                http: http_settings(model, "ANTHROPIC_FOUNDRY_BASE_URL", "")?,
+                name: model.name.clone(),
+                thinking_budget: model.thinking(),
+                platform: Some(azure_platform(
+                    crate::model::cloud::azure::FOUNDRY_SCOPE,
+                    secrets,
+                )?),
+            },
         },
         ProviderKind::Openai => ProviderConfig::OpenAi {
             http: http_settings(model, "OPENAI_BASE_URL", OPENAI_DEFAULT_BASE_URL)?,
             name: model.name.clone(),
             streaming: model.stream,
             effort: model.effort,
+            platform: match model.platform {
+                Some(TaskPlatform::Azure) => Some(azure_platform(
+                    crate::model::cloud::azure::COGNITIVE_SCOPE,
+                    secrets,
+                )?),
+                _ => None,
+            },
         },
+    })
+}
+
+/// Microsoft Entra credentials for `scope`, as the environment gives them.
+fn azure_platform(scope: &str, secrets: &SecretSink) -> Result<CloudPlatform, SessionError> {
+    let source =
+        crate::model::cloud::azure::find_source(&|name| std::env::var(name).ok(), scope, secrets)
+            .map_err(|why| SessionError::Cloud(format!("azure: {why}")))?;
+    tracing::info!(credentials = %source.describe(), "Microsoft Entra");
+    Ok(CloudPlatform::Azure {
+        source,
+        secrets: secrets.clone(),
+    })
+}
+
+/// The first of `variables` set to something, trimmed.
+fn first_set(variables: &[&str]) -> Option<String> {
+    variables.iter().find_map(|name| {
+        std::env::var(name)
+            .ok()
+            .map(|value| value.trim().to_string())
+            .filter(|value| !value.is_empty())
     })
 }
 

@@ -35,13 +35,18 @@ pub fn task(options: &RunOptions, home: Option<&Path>) -> Result<Task, SessionEr
         task.prompt_line = 1;
     }
     // Another provider: what the task said of its own provider's model (its name, endpoint,
-    // price, script) does not carry over; `--model` and `--base-url` may set them again.
+    // cloud platform, price, script) does not carry over; `--model` and `--base-url` may set
+    // them again. A platform left behind would send the other provider's requests with no
+    // key, or a platform's token to the other provider's endpoint.
     if let Some(provider) = options.provider
         && provider != task.model.provider
     {
         task.model.provider = provider;
         task.model.name = default_model(provider).to_string();
         task.model.base_url = None;
+        task.model.platform = None;
+        task.model.region = None;
+        task.model.project = None;
         task.model.pricing_override = None;
         task.script = None;
     }

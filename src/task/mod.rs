@@ -255,6 +255,8 @@ struct ModelFile {
     /// A cloud platform serving the provider's models, and its region.
     platform: Option<Spanned<Platform>>,
     region: Option<Spanned<String>>,
+    /// Vertex AI's Google Cloud project.
+    project: Option<Spanned<String>>,
     pricing: Option<Pricing>,
     timeouts: Option<TimeoutsFile>,
     retries: Option<RetriesFile>,
@@ -341,12 +343,18 @@ struct RetryFile {
 pub enum Platform {
     /// Amazon Bedrock (Anthropic models), SigV4 with AWS credentials.
     Bedrock,
+    /// Google Vertex AI (Anthropic models), Google OAuth tokens.
+    Vertex,
+    /// Microsoft Foundry (Anthropic models) or Azure OpenAI, Microsoft Entra tokens.
+    Azure,
 }
 
 impl Platform {
     pub fn name(self) -> &'static str {
         match self {
             Platform::Bedrock => "bedrock",
+            Platform::Vertex => "vertex",
+            Platform::Azure => "azure",
         }
     }
 }
@@ -387,6 +395,8 @@ pub struct ModelSpec {
     pub platform: Option<Platform>,
     /// `model.region`: the platform's region (else its environment's, e.g. `AWS_REGION`).
     pub region: Option<String>,
+    /// `model.project`: Vertex AI's project (else `ANTHROPIC_VERTEX_PROJECT_ID`).
+    pub project: Option<String>,
     /// The task's `pricing:`; see `ModelSpec::pricing`.
     pub pricing_override: Option<Pricing>,
     pub timeouts: Timeouts,
@@ -1371,6 +1381,10 @@ fn model_spec(
             .region
             .as_ref()
             .map(|spanned| spanned.value.trim().to_string()),
+        project: raw
+            .project
+            .as_ref()
+            .map(|spanned| spanned.value.trim().to_string()),
         pricing_override: raw.pricing,
         timeouts,
         retries,
@@ -1379,11 +1393,22 @@ fn model_spec(
     };
     if let Some(platform) = &raw.platform {
         let problem = match (platform.value, provider) {
-            (Platform::Bedrock, ProviderKind::Anthropic) => None,
-            (Platform::Bedrock, other) => Some(format!(
-                "platform bedrock serves the anthropic provider's models, not {other}"
+            (Platform::Bedrock | Platform::Vertex, ProviderKind::Anthropic) => None,
+            (Platform::Azure, ProviderKind::Anthropic | ProviderKind::Openai) => None,
+            (Platform::Bedrock | Platform::Vertex, other) => Some(format!(
+                "platform {} serves the anthropic provider's models, not {other}",
+                platform.value.name()
+            )),
+            (Platform::Azure, other) => Some(format!(
+                "platform azure serves the anthropic and openai providers' models, not {other}"
             )),
         };
+        // Azure's endpoint is the resource's own; there is no default to fall back on.
+        let problem = problem.or_else(|| {
+            (platform.value == Platform::Azure && model.base_url.is_none()).then(|| {
+                "platform azure needs model.base_url, the resource's endpoint: https://RESOURCE.services.ai.azure.com/anthropic (anthropic) or https://RESOURCE.openai.azure.com/openai/v1 (openai)".to_string()
+            })
+        });
         let problem = problem.or_else(|| {
             model.api_key_env.as_ref().map(|_| {
                 format!(
@@ -1396,11 +1421,25 @@ fn model_spec(
             return Err(located(platform, at, problem));
         }
     }
-    if let (Some(region), None) = (&raw.region, &raw.platform) {
+    if let Some(region) = &raw.region
+        && !matches!(
+            raw.platform.as_ref().map(|spanned| spanned.value),
+            Some(Platform::Bedrock | Platform::Vertex)
+        )
+    {
         return Err(located(
             region,
             at,
-            "region is for a cloud platform: set platform (bedrock) too".into(),
+            "region is for a cloud platform: set platform (bedrock or vertex) too".into(),
+        ));
+    }
+    if let Some(project) = &raw.project
+        && raw.platform.as_ref().map(|spanned| spanned.value) != Some(Platform::Vertex)
+    {
+        return Err(located(
+            project,
+            at,
+            "project is Vertex AI's: set platform: vertex too".into(),
         ));
     }
     if let (Err(err), Some(spanned)) = (model.check_effort(), &raw.effort) {

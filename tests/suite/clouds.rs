@@ -166,7 +166,7 @@ async fn run_failing(
 }
 
 /// None of `secrets` in the run's stdout, stderr (trace level) or any file it wrote.
-fn assert_absent(run: &Finished, secrets: &[&str]) {
+pub(crate) fn assert_absent(run: &Finished, secrets: &[&str]) {
     for secret in secrets {
         assert!(!run.stdout.contains(secret), "stdout has {secret}");
         assert!(!run.stderr.contains(secret), "stderr has {secret}");

@@ -18,6 +18,7 @@ mod batch_browser;
 mod check_cli;
 mod claude_settings;
 mod clouds;
+mod clouds_identity;
 mod config_errors;
 mod distribution;
 mod docs_try_it;

@@ -152,6 +152,8 @@ pub enum Reply {
 #[derive(Debug, Clone)]
 pub struct Recorded {
     pub api: Api,
+    /// The request's path (and query).
+    pub path: String,
     pub headers: HeaderMap,
     pub body: Value,
 }
@@ -178,6 +180,10 @@ struct Shared {
     key: String,
     /// `Some`: the server behaves as llama-cpp-python's, replaying this recorded exchange.
     llama: Option<Arc<Value>>,
+    /// The key is a bearer token on both APIs (a cloud platform's), and any path is served:
+    /// Vertex AI's `…/models/{model}:streamRawPredict`, Foundry's `/anthropic/v1/messages`,
+    /// Azure OpenAI's `/openai/v1/chat/completions`.
+    bearer: bool,
 }
 
 /// llama-cpp-python's exchange, reconstructed from its source (see the file's `how`).
@@ -193,7 +199,15 @@ pub struct FakeModel {
 impl FakeModel {
     /// Serves `replies` in order to requests carrying `key`.
     pub async fn start(key: &str, replies: Vec<Reply>) -> FakeModel {
-        FakeModel::serve(key, replies, None).await
+        FakeModel::serve(key, replies, None, false).await
+    }
+
+    /// A cloud platform's endpoint: serves `replies` to requests carrying `Authorization:
+    /// Bearer {token}` (and no `x-api-key`) at any path. At a Vertex AI `:streamRawPredict`
+    /// path the body must be as Vertex wants it: `anthropic_version: vertex-2023-10-16`, no
+    /// `model` (which the path names).
+    pub async fn start_bearer(token: &str, replies: Vec<Reply>) -> FakeModel {
+        FakeModel::serve(token, replies, None, true).await
     }
 
     /// llama-cpp-python's server with `--chat_format chatml-function-calling`, as recorded in
@@ -203,10 +217,15 @@ impl FakeModel {
     /// connection closes before the body, and an assistant `content: null` is its HTTP 500.
     pub async fn llama_cpp_python(key: &str) -> FakeModel {
         let recorded: Value = serde_json::from_str(LLAMA_CPP_PYTHON).unwrap();
-        FakeModel::serve(key, Vec::new(), Some(Arc::new(recorded))).await
+        FakeModel::serve(key, Vec::new(), Some(Arc::new(recorded)), false).await
     }
 
-    async fn serve(key: &str, replies: Vec<Reply>, llama: Option<Arc<Value>>) -> FakeModel {
+    async fn serve(
+        key: &str,
+        replies: Vec<Reply>,
+        llama: Option<Arc<Value>>,
+        bearer: bool,
+    ) -> FakeModel {
         let log = Arc::new(Mutex::new(Log {
             replies: replies.into(),
             ..Log::default()
@@ -215,11 +234,15 @@ impl FakeModel {
             log: log.clone(),
             key: key.to_string(),
             llama,
+            bearer,
         };
-        let app = Router::new()
+        let mut app = Router::new()
             .route("/v1/messages", post(handle))
-            .route("/v1/chat/completions", post(handle))
-            .with_state(shared);
+            .route("/v1/chat/completions", post(handle));
+        if bearer {
+            app = app.fallback(handle);
+        }
+        let app = app.with_state(shared);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
@@ -296,12 +319,16 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let api = if uri.path().ends_with("/messages") {
+    let vertex = uri.path().ends_with(":streamRawPredict");
+    let api = if uri.path().ends_with("/messages") || vertex {
         Api::Anthropic
     } else {
         Api::OpenAi
     };
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let path = uri
+        .path_and_query()
+        .map_or(uri.path().to_string(), |p| p.to_string());
     if let Some(recorded) = &shared.llama {
         return llama_cpp_python(&shared, recorded, &headers, body).await;
     }
@@ -310,17 +337,29 @@ async fn handle(
         let mut log = shared.log.lock().unwrap();
         log.requests.push(Recorded {
             api,
+            path: path.clone(),
             headers: headers.clone(),
             body: body.clone(),
         });
         let number = log.requests.len();
-        let problem = authenticate(api, &headers, &shared.key).err().or_else(|| {
+        let authenticated = if shared.bearer {
+            authenticate_bearer(api, vertex, &path, &headers, &shared.key)
+        } else {
+            authenticate(api, &headers, &shared.key)
+        };
+        let problem = authenticated.err().or_else(|| {
             match api {
+                Api::Anthropic if vertex => check_vertex(&body),
                 Api::Anthropic => check_anthropic(&body),
                 Api::OpenAi => check_openai(&body),
             }
             .err()
         });
+        if shared.bearer && problem.as_deref().is_some_and(|p| p.starts_with("401 ")) {
+            let problem = problem.unwrap_or_default();
+            log.violations.push(format!("request {number}: {problem}"));
+            return error_response(api, 401, &[], "authentication_error", &problem);
+        }
         if let Some(problem) = problem {
             log.violations.push(format!("request {number}: {problem}"));
             return error_response(api, 400, &[], "invalid_request_error", &problem);
@@ -508,6 +547,7 @@ async fn llama_cpp_python(
     let mut log = shared.log.lock().unwrap();
     log.requests.push(Recorded {
         api: Api::OpenAi,
+        path: "/v1/chat/completions".into(),
         headers: headers.clone(),
         body: body.clone(),
     });
@@ -605,6 +645,56 @@ fn without_usage(api: Api, turn: &Turn, number: usize) -> Vec<String> {
             event.replace(data, &value.to_string())
         })
         .collect()
+}
+
+/// A cloud platform's bearer token, where its endpoint is. A wrong or missing token is
+/// `401 …`, as the platforms answer it.
+fn authenticate_bearer(
+    api: Api,
+    vertex: bool,
+    path: &str,
+    headers: &HeaderMap,
+    token: &str,
+) -> Result<(), String> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let known = vertex
+        || path.ends_with("/v1/messages")
+        || path
+            .split('?')
+            .next()
+            .is_some_and(|p| p.ends_with("/chat/completions"));
+    if !known {
+        return Err(format!("no endpoint at {path}"));
+    }
+    if header("authorization") != format!("Bearer {token}") {
+        return Err("401 wrong or missing bearer token".into());
+    }
+    if headers.contains_key("x-api-key") {
+        return Err("an x-api-key beside the bearer token".into());
+    }
+    if api == Api::Anthropic && !vertex && header("anthropic-version").is_empty() {
+        return Err("missing anthropic-version header".into());
+    }
+    Ok(())
+}
+
+/// Vertex AI's body: the Messages API's, its version in the body, no model (the path has it).
+fn check_vertex(body: &Value) -> Result<(), String> {
+    if body["anthropic_version"] != json!("vertex-2023-10-16") {
+        return Err("anthropic_version must be vertex-2023-10-16".into());
+    }
+    if body.get("model").is_some() {
+        return Err("model is not permitted in the body (the path names it)".into());
+    }
+    let mut named = body.clone();
+    named["model"] = json!("from-the-path");
+    check_anthropic(&named)
 }
 
 fn authenticate(api: Api, headers: &HeaderMap, key: &str) -> Result<(), String> {

@@ -1,10 +1,14 @@
 //! Cloud platforms that serve the vendors' models under their own identity: what a request
-//! carries that is made per request (Amazon Bedrock's SigV4 signature), and the short-lived
+//! carries that is made per request (Amazon Bedrock's SigV4 signature, Vertex AI's and
+//! Azure's renewed OAuth bearer tokens: `bearer.rs`), and the short-lived
 //! credentials behind it — from the environment, a profile, a web-identity token, or the CI
 //! job's own OIDC token (`oidc.rs`). Nothing long-lived is stored; every token obtained is
 //! handed to the run's redactor before it is used.
 
 pub mod aws;
+pub mod azure;
+pub mod bearer;
+pub mod google;
 pub mod oidc;
 
 use std::sync::Arc;
@@ -45,6 +49,20 @@ pub enum Platform {
     Bedrock {
         region: String,
         source: aws::AwsSource,
+        secrets: SecretSink,
+    },
+    /// Google Vertex AI: `POST {base}/v1/projects/{project}/locations/{region}/publishers/
+    /// anthropic/models/{model}:streamRawPredict` with a Google OAuth bearer token.
+    Vertex {
+        region: String,
+        project: String,
+        source: google::GoogleSource,
+        secrets: SecretSink,
+    },
+    /// Microsoft Foundry (Anthropic's API) or Azure OpenAI with a Microsoft Entra bearer
+    /// token, at the task's base URL.
+    Azure {
+        source: azure::AzureSource,
         secrets: SecretSink,
     },
 }
