@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::cloud::Platform;
 use super::cloud::aws::SigV4;
-use super::cloud::bearer::{BearerAuth, TokenSource};
+use super::cloud::bearer::BearerAuth;
 use super::http::{Failure, HttpSettings, HttpTransport, SseParser};
 use super::retry::FailureCategory;
 use super::{
@@ -95,7 +95,7 @@ impl AnthropicModel {
                 source,
                 secrets,
             } => {
-                let auth = BearerAuth::new(TokenSource::Google(source), secrets);
+                let auth = BearerAuth::new(source, secrets);
                 let transport = HttpTransport::new("vertex", settings, HeaderMap::new(), None)?
                     .with_request_auth(auth);
                 Ok(AnthropicModel {
@@ -110,7 +110,7 @@ impl AnthropicModel {
             Platform::Azure { source, secrets } => {
                 let mut headers = HeaderMap::new();
                 headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
-                let auth = BearerAuth::new(TokenSource::Azure(source), secrets);
+                let auth = BearerAuth::new(source, secrets);
                 Ok(AnthropicModel {
                     transport: HttpTransport::new("foundry", settings, headers, None)?
                         .with_request_auth(auth),

@@ -90,10 +90,8 @@ impl OpenAiModel {
             None => {}
             // Azure OpenAI's v1 API is OpenAI's shape; the bearer is an Entra token.
             Some(super::cloud::Platform::Azure { source, secrets }) => {
-                transport = transport.with_request_auth(super::cloud::bearer::BearerAuth::new(
-                    super::cloud::bearer::TokenSource::Azure(source),
-                    secrets,
-                ));
+                transport = transport
+                    .with_request_auth(super::cloud::bearer::BearerAuth::new(source, secrets));
             }
             Some(other) => {
                 return Err(ProviderError::Setup(format!(

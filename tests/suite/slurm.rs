@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::batch::{Fleet, TASK};
-use crate::support::runs::repo_root;
+use crate::support::runs::{poll_until, repo_root};
 use crate::support::skip::{on_path, skip};
 
 /// The programs the cluster needs, and the Debian packages that bring them.
@@ -115,7 +115,7 @@ PartitionName=test Nodes=tollgate-node Default=YES MaxTime=INFINITE State=UP Ove
                     &format!("--seed-file={at}/munged.seed"),
                 ],
             ),
-            wait_for(Duration::from_secs(10), || {
+            poll_until(Duration::from_secs(10), || {
                 Path::new(&munge).exists().then_some(())
             })
             .is_some(),
@@ -123,7 +123,7 @@ PartitionName=test Nodes=tollgate-node Default=YES MaxTime=INFINITE State=UP Ove
             slurm.daemon("slurmd", &["-D", "-N", "tollgate-node"]),
         ];
         let idle = started.iter().all(|ok| *ok)
-            && wait_for(Duration::from_secs(30), || {
+            && poll_until(Duration::from_secs(30), || {
                 let state = slurm.output("sinfo", &["-h", "-o", "%T"]);
                 state.trim().starts_with("idle").then_some(())
             })
@@ -226,19 +226,6 @@ fn set_mode(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
-fn wait_for<T>(within: Duration, mut find: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(found) = find() {
-            return Some(found);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// Each repository a batch folder holds a finished journal for: its outcome and run id.
 fn finished(folder: &Path) -> BTreeMap<String, (String, Value)> {
     let Ok(entries) = std::fs::read_dir(folder.join("repos")) else {
@@ -314,7 +301,7 @@ fn a_slurm_job_array_shards_the_batch_a_requeued_task_resumes_and_the_merge_is_o
     let shard = fleet.path().join("out/shard-1");
 
     // Requeue the second task once it has finished two repositories and while it runs on.
-    let before = wait_for(Duration::from_secs(120), || {
+    let before = poll_until(Duration::from_secs(120), || {
         let done = finished(&shard);
         (done.len() >= 2).then_some(done)
     })
@@ -335,7 +322,7 @@ fn a_slurm_job_array_shards_the_batch_a_requeued_task_resumes_and_the_merge_is_o
     );
     // Slurm holds a requeued task back for a while once it is pending again (`BeginTime`):
     // let it start at once.
-    wait_for(Duration::from_secs(60), || {
+    poll_until(Duration::from_secs(60), || {
         let (restarts, state) = slurm.task_state(&requeued);
         if restarts == 0 {
             return None;
@@ -351,7 +338,7 @@ fn a_slurm_job_array_shards_the_batch_a_requeued_task_resumes_and_the_merge_is_o
         (state != "COMPLETING").then_some(())
     })
     .expect("the requeued task did not start again");
-    wait_for(Duration::from_secs(240), || {
+    poll_until(Duration::from_secs(240), || {
         slurm
             .output("squeue", &["-h", "-j", &job])
             .trim()

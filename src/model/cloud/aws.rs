@@ -491,14 +491,7 @@ fn xml_field(xml: &str, name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn env_of(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |name| {
-            vars.iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, value)| value.to_string())
-        }
-    }
+    use crate::model::cloud::env_of;
 
     #[test]
     fn the_chain_takes_the_environment_first_then_a_profile_then_a_web_identity() {

@@ -149,17 +149,19 @@ pub fn find_source(env: Env<'_>, scope: &str, secrets: &SecretSink) -> Result<Az
     })
 }
 
+impl super::bearer::TokenSource for AzureSource {
+    fn fetch<'a>(
+        &'a self,
+        secrets: &'a SecretSink,
+    ) -> futures_util::future::BoxFuture<'a, Result<AccessToken, Failure>> {
+        Box::pin(self.token(secrets))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn env_of(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |name| {
-            vars.iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, value)| value.to_string())
-        }
-    }
+    use crate::model::cloud::env_of;
 
     #[test]
     fn the_chain_takes_a_secret_then_a_token_file() {

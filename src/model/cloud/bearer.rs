@@ -9,7 +9,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::Value;
 
 use super::oidc::form_encode;
-use super::{SecretSink, azure, exchange_client, google};
+use super::{SecretSink, exchange_client};
 use crate::model::http::{Failure, RequestAuth};
 use crate::model::retry::FailureCategory;
 
@@ -46,25 +46,18 @@ impl AccessToken {
     }
 }
 
-/// Where a platform's tokens come from.
-#[derive(Debug, Clone)]
-pub enum TokenSource {
-    Google(google::GoogleSource),
-    Azure(azure::AzureSource),
-}
-
-impl TokenSource {
-    async fn fetch(&self, secrets: &SecretSink) -> Result<AccessToken, Failure> {
-        match self {
-            TokenSource::Google(source) => source.token(secrets).await,
-            TokenSource::Azure(source) => source.token(secrets).await,
-        }
-    }
+/// Where a platform's tokens come from (Google's credential chain, Entra's): a trait this
+/// file owns and each platform's file implements, so neither imports the other.
+pub trait TokenSource: std::fmt::Debug + Send + Sync {
+    fn fetch<'a>(
+        &'a self,
+        secrets: &'a SecretSink,
+    ) -> futures_util::future::BoxFuture<'a, Result<AccessToken, Failure>>;
 }
 
 /// Puts a held-or-renewed bearer token on every request.
 pub struct BearerAuth {
-    source: TokenSource,
+    source: Box<dyn TokenSource>,
     current: tokio::sync::Mutex<Option<AccessToken>>,
     secrets: SecretSink,
 }
@@ -78,9 +71,9 @@ impl std::fmt::Debug for BearerAuth {
 }
 
 impl BearerAuth {
-    pub fn new(source: TokenSource, secrets: SecretSink) -> BearerAuth {
+    pub fn new(source: impl TokenSource + 'static, secrets: SecretSink) -> BearerAuth {
         BearerAuth {
-            source,
+            source: Box::new(source),
             current: tokio::sync::Mutex::new(None),
             secrets,
         }

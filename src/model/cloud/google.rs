@@ -539,6 +539,15 @@ async fn subject_token(subject: &Subject, secrets: &SecretSink) -> Result<String
     Ok(token)
 }
 
+impl super::bearer::TokenSource for GoogleSource {
+    fn fetch<'a>(
+        &'a self,
+        secrets: &'a SecretSink,
+    ) -> futures_util::future::BoxFuture<'a, Result<AccessToken, Failure>> {
+        Box::pin(self.token(secrets))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -79,3 +79,15 @@ fn exchange_client() -> Result<reqwest::Client, String> {
         .build()
         .map_err(|err| format!("cannot build the HTTP client: {err}"))
 }
+
+/// An environment of fixed variables, for the credential chains' tests.
+#[cfg(test)]
+pub(crate) fn env_of(
+    vars: &'static [(&'static str, &'static str)],
+) -> impl Fn(&str) -> Option<String> {
+    move |name| {
+        vars.iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value.to_string())
+    }
+}
