@@ -121,8 +121,14 @@ struct AutoEvalArgs {
 
 #[derive(Debug, Args)]
 struct ReplayArgs {
-    /// The transcript (transcript.jsonl) of an earlier run.
-    transcript: PathBuf,
+    /// Earlier runs: transcripts (transcript.jsonl), run folders, or folders of runs (a
+    /// `.tollgate/runs`, a batch folder), each searched for the transcripts beneath it.
+    #[arg(required = true, value_name = "TRANSCRIPT|DIR")]
+    transcripts: Vec<PathBuf>,
+    /// Also writes a SARIF log of the calls the policy would newly allow, located at the
+    /// policy file, for code scanning on a pull request that edits a policy.
+    #[arg(long, value_name = "FILE")]
+    sarif: Option<PathBuf>,
     /// The policy to decide under, as the managed policy.
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,

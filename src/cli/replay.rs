@@ -30,6 +30,8 @@ struct Verdict<'a> {
 
 #[derive(Debug, Serialize)]
 struct Change<'a> {
+    /// The transcript the call is in.
+    transcript: &'a Path,
     /// The call's position among the transcript's calls, 1-based: ids alone may repeat.
     call: u64,
     id: &'a str,
@@ -56,23 +58,108 @@ struct Replayer<'a> {
     /// The workdir's skills, for Skill calls (the transcript names a skill, not its file).
     skills: Vec<Skill>,
     workdir: PathBuf,
+    transcript: PathBuf,
+    run_id: Option<String>,
     changed: Vec<String>,
     widened: usize,
+    /// Each change, for the SARIF log.
+    flips: Vec<crate::report::Flip>,
 }
 
+/// How deep a folder is searched for transcripts: a batch folder's are at
+/// `repos/ID/run/transcript.jsonl`, a runs folder's one level down.
+const MAX_SEARCH_DEPTH: usize = 6;
+
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
-    let path = &args.transcript;
+    let mut transcripts = Vec::new();
+    for given in &args.transcripts {
+        let before = transcripts.len();
+        if given.is_dir() {
+            find_transcripts(given, MAX_SEARCH_DEPTH, &mut transcripts)
+                .with_context(|| format!("cannot search {}", given.display()))?;
+            if transcripts.len() == before {
+                bail!("{} holds no transcript.jsonl", given.display());
+            }
+        } else {
+            transcripts.push(given.clone());
+        }
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut flips = Vec::new();
+    let mut totals = (0u64, 0usize, 0usize);
+    for path in &transcripts {
+        let (calls, changed, widened) = replay_one(path, &args, &mut out, &mut flips)?;
+        totals.0 += calls;
+        totals.1 += changed;
+        totals.2 += widened;
+    }
+    if transcripts.len() > 1 {
+        writeln!(
+            std::io::stderr().lock(),
+            "{} in {} replayed; {} changed, {} newly allowed",
+            crate::base::counted(totals.0, "call"),
+            crate::base::counted(transcripts.len(), "transcript"),
+            totals.1,
+            totals.2
+        )?;
+    }
+    if let Some(sarif) = &args.sarif {
+        let log = crate::report::replay_sarif(&flips, args.policy.as_deref())
+            .context("cannot render the SARIF log")?;
+        crate::out_dir::write_atomic(sarif, log.as_bytes())
+            .map_err(|err| anyhow!("cannot write {}: {}", sarif.display(), err.source))?;
+    }
+    Ok(if totals.2 > 0 {
+        ExitCode::TaskFailed
+    } else {
+        ExitCode::Success
+    })
+}
+
+/// Every `transcript.jsonl` beneath `dir` (links not followed), in name order.
+fn find_transcripts(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        let kind = entry.file_type()?;
+        if kind.is_file() && entry.file_name() == crate::out_dir::TRANSCRIPT_FILE {
+            found.push(entry.path());
+        } else if kind.is_dir() && depth > 0 {
+            find_transcripts(&entry.path(), depth - 1, found)?;
+        }
+    }
+    Ok(())
+}
+
+/// Replays one transcript: its changed calls printed as JSON lines, its summary on stderr,
+/// each change kept in `flips`. Returns (calls, changed, newly allowed).
+fn replay_one(
+    path: &Path,
+    args: &ReplayArgs,
+    out: &mut impl Write,
+    flips: &mut Vec<crate::report::Flip>,
+) -> Result<(u64, usize, usize)> {
     let file = std::fs::File::open(path)
         .with_context(|| format!("cannot read transcript {}", path.display()))?;
     let mut lines = Lines::new(std::io::BufReader::new(file), path);
     // The run's mode and workdir come first, in run_started; the gate is built from them.
-    let (recorded_mode, recorded_workdir, first) = loop {
+    let (recorded_mode, recorded_workdir, run_id, first) = loop {
         match lines.next()? {
             None => bail!("{} holds no run_started or tool_call event", path.display()),
-            Some((_, _, Event::RunStarted { mode, workdir, .. })) => {
-                break (Some(mode), Some(workdir), None);
+            Some((
+                _,
+                _,
+                Event::RunStarted {
+                    mode,
+                    workdir,
+                    run_id,
+                    ..
+                },
+            )) => {
+                break (Some(mode), Some(workdir), Some(run_id), None);
             }
-            Some(line @ (_, _, Event::ToolCall { .. })) => break (None, None, Some(line)),
+            Some(line @ (_, _, Event::ToolCall { .. })) => break (None, None, None, Some(line)),
             Some(_) => {}
         }
     };
@@ -89,11 +176,12 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         // A workdir whose skills no longer load still has its Skill calls judged, by name.
         skills: crate::skills::discover(&[workdir.join("skills")], &workdir).unwrap_or_default(),
         workdir: workdir.clone(),
+        transcript: path.to_path_buf(),
+        run_id,
         changed: Vec::new(),
         widened: 0,
+        flips: Vec::new(),
     };
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
     let mut pending: HashMap<String, PendingCall> = HashMap::new();
     let mut calls = 0u64;
     let mut next = first;
@@ -130,7 +218,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
             Event::PermissionDecision { id, decision, .. } => {
                 // A decision for no waiting call (the call line was cut) has nothing to compare.
                 if let Some(call) = pending.remove(&id) {
-                    replayer.compare(&mut out, &id, &call, &decision)?;
+                    replayer.compare(out, &id, &call, &decision)?;
                 }
             }
             _ => {}
@@ -139,7 +227,8 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     let mut err = std::io::stderr().lock();
     writeln!(
         err,
-        "{} replayed under {mode} mode; {} changed, {} newly allowed",
+        "{}: {} replayed under {mode} mode; {} changed, {} newly allowed",
+        path.display(),
         crate::base::counted(calls, "call"),
         replayer.changed.len(),
         replayer.widened
@@ -147,11 +236,9 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     for row in &replayer.changed {
         writeln!(err, "  {}", crate::neutral::log_line(row))?;
     }
-    Ok(if replayer.widened > 0 {
-        ExitCode::TaskFailed
-    } else {
-        ExitCode::Success
-    })
+    let counts = (calls, replayer.changed.len(), replayer.widened);
+    flips.append(&mut replayer.flips);
+    Ok(counts)
 }
 
 impl Replayer<'_> {
@@ -217,6 +304,7 @@ impl Replayer<'_> {
         let widened = old.decision != Decision::Allow && new.decision == Decision::Allow;
         self.widened += usize::from(widened);
         let change = Change {
+            transcript: &self.transcript,
             call: call.position,
             id,
             tool: &call.tool,
@@ -237,6 +325,8 @@ impl Replayer<'_> {
         let rendered = serde_json::to_string(&change)?;
         let line = crate::neutral::json_log_line(&rendered);
         writeln!(out, "{line}")?;
+        let summary =
+            crate::report::input_summary(&policy::ToolName::from_model(&call.tool), &call.input);
         self.changed.push(format!(
             "#{:<5} {:<14} {:<6} {:<6} → {:<6} {}",
             call.position,
@@ -244,8 +334,18 @@ impl Replayer<'_> {
             call.tool,
             label(old.decision),
             label(new.decision),
-            crate::report::input_summary(&policy::ToolName::from_model(&call.tool), &call.input)
+            summary
         ));
+        self.flips.push(crate::report::Flip {
+            transcript: self.transcript.clone(),
+            run_id: self.run_id.clone(),
+            position: call.position,
+            id: id.to_string(),
+            tool: call.tool.clone(),
+            summary,
+            before: (old.decision, old.step, old.reason.clone()),
+            after: (new.decision, new.step, new.reason.clone()),
+        });
         Ok(())
     }
 }
@@ -254,13 +354,13 @@ impl Replayer<'_> {
 /// transcript event is an error naming it.
 struct Lines<'a, R> {
     reader: R,
-    path: &'a PathBuf,
+    path: &'a Path,
     number: u64,
     buffer: String,
 }
 
 impl<'a, R: BufRead> Lines<'a, R> {
-    fn new(reader: R, path: &'a PathBuf) -> Self {
+    fn new(reader: R, path: &'a Path) -> Self {
         Lines {
             reader,
             path,

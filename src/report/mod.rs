@@ -4,10 +4,12 @@
 
 pub mod github;
 mod junit;
+mod replay_sarif;
 mod sarif;
 mod summary;
 
 pub use junit::junit_xml;
+pub use replay_sarif::{Flip, replay_sarif};
 pub use sarif::sarif_json;
 pub use summary::text_summary;
 

@@ -20,7 +20,7 @@ use crate::transcript::Outcome;
 use crate::transcript::verdict::{counts, denial_kind};
 use crate::transcript::{CheckRecord, Denial, EffectExcess, RunReport};
 
-const SCHEMA: &str = "https://json-schema.org/schemas/2.1.0/sarif-schema-2.1.0.json";
+pub(super) const SCHEMA: &str = "https://json-schema.org/schemas/2.1.0/sarif-schema-2.1.0.json";
 /// `uriBaseId` for paths inside the run's workdir, so a results file stays meaningful when
 /// the workdir is the repository checkout (GitHub resolves relative URIs against it).
 const WORKDIR_BASE: &str = "WORKDIR";
@@ -133,7 +133,7 @@ impl Rules {
     }
 }
 
-fn descriptor(id: String, short: String, help: String) -> ReportingDescriptor {
+pub(super) fn descriptor(id: String, short: String, help: String) -> ReportingDescriptor {
     ReportingDescriptor::builder()
         .id(id)
         .short_description(text(short.clone()))
@@ -435,12 +435,12 @@ fn text(text: String) -> MultiformatMessageString {
     MultiformatMessageString::builder().text(text).build()
 }
 
-fn plain_message(text: String) -> Message {
+pub(super) fn plain_message(text: String) -> Message {
     Message::builder().text(text).build()
 }
 
 /// SARIF's message rules want a sentence: one that ends with a full stop.
-fn sentence(text: &str) -> String {
+pub(super) fn sentence(text: &str) -> String {
     let text = text.trim_end();
     if text.ends_with(['.', '!', '?']) {
         text.to_string()
@@ -449,7 +449,7 @@ fn sentence(text: &str) -> String {
     }
 }
 
-fn bag<const N: usize>(entries: [(&str, Value); N]) -> PropertyBag {
+pub(super) fn bag<const N: usize>(entries: [(&str, Value); N]) -> PropertyBag {
     PropertyBag::builder()
         .additional_properties(
             entries
@@ -460,12 +460,12 @@ fn bag<const N: usize>(entries: [(&str, Value); N]) -> PropertyBag {
         .build()
 }
 
-fn file_uri(path: &Path) -> String {
+pub(super) fn file_uri(path: &Path) -> String {
     format!("file://{}", encode_path(path))
 }
 
 /// Percent-encodes a path for a URI, keeping `/` and RFC 3986's unreserved characters.
-fn encode_path(path: &Path) -> String {
+pub(super) fn encode_path(path: &Path) -> String {
     let text = path.to_string_lossy();
     let mut out = String::with_capacity(text.len());
     for byte in text.bytes() {

@@ -6,8 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde::Serialize;
-
+use crate::config::serde_name as name;
 use crate::transcript::{Event, RecordedLine};
 
 /// A span's or trace's id.
@@ -129,15 +128,6 @@ impl std::fmt::Debug for Recorder {
             .field("logs", &self.logs.len())
             .field("ended", &self.ended)
             .finish_non_exhaustive()
-    }
-}
-
-/// An enum's name as the transcript writes it (`deny`, `max_budget_usd`).
-fn name<T: Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(text)) => text,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
     }
 }
 

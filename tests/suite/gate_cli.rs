@@ -258,6 +258,78 @@ fn replay_reports_a_widened_decision_with_exit_1() {
     assert!(text(&wide.stderr).contains("1 newly allowed"));
 }
 
+/// A folder of runs replayed at once under a policy that widens: each run's flip is printed
+/// with its transcript, and `--sarif` writes one code-scanning result per call newly
+/// allowed, located at the policy file. A folder with no transcript is an error.
+#[test]
+fn replay_over_a_folder_of_runs_writes_a_sarif_of_the_calls_newly_allowed() {
+    let sandbox = Sandbox::with_examples();
+    for out in ["runs/a", "runs/b"] {
+        let output = sandbox.tollgate_with(
+            &own_config(),
+            &["run", "examples/quickstart.yaml", "--out", out],
+        );
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stdout));
+    }
+    sandbox.write(
+        "wide.yaml",
+        "permissions:\n  allow: ['Bash(rm:*)', Read, Glob, Grep, 'Edit(src/**)', 'Bash(ls:*)']\n",
+    );
+    let wide = sandbox.tollgate_with(
+        &own_config(),
+        &[
+            "replay",
+            "runs",
+            "--policy",
+            "wide.yaml",
+            "--sarif",
+            "flips.sarif",
+        ],
+    );
+    assert_eq!(wide.status.code(), Some(1), "{}", text(&wide.stderr));
+    let changes: Vec<Value> = text(&wide.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let transcripts: Vec<&str> = changes
+        .iter()
+        .map(|c| c["transcript"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        transcripts,
+        ["runs/a/transcript.jsonl", "runs/b/transcript.jsonl"]
+    );
+    assert!(
+        text(&wide.stderr).contains("in 2 transcripts replayed; 2 changed, 2 newly allowed"),
+        "{}",
+        text(&wide.stderr)
+    );
+    let sarif: Value =
+        serde_json::from_str(&std::fs::read_to_string(sandbox.path().join("flips.sarif")).unwrap())
+            .unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for (result, transcript) in results.iter().zip(&transcripts) {
+        assert_eq!(result["ruleId"], "replay/newly-allowed");
+        assert_eq!(
+            result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            "wide.yaml"
+        );
+        assert_eq!(result["properties"]["transcript"], *transcript);
+        assert!(
+            result["message"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("rm -rf build"),
+            "{result}"
+        );
+    }
+    std::fs::create_dir_all(sandbox.path().join("empty")).unwrap();
+    let none = sandbox.tollgate_with(&own_config(), &["replay", "empty"]);
+    assert_eq!(none.status.code(), Some(2), "{}", text(&none.stderr));
+    assert!(text(&none.stderr).contains("holds no transcript.jsonl"));
+}
+
 #[test]
 fn check_calls_decides_a_100k_line_stream_in_one_process() {
     let sandbox = Sandbox::with_examples();
