@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod agents;
+pub mod approval;
 pub mod base;
 pub mod bash;
 pub mod call;

@@ -77,6 +77,7 @@ fn rule_ref() -> RuleRef {
             file: "p.yaml".into(),
             line: 1,
         },
+        headless: crate::policy::HeadlessAnswer::Deny,
     }
 }
 

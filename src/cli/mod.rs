@@ -1,6 +1,7 @@
 //! The command line: parses arguments, sets up logging, hands each subcommand its typed
 //! options and turns its result into the process exit code. `anyhow` lives here only.
 
+mod approve;
 mod auto;
 mod batch;
 mod check;
@@ -63,6 +64,17 @@ Prints one JSON line per call whose decision changes (stdout) and a short table 
 Exits 1 if a call that was denied would now be allowed, so it can guard policy changes in CI."
     )]
     Replay(ReplayArgs),
+    /// Answer a parked run's calls: approve or deny each, for `run --resume` to go on.
+    #[command(
+        after_help = "Examples:\n  tollgate approve .tollgate/runs/RUN toolu_01 --deny toolu_02 --note 'no force push'\n  \
+tollgate approve RUN --all\n\n\
+A run parks calls (exit 6, outcome parked) under a `defer:` rule, `--defer-asks` or a\n\
+PreToolUse hook's `defer`, listing them in RUN/pending.json. Each answer is appended to\n\
+RUN/approvals.jsonl, bound to the run, the call's exact input (its hash) and the approver\n\
+(GITHUB_ACTOR with the run and job ids in GitHub Actions, else USER), tagged with the\n\
+operator's key. `tollgate run --resume RUN` then runs exactly the approved calls, once."
+    )]
+    Approve(approve::ApproveArgs),
     /// Auto mode's classifier outside a run.
     #[command(
         after_help = "Example:\n  tollgate auto eval examples/auto-mode/cases.jsonl --policy examples/auto-mode/policy.yaml\n\n\
@@ -220,6 +232,11 @@ struct RunArgs {
     /// Permission mode; overrides the task and the policies.
     #[arg(long, value_name = "MODE", value_parser = crate::reference::mode_values())]
     mode: Option<PermissionMode>,
+    /// Park every ask only a person could answer instead of refusing it (a `defer:` rule
+    /// parks its own asks without this): the run ends `parked` (exit 6) with `pending.json`;
+    /// `tollgate approve` answers the calls and `--resume` goes on. Never parks a deny.
+    #[arg(long)]
+    defer_asks: bool,
     /// Where the transcript and reports go [default: .tollgate/runs/<run-id>/]; `{run_id}`
     /// in it is the run's id. A folder holding an earlier run is refused without --force.
     #[arg(long, value_name = "DIR")]
@@ -466,6 +483,7 @@ pub fn main() -> std::process::ExitCode {
         Command::Check(args) => check::check(args),
         Command::Policy(args) => policy::policy(args),
         Command::Replay(args) => replay::replay(args),
+        Command::Approve(args) => approve::approve(args),
         Command::Auto(AutoArgs {
             command: AutoCommand::Eval(args),
         }) => auto::eval(args),

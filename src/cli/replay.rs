@@ -301,5 +301,6 @@ fn label(decision: Decision) -> &'static str {
         Decision::Allow => "allow",
         Decision::Deny => "deny",
         Decision::Ask => "ask",
+        Decision::Defer => "defer",
     }
 }

@@ -139,6 +139,7 @@ pub(crate) fn sample_report() -> crate::transcript::RunReport {
                         file: PathBuf::from("/repo/policies/ci.yaml"),
                         line: 14,
                     },
+                    headless: crate::policy::HeadlessAnswer::Deny,
                 }),
                 reason: "`rm -rf build` is denied by rule Bash(rm:*)".into(),
                 updated_input: None,

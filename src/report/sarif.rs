@@ -66,6 +66,7 @@ pub fn sarif_json(report: &RunReport) -> Result<String, serde_json::Error> {
             | Outcome::Interrupted
             | Outcome::Terminated
             | Outcome::OutputFailed
+            | Outcome::Parked
     );
     let invocation = Invocation::builder()
         .execution_successful(finished)
@@ -216,6 +217,11 @@ fn denial_rule(denial: &Denial) -> ReportingDescriptor {
             "policy".to_string(),
             "A policy rule.".to_string(),
             "A policy rule refused the call.",
+        ),
+        Layer::Person => (
+            "person".to_string(),
+            "A person's answer to a parked call.".to_string(),
+            "The call was parked for a person (`tollgate approve`), who denied it.",
         ),
     };
     descriptor(id, short, help.to_string())
