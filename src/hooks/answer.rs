@@ -404,6 +404,14 @@ mod tests {
             ),
             (
                 0,
+                r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"defer","permissionDecisionReason":"a person decides"}}"#,
+                "",
+                Ok(HookAnswer::Defer {
+                    reason: Some("a person decides".into()),
+                }),
+            ),
+            (
+                0,
                 r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no"}}"#,
                 "",
                 Ok(HookAnswer::Deny {
@@ -483,6 +491,16 @@ mod tests {
                 "{stdout}: {result:?}"
             );
         }
+        // Only a call not yet decided can be parked.
+        let post = interpret(
+            &exited(0, r#"{"permissionDecision":"defer"}"#, ""),
+            HookEvent::PostToolUse,
+            60,
+        );
+        assert!(
+            matches!(&post, Err(HookError::BadOutput(text)) if text.contains("PreToolUse answer")),
+            "{post:?}"
+        );
         let mut cut = exited(0, "{", "");
         cut.stdout.complete = false;
         assert_eq!(
@@ -506,6 +524,7 @@ mod tests {
             r#"{"permissionDecision":"allow","hookSpecificOutput":{"permissionDecision":"deny"}}"#,
             r#"{"permissionDecision":"deny","hookSpecificOutput":{"permissionDecision":"allow"}}"#,
             r#"{"permissionDecision":"allow","hookSpecificOutput":{"permissionDecision":"ask"}}"#,
+            r#"{"permissionDecision":"defer","hookSpecificOutput":{"permissionDecision":"deny"}}"#,
             r#"{"decision":"approve","continue":false}"#,
             r#"{"hookSpecificOutput":{"permissionDecision":"allow"},"decision":"block"}"#,
         ] {
