@@ -639,6 +639,29 @@ mod tests {
         )
     }
 
+    /// A `defer:` rule is an ask rule that parks its call; a bad one is an error at its place.
+    #[test]
+    fn defer_rules_are_ask_rules_that_park() {
+        let policy = parse(
+            "permissions:\n  ask: [\"Bash(git commit:*)\"]\n  defer:\n    - \"Bash(git push:*)\"\n",
+        )
+        .unwrap();
+        let rules: Vec<(RuleKind, &str, HeadlessAnswer)> = policy
+            .rules
+            .iter()
+            .map(|rule| (rule.kind, rule.text.as_str(), rule.headless))
+            .collect();
+        assert_eq!(
+            rules,
+            [
+                (RuleKind::Ask, "Bash(git commit:*)", HeadlessAnswer::Deny),
+                (RuleKind::Ask, "Bash(git push:*)", HeadlessAnswer::Defer),
+            ]
+        );
+        let err = parse("permissions:\n  defer:\n    - \"Bash(git push\"\n").unwrap_err();
+        assert_eq!((err.line, err.column), (3, 7), "{err}");
+    }
+
     #[test]
     fn loads_tollgate_policy_with_rule_lines() {
         let policy = parse(
