@@ -288,3 +288,125 @@ async fn two_parked_calls_one_approved_one_denied_run_exactly_so_once() {
     );
     assert_eq!(server.requests().len(), 3);
 }
+
+/// A PreToolUse hook's `defer` (Claude Code's answer) parks the call, with Claude Code's
+/// result fields; an approval given in GitHub Actions records the actor, run and job; the
+/// resume asks the hook again, and its `defer` leaves the approval standing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hooks_defer_parks_the_call_and_an_actions_approval_runs_it() {
+    let replies = vec![
+        Reply::Turn(turn(
+            vec![tool("Bash", json!({"command": "touch hooked.txt"}))],
+            Tokens::default(),
+        )),
+        Reply::Turn(turn(vec![text("Touched.")], Tokens::default())),
+    ];
+    let server = FakeModel::start(KEY, replies).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    std::fs::create_dir_all(dir.join("ws")).unwrap();
+    std::fs::write(
+        dir.join("task.yaml"),
+        format!(
+            "version: 1\nname: hook\nprompt: Touch a file.\nworkdir: ws\nmode: dontAsk\ntools: [Bash]\npermissions:\n  allow: [Bash]\n{}",
+            server.model_block(Api::Anthropic, "")
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("defer.sh"),
+        "printf '%s' '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"defer\",\"permissionDecisionReason\":\"a maintainer decides\"}}'\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("policy.yaml"),
+        format!(
+            "hooks:\n  - event: PreToolUse\n    matcher: Bash\n    command: \"sh {}\"\n",
+            dir.join("defer.sh").display()
+        ),
+    )
+    .unwrap();
+    let start = [
+        "run",
+        "task.yaml",
+        "--out",
+        "out",
+        "--policy",
+        "policy.yaml",
+        "--output-format",
+        "json",
+    ];
+    let parked = tollgate(dir, &start).await;
+    assert_eq!(parked.status.code(), Some(6), "{}", stderr(&parked));
+    let result: Value = serde_json::from_slice(&parked.stdout).unwrap();
+    assert_eq!(result["stop_reason"], "tool_deferred");
+    assert_eq!(
+        result["deferred_tool_use"]["input"]["command"],
+        "touch hooked.txt"
+    );
+    assert_eq!(result["deferred"][0]["layer"], "hook");
+    assert!(
+        result["deferred"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("a maintainer decides"),
+        "{result:#}"
+    );
+
+    let mut command = keyed(dir).command(dir);
+    command
+        .args(["approve", "out", "--all", "--note", "looks fine"])
+        .envs([
+            ("GITHUB_ACTIONS", "true"),
+            ("GITHUB_ACTOR", "octocat"),
+            ("GITHUB_RUN_ID", "4242"),
+            ("GITHUB_JOB", "review"),
+        ])
+        .stdin(Stdio::null());
+    let approved = tokio::process::Command::from(command)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(approved.status.code(), Some(0), "{}", stderr(&approved));
+    let line: Value = serde_json::from_str(
+        std::fs::read_to_string(dir.join("out/approvals.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        line["approver"],
+        json!({"name": "octocat", "github_run_id": "4242", "github_job": "review"})
+    );
+
+    let resumed = tollgate(
+        dir,
+        &[
+            "run",
+            "task.yaml",
+            "--resume",
+            "out",
+            "--policy",
+            "policy.yaml",
+        ],
+    )
+    .await;
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert!(dir.join("ws/hooked.txt").exists());
+    assert_eq!(server.violations(), Vec::<String>::new());
+    let all = transcript(&dir.join("out/transcript.jsonl"));
+    let allowed = events(&all, "permission_decision")
+        .into_iter()
+        .find(|event| event["decision"] == "allow")
+        .unwrap();
+    assert_eq!(allowed["layer"], "person");
+    assert!(
+        allowed["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("approved by octocat (GitHub Actions run 4242, job review)"),
+        "{allowed}"
+    );
+}
