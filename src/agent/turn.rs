@@ -344,11 +344,15 @@ impl<'r, 'a> LoopHost<'r, 'a> {
                 ..
             } => {
                 let tool = call.name.to_string();
+                // The input as the record keeps it (secrets replaced), so its hash is the
+                // one `approve` and the resume compute from `pending.json` and the transcript.
+                let recorded = self.run.spec.redactor.redact(&call.input.to_string());
+                let input = serde_json::from_str(&recorded).unwrap_or_else(|_| call.input.clone());
                 self.parked.push(crate::approval::ParkedCall {
                     id: call.id.clone(),
-                    hash: crate::approval::call_hash(&tool, &call.input),
+                    hash: crate::approval::call_hash(&tool, &input),
                     tool,
-                    input: call.input.clone(),
+                    input,
                     step: decision.step,
                     layer: decision.layer,
                     rule: decision.rule,
