@@ -604,6 +604,7 @@ pub async fn run(
         structured_output,
         held_back: spec.policy_summary.held_back.clone(),
         effects: run.effects,
+        parked: run.parked,
     })
 }
 

@@ -87,6 +87,7 @@ pub(crate) fn sample_report() -> crate::transcript::RunReport {
         unrestored: None,
     }]);
     RunReport {
+        parked: Vec::new(),
         effects: crate::transcript::EffectReport {
             config: Some(crate::ledger::LedgerConfig::default()),
             measured: 5,

@@ -128,6 +128,8 @@ pub struct RunReport {
     pub held_back: Vec<crate::policy::HeldBack>,
     /// What the effect ledger measured, and the calls that did more than allowed.
     pub effects: EffectReport,
+    /// The calls parked for a person (outcome `parked`), as `pending.json` lists them.
+    pub parked: Vec<crate::approval::ParkedCall>,
 }
 
 impl Outcome {
