@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod agents;
 pub mod approval;
+pub mod attest;
 pub mod base;
 pub mod bash;
 pub mod call;

@@ -575,6 +575,7 @@ pub async fn run(
         effects: run.effects.totals(),
         deferred: run.parked.clone(),
     })?;
+    write_statement(&spec, &transcript_path, outcome)?;
     Ok(RunReport {
         run_id: spec.run_id.clone(),
         task_name: spec.task.name.clone(),
@@ -610,6 +611,48 @@ pub async fn run(
 
 /// The warning of a run whose model finished with an empty final answer.
 const EMPTY_ANSWER_WARNING: &str = "the model's final answer is empty (or only whitespace): it finished without saying anything; `fail_on: [empty_answer]` fails such a run";
+
+/// `statement.json` in the output folder: the in-toto statement of the run as its
+/// transcript now stands (a resume rewrites it).
+fn write_statement(
+    spec: &RunSpec,
+    transcript: &std::path::Path,
+    outcome: Outcome,
+) -> Result<(), AgentError> {
+    use crate::attest::{Digested, Model, RunFacts, sha256};
+    let failed = |path: &std::path::Path, source| AgentError::Transcript {
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = std::fs::read_to_string(transcript).map_err(|err| failed(transcript, err))?;
+    let digested = |path: &std::path::Path| Digested {
+        path: path.to_path_buf(),
+        sha256: std::fs::read(path).ok().map(|bytes| sha256(&bytes)),
+    };
+    let facts = RunFacts {
+        run_id: &spec.run_id,
+        outcome,
+        commit: crate::attest::head_commit(&spec.workspace.workdir),
+        task: digested(&spec.task.file),
+        policy: spec
+            .policy_summary
+            .sources
+            .iter()
+            .map(|(_, path)| digested(path))
+            .collect(),
+        model: Model {
+            provider: spec.model.provider.clone(),
+            name: spec.model.name.clone(),
+        },
+    };
+    let statement = crate::attest::statement(facts, &text);
+    let path = spec.out_dir.join(crate::attest::STATEMENT_FILE);
+    let json = serde_json::to_string_pretty(&statement).unwrap_or_default() + "\n";
+    crate::out_dir::write_atomic(&path, json.as_bytes()).map_err(|err| AgentError::Transcript {
+        path: err.path,
+        source: err.source,
+    })
+}
 
 /// `pending.json` in the output folder when the run parked calls: what each would do, for
 /// the person who answers it. Redacted like every record, as the transcript's inputs are

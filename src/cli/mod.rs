@@ -10,6 +10,7 @@ mod policy;
 mod progress;
 mod replay;
 mod run;
+mod verify;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -75,6 +76,13 @@ RUN/approvals.jsonl, bound to the run, the call's exact input (its hash) and the
 operator's key. `tollgate run --resume RUN` then runs exactly the approved calls, once."
     )]
     Approve(approve::ApproveArgs),
+    /// Check a run folder against its in-toto statement (statement.json) and say what differs.
+    #[command(after_help = "Example:\n  tollgate verify .tollgate/runs/RUN\n\n\
+Every run writes RUN/statement.json, an in-toto statement (the commit, the task, policy and\n\
+model digests, the decisions, the parked and approved calls, the transcript's SHA-256) for\n\
+a workflow to sign with its attestation step. verify recomputes it from the transcript and,\n\
+with the operator's key, checks every line's tag. Exit 0 if nothing differs, 1 if something does.")]
+    Verify(verify::VerifyArgs),
     /// Auto mode's classifier outside a run.
     #[command(
         after_help = "Example:\n  tollgate auto eval examples/auto-mode/cases.jsonl --policy examples/auto-mode/policy.yaml\n\n\
@@ -484,6 +492,7 @@ pub fn main() -> std::process::ExitCode {
         Command::Policy(args) => policy::policy(args),
         Command::Replay(args) => replay::replay(args),
         Command::Approve(args) => approve::approve(args),
+        Command::Verify(args) => verify::verify(args),
         Command::Auto(AutoArgs {
             command: AutoCommand::Eval(args),
         }) => auto::eval(args),

@@ -278,6 +278,27 @@ async fn two_parked_calls_one_approved_one_denied_run_exactly_so_once() {
         "the person's denial counts"
     );
 
+    // The run's statement matches its transcript; one changed line is found.
+    let statement: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("out/statement.json")).unwrap())
+            .unwrap();
+    assert_eq!(statement["_type"], "https://in-toto.io/Statement/v1");
+    let record = &statement["predicate"]["record"];
+    assert_eq!(record["parked"].as_array().unwrap().len(), 2);
+    assert_eq!(record["approved"][0]["id"], yes.as_str());
+    assert_eq!(record["denied"][0]["id"], no.as_str());
+    let verified = tollgate(dir, &["verify", "out"]).await;
+    assert_eq!(verified.status.code(), Some(0), "{}", stderr(&verified));
+    let path = dir.join("out/transcript.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replacen("\"Done.\"", "\"Dune.\"", 1)).unwrap();
+    let found = tollgate(dir, &["verify", "out"]).await;
+    assert_eq!(found.status.code(), Some(1), "{}", stderr(&found));
+    let said = String::from_utf8_lossy(&found.stdout);
+    assert!(said.contains("does not match its integrity tag"), "{said}");
+    assert!(said.contains("the transcript's SHA-256"), "{said}");
+    std::fs::write(&path, text).unwrap();
+
     // The same approval once more, from the copy made before it was used.
     let second = tollgate(dir, &resume("again")).await;
     assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
