@@ -60,7 +60,8 @@ allow rules and rules that can never match (exit 1 if there is a warning)."
     Policy(PolicyArgs),
     /// Re-decide every tool call of a transcript under another policy; print what changes.
     #[command(
-        after_help = "Example:\n  tollgate replay .tollgate/runs/RUN/transcript.jsonl --policy policies/new.yaml\n\n\
+        after_help = "Examples:\n  tollgate replay .tollgate/runs/RUN/transcript.jsonl --policy policies/new.yaml\n  \
+tollgate replay .tollgate/runs --policy policies/new.yaml --sarif flips.sarif\n\n\
 Prints one JSON line per call whose decision changes (stdout) and a short table (stderr).\n\
 Exits 1 if a call that was denied would now be allowed, so it can guard policy changes in CI."
     )]
@@ -141,8 +142,14 @@ struct AutoEvalArgs {
 
 #[derive(Debug, Args)]
 struct ReplayArgs {
-    /// The transcript (transcript.jsonl) of an earlier run.
-    transcript: PathBuf,
+    /// Earlier runs: transcripts (transcript.jsonl), run folders, or folders of run folders
+    /// (each subfolder holding a transcript.jsonl), replayed one after another.
+    #[arg(required = true, value_name = "TRANSCRIPT|RUN|DIR")]
+    transcripts: Vec<PathBuf>,
+    /// Writes a SARIF 2.1.0 file of the calls that would flip from refused to allowed, each
+    /// at its transcript line (a required check for pull requests that edit a policy).
+    #[arg(long, value_name = "FILE")]
+    sarif: Option<PathBuf>,
     /// The policy to decide under, as the managed policy.
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,

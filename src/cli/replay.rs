@@ -1,7 +1,8 @@
-//! `tollgate replay`: re-decides every tool call of a transcript under another policy and
-//! reports the calls whose decision changes — a guard for policy changes in CI. The
-//! transcript is read as typed events, one line at a time: memory holds the calls still
-//! waiting for their decision, not the file.
+//! `tollgate replay`: re-decides every tool call of one or many transcripts under another
+//! policy and reports the calls whose decision changes (and, with `--sarif`, those that flip
+//! from refused to allowed) — a guard for policy changes in CI. Each transcript is read as
+//! typed events, one line at a time: memory holds the calls still waiting for their
+//! decision, not the file.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -58,10 +59,74 @@ struct Replayer<'a> {
     workdir: PathBuf,
     changed: Vec<String>,
     widened: usize,
+    /// The transcript replayed, and its calls that flip from refused to allowed.
+    transcript: PathBuf,
+    flips: Vec<crate::report::Flip>,
 }
 
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
-    let path = &args.transcript;
+    let paths = transcripts(&args.transcripts)?;
+    let mut flips = Vec::new();
+    for path in &paths {
+        flips.extend(replay_one(&args, path, paths.len() > 1)?);
+    }
+    if paths.len() > 1 {
+        writeln!(
+            std::io::stderr().lock(),
+            "{} replayed; {} newly allowed",
+            crate::base::counted(paths.len() as u64, "transcript"),
+            crate::base::counted(flips.len() as u64, "call")
+        )?;
+    }
+    if let Some(sarif) = &args.sarif {
+        let text = crate::report::replay_sarif(&flips)?;
+        crate::out_dir::write_atomic(sarif, text.as_bytes())?;
+    }
+    Ok(if flips.is_empty() {
+        ExitCode::Success
+    } else {
+        ExitCode::TaskFailed
+    })
+}
+
+/// The transcripts `given` names: a file is one; a run folder its `transcript.jsonl`; any
+/// other folder the transcripts of its run folders, in name order. A folder with none is an
+/// error, so a mistyped path never passes as "nothing changed".
+fn transcripts(given: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    for path in given {
+        if !path.is_dir() {
+            found.push(path.clone());
+            continue;
+        }
+        let own = path.join(crate::out_dir::TRANSCRIPT_FILE);
+        if own.is_file() {
+            found.push(own);
+            continue;
+        }
+        let mut runs: Vec<PathBuf> = std::fs::read_dir(path)
+            .with_context(|| format!("cannot read the folder {}", path.display()))?
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .map(|run| run.join(crate::out_dir::TRANSCRIPT_FILE))
+            .filter(|transcript| transcript.is_file())
+            .collect();
+        if runs.is_empty() {
+            bail!(
+                "{} holds no transcript: neither a {} nor run folders holding one",
+                path.display(),
+                crate::out_dir::TRANSCRIPT_FILE
+            );
+        }
+        runs.sort();
+        found.extend(runs);
+    }
+    Ok(found)
+}
+
+/// Replays one transcript: its changes on stdout, its table on stderr; the calls that flip
+/// from refused to allowed.
+fn replay_one(args: &ReplayArgs, path: &Path, many: bool) -> Result<Vec<crate::report::Flip>> {
+    let path = &path.to_path_buf();
     let file = std::fs::File::open(path)
         .with_context(|| format!("cannot read transcript {}", path.display()))?;
     let mut lines = Lines::new(std::io::BufReader::new(file), path);
@@ -91,6 +156,8 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         workdir: workdir.clone(),
         changed: Vec::new(),
         widened: 0,
+        transcript: path.clone(),
+        flips: Vec::new(),
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -137,6 +204,13 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
         }
     }
     let mut err = std::io::stderr().lock();
+    if many {
+        writeln!(
+            err,
+            "{}:",
+            crate::neutral::log_line(&path.display().to_string())
+        )?;
+    }
     writeln!(
         err,
         "{} replayed under {mode} mode; {} changed, {} newly allowed",
@@ -147,11 +221,7 @@ pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
     for row in &replayer.changed {
         writeln!(err, "  {}", crate::neutral::log_line(row))?;
     }
-    Ok(if replayer.widened > 0 {
-        ExitCode::TaskFailed
-    } else {
-        ExitCode::Success
-    })
+    Ok(replayer.flips)
 }
 
 impl Replayer<'_> {
@@ -216,6 +286,21 @@ impl Replayer<'_> {
         }
         let widened = old.decision != Decision::Allow && new.decision == Decision::Allow;
         self.widened += usize::from(widened);
+        if widened {
+            self.flips.push(crate::report::Flip {
+                transcript: self.transcript.clone(),
+                line: call.line,
+                call: call.position,
+                id: id.to_string(),
+                tool: call.tool.clone(),
+                input: crate::report::input_summary(
+                    &policy::ToolName::from_model(&call.tool),
+                    &call.input,
+                ),
+                before: old.reason.clone(),
+                after: new.reason.clone(),
+            });
+        }
         let change = Change {
             call: call.position,
             id,

@@ -8,7 +8,7 @@ mod sarif;
 mod summary;
 
 pub use junit::junit_xml;
-pub use sarif::sarif_json;
+pub use sarif::{Flip, replay_sarif, sarif_json};
 pub use summary::text_summary;
 
 use serde_json::Value;

@@ -258,6 +258,97 @@ fn replay_reports_a_widened_decision_with_exit_1() {
     assert!(text(&wide.stderr).contains("1 newly allowed"));
 }
 
+/// Many runs replayed at once (a folder of run folders), with a SARIF of the calls that
+/// would flip from refused to allowed, each at its transcript line; a folder holding no
+/// transcript is an error, never "nothing changed".
+#[test]
+fn replay_over_many_runs_writes_a_sarif_of_the_flips() {
+    let sandbox = Sandbox::with_examples();
+    for out in ["runs/a", "runs/b"] {
+        let output = sandbox.tollgate_with(
+            &own_config(),
+            &["run", "examples/quickstart.yaml", "--out", out],
+        );
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stdout));
+    }
+    sandbox.write(
+        "wide.yaml",
+        "permissions:\n  allow: ['Bash(rm:*)', Read, Glob, Grep, 'Edit(src/**)', 'Bash(ls:*)']\n",
+    );
+    let wide = sandbox.tollgate_with(
+        &own_config(),
+        &[
+            "replay",
+            "runs",
+            "--policy",
+            "wide.yaml",
+            "--sarif",
+            "flips.sarif",
+        ],
+    );
+    assert_eq!(wide.status.code(), Some(1), "{}", text(&wide.stderr));
+    assert_eq!(text(&wide.stdout).lines().count(), 2);
+    assert!(
+        text(&wide.stderr).contains("2 transcripts replayed; 2 calls newly allowed"),
+        "{}",
+        text(&wide.stderr)
+    );
+    let sarif: Value =
+        serde_json::from_str(&std::fs::read_to_string(sandbox.path().join("flips.sarif")).unwrap())
+            .unwrap();
+    assert_eq!(sarif["version"], "2.1.0");
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    let places: Vec<(String, bool)> = results
+        .iter()
+        .map(|result| {
+            let location = &result["locations"][0]["physicalLocation"];
+            (
+                location["artifactLocation"]["uri"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit('/')
+                    .nth(1)
+                    .unwrap()
+                    .to_string(),
+                location["region"]["startLine"].as_i64().unwrap() > 1,
+            )
+        })
+        .collect();
+    assert_eq!(places, [("a".into(), true), ("b".into(), true)]);
+    assert_eq!(results[0]["ruleId"], "replay/newly-allowed");
+    assert!(
+        results[0]["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("rm -rf build"),
+        "{sarif:#}"
+    );
+    // Under the same policy nothing flips, and the SARIF says so with no result.
+    let same = sandbox.tollgate_with(
+        &own_config(),
+        &[
+            "replay",
+            "runs/a",
+            "runs/b/transcript.jsonl",
+            "--sarif",
+            "none.sarif",
+        ],
+    );
+    assert_eq!(same.status.code(), Some(0), "{}", text(&same.stderr));
+    let none: Value =
+        serde_json::from_str(&std::fs::read_to_string(sandbox.path().join("none.sarif")).unwrap())
+            .unwrap();
+    assert_eq!(none["runs"][0]["results"], serde_json::json!([]));
+    std::fs::create_dir_all(sandbox.path().join("empty")).unwrap();
+    let empty = sandbox.tollgate_with(&own_config(), &["replay", "empty"]);
+    assert_eq!(empty.status.code(), Some(2));
+    assert!(
+        text(&empty.stderr).contains("holds no transcript"),
+        "{}",
+        text(&empty.stderr)
+    );
+}
+
 #[test]
 fn check_calls_decides_a_100k_line_stream_in_one_process() {
     let sandbox = Sandbox::with_examples();
