@@ -17,7 +17,8 @@ use crate::transcript::{Event, Outcome, RecordedLine};
 /// The run folder's statement, rewritten whenever the run ends (a resume's too).
 pub const STATEMENT_FILE: &str = "statement.json";
 pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
-pub const PREDICATE_TYPE: &str = "https://github.com/tollgate/tollgate/attestation/run/v1";
+/// The predicate's type: under the repository Cargo.toml names, so it moves with it.
+pub const PREDICATE_TYPE: &str = concat!(env!("CARGO_PKG_REPOSITORY"), "/attestation/run/v1");
 
 /// An in-toto v1 statement about one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
