@@ -431,3 +431,48 @@ async fn a_hooks_defer_parks_the_call_and_an_actions_approval_runs_it() {
         "{allowed}"
     );
 }
+
+/// `--defer-asks` parks every ask only a person could answer; a deny stays a deny.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn defer_asks_parks_the_asks_and_never_a_deny() {
+    let replies = vec![Reply::Turn(turn(
+        vec![
+            tool("Bash", json!({"command": "touch asked.txt"})),
+            tool("Bash", json!({"command": "rm -rf build"})),
+        ],
+        Tokens::default(),
+    ))];
+    let server = FakeModel::start(KEY, replies).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    std::fs::create_dir_all(dir.join("ws")).unwrap();
+    std::fs::write(
+        dir.join("task.yaml"),
+        format!(
+            "version: 1\nname: all-asks\nprompt: Touch a file.\nworkdir: ws\nmode: dontAsk\ntools: [Bash]\npermissions:\n  deny: [\"Bash(rm:*)\"]\n{}",
+            server.model_block(Api::Anthropic, "")
+        ),
+    )
+    .unwrap();
+    let parked = tollgate(dir, &["run", "task.yaml", "--out", "out", "--defer-asks"]).await;
+    assert_eq!(parked.status.code(), Some(6), "{}", stderr(&parked));
+    let pending: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("out/pending.json")).unwrap())
+            .unwrap();
+    let calls = pending["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{pending:#}");
+    assert_eq!(calls[0]["input"]["command"], "touch asked.txt");
+    let all = transcript(&dir.join("out/transcript.jsonl"));
+    let decisions: Vec<&str> = events(&all, "permission_decision")
+        .iter()
+        .map(|event| event["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(decisions, ["defer", "deny"]);
+    let finished = events(&all, "run_finished");
+    assert_eq!(finished[0]["outcome"], "parked");
+    assert_eq!(
+        finished[0]["denials"], 1,
+        "parked is no denial; the rm is one"
+    );
+    assert_eq!(server.violations(), Vec::<String>::new());
+}
