@@ -1052,10 +1052,14 @@ async fn asks_are_parked_never_denies() {
         );
     }
     // A `defer:` rule parks its own asks whatever the run's setting; an `ask:` rule's are
-    // refused.
+    // refused, and where both match, the `ask:` rule of the same file is cited first.
     for (yaml, expected) in [
         ("permissions:\n  defer: [Bash]\n", Decision::Defer),
         ("permissions:\n  ask: [Bash]\n", Decision::Deny),
+        (
+            "permissions:\n  defer: [Bash]\n  ask: [Bash]\n",
+            Decision::Deny,
+        ),
     ] {
         let rules = rules(yaml);
         let ctx = context(PermissionMode::DontAsk, &rules, &workspace);
