@@ -17,6 +17,8 @@ pub enum ExitCode {
     ProviderError,
     /// The run's record (transcript, a report, a result file) could not be written.
     OutputError,
+    /// Calls wait for a person's approval (outcome `parked`).
+    Parked,
     /// SIGINT.
     Interrupted,
     /// SIGTERM, or SIGHUP (which ends a run the same way).
@@ -24,13 +26,14 @@ pub enum ExitCode {
 }
 
 impl ExitCode {
-    pub const ALL: [ExitCode; 8] = [
+    pub const ALL: [ExitCode; 9] = [
         ExitCode::Success,
         ExitCode::TaskFailed,
         ExitCode::ConfigError,
         ExitCode::PolicyStop,
         ExitCode::ProviderError,
         ExitCode::OutputError,
+        ExitCode::Parked,
         ExitCode::Interrupted,
         ExitCode::Terminated,
     ];
@@ -44,6 +47,7 @@ impl ExitCode {
             ExitCode::PolicyStop => "a tool call was refused or did more than allowed (policy)",
             ExitCode::ProviderError => "provider error",
             ExitCode::OutputError => "the run's record could not be written",
+            ExitCode::Parked => "calls await a person's approval (parked)",
             ExitCode::Interrupted => "interrupted (SIGINT)",
             ExitCode::Terminated => "terminated (SIGTERM or SIGHUP)",
         }
@@ -93,6 +97,12 @@ stderr names the file once; the transcript holds every whole line \
 written before the failure (after a result file, the run ends with outcome `output_failed` \
 and its reports)"
             }
+            ExitCode::Parked => {
+                "parked: calls wait for a person's approval (a `defer:` rule, `--defer-asks` or \
+a PreToolUse hook's `defer`; outcome `parked`). The run folder's `pending.json` lists each with \
+its exact input, its hash and what it would do; `tollgate approve RUN` answers them and \
+`tollgate run --resume RUN` goes on"
+            }
             ExitCode::Interrupted => {
                 "interrupted by SIGINT: running commands are killed, the transcript and reports \
 are still written. A second signal exits at once."
@@ -113,6 +123,7 @@ transcript's `query_aborted` says which signal. A second signal exits at once."
             ExitCode::PolicyStop => 3,
             ExitCode::ProviderError => 4,
             ExitCode::OutputError => 5,
+            ExitCode::Parked => 6,
             ExitCode::Interrupted => 130,
             ExitCode::Terminated => 143,
         }

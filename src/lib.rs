@@ -4,6 +4,8 @@
 
 pub mod agent;
 pub mod agents;
+pub mod approval;
+pub mod attest;
 pub mod base;
 pub mod bash;
 pub mod call;

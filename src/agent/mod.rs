@@ -97,6 +97,8 @@ pub struct RunSpec {
     /// The task author's commands, run after the model stops.
     pub checks: Vec<Check>,
     pub mode: PermissionMode,
+    /// What an ask only a person could answer becomes (`--defer-asks`: parked).
+    pub headless: crate::policy::HeadlessAnswer,
     pub rules: Arc<RuleSet>,
     pub policy_summary: PolicySummary,
     pub workspace: Arc<Workspace>,
@@ -213,6 +215,8 @@ struct Loop<'a> {
     pending: Option<PendingTurn>,
     /// The run's failed compactions: the threshold backs off, the attempts are bounded.
     backoff: compaction::Backoff,
+    /// The calls the run parked for a person: listed in `pending.json` when it ends.
+    parked: Vec<crate::approval::ParkedCall>,
 }
 
 /// The model turn a resumed run goes on inside: its calls answered as the record places
@@ -387,6 +391,7 @@ pub async fn run(
         },
         pending: None,
         backoff: compaction::Backoff::default(),
+        parked: Vec::new(),
     };
     let resuming = resume.is_some();
     let mut messages = match resume {
@@ -531,6 +536,7 @@ pub async fn run(
         .map(|auto| std::mem::take(&mut auto.proposals))
         .unwrap_or_default();
     write_proposed_rules(&spec, &proposed_rules)?;
+    write_pending(&spec, &run.parked)?;
     let structured_output = run.structured_output.take();
     write_structured_output(&spec, structured_output.as_ref())?;
     let todos = run.ctx.state.todos.snapshot().items;
@@ -571,7 +577,9 @@ pub async fn run(
         structured_output: structured_output.clone(),
         held_back: spec.policy_summary.held_back.clone(),
         effects: run.effects.totals(),
+        deferred: run.parked.clone(),
     })?;
+    write_statement(&spec, &transcript_path, outcome)?;
     Ok(RunReport {
         run_id: spec.run_id.clone(),
         task_name: spec.task.name.clone(),
@@ -601,11 +609,75 @@ pub async fn run(
         structured_output,
         held_back: spec.policy_summary.held_back.clone(),
         effects: run.effects,
+        parked: run.parked,
     })
 }
 
 /// The warning of a run whose model finished with an empty final answer.
 const EMPTY_ANSWER_WARNING: &str = "the model's final answer is empty (or only whitespace): it finished without saying anything; `fail_on: [empty_answer]` fails such a run";
+
+/// `statement.json` in the output folder: the in-toto statement of the run as its
+/// transcript now stands (a resume rewrites it).
+fn write_statement(
+    spec: &RunSpec,
+    transcript: &std::path::Path,
+    outcome: Outcome,
+) -> Result<(), AgentError> {
+    use crate::attest::{Digested, Model, RunFacts, sha256};
+    let failed = |path: &std::path::Path, source| AgentError::Transcript {
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = std::fs::read_to_string(transcript).map_err(|err| failed(transcript, err))?;
+    let digested = |path: &std::path::Path| Digested {
+        path: path.to_path_buf(),
+        sha256: std::fs::read(path).ok().map(|bytes| sha256(&bytes)),
+    };
+    let facts = RunFacts {
+        run_id: &spec.run_id,
+        outcome,
+        commit: crate::attest::head_commit(&spec.workspace.workdir),
+        task: digested(&spec.task.file),
+        policy: spec
+            .policy_summary
+            .sources
+            .iter()
+            .map(|(_, path)| digested(path))
+            .collect(),
+        model: Model {
+            provider: spec.model.provider.clone(),
+            name: spec.model.name.clone(),
+        },
+    };
+    let statement = crate::attest::statement(facts, &text);
+    let path = spec.out_dir.join(crate::attest::STATEMENT_FILE);
+    let json = serde_json::to_string_pretty(&statement).unwrap_or_default() + "\n";
+    crate::out_dir::write_atomic(&path, json.as_bytes()).map_err(|err| AgentError::Transcript {
+        path: err.path,
+        source: err.source,
+    })
+}
+
+/// `pending.json` in the output folder when the run parked calls: what each would do, for
+/// the person who answers it. Redacted like every record, as the transcript's inputs are
+/// (the hashes bind the input as recorded).
+fn write_pending(spec: &RunSpec, parked: &[crate::approval::ParkedCall]) -> Result<(), AgentError> {
+    if parked.is_empty() {
+        return Ok(());
+    }
+    let pending = crate::approval::Pending {
+        run_id: spec.run_id.clone(),
+        calls: parked.to_vec(),
+    };
+    let path = spec.out_dir.join(crate::approval::PENDING_FILE);
+    let text = serde_json::to_string_pretty(&pending).unwrap_or_default() + "\n";
+    crate::out_dir::write_atomic(&path, spec.redactor.redact(&text).as_bytes()).map_err(|err| {
+        AgentError::Transcript {
+            path: err.path,
+            source: err.source,
+        }
+    })
+}
 
 /// `structured_output.json` in the output folder, redacted like every record.
 fn write_structured_output(
@@ -916,7 +988,23 @@ async fn conversation(
         let stopped = host.stopped.take();
         let exempt = std::mem::take(&mut host.exempt);
         let mut results = std::mem::take(&mut host.results);
+        let parked = std::mem::take(&mut host.parked);
         record_network(run)?;
+        // A parked call has no result until a person answers it, and the model cannot be
+        // asked again before every call has one: the run ends here, the turn's other
+        // results recorded, and `--resume` goes on inside this turn (Claude Code's
+        // `tool_deferred`). Only the run's own conversation parks (see `turn::gate`).
+        if !parked.is_empty() {
+            let ids: Vec<&str> = parked.iter().map(|call| call.id.as_str()).collect();
+            let why = format!(
+                "{} call(s) await a person's approval: {} (see {}; `tollgate approve`, then `tollgate run --resume`)",
+                parked.len(),
+                ids.join(", "),
+                crate::approval::PENDING_FILE
+            );
+            run.parked = parked;
+            return Ok((Outcome::Parked, None, Some(why)));
+        }
         fit_message_budget(run, turn, &mut results, &exempt)?;
         match end {
             TurnEnd::Complete if scope.subagent.is_none() => {
@@ -1167,8 +1255,9 @@ async fn ask(
 fn resumed(
     run: &mut Loop<'_>,
     provider: &mut Provider,
-    resume: Resume,
+    mut resume: Resume,
 ) -> Result<History, AgentError> {
+    let mut answers = std::mem::take(&mut resume.answers);
     let spec = run.spec;
     run.counts = resume.counts;
     run.requests = resume.requests;
@@ -1231,7 +1320,10 @@ fn resumed(
         let settled = stopped
             .calls
             .into_iter()
-            .filter_map(|(id, state)| turn::Settled::of(state).map(|settled| (id, settled)))
+            .filter_map(|(id, state)| {
+                let answer = answers.remove(&id);
+                turn::Settled::of(state, answer).map(|settled| (id, settled))
+            })
             .collect();
         Some(PendingTurn {
             message: stopped.message,

@@ -37,6 +37,9 @@ pub enum CallState {
     Lost,
     /// It was refused (the decision is on record, its result is not).
     Refused { reason: String },
+    /// It was parked for a person (`decision` says who asked and why): a resume goes on
+    /// only with a person's answer to it.
+    Parked { decision: PermissionDecision },
     /// It never started: it is judged and run now, as if the run had not stopped.
     NotStarted {
         /// Its `tool_call` is on record already (not counted twice).
@@ -119,6 +122,36 @@ pub struct Resume {
     pub torn: bool,
     /// That line's bytes.
     pub torn_bytes: u64,
+    /// A person's answer to each parked call of the interrupted turn, by id (checked by the
+    /// session against `approvals.jsonl` before the run goes on).
+    pub answers: HashMap<String, crate::approval::PersonAnswer>,
+}
+
+impl Resume {
+    /// The interrupted turn's parked calls, with the tool and input the record holds.
+    pub fn parked(&self) -> Vec<crate::approval::ParkedOnRecord> {
+        let Some(turn) = &self.interrupted else {
+            return Vec::new();
+        };
+        turn.calls
+            .iter()
+            .filter(|(_, state)| matches!(state, CallState::Parked { .. }))
+            .filter_map(|(id, _)| {
+                turn.message.content.iter().find_map(|block| match block {
+                    ContentBlock::ToolUse {
+                        id: used,
+                        name,
+                        input,
+                    } if used == id => Some(crate::approval::ParkedOnRecord {
+                        id: id.clone(),
+                        tool: name.clone(),
+                        input: input.clone(),
+                    }),
+                    _ => None,
+                })
+            })
+            .collect()
+    }
 }
 
 impl Resume {
@@ -181,6 +214,7 @@ struct Builder {
     priced: bool,
     started: HashSet<String>,
     refused: HashMap<String, String>,
+    parked: HashMap<String, PermissionDecision>,
     results: HashMap<String, (String, ResultStatus)>,
     /// The stop reason of the run's own last model turn.
     stop_reason: Option<crate::model::StopReason>,
@@ -348,8 +382,14 @@ impl Builder {
         decision: PermissionDecision,
         main: bool,
     ) {
-        if decision.decision == Decision::Allow {
-            return;
+        match decision.decision {
+            Decision::Allow => return,
+            // Not a refusal: it waits for a person.
+            Decision::Defer => {
+                self.parked.insert(id, decision);
+                return;
+            }
+            Decision::Deny | Decision::Ask => {}
         }
         self.refused.insert(
             id.clone(),
@@ -427,6 +467,10 @@ impl Builder {
                 } else if let Some(reason) = self.refused.get(&id) {
                     CallState::Refused {
                         reason: reason.clone(),
+                    }
+                } else if let Some(decision) = self.parked.get(&id) {
+                    CallState::Parked {
+                        decision: decision.clone(),
                     }
                 } else {
                     CallState::NotStarted {

@@ -229,7 +229,9 @@ fn answer(
         // The output schema is the run's final answer's, never a sub-agent's.
         | Outcome::StructuredOutputInvalid
         // The final answer is the run's, judged around it.
-        | Outcome::EmptyAnswer => Ran {
+        | Outcome::EmptyAnswer
+        // A sub-agent's asks are refused, never parked (`turn::gate`).
+        | Outcome::Parked => Ran {
             result: Err(ToolError::Failed(format!("The {kind} sub-agent stopped: {why}"))),
             stop: Some(Stop { outcome, why }),
         },

@@ -16,7 +16,9 @@ use crate::call::{Classifier, Decider, PreparedCall, Resolution, Scheduling};
 use crate::hooks::{EventVerdict, HookEvent};
 use crate::ledger::{Allowance, CallEffects};
 use crate::model::{ContentBlock, MalformedInput, Provider};
-use crate::policy::{self, Decision, Layer, PermissionContext, PermissionDecision, Step};
+use crate::policy::{
+    self, Decision, HeadlessAnswer, Layer, PermissionContext, PermissionDecision, Step,
+};
 use crate::scheduler::{Admission, Call, CallDeadline, Landing, TurnHost};
 use crate::tools::{Subagent, ToolRegistry};
 use crate::transcript::{Event, Outcome, ProgressUpdate, ResultStatus};
@@ -52,13 +54,42 @@ pub(super) enum Settled {
     },
     /// Never started, but announced before: judged and run now, not counted again.
     Announced,
+    /// Parked, and a person approved it: run exactly as asked unless a deny stands now.
+    Approved { reason: String },
+    /// Parked, and a person denied it: recorded with this decision.
+    Denied { decision: PermissionDecision },
 }
 
 impl Settled {
-    /// What a call's state on record makes of it; `None`: judged and run as a new call.
-    pub fn of(state: super::resume::CallState) -> Option<Settled> {
+    /// What a call's state on record makes of it; `None`: judged and run as a new call. A
+    /// parked call has the answer a person gave it (the resume refused to start without one).
+    pub fn of(
+        state: super::resume::CallState,
+        answer: Option<crate::approval::PersonAnswer>,
+    ) -> Option<Settled> {
         use super::resume::{CallState, LOST};
+        use crate::approval::PersonAnswer;
         match state {
+            CallState::Parked { decision } => Some(match answer {
+                Some(PersonAnswer::Approved { reason }) => Settled::Approved { reason },
+                Some(PersonAnswer::Denied { reason }) => Settled::Denied {
+                    decision: PermissionDecision {
+                        decision: Decision::Deny,
+                        layer: Layer::Person,
+                        reason,
+                        updated_input: None,
+                        ..decision
+                    },
+                },
+                // Fail closed: unreachable past the resume's check, a deny all the same.
+                None => Settled::Denied {
+                    decision: PermissionDecision {
+                        decision: Decision::Deny,
+                        reason: format!("{}; nobody answered it", decision.reason),
+                        ..decision
+                    },
+                },
+            }),
             CallState::Recorded { content, status } => Some(Settled::Recorded { content, status }),
             CallState::Lost => Some(Settled::Answer {
                 content: LOST.to_string(),
@@ -99,6 +130,9 @@ pub(super) struct LoopHost<'r, 'a> {
     effects: HashMap<usize, CallEffects>,
     /// A resumed turn's calls answered by the record, by id.
     settled: HashMap<String, Settled>,
+    /// Calls parked for a person this turn: they get no result, and the run ends once the
+    /// turn's other calls landed.
+    pub parked: Vec<crate::approval::ParkedCall>,
 }
 
 impl<'r, 'a> LoopHost<'r, 'a> {
@@ -140,6 +174,7 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             allowances: HashMap::new(),
             effects: HashMap::new(),
             settled: HashMap::new(),
+            parked: Vec::new(),
         }
     }
 
@@ -173,6 +208,7 @@ impl<'r, 'a> LoopHost<'r, 'a> {
         index: usize,
         call: &Call,
         prepared: PreparedCall,
+        approved: Option<String>,
     ) -> Result<Admission, AgentError> {
         // Each sub-agent is a conversation of its own: past the cap, the call is not run
         // (nor judged), so one response cannot fan out into many.
@@ -188,11 +224,12 @@ impl<'r, 'a> LoopHost<'r, 'a> {
                 ));
             }
         }
-        if let Some(earlier) = self
-            .run
-            .refusals
-            .earlier(self.subagent.as_ref(), &call.name, &call.input)
-            .cloned()
+        if approved.is_none()
+            && let Some(earlier) = self
+                .run
+                .refusals
+                .earlier(self.subagent.as_ref(), &call.name, &call.input)
+                .cloned()
         {
             return self.refused_again(call, earlier);
         }
@@ -213,13 +250,38 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             scope: self.subagent.as_ref().map(|agent| agent.kind),
             classifier: judge.as_mut().map(|judge| judge as &mut dyn Classifier),
             trace: None,
+            // A sub-agent's conversation cannot stop and wait for a person.
+            headless: if self.subagent.is_some() {
+                HeadlessAnswer::Deny
+            } else {
+                spec.headless
+            },
         };
-        let resolution = decider
-            .decide(prepared, &mut hooks::PreToolUseHooks { run, id: &call.id })
-            .await;
+        let mut hooks = hooks::PreToolUseHooks { run, id: &call.id };
+        let resolution = match approved {
+            Some(reason) => decider.decide_approved(prepared, &mut hooks, reason).await,
+            None => decider.decide(prepared, &mut hooks).await,
+        };
         let reviews = judge.map(Judge::finish).unwrap_or_default();
         run.auto = auto_state;
-        let resolution = resolution?;
+        let resolution = match resolution? {
+            // A hook's `defer` or a `defer:` rule inside a sub-agent: refused, said why.
+            Resolution::Parked { by, decision, call } if self.subagent.is_some() => {
+                Resolution::Refused {
+                    by,
+                    decision: PermissionDecision {
+                        decision: Decision::Deny,
+                        reason: format!(
+                            "{}; a sub-agent cannot wait for a person, so it is refused",
+                            decision.reason
+                        ),
+                        ..decision
+                    },
+                    judged: Some(call),
+                }
+            }
+            resolution => resolution,
+        };
         if let Some(judged) = resolution.call() {
             auto::record_reviews(run, &call.id, judged, &reviews)?;
         }
@@ -275,6 +337,30 @@ impl<'r, 'a> LoopHost<'r, 'a> {
                 self.allowances
                     .insert(index, run.allowed_effects(by, basis, &ctx));
                 (run, basis)
+            }
+            Resolution::Parked {
+                decision,
+                call: asked,
+                ..
+            } => {
+                let tool = call.name.to_string();
+                // The input as the record keeps it (secrets replaced), so its hash is the
+                // one `approve` and the resume compute from `pending.json` and the transcript.
+                let recorded = self.run.spec.redactor.redact(&call.input.to_string());
+                let input = serde_json::from_str(&recorded).unwrap_or_else(|_| call.input.clone());
+                self.parked.push(crate::approval::ParkedCall {
+                    id: call.id.clone(),
+                    hash: crate::approval::call_hash(&tool, &input),
+                    tool,
+                    input,
+                    step: decision.step,
+                    layer: decision.layer,
+                    rule: decision.rule,
+                    reason: decision.reason,
+                    would: asked.would(&ctx),
+                });
+                // Never sent: a parked call's result is the one its person's answer makes.
+                return Ok(Self::answered(String::new(), ResultStatus::Denied));
             }
         };
         if let Some(delegation) = prepared.delegation().cloned() {
@@ -414,10 +500,18 @@ impl TurnHost for LoopHost<'_, '_> {
     /// Always yields exactly one answer or a call to run.
     async fn admit(&mut self, index: usize, call: &Call) -> Result<Admission, AgentError> {
         let settled = self.settled.get(&call.id).cloned();
+        let mut approved = None;
         match settled {
             Some(Settled::Recorded { content, status } | Settled::Answer { content, status }) => {
                 return Ok(Self::answered(content, status));
             }
+            Some(Settled::Denied { decision }) => {
+                let content = format!("Permission denied: {}", decision.reason);
+                record_decision(self.run, &call.id, &call.name, &call.input, decision)?;
+                self.admitted_at.insert(index, Instant::now());
+                return Ok(Self::answered(content, ResultStatus::Denied));
+            }
+            Some(Settled::Approved { ref reason }) => approved = Some(reason.clone()),
             Some(Settled::Announced) | None => {}
         }
         self.announce(call)?;
@@ -447,7 +541,7 @@ impl TurnHost for LoopHost<'_, '_> {
             .get_mut(index)
             .map(|slot| std::mem::replace(slot, Prepared::Admitted));
         match slot {
-            Some(Prepared::Ready(prepared)) => self.gate(index, call, prepared).await,
+            Some(Prepared::Ready(prepared)) => self.gate(index, call, prepared, approved).await,
             Some(Prepared::Unrunnable(Unrunnable::Invalid(message))) => {
                 Ok(Self::answered(message, ResultStatus::Error))
             }
@@ -464,6 +558,9 @@ impl TurnHost for LoopHost<'_, '_> {
         call: &Call,
         landing: Landing,
     ) -> Result<(), AgentError> {
+        if self.parked.iter().any(|parked| parked.id == call.id) {
+            return Ok(());
+        }
         let mut command = None;
         let mut effects = self.effects.remove(&index);
         let (status, content) = match landing {
@@ -629,9 +726,14 @@ fn count_denial(
     input: &serde_json::Value,
     decision: &PermissionDecision,
 ) {
-    if decision.decision == Decision::Allow {
-        run.consecutive_denials = 0;
-        return;
+    match decision.decision {
+        Decision::Allow => {
+            run.consecutive_denials = 0;
+            return;
+        }
+        // Parked is no refusal: a person may still allow it.
+        Decision::Defer => return,
+        Decision::Deny | Decision::Ask => {}
     }
     run.consecutive_denials += 1;
     run.counts.denials += 1;

@@ -14,8 +14,9 @@ use super::resolution::{Answerer, Awaited, Resolution};
 use super::{PreparedCall, scope};
 use crate::hooks::HookVerdict;
 use crate::policy::{
-    self, Ask, Decision, GateDecision, Grounds, Layer, PermissionContext, PermissionDecision,
-    PermissionMode, TraceStep, fast_path, headless_deny,
+    self, AllowBasis, Ask, Decision, GateDecision, Grounds, HeadlessAnswer, Layer,
+    PermissionContext, PermissionDecision, PermissionMode, TraceStep, fast_path, headless_answer,
+    headless_deny,
 };
 use crate::tools::SubagentKind;
 
@@ -83,6 +84,9 @@ pub struct Decider<'a> {
     pub classifier: Option<&'a mut dyn Classifier>,
     /// `check --explain`: every step taken, with the tool's own details.
     pub trace: Option<&'a mut Vec<TraceStep>>,
+    /// What an ask only a person could answer becomes: refused, or parked for one. A
+    /// `defer:` rule parks its own asks whatever this says.
+    pub headless: HeadlessAnswer,
 }
 
 /// A decision on its way to a `Resolution`: who answered and what is recorded.
@@ -99,6 +103,7 @@ impl<'a> Decider<'a> {
             scope: None,
             classifier: None,
             trace: None,
+            headless: HeadlessAnswer::Deny,
         }
     }
 
@@ -184,6 +189,13 @@ impl<'a> Decider<'a> {
     /// An allowed answer becomes the call to run (with what the allow rests on), unless the
     /// call it runs is outside the sub-agent's scope.
     fn settle(&self, answer: Answer, run: PreparedCall) -> Resolution {
+        if answer.decision.is_defer() {
+            return Resolution::Parked {
+                by: answer.by,
+                decision: answer.decision,
+                call: run,
+            };
+        }
         if !answer.decision.is_allow() {
             return answer.refuse(Some(run));
         }
@@ -316,10 +328,59 @@ impl<'a> Decider<'a> {
             };
         }
         self.note_mode(false);
+        let decision = match awaited {
+            Awaited::Person => headless_answer(&self.ctx, ask, self.headless),
+            // Auto mode's classifier replaces the person: a missing one is a deny.
+            Awaited::Classifier => headless_deny(&self.ctx, ask),
+        };
         Answer {
             by: Answerer::Mode(awaited),
-            decision: headless_deny(&self.ctx, ask),
+            decision,
         }
+    }
+
+    /// A parked call a person approved (`tollgate approve`), on resume: exactly that call,
+    /// judged again under the operator's policy now. A deny stands wherever it comes from
+    /// (the scope, a rule, the tool's own check, a PreToolUse hook): a person answers an
+    /// ask, never a deny. Anything short of a deny is answered by the approval; a hook's
+    /// rewrite is not taken, since the approval covers the input as it was asked.
+    pub async fn decide_approved<H: PreToolUse>(
+        &mut self,
+        call: PreparedCall,
+        hooks: &mut H,
+        approved: String,
+    ) -> Result<Resolution, H::Error> {
+        if let Some(refused) = self.out_of_scope(&call) {
+            return Ok(refused.refuse(Some(call)));
+        }
+        let grounds = match self.gate(&call) {
+            GateDecision::Deny(grounds) => return Ok(gate_deny(grounds).refuse(Some(call))),
+            GateDecision::Allow { grounds, .. } => grounds,
+            GateDecision::Ask(ask) => ask.grounds,
+        };
+        if let Some(HookVerdict::Deny { reason }) = hooks.verdict(&call).await? {
+            let grounds = Grounds {
+                layer: Layer::Hook,
+                reason,
+                ..grounds
+            };
+            return Ok(Answer {
+                by: Answerer::Hook,
+                decision: PermissionDecision::deny(grounds, false),
+            }
+            .refuse(Some(call)));
+        }
+        let grounds = Grounds {
+            layer: Layer::Person,
+            reason: approved,
+            ..grounds
+        };
+        Ok(Resolution::Allowed {
+            by: Answerer::Person,
+            decision: PermissionDecision::allow(grounds, None, true),
+            run: call,
+            basis: AllowBasis::Granted,
+        })
     }
 
     /// `check --explain`'s line for an ask the mode answered.
@@ -372,6 +433,7 @@ fn hook_on_allow(
             ),
         },
         Some(HookVerdict::Ask { reason }) => nobody_answers_hook(grounds, reason),
+        Some(HookVerdict::Defer { reason }) => parked_by_hook(grounds, reason),
         Some(
             HookVerdict::Allow {
                 updated_input: rewritten,
@@ -414,6 +476,9 @@ fn hook_on_ask(ask: Ask, verdict: Option<&HookVerdict>) -> Result<Answer, Ask> {
         Some(HookVerdict::Ask { reason }) if !ask.immune => {
             Ok(nobody_answers_hook(ask.grounds, reason))
         }
+        // Parking never allows, so even an immune ask may be parked: only a person's
+        // answer can run it.
+        Some(HookVerdict::Defer { reason }) => Ok(parked_by_hook(ask.grounds, reason)),
         Some(HookVerdict::Allow {
             reason,
             updated_input,
@@ -465,9 +530,25 @@ fn permission_request(asked: Answer, verdict: HookVerdict, immune: bool) -> Answ
             Decision::Allow,
             reason.unwrap_or_else(|| "allowed by a PermissionRequest hook".into()),
         ),
-        HookVerdict::Allow { .. } | HookVerdict::Ask { .. } | HookVerdict::NoOpinion { .. } => {
-            asked
-        }
+        HookVerdict::Allow { .. }
+        | HookVerdict::Ask { .. }
+        | HookVerdict::Defer { .. }
+        | HookVerdict::NoOpinion { .. } => asked,
+    }
+}
+
+/// A PreToolUse hook's `defer`: the call waits for a person.
+fn parked_by_hook(grounds: Grounds, reason: &str) -> Answer {
+    let grounds = Grounds {
+        layer: Layer::Hook,
+        reason: format!(
+            "{reason}; parked for a person's approval (`tollgate approve`, then `tollgate run --resume`)"
+        ),
+        ..grounds
+    };
+    Answer {
+        by: Answerer::Hook,
+        decision: PermissionDecision::defer(grounds),
     }
 }
 

@@ -124,6 +124,45 @@ impl PreparedCall {
         narrowest_rules(&action, ctx.workspace, analysis.as_deref())
     }
 
+    /// What this call would touch if run, for the person who answers it parked: a Bash
+    /// command's analysed writes and reads (and what the analysis could not name), else the
+    /// paths the tool's own check names (a Write's or Edit's file) or, for a tool that only
+    /// reads, the path its input gives.
+    pub fn would(&self, ctx: &PermissionContext) -> crate::approval::Would {
+        if let Some(analysis) = self.input.bash_analysis(ctx) {
+            let mut writes = analysis.writes.clone();
+            writes.extend(analysis.named_writes.iter().cloned());
+            return crate::approval::Would {
+                writes,
+                reads: analysis
+                    .reads
+                    .iter()
+                    .map(|read| read.path.clone())
+                    .collect(),
+                unknown: analysis
+                    .unseen_writes
+                    .iter()
+                    .chain(&analysis.link_escapes)
+                    .cloned()
+                    .collect(),
+            };
+        }
+        if self.input.is_read_only(ctx) {
+            let path = ["file_path", "path"]
+                .iter()
+                .find_map(|key| self.raw.get(key).and_then(Value::as_str))
+                .map(|path| ctx.workspace.workdir.join(path));
+            return crate::approval::Would {
+                reads: path.into_iter().collect(),
+                ..Default::default()
+            };
+        }
+        crate::approval::Would {
+            writes: self.input.allowed_effects(ctx, true).paths,
+            ..Default::default()
+        }
+    }
+
     /// What this call, allowed by `by` on `basis`, may change (the effect ledger's bound):
     /// nothing after the read-only proof; what the tool's own check named when it allowed
     /// the call; the tool's reach when a rule, the mode, a hook or the classifier did.
@@ -199,7 +238,8 @@ pub fn self_test_answer(
             by: Answerer::Mode(_),
             decision,
             ..
-        } => SelfTestAnswer::Asked(decision),
+        }
+        | Resolution::Parked { decision, .. } => SelfTestAnswer::Asked(decision),
         Resolution::Refused { decision, .. } => SelfTestAnswer::Denied(decision),
     })
 }

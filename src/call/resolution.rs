@@ -23,8 +23,10 @@ pub enum Answerer {
     FastPath,
     /// Auto mode's classifier.
     Classifier,
-    /// An ask nobody answered, refused by the headless mode.
+    /// An ask nobody answered, refused (or parked) by the headless mode.
     Mode(Awaited),
+    /// A person's answer to a parked call (`tollgate approve`), on resume.
+    Person,
 }
 
 /// Whom an ask the mode refused was waiting for.
@@ -55,6 +57,14 @@ pub enum Resolution {
         /// when there was no call to prepare.
         judged: Option<PreparedCall>,
     },
+    /// Neither run nor refused: the call waits for a person's answer (a `defer:` rule, the
+    /// run's `--defer-asks`, a PreToolUse hook's `defer`). The decision records `defer`.
+    Parked {
+        by: Answerer,
+        decision: PermissionDecision,
+        /// The call as it was asked: what a person approves is exactly this.
+        call: PreparedCall,
+    },
 }
 
 impl Resolution {
@@ -69,13 +79,17 @@ impl Resolution {
 
     pub fn by(&self) -> Answerer {
         match self {
-            Resolution::Allowed { by, .. } | Resolution::Refused { by, .. } => *by,
+            Resolution::Allowed { by, .. }
+            | Resolution::Refused { by, .. }
+            | Resolution::Parked { by, .. } => *by,
         }
     }
 
     pub fn decision(&self) -> &PermissionDecision {
         match self {
-            Resolution::Allowed { decision, .. } | Resolution::Refused { decision, .. } => decision,
+            Resolution::Allowed { decision, .. }
+            | Resolution::Refused { decision, .. }
+            | Resolution::Parked { decision, .. } => decision,
         }
     }
 
@@ -88,12 +102,15 @@ impl Resolution {
         match self {
             Resolution::Allowed { run, .. } => Some(run),
             Resolution::Refused { judged, .. } => judged.as_ref(),
+            Resolution::Parked { call, .. } => Some(call),
         }
     }
 
     pub fn into_decision(self) -> PermissionDecision {
         match self {
-            Resolution::Allowed { decision, .. } | Resolution::Refused { decision, .. } => decision,
+            Resolution::Allowed { decision, .. }
+            | Resolution::Refused { decision, .. }
+            | Resolution::Parked { decision, .. } => decision,
         }
     }
 }

@@ -77,6 +77,7 @@ fn rule_ref() -> RuleRef {
             file: "p.yaml".into(),
             line: 1,
         },
+        headless: crate::policy::HeadlessAnswer::Deny,
     }
 }
 
@@ -982,4 +983,144 @@ fn agent_calls_are_gated_by_their_subagent_type() {
             got.reason
         );
     }
+}
+
+async fn decided_with(
+    call: PreparedCall,
+    ctx: PermissionContext<'_>,
+    headless: policy::HeadlessAnswer,
+    verdict: Option<HookVerdict>,
+) -> Resolution {
+    let mut decider = Decider {
+        headless,
+        ..Decider::headless(ctx)
+    };
+    match decider.decide(call, &mut Hooks(verdict)).await {
+        Ok(resolution) => resolution,
+        Err(never) => match never {},
+    }
+}
+
+/// Parked, never allowed: `--defer-asks` and a `defer:` rule park an ask only a person could
+/// answer (a guardrail's too), never a deny; a hook's `defer` parks even an allowed call and
+/// a hook's deny outranks the run's setting. Only `Resolution::Parked` records `defer`.
+#[tokio::test]
+async fn asks_are_parked_never_denies() {
+    use policy::HeadlessAnswer::{Defer, Deny};
+    let workspace = Workspace::new("/ws".into(), vec![], None);
+    let plain = rules("permissions: {}\n");
+    let ctx = context(PermissionMode::DontAsk, &plain, &workspace);
+    let defer = HookVerdict::Defer {
+        reason: "hook defers".into(),
+    };
+    let deny = HookVerdict::Deny {
+        reason: "hook says no".into(),
+    };
+    // (tool check, run setting, hook verdict, decision, layer)
+    let table = [
+        ("passthrough", Defer, None, Decision::Defer, Layer::Mode),
+        ("passthrough", Deny, None, Decision::Deny, Layer::Mode),
+        ("guardrail", Defer, None, Decision::Defer, Layer::Guardrail),
+        ("deny", Defer, None, Decision::Deny, Layer::Tool),
+        ("deny", Deny, Some(&defer), Decision::Deny, Layer::Tool),
+        ("allow", Deny, Some(&defer), Decision::Defer, Layer::Hook),
+        (
+            "guardrail",
+            Deny,
+            Some(&defer),
+            Decision::Defer,
+            Layer::Hook,
+        ),
+        (
+            "passthrough",
+            Defer,
+            Some(&deny),
+            Decision::Deny,
+            Layer::Hook,
+        ),
+    ];
+    for (kind, headless, verdict, expected, layer) in table {
+        let resolution =
+            decided_with(probe(kind, false, false), ctx, headless, verdict.cloned()).await;
+        let parked = matches!(resolution, Resolution::Parked { .. });
+        let got = resolution.into_decision();
+        assert_eq!(
+            (got.decision, got.layer, parked),
+            (expected, layer, expected == Decision::Defer),
+            "{kind} under {headless:?} + {verdict:?}: {}",
+            got.reason
+        );
+    }
+    // A `defer:` rule parks its own asks whatever the run's setting; an `ask:` rule's are
+    // refused, and where both match, the `ask:` rule of the same file is cited first.
+    for (yaml, expected) in [
+        ("permissions:\n  defer: [Bash]\n", Decision::Defer),
+        ("permissions:\n  ask: [Bash]\n", Decision::Deny),
+        (
+            "permissions:\n  defer: [Bash]\n  ask: [Bash]\n",
+            Decision::Deny,
+        ),
+    ] {
+        let rules = rules(yaml);
+        let ctx = context(PermissionMode::DontAsk, &rules, &workspace);
+        let got = decided_with(probe("allow", false, false), ctx, Deny, None)
+            .await
+            .into_decision();
+        assert_eq!(
+            (got.decision, got.step),
+            (expected, Step::WholeToolAsk),
+            "{yaml}"
+        );
+    }
+}
+
+/// A person's approval answers an ask (even a guardrail's), never a deny: the gate's and
+/// a hook's denies stand, and the call runs as it was asked, not as a hook rewrote it.
+#[tokio::test]
+async fn an_approval_answers_an_ask_never_a_deny() {
+    let workspace = Workspace::new("/ws".into(), vec![], None);
+    let plain = rules("permissions: {}\n");
+    let ctx = context(PermissionMode::DontAsk, &plain, &workspace);
+    let approved = |kind: &str, verdict: Option<HookVerdict>| {
+        let call = probe(kind, false, false);
+        async move {
+            let mut decider = Decider::headless(ctx);
+            match decider
+                .decide_approved(call, &mut Hooks(verdict), "approved by tester".into())
+                .await
+            {
+                Ok(resolution) => resolution,
+                Err(never) => match never {},
+            }
+        }
+    };
+    let rewrite = HookVerdict::Allow {
+        reason: None,
+        updated_input: Some(json!({"other": true})),
+    };
+    for kind in ["guardrail", "ask-rule", "passthrough"] {
+        let resolution = approved(kind, Some(rewrite.clone())).await;
+        assert_eq!(resolution.by(), Answerer::Person, "{kind}");
+        let Resolution::Allowed { run, decision, .. } = resolution else {
+            panic!("{kind}: the approval answers the ask");
+        };
+        assert_eq!(run.raw_input(), &json!({}), "{kind}: the call as asked");
+        assert_eq!(
+            (decision.layer, decision.reason.as_str()),
+            (Layer::Person, "approved by tester")
+        );
+    }
+    let denied = approved("deny", None).await.into_decision();
+    assert_eq!(
+        (denied.decision, denied.layer),
+        (Decision::Deny, Layer::Tool)
+    );
+    let hook = HookVerdict::Deny {
+        reason: "hook says no".into(),
+    };
+    let denied = approved("guardrail", Some(hook)).await.into_decision();
+    assert_eq!(
+        (denied.decision, denied.layer),
+        (Decision::Deny, Layer::Hook)
+    );
 }

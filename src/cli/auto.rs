@@ -46,6 +46,7 @@ impl AutoRoute {
             | Answerer::Pool
             | Answerer::Scope
             | Answerer::Hook
+            | Answerer::Person
             | Answerer::Mode(Awaited::Person) => AutoRoute::Gate,
         }
     }

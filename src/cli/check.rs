@@ -194,17 +194,18 @@ pub fn check(args: CheckArgs) -> Result<ExitCode> {
 fn exit_code(asked_for: bool, decision: Option<Decision>) -> ExitCode {
     match (asked_for, decision) {
         (true, Some(Decision::Deny)) => ExitCode::PolicyStop,
-        (true, Some(Decision::Ask)) => ExitCode::TaskFailed,
+        (true, Some(Decision::Ask | Decision::Defer)) => ExitCode::TaskFailed,
         _ => ExitCode::Success,
     }
 }
 
-/// Deny outranks ask, ask outranks allow: a stream's code is its strongest line.
+/// Deny outranks defer, defer ask, ask allow: a stream's code is its strongest line.
 fn strongest(seen: Option<Decision>, next: Decision) -> Decision {
     let rank = |decision: Decision| match decision {
         Decision::Allow => 0,
         Decision::Ask => 1,
-        Decision::Deny => 2,
+        Decision::Defer => 2,
+        Decision::Deny => 3,
     };
     match seen {
         Some(seen) if rank(seen) >= rank(next) => seen,
@@ -243,6 +244,10 @@ fn refusal(reason: String) -> PermissionDecision {
 }
 
 /// The call prepared once, or the refusal that answers it (no such tool, an invalid input).
+#[expect(
+    clippy::result_large_err,
+    reason = "the refusal is the answer, made once per call and used at once: boxing it only adds an allocation"
+)]
 fn prepare(
     tool: &str,
     input: Value,
@@ -433,6 +438,7 @@ mod tests {
                 file: "dir/pol\\icy \u{e9}.yaml".into(),
                 line: 38,
             },
+            headless: crate::policy::HeadlessAnswer::Deny,
         };
         let reasons = [
             "plain",

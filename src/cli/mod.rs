@@ -1,6 +1,7 @@
 //! The command line: parses arguments, sets up logging, hands each subcommand its typed
 //! options and turns its result into the process exit code. `anyhow` lives here only.
 
+mod approve;
 mod auto;
 mod batch;
 mod check;
@@ -9,6 +10,7 @@ mod policy;
 mod progress;
 mod replay;
 mod run;
+mod verify;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -58,11 +60,30 @@ allow rules and rules that can never match (exit 1 if there is a warning)."
     Policy(PolicyArgs),
     /// Re-decide every tool call of a transcript under another policy; print what changes.
     #[command(
-        after_help = "Example:\n  tollgate replay .tollgate/runs/RUN/transcript.jsonl --policy policies/new.yaml\n\n\
+        after_help = "Examples:\n  tollgate replay .tollgate/runs/RUN/transcript.jsonl --policy policies/new.yaml\n  \
+tollgate replay .tollgate/runs --policy policies/new.yaml --sarif flips.sarif\n\n\
 Prints one JSON line per call whose decision changes (stdout) and a short table (stderr).\n\
 Exits 1 if a call that was denied would now be allowed, so it can guard policy changes in CI."
     )]
     Replay(ReplayArgs),
+    /// Answer a parked run's calls: approve or deny each, for `run --resume` to go on.
+    #[command(
+        after_help = "Examples:\n  tollgate approve .tollgate/runs/RUN toolu_01 --deny toolu_02 --note 'no force push'\n  \
+tollgate approve RUN --all\n\n\
+A run parks calls (exit 6, outcome parked) under a `defer:` rule, `--defer-asks` or a\n\
+PreToolUse hook's `defer`, listing them in RUN/pending.json. Each answer is appended to\n\
+RUN/approvals.jsonl, bound to the run, the call's exact input (its hash) and the approver\n\
+(GITHUB_ACTOR with the run and job ids in GitHub Actions, else USER), tagged with the\n\
+operator's key. `tollgate run --resume RUN` then runs exactly the approved calls, once."
+    )]
+    Approve(approve::ApproveArgs),
+    /// Check a run folder against its in-toto statement (statement.json) and say what differs.
+    #[command(after_help = "Example:\n  tollgate verify .tollgate/runs/RUN\n\n\
+Every run writes RUN/statement.json, an in-toto statement (the commit, the task, policy and\n\
+model digests, the decisions, the parked and approved calls, the transcript's SHA-256) for\n\
+a workflow to sign with its attestation step. verify recomputes it from the transcript and,\n\
+with the operator's key, checks every line's tag. Exit 0 if nothing differs, 1 if something does.")]
+    Verify(verify::VerifyArgs),
     /// Auto mode's classifier outside a run.
     #[command(
         after_help = "Example:\n  tollgate auto eval examples/auto-mode/cases.jsonl --policy examples/auto-mode/policy.yaml\n\n\
@@ -121,12 +142,12 @@ struct AutoEvalArgs {
 
 #[derive(Debug, Args)]
 struct ReplayArgs {
-    /// Earlier runs: transcripts (transcript.jsonl), run folders, or folders of runs (a
-    /// `.tollgate/runs`, a batch folder), each searched for the transcripts beneath it.
-    #[arg(required = true, value_name = "TRANSCRIPT|DIR")]
+    /// Earlier runs: transcripts (transcript.jsonl), run folders, or folders of run folders
+    /// (each subfolder holding a transcript.jsonl), replayed one after another.
+    #[arg(required = true, value_name = "TRANSCRIPT|RUN|DIR")]
     transcripts: Vec<PathBuf>,
-    /// Also writes a SARIF log of the calls the policy would newly allow, located at the
-    /// policy file, for code scanning on a pull request that edits a policy.
+    /// Writes a SARIF 2.1.0 file of the calls that would flip from refused to allowed, each
+    /// at its transcript line (a required check for pull requests that edit a policy).
     #[arg(long, value_name = "FILE")]
     sarif: Option<PathBuf>,
     /// The policy to decide under, as the managed policy.
@@ -226,6 +247,11 @@ struct RunArgs {
     /// Permission mode; overrides the task and the policies.
     #[arg(long, value_name = "MODE", value_parser = crate::reference::mode_values())]
     mode: Option<PermissionMode>,
+    /// Park every ask only a person could answer instead of refusing it (a `defer:` rule
+    /// parks its own asks without this): the run ends `parked` (exit 6) with `pending.json`;
+    /// `tollgate approve` answers the calls and `--resume` goes on. Never parks a deny.
+    #[arg(long)]
+    defer_asks: bool,
     /// Where the transcript and reports go [default: .tollgate/runs/<run-id>/]; `{run_id}`
     /// in it is the run's id. A folder holding an earlier run is refused without --force.
     #[arg(long, value_name = "DIR")]
@@ -504,6 +530,8 @@ pub fn main() -> std::process::ExitCode {
         Command::Check(args) => check::check(args),
         Command::Policy(args) => policy::policy(args),
         Command::Replay(args) => replay::replay(args),
+        Command::Approve(args) => approve::approve(args),
+        Command::Verify(args) => verify::verify(args),
         Command::Auto(AutoArgs {
             command: AutoCommand::Eval(args),
         }) => auto::eval(args),

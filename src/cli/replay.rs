@@ -1,7 +1,8 @@
-//! `tollgate replay`: re-decides every tool call of a transcript under another policy and
-//! reports the calls whose decision changes — a guard for policy changes in CI. The
-//! transcript is read as typed events, one line at a time: memory holds the calls still
-//! waiting for their decision, not the file.
+//! `tollgate replay`: re-decides every tool call of one or many transcripts under another
+//! policy and reports the calls whose decision changes (and, with `--sarif`, those that flip
+//! from refused to allowed) — a guard for policy changes in CI. Each transcript is read as
+//! typed events, one line at a time: memory holds the calls still waiting for their
+//! decision, not the file.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -30,8 +31,6 @@ struct Verdict<'a> {
 
 #[derive(Debug, Serialize)]
 struct Change<'a> {
-    /// The transcript the call is in.
-    transcript: &'a Path,
     /// The call's position among the transcript's calls, 1-based: ids alone may repeat.
     call: u64,
     id: &'a str,
@@ -58,108 +57,87 @@ struct Replayer<'a> {
     /// The workdir's skills, for Skill calls (the transcript names a skill, not its file).
     skills: Vec<Skill>,
     workdir: PathBuf,
-    transcript: PathBuf,
-    run_id: Option<String>,
     changed: Vec<String>,
     widened: usize,
-    /// Each change, for the SARIF log.
+    /// The transcript replayed, and its calls that flip from refused to allowed.
+    transcript: PathBuf,
     flips: Vec<crate::report::Flip>,
 }
 
-/// How deep a folder is searched for transcripts: a batch folder's are at
-/// `repos/ID/run/transcript.jsonl`, a runs folder's one level down.
-const MAX_SEARCH_DEPTH: usize = 6;
-
 pub fn replay(args: ReplayArgs) -> Result<ExitCode> {
-    let mut transcripts = Vec::new();
-    for given in &args.transcripts {
-        let before = transcripts.len();
-        if given.is_dir() {
-            find_transcripts(given, MAX_SEARCH_DEPTH, &mut transcripts)
-                .with_context(|| format!("cannot search {}", given.display()))?;
-            if transcripts.len() == before {
-                bail!("{} holds no transcript.jsonl", given.display());
-            }
-        } else {
-            transcripts.push(given.clone());
-        }
-    }
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let paths = transcripts(&args.transcripts)?;
     let mut flips = Vec::new();
-    let mut totals = (0u64, 0usize, 0usize);
-    for path in &transcripts {
-        let (calls, changed, widened) = replay_one(path, &args, &mut out, &mut flips)?;
-        totals.0 += calls;
-        totals.1 += changed;
-        totals.2 += widened;
+    for path in &paths {
+        flips.extend(replay_one(&args, path, paths.len() > 1)?);
     }
-    if transcripts.len() > 1 {
+    if paths.len() > 1 {
         writeln!(
             std::io::stderr().lock(),
-            "{} in {} replayed; {} changed, {} newly allowed",
-            crate::base::counted(totals.0, "call"),
-            crate::base::counted(transcripts.len(), "transcript"),
-            totals.1,
-            totals.2
+            "{} replayed; {} newly allowed",
+            crate::base::counted(paths.len() as u64, "transcript"),
+            crate::base::counted(flips.len() as u64, "call")
         )?;
     }
     if let Some(sarif) = &args.sarif {
-        let log = crate::report::replay_sarif(&flips, args.policy.as_deref())
-            .context("cannot render the SARIF log")?;
-        crate::out_dir::write_atomic(sarif, log.as_bytes())
-            .map_err(|err| anyhow!("cannot write {}: {}", sarif.display(), err.source))?;
+        let text = crate::report::replay_sarif(&flips)?;
+        crate::out_dir::write_atomic(sarif, text.as_bytes())?;
     }
-    Ok(if totals.2 > 0 {
-        ExitCode::TaskFailed
-    } else {
+    Ok(if flips.is_empty() {
         ExitCode::Success
+    } else {
+        ExitCode::TaskFailed
     })
 }
 
-/// Every `transcript.jsonl` beneath `dir` (links not followed), in name order.
-fn find_transcripts(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
-    entries.sort_by_key(std::fs::DirEntry::file_name);
-    for entry in entries {
-        let kind = entry.file_type()?;
-        if kind.is_file() && entry.file_name() == crate::out_dir::TRANSCRIPT_FILE {
-            found.push(entry.path());
-        } else if kind.is_dir() && depth > 0 {
-            find_transcripts(&entry.path(), depth - 1, found)?;
+/// The transcripts `given` names: a file is one; a run folder its `transcript.jsonl`; any
+/// other folder the transcripts of its run folders, in name order. A folder with none is an
+/// error, so a mistyped path never passes as "nothing changed".
+fn transcripts(given: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    for path in given {
+        if !path.is_dir() {
+            found.push(path.clone());
+            continue;
         }
+        let own = path.join(crate::out_dir::TRANSCRIPT_FILE);
+        if own.is_file() {
+            found.push(own);
+            continue;
+        }
+        let mut runs: Vec<PathBuf> = std::fs::read_dir(path)
+            .with_context(|| format!("cannot read the folder {}", path.display()))?
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .map(|run| run.join(crate::out_dir::TRANSCRIPT_FILE))
+            .filter(|transcript| transcript.is_file())
+            .collect();
+        if runs.is_empty() {
+            bail!(
+                "{} holds no transcript: neither a {} nor run folders holding one",
+                path.display(),
+                crate::out_dir::TRANSCRIPT_FILE
+            );
+        }
+        runs.sort();
+        found.extend(runs);
     }
-    Ok(())
+    Ok(found)
 }
 
-/// Replays one transcript: its changed calls printed as JSON lines, its summary on stderr,
-/// each change kept in `flips`. Returns (calls, changed, newly allowed).
-fn replay_one(
-    path: &Path,
-    args: &ReplayArgs,
-    out: &mut impl Write,
-    flips: &mut Vec<crate::report::Flip>,
-) -> Result<(u64, usize, usize)> {
+/// Replays one transcript: its changes on stdout, its table on stderr; the calls that flip
+/// from refused to allowed.
+fn replay_one(args: &ReplayArgs, path: &Path, many: bool) -> Result<Vec<crate::report::Flip>> {
+    let path = &path.to_path_buf();
     let file = std::fs::File::open(path)
         .with_context(|| format!("cannot read transcript {}", path.display()))?;
     let mut lines = Lines::new(std::io::BufReader::new(file), path);
     // The run's mode and workdir come first, in run_started; the gate is built from them.
-    let (recorded_mode, recorded_workdir, run_id, first) = loop {
+    let (recorded_mode, recorded_workdir, first) = loop {
         match lines.next()? {
             None => bail!("{} holds no run_started or tool_call event", path.display()),
-            Some((
-                _,
-                _,
-                Event::RunStarted {
-                    mode,
-                    workdir,
-                    run_id,
-                    ..
-                },
-            )) => {
-                break (Some(mode), Some(workdir), Some(run_id), None);
+            Some((_, _, Event::RunStarted { mode, workdir, .. })) => {
+                break (Some(mode), Some(workdir), None);
             }
-            Some(line @ (_, _, Event::ToolCall { .. })) => break (None, None, None, Some(line)),
+            Some(line @ (_, _, Event::ToolCall { .. })) => break (None, None, Some(line)),
             Some(_) => {}
         }
     };
@@ -176,12 +154,13 @@ fn replay_one(
         // A workdir whose skills no longer load still has its Skill calls judged, by name.
         skills: crate::skills::discover(&[workdir.join("skills")], &workdir).unwrap_or_default(),
         workdir: workdir.clone(),
-        transcript: path.to_path_buf(),
-        run_id,
         changed: Vec::new(),
         widened: 0,
+        transcript: path.clone(),
         flips: Vec::new(),
     };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
     let mut pending: HashMap<String, PendingCall> = HashMap::new();
     let mut calls = 0u64;
     let mut next = first;
@@ -218,17 +197,23 @@ fn replay_one(
             Event::PermissionDecision { id, decision, .. } => {
                 // A decision for no waiting call (the call line was cut) has nothing to compare.
                 if let Some(call) = pending.remove(&id) {
-                    replayer.compare(out, &id, &call, &decision)?;
+                    replayer.compare(&mut out, &id, &call, &decision)?;
                 }
             }
             _ => {}
         }
     }
     let mut err = std::io::stderr().lock();
+    if many {
+        writeln!(
+            err,
+            "{}:",
+            crate::neutral::log_line(&path.display().to_string())
+        )?;
+    }
     writeln!(
         err,
-        "{}: {} replayed under {mode} mode; {} changed, {} newly allowed",
-        path.display(),
+        "{} replayed under {mode} mode; {} changed, {} newly allowed",
         crate::base::counted(calls, "call"),
         replayer.changed.len(),
         replayer.widened
@@ -236,9 +221,7 @@ fn replay_one(
     for row in &replayer.changed {
         writeln!(err, "  {}", crate::neutral::log_line(row))?;
     }
-    let counts = (calls, replayer.changed.len(), replayer.widened);
-    flips.append(&mut replayer.flips);
-    Ok(counts)
+    Ok(replayer.flips)
 }
 
 impl Replayer<'_> {
@@ -303,8 +286,22 @@ impl Replayer<'_> {
         }
         let widened = old.decision != Decision::Allow && new.decision == Decision::Allow;
         self.widened += usize::from(widened);
+        if widened {
+            self.flips.push(crate::report::Flip {
+                transcript: self.transcript.clone(),
+                line: call.line,
+                call: call.position,
+                id: id.to_string(),
+                tool: call.tool.clone(),
+                input: crate::report::input_summary(
+                    &policy::ToolName::from_model(&call.tool),
+                    &call.input,
+                ),
+                before: old.reason.clone(),
+                after: new.reason.clone(),
+            });
+        }
         let change = Change {
-            transcript: &self.transcript,
             call: call.position,
             id,
             tool: &call.tool,
@@ -325,8 +322,6 @@ impl Replayer<'_> {
         let rendered = serde_json::to_string(&change)?;
         let line = crate::neutral::json_log_line(&rendered);
         writeln!(out, "{line}")?;
-        let summary =
-            crate::report::input_summary(&policy::ToolName::from_model(&call.tool), &call.input);
         self.changed.push(format!(
             "#{:<5} {:<14} {:<6} {:<6} → {:<6} {}",
             call.position,
@@ -334,18 +329,8 @@ impl Replayer<'_> {
             call.tool,
             label(old.decision),
             label(new.decision),
-            summary
+            crate::report::input_summary(&policy::ToolName::from_model(&call.tool), &call.input)
         ));
-        self.flips.push(crate::report::Flip {
-            transcript: self.transcript.clone(),
-            run_id: self.run_id.clone(),
-            position: call.position,
-            id: id.to_string(),
-            tool: call.tool.clone(),
-            summary,
-            before: (old.decision, old.step, old.reason.clone()),
-            after: (new.decision, new.step, new.reason.clone()),
-        });
         Ok(())
     }
 }
@@ -354,13 +339,13 @@ impl Replayer<'_> {
 /// transcript event is an error naming it.
 struct Lines<'a, R> {
     reader: R,
-    path: &'a Path,
+    path: &'a PathBuf,
     number: u64,
     buffer: String,
 }
 
 impl<'a, R: BufRead> Lines<'a, R> {
-    fn new(reader: R, path: &'a Path) -> Self {
+    fn new(reader: R, path: &'a PathBuf) -> Self {
         Lines {
             reader,
             path,
@@ -401,5 +386,6 @@ fn label(decision: Decision) -> &'static str {
         Decision::Allow => "allow",
         Decision::Deny => "deny",
         Decision::Ask => "ask",
+        Decision::Defer => "defer",
     }
 }

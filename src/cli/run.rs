@@ -99,6 +99,7 @@ fn run_options(args: &RunArgs) -> Result<RunOptions> {
         ask: args.rules.ask.clone(),
         strict: args.rules.strict,
         mode: args.mode,
+        defer_asks: args.defer_asks,
         model: args.model.clone(),
         fallback_model: args.fallback_model.clone(),
         model_stream: args.stream,

@@ -287,6 +287,11 @@ impl PushCall<'_> {
             crate::call::Resolution::Refused { decision, .. } => {
                 PushPermission::Refused(format!("`{command}`: {}", decision.reason))
             }
+            // A batch's push has no resume to wait for: a parked push is not made.
+            crate::call::Resolution::Parked { decision, .. } => PushPermission::Refused(format!(
+                "`{command}`: {} (a batch's push cannot wait for a person)",
+                decision.reason
+            )),
         }
     }
 }

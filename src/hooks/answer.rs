@@ -1,5 +1,5 @@
 //! What one hook said: its exit code, stdout and stderr read as an answer (allow / deny / ask /
-//! no opinion), or as an error. Accepts tollgate's flat JSON and Claude Code's nested form;
+//! defer / no opinion), or as an error. Accepts tollgate's flat JSON and Claude Code's nested form;
 //! an answer that names a key twice or whose forms disagree says two things, and is refused.
 
 use serde::{Deserialize, Serialize};
@@ -26,6 +26,12 @@ pub enum HookAnswer {
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// Claude Code's `permissionDecision: "defer"`: park the call for a person, who answers
+    /// it later (`tollgate approve`); the run ends `parked` and `--resume` goes on.
+    Defer {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     NoOpinion {
         #[serde(skip_serializing_if = "Option::is_none")]
         updated_input: Option<Value>,
@@ -33,13 +39,16 @@ pub enum HookAnswer {
 }
 
 impl HookAnswer {
-    /// deny > ask > allow > no opinion: the order in which answers outrank each other.
+    /// deny > defer > ask > allow > no opinion: the order in which answers outrank each
+    /// other (Claude Code's). A defer outranks an ask: nobody can answer an ask headless, a
+    /// person can answer a parked call.
     pub fn severity(&self) -> u8 {
         match self {
             HookAnswer::NoOpinion { .. } => 0,
             HookAnswer::Allow { .. } => 1,
             HookAnswer::Ask { .. } => 2,
-            HookAnswer::Deny { .. } => 3,
+            HookAnswer::Defer { .. } => 3,
+            HookAnswer::Deny { .. } => 4,
         }
     }
 }
@@ -166,6 +175,7 @@ struct RequestDecision {
 enum Said {
     Allow,
     Ask,
+    Defer,
     Deny,
 }
 
@@ -174,6 +184,7 @@ impl Said {
         match self {
             Said::Allow => "allow",
             Said::Ask => "ask",
+            Said::Defer => "defer",
             Said::Deny => "deny",
         }
     }
@@ -275,6 +286,15 @@ fn answer_from(output: Output, event: HookEvent) -> Result<HookAnswer, HookError
             other.as_str()
         )));
     }
+    // Only a call not yet decided can be parked: Claude Code takes `defer` from PreToolUse
+    // alone, and a PostToolUse hook's call has run already.
+    if event != HookEvent::PreToolUse
+        && let Some((Said::Defer, _)) = said.first()
+    {
+        return Err(HookError::BadOutput(format!(
+            "permissionDecision \"defer\" is a PreToolUse answer, not a {event} one"
+        )));
+    }
     // They agree; the reason is the first one given.
     let reason = said.iter().find_map(|(_, reason)| reason.clone());
     Ok(match said.first().map(|(said, _)| (*said, reason)) {
@@ -284,6 +304,7 @@ fn answer_from(output: Output, event: HookEvent) -> Result<HookAnswer, HookError
             updated_input,
         },
         Some((Said::Ask, reason)) => HookAnswer::Ask { reason },
+        Some((Said::Defer, reason)) => HookAnswer::Defer { reason },
         Some((Said::Deny, reason)) => HookAnswer::Deny { reason },
     })
 }
@@ -292,9 +313,10 @@ fn permission(text: &str) -> Result<Said, HookError> {
     match text {
         "allow" => Ok(Said::Allow),
         "ask" => Ok(Said::Ask),
+        "defer" => Ok(Said::Defer),
         "deny" => Ok(Said::Deny),
         other => Err(HookError::BadOutput(format!(
-            "permissionDecision must be \"allow\", \"deny\" or \"ask\", not {other:?}"
+            "permissionDecision must be \"allow\", \"deny\", \"ask\" or \"defer\", not {other:?}"
         ))),
     }
 }
@@ -382,6 +404,14 @@ mod tests {
             ),
             (
                 0,
+                r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"defer","permissionDecisionReason":"a person decides"}}"#,
+                "",
+                Ok(HookAnswer::Defer {
+                    reason: Some("a person decides".into()),
+                }),
+            ),
+            (
+                0,
                 r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no"}}"#,
                 "",
                 Ok(HookAnswer::Deny {
@@ -461,6 +491,16 @@ mod tests {
                 "{stdout}: {result:?}"
             );
         }
+        // Only a call not yet decided can be parked.
+        let post = interpret(
+            &exited(0, r#"{"permissionDecision":"defer"}"#, ""),
+            HookEvent::PostToolUse,
+            60,
+        );
+        assert!(
+            matches!(&post, Err(HookError::BadOutput(text)) if text.contains("PreToolUse answer")),
+            "{post:?}"
+        );
         let mut cut = exited(0, "{", "");
         cut.stdout.complete = false;
         assert_eq!(
@@ -484,6 +524,7 @@ mod tests {
             r#"{"permissionDecision":"allow","hookSpecificOutput":{"permissionDecision":"deny"}}"#,
             r#"{"permissionDecision":"deny","hookSpecificOutput":{"permissionDecision":"allow"}}"#,
             r#"{"permissionDecision":"allow","hookSpecificOutput":{"permissionDecision":"ask"}}"#,
+            r#"{"permissionDecision":"defer","hookSpecificOutput":{"permissionDecision":"deny"}}"#,
             r#"{"decision":"approve","continue":false}"#,
             r#"{"hookSpecificOutput":{"permissionDecision":"allow"},"decision":"block"}"#,
         ] {

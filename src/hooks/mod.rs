@@ -102,6 +102,10 @@ pub enum HookVerdict {
     Ask {
         reason: String,
     },
+    /// Park the call for a person (a PreToolUse hook's `defer`).
+    Defer {
+        reason: String,
+    },
     Deny {
         reason: String,
     },
@@ -375,7 +379,7 @@ fn aggregate(runs: &[HookRun]) -> (HookVerdict, Option<usize>) {
             HookAnswer::Allow { updated_input, .. } | HookAnswer::NoOpinion { updated_input } => {
                 updated_input.clone()
             }
-            HookAnswer::Deny { .. } | HookAnswer::Ask { .. } => None,
+            HookAnswer::Deny { .. } | HookAnswer::Ask { .. } | HookAnswer::Defer { .. } => None,
         })
     };
     let Some(index) = decided_by else {
@@ -393,6 +397,9 @@ fn aggregate(runs: &[HookRun]) -> (HookVerdict, Option<usize>) {
         },
         HookAnswer::Ask { reason } => HookVerdict::Ask {
             reason: explain(run, "asks", reason.as_deref()),
+        },
+        HookAnswer::Defer { reason } => HookVerdict::Defer {
+            reason: explain(run, "deferred it to a person", reason.as_deref()),
         },
         HookAnswer::Allow { reason, .. } => HookVerdict::Allow {
             reason: Some(explain(run, "allowed", reason.as_deref())),

@@ -270,7 +270,7 @@ async fn deny_outranks_ask_outranks_allow() {
     assert_eq!(report.decided_by, Some(1));
     assert!(deny_reason(&report).contains("deny.sh"), "{report:?}");
     let said: Vec<u8> = report.runs.iter().map(|r| r.answer.severity()).collect();
-    assert_eq!(said, [1, 3, 2, 0], "runs stay in policy order");
+    assert_eq!(said, [1, 4, 2, 0], "runs stay in policy order");
 
     let report = fx.pre(&[allow.clone(), ask.clone(), silent.clone()]).await;
     assert_eq!(report.decided_by, Some(1));

@@ -1,7 +1,7 @@
 //! What the mode says about an ask, headless: auto's fast path and the final deny. Pure
 //! pieces; a call's decision (`call::Decider`) orders them around hooks and the classifier.
 
-use super::decision::{Ask, Grounds, Layer, PermissionDecision, ToolCheck};
+use super::decision::{Ask, Grounds, HeadlessAnswer, Layer, PermissionDecision, ToolCheck};
 use super::gate::GatedCall;
 use super::{PermissionContext, PermissionMode, ToolName};
 
@@ -59,4 +59,28 @@ pub fn headless_deny(ctx: &PermissionContext, ask: Ask) -> PermissionDecision {
         mode => format!("{reason}; nobody is present to approve it in a headless {mode}-mode run"),
     };
     PermissionDecision::deny(Grounds { reason, ..grounds }, true)
+}
+
+/// The last word on an ask only a person could answer: parked for one when the run
+/// (`--defer-asks`) or the `defer:` rule that asked says so, else [`headless_deny`]. A
+/// parked call is never allowed here: a person answers it later, and only that answer runs it.
+pub fn headless_answer(
+    ctx: &PermissionContext,
+    ask: Ask,
+    run_setting: HeadlessAnswer,
+) -> PermissionDecision {
+    let by_rule = ask
+        .grounds
+        .rule
+        .as_ref()
+        .is_some_and(|rule| rule.headless == HeadlessAnswer::Defer);
+    if run_setting == HeadlessAnswer::Defer || by_rule {
+        let grounds = ask.grounds;
+        let reason = format!(
+            "{}; parked for a person's approval (`tollgate approve`, then `tollgate run --resume`)",
+            grounds.reason
+        );
+        return PermissionDecision::defer(Grounds { reason, ..grounds });
+    }
+    headless_deny(ctx, ask)
 }

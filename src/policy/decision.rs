@@ -14,6 +14,9 @@ pub enum Decision {
     Allow,
     Deny,
     Ask,
+    /// Parked: neither run nor refused; a person answers it later (`tollgate approve`)
+    /// and a resumed run runs it or refuses it.
+    Defer,
 }
 
 /// The pipeline step (S4) that produced the answer.
@@ -62,6 +65,8 @@ pub enum Layer {
     Hook,
     /// The auto-mode classifier.
     Classifier,
+    /// A person's answer to a parked call (`tollgate approve`).
+    Person,
 }
 
 /// Refusals counted by the layer that made them.
@@ -74,6 +79,13 @@ pub struct DenialCounts {
     pub mode: u32,
     pub hook: u32,
     pub classifier: u32,
+    /// Parked calls a person denied.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub person: u32,
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
 }
 
 impl DenialCounts {
@@ -86,12 +98,13 @@ impl DenialCounts {
             Layer::Mode => &mut self.mode,
             Layer::Hook => &mut self.hook,
             Layer::Classifier => &mut self.classifier,
+            Layer::Person => &mut self.person,
         };
         *slot += 1;
     }
 
     /// (layer name, count) for reports.
-    pub fn by_name(&self) -> [(&'static str, u32); 7] {
+    pub fn by_name(&self) -> [(&'static str, u32); 8] {
         [
             ("rule", self.rule),
             ("tool", self.tool),
@@ -100,6 +113,7 @@ impl DenialCounts {
             ("mode", self.mode),
             ("hook", self.hook),
             ("classifier", self.classifier),
+            ("person", self.person),
         ]
     }
 }
@@ -109,6 +123,9 @@ impl DenialCounts {
 pub struct RuleRef {
     pub rule: String,
     pub source: SourceLocation,
+    /// A `defer:` rule: the ask it makes is parked for a person, not denied.
+    #[serde(default, skip_serializing_if = "HeadlessAnswer::is_deny")]
+    pub headless: HeadlessAnswer,
 }
 
 impl From<&Rule> for RuleRef {
@@ -116,7 +133,28 @@ impl From<&Rule> for RuleRef {
         RuleRef {
             rule: rule.text.clone(),
             source: rule.source.clone(),
+            headless: rule.headless,
         }
+    }
+}
+
+/// What a headless run makes of an ask only a person could answer: refuse it now, or park
+/// the call for a person to approve or deny later (`tollgate approve`, then `--resume`).
+/// Never applied to a deny: a parked call is one a person may still allow, so only an ask
+/// is parked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeadlessAnswer {
+    /// Nobody is present: the ask is a deny (dontAsk, a headless default).
+    #[default]
+    Deny,
+    /// The call is parked and the run ends `parked` once its turn's other calls landed.
+    Defer,
+}
+
+impl HeadlessAnswer {
+    pub fn is_deny(&self) -> bool {
+        *self == HeadlessAnswer::Deny
     }
 }
 
@@ -278,5 +316,17 @@ impl PermissionDecision {
             updated_input: None,
             asked,
         }
+    }
+
+    /// An ask parked for a person: not run, not refused.
+    pub fn defer(grounds: Grounds) -> Self {
+        PermissionDecision {
+            decision: Decision::Defer,
+            ..PermissionDecision::deny(grounds, true)
+        }
+    }
+
+    pub fn is_defer(&self) -> bool {
+        self.decision == Decision::Defer
     }
 }

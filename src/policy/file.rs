@@ -9,7 +9,7 @@ use serde_json::Value;
 use serde_saphyr::Spanned;
 
 use super::auto_mode_blocks::{AutoModeProse, ClassifierFile, ClassifierSettings};
-use super::decision::Decision;
+use super::decision::{Decision, HeadlessAnswer};
 use super::hooks_config::{Hook, HookList};
 use super::ignored_key::IgnoredKey;
 use super::mcp_servers::{McpPolicy, McpServerMatcher, McpServersBlock, mcp_servers};
@@ -235,6 +235,10 @@ pub struct PermissionsBlock {
     deny: Vec<Spanned<String>>,
     #[serde(default)]
     ask: Vec<Spanned<String>>,
+    /// Ask rules whose call a headless run parks for a person (`tollgate approve`)
+    /// instead of refusing it.
+    #[serde(default)]
+    defer: Vec<Spanned<String>>,
     #[serde(default, alias = "additionalDirectories")]
     additional_directories: Vec<Spanned<String>>,
     #[serde(default, alias = "defaultMode")]
@@ -471,10 +475,12 @@ impl Policy {
     ) -> Result<Policy, ConfigError> {
         let file = origin.file;
         let mut rules = Vec::new();
-        for (kind, texts) in [
-            (RuleKind::Deny, &block.deny),
-            (RuleKind::Ask, &block.ask),
-            (RuleKind::Allow, &block.allow),
+        // A `defer:` rule is an ask rule that says what nobody's answer becomes.
+        for (kind, headless, texts) in [
+            (RuleKind::Deny, HeadlessAnswer::Deny, &block.deny),
+            (RuleKind::Ask, HeadlessAnswer::Deny, &block.ask),
+            (RuleKind::Ask, HeadlessAnswer::Defer, &block.defer),
+            (RuleKind::Allow, HeadlessAnswer::Deny, &block.allow),
         ] {
             for spanned in texts {
                 let line = spanned.referenced.line();
@@ -486,7 +492,7 @@ impl Policy {
                     Rule::parse(&spanned.value, kind, source, origin.dir).map_err(|err| {
                         ConfigError::new(file, line, spanned.referenced.column(), err.to_string())
                     })?;
-                rules.push(rule);
+                rules.push(Rule { headless, ..rule });
             }
         }
         let default_mode = block
@@ -631,6 +637,29 @@ mod tests {
                 home: None,
             },
         )
+    }
+
+    /// A `defer:` rule is an ask rule that parks its call; a bad one is an error at its place.
+    #[test]
+    fn defer_rules_are_ask_rules_that_park() {
+        let policy = parse(
+            "permissions:\n  ask: [\"Bash(git commit:*)\"]\n  defer:\n    - \"Bash(git push:*)\"\n",
+        )
+        .unwrap();
+        let rules: Vec<(RuleKind, &str, HeadlessAnswer)> = policy
+            .rules
+            .iter()
+            .map(|rule| (rule.kind, rule.text.as_str(), rule.headless))
+            .collect();
+        assert_eq!(
+            rules,
+            [
+                (RuleKind::Ask, "Bash(git commit:*)", HeadlessAnswer::Deny),
+                (RuleKind::Ask, "Bash(git push:*)", HeadlessAnswer::Defer),
+            ]
+        );
+        let err = parse("permissions:\n  defer:\n    - \"Bash(git push\"\n").unwrap_err();
+        assert_eq!((err.line, err.column), (3, 7), "{err}");
     }
 
     #[test]

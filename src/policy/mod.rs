@@ -28,7 +28,7 @@ mod settings_keys;
 mod tool_name;
 mod workspace;
 
-pub use ask::{fast_path, headless_deny};
+pub use ask::{fast_path, headless_answer, headless_deny};
 pub use authority::{
     AuthorityError, ConfigOrigin, Power, Standing, approvers, counts, lower_may_add,
     refuse_disabled, refuse_managed_keys_below, repository_directories_approved,
@@ -39,8 +39,8 @@ pub use auto_mode_blocks::{
     AutoModeProse, ClassifierFile, ClassifierProvider, ClassifierSettings, ConfigSpot,
 };
 pub use decision::{
-    AllowBasis, Ask, AskCause, Decision, DenialCounts, GateDecision, Grounds, Layer,
-    PermissionDecision, RuleRef, Step, ToolCheck,
+    AllowBasis, Ask, AskCause, Decision, DenialCounts, GateDecision, Grounds, HeadlessAnswer,
+    Layer, PermissionDecision, RuleRef, Step, ToolCheck,
 };
 pub use file::{LowerGrant, ManagedKey, PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
 pub use file_access::{Access, check_path, read_refusal};

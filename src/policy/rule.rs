@@ -80,6 +80,8 @@ pub struct Rule {
     /// The rule as written, for messages and reports.
     pub text: String,
     pub source: SourceLocation,
+    /// An ask rule from a `defer:` list parks its call instead of refusing it.
+    pub headless: super::HeadlessAnswer,
 }
 
 impl Rule {
@@ -147,6 +149,7 @@ impl Rule {
             content,
             text: trimmed.to_string(),
             source,
+            headless: super::HeadlessAnswer::Deny,
         })
     }
 }

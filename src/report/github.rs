@@ -213,6 +213,39 @@ pub fn step_summary(report: &RunReport, paths: &ReportPaths) -> String {
             ));
         }
     }
+    if !report.parked.is_empty() {
+        out.push_str(&format!(
+            "\n#### Calls waiting for a person ({})\n\nApprove or deny each with `tollgate approve RUN CALL… [--deny CALL…]`, then `tollgate run --resume RUN` (`pending.json` holds them whole).\n\n| Call | Tool | Input | Would write | Would read | Asked by | Reason |\n|---|---|---|---|---|---|---|\n",
+            report.parked.len()
+        ));
+        let paths = |paths: &[PathBuf]| {
+            if paths.is_empty() {
+                "—".to_string()
+            } else {
+                let shown: Vec<String> = paths
+                    .iter()
+                    .map(|path| path.display().to_string())
+                    .collect();
+                code(&shown.join(", "))
+            }
+        };
+        for call in &report.parked {
+            let asked_by = call
+                .rule
+                .as_ref()
+                .map(|rule| format!("{} ({})", code(&rule.rule), cell(&rule.source.to_string())))
+                .unwrap_or_else(|| serde_name(&call.layer));
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {asked_by} | {} |\n",
+                code(&call.id),
+                cell(&call.tool),
+                code(&call.input.to_string()),
+                paths(&call.would.writes),
+                paths(&call.would.reads),
+                cell(&call.reason)
+            ));
+        }
+    }
     if !report.denials.is_empty() {
         out.push_str(&format!(
             "\n#### Denied calls ({})\n\n| Tool | Input | Layer | Step | Rule | Reason |\n|---|---|---|---|---|---|\n",
@@ -323,6 +356,9 @@ pub fn outputs(report: &RunReport, paths: &ReportPaths) -> String {
                 .map(ToString::to_string)
                 .unwrap_or_default(),
         ),
+        // What a reviewer is asked, for a later job's summary or a dispatch input: each
+        // parked call's id, tool and exact input, compact JSON; empty when none.
+        ("parked", parked_output(&report.parked)),
     ];
     let mut out = String::new();
     for (name, value) in values {
@@ -338,6 +374,17 @@ pub fn outputs(report: &RunReport, paths: &ReportPaths) -> String {
         }
     }
     out
+}
+
+fn parked_output(parked: &[crate::approval::ParkedCall]) -> String {
+    if parked.is_empty() {
+        return String::new();
+    }
+    let calls: Vec<serde_json::Value> = parked
+        .iter()
+        .map(|call| serde_json::json!({"id": call.id, "tool": call.tool, "input": call.input}))
+        .collect();
+    serde_json::Value::Array(calls).to_string()
 }
 
 /// `::error`/`::warning` commands: one per refused call, per failed check (its last
@@ -650,11 +697,49 @@ Transcript: `/out/transcript.jsonl`
         assert!(summary.contains("attacker.example/p.png"), "shown as text");
     }
 
+    /// A parked run's summary shows each call a reviewer answers, with its exact input and
+    /// what it would touch; the `parked` output carries the calls as JSON.
+    #[test]
+    fn a_parked_run_lists_its_calls_for_the_reviewer() {
+        let mut report = sample_report();
+        report.outcome = crate::transcript::Outcome::Parked;
+        report.parked = vec![crate::approval::ParkedCall {
+            id: "toolu_1".into(),
+            tool: "Bash".into(),
+            input: serde_json::json!({"command": "git push origin main"}),
+            hash: "ab".repeat(32),
+            step: crate::policy::Step::ContentAsk,
+            layer: crate::policy::Layer::Rule,
+            rule: None,
+            reason: "parked for a person's approval".into(),
+            would: crate::approval::Would {
+                writes: vec![PathBuf::from("/ws/.git/refs")],
+                reads: Vec::new(),
+                unknown: Vec::new(),
+            },
+        }];
+        let summary = step_summary(&report, &paths());
+        assert!(
+            summary.contains("#### Calls waiting for a person (1)")
+                && summary.contains(
+                    "| `toolu_1` | Bash | `{\"command\":\"git push origin main\"}` | `/ws/.git/refs` | — | rule |"
+                ),
+            "{summary}"
+        );
+        let written = outputs(&report, &paths());
+        assert!(
+            written.contains(
+                "parked=[{\"id\":\"toolu_1\",\"input\":{\"command\":\"git push origin main\"},\"tool\":\"Bash\"}]\n"
+            ),
+            "{written}"
+        );
+    }
+
     #[test]
     fn outputs_always_name_every_key() {
         assert_eq!(
             outputs(&sample_report(), &paths()),
-            "outcome=policy_denied\nexit_code=3\ntranscript=/out/transcript.jsonl\njunit=/out/junit.xml\nsarif=\ndenials=1\ncost=\nrun_id=r1\nfinal_message=Could not <clean> up.\nstructured_output=\n"
+            "outcome=policy_denied\nexit_code=3\ntranscript=/out/transcript.jsonl\njunit=/out/junit.xml\nsarif=\ndenials=1\ncost=\nrun_id=r1\nfinal_message=Could not <clean> up.\nstructured_output=\nparked=\n"
         );
     }
 

@@ -4,13 +4,11 @@
 
 pub mod github;
 mod junit;
-mod replay_sarif;
 mod sarif;
 mod summary;
 
 pub use junit::junit_xml;
-pub use replay_sarif::{Flip, replay_sarif};
-pub use sarif::sarif_json;
+pub use sarif::{Flip, replay_sarif, sarif_json};
 pub use summary::text_summary;
 
 use serde_json::Value;
@@ -89,6 +87,7 @@ pub(crate) fn sample_report() -> crate::transcript::RunReport {
         unrestored: None,
     }]);
     RunReport {
+        parked: Vec::new(),
         effects: crate::transcript::EffectReport {
             config: Some(crate::ledger::LedgerConfig::default()),
             measured: 5,
@@ -141,6 +140,7 @@ pub(crate) fn sample_report() -> crate::transcript::RunReport {
                         file: PathBuf::from("/repo/policies/ci.yaml"),
                         line: 14,
                     },
+                    headless: crate::policy::HeadlessAnswer::Deny,
                 }),
                 reason: "`rm -rf build` is denied by rule Bash(rm:*)".into(),
                 updated_input: None,

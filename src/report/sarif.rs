@@ -66,6 +66,7 @@ pub fn sarif_json(report: &RunReport) -> Result<String, serde_json::Error> {
             | Outcome::Interrupted
             | Outcome::Terminated
             | Outcome::OutputFailed
+            | Outcome::Parked
     );
     let invocation = Invocation::builder()
         .execution_successful(finished)
@@ -93,6 +94,91 @@ pub fn sarif_json(report: &RunReport) -> Result<String, serde_json::Error> {
         .runs(vec![run])
         .build();
     let mut value = serde_json::to_value(&log)?;
+    crate::neutral::clean_json_strings(&mut value);
+    serde_json::to_string_pretty(&value)
+}
+
+/// A call `tollgate replay` found refused then and allowed under the policy replayed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flip {
+    pub transcript: PathBuf,
+    /// The `tool_call` line in the transcript.
+    pub line: u64,
+    /// Its position among the transcript's calls, 1-based.
+    pub call: u64,
+    pub id: String,
+    pub tool: String,
+    /// What the call was, in a line.
+    pub input: String,
+    /// Why it was refused, and why it would now be allowed.
+    pub before: String,
+    pub after: String,
+}
+
+/// `replay --sarif`: one error result per call that flips from refused to allowed, at its
+/// transcript line, so a pull request that edits a policy shows what it would let through.
+pub fn replay_sarif(flips: &[Flip]) -> Result<String, serde_json::Error> {
+    let rule = descriptor(
+        "replay/newly-allowed".to_string(),
+        "A call the policy refused that the changed policy would allow.".to_string(),
+        "Replayed under the changed policy, a call an earlier run was refused is now \
+allowed: the change widens what an agent may do. Review each before merging."
+            .to_string(),
+    );
+    let results: Vec<SarifResult> = flips
+        .iter()
+        .map(|flip| {
+            let physical = PhysicalLocation::builder()
+                .artifact_location(
+                    ArtifactLocation::builder()
+                        .uri(file_uri(&normalize_lexically(
+                            &std::path::absolute(&flip.transcript)
+                                .unwrap_or_else(|_| flip.transcript.clone()),
+                        )))
+                        .build(),
+                )
+                .region(
+                    Region::builder()
+                        .start_line(i64::try_from(flip.line.max(1)).unwrap_or(i64::MAX))
+                        .build(),
+                )
+                .build();
+            SarifResult::builder()
+                .rule_id("replay/newly-allowed")
+                .rule_index(0)
+                .level(ResultLevel::Error)
+                .message(plain_message(sentence(&format!(
+                    "{} call #{} ({}) `{}` was refused ({}) and would now be allowed ({})",
+                    flip.tool,
+                    flip.call,
+                    flip.id,
+                    flip.input,
+                    flip.before.trim_end_matches('.'),
+                    flip.after.trim_end_matches('.')
+                ))))
+                .locations(vec![
+                    Location::builder().physical_location(physical).build(),
+                ])
+                .build()
+        })
+        .collect();
+    let driver = ToolComponent::builder()
+        .name("tollgate")
+        .version(env!("CARGO_PKG_VERSION"))
+        .semantic_version(env!("CARGO_PKG_VERSION"))
+        .rules(vec![rule])
+        .build();
+    let run = Run::builder()
+        .tool(Tool::builder().driver(driver).build())
+        .results(results)
+        .build();
+    let sarif = Sarif::builder()
+        .schema(SCHEMA)
+        .version(json!("2.1.0"))
+        .runs(vec![run])
+        .build();
+    // The inputs are a model's: inert wherever the file is shown.
+    let mut value = serde_json::to_value(&sarif)?;
     crate::neutral::clean_json_strings(&mut value);
     serde_json::to_string_pretty(&value)
 }
@@ -216,6 +302,11 @@ fn denial_rule(denial: &Denial) -> ReportingDescriptor {
             "policy".to_string(),
             "A policy rule.".to_string(),
             "A policy rule refused the call.",
+        ),
+        Layer::Person => (
+            "person".to_string(),
+            "A person's answer to a parked call.".to_string(),
+            "The call was parked for a person (`tollgate approve`), who denied it.",
         ),
     };
     descriptor(id, short, help.to_string())

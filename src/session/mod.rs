@@ -146,6 +146,8 @@ pub struct RunOptions {
     /// The policy's warnings are configuration errors (`--strict`).
     pub strict: bool,
     pub mode: Option<crate::policy::PermissionMode>,
+    /// `--defer-asks`: an ask only a person could answer is parked, not refused.
+    pub defer_asks: bool,
     pub model: Option<String>,
     /// `--effort`: replaces the task's `model.effort` (and its `thinking_budget`).
     pub effort: Option<crate::model::Effort>,
@@ -436,6 +438,11 @@ fn assemble_checked(
         reminders_full_every: task.reminders_full_every,
         checks: task.checks,
         mode,
+        headless: if options.defer_asks {
+            crate::policy::HeadlessAnswer::Defer
+        } else {
+            crate::policy::HeadlessAnswer::Deny
+        },
         rules: Arc::new(rules),
         policy_summary,
         workspace: Arc::new(workspace),
@@ -1060,7 +1067,7 @@ fn resuming(
         Some(state) => Some(state.key()?),
         None => None,
     };
-    let resume =
+    let mut resume =
         crate::agent::Resume::read(&dir.join(crate::out_dir::TRANSCRIPT_FILE), key.as_ref())?;
     // The id names the run's temp folder and reports: only the characters tollgate's own
     // ids have.
@@ -1108,9 +1115,62 @@ fn resuming(
             resume.task_file.display()
         )));
     }
+    let parked = resume.parked();
+    if !parked.is_empty() {
+        resume.answers =
+            person_answers(dir, &resume.run_id, &parked, key.as_ref(), state).map_err(refuse)?;
+    }
     options.out = Some(dir.to_path_buf());
     options.existing_out = crate::out_dir::Existing::Resume;
     Ok(resume)
+}
+
+/// A person's answer to each parked call, from the run folder's `approvals.jsonl` (see
+/// [`crate::approval::answers`]), each then marked used in the operator's state folder: a
+/// second resume, of this folder or of a copy made before (a re-run job's artifact), finds
+/// it used. Marked before the call runs, so a run killed now cannot run it twice either.
+fn person_answers(
+    dir: &Path,
+    run_id: &str,
+    parked: &[crate::approval::ParkedOnRecord],
+    key: Option<&crate::state::TranscriptKey>,
+    state: Option<&crate::state::StateDir>,
+) -> Result<std::collections::HashMap<String, crate::approval::PersonAnswer>, String> {
+    use crate::approval::APPROVALS_FILE;
+    use std::os::unix::fs::OpenOptionsExt;
+    let Some(state) = state else {
+        return Err(
+            "it has parked calls, and without tollgate's state folder their approvals cannot be checked".into(),
+        );
+    };
+    let path = dir.join(APPROVALS_FILE);
+    let mut text = String::new();
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+    {
+        Ok(mut file) => {
+            std::io::Read::read_to_string(&mut file, &mut text)
+                .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(format!("cannot read {}: {err}", path.display())),
+    }
+    let held = crate::approval::answers(&text, key, run_id, parked, chrono::Utc::now(), &|nonce| {
+        state.approval_used(nonce)
+    })
+    .map_err(|err| err.to_string())?;
+    let mut answers = std::collections::HashMap::new();
+    for (id, (answer, nonce)) in held {
+        if !state.use_approval(&nonce).map_err(|err| err.to_string())? {
+            return Err(format!(
+                "the answer to {id} was used by another resume meanwhile; each approval runs its call once"
+            ));
+        }
+        answers.insert(id, answer);
+    }
+    Ok(answers)
 }
 
 /// Where runs go without `--out`: a folder per run id, so runs never share one.

@@ -14,7 +14,9 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-pub use seal::{Chain, TranscriptKey, Verified, VerifyError, verify};
+pub use seal::{
+    APPROVALS_GENESIS, Chain, TranscriptKey, Verified, VerifyError, verify, verify_record,
+};
 
 /// Moves the state folder (CI, a test): an absolute path.
 pub const STATE_DIR_ENV: &str = "TOLLGATE_STATE_DIR";
@@ -22,6 +24,8 @@ pub const STATE_DIR_ENV: &str = "TOLLGATE_STATE_DIR";
 const KEY_FILE: &str = "transcript.key";
 /// The folder of `--continue`'s records: one file per workdir.
 const RUNS_DIR: &str = "runs";
+/// The folder of approvals a resume has used: one empty file per approval's nonce.
+const USED_APPROVALS_DIR: &str = "approvals-used";
 const KEY_BYTES: usize = 32;
 
 #[derive(Debug, thiserror::Error)]
@@ -240,6 +244,49 @@ impl StateDir {
         Ok(())
     }
 
+    /// Whether the approval with this nonce was used by a resume before.
+    pub fn approval_used(&self, nonce: &str) -> bool {
+        is_nonce(nonce)
+            && self
+                .path
+                .join(USED_APPROVALS_DIR)
+                .join(nonce)
+                .symlink_metadata()
+                .is_ok()
+    }
+
+    /// Marks the approval with this nonce used; `Ok(false)` when a resume used it first.
+    /// Kept here, beside the key, because a copy of the run folder (a re-run CI job's
+    /// artifact) carries the approval again: only the operator's state remembers its use.
+    pub fn use_approval(&self, nonce: &str) -> Result<bool, StateError> {
+        let dir = self.path.join(USED_APPROVALS_DIR);
+        let io = |source| StateError::Io {
+            path: dir.clone(),
+            source,
+        };
+        if !is_nonce(nonce) {
+            return Err(io(std::io::Error::other(format!(
+                "`{nonce}` is not an approval's nonce"
+            ))));
+        }
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(io)?;
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(dir.join(nonce))
+        {
+            Ok(_) => Ok(true),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+            Err(err) => Err(io(err)),
+        }
+    }
+
     /// The run folder last recorded for `workdir`, if any.
     pub fn latest_run(&self, workdir: &Path) -> Option<PathBuf> {
         let path = self.path.join(RUNS_DIR).join(record_name(workdir));
@@ -249,6 +296,14 @@ impl StateDir {
             .then(|| PathBuf::from(std::ffi::OsStr::from_bytes(line)))
             .filter(|folder| folder.is_absolute())
     }
+}
+
+/// An approval's nonce names a file: 32 lowercase hex digits and nothing else.
+fn is_nonce(nonce: &str) -> bool {
+    nonce.len() == 32
+        && nonce
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// A workdir's record file: the SHA-256 of its path, so any path makes one plain name.

@@ -10,8 +10,11 @@ use std::sync::Arc;
 
 use ring::hmac;
 
-/// What the chain starts from, so a tag is never valid outside a transcript.
+/// What a transcript's chain starts from, so its tags are never valid in another record.
 const GENESIS: &[u8] = b"tollgate transcript v1";
+/// What `approvals.jsonl`'s chain starts from: an approval line is never a transcript line,
+/// nor one the other way round.
+pub const APPROVALS_GENESIS: &[u8] = b"tollgate approvals v1";
 /// The field each line ends with, before its 64 hex digits.
 const FIELD: &str = ",\"tag\":\"";
 const TAG_HEX: usize = 64;
@@ -40,9 +43,9 @@ impl TranscriptKey {
         tag
     }
 
-    fn genesis(&self) -> [u8; 32] {
+    fn genesis(&self, record: &[u8]) -> [u8; 32] {
         let mut tag = [0u8; 32];
-        tag.copy_from_slice(hmac::sign(&self.0, GENESIS).as_ref());
+        tag.copy_from_slice(hmac::sign(&self.0, record).as_ref());
         tag
     }
 }
@@ -57,7 +60,12 @@ pub struct Chain {
 impl Chain {
     /// A new transcript's chain.
     pub fn start(key: Arc<TranscriptKey>) -> Chain {
-        let last = key.genesis();
+        Chain::start_record(key, GENESIS)
+    }
+
+    /// A new chain of another record the operator's key tags (`APPROVALS_GENESIS`).
+    pub fn start_record(key: Arc<TranscriptKey>, genesis: &[u8]) -> Chain {
+        let last = key.genesis(genesis);
         Chain { key, last }
     }
 
@@ -112,8 +120,17 @@ pub enum VerifyError {
 /// Checks every line of `text` against `key`: the whole lines if all carry their tag, a
 /// torn last line set apart. The first line that fails is the error.
 pub fn verify<'t>(key: Option<&TranscriptKey>, text: &'t str) -> Result<Verified<'t>, VerifyError> {
+    verify_record(key, GENESIS, text)
+}
+
+/// [`verify`] for a record whose chain starts from `genesis`.
+pub fn verify_record<'t>(
+    key: Option<&TranscriptKey>,
+    genesis: &[u8],
+    text: &'t str,
+) -> Result<Verified<'t>, VerifyError> {
     let key = key.ok_or(VerifyError::NoKey)?;
-    let mut last = key.genesis();
+    let mut last = key.genesis(genesis);
     let whole = text.rfind('\n').map_or(0, |end| end + 1);
     for (index, line) in text[..whole].split_terminator('\n').enumerate() {
         let number = index + 1;

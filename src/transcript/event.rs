@@ -305,6 +305,9 @@ pub enum Event {
         /// The effect ledger's totals; absent when it was off.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         effects: Option<EffectTotals>,
+        /// The calls parked for a person (outcome `parked`), as `pending.json` lists them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        deferred: Vec<crate::approval::ParkedCall>,
     },
     /// Under `output_schema`: a final answer that is not valid against it, fed back to the
     /// model with the validator's errors unless it was the last answer allowed.
@@ -612,6 +615,8 @@ pub enum Outcome {
     /// The model finished with an empty (or whitespace-only) final answer and `fail_on` has
     /// `empty_answer`.
     EmptyAnswer,
+    /// Calls were parked for a person's approval: the run waits in `pending.json`.
+    Parked,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

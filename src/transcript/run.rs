@@ -128,10 +128,12 @@ pub struct RunReport {
     pub held_back: Vec<crate::policy::HeldBack>,
     /// What the effect ledger measured, and the calls that did more than allowed.
     pub effects: EffectReport,
+    /// The calls parked for a person (outcome `parked`), as `pending.json` lists them.
+    pub parked: Vec<crate::approval::ParkedCall>,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 22] = [
+    pub const ALL: [Outcome; 23] = [
         Outcome::Success,
         Outcome::ChecksFailed,
         Outcome::MaxTurns,
@@ -154,6 +156,7 @@ impl Outcome {
         Outcome::StructuredOutputInvalid,
         Outcome::ContextOverflow,
         Outcome::EmptyAnswer,
+        Outcome::Parked,
     ];
 
     /// The name the transcript, the JSON result and the action's `outcome` output use.
@@ -181,6 +184,7 @@ impl Outcome {
             Outcome::StructuredOutputInvalid => "structured_output_invalid",
             Outcome::ContextOverflow => "context_overflow",
             Outcome::EmptyAnswer => "empty_answer",
+            Outcome::Parked => "parked",
         }
     }
 
@@ -245,6 +249,11 @@ its attempts for the run were spent (see docs/reliability.md)"
                 "the model finished with an empty or whitespace-only final answer and \
 `fail_on` has `empty_answer` (the default of a prompt run without `--output-schema`)"
             }
+            Outcome::Parked => {
+                "calls were parked for a person (a `defer:` rule, `--defer-asks`, a PreToolUse \
+hook's `defer`): the run stopped once the turn's other calls had their results, listing them \
+in `pending.json`; `tollgate approve` answers them and `tollgate run --resume` goes on"
+            }
         }
     }
 
@@ -272,6 +281,7 @@ its attempts for the run were spent (see docs/reliability.md)"
             Outcome::Interrupted => ExitCode::Interrupted,
             Outcome::Terminated => ExitCode::Terminated,
             Outcome::OutputFailed => ExitCode::OutputError,
+            Outcome::Parked => ExitCode::Parked,
         }
     }
 }

@@ -133,6 +133,25 @@ fn claude_code_result_fields(object: &mut serde_json::Map<String, Value>) {
     for (key, value) in fields {
         object.insert(key.into(), value);
     }
+    // Claude Code's form of a parked run: its stop reason, and the (first) call that waits.
+    if outcome == "parked" {
+        object.insert("stop_reason".into(), Value::String("tool_deferred".into()));
+        let first = object
+            .get("deferred")
+            .and_then(Value::as_array)
+            .and_then(|calls| calls.first())
+            .cloned();
+        if let Some(call) = first {
+            object.insert(
+                "deferred_tool_use".into(),
+                serde_json::json!({
+                    "id": call.get("id"),
+                    "name": call.get("tool"),
+                    "input": call.get("input"),
+                }),
+            );
+        }
+    }
     if let Some(Value::Array(denials)) = object.get_mut("permission_denials") {
         for denial in denials.iter_mut().filter_map(Value::as_object_mut) {
             for (alias, own) in [("tool_name", "tool"), ("tool_use_id", "id")] {

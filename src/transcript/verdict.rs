@@ -17,7 +17,9 @@ pub fn denial_kind(decision: &PermissionDecision) -> FailOn {
         | Layer::Guardrail
         | Layer::Interaction
         | Layer::Mode
-        | Layer::Hook => FailOn::Denial,
+        | Layer::Hook
+        // A person refused a call the model needed: the task did not get what it asked.
+        | Layer::Person => FailOn::Denial,
     }
 }
 
@@ -68,7 +70,9 @@ pub fn decide(
         | Outcome::StructuredOutputInvalid
         // Only this function concludes these.
         | Outcome::EffectsExceeded
-        | Outcome::EmptyAnswer => return (outcome, outcome.exit_code()),
+        | Outcome::EmptyAnswer
+        // The run waits for a person: what it did so far is judged once it goes on.
+        | Outcome::Parked => return (outcome, outcome.exit_code()),
         Outcome::Success
         | Outcome::ChecksFailed
         | Outcome::MaxTurns

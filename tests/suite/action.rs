@@ -113,9 +113,12 @@ fn the_example_workflows_use_the_action_as_it_is_defined() {
         .filter(|(_, input)| input["required"] == true)
         .map(|(name, _)| name.clone())
         .collect();
-    for file in [
-        "examples/github/pull-request.yml",
-        "examples/github/scheduled.yml",
+    // (workflow, how many times it runs the action)
+    for (file, runs) in [
+        ("examples/github/pull-request.yml", 1),
+        ("examples/github/scheduled.yml", 1),
+        // The task, then its resume in the environment with required reviewers.
+        ("examples/github/approval.yml", 2),
     ] {
         let workflow = yaml(file);
         let text = std::fs::read_to_string(repo_root().join(file)).unwrap();
@@ -143,13 +146,18 @@ fn the_example_workflows_use_the_action_as_it_is_defined() {
                 );
             }
         }
-        assert_eq!(uses_action, 1, "{file} runs the action once");
+        assert_eq!(uses_action, runs, "{file} runs the action {runs} time(s)");
     }
     let scheduled = yaml("examples/github/scheduled.yml");
     assert!(scheduled["on"]["schedule"][0]["cron"].is_string());
     let pr = std::fs::read_to_string(repo_root().join("examples/github/pull-request.yml")).unwrap();
     assert!(pr.contains("github/codeql-action/upload-sarif@"));
     assert!(pr.contains("actions/upload-artifact@"));
+    // The approving job waits for a reviewer, and answers only a parked run.
+    let approval = yaml("examples/github/approval.yml");
+    let approve = &approval["jobs"]["approve"];
+    assert_eq!(approve["environment"], "tollgate-approval");
+    assert_eq!(approve["if"], "needs.run.outputs.outcome == 'parked'");
 }
 
 /// Runs the action's release step (its `run` script from action.yml, with the flags the

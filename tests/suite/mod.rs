@@ -2,6 +2,7 @@
 //! the library directly).
 
 mod action;
+mod approvals;
 mod authority;
 mod auto_mode;
 mod bash_bindings;
