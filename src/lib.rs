@@ -41,6 +41,7 @@ pub mod telemetry;
 pub mod template;
 pub mod tools;
 pub mod transcript;
+pub mod trigger;
 
 /// The test suite's one rule for a test that needs what this machine may lack (a program, a
 /// kernel feature): the same file as the integration tests' `support::skip`.

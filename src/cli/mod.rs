@@ -5,6 +5,7 @@ mod approve;
 mod auto;
 mod batch;
 mod check;
+mod github;
 mod manual;
 mod policy;
 mod progress;
@@ -77,6 +78,18 @@ RUN/approvals.jsonl, bound to the run, the call's exact input (its hash) and the
 operator's key. `tollgate run --resume RUN` then runs exactly the approved calls, once."
     )]
     Approve(approve::ApproveArgs),
+    /// GitHub Actions helpers: whether an event (a comment, review, label, assignment)
+    /// starts a run, and whether its sender may start one.
+    #[command(
+        after_help = "Example (an Action step on issue_comment):\n  tollgate github trigger --phrase @tollgate --prompt-out \"$RUNNER_TEMP/prompt.md\"\n\n\
+Reads GITHUB_EVENT_PATH, GITHUB_EVENT_NAME and GITHUB_REPOSITORY. A person needs write\n\
+permission (--min-permission) unless named in --allow-users; a bot must be named in\n\
+--allow-bots; a pull request from a fork is refused. Prints one JSON line and sets the step\n\
+outputs triggered (true, false or refused), actor, kind and prompt_file.\n\
+Exit codes: 0 a run or no trigger, 3 refused, 2 a bad payload or flag, or an API that\n\
+could not be asked (nothing runs then either)."
+    )]
+    Github(github::GithubArgs),
     /// Check a run folder against its in-toto statement (statement.json) and say what differs.
     #[command(after_help = "Example:\n  tollgate verify .tollgate/runs/RUN\n\n\
 Every run writes RUN/statement.json, an in-toto statement (the commit, the task, policy and\n\
@@ -531,6 +544,7 @@ pub fn main() -> std::process::ExitCode {
         Command::Policy(args) => policy::policy(args),
         Command::Replay(args) => replay::replay(args),
         Command::Approve(args) => approve::approve(args),
+        Command::Github(args) => github::github(args),
         Command::Verify(args) => verify::verify(args),
         Command::Auto(AutoArgs {
             command: AutoCommand::Eval(args),

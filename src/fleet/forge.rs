@@ -148,6 +148,11 @@ impl Forge {
         Ok(answer["html_url"].as_str().unwrap_or_default().to_string())
     }
 
+    /// One GET of the REST API (`path` from the API's root), through the same rate budget.
+    pub async fn get(&self, path: &str) -> Result<Value, ForgeError> {
+        self.send(Method::GET, path, None).await
+    }
+
     async fn send(
         &self,
         method: Method,

@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use thiserror::Error;
 
 pub use driver::{Batch, BatchOptions, Rerun};
+pub use forge::{Forge, ForgeError};
 pub use journal::{Journal, JournalError, Phase, RepoOutcome, RunSummary};
 pub use manifest::{Repo, RepoSource};
 pub use merge::{collect, junit_xml, markdown, sarif, write_reports};

@@ -35,6 +35,7 @@ mod fresh_clone;
 mod front_door;
 mod gate_cli;
 mod gate_reach;
+mod github_trigger;
 mod held_back;
 mod hooks_cli;
 mod installer;

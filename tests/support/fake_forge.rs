@@ -35,6 +35,10 @@ struct Log {
     requests: Vec<Request>,
     pulls: Vec<Pull>,
     limit_first_post_for: Option<u64>,
+    /// Each collaborator's permission (`write`, `read`…); anyone else has `none`.
+    permissions: std::collections::HashMap<String, String>,
+    /// Each pull request's head repository (`owner/name`), for GET of one pull request.
+    heads: std::collections::HashMap<u64, String>,
 }
 
 pub struct FakeForge {
@@ -75,6 +79,17 @@ impl FakeForge {
 
     pub fn pulls(&self) -> Vec<Pull> {
         self.log.lock().unwrap().pulls.clone()
+    }
+
+    /// `user`'s permission on every repository, as the collaborator-permission API says it.
+    pub fn set_permission(&self, user: &str, permission: &str) {
+        let mut log = self.log.lock().unwrap();
+        log.permissions.insert(user.into(), permission.into());
+    }
+
+    /// Pull request `number`'s head repository.
+    pub fn set_pull_head(&self, number: u64, head: &str) {
+        self.log.lock().unwrap().heads.insert(number, head.into());
     }
 }
 
@@ -132,6 +147,26 @@ async fn handle(
                 StatusCode::CREATED,
                 json!({"number": number, "html_url": url}),
             )
+        }
+        (Method::GET, ["repos", _, _, "collaborators", user, "permission"]) => {
+            let permission = log
+                .permissions
+                .get(*user)
+                .cloned()
+                .unwrap_or_else(|| "none".into());
+            (
+                StatusCode::OK,
+                json!({"permission": permission, "user": {"login": user}}),
+            )
+        }
+        (Method::GET, ["repos", _, _, "pulls", number]) => {
+            match number.parse::<u64>().ok().and_then(|n| log.heads.get(&n)) {
+                Some(head) => (
+                    StatusCode::OK,
+                    json!({"number": number.parse::<u64>().unwrap_or(0), "head": {"repo": {"full_name": head}}}),
+                ),
+                None => (StatusCode::NOT_FOUND, json!({"message": "Not Found"})),
+            }
         }
         (Method::PATCH, ["repos", owner, name, "pulls", number]) => {
             let url = format!("https://forge.test/{owner}/{name}/pull/{number}");

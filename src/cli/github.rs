@@ -1,0 +1,179 @@
+//! `tollgate github trigger`: the Action's first step on a comment, review, label or
+//! assignment — whether the event asks for a run, whether its sender may start one, and the
+//! prompt that quotes what they wrote as data.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, anyhow};
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use crate::exit::ExitCode;
+use crate::fleet::Forge;
+use crate::trigger::{Permission, TriggerConfig, Verdict};
+
+#[derive(Debug, Args)]
+pub(super) struct GithubArgs {
+    #[command(subcommand)]
+    command: GithubCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum GithubCommand {
+    /// Decide whether this workflow's event starts a run, and write its prompt.
+    Trigger(TriggerArgs),
+}
+
+#[derive(Debug, Args)]
+struct TriggerArgs {
+    /// The event payload [default: GITHUB_EVENT_PATH].
+    #[arg(long, value_name = "FILE", env = "GITHUB_EVENT_PATH")]
+    event: PathBuf,
+    /// The event's name [default: GITHUB_EVENT_NAME].
+    #[arg(long, value_name = "NAME", env = "GITHUB_EVENT_NAME")]
+    event_name: String,
+    /// The repository, OWNER/NAME [default: GITHUB_REPOSITORY].
+    #[arg(long, value_name = "OWNER/NAME", env = "GITHUB_REPOSITORY")]
+    repository: String,
+    /// The REST API's root [default: GITHUB_API_URL, else https://api.github.com].
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "GITHUB_API_URL",
+        default_value = "https://api.github.com"
+    )]
+    api_url: String,
+    /// The variable holding the token the permission check uses (never the token itself).
+    #[arg(long, value_name = "NAME", default_value = "GITHUB_TOKEN")]
+    token_env: String,
+    /// Words in a comment, review or issue that start a run.
+    #[arg(long, value_name = "TEXT", default_value = "@tollgate")]
+    phrase: String,
+    /// A label that starts a run when added.
+    #[arg(long, value_name = "NAME")]
+    label: Option<String>,
+    /// A login that starts a run when assigned.
+    #[arg(long, value_name = "LOGIN")]
+    assignee: Option<String>,
+    /// The least repository permission a person needs: read, triage, write, maintain, admin.
+    #[arg(long, value_name = "LEVEL", default_value = "write", value_parser = parse_permission)]
+    min_permission: Permission,
+    /// People who may start runs whatever their permission, comma-separated (`*`: anyone).
+    #[arg(long, value_name = "LOGINS", value_delimiter = ',')]
+    allow_users: Vec<String>,
+    /// Bots that may start runs, comma-separated (`*`: any bot); none by default.
+    #[arg(long, value_name = "LOGINS", value_delimiter = ',')]
+    allow_bots: Vec<String>,
+    /// What the model is told to do with the request, before it.
+    #[arg(
+        long,
+        value_name = "TEXT",
+        default_value = "Do what is asked below in this repository, within the permissions you have."
+    )]
+    instruction: String,
+    /// Where the prompt is written when the event starts a run.
+    #[arg(long, value_name = "FILE")]
+    prompt_out: Option<PathBuf>,
+}
+
+fn parse_permission(text: &str) -> Result<Permission, String> {
+    Permission::parse(text)
+        .filter(|p| *p != Permission::None)
+        .ok_or_else(|| format!("`{text}` is not read, triage, write, maintain or admin"))
+}
+
+pub(super) fn github(args: GithubArgs) -> Result<ExitCode> {
+    match args.command {
+        GithubCommand::Trigger(args) => trigger(args),
+    }
+}
+
+fn trigger(args: TriggerArgs) -> Result<ExitCode> {
+    let event = crate::trigger::read_event(&args.event)?;
+    let config = TriggerConfig {
+        phrase: args.phrase.clone(),
+        label: args.label.clone().filter(|l| !l.is_empty()),
+        assignee: args.assignee.clone().filter(|a| !a.is_empty()),
+        min_permission: args.min_permission,
+        allowed_users: clean(&args.allow_users),
+        allowed_bots: clean(&args.allow_bots),
+    };
+    let token = std::env::var(&args.token_env)
+        .ok()
+        .filter(|t| !t.is_empty());
+    let forge = Forge::new(&args.api_url, token)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let verdict = runtime.block_on(crate::trigger::decide(
+        &args.event_name,
+        &event,
+        &args.repository,
+        &config,
+        &forge,
+    ))?;
+    let mut outputs: Vec<(&str, String)> = Vec::new();
+    let (line, code) = match &verdict {
+        Verdict::Run(invocation) => {
+            if let Some(path) = &args.prompt_out {
+                let prompt = crate::trigger::prompt(&args.instruction, invocation);
+                crate::out_dir::write_atomic(path, prompt.as_bytes())
+                    .map_err(|err| anyhow!("cannot write {}: {}", path.display(), err.source))?;
+                outputs.push(("prompt_file", path.display().to_string()));
+            }
+            outputs.push(("triggered", "true".into()));
+            outputs.push(("actor", invocation.actor.clone()));
+            outputs.push(("kind", invocation.kind.name().into()));
+            (
+                json!({"triggered": true, "actor": invocation.actor, "kind": invocation.kind.name(), "number": invocation.number}),
+                ExitCode::Success,
+            )
+        }
+        Verdict::NotTriggered(why) => {
+            outputs.push(("triggered", "false".into()));
+            eprintln!("tollgate github trigger: no run: {why}");
+            (
+                json!({"triggered": false, "reason": why}),
+                ExitCode::Success,
+            )
+        }
+        Verdict::Refused(why) => {
+            outputs.push(("triggered", "refused".into()));
+            eprintln!("tollgate github trigger: refused: {why}");
+            if std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true") {
+                println!(
+                    "::error title=tollgate trigger refused::{}",
+                    crate::neutral::log_line(why)
+                );
+            }
+            (
+                json!({"triggered": false, "refused": why}),
+                ExitCode::PolicyStop,
+            )
+        }
+    };
+    println!("{line}");
+    if let Ok(path) = std::env::var("GITHUB_OUTPUT")
+        && !path.is_empty()
+    {
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&path)
+            .with_context(|| format!("cannot write the step outputs to {path}"))?;
+        for (name, value) in outputs {
+            // Values are one line each: a login, a kind, a path.
+            writeln!(file, "{name}={}", value.replace(['\n', '\r'], " "))?;
+        }
+    }
+    Ok(code)
+}
+
+fn clean(list: &[String]) -> Vec<String> {
+    list.iter()
+        .map(|entry| entry.trim().to_string())
+        .filter(|entry| !entry.is_empty())
+        .collect()
+}
