@@ -650,11 +650,6 @@ async fn a_prompt_input_alone_runs_under_the_default_policy() {
     .await;
     let (scratch, _) = example_repository();
     let repo = scratch.path().join("repo");
-    std::fs::write(
-        scratch.path().join("schema.json"),
-        r#"{"type": "object", "required": ["ok"]}"#,
-    )
-    .unwrap();
     std::fs::write(scratch.path().join("event.json"), "{}").unwrap();
     let workflow = scratch.path().join("prompt.yml");
     std::fs::write(
@@ -669,9 +664,14 @@ async fn a_prompt_input_alone_runs_under_the_default_policy() {
         &[
             ("base-url", server.base_url(Api::Anthropic)),
             ("api-key", server.key().to_string()),
+            // The schema inline, as JSON text (the scheduled example gives a file).
             (
                 "output-schema",
-                scratch.path().join("schema.json").display().to_string(),
+                r#"  {"type": "object", "required": ["ok"]}"#.into(),
+            ),
+            (
+                "output-file",
+                scratch.path().join("answer.json").display().to_string(),
             ),
             ("max-turns", "4".into()),
             ("effort", "low".into()),
@@ -680,6 +680,10 @@ async fn a_prompt_input_alone_runs_under_the_default_policy() {
     );
     assert_eq!(run.outputs["exit-code"], "0", "{:?}", run.outputs);
     assert_eq!(run.outputs["structured-output"], "{\"ok\":true}");
+    assert_eq!(
+        std::fs::read_to_string(scratch.path().join("answer.json")).unwrap(),
+        "{\"ok\": true}"
+    );
     assert!(!repo.join("pwned").exists());
     let requests = server.requests();
     let tools = requests[0].body["tools"].to_string();
