@@ -126,6 +126,9 @@ fn trigger(args: TriggerArgs) -> Result<ExitCode> {
             outputs.push(("triggered", "true".into()));
             outputs.push(("actor", invocation.actor.clone()));
             outputs.push(("kind", invocation.kind.name().into()));
+            if let Some(number) = invocation.number {
+                outputs.push(("number", number.to_string()));
+            }
             (
                 json!({"triggered": true, "actor": invocation.actor, "kind": invocation.kind.name(), "number": invocation.number}),
                 ExitCode::Success,

@@ -85,7 +85,7 @@ operator's key. `tollgate run --resume RUN` then runs exactly the approved calls
 Reads GITHUB_EVENT_PATH, GITHUB_EVENT_NAME and GITHUB_REPOSITORY. A person needs write\n\
 permission (--min-permission) unless named in --allow-users; a bot must be named in\n\
 --allow-bots; a pull request from a fork is refused. Prints one JSON line and sets the step\n\
-outputs triggered (true, false or refused), actor, kind and prompt_file.\n\
+outputs triggered (true, false or refused), actor, kind, number and prompt_file.\n\
 Exit codes: 0 a run or no trigger, 3 refused, 2 a bad payload or flag, or an API that\n\
 could not be asked (nothing runs then either)."
     )]
@@ -304,6 +304,10 @@ struct RunArgs {
     max_cost: Option<f64>,
     #[command(flatten)]
     shared_budget: SharedBudgetArgs,
+    /// In GitHub Actions: keep one comment on this issue or pull request (of
+    /// GITHUB_REPOSITORY, with GITHUB_TOKEN) that shows the run's progress and then its result.
+    #[arg(long, value_name = "NUMBER")]
+    github_comment: Option<u64>,
     /// Reports to write to the output folder; repeat or separate with commas.
     #[arg(
         long = "report",

@@ -26,6 +26,10 @@ pub fn run(args: RunArgs, redactor: Arc<Redactor>, stderr: Stderr) -> Result<Exi
     let mut options = run_options(&args)?;
     let streaming = args.output_format == OutputFormat::StreamJson;
     let telemetry = crate::telemetry::Telemetry::from_env()?;
+    let comment = match args.github_comment {
+        Some(number) => Some(progress_comment(number)?),
+        None => None,
+    };
     let view = View::choose(args.quiet, streaming).map(|view| {
         Box::new(RunProgress::start(view, stderr)) as Box<dyn crate::transcript::Observer>
     });
@@ -34,6 +38,9 @@ pub fn run(args: RunArgs, redactor: Arc<Redactor>, stderr: Stderr) -> Result<Exi
         telemetry
             .as_ref()
             .map(crate::telemetry::Telemetry::observer),
+        comment
+            .as_ref()
+            .map(crate::trigger::ProgressComment::observer),
     ]);
     let Session { spec, provider } = session::assemble(options, redactor)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -52,11 +59,35 @@ pub fn run(args: RunArgs, redactor: Arc<Redactor>, stderr: Stderr) -> Result<Exi
         if let Some(telemetry) = &telemetry {
             telemetry.finish().await;
         }
+        if let Some(comment) = &comment {
+            comment.finish().await;
+        }
         code
     });
     // The stdin reader may still be blocked on a line nobody will send: do not wait for it.
     runtime.shutdown_background();
     code
+}
+
+/// The progress comment `--github-comment NUMBER` asks for, from the job's variables.
+fn progress_comment(number: u64) -> Result<crate::trigger::ProgressComment> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let repo = var("GITHUB_REPOSITORY")
+        .ok_or_else(|| anyhow!("--github-comment needs GITHUB_REPOSITORY (OWNER/NAME)"))?;
+    let api = var("GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".into());
+    let run_url = match (var("GITHUB_SERVER_URL"), var("GITHUB_RUN_ID")) {
+        (Some(server), Some(run)) => Some(format!("{server}/{repo}/actions/runs/{run}")),
+        _ => None,
+    };
+    let forge = crate::fleet::Forge::new(&api, var("GITHUB_TOKEN"))?;
+    Ok(crate::trigger::ProgressComment::new(
+        forge,
+        crate::trigger::CommentTarget {
+            repo,
+            number,
+            run_url,
+        },
+    ))
 }
 
 /// The flags as the library's run options; stdin and stdout are wired here, as only the

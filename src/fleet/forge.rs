@@ -153,6 +153,16 @@ impl Forge {
         self.send(Method::GET, path, None).await
     }
 
+    /// One POST of `body` (creating something: a comment).
+    pub async fn post(&self, path: &str, body: Value) -> Result<Value, ForgeError> {
+        self.send(Method::POST, path, Some(body)).await
+    }
+
+    /// One PATCH of `body` (editing something: a comment).
+    pub async fn patch(&self, path: &str, body: Value) -> Result<Value, ForgeError> {
+        self.send(Method::PATCH, path, Some(body)).await
+    }
+
     async fn send(
         &self,
         method: Method,

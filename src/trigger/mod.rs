@@ -6,12 +6,14 @@
 //! becomes the prompt's data, quoted, never policy: the policy is the operator's files alone.
 
 mod event;
+mod progress;
 
 use std::fmt;
 
 use serde_json::Value;
 
 pub use event::{Invocation, Kind, read_event};
+pub use progress::{CommentTarget, ProgressComment};
 
 use crate::fleet::{Forge, ForgeError};
 

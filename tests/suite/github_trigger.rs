@@ -245,3 +245,50 @@ async fn a_comment_starts_a_run_only_for_a_trusted_sender_and_never_from_a_fork(
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("not JSON"));
 }
+
+/// `run --github-comment N`: one comment on the issue, made when the run starts and edited to
+/// its result when it ends (the refused call, the checks, the final message with its mention
+/// defused, a link to the job), all with the job's token.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_keeps_one_progress_comment_and_ends_it_with_the_result() {
+    let forge = FakeForge::start(0).await;
+    let run = crate::support::Run::new()
+        .file("ws/notes.txt", "notes\n")
+        .file("ws/.env", "TOKEN=x\n")
+        .task(
+            "version: 1\nname: comment\nprompt: go\nworkdir: ws\nmode: dontAsk\ntools: [Read]\nfail_on: [check]\npermissions:\n  deny: ['Read(.env)']\nchecks:\n  - name: notes-exist\n    run: test -f notes.txt\nmodel:\n  provider: scripted\n  name: s\n  script:\n    - - tool_use: {name: Read, input: {file_path: notes.txt}}\n      - tool_use: {name: Read, input: {file_path: .env}}\n    - - text: Done, @alice. The notes are read.\n",
+        )
+        .args(["--github-comment", "12"])
+        .env("GITHUB_REPOSITORY", REPO)
+        .env("GITHUB_API_URL", forge.url())
+        .env("GITHUB_TOKEN", "ghs_comment_token")
+        .env("GITHUB_SERVER_URL", "https://github.example")
+        .env("GITHUB_RUN_ID", "77")
+        .finish_async()
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let comments = forge.comments();
+    assert_eq!(comments.len(), 1, "one comment: {comments:?}");
+    let (issue, bodies) = &comments[0];
+    assert_eq!(*issue, 12);
+    assert!(bodies[0].contains("tollgate: working"), "{}", bodies[0]);
+    let last = bodies.last().unwrap();
+    assert!(last.contains("tollgate: success (exit 0)"), "{last}");
+    assert!(last.contains("| 2 | 2 | 1 |"), "{last}");
+    assert!(last.contains("- `notes-exist`: passed"), "{last}");
+    assert!(
+        last.contains("> Done, @\u{200b}alice. The notes are read."),
+        "{last}"
+    );
+    assert!(last.contains("Read: Read of"), "{last}");
+    assert!(
+        last.contains("(https://github.example/acme/widgets/actions/runs/77)"),
+        "{last}"
+    );
+    assert!(
+        forge
+            .requests()
+            .iter()
+            .all(|r| r.authorization.as_deref() == Some("Bearer ghs_comment_token"))
+    );
+}

@@ -39,6 +39,8 @@ struct Log {
     permissions: std::collections::HashMap<String, String>,
     /// Each pull request's head repository (`owner/name`), for GET of one pull request.
     heads: std::collections::HashMap<u64, String>,
+    /// Issue comments by id: (issue number, every body it had, first to last).
+    comments: std::collections::BTreeMap<u64, (u64, Vec<String>)>,
 }
 
 pub struct FakeForge {
@@ -85,6 +87,17 @@ impl FakeForge {
     pub fn set_permission(&self, user: &str, permission: &str) {
         let mut log = self.log.lock().unwrap();
         log.permissions.insert(user.into(), permission.into());
+    }
+
+    /// Each comment made: its issue number and every body it had, first to last.
+    pub fn comments(&self) -> Vec<(u64, Vec<String>)> {
+        self.log
+            .lock()
+            .unwrap()
+            .comments
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// Pull request `number`'s head repository.
@@ -147,6 +160,25 @@ async fn handle(
                 StatusCode::CREATED,
                 json!({"number": number, "html_url": url}),
             )
+        }
+        (Method::POST, ["repos", _, _, "issues", number, "comments"]) => {
+            let request: Value = serde_json::from_str(&body).unwrap();
+            let id = 9000 + log.comments.len() as u64;
+            let issue = number.parse().unwrap();
+            let text = request["body"].as_str().unwrap().to_string();
+            log.comments.insert(id, (issue, vec![text]));
+            (StatusCode::CREATED, json!({"id": id}))
+        }
+        (Method::PATCH, ["repos", _, _, "issues", "comments", id]) => {
+            let request: Value = serde_json::from_str(&body).unwrap();
+            let id: u64 = id.parse().unwrap();
+            match log.comments.get_mut(&id) {
+                Some((_, bodies)) => {
+                    bodies.push(request["body"].as_str().unwrap().to_string());
+                    (StatusCode::OK, json!({"id": id}))
+                }
+                None => (StatusCode::NOT_FOUND, json!({"message": "Not Found"})),
+            }
         }
         (Method::GET, ["repos", _, _, "collaborators", user, "permission"]) => {
             let permission = log
