@@ -23,6 +23,38 @@ pub(super) struct GithubArgs {
 enum GithubCommand {
     /// Decide whether this workflow's event starts a run, and write its prompt.
     Trigger(TriggerArgs),
+    /// Post a run's findings on a pull request as one review with inline comments (those an
+    /// earlier run posted are skipped), and write them as SARIF.
+    Review(ReviewArgs),
+    /// Print the findings schema, for `run --output-schema` (or the action's output-schema).
+    FindingsSchema,
+}
+
+#[derive(Debug, Args)]
+struct ReviewArgs {
+    /// The run's answer under the findings schema (the action's output-file).
+    #[arg(long, value_name = "FILE")]
+    findings: PathBuf,
+    /// The pull request to review; without it only the SARIF is written.
+    #[arg(long, value_name = "NUMBER")]
+    pr: Option<u64>,
+    /// Also write the findings as SARIF 2.1.0 here (fingerprinted: code scanning keeps one alert).
+    #[arg(long, value_name = "FILE")]
+    sarif: Option<PathBuf>,
+    /// The repository, OWNER/NAME [default: GITHUB_REPOSITORY].
+    #[arg(long, value_name = "OWNER/NAME", env = "GITHUB_REPOSITORY")]
+    repository: Option<String>,
+    /// The REST API's root [default: GITHUB_API_URL, else https://api.github.com].
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "GITHUB_API_URL",
+        default_value = "https://api.github.com"
+    )]
+    api_url: String,
+    /// The variable holding the token (never the token itself).
+    #[arg(long, value_name = "NAME", default_value = "GITHUB_TOKEN")]
+    token_env: String,
 }
 
 #[derive(Debug, Args)]
@@ -86,7 +118,57 @@ fn parse_permission(text: &str) -> Result<Permission, String> {
 pub(super) fn github(args: GithubArgs) -> Result<ExitCode> {
     match args.command {
         GithubCommand::Trigger(args) => trigger(args),
+        GithubCommand::Review(args) => review(args),
+        GithubCommand::FindingsSchema => {
+            println!("{}", crate::trigger::FINDINGS_SCHEMA);
+            Ok(ExitCode::Success)
+        }
     }
+}
+
+fn review(args: ReviewArgs) -> Result<ExitCode> {
+    let input = crate::input_file::Input::config("findings file");
+    let text = crate::input_file::read_text(&args.findings, input)?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not JSON", args.findings.display()))?;
+    let schema: serde_json::Value = serde_json::from_str(crate::trigger::FINDINGS_SCHEMA)?;
+    let validator =
+        jsonschema::validator_for(&schema).map_err(|err| anyhow!("the findings schema: {err}"))?;
+    if let Some(error) = validator.iter_errors(&value).next() {
+        return Err(anyhow!(
+            "{}: not findings ({} at {}); see `tollgate github findings-schema`",
+            args.findings.display(),
+            error,
+            error.instance_path()
+        ));
+    }
+    let findings: crate::trigger::Findings = serde_json::from_value(value)?;
+    if let Some(path) = &args.sarif {
+        let log = crate::trigger::findings_sarif(&findings)?;
+        crate::out_dir::write_atomic(path, log.as_bytes())
+            .map_err(|err| anyhow!("cannot write {}: {}", path.display(), err.source))?;
+    }
+    if let Some(number) = args.pr {
+        let repo = args
+            .repository
+            .ok_or_else(|| anyhow!("--pr needs --repository or GITHUB_REPOSITORY"))?;
+        let token = std::env::var(&args.token_env)
+            .ok()
+            .filter(|t| !t.is_empty());
+        let forge = Forge::new(&args.api_url, token)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        let posted = runtime.block_on(crate::trigger::post_review(
+            &forge, &repo, number, &findings,
+        ))?;
+        println!(
+            "{}",
+            json!({"review": number, "posted": posted.new, "already_posted": posted.already})
+        );
+    }
+    Ok(ExitCode::Success)
 }
 
 fn trigger(args: TriggerArgs) -> Result<ExitCode> {

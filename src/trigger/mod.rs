@@ -7,6 +7,7 @@
 
 mod event;
 mod progress;
+mod review;
 
 use std::fmt;
 
@@ -14,6 +15,7 @@ use serde_json::Value;
 
 pub use event::{Invocation, Kind, read_event};
 pub use progress::{CommentTarget, ProgressComment};
+pub use review::{FINDINGS_SCHEMA, Finding, Findings, Posted, findings_sarif, post_review};
 
 use crate::fleet::{Forge, ForgeError};
 

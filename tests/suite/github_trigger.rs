@@ -292,3 +292,98 @@ async fn a_run_keeps_one_progress_comment_and_ends_it_with_the_result() {
             .all(|r| r.authorization.as_deref() == Some("Bearer ghs_comment_token"))
     );
 }
+
+/// `github review`: a run's findings become one review with inline comments; a second review
+/// of the same findings posts only the new one; the SARIF read back has a fingerprint each;
+/// an answer that is not findings is refused with the schema's words.
+#[tokio::test(flavor = "multi_thread")]
+async fn findings_become_one_review_without_repeats_and_a_fingerprinted_sarif() {
+    let forge = FakeForge::start(0).await;
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let review = |findings: &Value| {
+        std::fs::write(dir.join("answer.json"), findings.to_string()).unwrap();
+        crate::support::tollgate_in(dir)
+            .args([
+                "github",
+                "review",
+                "--findings",
+                "answer.json",
+                "--pr",
+                "5",
+                "--sarif",
+                "findings.sarif",
+            ])
+            .env("GITHUB_REPOSITORY", REPO)
+            .env("GITHUB_API_URL", forge.url())
+            .env("GITHUB_TOKEN", "ghs_review_token")
+            .output()
+            .unwrap()
+    };
+    let first = json!({"summary": "Two things, @bob.", "findings": [
+        {"file": "src/lib.rs", "line": 10, "severity": "warning", "text": "unwrap on user input"},
+        {"file": "README.md", "line": 2, "severity": "note", "text": "typo"}]});
+    let output = review(&first);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let reviews = forge.reviews();
+    assert_eq!(reviews.len(), 1);
+    let (number, posted) = &reviews[0];
+    assert_eq!(*number, 5);
+    assert_eq!(posted["event"], "COMMENT");
+    assert!(posted["body"].as_str().unwrap().contains("@\u{200b}bob"));
+    let comments = posted["comments"].as_array().unwrap();
+    assert_eq!(comments.len(), 2);
+    assert_eq!(
+        (
+            comments[0]["path"].clone(),
+            comments[0]["line"].clone(),
+            comments[0]["side"].clone()
+        ),
+        (json!("src/lib.rs"), json!(10), json!("RIGHT"))
+    );
+    let sarif: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("findings.sarif")).unwrap())
+            .unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    assert!(results.iter().all(|r| {
+        r["partialFingerprints"]["tollgateFinding/v1"]
+            .as_str()
+            .is_some_and(|f| f.len() == 24)
+    }));
+
+    // The next run finds one more thing: only it is posted.
+    let mut second = first.clone();
+    second["findings"].as_array_mut().unwrap().push(
+        json!({"file": "src/main.rs", "line": 1, "severity": "error", "text": "panics on start"}),
+    );
+    let output = review(&second);
+    let line: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        (line["posted"].clone(), line["already_posted"].clone()),
+        (json!(1), json!(2))
+    );
+    assert_eq!(
+        forge.reviews()[1].1["comments"].as_array().unwrap().len(),
+        1
+    );
+    // Nothing new: no review at all.
+    let output = review(&second);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(forge.reviews().len(), 2);
+
+    let output = review(
+        &json!({"summary": "x", "findings": [{"file": "a", "line": 0, "severity": "note", "text": "t"}]}),
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("not findings"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

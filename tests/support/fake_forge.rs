@@ -41,6 +41,8 @@ struct Log {
     heads: std::collections::HashMap<u64, String>,
     /// Issue comments by id: (issue number, every body it had, first to last).
     comments: std::collections::BTreeMap<u64, (u64, Vec<String>)>,
+    /// Pull request reviews as posted: (pull request number, the review's JSON).
+    reviews: Vec<(u64, Value)>,
 }
 
 pub struct FakeForge {
@@ -98,6 +100,11 @@ impl FakeForge {
             .values()
             .cloned()
             .collect()
+    }
+
+    /// Each review posted: its pull request and the request's JSON.
+    pub fn reviews(&self) -> Vec<(u64, Value)> {
+        self.log.lock().unwrap().reviews.clone()
     }
 
     /// Pull request `number`'s head repository.
@@ -179,6 +186,22 @@ async fn handle(
                 }
                 None => (StatusCode::NOT_FOUND, json!({"message": "Not Found"})),
             }
+        }
+        (Method::POST, ["repos", _, _, "pulls", number, "reviews"]) => {
+            let request: Value = serde_json::from_str(&body).unwrap();
+            let number: u64 = number.parse().unwrap();
+            log.reviews.push((number, request));
+            (StatusCode::OK, json!({"id": log.reviews.len()}))
+        }
+        (Method::GET, ["repos", _, _, "pulls", number, "comments"]) => {
+            let number: u64 = number.parse().unwrap();
+            let comments: Vec<Value> = log
+                .reviews
+                .iter()
+                .filter(|(pr, _)| *pr == number)
+                .flat_map(|(_, review)| review["comments"].as_array().cloned().unwrap_or_default())
+                .collect();
+            (StatusCode::OK, Value::Array(comments))
         }
         (Method::GET, ["repos", _, _, "collaborators", user, "permission"]) => {
             let permission = log
