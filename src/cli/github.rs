@@ -28,6 +28,47 @@ enum GithubCommand {
     Review(ReviewArgs),
     /// Print the findings schema, for `run --output-schema` (or the action's output-schema).
     FindingsSchema,
+    /// Commit a run's change, push it to a branch and open (or update) its pull request.
+    Publish(PublishArgs),
+}
+
+#[derive(Debug, Args)]
+struct PublishArgs {
+    /// The run's folder (its transcript says how it ended).
+    #[arg(long, value_name = "DIR")]
+    run: PathBuf,
+    /// The working copy the run changed.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    workdir: PathBuf,
+    /// The branch to push, `{run_id}` filled in.
+    #[arg(long, value_name = "TEMPLATE", default_value = "tollgate/{run_id}")]
+    branch: String,
+    /// The pull request's base branch [default: GITHUB_BASE_REF, else GITHUB_REF_NAME].
+    #[arg(long, value_name = "BRANCH")]
+    base: Option<String>,
+    /// The remote to push to.
+    #[arg(long, value_name = "NAME", default_value = "origin")]
+    remote: String,
+    /// The commit message and the pull request's title.
+    #[arg(long, value_name = "TEXT", default_value = "Changes made by tollgate")]
+    title: String,
+    /// Publish even when the run refused a call, a check failed or it did not succeed.
+    #[arg(long)]
+    even_if_held_back: bool,
+    /// The repository, OWNER/NAME [default: GITHUB_REPOSITORY].
+    #[arg(long, value_name = "OWNER/NAME", env = "GITHUB_REPOSITORY")]
+    repository: String,
+    /// The REST API's root [default: GITHUB_API_URL, else https://api.github.com].
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "GITHUB_API_URL",
+        default_value = "https://api.github.com"
+    )]
+    api_url: String,
+    /// The variable holding the token (never the token itself).
+    #[arg(long, value_name = "NAME", default_value = "GITHUB_TOKEN")]
+    token_env: String,
 }
 
 #[derive(Debug, Args)]
@@ -119,11 +160,95 @@ pub(super) fn github(args: GithubArgs) -> Result<ExitCode> {
     match args.command {
         GithubCommand::Trigger(args) => trigger(args),
         GithubCommand::Review(args) => review(args),
+        GithubCommand::Publish(args) => publish(args),
         GithubCommand::FindingsSchema => {
             println!("{}", crate::trigger::FINDINGS_SCHEMA);
             Ok(ExitCode::Success)
         }
     }
+}
+
+fn publish(args: PublishArgs) -> Result<ExitCode> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let ending = crate::trigger::run_ending(&args.run)?;
+    let mut outputs: Vec<(&str, String)> = Vec::new();
+    let held = ending.held_back().filter(|_| !args.even_if_held_back);
+    let line = if let Some(why) = held {
+        eprintln!("tollgate github publish: nothing pushed: {why}");
+        outputs.push(("published", "false".into()));
+        json!({"published": false, "reason": why})
+    } else {
+        let base = args
+            .base
+            .clone()
+            .or_else(|| var("GITHUB_BASE_REF"))
+            .or_else(|| var("GITHUB_REF_NAME"))
+            .ok_or_else(|| {
+                anyhow!("--base, GITHUB_BASE_REF or GITHUB_REF_NAME names the pull request's base")
+            })?;
+        let branch = crate::trigger::branch_name(&args.branch, &ending.run_id)?;
+        let run_url = match (var("GITHUB_SERVER_URL"), var("GITHUB_RUN_ID")) {
+            (Some(server), Some(run)) => {
+                Some(format!("{server}/{}/actions/runs/{run}", args.repository))
+            }
+            _ => None,
+        };
+        let forge = Forge::new(&args.api_url, var(&args.token_env))?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        let target = crate::trigger::Publish {
+            workdir: &args.workdir,
+            remote: &args.remote,
+            branch: &branch,
+            base: &base,
+            repo: &args.repository,
+            title: &args.title,
+            run_url: run_url.as_deref(),
+        };
+        match runtime.block_on(crate::trigger::publish(&ending, &target, &forge))? {
+            None => {
+                eprintln!("tollgate github publish: the run changed nothing");
+                outputs.push(("published", "false".into()));
+                json!({"published": false, "reason": "nothing changed"})
+            }
+            Some(published) => {
+                let number = published
+                    .pr_url
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
+                outputs.push(("published", "true".into()));
+                outputs.push(("branch_name", published.branch.clone()));
+                outputs.push(("pr_url", published.pr_url.clone()));
+                outputs.push(("pr_number", number.clone()));
+                json!({"published": true, "branch": published.branch, "commit": published.commit, "pr_url": published.pr_url, "pr_number": number})
+            }
+        }
+    };
+    println!("{line}");
+    write_outputs(&outputs)?;
+    Ok(ExitCode::Success)
+}
+
+/// Appends `name=value` lines to the step's outputs, when the runner gave a file for them.
+fn write_outputs(outputs: &[(&str, String)]) -> Result<()> {
+    if let Ok(path) = std::env::var("GITHUB_OUTPUT")
+        && !path.is_empty()
+    {
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&path)
+            .with_context(|| format!("cannot write the step outputs to {path}"))?;
+        for (name, value) in outputs {
+            // Values are one line each: a login, a kind, a path, a branch, a URL.
+            writeln!(file, "{name}={}", value.replace(['\n', '\r'], " "))?;
+        }
+    }
+    Ok(())
 }
 
 fn review(args: ReviewArgs) -> Result<ExitCode> {
@@ -240,19 +365,7 @@ fn trigger(args: TriggerArgs) -> Result<ExitCode> {
         }
     };
     println!("{line}");
-    if let Ok(path) = std::env::var("GITHUB_OUTPUT")
-        && !path.is_empty()
-    {
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(&path)
-            .with_context(|| format!("cannot write the step outputs to {path}"))?;
-        for (name, value) in outputs {
-            // Values are one line each: a login, a kind, a path.
-            writeln!(file, "{name}={}", value.replace(['\n', '\r'], " "))?;
-        }
-    }
+    write_outputs(&outputs)?;
     Ok(code)
 }
 

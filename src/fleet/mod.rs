@@ -22,12 +22,13 @@ use std::path::PathBuf;
 use thiserror::Error;
 
 pub use driver::{Batch, BatchOptions, Rerun};
-pub use forge::{Forge, ForgeError};
+pub use forge::{Forge, ForgeError, PullRequest};
 pub use journal::{Journal, JournalError, Phase, RepoOutcome, RunSummary};
 pub use manifest::{Repo, RepoSource};
 pub use merge::{collect, junit_xml, markdown, sarif, write_reports};
 pub use record::RepoRecord;
 pub use shard::Shard;
+pub use workcopy::{GitError, commit as commit_change, head as head_commit, push as push_head};
 
 #[derive(Debug, Error)]
 pub enum FleetError {

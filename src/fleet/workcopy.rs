@@ -284,6 +284,11 @@ pub async fn write_patch(dir: &Path, base: &str, path: &Path) -> Result<(), GitE
 
 /// Pushes the branch to `remote`, replacing what an earlier batch pushed there: the branch is
 /// the batch's own.
+/// The commit `dir`'s working copy is on.
+pub async fn head(dir: &Path) -> Result<String, GitError> {
+    Ok(git(dir, &["rev-parse", "HEAD"]).await?.trim().to_string())
+}
+
 pub async fn push(dir: &Path, remote: &str, branch: &str) -> Result<(), GitError> {
     let refspec = format!("+HEAD:refs/heads/{branch}");
     git_remote(dir, &["push", "--quiet", remote, &refspec]).await?;

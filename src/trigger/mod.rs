@@ -7,6 +7,7 @@
 
 mod event;
 mod progress;
+mod publish;
 mod review;
 
 use std::fmt;
@@ -15,6 +16,7 @@ use serde_json::Value;
 
 pub use event::{Invocation, Kind, read_event};
 pub use progress::{CommentTarget, ProgressComment};
+pub use publish::{Publish, PublishError, Published, RunEnding, branch_name, publish, run_ending};
 pub use review::{FINDINGS_SCHEMA, Finding, Findings, Posted, findings_sarif, post_review};
 
 use crate::fleet::{Forge, ForgeError};

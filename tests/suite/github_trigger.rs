@@ -387,3 +387,144 @@ async fn findings_become_one_review_without_repeats_and_a_fingerprinted_sarif() 
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// `github publish`: a run that passed becomes a commit on `tollgate/<run id>`, pushed, and
+/// one pull request with the run's summary; a run that refused a call is not published.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_passing_run_becomes_a_branch_and_one_pull_request_and_a_refusing_one_does_not() {
+    let forge = FakeForge::start(0).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    git(dir, &["init", "-q", "--bare", "remote.git"]);
+    git(dir, &["clone", "-q", "remote.git", "ws"]);
+    let ws = dir.join("ws");
+    std::fs::write(ws.join("README"), "hello\n").unwrap();
+    git(&ws, &["add", "-A"]);
+    git(&ws, &["commit", "-qm", "init"]);
+    git(&ws, &["push", "-q", "origin", "HEAD:refs/heads/main"]);
+    let task = |name: &str, steps: &str| {
+        std::fs::write(
+            dir.join(name),
+            format!("version: 1\nname: change\nprompt: go\nworkdir: ws\nmode: acceptEdits\ntools: [Write, Read]\nfail_on: [check]\npermissions:\n  deny: ['Read(.env)']\nmodel:\n  provider: scripted\n  name: s\n  script:\n{steps}    - - text: Added a note, @carol.\n"),
+        )
+        .unwrap();
+    };
+    task(
+        "good.yaml",
+        "    - - tool_use: {name: Write, input: {file_path: NOTE.md, content: \"note\\n\"}}\n",
+    );
+    let ran = crate::support::tollgate_in(dir)
+        .args(["run", "good.yaml", "--out", "run1"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let publish = |run: &str| {
+        let outputs = dir.join(format!("{run}.outputs"));
+        let output = crate::support::tollgate_in(dir)
+            .args([
+                "github",
+                "publish",
+                "--run",
+                run,
+                "--workdir",
+                "ws",
+                "--base",
+                "main",
+                "--title",
+                "Add a note",
+            ])
+            .env("GITHUB_REPOSITORY", REPO)
+            .env("GITHUB_API_URL", forge.url())
+            .env("GITHUB_TOKEN", "ghs_publish_token")
+            .env("GITHUB_OUTPUT", &outputs)
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let line: Value = serde_json::from_slice(&output.stdout).unwrap();
+        (line, std::fs::read_to_string(outputs).unwrap_or_default())
+    };
+    let (line, outputs) = publish("run1");
+    assert_eq!(line["published"], true, "{line}");
+    let branch = line["branch"].as_str().unwrap().to_string();
+    assert!(branch.starts_with("tollgate/"), "{branch}");
+    assert!(
+        outputs.contains(&format!("branch_name={branch}\n")),
+        "{outputs}"
+    );
+    assert!(outputs.contains("pr_number=1\n"), "{outputs}");
+    let remote = dir.join("remote.git");
+    assert_eq!(
+        git(&remote, &["show", &format!("{branch}:NOTE.md")]),
+        "note\n"
+    );
+    assert_eq!(
+        git(&remote, &["log", "-1", "--format=%s", &branch]).trim(),
+        "Add a note"
+    );
+    let pulls = forge.pulls();
+    assert_eq!(pulls.len(), 1);
+    assert_eq!(
+        (pulls[0].head.as_str(), pulls[0].base.as_str()),
+        (branch.as_str(), "main")
+    );
+    assert!(
+        pulls[0].body.contains("> Added a note, @\u{200b}carol."),
+        "{}",
+        pulls[0].body
+    );
+
+    // A run that refused a call: nothing is pushed, no pull request.
+    task(
+        "refusing.yaml",
+        "    - - tool_use: {name: Read, input: {file_path: .env}}\n      - tool_use: {name: Write, input: {file_path: OTHER.md, content: \"x\\n\"}}\n",
+    );
+    std::fs::write(ws.join(".env"), "K=v\n").unwrap();
+    let ran = crate::support::tollgate_in(dir)
+        .args(["run", "refusing.yaml", "--out", "run2"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let (line, outputs) = publish("run2");
+    assert_eq!(line["published"], false);
+    assert!(
+        line["reason"]
+            .as_str()
+            .unwrap()
+            .contains("1 call(s) were refused"),
+        "{line}"
+    );
+    assert!(outputs.contains("published=false"), "{outputs}");
+    assert_eq!(forge.pulls().len(), 1);
+    let branches = git(&remote, &["branch", "--list"]);
+    assert_eq!(branches.lines().count(), 2, "{branches}");
+}
