@@ -793,7 +793,9 @@ impl<'s> Walker<'s> {
     /// The parts of a pipeline run in subshells of their own. tree-sitter-bash reads
     /// `a | b | c && d` as `a | (b | c && d)`: a pipeline whose last part is a list. Bash's
     /// pipeline ends at the `&&`: the list's first part is the pipeline's last command and
-    /// the rest runs in this shell, where a `cd` moves the commands after it.
+    /// the rest runs in this shell, where a `cd` moves the commands after it. It reads
+    /// `a && b | c` as `(a && b) | c` too: there the list's last part is the pipeline's first
+    /// command, and `a` runs in this shell.
     fn pipeline(&mut self, n: Node, depth: usize, outer: Ctx) {
         let piped = Ctx {
             subshell: true,
@@ -806,11 +808,33 @@ impl<'s> Walker<'s> {
     fn pipeline_parts(&mut self, n: Node, depth: usize, piped: Ctx, outer: Ctx) {
         let mut cursor = n.walk();
         let kids: Vec<Node> = n.named_children(&mut cursor).collect();
-        for child in kids {
-            if kind(&child) == "list" {
-                self.list_after_pipeline(child, depth + 1, piped, outer);
-            } else {
-                self.node(child, depth + 1, piped);
+        let last = kids.len().saturating_sub(1);
+        for (i, child) in kids.into_iter().enumerate() {
+            match (i, kind(&child)) {
+                (0, "list") if last > 0 => {
+                    self.list_before_pipeline(child, depth + 1, piped, outer);
+                }
+                (_, "list") => self.list_after_pipeline(child, depth + 1, piped, outer),
+                _ => self.node(child, depth + 1, piped),
+            }
+        }
+    }
+
+    /// A list tree-sitter-bash put first in a pipeline (see `pipeline`): its rightmost part
+    /// is piped, every other part runs where the pipeline itself runs.
+    fn list_before_pipeline(&mut self, list: Node, depth: usize, piped: Ctx, outer: Ctx) {
+        if depth > MAX_TREE_DEPTH || crate::base::stack_is_low() {
+            self.too_deep();
+            return;
+        }
+        let mut cursor = list.walk();
+        let kids: Vec<Node> = list.named_children(&mut cursor).collect();
+        let last = kids.len().saturating_sub(1);
+        for (i, child) in kids.into_iter().enumerate() {
+            match kind(&child) {
+                "list" if i == last => self.list_before_pipeline(child, depth + 1, piped, outer),
+                _ if i == last => self.node(child, depth + 1, piped),
+                _ => self.node(child, depth + 1, outer),
             }
         }
     }
@@ -1750,6 +1774,40 @@ mod tests {
         assert!(
             !latin.iter().any(|item| matches!(item, Item::Problem(_))),
             "{latin:?}"
+        );
+    }
+
+    /// Bash's pipeline binds tighter than `&&` and `||` on both sides of it, whichever way
+    /// tree-sitter-bash nests them: only the commands joined by `|` run in subshells.
+    #[test]
+    fn only_piped_commands_are_subshells_on_either_side_of_a_list() {
+        let piped = |script: &str| -> Vec<(String, bool)> {
+            items(script)
+                .into_iter()
+                .filter_map(|item| match item {
+                    Item::Command(c) => Some((c.text.to_string(), c.subshell)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let owned = |list: &[(&str, bool)]| -> Vec<(String, bool)> {
+            list.iter().map(|(t, s)| (t.to_string(), *s)).collect()
+        };
+        assert_eq!(
+            piped("cd src && ls | head"),
+            owned(&[("cd src", false), ("ls", true), ("head", true)])
+        );
+        assert_eq!(
+            piped("a && b || c | d"),
+            owned(&[("a", false), ("b", false), ("c", true), ("d", true)])
+        );
+        assert_eq!(
+            piped("a | b && cd x"),
+            owned(&[("a", true), ("b", true), ("cd x", false)])
+        );
+        assert_eq!(
+            piped("a && b | c && d"),
+            owned(&[("a", false), ("b", true), ("c", true), ("d", false)])
         );
     }
 }
