@@ -5,8 +5,8 @@
 //! kernel resolves it in (a symbolic link's relative target from the link's own folder, a
 //! hard link's and `ln -r`'s from the working directory): a target outside the workspace is
 //! a link escape (a guardrail, as a committed link leading out is), and a target inside is
-//! both a write (a link into `.git/` is a write there) and a read of all below it (a link to
-//! `.env` reads `.env`, so `Read` deny rules hold).
+//! both a write (a link into `.git/` is a write there) and a read of it — of all below it when
+//! it is a folder (a link to `.env` reads `.env`, so `Read` deny rules hold).
 
 use std::path::{Path, PathBuf};
 
@@ -83,7 +83,10 @@ impl Analyser<'_> {
             for place in reached {
                 match place {
                     Ok(place) if inside_workspace(&place, self.env) => {
-                        self.reads.record(place.clone(), true);
+                        // A link to a folder reads all below it; to a file (or nothing yet),
+                        // that one name.
+                        let folder = (self.env.list_dir)(&place).is_some();
+                        self.reads.record(place.clone(), folder);
                         self.add_named_writes(vec![place]);
                     }
                     Ok(place) => self.link_escapes.push(format!(
