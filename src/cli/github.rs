@@ -32,6 +32,53 @@ enum GithubCommand {
     Publish(PublishArgs),
 }
 
+/// Where the REST API is, which repository, and the variable holding the token: every
+/// `github` command's.
+#[derive(Debug, Args)]
+struct GithubApi {
+    /// The repository, OWNER/NAME [default: GITHUB_REPOSITORY].
+    #[arg(long, value_name = "OWNER/NAME", env = "GITHUB_REPOSITORY")]
+    repository: Option<String>,
+    /// The REST API's root [default: GITHUB_API_URL, else https://api.github.com].
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "GITHUB_API_URL",
+        default_value = "https://api.github.com"
+    )]
+    api_url: String,
+    /// The variable holding the token (never the token itself).
+    #[arg(long, value_name = "NAME", default_value = "GITHUB_TOKEN")]
+    token_env: String,
+}
+
+impl GithubApi {
+    fn repository(&self) -> Result<&str> {
+        self.repository
+            .as_deref()
+            .filter(|repo| !repo.is_empty())
+            .ok_or_else(|| {
+                anyhow!("--repository or GITHUB_REPOSITORY names the repository (OWNER/NAME)")
+            })
+    }
+
+    fn forge(&self) -> Result<Forge> {
+        let token = std::env::var(&self.token_env)
+            .ok()
+            .filter(|t| !t.is_empty());
+        Ok(Forge::new(&self.api_url, token)?)
+    }
+}
+
+/// Runs one request's future to its end on a runtime of its own.
+fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    Ok(runtime.block_on(future))
+}
+
 #[derive(Debug, Args)]
 struct PublishArgs {
     /// The run's folder (its transcript says how it ended).
@@ -55,20 +102,8 @@ struct PublishArgs {
     /// Publish even when the run refused a call, a check failed or it did not succeed.
     #[arg(long)]
     even_if_held_back: bool,
-    /// The repository, OWNER/NAME [default: GITHUB_REPOSITORY].
-    #[arg(long, value_name = "OWNER/NAME", env = "GITHUB_REPOSITORY")]
-    repository: String,
-    /// The REST API's root [default: GITHUB_API_URL, else https://api.github.com].
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "GITHUB_API_URL",
-        default_value = "https://api.github.com"
-    )]
-    api_url: String,
-    /// The variable holding the token (never the token itself).
-    #[arg(long, value_name = "NAME", default_value = "GITHUB_TOKEN")]
-    token_env: String,
+    #[command(flatten)]
+    api: GithubApi,
 }
 
 #[derive(Debug, Args)]
@@ -82,20 +117,8 @@ struct ReviewArgs {
     /// Also write the findings as SARIF 2.1.0 here (fingerprinted: code scanning keeps one alert).
     #[arg(long, value_name = "FILE")]
     sarif: Option<PathBuf>,
-    /// The repository, OWNER/NAME [default: GITHUB_REPOSITORY].
-    #[arg(long, value_name = "OWNER/NAME", env = "GITHUB_REPOSITORY")]
-    repository: Option<String>,
-    /// The REST API's root [default: GITHUB_API_URL, else https://api.github.com].
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "GITHUB_API_URL",
-        default_value = "https://api.github.com"
-    )]
-    api_url: String,
-    /// The variable holding the token (never the token itself).
-    #[arg(long, value_name = "NAME", default_value = "GITHUB_TOKEN")]
-    token_env: String,
+    #[command(flatten)]
+    api: GithubApi,
 }
 
 #[derive(Debug, Args)]
@@ -106,20 +129,8 @@ struct TriggerArgs {
     /// The event's name [default: GITHUB_EVENT_NAME].
     #[arg(long, value_name = "NAME", env = "GITHUB_EVENT_NAME")]
     event_name: String,
-    /// The repository, OWNER/NAME [default: GITHUB_REPOSITORY].
-    #[arg(long, value_name = "OWNER/NAME", env = "GITHUB_REPOSITORY")]
-    repository: String,
-    /// The REST API's root [default: GITHUB_API_URL, else https://api.github.com].
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "GITHUB_API_URL",
-        default_value = "https://api.github.com"
-    )]
-    api_url: String,
-    /// The variable holding the token the permission check uses (never the token itself).
-    #[arg(long, value_name = "NAME", default_value = "GITHUB_TOKEN")]
-    token_env: String,
+    #[command(flatten)]
+    api: GithubApi,
     /// Words in a comment, review or issue that start a run.
     #[arg(long, value_name = "TEXT", default_value = "@tollgate")]
     phrase: String,
@@ -187,27 +198,22 @@ fn publish(args: PublishArgs) -> Result<ExitCode> {
                 anyhow!("--base, GITHUB_BASE_REF or GITHUB_REF_NAME names the pull request's base")
             })?;
         let branch = crate::trigger::branch_name(&args.branch, &ending.run_id)?;
+        let repository = args.api.repository()?;
         let run_url = match (var("GITHUB_SERVER_URL"), var("GITHUB_RUN_ID")) {
-            (Some(server), Some(run)) => {
-                Some(format!("{server}/{}/actions/runs/{run}", args.repository))
-            }
+            (Some(server), Some(run)) => Some(format!("{server}/{repository}/actions/runs/{run}")),
             _ => None,
         };
-        let forge = Forge::new(&args.api_url, var(&args.token_env))?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("cannot start the async runtime")?;
+        let forge = args.api.forge()?;
         let target = crate::trigger::Publish {
             workdir: &args.workdir,
             remote: &args.remote,
             branch: &branch,
             base: &base,
-            repo: &args.repository,
+            repo: repository,
             title: &args.title,
             run_url: run_url.as_deref(),
         };
-        match runtime.block_on(crate::trigger::publish(&ending, &target, &forge))? {
+        match block_on(crate::trigger::publish(&ending, &target, &forge))?? {
             None => {
                 eprintln!("tollgate github publish: the run changed nothing");
                 outputs.push(("published", "false".into()));
@@ -274,20 +280,9 @@ fn review(args: ReviewArgs) -> Result<ExitCode> {
             .map_err(|err| anyhow!("cannot write {}: {}", path.display(), err.source))?;
     }
     if let Some(number) = args.pr {
-        let repo = args
-            .repository
-            .ok_or_else(|| anyhow!("--pr needs --repository or GITHUB_REPOSITORY"))?;
-        let token = std::env::var(&args.token_env)
-            .ok()
-            .filter(|t| !t.is_empty());
-        let forge = Forge::new(&args.api_url, token)?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("cannot start the async runtime")?;
-        let posted = runtime.block_on(crate::trigger::post_review(
-            &forge, &repo, number, &findings,
-        ))?;
+        let repo = args.api.repository()?;
+        let forge = args.api.forge()?;
+        let posted = block_on(crate::trigger::post_review(&forge, repo, number, &findings))??;
         println!(
             "{}",
             json!({"review": number, "posted": posted.new, "already_posted": posted.already})
@@ -306,21 +301,15 @@ fn trigger(args: TriggerArgs) -> Result<ExitCode> {
         allowed_users: clean(&args.allow_users),
         allowed_bots: clean(&args.allow_bots),
     };
-    let token = std::env::var(&args.token_env)
-        .ok()
-        .filter(|t| !t.is_empty());
-    let forge = Forge::new(&args.api_url, token)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let verdict = runtime.block_on(crate::trigger::decide(
+    let repository = args.api.repository()?;
+    let forge = args.api.forge()?;
+    let verdict = block_on(crate::trigger::decide(
         &args.event_name,
         &event,
-        &args.repository,
+        repository,
         &config,
         &forge,
-    ))?;
+    ))??;
     let mut outputs: Vec<(&str, String)> = Vec::new();
     let (line, code) = match &verdict {
         Verdict::Run(invocation) => {

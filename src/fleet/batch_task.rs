@@ -259,7 +259,7 @@ fn task_text(rendered: &str, dir: &Path) -> String {
 }
 
 /// What `git check-ref-format` would refuse, in the cases a template can produce.
-fn valid_branch(name: &str) -> bool {
+pub fn valid_branch(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with(['-', '/', '.'])
         && !name.ends_with(['/', '.'])

@@ -21,6 +21,7 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
+pub use batch_task::valid_branch;
 pub use driver::{Batch, BatchOptions, Rerun};
 pub use forge::{Forge, ForgeError, PullRequest};
 pub use journal::{Journal, JournalError, Phase, RepoOutcome, RunSummary};

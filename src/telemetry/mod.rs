@@ -32,7 +32,7 @@ struct Inner {
     client: reqwest::Client,
     recorder: Mutex<Recorder>,
     last_export: Mutex<Instant>,
-    sending: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    sending: crate::transcript::BackgroundSends,
     /// One warning per run for a collector that cannot be reached.
     warned: std::sync::atomic::AtomicBool,
 }
@@ -66,7 +66,7 @@ impl Telemetry {
                 client,
                 recorder: Mutex::new(Recorder::new(trace_id, Box::new(random::<8>))),
                 last_export: Mutex::new(Instant::now()),
-                sending: Mutex::new(Vec::new()),
+                sending: crate::transcript::BackgroundSends::default(),
                 warned: std::sync::atomic::AtomicBool::new(false),
             }),
         }
@@ -81,13 +81,7 @@ impl Telemetry {
 
     /// Sends what is left and waits (within the exporters' timeouts) for every export.
     pub async fn finish(&self) {
-        let pending: Vec<_> = match self.inner.sending.lock() {
-            Ok(mut sending) => sending.drain(..).collect(),
-            Err(_) => Vec::new(),
-        };
-        for handle in pending {
-            let _ = handle.await;
-        }
+        self.inner.sending.wait().await;
         Inner::export(Arc::clone(&self.inner)).await;
     }
 }
@@ -177,12 +171,10 @@ impl Observer for TelemetryObserver {
             }
             _ => false,
         };
-        if due && let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let handle = runtime.spawn(Inner::export(Arc::clone(&self.inner)));
-            if let Ok(mut sending) = self.inner.sending.lock() {
-                sending.retain(|handle| !handle.is_finished());
-                sending.push(handle);
-            }
+        if due {
+            self.inner
+                .sending
+                .spawn(Inner::export(Arc::clone(&self.inner)));
         }
     }
 }

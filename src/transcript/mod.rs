@@ -15,4 +15,4 @@ pub use event::{
 };
 pub use run::{CheckRecord, Denial, EffectExcess, EffectReport, RunReport};
 pub use stream::{StreamFormat, StreamOutput, stream_type};
-pub use writer::{Observer, Observers, RecordedLine, Transcript, TranscriptLine};
+pub use writer::{BackgroundSends, Observer, Observers, RecordedLine, Transcript, TranscriptLine};

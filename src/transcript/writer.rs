@@ -43,6 +43,38 @@ pub trait Observer: Send {
     fn observe(&mut self, line: &RecordedLine);
 }
 
+/// Work an observer hands to the runtime (an export, a comment's edit), since it must not
+/// block the loop; its owner awaits it all once the run ended.
+#[derive(Debug, Default)]
+pub struct BackgroundSends(std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>);
+
+impl BackgroundSends {
+    /// Starts `work` on the current runtime; without one (no async context) it is skipped,
+    /// and the owner's final send carries the state instead.
+    pub fn spawn(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let handle = runtime.spawn(work);
+        if let Ok(mut sending) = self.0.lock() {
+            sending.retain(|handle| !handle.is_finished());
+            sending.push(handle);
+        }
+    }
+
+    /// Waits for every piece of work started so far.
+    pub async fn wait(&self) {
+        let pending: Vec<_> = match self.0.lock() {
+            Ok(mut sending) => sending.drain(..).collect(),
+            Err(_) => Vec::new(),
+        };
+        for handle in pending {
+            // A task that panicked has nothing more to send.
+            let _ = handle.await;
+        }
+    }
+}
+
 /// Several observers, each shown every line in turn (the progress view and telemetry).
 pub struct Observers(pub Vec<Box<dyn Observer>>);
 

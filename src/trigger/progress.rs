@@ -61,7 +61,7 @@ struct Inner {
     last_edit: Mutex<Option<Instant>>,
     /// The comment's id once created; the lock also keeps edits in order.
     comment: tokio::sync::Mutex<Option<u64>>,
-    sending: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    sending: crate::transcript::BackgroundSends,
 }
 
 impl ProgressComment {
@@ -73,7 +73,7 @@ impl ProgressComment {
                 progress: Mutex::new(Progress::default()),
                 last_edit: Mutex::new(None),
                 comment: tokio::sync::Mutex::new(None),
-                sending: Mutex::new(Vec::new()),
+                sending: crate::transcript::BackgroundSends::default(),
             }),
         }
     }
@@ -86,13 +86,7 @@ impl ProgressComment {
 
     /// Waits for the edits under way and sends the last state.
     pub async fn finish(&self) {
-        let pending: Vec<_> = match self.inner.sending.lock() {
-            Ok(mut sending) => sending.drain(..).collect(),
-            Err(_) => Vec::new(),
-        };
-        for handle in pending {
-            let _ = handle.await;
-        }
+        self.inner.sending.wait().await;
         Inner::send(Arc::clone(&self.inner)).await;
     }
 }
@@ -203,12 +197,10 @@ impl Observer for CommentObserver {
             }
             Err(_) => false,
         };
-        if due && let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let handle = runtime.spawn(Inner::send(Arc::clone(&self.inner)));
-            if let Ok(mut sending) = self.inner.sending.lock() {
-                sending.retain(|handle| !handle.is_finished());
-                sending.push(handle);
-            }
+        if due {
+            self.inner
+                .sending
+                .spawn(Inner::send(Arc::clone(&self.inner)));
         }
     }
 }

@@ -96,17 +96,7 @@ impl RunEnding {
 /// `template` with `{run_id}` filled, if git takes it as a branch name.
 pub fn branch_name(template: &str, run_id: &str) -> Result<String, PublishError> {
     let name = template.replace("{run_id}", run_id);
-    let bad = name.is_empty()
-        || name.starts_with(['-', '/', '.'])
-        || name.ends_with(['/', '.'])
-        || name.ends_with(".lock")
-        || name.contains("..")
-        || name.contains("//")
-        || name.contains("@{")
-        || name
-            .chars()
-            .any(|c| c.is_control() || c.is_whitespace() || "~^:?*[\\".contains(c));
-    if bad {
+    if !crate::fleet::valid_branch(&name) {
         return Err(PublishError::Branch(name));
     }
     Ok(name)

@@ -413,28 +413,14 @@ async fn assume_role_with_web_identity(
     .map(|(key, value)| format!("{key}={}", form_encode(value)))
     .collect::<Vec<_>>()
     .join("&");
-    let response = client
+    let request = client
         .post(format!("{endpoint}/"))
         .header(
             reqwest::header::CONTENT_TYPE,
             "application/x-www-form-urlencoded",
         )
-        .body(form)
-        .send()
-        .await
-        .map_err(|err| {
-            Failure::new(
-                FailureCategory::Connect,
-                format!("cannot reach STS at {endpoint}: {err}"),
-            )
-        })?;
-    let status = response.status();
-    let text = response.text().await.map_err(|err| {
-        Failure::new(
-            FailureCategory::StreamCut,
-            format!("STS's answer broke off: {err}"),
-        )
-    })?;
+        .body(form);
+    let (status, text) = super::exchange(request, "STS", endpoint).await?;
     if !status.is_success() {
         let code = xml_field(&text, "Code").unwrap_or_default();
         let message = xml_field(&text, "Message").unwrap_or_default();

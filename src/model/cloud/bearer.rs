@@ -162,19 +162,7 @@ pub async fn post(
     if let Some(token) = bearer {
         request = request.bearer_auth(token);
     }
-    let response = request.send().await.map_err(|err| {
-        Failure::new(
-            FailureCategory::Connect,
-            format!("cannot reach {what} at {url}: {err}"),
-        )
-    })?;
-    let status = response.status();
-    let text = response.text().await.map_err(|err| {
-        Failure::new(
-            FailureCategory::StreamCut,
-            format!("{what}'s answer broke off: {err}"),
-        )
-    })?;
+    let (status, text) = super::exchange(request, what, url).await?;
     let json = serde_json::from_str::<Value>(&text).ok();
     if !status.is_success() {
         let category = if status.is_server_error() || status.as_u16() == 429 {

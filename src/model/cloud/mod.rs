@@ -67,6 +67,30 @@ pub enum Platform {
     },
 }
 
+/// Sends one credential exchange and reads its whole answer: an endpoint out of reach and
+/// an answer cut off are failures in those words, naming `what` was asked at `url`.
+async fn exchange(
+    request: reqwest::RequestBuilder,
+    what: &str,
+    url: &str,
+) -> Result<(reqwest::StatusCode, String), super::http::Failure> {
+    use super::retry::FailureCategory;
+    let response = request.send().await.map_err(|err| {
+        super::http::Failure::new(
+            FailureCategory::Connect,
+            format!("cannot reach {what} at {url}: {err}"),
+        )
+    })?;
+    let status = response.status();
+    let text = response.text().await.map_err(|err| {
+        super::http::Failure::new(
+            FailureCategory::StreamCut,
+            format!("{what}'s answer broke off: {err}"),
+        )
+    })?;
+    Ok((status, text))
+}
+
 /// The client the credential exchanges use: rustls with the ring provider as the model
 /// requests have it, a short timeout, no redirects (a token must reach only the host named).
 fn exchange_client() -> Result<reqwest::Client, String> {
