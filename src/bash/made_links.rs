@@ -248,6 +248,11 @@ mod tests {
             "ln -rs src/out/f src/r".into(),
             "ln -s \"$T\" src/v".into(),
             "ln -s .. src/up && cat src/up/.env".into(),
+            // Through a wrapper, a variable, a function, after `--`.
+            "command ln -s ../.env src/e && cat src/e".into(),
+            "l=../.env; ln -s \"$l\" src/e && cat src/e".into(),
+            "f() { ln -s ../.env src/e; }; f; cat src/e".into(),
+            "ln -s -- ../.env src/e; cat src/e".into(),
         ];
         for command in &refused {
             let analysis = evaluate_on_disk_in_test(command, &ws, &rules);
