@@ -16,6 +16,7 @@ pub mod exec;
 pub mod exit;
 pub mod fleet;
 pub mod hooks;
+pub mod identity;
 pub mod input_file;
 pub mod ledger;
 pub mod mcp;

@@ -338,6 +338,12 @@ struct RunArgs {
     /// and check); warnings and errors are still written.
     #[arg(short, long)]
     quiet: bool,
+    /// Run as this unprivileged account (tollgate itself, its file tools and every command,
+    /// hook and MCP server): dropped to in place when tollgate is root, else reached through
+    /// `sudo -n -u USER`; refused when neither can be done. The workspace and the output
+    /// folder must be the account's to write (docs/sandbox.md).
+    #[arg(long, value_name = "USER")]
+    run_as: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -535,6 +541,19 @@ pub fn main() -> std::process::ExitCode {
             };
         }
     };
+    // Still one thread: the change of account is process-wide and rewrites the environment.
+    if let Command::Run(args) = &cli.command
+        && let Some(user) = &args.run_as
+        && let Err(err) = crate::identity::become_user(
+            user,
+            &crate::session::user_policy_path()
+                .into_iter()
+                .collect::<Vec<_>>(),
+        )
+    {
+        eprintln!("tollgate: error: {err}");
+        return ExitCode::ConfigError.into();
+    }
     // Built before anything can be written, so logs are redacted from the first line.
     let redactor = Arc::new(Redactor::from_env());
     let stderr = progress::Stderr::default();

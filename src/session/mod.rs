@@ -20,7 +20,8 @@ pub use sources::{
     AdditionalDirectories, HooksInForce, PolicyInForce, SourceFlags, additional_directories,
     canonical_dir, dangerous_allow_rules, home_dir, hooks_in_force, load_policy, load_sources,
     load_task, log_warnings, mcp_in_force, read_only_commands_in_force, read_text, refuse_warnings,
-    resolve_mode, rules_for_mode, sandbox_in_force, unknown_tool_rules, with_snippet,
+    resolve_mode, rules_for_mode, sandbox_in_force, unknown_tool_rules, user_policy_path,
+    with_snippet,
 };
 
 use crate::agent::RunSpec;

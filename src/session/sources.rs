@@ -102,8 +102,17 @@ pub const CLAUDE_PROJECT_SETTINGS: [&str; 2] =
 
 /// Whether something is at `path` (a link followed): a policy file that is there is read,
 /// and refused if it is no regular file, rather than taken for absent.
+/// Whether a policy file is there. Only "no such file" is absence: a file that cannot be
+/// looked at (a folder on its way that this account may not search, under `--run-as`) is
+/// there, and loading it fails with the reason, rather than its rules silently not applying.
 fn present(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok()
+    match std::fs::metadata(path) {
+        Ok(_) => true,
+        Err(err) => !matches!(
+            err.kind(),
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+        ),
+    }
 }
 
 fn absolute_parent(path: &Path) -> Result<PathBuf> {
@@ -312,6 +321,11 @@ fn managed_files() -> Result<Vec<PathBuf>> {
         files.extend(parts);
     }
     Ok(files)
+}
+
+/// The user's policy file, as this process's environment places it.
+pub fn user_policy_path() -> Option<PathBuf> {
+    user_policy_file(home_dir().as_deref())
 }
 
 fn user_policy_file(home: Option<&Path>) -> Option<PathBuf> {
