@@ -102,6 +102,23 @@ struct PublishArgs {
     /// Publish even when the run refused a call, a check failed or it did not succeed.
     #[arg(long)]
     even_if_held_back: bool,
+    /// The commit's author and committer, as `Name <email>` [default: git's configuration,
+    /// else `tollgate <tollgate@localhost>`].
+    #[arg(long, value_name = "NAME <EMAIL>", value_parser = crate::fleet::Author::parse)]
+    author: Option<crate::fleet::Author>,
+    /// Sign the commit with this key: an SSH private key file (or public key, the private
+    /// one in ssh-agent), or with --signing-format openpgp a gpg key id. A commit that comes
+    /// out unsigned is not pushed.
+    #[arg(long, value_name = "KEY")]
+    signing_key: Option<String>,
+    /// The signing key's kind.
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        default_value = "ssh",
+        requires = "signing_key"
+    )]
+    signing_format: crate::fleet::SigningFormat,
     #[command(flatten)]
     api: GithubApi,
 }
@@ -204,6 +221,15 @@ fn publish(args: PublishArgs) -> Result<ExitCode> {
             _ => None,
         };
         let forge = args.api.forge()?;
+        let identity = crate::fleet::CommitIdentity {
+            author: args.author.clone(),
+            signing: args
+                .signing_key
+                .as_deref()
+                .map(|key| crate::fleet::Signing::checked(args.signing_format, key))
+                .transpose()
+                .map_err(|why| anyhow!("--signing-key: {why}"))?,
+        };
         let target = crate::trigger::Publish {
             workdir: &args.workdir,
             remote: &args.remote,
@@ -212,6 +238,7 @@ fn publish(args: PublishArgs) -> Result<ExitCode> {
             repo: repository,
             title: &args.title,
             run_url: run_url.as_deref(),
+            identity: &identity,
         };
         match block_on(crate::trigger::publish(&ending, &target, &forge))?? {
             None => {

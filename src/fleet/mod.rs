@@ -13,6 +13,7 @@ mod phases;
 mod progress;
 mod record;
 mod shard;
+mod signing;
 mod tally;
 mod template;
 mod workcopy;
@@ -29,6 +30,7 @@ pub use manifest::{Repo, RepoSource};
 pub use merge::{collect, junit_xml, markdown, sarif, write_reports};
 pub use record::RepoRecord;
 pub use shard::Shard;
+pub use signing::{Author, CommitIdentity, Signing, SigningFormat};
 pub use workcopy::{GitError, commit as commit_change, head as head_commit, push as push_head};
 
 #[derive(Debug, Error)]

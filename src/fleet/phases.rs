@@ -9,6 +9,7 @@ use super::batch_task::{BatchSettings, PublishSettings};
 use super::forge::{Forge, PullRequest};
 use super::journal::{Durability, Journal, Phase, PushPermission, RunSummary};
 use super::manifest::Repo;
+use super::signing::CommitIdentity;
 use super::workcopy;
 use crate::agent::{self, RunReport};
 use crate::base::AbortHandle;
@@ -109,6 +110,7 @@ impl RepoSteps<'_> {
             self.head,
             &self.settings.branch,
             &self.settings.commit_message,
+            &CommitIdentity::default(),
         )
         .await
         .map_err(|err| stop(journal, format!("cannot commit the change: {err}")))?;

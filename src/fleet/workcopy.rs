@@ -10,6 +10,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 use super::manifest::{Repo, RepoSource};
+use super::signing::CommitIdentity;
 use crate::exec::{self, ChildEnv, Ending, ExecRequest};
 use crate::tools::{trusted_git_env, trusted_git_env_for_remote};
 
@@ -235,12 +236,14 @@ fn lock_paths(dir: &Path, branch_lock: &str) -> Option<Vec<PathBuf>> {
 }
 
 /// Commits everything the agent changed on top of `base` on `branch`; `None` when nothing
-/// changed.
+/// changed. `identity` names the author and the signing key; a commit asked to be signed that
+/// carries no signature is an error, not a commit.
 pub async fn commit(
     dir: &Path,
     base: &str,
     branch: &str,
     message: &str,
+    identity: &CommitIdentity,
 ) -> Result<Option<String>, GitError> {
     clear_stale_locks(dir, branch).await?;
     git(dir, &["add", "-A"]).await?;
@@ -256,20 +259,24 @@ pub async fn commit(
     // An identity of the user's when git has one; else a neutral one, so the commit works
     // on a bare CI machine.
     let has_identity = git(dir, &["config", "user.email"]).await.is_ok();
-    let mut args = Vec::new();
-    if !has_identity {
-        args.extend([
-            "-c",
-            "user.name=tollgate",
-            "-c",
-            "user.email=tollgate@localhost",
-        ]);
-    }
-    args.extend(["commit", "--quiet", "--no-verify", "-m", message]);
+    let config = identity.config_args(has_identity);
+    let mut args: Vec<&str> = config.iter().map(String::as_str).collect();
+    args.extend(["commit", "--quiet", "--no-verify"]);
+    args.extend(identity.sign_flag());
+    args.extend(["-m", message]);
     git(dir, &args).await?;
-    Ok(Some(
-        git(dir, &["rev-parse", "HEAD"]).await?.trim().to_string(),
-    ))
+    let head = git(dir, &["rev-parse", "HEAD"]).await?.trim().to_string();
+    if identity.signing.is_some() {
+        let object = git(dir, &["cat-file", "commit", &head]).await?;
+        let headers = object.split("\n\n").next().unwrap_or_default();
+        if !headers.lines().any(|line| line.starts_with("gpgsig")) {
+            return Err(GitError::Failed {
+                command: "commit --gpg-sign".into(),
+                detail: "the commit carries no signature".into(),
+            });
+        }
+    }
+    Ok(Some(head))
 }
 
 /// The committed change as a mail-style patch (`git am` applies it).

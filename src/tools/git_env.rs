@@ -41,6 +41,12 @@ const TRUSTED_CONFIG: &[(&str, &str)] = &[
     ("fetch.recurseSubmodules", "false"),
     ("protocol.ext.allow", "never"),
     ("safe.bareRepository", "explicit"),
+    // A planted `commit.gpgSign` would otherwise run whatever program the repository's config
+    // names to sign; the programs are git's defaults, found on PATH.
+    ("gpg.program", "gpg"),
+    ("gpg.ssh.program", "ssh-keygen"),
+    ("gpg.x509.program", "gpgsm"),
+    ("gpg.ssh.defaultKeyCommand", ""),
 ];
 
 /// An empty value empties the list of helpers every config file before it named.

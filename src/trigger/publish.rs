@@ -119,6 +119,8 @@ pub struct Publish<'a> {
     pub repo: &'a str,
     pub title: &'a str,
     pub run_url: Option<&'a str>,
+    /// The commit's author and signing key.
+    pub identity: &'a crate::fleet::CommitIdentity,
 }
 
 /// Commits the working tree (None when nothing changed), pushes it to the branch and opens
@@ -129,7 +131,8 @@ pub async fn publish(
     forge: &Forge,
 ) -> Result<Option<Published>, PublishError> {
     let base = crate::fleet::head_commit(to.workdir).await?;
-    let head = crate::fleet::commit_change(to.workdir, &base, to.branch, to.title).await?;
+    let head =
+        crate::fleet::commit_change(to.workdir, &base, to.branch, to.title, to.identity).await?;
     let Some(commit) = head else {
         return Ok(None);
     };
