@@ -704,3 +704,66 @@ async fn a_prompt_input_alone_runs_under_the_default_policy() {
             .contains("Is the README ok?")
     );
 }
+
+/// `run-as`: the action gives the account the workspace, the run's folder and the step's
+/// output files (ACLs), and tollgate drops to it: the model's command runs as `nobody`, the
+/// run's records are nobody's, and the step's outputs still arrive.
+// The steps block their thread: the fake server needs another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_as_input_runs_the_agent_as_that_account() {
+    // SAFETY: geteuid takes nothing and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        crate::support::skip::skip("run-as changes user: the step needs root or sudo");
+        return;
+    }
+    if crate::support::skip::need_program("setfacl", "Debian: apt-get install acl").is_none() {
+        return;
+    }
+    use crate::support::fake_model::{Api, FakeModel, Reply, Tokens, text, tool, turn};
+    use std::os::unix::fs::MetadataExt;
+    let server = FakeModel::start(
+        "sk-action-test-key",
+        vec![
+            Reply::Turn(turn(
+                vec![tool("Bash", serde_json::json!({"command": "id -u"}))],
+                Tokens::default(),
+            )),
+            Reply::Turn(turn(vec![text("ran")], Tokens::default())),
+        ],
+    )
+    .await;
+    let (scratch, _) = example_repository();
+    let repo = scratch.path().join("repo");
+    std::fs::write(scratch.path().join("event.json"), "{}").unwrap();
+    let workflow = scratch.path().join("run-as.yml");
+    std::fs::write(
+        &workflow,
+        "on: push\njobs:\n  ask:\n    runs-on: ubuntu-latest\n    steps:\n      - id: tollgate\n        uses: example/tollgate@v0\n        with:\n          prompt: Who runs this?\n          run-as: nobody\n",
+    )
+    .unwrap();
+    // A policy outside the workspace, as an operator's file: the account must be let read it.
+    let policy = scratch.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "permissions:\n  default_mode: dontAsk\n  allow: [\"Bash(id -u)\"]\n",
+    )
+    .unwrap();
+    let run = run_workflow(
+        workflow.to_str().unwrap(),
+        &repo,
+        &[],
+        &[
+            ("base-url", server.base_url(Api::Anthropic)),
+            ("api-key", server.key().to_string()),
+            ("policy", policy.display().to_string()),
+        ],
+    );
+    assert_eq!(run.outputs["exit-code"], "0", "{:?}", run.outputs);
+    assert_eq!(run.outputs["final-message"], "ran");
+    let requests = server.requests();
+    let answer = requests[1].body["messages"].to_string();
+    assert!(answer.contains("65534"), "{answer}");
+    let transcript = std::path::PathBuf::from(&run.outputs["transcript"]);
+    let meta = std::fs::metadata(&transcript).unwrap();
+    assert_eq!(meta.uid(), 65534, "{}", transcript.display());
+}
