@@ -7,7 +7,8 @@ pub mod agents;
 pub mod approval;
 pub mod attest;
 pub mod base;
-pub mod bash;
+/// The Bash analyser (S5), its own crate: pure, symlink resolution injected.
+pub use tollgate_bash as bash;
 pub mod call;
 pub mod classifier;
 pub mod cli;

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use tollgate::bash::{BashEnv, BashRules, BashVerdict, CommandPattern, CommandVerdict, evaluate};
+use tollgate_bash::{BashEnv, BashRules, BashVerdict, CommandPattern, CommandVerdict, evaluate};
 use libfuzzer_sys::fuzz_target;
 
 fn rules() -> BashRules {
@@ -82,10 +82,12 @@ fuzz_target!(|data: &[u8]| {
         cwd: Path::new("/ws"),
         workspace_roots: &roots,
         home: Some(Path::new("/home/u")),
-        resolve: &tollgate::base::resolve_without_disk,
+        resolve: &tollgate_base::resolve_without_disk,
         // Every folder holds a file named like an option and a few plain names, so globs
         // expand (and can produce an option) without touching the disk.
         list_dir: &|_| Some(vec!["-rf".into(), "lib.rs".into(), "main.rs".into(), ".env".into()]),
+        // No links below any folder: the fuzzer's disk is made up.
+        links_below: &|_| Ok(Vec::new()),
     };
     let started = Instant::now();
     let analysis = evaluate(script, &rules(), &env);

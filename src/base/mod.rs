@@ -1,33 +1,15 @@
-//! Small things every layer may use: the abort signal, capped deadlines, bounded text,
-//! lexical paths, where a path leads for a process, the links below a folder, one view of the disk for a stream of
-//! decisions, how much stack a thread has left, which variable names are
-//! secret, JSON read with unique keys, shared defaults. Imports nothing else of tollgate's.
+//! Small things every layer may use: the `tollgate-base` crate (bounded text, lexical paths,
+//! path resolution, the disk view, stack depth, secret names, strict JSON) and, here, what
+//! needs the async runtime — the abort signal and capped deadlines — and shared defaults.
+//! Imports nothing else of tollgate's.
 
 mod abort;
-mod beneath;
 mod bounds;
-mod disk;
-mod json;
-mod links_below;
-mod path;
-mod resolve;
-mod secret;
-mod stack;
-mod text;
+
+pub use tollgate_base::*;
 
 pub use abort::{AbortHandle, AbortReason, AbortSignal};
-pub use beneath::{BeneathError, OpenFor, Root, WALK_ENV as BENEATH_WALK_ENV};
 pub use bounds::{FAR_FUTURE, deadline, deadline_std};
-pub use disk::{DiskView, Seen, look_now};
-pub use json::{from_str_unique_keys, parse_unique_keys};
-pub use links_below::{LinkWalkError, MAX_WALK_DEPTH, MAX_WALKED_ENTRIES, links_below};
-pub use path::{
-    has_prefix, is_normal_absolute, normalize_lexically, parent_and_name, strip_prefix,
-};
-pub use resolve::{Frame, MAX_LINKS, Reached, Stream, Unresolvable, resolve, resolve_without_disk};
-pub use secret::is_secret_env_name;
-pub use stack::{STACK_MARGIN, stack_is_low};
-pub use text::{counted, plural, truncate_middle, wildcard_match};
 
 /// Concurrency-safe calls of one model response that may run at once, unless the task says
 /// otherwise (`limits.max_parallel_tools`); the task parser and the scheduler both read it.

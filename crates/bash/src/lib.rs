@@ -33,27 +33,27 @@ use foldhash::{HashMap, HashMapExt};
 
 pub use pattern::{CommandPattern, PatternError};
 
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 thread_local! {
     static ANALYSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 thread_local! {
     static PARSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// How many scripts this thread has read (parsed or scanned), for tests that count analyses
 /// per call.
-#[cfg(test)]
-pub(crate) fn parses_on_this_thread() -> usize {
+#[cfg(any(test, feature = "test-support"))]
+pub fn parses_on_this_thread() -> usize {
     PARSES.with(std::cell::Cell::get)
 }
 
 /// The items of `src`: a plain line (see `plain`) is scanned, any other script parsed; a
 /// script nested past the bounds is refused before either (see `bounds`).
 fn read(src: &str) -> Vec<syntax::Item> {
-    #[cfg(test)]
+    #[cfg(any(test, feature = "test-support"))]
     PARSES.with(|count| count.set(count.get() + 1));
     if let Some(refusal) = bounds::bracket_depth_refusal(src) {
         return vec![syntax::Item::Refused(refusal)];
@@ -63,8 +63,8 @@ fn read(src: &str) -> Vec<syntax::Item> {
 
 /// How many analyses (walks of a parse against rules and an environment) this thread has
 /// made, for tests that count them per call: a parse kept is not yet an analysis kept.
-#[cfg(test)]
-pub(crate) fn analyses_on_this_thread() -> usize {
+#[cfg(any(test, feature = "test-support"))]
+pub fn analyses_on_this_thread() -> usize {
     ANALYSES.with(std::cell::Cell::get)
 }
 
@@ -78,7 +78,10 @@ pub struct BashRules {
 }
 
 /// How the caller resolves a path for the command (see [`BashEnv::resolve`]).
-pub type Resolve<'a> = dyn Fn(&Path, crate::base::Frame<'_>) -> Result<crate::base::Reached, crate::base::Unresolvable>
+pub type Resolve<'a> = dyn Fn(
+        &Path,
+        tollgate_base::Frame<'_>,
+    ) -> Result<tollgate_base::Reached, tollgate_base::Unresolvable>
     + 'a;
 
 /// What the analysis may know about the world, injected by the caller.
@@ -99,7 +102,7 @@ pub struct BashEnv<'a> {
     /// The symbolic links at any depth below a folder (absolute, canonical), none followed,
     /// for commands that follow links as they walk (`ls -LR`, `grep -R`); bounded, an error
     /// past the bounds. Analyses that must not touch the disk find none.
-    pub links_below: &'a dyn Fn(&Path) -> Result<Vec<PathBuf>, crate::base::LinkWalkError>,
+    pub links_below: &'a dyn Fn(&Path) -> Result<Vec<PathBuf>, tollgate_base::LinkWalkError>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -249,14 +252,14 @@ pub fn evaluate(script: &str, rules: &BashRules, env: &BashEnv) -> BashAnalysis 
 
 /// `script` analysed in `/ws` (the workspace), home `/home/u`, paths as written: the unit
 /// tests' one fixture for an analysis.
-#[cfg(test)]
-pub(crate) fn evaluate_in_test_workspace(script: &str, rules: &BashRules) -> BashAnalysis {
+#[cfg(any(test, feature = "test-support"))]
+pub fn evaluate_in_test_workspace(script: &str, rules: &BashRules) -> BashAnalysis {
     let roots = [PathBuf::from("/ws")];
     let env = BashEnv {
         cwd: Path::new("/ws"),
         workspace_roots: &roots,
         home: Some(Path::new("/home/u")),
-        resolve: &crate::base::resolve_without_disk,
+        resolve: &tollgate_base::resolve_without_disk,
         list_dir: &|_| Some(Vec::new()),
         links_below: &|_| Ok(Vec::new()),
     };
@@ -265,11 +268,11 @@ pub(crate) fn evaluate_in_test_workspace(script: &str, rules: &BashRules) -> Bas
 
 /// `script` analysed against `rules` in the workspace `ws` on the real disk, links and all,
 /// with no home folder.
-#[cfg(test)]
-pub(crate) fn evaluate_on_disk_in_test(script: &str, ws: &Path, rules: &BashRules) -> BashAnalysis {
+#[cfg(any(test, feature = "test-support"))]
+pub fn evaluate_on_disk_in_test(script: &str, ws: &Path, rules: &BashRules) -> BashAnalysis {
     let roots = [ws.to_path_buf()];
     let resolve =
-        |p: &Path, frame: crate::base::Frame<'_>| crate::base::resolve(p, frame, &roots, None);
+        |p: &Path, frame: tollgate_base::Frame<'_>| tollgate_base::resolve(p, frame, &roots, None);
     let list = |dir: &Path| {
         let names = std::fs::read_dir(dir).ok()?;
         Some(
@@ -284,7 +287,7 @@ pub(crate) fn evaluate_on_disk_in_test(script: &str, ws: &Path, rules: &BashRule
         home: None,
         resolve: &resolve,
         list_dir: &list,
-        links_below: &crate::base::links_below,
+        links_below: &tollgate_base::links_below,
     };
     evaluate(script, rules, &env)
 }
@@ -292,7 +295,7 @@ pub(crate) fn evaluate_on_disk_in_test(script: &str, ws: &Path, rules: &BashRule
 /// Analyses `script` against `rules`. Precedence over the whole script: any deny ⇒ Deny;
 /// else any ask-rule match ⇒ Ask with its rule; else anything unproven ⇒ Ask; else Allow.
 pub fn evaluate_parsed(parsed: &Script, rules: &BashRules, env: &BashEnv) -> BashAnalysis {
-    #[cfg(test)]
+    #[cfg(any(test, feature = "test-support"))]
     ANALYSES.with(|count| count.set(count.get() + 1));
     let script = parsed.source();
     // Refused in every mode: what is not analysed, no deny rule reaches.
@@ -556,7 +559,7 @@ mod tests {
             cwd: Path::new("/ws"),
             workspace_roots: &roots,
             home: None,
-            resolve: &crate::base::resolve_without_disk,
+            resolve: &tollgate_base::resolve_without_disk,
             list_dir: &|_| Some(Vec::new()),
             links_below: &|_| Ok(Vec::new()),
         };

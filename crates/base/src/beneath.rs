@@ -5,7 +5,7 @@
 //! removing below a root; it never decides *whether* a path may be touched (the gate does).
 //!
 //! Why no link at all, not only none leading out: the callers pass a path the gate already
-//! resolved (every link in it followed, by [`crate::base`]'s and the tools' resolver) and
+//! resolved (every link in it followed, by this crate's and the tools' resolver) and
 //! judged. Telling the kernel to follow none means what is opened is exactly the name that
 //! was judged: a link that appears between the judgement and the open (a component swapped,
 //! a dangling link committed where a file was expected, `/proc/self/root` behind a name)

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
-use crate::base::Frame;
+use tollgate_base::Frame;
 
 use super::unproven::Unproven;
 use super::word::{PROCESS_SUBSTITUTION, Word};
@@ -95,7 +95,7 @@ pub(crate) fn reach(
     env: &BashEnv,
 ) -> Result<PathBuf, Unproven> {
     (env.resolve)(path, Frame::Command { cwd })
-        .map(crate::base::Reached::into_path)
+        .map(tollgate_base::Reached::into_path)
         .map_err(|reason| Unproven::Unresolvable {
             word: word.raw.clone(),
             reason,
@@ -154,9 +154,9 @@ pub(crate) fn escape_through_link(word: &Word, env: &BashEnv, cwds: &Cwds) -> Op
 }
 
 fn escape_of(name: &Path, cwd: Option<&Path>, env: &BashEnv) -> Option<LinkEscape> {
-    use crate::base::Reached;
+    use tollgate_base::Reached;
     let frame = Frame::Command { cwd };
-    let Ok(Reached::Path(lexical)) = crate::base::resolve_without_disk(name, frame) else {
+    let Ok(Reached::Path(lexical)) = tollgate_base::resolve_without_disk(name, frame) else {
         return None;
     };
     if !inside_workspace(&lexical, env) {
@@ -205,7 +205,7 @@ fn glob_frames<'c>(
 /// a process's own (`/proc/self/fd/*`), which cannot be listed here.
 fn list_reached(dir: &Path, cwd: Option<&Path>, env: &BashEnv) -> Option<Vec<String>> {
     match (env.resolve)(dir, Frame::Command { cwd }) {
-        Ok(crate::base::Reached::Path(reached)) => (env.list_dir)(&reached),
+        Ok(tollgate_base::Reached::Path(reached)) => (env.list_dir)(&reached),
         _ => None,
     }
 }
@@ -287,13 +287,13 @@ fn has_glob_before_parent(text: &str) -> bool {
 
 /// The same path, lexically normalised only (for `/dev/…` names Bash treats specially).
 pub(crate) fn lexical(path: &Path) -> PathBuf {
-    crate::base::normalize_lexically(&Path::new("/").join(path))
+    tollgate_base::normalize_lexically(&Path::new("/").join(path))
 }
 
 pub(crate) fn inside_workspace(path: &Path, env: &BashEnv) -> bool {
     env.workspace_roots
         .iter()
-        .any(|root| crate::base::has_prefix(path, root))
+        .any(|root| tollgate_base::has_prefix(path, root))
 }
 
 /// Files that are harmless to read: `/dev/null` ends at once, and the command's own standard
@@ -500,7 +500,7 @@ mod tests {
             cwd: Path::new("/ws"),
             workspace_roots: &roots,
             home: Some(Path::new("/home/u")),
-            resolve: &crate::base::resolve_without_disk,
+            resolve: &tollgate_base::resolve_without_disk,
             list_dir: &|_| None,
             links_below: &|_| Ok(Vec::new()),
         };

@@ -157,7 +157,7 @@ impl Expander<'_> {
     /// each brace, this walks along it (a word of a thousand `{a,b}` must not take a thousand
     /// frames); it recurses only into a list's parts, `depth` deep.
     fn brace_expand(&self, from: usize, to: usize, limit: usize, depth: usize) -> Option<Words> {
-        if depth > MAX_BRACKET_DEPTH || crate::base::stack_is_low() {
+        if depth > MAX_BRACKET_DEPTH || tollgate_base::stack_is_low() {
             return None;
         }
         // The words so far, each to be continued by what follows `from`.

@@ -39,7 +39,7 @@ pub(crate) enum Unproven {
     #[error("`{word}`: {reason}")]
     Unresolvable {
         word: String,
-        reason: crate::base::Unresolvable,
+        reason: tollgate_base::Unresolvable,
     },
     #[error("`{word}` reads {}, which never ends", path.display())]
     EndlessRead { word: String, path: PathBuf },

@@ -64,7 +64,7 @@ mod tests {
                     cwd: Path::new("/ws"),
                     workspace_roots: &roots,
                     home: Some(Path::new("/home/u")),
-                    resolve: &crate::base::resolve_without_disk,
+                    resolve: &tollgate_base::resolve_without_disk,
                     list_dir: &|_| Some(vec!["a".into(), "ab".into(), "b".into()]),
                     links_below: &|_| Ok(Vec::new()),
                 };

@@ -192,7 +192,7 @@ mod tests {
     use std::os::unix::fs::symlink;
     use std::path::Path;
 
-    use crate::bash::{BashAnalysis, BashRules, CommandPattern, evaluate_on_disk_in_test};
+    use crate::{BashAnalysis, BashRules, CommandPattern, evaluate_on_disk_in_test};
 
     /// Whether the analysis holds the script to something a rule cannot lift: a link
     /// escape, an unseen write, a write under `.git/`, or a read of `.env` (a deny rule's).

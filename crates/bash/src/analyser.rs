@@ -72,7 +72,7 @@ impl<'a> Analyser<'a> {
     }
 
     pub fn script(&mut self, src: &str, depth: usize) {
-        if depth > MAX_NESTING || crate::base::stack_is_low() {
+        if depth > MAX_NESTING || tollgate_base::stack_is_low() {
             self.refuse(format!(
                 "shell scripts are nested too deep to analyse (more than {MAX_NESTING} scripts inside scripts: `sh -c` inside `sh -c`, substitutions in evaluated text …; or more than the stack holds)"
             ));

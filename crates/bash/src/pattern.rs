@@ -114,7 +114,7 @@ impl CommandPattern {
 
     /// The literal words the pattern spells out from the start (a glob's up to its first
     /// wildcard).
-    pub(crate) fn words(&self) -> &[String] {
+    pub fn words(&self) -> &[String] {
         match self {
             CommandPattern::Exact(w) | CommandPattern::Prefix(w) => w,
             CommandPattern::Glob(glob) => &glob.leading,

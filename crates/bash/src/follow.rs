@@ -18,7 +18,7 @@ use super::long_options::{LongOptions, any_of};
 use super::paths::{inside_workspace, locate};
 use super::pattern::base;
 use super::word::Word;
-use crate::base::{Frame, Reached, Unresolvable};
+use tollgate_base::{Frame, Reached, Unresolvable};
 
 /// Folders (named ones and link targets inside the workspace) one command's walk visits.
 const MAX_FOLDERS: usize = 64;
@@ -152,7 +152,11 @@ impl Analyser<'_> {
                     let why = outside(&target.display().to_string());
                     self.link_escapes.push(why);
                 }
-                if inside && !folders.iter().any(|f| crate::base::has_prefix(&target, f)) {
+                if inside
+                    && !folders
+                        .iter()
+                        .any(|f| tollgate_base::has_prefix(&target, f))
+                {
                     folders.push(target);
                 }
             }
@@ -173,12 +177,12 @@ impl Analyser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bash::{BashAnalysis, BashRules};
+    use crate::{BashAnalysis, BashRules};
     use std::path::Path;
 
     /// `script` analysed in `root/ws` on the real disk, links and all.
     fn on_disk(root: &Path, script: &str) -> BashAnalysis {
-        crate::bash::evaluate_on_disk_in_test(script, &root.join("ws"), &BashRules::default())
+        crate::evaluate_on_disk_in_test(script, &root.join("ws"), &BashRules::default())
     }
 
     /// Committed links judged by where they lead: writes through one out of the workspace
@@ -236,7 +240,7 @@ mod tests {
         }
         // A walk past its bounds is refused with the reason, never judged on part of the tree.
         let mut deep = ws.join("deep");
-        for _ in 0..=crate::base::MAX_WALK_DEPTH {
+        for _ in 0..=tollgate_base::MAX_WALK_DEPTH {
             deep.push("d");
         }
         std::fs::create_dir_all(&deep).unwrap();

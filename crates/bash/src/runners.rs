@@ -721,7 +721,7 @@ mod tests {
             cwd: Path::new("/ws"),
             workspace_roots: &roots,
             home: None,
-            resolve: &crate::base::resolve_without_disk,
+            resolve: &tollgate_base::resolve_without_disk,
             list_dir: &|_| Some(Vec::new()),
             links_below: &|_| Ok(Vec::new()),
         };

@@ -651,9 +651,9 @@ mod tests {
     /// Every line of tree-sitter-bash's own corpus and example scripts that the scan takes.
     #[test]
     fn corpus_lines_read_as_the_parse_reads_them() {
-        // In the repository (tests/corpus/tree-sitter-bash/README.md says where it is from).
-        let root =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/tree-sitter-bash");
+        // In the workspace (tests/corpus/tree-sitter-bash/README.md says where it is from).
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/corpus/tree-sitter-bash");
         let mut files = Vec::new();
         let mut dirs = vec![root.clone()];
         while let Some(dir) = dirs.pop() {

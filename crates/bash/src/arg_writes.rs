@@ -308,7 +308,7 @@ mod tests {
 
     use pretty_assertions::assert_eq;
 
-    use crate::bash::{BashRules, CommandPattern, evaluate_in_test_workspace};
+    use crate::{BashRules, CommandPattern, evaluate_in_test_workspace};
 
     /// (command, named writes, whether it makes or unpacks something unseen, asks)
     #[test]
@@ -485,7 +485,7 @@ mod tests {
             assert_eq!(analysis.named_writes, named, "{command}");
             assert_eq!(!analysis.unseen_writes.is_empty(), *unseen, "{command}");
             assert_eq!(
-                matches!(analysis.verdict, crate::bash::BashVerdict::Ask { .. }),
+                matches!(analysis.verdict, crate::BashVerdict::Ask { .. }),
                 *asks,
                 "{command}"
             );

@@ -506,7 +506,7 @@ impl<'s> Walker<'s> {
     }
 
     fn node(&mut self, n: Node, depth: usize, ctx: Ctx) {
-        if depth > MAX_TREE_DEPTH || crate::base::stack_is_low() {
+        if depth > MAX_TREE_DEPTH || tollgate_base::stack_is_low() {
             self.too_deep();
             return;
         }
@@ -823,7 +823,7 @@ impl<'s> Walker<'s> {
     /// A list tree-sitter-bash put first in a pipeline (see `pipeline`): its rightmost part
     /// is piped, every other part runs where the pipeline itself runs.
     fn list_before_pipeline(&mut self, list: Node, depth: usize, piped: Ctx, outer: Ctx) {
-        if depth > MAX_TREE_DEPTH || crate::base::stack_is_low() {
+        if depth > MAX_TREE_DEPTH || tollgate_base::stack_is_low() {
             self.too_deep();
             return;
         }
@@ -842,7 +842,7 @@ impl<'s> Walker<'s> {
     /// A list tree-sitter-bash hung on a pipeline (see `pipeline`): its leftmost part is
     /// piped, every other part runs where the pipeline itself runs.
     fn list_after_pipeline(&mut self, list: Node, depth: usize, piped: Ctx, outer: Ctx) {
-        if depth > MAX_TREE_DEPTH || crate::base::stack_is_low() {
+        if depth > MAX_TREE_DEPTH || tollgate_base::stack_is_low() {
             self.too_deep();
             return;
         }
@@ -1218,7 +1218,7 @@ impl<'s> Walker<'s> {
     /// Quoted text inside an evaluated operand (`${a['$(cmd)']}`, `[[ 'a[$(cmd)]' -eq 1 ]]`):
     /// Bash removes the quotes and evaluates the rest, so what it would run is analysed.
     fn loose_leaves(&mut self, n: Node, depth: usize) {
-        if depth > MAX_TREE_DEPTH || crate::base::stack_is_low() {
+        if depth > MAX_TREE_DEPTH || tollgate_base::stack_is_low() {
             self.too_deep();
             return;
         }
@@ -1708,7 +1708,7 @@ fn word_end(src: &str, start: usize) -> usize {
 }
 
 fn has_non_numeric(n: Node, src: &str, depth: usize) -> bool {
-    if depth > MAX_TREE_DEPTH || crate::base::stack_is_low() {
+    if depth > MAX_TREE_DEPTH || tollgate_base::stack_is_low() {
         return true;
     }
     match kind(&n) {
