@@ -162,10 +162,9 @@ pub(super) async fn compact(
         let admitted = match run.budget.admit(summary_bytes) {
             Ok(max_tokens) => max_tokens,
             Err(limit) => {
-                return Ok(Compacted::Stopped(Some((
+                return Ok(Compacted::Stopped(Some(Ending::stopped(
                     limit.outcome,
-                    None,
-                    Some(limit.reason),
+                    limit.reason,
                 ))));
             }
         };
@@ -174,10 +173,9 @@ pub(super) async fn compact(
         let (max_tokens, lease) = match run.budget.reserve(summary_bytes, wanted) {
             Ok(granted) => granted,
             Err(limit) => {
-                return Ok(Compacted::Stopped(Some((
+                return Ok(Compacted::Stopped(Some(Ending::stopped(
                     limit.outcome,
-                    None,
-                    Some(limit.reason),
+                    limit.reason,
                 ))));
             }
         };

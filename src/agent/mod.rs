@@ -436,7 +436,7 @@ pub async fn run(
     // Turn numbers go on from the run's own turns before the resume.
     scope.turns = run.counts.turns;
     let opened = match mcp_start_failure(&run) {
-        Some(why) => Err((Outcome::McpStartFailed, None, Some(why))),
+        Some(why) => Err(Ending::stopped(Outcome::McpStartFailed, why)),
         // A resumed conversation was opened (and its hooks heard) when it started.
         None if resuming => Ok(()),
         None => match opening(&mut run).await? {
@@ -444,10 +444,14 @@ pub async fn run(
                 push_user(&mut run, &mut messages, first)?;
                 Ok(())
             }
-            Err(why) => Err((Outcome::HookStopped, None, Some(why))),
+            Err(why) => Err(Ending::stopped(Outcome::HookStopped, why)),
         },
     };
-    let (mut outcome, final_message, mut error) = match opened {
+    let Ending {
+        mut outcome,
+        final_message,
+        reason: mut error,
+    } = match opened {
         Err(ended) => ended,
         Ok(()) => loop {
             let ended =
@@ -456,7 +460,7 @@ pub async fn run(
             // ran out there is no time left for them.
             if run.unsaved.is_some()
                 || !matches!(
-                    ended.0,
+                    ended.outcome,
                     Outcome::Success
                         | Outcome::MaxTurns
                         | Outcome::MaxBudgetUsd
@@ -469,7 +473,7 @@ pub async fn run(
             }
             match checks::run_round(&mut run, &abort, &mut checks).await? {
                 checks::RoundEnd::Feedback(feedback)
-                    if ended.0 == Outcome::Success && run.unsaved.is_none() =>
+                    if ended.outcome == Outcome::Success && run.unsaved.is_none() =>
                 {
                     push_user(&mut run, &mut messages, Message::user_text(feedback))?;
                 }
@@ -697,7 +701,40 @@ fn write_structured_output(
     })
 }
 
-type Ending = (Outcome, Option<String>, Option<String>);
+/// How a conversation ended: its outcome, the model's last answer when it gave one, and why
+/// it stopped when something other than a finished answer ended it.
+#[derive(Debug, Clone, PartialEq)]
+struct Ending {
+    outcome: Outcome,
+    final_message: Option<String>,
+    reason: Option<String>,
+}
+
+impl Ending {
+    fn new(outcome: Outcome, final_message: Option<String>, reason: Option<String>) -> Ending {
+        Ending {
+            outcome,
+            final_message,
+            reason,
+        }
+    }
+
+    /// Ended with no answer, the outcome saying all there is (an interruption, a record that
+    /// could not be written).
+    fn bare(outcome: Outcome) -> Ending {
+        Ending::new(outcome, None, None)
+    }
+
+    /// Stopped before the model gave a final answer, for `why`.
+    fn stopped(outcome: Outcome, why: impl Into<String>) -> Ending {
+        Ending::new(outcome, None, Some(why.into()))
+    }
+
+    /// The model's final answer ended it.
+    fn answered(outcome: Outcome, text: String) -> Ending {
+        Ending::new(outcome, Some(text), None)
+    }
+}
 
 /// SessionStart and UserPromptSubmit, before the first model call: the first message (the
 /// task's prompt, with the context the hooks added), or why a hook ended the run there.
@@ -823,7 +860,7 @@ async fn conversation(
         // A result file that could not be written stops the run once its batch has landed;
         // `run` gives the outcome.
         if run.unsaved.is_some() {
-            return Ok((Outcome::OutputFailed, None, None));
+            return Ok(Ending::bare(Outcome::OutputFailed));
         }
         // The pool is rebuilt each turn, so tools ToolSearch loaded reach the next request,
         // appended after the others so the tools array sent before stays its prefix.
@@ -875,7 +912,7 @@ async fn conversation(
         if calls.is_empty() {
             match stop_reason {
                 StopReason::Refusal => {
-                    return Ok((
+                    return Ok(Ending::new(
                         Outcome::Refusal,
                         Some(text),
                         Some("the model declined the task (stop reason: refusal)".into()),
@@ -905,7 +942,11 @@ async fn conversation(
                                 continue;
                             }
                             StopHooks::Stopped(why) => {
-                                return Ok((Outcome::HookStopped, Some(text), Some(why)));
+                                return Ok(Ending::new(
+                                    Outcome::HookStopped,
+                                    Some(text),
+                                    Some(why),
+                                ));
                             }
                         }
                         // The Stop hooks let it end: the answer is checked against
@@ -915,14 +956,14 @@ async fn conversation(
                             .as_ref()
                             .filter(|_| scope.subagent.is_none());
                         let Some(schema) = schema else {
-                            return Ok((Outcome::Success, Some(text), None));
+                            return Ok(Ending::answered(Outcome::Success, text));
                         };
                         run.structured_answers += 1;
                         let attempt = run.structured_answers;
                         match structured::check(&schema.schema, &text) {
                             Ok(value) => {
                                 run.structured_output = Some(value);
-                                return Ok((Outcome::Success, Some(text), None));
+                                return Ok(Ending::answered(Outcome::Success, text));
                             }
                             Err(errors) => {
                                 // A later answer supersedes an earlier valid one (after a
@@ -936,7 +977,7 @@ async fn conversation(
                                     errors: errors.clone(),
                                 })?;
                                 if attempt >= max {
-                                    return Ok((
+                                    return Ok(Ending::new(
                                         Outcome::StructuredOutputInvalid,
                                         Some(text),
                                         Some(format!(
@@ -1003,7 +1044,7 @@ async fn conversation(
                 crate::approval::PENDING_FILE
             );
             run.parked = parked;
-            return Ok((Outcome::Parked, None, Some(why)));
+            return Ok(Ending::stopped(Outcome::Parked, why));
         }
         fit_message_budget(run, turn, &mut results, &exempt)?;
         match end {
@@ -1049,7 +1090,7 @@ async fn conversation(
             return hard_stop(run, messages, reason, QueryEnd::AbortedTools);
         }
         if let Some(stop) = stopped {
-            return Ok((stop.outcome, None, Some(stop.why)));
+            return Ok(Ending::stopped(stop.outcome, stop.why));
         }
     }
 }
@@ -1098,26 +1139,24 @@ async fn ask(
         return Ok(Err(timed_out(spec)));
     }
     if let Some(why) = default_denial_limit(run) {
-        return Ok(Err((Outcome::DenialLimit, None, Some(why))));
+        return Ok(Err(Ending::stopped(Outcome::DenialLimit, why)));
     }
     // One budget for the run: a sub-agent's turns are the run's too, so Agent calls cannot
     // multiply `max_turns`.
     if run.requests >= spec.limits.max_turns {
-        return Ok(Err((
+        return Ok(Err(Ending::stopped(
             Outcome::MaxTurns,
-            None,
-            Some(run_turns_used_up(spec.limits.max_turns)),
+            run_turns_used_up(spec.limits.max_turns),
         )));
     }
     if scope.turns >= scope.max_turns {
-        return Ok(Err((
+        return Ok(Err(Ending::stopped(
             Outcome::MaxTurns,
-            None,
-            Some(format!(
+            format!(
                 "stopped after {} = {}",
                 scope.max_turns_key(),
                 scope.max_turns
-            )),
+            ),
         )));
     }
     let fixed = compaction::Fixed {
@@ -1142,12 +1181,12 @@ async fn ask(
     }
     let max_tokens = match run.budget.admit(prompt_bytes) {
         Ok(max_tokens) => max_tokens,
-        Err(limit) => return Ok(Err((limit.outcome, None, Some(limit.reason)))),
+        Err(limit) => return Ok(Err(Ending::stopped(limit.outcome, limit.reason))),
     };
     // Held until the answer's cost settles it; any other end charges its worst case.
     let (max_tokens, lease) = match run.budget.reserve(prompt_bytes, max_tokens) {
         Ok(granted) => granted,
-        Err(limit) => return Ok(Err((limit.outcome, None, Some(limit.reason)))),
+        Err(limit) => return Ok(Err(Ending::stopped(limit.outcome, limit.reason))),
     };
     scope.turns += 1;
     run.requests += 1;
@@ -1183,10 +1222,9 @@ async fn ask(
             Stop::TooLong(message) => message,
         };
         let too_long = |why: &str| {
-            Ok(Err((
+            Ok(Err(Ending::stopped(
                 Outcome::ContextOverflow,
-                None,
-                Some(format!("{message} ({why})")),
+                format!("{message} ({why})"),
             )))
         };
         if scope.subagent.is_some() {
@@ -1478,7 +1516,7 @@ fn hard_stop(
         },
         message: Some(INTERRUPTED_BY_USER.to_string()),
     })?;
-    Ok((interrupted(reason), None, None))
+    Ok(Ending::bare(interrupted(reason)))
 }
 
 /// What the model is told when its answer hit `max_tokens` with no tool call in it.
@@ -1487,13 +1525,12 @@ Continue where it stopped; keep each response and tool input short.";
 
 fn timed_out(spec: &RunSpec) -> Ending {
     let limit = spec.limits.timeout.unwrap_or_default();
-    (
+    Ending::stopped(
         Outcome::Timeout,
-        None,
-        Some(format!(
+        format!(
             "stopped: limits.timeout = {}s of wall clock ran out",
             limit.as_secs_f64()
-        )),
+        ),
     )
 }
 
@@ -1549,10 +1586,9 @@ async fn request_once(
         match switched {
             Some(event) => run.emit(event)?,
             None => {
-                return Ok(Err(Stop::Ended((
+                return Ok(Err(Stop::Ended(Ending::stopped(
                     Outcome::ProviderError,
-                    None,
-                    Some(err.to_string()),
+                    err.to_string(),
                 ))));
             }
         }

@@ -116,7 +116,11 @@ pub(super) async fn run(
     run.ctx = parent.ctx;
     run.reminders = parent.reminders;
     run.budget.switch_context(parent.estimate);
-    let (outcome, final_message, error) = ended?;
+    let Ending {
+        outcome,
+        final_message,
+        reason: error,
+    } = ended?;
     run.emit(Event::SubagentFinished {
         id: agent_id,
         parent_id: parent_id.to_string(),
