@@ -668,6 +668,8 @@ async fn a_scheduled_run_becomes_a_branch_and_one_pull_request_unless_it_refused
                 run,
                 "--workdir",
                 "ws",
+                "--branch",
+                "tollgate/c++-nightly",
                 "--title",
                 "Add a note",
             ])
@@ -765,6 +767,46 @@ async fn a_scheduled_run_becomes_a_branch_and_one_pull_request_unless_it_refused
     assert_eq!(forge.pulls().len(), 1);
     let branches = git(&remote, &["branch", "--list"]);
     assert_eq!(branches.lines().count(), 2, "{branches}");
+
+    // The next night's run that passed goes to the same branch and updates its open pull
+    // request rather than opening a second: the branch's `+` reaches GitHub as a `+`, not
+    // as the space a bare `+` in a query means.
+    std::fs::remove_file(ws.join(".env")).unwrap();
+    std::fs::remove_file(ws.join("OTHER.md")).unwrap();
+    task(
+        "more.yaml",
+        "    - - tool_use: {name: Write, input: {file_path: MORE.md, content: \"more\\n\"}}\n",
+    );
+    let ran = crate::support::tollgate_in(dir)
+        .args(["run", "more.yaml", "--out", "run3"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let before = forge.requests().len();
+    let (line, outputs) = publish("run3");
+    assert_eq!(line["published"], true, "{line}");
+    assert!(outputs.contains("pr_number=1\n"), "{outputs}");
+    assert_eq!(
+        git(&remote, &["show", &format!("{branch}:MORE.md")]),
+        "more\n"
+    );
+    let calls: Vec<String> = forge.requests()[before..]
+        .iter()
+        .map(|r| format!("{} {} {}", r.method, r.path, r.status))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "GET /repos/acme/widgets/pulls 200",
+            "PATCH /repos/acme/widgets/pulls/1 200"
+        ]
+    );
+    assert_eq!(forge.pulls().len(), 1);
 }
 
 /// The checks themselves: the fake forge answers 422 to, and keeps, each request GitHub's

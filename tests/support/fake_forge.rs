@@ -358,8 +358,8 @@ fn respond(log: &mut Log, method: &Method, uri: &Uri, body: &str) -> Answer {
                 .unwrap_or("")
                 .split('&')
                 .find_map(|pair| pair.strip_prefix("head="))
-                .and_then(|head| head.split_once(':'))
-                .map(|(_, branch)| branch.to_string())
+                .map(|head| octokit::decode(head, true))
+                .and_then(|head| head.split_once(':').map(|(_, branch)| branch.to_string()))
                 .unwrap_or_default();
             let open: Vec<Value> = log
                 .pulls

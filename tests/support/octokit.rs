@@ -362,8 +362,8 @@ fn index_operations(doc: &mut Value) -> Result<Vec<Operation>, String> {
     Ok(operations)
 }
 
-/// `%XX` decoded (and `+` as a space, in a query).
-fn decode(text: &str, plus_is_space: bool) -> String {
+/// `%XX` decoded (and `+` as a space, in a query), as GitHub reads a URL.
+pub fn decode(text: &str, plus_is_space: bool) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
