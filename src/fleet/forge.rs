@@ -44,6 +44,8 @@ pub enum ForgeError {
         MAX_FORGE_BODY / (1024 * 1024)
     )]
     BodyTooLarge { what: String },
+    #[error("{what} are more than {limit}: not read to the end, so nothing was posted")]
+    TooMany { what: String, limit: usize },
 }
 
 /// When the next request to the forge may go, for the whole batch.

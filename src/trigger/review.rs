@@ -82,15 +82,9 @@ pub async fn post_review(
     number: u64,
     findings: &Findings,
 ) -> Result<Posted, ForgeError> {
-    let existing = forge
-        .get(&format!(
-            "/repos/{repo}/pulls/{number}/comments?per_page=100"
-        ))
-        .await?;
+    let existing = review_comments(forge, repo, number).await?;
     let seen: BTreeSet<String> = existing
-        .as_array()
-        .into_iter()
-        .flatten()
+        .iter()
         .filter_map(|comment| comment["body"].as_str())
         .filter_map(|body| {
             body.split("<!-- tollgate-finding:")
@@ -139,6 +133,34 @@ pub async fn post_review(
     Ok(Posted {
         new: new.len(),
         already: already.len(),
+    })
+}
+
+/// The most review comments read of one pull request: 100 pages of GitHub's largest.
+const MAX_COMMENT_PAGES: u32 = 100;
+const PER_PAGE: usize = 100;
+
+/// Every review comment on pull request `number`, page after page: GitHub gives at most
+/// 100 at a time, and a finding posted on a later page would otherwise be posted again.
+async fn review_comments(forge: &Forge, repo: &str, number: u64) -> Result<Vec<Value>, ForgeError> {
+    let mut all = Vec::new();
+    for page in 1..=MAX_COMMENT_PAGES {
+        let answer = forge
+            .get(&format!(
+                "/repos/{repo}/pulls/{number}/comments?per_page={PER_PAGE}&page={page}"
+            ))
+            .await?;
+        let comments = answer.as_array().cloned().unwrap_or_default();
+        let last = comments.len() < PER_PAGE;
+        all.extend(comments);
+        if last {
+            return Ok(all);
+        }
+    }
+    // Not read to the end: posting could repeat what an unread page holds.
+    Err(ForgeError::TooMany {
+        what: format!("the review comments of pull request #{number}"),
+        limit: MAX_COMMENT_PAGES as usize * PER_PAGE,
     })
 }
 

@@ -584,6 +584,41 @@ async fn findings_become_one_review_without_repeats_and_a_fingerprinted_sarif() 
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(forge.reviews().len(), 2);
 
+    // A pull request with more review comments than one page holds: every page is read,
+    // so none of the 101 posted before is posted again.
+    let many: Vec<Value> = (1..=101)
+        .map(|n| json!({"file": "src/table.rs", "line": n, "severity": "note", "text": format!("row {n}")}))
+        .collect();
+    let on_six = |findings: &[Value]| {
+        std::fs::write(
+            dir.join("answer.json"),
+            json!({"summary": "Rows.", "findings": findings}).to_string(),
+        )
+        .unwrap();
+        let output = crate::support::tollgate_in(dir)
+            .args(["github", "review", "--findings", "answer.json", "--pr", "6"])
+            .env("GITHUB_REPOSITORY", REPO)
+            .env("GITHUB_API_URL", forge.url())
+            .env("GITHUB_TOKEN", "ghs_review_token")
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    assert_eq!(on_six(&many)["posted"], 101);
+    let mut more = many.clone();
+    more.push(json!({"file": "src/table.rs", "line": 102, "severity": "note", "text": "row 102"}));
+    let line = on_six(&more);
+    assert_eq!(
+        (line["posted"].clone(), line["already_posted"].clone()),
+        (json!(1), json!(101))
+    );
+
     let output = review(
         &json!({"summary": "x", "findings": [{"file": "a", "line": 0, "severity": "note", "text": "t"}]}),
     );

@@ -482,11 +482,24 @@ fn respond(log: &mut Log, method: &Method, uri: &Uri, body: &str) -> Answer {
         }
         (Method::GET, ["repos", _, _, "pulls", number, "comments"]) => {
             let number: u64 = number.parse().unwrap_or(0);
+            // One page, as GitHub gives it: `per_page` (30 unless asked, 100 at most) from
+            // `page` (the first unless asked).
+            let asked = |name: &str| {
+                uri.query()
+                    .unwrap_or("")
+                    .split('&')
+                    .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+                    .and_then(|value| value.parse::<usize>().ok())
+            };
+            let per_page = asked("per_page").unwrap_or(30).min(100);
+            let page = asked("page").unwrap_or(1).max(1);
             let comments: Vec<Value> = log
                 .review_comments
                 .iter()
                 .filter(|(pr, _)| *pr == number)
                 .map(|(_, comment)| comment.clone())
+                .skip((page - 1) * per_page)
+                .take(per_page)
                 .collect();
             answer(StatusCode::OK, Value::Array(comments))
         }
