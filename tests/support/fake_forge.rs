@@ -371,10 +371,20 @@ fn respond(log: &mut Log, method: &Method, uri: &Uri, body: &str) -> Answer {
         }
         (Method::POST, ["repos", owner, name, "pulls"]) => {
             let field = |key: &str| request[key].as_str().unwrap_or_default().to_string();
+            let repo = format!("{owner}/{name}");
+            // GitHub keeps one open pull request per head and base.
+            if log.pulls.iter().any(|pull| {
+                pull.repo == repo && pull.head == field("head") && pull.base == field("base")
+            }) {
+                return unprocessable(&[format!(
+                    "A pull request already exists for {owner}:{}.",
+                    field("head")
+                )]);
+            }
             let number = log.pulls.len() as u64 + 1;
             let pull = Pull {
                 number,
-                repo: format!("{owner}/{name}"),
+                repo,
                 head: field("head"),
                 base: field("base"),
                 title: field("title"),
