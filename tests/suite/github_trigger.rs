@@ -527,9 +527,24 @@ async fn findings_become_one_review_without_repeats_and_a_fingerprinted_sarif() 
             .output()
             .unwrap()
     };
-    let first = json!({"summary": "Two things, @bob.", "findings": [
+    // What #5 changes: GitHub takes a review comment only on a line its diff shows.
+    forge.set_pull_files(
+        5,
+        &[
+            (
+                "src/lib.rs",
+                "@@ -8,3 +8,4 @@ fn parse() {\n let a = 1;\n-let b = 2;\n+let b = input.unwrap();\n+let c = 3;\n let d = 4;",
+            ),
+            ("README.md", "@@ -1,2 +1,3 @@\n # widgets\n+Teh widgets.\n more"),
+            ("src/main.rs", "@@ -0,0 +1,2 @@\n+fn main() {\n+}"),
+        ],
+    );
+    // Two findings on changed lines, one on a line the pull request does not change: that
+    // one goes in the review's body, so GitHub does not refuse the whole review.
+    let first = json!({"summary": "Three things, @bob.", "findings": [
         {"file": "src/lib.rs", "line": 10, "severity": "warning", "text": "unwrap on user input"},
-        {"file": "README.md", "line": 2, "severity": "note", "text": "typo"}]});
+        {"file": "README.md", "line": 2, "severity": "note", "text": "typo"},
+        {"file": "src/lib.rs", "line": 40, "severity": "warning", "text": "the old parser leaks, @carol"}]});
     let output = review(&first);
     assert_eq!(
         output.status.code(),
@@ -537,12 +552,22 @@ async fn findings_become_one_review_without_repeats_and_a_fingerprinted_sarif() 
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    let line: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        (line["posted"].clone(), line["outside_diff"].clone()),
+        (json!(3), json!(1))
+    );
     let reviews = forge.reviews();
     assert_eq!(reviews.len(), 1);
     let (number, posted) = &reviews[0];
     assert_eq!(*number, 5);
     assert_eq!(posted["event"], "COMMENT");
-    assert!(posted["body"].as_str().unwrap().contains("@\u{200b}bob"));
+    let body = posted["body"].as_str().unwrap();
+    assert!(body.contains("@\u{200b}bob"), "{body}");
+    assert!(
+        body.contains("- `src/lib.rs:40` **warning**: the old parser leaks, @\u{200b}carol"),
+        "{body}"
+    );
     let comments = posted["comments"].as_array().unwrap();
     assert_eq!(comments.len(), 2);
     assert_eq!(
@@ -557,14 +582,15 @@ async fn findings_become_one_review_without_repeats_and_a_fingerprinted_sarif() 
         serde_json::from_str(&std::fs::read_to_string(dir.join("findings.sarif")).unwrap())
             .unwrap();
     let results = sarif["runs"][0]["results"].as_array().unwrap();
-    assert_eq!(results.len(), 2);
+    assert_eq!(results.len(), 3);
     assert!(results.iter().all(|r| {
         r["partialFingerprints"]["tollgateFinding/v1"]
             .as_str()
             .is_some_and(|f| f.len() == 24)
     }));
 
-    // The next run finds one more thing: only it is posted.
+    // The next run finds one more thing: only it is posted (the one in the body is known by
+    // its marker there).
     let mut second = first.clone();
     second["findings"].as_array_mut().unwrap().push(
         json!({"file": "src/main.rs", "line": 1, "severity": "error", "text": "panics on start"}),
@@ -573,7 +599,7 @@ async fn findings_become_one_review_without_repeats_and_a_fingerprinted_sarif() 
     let line: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(
         (line["posted"].clone(), line["already_posted"].clone()),
-        (json!(1), json!(2))
+        (json!(1), json!(3))
     );
     assert_eq!(
         forge.reviews()[1].1["comments"].as_array().unwrap().len(),
@@ -586,6 +612,8 @@ async fn findings_become_one_review_without_repeats_and_a_fingerprinted_sarif() 
 
     // A pull request with more review comments than one page holds: every page is read,
     // so none of the 101 posted before is posted again.
+    let table: String = (1..=102).map(|n| format!("\n+row {n}")).collect();
+    forge.set_pull_files(6, &[("src/table.rs", &format!("@@ -0,0 +1,102 @@{table}"))]);
     let many: Vec<Value> = (1..=101)
         .map(|n| json!({"file": "src/table.rs", "line": n, "severity": "note", "text": format!("row {n}")}))
         .collect();

@@ -71,6 +71,8 @@ struct Log {
     reviews: Vec<(u64, Value)>,
     /// The review comments those reviews made: (pull request number, GitHub's object).
     review_comments: Vec<(u64, Value)>,
+    /// Each pull request's changed files: (file name, its patch).
+    files: BTreeMap<u64, Vec<(String, String)>>,
     /// What GitHub's description (or its stated rules) refused, in requests and answers.
     violations: Vec<String>,
     api: Option<&'static GitHubApi>,
@@ -97,6 +99,7 @@ impl FakeForge {
             comments: Vec::new(),
             reviews: Vec::new(),
             review_comments: Vec::new(),
+            files: BTreeMap::new(),
             violations: Vec::new(),
             api,
         }));
@@ -157,6 +160,16 @@ impl FakeForge {
     /// Each review posted: its pull request and the request's JSON.
     pub fn reviews(&self) -> Vec<(u64, Value)> {
         self.log.lock().unwrap().reviews.clone()
+    }
+
+    /// Pull request `number`'s changed files, each a name and its patch (from the first
+    /// `@@`): what GitHub lists, and the only lines it lets a review comment sit on.
+    pub fn set_pull_files(&self, number: u64, files: &[(&str, &str)]) {
+        let files = files
+            .iter()
+            .map(|(name, patch)| (name.to_string(), patch.to_string()))
+            .collect();
+        self.log.lock().unwrap().files.insert(number, files);
     }
 
     /// Pull request `number`'s head repository.
@@ -468,6 +481,31 @@ fn respond(log: &mut Log, method: &Method, uri: &Uri, body: &str) -> Answer {
         (Method::POST, ["repos", owner, name, "pulls", number, "reviews"]) => {
             let repo = format!("{owner}/{name}");
             let number: u64 = number.parse().unwrap_or(0);
+            // GitHub refuses the whole review when one comment is on a line the diff does
+            // not show.
+            let shown = shown_lines(log.files.get(&number).map(Vec::as_slice).unwrap_or(&[]));
+            let off_the_diff = request["comments"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| {
+                    let spot = (
+                        c["path"].as_str().unwrap_or_default().to_string(),
+                        c["line"].as_u64(),
+                    );
+                    c["side"].as_str().unwrap_or("RIGHT") == "RIGHT"
+                        && !c["line"].is_null()
+                        && !shown.contains(&(spot.0, spot.1.unwrap_or(0)))
+                });
+            if off_the_diff {
+                return answer(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    json!({"message": "Unprocessable Entity",
+                        "errors": ["Line could not be resolved"],
+                        "documentation_url": "https://docs.github.com/rest/pulls/reviews#create-a-review-for-a-pull-request",
+                        "status": "422"}),
+                );
+            }
             let head = objects::head_commit(&repo, number);
             let commit = request["commit_id"].as_str().unwrap_or(&head).to_string();
             let review_id = 7000 + log.reviews.len() as u64;
@@ -492,26 +530,44 @@ fn respond(log: &mut Log, method: &Method, uri: &Uri, body: &str) -> Answer {
         }
         (Method::GET, ["repos", _, _, "pulls", number, "comments"]) => {
             let number: u64 = number.parse().unwrap_or(0);
-            // One page, as GitHub gives it: `per_page` (30 unless asked, 100 at most) from
-            // `page` (the first unless asked).
-            let asked = |name: &str| {
-                uri.query()
-                    .unwrap_or("")
-                    .split('&')
-                    .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
-                    .and_then(|value| value.parse::<usize>().ok())
-            };
-            let per_page = asked("per_page").unwrap_or(30).min(100);
-            let page = asked("page").unwrap_or(1).max(1);
-            let comments: Vec<Value> = log
+            let comments = log
                 .review_comments
                 .iter()
                 .filter(|(pr, _)| *pr == number)
-                .map(|(_, comment)| comment.clone())
-                .skip((page - 1) * per_page)
-                .take(per_page)
-                .collect();
-            answer(StatusCode::OK, Value::Array(comments))
+                .map(|(_, comment)| comment.clone());
+            answer(StatusCode::OK, one_page(uri, comments))
+        }
+        (Method::GET, ["repos", owner, name, "pulls", number, "reviews"]) => {
+            let repo = format!("{owner}/{name}");
+            let number: u64 = number.parse().unwrap_or(0);
+            let head = objects::head_commit(&repo, number);
+            let reviews = log
+                .reviews
+                .iter()
+                .enumerate()
+                .filter(|(_, (pr, _))| *pr == number)
+                .map(|(n, (_, request))| {
+                    let text = request["body"].as_str().unwrap_or_default();
+                    objects::review(
+                        &repo,
+                        number,
+                        7000 + n as u64,
+                        text,
+                        "COMMENTED",
+                        &bot,
+                        &head,
+                    )
+                });
+            answer(StatusCode::OK, one_page(uri, reviews))
+        }
+        (Method::GET, ["repos", owner, name, "pulls", number, "files"]) => {
+            let repo = format!("{owner}/{name}");
+            let number: u64 = number.parse().unwrap_or(0);
+            let files = log.files.get(&number).cloned().unwrap_or_default();
+            let entries = files
+                .iter()
+                .map(|(file, patch)| objects::diff_entry(&repo, number, file, patch));
+            answer(StatusCode::OK, one_page(uri, entries))
         }
         (Method::GET, ["repos", _, _, "collaborators", user, "permission"]) => {
             let permission = log
@@ -540,4 +596,43 @@ fn pull_object(pull: &Pull) -> Value {
         body: &pull.body,
         author: BOT,
     })
+}
+
+/// One page of `items`, as GitHub gives a list: `per_page` (30 unless asked, 100 at most)
+/// from `page` (the first unless asked).
+fn one_page(uri: &Uri, items: impl Iterator<Item = Value>) -> Value {
+    let asked = |name: &str| {
+        uri.query()
+            .unwrap_or("")
+            .split('&')
+            .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+            .and_then(|value| value.parse::<usize>().ok())
+    };
+    let per_page = asked("per_page").unwrap_or(30).min(100);
+    let page = asked("page").unwrap_or(1).max(1);
+    Value::Array(items.skip((page - 1) * per_page).take(per_page).collect())
+}
+
+/// The new file's lines each patch shows (added or context): where GitHub lets a review
+/// comment sit on the RIGHT side. Read here apart from tollgate's own reading of them.
+fn shown_lines(files: &[(String, String)]) -> std::collections::BTreeSet<(String, u64)> {
+    let mut shown = std::collections::BTreeSet::new();
+    for (file, patch) in files {
+        let mut line = 0u64;
+        for text in patch.lines() {
+            if text.starts_with("@@") {
+                let plus = text.split(' ').nth(2).unwrap_or("+0");
+                line = plus
+                    .trim_start_matches('+')
+                    .split(',')
+                    .next()
+                    .and_then(|start| start.parse().ok())
+                    .unwrap_or(0);
+            } else if text.starts_with('+') || text.starts_with(' ') {
+                shown.insert((file.clone(), line));
+                line += 1;
+            }
+        }
+    }
+    shown
 }

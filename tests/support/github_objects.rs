@@ -481,3 +481,23 @@ pub fn error(message: &str, status: u16) -> Value {
         "status": status.to_string(),
     })
 }
+
+/// One changed file of `repo`'s pull request `number`, with its `patch` (GitHub's diff of
+/// it, from the first `@@`).
+pub fn diff_entry(repo: &str, number: u64, filename: &str, patch: &str) -> Value {
+    let commit = head_commit(repo, number);
+    let added = patch.lines().filter(|line| line.starts_with('+')).count();
+    let removed = patch.lines().filter(|line| line.starts_with('-')).count();
+    json!({
+        "sha": sha(&format!("{repo}#{number} {filename}")),
+        "filename": filename,
+        "status": "modified",
+        "additions": added,
+        "deletions": removed,
+        "changes": added + removed,
+        "blob_url": format!("{WEB}/{repo}/blob/{commit}/{filename}"),
+        "raw_url": format!("{WEB}/{repo}/raw/{commit}/{filename}"),
+        "contents_url": format!("{API}/repos/{repo}/contents/{filename}?ref={commit}"),
+        "patch": patch,
+    })
+}
