@@ -968,6 +968,40 @@ async fn the_fake_forge_refuses_what_github_s_description_refuses() {
         "{wrong:?}"
     );
     assert!(!api.check_response(operation, 201, &json!({})).is_empty());
+    // Formats are checked, and OpenAPI 3.0's `nullable` reads as JSON Schema's null: a pull
+    // request's `body` may be null, its `title` may not, and its `html_url` is a URI.
+    let pull = "/repos/acme/widgets/pulls/5";
+    let operation = api
+        .check_request("GET", pull, None, None, "")
+        .operation
+        .unwrap();
+    let mut answer = objects::pull_request(&objects::PullSpec {
+        repo: REPO,
+        number: 5,
+        head_repo: REPO,
+        head: "tidy-up",
+        base: "main",
+        title: "Tidy",
+        body: "",
+        author: "maintainer",
+    });
+    answer["body"] = Value::Null;
+    assert_eq!(
+        api.check_response(operation, 200, &answer),
+        Vec::<String>::new()
+    );
+    answer["title"] = Value::Null;
+    answer["html_url"] = json!("not a link");
+    let wrong = api.check_response(operation, 200, &answer);
+    assert!(
+        wrong
+            .iter()
+            .any(|error| error.contains("at /title: null is not of type \"string\""))
+            && wrong
+                .iter()
+                .any(|error| error.contains("at /html_url") && error.contains("uri")),
+        "{wrong:?}"
+    );
     let mut payload = comment("maintainer", "User", "@tollgate go", false);
     assert_eq!(api.check_webhook("issue_comment", &payload), Ok(()));
     payload.as_object_mut().unwrap().remove("sender");
