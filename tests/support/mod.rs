@@ -23,8 +23,9 @@
 //! - `identity_fake`: Google's and Microsoft's token endpoints and GitHub's OIDC endpoint,
 //!   checking assertions and signatures as the real ones do (the Vertex AI and Azure runs).
 //! - `encode`: base64 and hex written apart from the redactor, for a secret's expected forms.
-//! - a test that needs a program, package or kernel feature this machine may lack: `skip` (one line
-//!   each in the default output, a count at the end; `TOLLGATE_TEST_REQUIRE_ALL=1` fails them).
+//! - a test that needs a program, package or kernel feature this machine may lack: `skip`
+//!   (one line each in the default output, a count at the end; `TOLLGATE_TEST_REQUIRE_ALL=1`
+//!   fails them).
 
 #![allow(dead_code)]
 
