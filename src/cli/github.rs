@@ -312,7 +312,7 @@ fn review(args: ReviewArgs) -> Result<ExitCode> {
         let posted = block_on(crate::trigger::post_review(&forge, repo, number, &findings))??;
         println!(
             "{}",
-            json!({"review": number, "posted": posted.new, "already_posted": posted.already})
+            json!({"review": number, "posted": posted.new, "already_posted": posted.already, "outside_diff": posted.outside_diff})
         );
     }
     Ok(ExitCode::Success)

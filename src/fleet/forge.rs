@@ -44,6 +44,8 @@ pub enum ForgeError {
         MAX_FORGE_BODY / (1024 * 1024)
     )]
     BodyTooLarge { what: String },
+    #[error("{what} are more than {limit}: not read to the end, so nothing was posted")]
+    TooMany { what: String, limit: usize },
 }
 
 /// When the next request to the forge may go, for the whole batch.
@@ -123,10 +125,10 @@ impl Forge {
     /// repeated batch never opens a second); returns its web address.
     pub async fn open_or_update(&self, pr: &PullRequest<'_>) -> Result<String, ForgeError> {
         let owner = pr.repo.split('/').next().unwrap_or(pr.repo);
-        let list = format!(
-            "/repos/{}/pulls?state=open&head={owner}:{}",
-            pr.repo, pr.head
-        );
+        // Encoded: a branch may hold `+`, `&` or `#`, which would otherwise reach GitHub as a
+        // space, end the value or the query, and the open pull request would not be found.
+        let head = crate::base::percent_encode(&format!("{owner}:{}", pr.head));
+        let list = format!("/repos/{}/pulls?state=open&head={head}", pr.repo);
         let open = self.send(Method::GET, &list, None).await?;
         let existing = open
             .as_array()

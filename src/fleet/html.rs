@@ -146,23 +146,13 @@ fn relative_href(from: &Path, to: &Path) -> Option<String> {
     let mut segments: Vec<String> = vec!["..".to_string(); from.len() - common];
     for component in &to[common..] {
         match component {
-            Component::Normal(name) => segments.push(percent_encode(&name.to_string_lossy())),
+            Component::Normal(name) => {
+                segments.push(crate::base::percent_encode(&name.to_string_lossy()))
+            }
             _ => return None,
         }
     }
     Some(segments.join("/"))
-}
-
-fn percent_encode(segment: &str) -> String {
-    segment
-        .bytes()
-        .map(|byte| match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (byte as char).to_string()
-            }
-            other => format!("%{other:02X}"),
-        })
-        .collect()
 }
 
 /// Why the repositories that did not start were not started.

@@ -534,7 +534,7 @@ async fn each_changed_repo_is_pushed_and_gets_one_pull_request_under_one_rate_bu
             journal["pr_url"]
                 .as_str()
                 .unwrap()
-                .starts_with("https://forge.test/org/")
+                .starts_with("https://github.com/org/")
         );
     }
     let requests = forge.requests();

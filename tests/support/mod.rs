@@ -17,12 +17,15 @@
 //!   managed folder, `HOME` and other variables, each inside the folder the command runs in.
 //! - waiting on a run in the background: `poll_until(within, find)` and `wait_for_text`.
 //! - the fake servers: `fake_model` (Anthropic and OpenAI over HTTP/SSE, `model_block` for a
-//!   task), `fake_forge`, `mcp_http` (an MCP server over streamable HTTP); `browser` for the HTML reports; `bash` for the analyser's tables.
+//!   task), `fake_forge` (GitHub's REST API, checked against GitHub's own description of it
+//!   in `octokit`, answering with `github_objects`), `mcp_http` (an MCP server over
+//!   streamable HTTP); `browser` for the HTML reports; `bash` for the analyser's tables.
 //! - `identity_fake`: Google's and Microsoft's token endpoints and GitHub's OIDC endpoint,
 //!   checking assertions and signatures as the real ones do (the Vertex AI and Azure runs).
 //! - `encode`: base64 and hex written apart from the redactor, for a secret's expected forms.
-//! - a test that needs a program or kernel feature this machine may lack: `skip` (one line
-//!   each in the default output, a count at the end; `TOLLGATE_TEST_REQUIRE_ALL=1` fails them).
+//! - a test that needs a program, package or kernel feature this machine may lack: `skip`
+//!   (one line each in the default output, a count at the end; `TOLLGATE_TEST_REQUIRE_ALL=1`
+//!   fails them).
 
 #![allow(dead_code)]
 
@@ -30,8 +33,10 @@ pub mod browser;
 pub mod encode;
 pub mod fake_forge;
 pub mod fake_model;
+pub mod github_objects;
 pub mod identity_fake;
 pub mod mcp_http;
+pub mod octokit;
 pub mod skip;
 
 use std::collections::HashMap;

@@ -1,5 +1,6 @@
 //! The one rule for a test that needs something from outside Rust — a program (chromium,
-//! strace, node, go…) or a kernel feature (a Landlock ABI) — that this machine may lack.
+//! strace, node, go…), a package (GitHub's API description from npm) or a kernel feature
+//! (a Landlock ABI) — that this machine may lack.
 //!
 //! Plain `cargo test` passes without it, and every skipped test says so in the default
 //! output: one line on the process's stderr each (libtest captures `print!`/`eprint!` of a
@@ -59,8 +60,8 @@ extern "C" fn print_count() {
     let skips = if skipped == 1 { "skip" } else { "skips" };
     let _ = writeln!(
         std::io::stderr(),
-        "{skipped} {skips} in this test binary, each named above by a SKIPPED line: a program \
-         or kernel feature is missing ({REQUIRE_ALL}=1 makes a skip fail)"
+        "{skipped} {skips} in this test binary, each named above by a SKIPPED line: a program, \
+         package or kernel feature is missing ({REQUIRE_ALL}=1 makes a skip fail)"
     );
 }
 

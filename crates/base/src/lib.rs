@@ -1,7 +1,7 @@
 //! Small things every layer may use, without I/O dependencies: bounded text, lexical paths,
 //! where a path leads for a process, the links below a folder, one view of the disk for a
 //! stream of decisions, how much stack a thread has left, which variable names are secret,
-//! JSON read with unique keys. Imports nothing of tollgate's; the main crate's `base` module
+//! JSON read with unique keys, text for a URL. Imports nothing of tollgate's; the main crate's `base` module
 //! re-exports it beside what needs the async runtime (the abort signal, deadlines).
 
 mod beneath;
@@ -24,4 +24,4 @@ pub use path::{
 pub use resolve::{Frame, MAX_LINKS, Reached, Stream, Unresolvable, resolve, resolve_without_disk};
 pub use secret::is_secret_env_name;
 pub use stack::{STACK_MARGIN, stack_is_low};
-pub use text::{counted, plural, truncate_middle, wildcard_match};
+pub use text::{counted, percent_encode, plural, truncate_middle, wildcard_match};

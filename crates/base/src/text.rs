@@ -1,5 +1,6 @@
 //! Bounded text for what a person or a model reads (long output keeps its head and tail),
-//! counted nouns ("1 turn", "2 turns"), and the `*` wildcard that rule and matcher names share.
+//! counted nouns ("1 turn", "2 turns"), the `*` wildcard that rule and matcher names share,
+//! and text made safe to put in a URL.
 
 /// Keeps the head and tail of `text` within `max_chars`, saying how much was cut: the end
 /// of a build log matters as much as its start.
@@ -67,6 +68,20 @@ pub fn wildcard_match(pattern: &str, name: &str) -> bool {
     rest.len() >= last.len() && rest.ends_with(last)
 }
 
+/// `text` as one part of a URL (a path segment, a query value): every byte but RFC 3986's
+/// unreserved ones as `%XX`, so a `+`, `&`, `#` or `/` in it stays that character and does
+/// not end or change the part (a bare `+` in a query is a space to the server).
+pub fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (byte as char).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +108,15 @@ mod tests {
         assert!(cut.contains("characters omitted"));
         assert!(cut.chars().count() < 260);
         assert_eq!(truncate_middle("short", 200), "short");
+    }
+
+    #[test]
+    fn url_text_keeps_only_the_unreserved_bytes() {
+        assert_eq!(
+            percent_encode("acme:tollgate/c++#1&x=y"),
+            "acme%3Atollgate%2Fc%2B%2B%231%26x%3Dy"
+        );
+        assert_eq!(percent_encode("a-b.c_d~e"), "a-b.c_d~e");
+        assert_eq!(percent_encode("é"), "%C3%A9");
     }
 }
