@@ -142,6 +142,12 @@ pub async fn publish(
         ending.run_id,
         crate::config::serde_name(&ending.outcome)
     );
+    if let Some(why) = ending.held_back() {
+        // Only an operator's `--even-if-held-back` gets here: the reviewer is told.
+        body.push_str(&format!(
+            "\n**Published although {why}**: read the run's record before merging.\n"
+        ));
+    }
     if let Some(message) = ending
         .final_message
         .as_deref()

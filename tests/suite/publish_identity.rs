@@ -198,3 +198,49 @@ async fn a_signing_program_the_repository_names_never_runs() {
         assert_ne!(output.status.code(), Some(0), "gpg.format={format}");
     }
 }
+
+/// A run that refused a call publishes nothing, unless the operator says so; then the pull
+/// request's body says what the run did not pass.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_held_back_run_is_published_only_when_asked_and_the_body_says_why() {
+    let forge = FakeForge::start(0).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    passing_run(dir);
+    std::fs::write(dir.join("ws/.env"), "K=v\n").unwrap();
+    std::fs::write(
+        dir.join("t.yaml"),
+        "version: 1\nname: change\nprompt: go\nworkdir: ws\nmode: acceptEdits\ntools: [Write, Read]\npermissions:\n  deny: ['Read(.env)']\nmodel:\n  provider: scripted\n  script:\n    - - tool_use: {name: Read, input: {file_path: .env}}\n      - tool_use: {name: Write, input: {file_path: OTHER.md, content: \"x\\n\"}}\n    - - text: done\n",
+    )
+    .unwrap();
+    let _ = std::fs::remove_dir_all(dir.join("run"));
+    let ran = crate::support::tollgate_in(dir)
+        .args(["run", "t.yaml", "--out", "run"])
+        .output()
+        .unwrap();
+    assert_ne!(ran.status.code(), Some(2), "{ran:?}");
+
+    let held = publish(dir, &forge, &[]);
+    let line: Value = serde_json::from_slice(&held.stdout).unwrap();
+    assert_eq!(line["published"], false, "{line}");
+    assert!(forge.pulls().is_empty());
+
+    let forced = publish(dir, &forge, &["--even-if-held-back"]);
+    assert_eq!(
+        forced.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&forced.stderr)
+    );
+    let line: Value = serde_json::from_slice(&forced.stdout).unwrap();
+    assert_eq!(line["published"], true, "{line}");
+    let pulls = forge.pulls();
+    assert_eq!(pulls.len(), 1);
+    assert!(
+        pulls[0]
+            .body
+            .contains("**Published although the run ended policy_denied**"),
+        "{}",
+        pulls[0].body
+    );
+}
