@@ -49,6 +49,7 @@ mod progress;
 mod provenance;
 mod providers;
 mod publish_identity;
+mod recipes;
 mod redaction;
 mod reports;
 mod run_as;
