@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::answer::parse_json;
-use super::{Hook, HookConfinement, HookError, HookEvent, OnError, run_process};
+use super::runner::{Occasion, Ran, Reader, run_matching};
+use super::{Hook, HookConfinement, HookError, HookEvent, OnError};
 use crate::base::AbortSignal;
 use crate::exec::{ChildEnv, Ending, ExecOutcome};
 
@@ -102,61 +103,38 @@ pub async fn run_event(
         subject,
         input,
     } = moment;
-    let matching: Vec<Hook> = hooks
-        .iter()
-        .filter(|hook| hook.spec.applies_to(event, subject))
-        .cloned()
-        .collect();
-    let stdin = input.to_string().into_bytes();
-    let env = env.with("TOLLGATE_HOOK_EVENT", event.as_str());
-    let mut tasks = tokio::task::JoinSet::new();
-    for (index, hook) in matching.iter().cloned().enumerate() {
-        let (cwd, stdin, env, abort) = (cwd.clone(), stdin.clone(), env.clone(), abort.clone());
-        let confinement = confinement.clone();
-        tasks.spawn(async move {
-            let ran = run_process(&hook, cwd, stdin, env, &abort, confinement).await;
-            let timeout = hook.spec.timeout_secs();
-            let read = ran
-                .process
-                .and_then(|process| interpret(&process, event, timeout));
-            let (answer, error) = match read {
-                Ok(answer) => (answer, None),
-                Err(err) => (on_error(hook.spec.on_error, &err), Some(err.to_string())),
-            };
-            let run = EventRun {
-                command: hook.spec.command,
-                source: hook.source,
-                exit_code: ran.exit_code,
-                duration_ms: ran.duration_ms,
-                answer,
-                error,
-                stderr: ran.stderr,
-            };
-            (index, run)
-        });
-    }
-    let runs: Vec<EventRun> = super::in_order(tasks, matching.len())
+    let occasion = Occasion {
+        event,
+        subject,
+        cwd: &cwd,
+    };
+    let stdin = || input.to_string().into_bytes();
+    let reader = Reader {
+        read: interpret,
+        on_error,
+    };
+    let runs: Vec<EventRun> = run_matching(hooks, occasion, stdin, env, abort, confinement, reader)
         .await
         .into_iter()
-        .zip(&matching)
-        .map(|(run, hook)| {
-            run.unwrap_or_else(|| {
-                let err = HookError::Internal("its task ended without an answer".to_string());
-                EventRun {
-                    command: hook.spec.command.clone(),
-                    source: hook.source.clone(),
-                    exit_code: None,
-                    duration_ms: 0,
-                    answer: on_error(hook.spec.on_error, &err),
-                    error: Some(err.to_string()),
-                    stderr: String::new(),
-                }
-            })
-        })
+        .map(EventRun::from)
         .collect();
     EventReport {
         verdict: aggregate(event, &runs),
         runs,
+    }
+}
+
+impl From<Ran<EventAnswer>> for EventRun {
+    fn from(ran: Ran<EventAnswer>) -> EventRun {
+        EventRun {
+            command: ran.command,
+            source: ran.source,
+            exit_code: ran.exit_code,
+            duration_ms: ran.duration_ms,
+            answer: ran.answer,
+            error: ran.error,
+            stderr: ran.stderr,
+        }
     }
 }
 
