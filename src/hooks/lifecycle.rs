@@ -228,8 +228,6 @@ fn interpret(
     timeout_secs: u64,
 ) -> Result<EventAnswer, HookError> {
     match run.ending {
-        Ending::TimedOut => Err(HookError::TimedOut(timeout_secs)),
-        Ending::Cancelled => Err(HookError::Aborted),
         Ending::Exited(0) => parse_stdout(run, event),
         Ending::Exited(2) if blocks(event) => {
             let stderr = run.stderr.text.trim();
@@ -242,14 +240,7 @@ fn interpret(
             })
         }
         Ending::Exited(2) => Ok(EventAnswer::Proceed { context: None }),
-        Ending::Exited(code) => Err(HookError::Exit {
-            code,
-            stderr: run.stderr.text.clone(),
-        }),
-        Ending::Signalled(signal) => Err(HookError::Signal {
-            signal,
-            stderr: run.stderr.text.clone(),
-        }),
+        _ => Err(HookError::ended(run, timeout_secs)),
     }
 }
 
