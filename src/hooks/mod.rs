@@ -1,5 +1,5 @@
 //! Command hooks (S9): which hooks run for a call or a moment of the run, running them with
-//! Claude Code's JSON on stdin, and folding their answers into one verdict that names the hook
+//! Claude Code's JSON on stdin (one runner for every event: `runner`), and folding their answers into one verdict that names the hook
 //! behind it (a call's: deny > ask > allow; a moment's: see `lifecycle`; PreCompact's:
 //! `compact`). Decides nothing about rules: the gate combines the two.
 
@@ -25,7 +25,7 @@ pub use crate::policy::{
     OnError, ToolMatcher, merge_hooks,
 };
 
-use crate::base::{AbortSignal, truncate_middle};
+use crate::base::AbortSignal;
 use crate::exec::{ChildEnv, PreExecStep};
 use runner::{Occasion, Ran, Reader};
 
@@ -38,10 +38,6 @@ pub trait HookConfinement: Send + Sync {
     /// must not have), if any.
     fn after(&self) -> Option<String>;
 }
-
-/// Output kept per stream. A hook's answer is a small JSON object; anything longer is a bug
-/// in the hook, and is reported as such rather than parsed from a cut-off prefix.
-const HOOK_CAPTURE_BYTES: usize = 1024 * 1024;
 
 /// What every hook for one call is told (serialised to its stdin).
 #[derive(Debug, Clone, Copy)]
@@ -143,9 +139,6 @@ pub struct HookReport {
     /// Index into `runs` of the hook whose answer became the verdict.
     pub decided_by: Option<usize>,
 }
-
-/// Stderr kept per run in the report.
-const STDERR_CHARS: usize = 2000;
 
 /// Runs every hook for `event` whose matcher covers `input.tool_name`, all at once (a slow
 /// hook then costs its own time, not the sum), and folds their answers: deny > ask > allow >

@@ -7,11 +7,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{
-    HOOK_CAPTURE_BYTES, Hook, HookConfinement, HookError, HookEvent, OnError, STDERR_CHARS,
-};
+use super::{Hook, HookConfinement, HookError, HookEvent, OnError};
 use crate::base::{AbortSignal, truncate_middle};
 use crate::exec::{self, ChildEnv, Ending, ExecOutcome, ExecRequest, Stdin};
+
+/// Output kept per stream. A hook's answer is a small JSON object; anything longer is a bug
+/// in the hook, and is reported as such rather than parsed from a cut-off prefix.
+const HOOK_CAPTURE_BYTES: usize = 1024 * 1024;
+
+/// Stderr kept per run in the report.
+const STDERR_CHARS: usize = 2000;
 
 /// How one event reads its hooks. Plain function pointers: a reader holds no state, and so
 /// the same one serves every hook task.
@@ -51,6 +56,21 @@ pub(super) struct Ran<A> {
     pub error: Option<String>,
     /// What it printed on stderr, shortened, with the confinement's note.
     pub stderr: String,
+}
+
+impl<A> Ran<A> {
+    /// The same run with its answer turned into another event type's.
+    pub fn map<B>(self, f: impl FnOnce(A) -> B) -> Ran<B> {
+        Ran {
+            command: self.command,
+            source: self.source,
+            exit_code: self.exit_code,
+            duration_ms: self.duration_ms,
+            answer: f(self.answer),
+            error: self.error,
+            stderr: self.stderr,
+        }
+    }
 }
 
 /// Runs every hook for the occasion, all at once, each with `stdin` (built only when a hook
