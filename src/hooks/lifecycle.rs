@@ -47,20 +47,8 @@ impl EventAnswer {
     }
 }
 
-/// One hook's run for a moment, for the transcript.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EventRun {
-    pub command: String,
-    pub source: PathBuf,
-    pub exit_code: Option<i32>,
-    pub duration_ms: u64,
-    #[serde(flatten)]
-    pub answer: EventAnswer,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub stderr: String,
-}
+/// One hook's run for a moment, for the transcript: the shared runner's run, as it is.
+pub type EventRun = Ran<EventAnswer>;
 
 /// All hooks' answer for a moment: stop > block > proceed; among equals the first in policy
 /// order speaks. Contexts are kept from every hook that proceeded, in policy order.
@@ -113,28 +101,10 @@ pub async fn run_event(
         read: interpret,
         on_error,
     };
-    let runs: Vec<EventRun> = run_matching(hooks, occasion, stdin, env, abort, confinement, reader)
-        .await
-        .into_iter()
-        .map(EventRun::from)
-        .collect();
+    let runs = run_matching(hooks, occasion, stdin, env, abort, confinement, reader).await;
     EventReport {
         verdict: aggregate(event, &runs),
         runs,
-    }
-}
-
-impl From<Ran<EventAnswer>> for EventRun {
-    fn from(ran: Ran<EventAnswer>) -> EventRun {
-        EventRun {
-            command: ran.command,
-            source: ran.source,
-            exit_code: ran.exit_code,
-            duration_ms: ran.duration_ms,
-            answer: ran.answer,
-            error: ran.error,
-            stderr: ran.stderr,
-        }
     }
 }
 

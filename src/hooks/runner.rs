@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
+
 use super::{Hook, HookConfinement, HookError, HookEvent, OnError};
 use crate::base::{AbortSignal, truncate_middle};
 use crate::exec::{self, ChildEnv, Ending, ExecOutcome, ExecRequest, Stdin};
@@ -45,16 +47,22 @@ pub(super) struct Occasion<'a> {
     pub cwd: &'a Path,
 }
 
-/// One hook's run as its event's reader and `on_error` made it.
-pub(super) struct Ran<A> {
+/// One hook's run as its event's reader and `on_error` made it. `pub` (in this private
+/// module) because a moment's hooks are recorded as it is (`EventRun`); there the answer's
+/// own tag stands beside the other fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ran<A> {
     pub command: String,
     pub source: PathBuf,
     /// `None` when it was not started, timed out, was aborted or was killed by a signal.
     pub exit_code: Option<i32>,
     pub duration_ms: u64,
+    #[serde(flatten)]
     pub answer: A,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// What it printed on stderr, shortened, with the confinement's note.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stderr: String,
 }
 
