@@ -79,6 +79,25 @@ pub enum HookError {
     Internal(String),
 }
 
+impl HookError {
+    /// A process that ended with nothing its event reads (every event reads exit 0 and 2
+    /// alone): timed out after `timeout_secs`, aborted, killed, or another exit code.
+    pub(super) fn ended(run: &ExecOutcome, timeout_secs: u64) -> HookError {
+        match run.ending {
+            Ending::TimedOut => HookError::TimedOut(timeout_secs),
+            Ending::Cancelled => HookError::Aborted,
+            Ending::Exited(code) => HookError::Exit {
+                code,
+                stderr: run.stderr.text.clone(),
+            },
+            Ending::Signalled(signal) => HookError::Signal {
+                signal,
+                stderr: run.stderr.text.clone(),
+            },
+        }
+    }
+}
+
 /// The hook's stderr as the tail of an error message: enough to see why, not a log dump.
 fn stderr_suffix(stderr: &str) -> String {
     let stderr = stderr.trim();
@@ -100,8 +119,6 @@ pub(super) fn interpret(
     timeout_secs: u64,
 ) -> Result<HookAnswer, HookError> {
     match run.ending {
-        Ending::TimedOut => Err(HookError::TimedOut(timeout_secs)),
-        Ending::Cancelled => Err(HookError::Aborted),
         Ending::Exited(0) => parse_stdout(&run.stdout, event),
         Ending::Exited(2) => {
             let stderr = run.stderr.text.trim();
@@ -113,14 +130,7 @@ pub(super) fn interpret(
                 }),
             })
         }
-        Ending::Exited(code) => Err(HookError::Exit {
-            code,
-            stderr: run.stderr.text.clone(),
-        }),
-        Ending::Signalled(signal) => Err(HookError::Signal {
-            signal,
-            stderr: run.stderr.text.clone(),
-        }),
+        _ => Err(HookError::ended(run, timeout_secs)),
     }
 }
 

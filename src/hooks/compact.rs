@@ -2,18 +2,18 @@
 //! (`hook_event_name: "PreCompact"`, `trigger`, `custom_instructions`). A hook may veto the
 //! compaction (exit 2, `"decision": "block"`, `"continue": false`) or add text for the
 //! compacted history (`hookSpecificOutput.additionalContext`, or plain stdout).
+//! They run through the shared runner like every event's hooks; only reading and folding
+//! their answers is PreCompact's own.
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{
-    Hook, HookAnswer, HookConfinement, HookEvent, HookRun, OnError, STDERR_CHARS, truncate_middle,
-};
+use super::runner::{Occasion, Reader, run_matching};
+use super::{Hook, HookAnswer, HookConfinement, HookError, HookEvent, HookRun, OnError};
 use crate::base::AbortSignal;
-use crate::exec::{self, ChildEnv, Ending, ExecRequest, Stdin};
+use crate::exec::{ChildEnv, Ending, ExecOutcome};
 
 /// What PreCompact hooks are told.
 #[derive(Debug, Clone, Copy)]
@@ -34,8 +34,9 @@ pub struct CompactVerdict {
     pub runs: Vec<HookRun>,
 }
 
-/// Runs each PreCompact hook whose matcher covers the trigger, one after another, each
-/// confined by `confinement` when given (as tool hooks are).
+/// Runs each PreCompact hook whose matcher covers the trigger, all at once (as every event's
+/// hooks run), each confined by `confinement` when given, and folds their answers in policy
+/// order: the first veto stands, and every text added is kept.
 pub async fn run_pre_compact(
     hooks: &[Hook],
     input: &CompactInput<'_>,
@@ -43,31 +44,46 @@ pub async fn run_pre_compact(
     abort: &AbortSignal,
     confinement: Option<Arc<dyn HookConfinement>>,
 ) -> CompactVerdict {
-    let stdin = json!({
-        "session_id": input.session_id,
-        "transcript_path": input.transcript_path.to_string_lossy(),
-        "cwd": input.cwd.to_string_lossy(),
-        "permission_mode": input.permission_mode,
-        "hook_event_name": HookEvent::PreCompact.as_str(),
-        "trigger": input.trigger,
-        "custom_instructions": "",
-    })
-    .to_string();
+    let event = HookEvent::PreCompact;
+    let occasion = Occasion {
+        event,
+        subject: input.trigger,
+        cwd: input.cwd,
+    };
+    let stdin = || {
+        json!({
+            "session_id": input.session_id,
+            "transcript_path": input.transcript_path.to_string_lossy(),
+            "cwd": input.cwd.to_string_lossy(),
+            "permission_mode": input.permission_mode,
+            "hook_event_name": event.as_str(),
+            "trigger": input.trigger,
+            "custom_instructions": "",
+        })
+        .to_string()
+        .into_bytes()
+    };
+    let reader = Reader { read, on_error };
     let mut verdict = CompactVerdict::default();
-    for hook in hooks
-        .iter()
-        .filter(|hook| hook.spec.applies_to(HookEvent::PreCompact, input.trigger))
-    {
-        let (run, said) =
-            run_one(hook, input.cwd, &stdin, env, abort, confinement.as_deref()).await;
-        match said {
+    for ran in run_matching(hooks, occasion, stdin, env, abort, confinement, reader).await {
+        let ran = ran.map(|said| match said {
             Said::Veto(reason) => {
+                let answer = HookAnswer::Deny {
+                    reason: Some(reason.clone()),
+                };
                 verdict.veto.get_or_insert(reason);
+                answer
             }
-            Said::Text(text) if !text.trim().is_empty() => verdict.added.push(text),
-            Said::Text(_) => {}
-        }
-        verdict.runs.push(run);
+            Said::Text(text) => {
+                if !text.trim().is_empty() {
+                    verdict.added.push(text);
+                }
+                HookAnswer::NoOpinion {
+                    updated_input: None,
+                }
+            }
+        });
+        verdict.runs.push(HookRun::new(event, ran));
     }
     verdict
 }
@@ -77,104 +93,29 @@ enum Said {
     Text(String),
 }
 
-async fn run_one(
-    hook: &Hook,
-    cwd: &Path,
-    stdin: &str,
-    env: &ChildEnv,
-    abort: &AbortSignal,
-    confinement: Option<&dyn HookConfinement>,
-) -> (HookRun, Said) {
-    let started = Instant::now();
-    let timeout = hook.spec.timeout_secs();
-    let env = env.with("TOLLGATE_HOOK_EVENT", HookEvent::PreCompact.as_str());
-    let mut request = ExecRequest::bash(
-        &hook.spec.command,
-        cwd.to_path_buf(),
-        env.clone(),
-        Duration::from_secs(timeout),
-    );
-    request.stdin = Stdin::Bytes(stdin.as_bytes().to_vec());
-    request.capture.max_bytes = super::HOOK_CAPTURE_BYTES;
-    let confined = confinement
-        .map(|confinement| confinement.prepare(&env))
-        .transpose();
-    let process = match confined {
-        // A hook that cannot be confined does not run.
-        Err(err) => Err(err),
-        Ok(confined) => {
-            if let Some((env, step)) = confined {
-                request.env = env;
-                request.pre_exec = Some(step);
-            }
-            exec::run(request, async {
-                abort.aborted().await;
-            })
-            .await
-            .map_err(|err| err.to_string())
+/// Exit 0 is the hook's answer, exit 2 a veto with stderr as the reason; anything else is a
+/// failure, for `on_error`.
+fn read(process: &ExecOutcome, _: HookEvent, timeout_secs: u64) -> Result<Said, HookError> {
+    match process.ending {
+        Ending::Exited(0) => Ok(answer(&process.stdout.text)),
+        Ending::Exited(2) => {
+            let stderr = process.stderr.text.trim();
+            Ok(Said::Veto(if stderr.is_empty() {
+                "exited with code 2".to_string()
+            } else {
+                stderr.to_string()
+            }))
         }
-    };
-    let mut note = confinement.and_then(HookConfinement::after);
-    let (exit_code, stderr, result) = match process {
-        Err(err) => (
-            None,
-            String::new(),
-            Err(format!("could not be started: {err}")),
-        ),
-        Ok(process) => {
-            let mut stderr = process.stderr.text.trim().to_string();
-            if let Some(note) = note.take() {
-                stderr.push_str(&format!("\n[{note}]"));
-            }
-            let result = match process.ending {
-                Ending::Exited(0) => Ok(answer(&process.stdout.text)),
-                Ending::Exited(2) => Ok(Said::Veto(if stderr.is_empty() {
-                    "exited with code 2".to_string()
-                } else {
-                    stderr.clone()
-                })),
-                Ending::Exited(code) => Err(format!("exited with code {code}")),
-                Ending::TimedOut => Err(format!("timed out after {timeout} s")),
-                Ending::Signalled(signal) => Err(format!("was killed by signal {signal}")),
-                Ending::Cancelled => Err("was stopped because the run was aborted".to_string()),
-            };
-            let code = match process.ending {
-                Ending::Exited(code) => Some(code),
-                Ending::Signalled(_) | Ending::TimedOut | Ending::Cancelled => None,
-            };
-            (code, stderr, result)
-        }
-    };
-    // A failed hook fails closed, as every hook does: no compaction it could not look at.
-    let (said, error) = match result {
-        Ok(said) => (said, None),
-        Err(err) => match hook.spec.on_error {
-            OnError::Deny => (
-                Said::Veto(format!("the hook {err} (on_error: deny)")),
-                Some(err),
-            ),
-            OnError::Ignore => (Said::Text(String::new()), Some(err)),
-        },
-    };
-    let answer = match &said {
-        Said::Veto(reason) => HookAnswer::Deny {
-            reason: Some(reason.clone()),
-        },
-        Said::Text(_) => HookAnswer::NoOpinion {
-            updated_input: None,
-        },
-    };
-    let run = HookRun {
-        event: HookEvent::PreCompact,
-        command: hook.spec.command.clone(),
-        source: hook.source.clone(),
-        exit_code,
-        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        answer,
-        error,
-        stderr: truncate_middle(&stderr, STDERR_CHARS),
-    };
-    (run, said)
+        _ => Err(HookError::ended(process, timeout_secs)),
+    }
+}
+
+/// A failed hook fails closed, as every hook does: no compaction it could not look at.
+fn on_error(policy: OnError, err: &HookError) -> Said {
+    match policy {
+        OnError::Deny => Said::Veto(format!("the hook {err} (on_error: deny)")),
+        OnError::Ignore => Said::Text(String::new()),
+    }
 }
 
 /// Exit 0: a JSON answer (Claude Code's fields), or plain text to add.

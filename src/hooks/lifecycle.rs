@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::answer::parse_json;
-use super::{Hook, HookConfinement, HookError, HookEvent, OnError, run_process};
+use super::runner::{Occasion, Ran, Reader, run_matching};
+use super::{Hook, HookConfinement, HookError, HookEvent, OnError};
 use crate::base::AbortSignal;
 use crate::exec::{ChildEnv, Ending, ExecOutcome};
 
@@ -46,20 +47,8 @@ impl EventAnswer {
     }
 }
 
-/// One hook's run for a moment, for the transcript.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EventRun {
-    pub command: String,
-    pub source: PathBuf,
-    pub exit_code: Option<i32>,
-    pub duration_ms: u64,
-    #[serde(flatten)]
-    pub answer: EventAnswer,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub stderr: String,
-}
+/// One hook's run for a moment, for the transcript: the shared runner's run, as it is.
+pub type EventRun = Ran<EventAnswer>;
 
 /// All hooks' answer for a moment: stop > block > proceed; among equals the first in policy
 /// order speaks. Contexts are kept from every hook that proceeded, in policy order.
@@ -102,58 +91,17 @@ pub async fn run_event(
         subject,
         input,
     } = moment;
-    let matching: Vec<Hook> = hooks
-        .iter()
-        .filter(|hook| hook.spec.applies_to(event, subject))
-        .cloned()
-        .collect();
-    let stdin = input.to_string().into_bytes();
-    let env = env.with("TOLLGATE_HOOK_EVENT", event.as_str());
-    let mut tasks = tokio::task::JoinSet::new();
-    for (index, hook) in matching.iter().cloned().enumerate() {
-        let (cwd, stdin, env, abort) = (cwd.clone(), stdin.clone(), env.clone(), abort.clone());
-        let confinement = confinement.clone();
-        tasks.spawn(async move {
-            let ran = run_process(&hook, cwd, stdin, env, &abort, confinement).await;
-            let timeout = hook.spec.timeout_secs();
-            let read = ran
-                .process
-                .and_then(|process| interpret(&process, event, timeout));
-            let (answer, error) = match read {
-                Ok(answer) => (answer, None),
-                Err(err) => (on_error(hook.spec.on_error, &err), Some(err.to_string())),
-            };
-            let run = EventRun {
-                command: hook.spec.command,
-                source: hook.source,
-                exit_code: ran.exit_code,
-                duration_ms: ran.duration_ms,
-                answer,
-                error,
-                stderr: ran.stderr,
-            };
-            (index, run)
-        });
-    }
-    let runs: Vec<EventRun> = super::in_order(tasks, matching.len())
-        .await
-        .into_iter()
-        .zip(&matching)
-        .map(|(run, hook)| {
-            run.unwrap_or_else(|| {
-                let err = HookError::Internal("its task ended without an answer".to_string());
-                EventRun {
-                    command: hook.spec.command.clone(),
-                    source: hook.source.clone(),
-                    exit_code: None,
-                    duration_ms: 0,
-                    answer: on_error(hook.spec.on_error, &err),
-                    error: Some(err.to_string()),
-                    stderr: String::new(),
-                }
-            })
-        })
-        .collect();
+    let occasion = Occasion {
+        event,
+        subject,
+        cwd: &cwd,
+    };
+    let stdin = || input.to_string().into_bytes();
+    let reader = Reader {
+        read: interpret,
+        on_error,
+    };
+    let runs = run_matching(hooks, occasion, stdin, env, abort, confinement, reader).await;
     EventReport {
         verdict: aggregate(event, &runs),
         runs,
@@ -250,8 +198,6 @@ fn interpret(
     timeout_secs: u64,
 ) -> Result<EventAnswer, HookError> {
     match run.ending {
-        Ending::TimedOut => Err(HookError::TimedOut(timeout_secs)),
-        Ending::Cancelled => Err(HookError::Aborted),
         Ending::Exited(0) => parse_stdout(run, event),
         Ending::Exited(2) if blocks(event) => {
             let stderr = run.stderr.text.trim();
@@ -264,14 +210,7 @@ fn interpret(
             })
         }
         Ending::Exited(2) => Ok(EventAnswer::Proceed { context: None }),
-        Ending::Exited(code) => Err(HookError::Exit {
-            code,
-            stderr: run.stderr.text.clone(),
-        }),
-        Ending::Signalled(signal) => Err(HookError::Signal {
-            signal,
-            stderr: run.stderr.text.clone(),
-        }),
+        _ => Err(HookError::ended(run, timeout_secs)),
     }
 }
 

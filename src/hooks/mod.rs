@@ -1,15 +1,15 @@
 //! Command hooks (S9): which hooks run for a call or a moment of the run, running them with
-//! Claude Code's JSON on stdin, and folding their answers into one verdict that names the hook
+//! Claude Code's JSON on stdin (one runner for every event: `runner`), and folding their answers into one verdict that names the hook
 //! behind it (a call's: deny > ask > allow; a moment's: see `lifecycle`; PreCompact's:
 //! `compact`). Decides nothing about rules: the gate combines the two.
 
 mod answer;
 mod compact;
 mod lifecycle;
+mod runner;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -25,8 +25,9 @@ pub use crate::policy::{
     OnError, ToolMatcher, merge_hooks,
 };
 
-use crate::base::{AbortSignal, truncate_middle};
-use crate::exec::{self, ChildEnv, Ending, ExecRequest, PreExecStep, Stdin};
+use crate::base::AbortSignal;
+use crate::exec::{ChildEnv, PreExecStep};
+use runner::{Occasion, Ran, Reader};
 
 /// How each hook process is confined; the run implements it with its OS sandbox.
 pub trait HookConfinement: Send + Sync {
@@ -37,10 +38,6 @@ pub trait HookConfinement: Send + Sync {
     /// must not have), if any.
     fn after(&self) -> Option<String>;
 }
-
-/// Output kept per stream. A hook's answer is a small JSON object; anything longer is a bug
-/// in the hook, and is reported as such rather than parsed from a cut-off prefix.
-const HOOK_CAPTURE_BYTES: usize = 1024 * 1024;
 
 /// What every hook for one call is told (serialised to its stdin).
 #[derive(Debug, Clone, Copy)]
@@ -143,9 +140,6 @@ pub struct HookReport {
     pub decided_by: Option<usize>,
 }
 
-/// Stderr kept per run in the report.
-const STDERR_CHARS: usize = 2000;
-
 /// Runs every hook for `event` whose matcher covers `input.tool_name`, all at once (a slow
 /// hook then costs its own time, not the sum), and folds their answers: deny > ask > allow >
 /// no opinion; among equals the first in policy order speaks. Each hook sees the original
@@ -170,44 +164,22 @@ pub async fn run_hooks_in(
     abort: &AbortSignal,
     confinement: Option<Arc<dyn HookConfinement>>,
 ) -> HookReport {
-    let matching: Vec<&Hook> = hooks
-        .iter()
-        .filter(|hook| hook.spec.applies_to(event, input.tool_name))
-        .collect();
-    if matching.is_empty() {
-        return HookReport {
-            verdict: HookVerdict::NoOpinion {
-                updated_input: None,
-            },
-            runs: Vec::new(),
-            decided_by: None,
-        };
-    }
-    let stdin = input.to_json(event).to_string().into_bytes();
-    let mut tasks = tokio::task::JoinSet::new();
-    for (index, hook) in matching.iter().enumerate() {
-        let run = run_one(
-            (*hook).clone(),
-            event,
-            input.cwd.to_path_buf(),
-            stdin.clone(),
-            env.with("TOLLGATE_HOOK_EVENT", event.as_str()),
-            abort.clone(),
-            confinement.clone(),
-        );
-        tasks.spawn(async move { (index, run.await) });
-    }
-    let runs: Vec<HookRun> = in_order(tasks, matching.len())
-        .await
-        .into_iter()
-        .zip(&matching)
-        .map(|(run, hook)| {
-            run.unwrap_or_else(|| {
-                let err = HookError::Internal("its task ended without an answer".to_string());
-                failed_run(hook, event, err)
-            })
-        })
-        .collect();
+    let occasion = Occasion {
+        event,
+        subject: input.tool_name,
+        cwd: input.cwd,
+    };
+    let stdin = || input.to_json(event).to_string().into_bytes();
+    let reader = Reader {
+        read: answer::interpret,
+        on_error,
+    };
+    let runs: Vec<HookRun> =
+        runner::run_matching(hooks, occasion, stdin, env, abort, confinement, reader)
+            .await
+            .into_iter()
+            .map(|ran| HookRun::new(event, ran))
+            .collect();
     let (verdict, decided_by) = aggregate(&runs);
     HookReport {
         verdict,
@@ -216,103 +188,18 @@ pub async fn run_hooks_in(
     }
 }
 
-async fn run_one(
-    hook: Hook,
-    event: HookEvent,
-    cwd: PathBuf,
-    stdin: Vec<u8>,
-    env: ChildEnv,
-    abort: AbortSignal,
-    confinement: Option<Arc<dyn HookConfinement>>,
-) -> HookRun {
-    let ran = run_process(&hook, cwd, stdin, env, &abort, confinement).await;
-    let timeout_secs = hook.spec.timeout_secs();
-    let result = ran
-        .process
-        .and_then(|process| answer::interpret(&process, event, timeout_secs));
-    let (answer, error) = match result {
-        Ok(answer) => (answer, None),
-        Err(err) => (on_error(hook.spec.on_error, &err), Some(err.to_string())),
-    };
-    HookRun {
-        event,
-        command: hook.spec.command,
-        source: hook.source,
-        exit_code: ran.exit_code,
-        duration_ms: ran.duration_ms,
-        answer,
-        error,
-        stderr: ran.stderr,
-    }
-}
-
-/// One hook process, run to its end: what it printed, or why it gave nothing to read.
-pub(crate) struct ProcessRun {
-    pub process: Result<crate::exec::ExecOutcome, HookError>,
-    /// `None` when it was not started, timed out, was aborted or was killed by a signal.
-    pub exit_code: Option<i32>,
-    pub duration_ms: u64,
-    /// Shortened, with the confinement's note.
-    pub stderr: String,
-}
-
-/// Runs one hook's command with `stdin`, in `cwd`, within its timeout, confined when asked.
-pub(crate) async fn run_process(
-    hook: &Hook,
-    cwd: PathBuf,
-    stdin: Vec<u8>,
-    env: ChildEnv,
-    abort: &AbortSignal,
-    confinement: Option<Arc<dyn HookConfinement>>,
-) -> ProcessRun {
-    let started = Instant::now();
-    let timeout_secs = hook.spec.timeout_secs();
-    let confined = match &confinement {
-        Some(confinement) => confinement.prepare(&env).map(Some),
-        None => Ok(None),
-    };
-    let mut request = ExecRequest::bash(
-        &hook.spec.command,
-        cwd,
-        env,
-        Duration::from_secs(timeout_secs),
-    );
-    request.stdin = Stdin::Bytes(stdin);
-    request.capture.max_bytes = HOOK_CAPTURE_BYTES;
-    let (process, exit_code, mut stderr) = if abort.is_aborted() {
-        (Err(HookError::Aborted), None, String::new())
-    } else if let Err(err) = &confined {
-        // A hook that cannot be confined does not run.
-        (Err(HookError::Spawn(err.clone())), None, String::new())
-    } else {
-        if let Ok(Some((env, step))) = confined {
-            request.env = env;
-            request.pre_exec = Some(step);
+impl HookRun {
+    fn new(event: HookEvent, ran: Ran<HookAnswer>) -> HookRun {
+        HookRun {
+            event,
+            command: ran.command,
+            source: ran.source,
+            exit_code: ran.exit_code,
+            duration_ms: ran.duration_ms,
+            answer: ran.answer,
+            error: ran.error,
+            stderr: ran.stderr,
         }
-        match exec::run(request, async {
-            abort.aborted().await;
-        })
-        .await
-        {
-            Ok(process) => {
-                let exit_code = match process.ending {
-                    Ending::Exited(code) => Some(code),
-                    Ending::Signalled(_) | Ending::TimedOut | Ending::Cancelled => None,
-                };
-                let stderr = process.stderr.text.clone();
-                (Ok(process), exit_code, stderr)
-            }
-            Err(err) => (Err(HookError::Spawn(err.to_string())), None, String::new()),
-        }
-    };
-    if let Some(note) = confinement.as_ref().and_then(|c| c.after()) {
-        stderr.push_str(&format!("\n[{note}]"));
-    }
-    ProcessRun {
-        process,
-        exit_code,
-        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        stderr: truncate_middle(stderr.trim_end(), STDERR_CHARS),
     }
 }
 
@@ -331,36 +218,6 @@ fn on_error(policy: OnError, err: &HookError) -> HookAnswer {
         OnError::Ignore => HookAnswer::NoOpinion {
             updated_input: None,
         },
-    }
-}
-
-/// The hooks' results in the order they were started (`tasks` yields each with its index); a
-/// task that panicked leaves its slot empty, for the caller to fail that hook.
-pub(super) async fn in_order<T: 'static>(
-    mut tasks: tokio::task::JoinSet<(usize, T)>,
-    count: usize,
-) -> Vec<Option<T>> {
-    let mut slots: Vec<Option<T>> = (0..count).map(|_| None).collect();
-    while let Some(joined) = tasks.join_next().await {
-        if let Ok((index, run)) = joined
-            && let Some(slot) = slots.get_mut(index)
-        {
-            *slot = Some(run);
-        }
-    }
-    slots
-}
-
-fn failed_run(hook: &Hook, event: HookEvent, err: HookError) -> HookRun {
-    HookRun {
-        event,
-        command: hook.spec.command.clone(),
-        source: hook.source.clone(),
-        exit_code: None,
-        duration_ms: 0,
-        answer: on_error(hook.spec.on_error, &err),
-        error: Some(err.to_string()),
-        stderr: String::new(),
     }
 }
 

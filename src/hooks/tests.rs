@@ -417,6 +417,82 @@ async fn hooks_run_concurrently() {
     );
 }
 
+/// PreCompact hooks start at once like every event's, yet fold in policy order: the first
+/// veto in the policy stands even when a later one finishes first, and added texts keep the
+/// policy's order.
+#[tokio::test]
+async fn pre_compact_hooks_run_at_once_and_fold_in_policy_order() {
+    let fx = Fixture::new();
+    let compact = |hook: Hook, on_error: OnError| {
+        with(hook, |spec| {
+            spec.event = HookEvent::PreCompact;
+            spec.timeout = Some(5);
+            spec.on_error = on_error;
+        })
+    };
+    // `a` and `b` each wait for the other: run one after the other, `a` would time out.
+    let hooks = [
+        fx.hook(
+            "a.sh",
+            "cat >/dev/null\ntouch a.started\nuntil [ -e b.started ]; do sleep 0.05; done\necho 'first note'",
+        ),
+        fx.hook(
+            "b.sh",
+            "cat >/dev/null\ntouch b.started\nuntil [ -e a.started ]; do sleep 0.05; done\necho 'not now' >&2\nexit 2",
+        ),
+        fx.printing("c.sh", r#"{"decision":"block","reason":"later veto"}"#),
+        fx.printing(
+            "d.sh",
+            r#"{"hookSpecificOutput":{"hookEventName":"PreCompact","additionalContext":"second note"}}"#,
+        ),
+        fx.hook("e.sh", "cat >/dev/null\necho broken >&2\nexit 3"),
+    ];
+    let hooks: Vec<Hook> = hooks
+        .into_iter()
+        .enumerate()
+        .map(|(index, hook)| {
+            let on_error = if index == 4 {
+                OnError::Ignore
+            } else {
+                OnError::Deny
+            };
+            compact(hook, on_error)
+        })
+        .collect();
+    let input = CompactInput {
+        session_id: "session-1",
+        transcript_path: Path::new("/runs/1/transcript.jsonl"),
+        cwd: fx.dir.path(),
+        permission_mode: "default",
+        trigger: "auto",
+    };
+    let (_handle, abort) = AbortHandle::new();
+    let verdict = run_pre_compact(&hooks, &input, &hook_env(), &abort, None).await;
+    assert_eq!(verdict.veto.as_deref(), Some("not now"), "{verdict:?}");
+    assert_eq!(verdict.added, vec!["first note", "second note"]);
+    let commands: Vec<&str> = verdict
+        .runs
+        .iter()
+        .map(|run| run.command.as_str())
+        .collect();
+    let expected: Vec<&str> = hooks
+        .iter()
+        .map(|hook| hook.spec.command.as_str())
+        .collect();
+    assert_eq!(commands, expected);
+    let ignored = &verdict.runs[4];
+    assert_eq!(
+        (ignored.exit_code, ignored.error.as_deref()),
+        (Some(3), Some("exited with code 3: broken"))
+    );
+    assert_eq!(
+        ignored.answer,
+        HookAnswer::NoOpinion {
+            updated_input: None
+        }
+    );
+}
+
 #[tokio::test]
 async fn abort_stops_running_hooks_and_denies() {
     let fx = Fixture::new();
