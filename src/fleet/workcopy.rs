@@ -1,6 +1,7 @@
 //! Each repository's own working copy inside the batch folder: a `git worktree` of a local
 //! repository (its checkout is never touched) or a fresh clone of a URL; then the branch,
-//! the commit of the agent's change and its patch file. All git goes through `exec::run`.
+//! the commit of the agent's change and its patch file. All git goes through `exec::run`,
+//! started without a keeper (`Reach::Group`).
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -10,7 +11,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 use super::manifest::{Repo, RepoSource};
-use crate::exec::{self, ChildEnv, Ending, ExecRequest};
+use crate::exec::{self, ChildEnv, Ending, ExecRequest, Reach};
 use crate::tools::{trusted_git_env, trusted_git_env_for_remote};
 
 /// A clone of a large repository over a slow link can take a while; a hung one must not.
@@ -53,6 +54,10 @@ async fn run_git(
     argv.extend(args.iter().map(OsString::from));
     let mut request = ExecRequest::bash("", cwd.to_path_buf(), env, GIT_TIMEOUT);
     request.argv = argv;
+    // git keeps what it starts in its process group, and this git runs no hooks, fsmonitor
+    // or pager: the group is all there is to end, and starting it without forking the runner
+    // is most of a batch's own time per repository (benches/README.md, issue 51).
+    request.reach = Reach::Group;
     // A patch or a listing is the answer itself: keep far more than a command's output.
     request.capture.max_bytes = 64 * 1024 * 1024;
     let outcome = exec::run(request, std::future::pending())

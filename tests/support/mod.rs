@@ -15,7 +15,8 @@
 //!   `sandbox.run(&isolation, args)` runs its `t.yaml` and gives the same `Finished`.
 //! - which configuration a command sees: `Isolation` names the user's policy folder, the
 //!   managed folder, `HOME` and other variables, each inside the folder the command runs in.
-//! - waiting on a run in the background: `poll_until(within, find)` and `wait_for_text`.
+//! - waiting on a run in the background: `poll_until(within, find)` and `wait_for_text`;
+//!   `procs` for the processes it started (by command line, and their parents).
 //! - the fake servers: `fake_model` (Anthropic and OpenAI over HTTP/SSE, `model_block` for a
 //!   task), `fake_forge`, `mcp_http` (an MCP server over streamable HTTP); `browser` for the HTML reports; `bash` for the analyser's tables.
 //! - `identity_fake`: Google's and Microsoft's token endpoints and GitHub's OIDC endpoint,
@@ -32,6 +33,7 @@ pub mod fake_forge;
 pub mod fake_model;
 pub mod identity_fake;
 pub mod mcp_http;
+pub mod procs;
 pub mod skip;
 
 use std::collections::HashMap;
