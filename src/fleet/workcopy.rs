@@ -130,8 +130,13 @@ pub async fn prepare(repo: &Repo, head: &str, dir: &Path, branch: &str) -> Resul
             let add = ["worktree", "add", "--quiet", "-B", branch, &target, head];
             if git(path, &add).await.is_err() {
                 // A record of a working copy once here and deleted by hand makes git refuse
-                // the path until pruned; anything else fails again, with git's reason.
+                // the path until pruned. A `worktree add` killed with the batch leaves the
+                // record locked as "initializing", which `prune` keeps, and may leave the
+                // branch's lock from the `git branch --force` it runs. Anything else fails
+                // again, with git's reason.
+                let _ = git(path, &["worktree", "unlock", &target]).await;
                 let _ = git(path, &["worktree", "prune"]).await;
+                clear_source_branch_lock(path, branch).await?;
                 git(path, &add).await?;
             }
         }
@@ -153,7 +158,8 @@ pub async fn discard(repo: &Repo, dir: &Path) {
         // No folder, nothing to remove (`prepare` prunes a stale record if git refuses).
         if dir.symlink_metadata().is_ok() {
             let target = dir.to_string_lossy().into_owned();
-            let _ = git(path, &["worktree", "remove", "--force", &target]).await;
+            // Twice: a copy whose `worktree add` was killed is still locked as initializing.
+            let _ = git(path, &["worktree", "remove", "--force", "--force", &target]).await;
             let _ = std::fs::remove_dir_all(dir);
             let _ = git(path, &["worktree", "prune"]).await;
         }
@@ -185,6 +191,30 @@ async fn clear_stale_locks(dir: &Path, branch: &str) -> Result<(), GitError> {
             );
             std::fs::remove_file(&path).map_err(|source| GitError::Write { path, source })?;
         }
+    }
+    Ok(())
+}
+
+/// Removes the branch's lock file in a local source repository, which a git killed with an
+/// earlier batch inside `worktree add -B` left there. Only the branch's: the branch is the
+/// batch's own (it is reset with `-B`), while the source's index and `HEAD` are its owner's,
+/// whose own git may hold them now.
+async fn clear_source_branch_lock(source: &Path, branch: &str) -> Result<(), GitError> {
+    let branch_lock = format!("refs/heads/{branch}.lock");
+    let path = match lock_paths(source, &branch_lock).and_then(|paths| paths.last().cloned()) {
+        Some(path) => path,
+        None => source.join(
+            git(source, &["rev-parse", "--git-path", &branch_lock])
+                .await?
+                .trim_end_matches(['\n', '\r']),
+        ),
+    };
+    if path.exists() {
+        tracing::info!(
+            "removing {}, left by a git process killed with the batch",
+            path.display()
+        );
+        std::fs::remove_file(&path).map_err(|source| GitError::Write { path, source })?;
     }
     Ok(())
 }
@@ -370,6 +400,41 @@ mod tests {
         prepare(&repo, &head, &work, "fix/x").await.unwrap();
         assert!(!work.join("left").exists());
         assert_eq!(git_in(&work, &["branch", "--show-current"]).trim(), "fix/x");
+    }
+
+    /// What a `git worktree add -B` killed with SIGKILL (the batch killed with it) leaves in
+    /// the source repository, each state found by killing one at random moments: the copy's
+    /// record still locked as "initializing" (so neither `prune` nor a plain `remove --force`
+    /// clears it, and the branch counts as checked out there), its `HEAD.lock`, and the
+    /// branch's lock from the `git branch --force` it runs. The next attempt starts over.
+    #[tokio::test]
+    async fn a_working_copy_is_made_again_over_what_a_killed_worktree_add_left() {
+        let scratch = tempfile::tempdir().unwrap();
+        let path = one_commit_repo(scratch.path());
+        let repo = Repo {
+            id: "repo".into(),
+            source: RepoSource::Local(path.clone()),
+            git_ref: None,
+            params: std::collections::BTreeMap::new(),
+        };
+        let head = source_head(&repo).await.unwrap();
+        let work = scratch.path().join("work");
+        for folder_left in [true, false] {
+            prepare(&repo, &head, &work, "fix/x").await.unwrap();
+            let record = path.join(".git/worktrees/work");
+            std::fs::write(record.join("locked"), "initializing").unwrap();
+            std::fs::write(record.join("HEAD.lock"), "").unwrap();
+            std::fs::write(path.join(".git/refs/heads/fix/x.lock"), "").unwrap();
+            if !folder_left {
+                std::fs::remove_dir_all(&work).unwrap();
+            }
+            prepare(&repo, &head, &work, "fix/x")
+                .await
+                .unwrap_or_else(|err| panic!("folder left: {folder_left}: {err}"));
+            assert!(work.join("a").is_file(), "folder left: {folder_left}");
+            assert_eq!(git_in(&work, &["branch", "--show-current"]).trim(), "fix/x");
+            assert!(!path.join(".git/refs/heads/fix/x.lock").exists());
+        }
     }
 
     #[test]
