@@ -86,11 +86,18 @@ pub(super) fn pipe() -> Option<RawFd> {
 pub(super) fn announce_from_child(pipe: RawFd) {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
+    announce(pipe, pid);
+}
+
+/// `+ <pid>`: from a child started without a fork (spawn.rs), which reads its own id with
+/// the raw system call.
+pub(super) fn announce(pipe: RawFd, pid: libc::pid_t) {
     write_line(pipe, b'+', pid);
 }
 
-/// From a call's keeper, once the command's group is gone: `- <group>`.
-pub(super) fn release_from_child(pipe: RawFd, group: libc::pid_t) {
+/// Once the command's group is gone: `- <group>`. From a call's keeper, or from tollgate for
+/// a command started without one.
+pub(super) fn release(pipe: RawFd, group: libc::pid_t) {
     write_line(pipe, b'-', group);
 }
 

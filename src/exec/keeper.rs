@@ -140,7 +140,7 @@ fn keep(command: libc::pid_t, control: RawFd, guardian: Option<RawFd>) -> ! {
             }
         }
         if let Some(pipe) = guardian {
-            super::guardian::release_from_child(pipe, command);
+            super::guardian::release(pipe, command);
         }
         exit_as(status.unwrap_or(libc::SIGKILL))
     }

@@ -1,6 +1,6 @@
 //! The one process runner: every process tollgate starts (the model's Bash commands, hooks,
-//! the task's checks) goes through [`run`]; a long-lived one (an MCP server) through
-//! [`spawn_service`]. It owns process groups, the kill on timeout,
+//! the task's checks, a batch's git) goes through [`run`]; a long-lived one (an MCP server)
+//! through [`spawn_service`]. It owns process groups, the kill on timeout,
 //! cancellation or drop, the bounded wait for pipes, the capture limit, the one `pre_exec`
 //! block and the tie to tollgate's own life. It never decides whether something may run.
 
@@ -9,17 +9,19 @@ mod env;
 mod guardian;
 mod keeper;
 mod service;
+mod spawn;
 
 use std::ffi::OsString;
 use std::future::Future;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::Stdio;
+use std::pin::Pin;
+use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 pub use env::{ChildEnv, RunEnv, seal_process_environment};
 pub use service::{ServiceChild, ServiceExit, ServiceRequest, ServiceWatch, spawn_service};
@@ -55,6 +57,23 @@ pub struct ExecRequest {
     pub capture: Capture,
     /// The sandbox hook; `None` runs the command unconfined.
     pub pre_exec: Option<PreExecStep>,
+    pub reach: Reach,
+}
+
+/// What ending a command ends, which decides how it is started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Reach {
+    /// Everything the command started, processes that left its process group (`setsid`,
+    /// daemons) included: a keeper per call, and so a `fork` of tollgate (two, with the
+    /// keeper's own).
+    #[default]
+    Tree,
+    /// Its process group: for tollgate's own programs that keep their children in their
+    /// group (a batch's git, with hooks, the fsmonitor and the pager off). Started without
+    /// copying tollgate (`spawn.rs`), as tied to its life as every command: PDEATHSIG and the
+    /// guardian. With a sandbox step, without the guardian, or on a kernel without process
+    /// descriptors (before 5.3) it is started as [`Reach::Tree`].
+    Group,
 }
 
 impl ExecRequest {
@@ -68,6 +87,7 @@ impl ExecRequest {
             timeout,
             capture: Capture::default(),
             pre_exec: None,
+            reach: Reach::Tree,
         }
     }
 }
@@ -150,39 +170,29 @@ pub async fn run(
         timeout,
         capture,
         pre_exec,
+        reach,
     } = request;
     let confined = pre_exec.is_some();
-    let (mut cmd, control) = command(
-        &argv,
-        &cwd,
-        &env,
-        match stdin {
-            Stdin::Null => Stdio::null(),
-            Stdin::Bytes(_) => Stdio::piped(),
-        },
-        pre_exec,
-    )?;
-    let mut child = cmd.spawn()?;
-    let (pid, started) = (child.id(), std::time::Instant::now());
-    tracing::info!(pid, ?argv, cwd = %cwd.display(), confined, "process started");
-    // Declared after `child`, so if this future is dropped mid-run (the scheduler cancelled
-    // the call) the keeper is told to end the command before the handle goes.
-    let mut group = GroupKiller::new(control);
-    let writer = match (stdin_bytes(stdin), child.stdin.take()) {
+    let stdin = stdin_bytes(stdin);
+    let Started {
+        mut process,
+        stdin: stdin_pipe,
+        stdout,
+        stderr,
+    } = start(&argv, &cwd, &env, stdin.is_some(), pre_exec, reach)?;
+    let (pid, started) = (process.id(), std::time::Instant::now());
+    tracing::info!(pid, ?argv, cwd = %cwd.display(), confined, kept = process.is_kept(), "process started");
+    let writer = match (stdin, stdin_pipe) {
         (Some(bytes), Some(mut pipe)) => Some(tokio::spawn(async move {
             let _ = pipe.write_all(&bytes).await;
         })),
         _ => None,
     };
     let (stop_reading, stop) = tokio::sync::watch::channel(false);
-    let mut stdout = tokio::spawn(read_capped(
-        child.stdout.take(),
-        capture.clone(),
-        stop.clone(),
-    ));
-    let mut stderr = tokio::spawn(read_capped(child.stderr.take(), capture, stop));
+    let mut stdout = tokio::spawn(read_capped(stdout, capture.clone(), stop.clone()));
+    let mut stderr = tokio::spawn(read_capped(stderr, capture, stop));
     let ending = tokio::select! {
-        status = child.wait() => status.map(Ending::of),
+        status = process.wait() => status.map(Ending::of),
         _ = tokio::time::sleep(timeout) => Ok(Ending::TimedOut),
         _ = cancelled => Ok(Ending::Cancelled),
     };
@@ -193,9 +203,9 @@ pub async fn run(
         "process ended"
     );
     // Nothing a command started outlives it, and its pipes close for the readers below.
-    group.kill();
+    process.end();
     let ending = ending?;
-    wait_for_keeper(&mut child).await?;
+    process.finish().await?;
     if let Some(writer) = writer {
         writer.abort();
     }
@@ -213,6 +223,135 @@ pub async fn run(
     let (stdout, stderr) = (stdout.unwrap_or_default(), stderr.unwrap_or_default());
     Ok(ExecOutcome {
         ending,
+        stdout,
+        stderr,
+    })
+}
+
+type Reader = Option<Pin<Box<dyn AsyncRead + Send>>>;
+type Writer = Option<Pin<Box<dyn AsyncWrite + Send>>>;
+
+/// A started command and tollgate's ends of its pipes.
+struct Started {
+    process: Process,
+    stdin: Writer,
+    stdout: Reader,
+    stderr: Reader,
+}
+
+/// A started command, however it was started.
+enum Process {
+    /// Forked with its keeper: `child` is the keeper, `group` its control pipe. The killer is
+    /// declared first so it is dropped first: a call dropped mid-run tells the keeper to end
+    /// the command before the handle goes.
+    Kept {
+        group: GroupKiller,
+        child: tokio::process::Child,
+    },
+    /// Started without a keeper (`spawn.rs`): tollgate ends the group itself.
+    Grouped(spawn::GroupChild),
+}
+
+impl Process {
+    fn id(&self) -> Option<u32> {
+        match self {
+            Process::Kept { child, .. } => child.id(),
+            Process::Grouped(child) => Some(child.id()),
+        }
+    }
+
+    fn is_kept(&self) -> bool {
+        matches!(self, Process::Kept { .. })
+    }
+
+    /// Until the command's first process exits (for a kept command: until its keeper has
+    /// ended the rest and exited as the command did).
+    async fn wait(&mut self) -> io::Result<ExitStatus> {
+        match self {
+            Process::Kept { child, .. } => child.wait().await,
+            Process::Grouped(child) => child.wait().await,
+        }
+    }
+
+    /// Kills what is left of the command.
+    fn end(&mut self) {
+        match self {
+            Process::Kept { group, .. } => group.kill(),
+            Process::Grouped(child) => child.end(),
+        }
+    }
+
+    /// Waits, after [`Process::end`], until nothing of the command is left to reap.
+    async fn finish(&mut self) -> io::Result<()> {
+        match self {
+            Process::Kept { child, .. } => wait_for_keeper(child).await.map(drop),
+            Process::Grouped(child) => child.wait().await.map(drop),
+        }
+    }
+}
+
+/// Starts a command the way its reach and the machine allow (see [`Reach`]).
+fn start(
+    argv: &[OsString],
+    cwd: &std::path::Path,
+    env: &ChildEnv,
+    piped_stdin: bool,
+    pre_exec: Option<PreExecStep>,
+    reach: Reach,
+) -> io::Result<Started> {
+    if reach == Reach::Group
+        && pre_exec.is_none()
+        && spawn::available()
+        // Its pipes and process descriptor are watched by the runtime's reactor.
+        && tokio::runtime::Handle::try_current().is_ok()
+        && let Some(guardian) = guardian::pipe()
+    {
+        let input = if piped_stdin {
+            spawn::Input::Piped
+        } else {
+            spawn::Input::Null
+        };
+        let spawned = spawn::spawn(argv, cwd, env, input, Some(guardian))?;
+        let reader = |fd| -> io::Result<Reader> {
+            Ok(Some(Box::pin(
+                tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?,
+            )))
+        };
+        let stdin = match spawned.stdin {
+            Some(fd) => Some(Box::pin(tokio::net::unix::pipe::Sender::from_owned_fd(fd)?)
+                as Pin<Box<dyn AsyncWrite + Send>>),
+            None => None,
+        };
+        return Ok(Started {
+            stdin,
+            stdout: reader(spawned.stdout)?,
+            stderr: reader(spawned.stderr)?,
+            process: Process::Grouped(spawned.child),
+        });
+    }
+    let stdin = if piped_stdin {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    };
+    let (mut cmd, control) = command(argv, cwd, env, stdin, pre_exec)?;
+    let mut child = cmd.spawn()?;
+    let group = GroupKiller::new(control);
+    let stdin = child
+        .stdin
+        .take()
+        .map(|pipe| Box::pin(pipe) as Pin<Box<dyn AsyncWrite + Send>>);
+    let stdout = child
+        .stdout
+        .take()
+        .map(|pipe| Box::pin(pipe) as Pin<Box<dyn AsyncRead + Send>>);
+    let stderr = child
+        .stderr
+        .take()
+        .map(|pipe| Box::pin(pipe) as Pin<Box<dyn AsyncRead + Send>>);
+    Ok(Started {
+        process: Process::Kept { group, child },
+        stdin,
         stdout,
         stderr,
     })

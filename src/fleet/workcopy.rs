@@ -1,6 +1,7 @@
 //! Each repository's own working copy inside the batch folder: a `git worktree` of a local
 //! repository (its checkout is never touched) or a fresh clone of a URL; then the branch,
-//! the commit of the agent's change and its patch file. All git goes through `exec::run`.
+//! the commit of the agent's change and its patch file. All git goes through `exec::run`,
+//! started without a keeper (`Reach::Group`).
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -11,7 +12,7 @@ use thiserror::Error;
 
 use super::manifest::{Repo, RepoSource};
 use super::signing::CommitIdentity;
-use crate::exec::{self, ChildEnv, Ending, ExecRequest};
+use crate::exec::{self, ChildEnv, Ending, ExecRequest, Reach};
 use crate::tools::{trusted_git_env, trusted_git_env_for_remote};
 
 /// A clone of a large repository over a slow link can take a while; a hung one must not.
@@ -54,6 +55,10 @@ async fn run_git(
     argv.extend(args.iter().map(OsString::from));
     let mut request = ExecRequest::bash("", cwd.to_path_buf(), env, GIT_TIMEOUT);
     request.argv = argv;
+    // git keeps what it starts in its process group, and this git runs no hooks, fsmonitor
+    // or pager: the group is all there is to end, and starting it without forking the runner
+    // is most of a batch's own time per repository (benches/README.md, issue 51).
+    request.reach = Reach::Group;
     // A patch or a listing is the answer itself: keep far more than a command's output.
     request.capture.max_bytes = 64 * 1024 * 1024;
     let outcome = exec::run(request, std::future::pending())
@@ -126,8 +131,13 @@ pub async fn prepare(repo: &Repo, head: &str, dir: &Path, branch: &str) -> Resul
             let add = ["worktree", "add", "--quiet", "-B", branch, &target, head];
             if git(path, &add).await.is_err() {
                 // A record of a working copy once here and deleted by hand makes git refuse
-                // the path until pruned; anything else fails again, with git's reason.
+                // the path until pruned. A `worktree add` killed with the batch leaves the
+                // record locked as "initializing", which `prune` keeps, and may leave the
+                // branch's lock from the `git branch --force` it runs. Anything else fails
+                // again, with git's reason.
+                let _ = git(path, &["worktree", "unlock", &target]).await;
                 let _ = git(path, &["worktree", "prune"]).await;
+                clear_source_branch_lock(path, branch).await?;
                 git(path, &add).await?;
             }
         }
@@ -149,7 +159,8 @@ pub async fn discard(repo: &Repo, dir: &Path) {
         // No folder, nothing to remove (`prepare` prunes a stale record if git refuses).
         if dir.symlink_metadata().is_ok() {
             let target = dir.to_string_lossy().into_owned();
-            let _ = git(path, &["worktree", "remove", "--force", &target]).await;
+            // Twice: a copy whose `worktree add` was killed is still locked as initializing.
+            let _ = git(path, &["worktree", "remove", "--force", "--force", &target]).await;
             let _ = std::fs::remove_dir_all(dir);
             let _ = git(path, &["worktree", "prune"]).await;
         }
@@ -181,6 +192,30 @@ async fn clear_stale_locks(dir: &Path, branch: &str) -> Result<(), GitError> {
             );
             std::fs::remove_file(&path).map_err(|source| GitError::Write { path, source })?;
         }
+    }
+    Ok(())
+}
+
+/// Removes the branch's lock file in a local source repository, which a git killed with an
+/// earlier batch inside `worktree add -B` left there. Only the branch's: the branch is the
+/// batch's own (it is reset with `-B`), while the source's index and `HEAD` are its owner's,
+/// whose own git may hold them now.
+async fn clear_source_branch_lock(source: &Path, branch: &str) -> Result<(), GitError> {
+    let branch_lock = format!("refs/heads/{branch}.lock");
+    let path = match lock_paths(source, &branch_lock).and_then(|paths| paths.last().cloned()) {
+        Some(path) => path,
+        None => source.join(
+            git(source, &["rev-parse", "--git-path", &branch_lock])
+                .await?
+                .trim_end_matches(['\n', '\r']),
+        ),
+    };
+    if path.exists() {
+        tracing::info!(
+            "removing {}, left by a git process killed with the batch",
+            path.display()
+        );
+        std::fs::remove_file(&path).map_err(|source| GitError::Write { path, source })?;
     }
     Ok(())
 }
@@ -372,6 +407,41 @@ mod tests {
         prepare(&repo, &head, &work, "fix/x").await.unwrap();
         assert!(!work.join("left").exists());
         assert_eq!(git_in(&work, &["branch", "--show-current"]).trim(), "fix/x");
+    }
+
+    /// What a `git worktree add -B` killed with SIGKILL (the batch killed with it) leaves in
+    /// the source repository, each state found by killing one at random moments: the copy's
+    /// record still locked as "initializing" (so neither `prune` nor a plain `remove --force`
+    /// clears it, and the branch counts as checked out there), its `HEAD.lock`, and the
+    /// branch's lock from the `git branch --force` it runs. The next attempt starts over.
+    #[tokio::test]
+    async fn a_working_copy_is_made_again_over_what_a_killed_worktree_add_left() {
+        let scratch = tempfile::tempdir().unwrap();
+        let path = one_commit_repo(scratch.path());
+        let repo = Repo {
+            id: "repo".into(),
+            source: RepoSource::Local(path.clone()),
+            git_ref: None,
+            params: std::collections::BTreeMap::new(),
+        };
+        let head = source_head(&repo).await.unwrap();
+        let work = scratch.path().join("work");
+        for folder_left in [true, false] {
+            prepare(&repo, &head, &work, "fix/x").await.unwrap();
+            let record = path.join(".git/worktrees/work");
+            std::fs::write(record.join("locked"), "initializing").unwrap();
+            std::fs::write(record.join("HEAD.lock"), "").unwrap();
+            std::fs::write(path.join(".git/refs/heads/fix/x.lock"), "").unwrap();
+            if !folder_left {
+                std::fs::remove_dir_all(&work).unwrap();
+            }
+            prepare(&repo, &head, &work, "fix/x")
+                .await
+                .unwrap_or_else(|err| panic!("folder left: {folder_left}: {err}"));
+            assert!(work.join("a").is_file(), "folder left: {folder_left}");
+            assert_eq!(git_in(&work, &["branch", "--show-current"]).trim(), "fix/x");
+            assert!(!path.join(".git/refs/heads/fix/x.lock").exists());
+        }
     }
 
     #[test]

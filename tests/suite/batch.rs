@@ -993,3 +993,56 @@ fn the_batch_s_own_git_runs_nothing_the_sandboxed_model_planted() {
         "{stderr}"
     );
 }
+
+/// A batch killed (SIGKILL) while its git runs leaves no git running, though git is started
+/// without a keeper: PDEATHSIG ends git itself and the guardian what git started in its
+/// process group. Otherwise a git of the killed batch could finish behind a resume's back.
+#[test]
+fn a_batch_killed_while_its_git_runs_leaves_no_git_behind() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::process::Stdio;
+
+    use crate::support::poll_until;
+    use crate::support::procs::{parent_of, processes_with};
+
+    let fleet = Fleet::new(1, &[]);
+    // A git that hangs at the batch's first git call: `sleep` exec'd as git itself (the
+    // group's first process), and one in the background, which PDEATHSIG does not reach.
+    let bin = fleet.path().join("fake-bin");
+    std::fs::create_dir(&bin).unwrap();
+    let fake = bin.join("git");
+    std::fs::write(&fake, "#!/bin/sh\nsleep 919.25 &\nexec sleep 919.5\n").unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut tollgate = fleet
+        .command("out")
+        .env("PATH", path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = poll_until(Duration::from_secs(20), || {
+        let git = *processes_with("sleep 919.5").first()?;
+        processes_with("sleep 919.25").first()?;
+        Some(git)
+    });
+    let parent = started.and_then(parent_of);
+    tollgate.kill().unwrap();
+    tollgate.wait().unwrap();
+    let gone = poll_until(Duration::from_secs(10), || {
+        processes_with("sleep 919.").is_empty().then_some(())
+    })
+    .is_some();
+    let left = processes_with("sleep 919.");
+    for pid in &left {
+        let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+    }
+    assert!(started.is_some(), "the batch never started its git");
+    // tollgate's own child, no keeper between: the start without a fork is what ran.
+    assert_eq!(parent, Some(tollgate.id()), "git's parent");
+    assert!(gone, "git outlived the killed batch: {left:?}");
+}

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::support::procs::processes_with;
 use crate::support::runs::run_task;
 use crate::support::{poll_until, tollgate_in};
 
@@ -93,29 +94,6 @@ fn the_models_commands_cannot_read_a_secret_from_the_environment_or_proc() {
     }
     // The probes did read the environment: the harmless part is there.
     assert!(results[0].contains("GITHUB_ACTIONS=true"), "{}", results[0]);
-}
-
-/// Pids of processes whose command line contains `needle`.
-fn processes_with(needle: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse().ok())
-        else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        // A zombie has an empty command line: it is gone in every sense that matters.
-        if cmdline.contains(needle) {
-            found.push(pid);
-        }
-    }
-    found
 }
 
 #[test]

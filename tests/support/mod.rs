@@ -15,7 +15,8 @@
 //!   `sandbox.run(&isolation, args)` runs its `t.yaml` and gives the same `Finished`.
 //! - which configuration a command sees: `Isolation` names the user's policy folder, the
 //!   managed folder, `HOME` and other variables, each inside the folder the command runs in.
-//! - waiting on a run in the background: `poll_until(within, find)` and `wait_for_text`.
+//! - waiting on a run in the background: `poll_until(within, find)` and `wait_for_text`;
+//!   `procs` for the processes it started (by command line, and their parents).
 //! - the fake servers: `fake_model` (Anthropic and OpenAI over HTTP/SSE, `model_block` for a
 //!   task), `fake_forge` (GitHub's REST API, checked against GitHub's own description of it
 //!   in `octokit`, answering with `github_objects`), `mcp_http` (an MCP server over
@@ -37,6 +38,7 @@ pub mod github_objects;
 pub mod identity_fake;
 pub mod mcp_http;
 pub mod octokit;
+pub mod procs;
 pub mod skip;
 
 use std::collections::HashMap;
