@@ -17,6 +17,7 @@ use std::process::Output;
 use serde_json::{Value, json};
 
 use crate::support::fake_forge::FakeForge;
+use crate::support::git;
 use crate::support::github_objects as objects;
 
 const REPO: &str = "acme/widgets";
@@ -656,21 +657,6 @@ async fn findings_become_one_review_without_repeats_and_a_fingerprinted_sarif() 
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = std::process::Command::new("git")
-        .current_dir(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// A scheduled run to its pull request: the trigger lets a `schedule` event through without

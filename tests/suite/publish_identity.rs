@@ -7,24 +7,10 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::support::fake_forge::FakeForge;
+use crate::support::git;
 use crate::support::skip::need_program;
 
 const AUTHOR: &str = "Release Bot <release-bot@example.com>";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
 
 /// A remote, its clone `ws` and a passing run (`run/`) that wrote NOTE.md there.
 fn passing_run(dir: &Path) {

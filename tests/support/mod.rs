@@ -249,6 +249,22 @@ pub fn unseen_script(script: &str) -> String {
 
 /// `git init -q` in `ws`; where git is missing, the folders the guardrails know a git
 /// directory by (`.git/hooks`, `.git/config`) made by hand.
+/// `git ARGS` in `dir` with a throwaway identity; its stdout, or a panic with its stderr.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 pub fn git_init_or_plant(ws: &Path) {
     let git = std::process::Command::new("git")
         .args(["init", "-q"])
