@@ -16,9 +16,7 @@ use crate::call::{Classifier, Decider, PreparedCall, Resolution, Scheduling};
 use crate::hooks::{EventVerdict, HookEvent};
 use crate::ledger::{Allowance, CallEffects};
 use crate::model::{ContentBlock, MalformedInput, Provider};
-use crate::policy::{
-    self, Decision, HeadlessAnswer, Layer, PermissionContext, PermissionDecision, Step,
-};
+use crate::policy::{self, Decision, HeadlessAnswer, Layer, PermissionContext, PermissionDecision};
 use crate::scheduler::{Admission, Call, CallDeadline, Landing, TurnHost};
 use crate::tools::{Subagent, ToolRegistry};
 use crate::transcript::{Event, Outcome, ProgressUpdate, ResultStatus};
@@ -398,19 +396,13 @@ impl<'r, 'a> LoopHost<'r, 'a> {
 
     /// No tool of that name this turn: a refusal that lists what there is.
     fn no_such_tool(&mut self, call: &Call) -> Result<Admission, AgentError> {
-        let decision = PermissionDecision::deny(
-            policy::Grounds {
-                step: Step::Pool,
-                layer: Layer::Tool,
-                rule: None,
-                reason: format!(
-                    "No such tool available: {}. Available tools: {}{}",
-                    call.name,
-                    self.registry.names(),
-                    deferred_hint(self.run, &call.name)
-                ),
-            },
-            false,
+        let decision = crate::call::no_such_tool(
+            &call.name.to_string(),
+            &format!(
+                ". Available tools: {}{}",
+                self.registry.names(),
+                deferred_hint(self.run, &call.name)
+            ),
         );
         let reason = decision.reason.clone();
         record_decision(self.run, &call.id, &call.name, &call.input, decision)?;

@@ -4,12 +4,14 @@
 //! answered. Runs no tool and records nothing: the loop does.
 
 mod decide;
+mod pool;
 mod resolution;
 mod scope;
 #[cfg(test)]
 mod tests;
 
 pub use decide::{Classifier, ClassifierFuture, Decider, NoHooks, PreToolUse, Verdict};
+pub use pool::{no_such_tool, refused_at_pool};
 pub use resolution::{Answerer, Awaited, Resolution};
 
 use std::sync::Arc;

@@ -231,18 +231,6 @@ impl ToolCache {
     }
 }
 
-fn refusal(reason: String) -> PermissionDecision {
-    PermissionDecision {
-        decision: Decision::Deny,
-        step: Step::Pool,
-        layer: Layer::Tool,
-        rule: None,
-        reason,
-        updated_input: None,
-        asked: false,
-    }
-}
-
 /// The call prepared once, or the refusal that answers it (no such tool, an invalid input).
 #[expect(
     clippy::result_large_err,
@@ -260,9 +248,9 @@ fn prepare(
         tools.get(tool)
     };
     let Some(found) = found else {
-        return Err(refusal(format!("No such tool available: {tool}")));
+        return Err(crate::call::no_such_tool(tool, ""));
     };
-    PreparedCall::prepare(found, input).map_err(|err| refusal(err.to_string()))
+    PreparedCall::prepare(found, input).map_err(|err| crate::call::refused_at_pool(err.to_string()))
 }
 
 /// The policy's decision, as a run without hooks or a classifier makes it.
@@ -310,7 +298,7 @@ fn decide_stream(
                 call.id,
                 Some(call.tool),
             ),
-            Err(reason) => (refusal(reason), None, None),
+            Err(reason) => (crate::call::refused_at_pool(reason), None, None),
         };
         let (decision, id, tool) = decision;
         seen = Some(strongest(seen, decision.decision));
