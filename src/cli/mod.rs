@@ -544,12 +544,8 @@ pub fn main() -> std::process::ExitCode {
     // Still one thread: the change of account is process-wide and rewrites the environment.
     if let Command::Run(args) = &cli.command
         && let Some(user) = &args.run_as
-        && let Err(err) = crate::identity::become_user(
-            user,
-            &crate::session::user_policy_path()
-                .into_iter()
-                .collect::<Vec<_>>(),
-        )
+        && let Err(err) =
+            crate::identity::become_user(user, crate::session::user_policy_path().as_slice())
     {
         eprintln!("tollgate: error: {err}");
         return ExitCode::ConfigError.into();

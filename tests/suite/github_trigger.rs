@@ -679,13 +679,7 @@ async fn a_scheduled_run_becomes_a_branch_and_one_pull_request_unless_it_refused
     );
     assert!(outputs.contains("triggered=true\n"), "{outputs}");
     assert!(forge.requests().is_empty());
-    git(dir, &["init", "-q", "--bare", "remote.git"]);
-    git(dir, &["clone", "-q", "remote.git", "ws"]);
-    let ws = dir.join("ws");
-    std::fs::write(ws.join("README"), "hello\n").unwrap();
-    git(&ws, &["add", "-A"]);
-    git(&ws, &["commit", "-qm", "init"]);
-    git(&ws, &["push", "-q", "origin", "HEAD:refs/heads/main"]);
+    let ws = crate::support::remote_and_clone(dir);
     let task = |name: &str, steps: &str| {
         std::fs::write(
             dir.join(name),

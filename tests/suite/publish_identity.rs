@@ -14,13 +14,7 @@ const AUTHOR: &str = "Release Bot <release-bot@example.com>";
 
 /// A remote, its clone `ws` and a passing run (`run/`) that wrote NOTE.md there.
 fn passing_run(dir: &Path) {
-    git(dir, &["init", "-q", "--bare", "remote.git"]);
-    git(dir, &["clone", "-q", "remote.git", "ws"]);
-    let ws = dir.join("ws");
-    std::fs::write(ws.join("README"), "hello\n").unwrap();
-    git(&ws, &["add", "-A"]);
-    git(&ws, &["commit", "-qm", "init"]);
-    git(&ws, &["push", "-q", "origin", "HEAD:refs/heads/main"]);
+    crate::support::remote_and_clone(dir);
     std::fs::write(
         dir.join("t.yaml"),
         "version: 1\nname: change\nprompt: go\nworkdir: ws\nmode: acceptEdits\ntools: [Write]\nmodel:\n  provider: scripted\n  script:\n    - - tool_use: {name: Write, input: {file_path: NOTE.md, content: \"note\\n\"}}\n    - - text: done\n",

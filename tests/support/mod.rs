@@ -265,6 +265,19 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// A bare `remote.git` in `dir` and its clone `ws`, with one commit pushed to `main`: where
+/// a run's change is published from. Returns the clone.
+pub fn remote_and_clone(dir: &Path) -> std::path::PathBuf {
+    git(dir, &["init", "-q", "--bare", "remote.git"]);
+    git(dir, &["clone", "-q", "remote.git", "ws"]);
+    let ws = dir.join("ws");
+    std::fs::write(ws.join("README"), "hello\n").unwrap();
+    git(&ws, &["add", "-A"]);
+    git(&ws, &["commit", "-qm", "init"]);
+    git(&ws, &["push", "-q", "origin", "HEAD:refs/heads/main"]);
+    ws
+}
+
 pub fn git_init_or_plant(ws: &Path) {
     let git = std::process::Command::new("git")
         .args(["init", "-q"])
