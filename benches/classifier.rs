@@ -19,7 +19,7 @@ use tollgate::model::{
     AnthropicModel, ApiKey, HttpSettings, Provider, RetryPolicy, Timeouts, install_crypto_provider,
     pricing,
 };
-use tollgate::policy::AutoModeProse;
+use tollgate::settings::AutoModeProse;
 
 const KEY: &str = "bench-key";
 const ACTIONS: usize = 50;

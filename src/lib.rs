@@ -12,7 +12,8 @@ pub use tollgate_bash as bash;
 pub mod call;
 pub mod classifier;
 pub mod cli;
-pub mod config;
+/// Reading YAML settings with file, line and column: the policy crate's.
+pub use tollgate_policy::config;
 pub mod exec;
 pub mod exit;
 pub mod fleet;
@@ -27,13 +28,17 @@ pub mod net;
 pub mod neutral;
 pub mod out_dir;
 pub mod plugins;
-pub mod policy;
+/// The permission layer (S4), its own crate: pure, values in and decisions out.
+pub use tollgate_policy as policy;
 pub mod redact;
 pub mod reference;
 pub mod report;
 pub mod results;
 pub mod sandbox;
 pub mod scheduler;
+/// The settings file's parts that are not permission rules (hooks, sandbox, MCP, plugins,
+/// auto mode, authority): the policy crate's `settings`.
+pub use tollgate_policy::settings;
 pub mod session;
 pub mod shared_budget;
 pub mod skills;

@@ -267,7 +267,8 @@ mod tests {
     use crate::call::{Answerer, Decider, NoHooks, Resolution};
     use crate::classifier::ClassifierSetup;
     use crate::model::{Pricing, Provider, ScriptedBlock, ScriptedModel, ScriptedTurns};
-    use crate::policy::{AutoModeProse, PermissionMode, Policy, PolicyOrigin, RuleSet, Workspace};
+    use crate::policy::{PermissionMode, Policy, PolicyOrigin, RuleSet, Workspace};
+use crate::settings::AutoModeProse;
     use crate::tools::{BashTool, Tool};
 
     const DENY: &str = r#"{"decision": "deny", "reason": "not the task", "risk": "high"}"#;

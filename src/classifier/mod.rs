@@ -23,7 +23,7 @@ use crate::model::{
     History, Message, ModelRequest, Pricing, Provider, ProviderError, StopReason, Usage,
     UsageSource,
 };
-use crate::policy::AutoModeProse;
+use crate::settings::AutoModeProse;
 use cache::VerdictCache;
 
 /// How many earlier calls the judge sees: enough to tell a step of a plan from a stray act.

@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::policy::AutoModeProse;
+use crate::settings::AutoModeProse;
 
 /// One tool call as the judge sees it: the tool's name and the input the model gave it.
 #[derive(Debug, Clone, PartialEq, Serialize)]

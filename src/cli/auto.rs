@@ -16,9 +16,8 @@ use crate::classifier::{
 };
 use crate::exit::ExitCode;
 use crate::model::{RetryPolicy, Timeouts};
-use crate::policy::{
-    ClassifierProvider, Decision, PermissionContext, PolicySource, merge_auto_mode,
-};
+use crate::policy::{Decision, PermissionContext, PolicySource};
+use crate::settings::{ClassifierProvider, merge_auto_mode};
 use crate::session::{
     PolicyInForce, SourceFlags, auto_classifier, canonical_dir, home_dir, load_sources, load_task,
 };

@@ -14,7 +14,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 
 use super::McpError;
 use crate::net::{Host, Resolver, names_address};
-use crate::policy::{McpTransport, RuleKind, RuleSet, ToolName};
+use crate::policy::{RuleKind, RuleSet, ToolName};
+use crate::settings::McpTransport;
 use crate::tools::{allow_patterns, domain_rule};
 
 pub type HttpTransport = StreamableHttpClientTransport<reqwest::Client>;

@@ -11,11 +11,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::config::{ConfigError, SourceLocation};
-use crate::policy::{
-    Approval, ConfigOrigin, DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, Held, HeldBack,
-    HeldKind, McpServerSpec, PolicySource, Power, SourceKind, Standing, approval, approvers,
-    check_server_name, mcp_transport, server_approved, standing,
-};
+use crate::policy::{PolicySource, SourceKind};
+use crate::settings::{Approval, ConfigOrigin, DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, Held, HeldBack, HeldKind, McpServerSpec, Power, Standing, approval, approvers, check_server_name, mcp_transport, server_approved, standing};
 
 /// A server the run will start.
 #[derive(Debug, Clone, PartialEq)]
@@ -444,7 +441,7 @@ mod tests {
     #[test]
     fn a_task_server_held_back_is_missing_unless_optional_or_served() {
         use SourceKind as K;
-        let task = crate::policy::mcp_servers(
+        let task = crate::settings::mcp_servers(
             crate::config::parse(
                 "need:\n  command: n\nnice:\n  command: o\n  optional: true\nshared:\n  command: s\n",
                 Path::new("task.yaml"),
@@ -482,7 +479,7 @@ mod tests {
     #[test]
     fn precedence_managed_only_and_server_lists() {
         use SourceKind as K;
-        let task = crate::policy::mcp_servers(
+        let task = crate::settings::mcp_servers(
             crate::config::parse(
                 "tracker:\n  command: t\ndocs:\n  command: task-docs\n  trust_read_only_hint: true\n",
                 Path::new("task.yaml"),

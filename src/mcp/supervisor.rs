@@ -19,8 +19,9 @@ use super::http::HttpTarget;
 use super::selection::{McpPlan, PlannedServer};
 use super::tool::McpTool;
 use crate::exec::{ChildEnv, PreExecStep, ServiceRequest, spawn_service};
-use crate::policy::ConfigOrigin;
-use crate::policy::{McpServerSpec, McpTransport, RuleKind, RuleSet, ToolName};
+use crate::settings::ConfigOrigin;
+use crate::policy::{RuleKind, RuleSet, ToolName};
+use crate::settings::{McpServerSpec, McpTransport};
 use crate::sandbox::{LimitWatch, Sandbox};
 use crate::tools::Tool;
 
@@ -444,7 +445,7 @@ mod tests {
     fn mcp_json_env_values_stay_literal() {
         // SAFETY: a name no other test uses.
         unsafe { std::env::set_var("TOLLGATE_MCP_LITERAL_TEST", "secret") };
-        let spec = crate::policy::mcp_servers(
+        let spec = crate::settings::mcp_servers(
             crate::config::parse(
                 "s:\n  command: x\n  env: {A: '${TOLLGATE_MCP_LITERAL_TEST}'}\n",
                 Path::new("p.yaml"),

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::config::{ConfigError, json_error};
 use crate::mcp::parse_project_file;
-use crate::policy::{HookList, HookSpec, McpServerSpec, McpTransport};
+use crate::settings::{HookList, HookSpec, McpServerSpec, McpTransport};
 use crate::skills::read_bounded;
 
 /// The manifest's place in a plugin folder.

@@ -9,7 +9,8 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::policy::{ConfigOrigin, Marketplace, MarketplaceSource, PolicySource};
+use crate::policy::PolicySource;
+use crate::settings::{ConfigOrigin, Marketplace, MarketplaceSource};
 
 /// The marketplace file's place in a marketplace folder.
 const MARKETPLACE_FILE: &str = ".claude-plugin/marketplace.json";

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 pub use folder::{MANIFEST, PluginParts, read};
 
 use crate::config::ConfigError;
-use crate::policy::{HeldBack, Hook, McpServerSpec, Policy, PolicySource, SourceKind, held_plugin};
+use crate::policy::{Policy, PolicySource, SourceKind};
+use crate::settings::{HeldBack, Hook, McpServerSpec, held_plugin};
 
 /// A plugin the run was asked to use, and who asked.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -157,17 +157,17 @@ pub(crate) fn sample_report() -> crate::transcript::RunReport {
         workdir: PathBuf::from("/repo"),
         todos: Vec::new(),
         structured_output: None,
-        held_back: vec![crate::policy::HeldBack {
+        held_back: vec![crate::settings::HeldBack {
             required: true,
-            ..crate::policy::HeldBack::new(
-                crate::policy::HeldKind::McpServer,
+            ..crate::settings::HeldBack::new(
+                crate::settings::HeldKind::McpServer,
                 "tracker".into(),
                 "/repo/task.yaml".into(),
-                crate::policy::ConfigOrigin::Task,
-                crate::policy::Approval {
+                crate::settings::ConfigOrigin::Task,
+                crate::settings::Approval {
                     reason: "it comes with the repository and no operator's policy approves it"
                         .into(),
-                    approve_in: crate::policy::Approver::ManagedOrUser,
+                    approve_in: crate::settings::Approver::ManagedOrUser,
                     lines: vec!["enabledMcpjsonServers: [tracker]".into()],
                 },
             )

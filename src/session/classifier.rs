@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use super::{SessionError, provider_config};
 use crate::classifier::{self, Classifier, ClassifierSetup};
 use crate::model::{Provider, ScriptedBlock, ScriptedTurns};
-use crate::policy::{AutoModeConfig, ClassifierProvider, ConfigSpot, Workspace};
+use crate::policy::Workspace;
+use crate::settings::{AutoModeConfig, ClassifierProvider, ConfigSpot};
 use crate::task::{ModelSpec, ProviderKind};
 
 /// The classifier, or `None` when nothing can judge (a scripted task and no scripted

@@ -32,11 +32,8 @@ use crate::model::{
     ANTHROPIC_DEFAULT_BASE_URL, ApiKey, HttpSettings, OPENAI_DEFAULT_BASE_URL, Provider,
     ProviderConfig, ProviderError, ScriptedTurns,
 };
-use crate::policy::{
-    AuthorityError, Hook, HookEvent, PermissionMode, Policy, PolicySource, RuleError, RuleKind,
-    RuleRef, RuleSet, SelfTestOutcome, SourceKind, ToolName, Workspace, merge_auto_mode,
-    run_self_tests,
-};
+use crate::policy::{PermissionMode, Policy, PolicySource, RuleError, RuleKind, RuleRef, RuleSet, SelfTestOutcome, SourceKind, ToolName, Workspace, run_self_tests};
+use crate::settings::{AuthorityError, Hook, HookEvent, merge_auto_mode};
 use crate::redact::Redactor;
 use crate::sandbox::{self, SandboxError, SandboxSpec};
 use crate::scheduler::MessageQueue;
@@ -284,7 +281,8 @@ fn assemble_checked(
     let (out_dir, out_lock) = crate::out_dir::claim_run(&out_dir, options.existing_out)?;
 
     let directories = additional_directories(&sources);
-    let mut workspace = Workspace::new(workdir, directories.dirs.clone(), home);
+    let mut workspace = Workspace::new(workdir, directories.dirs.clone(), home)
+        .with_state_folder(crate::state::guarded().map(std::path::Path::to_path_buf));
     let (state, transcript_key) = transcript_key(state.as_ref(), &workspace)?;
     require_self_tests(&sources, &workspace)?;
     let classifier = match mode {

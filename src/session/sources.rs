@@ -7,12 +7,8 @@ use std::path::{Path, PathBuf};
 use crate::config::ConfigError;
 use crate::hooks::{Hook, merge_hooks};
 use crate::mcp::{McpPlan, parse_project_file, plan, project_file_approved};
-use crate::policy::{
-    self, ConfigOrigin, Held, HeldBack, HeldKind, PermissionContext, PermissionMode, Policy,
-    PolicyOrigin, PolicySource, Power, Rule, RuleSet, SourceKind, Standing, ToolName, Workspace,
-    approval, counts, danger, moots_classifier, reach, refuse_disabled, refuse_managed_keys_below,
-    repository_directories_approved, repository_hooks_approved, standing,
-};
+use crate::policy::{PermissionContext, PermissionMode, Policy, PolicyOrigin, PolicySource, Rule, RuleSet, SourceKind, ToolName, Workspace, danger, reach};
+use crate::settings::{ConfigOrigin, Held, HeldBack, HeldKind, Power, Standing, approval, counts, moots_classifier, refuse_disabled, refuse_managed_keys_below, repository_directories_approved, repository_hooks_approved, standing};
 use crate::sandbox::{ReadOnlyCommands, SandboxConfig};
 use crate::task::Task;
 
@@ -38,8 +34,8 @@ pub fn read_text(path: &Path, what: &'static str) -> Result<String> {
 pub fn with_snippet(err: SessionError) -> SessionError {
     match err {
         SessionError::Config(config) => SessionError::Config(snippet_from_file(config)),
-        SessionError::Authority(policy::AuthorityError::ManagedKeyInLowerSource(config)) => {
-            SessionError::Authority(policy::AuthorityError::ManagedKeyInLowerSource(
+        SessionError::Authority(crate::settings::AuthorityError::ManagedKeyInLowerSource(config)) => {
+            SessionError::Authority(crate::settings::AuthorityError::ManagedKeyInLowerSource(
                 snippet_from_file(config),
             ))
         }
@@ -199,7 +195,8 @@ impl PolicyInForce {
         warnings.extend(unknown_tool_rules(&rules));
         log_warnings(&warnings);
         refuse_warnings(&rules, flags.strict)?;
-        let workspace = Workspace::new(workdir, additional_directories(&sources).dirs, home);
+        let workspace = Workspace::new(workdir, additional_directories(&sources).dirs, home)
+        .with_state_folder(crate::state::guarded().map(std::path::Path::to_path_buf));
         Ok(PolicyInForce {
             sources,
             rules,
@@ -336,14 +333,14 @@ fn user_policy_file(home: Option<&Path>) -> Option<PathBuf> {
     Some(config.join("tollgate/policy.yaml"))
 }
 
-/// The run's mode (see `policy::resolve_mode`); a lower `default_mode` the managed policy
+/// The run's mode (see `crate::settings::resolve_mode`); a lower `default_mode` the managed policy
 /// does not allow is left aside with a warning.
 pub fn resolve_mode(
     flag: Option<PermissionMode>,
     task: Option<PermissionMode>,
     sources: &[PolicySource],
 ) -> Result<PermissionMode> {
-    let (mode, warnings) = policy::resolve_mode(flag, task, sources)?;
+    let (mode, warnings) = crate::settings::resolve_mode(flag, task, sources)?;
     for warning in warnings {
         tracing::warn!("{warning}");
     }
@@ -660,7 +657,7 @@ const MAX_UNAPPROVED_MCP_JSON: u64 = 1 << 20;
 fn unapproved_project_file(
     path: &Path,
 ) -> Option<(
-    Vec<crate::policy::McpServerSpec>,
+    Vec<crate::settings::McpServerSpec>,
     Vec<crate::mcp::SkippedServer>,
 )> {
     let meta = std::fs::metadata(path).ok()?;

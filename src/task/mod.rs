@@ -12,10 +12,8 @@ use crate::config::{self, ConfigError};
 use crate::ledger::{LedgerConfig, LedgerScope, MAX_MAX_ENTRIES};
 use crate::model::pricing::PriceSource;
 use crate::model::{Effort, EffortApi, Pricing, RetryPolicy, ScriptedTurns, Streaming, Timeouts};
-use crate::policy::{
-    McpServerSpec, McpServersBlock, PermissionMode, PermissionsBlock, Policy, PolicyOrigin,
-    ToolName, mcp_servers,
-};
+use crate::policy::{PermissionMode, PermissionsBlock, Policy, PolicyOrigin, ToolName};
+use crate::settings::{McpServerSpec, McpServersBlock, mcp_servers};
 use crate::tools::{default_tools, implemented_builtins};
 pub use fail_on::{FailOn, FailOnSet};
 

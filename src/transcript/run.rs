@@ -125,7 +125,7 @@ pub struct RunReport {
     /// Under `output_schema`: the final answer's JSON value, once one was valid.
     pub structured_output: Option<Value>,
     /// What the run went without for want of an operator's approval.
-    pub held_back: Vec<crate::policy::HeldBack>,
+    pub held_back: Vec<crate::settings::HeldBack>,
     /// What the effect ledger measured, and the calls that did more than allowed.
     pub effects: EffectReport,
     /// The calls parked for a person (outcome `parked`), as `pending.json` lists them.

@@ -10,7 +10,7 @@ use super::path_index::PathIndex;
 use super::path_pattern::PathBases;
 use super::rule::{Rule, RuleContent, RuleKind};
 use super::tool_name::ToolName;
-use crate::bash::BashRules;
+use tollgate_bash::BashRules;
 
 /// Where a policy came from, highest precedence first (the derive order is the precedence).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -36,9 +36,11 @@ pub struct PolicySource {
 }
 
 /// A source of `kind` parsed from `yaml` as if read from `<kind>.yaml` in `/p`: the unit
-/// tests' one fixture for a layer of policy.
-#[cfg(test)]
-pub(crate) fn test_source(kind: SourceKind, yaml: &str) -> PolicySource {
+/// tests' one fixture for a layer of policy (the main crate's too, through `test-support`).
+/// A fixture that does not parse is a broken test: it panics.
+#[cfg(any(test, feature = "test-support"))]
+#[allow(clippy::unwrap_used, reason = "a test fixture that does not parse fails the test")]
+pub fn test_source(kind: SourceKind, yaml: &str) -> PolicySource {
     let file = format!("{kind:?}.yaml");
     let origin = super::file::PolicyOrigin {
         file: Path::new(&file),
@@ -240,7 +242,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::policy::PolicyOrigin;
+    use crate::PolicyOrigin;
 
     fn policy(text: &str) -> Policy {
         Policy::parse(

@@ -98,7 +98,7 @@ pub fn read_refusal(
     below: bool,
 ) -> Option<ToolCheck> {
     let bases = workspace.bases();
-    let hit = |rule: &&crate::policy::Rule| match &rule.content {
+    let hit = |rule: &&crate::Rule| match &rule.content {
         Some(RuleContent::Path(pattern)) if below => pattern.may_match_below(path, &bases),
         Some(RuleContent::Path(pattern)) => pattern.matches(path, &bases),
         _ => false,
@@ -167,7 +167,7 @@ fn roots(ctx: &PermissionContext) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{Policy, RuleSet, Workspace};
+    use crate::{Policy, RuleSet, Workspace};
 
     fn verdict(check: ToolCheck) -> &'static str {
         match check {
@@ -190,7 +190,7 @@ mod tests {
     fn file_access_table() {
         let policy = Policy::parse(
             "permissions:\n  allow: ['Edit(src/**)', 'Read(//opt/docs/**)']\n  deny: ['Read(.env)', 'Edit(src/generated/**)']\n  ask: ['Edit(src/api/**)']\n",
-            crate::policy::PolicyOrigin { file: Path::new("p.yaml"), dir: Path::new("/etc/tg"), home: None },
+            crate::PolicyOrigin { file: Path::new("p.yaml"), dir: Path::new("/etc/tg"), home: None },
         )
         .unwrap();
         let rules = RuleSet::from_policy(&policy);

@@ -11,8 +11,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::authority::{ConfigOrigin, Power, Standing, approvers, lower_may_add, table};
-use super::file::LowerGrant;
-use super::rule_set::{PolicySource, SourceKind};
+use crate::file::LowerGrant;
+use crate::rule_set::{PolicySource, SourceKind};
 
 /// What kind of thing is held back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -278,7 +278,8 @@ pub fn plugin(dir: &Path, from: String, enabled_by: SourceKind, managed: &Path) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{counts, repository_hooks_approved, standing, test_source as source};
+    use crate::settings::{counts, repository_hooks_approved, standing};
+    use crate::test_source as source;
     use ConfigOrigin as O;
     use SourceKind::{Managed, Project, Task, User};
 

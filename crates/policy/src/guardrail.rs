@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use foldhash::HashSet;
 
-use crate::base::has_prefix;
+use tollgate_base::has_prefix;
 
 /// Folders whose contents are never written, at any depth, with why.
 const PROTECTED_DIRS: &[(&str, &str)] = &[
@@ -300,7 +300,7 @@ const PROCESS_FILES_WRITE: &str = "writes to a process's own files under /proc (
 /// up (see `base::resolve`): a path reaches one only where the command's own standard streams,
 /// working directory or root do not apply.
 fn process_file(path: &Path) -> bool {
-    let Some(rest) = crate::base::strip_prefix(path, Path::new("/proc")) else {
+    let Some(rest) = tollgate_base::strip_prefix(path, Path::new("/proc")) else {
         return false;
     };
     match rest.components().next() {
@@ -349,7 +349,7 @@ const OWN_STATUS_FILES: &[&str] = &[
 ];
 
 fn own_status_file(path: &Path) -> bool {
-    let Some(rest) = crate::base::strip_prefix(path, Path::new("/proc")) else {
+    let Some(rest) = tollgate_base::strip_prefix(path, Path::new("/proc")) else {
         return false;
     };
     let mut parts = rest.components();

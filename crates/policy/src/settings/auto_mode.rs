@@ -4,9 +4,9 @@
 
 use super::authority::{ConfigOrigin, Power, Standing, standing};
 use super::auto_mode_blocks::{AutoModeProse, ClassifierSettings};
-use super::rule::{Rule, RuleKind};
-use super::rule_set::{PolicySource, SourceKind};
-use super::tool_name::ToolName;
+use crate::rule::{Rule, RuleKind};
+use crate::rule_set::{PolicySource, SourceKind};
+use crate::tool_name::ToolName;
 
 /// Auto mode's configuration in force for a run.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -85,7 +85,7 @@ fn fill(into: &mut ClassifierSettings, from: &ClassifierSettings) {
 /// Entering auto drops these, so such calls reach the judge instead of passing unseen.
 pub fn moots_classifier(rule: &Rule) -> bool {
     rule.kind == RuleKind::Allow
-        && (super::lint::danger(rule).is_some()
+        && (crate::lint::danger(rule).is_some()
             || (rule.tool == ToolName::Agent && rule.is_whole_tool()))
 }
 
@@ -94,7 +94,7 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     use super::*;
-    use crate::policy::{Policy, PolicyOrigin};
+    use crate::{Policy, PolicyOrigin};
 
     fn policy(text: &str) -> Policy {
         Policy::parse(

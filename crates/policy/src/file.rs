@@ -8,16 +8,16 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
-use super::auto_mode_blocks::{AutoModeProse, ClassifierFile, ClassifierSettings};
+use crate::settings::auto_mode_blocks::{AutoModeProse, ClassifierFile, ClassifierSettings};
 use super::decision::{Decision, HeadlessAnswer};
-use super::hooks_config::{Hook, HookList};
-use super::ignored_key::IgnoredKey;
-use super::mcp_servers::{McpPolicy, McpServerMatcher, McpServersBlock, mcp_servers};
+use crate::settings::hooks::{Hook, HookList};
+use crate::settings::ignored_key::IgnoredKey;
+use crate::settings::mcp_servers::{McpPolicy, McpServerMatcher, McpServersBlock, mcp_servers};
 use super::mode::PermissionMode;
-use super::plugin_settings::{EnabledPlugins, KnownMarketplaces, PluginSettings};
+use crate::settings::plugins::{EnabledPlugins, KnownMarketplaces, PluginSettings};
 use super::rule::{Rule, RuleKind};
-use super::sandbox_config::{SandboxBlock, SandboxConfig};
-use super::settings_keys::{Level, Schema, every_unknown_key};
+use crate::settings::sandbox::{SandboxBlock, SandboxConfig};
+use crate::settings::keys::{Level, Schema, every_unknown_key};
 use super::tool_name::ToolName;
 use crate::config::{self, ConfigError, SourceLocation};
 
@@ -138,7 +138,7 @@ macro_rules! policy_file {
                 },
             ];
             levels.extend(
-                super::sandbox_config::key_levels()
+                crate::settings::sandbox::key_levels()
                     .into_iter()
                     .map(|(path, keys)| Level { path, keys }),
             );
@@ -626,7 +626,7 @@ fn resolve_dir(entry: &str, policy_dir: &Path, home: Option<&Path>) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::tool_name::ToolName;
+    use crate::tool_name::ToolName;
 
     fn parse(text: &str) -> Result<Policy, ConfigError> {
         Policy::parse(
@@ -861,7 +861,7 @@ manged_only: true
     /// The reference lists every Claude Code key that loads and is ignored, with its reason.
     #[test]
     fn the_documentation_lists_every_ignored_key() {
-        let docs = include_str!("../../docs/policy.md");
+        let docs = include_str!("../../../docs/policy.md");
         for (key, why) in IGNORED_CLAUDE_CODE_KEYS {
             assert!(
                 docs.contains(&format!("`{key}`")) && docs.contains(why),

@@ -4,7 +4,7 @@
 use super::file::Policy;
 use super::rule::{Rule, RuleContent, RuleKind};
 use super::tool_name::ToolName;
-use crate::bash::CommandPattern;
+use tollgate_bash::CommandPattern;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LintWarning {
@@ -146,7 +146,7 @@ fn discards_work(sub: &str, rest: &[&str], open: bool) -> bool {
     let Some((_, exact)) = DISCARDS_WORK.iter().find(|(name, _)| *name == sub) else {
         return false;
     };
-    !crate::bash::git_listing_action(sub, rest.first().copied()) && (open || exact(rest))
+    !tollgate_bash::git_listing_action(sub, rest.first().copied()) && (open || exact(rest))
 }
 
 fn has(words: &[&str], any: &[&str]) -> bool {
@@ -178,7 +178,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::policy::PolicyOrigin;
+    use crate::PolicyOrigin;
 
     #[test]
     fn lint_finds_dangerous_and_dead_rules() {
@@ -223,7 +223,7 @@ mod tests {
     /// Whether the Bash analyser proves `command` read-only in the workspace `/ws` with no
     /// rules at all.
     fn proven_read_only(command: &str) -> bool {
-        crate::bash::evaluate_in_test_workspace(command, &Default::default()).only_reads
+        tollgate_bash::evaluate_in_test_workspace(command, &Default::default()).only_reads
     }
 
     fn flagged(text: &str) -> Option<&'static str> {

@@ -155,7 +155,7 @@ pub fn mcp_transport(
 /// An HTTP server's URL must be `http` or `https` with a host and no credentials in it (a
 /// secret belongs in a header taken from the environment, where it is redacted).
 fn check_url(url: &str) -> Result<(), String> {
-    let parsed = reqwest::Url::parse(url).map_err(|err| format!("url `{url}`: {err}"))?;
+    let parsed = url::Url::parse(url).map_err(|err| format!("url `{url}`: {err}"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(format!("url `{url}`: only http and https are spoken"));
     }
@@ -216,7 +216,7 @@ impl McpServerMatcher {
             McpTransport::Http { url, .. } => {
                 by_name
                     || self.server_url.as_deref().is_some_and(|pattern| {
-                        crate::base::wildcard_match(&fold(pattern), &fold(url))
+                        tollgate_base::wildcard_match(&fold(pattern), &fold(url))
                     })
             }
         }

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::path_pattern::{PathPattern, PathPatternError};
 use super::tool_name::ToolName;
-use crate::bash::{CommandPattern, PatternError};
+use tollgate_bash::{CommandPattern, PatternError};
 use crate::config::SourceLocation;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

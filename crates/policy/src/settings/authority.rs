@@ -9,9 +9,9 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
-use super::file::LowerGrant;
-use super::mode::PermissionMode;
-use super::rule_set::{PolicySource, SourceKind};
+use crate::file::LowerGrant;
+use crate::mode::PermissionMode;
+use crate::rule_set::{PolicySource, SourceKind};
 use crate::config::ConfigError;
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -339,7 +339,7 @@ pub fn refuse_disabled(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::test_source as source;
+    use crate::test_source as source;
 
     use PermissionMode::*;
     use SourceKind::*;

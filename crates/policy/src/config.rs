@@ -98,7 +98,7 @@ impl ConfigError {
 
     /// The first line alone: `file:line:column: message`.
     pub fn headline(&self) -> String {
-        let message = crate::base::truncate_middle(&self.message, MAX_ECHO_CHARS);
+        let message = tollgate_base::truncate_middle(&self.message, MAX_ECHO_CHARS);
         if self.line == 0 {
             format!("{}: {message}", self.file.display())
         } else {
@@ -206,7 +206,7 @@ impl ConfigError {
         let hint = self
             .hint
             .as_deref()
-            .map(|hint| crate::base::truncate_middle(hint, MAX_ECHO_CHARS));
+            .map(|hint| tollgate_base::truncate_middle(hint, MAX_ECHO_CHARS));
         match &self.snippet {
             Some(snippet) => {
                 use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};

@@ -254,7 +254,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::policy::{Policy, PolicyOrigin, RuleSet};
+    use crate::{Policy, PolicyOrigin, RuleSet};
 
     /// The index must agree with matching each rule on its own, in policy order.
     #[test]

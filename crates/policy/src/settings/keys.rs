@@ -13,17 +13,17 @@ use crate::config::{self, ConfigError, KeyTree};
 /// The keys one level of a policy file takes: `path` is where the level is (`""` for the top,
 /// `permissions`, `sandbox.network`).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Level {
-    pub(super) path: &'static str,
-    pub(super) keys: &'static [&'static str],
+pub(crate) struct Level {
+    pub(crate) path: &'static str,
+    pub(crate) keys: &'static [&'static str],
 }
 
 /// What the check knows of a file's keys: every level, the top first, and the Claude Code
 /// keys the top level loads and ignores, with why.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Schema<'a> {
-    pub(super) levels: &'a [Level],
-    pub(super) ignored: &'a [(&'a str, &'a str)],
+pub(crate) struct Schema<'a> {
+    pub(crate) levels: &'a [Level],
+    pub(crate) ignored: &'a [(&'a str, &'a str)],
 }
 
 /// A level's name in a sentence.
@@ -41,7 +41,7 @@ const MAX_LISTED_KEYS: usize = 12;
 /// The error `err` serde reported for `text` (the content of `file`), or — when the file has
 /// keys no level takes — every one of them, in file order, each with where it belongs or what
 /// it is close to. A different error serde found first (a wrong type) is kept among them.
-pub(super) fn every_unknown_key(
+pub(crate) fn every_unknown_key(
     err: ConfigError,
     text: &str,
     file: &Path,
@@ -141,7 +141,7 @@ ignores"
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{Policy, PolicyOrigin};
+    use crate::{Policy, PolicyOrigin};
 
     fn parse(text: &str) -> ConfigError {
         Policy::parse(

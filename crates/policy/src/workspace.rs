@@ -22,6 +22,9 @@ pub struct Workspace {
     /// never written by a tool or a command the model starts, wherever they are.
     pub own_folders: Vec<PathBuf>,
     pub home: Option<PathBuf>,
+    /// tollgate's state folder (resolved): neither read nor written by a tool or command.
+    /// Handed in by the runner, which knows where it is; the gate does not look.
+    pub state_folder: Option<PathBuf>,
 }
 
 impl Workspace {
@@ -34,7 +37,14 @@ impl Workspace {
             read_only_roots: Vec::new(),
             own_folders: Vec::new(),
             home,
+            state_folder: None,
         }
+    }
+
+    /// This workspace with tollgate's state folder guarded (see [`Workspace::own_state_guard`]).
+    pub fn with_state_folder(mut self, folder: Option<PathBuf>) -> Self {
+        self.state_folder = folder;
+        self
     }
 
     /// The guard tollgate's own state puts on an access to `path` (resolved), if any: its
@@ -42,9 +52,9 @@ impl Workspace {
     /// its run folders are not written. With `below`, everything under the folder `path`
     /// counts (a recursive read of a folder that holds the state folder trips it too).
     pub fn own_state_guard(&self, path: &Path, write: bool, below: bool) -> Option<&'static str> {
-        if let Some(state) = crate::state::guarded()
-            && (crate::base::has_prefix(path, state)
-                || (below && crate::base::has_prefix(state, path)))
+        if let Some(state) = self.state_folder.as_deref()
+            && (tollgate_base::has_prefix(path, state)
+                || (below && tollgate_base::has_prefix(state, path)))
         {
             return Some(STATE_FOLDER);
         }
@@ -52,7 +62,7 @@ impl Workspace {
             && self
                 .own_folders
                 .iter()
-                .any(|folder| crate::base::has_prefix(path, folder)))
+                .any(|folder| tollgate_base::has_prefix(path, folder)))
         .then_some(RUN_FOLDER)
     }
 
@@ -62,14 +72,14 @@ impl Workspace {
             || self
                 .read_only_roots
                 .iter()
-                .any(|root| crate::base::has_prefix(path, root))
+                .any(|root| tollgate_base::has_prefix(path, root))
     }
 
     /// Whether a resolved (absolute, normalised, symlink-free) path lies inside a root.
     pub fn contains(&self, path: &Path) -> bool {
         self.roots
             .iter()
-            .any(|root| crate::base::has_prefix(path, root))
+            .any(|root| tollgate_base::has_prefix(path, root))
     }
 
     pub fn bases(&self) -> PathBases<'_> {

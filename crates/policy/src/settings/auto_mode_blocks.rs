@@ -164,7 +164,7 @@ pub struct AutoModeProse {
 
 impl AutoModeProse {
     /// Only what narrows: the deny lines.
-    pub(super) fn denials(&self) -> AutoModeProse {
+    pub(crate) fn denials(&self) -> AutoModeProse {
         AutoModeProse {
             environment: Vec::new(),
             allow: Vec::new(),
@@ -173,7 +173,7 @@ impl AutoModeProse {
         }
     }
 
-    pub(super) fn extend(&mut self, other: &AutoModeProse) {
+    pub(crate) fn extend(&mut self, other: &AutoModeProse) {
         self.environment.extend(other.environment.iter().cloned());
         self.allow.extend(other.allow.iter().cloned());
         self.soft_deny.extend(other.soft_deny.iter().cloned());

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 
 use super::ignored_key::IgnoredKey;
-use super::rule::DomainPattern;
-use crate::base::normalize_lexically;
+use crate::rule::DomainPattern;
+use tollgate_base::normalize_lexically;
 use crate::config::ConfigError;
 
 /// What to do when the kernel cannot enforce what the policy asks.
@@ -452,7 +452,7 @@ impl SandboxBlock {
                     format!("`{name}` is not an environment variable name"),
                 ));
             }
-            if crate::base::is_secret_env_name(name) {
+            if tollgate_base::is_secret_env_name(name) {
                 return Err(at(
                     spanned,
                     format!(

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::ignored_key::IgnoredKey;
-use crate::base::wildcard_match;
+use tollgate_base::wildcard_match;
 
 /// The longest timeout a hook may be given: a day.
 pub const MAX_TIMEOUT_SECS: u64 = 86_400;
