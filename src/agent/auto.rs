@@ -268,7 +268,7 @@ mod tests {
     use crate::classifier::ClassifierSetup;
     use crate::model::{Pricing, Provider, ScriptedBlock, ScriptedModel, ScriptedTurns};
     use crate::policy::{PermissionMode, Policy, PolicyOrigin, RuleSet, Workspace};
-use crate::settings::AutoModeProse;
+    use crate::settings::AutoModeProse;
     use crate::tools::{BashTool, Tool};
 
     const DENY: &str = r#"{"decision": "deny", "reason": "not the task", "risk": "high"}"#;

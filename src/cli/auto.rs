@@ -17,10 +17,10 @@ use crate::classifier::{
 use crate::exit::ExitCode;
 use crate::model::{RetryPolicy, Timeouts};
 use crate::policy::{Decision, PermissionContext, PolicySource};
-use crate::settings::{ClassifierProvider, merge_auto_mode};
 use crate::session::{
     PolicyInForce, SourceFlags, auto_classifier, canonical_dir, home_dir, load_sources, load_task,
 };
+use crate::settings::{ClassifierProvider, merge_auto_mode};
 use crate::task::{ModelSpec, ProviderKind};
 
 /// Who settles a call in auto mode.

@@ -20,7 +20,10 @@ pub use lifecycle::{
     EventAnswer, EventReport, EventRun, EventVerdict, MAX_STOP_CONTINUATIONS, Moment, run_event,
 };
 // Hooks as a policy file writes them are the policy's data; this module runs them.
-pub use crate::settings::{DEFAULT_TIMEOUT_SECS, Hook, HookEvent, HookList, HookSpec, MAX_TIMEOUT_SECS, MatcherError, OnError, ToolMatcher, merge_hooks};
+pub use crate::settings::{
+    DEFAULT_TIMEOUT_SECS, Hook, HookEvent, HookList, HookSpec, MAX_TIMEOUT_SECS, MatcherError,
+    OnError, ToolMatcher, merge_hooks,
+};
 
 use crate::base::AbortSignal;
 use crate::exec::{ChildEnv, PreExecStep};

@@ -12,7 +12,11 @@ use serde::Deserialize;
 
 use crate::config::{ConfigError, SourceLocation};
 use crate::policy::{PolicySource, SourceKind};
-use crate::settings::{Approval, ConfigOrigin, DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, Held, HeldBack, HeldKind, McpServerSpec, Power, Standing, approval, approvers, check_server_name, mcp_transport, server_approved, standing};
+use crate::settings::{
+    Approval, ConfigOrigin, DEFAULT_MCP_CALL_TIMEOUT, DEFAULT_MCP_STARTUP_TIMEOUT, Held, HeldBack,
+    HeldKind, McpServerSpec, Power, Standing, approval, approvers, check_server_name,
+    mcp_transport, server_approved, standing,
+};
 
 /// A server the run will start.
 #[derive(Debug, Clone, PartialEq)]

@@ -19,10 +19,10 @@ use super::http::HttpTarget;
 use super::selection::{McpPlan, PlannedServer};
 use super::tool::McpTool;
 use crate::exec::{ChildEnv, PreExecStep, ServiceRequest, spawn_service};
-use crate::settings::ConfigOrigin;
 use crate::policy::{RuleKind, RuleSet, ToolName};
-use crate::settings::{McpServerSpec, McpTransport};
 use crate::sandbox::{LimitWatch, Sandbox};
+use crate::settings::ConfigOrigin;
+use crate::settings::{McpServerSpec, McpTransport};
 use crate::tools::Tool;
 
 /// How long a server has to exit after its stdin closes before its group is killed.

@@ -22,7 +22,10 @@ use serde::{Deserialize, Serialize};
 use crate::exec::Ending;
 use crate::policy::Workspace;
 
-pub use crate::settings::{Caches, DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, Placement, PolicyPath, SandboxBlock, SandboxConfig};
+pub use crate::settings::{
+    Caches, DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, Placement, PolicyPath,
+    SandboxBlock, SandboxConfig,
+};
 
 /// The read-only domain's preflight.
 pub fn read_only_preflight(setting: ReadOnlyCommands) -> ReadOnlyStatus {

@@ -32,11 +32,14 @@ use crate::model::{
     ANTHROPIC_DEFAULT_BASE_URL, ApiKey, HttpSettings, OPENAI_DEFAULT_BASE_URL, Provider,
     ProviderConfig, ProviderError, ScriptedTurns,
 };
-use crate::policy::{PermissionMode, Policy, PolicySource, RuleError, RuleKind, RuleRef, RuleSet, SelfTestOutcome, SourceKind, ToolName, Workspace, run_self_tests};
-use crate::settings::{AuthorityError, Hook, HookEvent, merge_auto_mode};
+use crate::policy::{
+    PermissionMode, Policy, PolicySource, RuleError, RuleKind, RuleRef, RuleSet, SelfTestOutcome,
+    SourceKind, ToolName, Workspace, run_self_tests,
+};
 use crate::redact::Redactor;
 use crate::sandbox::{self, SandboxError, SandboxSpec};
 use crate::scheduler::MessageQueue;
+use crate::settings::{AuthorityError, Hook, HookEvent, merge_auto_mode};
 use crate::task::{FailOnSet, ModelSpec, Platform as TaskPlatform, ProviderKind, Task};
 use crate::tools::{ToolLimits, builtin, model_command_env};
 use crate::transcript::{ModelSummary, Observer, PolicySummary, StreamOutput, TaskSummary};

@@ -7,9 +7,16 @@ use std::path::{Path, PathBuf};
 use crate::config::ConfigError;
 use crate::hooks::{Hook, merge_hooks};
 use crate::mcp::{McpPlan, parse_project_file, plan, project_file_approved};
-use crate::policy::{PermissionContext, PermissionMode, Policy, PolicyOrigin, PolicySource, Rule, RuleSet, SourceKind, ToolName, Workspace, danger, reach};
-use crate::settings::{ConfigOrigin, Held, HeldBack, HeldKind, Power, Standing, approval, counts, moots_classifier, refuse_disabled, refuse_managed_keys_below, repository_directories_approved, repository_hooks_approved, standing};
+use crate::policy::{
+    PermissionContext, PermissionMode, Policy, PolicyOrigin, PolicySource, Rule, RuleSet,
+    SourceKind, ToolName, Workspace, danger, reach,
+};
 use crate::sandbox::{ReadOnlyCommands, SandboxConfig};
+use crate::settings::{
+    ConfigOrigin, Held, HeldBack, HeldKind, Power, Standing, approval, counts, moots_classifier,
+    refuse_disabled, refuse_managed_keys_below, repository_directories_approved,
+    repository_hooks_approved, standing,
+};
 use crate::task::Task;
 
 use super::SessionError;
@@ -34,11 +41,11 @@ pub fn read_text(path: &Path, what: &'static str) -> Result<String> {
 pub fn with_snippet(err: SessionError) -> SessionError {
     match err {
         SessionError::Config(config) => SessionError::Config(snippet_from_file(config)),
-        SessionError::Authority(crate::settings::AuthorityError::ManagedKeyInLowerSource(config)) => {
-            SessionError::Authority(crate::settings::AuthorityError::ManagedKeyInLowerSource(
-                snippet_from_file(config),
-            ))
-        }
+        SessionError::Authority(crate::settings::AuthorityError::ManagedKeyInLowerSource(
+            config,
+        )) => SessionError::Authority(crate::settings::AuthorityError::ManagedKeyInLowerSource(
+            snippet_from_file(config),
+        )),
         other => other,
     }
 }
@@ -196,7 +203,7 @@ impl PolicyInForce {
         log_warnings(&warnings);
         refuse_warnings(&rules, flags.strict)?;
         let workspace = Workspace::new(workdir, additional_directories(&sources).dirs, home)
-        .with_state_folder(crate::state::guarded().map(std::path::Path::to_path_buf));
+            .with_state_folder(crate::state::guarded().map(std::path::Path::to_path_buf));
         Ok(PolicyInForce {
             sources,
             rules,

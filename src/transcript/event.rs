@@ -13,8 +13,8 @@ pub use crate::model::UsageSource;
 use crate::model::pricing::PriceSource;
 use crate::model::{ContentBlock, RetryNotice, StopReason, Usage};
 use crate::policy::{DenialCounts, Layer, PermissionDecision, PermissionMode, RuleRef, SourceKind};
-use crate::settings::HeldBack;
 use crate::sandbox::{ProxyConnection, ReadOnlyStatus, SandboxStatus};
+use crate::settings::HeldBack;
 use crate::task::FailOn;
 use crate::tools::{CommandOutcome, SubagentKind, Todo};
 

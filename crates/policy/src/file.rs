@@ -8,18 +8,18 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
-use crate::settings::auto_mode_blocks::{AutoModeProse, ClassifierFile, ClassifierSettings};
 use super::decision::{Decision, HeadlessAnswer};
-use crate::settings::hooks::{Hook, HookList};
-use crate::settings::ignored_key::IgnoredKey;
-use crate::settings::mcp_servers::{McpPolicy, McpServerMatcher, McpServersBlock, mcp_servers};
 use super::mode::PermissionMode;
-use crate::settings::plugins::{EnabledPlugins, KnownMarketplaces, PluginSettings};
 use super::rule::{Rule, RuleKind};
-use crate::settings::sandbox::{SandboxBlock, SandboxConfig};
-use crate::settings::keys::{Level, Schema, every_unknown_key};
 use super::tool_name::ToolName;
 use crate::config::{self, ConfigError, SourceLocation};
+use crate::settings::auto_mode_blocks::{AutoModeProse, ClassifierFile, ClassifierSettings};
+use crate::settings::hooks::{Hook, HookList};
+use crate::settings::ignored_key::IgnoredKey;
+use crate::settings::keys::{Level, Schema, every_unknown_key};
+use crate::settings::mcp_servers::{McpPolicy, McpServerMatcher, McpServersBlock, mcp_servers};
+use crate::settings::plugins::{EnabledPlugins, KnownMarketplaces, PluginSettings};
+use crate::settings::sandbox::{SandboxBlock, SandboxConfig};
 
 /// Declares `PolicyFile` with tollgate's own keys plus the Claude Code settings keys that a
 /// user's `settings.json` may carry and that grant nothing here: those load, are ignored with

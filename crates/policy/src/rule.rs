@@ -8,8 +8,8 @@ use serde::Serialize;
 
 use super::path_pattern::{PathPattern, PathPatternError};
 use super::tool_name::ToolName;
-use tollgate_bash::{CommandPattern, PatternError};
 use crate::config::SourceLocation;
+use tollgate_bash::{CommandPattern, PatternError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -39,7 +39,10 @@ pub struct PolicySource {
 /// tests' one fixture for a layer of policy (the main crate's too, through `test-support`).
 /// A fixture that does not parse is a broken test: it panics.
 #[cfg(any(test, feature = "test-support"))]
-#[allow(clippy::unwrap_used, reason = "a test fixture that does not parse fails the test")]
+#[allow(
+    clippy::unwrap_used,
+    reason = "a test fixture that does not parse fails the test"
+)]
 pub fn test_source(kind: SourceKind, yaml: &str) -> PolicySource {
     let file = format!("{kind:?}.yaml");
     let origin = super::file::PolicyOrigin {

@@ -9,10 +9,10 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
+use crate::config::ConfigError;
 use crate::file::LowerGrant;
 use crate::mode::PermissionMode;
 use crate::rule_set::{PolicySource, SourceKind};
-use crate::config::ConfigError;
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum AuthorityError {

@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 
 use super::ignored_key::IgnoredKey;
+use crate::config::ConfigError;
 use crate::rule::DomainPattern;
 use tollgate_base::normalize_lexically;
-use crate::config::ConfigError;
 
 /// What to do when the kernel cannot enforce what the policy asks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
