@@ -14,7 +14,8 @@ pub mod classifier;
 pub mod cli;
 /// Reading YAML settings with file, line and column: the policy crate's.
 pub use tollgate_policy::config;
-pub mod exec;
+/// The one process runner: the sandbox crate's.
+pub use tollgate_sandbox::exec;
 pub mod exit;
 pub mod fleet;
 pub mod hooks;
@@ -24,7 +25,8 @@ pub mod ledger;
 pub mod mcp;
 pub mod memory;
 pub mod model;
-pub mod net;
+/// Where tollgate's own connections may go: the sandbox crate's.
+pub use tollgate_sandbox::net;
 pub mod neutral;
 pub mod out_dir;
 pub mod plugins;
@@ -34,7 +36,9 @@ pub mod redact;
 pub mod reference;
 pub mod report;
 pub mod results;
-pub mod sandbox;
+/// The OS sandbox, with the process runner and the proxy, its own crate: it carries out
+/// decisions, never makes them.
+pub use tollgate_sandbox as sandbox;
 pub mod scheduler;
 /// The settings file's parts that are not permission rules (hooks, sandbox, MCP, plugins,
 /// auto mode, authority): the policy crate's `settings`.

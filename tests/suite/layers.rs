@@ -230,6 +230,31 @@ fn the_pure_crates_depend_only_downward_and_on_no_io_stack() {
         of("tollgate-base")
     );
     assert!(!of("tollgate-bash").contains("tollgate-policy"));
+    // Enforcement: the process runner, the sandbox and the proxy carry out what the gate
+    // decided, so they may read the gate's types but not the loop, the tools or a provider,
+    // and nothing pure names them.
+    let expected_sandbox: BTreeSet<String> = [
+        "tollgate-base",
+        "tollgate-policy",
+        "bytes",
+        "landlock",
+        "libc",
+        "seccompiler",
+        "serde",
+        "thiserror",
+        "tokio",
+        "tracing",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    assert_eq!(of("tollgate-sandbox"), &expected_sandbox);
+    for pure in ["tollgate-base", "tollgate-bash", "tollgate-policy"] {
+        assert!(
+            !of(pure).contains("tollgate-sandbox"),
+            "{pure} names the sandbox"
+        );
+    }
     assert!(of("tollgate").contains("tollgate-bash"));
     assert!(of("tollgate").contains("tollgate-policy"));
 }
@@ -436,7 +461,12 @@ fn no_file_reaches_itself() {
         panic!("the files import each other: {}", cycle.join(" → "));
     }
     assert!(file_graph_in("crates/policy")["file.rs"].contains("rule.rs"));
-    for crate_dir in ["crates/base", "crates/bash", "crates/policy"] {
+    for crate_dir in [
+        "crates/base",
+        "crates/bash",
+        "crates/policy",
+        "crates/sandbox",
+    ] {
         let graph = file_graph_in(crate_dir);
         assert!(graph.len() > 5, "{crate_dir}: {graph:?}");
         if let Some(cycle) = find_cycle(&graph) {

@@ -16,7 +16,7 @@ use super::child::ChildSetup;
 use super::fs_rules::WRITABLE_DEVICES;
 use super::seccomp::SyscallFilter;
 use super::{MAX_ABI_ENV, SandboxError, io, ruleset};
-pub use crate::settings::ReadOnlyCommands;
+pub use tollgate_policy::settings::ReadOnlyCommands;
 
 /// Whether read-only verdicts are enforced by the kernel in this run: in `run_started`
 /// (stream-json `init`), the step summary and the printed summary.

@@ -15,7 +15,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
 use crate::net::{Host, Resolver, names_address, pattern_admits};
-use crate::policy::DomainPattern;
+use tollgate_policy::DomainPattern;
 
 /// A request head larger than this is refused (and nothing else is read).
 const MAX_HEAD_BYTES: usize = 16 * 1024;

@@ -35,7 +35,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::policy::{fold, may_guard_name, write_guardrail};
+use tollgate_policy::{fold, may_guard_name, write_guardrail};
 
 /// What a baseline may hold: enough for any project's hooks and settings, bounded so a
 /// giant folder under a guarded name cannot make every command slow or the run huge.

@@ -8,7 +8,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
-use crate::policy::DomainPattern;
+use tollgate_policy::DomainPattern;
 
 /// A kind of address no fetch or proxied connection reaches unless a rule names the address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

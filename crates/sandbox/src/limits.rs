@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use super::child::{Rlimit, RlimitResource};
-use crate::settings::LimitsConfig;
+use tollgate_policy::settings::LimitsConfig;
 
 /// How the process limit is enforced on this machine (reported by the preflight).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

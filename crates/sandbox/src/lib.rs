@@ -1,6 +1,14 @@
 //! The OS sandbox for what tollgate runs (Landlock, no namespaces, no privileges): the policy
 //! keys, the preflight, the per-command plan applied in the child before exec, the proxy.
 //! It bounds what a command can do once the gate let it run; it never decides whether it runs.
+//!
+//! The crate holds what carries that out: [`exec`], the one process runner every process
+//! tollgate starts goes through, and [`net`], where tollgate's own connections on the model's
+//! behalf may go (the proxy's and WebFetch's resolver). None of it decides anything: the
+//! gate (`tollgate-policy`) has, and hands in the workspace and the settings.
+
+pub mod exec;
+pub mod net;
 
 mod child;
 mod fs_rules;
@@ -20,9 +28,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::exec::Ending;
-use crate::policy::Workspace;
+use tollgate_policy::Workspace;
 
-pub use crate::settings::{
+pub use tollgate_policy::settings::{
     Caches, DEFAULT_DENY_READ, LimitsConfig, NetworkMode, OnUnavailable, Placement, PolicyPath,
     SandboxBlock, SandboxConfig,
 };
@@ -105,7 +113,7 @@ impl SandboxStatus {
             self.landlock_abi,
             on_off(self.filesystem),
             on_off(self.network),
-            crate::config::serde_name(&self.network_mode),
+            tollgate_policy::config::serde_name(&self.network_mode),
             on_off(self.scoping),
         );
         line.push_str(&match (self.checks, self.hooks) {
@@ -182,7 +190,7 @@ fn preflight_with(
     if config.network != NetworkMode::Open && !network {
         gaps.push(format!(
             "network.mode {} needs Landlock ABI 4 (Linux 6.7), the kernel offers {abi}",
-            crate::config::serde_name(&config.network)
+            tollgate_policy::config::serde_name(&config.network)
         ));
     }
     let warning = (!gaps.is_empty()).then(|| gaps.join("; "));
@@ -307,7 +315,7 @@ impl Sandbox {
         deny_read.push(PathBuf::from("/proc"));
         // tollgate's state folder holds the key that signs transcripts: a command that read
         // it could forge a run's record.
-        deny_read.extend(crate::state::guarded().map(Path::to_path_buf));
+        deny_read.extend(workspace.state_folder.clone());
         let scope = FsScope {
             read_roots,
             write_roots,
@@ -633,3 +641,10 @@ mod tests {
         assert!(get("PATH").is_some());
     }
 }
+
+/// The test suite's one rule for a test that needs what this machine may lack (a kernel
+/// feature): the same file as the integration tests' `support::skip`.
+#[cfg(test)]
+#[path = "../../../tests/support/skip.rs"]
+#[allow(dead_code, reason = "the unit tests need only part of it")]
+pub(crate) mod test_skip;

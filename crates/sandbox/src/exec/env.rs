@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
 use std::sync::Arc;
 
-use crate::base::is_secret_env_name;
+use tollgate_base::is_secret_env_name;
 
 /// Variables that would make a command the analyser proved read-only do something else:
 /// start-up files, library injection, `cd` search paths, tool configs that run programs.
