@@ -18,6 +18,7 @@ mod made_links;
 mod paths;
 mod pattern;
 mod plain;
+mod programs;
 mod readonly;
 mod runners;
 mod sed;
@@ -32,6 +33,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use foldhash::{HashMap, HashMapExt};
 
 pub use pattern::{CommandPattern, PatternError};
+pub use programs::read_only_table;
 
 #[cfg(any(test, feature = "test-support"))]
 thread_local! {
