@@ -1,6 +1,7 @@
 //! The user-facing reference, rendered from the enums that decide it: exit codes, outcomes,
-//! `fail_on` kinds and permission modes. `--help`, `action.yml`, the README and
-//! `docs/reference.md` show these renderings, and the tests below fail when a file drifts
+//! `fail_on` kinds and permission modes, and from the Bash analyser's program definitions, the
+//! programs it proves read-only. `--help`, `action.yml`, the README, `docs/reference.md` and
+//! `docs/bash.md` show these renderings, and the tests below fail when a file drifts
 //! from the code (`TOLLGATE_UPDATE_REFERENCE=1 cargo test --lib reference` rewrites the
 //! generated blocks in place).
 
@@ -156,7 +157,7 @@ mod tests {
         render: fn() -> String,
     }
 
-    const BLOCKS: [Block; 4] = [
+    const BLOCKS: [Block; 5] = [
         Block {
             name: "exit-codes",
             render: exit_code_table,
@@ -172,6 +173,10 @@ mod tests {
         Block {
             name: "modes",
             render: mode_table,
+        },
+        Block {
+            name: "read-only-programs",
+            render: crate::bash::read_only_table,
         },
     ];
 
@@ -208,12 +213,13 @@ mod tests {
     /// `TOLLGATE_UPDATE_REFERENCE=1` the file is rewritten instead.
     #[test]
     fn the_docs_show_what_the_code_decides() {
-        let files: [(&str, &[&str]); 2] = [
+        let files: [(&str, &[&str]); 3] = [
             ("README.md", &["exit-codes"]),
             (
                 "docs/reference.md",
                 &["exit-codes", "outcomes", "fail-on", "modes"],
             ),
+            ("docs/bash.md", &["read-only-programs"]),
         ];
         let update = std::env::var_os("TOLLGATE_UPDATE_REFERENCE").is_some();
         for (file, wanted) in files {

@@ -144,13 +144,18 @@ pub fn read_only_table() -> String {
         let _ = writeln!(
             table,
             "| {} | {} | {} | {} |",
-            code_list(program.names, " "),
-            program.reads,
-            hazards_text(&program.hazards),
-            examples_text(program),
+            cell(&code_list(program.names, " ")),
+            cell(program.reads),
+            cell(&hazards_text(&program.hazards)),
+            cell(&examples_text(program)),
         );
     }
     table
+}
+
+/// A table cell: a `|`, even inside a code span, would end the cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|")
 }
 
 fn code_list(words: &[&str], separator: &str) -> String {
@@ -1076,7 +1081,7 @@ static PROGRAMS: &[Program] = &[
         names: &["awk", "gawk", "mawk", "nawk"],
         proof: Own(Checker::Awk),
         hazards: Hazards::None,
-        reads: "its files, under a program that writes and runs nothing (no `system`, `>`, `|`)",
+        reads: "its files, under a program that writes, runs and reads nothing else (no `>`, `|`, `system`, `getline`, `@`, `ENVIRON`, `PROCINFO`)",
         proven: &["awk '{print $1}' src/a.rs"],
         asked: &["awk 'BEGIN{system(\"id\")}'"],
     },
@@ -1105,7 +1110,7 @@ static PROGRAMS: &[Program] = &[
         names: &["set"],
         proof: Own(Checker::Set),
         hazards: Hazards::None,
-        reads: "nothing; only `-e -u -x -v -f -E -C -T` and `-o` with their long names (`set -k` would turn later words into assignments)",
+        reads: "nothing; only `-e -u -x -v -f -E -C -T`, and `-o` with `pipefail` or the long name of one of those (`set -k` would turn later words into assignments)",
         proven: &["set -euo pipefail"],
         asked: &["set -k"],
     },

@@ -1,5 +1,8 @@
-//! Per-command flag validators that prove a command read-only inside the workspace.
-//! Flags are allowlisted (an unknown or abbreviated flag is refused); every path must be inside.
+//! The readers that prove a command read-only inside the workspace, each driven by its
+//! program's definition in `programs`: an option table, or a reader of the program's own
+//! language (sed, awk, find, jq, git). Flags are allowlisted (an unknown or abbreviated flag
+//! is refused); every path must be inside. Also the hazard check: options that write or run
+//! something whatever rule allows the program.
 
 use super::BashEnv;
 use super::git;
