@@ -15,6 +15,7 @@ mod glob;
 mod kind;
 mod long_options;
 mod made_links;
+mod markdown;
 mod paths;
 mod pattern;
 mod plain;
@@ -34,6 +35,7 @@ use foldhash::{HashMap, HashMapExt};
 
 pub use pattern::{CommandPattern, PatternError};
 pub use programs::read_only_table;
+pub use runners::runner_hazards_table;
 
 #[cfg(any(test, feature = "test-support"))]
 thread_local! {

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 
 use super::git;
 use super::long_options::LongOptions;
+use super::markdown::{cell, code_list};
 
 /// One program, or a family that shares every answer (`md5sum`, `sha256sum`, …).
 pub(crate) struct Program {
@@ -151,19 +152,6 @@ pub fn read_only_table() -> String {
         );
     }
     table
-}
-
-/// A table cell: a `|`, even inside a code span, would end the cell.
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|")
-}
-
-fn code_list(words: &[&str], separator: &str) -> String {
-    words
-        .iter()
-        .map(|w| format!("`{w}`"))
-        .collect::<Vec<_>>()
-        .join(separator)
 }
 
 fn hazards_text(hazards: &Hazards) -> String {
