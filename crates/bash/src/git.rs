@@ -63,7 +63,8 @@ pub(crate) fn dangerous_long(written: &str) -> bool {
             .any(|d| long_options::spells(name, d, long_options::LongOptions::Prefix))
 }
 
-const READ_ONLY: &[&str] = &[
+/// The subcommands that only inspect (their writing options are refused by `check`).
+pub(crate) const READ_ONLY: &[&str] = &[
     "status",
     "log",
     "diff",

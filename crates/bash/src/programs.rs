@@ -146,12 +146,22 @@ pub fn read_only_table() -> String {
             table,
             "| {} | {} | {} | {} |",
             cell(&code_list(program.names, " ")),
-            cell(program.reads),
+            cell(&reads_text(program)),
             cell(&hazards_text(&program.hazards)),
             cell(&examples_text(program)),
         );
     }
     table
+}
+
+/// What the program reads, with the lists its reader owns.
+fn reads_text(program: &Program) -> String {
+    match program.proof {
+        Proof::Own(Checker::Git) => {
+            format!("{}: {}", program.reads, code_list(git::READ_ONLY, ", "))
+        }
+        _ => program.reads.to_owned(),
+    }
 }
 
 fn hazards_text(hazards: &Hazards) -> String {
@@ -1048,7 +1058,7 @@ static PROGRAMS: &[Program] = &[
         names: &["git"],
         proof: Own(Checker::Git),
         hazards: Hazards::Git,
-        reads: "the repository, through its inspecting subcommands only (`status`, `log`, `diff`, `show`, `grep`, `blame`, …), and the paths they name",
+        reads: "the repository and the paths named, through the subcommands that only inspect",
         proven: &["git status", "git log -p -- src/a.rs"],
         asked: &["git commit -m x", "git -c core.pager=x log"],
     },
