@@ -11,6 +11,9 @@ use super::git;
 use super::long_options::LongOptions;
 use super::markdown::{cell, code_list};
 
+use Operands::{AtMost, Ignored, Paths, PatternThenPaths};
+use Proof::{Binds, Data, Options, Own};
+
 /// One program, or a family that shares every answer (`md5sum`, `sha256sum`, …).
 pub(crate) struct Program {
     /// The names it runs under; the first is the one the docs lead with.
@@ -191,9 +194,6 @@ fn examples_text(program: &Program) -> String {
     };
     format!("{} · {}", side(program.proven), side(program.asked))
 }
-
-use Operands::{AtMost, Ignored, Paths, PatternThenPaths};
-use Proof::{Binds, Data, Options, Own};
 
 /// Every program the analyser can prove read-only, in the order the docs list them.
 static PROGRAMS: &[Program] = &[
