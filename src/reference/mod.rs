@@ -1,8 +1,9 @@
-//! The user-facing reference, rendered from the enums that decide it: exit codes, outcomes,
-//! `fail_on` kinds and permission modes. `--help`, `action.yml`, the README and
-//! `docs/reference.md` show these renderings, and the tests below fail when a file drifts
-//! from the code (`TOLLGATE_UPDATE_REFERENCE=1 cargo test --lib reference` rewrites the
-//! generated blocks in place).
+//! The user-facing reference, rendered from what decides it: exit codes, outcomes, `fail_on`
+//! kinds and permission modes from their enums; the programs the Bash analyser proves
+//! read-only and the runners' hazards from the analyser's definitions. `--help`, `action.yml`,
+//! the README, `docs/reference.md` and `docs/bash.md` show these renderings, and the tests
+//! below fail when a file drifts from the code (`TOLLGATE_UPDATE_REFERENCE=1 cargo test --lib
+//! reference` rewrites the generated blocks in place).
 
 use std::fmt::Write as _;
 
@@ -156,7 +157,7 @@ mod tests {
         render: fn() -> String,
     }
 
-    const BLOCKS: [Block; 4] = [
+    const BLOCKS: [Block; 6] = [
         Block {
             name: "exit-codes",
             render: exit_code_table,
@@ -172,6 +173,14 @@ mod tests {
         Block {
             name: "modes",
             render: mode_table,
+        },
+        Block {
+            name: "read-only-programs",
+            render: crate::bash::read_only_table,
+        },
+        Block {
+            name: "runner-hazards",
+            render: crate::bash::runner_hazards_table,
         },
     ];
 
@@ -208,12 +217,13 @@ mod tests {
     /// `TOLLGATE_UPDATE_REFERENCE=1` the file is rewritten instead.
     #[test]
     fn the_docs_show_what_the_code_decides() {
-        let files: [(&str, &[&str]); 2] = [
+        let files: [(&str, &[&str]); 3] = [
             ("README.md", &["exit-codes"]),
             (
                 "docs/reference.md",
                 &["exit-codes", "outcomes", "fail-on", "modes"],
             ),
+            ("docs/bash.md", &["read-only-programs", "runner-hazards"]),
         ];
         let update = std::env::var_os("TOLLGATE_UPDATE_REFERENCE").is_some();
         for (file, wanted) in files {

@@ -27,6 +27,29 @@ pub(crate) const DANGEROUS_LONG: &[&str] = &[
     "--help",
 ];
 
+/// Global options (before the subcommand) that run programs or read configuration from
+/// elsewhere. git takes their full spellings only (`git --no-pag` is an error).
+pub(crate) const DANGEROUS_GLOBAL: &[&str] =
+    &["-c", "-p", "--paginate", "--config-env", "--exec-path"];
+
+/// Options that take the next word as their value, so a word there that may expand to
+/// anything is that value, not an option (`git commit -m "$msg"`).
+pub(crate) const VALUED: &[&str] = &[
+    "-m",
+    "--message",
+    "-F",
+    "--file",
+    "--author",
+    "-b",
+    "-B",
+    "--format",
+    "--pretty",
+    "-n",
+    "--grep",
+    "-S",
+    "-G",
+];
+
 /// git options that are prefixes of a [`DANGEROUS_LONG`] entry but options of their own
 /// (parse-options prefers an exact match): `git diff --text` is not `--textconv`.
 pub(crate) const NOT_ABBREVIATIONS: &[&str] = &["--text", "--filter"];
@@ -40,7 +63,8 @@ pub(crate) fn dangerous_long(written: &str) -> bool {
             .any(|d| long_options::spells(name, d, long_options::LongOptions::Prefix))
 }
 
-const READ_ONLY: &[&str] = &[
+/// The subcommands that only inspect (their writing options are refused by `check`).
+pub(crate) const READ_ONLY: &[&str] = &[
     "status",
     "log",
     "diff",

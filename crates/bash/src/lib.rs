@@ -15,9 +15,11 @@ mod glob;
 mod kind;
 mod long_options;
 mod made_links;
+mod markdown;
 mod paths;
 mod pattern;
 mod plain;
+mod programs;
 mod readonly;
 mod runners;
 mod sed;
@@ -32,6 +34,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use foldhash::{HashMap, HashMapExt};
 
 pub use pattern::{CommandPattern, PatternError};
+pub use programs::read_only_table;
+pub use runners::runner_hazards_table;
 
 #[cfg(any(test, feature = "test-support"))]
 thread_local! {

@@ -1,9 +1,14 @@
-//! Per-command flag validators that prove a command read-only inside the workspace.
-//! Flags are allowlisted (an unknown or abbreviated flag is refused); every path must be inside.
+//! The readers that prove a command read-only inside the workspace, each driven by its
+//! program's definition in `programs`: an option table, or a reader of the program's own
+//! language (sed, awk, find, jq, git). Flags are allowlisted (an unknown or abbreviated flag
+//! is refused); every path must be inside. Also the hazard check: options that write or run
+//! something whatever rule allows the program.
 
 use super::BashEnv;
-use super::long_options::{self, LongOptions};
+use super::git;
+use super::long_options;
 use super::paths::{Cwds, ReadLog, check_read, check_read_below};
+use super::programs::{self, Checker, Hazards, Operands, Proof, Spec};
 use super::sed::{check_awk_program, check_sed_script};
 use super::unproven::Unproven;
 use super::word::Word;
@@ -16,672 +21,11 @@ pub(crate) struct Ctx<'a> {
     pub reads: &'a ReadLog,
 }
 
-/// How a command's operands are read.
-#[derive(Clone, Copy)]
-enum Operands {
-    /// Files read.
-    Paths,
-    /// A pattern (unless given by a flag), then files.
-    PatternThenPaths,
-    /// At most this many files (`uniq in out` writes `out`).
-    AtMost(usize),
-    /// Not paths: nothing they say can change what the command does.
-    Ignored,
-}
-
-/// A GNU-style option table. `short` letters take no value, `short_val` letters take one;
-/// `long` names take no value (an `=value` is tolerated), `long_val` names need one.
-struct Spec {
-    short: &'static str,
-    short_val: &'static str,
-    long: &'static [&'static str],
-    long_val: &'static [&'static str],
-    /// Options (`-f`, `--file`) whose value is a file read.
-    path_opts: &'static [&'static str],
-    /// Options that supply the pattern, so the first operand is a file.
-    pattern_opts: &'static [&'static str],
-    /// `-5` means a count (head, tail, grep context).
-    numeric: bool,
-    operands: Operands,
-    /// No option of this command writes or runs anything, so a glob or expansion that turns
-    /// into an option is harmless.
-    options_harmless: bool,
-    /// Options that take the names of the files to read from a file (`--files0-from`,
-    /// `md5sum -c`): what is read then cannot be known here.
-    names_from_file: &'static [&'static str],
-    /// Options that make it read everything below a folder operand (`grep -r`); `&["*"]`
-    /// when it always does (`rg`).
-    recursive: &'static [&'static str],
-}
-
-const NONE: &[&str] = &[];
-
-const fn spec(short: &'static str, operands: Operands) -> Spec {
-    Spec {
-        short,
-        short_val: "",
-        long: NONE,
-        long_val: NONE,
-        path_opts: NONE,
-        pattern_opts: NONE,
-        numeric: false,
-        operands,
-        options_harmless: true,
-        names_from_file: NONE,
-        recursive: NONE,
-    }
-}
-
-fn spec_for(name: &str) -> Option<Spec> {
-    use Operands::*;
-    Some(match name {
-        "cat" => Spec {
-            long: &[
-                "number",
-                "number-nonblank",
-                "show-all",
-                "squeeze-blank",
-                "show-ends",
-                "show-tabs",
-                "show-nonprinting",
-            ],
-            ..spec("AbeEnstTuv", Paths)
-        },
-        "head" | "tail" => Spec {
-            short_val: "ncs",
-            long: &[
-                "quiet",
-                "silent",
-                "verbose",
-                "zero-terminated",
-                "follow",
-                "retry",
-            ],
-            long_val: &[
-                "lines",
-                "bytes",
-                "pid",
-                "sleep-interval",
-                "max-unchanged-stats",
-            ],
-            numeric: true,
-            ..spec("qvzfF", Paths)
-        },
-        "wc" => Spec {
-            long: &["bytes", "chars", "lines", "words", "max-line-length"],
-            long_val: &["files0-from", "total"],
-            path_opts: &["--files0-from"],
-            names_from_file: &["--files0-from"],
-            ..spec("clmwL", Paths)
-        },
-        "grep" | "egrep" | "fgrep" => Spec {
-            short_val: "efmABCdD",
-            long: &[
-                "extended-regexp",
-                "fixed-strings",
-                "basic-regexp",
-                "perl-regexp",
-                "ignore-case",
-                "no-ignore-case",
-                "invert-match",
-                "word-regexp",
-                "line-regexp",
-                "count",
-                "color",
-                "colour",
-                "files-without-match",
-                "files-with-matches",
-                "only-matching",
-                "quiet",
-                "silent",
-                "no-messages",
-                "byte-offset",
-                "with-filename",
-                "no-filename",
-                "line-number",
-                "no-line-number",
-                "initial-tab",
-                "null",
-                "null-data",
-                "text",
-                "recursive",
-                "line-buffered",
-                "binary",
-            ],
-            long_val: &[
-                "regexp",
-                "file",
-                "max-count",
-                "after-context",
-                "before-context",
-                "context",
-                "include",
-                "exclude",
-                "exclude-dir",
-                "exclude-from",
-                "label",
-                "binary-files",
-                "devices",
-                "directories",
-                "group-separator",
-            ],
-            path_opts: &["-f", "--file", "--exclude-from"],
-            pattern_opts: &["-e", "-f", "--regexp", "--file"],
-            recursive: &["-r", "-R", "--recursive", "--dereference-recursive"],
-            numeric: true,
-            ..spec("EFGPiyvwxcLloqsbHhnTZzaUIr", PatternThenPaths)
-        },
-        "rg" => Spec {
-            short_val: "efgtTmABCMjEr",
-            long: &[
-                "files",
-                "files-with-matches",
-                "files-without-match",
-                "count",
-                "count-matches",
-                "json",
-                "no-heading",
-                "heading",
-                "hidden",
-                "no-ignore",
-                "no-ignore-vcs",
-                "no-ignore-dot",
-                "no-ignore-parent",
-                "no-ignore-global",
-                "ignore-case",
-                "smart-case",
-                "case-sensitive",
-                "fixed-strings",
-                "word-regexp",
-                "line-regexp",
-                "line-number",
-                "no-line-number",
-                "column",
-                "vimgrep",
-                "type-list",
-                "multiline",
-                "multiline-dotall",
-                "pcre2",
-                "trim",
-                "stats",
-                "null",
-                "only-matching",
-                "passthru",
-                "no-messages",
-                "invert-match",
-                "no-filename",
-                "with-filename",
-                "unrestricted",
-                "text",
-                "no-config",
-                "byte-offset",
-                "quiet",
-                "debug",
-                "crlf",
-                "null-data",
-                "one-file-system",
-                "sort-files",
-                "no-require-git",
-                "max-columns-preview",
-                "no-unicode",
-            ],
-            long_val: &[
-                "regexp",
-                "file",
-                "glob",
-                "iglob",
-                "type",
-                "type-not",
-                "type-add",
-                "max-count",
-                "max-depth",
-                "max-filesize",
-                "context",
-                "after-context",
-                "before-context",
-                "color",
-                "colors",
-                "replace",
-                "sort",
-                "sortr",
-                "ignore-file",
-                "engine",
-                "threads",
-                "max-columns",
-                "path-separator",
-                "encoding",
-                "context-separator",
-                "field-match-separator",
-                "field-context-separator",
-            ],
-            path_opts: &["-f", "--file", "--ignore-file"],
-            pattern_opts: &["-e", "-f", "--regexp", "--file"],
-            recursive: &["*"],
-            numeric: false,
-            options_harmless: false,
-            ..spec("iISsvwxclnNHhoqpuaUF0.", PatternThenPaths)
-        },
-        "ls" => Spec {
-            short_val: "IwT",
-            long: &[
-                "all",
-                "almost-all",
-                "long",
-                "human-readable",
-                "color",
-                "classify",
-                "recursive",
-                "reverse",
-                "group-directories-first",
-                "directory",
-                "inode",
-                "size",
-                "si",
-                "full-time",
-                "literal",
-                "numeric-uid-gid",
-                "no-group",
-                "dereference",
-                "dereference-command-line",
-                "author",
-                "escape",
-                "file-type",
-                "hide-control-chars",
-                "show-control-chars",
-                "quote-name",
-                "context",
-                "zero",
-            ],
-            long_val: &[
-                "sort",
-                "time",
-                "time-style",
-                "format",
-                "indicator-style",
-                "ignore",
-                "hide",
-                "width",
-                "quoting-style",
-                "block-size",
-                "tabsize",
-            ],
-            ..spec("aAbBcCdDfFgGhHiklLmnNopqQrRsStuUvxXZ1", Paths)
-        },
-        "tree" => Spec {
-            short_val: "LIP",
-            long: &[
-                "noreport",
-                "dirsfirst",
-                "gitignore",
-                "prune",
-                "du",
-                "si",
-                "matchdirs",
-                "ignore-case",
-                "info",
-                "help",
-                "version",
-            ],
-            long_val: &["filelimit", "charset", "sort", "timefmt"],
-            options_harmless: false,
-            ..spec("adfFisughDrtvUCnAqNQpJx", Paths)
-        },
-        "stat" => Spec {
-            short_val: "c",
-            long: &["dereference", "file-system", "terse"],
-            long_val: &["format", "printf", "cached"],
-            ..spec("LfZt", Paths)
-        },
-        "file" => Spec {
-            short_val: "mfFeP",
-            long: &[
-                "brief",
-                "mime",
-                "mime-type",
-                "mime-encoding",
-                "dereference",
-                "no-dereference",
-            ],
-            path_opts: &["-m", "-f"],
-            options_harmless: false,
-            // `-f list` reads the files the list names.
-            names_from_file: &["-f", "--files-from"],
-            ..spec("bcEhiLkNnprsvz0Z", Paths)
-        },
-        "du" => Spec {
-            short_val: "dBtX",
-            long: &[
-                "all",
-                "apparent-size",
-                "bytes",
-                "total",
-                "human-readable",
-                "summarize",
-                "si",
-                "time",
-                "count-links",
-                "one-file-system",
-                "inodes",
-                "null",
-                "separate-dirs",
-            ],
-            long_val: &[
-                "max-depth",
-                "threshold",
-                "block-size",
-                "exclude",
-                "exclude-from",
-            ],
-            path_opts: &["-X", "--exclude-from"],
-            ..spec("abcDhHklmsSx0", Paths)
-        },
-        "df" => Spec {
-            short_val: "txB",
-            long: &[
-                "human-readable",
-                "all",
-                "inodes",
-                "local",
-                "portability",
-                "print-type",
-                "total",
-                "si",
-                "output",
-            ],
-            long_val: &["type", "exclude-type", "block-size"],
-            ..spec("ahHiklPT", Paths)
-        },
-        "sort" => Spec {
-            short_val: "ktS",
-            long: &[
-                "ignore-leading-blanks",
-                "dictionary-order",
-                "ignore-case",
-                "general-numeric-sort",
-                "ignore-nonprinting",
-                "month-sort",
-                "human-numeric-sort",
-                "numeric-sort",
-                "random-sort",
-                "reverse",
-                "version-sort",
-                "stable",
-                "unique",
-                "zero-terminated",
-                "check",
-                "merge",
-                "debug",
-            ],
-            long_val: &[
-                "key",
-                "field-separator",
-                "buffer-size",
-                "parallel",
-                "sort",
-                "random-source",
-                "files0-from",
-            ],
-            path_opts: &["--random-source", "--files0-from"],
-            names_from_file: &["--files0-from"],
-            options_harmless: false,
-            ..spec("bdfgiMhnRrscCmuzV", Paths)
-        },
-        "uniq" => Spec {
-            short_val: "fsw",
-            long: &[
-                "count",
-                "repeated",
-                "all-repeated",
-                "ignore-case",
-                "unique",
-                "zero-terminated",
-                "group",
-            ],
-            long_val: &["skip-fields", "skip-chars", "check-chars"],
-            options_harmless: false,
-            ..spec("cdDiuz", AtMost(1))
-        },
-        "cut" => Spec {
-            short_val: "bcdf",
-            long: &["complement", "only-delimited", "zero-terminated"],
-            long_val: &[
-                "bytes",
-                "characters",
-                "delimiter",
-                "fields",
-                "output-delimiter",
-            ],
-            ..spec("nsz", Paths)
-        },
-        "tr" => Spec {
-            long: &["complement", "delete", "squeeze-repeats", "truncate-set1"],
-            ..spec("cCdst", Ignored)
-        },
-        "diff" => Spec {
-            short_val: "CUDFILSxXW",
-            long: &[
-                "brief",
-                "recursive",
-                "unified",
-                "context",
-                "ignore-case",
-                "ignore-tab-expansion",
-                "ignore-trailing-space",
-                "ignore-space-change",
-                "ignore-all-space",
-                "ignore-blank-lines",
-                "new-file",
-                "unidirectional-new-file",
-                "side-by-side",
-                "color",
-                "text",
-                "normal",
-                "report-identical-files",
-                "suppress-common-lines",
-                "minimal",
-                "speed-large-files",
-                "strip-trailing-cr",
-                "expand-tabs",
-                "initial-tab",
-                "no-dereference",
-                "show-c-function",
-                "suppress-blank-empty",
-                "left-column",
-                "ed",
-                "rcs",
-                "paginate",
-            ],
-            long_val: &[
-                "exclude",
-                "exclude-from",
-                "label",
-                "width",
-                "show-function-line",
-                "starting-file",
-                "from-file",
-                "to-file",
-                "ignore-matching-lines",
-                "horizontal-lines",
-                "tabsize",
-                "palette",
-            ],
-            path_opts: &["-X", "--exclude-from", "--from-file", "--to-file"],
-            recursive: &["-r", "--recursive"],
-            numeric: true,
-            options_harmless: false,
-            ..spec("abBdeEfHinNpqrsStTuwyZ", Paths)
-        },
-        "cmp" => Spec {
-            short_val: "in",
-            long: &["print-bytes", "verbose", "quiet", "silent"],
-            long_val: &["ignore-initial", "bytes"],
-            ..spec("bls", AtMost(4))
-        },
-        "comm" => Spec {
-            long: &["check-order", "nocheck-order", "total", "zero-terminated"],
-            long_val: &["output-delimiter"],
-            ..spec("123z", AtMost(2))
-        },
-        "nl" => Spec {
-            short_val: "bdfhilnsvw",
-            long_val: &[
-                "body-numbering",
-                "section-delimiter",
-                "footer-numbering",
-                "header-numbering",
-                "line-increment",
-                "join-blank-lines",
-                "number-format",
-                "number-separator",
-                "starting-line-number",
-                "number-width",
-            ],
-            long: &["no-renumber"],
-            ..spec("p", Paths)
-        },
-        "md5sum" | "sha1sum" | "sha256sum" | "sha512sum" | "b2sum" | "cksum" => Spec {
-            long: &[
-                "binary",
-                "check",
-                "tag",
-                "text",
-                "zero",
-                "ignore-missing",
-                "quiet",
-                "status",
-                "strict",
-                "warn",
-            ],
-            names_from_file: &["-c", "--check"],
-            ..spec("bctwz", Paths)
-        },
-        "tac" => Spec {
-            short_val: "s",
-            long: &["before", "regex"],
-            long_val: &["separator"],
-            ..spec("br", Paths)
-        },
-        "rev" => spec("", Paths),
-        "paste" => Spec {
-            short_val: "d",
-            long: &["serial", "zero-terminated"],
-            long_val: &["delimiters"],
-            ..spec("sz", Paths)
-        },
-        "fold" => Spec {
-            short_val: "w",
-            long: &["bytes", "spaces"],
-            long_val: &["width"],
-            ..spec("bs", Paths)
-        },
-        "readlink" => Spec {
-            long: &[
-                "canonicalize",
-                "canonicalize-existing",
-                "canonicalize-missing",
-                "no-newline",
-                "quiet",
-                "silent",
-                "verbose",
-                "zero",
-            ],
-            ..spec("efmnqsvz", Paths)
-        },
-        "realpath" => Spec {
-            long: &[
-                "canonicalize-existing",
-                "canonicalize-missing",
-                "logical",
-                "physical",
-                "quiet",
-                "strip",
-                "no-symlinks",
-                "zero",
-            ],
-            long_val: &["relative-to", "relative-base"],
-            ..spec("emLPqsz", Ignored)
-        },
-        "basename" | "dirname" => Spec {
-            short_val: "s",
-            long: &["multiple", "zero"],
-            long_val: &["suffix"],
-            ..spec("az", Ignored)
-        },
-        "which" => Spec {
-            long: &["all", "skip-alias", "skip-functions"],
-            ..spec("as", Ignored)
-        },
-        "seq" => Spec {
-            short_val: "fs",
-            long: &["equal-width"],
-            long_val: &["format", "separator"],
-            numeric: true,
-            ..spec("w", Ignored)
-        },
-        "pwd" => spec("LP", Ignored),
-        "uname" => Spec {
-            long: &[
-                "all",
-                "kernel-name",
-                "nodename",
-                "kernel-release",
-                "kernel-version",
-                "machine",
-                "processor",
-                "hardware-platform",
-                "operating-system",
-            ],
-            ..spec("asnrvmpio", Ignored)
-        },
-        "nproc" => Spec {
-            long: &["all"],
-            long_val: &["ignore"],
-            ..spec("", Ignored)
-        },
-        "whoami" | "arch" | "tty" | "id" | "groups" | "logname" => spec("", Ignored),
-        _ => return None,
-    })
-}
-
 /// Whether `name` is a command whose reads [`check`] knows how to find.
 pub(crate) fn known(name: &str) -> bool {
-    matches!(
-        name,
-        "echo"
-            | "sleep"
-            | "test"
-            | "["
-            | "expr"
-            | "exit"
-            | "return"
-            | "wait"
-            | "shift"
-            | "type"
-            | "true"
-            | "false"
-            | ":"
-            | "printf"
-            | "git"
-            | "sed"
-            | "awk"
-            | "gawk"
-            | "mawk"
-            | "nawk"
-            | "find"
-            | "jq"
-            | "set"
-            | "date"
-            | "hostname"
-            | "read"
-            | "mapfile"
-            | "readarray"
-            | "getopts"
-            | "break"
-            | "continue"
-    ) || spec_for(name).is_some()
+    programs::lookup(name).is_some()
 }
 
-/// Proves `name args…` read-only, or says why not.
 /// Whether [`check`] of this program has logged every read it makes, whatever its verdict:
 /// git's logs its operands before it judges anything; the others stop at the first thing they
 /// cannot follow (`cat -Z .env` stops at `-Z`), and only a passed check has logged them all.
@@ -689,29 +33,29 @@ pub(crate) fn logged_every_read(name: &str, checked: &Result<(), Unproven>) -> b
     checked.is_ok() || name == "git"
 }
 
+/// Proves `name args…` read-only, or says why not.
 pub(crate) fn check(name: &str, args: &[Word], ctx: &Ctx) -> Result<(), Unproven> {
-    match name {
-        // Their arguments are data: no value can make them write, read or run anything.
-        // `break N`/`continue N` take a plain number (Bash's `legal_number`, no arithmetic).
-        "echo" | "sleep" | "test" | "[" | "expr" | "exit" | "return" | "shift" | "type"
-        | "true" | "false" | ":" | "break" | "continue" => Ok(()),
-        "read" | "mapfile" | "readarray" | "getopts" | "wait" => binds(name, args),
-        "printf" => match args.first().map(|w| w.fixed()) {
-            Some(Some(v)) if v.starts_with("-v") => binds(name, args),
-            Some(None) => Err(Unproven::PrintfMayBeV),
-            _ => Ok(()),
-        },
-        "git" => super::git::check(args, ctx.env, ctx.cwds, ctx.reads),
-        "sed" => sed(args, ctx),
-        "awk" | "gawk" | "mawk" | "nawk" => awk(args, ctx),
-        "find" => find(args, ctx),
-        "jq" => jq(args, ctx),
-        "set" => set(args),
-        "date" => date(args),
-        "hostname" if args.is_empty() => Ok(()),
-        _ => match spec_for(name) {
-            Some(spec) => run_spec(name, &spec, args, ctx),
-            None => Err(Unproven::UnknownCommand(name.to_owned())),
+    let program =
+        programs::lookup(name).ok_or_else(|| Unproven::UnknownCommand(name.to_owned()))?;
+    match &program.proof {
+        Proof::Data => Ok(()),
+        Proof::Binds => binds(name, args),
+        Proof::Options(spec) => run_spec(name, spec, args, ctx),
+        Proof::Own(checker) => match checker {
+            Checker::Printf => match args.first().map(|w| w.fixed()) {
+                Some(Some(v)) if v.starts_with("-v") => binds(name, args),
+                Some(None) => Err(Unproven::PrintfMayBeV),
+                _ => Ok(()),
+            },
+            Checker::Git => git::check(args, ctx.env, ctx.cwds, ctx.reads),
+            Checker::Sed => sed(args, ctx),
+            Checker::Awk => awk(args, ctx),
+            Checker::Find => find(args, ctx),
+            Checker::Jq => jq(args, ctx),
+            Checker::Set => set(args),
+            Checker::Date => date(args),
+            Checker::Hostname if args.is_empty() => Ok(()),
+            Checker::Hostname => Err(Unproven::UnknownCommand(name.to_owned())),
         },
     }
 }
@@ -1234,36 +578,20 @@ fn date(args: &[Word]) -> Result<(), Unproven> {
 /// Flags that make a command write files or run programs, whatever rule allowed it: an allow
 /// rule such as `git diff:*` is taken to allow the command, not `--output=FILE` or `-c`.
 pub(crate) fn hazard(name: &str, args: &[Word]) -> Option<String> {
+    let hazards = &programs::lookup(name)?.hazards;
+    if matches!(hazards, Hazards::None) {
+        return None;
+    }
     // A word whose expansion is not known may be any of the options below.
     // (After an option known to take a value, `git commit -m "$msg"`, it is that value.)
     let takes_value = |w: &Word| {
-        name == "git"
-            && matches!(
-                w.fixed(),
-                Some(
-                    "-m" | "--message"
-                        | "-F"
-                        | "--file"
-                        | "--author"
-                        | "-b"
-                        | "-B"
-                        | "--format"
-                        | "--pretty"
-                        | "-n"
-                        | "--grep"
-                        | "-S"
-                        | "-G"
-                )
-            )
+        matches!(hazards, Hazards::Git) && w.fixed().is_some_and(|v| git::VALUED.contains(&v))
     };
     let before_end = args
         .iter()
         .position(|w| w.fixed() == Some("--"))
         .unwrap_or(args.len());
-    if matches!(
-        name,
-        "git" | "sed" | "sort" | "rg" | "diff" | "tree" | "find"
-    ) && let Some(w) = args[..before_end].iter().enumerate().find_map(|(i, w)| {
+    if let Some(w) = args[..before_end].iter().enumerate().find_map(|(i, w)| {
         let value = i > 0 && takes_value(&args[i - 1]);
         (w.fixed().is_none() && w.may_be_flag && !value).then_some(w)
     }) {
@@ -1272,79 +600,22 @@ pub(crate) fn hazard(name: &str, args: &[Word]) -> Option<String> {
             w.raw
         ));
     }
-    if name == "git" {
-        return git_hazard(args);
-    }
-    let hazards = option_hazards(name)?;
+    let table = match hazards {
+        Hazards::None => return None,
+        Hazards::Git => return git_hazard(args),
+        Hazards::Table(table) => table,
+    };
     let flags = args
         .iter()
         .filter_map(Word::fixed)
         .take_while(|v| *v != "--")
         .filter(|v| v.starts_with('-'));
     for v in flags {
-        if long_options::any_of(v, hazards.options, hazards.long_options, hazards.valued) {
+        if long_options::any_of(v, table.options, table.long_options, table.valued) {
             return Some(format!("`{name} {v}` writes files or runs programs"));
         }
     }
     None
-}
-
-/// A program's options that write files or run programs, and how it reads them.
-struct OptionHazards {
-    long_options: LongOptions,
-    /// Short options that take a value, which ends a cluster (`sort -ko` is `-k o`).
-    valued: &'static str,
-    /// `-x` entries are letters of a cluster, `--long` entries are read as the program reads
-    /// them, other single-dash words (`find -delete`) are whole words.
-    options: &'static [&'static str],
-}
-
-fn option_hazards(name: &str) -> Option<OptionHazards> {
-    use LongOptions::Prefix;
-    Some(match name {
-        // GNU sed and sort use getopt_long: `sed --in-pl`, `sort --comp=cat` are taken.
-        "sed" => OptionHazards {
-            long_options: Prefix,
-            valued: "efl",
-            options: &["-i", "--in-place"],
-        },
-        "sort" => OptionHazards {
-            long_options: Prefix,
-            valued: "kStT",
-            options: &[
-                "-o",
-                "--output",
-                "--compress-program",
-                "-T",
-                "--temporary-directory",
-            ],
-        },
-        // ripgrep and tree parse their own flags; whether they take prefixes is not checked
-        // here, so a prefix counts as the option.
-        "rg" => OptionHazards {
-            long_options: Prefix,
-            valued: "efgtTmABCMjEr",
-            options: &["--pre", "--hostname-bin"],
-        },
-        "tree" => OptionHazards {
-            long_options: Prefix,
-            valued: "LIP",
-            options: &["-o"],
-        },
-        // GNU diff: getopt_long.
-        "diff" => OptionHazards {
-            long_options: Prefix,
-            valued: "CUDFILSxXW",
-            options: &["--output"],
-        },
-        // find's primaries are single-dash words, matched whole.
-        "find" => OptionHazards {
-            long_options: LongOptions::Exact,
-            valued: "",
-            options: &["-delete", "-fprint", "-fprint0", "-fprintf", "-fls"],
-        },
-        _ => return None,
-    })
 }
 
 fn git_hazard(args: &[Word]) -> Option<String> {
@@ -1363,13 +634,10 @@ fn git_hazard(args: &[Word]) -> Option<String> {
         // git's global options take full spellings only (`git --no-pag` is an error); after
         // the subcommand, parse-options takes any unambiguous prefix.
         let bad = if global {
-            matches!(
-                name,
-                "-c" | "-p" | "--paginate" | "--config-env" | "--exec-path"
-            )
+            git::DANGEROUS_GLOBAL.contains(&name)
         } else {
             // `git grep -O[PAGER]`, also inside a cluster (`-nO`), is `--open-files-in-pager`.
-            super::git::dangerous_long(name)
+            git::dangerous_long(name)
                 || (sub == Some("grep") && long_options::cluster_has(v, 'O', "efABCm"))
         };
         if bad {

@@ -1,9 +1,14 @@
 //! Hazard tables for the runners and builders that allow rules name (`npm test:*`,
 //! `cargo test:*`, `go test:*`, `pytest:*`, `make:*`, …): options that point the runner at other
 //! code, config, shells or output outside the workspace. A prefix rule allows more arguments,
-//! not these; a rule that spells the option out does. Data only, plus the option reader.
+//! not these; a rule that spells the option out does. One definition a runner (its names,
+//! option syntax, hazards and example commands under a rule), the option reader, and the
+//! table `docs/bash.md` shows, rendered from the definitions.
+
+use std::fmt::Write as _;
 
 use super::BashEnv;
+use super::markdown::{cell, code_list};
 use super::paths::{Cwds, inside_workspace, locate};
 use super::pattern::base;
 use super::word::Word;
@@ -45,6 +50,10 @@ const fn h(names: &'static [&'static str], value: Value, why: &'static str) -> H
 }
 
 struct Runner {
+    /// The names it runs under.
+    names: &'static [&'static str],
+    /// The modules that start it as `python -m MODULE`.
+    modules: &'static [&'static str],
     syntax: Syntax,
     /// Short options that take a value, so that a cluster (`-kC dir`) is read as the runner
     /// reads it; a hazard letter is found anywhere before such a letter.
@@ -61,6 +70,14 @@ struct Runner {
     any_setting: &'static [&'static str],
     /// `NAME=value` operands override the build file's variables (make).
     variables: bool,
+    /// `+NAME` as its first word selects another toolchain (rustup's `cargo +nightly`).
+    toolchain: bool,
+    /// An allow rule of the kind users write for it, for the examples below.
+    rule: &'static str,
+    /// Commands the rule allows.
+    allowed: &'static [&'static str],
+    /// Commands that ask although the rule matches them.
+    refused: &'static [&'static str],
 }
 
 use Value::{Always, Flag, PathOutside, Simple};
@@ -126,6 +143,8 @@ const NODE_PM: &[Hazard] = &[
 ];
 
 const NODE: Runner = Runner {
+    names: &["npm", "pnpm", "yarn", "npx", "pnpx", "yarnpkg", "corepack"],
+    modules: &[],
     syntax: Syntax::GnuAbbrev,
     short_valued: "wCc",
     exact: &[
@@ -144,9 +163,19 @@ const NODE: Runner = Runner {
     after_end: &[],
     any_setting: &["--config."],
     variables: false,
+    toolchain: false,
+    rule: "npm test:*",
+    allowed: &["npm test --silent", "npm test -w packages/a"],
+    refused: &[
+        "npm test --prefix /x",
+        "npm test --pref /x",
+        "pnpm test --config.script-shell=/x",
+    ],
 };
 
 const CARGO: Runner = Runner {
+    names: &["cargo"],
+    modules: &[],
     syntax: Syntax::Gnu,
     short_valued: "pjFZC",
     exact: &[],
@@ -170,9 +199,19 @@ const CARGO: Runner = Runner {
     after_end: &[h(&["--logfile"], PathOutside, OUTSIDE)],
     any_setting: &[],
     variables: false,
+    toolchain: true,
+    rule: "cargo test:*",
+    allowed: &["cargo test --release", "cargo test -- --nocapture"],
+    refused: &[
+        "cargo test --config x",
+        "cargo test --target-dir /tmp/t",
+        "cargo test -- --logfile /tmp/l",
+    ],
 };
 
 const GO: Runner = Runner {
+    names: &["go"],
+    modules: &[],
     syntax: Syntax::Go,
     short_valued: "",
     exact: &[],
@@ -211,9 +250,15 @@ const GO: Runner = Runner {
     after_end: &[],
     any_setting: &[],
     variables: false,
+    toolchain: false,
+    rule: "go test:*",
+    allowed: &["go test ./...", "go test -ldflags=-s ./..."],
+    refused: &["go test -exec=x ./...", "go test -o /tmp/t.test"],
 };
 
 const PYTEST: Runner = Runner {
+    names: &["pytest", "py.test"],
+    modules: &["pytest"],
     syntax: Syntax::GnuAbbrev,
     short_valued: "pcoWmkr",
     exact: &["--co", "--cov", "--capture"],
@@ -256,9 +301,15 @@ const PYTEST: Runner = Runner {
     after_end: &[],
     any_setting: &[],
     variables: false,
+    toolchain: false,
+    rule: "pytest:*",
+    allowed: &["pytest -q", "pytest -p no:cacheprovider"],
+    refused: &["pytest -p evil", "pytest --rootd=/x"],
 };
 
 const MAKE: Runner = Runner {
+    names: &["make", "gmake"],
+    modules: &[],
     syntax: Syntax::GnuAbbrev,
     short_valued: "CfIjloWE",
     exact: &[],
@@ -299,9 +350,15 @@ const MAKE: Runner = Runner {
     after_end: &[],
     any_setting: &[],
     variables: true,
+    toolchain: false,
+    rule: "make:*",
+    allowed: &["make -j 4 test", "make test V=1"],
+    refused: &["make -f x.mk", "make test CC=/x/cc", "make test --tou"],
 };
 
 const GRADLE: Runner = Runner {
+    names: &["gradle", "gradlew"],
+    modules: &[],
     syntax: Syntax::Gnu,
     short_valued: "IcbpgDPx",
     exact: &[],
@@ -334,9 +391,15 @@ const GRADLE: Runner = Runner {
     after_end: &[],
     any_setting: &[],
     variables: false,
+    toolchain: false,
+    rule: "gradle test:*",
+    allowed: &["gradle test -Dci=true"],
+    refused: &["gradle test -I /x/init.gradle"],
 };
 
 const MAVEN: Runner = Runner {
+    names: &["mvn", "mvnw"],
+    modules: &[],
     syntax: Syntax::Gnu,
     short_valued: "sftDl",
     exact: &[],
@@ -365,9 +428,15 @@ const MAVEN: Runner = Runner {
     after_end: &[],
     any_setting: &[],
     variables: false,
+    toolchain: false,
+    rule: "mvn test:*",
+    allowed: &["mvn test -DskipTests=true"],
+    refused: &["mvn test -s /x/settings.xml"],
 };
 
 const TOX: Runner = Runner {
+    names: &["tox"],
+    modules: &["tox"],
     syntax: Syntax::GnuAbbrev,
     short_valued: "cxe",
     exact: &[],
@@ -390,9 +459,15 @@ const TOX: Runner = Runner {
     after_end: &[],
     any_setting: &[],
     variables: false,
+    toolchain: false,
+    rule: "tox:*",
+    allowed: &["tox -e py312"],
+    refused: &["tox -c /x/tox.ini"],
 };
 
 const RUBY: Runner = Runner {
+    names: &["rake", "rspec", "bundle"],
+    modules: &[],
     syntax: Syntax::GnuAbbrev,
     short_valued: "rIfRCeEpgO",
     exact: &[],
@@ -428,9 +503,15 @@ const RUBY: Runner = Runner {
     after_end: &[],
     any_setting: &[],
     variables: false,
+    toolchain: false,
+    rule: "rake test:*",
+    allowed: &["rake test"],
+    refused: &["rake test -r /x/evil.rb"],
 };
 
 const JS_TEST: Runner = Runner {
+    names: &["jest", "vitest", "mocha"],
+    modules: &[],
     syntax: Syntax::Gnu,
     short_valued: "cr",
     exact: &[],
@@ -463,32 +544,120 @@ const JS_TEST: Runner = Runner {
     after_end: &[],
     any_setting: &[],
     variables: false,
+    toolchain: false,
+    rule: "jest:*",
+    allowed: &["jest src"],
+    refused: &["jest --config /x/jest.config.js"],
 };
+
+/// Every runner, in the order the docs list them.
+static RUNNERS: &[&Runner] = &[
+    &NODE, &CARGO, &GO, &PYTEST, &MAKE, &GRADLE, &MAVEN, &TOX, &RUBY, &JS_TEST,
+];
 
 /// The runner `argv` starts and where its own arguments begin.
 fn runner(argv: &[Word]) -> Option<(&'static Runner, usize)> {
     let name = base(argv.first()?.fixed()?);
-    Some(match name {
-        "npm" | "pnpm" | "yarn" | "npx" | "pnpx" | "yarnpkg" | "corepack" => (&NODE, 1),
-        "cargo" => (&CARGO, 1),
-        "go" => (&GO, 1),
-        "pytest" | "py.test" => (&PYTEST, 1),
-        "make" | "gmake" => (&MAKE, 1),
-        "gradle" | "gradlew" => (&GRADLE, 1),
-        "mvn" | "mvnw" => (&MAVEN, 1),
-        "tox" => (&TOX, 1),
-        "rake" | "rspec" | "bundle" => (&RUBY, 1),
-        "jest" | "vitest" | "mocha" => (&JS_TEST, 1),
-        n if n.starts_with("python") => {
-            let m = argv.iter().position(|w| w.fixed() == Some("-m"))?;
-            match argv.get(m + 1)?.fixed()? {
-                "pytest" => (&PYTEST, m + 2),
-                "tox" => (&TOX, m + 2),
-                _ => return None,
-            }
+    if let Some(runner) = RUNNERS.iter().find(|r| r.names.contains(&name)) {
+        return Some((runner, 1));
+    }
+    if !name.starts_with("python") {
+        return None;
+    }
+    let m = argv.iter().position(|w| w.fixed() == Some("-m"))?;
+    let module = argv.get(m + 1)?.fixed()?;
+    let runner = RUNNERS.iter().find(|r| r.modules.contains(&module))?;
+    Some((runner, m + 2))
+}
+
+/// The Markdown table of every runner's hazards, for `docs/bash.md`.
+pub fn runner_hazards_table() -> String {
+    let mut table = String::from(
+        "| runner | long options | refused after a prefix rule | allowed · refused under the rule |\n|---|---|---|---|\n",
+    );
+    for runner in RUNNERS {
+        let mut names = code_list(runner.names, " ");
+        for module in runner.modules {
+            let _ = write!(names, " `python -m {module}`");
         }
-        _ => return None,
-    })
+        let syntax = match runner.syntax {
+            Syntax::Gnu => "full spellings",
+            Syntax::GnuAbbrev => "any unambiguous prefix",
+            Syntax::Go => "`-name` or `--name`, full spellings",
+        };
+        let _ = writeln!(
+            table,
+            "| {} | {syntax} | {} | {} |",
+            cell(&names),
+            cell(&refused_text(runner)),
+            cell(&format!(
+                "`Bash({})`: {} · {}",
+                runner.rule,
+                code_list(runner.allowed, ", "),
+                code_list(runner.refused, ", ")
+            )),
+        );
+    }
+    table
+}
+
+/// What a prefix rule does not allow of `runner`, in words.
+fn refused_text(runner: &Runner) -> String {
+    let mut parts = Vec::new();
+    if runner.toolchain {
+        parts.push("`+toolchain`".to_owned());
+    }
+    parts.extend(hazards_text(runner, runner.hazards));
+    if !runner.after_end.is_empty() {
+        let after = hazards_text(runner, runner.after_end).join("; ");
+        parts.push(format!("after {}: {after}", code_list(runner.end, " or ")));
+    }
+    if !runner.any_setting.is_empty() {
+        let settings: Vec<String> = runner.any_setting.iter().map(|p| format!("{p}…")).collect();
+        let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
+        parts.push(code_list(&settings, ", "));
+    }
+    if runner.variables {
+        parts.push("`NAME=value` with a value that may name a program".to_owned());
+    }
+    parts.join("; ")
+}
+
+/// A hazard table in words, its options grouped by what makes them hazards.
+fn hazards_text(runner: &Runner, hazards: &[Hazard]) -> Vec<String> {
+    // Go's table holds bare names, which its flag package takes after `-` or `--`.
+    let dash = if runner.syntax == Syntax::Go { "-" } else { "" };
+    let spelled: Vec<(Value, String)> = hazards
+        .iter()
+        .flat_map(|hz| hz.names.iter().map(|n| (hz.value, format!("{dash}{n}"))))
+        .collect();
+    let names = |wanted: &[Value]| -> Vec<&str> {
+        spelled
+            .iter()
+            .filter(|(value, _)| wanted.contains(value))
+            .map(|(_, name)| name.as_str())
+            .collect()
+    };
+    let mut parts = Vec::new();
+    let always = names(&[Always, Flag]);
+    if !always.is_empty() {
+        parts.push(code_list(&always, ", "));
+    }
+    let simple = names(&[Simple]);
+    if !simple.is_empty() {
+        parts.push(format!(
+            "{} with a value that may name a program",
+            code_list(&simple, ", ")
+        ));
+    }
+    let outside = names(&[PathOutside]);
+    if !outside.is_empty() {
+        parts.push(format!(
+            "{} outside the workspace",
+            code_list(&outside, ", ")
+        ));
+    }
+    parts
 }
 
 /// Whether `argv` (a command report's resolved words) starts a runner of these tables.
@@ -503,7 +672,7 @@ pub(crate) fn hazard(argv: &[Word], covered: usize, env: &BashEnv, cwds: &Cwds) 
     let (runner, start) = runner(argv)?;
     let name = base(argv.first()?.fixed()?);
     let from = covered.max(start);
-    if name == "cargo"
+    if runner.toolchain
         && let Some(v) = argv
             .get(1)
             .and_then(Word::fixed)
@@ -727,6 +896,57 @@ mod tests {
         };
         let argv: Vec<Word> = line.split_whitespace().map(Word::literal).collect();
         hazard(&argv, covered, &env, &Cwds::new(env.cwd))
+    }
+
+    /// Each definition's own examples under its rule: the allowed commands are allowed, the
+    /// refused ones ask; each is a command of the runner it stands under.
+    #[test]
+    fn every_runner_allows_and_refuses_what_its_definition_says() {
+        use crate::{BashRules, BashVerdict, CommandPattern, evaluate_in_test_workspace};
+        for runner in RUNNERS {
+            let rules = BashRules {
+                allow: vec![(CommandPattern::parse(runner.rule).unwrap(), 1)],
+                ask: vec![],
+                deny: vec![],
+            };
+            for command in runner.allowed.iter().chain(runner.refused) {
+                let argv: Vec<Word> = command.split_whitespace().map(Word::literal).collect();
+                assert!(
+                    super::runner(&argv).is_some_and(|(r, _)| r.names == runner.names),
+                    "`{command}` is not a command of {:?}",
+                    runner.names
+                );
+            }
+            for command in runner.allowed {
+                let verdict = evaluate_in_test_workspace(command, &rules).verdict;
+                assert_eq!(
+                    verdict,
+                    BashVerdict::Allow,
+                    "`{command}` under {}",
+                    runner.rule
+                );
+            }
+            for command in runner.refused {
+                let verdict = evaluate_in_test_workspace(command, &rules).verdict;
+                assert!(
+                    matches!(verdict, BashVerdict::Ask { .. }),
+                    "`{command}` under {}: {verdict:?}",
+                    runner.rule
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn each_name_has_one_runner() {
+        let mut names: Vec<&str> = RUNNERS
+            .iter()
+            .flat_map(|r| r.names.iter().copied())
+            .collect();
+        let all = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all, "a name stands under two runners");
     }
 
     #[test]
