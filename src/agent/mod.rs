@@ -32,7 +32,7 @@ pub use resume::{Resume, ResumeError};
 use crate::base::{AbortReason, AbortSignal};
 use crate::classifier::{Classifier, ProposedRule, proposed_rules_yaml};
 use crate::exec::RunEnv;
-use crate::hooks::{EventVerdict, Hook, HookEvent, MAX_STOP_CONTINUATIONS};
+use crate::hooks::{EventRuling, Hook, HookEvent, MAX_STOP_CONTINUATIONS};
 use crate::mcp::{McpHub, McpLaunch, McpPlan};
 use crate::model::Pricing;
 use crate::model::{
@@ -512,7 +512,7 @@ pub async fn run(
         .then(|| EMPTY_ANSWER_WARNING.to_string())
         .into_iter()
         .collect();
-    let (outcome, exit_code) = crate::transcript::verdict::decide(
+    let (outcome, exit_code) = crate::transcript::final_outcome::decide(
         outcome,
         &run.denials,
         &run.effects.exceeded,
@@ -754,11 +754,11 @@ async fn opening(run: &mut Loop<'_>) -> Result<Result<Message, String>, AgentErr
         ),
     ] {
         match hooks::moment(run, event, subject, fields).await? {
-            EventVerdict::Stop { reason } => return Ok(Err(reason)),
-            EventVerdict::Block { reason } => {
+            EventRuling::Stop { reason } => return Ok(Err(reason)),
+            EventRuling::Block { reason } => {
                 return Ok(Err(format!("the prompt was blocked: {reason}")));
             }
-            EventVerdict::Proceed { context } => {
+            EventRuling::Proceed { context } => {
                 content.extend(context.into_iter().map(|text| ContentBlock::Text {
                     text: format!("<{event}-hook-context>\n{text}\n</{event}-hook-context>"),
                 }));
@@ -794,14 +794,14 @@ async fn stop_hooks(run: &mut Loop<'_>, scope: &mut Scope) -> Result<StopHooks, 
         ),
     };
     Ok(match hooks::moment(run, event, "", fields).await? {
-        EventVerdict::Proceed { .. } => StopHooks::End,
-        EventVerdict::Stop { reason } => StopHooks::Stopped(reason),
-        EventVerdict::Block { reason } if scope.stop_continuations >= MAX_STOP_CONTINUATIONS => {
+        EventRuling::Proceed { .. } => StopHooks::End,
+        EventRuling::Stop { reason } => StopHooks::Stopped(reason),
+        EventRuling::Block { reason } if scope.stop_continuations >= MAX_STOP_CONTINUATIONS => {
             StopHooks::Stopped(format!(
                 "{reason} (still blocking after {MAX_STOP_CONTINUATIONS} continuations)"
             ))
         }
-        EventVerdict::Block { reason } => {
+        EventRuling::Block { reason } => {
             scope.stop_continuations += 1;
             StopHooks::Continue(reason)
         }
