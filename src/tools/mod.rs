@@ -163,16 +163,14 @@ pub trait Tool: Send + Sync {
 }
 
 /// A tool's validated input, with the pure functions of it (S1). The defaults fail closed:
-/// an input that says nothing about itself is writing, exclusive and destructive.
+/// an input that says nothing about itself is writing and exclusive. S1's "destructive?" is
+/// "not read-only" here: every tool answered it as exactly that, so one function says both.
 pub trait ToolInput: Send + Sync {
     fn is_read_only(&self, _ctx: &PermissionContext) -> bool {
         false
     }
     fn is_concurrency_safe(&self, _ctx: &PermissionContext) -> bool {
         false
-    }
-    fn is_destructive(&self, _ctx: &PermissionContext) -> bool {
-        true
     }
     /// The tool's own permission check (S4 step 1c).
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck;
