@@ -13,7 +13,9 @@
 
 use std::sync::Arc;
 
-use super::{AgentError, Ending, Loop, attempt, reminders};
+use super::attempt::attempt;
+use super::ending::Ending;
+use super::{AgentError, Loop, reminders};
 use crate::base::AbortSignal;
 use crate::hooks::{CompactInput, HookConfinement, run_pre_compact};
 use crate::model::{ContentBlock, History, Message, ModelRequest, Provider, Role, ToolSpec};

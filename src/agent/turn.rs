@@ -9,9 +9,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::auto::{self, Judge, Reviews, Stop};
+use super::limits::denial_limit;
 use super::refusals::REPEATED;
 use super::subagent;
-use super::{AgentError, Loop, denial_limit, hooks, millis};
+use super::{AgentError, Loop, hooks, millis};
 use crate::call::{Classifier, Decider, PreparedCall, Resolution, Scheduling};
 use crate::hooks::{EventRuling, HookEvent};
 use crate::ledger::{Allowance, CallEffects};
@@ -421,7 +422,7 @@ fn deferred_hint(run: &Loop<'_>, name: &policy::ToolName) -> String {
             ". {name} is deferred: load it with ToolSearch (query \"select:{name}\") first"
         );
     }
-    let unavailable = super::unavailable_servers(run.spec, &run.mcp);
+    let unavailable = super::mcp::unavailable_servers(run.spec, &run.mcp);
     let said = |(server, why): &(&str, &str)| format!("{server} ({why})");
     match name {
         policy::ToolName::Mcp { server, .. } => unavailable
