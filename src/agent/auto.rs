@@ -5,7 +5,7 @@
 
 use super::{AgentError, Loop};
 use crate::base::AbortSignal;
-use crate::call::{Classifier as Seam, ClassifierFuture, PreparedCall, Verdict};
+use crate::call::{Classifier as Seam, ClassifierFuture, ClassifierRuling, PreparedCall};
 use crate::classifier::{Action, Classifier, Judged, Judgement, ProposedRule, record};
 use crate::config::serde_name;
 use crate::policy::{Ask, PermissionContext};
@@ -85,7 +85,11 @@ impl<'r> Judge<'r> {
         }
     }
 
-    async fn review(&mut self, call: &PreparedCall, ctx: &PermissionContext<'_>) -> Verdict {
+    async fn review(
+        &mut self,
+        call: &PreparedCall,
+        ctx: &PermissionContext<'_>,
+    ) -> ClassifierRuling {
         let action = action(call);
         let abort = self.abort.clone();
         // A signal must not wait for the judge: the call is refused and the loop's abort
@@ -93,7 +97,7 @@ impl<'r> Judge<'r> {
         let judged = tokio::select! {
             judged = self.auto.classifier.judge(self.intent, &action) => judged,
             _ = abort.aborted() => {
-                return Verdict::Deny {
+                return ClassifierRuling::Deny {
                     reason: "the run was interrupted while the classifier was judging the call"
                         .to_string(),
                 };
@@ -102,7 +106,7 @@ impl<'r> Judge<'r> {
         let model = self.auto.classifier.model().to_string();
         // A denial proposes rules from the analysis the gate read, not a new one.
         let proposal = || call.proposed_rules(ctx);
-        let (verdict, stop) = self.auto.settle(
+        let (ruling, stop) = self.auto.settle(
             judged.judgement.clone(),
             &action,
             &model,
@@ -112,7 +116,7 @@ impl<'r> Judge<'r> {
         self.reviews.push(judged);
         // The first stop is the one that ended the run.
         self.stop = self.stop.take().or(stop);
-        verdict
+        ruling
     }
 }
 
@@ -160,7 +164,7 @@ pub(super) fn record_reviews(
 }
 
 impl AutoState {
-    /// The classifier's judgement as the call's verdict, its proposals recorded and its
+    /// The classifier's judgement as the call's ruling, its proposals recorded and its
     /// limits counted.
     fn settle(
         &mut self,
@@ -169,7 +173,7 @@ impl AutoState {
         model: &str,
         proposal: impl FnOnce() -> Vec<String>,
         limits: &Limits,
-    ) -> (Verdict, Option<Stop>) {
+    ) -> (ClassifierRuling, Option<Stop>) {
         match judgement {
             Judgement::Allow { reason, risk } => {
                 self.consecutive_denials = 0;
@@ -177,7 +181,7 @@ impl AutoState {
                     "auto mode: the classifier ({model}) allowed it: {reason} (risk: {})",
                     serde_name(&risk)
                 );
-                (Verdict::Allow { reason }, None)
+                (ClassifierRuling::Allow { reason }, None)
             }
             Judgement::Deny { reason, risk } => {
                 self.consecutive_denials += 1;
@@ -195,10 +199,10 @@ impl AutoState {
                     outcome: Outcome::ClassifierDenials,
                     why,
                 });
-                (Verdict::Deny { reason }, stop)
+                (ClassifierRuling::Deny { reason }, stop)
             }
             Judgement::Unavailable { reason } => (
-                Verdict::Deny {
+                ClassifierRuling::Deny {
                     reason: format!(
                         "auto mode: nothing could judge this call, so it is denied: {reason}"
                     ),

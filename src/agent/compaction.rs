@@ -13,7 +13,9 @@
 
 use std::sync::Arc;
 
-use super::{AgentError, Ending, Loop, attempt, reminders};
+use super::attempt::attempt;
+use super::ending::Ending;
+use super::{AgentError, Loop, reminders};
 use crate::base::AbortSignal;
 use crate::hooks::{CompactInput, HookConfinement, run_pre_compact};
 use crate::model::{ContentBlock, History, Message, ModelRequest, Provider, Role, ToolSpec};
@@ -135,9 +137,9 @@ pub(super) async fn compact(
             .emit(run, CompactionOutcome::Failed)
             .map(|()| Compacted::No);
     };
-    let verdict = pre_compact_hooks(run).await;
-    record.hooks = verdict.runs;
-    if let Some(veto) = verdict.veto {
+    let ruling = pre_compact_hooks(run).await;
+    record.hooks = ruling.runs;
+    if let Some(veto) = ruling.veto {
         record.reason = Some(veto);
         return record
             .emit(run, CompactionOutcome::Vetoed)
@@ -262,7 +264,7 @@ pub(super) async fn compact(
             _ => None,
         })
         .collect();
-    let standing = restated(run, cut, &summary, &verdict.added);
+    let standing = restated(run, cut, &summary, &ruling.added);
     run.emit(Event::UserMessage {
         content: standing.content.clone(),
         extends: false,
@@ -355,7 +357,7 @@ fn offloaded_files(run: &Loop<'_>) -> Vec<String> {
     files
 }
 
-async fn pre_compact_hooks(run: &mut Loop<'_>) -> crate::hooks::CompactVerdict {
+async fn pre_compact_hooks(run: &mut Loop<'_>) -> crate::hooks::CompactRuling {
     let mode = run.spec.mode.to_string();
     let input = CompactInput {
         session_id: &run.spec.run_id,

@@ -1,7 +1,7 @@
 //! Where hooks meet the loop: the PreToolUse hooks a call's decision consults (it decides
-//! what their verdict may do), PermissionRequest on an ask nobody else answered,
+//! what their ruling may do), PermissionRequest on an ask nobody else answered,
 //! PostToolUse after the call, and the moments of the run (`moment`); the loop decides
-//! what a moment's verdict does.
+//! what a moment's ruling does.
 
 use std::sync::Arc;
 
@@ -11,8 +11,8 @@ use super::{AgentError, Loop};
 use crate::call::{PreToolUse, PreparedCall};
 use crate::exec::{ChildEnv, PreExecStep};
 use crate::hooks::{
-    EventVerdict, HookConfinement, HookEvent, HookInput, HookReport, HookVerdict, Moment,
-    run_event, run_hooks_in,
+    EventRuling, HookConfinement, HookEvent, HookInput, HookReport, HookRuling, Moment, run_event,
+    run_hooks_in,
 };
 use crate::sandbox::Sandbox;
 use crate::tools::trusted_git_env;
@@ -27,7 +27,7 @@ pub(super) struct PreToolUseHooks<'r, 'a> {
 impl PreToolUse for PreToolUseHooks<'_, '_> {
     type Error = AgentError;
 
-    async fn verdict(&mut self, call: &PreparedCall) -> Result<Option<HookVerdict>, AgentError> {
+    async fn ruling(&mut self, call: &PreparedCall) -> Result<Option<HookRuling>, AgentError> {
         if self.run.spec.hooks.is_empty() {
             return Ok(None);
         }
@@ -41,14 +41,14 @@ impl PreToolUse for PreToolUseHooks<'_, '_> {
             Asked::Nothing,
         )
         .await?;
-        Ok(Some(report.verdict))
+        Ok(Some(report.ruling))
     }
 
     async fn permission_request(
         &mut self,
         call: &PreparedCall,
         reason: &str,
-    ) -> Result<Option<HookVerdict>, AgentError> {
+    ) -> Result<Option<HookRuling>, AgentError> {
         let name = call.name().to_string();
         if !self
             .run
@@ -68,7 +68,7 @@ impl PreToolUse for PreToolUseHooks<'_, '_> {
             Asked::Because(reason),
         )
         .await?;
-        Ok(Some(report.verdict))
+        Ok(Some(report.ruling))
     }
 }
 
@@ -94,8 +94,8 @@ pub(super) async fn post_tool_use(
         Asked::Response(&response),
     )
     .await?;
-    match report.verdict {
-        HookVerdict::Deny { reason } | HookVerdict::Ask { reason } => Ok((
+    match report.ruling {
+        HookRuling::Deny { reason } | HookRuling::Ask { reason } => Ok((
             ResultStatus::Error,
             format!("[the result was withheld: {reason}]"),
         )),
@@ -184,21 +184,21 @@ fn confinement(
 }
 
 /// The run's hooks for a moment of it rather than a call (SessionStart, Stop, …): run with
-/// Claude Code's input (the common fields plus `fields`), recorded, and their verdict. No
+/// Claude Code's input (the common fields plus `fields`), recorded, and their ruling. No
 /// hook for it: proceed, nothing recorded.
 pub(super) async fn moment(
     run: &mut Loop<'_>,
     event: HookEvent,
     subject: &str,
     fields: Value,
-) -> Result<EventVerdict, AgentError> {
+) -> Result<EventRuling, AgentError> {
     if !run
         .spec
         .hooks
         .iter()
         .any(|hook| hook.spec.applies_to(event, subject))
     {
-        return Ok(EventVerdict::Proceed {
+        return Ok(EventRuling::Proceed {
             context: Vec::new(),
         });
     }
@@ -226,9 +226,9 @@ pub(super) async fn moment(
         confined,
     )
     .await;
-    let verdict = report.verdict.clone();
+    let ruling = report.ruling.clone();
     run.emit(Event::EventHooks { event, report })?;
-    Ok(verdict)
+    Ok(ruling)
 }
 
 /// Hooks in the run's OS sandbox: its environment (with the hook's own variables and git on

@@ -102,7 +102,7 @@ pub struct Resume {
     pub requests: u32,
     pub cost_usd: Option<f64>,
     pub denials: Vec<Denial>,
-    /// What the effect ledger measured before (its calls that exceeded their verdicts).
+    /// What the effect ledger measured before (its calls that exceeded their decisions).
     pub effects: crate::transcript::EffectReport,
     /// The run's own refused calls (tool, input, decision), for verbatim repeats.
     pub refused: Vec<(ToolName, Value, PermissionDecision)>,

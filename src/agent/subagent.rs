@@ -10,30 +10,16 @@ use std::pin::Pin;
 
 use super::auto::Stop;
 use super::budget::PromptEstimate;
+use super::ending::Ending;
 use super::reminders::Reminders;
-use super::{AgentError, Ending, Loop, Scope, conversation};
+use super::{AgentError, Loop, Scope, conversation};
 use crate::config::serde_name;
 use crate::model::{History, Message, Provider, Usage};
 use crate::tools::{
     DeferredTools, Delegation, FileStateCache, RunState, Subagent, ToolContext, ToolError,
-    ToolOutput, ToolRegistry,
+    ToolOutput,
 };
 use crate::transcript::{Event, Outcome};
-
-/// A sub-agent's pool: the parent's, less what its kind (and a custom agent's file) may not
-/// use. The run's own conversation (`None`) keeps the whole pool.
-pub(super) fn pool(offered: ToolRegistry, subagent: Option<&Subagent>) -> ToolRegistry {
-    match subagent {
-        None => offered,
-        Some(agent) => ToolRegistry::new(
-            offered
-                .tools()
-                .iter()
-                .filter(|tool| agent.may_use(&tool.name()))
-                .cloned(),
-        ),
-    }
-}
 
 /// What a sub-agent's run gives its parent: the Agent call's result, and a stop when the
 /// sub-agent hit a limit of the whole run (budget, wall clock, denials, the provider).
@@ -61,10 +47,7 @@ pub(super) async fn run(
     let agent = &delegation.agent;
     let spec = run.spec;
     let ctx = own_context(&run.ctx, agent);
-    let tools = pool(
-        super::offered_tools(spec, &run.mcp, &ctx.state.deferred.loaded()),
-        Some(agent),
-    );
+    let tools = super::pool(spec, &run.mcp).offered(&ctx.state.deferred.loaded(), Some(agent));
     // A custom agent's own limit only narrows the run's.
     let max_turns = agent
         .custom

@@ -9,11 +9,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::auto::{self, Judge, Reviews, Stop};
+use super::limits::denial_limit;
 use super::refusals::REPEATED;
 use super::subagent;
-use super::{AgentError, Loop, denial_limit, hooks, millis};
+use super::{AgentError, Loop, hooks, millis};
 use crate::call::{Classifier, Decider, PreparedCall, Resolution, Scheduling};
-use crate::hooks::{EventVerdict, HookEvent};
+use crate::hooks::{EventRuling, HookEvent};
 use crate::ledger::{Allowance, CallEffects};
 use crate::model::{ContentBlock, MalformedInput, Provider};
 use crate::policy::{self, Decision, HeadlessAnswer, Layer, PermissionContext, PermissionDecision};
@@ -314,13 +315,13 @@ impl<'r, 'a> LoopHost<'r, 'a> {
                 // Told of the denial, a hook may add context for the model or stop the run;
                 // it can never undo the denial.
                 match hooks::moment(self.run, HookEvent::PermissionDenied, &name, fields).await? {
-                    EventVerdict::Proceed { context } => {
+                    EventRuling::Proceed { context } => {
                         for text in context {
                             content.push_str(&format!("\n{text}"));
                         }
                     }
-                    EventVerdict::Block { .. } => {}
-                    EventVerdict::Stop { reason } => {
+                    EventRuling::Block { .. } => {}
+                    EventRuling::Stop { reason } => {
                         if self.stopped.is_none() {
                             self.stopped = Some(Stop {
                                 outcome: Outcome::HookStopped,
@@ -421,7 +422,7 @@ fn deferred_hint(run: &Loop<'_>, name: &policy::ToolName) -> String {
             ". {name} is deferred: load it with ToolSearch (query \"select:{name}\") first"
         );
     }
-    let unavailable = super::unavailable_servers(run.spec, &run.mcp);
+    let unavailable = super::mcp::unavailable_servers(run.spec, &run.mcp);
     let said = |(server, why): &(&str, &str)| format!("{server} ({why})");
     match name {
         policy::ToolName::Mcp { server, .. } => unavailable
@@ -660,7 +661,7 @@ impl TurnHost for LoopHost<'_, '_> {
     }
 
     /// The calls that ran together get what they changed together, judged against what
-    /// their verdicts allowed together.
+    /// their decisions allowed together.
     async fn calls_stopped(&mut self, ran: &[(usize, &Call)]) -> Result<(), AgentError> {
         let Some(ledger) = self.run.ledger.as_mut() else {
             return Ok(());

@@ -75,7 +75,7 @@ pub fn call_hash(tool: &str, input: &Value) -> String {
 /// A person's answer to one parked call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum Ruling {
     Approve,
     Deny,
 }
@@ -129,7 +129,9 @@ pub struct Approval {
     pub id: String,
     pub tool: String,
     pub hash: String,
-    pub verdict: Verdict,
+    /// Serialized as `verdict`: the approvals file is sealed and older files must read.
+    #[serde(rename = "verdict")]
+    pub ruling: Ruling,
     pub approver: Approver,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -142,9 +144,9 @@ pub struct Approval {
 impl Approval {
     /// What the model and the record read of this answer.
     fn reason(&self) -> String {
-        let verb = match self.verdict {
-            Verdict::Approve => "approved",
-            Verdict::Deny => "denied",
+        let verb = match self.ruling {
+            Ruling::Approve => "approved",
+            Ruling::Deny => "denied",
         };
         let note = self
             .note
@@ -277,11 +279,11 @@ pub fn answers(
                 id: approval.id,
             });
         }
-        let answer = match approval.verdict {
-            Verdict::Approve => PersonAnswer::Approved {
+        let answer = match approval.ruling {
+            Ruling::Approve => PersonAnswer::Approved {
                 reason: approval.reason(),
             },
-            Verdict::Deny => PersonAnswer::Denied {
+            Ruling::Deny => PersonAnswer::Denied {
                 reason: approval.reason(),
             },
         };
@@ -344,13 +346,13 @@ mod tests {
         DateTime::from_timestamp(1_800_000_000 + hours * 3600, 0).unwrap()
     }
 
-    fn approval(id: &str, input: &Value, verdict: Verdict, nonce: &str) -> Approval {
+    fn approval(id: &str, input: &Value, ruling: Ruling, nonce: &str) -> Approval {
         Approval {
             run_id: "run-1".into(),
             id: id.into(),
             tool: "Bash".into(),
             hash: call_hash("Bash", input),
-            verdict,
+            ruling,
             approver: Approver {
                 name: "octocat".into(),
                 github_run_id: Some("42".into()),
@@ -395,8 +397,8 @@ mod tests {
             "",
             key(),
             &[
-                approval("a", &push, Verdict::Approve, &n1),
-                approval("b", &tag, Verdict::Deny, &n2),
+                approval("a", &push, Ruling::Approve, &n1),
+                approval("b", &tag, Ruling::Deny, &n2),
             ],
         )
         .unwrap();
@@ -425,7 +427,7 @@ mod tests {
             key(),
             &[Approval {
                 run_id: "run-2".into(),
-                ..approval("a", &push, Verdict::Approve, &n1)
+                ..approval("a", &push, Ruling::Approve, &n1)
             }],
         )
         .unwrap();
@@ -440,7 +442,7 @@ mod tests {
             &[approval(
                 "a",
                 &json!({"command": "git push --force"}),
-                Verdict::Approve,
+                Ruling::Approve,
                 &n1,
             )],
         )
@@ -458,7 +460,7 @@ mod tests {
             check(&good, at(1), &first_used),
             ApprovalError::Used { line: 1, .. }
         ));
-        let only_a = append("", key(), &[approval("a", &push, Verdict::Approve, &n1)]).unwrap();
+        let only_a = append("", key(), &[approval("a", &push, Ruling::Approve, &n1)]).unwrap();
         assert_eq!(
             check(&only_a, at(1), &never),
             ApprovalError::Unanswered("b".into())
@@ -468,8 +470,8 @@ mod tests {
             &only_a,
             key(),
             &[
-                approval("b", &tag, Verdict::Approve, &n2),
-                approval("b", &tag, Verdict::Deny, &n2),
+                approval("b", &tag, Ruling::Approve, &n2),
+                approval("b", &tag, Ruling::Deny, &n2),
             ],
         )
         .unwrap();

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::resolution::{Answerer, Awaited, Resolution};
 use super::{PreparedCall, scope};
-use crate::hooks::HookVerdict;
+use crate::hooks::HookRuling;
 use crate::policy::{
     self, AllowBasis, Ask, Decision, GateDecision, Grounds, HeadlessAnswer, Layer,
     PermissionContext, PermissionDecision, PermissionMode, TraceStep, fast_path, headless_answer,
@@ -23,19 +23,19 @@ use crate::tools::SubagentKind;
 /// Where PreToolUse hooks plug in: the loop runs them and records their runs.
 pub trait PreToolUse {
     type Error;
-    /// The hooks' verdict on the call; `None` when no hook is configured.
-    fn verdict(
+    /// The hooks' ruling on the call; `None` when no hook is configured.
+    fn ruling(
         &mut self,
         call: &PreparedCall,
-    ) -> impl Future<Output = Result<Option<HookVerdict>, Self::Error>>;
+    ) -> impl Future<Output = Result<Option<HookRuling>, Self::Error>>;
 
-    /// PermissionRequest hooks' verdict on an ask only a person could have answered (where
+    /// PermissionRequest hooks' ruling on an ask only a person could have answered (where
     /// Claude Code shows its dialog), told why it was asked; `None` when none is configured.
     fn permission_request(
         &mut self,
         call: &PreparedCall,
         reason: &str,
-    ) -> impl Future<Output = Result<Option<HookVerdict>, Self::Error>> {
+    ) -> impl Future<Output = Result<Option<HookRuling>, Self::Error>> {
         let _ = (call, reason);
         std::future::ready(Ok(None))
     }
@@ -47,24 +47,24 @@ pub struct NoHooks;
 impl PreToolUse for NoHooks {
     type Error = std::convert::Infallible;
 
-    async fn verdict(&mut self, _call: &PreparedCall) -> Result<Option<HookVerdict>, Self::Error> {
+    async fn ruling(&mut self, _call: &PreparedCall) -> Result<Option<HookRuling>, Self::Error> {
         Ok(None)
     }
 }
 
-/// What auto mode's classifier says about an ask: its verdict and the reason recorded.
+/// What auto mode's classifier says about an ask: its ruling and the reason recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum ClassifierRuling {
     Allow { reason: String },
     Deny { reason: String },
 }
 
-pub type ClassifierFuture<'a> = Pin<Box<dyn Future<Output = Verdict> + Send + 'a>>;
+pub type ClassifierFuture<'a> = Pin<Box<dyn Future<Output = ClassifierRuling> + Send + 'a>>;
 
 /// Auto mode's classifier: asked only about a non-immune ask that neither a hook nor the fast
 /// path answered, and it always answers (one that cannot judge denies). `&mut self`: a
 /// classifier keeps state across reviews (its cache, the calls it has seen, its denial
-/// counts), and what a review produced beside the verdict (its model calls, a stop of the
+/// counts), and what a review produced beside the ruling (its model calls, a stop of the
 /// run) stays with the implementation for its owner to record. `ctx` is the decision's, so
 /// a proposal reads the analysis the gate made.
 pub trait Classifier: Send {
@@ -122,8 +122,8 @@ impl<'a> Decider<'a> {
             return Ok(gate_deny(grounds).refuse(Some(call)));
         }
         let immune = matches!(&gated, GateDecision::Ask(ask) if ask.immune);
-        let verdict = hooks.verdict(&call).await?;
-        let mut answer = self.resolve(&call, gated, verdict.as_ref()).await;
+        let ruling = hooks.ruling(&call).await?;
+        let mut answer = self.resolve(&call, gated, ruling.as_ref()).await;
         // dontAsk asks nobody, so there is no request to answer.
         if matches!(answer.by, Answerer::Mode(Awaited::Person))
             && self.ctx.mode != PermissionMode::DontAsk
@@ -141,9 +141,7 @@ impl<'a> Decider<'a> {
         else {
             return Ok(self.settle(answer, call));
         };
-        Ok(self
-            .recheck(call, answer, rewritten, verdict.as_ref())
-            .await)
+        Ok(self.recheck(call, answer, rewritten, ruling.as_ref()).await)
     }
 
     /// [`Decider::decide`] without hooks, for the callers that have none: its future never
@@ -219,7 +217,7 @@ impl<'a> Decider<'a> {
         call: PreparedCall,
         answer: Answer,
         rewritten: Value,
-        verdict: Option<&HookVerdict>,
+        ruling: Option<&HookRuling>,
     ) -> Resolution {
         let name = call.name().clone();
         let prepared = match PreparedCall::prepare(call.tool().clone(), rewritten) {
@@ -241,12 +239,12 @@ impl<'a> Decider<'a> {
                 .refuse(Some(call));
             }
         };
-        let kept = match verdict {
-            Some(HookVerdict::Allow { reason, .. }) => HookVerdict::Allow {
+        let kept = match ruling {
+            Some(HookRuling::Allow { reason, .. }) => HookRuling::Allow {
                 reason: reason.clone(),
                 updated_input: None,
             },
-            _ => HookVerdict::NoOpinion {
+            _ => HookRuling::NoOpinion {
                 updated_input: None,
             },
         };
@@ -271,28 +269,28 @@ impl<'a> Decider<'a> {
         .refuse(Some(call))
     }
 
-    /// Allow or ask, with the hooks' verdict: the one place an ask is answered.
+    /// Allow or ask, with the hooks' ruling: the one place an ask is answered.
     async fn resolve(
         &mut self,
         call: &PreparedCall,
         gated: GateDecision,
-        verdict: Option<&HookVerdict>,
+        ruling: Option<&HookRuling>,
     ) -> Answer {
         let ask = match gated {
             GateDecision::Deny(grounds) => return gate_deny(grounds),
             GateDecision::Allow {
                 grounds,
                 updated_input,
-            } => return hook_on_allow(grounds, updated_input, verdict),
+            } => return hook_on_allow(grounds, updated_input, ruling),
             GateDecision::Ask(ask) => ask,
         };
-        let ask = match hook_on_ask(ask, verdict) {
+        let ask = match hook_on_ask(ask, ruling) {
             Ok(answered) => return answered,
             Err(open) => open,
         };
         // A hook that took no position may still have rewritten the input.
-        let carried = match verdict {
-            Some(HookVerdict::NoOpinion { updated_input }) => updated_input.clone(),
+        let carried = match ruling {
+            Some(HookRuling::NoOpinion { updated_input }) => updated_input.clone(),
             _ => None,
         };
         if let Some(allowed) = fast_path(call, &self.ctx, &ask) {
@@ -317,10 +315,12 @@ impl<'a> Decider<'a> {
                 ..ask.grounds.clone()
             };
             let decision = match classifier.classify(call, &ask, &self.ctx).await {
-                Verdict::Allow { reason } => {
+                ClassifierRuling::Allow { reason } => {
                     PermissionDecision::allow(grounds(reason), carried, true)
                 }
-                Verdict::Deny { reason } => PermissionDecision::deny(grounds(reason), true),
+                ClassifierRuling::Deny { reason } => {
+                    PermissionDecision::deny(grounds(reason), true)
+                }
             };
             return Answer {
                 by: Answerer::Classifier,
@@ -358,7 +358,7 @@ impl<'a> Decider<'a> {
             GateDecision::Allow { grounds, .. } => grounds,
             GateDecision::Ask(ask) => ask.grounds,
         };
-        if let Some(HookVerdict::Deny { reason }) = hooks.verdict(&call).await? {
+        if let Some(HookRuling::Deny { reason }) = hooks.ruling(&call).await? {
             let grounds = Grounds {
                 layer: Layer::Hook,
                 reason,
@@ -417,11 +417,11 @@ fn gate_deny(grounds: Grounds) -> Answer {
 fn hook_on_allow(
     grounds: Grounds,
     updated_input: Option<Value>,
-    verdict: Option<&HookVerdict>,
+    ruling: Option<&HookRuling>,
 ) -> Answer {
     let by_gate = Answerer::Gate(grounds.step);
-    match verdict {
-        Some(HookVerdict::Deny { reason }) => Answer {
+    match ruling {
+        Some(HookRuling::Deny { reason }) => Answer {
             by: Answerer::Hook,
             decision: PermissionDecision::deny(
                 Grounds {
@@ -432,14 +432,14 @@ fn hook_on_allow(
                 false,
             ),
         },
-        Some(HookVerdict::Ask { reason }) => nobody_answers_hook(grounds, reason),
-        Some(HookVerdict::Defer { reason }) => parked_by_hook(grounds, reason),
+        Some(HookRuling::Ask { reason }) => nobody_answers_hook(grounds, reason),
+        Some(HookRuling::Defer { reason }) => parked_by_hook(grounds, reason),
         Some(
-            HookVerdict::Allow {
+            HookRuling::Allow {
                 updated_input: rewritten,
                 ..
             }
-            | HookVerdict::NoOpinion {
+            | HookRuling::NoOpinion {
                 updated_input: rewritten,
             },
         ) => Answer {
@@ -460,9 +460,9 @@ fn hook_on_allow(
 /// A hook's answer to an ask. It can always deny; it can allow (or ask, which headless means
 /// deny) only an ask that was not immune — never past an ask rule, an interaction requirement
 /// or a guardrail. `Err` gives the ask back, still open.
-fn hook_on_ask(ask: Ask, verdict: Option<&HookVerdict>) -> Result<Answer, Ask> {
-    match verdict {
-        Some(HookVerdict::Deny { reason }) => Ok(Answer {
+fn hook_on_ask(ask: Ask, ruling: Option<&HookRuling>) -> Result<Answer, Ask> {
+    match ruling {
+        Some(HookRuling::Deny { reason }) => Ok(Answer {
             by: Answerer::Hook,
             decision: PermissionDecision::deny(
                 Grounds {
@@ -473,13 +473,13 @@ fn hook_on_ask(ask: Ask, verdict: Option<&HookVerdict>) -> Result<Answer, Ask> {
                 false,
             ),
         }),
-        Some(HookVerdict::Ask { reason }) if !ask.immune => {
+        Some(HookRuling::Ask { reason }) if !ask.immune => {
             Ok(nobody_answers_hook(ask.grounds, reason))
         }
         // Parking never allows, so even an immune ask may be parked: only a person's
         // answer can run it.
-        Some(HookVerdict::Defer { reason }) => Ok(parked_by_hook(ask.grounds, reason)),
-        Some(HookVerdict::Allow {
+        Some(HookRuling::Defer { reason }) => Ok(parked_by_hook(ask.grounds, reason)),
+        Some(HookRuling::Allow {
             reason,
             updated_input,
         }) if !ask.immune => {
@@ -503,7 +503,7 @@ fn hook_on_ask(ask: Ask, verdict: Option<&HookVerdict>) -> Result<Answer, Ask> {
 /// reason; its allow answers the request as a person would, except for an ask no hook may
 /// answer (`immune`) or one whose input it rewrote (the rewrite would not be the call the
 /// gate judged).
-fn permission_request(asked: Answer, verdict: HookVerdict, immune: bool) -> Answer {
+fn permission_request(asked: Answer, ruling: HookRuling, immune: bool) -> Answer {
     let hook = |decision: Decision, reason: String| Answer {
         by: Answerer::Hook,
         decision: PermissionDecision {
@@ -514,9 +514,9 @@ fn permission_request(asked: Answer, verdict: HookVerdict, immune: bool) -> Answ
             ..asked.decision.clone()
         },
     };
-    match verdict {
-        HookVerdict::Deny { reason } => hook(Decision::Deny, reason),
-        HookVerdict::Allow {
+    match ruling {
+        HookRuling::Deny { reason } => hook(Decision::Deny, reason),
+        HookRuling::Allow {
             updated_input: Some(_),
             ..
         } => hook(
@@ -526,14 +526,14 @@ fn permission_request(asked: Answer, verdict: HookVerdict, immune: bool) -> Answ
                 asked.decision.reason
             ),
         ),
-        HookVerdict::Allow { reason, .. } if !immune => hook(
+        HookRuling::Allow { reason, .. } if !immune => hook(
             Decision::Allow,
             reason.unwrap_or_else(|| "allowed by a PermissionRequest hook".into()),
         ),
-        HookVerdict::Allow { .. }
-        | HookVerdict::Ask { .. }
-        | HookVerdict::Defer { .. }
-        | HookVerdict::NoOpinion { .. } => asked,
+        HookRuling::Allow { .. }
+        | HookRuling::Ask { .. }
+        | HookRuling::Defer { .. }
+        | HookRuling::NoOpinion { .. } => asked,
     }
 }
 

@@ -10,7 +10,7 @@ mod scope;
 #[cfg(test)]
 mod tests;
 
-pub use decide::{Classifier, ClassifierFuture, Decider, NoHooks, PreToolUse, Verdict};
+pub use decide::{Classifier, ClassifierFuture, ClassifierRuling, Decider, NoHooks, PreToolUse};
 pub use pool::{no_such_tool, refused_at_pool};
 pub use resolution::{Answerer, Awaited, Resolution};
 

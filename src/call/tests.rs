@@ -8,10 +8,10 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::{
-    Answerer, Awaited, Classifier, ClassifierFuture, Decider, PreToolUse, PreparedCall, Resolution,
-    Verdict,
+    Answerer, Awaited, Classifier, ClassifierFuture, ClassifierRuling, Decider, PreToolUse,
+    PreparedCall, Resolution,
 };
-use crate::hooks::HookVerdict;
+use crate::hooks::HookRuling;
 use crate::policy::{
     self, Ask, AskCause, Decision, Layer, PermissionContext, PermissionDecision, PermissionMode,
     Policy, RuleRef, RuleSet, Step, ToolCheck, ToolName, Workspace,
@@ -405,11 +405,11 @@ fn explain_lists_every_step_taken() {
 }
 
 /// PreToolUse hooks that always give one verdict.
-struct Hooks(Option<HookVerdict>);
+struct Hooks(Option<HookRuling>);
 
 impl PreToolUse for Hooks {
     type Error = std::convert::Infallible;
-    async fn verdict(&mut self, _call: &PreparedCall) -> Result<Option<HookVerdict>, Self::Error> {
+    async fn ruling(&mut self, _call: &PreparedCall) -> Result<Option<HookRuling>, Self::Error> {
         Ok(self.0.clone())
     }
 }
@@ -418,7 +418,7 @@ async fn approve<'a>(
     call: PreparedCall,
     ctx: PermissionContext<'a>,
     classifier: Option<&'a mut dyn Classifier>,
-    verdict: Option<HookVerdict>,
+    verdict: Option<HookRuling>,
 ) -> Resolution {
     let mut decider = Decider {
         classifier,
@@ -435,17 +435,17 @@ async fn hooks_stop_anything_but_allow_only_what_the_mode_refused() {
     let rules = rules("permissions: {}\n");
     let workspace = Workspace::new("/ws".into(), vec![], None);
     let ctx = context(PermissionMode::DontAsk, &rules, &workspace);
-    let allow = HookVerdict::Allow {
+    let allow = HookRuling::Allow {
         reason: Some("hook ok".into()),
         updated_input: Some(json!({"x": 1})),
     };
-    let deny_verdict = HookVerdict::Deny {
+    let deny_verdict = HookRuling::Deny {
         reason: "hook says no".into(),
     };
-    let ask = HookVerdict::Ask {
+    let ask = HookRuling::Ask {
         reason: "hook asks".into(),
     };
-    let none = HookVerdict::NoOpinion {
+    let none = HookRuling::NoOpinion {
         updated_input: None,
     };
     // (tool check, verdict, final decision, layer)
@@ -523,7 +523,7 @@ async fn auto_fast_path_allows_reads_and_workspace_edits_only() {
 }
 
 /// A classifier that answers one way and counts what it was asked.
-struct FixedClassifier(Verdict, std::sync::atomic::AtomicUsize);
+struct FixedClassifier(ClassifierRuling, std::sync::atomic::AtomicUsize);
 
 impl Classifier for FixedClassifier {
     fn classify<'a>(
@@ -544,20 +544,20 @@ async fn the_classifier_answers_only_what_hooks_and_the_fast_path_left_open_in_a
     let rules = rules("permissions: {}\n");
     let workspace = Workspace::new("/ws".into(), vec![], None);
     let mut allowing = FixedClassifier(
-        Verdict::Allow {
+        ClassifierRuling::Allow {
             reason: "looks fine".into(),
         },
         Default::default(),
     );
     let mut denying = FixedClassifier(
-        Verdict::Deny {
+        ClassifierRuling::Deny {
             reason: "exfiltration".into(),
         },
         Default::default(),
     );
     let auto = context(PermissionMode::Auto, &rules, &workspace);
     let asked = |kind| probe(kind, false, false);
-    let hook_deny = HookVerdict::Deny {
+    let hook_deny = HookRuling::Deny {
         reason: "hook says no".into(),
     };
     let got = approve(asked("ask"), auto, Some(&mut allowing), None)
@@ -642,7 +642,7 @@ async fn every_decision_names_who_answered() {
     use PermissionMode::{Auto, DontAsk};
     let rules = rules("permissions: {}\n");
     let workspace = Workspace::new("/ws".into(), vec![], None);
-    let hook_deny = HookVerdict::Deny {
+    let hook_deny = HookRuling::Deny {
         reason: "no".into(),
     };
     let cases = [
@@ -689,7 +689,7 @@ impl Classifier for Proposing {
     ) -> ClassifierFuture<'a> {
         self.0.push(call.proposed_rules(ctx));
         Box::pin(async {
-            Verdict::Deny {
+            ClassifierRuling::Deny {
                 reason: "no".into(),
             }
         })
@@ -797,10 +797,10 @@ async fn decision_reasons_read_as_a_person_expects() {
         "permissions:\n  allow: ['Bash(git status)', 'Bash(npm test:*)', 'Edit(src/**)']\n  deny: ['Bash(rm:*)', 'Read(.env)']\n  ask: ['Bash(git push:*)']\n",
     );
     let workspace = Workspace::new("/ws".into(), vec![], None);
-    let hook_ask = HookVerdict::Ask {
+    let hook_ask = HookRuling::Ask {
         reason: "a release needs a person".into(),
     };
-    let cases: [(PermissionMode, &str, Value, Option<HookVerdict>); 12] = [
+    let cases: [(PermissionMode, &str, Value, Option<HookRuling>); 12] = [
         (
             PermissionMode::DontAsk,
             "Bash",
@@ -989,7 +989,7 @@ async fn decided_with(
     call: PreparedCall,
     ctx: PermissionContext<'_>,
     headless: policy::HeadlessAnswer,
-    verdict: Option<HookVerdict>,
+    verdict: Option<HookRuling>,
 ) -> Resolution {
     let mut decider = Decider {
         headless,
@@ -1010,10 +1010,10 @@ async fn asks_are_parked_never_denies() {
     let workspace = Workspace::new("/ws".into(), vec![], None);
     let plain = rules("permissions: {}\n");
     let ctx = context(PermissionMode::DontAsk, &plain, &workspace);
-    let defer = HookVerdict::Defer {
+    let defer = HookRuling::Defer {
         reason: "hook defers".into(),
     };
-    let deny = HookVerdict::Deny {
+    let deny = HookRuling::Deny {
         reason: "hook says no".into(),
     };
     // (tool check, run setting, hook verdict, decision, layer)
@@ -1081,7 +1081,7 @@ async fn an_approval_answers_an_ask_never_a_deny() {
     let workspace = Workspace::new("/ws".into(), vec![], None);
     let plain = rules("permissions: {}\n");
     let ctx = context(PermissionMode::DontAsk, &plain, &workspace);
-    let approved = |kind: &str, verdict: Option<HookVerdict>| {
+    let approved = |kind: &str, verdict: Option<HookRuling>| {
         let call = probe(kind, false, false);
         async move {
             let mut decider = Decider::headless(ctx);
@@ -1094,7 +1094,7 @@ async fn an_approval_answers_an_ask_never_a_deny() {
             }
         }
     };
-    let rewrite = HookVerdict::Allow {
+    let rewrite = HookRuling::Allow {
         reason: None,
         updated_input: Some(json!({"other": true})),
     };
@@ -1115,7 +1115,7 @@ async fn an_approval_answers_an_ask_never_a_deny() {
         (denied.decision, denied.layer),
         (Decision::Deny, Layer::Tool)
     );
-    let hook = HookVerdict::Deny {
+    let hook = HookRuling::Deny {
         reason: "hook says no".into(),
     };
     let denied = approved("guardrail", Some(hook)).await.into_decision();

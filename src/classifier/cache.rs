@@ -1,46 +1,46 @@
 //! Verdicts remembered by review hash: in memory for the run, and optionally as one small
-//! JSON file per verdict in `classifier.cache_dir`, so a batch over many repositories judges
-//! the same action once. Only well-formed verdicts are kept; a failure is never cached.
+//! JSON file per reply in `classifier.cache_dir`, so a batch over many repositories judges
+//! the same action once. Only well-formed replies are kept; a failure is never cached.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use super::verdict::Verdict;
+use super::reply::Reply;
 
 #[derive(Debug, Default)]
-pub struct VerdictCache {
-    memory: HashMap<String, Verdict>,
+pub struct ReplyCache {
+    memory: HashMap<String, Reply>,
     dir: Option<PathBuf>,
 }
 
-impl VerdictCache {
+impl ReplyCache {
     pub fn new(dir: Option<PathBuf>) -> Self {
-        VerdictCache {
+        ReplyCache {
             memory: HashMap::new(),
             dir,
         }
     }
 
-    /// The remembered verdict. A cache file that cannot be read or parsed is a miss: the
+    /// The remembered reply. A cache file that cannot be read or parsed is a miss: the
     /// classifier asks again rather than trust it.
-    pub fn get(&mut self, hash: &str) -> Option<Verdict> {
-        if let Some(verdict) = self.memory.get(hash) {
-            return Some(verdict.clone());
+    pub fn get(&mut self, hash: &str) -> Option<Reply> {
+        if let Some(reply) = self.memory.get(hash) {
+            return Some(reply.clone());
         }
         let path = self.dir.as_ref()?.join(format!("{hash}.json"));
         let text = std::fs::read_to_string(path).ok()?;
-        let verdict: Verdict = serde_json::from_str(&text).ok()?;
-        self.memory.insert(hash.to_string(), verdict.clone());
-        Some(verdict)
+        let reply: Reply = serde_json::from_str(&text).ok()?;
+        self.memory.insert(hash.to_string(), reply.clone());
+        Some(reply)
     }
 
-    /// Remembers a verdict. Writing the folder's file is best effort (a read-only cache
+    /// Remembers a reply. Writing the folder's file is best effort (a read-only cache
     /// still serves); it is written whole to a temporary name first so a parallel run never
     /// reads half a file.
-    pub fn put(&mut self, hash: &str, verdict: &Verdict) {
-        self.memory.insert(hash.to_string(), verdict.clone());
+    pub fn put(&mut self, hash: &str, reply: &Reply) {
+        self.memory.insert(hash.to_string(), reply.clone());
         let Some(dir) = &self.dir else { return };
-        let Ok(text) = serde_json::to_string(verdict) else {
+        let Ok(text) = serde_json::to_string(reply) else {
             return;
         };
         let temporary = dir.join(format!(".{hash}.{}.tmp", std::process::id()));
@@ -59,21 +59,21 @@ impl VerdictCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classifier::verdict::{Risk, Ruling};
+    use crate::classifier::reply::{Risk, Ruling};
 
     #[test]
-    fn a_verdict_survives_into_a_second_cache_on_the_same_folder() {
+    fn a_reply_survives_into_a_second_cache_on_the_same_folder() {
         let dir = tempfile::tempdir().unwrap();
-        let verdict = Verdict {
+        let reply = Reply {
             decision: Ruling::Allow,
             reason: "lint".into(),
             risk: Risk::Low,
         };
-        let mut first = VerdictCache::new(Some(dir.path().join("c")));
+        let mut first = ReplyCache::new(Some(dir.path().join("c")));
         assert_eq!(first.get("abc"), None);
-        first.put("abc", &verdict);
-        let mut second = VerdictCache::new(Some(dir.path().join("c")));
-        assert_eq!(second.get("abc"), Some(verdict));
+        first.put("abc", &reply);
+        let mut second = ReplyCache::new(Some(dir.path().join("c")));
+        assert_eq!(second.get("abc"), Some(reply));
         std::fs::write(dir.path().join("c/bad.json"), "{").unwrap();
         assert_eq!(second.get("bad"), None);
     }

@@ -7,7 +7,7 @@ mod cache;
 pub mod eval;
 mod prompt;
 mod proposal;
-mod verdict;
+mod reply;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -17,14 +17,14 @@ use tokio::time::Instant;
 
 pub use prompt::{Action, Review, Stage, review_hash, system_prompt, user_message};
 pub use proposal::{ProposedRule, narrowest_rules, paste_block, proposed_rules_yaml, record};
-pub use verdict::{Risk, Ruling, Verdict, VerdictError, parse_verdict};
+pub use reply::{Reply, ReplyError, Risk, Ruling, parse_reply};
 
 use crate::model::{
     History, Message, ModelRequest, Pricing, Provider, ProviderError, StopReason, Usage,
     UsageSource,
 };
 use crate::settings::AutoModeProse;
-use cache::VerdictCache;
+use cache::ReplyCache;
 
 /// How many earlier calls the judge sees: enough to tell a step of a plan from a stray act.
 const RECENT_CALLS: usize = 8;
@@ -73,15 +73,15 @@ pub struct Classifier {
     provider_name: String,
     two_stage: bool,
     prose: AutoModeProse,
-    cache: VerdictCache,
+    cache: ReplyCache,
     recent: VecDeque<Action>,
 }
 
 /// What one model call of a review answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
-    Verdict(Verdict),
-    /// The model answered, but not with a verdict (malformed, refused): a deny.
+    Reply(Reply),
+    /// The model answered, but not with a well-formed reply (malformed, refused): a deny.
     Unusable(String),
     /// The model could not be reached after the provider's retries, or the classifier's
     /// budget is spent: the run cannot go on judging.
@@ -96,7 +96,9 @@ pub struct ClassifierCall {
     /// SHA-256 of the model, prose, intent and action: the cache key.
     pub prompt_hash: String,
     pub stage: Stage,
-    pub verdict: CallVerdict,
+    /// Serialized as `verdict`, the transcript's name for it.
+    #[serde(rename = "verdict")]
+    pub ruling: CallRuling,
     pub reason: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub risk: Option<Risk>,
@@ -114,7 +116,7 @@ pub struct ClassifierCall {
 /// A call's answer in one word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum CallVerdict {
+pub enum CallRuling {
     Allow,
     Deny,
     /// Unusable or unreachable: the action is denied.
@@ -164,7 +166,7 @@ impl Classifier {
             provider_name: setup.provider_name,
             two_stage: setup.two_stage,
             prose: setup.prose,
-            cache: VerdictCache::new(setup.cache_dir),
+            cache: ReplyCache::new(setup.cache_dir),
             recent: VecDeque::new(),
         }
     }
@@ -182,7 +184,7 @@ impl Classifier {
     }
 
     /// Reviews `action` for the task whose prompt is `intent`. The same action in the same
-    /// task gets the cached verdict without a model call.
+    /// task gets the cached reply without a model call.
     pub async fn judge(&mut self, intent: &str, action: &Action) -> Judged {
         let recent: Vec<Action> = self.recent.iter().cloned().collect();
         let review = Review {
@@ -199,9 +201,9 @@ impl Classifier {
             provider: &self.provider_name,
             hash: &hash,
         };
-        if let Some(verdict) = self.cache.get(&hash) {
+        if let Some(reply) = self.cache.get(&hash) {
             let hit = Asked {
-                answer: Answer::Verdict(verdict),
+                answer: Answer::Reply(reply),
                 latency_ms: 0,
                 usage: Usage::default(),
                 usage_source: UsageSource::Reported,
@@ -219,7 +221,7 @@ impl Classifier {
         };
         let first = self.link.ask(&review, Stage::Quick, quick_tokens).await;
         let mut calls = vec![record.call(Stage::Quick, &first, false)];
-        let leans_deny = matches!(&first.answer, Answer::Verdict(v) if v.decision == Ruling::Deny)
+        let leans_deny = matches!(&first.answer, Answer::Reply(v) if v.decision == Ruling::Deny)
             || matches!(first.answer, Answer::Unusable(_));
         let mut answer = first.answer;
         if self.two_stage && leans_deny {
@@ -228,8 +230,8 @@ impl Classifier {
             calls.push(record.call(Stage::Reasoned, &second, false));
             answer = second.answer;
         }
-        if let Answer::Verdict(verdict) = &answer {
-            self.cache.put(&hash, verdict);
+        if let Answer::Reply(reply) = &answer {
+            self.cache.put(&hash, reply);
         }
         Judged {
             judgement: judgement(answer),
@@ -247,17 +249,17 @@ struct Record<'a> {
 
 impl Record<'_> {
     fn call(&self, stage: Stage, asked: &Asked, cache_hit: bool) -> ClassifierCall {
-        let (verdict, reason, risk) = match &asked.answer {
-            Answer::Verdict(verdict) => (
-                match verdict.decision {
-                    Ruling::Allow => CallVerdict::Allow,
-                    Ruling::Deny => CallVerdict::Deny,
+        let (ruling, reason, risk) = match &asked.answer {
+            Answer::Reply(reply) => (
+                match reply.decision {
+                    Ruling::Allow => CallRuling::Allow,
+                    Ruling::Deny => CallRuling::Deny,
                 },
-                verdict.reason.clone(),
-                Some(verdict.risk),
+                reply.reason.clone(),
+                Some(reply.risk),
             ),
             Answer::Unusable(why) | Answer::Unreachable(why) => {
-                (CallVerdict::Error, why.clone(), None)
+                (CallRuling::Error, why.clone(), None)
             }
         };
         ClassifierCall {
@@ -265,7 +267,7 @@ impl Record<'_> {
             provider: self.provider.to_string(),
             prompt_hash: self.hash.to_string(),
             stage,
-            verdict,
+            ruling,
             reason,
             risk,
             latency_ms: asked.latency_ms,
@@ -279,12 +281,12 @@ impl Record<'_> {
 
 fn judgement(answer: Answer) -> Judgement {
     match answer {
-        Answer::Verdict(Verdict {
+        Answer::Reply(Reply {
             decision: Ruling::Allow,
             reason,
             risk,
         }) => Judgement::Allow { reason, risk },
-        Answer::Verdict(Verdict {
+        Answer::Reply(Reply {
             decision: Ruling::Deny,
             reason,
             risk,
@@ -355,8 +357,8 @@ impl Link {
             .collect();
         let answer = match response.stop_reason {
             StopReason::Refusal => Answer::Unusable("the classifier refused to answer".into()),
-            _ => match parse_verdict(&text) {
-                Ok(verdict) => Answer::Verdict(verdict),
+            _ => match parse_reply(&text) {
+                Ok(reply) => Answer::Reply(reply),
                 Err(err) => Answer::Unusable(err.to_string()),
             },
         };
@@ -445,7 +447,7 @@ mod tests {
             matches!(&garbled.judgement, Judgement::Deny { reason, risk: None } if reason.contains("not the JSON verdict")),
             "{garbled:?}"
         );
-        assert_eq!(garbled.calls[0].verdict, CallVerdict::Error);
+        assert_eq!(garbled.calls[0].ruling, CallRuling::Error);
         let gone = judge.judge("lint", &action("make docs")).await;
         assert!(
             matches!(gone.judgement, Judgement::Unavailable { .. }),

@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 
 use crate::approval::{
-    APPROVALS_FILE, Approval, Approver, DEFAULT_VALID_HOURS, PENDING_FILE, Pending, Verdict,
+    APPROVALS_FILE, Approval, Approver, DEFAULT_VALID_HOURS, PENDING_FILE, Pending, Ruling,
     call_hash,
 };
 use crate::exit::ExitCode;
@@ -60,13 +60,13 @@ pub fn approve(args: ApproveArgs) -> Result<ExitCode> {
     let now = chrono::Utc::now();
     let expires_at = now + chrono::Duration::hours(i64::from(args.valid_for));
     let mut lines = Vec::new();
-    for (call, verdict) in &answers {
+    for (call, ruling) in &answers {
         lines.push(Approval {
             run_id: pending.run_id.clone(),
             id: call.id.clone(),
             tool: call.tool.clone(),
             hash: call_hash(&call.tool, &call.input),
-            verdict: *verdict,
+            ruling: *ruling,
             approver: approver.clone(),
             note: args.note.clone(),
             at: now,
@@ -83,10 +83,10 @@ pub fn approve(args: ApproveArgs) -> Result<ExitCode> {
     let text = crate::approval::append(&existing, key, &lines)?;
     crate::out_dir::write_atomic(&path, text.as_bytes())?;
     let mut said = String::new();
-    for (call, verdict) in &answers {
-        let verb = match verdict {
-            Verdict::Approve => "approved",
-            Verdict::Deny => "denied",
+    for (call, ruling) in &answers {
+        let verb = match ruling {
+            Ruling::Approve => "approved",
+            Ruling::Deny => "denied",
         };
         said.push_str(&format!(
             "{verb} {} ({} {}) as {approver}\n",
@@ -109,7 +109,7 @@ pub fn approve(args: ApproveArgs) -> Result<ExitCode> {
 fn chosen<'p>(
     args: &ApproveArgs,
     pending: &'p Pending,
-) -> Result<Vec<(&'p crate::approval::ParkedCall, Verdict)>> {
+) -> Result<Vec<(&'p crate::approval::ParkedCall, Ruling)>> {
     let listed: BTreeSet<&str> = pending.calls.iter().map(|call| call.id.as_str()).collect();
     for id in args.calls.iter().chain(&args.deny) {
         if !listed.contains(id.as_str()) {
@@ -128,9 +128,9 @@ fn chosen<'p>(
         .iter()
         .filter_map(|call| {
             if args.deny.contains(&call.id) {
-                Some((call, Verdict::Deny))
+                Some((call, Ruling::Deny))
             } else if args.all || args.calls.contains(&call.id) {
-                Some((call, Verdict::Approve))
+                Some((call, Ruling::Approve))
             } else {
                 None
             }
@@ -193,22 +193,22 @@ mod tests {
     #[test]
     fn each_named_call_gets_one_answer() {
         let pending = pending();
-        let said = |args: &ApproveArgs| -> Result<Vec<(String, Verdict)>> {
+        let said = |args: &ApproveArgs| -> Result<Vec<(String, Ruling)>> {
             Ok(chosen(args, &pending)?
                 .into_iter()
-                .map(|(call, verdict)| (call.id.clone(), verdict))
+                .map(|(call, ruling)| (call.id.clone(), ruling))
                 .collect())
         };
         assert_eq!(
             said(&args(&["a"], false, &["c"])).unwrap(),
-            [("a".into(), Verdict::Approve), ("c".into(), Verdict::Deny)]
+            [("a".into(), Ruling::Approve), ("c".into(), Ruling::Deny)]
         );
         assert_eq!(
             said(&args(&[], true, &["b"])).unwrap(),
             [
-                ("a".into(), Verdict::Approve),
-                ("b".into(), Verdict::Deny),
-                ("c".into(), Verdict::Approve)
+                ("a".into(), Ruling::Approve),
+                ("b".into(), Ruling::Deny),
+                ("c".into(), Ruling::Approve)
             ]
         );
         let error = |args: &ApproveArgs| said(args).unwrap_err().to_string();

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::exit::ExitCode;
 use crate::fleet::Forge;
-use crate::trigger::{Permission, TriggerConfig, Verdict};
+use crate::trigger::{Activation, Permission, TriggerConfig};
 
 #[derive(Debug, Args)]
 pub(super) struct GithubArgs {
@@ -330,7 +330,7 @@ fn trigger(args: TriggerArgs) -> Result<ExitCode> {
     };
     let repository = args.api.repository()?;
     let forge = args.api.forge()?;
-    let verdict = block_on(crate::trigger::decide(
+    let activation = block_on(crate::trigger::decide(
         &args.event_name,
         &event,
         repository,
@@ -338,8 +338,8 @@ fn trigger(args: TriggerArgs) -> Result<ExitCode> {
         &forge,
     ))??;
     let mut outputs: Vec<(&str, String)> = Vec::new();
-    let (line, code) = match &verdict {
-        Verdict::Run(invocation) => {
+    let (line, code) = match &activation {
+        Activation::Run(invocation) => {
             if let Some(path) = &args.prompt_out {
                 let prompt = crate::trigger::prompt(&args.instruction, invocation);
                 crate::out_dir::write_atomic(path, prompt.as_bytes())
@@ -357,7 +357,7 @@ fn trigger(args: TriggerArgs) -> Result<ExitCode> {
                 ExitCode::Success,
             )
         }
-        Verdict::NotTriggered(why) => {
+        Activation::NotTriggered(why) => {
             outputs.push(("triggered", "false".into()));
             eprintln!("tollgate github trigger: no run: {why}");
             (
@@ -365,7 +365,7 @@ fn trigger(args: TriggerArgs) -> Result<ExitCode> {
                 ExitCode::Success,
             )
         }
-        Verdict::Refused(why) => {
+        Activation::Refused(why) => {
             outputs.push(("triggered", "refused".into()));
             eprintln!("tollgate github trigger: refused: {why}");
             if std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true") {

@@ -23,7 +23,7 @@ use crate::tools::{AgentTool, SubagentKind, Tool, builtin};
 use crate::transcript::{Event, RecordedLine};
 
 #[derive(Debug, Serialize)]
-struct Verdict<'a> {
+struct StepDecision<'a> {
     decision: Decision,
     step: Step,
     reason: &'a str,
@@ -36,8 +36,8 @@ struct Change<'a> {
     id: &'a str,
     tool: &'a str,
     input: &'a Value,
-    before: Verdict<'a>,
-    after: Verdict<'a>,
+    before: StepDecision<'a>,
+    after: StepDecision<'a>,
     widened: bool,
 }
 
@@ -306,12 +306,12 @@ impl Replayer<'_> {
             id,
             tool: &call.tool,
             input: &call.input,
-            before: Verdict {
+            before: StepDecision {
                 decision: old.decision,
                 step: old.step,
                 reason: &old.reason,
             },
-            after: Verdict {
+            after: StepDecision {
                 decision: new.decision,
                 step: new.step,
                 reason: &new.reason,

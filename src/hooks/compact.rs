@@ -28,7 +28,7 @@ pub struct CompactInput<'a> {
 
 /// The hooks' answer: a veto (the first, in policy order), the text they add, their runs.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct CompactVerdict {
+pub struct CompactRuling {
     pub veto: Option<String>,
     pub added: Vec<String>,
     pub runs: Vec<HookRun>,
@@ -43,7 +43,7 @@ pub async fn run_pre_compact(
     env: &ChildEnv,
     abort: &AbortSignal,
     confinement: Option<Arc<dyn HookConfinement>>,
-) -> CompactVerdict {
+) -> CompactRuling {
     let event = HookEvent::PreCompact;
     let occasion = Occasion {
         event,
@@ -64,28 +64,28 @@ pub async fn run_pre_compact(
         .into_bytes()
     };
     let reader = Reader { read, on_error };
-    let mut verdict = CompactVerdict::default();
+    let mut ruling = CompactRuling::default();
     for ran in run_matching(hooks, occasion, stdin, env, abort, confinement, reader).await {
         let ran = ran.map(|said| match said {
             Said::Veto(reason) => {
                 let answer = HookAnswer::Deny {
                     reason: Some(reason.clone()),
                 };
-                verdict.veto.get_or_insert(reason);
+                ruling.veto.get_or_insert(reason);
                 answer
             }
             Said::Text(text) => {
                 if !text.trim().is_empty() {
-                    verdict.added.push(text);
+                    ruling.added.push(text);
                 }
                 HookAnswer::NoOpinion {
                     updated_input: None,
                 }
             }
         });
-        verdict.runs.push(HookRun::new(event, ran));
+        ruling.runs.push(HookRun::new(event, ran));
     }
-    verdict
+    ruling
 }
 
 enum Said {

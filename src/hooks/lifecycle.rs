@@ -54,7 +54,7 @@ pub type EventRun = Ran<EventAnswer>;
 /// order speaks. Contexts are kept from every hook that proceeded, in policy order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
-pub enum EventVerdict {
+pub enum EventRuling {
     Proceed { context: Vec<String> },
     Block { reason: String },
     Stop { reason: String },
@@ -63,7 +63,7 @@ pub enum EventVerdict {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventReport {
     #[serde(flatten)]
-    pub verdict: EventVerdict,
+    pub ruling: EventRuling,
     pub runs: Vec<EventRun>,
 }
 
@@ -103,7 +103,7 @@ pub async fn run_event(
     };
     let runs = run_matching(hooks, occasion, stdin, env, abort, confinement, reader).await;
     EventReport {
-        verdict: aggregate(event, &runs),
+        ruling: aggregate(event, &runs),
         runs,
     }
 }
@@ -119,7 +119,7 @@ fn on_error(policy: OnError, err: &HookError) -> EventAnswer {
     }
 }
 
-fn aggregate(event: HookEvent, runs: &[EventRun]) -> EventVerdict {
+fn aggregate(event: HookEvent, runs: &[EventRun]) -> EventRuling {
     let decided = runs
         .iter()
         .enumerate()
@@ -134,17 +134,17 @@ fn aggregate(event: HookEvent, runs: &[EventRun]) -> EventVerdict {
     };
     match decided {
         Some((_, run)) => match &run.answer {
-            EventAnswer::Stop { reason } => EventVerdict::Stop {
+            EventAnswer::Stop { reason } => EventRuling::Stop {
                 reason: name(run, reason),
             },
-            EventAnswer::Block { reason } => EventVerdict::Block {
+            EventAnswer::Block { reason } => EventRuling::Block {
                 reason: name(run, reason),
             },
-            EventAnswer::Proceed { .. } => EventVerdict::Proceed {
+            EventAnswer::Proceed { .. } => EventRuling::Proceed {
                 context: Vec::new(),
             },
         },
-        None => EventVerdict::Proceed {
+        None => EventRuling::Proceed {
             context: runs
                 .iter()
                 .filter_map(|run| match &run.answer {

@@ -1,5 +1,5 @@
 //! Command hooks (S9): which hooks run for a call or a moment of the run, running them with
-//! Claude Code's JSON on stdin (one runner for every event: `runner`), and folding their answers into one verdict that names the hook
+//! Claude Code's JSON on stdin (one runner for every event: `runner`), and folding their answers into one ruling that names the hook
 //! behind it (a call's: deny > ask > allow; a moment's: see `lifecycle`; PreCompact's:
 //! `compact`). Decides nothing about rules: the gate combines the two.
 
@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 pub use answer::{HookAnswer, HookError};
-pub use compact::{CompactInput, CompactVerdict, run_pre_compact};
+pub use compact::{CompactInput, CompactRuling, run_pre_compact};
 pub use lifecycle::{
-    EventAnswer, EventReport, EventRun, EventVerdict, MAX_STOP_CONTINUATIONS, Moment, run_event,
+    EventAnswer, EventReport, EventRuling, EventRun, MAX_STOP_CONTINUATIONS, Moment, run_event,
 };
 // Hooks as a policy file writes them are the policy's data; this module runs them.
 pub use crate::settings::{
@@ -90,7 +90,7 @@ impl HookInput<'_> {
 /// decided, so the model and the transcript can tell a hook's deny from a rule's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
-pub enum HookVerdict {
+pub enum HookRuling {
     Allow {
         reason: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -133,17 +133,19 @@ pub struct HookRun {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HookReport {
-    pub verdict: HookVerdict,
+    /// Serialized as `verdict`, the transcript's name for it.
+    #[serde(rename = "verdict")]
+    pub ruling: HookRuling,
     /// One per hook that matched, in policy order (not completion order).
     pub runs: Vec<HookRun>,
-    /// Index into `runs` of the hook whose answer became the verdict.
+    /// Index into `runs` of the hook whose answer became the ruling.
     pub decided_by: Option<usize>,
 }
 
 /// Runs every hook for `event` whose matcher covers `input.tool_name`, all at once (a slow
 /// hook then costs its own time, not the sum), and folds their answers: deny > ask > allow >
 /// no opinion; among equals the first in policy order speaks. Each hook sees the original
-/// input, not another hook's rewrite; the verdict's `updated_input` is the last (in policy
+/// input, not another hook's rewrite; the ruling's `updated_input` is the last (in policy
 /// order) one given by a hook that allowed or had no opinion, and is dropped on ask or deny.
 pub async fn run_hooks(
     hooks: &[Hook],
@@ -180,9 +182,9 @@ pub async fn run_hooks_in(
             .into_iter()
             .map(|ran| HookRun::new(event, ran))
             .collect();
-    let (verdict, decided_by) = aggregate(&runs);
+    let (ruling, decided_by) = aggregate(&runs);
     HookReport {
-        verdict,
+        ruling,
         runs,
         decided_by,
     }
@@ -222,7 +224,7 @@ fn on_error(policy: OnError, err: &HookError) -> HookAnswer {
 }
 
 /// Folds the runs' answers (see [`run_hooks`]). Pure, so the precedence is testable alone.
-fn aggregate(runs: &[HookRun]) -> (HookVerdict, Option<usize>) {
+fn aggregate(runs: &[HookRun]) -> (HookRuling, Option<usize>) {
     let mut decided_by: Option<usize> = None;
     for (index, run) in runs.iter().enumerate() {
         let outranks =
@@ -241,32 +243,32 @@ fn aggregate(runs: &[HookRun]) -> (HookVerdict, Option<usize>) {
     };
     let Some(index) = decided_by else {
         return (
-            HookVerdict::NoOpinion {
+            HookRuling::NoOpinion {
                 updated_input: updated_input(),
             },
             None,
         );
     };
     let run = &runs[index];
-    let verdict = match &run.answer {
-        HookAnswer::Deny { reason } => HookVerdict::Deny {
+    let ruling = match &run.answer {
+        HookAnswer::Deny { reason } => HookRuling::Deny {
             reason: explain(run, "denied", reason.as_deref()),
         },
-        HookAnswer::Ask { reason } => HookVerdict::Ask {
+        HookAnswer::Ask { reason } => HookRuling::Ask {
             reason: explain(run, "asks", reason.as_deref()),
         },
-        HookAnswer::Defer { reason } => HookVerdict::Defer {
+        HookAnswer::Defer { reason } => HookRuling::Defer {
             reason: explain(run, "deferred it to a person", reason.as_deref()),
         },
-        HookAnswer::Allow { reason, .. } => HookVerdict::Allow {
+        HookAnswer::Allow { reason, .. } => HookRuling::Allow {
             reason: Some(explain(run, "allowed", reason.as_deref())),
             updated_input: updated_input(),
         },
-        HookAnswer::NoOpinion { .. } => HookVerdict::NoOpinion {
+        HookAnswer::NoOpinion { .. } => HookRuling::NoOpinion {
             updated_input: updated_input(),
         },
     };
-    (verdict, Some(index))
+    (ruling, Some(index))
 }
 
 /// "PreToolUse hook `./check.sh` (policies/ci.yaml) denied: rm is not allowed".

@@ -83,8 +83,8 @@ fn with(mut hook: Hook, edit: impl FnOnce(&mut HookSpec)) -> Hook {
 }
 
 fn deny_reason(report: &HookReport) -> &str {
-    match &report.verdict {
-        HookVerdict::Deny { reason } => reason,
+    match &report.ruling {
+        HookRuling::Deny { reason } => reason,
         other => panic!("expected a deny, got {other:?}"),
     }
 }
@@ -98,8 +98,8 @@ async fn allow_names_the_hook_and_its_reason() {
     );
     let report = fx.pre(std::slice::from_ref(&hook)).await;
     assert_eq!(
-        report.verdict,
-        HookVerdict::Allow {
+        report.ruling,
+        HookRuling::Allow {
             reason: Some(format!(
                 "PreToolUse hook `{}` (policy.yaml) allowed: looks fine",
                 hook.spec.command
@@ -152,8 +152,8 @@ async fn ask() {
         r#"{"permissionDecision":"ask","reason":"a person should look"}"#,
     );
     let report = fx.pre(&[hook]).await;
-    match &report.verdict {
-        HookVerdict::Ask { reason } => {
+    match &report.ruling {
+        HookRuling::Ask { reason } => {
             assert!(reason.ends_with("asks: a person should look"), "{reason}")
         }
         other => panic!("{other:?}"),
@@ -176,8 +176,8 @@ async fn a_crash_denies_by_default_and_is_ignored_on_request() {
     let ignored = with(crash, |spec| spec.on_error = OnError::Ignore);
     let report = fx.pre(&[ignored]).await;
     assert_eq!(
-        report.verdict,
-        HookVerdict::NoOpinion {
+        report.ruling,
+        HookRuling::NoOpinion {
             updated_input: None
         }
     );
@@ -232,7 +232,7 @@ async fn malformed_stdout_is_an_error() {
     );
     let ignored = with(hook, |spec| spec.on_error = OnError::Ignore);
     let report = fx.pre(&[ignored]).await;
-    assert!(matches!(report.verdict, HookVerdict::NoOpinion { .. }));
+    assert!(matches!(report.ruling, HookRuling::NoOpinion { .. }));
 }
 
 #[tokio::test]
@@ -274,11 +274,11 @@ async fn deny_outranks_ask_outranks_allow() {
 
     let report = fx.pre(&[allow.clone(), ask.clone(), silent.clone()]).await;
     assert_eq!(report.decided_by, Some(1));
-    assert!(matches!(report.verdict, HookVerdict::Ask { .. }));
+    assert!(matches!(report.ruling, HookRuling::Ask { .. }));
 
     let report = fx.pre(&[silent, allow]).await;
     assert_eq!(report.decided_by, Some(1));
-    assert!(matches!(report.verdict, HookVerdict::Allow { .. }));
+    assert!(matches!(report.ruling, HookRuling::Allow { .. }));
 }
 
 #[tokio::test]
@@ -294,8 +294,8 @@ async fn updated_input_is_the_last_allows() {
     );
     let plain = fx.printing("plain.sh", r#"{"permissionDecision":"allow"}"#);
     let report = fx.pre(&[first, second, plain.clone()]).await;
-    match report.verdict {
-        HookVerdict::Allow { updated_input, .. } => {
+    match report.ruling {
+        HookRuling::Allow { updated_input, .. } => {
             assert_eq!(updated_input, Some(json!({"command": "rm -r ./build"})))
         }
         other => panic!("{other:?}"),
@@ -308,7 +308,7 @@ async fn updated_input_is_the_last_allows() {
     let ask = fx.printing("ask.sh", r#"{"permissionDecision":"ask"}"#);
     let report = fx.pre(&[rewrite, ask, plain]).await;
     assert!(
-        matches!(report.verdict, HookVerdict::Ask { .. }),
+        matches!(report.ruling, HookRuling::Ask { .. }),
         "{report:?}"
     );
 }
@@ -321,8 +321,8 @@ async fn claude_code_nested_output() {
         r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"safe build dir","updatedInput":{"command":"rm -rf ./build"}},"suppressOutput":true}"#,
     );
     let report = fx.pre(&[hook]).await;
-    match report.verdict {
-        HookVerdict::Allow {
+    match report.ruling {
+        HookRuling::Allow {
             reason,
             updated_input,
         } => {
@@ -409,8 +409,8 @@ async fn hooks_run_concurrently() {
     ];
     let report = fx.pre(&hooks).await;
     assert_eq!(
-        report.verdict,
-        HookVerdict::NoOpinion {
+        report.ruling,
+        HookRuling::NoOpinion {
             updated_input: None
         },
         "{report:?}"
@@ -467,20 +467,16 @@ async fn pre_compact_hooks_run_at_once_and_fold_in_policy_order() {
         trigger: "auto",
     };
     let (_handle, abort) = AbortHandle::new();
-    let verdict = run_pre_compact(&hooks, &input, &hook_env(), &abort, None).await;
-    assert_eq!(verdict.veto.as_deref(), Some("not now"), "{verdict:?}");
-    assert_eq!(verdict.added, vec!["first note", "second note"]);
-    let commands: Vec<&str> = verdict
-        .runs
-        .iter()
-        .map(|run| run.command.as_str())
-        .collect();
+    let ruling = run_pre_compact(&hooks, &input, &hook_env(), &abort, None).await;
+    assert_eq!(ruling.veto.as_deref(), Some("not now"), "{ruling:?}");
+    assert_eq!(ruling.added, vec!["first note", "second note"]);
+    let commands: Vec<&str> = ruling.runs.iter().map(|run| run.command.as_str()).collect();
     let expected: Vec<&str> = hooks
         .iter()
         .map(|hook| hook.spec.command.as_str())
         .collect();
     assert_eq!(commands, expected);
-    let ignored = &verdict.runs[4];
+    let ignored = &ruling.runs[4];
     assert_eq!(
         (ignored.exit_code, ignored.error.as_deref()),
         (Some(3), Some("exited with code 3: broken"))
@@ -549,7 +545,7 @@ async fn abort_stops_running_hooks_and_denies() {
         &abort,
     )
     .await;
-    assert!(matches!(report.verdict, HookVerdict::Deny { .. }));
+    assert!(matches!(report.ruling, HookRuling::Deny { .. }));
     assert!(!fx.path("never.ran").exists());
 }
 
@@ -560,7 +556,7 @@ async fn no_matching_hook_is_no_opinion() {
     assert_eq!(
         report,
         HookReport {
-            verdict: HookVerdict::NoOpinion {
+            ruling: HookRuling::NoOpinion {
                 updated_input: None
             },
             runs: Vec::new(),
@@ -584,7 +580,7 @@ fn report_serialises_for_the_transcript() {
         stderr: "no".into(),
     };
     let report = HookReport {
-        verdict: HookVerdict::Deny {
+        ruling: HookRuling::Deny {
             reason: "PreToolUse hook `./check.sh` (policies/ci.yaml) denied: no".into(),
         },
         runs: vec![run],
@@ -623,7 +619,7 @@ async fn a_background_process_left_by_the_hook_is_killed_with_it() {
     );
     let report = fx.pre(&[hook]).await;
     assert!(
-        matches!(report.verdict, HookVerdict::Allow { .. }),
+        matches!(report.ruling, HookRuling::Allow { .. }),
         "{report:?}"
     );
 }
@@ -635,7 +631,7 @@ async fn a_hook_that_ignores_a_large_input_still_answers() {
     let hook = fx.hook("deaf.sh", "printf '{\"permissionDecision\":\"allow\"}'");
     let report = fx.pre(&[hook]).await;
     assert!(
-        matches!(report.verdict, HookVerdict::Allow { .. }),
+        matches!(report.ruling, HookRuling::Allow { .. }),
         "{report:?}"
     );
 }

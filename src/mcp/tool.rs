@@ -167,10 +167,6 @@ impl ToolInput for McpCall {
         self.read_only
     }
 
-    fn is_destructive(&self, _ctx: &PermissionContext) -> bool {
-        !self.read_only
-    }
-
     fn check_permissions(&self, _ctx: &PermissionContext) -> ToolCheck {
         // What a server's tool does is the server's secret: only a rule can allow it.
         ToolCheck::Passthrough {

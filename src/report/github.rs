@@ -8,7 +8,7 @@ use super::{input_summary, serde_name};
 use crate::base::counted;
 use crate::redact::Redactor;
 use crate::task::FailOn;
-use crate::transcript::verdict::{counts, denial_kind};
+use crate::transcript::final_outcome::{counts, denial_kind};
 use crate::transcript::{CheckRecord, Denial, RunReport};
 
 /// Lines of a failed check's output shown in its annotation.

@@ -17,7 +17,7 @@ use crate::policy::{Layer, Step};
 use crate::sandbox::ProxyConnection;
 use crate::task::FailOn;
 use crate::transcript::Outcome;
-use crate::transcript::verdict::{counts, denial_kind};
+use crate::transcript::final_outcome::{counts, denial_kind};
 use crate::transcript::{CheckRecord, Denial, EffectExcess, RunReport};
 
 pub(super) const SCHEMA: &str = "https://json-schema.org/schemas/2.1.0/sarif-schema-2.1.0.json";

@@ -130,10 +130,6 @@ impl ToolInput for SkillInput {
         self.delegation.is_none()
     }
 
-    fn is_destructive(&self, ctx: &PermissionContext) -> bool {
-        !self.is_read_only(ctx)
-    }
-
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
         // The instructions are the file's text: where Read may not see it, Skill may not
         // load it.

@@ -229,10 +229,6 @@ impl ToolInput for AgentInput {
         false
     }
 
-    fn is_destructive(&self, _ctx: &PermissionContext) -> bool {
-        !self.0.agent.read_only()
-    }
-
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
         check_literal(ctx, &ToolName::Agent, self.0.agent.name())
     }
@@ -276,12 +272,12 @@ mod tests {
             Subagent::builtin(SubagentKind::Explore)
         );
         crate::policy::with_test_context(|ctx| {
-            assert!(explore.is_read_only(ctx) && !explore.is_destructive(ctx));
+            assert!(explore.is_read_only(ctx));
             assert!(!explore.is_concurrency_safe(ctx));
         });
         let general = prepare("general", "edit").unwrap();
         crate::policy::with_test_context(|ctx| {
-            assert!(!general.is_read_only(ctx) && general.is_destructive(ctx));
+            assert!(!general.is_read_only(ctx));
         });
         assert_eq!(
             prepare("general-purpose", "x").err().unwrap().to_string(),

@@ -138,10 +138,6 @@ impl ToolInput for PreparedBash {
         self.is_read_only(ctx)
     }
 
-    fn is_destructive(&self, ctx: &PermissionContext) -> bool {
-        !self.is_read_only(ctx)
-    }
-
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
         check_command(self.script.source(), &self.analysis(ctx), ctx)
     }

@@ -78,10 +78,6 @@ impl ToolInput for PreparedGlob {
         true
     }
 
-    fn is_destructive(&self, _ctx: &PermissionContext) -> bool {
-        false
-    }
-
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
         check_file_access_keeping(
             ctx,

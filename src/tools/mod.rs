@@ -14,6 +14,7 @@ mod outcome;
 mod page_markdown;
 mod path;
 mod place;
+mod pool;
 mod progress;
 mod read;
 mod registry;
@@ -46,6 +47,7 @@ pub use glob::GlobTool;
 pub use grep::GrepTool;
 pub use outcome::{CommandEnding, CommandOutcome, CommandRun};
 pub use path::{check_file_access, check_file_access_keeping, resolve_path, resolve_symlinks};
+pub use pool::{Pool, tool_definition, tool_specs};
 pub use progress::{ProgressLine, ProgressSink};
 pub use read::ReadTool;
 pub use registry::ToolRegistry;
@@ -163,16 +165,14 @@ pub trait Tool: Send + Sync {
 }
 
 /// A tool's validated input, with the pure functions of it (S1). The defaults fail closed:
-/// an input that says nothing about itself is writing, exclusive and destructive.
+/// an input that says nothing about itself is writing and exclusive. S1's "destructive?" is
+/// "not read-only" here: every tool answered it as exactly that, so one function says both.
 pub trait ToolInput: Send + Sync {
     fn is_read_only(&self, _ctx: &PermissionContext) -> bool {
         false
     }
     fn is_concurrency_safe(&self, _ctx: &PermissionContext) -> bool {
         false
-    }
-    fn is_destructive(&self, _ctx: &PermissionContext) -> bool {
-        true
     }
     /// The tool's own permission check (S4 step 1c).
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck;

@@ -82,10 +82,6 @@ impl ToolInput for TodoWriteInput {
         true
     }
 
-    fn is_destructive(&self, _ctx: &PermissionContext) -> bool {
-        false
-    }
-
     fn check_permissions(&self, _ctx: &PermissionContext) -> ToolCheck {
         ToolCheck::Allow {
             reason: "TodoWrite only updates the run's own todo list; it runs nothing".into(),

@@ -63,10 +63,6 @@ impl ToolInput for ToolSearchInput {
         true
     }
 
-    fn is_destructive(&self, _ctx: &PermissionContext) -> bool {
-        false
-    }
-
     fn check_permissions(&self, _ctx: &PermissionContext) -> ToolCheck {
         // Loading a definition grants nothing: each loaded tool's calls pass the gate as any.
         ToolCheck::Allow {

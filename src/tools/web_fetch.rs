@@ -140,10 +140,6 @@ impl ToolInput for WebFetchInput {
         true
     }
 
-    fn is_destructive(&self, _ctx: &PermissionContext) -> bool {
-        false
-    }
-
     fn check_permissions(&self, ctx: &PermissionContext) -> ToolCheck {
         let host = &self.host;
         if let Some(rule) = domain_rule(ctx.rules, RuleKind::Deny, host) {

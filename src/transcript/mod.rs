@@ -2,9 +2,9 @@
 //! replay the run. The event types are the schema.
 
 mod event;
+pub mod final_outcome;
 mod run;
 mod stream;
-pub mod verdict;
 mod writer;
 
 pub use event::{

@@ -78,7 +78,7 @@ pub struct TriggerConfig {
 
 /// What the trigger decided.
 #[derive(Debug, PartialEq)]
-pub enum Verdict {
+pub enum Activation {
     /// Run: `invocation` says who asked and with what words.
     Run(Invocation),
     /// Not a trigger (the phrase is absent, another label): nothing runs, nothing fails.
@@ -113,10 +113,10 @@ pub async fn decide(
     repo: &str,
     config: &TriggerConfig,
     forge: &Forge,
-) -> Result<Verdict, TriggerError> {
+) -> Result<Activation, TriggerError> {
     let invocation = match event::invocation(name, event, config)? {
         Ok(invocation) => invocation,
-        Err(why) => return Ok(Verdict::NotTriggered(why)),
+        Err(why) => return Ok(Activation::NotTriggered(why)),
     };
     let listed = |list: &[String], login: &str| {
         list.iter().any(|entry| {
@@ -128,7 +128,7 @@ pub async fn decide(
     let actor = invocation.actor.clone();
     if invocation.actor_is_bot {
         if !listed(&config.allowed_bots, &actor) {
-            return Ok(Verdict::Refused(format!(
+            return Ok(Activation::Refused(format!(
                 "{actor} is a bot, and bots start runs only when named in allowed_bots"
             )));
         }
@@ -145,7 +145,7 @@ pub async fn decide(
             .and_then(Permission::parse)
             .unwrap_or(Permission::None);
         if permission < config.min_permission {
-            return Ok(Verdict::Refused(format!(
+            return Ok(Activation::Refused(format!(
                 "{actor} has {permission} permission on {repo}; starting a run needs {} (or a place in allowed_users)",
                 config.min_permission
             )));
@@ -175,11 +175,11 @@ pub async fn decide(
         } else {
             head
         };
-        return Ok(Verdict::Refused(format!(
+        return Ok(Activation::Refused(format!(
             "the pull request comes from a fork ({from}): its code is not {repo}'s, and runs with this workflow's token and secrets are refused"
         )));
     }
-    Ok(Verdict::Run(invocation))
+    Ok(Activation::Run(invocation))
 }
 
 /// The prompt a triggered run gets: the operator's instruction, then what the sender wrote,

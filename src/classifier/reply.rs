@@ -22,14 +22,14 @@ pub enum Risk {
 /// A well-formed answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Verdict {
+pub struct Reply {
     pub decision: Ruling,
     pub reason: String,
     pub risk: Risk,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum VerdictError {
+pub enum ReplyError {
     #[error("the classifier's answer is not the JSON verdict asked for ({0})")]
     Malformed(String),
     #[error("the classifier's verdict gives no reason")]
@@ -40,13 +40,13 @@ pub enum VerdictError {
 /// object, a code fence, a second object or a key given twice (at any depth) is refused,
 /// since a judge that cannot follow the format cannot be trusted to have followed the rules
 /// either.
-pub fn parse_verdict(text: &str) -> Result<Verdict, VerdictError> {
-    let verdict: Verdict = crate::base::from_str_unique_keys(text.trim())
-        .map_err(|err| VerdictError::Malformed(err.to_string()))?;
-    if verdict.reason.trim().is_empty() {
-        return Err(VerdictError::NoReason);
+pub fn parse_reply(text: &str) -> Result<Reply, ReplyError> {
+    let reply: Reply = crate::base::from_str_unique_keys(text.trim())
+        .map_err(|err| ReplyError::Malformed(err.to_string()))?;
+    if reply.reason.trim().is_empty() {
+        return Err(ReplyError::NoReason);
     }
-    Ok(verdict)
+    Ok(reply)
 }
 
 #[cfg(test)]
@@ -54,14 +54,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_exact_shape_is_a_verdict() {
-        let ok = parse_verdict(
+    fn only_the_exact_shape_is_a_reply() {
+        let ok = parse_reply(
             " {\"decision\": \"deny\", \"reason\": \"pushes to a remote\", \"risk\": \"high\"}\n",
         )
         .unwrap();
         assert_eq!(
             ok,
-            Verdict {
+            Reply {
                 decision: Ruling::Deny,
                 reason: "pushes to a remote".into(),
                 risk: Risk::High,
@@ -82,13 +82,13 @@ mod tests {
             "{\"decision\": \"allow\", \"reason\": \"r\", \"reason\": \"s\", \"risk\": \"low\"}",
         ] {
             assert!(
-                matches!(parse_verdict(bad), Err(VerdictError::Malformed(_))),
+                matches!(parse_reply(bad), Err(ReplyError::Malformed(_))),
                 "{bad:?}"
             );
         }
         assert_eq!(
-            parse_verdict("{\"decision\": \"allow\", \"reason\": \" \", \"risk\": \"low\"}"),
-            Err(VerdictError::NoReason)
+            parse_reply("{\"decision\": \"allow\", \"reason\": \" \", \"risk\": \"low\"}"),
+            Err(ReplyError::NoReason)
         );
     }
 }

@@ -1,4 +1,4 @@
-//! The verdict: how a finished run's outcome, denials and `fail_on` become the final outcome
+//! The final outcome: how a finished run's outcome, denials and `fail_on` become the final outcome
 //! and exit code. The precedence between problems is decided here and nowhere else.
 
 use super::Outcome;
@@ -32,9 +32,9 @@ pub fn counts(fail_on: &FailOnSet, kind: FailOn) -> bool {
 /// 0. an output failure (5): the record is incomplete, so nothing else about it can be
 ///    trusted (the agent loop sets it over any other ending);
 /// 1. an interruption (130/143) and a provider failure (4): the run did not finish, so no
-///    other verdict about it can be trusted; a denial limit (`limits.max_denials`, 3), the
+///    other judgement about it can be trusted; a denial limit (`limits.max_denials`, 3), the
 ///    classifier's denial limits (3) and an unreachable classifier (4) stopped it the same way;
-/// 2. a call whose effects exceeded its verdict, when `fail_on` has `effect` (3, outcome
+/// 2. a call whose effects exceeded what its decision allowed, when `fail_on` has `effect` (3, outcome
 ///    `effects_exceeded`): the run did more than it was allowed, whatever else it did;
 /// 3. a refused call whose kind is in `fail_on` (3, outcome `policy_denied`): the work the
 ///    task needed may not have happened, whatever the checks say;
