@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use super::skip::{on_path, skip};
+use crate::skip::{on_path, skip};
 
 /// The flags that keep chromium quiet and offline in a container: no sandbox (the test
 /// user may be root), no GPU, no QUIC, no first-run, background or update traffic.
