@@ -69,3 +69,17 @@ pub fn repo_root() -> PathBuf {
 pub fn aws_fake_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("aws_fake.py")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fixtures the fakes read through `repo_root` (GitHub's descriptions from npm) and
+    /// the script beside this manifest are where the paths say.
+    #[test]
+    fn the_paths_lead_to_the_repository_s_files() {
+        assert!(repo_root().join("tests/npm/package.json").is_file());
+        assert!(repo_root().join("crates/test-support/Cargo.toml").is_file());
+        assert!(aws_fake_script().is_file());
+    }
+}
