@@ -6,9 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[allow(dead_code)]
-#[path = "../tests/support/fake_model.rs"]
-mod fake_model;
+use tollgate_test_support::fake_model;
 
 use std::time::{Duration, Instant};
 

@@ -10,11 +10,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[allow(dead_code)]
-#[path = "../tests/support/fake_model.rs"]
-mod fake_model;
-#[path = "support/request_parts.rs"]
-mod request_parts;
+use tollgate_test_support::fake_model;
+use tollgate_test_support::request_parts;
 
 use std::path::{Path, PathBuf};
 

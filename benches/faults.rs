@@ -5,9 +5,7 @@
 //! at bench time. Run with `cargo bench --bench faults` (or name one section: `sse`, `path`,
 //! `policy`, `replay`). Memory is each case's peak RSS, measured in a child process of its own.
 
-#[allow(dead_code)]
-#[path = "support/rusage.rs"]
-mod rusage;
+use tollgate_test_support::rusage;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -13,9 +13,7 @@
 //! CPU time (user + system) is the figure: wall time on a shared machine mostly measures the
 //! wait for a core.
 
-#[allow(dead_code)]
-#[path = "support/rusage.rs"]
-mod rusage;
+use tollgate_test_support::rusage;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -8,9 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[allow(dead_code)]
-#[path = "support/rusage.rs"]
-mod rusage;
+use tollgate_test_support::rusage;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

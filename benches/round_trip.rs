@@ -9,9 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 // The bench uses the fake's server and turn builders, not its fault cases.
-#[allow(dead_code)]
-#[path = "../tests/support/fake_model.rs"]
-mod fake_model;
+use tollgate_test_support::fake_model;
 
 use std::time::{Duration, Instant};
 

@@ -12,9 +12,7 @@ use std::time::{Duration, Instant};
 use tollgate::exec::{ChildEnv, Ending, ExecRequest, Reach, run};
 
 // The peak-memory reading is not used here.
-#[allow(dead_code)]
-#[path = "support/rusage.rs"]
-mod rusage;
+use tollgate_test_support::rusage;
 
 const RUNS: u32 = 500;
 

@@ -8,12 +8,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[allow(dead_code)]
-#[path = "../tests/support/fake_model.rs"]
-mod fake_model;
-#[allow(dead_code)]
-#[path = "support/rusage.rs"]
-mod rusage;
+use tollgate_test_support::fake_model;
+use tollgate_test_support::rusage;
 
 use std::io::Read;
 use std::net::TcpListener;

@@ -37,7 +37,9 @@ export RUSTFLAGS="-C target-feature=+crt-static \
   --remap-path-prefix=$root=/tollgate --remap-path-prefix=$cargo_home=/cargo"
 export CFLAGS="${CFLAGS:-} -ffile-prefix-map=$root=/tollgate -ffile-prefix-map=$cargo_home=/cargo"
 export CARGO_INCREMENTAL=0
-cargo build --locked --profile "$profile" --target "$target" --bin tollgate >&2 \
+# -p: the dependencies' features are the main crate's own, not unified with those of the other
+# default members (the test-support crate's HTTP server, through axum).
+cargo build --locked --profile "$profile" --target "$target" -p tollgate --bin tollgate >&2 \
   || fail "cargo build failed"
 
 bin="$root/target/$target/$profile/tollgate"

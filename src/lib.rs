@@ -55,8 +55,6 @@ pub mod transcript;
 pub mod trigger;
 
 /// The test suite's one rule for a test that needs what this machine may lack (a program, a
-/// kernel feature): the same file as the integration tests' `support::skip`.
+/// kernel feature): the test-support crate's, as the integration tests' `support::skip`.
 #[cfg(test)]
-#[path = "../tests/support/skip.rs"]
-#[allow(dead_code, reason = "the unit tests need only part of it")]
-pub(crate) mod test_skip;
+pub(crate) use tollgate_test_support::skip as test_skip;

@@ -1,11 +1,8 @@
 //! The one integration-test binary: end-to-end suites in `suite/`, shared helpers in
-//! `support/`.
+//! `support/` (what starts the binary, and the test-support crate's fakes re-exported).
 
 // Test helpers panic on the unexpected: that is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-// GitHub's objects (support/github_objects.rs) are written as the JSON they are, and
-// `json!` expands one level per field.
-#![recursion_limit = "256"]
 
 mod suite;
 mod support;

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::support::runs::{quickstart_workdir, repo_root, run_task};
+use crate::support::repo_root;
+use crate::support::runs::{quickstart_workdir, run_task};
 
 fn yaml(path: &str) -> Value {
     let text = std::fs::read_to_string(repo_root().join(path)).unwrap();
@@ -334,7 +335,7 @@ fn a_pull_request_cannot_widen_the_run_the_bundled_policy_allows() {
 fn example_repository() -> (tempfile::TempDir, String) {
     let scratch = tempfile::tempdir().unwrap();
     let repo = scratch.path().join("repo");
-    crate::support::runs::copy_tree(
+    crate::support::copy_tree(
         &repo_root().join("examples/github/.tollgate"),
         &repo.join(".tollgate"),
     );

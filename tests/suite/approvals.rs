@@ -114,8 +114,8 @@ async fn two_parked_calls_one_approved_one_denied_run_exactly_so_once() {
     // Run B parks the same calls: its answers are no answers for run A.
     let other = tollgate(dir, &["run", "task.yaml", "--out", "outB"]).await;
     assert_eq!(other.status.code(), Some(6), "{}", stderr(&other));
-    crate::support::runs::copy_tree(&dir.join("out"), &dir.join("changed"));
-    crate::support::runs::copy_tree(&dir.join("out"), &dir.join("foreign"));
+    crate::support::copy_tree(&dir.join("out"), &dir.join("changed"));
+    crate::support::copy_tree(&dir.join("out"), &dir.join("foreign"));
 
     // The person approves one call and denies the other.
     let approved = tollgate(
@@ -144,8 +144,8 @@ async fn two_parked_calls_one_approved_one_denied_run_exactly_so_once() {
     assert_eq!(answers[0]["hash"], calls[0]["hash"]);
     assert_eq!(answers[1]["verdict"], "deny");
     assert_eq!(answers[0]["tag"].as_str().unwrap().len(), 64);
-    crate::support::runs::copy_tree(&dir.join("out"), &dir.join("again"));
-    crate::support::runs::copy_tree(&dir.join("out"), &dir.join("tampered"));
+    crate::support::copy_tree(&dir.join("out"), &dir.join("again"));
+    crate::support::copy_tree(&dir.join("out"), &dir.join("tampered"));
 
     // A changed input: the person was shown another command than the one parked.
     let shown = std::fs::read_to_string(dir.join("changed/pending.json"))

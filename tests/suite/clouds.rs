@@ -1,5 +1,5 @@
 //! Anthropic models on Amazon Bedrock end to end: the tollgate binary against a fake that
-//! checks what AWS checks (tests/support/aws_fake.py: the SigV4 signature recomputed by
+//! checks what AWS checks (crates/test-support/aws_fake.py: the SigV4 signature recomputed by
 //! botocore, the scope, the session token, the clock), with credentials from the
 //! environment, a profile, a web-identity token file through STS, and a GitHub Actions OIDC
 //! token through STS — and none of the secrets in anything the run wrote.
@@ -48,7 +48,7 @@ impl AwsFake {
         config["log"] = json!(log);
         let file = dir.path().join("config.json");
         std::fs::write(&file, config.to_string()).unwrap();
-        let script = crate::support::repo_root().join("tests/support/aws_fake.py");
+        let script = crate::support::aws_fake_script();
         let mut child = Command::new("python3")
             .arg(script)
             .arg(&file)

@@ -1,10 +1,10 @@
 //! Anthropic models on Google Vertex AI and on Microsoft Foundry, and OpenAI models on Azure
 //! OpenAI, end to end: the tollgate binary gets its bearer token from token endpoints that
-//! check what Google's and Microsoft's check (tests/support/identity_fake.rs: a service
-//! account's RS256 assertion against its public key and claims, STS's subject token and
+//! check what Google's and Microsoft's check (crates/test-support/src/identity_fake.rs: a
+//! service account's RS256 assertion against its public key and claims, STS's subject token and
 //! types, impersonation with STS's token, Entra's client secret or federated assertion), and
-//! the model endpoint (tests/support/fake_model.rs, bearer mode) answers only that token.
-//! None of the secrets may appear in anything the run wrote.
+//! the model endpoint (crates/test-support/src/fake_model.rs, bearer mode) answers only that
+//! token. None of the secrets may appear in anything the run wrote.
 
 use serde_json::{Value, json};
 

@@ -11,7 +11,7 @@ use std::process::Command;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::support::runs::repo_root;
+use crate::support::repo_root;
 
 fn cargo(args: &[&str]) -> String {
     let output = Command::new(env!("CARGO"))

@@ -10,8 +10,7 @@ use serde_json::{Value, json};
 use crate::support::fake_model::{Api, Block, FakeModel, Reply, Tokens, text, tool, turn};
 use crate::support::{Finished, Run};
 
-#[path = "../../benches/support/request_parts.rs"]
-mod request_parts;
+use crate::support::request_parts;
 
 const KEY: &str = "sk-economy-test-key";
 

@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 use crate::support::fake_model::{FakeModel, Reply, Tokens, text, turn};
-use crate::support::runs::{Isolation, copy_tree, repo_root};
+use crate::support::{Isolation, copy_tree, repo_root};
 
 /// The sibling folder the repository must never reach into, spelled so that this file does
 /// not name it.

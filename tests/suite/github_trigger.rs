@@ -7,8 +7,8 @@
 //! Every payload is a whole one, as GitHub sends it, checked against GitHub's webhook
 //! description (`@octokit/openapi-webhooks`) before it is handed over; every request the
 //! commands make, and every answer the fake forge gives, against GitHub's REST description
-//! (`@octokit/openapi`): `support/octokit.rs`. Without those packages the flows run
-//! unchecked, and the skip is named.
+//! (`@octokit/openapi`): `crates/test-support/src/octokit.rs`. Without those packages the flows
+//! run unchecked, and the skip is named.
 
 use std::ffi::OsStr;
 use std::path::Path;

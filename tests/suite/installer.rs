@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
-use crate::support::runs::repo_root;
+use crate::support::repo_root;
 
 const ASSET: &[u8] = b"#!/bin/sh\necho served\n";
 

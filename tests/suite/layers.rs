@@ -123,8 +123,9 @@ fn the_forbidden_edges_are_absent() {
     assert_eq!(graph.get("base"), Some(&BTreeSet::new()));
 }
 
-/// What cargo says each workspace crate depends on (normal dependencies, by package name).
-fn crate_dependencies() -> BTreeMap<String, BTreeSet<String>> {
+/// What cargo says each workspace crate depends on, by package name: each dependency with its
+/// kind (`None` for a normal one, `Some("dev")`, `Some("build")`).
+fn crate_edges() -> BTreeMap<String, BTreeSet<(String, Option<String>)>> {
     let output = std::process::Command::new(env!("CARGO"))
         .args([
             "metadata",
@@ -147,14 +148,33 @@ fn crate_dependencies() -> BTreeMap<String, BTreeSet<String>> {
         .unwrap()
         .iter()
         .map(|package| {
-            let normal = package["dependencies"]
+            let edges = package["dependencies"]
                 .as_array()
                 .unwrap()
                 .iter()
-                .filter(|dep| dep["kind"].is_null())
-                .map(|dep| dep["name"].as_str().unwrap().to_string())
+                .map(|dep| {
+                    (
+                        dep["name"].as_str().unwrap().to_string(),
+                        dep["kind"].as_str().map(String::from),
+                    )
+                })
                 .collect();
-            (package["name"].as_str().unwrap().to_string(), normal)
+            (package["name"].as_str().unwrap().to_string(), edges)
+        })
+        .collect()
+}
+
+/// Each workspace crate's normal dependencies, by package name.
+fn crate_dependencies() -> BTreeMap<String, BTreeSet<String>> {
+    crate_edges()
+        .into_iter()
+        .map(|(name, edges)| {
+            let normal = edges
+                .into_iter()
+                .filter(|(_, kind)| kind.is_none())
+                .map(|(dep, _)| dep)
+                .collect();
+            (name, normal)
         })
         .collect()
 }
@@ -257,6 +277,45 @@ fn the_pure_crates_depend_only_downward_and_on_no_io_stack() {
     }
     assert!(of("tollgate").contains("tollgate-bash"));
     assert!(of("tollgate").contains("tollgate-policy"));
+}
+
+/// The test-support crate is for tests only: the product's crates reach it as a
+/// dev-dependency or not at all (a normal or build edge would put the fakes in the release
+/// binary), and it does not name the main crate, whose tests depend on it.
+#[test]
+fn the_test_support_crate_is_only_a_dev_dependency() {
+    let crates = crate_edges();
+    let support = "tollgate-test-support";
+    assert!(
+        crates.contains_key(support),
+        "no crate {support}: {crates:?}"
+    );
+    for product in [
+        "tollgate",
+        "tollgate-base",
+        "tollgate-bash",
+        "tollgate-policy",
+        "tollgate-sandbox",
+    ] {
+        let edges = crates
+            .get(product)
+            .unwrap_or_else(|| panic!("no crate {product}: {crates:?}"));
+        let not_dev: Vec<_> = edges
+            .iter()
+            .filter(|(dep, kind)| dep == support && kind.as_deref() != Some("dev"))
+            .collect();
+        assert!(not_dev.is_empty(), "{product} depends on {not_dev:?}");
+    }
+    assert!(
+        crates["tollgate"].contains(&(support.to_string(), Some("dev".to_string()))),
+        "the main crate's tests no longer use {support}: {:?}",
+        crates["tollgate"]
+    );
+    let named_main: Vec<_> = crates[support]
+        .iter()
+        .filter(|(dep, _)| dep == "tollgate")
+        .collect();
+    assert!(named_main.is_empty(), "{support} depends on {named_main:?}");
 }
 
 #[test]
@@ -466,6 +525,7 @@ fn no_file_reaches_itself() {
         "crates/bash",
         "crates/policy",
         "crates/sandbox",
+        "crates/test-support",
     ] {
         let graph = file_graph_in(crate_dir);
         assert!(graph.len() > 5, "{crate_dir}: {graph:?}");

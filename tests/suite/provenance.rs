@@ -341,7 +341,7 @@ async fn a_changed_transcript_is_refused_and_a_cut_last_line_is_dropped() {
     let copy = |name: &str, text: &str| {
         let folder = dir.join(name);
         let _ = std::fs::remove_dir_all(&folder);
-        crate::support::runs::copy_tree(&dir.join("out"), &folder);
+        crate::support::copy_tree(&dir.join("out"), &folder);
         let _ = std::fs::remove_file(folder.join("tollgate.lock"));
         std::fs::write(folder.join("transcript.jsonl"), text).unwrap();
     };

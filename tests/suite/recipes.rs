@@ -6,7 +6,7 @@
 
 use std::process::{Command, Output};
 
-use crate::support::runs::repo_root;
+use crate::support::repo_root;
 use crate::support::skip::skip;
 
 const MANIFEST: &str = "examples/batch/kubernetes-indexed-job.yaml";

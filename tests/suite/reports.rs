@@ -7,7 +7,8 @@ use std::path::Path;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::support::runs::{Finished, quickstart_workdir, repo_root, run_task};
+use crate::support::repo_root;
+use crate::support::runs::{Finished, quickstart_workdir, run_task};
 
 fn sarif_validator() -> jsonschema::Validator {
     let schema: Value = serde_json::from_str(

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::batch::{Fleet, TASK};
-use crate::support::runs::{poll_until, repo_root};
 use crate::support::skip::{on_path, skip};
+use crate::support::{poll_until, repo_root};
 
 /// The programs the cluster needs, and the Debian packages that bring them.
 const PROGRAMS: &[(&str, &str)] = &[

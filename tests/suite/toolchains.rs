@@ -7,7 +7,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::runs::{repo_root, run_task};
+use crate::support::repo_root;
+use crate::support::runs::run_task;
 use crate::support::skip::{need_landlock, on_path, skip};
 
 /// One project: its files, the command the model runs, the line that says it passed.

@@ -1,20 +1,21 @@
 //! Running the real `tollgate` binary: `tollgate_in` for any command line, `Isolation` for
 //! which of the operator's configuration it sees, `Run` to build a run of a task in a scratch
-//! folder, `Finished` for what a run left behind, and `poll_until` for a test that waits on a
-//! run in the background.
+//! folder, and `Finished` for what a run left behind.
+//!
+//! This stays with the tests rather than in the test-support crate because it is where the
+//! binary is known: cargo hands `env!("CARGO_BIN_EXE_tollgate")` only to the root package's
+//! integration tests and benches, and a path set at run time (a `OnceLock` the crate reads)
+//! would have to be set by every test before its first command, with nothing to enforce it.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-use super::fake_model::FakeModel;
-
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use tollgate_test_support::fake_model::FakeModel;
+use tollgate_test_support::records;
+use tollgate_test_support::repo_root;
+use tollgate_test_support::workspace::copy_tree;
 
 /// What of the test machine's environment would change what a run does: the log level, the
 /// real providers' keys and URLs, being inside GitHub Actions, a batch's shard index.
@@ -107,36 +108,6 @@ impl Isolation {
         }
         command.envs(self.env.iter().map(|(name, value)| (name, value)));
         command
-    }
-}
-
-/// Calls `find` every 20 ms until it finds something, for at most `within`: how a test waits
-/// for a run in the background to get somewhere, without a sleep standing in for the event.
-pub fn poll_until<T>(within: Duration, mut find: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(found) = find() {
-            return Some(found);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Waits (at most 20 s) until the file at `path` holds `needle`: a run in the background has
-/// written that far into its transcript.
-#[track_caller]
-pub fn wait_for_text(path: &Path, needle: &str) {
-    let holds = || {
-        std::fs::read_to_string(path)
-            .unwrap_or_default()
-            .contains(needle)
-            .then_some(())
-    };
-    if poll_until(Duration::from_secs(20), holds).is_none() {
-        panic!("{} never held {needle}", path.display());
     }
 }
 
@@ -323,7 +294,9 @@ impl Finished {
             code: output.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-            events: transcript.is_file().then(|| super::transcript(&transcript)),
+            events: transcript
+                .is_file()
+                .then(|| records::transcript(&transcript)),
             ws: dir.join("ws"),
             out,
             step_summary: read("step_summary.md"),
@@ -366,7 +339,7 @@ impl Finished {
 
     /// The events of type `kind`.
     pub fn of_type(&self, kind: &str) -> Vec<&Value> {
-        super::events(self.events(), kind)
+        records::events(self.events(), kind)
     }
 
     /// The `run_started` event.
@@ -425,18 +398,18 @@ impl Finished {
             .collect()
     }
 
-    pub fn junit(&self) -> super::Junit {
-        super::junit(&self.out.join("junit.xml"))
+    pub fn junit(&self) -> records::Junit {
+        records::junit(&self.out.join("junit.xml"))
     }
 
     pub fn assert_every_tool_use_answered_once(&self) {
-        super::assert_every_tool_use_answered_once(self.events());
+        records::assert_every_tool_use_answered_once(self.events());
     }
 
     /// As `assert_every_tool_use_answered_once`, within each conversation: the run's own and
     /// each sub-agent's.
     pub fn assert_each_conversation_answers_every_tool_use_once(&self) {
-        super::assert_each_conversation_answers_every_tool_use_once(self.events());
+        records::assert_each_conversation_answers_every_tool_use_once(self.events());
     }
 }
 
@@ -449,20 +422,6 @@ pub fn run_task(task: &Path, args: &[&str], env: &[(&str, &str)]) -> Finished {
         .args(args)
         .envs(env)
         .finish()
-}
-
-/// Copies a folder tree (files and folders only).
-pub fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// A scratch copy of the quick start's workspace, so runs do not write into the repository.

@@ -645,6 +645,6 @@ mod tests {
 /// The test suite's one rule for a test that needs what this machine may lack (a kernel
 /// feature): the same file as the integration tests' `support::skip`.
 #[cfg(test)]
-#[path = "../../../tests/support/skip.rs"]
+#[path = "../../test-support/src/skip.rs"]
 #[allow(dead_code, reason = "the unit tests need only part of it")]
 pub(crate) mod test_skip;

@@ -24,8 +24,8 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::routing::any;
 use serde_json::{Value, json};
 
-use super::github_objects as objects;
-use super::octokit::{self, GitHubApi};
+use crate::github_objects as objects;
+use crate::octokit::{self, GitHubApi};
 
 #[derive(Debug, Clone)]
 pub struct Request {

@@ -22,10 +22,12 @@ use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 
-pub const SERVICE_ACCOUNT_KEY: &str = include_str!("../fixtures/cloud/service-account.pem");
-const SERVICE_ACCOUNT_PUBLIC: &str = include_str!("../fixtures/cloud/service-account.pub.pem");
-pub const ISSUER_KEY: &str = include_str!("../fixtures/cloud/issuer.pem");
-const ISSUER_PUBLIC: &str = include_str!("../fixtures/cloud/issuer.pub.pem");
+pub const SERVICE_ACCOUNT_KEY: &str =
+    include_str!("../../../tests/fixtures/cloud/service-account.pem");
+const SERVICE_ACCOUNT_PUBLIC: &str =
+    include_str!("../../../tests/fixtures/cloud/service-account.pub.pem");
+pub const ISSUER_KEY: &str = include_str!("../../../tests/fixtures/cloud/issuer.pem");
+const ISSUER_PUBLIC: &str = include_str!("../../../tests/fixtures/cloud/issuer.pub.pem");
 
 pub const CLOUD_PLATFORM: &str = "https://www.googleapis.com/auth/cloud-platform";
 pub const GITHUB_ISSUER: &str = "https://token.actions.githubusercontent.com";

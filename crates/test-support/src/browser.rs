@@ -1,8 +1,8 @@
 //! A real headless browser for end-to-end checks of the HTML reports: Debian's `chromium`
 //! driven by its `chromedriver` over the W3C WebDriver protocol, on 127.0.0.1 only.
 //! `.ci/run` installs both; elsewhere `Browser::find` says what is missing, so the check
-//! skips with that reason through `support::skip` (a failure under
-//! `TOLLGATE_TEST_REQUIRE_ALL=1`, as in CI).
+//! skips with that reason through `skip` (a failure under `TOLLGATE_TEST_REQUIRE_ALL=1`, as
+//! in CI).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use super::skip::{on_path, skip};
+use crate::skip::{on_path, skip};
 
 /// The flags that keep chromium quiet and offline in a container: no sandbox (the test
 /// user may be root), no GPU, no QUIC, no first-run, background or update traffic.

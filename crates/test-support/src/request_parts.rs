@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
-/// The budget file, next to this one.
-pub const BUDGET: &str = include_str!("../request-budget.toml");
+/// The budget file, kept with the benches that print the parts.
+pub const BUDGET: &str = include_str!("../../../benches/request-budget.toml");
 
 /// A part's name and its size in bytes.
 pub type Part = (String, usize);

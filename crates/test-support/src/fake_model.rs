@@ -187,7 +187,8 @@ struct Shared {
 }
 
 /// llama-cpp-python's exchange, reconstructed from its source (see the file's `how`).
-pub const LLAMA_CPP_PYTHON: &str = include_str!("../fixtures/providers/llama-cpp-python.json");
+pub const LLAMA_CPP_PYTHON: &str =
+    include_str!("../../../tests/fixtures/providers/llama-cpp-python.json");
 
 pub struct FakeModel {
     addr: SocketAddr,

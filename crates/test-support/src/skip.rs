@@ -9,8 +9,8 @@
 //! `TOLLGATE_TEST_REQUIRE_ALL=1` — `.ci/run` sets it, after installing what the suite needs —
 //! every skip is a failure instead.
 //!
-//! `src/lib.rs` includes this file for the unit tests too (`crate::test_skip`), so both test
-//! binaries follow the same rule.
+//! The main crate's unit tests reach it too (`crate::test_skip` in `src/lib.rs`), so every
+//! test binary follows the same rule; each keeps its own count.
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -85,7 +85,7 @@ pub struct Checked {
 static API: OnceLock<Option<GitHubApi>> = OnceLock::new();
 
 fn npm_root() -> PathBuf {
-    super::repo_root().join("tests/npm")
+    crate::repo_root().join("tests/npm")
 }
 
 /// The installed version of `package`, or `None` when it is not installed.
@@ -132,7 +132,7 @@ pub fn github() -> Option<&'static GitHubApi> {
 pub fn github_or_skip(what: &str) -> Option<&'static GitHubApi> {
     let api = github();
     if api.is_none() {
-        super::skip::skip(&format!(
+        crate::skip::skip(&format!(
             "{what} are not checked against GitHub's API description: {} (`npm ci --prefix \
              tests/npm` installs them, as .ci/run does); the flow runs unchecked",
             missing().unwrap_or_default()

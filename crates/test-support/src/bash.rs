@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tollgate::bash::{BashAnalysis, BashEnv, BashRules, CommandPattern, evaluate};
+use tollgate_bash::{BashAnalysis, BashEnv, BashRules, CommandPattern, evaluate};
 
 pub const ALLOW: &[&str] = &[
     "git status",
@@ -53,7 +53,7 @@ pub fn analyse(script: &str, rules: &BashRules) -> BashAnalysis {
         cwd: Path::new("/ws"),
         workspace_roots: &roots,
         home: Some(Path::new("/home/u")),
-        resolve: &tollgate::base::resolve_without_disk,
+        resolve: &tollgate_base::resolve_without_disk,
         list_dir: &|_| Some(Vec::new()),
         links_below: &|_| Ok(Vec::new()),
     };
@@ -224,7 +224,7 @@ fn defined_functions(script: &str) -> Vec<String> {
 /// reported command allowed and no command, found independently, that is denied, unknown or
 /// dynamic; and a script running a denied command by name is never allowed.
 pub fn check_consistency(script: &str, analysis: &BashAnalysis) {
-    use tollgate::bash::{BashVerdict, CommandVerdict};
+    use tollgate_bash::{BashVerdict, CommandVerdict};
     // tree-sitter-bash's scanner reads out of bounds on code points above U+00FF, so the
     // analyser never parses such a script, and neither may this walker: it must be refused.
     if script.chars().any(|c| u32::from(c) > 0xFF) {
