@@ -443,7 +443,10 @@ pub fn program_effects_table() -> String {
             table,
             "| {} | {} | {} | {} | {} | {} |",
             cell(&code_list(definition.names(), " ")),
-            syntax_text(effects.long_options),
+            match effects.parser {
+                "" => "not known: in doubt, any prefix",
+                _ => syntax_text(effects.long_options),
+            },
             cell(&writes),
             cell(&runs_in),
             cell(&follows),
