@@ -12,18 +12,8 @@ use super::git;
 use super::long_options::{LongOptions, any_of};
 use super::paths::{escape_through_link, locate};
 use super::pattern::base;
-use super::programs::{self, Effects, Script, Unpacks, Writes};
+use super::programs::{self, Effects, NO_WRITES, Script, Unpacks};
 use super::word::Word;
-
-/// What a program the analyser knows nothing of writes through its arguments: nothing it can
-/// name (a runner's output options are the runner's table's).
-const UNKNOWN: Writes = Writes {
-    operands: false,
-    output_options: &[],
-    script: None,
-    unpacks: Unpacks::Never,
-    repositories: false,
-};
 
 impl Analyser<'_> {
     /// Records what `argv` writes through its arguments (see the module comment).
@@ -34,7 +24,9 @@ impl Analyser<'_> {
         let args = &argv[1..];
         let effects = programs::effects(name);
         let syntax = effects.map_or(LongOptions::Prefix, |e| e.long_options);
-        let writes = effects.map_or(&UNKNOWN, |e: &Effects| &e.writes);
+        // A program the analyser knows nothing of names no write it can see (a runner's output
+        // options are the runner's table's, below).
+        let writes = effects.map_or(&NO_WRITES, |e: &Effects| &e.writes);
         self.output_option_writes(text, writes.output_options, args);
         if let Some(why) = writes
             .script

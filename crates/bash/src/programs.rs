@@ -146,7 +146,7 @@ pub(crate) enum Example {
     Follows(&'static str, bool),
 }
 
-const NO_WRITES: Writes = Writes {
+pub(crate) const NO_WRITES: Writes = Writes {
     operands: false,
     output_options: NONE,
     script: None,
