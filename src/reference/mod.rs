@@ -1,6 +1,7 @@
 //! The user-facing reference, rendered from what decides it: exit codes, outcomes, `fail_on`
 //! kinds and permission modes from their enums; the programs the Bash analyser proves
-//! read-only and the runners' hazards from the analyser's definitions. `--help`, `action.yml`,
+//! read-only, what programs write, where they run and how they read options, and the runners'
+//! hazards from the analyser's definitions. `--help`, `action.yml`,
 //! the README, `docs/reference.md` and `docs/bash.md` show these renderings, and the tests
 //! below fail when a file drifts from the code (`TOLLGATE_UPDATE_REFERENCE=1 cargo test --lib
 //! reference` rewrites the generated blocks in place).
@@ -157,7 +158,7 @@ mod tests {
         render: fn() -> String,
     }
 
-    const BLOCKS: [Block; 6] = [
+    const BLOCKS: [Block; 8] = [
         Block {
             name: "exit-codes",
             render: exit_code_table,
@@ -181,6 +182,14 @@ mod tests {
         Block {
             name: "runner-hazards",
             render: crate::bash::runner_hazards_table,
+        },
+        Block {
+            name: "program-effects",
+            render: crate::bash::program_effects_table,
+        },
+        Block {
+            name: "option-syntax",
+            render: crate::bash::option_syntax_table,
         },
     ];
 
@@ -223,7 +232,15 @@ mod tests {
                 "docs/reference.md",
                 &["exit-codes", "outcomes", "fail-on", "modes"],
             ),
-            ("docs/bash.md", &["read-only-programs", "runner-hazards"]),
+            (
+                "docs/bash.md",
+                &[
+                    "read-only-programs",
+                    "runner-hazards",
+                    "program-effects",
+                    "option-syntax",
+                ],
+            ),
         ];
         let update = std::env::var_os("TOLLGATE_UPDATE_REFERENCE").is_some();
         for (file, wanted) in files {

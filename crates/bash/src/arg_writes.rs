@@ -2,73 +2,18 @@
 //! utilities create, change or remove, and the commands that make a git repository or unpack
 //! files whose names only an archive or a patch knows. Only commands that run by a rule (or by
 //! the mode) get here; the caller holds these against the write guardrails, which an allow
-//! rule cannot lift (`Bash(cp:*)` must not plant `src/x/.git/config`).
+//! rule cannot lift (`Bash(cp:*)` must not plant `src/x/.git/config`). Which program writes
+//! what is its definition's (`programs`, `Writes`); this module reads the arguments so.
 
 use std::path::PathBuf;
 
 use super::analyser::Analyser;
+use super::git;
 use super::long_options::{LongOptions, any_of};
 use super::paths::{escape_through_link, locate};
 use super::pattern::base;
+use super::programs::{self, Effects, NO_WRITES, Script, Unpacks};
 use super::word::Word;
-
-/// Programs whose operands are files they create, change or remove.
-const FILE_WRITERS: &[&str] = &[
-    "cp", "mv", "ln", "link", "install", "mkdir", "touch", "tee", "truncate", "dd", "rsync", "sed",
-    "chmod", "chown", "chgrp", "rm", "rmdir", "unlink", "shred", "mkfifo", "mknod",
-];
-
-/// Options whose value is a file the program writes, for programs that are no file utility:
-/// the value is held to the write guardrails, a committed link leading it out of the
-/// workspace is a link escape, and a value not known statically an unseen write.
-const OUTPUT_OPTIONS: &[(&str, &[&str])] = &[
-    ("sort", &["-o", "--output"]),
-    (
-        "curl",
-        &[
-            "-o",
-            "--output",
-            "-D",
-            "--dump-header",
-            "-c",
-            "--cookie-jar",
-            "--trace",
-            "--trace-ascii",
-            "--stderr",
-            "--etag-save",
-            "--hsts",
-            "--alt-svc",
-        ],
-    ),
-    (
-        "wget",
-        &[
-            "-O",
-            "--output-document",
-            "-o",
-            "--output-file",
-            "-a",
-            "--append-output",
-        ],
-    ),
-    ("git", &["--output"]),
-];
-
-/// Git subcommands that create a repository (or a git directory for one).
-const GIT_REPOSITORY_MAKERS: &[&str] = &["init", "clone", "worktree", "submodule"];
-
-/// Git options that create a repository or put its git directory somewhere of their choosing.
-const GIT_REPOSITORY_OPTIONS: &[&str] = &["--bare", "--mirror", "--separate-git-dir"];
-
-/// Git global options whose value is the next word.
-const GIT_OPTIONS_WITH_VALUE: &[&str] = &[
-    "-C",
-    "-c",
-    "--git-dir",
-    "--work-tree",
-    "--namespace",
-    "--config-env",
-];
 
 impl Analyser<'_> {
     /// Records what `argv` writes through its arguments (see the module comment).
@@ -77,18 +22,26 @@ impl Analyser<'_> {
             return;
         };
         let args = &argv[1..];
-        self.output_option_writes(text, name, args);
-        if let Some(why) = program_writes(name, args) {
+        let effects = programs::effects(name);
+        let syntax = effects.map_or(LongOptions::Prefix, |e| e.long_options);
+        // A program the analyser knows nothing of names no write it can see (a runner's output
+        // options are the runner's table's, below).
+        let writes = effects.map_or(&NO_WRITES, |e: &Effects| &e.writes);
+        self.output_option_writes(text, writes.output_options, args);
+        if let Some(why) = writes
+            .script
+            .and_then(|script| program_writes(script, args))
+        {
             self.unseen_writes.push(format!("`{text}` {why}"));
         }
-        if name == "git" {
-            match git_makes_repository(args) {
+        if writes.repositories {
+            match git_makes_repository(args, syntax) {
                 Some(why) => self.unseen_writes.push(format!("`{text}` {why}")),
                 None => self.git_pathspecs(args),
             }
-        } else if let Some(why) = unpacks_unseen_names(name, args) {
+        } else if let Some(why) = unpacks_unseen_names(&writes.unpacks, syntax, args) {
             self.unseen_writes.push(format!("`{text}` {why}"));
-        } else if FILE_WRITERS.contains(&name) {
+        } else if writes.operands {
             self.operand_writes(text, args);
             self.made_links(text, name, args);
         } else {
@@ -102,11 +55,13 @@ impl Analyser<'_> {
         }
     }
 
-    /// The files `name`'s output options name (see [`OUTPUT_OPTIONS`]).
-    fn output_option_writes(&mut self, text: &str, name: &str, args: &[Word]) {
-        let Some((_, options)) = OUTPUT_OPTIONS.iter().find(|(program, _)| *program == name) else {
+    /// The files a program's output options name (`Writes::output_options`): each is held to
+    /// the write guardrails, a committed link leading it out of the workspace is a link escape,
+    /// and a value not known statically an unseen write.
+    fn output_option_writes(&mut self, text: &str, options: &[&str], args: &[Word]) {
+        if options.is_empty() {
             return;
-        };
+        }
         let mut values: Vec<Word> = Vec::new();
         let mut words = args.iter();
         while let Some(word) = words.next() {
@@ -231,21 +186,21 @@ impl Analyser<'_> {
 }
 
 /// Why this git invocation makes a repository, if it does.
-fn git_makes_repository(args: &[Word]) -> Option<&'static str> {
+fn git_makes_repository(args: &[Word], syntax: LongOptions) -> Option<&'static str> {
     let fixed: Vec<&str> = args.iter().filter_map(Word::fixed).collect();
     // `git clone --mirr`, `git init --separate-git=…`: parse-options takes prefixes.
     if fixed
         .iter()
-        .any(|v| any_of(v, GIT_REPOSITORY_OPTIONS, LongOptions::Prefix, ""))
+        .any(|v| any_of(v, git::REPOSITORY_OPTIONS, syntax, ""))
     {
         return Some("creates a git repository or moves a git directory");
     }
     let mut words = fixed.iter();
     while let Some(word) = words.next() {
-        if GIT_OPTIONS_WITH_VALUE.contains(word) {
+        if git::GLOBAL_OPTIONS_WITH_VALUE.contains(word) {
             words.next();
         } else if !word.starts_with('-') {
-            return GIT_REPOSITORY_MAKERS
+            return git::REPOSITORY_MAKERS
                 .contains(word)
                 .then_some("creates a git repository");
         }
@@ -255,12 +210,11 @@ fn git_makes_repository(args: &[Word]) -> Option<&'static str> {
 
 /// Why a sed or awk program in `args` writes files only it names (sed's `w`, `s///w`, awk's
 /// `>`), if one does: a committed link may lead such a file anywhere.
-fn program_writes(name: &str, args: &[Word]) -> Option<&'static str> {
+fn program_writes(script: Script, args: &[Word]) -> Option<&'static str> {
     use super::sed::{ProgramRefused, check_awk_program, check_sed_script};
-    let check: fn(&str) -> Result<(), ProgramRefused> = match name {
-        "sed" | "gsed" => check_sed_script,
-        "awk" | "gawk" | "mawk" | "nawk" => check_awk_program,
-        _ => return None,
+    let check: fn(&str) -> Result<(), ProgramRefused> = match script {
+        Script::Sed => check_sed_script,
+        Script::Awk => check_awk_program,
     };
     let writes = args.iter().filter_map(Word::fixed).any(|v| {
         let program = v.strip_prefix("--expression=").unwrap_or(v);
@@ -275,29 +229,32 @@ fn program_writes(name: &str, args: &[Word]) -> Option<&'static str> {
     writes.then_some("writes to files its program names (sed `w`, awk `>`)")
 }
 
-/// Why this command writes files whose names the analyser cannot see, if it does.
-fn unpacks_unseen_names(name: &str, args: &[Word]) -> Option<&'static str> {
+/// Why this command writes files whose names the analyser cannot see, if it does: when
+/// `unpacks` says so of its arguments, long options read as `syntax`.
+fn unpacks_unseen_names(
+    unpacks: &Unpacks,
+    syntax: LongOptions,
+    args: &[Word],
+) -> Option<&'static str> {
     let fixed: Vec<&str> = args.iter().filter_map(Word::fixed).collect();
-    let unpacks = match name {
-        "tar" | "bsdtar" | "gtar" => fixed.iter().enumerate().any(|(i, v)| {
-            any_of(v, &["--extract", "--get"], LongOptions::Prefix, "")
-                || (v.starts_with('-') && !v.starts_with("--") && v.contains('x'))
+    let unpacks = match unpacks {
+        Unpacks::Never => false,
+        Unpacks::Always => true,
+        Unpacks::Unless(listing) => !fixed.iter().any(|v| listing.contains(v)),
+        Unpacks::Mode {
+            long,
+            letters,
+            bundled,
+        } => fixed.iter().enumerate().any(|(i, v)| {
+            any_of(v, long, syntax, "")
+                || (v.starts_with('-') && !v.starts_with("--") && v.contains(*letters))
                 // Old-style bundled letters: `tar xzf a.tgz`.
-                || (i == 0 && !v.starts_with('-') && v.contains('x'))
+                || (*bundled && i == 0 && !v.starts_with('-') && v.contains(*letters))
         }),
-        "unzip" => !fixed
-            .iter()
-            .any(|v| matches!(*v, "-l" | "-t" | "-v" | "-Z" | "-p" | "-z")),
-        "cpio" => fixed.iter().any(|v| {
-            any_of(v, &["--extract", "--pass-through"], LongOptions::Prefix, "")
-                || (v.starts_with('-') && !v.starts_with("--") && v.contains(['i', 'p']))
-        }),
-        "7z" | "7za" | "7zr" => fixed.first().is_some_and(|v| matches!(*v, "x" | "e")),
-        "ar" => fixed
+        Unpacks::Command(commands) => fixed.first().is_some_and(|v| commands.contains(v)),
+        Unpacks::Key(letter) => fixed
             .first()
-            .is_some_and(|v| v.trim_start_matches('-').contains('x')),
-        "patch" | "pax" => true,
-        _ => false,
+            .is_some_and(|v| v.trim_start_matches('-').contains(*letter)),
     };
     unpacks.then_some("writes files whose names only its input knows")
 }

@@ -1,35 +1,23 @@
-//! Programs and wrappers that run in another directory than the shell's (`env -C DIR cmd`,
-//! `make -C DIR`, `tar -C DIR`): the relative paths of that one command are relative to the
-//! folder they name, which is where its reads must be looked for. git's own `-C` is git's.
+//! Reading the options by which a program or a wrapper runs in another directory than the
+//! shell's (`env -C DIR cmd`, `make -C DIR`, `tar -C DIR`): the relative paths of that one
+//! command are relative to the folder they name, which is where its reads must be looked for.
+//! Which options do so is each program's definition (`programs`, `RunsIn`); git's own `-C`
+//! is git's.
 
+use super::programs;
 use super::word::Word;
-
-/// The options by which a program (or a wrapper, for the command it runs) changes directory
-/// first: short options take their value attached (`-Csub`) or next; long ones with `=` or next.
-const OPTIONS: &[(&[&str], &[&str], &[&str])] = &[
-    // (programs, short options, long options)
-    (&["env"], &["-C"], &["--chdir"]),
-    (&["sudo"], &["-D"], &["--chdir"]),
-    (&["make", "gmake", "bmake"], &["-C"], &["--directory"]),
-    (&["tar", "gtar", "bsdtar"], &["-C"], &["--directory"]),
-    (&["ninja", "meson", "cargo", "go"], &["-C"], &[]),
-    (&["pnpm"], &["-C"], &["--dir"]),
-    (&["yarn", "bun"], &[], &["--cwd"]),
-    (&["npm", "npx"], &[], &["--prefix"]),
-    (&["just"], &["-d"], &["--working-directory"]),
-    (&["uv"], &[], &["--directory"]),
-    (&["poetry"], &["-C"], &["--directory"]),
-    (&["nsenter"], &["-w"], &["--wd"]),
-    (&["unshare"], &[], &["--wd"]),
-];
 
 /// The folders `name` changes to before it works, in order, among `args` (its own options,
 /// for a wrapper): `None` in the list for one whose name is not known statically. A word
 /// that is not known statically may be such an option, so it counts as an unknown folder.
 pub(crate) fn directories(name: &str, args: &[Word]) -> Vec<Option<Word>> {
-    let Some((_, short, long)) = OPTIONS.iter().find(|(names, _, _)| names.contains(&name)) else {
+    let Some(runs_in) = programs::effects(name).map(|e| &e.runs_in) else {
         return Vec::new();
     };
+    let (short, long) = (runs_in.short, runs_in.long);
+    if short.is_empty() && long.is_empty() {
+        return Vec::new();
+    }
     let mut found = Vec::new();
     let mut words = args.iter();
     while let Some(word) = words.next() {

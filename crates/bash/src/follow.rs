@@ -14,59 +14,31 @@
 use std::path::PathBuf;
 
 use super::analyser::Analyser;
-use super::long_options::{LongOptions, any_of};
+use super::long_options::any_of;
 use super::paths::{inside_workspace, locate};
 use super::pattern::base;
+use super::programs::{self, Access};
 use super::word::Word;
 use tollgate_base::{Frame, Reached, Unresolvable};
 
 /// Folders (named ones and link targets inside the workspace) one command's walk visits.
 const MAX_FOLDERS: usize = 64;
 
-/// What a link-following walk does to what it reaches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Follows {
-    Reads,
-    /// Changes what it reaches (`chmod -R -L`).
-    Writes,
-}
-
-/// Whether `name` run with `args` follows links below its folder operands, and how.
-fn follows(name: &str, args: &[&str]) -> Option<Follows> {
+/// Whether `name` run with `args` follows links below its folder operands, and how: its
+/// definition's options (`programs`, `Follow`), read as the program reads them.
+fn follows(name: &str, args: &[&str]) -> Option<Access> {
+    let effects = programs::effects(name)?;
+    let follow = effects.follows.as_ref()?;
     let has = |table: &[&str]| {
         args.iter()
-            .any(|a| any_of(a, table, LongOptions::Prefix, ""))
+            .any(|a| any_of(a, table, effects.long_options, ""))
     };
-    let recursive = || has(&["-r", "-R", "--recursive"]);
-    let follows = match name {
-        "ls" | "dir" | "vdir" => recursive() && has(&["-L", "--dereference"]),
-        "grep" | "egrep" | "fgrep" => has(&["-R", "--dereference-recursive"]),
-        "rg" | "fd" | "fdfind" => has(&["-L", "--follow"]),
-        "find" => args.iter().any(|a| matches!(*a, "-L" | "-follow")),
-        "du" => has(&["-L", "--dereference"]),
-        "cp" => (recursive() || has(&["-a", "--archive"])) && has(&["-L", "--dereference"]),
-        "tar" | "bsdtar" | "gtar" => {
-            has(&["-h", "--dereference"])
-                || args
-                    .first()
-                    .is_some_and(|a| !a.starts_with('-') && a.contains('h'))
-        }
-        "rsync" => has(&[
-            "-L",
-            "-k",
-            "--copy-links",
-            "--copy-unsafe-links",
-            "--copy-dirlinks",
-        ]),
-        "tree" => has(&["-l"]),
-        "zip" => has(&["-r", "-R", "--recurse-paths"]) && !has(&["-y", "--symlinks"]),
-        "scp" => has(&["-r"]),
-        "chmod" | "chown" | "chgrp" => {
-            return (recursive() && has(&["-L"])).then_some(Follows::Writes);
-        }
-        _ => false,
-    };
-    follows.then_some(Follows::Reads)
+    let bundled = follow.bundled.is_some_and(|letter| {
+        args.first()
+            .is_some_and(|a| !a.starts_with('-') && a.contains(letter))
+    });
+    let given = follow.all_of.iter().all(|table| has(table)) && !has(follow.unless);
+    (given || bundled).then_some(follow.access)
 }
 
 impl Analyser<'_> {
@@ -128,7 +100,7 @@ impl Analyser<'_> {
     fn judge_followed(
         &mut self,
         text: &str,
-        how: Follows,
+        how: Access,
         link: &std::path::Path,
         frame: Frame<'_>,
         folders: &mut Vec<PathBuf>,
@@ -145,7 +117,7 @@ impl Analyser<'_> {
                 let folder = (self.env.list_dir)(&target).is_some();
                 self.reads.record(target.clone(), folder);
                 let inside = inside_workspace(&target, self.env);
-                if how == Follows::Writes {
+                if how == Access::Writes {
                     self.add_named_writes(vec![target.clone()]);
                 }
                 if !inside {
@@ -268,35 +240,35 @@ mod tests {
 
     #[test]
     fn which_commands_follow_links_below_their_folders() {
-        let cases: &[(&str, Option<Follows>)] = &[
-            ("ls -LR src", Some(Follows::Reads)),
-            ("ls -R -L src", Some(Follows::Reads)),
-            ("ls --recursive --dereference src", Some(Follows::Reads)),
+        let cases: &[(&str, Option<Access>)] = &[
+            ("ls -LR src", Some(Access::Reads)),
+            ("ls -R -L src", Some(Access::Reads)),
+            ("ls --recursive --dereference src", Some(Access::Reads)),
             ("ls -R src", None),
             ("ls -lL src", None),
-            ("grep -R x src", Some(Follows::Reads)),
+            ("grep -R x src", Some(Access::Reads)),
             ("grep -rn x src", None),
-            ("grep --dereference-recursive x .", Some(Follows::Reads)),
-            ("rg -L x", Some(Follows::Reads)),
-            ("rg --follow x", Some(Follows::Reads)),
-            ("find -L src", Some(Follows::Reads)),
-            ("find src -follow -name x", Some(Follows::Reads)),
+            ("grep --dereference-recursive x .", Some(Access::Reads)),
+            ("rg -L x", Some(Access::Reads)),
+            ("rg --follow x", Some(Access::Reads)),
+            ("find -L src", Some(Access::Reads)),
+            ("find src -follow -name x", Some(Access::Reads)),
             ("find src -name x", None),
-            ("du -L src", Some(Follows::Reads)),
+            ("du -L src", Some(Access::Reads)),
             ("du -sh src", None),
-            ("cp -rL src out", Some(Follows::Reads)),
-            ("cp -a --dereference src out", Some(Follows::Reads)),
+            ("cp -rL src out", Some(Access::Reads)),
+            ("cp -a --dereference src out", Some(Access::Reads)),
             ("cp -r src out", None),
-            ("tar -czhf a.tgz src", Some(Follows::Reads)),
-            ("tar --dereference -cf a.tar src", Some(Follows::Reads)),
-            ("tar chf a.tar src", Some(Follows::Reads)),
+            ("tar -czhf a.tgz src", Some(Access::Reads)),
+            ("tar --dereference -cf a.tar src", Some(Access::Reads)),
+            ("tar chf a.tar src", Some(Access::Reads)),
             ("tar -czf a.tgz src", None),
-            ("rsync -aL src out", Some(Follows::Reads)),
+            ("rsync -aL src out", Some(Access::Reads)),
             ("rsync -a src out", None),
-            ("zip -r a.zip src", Some(Follows::Reads)),
+            ("zip -r a.zip src", Some(Access::Reads)),
             ("zip -ry a.zip src", None),
-            ("chmod -RL u+w src", Some(Follows::Writes)),
-            ("chown -R -L u src", Some(Follows::Writes)),
+            ("chmod -RL u+w src", Some(Access::Writes)),
+            ("chown -R -L u src", Some(Access::Writes)),
             ("chmod -R u+w src", None),
             ("rm -rf src", None),
         ];

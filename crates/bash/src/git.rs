@@ -1,11 +1,29 @@
 //! Proves a git invocation read-only: global options that change what git runs are refused,
-//! only inspecting subcommands pass, and their writing or executing options are refused.
+//! only inspecting subcommands pass, and their writing or executing options are refused. Also
+//! git's lists that its definition in `programs` points to: the inspecting subcommands, the
+//! dangerous options, and the subcommands and options that make a repository.
 
 use super::BashEnv;
 use super::long_options;
 use super::paths::{Cwds, ReadLog, check_read, log_read};
 use super::unproven::Unproven;
 use super::word::Word;
+
+/// Git subcommands that create a repository (or a git directory for one).
+pub(crate) const REPOSITORY_MAKERS: &[&str] = &["init", "clone", "worktree", "submodule"];
+
+/// Git options that create a repository or put its git directory somewhere of their choosing.
+pub(crate) const REPOSITORY_OPTIONS: &[&str] = &["--bare", "--mirror", "--separate-git-dir"];
+
+/// Git global options whose value is the next word.
+pub(crate) const GLOBAL_OPTIONS_WITH_VALUE: &[&str] = &[
+    "-C",
+    "-c",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--config-env",
+];
 
 /// Long options that write files, run programs or read outside the repository. Git's
 /// parse-options accepts any unambiguous abbreviation (`git grep --open=`), so an option that

@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use foldhash::{HashMap, HashMapExt};
 
 pub use pattern::{CommandPattern, PatternError};
-pub use programs::read_only_table;
+pub use programs::{option_syntax_table, program_effects_table, read_only_table};
 pub use runners::runner_hazards_table;
 
 #[cfg(any(test, feature = "test-support"))]

@@ -8,6 +8,8 @@
 pub(crate) enum LongOptions {
     /// Only the full spelling (clap, jq, git's global options, Go's flag package).
     Exact,
+    /// Every option is a whole word, single-dash ones too: no clusters (find's primaries).
+    Words,
     /// Any unambiguous prefix too (`--set-upstream-t`, `--edit-desc`, `--open=`). An ambiguous
     /// prefix is an error for the program, hence harmless; but the table is not the program's
     /// whole option list, so any prefix of a hazard counts as the hazard (fail closed).
@@ -49,7 +51,9 @@ pub(crate) fn cluster_has(written: &str, letter: char, valued: &str) -> bool {
 /// `-x` entries as letters of a cluster.
 pub(crate) fn any_of(written: &str, table: &[&str], syntax: LongOptions, valued: &str) -> bool {
     table.iter().any(|option| {
-        if option.starts_with("--") {
+        if syntax == LongOptions::Words {
+            written == *option
+        } else if option.starts_with("--") {
             spells(written, option, syntax)
         } else {
             let mut letters = option.chars().skip(1);

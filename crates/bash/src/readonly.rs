@@ -27,10 +27,11 @@ pub(crate) fn known(name: &str) -> bool {
 }
 
 /// Whether [`check`] of this program has logged every read it makes, whatever its verdict:
-/// git's logs its operands before it judges anything; the others stop at the first thing they
-/// cannot follow (`cat -Z .env` stops at `-Z`), and only a passed check has logged them all.
+/// one that logs its reads first says so in its definition (git's); the others stop at the
+/// first thing they cannot follow (`cat -Z .env` stops at `-Z`), and only a passed check has
+/// logged them all.
 pub(crate) fn logged_every_read(name: &str, checked: &Result<(), Unproven>) -> bool {
-    checked.is_ok() || name == "git"
+    checked.is_ok() || programs::effects(name).is_some_and(|e| e.logs_reads_first)
 }
 
 /// Proves `name args…` read-only, or says why not.
@@ -578,7 +579,8 @@ fn date(args: &[Word]) -> Result<(), Unproven> {
 /// Flags that make a command write files or run programs, whatever rule allowed it: an allow
 /// rule such as `git diff:*` is taken to allow the command, not `--output=FILE` or `-c`.
 pub(crate) fn hazard(name: &str, args: &[Word]) -> Option<String> {
-    let hazards = &programs::lookup(name)?.hazards;
+    let program = programs::lookup(name)?;
+    let hazards = &program.hazards;
     if matches!(hazards, Hazards::None) {
         return None;
     }
@@ -611,7 +613,7 @@ pub(crate) fn hazard(name: &str, args: &[Word]) -> Option<String> {
         .take_while(|v| *v != "--")
         .filter(|v| v.starts_with('-'));
     for v in flags {
-        if long_options::any_of(v, table.options, table.long_options, table.valued) {
+        if long_options::any_of(v, table.options, program.effects.long_options, table.valued) {
             return Some(format!("`{name} {v}` writes files or runs programs"));
         }
     }
