@@ -53,8 +53,3 @@ pub mod template;
 pub mod tools;
 pub mod transcript;
 pub mod trigger;
-
-/// The test suite's one rule for a test that needs what this machine may lack (a program, a
-/// kernel feature): the test-support crate's, as the integration tests' `support::skip`.
-#[cfg(test)]
-pub(crate) use tollgate_test_support::skip as test_skip;

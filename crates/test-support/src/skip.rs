@@ -9,8 +9,10 @@
 //! `TOLLGATE_TEST_REQUIRE_ALL=1` — `.ci/run` sets it, after installing what the suite needs —
 //! every skip is a failure instead.
 //!
-//! The main crate's unit tests reach it too (`crate::test_skip` in `src/lib.rs`), so every
+//! The sandbox crate's unit tests include this file too (`test_skip` in
+//! `crates/sandbox/src/lib.rs`, which cannot depend on this crate's HTTP fakes), so every
 //! test binary follows the same rule; each keeps its own count.
+
 
 use std::io::Write;
 use std::path::PathBuf;
