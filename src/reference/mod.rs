@@ -1,5 +1,6 @@
 //! The user-facing reference, rendered from what decides it: exit codes, outcomes, `fail_on`
-//! kinds and permission modes from their enums; the programs the Bash analyser proves
+//! kinds and permission modes from their enums; the keys of a task file and of a policy file
+//! from the serde types that read them; the programs the Bash analyser proves
 //! read-only, what programs write, where they run and how they read options, and the runners'
 //! hazards from the analyser's definitions. `--help`, `action.yml`,
 //! the README, `docs/reference.md` and `docs/bash.md` show these renderings, and the tests
@@ -54,6 +55,54 @@ pub fn mode_table() -> String {
         let _ = writeln!(table, "| `{}` | {} |", mode.as_str(), mode.meaning());
     }
     table
+}
+
+/// A file's key table: one row per block, its keys as the types that read them take them.
+/// Keys with a capital letter are Claude Code's spellings (aliases of tollgate's keys, or its
+/// own keys that tollgate reads the same way), listed apart so a reader sees tollgate's names
+/// first.
+fn key_table<'a>(levels: impl IntoIterator<Item = (&'a str, Vec<&'a str>)>) -> String {
+    let mut table =
+        String::from("| block | keys | Claude Code spellings also read |\n|---|---|---|\n");
+    let code = |keys: &[&str]| {
+        if keys.is_empty() {
+            "—".to_string()
+        } else {
+            keys.iter()
+                .map(|key| format!("`{key}`"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    };
+    for (path, mut keys) in levels {
+        keys.sort_unstable();
+        keys.dedup();
+        let (claude, own): (Vec<&str>, Vec<&str>) = keys
+            .into_iter()
+            .partition(|key| key.chars().any(|c| c.is_ascii_uppercase()) || key.starts_with('$'));
+        let block = if path.is_empty() {
+            "(top level)".to_string()
+        } else {
+            format!("`{path}`")
+        };
+        let _ = writeln!(table, "| {block} | {} | {} |", code(&own), code(&claude));
+    }
+    table
+}
+
+/// Every key of a task file, by block, from the serde types that read it.
+pub fn task_keys_table() -> String {
+    key_table(
+        crate::task::key_levels()
+            .into_iter()
+            .map(|(path, keys)| (path, keys.to_vec())),
+    )
+}
+
+/// Every key of a policy file, by block, from the serde types that read it (the Claude Code
+/// keys it loads and ignores are in the policy docs' own table).
+pub fn policy_keys_table() -> String {
+    key_table(crate::policy::key_levels_for_reference())
 }
 
 /// `0 success, 1 task failed, …`: the codes in one line, for help texts and action.yml.
@@ -158,7 +207,7 @@ mod tests {
         render: fn() -> String,
     }
 
-    const BLOCKS: [Block; 8] = [
+    const BLOCKS: [Block; 10] = [
         Block {
             name: "exit-codes",
             render: exit_code_table,
@@ -174,6 +223,14 @@ mod tests {
         Block {
             name: "modes",
             render: mode_table,
+        },
+        Block {
+            name: "task-keys",
+            render: task_keys_table,
+        },
+        Block {
+            name: "policy-keys",
+            render: policy_keys_table,
         },
         Block {
             name: "read-only-programs",
@@ -230,7 +287,14 @@ mod tests {
             ("README.md", &["exit-codes"]),
             (
                 "docs/reference.md",
-                &["exit-codes", "outcomes", "fail-on", "modes"],
+                &[
+                    "exit-codes",
+                    "outcomes",
+                    "fail-on",
+                    "modes",
+                    "task-keys",
+                    "policy-keys",
+                ],
             ),
             (
                 "docs/bash.md",

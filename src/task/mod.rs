@@ -77,6 +77,27 @@ pub mod maxima {
     pub const PARALLEL_TOOLS: u64 = 1024;
 }
 
+/// Every block of a task file and the keys it takes, from the types that read them (serde's
+/// own field lists): the reference's table cannot name a key the parser refuses or miss one
+/// it reads. `permissions` and `mcp_servers.NAME` take a policy file's keys.
+pub fn key_levels() -> Vec<(&'static str, &'static [&'static str])> {
+    use crate::config::struct_keys;
+    vec![
+        ("", struct_keys::<TaskFile>()),
+        ("model", struct_keys::<ModelFile>()),
+        ("model.timeouts", struct_keys::<model::TimeoutsFile>()),
+        ("model.retries", struct_keys::<model::RetriesFile>()),
+        ("limits", struct_keys::<LimitsFile>()),
+        ("checks[]", struct_keys::<CheckFile>()),
+        ("checks[].retry", struct_keys::<checks::RetryFile>()),
+        ("params.NAME", struct_keys::<ParamFile>()),
+        ("subagents", struct_keys::<SubagentsFile>()),
+        ("reminders", struct_keys::<RemindersFile>()),
+        ("compaction", struct_keys::<CompactionFile>()),
+        ("effects", struct_keys::<EffectsFile>()),
+    ]
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TaskFile {

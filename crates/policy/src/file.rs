@@ -147,6 +147,45 @@ macro_rules! policy_file {
     };
 }
 
+/// Every block of a policy file and the keys it takes, taken from the types that read them
+/// (serde's own field lists, aliases included), for the reference's table: the levels the
+/// unknown-key check walks, then the blocks whose entries are checked one by one. The Claude
+/// Code keys the top level loads and ignores are left out; [`ignored_claude_code_keys`] has
+/// them with why.
+pub fn key_levels_for_reference() -> Vec<(&'static str, Vec<&'static str>)> {
+    use crate::settings::hooks::HookSpec;
+    use crate::settings::mcp_servers::McpServerFile;
+    let ignored = |key: &&str| !IGNORED_CLAUDE_CODE_KEYS.iter().any(|(name, _)| name == key);
+    let mut levels: Vec<(&'static str, Vec<&'static str>)> = key_levels()
+        .into_iter()
+        .map(|level| {
+            (
+                level.path,
+                level.keys.iter().copied().filter(ignored).collect(),
+            )
+        })
+        .collect();
+    levels.extend([
+        ("hooks[]", config::struct_keys::<HookSpec>().to_vec()),
+        (
+            "mcp_servers.NAME",
+            config::struct_keys::<McpServerFile>().to_vec(),
+        ),
+        (
+            "classifier",
+            config::struct_keys::<ClassifierFile>().to_vec(),
+        ),
+        ("auto_mode", config::struct_keys::<AutoModeProse>().to_vec()),
+        ("tests[]", config::struct_keys::<PolicyTestFile>().to_vec()),
+    ]);
+    levels
+}
+
+/// The Claude Code keys a policy file loads and ignores, with why.
+pub fn ignored_claude_code_keys() -> &'static [(&'static str, &'static str)] {
+    IGNORED_CLAUDE_CODE_KEYS
+}
+
 const CLIENT: &str = "interactive client setting: tollgate has no terminal UI";
 const AUTH: &str = "credentials come from the task's provider settings, never from a settings file";
 const MODEL: &str = "the task file chooses the model and its settings";

@@ -31,7 +31,10 @@ pub use decision::{
     AllowBasis, Ask, AskCause, Decision, DenialCounts, GateDecision, Grounds, HeadlessAnswer,
     Layer, PermissionDecision, RuleRef, Step, ToolCheck,
 };
-pub use file::{LowerGrant, ManagedKey, PermissionsBlock, Policy, PolicyOrigin, PolicyTest};
+pub use file::{
+    LowerGrant, ManagedKey, PermissionsBlock, Policy, PolicyOrigin, PolicyTest,
+    ignored_claude_code_keys, key_levels_for_reference,
+};
 pub use file_access::{Access, check_path, read_refusal};
 pub use gate::{GatedCall, TraceStep, decide, explain};
 pub use guardrail::{

@@ -13,7 +13,6 @@
 //! `crates/sandbox/src/lib.rs`, which cannot depend on this crate's HTTP fakes), so every
 //! test binary follows the same rule; each keeps its own count.
 
-
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Once;
