@@ -297,7 +297,8 @@ mod tests {
         };
         assert_ne!(finding.fingerprint(), moved.fingerprint());
         let schema: Value =
-            serde_json::from_str(include_str!("../../tests/fixtures/sarif-2.1.0.json")).unwrap();
+            serde_json::from_str(include_str!("../../../../tests/fixtures/sarif-2.1.0.json"))
+                .unwrap();
         let validator = jsonschema::options().build(&schema).unwrap();
         let log: Value = serde_json::from_str(
             &findings_sarif(&Findings {

@@ -327,8 +327,11 @@ fn errors_are_located() {
 /// docs/reliability.md lists each knob's maximum as the loader checks it.
 #[test]
 fn the_docs_list_the_maxima() {
-    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reliability.md"))
-        .unwrap();
+    let docs = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/reliability.md"
+    ))
+    .unwrap();
     for row in [
         format!(
             "| `model.timeouts.connect`, `first_event`, `idle`, `request` | {} s |",

@@ -552,8 +552,9 @@ impl super::bearer::TokenSource for GoogleSource {
 mod tests {
     use super::*;
 
-    const KEY: &str = include_str!("../../../tests/fixtures/cloud/service-account.pem");
-    const PUBLIC: &str = include_str!("../../../tests/fixtures/cloud/service-account.pub.pem");
+    const KEY: &str = include_str!("../../../../../tests/fixtures/cloud/service-account.pem");
+    const PUBLIC: &str =
+        include_str!("../../../../../tests/fixtures/cloud/service-account.pub.pem");
 
     fn env_of(vars: Vec<(&'static str, String)>) -> impl Fn(&str) -> Option<String> {
         move |name| {

@@ -18,7 +18,7 @@ use crate::template::{EventPayload, RunContext, Template};
 const PROMPT_TASK: &str = "version: 1\nname: prompt\nprompt: ''\nmodel:\n  provider: anthropic\n  name: claude-sonnet-4-5\n";
 
 /// The policy of a prompt run without `--policy` (shipped as policies/prompt-default.yaml).
-pub const PROMPT_DEFAULT_POLICY: &str = include_str!("../../policies/prompt-default.yaml");
+pub const PROMPT_DEFAULT_POLICY: &str = include_str!("../../../../policies/prompt-default.yaml");
 pub const PROMPT_DEFAULT_POLICY_FILE: &str = "policies/prompt-default.yaml (built in)";
 
 /// What names the command line's prompt in messages.

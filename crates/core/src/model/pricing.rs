@@ -267,9 +267,11 @@ mod tests {
     /// fails here.
     #[test]
     fn the_docs_list_the_table() {
-        let readme =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/providers.md"))
-                .unwrap();
+        let readme = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/providers.md"
+        ))
+        .unwrap();
         for (prefix, pricing) in table() {
             let row = format!(
                 "| `{prefix}` | {} | {} | {} | {} |",

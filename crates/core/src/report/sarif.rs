@@ -579,7 +579,8 @@ mod tests {
     #[test]
     fn a_result_per_denial_failed_check_and_exceeding_call_valid_against_the_schema() {
         let schema: Value =
-            serde_json::from_str(include_str!("../../tests/fixtures/sarif-2.1.0.json")).unwrap();
+            serde_json::from_str(include_str!("../../../../tests/fixtures/sarif-2.1.0.json"))
+                .unwrap();
         let validator = jsonschema::options()
             .should_validate_formats(true)
             .build(&schema)
