@@ -251,7 +251,7 @@ mod tests {
     ];
 
     fn start_marker(name: &str) -> String {
-        format!("<!-- generated: {name} (src/reference; do not edit by hand) -->\n")
+        format!("<!-- generated: {name} (crates/core/src/reference; do not edit by hand) -->\n")
     }
 
     const END_MARKER: &str = "<!-- end generated -->";
