@@ -14,7 +14,6 @@ mod hooks;
 mod limits;
 mod mcp;
 mod prompt;
-mod refusals;
 mod reminders;
 mod request;
 mod restore;
@@ -186,7 +185,7 @@ struct Loop<'a> {
     /// Each compaction's prompt tokens before and after, for `run_finished`.
     compactions: Vec<crate::transcript::CompactionTokens>,
     /// Refused calls, so a verbatim repeat gets the same answer without a new judgement.
-    refusals: refusals::Refusals,
+    refusals: crate::call::Refusals,
     /// Auto mode's classifier and its tallies.
     auto: Option<auto::AutoState>,
     network_refusals: Vec<ProxyConnection>,
@@ -363,7 +362,7 @@ pub async fn run(
             .timeout
             .map(|limit| crate::base::deadline(started, limit)),
         consecutive_denials: 0,
-        refusals: refusals::Refusals::default(),
+        refusals: crate::call::Refusals::default(),
         compactions: Vec::new(),
         fallback: spec.fallback.clone(),
         answering: spec.model.name.clone(),
