@@ -204,8 +204,8 @@ impl<'r, 'a> LoopHost<'r, 'a> {
         prepared: PreparedCall,
         approved: Option<String>,
     ) -> Result<Admission, AgentError> {
-        if let Err(unreached) = self.subagents.admit(&prepared) {
-            return self.early(call, unreached);
+        if let Some(over) = self.subagents.over(&prepared) {
+            return self.early(call, over);
         }
         // A person's approval answers the call itself, never an earlier refusal of it.
         if approved.is_none()

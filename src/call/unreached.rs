@@ -128,16 +128,13 @@ impl SubagentCap {
         SubagentCap { cap, started: 0 }
     }
 
-    /// Counts `call` if it would start a sub-agent; `Err` once that is one too many.
-    pub fn admit(&mut self, call: &PreparedCall) -> Result<(), Unreached> {
-        if call.delegation().is_none() {
-            return Ok(());
-        }
+    /// Counts `call` if it would start a sub-agent: its early answer once that is one too
+    /// many, else `None` (the call goes on to the gate).
+    pub fn over(&mut self, call: &PreparedCall) -> Option<Unreached> {
+        // A call that starts no sub-agent is not counted.
+        call.delegation()?;
         self.started += 1;
-        if self.started > self.cap {
-            return Err(Unreached::OverSubagentCap { cap: self.cap });
-        }
-        Ok(())
+        (self.started > self.cap).then_some(Unreached::OverSubagentCap { cap: self.cap })
     }
 }
 
@@ -237,9 +234,9 @@ mod tests {
         )
         .unwrap();
         let mut cap = SubagentCap::new(1);
-        assert_eq!(cap.admit(&agent()), Ok(()));
-        assert_eq!(cap.admit(&read), Ok(()));
-        let over = cap.admit(&agent()).unwrap_err();
+        assert_eq!(cap.over(&agent()), None);
+        assert_eq!(cap.over(&read), None);
+        let over = cap.over(&agent()).unwrap();
         assert_eq!(
             over.answer(),
             EarlyAnswer::NotRun(
