@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::auto::{self, Judge, Reviews, Stop};
 use super::limits::denial_limit;
 use super::subagent;
-use super::{AgentError, Loop, hooks, millis};
+use super::{AgentError, Loop, Scope, hooks, millis};
 use crate::call::{
     Classifier, Decider, EarlyAnswer, PreparedCall, Resolution, Scheduling, SubagentCap, Unreached,
 };
@@ -19,7 +19,7 @@ use crate::hooks::{EventRuling, HookEvent};
 use crate::ledger::{Allowance, CallEffects};
 use crate::model::{ContentBlock, MalformedInput, Provider};
 use crate::policy::{self, Decision, Layer, PermissionContext, PermissionDecision};
-use crate::scheduler::{Admission, Call, CallDeadline, Landing, TurnHost};
+use crate::scheduler::{Admission, Call, CallDeadline, Landing, TurnEnd, TurnHost, run_turn};
 use crate::tools::{Subagent, ToolRegistry};
 use crate::transcript::{Event, Outcome, ProgressUpdate, ResultStatus};
 
@@ -98,8 +98,76 @@ impl Settled {
     }
 }
 
-pub(super) struct LoopHost<'r, 'a> {
-    pub run: &'r mut Loop<'a>,
+/// What a resumed run brings to the turn it goes on inside.
+pub(super) struct Resumed {
+    /// The calls with an answer already, by id (the others are judged and run).
+    pub(super) settled: HashMap<String, Settled>,
+    /// The resume's new words, added after the turn's results.
+    pub(super) prompt: Option<String>,
+}
+
+/// What one turn's calls left, for closing the turn.
+pub(super) struct Played {
+    pub(super) end: TurnEnd,
+    /// Why the rest of the turn's calls were not run, when the run ends after the turn.
+    pub(super) stopped: Option<Stop>,
+    /// tool_use ids of results the per-message budget must not offload (Read's).
+    pub(super) exempt: HashSet<String>,
+    /// The tool_result blocks, in call order.
+    pub(super) results: Vec<ContentBlock>,
+    /// Calls parked for a person: they get no result, and the run ends with the turn.
+    pub(super) parked: Vec<crate::approval::ParkedCall>,
+    /// A resume's new words, added after the turn's results.
+    pub(super) prompt: Option<String>,
+}
+
+/// Gates and runs the turn's calls in `scope`'s conversation: each prepared once, admitted
+/// by its one decision or its early answer, run by the scheduler and landed in call order.
+pub(super) async fn play(
+    run: &mut Loop<'_>,
+    provider: &mut Provider,
+    scope: &Scope,
+    registry: &ToolRegistry,
+    calls: &[Call],
+    malformed: &[MalformedInput],
+    resumed: Option<Resumed>,
+) -> Result<Played, AgentError> {
+    let spec = run.spec;
+    let ctx = run.ctx.clone();
+    // Queued messages are the run's: a sub-agent's turn leaves them for its parent.
+    let queue = spec.queue.as_ref().filter(|_| scope.subagent.is_none());
+    let mut host = LoopHost::new(
+        run,
+        provider,
+        scope.subagent.clone(),
+        registry,
+        calls,
+        malformed,
+    );
+    let prompt = resumed.and_then(|Resumed { settled, prompt }| {
+        host.settled = settled;
+        prompt
+    });
+    let end = run_turn(
+        &mut host,
+        calls,
+        &ctx,
+        spec.limits.max_parallel_tools,
+        queue,
+    )
+    .await?;
+    Ok(Played {
+        end,
+        stopped: host.stopped,
+        exempt: host.exempt,
+        results: host.results,
+        parked: host.parked,
+        prompt,
+    })
+}
+
+struct LoopHost<'r, 'a> {
+    run: &'r mut Loop<'a>,
     /// For the sub-agents an Agent call starts.
     provider: &'r mut Provider,
     /// The sub-agent whose turn this is; `None` for the run's own conversation.
@@ -108,13 +176,13 @@ pub(super) struct LoopHost<'r, 'a> {
     prepared: Vec<Prepared>,
     /// Why the rest of the turn's calls are not run (a denial limit was reached, or the
     /// classifier ended the run).
-    pub stopped: Option<Stop>,
+    stopped: Option<Stop>,
     /// When each call was admitted, for its duration.
     admitted_at: HashMap<usize, Instant>,
     /// The tool_result blocks, in call order.
-    pub results: Vec<ContentBlock>,
+    results: Vec<ContentBlock>,
     /// tool_use ids of results the per-message budget must not offload (Read's).
-    pub exempt: HashSet<String>,
+    exempt: HashSet<String>,
     /// Sub-agents this turn's calls asked for so far (Agent, agent-mode Skill).
     subagents: SubagentCap,
     /// What each call admitted to run may change (the effect ledger's bound).
@@ -125,12 +193,12 @@ pub(super) struct LoopHost<'r, 'a> {
     settled: HashMap<String, Settled>,
     /// Calls parked for a person this turn: they get no result, and the run ends once the
     /// turn's other calls landed.
-    pub parked: Vec<crate::approval::ParkedCall>,
+    parked: Vec<crate::approval::ParkedCall>,
 }
 
 impl<'r, 'a> LoopHost<'r, 'a> {
     /// Prepares every call of the turn once: parsing, validation and what scheduling needs.
-    pub fn new(
+    fn new(
         run: &'r mut Loop<'a>,
         provider: &'r mut Provider,
         subagent: Option<Subagent>,
@@ -146,8 +214,12 @@ impl<'r, 'a> LoopHost<'r, 'a> {
                     .find(|bad| bad.id == call.id)
                     .map(|bad| bad.message.as_str());
                 let tool = registry.get(&call.name).cloned();
-                match crate::call::prepare(&call.name.to_string(), tool, call.input.clone(), garbled)
-                {
+                match crate::call::prepare(
+                    &call.name.to_string(),
+                    tool,
+                    call.input.clone(),
+                    garbled,
+                ) {
                     Ok(prepared) => Prepared::Ready(prepared),
                     Err(unreached) => Prepared::Unreached(unreached),
                 }
@@ -170,11 +242,6 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             settled: HashMap::new(),
             parked: Vec::new(),
         }
-    }
-
-    /// A resumed turn: these calls are answered as the record places them.
-    pub fn settle(&mut self, settled: HashMap<String, Settled>) {
-        self.settled = settled;
     }
 
     fn started(&mut self, call: &Call) -> Result<(), AgentError> {
