@@ -138,8 +138,8 @@ impl SubagentCap {
     }
 }
 
-/// A refusal at the pool, for `reason`: a line that is not a call, a tool outside a
-/// sub-agent's scope, or any [`Unreached`] call.
+/// A refusal at the pool (step 0, layer `tool`), for `reason`: a `check --calls` line that
+/// is not a call, a call outside an explore sub-agent's scope, or an [`Unreached`] call.
 pub fn refused_at_pool(reason: String) -> PermissionDecision {
     PermissionDecision::deny(
         Grounds {
