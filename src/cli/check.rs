@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::CheckArgs;
-use crate::call::{Decider, PreparedCall, Resolution};
+use crate::call::{Decider, PreparedCall, Resolution, Unreached};
 use crate::config::{SourceLocation, serde_name};
 use crate::exit::ExitCode;
 use crate::policy::{
@@ -231,33 +231,27 @@ impl ToolCache {
     }
 }
 
-/// The call prepared once, or the refusal that answers it (no such tool, an invalid input).
+/// The call prepared once, or why it never reaches the gate (no such tool, an invalid input),
+/// answered as a run answers it.
 #[expect(
     clippy::result_large_err,
-    reason = "the refusal is the answer, made once per call and used at once: boxing it only adds an allocation"
+    reason = "the early answer is made once per call and used at once: boxing it only adds an allocation"
 )]
-fn prepare(
-    tool: &str,
-    input: Value,
-    tools: &mut ToolCache,
-) -> Result<PreparedCall, PermissionDecision> {
+fn prepare(tool: &str, input: Value, tools: &mut ToolCache) -> Result<PreparedCall, Unreached> {
     // Agent is made per call: a custom agent's call is judged by the name it gives.
     let found = if ToolName::parse(tool) == Some(ToolName::Agent) {
         Some(Arc::new(crate::tools::AgentTool::naming(&input)) as Arc<dyn Tool>)
     } else {
         tools.get(tool)
     };
-    let Some(found) = found else {
-        return Err(crate::call::no_such_tool(tool, ""));
-    };
-    PreparedCall::prepare(found, input).map_err(|err| crate::call::refused_at_pool(err.to_string()))
+    crate::call::prepare(tool, found, input, None)
 }
 
 /// The policy's decision, as a run without hooks or a classifier makes it.
 fn decide(tool: &str, input: Value, ctx: &PermissionContext, tools: &mut ToolCache) -> Resolution {
     match prepare(tool, input, tools) {
         Ok(call) => Decider::headless(*ctx).decide_now(call),
-        Err(refused) => Resolution::from_pool(refused),
+        Err(unreached) => Resolution::unreached(&unreached),
     }
 }
 
@@ -361,7 +355,7 @@ fn explain(
     }
     let mut trace: Vec<TraceStep> = Vec::new();
     let decision = match prepare(tool, input.clone(), tools) {
-        Err(refused) => refused,
+        Err(unreached) => unreached.decision(),
         Ok(call) => Decider {
             trace: Some(&mut trace),
             ..Decider::headless(*ctx)

@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::ReplayArgs;
-use crate::call::{Decider, PreparedCall};
+use crate::call::Decider;
 use crate::exit::ExitCode;
 use crate::policy::{self, Decision, PermissionContext, PermissionDecision, Step};
 use crate::session::{PolicyInForce, canonical_dir};
@@ -225,17 +225,18 @@ fn replay_one(args: &ReplayArgs, path: &Path, many: bool) -> Result<Vec<crate::r
 }
 
 impl Replayer<'_> {
-    /// The tool a recorded call is decided by: a built-in, or for Skill a tool holding the
-    /// skill it names — the workdir's, or where it is not there (a task's `skills:` path,
-    /// since removed) one of that name in the workdir loaded as text, so `Skill(name)` rules
-    /// still judge it rather than the call being skipped.
+    /// The tool a recorded call is decided by: a built-in, an MCP tool's stand-in, or for
+    /// Skill a tool holding the skill it names — the workdir's, or where it is not there (a
+    /// task's `skills:` path, since removed) one of that name in the workdir loaded as text,
+    /// so `Skill(name)` rules still judge it rather than the call being refused as unknown.
     fn tool(&self, name: &policy::ToolName, input: &Value) -> Option<Arc<dyn Tool>> {
         if *name == policy::ToolName::Agent {
             // A custom agent's call is judged by its name, as the run judged it.
             return Some(Arc::new(AgentTool::naming(input)));
         }
         if *name != policy::ToolName::Skill {
-            return builtin(name);
+            // An MCP tool is judged by its stand-in, as `check` judges it.
+            return builtin(name).or_else(|| crate::mcp::stand_in(name));
         }
         let wanted = input.get("skill").and_then(Value::as_str)?;
         let skill = self
@@ -265,22 +266,22 @@ impl Replayer<'_> {
         call: &PendingCall,
         old: &PermissionDecision,
     ) -> Result<()> {
-        let Some(tool) = policy::ToolName::parse(&call.tool)
+        let tool = policy::ToolName::parse(&call.tool)
             .as_ref()
-            .and_then(|name| self.tool(name, &call.input))
-        else {
-            return Ok(());
+            .and_then(|name| self.tool(name, &call.input));
+        // A call no tool here can take is refused as the run and `check` refuse it, never
+        // skipped: a policy change must not hide behind a call replay cannot judge.
+        let new = match crate::call::prepare(&call.tool, tool, call.input.clone(), None) {
+            Err(unreached) => unreached.decision(),
+            // A sub-agent's calls are judged in its scope, as the run judged them: an
+            // explore one's refused again, none parked.
+            Ok(prepared) => Decider {
+                scope: call.subagent,
+                ..Decider::headless(self.ctx)
+            }
+            .decide_now(prepared)
+            .into_decision(),
         };
-        let Ok(prepared) = PreparedCall::prepare(tool, call.input.clone()) else {
-            return Ok(());
-        };
-        // An explore sub-agent's calls are refused again as the run refused them.
-        let new = Decider {
-            scope: call.subagent,
-            ..Decider::headless(self.ctx)
-        }
-        .decide_now(prepared)
-        .into_decision();
         if new.decision == old.decision {
             return Ok(());
         }

@@ -544,6 +544,69 @@ fn replay_judges_skill_calls_again() {
     }
 }
 
+/// A call replay has no tool for, or whose input its tool rejects, is refused as the run and
+/// `check` refuse it (step 0, the pool), not skipped: a recorded allow of it is a change. An MCP
+/// call is judged by its stand-in, as `check` judges it, so a policy that now allows it is a
+/// widening.
+#[test]
+fn replay_refuses_an_unknown_tool_and_an_invalid_input_as_run_and_check_do() {
+    let sandbox = crate::support::Sandbox::with_examples();
+    let recorded = quickstart_transcript(&sandbox);
+    let started = recorded.lines().next().unwrap();
+    let transcript = replay_lines(
+        started,
+        &[
+            call("toolu_a", "Teleport", json!({})),
+            decided("toolu_a", "Teleport", "allow"),
+            call("toolu_b", "Read", json!({"path": "README.md"})),
+            decided("toolu_b", "Read", "allow"),
+            call("toolu_c", "mcp__docs__search", json!({"q": "x"})),
+            decided("toolu_c", "mcp__docs__search", "deny"),
+        ],
+    );
+    sandbox.write("odd.jsonl", &transcript);
+    sandbox.write("p.yaml", "permissions:\n  allow: [mcp__docs__search]\n");
+    let output = sandbox.tollgate(&["replay", "odd.jsonl", "--policy", "p.yaml"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let changes: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let after = |index: usize| {
+        let after = &changes[index]["after"];
+        (
+            after["decision"].as_str().unwrap().to_string(),
+            after["step"].as_str().unwrap().to_string(),
+            after["reason"].as_str().unwrap().to_string(),
+        )
+    };
+    assert_eq!(changes.len(), 3, "{changes:?}");
+    let (decision, step, reason) = after(0);
+    assert_eq!((decision.as_str(), step.as_str()), ("deny", "0"));
+    assert_eq!(reason, "No such tool available: Teleport");
+    let (decision, step, reason) = after(1);
+    assert_eq!((decision.as_str(), step.as_str()), ("deny", "0"));
+    assert!(reason.starts_with("invalid input for Read"), "{reason}");
+    assert_eq!(changes[2]["widened"], json!(true));
+    // `check` says the same of the same calls.
+    for (tool, input, said) in [
+        ("Teleport", r#"{}"#, reason_of(&changes[0])),
+        ("Read", r#"{"path": "README.md"}"#, reason_of(&changes[1])),
+    ] {
+        let output = sandbox.tollgate(&["check", "--tool", tool, "--input", input]);
+        let checked: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(
+            (checked["step"].as_str(), checked["reason"].as_str()),
+            (Some("0"), Some(said.as_str())),
+            "{tool}"
+        );
+    }
+}
+
+fn reason_of(change: &Value) -> String {
+    change["after"]["reason"].as_str().unwrap().to_string()
+}
+
 #[test]
 fn file_tools_refuse_a_fifo_at_once_instead_of_waiting_on_it() {
     let sandbox = crate::support::Sandbox::empty();

@@ -3,6 +3,7 @@
 //! One orchestrator: the gate decides, the tools act, nothing else does either.
 
 mod after_turn;
+mod answer;
 mod attempt;
 mod auto;
 mod budget;
@@ -14,7 +15,6 @@ mod hooks;
 mod limits;
 mod mcp;
 mod prompt;
-mod refusals;
 mod reminders;
 mod request;
 mod restore;
@@ -30,20 +30,18 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use after_turn::{drain_queue, fit_message_budget, record_network};
 use budget::Budget;
 pub use checks::millis;
-use ending::{Ending, hard_stop, timed_out};
+use ending::{Ending, timed_out};
 pub use fallback::FallbackModel;
 use mcp::{mcp_start_failure, refresh_mcp, unavailable_servers};
 use reminders::Reminders;
-use request::ask;
 pub use resume::{Resume, ResumeError};
 
-use crate::base::{AbortReason, AbortSignal};
+use crate::base::AbortSignal;
 use crate::classifier::Classifier;
 use crate::exec::RunEnv;
-use crate::hooks::{EventRuling, Hook, HookEvent, MAX_STOP_CONTINUATIONS};
+use crate::hooks::{EventRuling, Hook, HookEvent};
 use crate::mcp::{McpHub, McpLaunch, McpPlan};
 use crate::model::{ContentBlock, History, Message, Pricing, Provider, Role, StopReason};
 use crate::out_dir::OutDirLock;
@@ -53,15 +51,15 @@ use crate::results::ResultStore;
 use crate::sandbox::{
     ProxyConnection, ReadOnlyDomain, ReadOnlyStatus, Sandbox, SandboxError, SandboxSpec,
 };
-use crate::scheduler::{Call, MessageQueue, TurnEnd, run_turn};
+use crate::scheduler::MessageQueue;
 use crate::task::{Check, FailOnSet, Limits};
 use crate::tools::{
     DeferredTools, FileStateCache, Pool, RunState, Subagent, Tool, ToolContext, ToolLimits,
-    tool_specs,
+    ToolRegistry, tool_specs,
 };
 use crate::transcript::{
-    AbortCause, Disposition, Event, ModelSummary, Observer, Outcome, PolicySummary, QueryEnd,
-    RunCounts, StreamOutput, TaskSummary, Transcript,
+    Event, ModelSummary, Observer, Outcome, PolicySummary, RunCounts, StreamOutput, TaskSummary,
+    Transcript,
 };
 
 /// Everything a run needs, resolved and validated before the first model call: values the
@@ -186,7 +184,7 @@ struct Loop<'a> {
     /// Each compaction's prompt tokens before and after, for `run_finished`.
     compactions: Vec<crate::transcript::CompactionTokens>,
     /// Refused calls, so a verbatim repeat gets the same answer without a new judgement.
-    refusals: refusals::Refusals,
+    refusals: crate::call::Refusals,
     /// Auto mode's classifier and its tallies.
     auto: Option<auto::AutoState>,
     network_refusals: Vec<ProxyConnection>,
@@ -363,7 +361,7 @@ pub async fn run(
             .timeout
             .map(|limit| crate::base::deadline(started, limit)),
         consecutive_denials: 0,
-        refusals: refusals::Refusals::default(),
+        refusals: crate::call::Refusals::default(),
         compactions: Vec::new(),
         fallback: spec.fallback.clone(),
         answering: spec.model.name.clone(),
@@ -526,43 +524,6 @@ async fn opening(run: &mut Loop<'_>) -> Result<Result<Message, String>, AgentErr
     }))
 }
 
-/// What the Stop (or SubagentStop) hooks make of the model ending its turn.
-enum StopHooks {
-    /// The conversation ends.
-    End,
-    /// Back to work, told why.
-    Continue(String),
-    /// The run ends as `hook_stopped`.
-    Stopped(String),
-}
-
-async fn stop_hooks(run: &mut Loop<'_>, scope: &mut Scope) -> Result<StopHooks, AgentError> {
-    let active = scope.stop_continuations > 0;
-    let (event, fields) = match &scope.subagent {
-        None => (
-            HookEvent::Stop,
-            serde_json::json!({"stop_hook_active": active}),
-        ),
-        Some(kind) => (
-            HookEvent::SubagentStop,
-            serde_json::json!({"stop_hook_active": active, "agent_type": kind.to_string()}),
-        ),
-    };
-    Ok(match hooks::moment(run, event, "", fields).await? {
-        EventRuling::Proceed { .. } => StopHooks::End,
-        EventRuling::Stop { reason } => StopHooks::Stopped(reason),
-        EventRuling::Block { reason } if scope.stop_continuations >= MAX_STOP_CONTINUATIONS => {
-            StopHooks::Stopped(format!(
-                "{reason} (still blocking after {MAX_STOP_CONTINUATIONS} continuations)"
-            ))
-        }
-        EventRuling::Block { reason } => {
-            scope.stop_continuations += 1;
-            StopHooks::Continue(reason)
-        }
-    })
-}
-
 /// Whose conversation the loop is running: the task's own, or a sub-agent's, with its turns.
 struct Scope {
     /// `None` for the run's own conversation.
@@ -592,7 +553,16 @@ impl Scope {
     }
 }
 
-/// The model ↔ tools exchange. Returns how it ended, the model's last words and any error.
+/// What a phase of the loop leaves it to do.
+enum Next {
+    /// Another turn: a request, unless the run ends before it.
+    Again,
+    End(Ending),
+}
+
+/// The model ↔ tools exchange, one turn a round: the pool offered, the next turn asked for
+/// (`request`), then either the answer without calls weighed (`answer`) or the turn's calls
+/// gated and run (`turn`) and the turn closed (`after_turn`). Returns how it ended.
 async fn conversation(
     run: &mut Loop<'_>,
     provider: &mut Provider,
@@ -613,235 +583,43 @@ async fn conversation(
         if run.unsaved.is_some() {
             return Ok(Ending::bare(Outcome::OutputFailed));
         }
-        // The pool is rebuilt each turn, so tools ToolSearch loaded reach the next request,
-        // appended after the others so the tools array sent before stays its prefix.
-        refresh_mcp(run).await?;
-        let registry =
-            pool(spec, &run.mcp).offered(&run.ctx.state.deferred.loaded(), scope.subagent.as_ref());
-        let tool_specs = tool_specs(&registry);
-        // A resumed run goes on inside the turn it stopped in: no request, its calls
-        // answered as the record places them.
-        let pending = match scope.subagent {
-            None => run.pending.take(),
-            Some(_) => None,
+        let registry = offered(run, scope).await?;
+        let specs = tool_specs(&registry);
+        let asked = match request::next_turn(run, provider, abort, messages, scope, &system, &specs)
+            .await?
+        {
+            Ok(asked) => asked,
+            Err(ending) => return Ok(ending),
         };
-        let (assistant, stop_reason, malformed_inputs, turn, resumed) = match pending {
-            Some(pending) => (
-                pending.message,
-                pending.stop_reason,
-                Vec::new(),
-                scope.turns,
-                Some((pending.settled, pending.prompt)),
-            ),
-            None => match ask(run, provider, abort, messages, scope, &system, &tool_specs).await? {
-                Ok(asked) => (
-                    asked.message,
-                    asked.stop_reason,
-                    asked.malformed_inputs,
-                    asked.turn,
-                    None,
-                ),
-                Err(ending) => return Ok(ending),
-            },
+        let calls = asked.calls();
+        let text = asked.message.text();
+        messages.push(asked.message);
+        let next = if calls.is_empty() {
+            answer::without_calls(run, messages, scope, asked.stop_reason, text, asked.turn).await?
+        } else {
+            let played = turn::play(
+                run,
+                provider,
+                scope,
+                &registry,
+                &calls,
+                &asked.malformed_inputs,
+                asked.resumed,
+            )
+            .await?;
+            after_turn::close(run, abort, messages, scope, asked.turn, played)?
         };
-        let calls: Vec<Call> = assistant
-            .content
-            .iter()
-            .filter_map(|block| match block {
-                ContentBlock::ToolUse { id, name, input } => Some(Call {
-                    id: id.clone(),
-                    name: ToolName::from_model(name),
-                    input: input.clone(),
-                }),
-                _ => None,
-            })
-            .collect();
-        let text = assistant.text();
-        messages.push(assistant);
-        if calls.is_empty() {
-            match stop_reason {
-                StopReason::Refusal => {
-                    return Ok(Ending::new(
-                        Outcome::Refusal,
-                        Some(text),
-                        Some("the model declined the task (stop reason: refusal)".into()),
-                    ));
-                }
-                // A server-side pause: sending the turn back as it is lets the model go on.
-                StopReason::PauseTurn => continue,
-                StopReason::MaxTokens => {
-                    push_user(run, messages, Message::user_text(CUT_OFF))?;
-                    continue;
-                }
-                StopReason::EndTurn | StopReason::StopSequence | StopReason::ToolUse => {
-                    // A message queued meanwhile starts a new query on this history; it is
-                    // the run's, so a sub-agent leaves it for its parent.
-                    let queued = match scope.subagent {
-                        None => drain_queue(run, Disposition::NewQuery)?,
-                        Some(_) => Vec::new(),
-                    };
-                    if queued.is_empty() {
-                        match stop_hooks(run, scope).await? {
-                            StopHooks::End => {}
-                            StopHooks::Continue(reason) => {
-                                let back = Message::user_text(format!(
-                                    "A Stop hook says the work is not done: {reason}"
-                                ));
-                                push_user(run, messages, back)?;
-                                continue;
-                            }
-                            StopHooks::Stopped(why) => {
-                                return Ok(Ending::new(
-                                    Outcome::HookStopped,
-                                    Some(text),
-                                    Some(why),
-                                ));
-                            }
-                        }
-                        // The Stop hooks let it end: the answer is checked against
-                        // the output schema, if any.
-                        let schema = spec
-                            .output_schema
-                            .as_ref()
-                            .filter(|_| scope.subagent.is_none());
-                        let Some(schema) = schema else {
-                            return Ok(Ending::answered(Outcome::Success, text));
-                        };
-                        run.structured_answers += 1;
-                        let attempt = run.structured_answers;
-                        match structured::check(&schema.schema, &text) {
-                            Ok(value) => {
-                                run.structured_output = Some(value);
-                                return Ok(Ending::answered(Outcome::Success, text));
-                            }
-                            Err(errors) => {
-                                // A later answer supersedes an earlier valid one (after a
-                                // check's feedback): only the last answer counts.
-                                run.structured_output = None;
-                                let max = spec.output_schema_attempts;
-                                run.emit(Event::StructuredOutputRejected {
-                                    turn,
-                                    attempt,
-                                    max_attempts: max,
-                                    errors: errors.clone(),
-                                })?;
-                                if attempt >= max {
-                                    return Ok(Ending::new(
-                                        Outcome::StructuredOutputInvalid,
-                                        Some(text),
-                                        Some(format!(
-                                            "the final answer was not valid against the output schema after {max} answers: {}",
-                                            errors.first().map_or("", String::as_str)
-                                        )),
-                                    ));
-                                }
-                                let feedback = structured::feedback(&errors, attempt, max);
-                                push_user(run, messages, Message::user_text(feedback))?;
-                                continue;
-                            }
-                        }
-                    }
-                    push_user(
-                        run,
-                        messages,
-                        Message {
-                            role: Role::User,
-                            content: queued,
-                        },
-                    )?;
-                    continue;
-                }
-            }
-        }
-        let ctx = run.ctx.clone();
-        let queue = spec.queue.as_ref().filter(|_| scope.subagent.is_none());
-        let mut host = turn::LoopHost::new(
-            run,
-            provider,
-            scope.subagent.clone(),
-            &registry,
-            &calls,
-            &malformed_inputs,
-        );
-        let prompt = resumed.and_then(|(settled, prompt)| {
-            host.settle(settled);
-            prompt
-        });
-        let end = run_turn(
-            &mut host,
-            &calls,
-            &ctx,
-            spec.limits.max_parallel_tools,
-            queue,
-        )
-        .await?;
-        let stopped = host.stopped.take();
-        let exempt = std::mem::take(&mut host.exempt);
-        let mut results = std::mem::take(&mut host.results);
-        let parked = std::mem::take(&mut host.parked);
-        record_network(run)?;
-        // A parked call has no result until a person answers it, and the model cannot be
-        // asked again before every call has one: the run ends here, the turn's other
-        // results recorded, and `--resume` goes on inside this turn (Claude Code's
-        // `tool_deferred`). Only the run's own conversation parks (see `turn::gate`).
-        if !parked.is_empty() {
-            let ids: Vec<&str> = parked.iter().map(|call| call.id.as_str()).collect();
-            let why = format!(
-                "{} call(s) await a person's approval: {} (see {}; `tollgate approve`, then `tollgate run --resume`)",
-                parked.len(),
-                ids.join(", "),
-                crate::approval::PENDING_FILE
-            );
-            run.parked = parked;
-            return Ok(Ending::stopped(Outcome::Parked, why));
-        }
-        fit_message_budget(run, turn, &mut results, &exempt)?;
-        match end {
-            TurnEnd::Complete if scope.subagent.is_none() => {
-                results.extend(drain_queue(run, Disposition::Drained)?);
-            }
-            TurnEnd::Complete => {}
-            // Completed results are kept; the queued message follows them and gives the
-            // context, so no "[Request interrupted]" is added (seed §5.2 E).
-            TurnEnd::Interrupted => {
-                run.emit(Event::QueryAborted {
-                    reason: QueryEnd::AbortedTools,
-                    by: AbortCause::Interrupt,
-                    message: None,
-                })?;
-                results.extend(drain_queue(run, Disposition::Interrupt)?);
-            }
-            TurnEnd::HardStopped => {}
-        }
-        let todos = run.ctx.state.todos.snapshot();
-        if let Some((kind, content)) = run.reminders.next(&todos) {
-            run.emit(Event::Reminder {
-                turn,
-                kind,
-                content: content.clone(),
-            })?;
-            results.push(ContentBlock::Text { text: content });
-        }
-        // A resume's new words join the results of the turn it went on inside.
-        if let Some(prompt) = prompt {
-            results.push(ContentBlock::Text { text: prompt });
-        }
-        push_user(
-            run,
-            messages,
-            Message {
-                role: Role::User,
-                content: results,
-            },
-        )?;
-        if end == TurnEnd::HardStopped {
-            let reason = abort.reason().unwrap_or(AbortReason::Interrupt);
-            return hard_stop(run, messages, reason, QueryEnd::AbortedTools);
-        }
-        if let Some(stop) = stopped {
-            return Ok(Ending::stopped(stop.outcome, stop.why));
+        if let Next::End(ending) = next {
+            return Ok(ending);
         }
     }
+}
+
+/// The pool offered this turn. It is rebuilt each turn, so tools ToolSearch loaded reach the
+/// next request, appended after the others so the tools array sent before stays its prefix.
+async fn offered(run: &mut Loop<'_>, scope: &Scope) -> Result<ToolRegistry, AgentError> {
+    refresh_mcp(run).await?;
+    Ok(pool(run.spec, &run.mcp).offered(&run.ctx.state.deferred.loaded(), scope.subagent.as_ref()))
 }
 
 /// The run's pool as it stands: the task's tools and the running servers'.
@@ -863,7 +641,3 @@ fn push_user(
     messages.push(message);
     Ok(())
 }
-
-/// What the model is told when its answer hit `max_tokens` with no tool call in it.
-const CUT_OFF: &str = "Your last response was cut off at the max_tokens limit. \
-Continue where it stopped; keep each response and tool input short.";

@@ -2,19 +2,23 @@
 //! history compacted when due, the request raced against the abort and the run's deadline
 //! (the provider's retries recorded as they happen, an unavailable model handing over to the
 //! fallback), compacted and sent once more when the provider finds it too long, and the
-//! answer recorded. Every way it cannot answer is an `Ending`.
+//! answer recorded. Every way it cannot answer is an `Ending`. A resumed run's first turn is
+//! the one on record, not asked again.
 
 use tokio::time::Instant;
 
 use super::attempt::attempt;
 use super::ending::{Ending, hard_stop, timed_out};
 use super::limits::{default_denial_limit, run_turns_used_up};
+use super::turn::Resumed;
 use super::{AgentError, Loop, Scope, compaction, fallback};
 use crate::base::{AbortReason, AbortSignal};
 use crate::model::{
     ContentBlock, History, Message, ModelRequest, ModelResponse, Provider, Role, StopReason,
     ToolSpec,
 };
+use crate::policy::ToolName;
+use crate::scheduler::Call;
 use crate::transcript::{Event, Outcome, QueryEnd, UsageSource};
 
 /// The model's answer to the next request, as `conversation` goes on with it.
@@ -23,12 +27,63 @@ pub(super) struct Asked {
     pub(super) stop_reason: StopReason,
     pub(super) malformed_inputs: Vec<crate::model::MalformedInput>,
     pub(super) turn: u32,
+    /// Set for the turn a resumed run goes on inside.
+    pub(super) resumed: Option<Resumed>,
+}
+
+impl Asked {
+    /// The tool calls the answer makes, in its order.
+    pub(super) fn calls(&self) -> Vec<Call> {
+        self.message
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::ToolUse { id, name, input } => Some(Call {
+                    id: id.clone(),
+                    name: ToolName::from_model(name),
+                    input: input.clone(),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// The turn the conversation goes on with: a resumed run's the one it stopped in (no
+/// request; its calls answered as the record places them), else the model's answer to the
+/// next request; or how the conversation ended instead.
+pub(super) async fn next_turn(
+    run: &mut Loop<'_>,
+    provider: &mut Provider,
+    abort: &AbortSignal,
+    messages: &mut History,
+    scope: &mut Scope,
+    system: &str,
+    tool_specs: &[ToolSpec],
+) -> Result<Result<Asked, Ending>, AgentError> {
+    let pending = match scope.subagent {
+        None => run.pending.take(),
+        Some(_) => None,
+    };
+    let Some(pending) = pending else {
+        return ask(run, provider, abort, messages, scope, system, tool_specs).await;
+    };
+    Ok(Ok(Asked {
+        message: pending.message,
+        stop_reason: pending.stop_reason,
+        malformed_inputs: Vec::new(),
+        turn: scope.turns,
+        resumed: Some(Resumed {
+            settled: pending.settled,
+            prompt: pending.prompt,
+        }),
+    }))
 }
 
 /// The model's next turn: the limits checked, the history compacted when due, the request
 /// sent (compacted and sent once more when the provider finds it too long) and its answer
 /// recorded; or how the conversation ended instead.
-pub(super) async fn ask(
+async fn ask(
     run: &mut Loop<'_>,
     provider: &mut Provider,
     abort: &AbortSignal,
@@ -207,6 +262,7 @@ pub(super) async fn ask(
         stop_reason,
         malformed_inputs,
         turn,
+        resumed: None,
     }))
 }
 

@@ -217,7 +217,7 @@ fn answer(
         | Outcome::StructuredOutputInvalid
         // The final answer is the run's, judged around it.
         | Outcome::EmptyAnswer
-        // A sub-agent's asks are refused, never parked (`turn::gate`).
+        // A sub-agent's asks are refused, never parked (`call::Decider`).
         | Outcome::Parked => Ran {
             result: Err(ToolError::Failed(format!("The {kind} sub-agent stopped: {why}"))),
             stop: Some(Stop { outcome, why }),

@@ -1,6 +1,6 @@
 //! The loop's side of one turn's calls (S6): prepares each call once, admits it by its one
-//! decision (`call::Decider`), and lands each result (PostToolUse, offload, tool_result) in
-//! call order.
+//! decision (`call::Decider`) or the answer `call::Unreached` gives a call that never gets
+//! that far, and lands each result (PostToolUse, offload, tool_result) in call order.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -10,15 +10,16 @@ use tokio::time::Instant;
 
 use super::auto::{self, Judge, Reviews, Stop};
 use super::limits::denial_limit;
-use super::refusals::REPEATED;
 use super::subagent;
-use super::{AgentError, Loop, hooks, millis};
-use crate::call::{Classifier, Decider, PreparedCall, Resolution, Scheduling};
+use super::{AgentError, Loop, Scope, hooks, millis};
+use crate::call::{
+    Classifier, Decider, EarlyAnswer, PreparedCall, Resolution, Scheduling, SubagentCap, Unreached,
+};
 use crate::hooks::{EventRuling, HookEvent};
 use crate::ledger::{Allowance, CallEffects};
 use crate::model::{ContentBlock, MalformedInput, Provider};
-use crate::policy::{self, Decision, HeadlessAnswer, Layer, PermissionContext, PermissionDecision};
-use crate::scheduler::{Admission, Call, CallDeadline, Landing, TurnHost};
+use crate::policy::{self, Decision, Layer, PermissionContext, PermissionDecision};
+use crate::scheduler::{Admission, Call, CallDeadline, Landing, TurnEnd, TurnHost, run_turn};
 use crate::tools::{Subagent, ToolRegistry};
 use crate::transcript::{Event, Outcome, ProgressUpdate, ResultStatus};
 
@@ -27,15 +28,8 @@ enum Prepared {
     Ready(PreparedCall),
     /// Taken by its admission.
     Admitted,
-    /// Answered without a gate: the reason is the call's error result.
-    Unrunnable(Unrunnable),
-}
-
-enum Unrunnable {
-    NoSuchTool,
-    /// The model's input was garbled, or its tool rejects it: an error result that says
-    /// what was wrong, and the run goes on.
-    Invalid(String),
+    /// Never reaches the gate: no such tool, or an input that is garbled or rejected.
+    Unreached(Unreached),
 }
 
 /// A call of a resumed run's interrupted turn that is answered without being judged again.
@@ -104,8 +98,76 @@ impl Settled {
     }
 }
 
-pub(super) struct LoopHost<'r, 'a> {
-    pub run: &'r mut Loop<'a>,
+/// What a resumed run brings to the turn it goes on inside.
+pub(super) struct Resumed {
+    /// The calls with an answer already, by id (the others are judged and run).
+    pub(super) settled: HashMap<String, Settled>,
+    /// The resume's new words, added after the turn's results.
+    pub(super) prompt: Option<String>,
+}
+
+/// What one turn's calls left, for closing the turn.
+pub(super) struct Played {
+    pub(super) end: TurnEnd,
+    /// Why the rest of the turn's calls were not run, when the run ends after the turn.
+    pub(super) stopped: Option<Stop>,
+    /// tool_use ids of results the per-message budget must not offload (Read's).
+    pub(super) exempt: HashSet<String>,
+    /// The tool_result blocks, in call order.
+    pub(super) results: Vec<ContentBlock>,
+    /// Calls parked for a person: they get no result, and the run ends with the turn.
+    pub(super) parked: Vec<crate::approval::ParkedCall>,
+    /// A resume's new words, added after the turn's results.
+    pub(super) prompt: Option<String>,
+}
+
+/// Gates and runs the turn's calls in `scope`'s conversation: each prepared once, admitted
+/// by its one decision or its early answer, run by the scheduler and landed in call order.
+pub(super) async fn play(
+    run: &mut Loop<'_>,
+    provider: &mut Provider,
+    scope: &Scope,
+    registry: &ToolRegistry,
+    calls: &[Call],
+    malformed: &[MalformedInput],
+    resumed: Option<Resumed>,
+) -> Result<Played, AgentError> {
+    let spec = run.spec;
+    let ctx = run.ctx.clone();
+    // Queued messages are the run's: a sub-agent's turn leaves them for its parent.
+    let queue = spec.queue.as_ref().filter(|_| scope.subagent.is_none());
+    let mut host = LoopHost::new(
+        run,
+        provider,
+        scope.subagent.clone(),
+        registry,
+        calls,
+        malformed,
+    );
+    let prompt = resumed.and_then(|Resumed { settled, prompt }| {
+        host.settled = settled;
+        prompt
+    });
+    let end = run_turn(
+        &mut host,
+        calls,
+        &ctx,
+        spec.limits.max_parallel_tools,
+        queue,
+    )
+    .await?;
+    Ok(Played {
+        end,
+        stopped: host.stopped,
+        exempt: host.exempt,
+        results: host.results,
+        parked: host.parked,
+        prompt,
+    })
+}
+
+struct LoopHost<'r, 'a> {
+    run: &'r mut Loop<'a>,
     /// For the sub-agents an Agent call starts.
     provider: &'r mut Provider,
     /// The sub-agent whose turn this is; `None` for the run's own conversation.
@@ -114,15 +176,15 @@ pub(super) struct LoopHost<'r, 'a> {
     prepared: Vec<Prepared>,
     /// Why the rest of the turn's calls are not run (a denial limit was reached, or the
     /// classifier ended the run).
-    pub stopped: Option<Stop>,
+    stopped: Option<Stop>,
     /// When each call was admitted, for its duration.
     admitted_at: HashMap<usize, Instant>,
     /// The tool_result blocks, in call order.
-    pub results: Vec<ContentBlock>,
+    results: Vec<ContentBlock>,
     /// tool_use ids of results the per-message budget must not offload (Read's).
-    pub exempt: HashSet<String>,
+    exempt: HashSet<String>,
     /// Sub-agents this turn's calls asked for so far (Agent, agent-mode Skill).
-    delegations: u32,
+    subagents: SubagentCap,
     /// What each call admitted to run may change (the effect ledger's bound).
     allowances: HashMap<usize, Allowance>,
     /// What each call that ran changed, until it lands.
@@ -131,12 +193,12 @@ pub(super) struct LoopHost<'r, 'a> {
     settled: HashMap<String, Settled>,
     /// Calls parked for a person this turn: they get no result, and the run ends once the
     /// turn's other calls landed.
-    pub parked: Vec<crate::approval::ParkedCall>,
+    parked: Vec<crate::approval::ParkedCall>,
 }
 
 impl<'r, 'a> LoopHost<'r, 'a> {
     /// Prepares every call of the turn once: parsing, validation and what scheduling needs.
-    pub fn new(
+    fn new(
         run: &'r mut Loop<'a>,
         provider: &'r mut Provider,
         subagent: Option<Subagent>,
@@ -147,18 +209,23 @@ impl<'r, 'a> LoopHost<'r, 'a> {
         let prepared = calls
             .iter()
             .map(|call| {
-                let Some(tool) = registry.get(&call.name) else {
-                    return Prepared::Unrunnable(Unrunnable::NoSuchTool);
-                };
-                if let Some(problem) = malformed.iter().find(|bad| bad.id == call.id) {
-                    return Prepared::Unrunnable(Unrunnable::Invalid(problem.message.clone()));
-                }
-                match PreparedCall::prepare(tool.clone(), call.input.clone()) {
+                let garbled = malformed
+                    .iter()
+                    .find(|bad| bad.id == call.id)
+                    .map(|bad| bad.message.as_str());
+                let tool = registry.get(&call.name).cloned();
+                match crate::call::prepare(
+                    &call.name.to_string(),
+                    tool,
+                    call.input.clone(),
+                    garbled,
+                ) {
                     Ok(prepared) => Prepared::Ready(prepared),
-                    Err(err) => Prepared::Unrunnable(Unrunnable::Invalid(err.to_string())),
+                    Err(unreached) => Prepared::Unreached(unreached),
                 }
             })
             .collect();
+        let subagents = SubagentCap::new(run.spec.subagent_max_per_turn);
         LoopHost {
             run,
             provider,
@@ -169,17 +236,12 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             admitted_at: HashMap::new(),
             results: Vec::new(),
             exempt: HashSet::new(),
-            delegations: 0,
+            subagents,
             allowances: HashMap::new(),
             effects: HashMap::new(),
             settled: HashMap::new(),
             parked: Vec::new(),
         }
-    }
-
-    /// A resumed turn: these calls are answered as the record places them.
-    pub fn settle(&mut self, settled: HashMap<String, Settled>) {
-        self.settled = settled;
     }
 
     fn started(&mut self, call: &Call) -> Result<(), AgentError> {
@@ -209,28 +271,17 @@ impl<'r, 'a> LoopHost<'r, 'a> {
         prepared: PreparedCall,
         approved: Option<String>,
     ) -> Result<Admission, AgentError> {
-        // Each sub-agent is a conversation of its own: past the cap, the call is not run
-        // (nor judged), so one response cannot fan out into many.
-        if prepared.delegation().is_some() {
-            self.delegations += 1;
-            let cap = self.run.spec.subagent_max_per_turn;
-            if self.delegations > cap {
-                return Ok(Self::answered(
-                    format!(
-                        "Not run: at most {cap} sub-agents per turn (subagents.max_per_turn = {cap}); start this one in a later turn"
-                    ),
-                    ResultStatus::Error,
-                ));
-            }
+        if let Some(over) = self.subagents.over(&prepared) {
+            return self.early(call, over);
         }
+        // A person's approval answers the call itself, never an earlier refusal of it.
         if approved.is_none()
-            && let Some(earlier) = self
-                .run
-                .refusals
-                .earlier(self.subagent.as_ref(), &call.name, &call.input)
-                .cloned()
+            && let Some(repeat) =
+                self.run
+                    .refusals
+                    .repeat(self.subagent.as_ref(), &call.name, &call.input)
         {
-            return self.refused_again(call, earlier);
+            return self.early(call, repeat);
         }
         let ctx = permission_context(self.run);
         let run = &mut *self.run;
@@ -249,12 +300,7 @@ impl<'r, 'a> LoopHost<'r, 'a> {
             scope: self.subagent.as_ref().map(|agent| agent.kind),
             classifier: judge.as_mut().map(|judge| judge as &mut dyn Classifier),
             trace: None,
-            // A sub-agent's conversation cannot stop and wait for a person.
-            headless: if self.subagent.is_some() {
-                HeadlessAnswer::Deny
-            } else {
-                spec.headless
-            },
+            headless: spec.headless,
         };
         let mut hooks = hooks::PreToolUseHooks { run, id: &call.id };
         let resolution = match approved {
@@ -263,24 +309,7 @@ impl<'r, 'a> LoopHost<'r, 'a> {
         };
         let reviews = judge.map(Judge::finish).unwrap_or_default();
         run.auto = auto_state;
-        let resolution = match resolution? {
-            // A hook's `defer` or a `defer:` rule inside a sub-agent: refused, said why.
-            Resolution::Parked { by, decision, call } if self.subagent.is_some() => {
-                Resolution::Refused {
-                    by,
-                    decision: PermissionDecision {
-                        decision: Decision::Deny,
-                        reason: format!(
-                            "{}; a sub-agent cannot wait for a person, so it is refused",
-                            decision.reason
-                        ),
-                        ..decision
-                    },
-                    judged: Some(call),
-                }
-            }
-            resolution => resolution,
-        };
+        let resolution = resolution?;
         if let Some(judged) = resolution.call() {
             auto::record_reviews(run, &call.id, judged, &reviews)?;
         }
@@ -382,33 +411,30 @@ impl<'r, 'a> LoopHost<'r, 'a> {
         })
     }
 
-    /// A call refused before, repeated verbatim: the same refusal, recorded and counted like
-    /// the first, with no hook, rule or classifier asked again.
-    fn refused_again(
-        &mut self,
-        call: &Call,
-        earlier: PermissionDecision,
-    ) -> Result<Admission, AgentError> {
-        let content = format!("Permission denied: {} {REPEATED}", earlier.reason);
-        record_decision(self.run, &call.id, &call.name, &call.input, earlier)?;
-        self.stopped = denial_limit(self.run);
-        Ok(Self::answered(content, ResultStatus::Denied))
+    /// A call answered before the gate, as `call::Unreached` says: a refusal is recorded and
+    /// counted like the gate's (a repeat with the earlier refusal, no hook, rule or
+    /// classifier asked again); anything else is an error result the model can correct.
+    fn early(&mut self, call: &Call, unreached: Unreached) -> Result<Admission, AgentError> {
+        match unreached.answer() {
+            EarlyAnswer::Refused { decision, content } => {
+                record_decision(self.run, &call.id, &call.name, &call.input, decision)?;
+                self.stopped = denial_limit(self.run);
+                Ok(Self::answered(content, ResultStatus::Denied))
+            }
+            EarlyAnswer::NotRun(content) => Ok(Self::answered(content, ResultStatus::Error)),
+        }
     }
 
-    /// No tool of that name this turn: a refusal that lists what there is.
-    fn no_such_tool(&mut self, call: &Call) -> Result<Admission, AgentError> {
-        let decision = crate::call::no_such_tool(
-            &call.name.to_string(),
-            &format!(
+    /// No tool of that name this turn, told with what there is.
+    fn no_such_tool(&self, call: &Call) -> Unreached {
+        Unreached::NoSuchTool {
+            name: call.name.to_string(),
+            more: format!(
                 ". Available tools: {}{}",
                 self.registry.names(),
                 deferred_hint(self.run, &call.name)
             ),
-        );
-        let reason = decision.reason.clone();
-        record_decision(self.run, &call.id, &call.name, &call.input, decision)?;
-        self.stopped = denial_limit(self.run);
-        Ok(Self::answered(reason, ResultStatus::Denied))
+        }
     }
 }
 
@@ -486,7 +512,7 @@ impl TurnHost for LoopHost<'_, '_> {
     fn scheduling(&self, index: usize, _call: &Call) -> Option<Scheduling> {
         match self.prepared.get(index)? {
             Prepared::Ready(call) => Some(call.scheduling(&permission_context(self.run))),
-            Prepared::Admitted | Prepared::Unrunnable(_) => None,
+            Prepared::Admitted | Prepared::Unreached(_) => None,
         }
     }
 
@@ -535,12 +561,11 @@ impl TurnHost for LoopHost<'_, '_> {
             .map(|slot| std::mem::replace(slot, Prepared::Admitted));
         match slot {
             Some(Prepared::Ready(prepared)) => self.gate(index, call, prepared, approved).await,
-            Some(Prepared::Unrunnable(Unrunnable::Invalid(message))) => {
-                Ok(Self::answered(message, ResultStatus::Error))
+            Some(Prepared::Unreached(Unreached::NoSuchTool { .. }) | Prepared::Admitted) | None => {
+                let unknown = self.no_such_tool(call);
+                self.early(call, unknown)
             }
-            Some(Prepared::Unrunnable(Unrunnable::NoSuchTool) | Prepared::Admitted) | None => {
-                self.no_such_tool(call)
-            }
+            Some(Prepared::Unreached(unreached)) => self.early(call, unreached),
         }
     }
 

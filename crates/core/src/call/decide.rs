@@ -85,7 +85,8 @@ pub struct Decider<'a> {
     /// `check --explain`: every step taken, with the tool's own details.
     pub trace: Option<&'a mut Vec<TraceStep>>,
     /// What an ask only a person could answer becomes: refused, or parked for one. A
-    /// `defer:` rule parks its own asks whatever this says.
+    /// `defer:` rule parks its own asks whatever this says. A sub-agent's call is never
+    /// parked, whatever this or a rule says (see `settle`).
     pub headless: HeadlessAnswer,
 }
 
@@ -187,6 +188,23 @@ impl<'a> Decider<'a> {
     /// An allowed answer becomes the call to run (with what the allow rests on), unless the
     /// call it runs is outside the sub-agent's scope.
     fn settle(&self, answer: Answer, run: PreparedCall) -> Resolution {
+        // A hook's `defer` or a `defer:` rule inside a sub-agent: its conversation cannot
+        // stop and wait for a person, so the call is refused, saying why.
+        if answer.decision.is_defer() && self.scope.is_some() {
+            let decision = PermissionDecision {
+                decision: Decision::Deny,
+                reason: format!(
+                    "{}; a sub-agent cannot wait for a person, so it is refused",
+                    answer.decision.reason
+                ),
+                ..answer.decision
+            };
+            return Answer {
+                by: answer.by,
+                decision,
+            }
+            .refuse(Some(run));
+        }
         if answer.decision.is_defer() {
             return Resolution::Parked {
                 by: answer.by,
@@ -329,7 +347,7 @@ impl<'a> Decider<'a> {
         }
         self.note_mode(false);
         let decision = match awaited {
-            Awaited::Person => headless_answer(&self.ctx, ask, self.headless),
+            Awaited::Person => headless_answer(&self.ctx, ask, self.unanswered()),
             // Auto mode's classifier replaces the person: a missing one is a deny.
             Awaited::Classifier => headless_deny(&self.ctx, ask),
         };
@@ -381,6 +399,15 @@ impl<'a> Decider<'a> {
             run: call,
             basis: AllowBasis::Granted,
         })
+    }
+
+    /// What an ask nobody answered becomes: a sub-agent's conversation cannot stop and wait
+    /// for a person, so inside one it is refused.
+    fn unanswered(&self) -> HeadlessAnswer {
+        match self.scope {
+            Some(_) => HeadlessAnswer::Deny,
+            None => self.headless,
+        }
     }
 
     /// `check --explain`'s line for an ask the mode answered.

@@ -1,18 +1,22 @@
 //! One tool call from `tool_use` to its decision: `PreparedCall` parses and validates the
 //! input once and carries the facts every later stage reads (scheduling, the gate, the
 //! classifier's proposal); `decide` makes the call's one decision, a `Resolution` naming who
-//! answered. Runs no tool and records nothing: the loop does.
+//! answered; `unreached` answers every call that never gets that far (no such tool, an
+//! invalid input, a sub-agent too many, a refused call repeated). Runs no tool and records
+//! nothing: the loop does.
 
 mod decide;
-mod pool;
+mod refusals;
 mod resolution;
 mod scope;
 #[cfg(test)]
 mod tests;
+mod unreached;
 
 pub use decide::{Classifier, ClassifierFuture, ClassifierRuling, Decider, NoHooks, PreToolUse};
-pub use pool::{no_such_tool, refused_at_pool};
+pub use refusals::Refusals;
 pub use resolution::{Answerer, Awaited, Resolution};
+pub use unreached::{EarlyAnswer, SubagentCap, Unreached, prepare, refused_at_pool};
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::PreparedCall;
+use super::{PreparedCall, Unreached};
 use crate::policy::{AllowBasis, PermissionDecision, Step};
 
 /// Who had the last word on a call.
@@ -68,11 +68,11 @@ pub enum Resolution {
 }
 
 impl Resolution {
-    /// A refusal made before any call could be prepared.
-    pub fn from_pool(decision: PermissionDecision) -> Resolution {
+    /// A call that never reached the gate, as `check` and `replay` report it.
+    pub fn unreached(unreached: &Unreached) -> Resolution {
         Resolution::Refused {
             by: Answerer::Pool,
-            decision,
+            decision: unreached.decision(),
             judged: None,
         }
     }

@@ -2,7 +2,7 @@
 //! and the hooks say. The first step of a call's decision, and the last for a rewritten one.
 
 use super::PreparedCall;
-use crate::policy::{GatedCall, Grounds, Layer, PermissionContext, PermissionDecision, Step};
+use crate::policy::{GatedCall, PermissionContext, PermissionDecision};
 use crate::tools::SubagentKind;
 
 /// The refusal of a call an explore sub-agent may not make: a tool outside its pool (a
@@ -25,13 +25,5 @@ pub(super) fn refusal(
     } else {
         return None;
     };
-    Some(PermissionDecision::deny(
-        Grounds {
-            step: Step::Pool,
-            layer: Layer::Tool,
-            rule: None,
-            reason,
-        },
-        false,
-    ))
+    Some(super::refused_at_pool(reason))
 }

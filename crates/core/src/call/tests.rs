@@ -1124,3 +1124,50 @@ async fn an_approval_answers_an_ask_never_a_deny() {
         (Decision::Deny, Layer::Hook)
     );
 }
+
+/// A sub-agent's conversation cannot stop and wait for a person: what would park the run's
+/// own call (the run's `--defer-asks`, a `defer:` rule, a hook's `defer`) refuses a
+/// sub-agent's, saying why, wherever the decision is made (the loop, `replay`).
+#[tokio::test]
+async fn a_sub_agent_call_is_refused_where_the_run_would_park() {
+    use policy::HeadlessAnswer::Defer;
+    let workspace = Workspace::new("/ws".into(), vec![], None);
+    let plain = rules("permissions: {}\n");
+    let deferring = rules("permissions:\n  defer: [Bash]\n");
+    let defer = HookRuling::Defer {
+        reason: "hook defers".into(),
+    };
+    let cases = [
+        ("passthrough", &plain, None, Layer::Mode),
+        ("allow", &deferring, None, Layer::Rule),
+        ("allow", &plain, Some(defer), Layer::Hook),
+    ];
+    for (kind, rules, verdict, layer) in cases {
+        let ctx = context(PermissionMode::DontAsk, rules, &workspace);
+        let own = decided_with(probe(kind, false, false), ctx, Defer, verdict.clone()).await;
+        assert!(matches!(own, Resolution::Parked { .. }), "{kind}");
+        let mut decider = Decider {
+            scope: Some(crate::tools::SubagentKind::General),
+            headless: Defer,
+            ..Decider::headless(ctx)
+        };
+        let resolution = match decider
+            .decide(probe(kind, false, false), &mut Hooks(verdict))
+            .await
+        {
+            Ok(resolution) => resolution,
+            Err(never) => match never {},
+        };
+        assert!(matches!(resolution, Resolution::Refused { .. }), "{kind}");
+        let got = resolution.into_decision();
+        assert_eq!((got.decision, got.layer), (Decision::Deny, layer), "{kind}");
+        if layer != Layer::Mode {
+            assert!(
+                got.reason
+                    .ends_with("; a sub-agent cannot wait for a person, so it is refused"),
+                "{kind}: {}",
+                got.reason
+            );
+        }
+    }
+}

@@ -1,14 +1,13 @@
 //! Calls the gate refused, kept for the rest of the run: a call the model repeats verbatim
 //! (same conversation, tool and input) is answered with the earlier refusal instead of being
-//! judged again, and still counts as a denial. Never used to allow anything.
+//! judged again (`Unreached::Repeated`), and still counts as a denial. Never used to allow
+//! anything.
 
 use serde_json::Value;
 
+use super::Unreached;
 use crate::policy::{PermissionDecision, ToolName};
 use crate::tools::Subagent;
-
-/// What the model is told besides the earlier refusal, so it stops retrying.
-pub const REPEATED: &str = "(This exact call was refused before; repeating it gets the same answer. Try another way or stop.)";
 
 #[derive(Debug, Default)]
 pub struct Refusals {
@@ -60,9 +59,21 @@ impl Refusals {
             .collect()
     }
 
+    /// A repeat of a refused call: answered with that refusal instead of being judged again.
+    pub fn repeat(
+        &self,
+        scope: Option<&Subagent>,
+        tool: &ToolName,
+        input: &Value,
+    ) -> Option<Unreached> {
+        self.earlier(scope, tool, input)
+            .cloned()
+            .map(Unreached::Repeated)
+    }
+
     /// The refusal of an earlier call identical to this one. Inputs compare as JSON values,
     /// so the order of an object's keys does not make a call new.
-    pub fn earlier(
+    fn earlier(
         &self,
         scope: Option<&Subagent>,
         tool: &ToolName,
