@@ -17,7 +17,7 @@ pub fn policy(args: PolicyArgs) -> Result<ExitCode> {
             let policy = load_policy(&file, home.as_deref())?;
             let workdir = canonical_dir(workdir.as_deref().unwrap_or(Path::new(".")), "workdir")?;
             let workspace = Workspace::new(workdir, Vec::new(), home)
-                .with_state_folder(crate::state::guarded().map(std::path::Path::to_path_buf));
+                .with_state_folder(crate::state::guarded_folder());
             let outcomes = self_tests(&policy, &workspace);
             for outcome in &outcomes {
                 super::print_out(&format!("{}\n", describe_self_test(outcome)));

@@ -220,10 +220,8 @@ struct Loop<'a> {
 struct PendingTurn {
     message: Message,
     stop_reason: StopReason,
-    /// The calls with an answer already, by id (the others are judged and run).
-    settled: std::collections::HashMap<String, turn::Settled>,
-    /// The resume's new words, added after the turn's results.
-    prompt: Option<String>,
+    /// What the record already settled of the turn, and the resume's new words.
+    resumed: turn::Resumed,
 }
 
 impl Loop<'_> {

@@ -73,10 +73,7 @@ pub(super) async fn next_turn(
         stop_reason: pending.stop_reason,
         malformed_inputs: Vec::new(),
         turn: scope.turns,
-        resumed: Some(Resumed {
-            settled: pending.settled,
-            prompt: pending.prompt,
-        }),
+        resumed: Some(pending.resumed),
     }))
 }
 

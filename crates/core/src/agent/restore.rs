@@ -86,8 +86,10 @@ pub(super) fn resumed(
         Some(PendingTurn {
             message: stopped.message,
             stop_reason: stopped.stop_reason,
-            settled,
-            prompt: if calls { prompt.take() } else { None },
+            resumed: turn::Resumed {
+                settled,
+                prompt: if calls { prompt.take() } else { None },
+            },
         })
     });
     if resume.torn {

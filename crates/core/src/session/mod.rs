@@ -285,7 +285,7 @@ fn assemble_checked(
 
     let directories = additional_directories(&sources);
     let mut workspace = Workspace::new(workdir, directories.dirs.clone(), home)
-        .with_state_folder(crate::state::guarded().map(std::path::Path::to_path_buf));
+        .with_state_folder(crate::state::guarded_folder());
     let (state, transcript_key) = transcript_key(state.as_ref(), &workspace)?;
     require_self_tests(&sources, &workspace)?;
     let classifier = match mode {

@@ -203,7 +203,7 @@ impl PolicyInForce {
         log_warnings(&warnings);
         refuse_warnings(&rules, flags.strict)?;
         let workspace = Workspace::new(workdir, additional_directories(&sources).dirs, home)
-            .with_state_folder(crate::state::guarded().map(std::path::Path::to_path_buf));
+            .with_state_folder(crate::state::guarded_folder());
         Ok(PolicyInForce {
             sources,
             rules,

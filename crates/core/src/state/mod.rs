@@ -85,6 +85,11 @@ pub fn guarded() -> Option<&'static Path> {
         .as_deref()
 }
 
+/// [`guarded`] owned, for the workspace the gate is handed ([`crate::policy::Workspace::with_state_folder`]).
+pub fn guarded_folder() -> Option<PathBuf> {
+    guarded().map(Path::to_path_buf)
+}
+
 /// `path` with its symlinks resolved as far as it exists, the rest appended.
 fn canonical_or_lexical(path: &Path) -> PathBuf {
     let mut missing = Vec::new();
